@@ -1,0 +1,522 @@
+//! The backward executor: discovers the graph below the roots, then runs each node when
+//! its dependency count reaches zero, on the shared worker pool.
+//!
+//! Scheduling is work-first: a worker that finishes a node keeps one newly ready child
+//! for itself and spawns the others, so a chain runs on one thread with no task
+//! overhead while independent branches spread over the pool.
+//!
+//! Determinism: every gradient sent to a node is tagged with a key (the sender's
+//! position in the discovery order, then the edge index) and a node sums its incoming
+//! gradients in key order once all have arrived. The sum is therefore the same, bit for
+//! bit, whatever the thread count or timing.
+
+use crate::autograd::function::Grads;
+use crate::autograd::grad_mode::with_grad_mode;
+use crate::autograd::graph::{ctx_for, Edge, NodeRef};
+use crate::tensor::Tensor;
+use crate::{ops, Error, Result};
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+/// Options of one backward call (torch.autograd.backward / grad).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    pub retain_graph: bool,
+    pub create_graph: bool,
+    /// backward(): accumulate into `.grad`; grad(): return the gradients instead.
+    pub accumulate: bool,
+    pub allow_unused: bool,
+}
+
+#[derive(Clone, Copy)]
+enum Target {
+    Node { local: usize, input_nr: u32 },
+    Leaf(usize),
+}
+
+type Incoming = Mutex<SmallVec<[(u64, u32, Tensor); 2]>>;
+
+struct NodeState {
+    node: NodeRef,
+    targets: SmallVec<[Option<Target>; 2]>,
+    n_outputs: usize,
+    deps: AtomicU32,
+    incoming: Incoming,
+    /// Receives gradients (it is on a path to something wanted).
+    needed: bool,
+    /// Runs its backward (some child is needed).
+    execute: bool,
+    captures: SmallVec<[(u32, usize); 1]>,
+}
+
+struct LeafState {
+    tensor: Tensor,
+    deps: AtomicU32,
+    incoming: Incoming,
+    needed: bool,
+    accumulate: bool,
+    capture: Option<usize>,
+}
+
+struct Task {
+    nodes: Vec<NodeState>,
+    leaves: Vec<LeafState>,
+    captured: Vec<Mutex<Option<Tensor>>>,
+    opts: Options,
+    failed: AtomicBool,
+    error: Mutex<Option<Error>>,
+}
+
+/// Runs backward from `outputs` seeded with `grad_outputs` (already validated by the
+/// caller). `inputs`: for grad(), the tensors whose gradients are returned; for
+/// backward(inputs=...), the tensors that accumulate (empty: every leaf).
+pub fn run_backward(outputs: &[Tensor], grad_outputs: &[Tensor], inputs: &[Tensor], opts: Options) -> Result<Vec<Option<Tensor>>> {
+    let mut roots = Vec::with_capacity(outputs.len());
+    for (i, out) in outputs.iter().enumerate() {
+        match out.grad_fn() {
+            Some(node) => roots.push(Edge::Node { node, input_nr: out.output_nr() }),
+            None if out.requires_grad() => roots.push(Edge::Leaf(out.clone())),
+            None => return Err(Error::NoGradFn { index: i }),
+        }
+    }
+    let task = Task::discover(&roots, inputs, opts)?;
+    crate::runtime::pool().scope(|s| {
+        let mut ready = SmallVec::<[usize; 4]>::new();
+        for (i, (edge, g)) in roots.iter().zip(grad_outputs).enumerate() {
+            let target = task.resolve(edge);
+            if let Err(e) = task.send(target, i as u64, Some(g.clone()), &mut ready) {
+                task.fail(e);
+            }
+        }
+        for local in ready {
+            let t = &task;
+            s.spawn(move |s| t.work(s, local));
+        }
+    });
+    if let Some(e) = task.error.lock().take() {
+        return Err(e);
+    }
+    let mut result = Vec::with_capacity(inputs.len());
+    for (i, slot) in task.captured.iter().enumerate() {
+        let g = slot.lock().take();
+        if opts.accumulate {
+            // backward(inputs=[non-leaf]) accumulates into the non-leaf's .grad
+            if let Some(g) = &g {
+                if !inputs[i].is_leaf() {
+                    accumulate_grad(&inputs[i], g.clone(), opts.create_graph)?;
+                }
+            }
+        } else if g.is_none() && !opts.allow_unused {
+            return Err(Error::runtime(
+                "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if \
+                 this is the desired behavior.",
+            ));
+        }
+        result.push(g);
+    }
+    Ok(result)
+}
+
+impl Task {
+    fn discover(roots: &[Edge], inputs: &[Tensor], opts: Options) -> Result<Task> {
+        let mut nodes: Vec<NodeState> = Vec::new();
+        let mut node_index: HashMap<u64, usize> = HashMap::new();
+        let mut leaves: Vec<LeafState> = Vec::new();
+        let mut leaf_index: HashMap<usize, usize> = HashMap::new();
+        let mut edges: Vec<SmallVec<[Option<Edge>; 2]>> = Vec::new();
+
+        let mut add_leaf = |t: &Tensor, leaves: &mut Vec<LeafState>| -> usize {
+            *leaf_index.entry(t.id()).or_insert_with(|| {
+                leaves.push(LeafState {
+                    tensor: t.clone(),
+                    deps: AtomicU32::new(0),
+                    incoming: Mutex::new(SmallVec::new()),
+                    needed: false,
+                    accumulate: false,
+                    capture: None,
+                });
+                leaves.len() - 1
+            })
+        };
+
+        // Depth-first discovery; locals are numbered in discovery order (deterministic).
+        let mut stack: Vec<NodeRef> = Vec::new();
+        let visit = |n: &NodeRef, node_index: &mut HashMap<u64, usize>, nodes: &mut Vec<NodeState>, edges: &mut Vec<_>, stack: &mut Vec<NodeRef>| -> usize {
+            if let Some(&l) = node_index.get(&n.id()) {
+                return l;
+            }
+            let (next, n_outputs) = {
+                let g = n.lock();
+                (g.next.clone(), g.outputs.len().max(1))
+            };
+            nodes.push(NodeState {
+                node: n.clone(),
+                targets: SmallVec::new(),
+                n_outputs,
+                deps: AtomicU32::new(0),
+                incoming: Mutex::new(SmallVec::new()),
+                needed: false,
+                execute: false,
+                captures: SmallVec::new(),
+            });
+            edges.push(next);
+            node_index.insert(n.id(), nodes.len() - 1);
+            stack.push(n.clone());
+            nodes.len() - 1
+        };
+        for r in roots {
+            match r {
+                Edge::Node { node, .. } => {
+                    visit(node, &mut node_index, &mut nodes, &mut edges, &mut stack);
+                }
+                Edge::Leaf(t) => {
+                    add_leaf(t, &mut leaves);
+                }
+            }
+        }
+        while let Some(n) = stack.pop() {
+            let local = node_index[&n.id()];
+            let mut targets = SmallVec::new();
+            for e in edges[local].clone() {
+                targets.push(match e {
+                    None => None,
+                    Some(Edge::Node { node, input_nr }) => {
+                        let l = visit(&node, &mut node_index, &mut nodes, &mut edges, &mut stack);
+                        Some(Target::Node { local: l, input_nr })
+                    }
+                    Some(Edge::Leaf(t)) => Some(Target::Leaf(add_leaf(&t, &mut leaves))),
+                });
+            }
+            nodes[local].targets = targets;
+        }
+
+        // What is wanted: captures for grad()/backward(inputs=...), else every leaf.
+        let mut captured = Vec::new();
+        if inputs.is_empty() {
+            for l in &mut leaves {
+                l.needed = true;
+                l.accumulate = true;
+            }
+        } else {
+            for (i, t) in inputs.iter().enumerate() {
+                captured.push(Mutex::new(None));
+                match t.grad_fn() {
+                    Some(f) => {
+                        if let Some(&l) = node_index.get(&f.id()) {
+                            nodes[l].captures.push((t.output_nr(), i));
+                            nodes[l].needed = true;
+                        }
+                    }
+                    None => {
+                        if !t.requires_grad() {
+                            return Err(Error::runtime("One of the differentiated Tensors does not require grad"));
+                        }
+                        if let Some(&l) = leaf_index.get(&t.id()) {
+                            leaves[l].needed = true;
+                            if opts.accumulate {
+                                leaves[l].accumulate = true;
+                            } else {
+                                leaves[l].capture = Some(i);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        // Topological order (parents before children) by simulated dependency counting,
+        // then needed/execute flags children-first.
+        let mut indeg = vec![0u32; nodes.len()];
+        for n in &nodes {
+            for t in n.targets.iter().flatten() {
+                if let Target::Node { local, .. } = t {
+                    indeg[*local] += 1;
+                }
+            }
+        }
+        let mut order: Vec<usize> = (0..nodes.len()).filter(|&i| indeg[i] == 0).collect();
+        let mut k = 0;
+        while k < order.len() {
+            let n = order[k];
+            k += 1;
+            for t in nodes[n].targets.iter().flatten() {
+                if let Target::Node { local, .. } = *t {
+                    indeg[local] -= 1;
+                    if indeg[local] == 0 {
+                        order.push(local);
+                    }
+                }
+            }
+        }
+        for &n in order.iter().rev() {
+            let child_needed = nodes[n].targets.iter().flatten().any(|t| match *t {
+                Target::Node { local, .. } => nodes[local].needed,
+                Target::Leaf(l) => leaves[l].needed,
+            });
+            nodes[n].execute = child_needed;
+            nodes[n].needed |= child_needed;
+        }
+        // Dependencies: one per edge from a node that will execute.
+        for n in &nodes {
+            if !n.execute {
+                continue;
+            }
+            for t in n.targets.iter().flatten() {
+                match *t {
+                    Target::Node { local, .. } if nodes[local].needed => nodes[local].deps.fetch_add(1, Ordering::Relaxed),
+                    Target::Leaf(l) if leaves[l].needed => leaves[l].deps.fetch_add(1, Ordering::Relaxed),
+                    _ => 0,
+                };
+            }
+        }
+        let mut task = Task { nodes, leaves, captured, opts, failed: AtomicBool::new(false), error: Mutex::new(None) };
+        // Root edges count as one dependency each.
+        for r in roots {
+            match task.resolve_mut(r) {
+                Target::Node { local, .. } => {
+                    task.nodes[local].needed = true;
+                    task.nodes[local].deps.fetch_add(1, Ordering::Relaxed);
+                }
+                Target::Leaf(l) => {
+                    task.leaves[l].deps.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(task)
+    }
+
+    fn resolve_mut(&mut self, e: &Edge) -> Target {
+        self.resolve(e)
+    }
+
+    fn resolve(&self, e: &Edge) -> Target {
+        match e {
+            Edge::Node { node, input_nr } => {
+                let local = self.nodes.iter().position(|n| n.node.ptr_eq(node)).unwrap_or(0);
+                Target::Node { local, input_nr: *input_nr }
+            }
+            Edge::Leaf(t) => Target::Leaf(self.leaves.iter().position(|l| l.tensor.same(t)).unwrap_or(0)),
+        }
+    }
+
+    fn fail(&self, e: Error) {
+        let mut g = self.error.lock();
+        if g.is_none() {
+            *g = Some(e);
+        }
+        self.failed.store(true, Ordering::Release);
+    }
+
+    /// Delivers one gradient (or the news that none is coming) to a target.
+    fn send(&self, target: Target, key: u64, grad: Option<Tensor>, ready: &mut SmallVec<[usize; 4]>) -> Result<()> {
+        match target {
+            Target::Node { local, input_nr } => {
+                let n = &self.nodes[local];
+                if !n.needed {
+                    return Ok(());
+                }
+                if let Some(g) = grad {
+                    n.incoming.lock().push((key, input_nr, g));
+                }
+                if n.deps.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    ready.push(local);
+                }
+            }
+            Target::Leaf(l) => {
+                let leaf = &self.leaves[l];
+                if !leaf.needed {
+                    return Ok(());
+                }
+                if let Some(g) = grad {
+                    leaf.incoming.lock().push((key, 0, g));
+                }
+                if leaf.deps.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    self.finish_leaf(leaf)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Worker loop: run `local`, keep one ready child, spawn the rest.
+    fn work<'s>(&'s self, scope: &rayon::Scope<'s>, mut local: usize) {
+        loop {
+            if self.failed.load(Ordering::Acquire) {
+                return;
+            }
+            let mut ready = SmallVec::<[usize; 4]>::new();
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_node(local, &mut ready)));
+            match result {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return self.fail(e),
+                Err(p) => {
+                    let msg = p
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_string()))
+                        .unwrap_or_else(|| "panic in backward".into());
+                    return self.fail(Error::Internal(msg));
+                }
+            }
+            let mut it = ready.into_iter();
+            match it.next() {
+                None => return,
+                Some(first) => {
+                    for other in it {
+                        scope.spawn(move |s| self.work(s, other));
+                    }
+                    local = first;
+                }
+            }
+        }
+    }
+
+    fn run_node(&self, local: usize, ready: &mut SmallVec<[usize; 4]>) -> Result<()> {
+        let st = &self.nodes[local];
+        let mut incoming = std::mem::take(&mut *st.incoming.lock());
+        incoming.sort_by_key(|x| x.0);
+        let mut grads: SmallVec<[Option<Tensor>; 1]> = smallvec::smallvec![None; st.n_outputs];
+        with_grad_mode(self.opts.create_graph, || -> Result<()> {
+            for (_, slot, g) in incoming {
+                let s = &mut grads[slot as usize];
+                *s = Some(match s.take() {
+                    None => g,
+                    Some(acc) => ops::add(&acc, &g)?,
+                });
+            }
+            Ok(())
+        })?;
+
+        // Tensor hooks of this node's outputs, then retain_grad, then captures.
+        let (hooks, retains) = {
+            let n = st.node.lock();
+            (n.pre_hooks.clone(), n.retains.clone())
+        };
+        with_grad_mode(self.opts.create_graph, || -> Result<()> {
+            for (nr, _, hook) in &hooks {
+                if let Some(g) = &grads[*nr as usize] {
+                    if let Some(new) = hook(g)? {
+                        grads[*nr as usize] = Some(new);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        for (nr, w) in &retains {
+            if let (Some(t), Some(g)) = (Tensor::upgrade(w), &grads[*nr as usize]) {
+                accumulate_retained(&t, g, self.opts.create_graph)?;
+            }
+        }
+        for &(nr, idx) in &st.captures {
+            if let Some(g) = &grads[nr as usize] {
+                *self.captured[idx].lock() = Some(g.clone());
+            }
+        }
+        if !st.execute {
+            return Ok(());
+        }
+
+        let (op, saved, released, needs) = {
+            let mut n = st.node.lock();
+            let needs: SmallVec<[bool; 4]> = st.targets.iter().map(|t| t.is_some()).collect();
+            let out = (n.op.clone(), n.saved.clone(), n.released, needs);
+            if !self.opts.retain_graph {
+                n.saved.clear();
+                n.released = true;
+            }
+            out
+        };
+        let outs: Grads = if grads.iter().all(Option::is_none) {
+            smallvec::smallvec![None; st.targets.len()]
+        } else {
+            let ctx = ctx_for(&st.node, &saved, released, needs);
+            with_grad_mode(self.opts.create_graph, || op.as_backward().apply(&ctx, &grads))?
+        };
+        if outs.len() != st.targets.len() {
+            return Err(Error::Internal(format!(
+                "{} returned {} gradients for {} inputs",
+                op.name(),
+                outs.len(),
+                st.targets.len()
+            )));
+        }
+        for (i, (t, g)) in st.targets.iter().zip(outs).enumerate() {
+            if let Some(t) = t {
+                self.send(*t, ((local as u64 + 1) << 16) | i as u64, g, ready)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish_leaf(&self, leaf: &LeafState) -> Result<()> {
+        let mut incoming = std::mem::take(&mut *leaf.incoming.lock());
+        incoming.sort_by_key(|x| x.0);
+        with_grad_mode(self.opts.create_graph, || -> Result<()> {
+            let mut acc: Option<Tensor> = None;
+            for (_, _, g) in incoming {
+                acc = Some(match acc {
+                    None => g,
+                    Some(a) => ops::add(&a, &g)?,
+                });
+            }
+            let Some(mut g) = acc else { return Ok(()) };
+            // Leaf hooks run before accumulation, as in torch.
+            let hooks: Vec<_> = leaf.tensor.lock().hooks.iter().map(|(_, h)| h.clone()).collect();
+            for h in hooks {
+                if let Some(new) = h(&g)? {
+                    g = new;
+                }
+            }
+            if let Some(i) = leaf.capture {
+                *self.captured[i].lock() = Some(g);
+            } else if leaf.accumulate {
+                accumulate_grad(&leaf.tensor, g, self.opts.create_graph)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// torch's AccumulateGrad: the first gradient is stored (stolen when nothing else holds
+/// it, cloned otherwise); later ones are added in place, or out of place with history
+/// when create_graph is set.
+pub fn accumulate_grad(t: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
+    let old = t.grad();
+    let new = match old {
+        None => {
+            if create_graph {
+                g
+            } else {
+                ops::clone_detached_if_shared(g)
+            }
+        }
+        Some(old) => {
+            if create_graph || old.requires_grad() {
+                ops::add(&old, &g)?
+            } else {
+                crate::autograd::grad_mode::with_grad_mode(false, || ops::inplace_add(&old, &g))?;
+                return Ok(());
+            }
+        }
+    };
+    t.lock().grad = Some(new);
+    Ok(())
+}
+
+fn accumulate_retained(t: &Tensor, g: &Tensor, create_graph: bool) -> Result<()> {
+    let old = t.grad();
+    let new = match old {
+        None => {
+            if create_graph {
+                g.clone()
+            } else {
+                ops::clone_tensor(&g.detach())?
+            }
+        }
+        Some(old) => ops::add(&old, g)?,
+    };
+    t.lock().grad = Some(new);
+    Ok(())
+}

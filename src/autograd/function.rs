@@ -1,0 +1,104 @@
+//! What a backward op is: the `Backward` trait, the context it runs with, and the
+//! `BackwardOp` enum that stores every built-in op inline in its arena slot.
+
+use crate::autograd::graph::{NodeRef, SavedTensor};
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+use smallvec::SmallVec;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// Gradients w.r.t. a node's inputs, one per `next` edge (`None`: no gradient).
+pub type Grads = SmallVec<[Option<Tensor>; 2]>;
+
+/// A node's backward formula. `grads[i]` is the gradient of output `i` (`None` when no
+/// gradient reached that output; single-output nodes always get `Some`).
+pub trait Backward: Send + Sync {
+    fn name(&self) -> Cow<'static, str>;
+    fn apply(&self, ctx: &BackwardCtx<'_>, grads: &[Option<Tensor>]) -> Result<Grads>;
+}
+
+/// What a backward formula can see of its node.
+pub struct BackwardCtx<'a> {
+    pub(crate) node: &'a NodeRef,
+    pub(crate) saved: &'a [SavedTensor],
+    pub(crate) released: bool,
+    pub(crate) needs_input_grad: SmallVec<[bool; 4]>,
+}
+
+impl BackwardCtx<'_> {
+    /// Whether input `i` of the forward op needs a gradient.
+    pub fn needs_input_grad(&self, i: usize) -> bool {
+        self.needs_input_grad.get(i).copied().unwrap_or(false)
+    }
+
+    /// Unpacks saved tensor `i`: an error if the graph was freed by an earlier backward or
+    /// if the tensor was modified in place since it was saved (torch's version check).
+    pub fn saved(&self, i: usize) -> Result<Tensor> {
+        if self.released {
+            return Err(Error::GraphFreed);
+        }
+        let s = self.saved.get(i).ok_or_else(|| Error::Internal(format!("saved tensor {i} missing")))?;
+        let now = s.tensor.version();
+        if now != s.version {
+            let dtype = s.tensor.dtype().legacy_type_name();
+            let shape = crate::shape::fmt_shape(&s.tensor.shape());
+            let origin = match (s.output_nr, s.tensor.grad_fn()) {
+                (Some(nr), _) => format!(", which is output {nr} of {}", self.node.name()),
+                (None, Some(f)) => format!(", which is output {} of {}", s.tensor.output_nr(), f.name()),
+                (None, None) => String::new(),
+            };
+            return Err(Error::runtime(format!(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: \
+                 [rgrad.{dtype} {shape}]{origin}, is at version {now}; expected version {} instead. Hint: enable anomaly \
+                 detection to find the operation that failed to compute its gradient, with \
+                 torch.autograd.set_detect_anomaly(True).",
+                s.version
+            )));
+        }
+        Ok(match s.output_nr {
+            Some(nr) => {
+                // Reattach the node as grad_fn so that create_graph differentiates through it.
+                let t = s.tensor.detach();
+                t.set_history(self.node.clone(), nr);
+                t
+            }
+            None => s.tensor.clone(),
+        })
+    }
+}
+
+/// Declares the enum of built-in backward ops (stored inline in arena slots, no Box) and
+/// its dispatch to each op's `Backward` impl. `Custom` holds user-defined functions.
+#[macro_export]
+macro_rules! backward_ops {
+    ($($op:ident),* $(,)?) => {
+        #[derive(Clone)]
+        pub enum BackwardOp {
+            $($op($op),)*
+            Custom(std::sync::Arc<dyn $crate::autograd::function::Backward>),
+        }
+        impl BackwardOp {
+            pub fn as_backward(&self) -> &dyn $crate::autograd::function::Backward {
+                match self {
+                    $(BackwardOp::$op(o) => o,)*
+                    BackwardOp::Custom(o) => o.as_ref(),
+                }
+            }
+            pub fn name(&self) -> std::borrow::Cow<'static, str> {
+                self.as_backward().name()
+            }
+        }
+        $(impl From<$op> for BackwardOp {
+            fn from(o: $op) -> Self { BackwardOp::$op(o) }
+        })*
+    };
+}
+
+pub use crate::ops::BackwardOp;
+
+impl From<Arc<dyn Backward>> for BackwardOp {
+    fn from(o: Arc<dyn Backward>) -> Self {
+        BackwardOp::Custom(o)
+    }
+}

@@ -1,0 +1,266 @@
+//! The computation graph: nodes live in one process-wide arena of fixed-size chunks and
+//! are addressed by index + generation.
+//!
+//! Why an arena: torch allocates every node as its own reference-counted heap object,
+//! which costs a malloc/free pair and scattered memory per op. Here a node is a slot in
+//! a 1024-slot chunk; freed slots go on a free list and are reused, so a training loop
+//! that builds the same graph every step allocates nothing for graph bookkeeping in
+//! steady state. Chunks are never freed or moved, so a slot can be reached with one
+//! atomic load and no global lock.
+//!
+//! Ownership follows torch: a tensor's `grad_fn` and every edge hold a strong
+//! [`NodeRef`] (a count in the slot); a node dies when its count reaches zero, and its
+//! edges are released *iteratively* (a thread-local work list), so dropping a
+//! 100,000-node chain cannot overflow the stack.
+
+use crate::autograd::function::{BackwardCtx, BackwardOp};
+use crate::dtype::DType;
+use crate::shape::Shape;
+use crate::tensor::{Tensor, TensorImpl};
+use crate::{Error, Result};
+use parking_lot::{Mutex, MutexGuard};
+use smallvec::SmallVec;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+/// A gradient hook: may return a replacement gradient.
+pub type Hook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+
+/// Where a gradient flows: into input `input_nr` of another node, or into a leaf's `.grad`.
+#[derive(Clone)]
+pub enum Edge {
+    Node { node: NodeRef, input_nr: u32 },
+    Leaf(Tensor),
+}
+
+/// Shape and dtype of one output of a node, to validate and zero-fill its gradient.
+#[derive(Clone, Debug)]
+pub struct OutputMeta {
+    pub shape: Shape,
+    pub dtype: DType,
+}
+
+/// A tensor saved for backward. Outputs of the node itself are stored without history
+/// (otherwise output -> node -> output would be a cycle) and get the node back as their
+/// `grad_fn` when unpacked, so double backward flows through them.
+#[derive(Clone)]
+pub struct SavedTensor {
+    pub(crate) tensor: Tensor,
+    pub(crate) output_nr: Option<u32>,
+    pub(crate) version: u64,
+}
+
+impl SavedTensor {
+    pub fn input(t: &Tensor) -> SavedTensor {
+        SavedTensor { tensor: t.clone(), output_nr: None, version: t.version() }
+    }
+    pub fn output(t: &Tensor, output_nr: u32) -> SavedTensor {
+        SavedTensor { tensor: t.detach(), output_nr: Some(output_nr), version: t.version() }
+    }
+}
+
+pub struct Node {
+    pub(crate) op: BackwardOp,
+    pub(crate) saved: SmallVec<[SavedTensor; 2]>,
+    /// Saved tensors were freed by a backward without retain_graph.
+    pub(crate) released: bool,
+    /// One entry per differentiable input of the forward op (`None`: no grad needed).
+    pub(crate) next: SmallVec<[Option<Edge>; 2]>,
+    pub(crate) outputs: SmallVec<[OutputMeta; 1]>,
+    /// Hooks of non-leaf tensors that are outputs of this node: (output_nr, id, hook).
+    pub(crate) pre_hooks: Vec<(u32, u64, Hook)>,
+    /// Non-leaf tensors that called retain_grad(): (output_nr, tensor).
+    pub(crate) retains: Vec<(u32, Weak<TensorImpl>)>,
+}
+
+impl Node {
+    pub fn new(op: BackwardOp, next: SmallVec<[Option<Edge>; 2]>, outputs: SmallVec<[OutputMeta; 1]>) -> Node {
+        Node { op, saved: SmallVec::new(), released: false, next, outputs, pre_hooks: Vec::new(), retains: Vec::new() }
+    }
+}
+
+// ---- the arena -------------------------------------------------------------------------
+
+const CHUNK_BITS: u32 = 10;
+const CHUNK: usize = 1 << CHUNK_BITS;
+const MAX_CHUNKS: usize = 1 << 16; // 64M live nodes
+
+struct Slot {
+    refs: AtomicU32,
+    generation: AtomicU32,
+    node: Mutex<Option<Node>>,
+}
+
+struct Arena {
+    chunks: Box<[AtomicPtr<Slot>]>,
+    next: AtomicUsize,
+    free: Mutex<Vec<u32>>,
+    grow: Mutex<()>,
+}
+
+fn arena() -> &'static Arena {
+    static ARENA: OnceLock<Arena> = OnceLock::new();
+    ARENA.get_or_init(|| Arena {
+        chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+        next: AtomicUsize::new(0),
+        free: Mutex::new(Vec::new()),
+        grow: Mutex::new(()),
+    })
+}
+
+impl Arena {
+    fn slot(&self, idx: u32) -> &Slot {
+        let (c, i) = ((idx >> CHUNK_BITS) as usize, idx as usize & (CHUNK - 1));
+        let p = self.chunks[c].load(Ordering::Acquire);
+        // SAFETY: `idx` was handed out by `alloc`, which published chunk `c` (Release)
+        // before returning any index in it; chunks are leaked, never freed or moved, and
+        // hold exactly CHUNK slots, so `p.add(i)` is in bounds and valid for 'static.
+        unsafe { &*p.add(i) }
+    }
+
+    fn alloc(&self, node: Node) -> Result<NodeRef> {
+        let idx = match self.free.lock().pop() {
+            Some(i) => i,
+            None => {
+                let i = self.next.fetch_add(1, Ordering::Relaxed);
+                let c = i >> CHUNK_BITS;
+                if c >= MAX_CHUNKS {
+                    return Err(Error::runtime("rgrad: too many live autograd nodes (limit 67108864)"));
+                }
+                if self.chunks[c].load(Ordering::Acquire).is_null() {
+                    let _g = self.grow.lock();
+                    if self.chunks[c].load(Ordering::Acquire).is_null() {
+                        let chunk: Box<[Slot]> = (0..CHUNK)
+                            .map(|_| Slot { refs: AtomicU32::new(0), generation: AtomicU32::new(0), node: Mutex::new(None) })
+                            .collect();
+                        self.chunks[c].store(Box::leak(chunk).as_mut_ptr(), Ordering::Release);
+                    }
+                }
+                i as u32
+            }
+        };
+        let slot = self.slot(idx);
+        *slot.node.lock() = Some(node);
+        slot.refs.store(1, Ordering::Release);
+        Ok(NodeRef { idx, generation: slot.generation.load(Ordering::Acquire) })
+    }
+}
+
+/// Number of arena slots ever created (live + free), for benchmarks and tests.
+pub fn arena_capacity() -> usize {
+    arena().next.load(Ordering::Relaxed)
+}
+
+/// Number of live nodes.
+pub fn live_nodes() -> usize {
+    arena_capacity() - arena().free.lock().len()
+}
+
+/// A strong reference to a node (like torch's `shared_ptr<Node>`).
+pub struct NodeRef {
+    idx: u32,
+    generation: u32,
+}
+
+impl NodeRef {
+    pub fn new(node: Node) -> Result<NodeRef> {
+        arena().alloc(node)
+    }
+    fn slot(&self) -> &'static Slot {
+        arena().slot(self.idx)
+    }
+    /// Locks the node. Never call Python or run a kernel while holding this.
+    pub fn lock(&self) -> MappedNode<'_> {
+        MappedNode { guard: self.slot().node.lock() }
+    }
+    /// A stable identity for the node while it lives.
+    pub fn id(&self) -> u64 {
+        (u64::from(self.generation) << 32) | u64::from(self.idx)
+    }
+    pub fn ptr_eq(&self, other: &NodeRef) -> bool {
+        self.idx == other.idx && self.generation == other.generation
+    }
+    pub fn name(&self) -> String {
+        self.lock().op.name().into_owned()
+    }
+}
+
+/// A locked node.
+pub struct MappedNode<'a> {
+    guard: MutexGuard<'a, Option<Node>>,
+}
+
+impl std::ops::Deref for MappedNode<'_> {
+    type Target = Node;
+    fn deref(&self) -> &Node {
+        match self.guard.as_ref() {
+            Some(n) => n,
+            // Invariant: a slot holds a node for as long as any NodeRef to it exists.
+            None => unreachable_dead_node(),
+        }
+    }
+}
+impl std::ops::DerefMut for MappedNode<'_> {
+    fn deref_mut(&mut self) -> &mut Node {
+        match self.guard.as_mut() {
+            Some(n) => n,
+            None => unreachable_dead_node(),
+        }
+    }
+}
+
+#[cold]
+#[allow(clippy::panic)]
+fn unreachable_dead_node() -> ! {
+    panic!("rgrad internal error: a live NodeRef points at an empty arena slot")
+}
+
+impl Clone for NodeRef {
+    fn clone(&self) -> Self {
+        self.slot().refs.fetch_add(1, Ordering::Relaxed);
+        NodeRef { idx: self.idx, generation: self.generation }
+    }
+}
+
+thread_local! {
+    static PENDING: RefCell<Vec<Node>> = const { RefCell::new(Vec::new()) };
+    static DRAINING: Cell<bool> = const { Cell::new(false) };
+}
+
+impl Drop for NodeRef {
+    fn drop(&mut self) {
+        let slot = self.slot();
+        if slot.refs.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        std::sync::atomic::fence(Ordering::Acquire);
+        let node = slot.node.lock().take();
+        slot.generation.fetch_add(1, Ordering::Relaxed);
+        arena().free.lock().push(self.idx);
+        if let Some(node) = node {
+            release_iteratively(node);
+        }
+    }
+}
+
+/// Drops a node whose edges may own long chains of further nodes, with a work list
+/// instead of recursion.
+fn release_iteratively(node: Node) {
+    let queued = PENDING.try_with(|p| p.borrow_mut().push(node));
+    if queued.is_err() {
+        return; // thread-local storage is gone (thread exit): the node was dropped in place
+    }
+    if DRAINING.try_with(|d| d.replace(true)).unwrap_or(true) {
+        return; // an outer call on this thread is already draining
+    }
+    while let Some(n) = PENDING.try_with(|p| p.borrow_mut().pop()).ok().flatten() {
+        drop(n);
+    }
+    let _ = DRAINING.try_with(|d| d.set(false));
+}
+
+/// Builds the context a backward op sees when its node runs.
+pub(crate) fn ctx_for<'a>(node: &'a NodeRef, saved: &'a [SavedTensor], released: bool, needs: SmallVec<[bool; 4]>) -> BackwardCtx<'a> {
+    BackwardCtx { node, saved, released, needs_input_grad: needs }
+}

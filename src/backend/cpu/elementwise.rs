@@ -1,0 +1,443 @@
+//! Elementwise CPU kernels: unary maps, broadcasting binary maps, casts, where.
+
+use super::strided::{contiguous, for_each_offset2};
+use crate::dtype::DType;
+use crate::layout::Layout;
+use crate::storage::{Buffer, Element};
+use crate::with_dtype;
+use rayon::prelude::*;
+
+/// Above this many elements a map is split across the worker pool.
+const PAR_MIN: usize = 1 << 15;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaryOp {
+    Neg,
+    Abs,
+    Sign,
+    Relu,
+    Exp,
+    Log,
+    Log1p,
+    Expm1,
+    Sqrt,
+    Rsqrt,
+    Sin,
+    Cos,
+    Tan,
+    Tanh,
+    Sigmoid,
+    Reciprocal,
+    LogicalNot,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Maximum,
+    Minimum,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    LogicalAnd,
+    LogicalOr,
+}
+
+impl BinaryOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge)
+    }
+    pub fn is_logical(self) -> bool {
+        matches!(self, BinaryOp::LogicalAnd | BinaryOp::LogicalOr)
+    }
+}
+
+/// Arithmetic every non-bool element type supports.
+pub trait Num: Element + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self> {
+    const ZERO: Self;
+    const ONE: Self;
+    fn div(self, o: Self) -> Self;
+    fn pow(self, o: Self) -> Self;
+    fn neg(self) -> Self;
+    fn abs(self) -> Self;
+    fn max_nan(self, o: Self) -> Self;
+    fn min_nan(self, o: Self) -> Self;
+    fn is_nan(self) -> bool;
+}
+
+macro_rules! float_num {
+    ($t:ty) => {
+        impl Num for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            #[inline(always)]
+            fn div(self, o: Self) -> Self {
+                self / o
+            }
+            #[inline(always)]
+            fn pow(self, o: Self) -> Self {
+                self.powf(o)
+            }
+            #[inline(always)]
+            fn neg(self) -> Self {
+                -self
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                self.abs()
+            }
+            // torch.maximum/minimum propagate NaN
+            #[inline(always)]
+            fn max_nan(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    Self::NAN
+                } else {
+                    self.max(o)
+                }
+            }
+            #[inline(always)]
+            fn min_nan(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    Self::NAN
+                } else {
+                    self.min(o)
+                }
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                self.is_nan()
+            }
+        }
+    };
+}
+float_num!(f32);
+float_num!(f64);
+
+impl Num for i64 {
+    const ZERO: Self = 0;
+    const ONE: Self = 1;
+    fn div(self, o: Self) -> Self {
+        // Callers promote integer true division to float; this is floor division's kernel.
+        if o == 0 {
+            0
+        } else {
+            self.wrapping_div(o)
+        }
+    }
+    fn pow(self, o: Self) -> Self {
+        if o < 0 {
+            // torch raises for negative integer powers of integers; the op layer checks first.
+            0
+        } else {
+            self.wrapping_pow(o.min(u32::MAX as i64) as u32)
+        }
+    }
+    fn neg(self) -> Self {
+        self.wrapping_neg()
+    }
+    fn abs(self) -> Self {
+        self.wrapping_abs()
+    }
+    fn max_nan(self, o: Self) -> Self {
+        self.max(o)
+    }
+    fn min_nan(self, o: Self) -> Self {
+        self.min(o)
+    }
+    fn is_nan(self) -> bool {
+        false
+    }
+}
+
+/// Floating point element types.
+pub trait Float: Num {
+    fn apply(op: UnaryOp, x: Self) -> Self;
+}
+
+macro_rules! float_impl {
+    ($t:ty) => {
+        impl Float for $t {
+            #[inline(always)]
+            fn apply(op: UnaryOp, x: Self) -> Self {
+                match op {
+                    UnaryOp::Neg => -x,
+                    UnaryOp::Abs => x.abs(),
+                    UnaryOp::Sign => {
+                        if x > 0.0 {
+                            1.0
+                        } else if x < 0.0 {
+                            -1.0
+                        } else {
+                            x * 0.0 // keeps nan and signed zero like torch
+                        }
+                    }
+                    UnaryOp::Relu => {
+                        if x > 0.0 || x.is_nan() {
+                            x
+                        } else {
+                            0.0
+                        }
+                    }
+                    UnaryOp::Exp => x.exp(),
+                    UnaryOp::Log => x.ln(),
+                    UnaryOp::Log1p => x.ln_1p(),
+                    UnaryOp::Expm1 => x.exp_m1(),
+                    UnaryOp::Sqrt => x.sqrt(),
+                    UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+                    UnaryOp::Sin => x.sin(),
+                    UnaryOp::Cos => x.cos(),
+                    UnaryOp::Tan => x.tan(),
+                    UnaryOp::Tanh => x.tanh(),
+                    UnaryOp::Sigmoid => {
+                        // stable for large |x|
+                        if x >= 0.0 {
+                            1.0 / (1.0 + (-x).exp())
+                        } else {
+                            let e = x.exp();
+                            e / (1.0 + e)
+                        }
+                    }
+                    UnaryOp::Reciprocal => 1.0 / x,
+                    UnaryOp::LogicalNot => {
+                        if x == 0.0 {
+                            1.0
+                        } else {
+                            0.0
+                        }
+                    }
+                }
+            }
+        }
+    };
+}
+float_impl!(f32);
+float_impl!(f64);
+
+fn map<T: Copy + Sync, U: Send>(src: &[T], f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
+    if src.len() >= PAR_MIN && crate::runtime::intra_op_parallel() {
+        let mut out = Vec::with_capacity(src.len());
+        crate::runtime::run(|| src.par_iter().map(|&x| f(x)).collect_into_vec(&mut out));
+        out
+    } else {
+        src.iter().map(|&x| f(x)).collect()
+    }
+}
+
+/// Unary map producing a contiguous buffer. Float ops require a float buffer; integer
+/// buffers support neg/abs/sign/relu (the op layer promotes the rest to float first).
+pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
+    match buf {
+        Buffer::F32(v) => {
+            let x = contiguous(v, layout);
+            Buffer::F32(map(&x, |a| f32::apply(op, a)))
+        }
+        Buffer::F64(v) => {
+            let x = contiguous(v, layout);
+            Buffer::F64(map(&x, |a| f64::apply(op, a)))
+        }
+        Buffer::I64(v) => {
+            let x = contiguous(v, layout);
+            Buffer::I64(map(&x, |a: i64| match op {
+                UnaryOp::Neg => a.wrapping_neg(),
+                UnaryOp::Abs => a.wrapping_abs(),
+                UnaryOp::Sign => a.signum(),
+                UnaryOp::Relu => a.max(0),
+                UnaryOp::LogicalNot => i64::from(a == 0),
+                _ => a,
+            }))
+        }
+        Buffer::Bool(v) => {
+            let x = contiguous(v, layout);
+            Buffer::Bool(map(&x, |a: bool| match op {
+                UnaryOp::LogicalNot => !a,
+                _ => a,
+            }))
+        }
+    }
+}
+
+/// `x.clamp(lo, hi)` for float/int buffers (bounds already in the buffer's type domain).
+pub fn clamp(buf: &Buffer, layout: &Layout, lo: Option<f64>, hi: Option<f64>) -> Buffer {
+    fn go<T: Num>(v: &[T], layout: &Layout, lo: Option<T>, hi: Option<T>) -> Vec<T> {
+        let x = contiguous(v, layout);
+        map(&x, |a| {
+            if a.is_nan() {
+                return a;
+            }
+            let a = match lo {
+                Some(l) if a < l => l,
+                _ => a,
+            };
+            match hi {
+                Some(h) if a > h => h,
+                _ => a,
+            }
+        })
+    }
+    match buf {
+        Buffer::F32(v) => Buffer::F32(go(v, layout, lo.map(|x| x as f32), hi.map(|x| x as f32))),
+        Buffer::F64(v) => Buffer::F64(go(v, layout, lo, hi)),
+        Buffer::I64(v) => Buffer::I64(go(v, layout, lo.map(|x| x as i64), hi.map(|x| x as i64))),
+        Buffer::Bool(v) => Buffer::Bool(contiguous(v, layout).into_owned()),
+    }
+}
+
+#[inline(always)]
+fn arith<T: Num>(op: BinaryOp, a: T, b: T) -> T {
+    match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div => a.div(b),
+        BinaryOp::Pow => a.pow(b),
+        BinaryOp::Maximum => a.max_nan(b),
+        BinaryOp::Minimum => a.min_nan(b),
+        _ => a,
+    }
+}
+
+#[inline(always)]
+fn compare<T: PartialOrd>(op: BinaryOp, a: T, b: T) -> bool {
+    match op {
+        BinaryOp::Eq => a == b,
+        BinaryOp::Ne => a != b,
+        BinaryOp::Lt => a < b,
+        BinaryOp::Le => a <= b,
+        BinaryOp::Gt => a > b,
+        BinaryOp::Ge => a >= b,
+        _ => false,
+    }
+}
+
+/// Applies `f` to two same-dtype inputs broadcast to `out_shape` (layouts already expanded).
+fn zip<T: Element, U: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T, T) -> U + Sync + Send) -> Vec<U> {
+    let n = la.numel();
+    if la.is_contiguous() && lb.is_contiguous() {
+        let (xa, xb) = (&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n]);
+        if n >= PAR_MIN && crate::runtime::intra_op_parallel() {
+            let mut out = Vec::with_capacity(n);
+            crate::runtime::run(|| xa.par_iter().zip(xb.par_iter()).map(|(&x, &y)| f(x, y)).collect_into_vec(&mut out));
+            return out;
+        }
+        return xa.iter().zip(xb).map(|(&x, &y)| f(x, y)).collect();
+    }
+    if lb.strides.iter().all(|&s| s == 0) && la.is_contiguous() {
+        let y = b[lb.offset];
+        return map(&a[la.offset..la.offset + n], |x| f(x, y));
+    }
+    if la.strides.iter().all(|&s| s == 0) && lb.is_contiguous() {
+        let x = a[la.offset];
+        return map(&b[lb.offset..lb.offset + n], |y| f(x, y));
+    }
+    let mut out = Vec::with_capacity(n);
+    for_each_offset2(&la.shape, (&la.strides, la.offset), (&lb.strides, lb.offset), |oa, ob| out.push(f(a[oa], b[ob])));
+    out
+}
+
+/// Binary op on two buffers of the same dtype whose layouts are already broadcast to the
+/// output shape. Comparisons and logical ops give bool; arithmetic keeps the dtype.
+pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer {
+    if op.is_comparison() {
+        return with_dtype!(a.dtype(), T => Buffer::Bool(zip(T::slice(a), la, T::slice(b), lb, |x: T, y: T| compare(op, x, y))));
+    }
+    if op.is_logical() {
+        let and = op == BinaryOp::LogicalAnd;
+        return with_dtype!(a.dtype(), T => Buffer::Bool(zip(T::slice(a), la, T::slice(b), lb, move |x: T, y: T| {
+            let (x, y) = (x.to_f64() != 0.0, y.to_f64() != 0.0);
+            if and { x && y } else { x || y }
+        })));
+    }
+    match a.dtype() {
+        DType::F32 => Buffer::F32(zip(f32::slice(a), la, f32::slice(b), lb, |x, y| arith(op, x, y))),
+        DType::F64 => Buffer::F64(zip(f64::slice(a), la, f64::slice(b), lb, |x, y| arith(op, x, y))),
+        DType::I64 => Buffer::I64(zip(i64::slice(a), la, i64::slice(b), lb, |x, y| arith(op, x, y))),
+        // bool arithmetic: add is or, mul is and, max/min likewise (torch semantics)
+        DType::Bool => Buffer::Bool(zip(bool::slice(a), la, bool::slice(b), lb, |x, y| match op {
+            BinaryOp::Add | BinaryOp::Maximum => x || y,
+            BinaryOp::Mul | BinaryOp::Minimum => x && y,
+            _ => x,
+        })),
+    }
+}
+
+/// `where(cond, a, b)` with all three layouts broadcast to the output shape.
+pub fn where_(cond: &[bool], lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer {
+    let c = contiguous(cond, lc);
+    with_dtype!(a.dtype(), T => {
+        let (xa, xb) = (contiguous(T::slice(a), la), contiguous(T::slice(b), lb));
+        T::into_buffer(c.iter().zip(xa.iter().zip(xb.iter())).map(|(&c, (&x, &y))| if c { x } else { y }).collect())
+    })
+}
+
+/// Converts a strided buffer into a contiguous buffer of `to` (torch's casting rules:
+/// float->int truncates toward zero, anything->bool is `!= 0`).
+pub fn cast(buf: &Buffer, layout: &Layout, to: DType) -> Buffer {
+    fn conv<S: Element, D: Element>(src: &[S], layout: &Layout, f: impl Fn(S) -> D + Sync + Send) -> Vec<D> {
+        map(&contiguous(src, layout), f)
+    }
+    match (buf, to) {
+        (Buffer::F32(v), DType::F64) => Buffer::F64(conv(v, layout, f64::from)),
+        (Buffer::F64(v), DType::F32) => Buffer::F32(conv(v, layout, |x| x as f32)),
+        (Buffer::I64(v), DType::F32) => Buffer::F32(conv(v, layout, |x| x as f32)),
+        (Buffer::I64(v), DType::F64) => Buffer::F64(conv(v, layout, |x| x as f64)),
+        (Buffer::F32(v), DType::I64) => Buffer::I64(conv(v, layout, |x| x as i64)),
+        (Buffer::F64(v), DType::I64) => Buffer::I64(conv(v, layout, |x| x as i64)),
+        (Buffer::Bool(v), _) => with_dtype!(to, T => T::into_buffer(conv(v, layout, |x| T::from_f64(f64::from(u8::from(x)))))),
+        (_, DType::Bool) => with_dtype!(buf.dtype(), S => Buffer::Bool(conv(S::slice(buf), layout, |x: S| x.to_f64() != 0.0))),
+        _ => with_dtype!(to, T => T::into_buffer(contiguous(T::slice(buf), layout).into_owned())),
+    }
+}
+
+/// Copies `src` (already broadcast to `dst`'s shape, same dtype) into `dst`'s strided
+/// positions. Sources are always private buffers (see `ops::inplace`), never `dst` itself.
+pub fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) {
+    with_dtype!(dst.dtype(), T => {
+        let s = T::slice(src);
+        let d = T::slice_mut(dst);
+        for_each_offset2(&ld.shape, (&ld.strides, ld.offset), (&ls.strides, ls.offset), |od, os| d[od] = s[os]);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcast_add_matches_scalar_loop() {
+        let a = Buffer::F32(vec![1.0, 2.0, 3.0]); // shape [3,1]
+        let b = Buffer::F32(vec![10.0, 20.0]); // shape [2]
+        let la = Layout::contiguous(&[3, 1]).expand(&[3, 2]).unwrap();
+        let lb = Layout::contiguous(&[2]).expand(&[3, 2]).unwrap();
+        let Buffer::F32(out) = binary(BinaryOp::Add, &a, &la, &b, &lb) else { unreachable!() };
+        assert_eq!(out, vec![11.0, 21.0, 12.0, 22.0, 13.0, 23.0]);
+    }
+
+    #[test]
+    fn unary_kernels_match_std() {
+        let x = Buffer::F64(vec![-1.5, 0.0, 2.0]);
+        let l = Layout::contiguous(&[3]);
+        let Buffer::F64(out) = unary(UnaryOp::Sigmoid, &x, &l) else { unreachable!() };
+        for (o, v) in out.iter().zip([-1.5f64, 0.0, 2.0]) {
+            assert!((o - 1.0 / (1.0 + (-v).exp())).abs() < 1e-15);
+        }
+        let Buffer::F64(out) = unary(UnaryOp::Relu, &x, &l) else { unreachable!() };
+        assert_eq!(out, vec![0.0, 0.0, 2.0]);
+    }
+
+    #[test]
+    fn casts_follow_torch() {
+        let x = Buffer::F32(vec![-1.7, 0.0, 2.9]);
+        let l = Layout::contiguous(&[3]);
+        let Buffer::I64(out) = cast(&x, &l, DType::I64) else { unreachable!() };
+        assert_eq!(out, vec![-1, 0, 2]);
+        let Buffer::Bool(out) = cast(&x, &l, DType::Bool) else { unreachable!() };
+        assert_eq!(out, vec![true, false, true]);
+    }
+}

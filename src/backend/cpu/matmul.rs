@@ -1,0 +1,275 @@
+//! Matrix multiply kernels for the CPU backend: faer for floats, a blocked loop for integers.
+
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, MatRef, Par};
+use rayon::prelude::*;
+
+/// A read-only strided 2-D matrix view into a slice: element (i, j) is at `data[offset + i*row_stride + j*col_stride]`.
+/// Strides are in elements and are >= 0 (0 is allowed: broadcast rows/cols).
+#[derive(Clone, Copy, Debug)]
+pub struct MatView<'a, T> {
+    pub data: &'a [T],
+    pub offset: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub row_stride: usize,
+    pub col_stride: usize,
+}
+
+impl<T: Copy> MatView<'_, T> {
+    /// Panics (caller bug) unless every element the view addresses lies inside `data`.
+    fn check_bounds(&self, name: &str) {
+        if self.rows == 0 || self.cols == 0 {
+            return;
+        }
+        let last = (self.rows - 1)
+            .checked_mul(self.row_stride)
+            .zip((self.cols - 1).checked_mul(self.col_stride))
+            .and_then(|(r, c)| r.checked_add(c)?.checked_add(self.offset));
+        match last {
+            Some(last) if last < self.data.len() => {}
+            _ => panic!("gemm: view `{name}` reaches past the end of its slice"),
+        }
+    }
+
+    #[inline]
+    fn at(&self, i: usize, j: usize) -> T {
+        self.data[self.offset + i * self.row_stride + j * self.col_stride]
+    }
+}
+
+/// Element types the GEMM supports.
+pub trait GemmElem: Copy + Send + Sync + 'static {
+    /// Additive identity, written to `out` when the inner dimension is 0.
+    const ZERO: Self;
+    /// Kernel for non-degenerate shapes; views are bounds-checked and `out.len() == m*n`.
+    #[doc(hidden)]
+    fn gemm_kernel(a: MatView<'_, Self>, b: MatView<'_, Self>, out: &mut [Self], parallel: bool);
+}
+
+/// faer wants isize strides. A stride along a dimension of size 1 is never used to
+/// address memory, so it is normalised to 1 (keeps faer's contiguity fast paths and
+/// avoids a wrapping cast of an arbitrary unused stride). Any other stride `s` was
+/// bounds-checked: `s * (dim - 1) < data.len() <= isize::MAX`, so the cast is lossless.
+fn faer_stride(stride: usize, dim: usize) -> isize {
+    if dim <= 1 {
+        1
+    } else {
+        stride as isize
+    }
+}
+
+/// Safe wrapper building a faer view of a (non-empty) `MatView`.
+fn faer_ref<T: Copy>(v: MatView<'_, T>) -> MatRef<'_, T> {
+    v.check_bounds("faer");
+    let rs = faer_stride(v.row_stride, v.rows);
+    let cs = faer_stride(v.col_stride, v.cols);
+    // SAFETY: check_bounds passed and the view is non-empty (callers skip empty shapes),
+    // so `offset < data.len()`: the pointer stays inside `data`'s allocation, and every
+    // element addressed through the (normalised, losslessly cast) strides lies in `data`.
+    // The MatRef is read-only (zero strides are allowed for MatRef) and borrows `v.data`
+    // immutably for its lifetime, so nothing can write to the elements it reads.
+    unsafe { MatRef::from_raw_parts(v.data.as_ptr().add(v.offset), v.rows, v.cols, rs, cs) }
+}
+
+macro_rules! faer_elem {
+    ($t:ty) => {
+        impl GemmElem for $t {
+            const ZERO: Self = 0.0;
+            fn gemm_kernel(a: MatView<'_, $t>, b: MatView<'_, $t>, out: &mut [$t], parallel: bool) {
+                let (m, n) = (a.rows, b.cols);
+                let dst = MatMut::from_row_major_slice_mut(out, m, n);
+                let par = if parallel { Par::rayon(0) } else { Par::Seq };
+                matmul(dst, Accum::Replace, faer_ref(a), faer_ref(b), 1.0, par);
+            }
+        }
+    };
+}
+faer_elem!(f32);
+faer_elem!(f64);
+
+impl GemmElem for i64 {
+    const ZERO: Self = 0;
+    fn gemm_kernel(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel: bool) {
+        int_gemm(a, b, out, parallel);
+    }
+}
+
+/// Blocked i-k-j loop with wrapping arithmetic (torch's integer matmul overflow behaviour).
+/// Integer addition is associative, so the result never depends on threading.
+fn int_gemm(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel: bool) {
+    const KB: usize = 128; // k-block: a KB x JB tile of b (256 KiB) stays in L2
+    const JB: usize = 256; // j-block: one output row segment (2 KiB) stays in L1
+    const IB: usize = 32; // rows per rayon task
+    let (k, n) = (a.cols, b.cols);
+    // Rows of b must be contiguous for the vectorisable inner loop; pack if they are not.
+    let packed: Vec<i64>;
+    let (bdata, boff, brs) = if b.col_stride == 1 || n == 1 {
+        (b.data, b.offset, b.row_stride)
+    } else {
+        packed = (0..k)
+            .flat_map(|p| (0..n).map(move |j| b.at(p, j)))
+            .collect();
+        (&packed[..], 0, n)
+    };
+    let block = |i0: usize, chunk: &mut [i64]| {
+        chunk.fill(0);
+        let rows = chunk.len() / n;
+        for j0 in (0..n).step_by(JB) {
+            let j1 = (j0 + JB).min(n);
+            for p0 in (0..k).step_by(KB) {
+                for r in 0..rows {
+                    let orow = &mut chunk[r * n + j0..r * n + j1];
+                    for p in p0..(p0 + KB).min(k) {
+                        let aip = a.at(i0 + r, p);
+                        let start = boff + p * brs;
+                        for (o, &bv) in orow.iter_mut().zip(&bdata[start + j0..start + j1]) {
+                            *o = o.wrapping_add(aip.wrapping_mul(bv));
+                        }
+                    }
+                }
+            }
+        }
+    };
+    if parallel {
+        out.par_chunks_mut(IB.saturating_mul(n))
+            .enumerate()
+            .for_each(|(c, chunk)| block(c * IB, chunk));
+    } else {
+        block(0, out);
+    }
+}
+
+/// out (row-major contiguous, len rows_a*cols_b, overwritten, not accumulated) = a · b.
+///
+/// Only `out[..rows_a*cols_b]` is written. Panics only on a caller bug: inner dimensions
+/// that differ, `out` too short, or a view addressing memory outside its slice (these
+/// O(1) checks are real asserts, not debug-only, because the float path builds raw
+/// faer views whose soundness depends on them).
+///
+/// `parallel` lets faer (or the integer loop) use the global rayon pool; problems with
+/// m*n*k below 64^3 always run sequentially. Results are deterministic run to run for
+/// the same inputs, `parallel` flag and rayon thread count. For f32/f64 the sequential
+/// and threaded paths (and different thread counts or CPUs, since faer picks its
+/// kernel by CPU features) may differ in the last bits because the summation order
+/// changes; i64 results are always identical.
+pub fn gemm<T: GemmElem>(a: MatView<'_, T>, b: MatView<'_, T>, out: &mut [T], parallel: bool) {
+    let (m, k, n, kb) = (a.rows, a.cols, b.cols, b.rows);
+    assert!(
+        k == kb,
+        "gemm: inner dims differ: a is {m}x{k}, b is {kb}x{n}"
+    );
+    let len = match m.checked_mul(n) {
+        Some(len) if len <= out.len() => len,
+        _ => panic!("gemm: out has len {}, need {m}*{n}", out.len()),
+    };
+    a.check_bounds("a");
+    b.check_bounds("b");
+    let out = &mut out[..len];
+    if len == 0 {
+        return;
+    }
+    if k == 0 {
+        out.fill(T::ZERO);
+        return;
+    }
+    let big = (m as u128) * (n as u128) * (k as u128) >= 64 * 64 * 64;
+    T::gemm_kernel(a, b, out, parallel && big);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    trait TestElem: GemmElem + PartialEq + std::fmt::Debug {
+        const TOL: f64;
+        fn sample(seed: u64) -> Self;
+        fn f(self) -> f64;
+    }
+    macro_rules! test_elem {
+        ($t:ty, $tol:expr, $div:expr) => {
+            impl TestElem for $t {
+                const TOL: f64 = $tol;
+                fn sample(s: u64) -> Self {
+                    let s = (s + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    ((s >> 40) as i64 % 101 - 50) as $t / $div
+                }
+                fn f(self) -> f64 {
+                    self as f64
+                }
+            }
+        };
+    }
+    test_elem!(f32, 1e-5, 37.0);
+    test_elem!(f64, 1e-12, 37.0);
+    test_elem!(i64, 0.0, 1);
+
+    /// rows x cols matrix in layout 0 row-major, 1 transposed, 2 broadcast (row_stride 0),
+    /// 3 offset 7 with padded rows; returns the data and the view parameters.
+    fn build<T: TestElem>(r: usize, c: usize, layout: u8, seed: u64) -> (Vec<T>, [usize; 3]) {
+        let (len, p) = match layout {
+            0 => (r * c, [0, c, 1]),
+            1 => (r * c, [0, 1, r]),
+            2 => (c, [0, 0, 1]),
+            _ => (7 + r * (c + 3), [7, c + 3, 1]),
+        };
+        let data = (0..len as u64).map(|i| T::sample(seed * 1_000_003 + i));
+        (data.collect(), p)
+    }
+
+    fn view<T>(data: &[T], r: usize, c: usize, p: [usize; 3]) -> MatView<'_, T> {
+        let [offset, row_stride, col_stride] = p;
+        MatView {
+            data,
+            offset,
+            rows: r,
+            cols: c,
+            row_stride,
+            col_stride,
+        }
+    }
+
+    fn check_all<T: TestElem>() {
+        let shapes = [(1, 1, 1), (3, 4, 5), (17, 33, 9), (70, 1, 80)];
+        let edges = [(0, 3, 4), (3, 0, 4), (3, 4, 0), (128, 128, 128)];
+        let cases = |&s| (0..32).map(move |i| (s, i % 4, i / 4 % 4, i >= 16));
+        for ((m, k, n), la, lb, par) in shapes.iter().chain(&edges).flat_map(cases) {
+            let ((ad, ap), (bd, bp)) = (build::<T>(m, k, la, 1), build::<T>(k, n, lb, 2));
+            let (a, b) = (view(&ad, m, k, ap), view(&bd, k, n, bp));
+            let (mut out, mut again) = (vec![T::sample(99); m * n], vec![T::sample(98); m * n]);
+            gemm(a, b, &mut out, par);
+            gemm(a, b, &mut again, par);
+            assert_eq!(out, again, "not deterministic");
+            for (i, j) in (0..m).flat_map(|i| (0..n).map(move |j| (i, j))) {
+                let terms = (0..k).map(|p| a.at(i, p).f() * b.at(p, j).f());
+                let (exact, mag) = terms.fold((0.0, 0.0), |(s, t), x: f64| (s + x, t + x.abs()));
+                let got = out[i * n + j].f();
+                let ok = (got - exact).abs() <= T::TOL * mag;
+                assert!(ok, "{m},{k},{n} {la}{lb}{par} ({i},{j}): {got} vs {exact}");
+            }
+        }
+    }
+
+    #[test]
+    fn matches_naive_f32_f64_i64() {
+        check_all::<f32>();
+        check_all::<f64>();
+        check_all::<i64>();
+    }
+
+    #[test]
+    fn i64_wraps_on_overflow() {
+        let (a, b, mut out) = ([i64::MAX, 2], [2i64, i64::MAX], [0i64]);
+        let (va, vb) = (view(&a, 1, 2, [0, 2, 1]), view(&b, 2, 1, [0, 1, 1]));
+        gemm(va, vb, &mut out, false);
+        assert_eq!(out[0], i64::MAX.wrapping_mul(2).wrapping_mul(2));
+    }
+
+    #[test]
+    #[should_panic(expected = "reaches past the end")]
+    fn out_of_bounds_view_panics() {
+        let d = [1.0f64; 5];
+        let (va, vb) = (view(&d, 2, 3, [0, 3, 1]), view(&d, 3, 2, [0, 1, 0]));
+        gemm(va, vb, &mut [0.0; 4], false);
+    }
+}

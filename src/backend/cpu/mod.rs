@@ -1,0 +1,6 @@
+//! The CPU backend: strided walks, elementwise maps, reductions, index kernels, GEMM.
+
+pub mod elementwise;
+pub mod matmul;
+pub mod reduce;
+pub mod strided;

@@ -1,0 +1,95 @@
+//! The one error type of the core, grouped by the Python exception each variant becomes.
+//!
+//! Every `Display` text is torch's message for the same failure, so that code which
+//! matches on torch's wording keeps working. Only `src/py/error.rs` maps variants to
+//! Python exception types, with an exhaustive match.
+
+use std::sync::Arc;
+
+/// Result alias used throughout the core.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// A user error passed through from a callback (Python hook or custom Function). The core
+/// never looks inside: it only carries it back to the binding layer.
+pub trait ExternalError: std::fmt::Display + std::fmt::Debug + Send + Sync + std::any::Any {
+    /// Upcast for the binding layer to recover its concrete type.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    // ---- RuntimeError ------------------------------------------------------------------
+    /// A free-form RuntimeError whose text is torch's wording for the failure.
+    #[error("{0}")]
+    Runtime(String),
+
+    #[error("The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton dimension {dim}")]
+    BroadcastMismatch { a: usize, b: usize, dim: usize },
+
+    #[error("element {index} of tensors does not require grad and does not have a grad_fn")]
+    NoGradFn { index: usize },
+
+    #[error("grad can be implicitly created only for scalar outputs")]
+    ImplicitGradNonScalar,
+
+    #[error(
+        "Trying to backward through the graph a second time (or directly access saved tensors after they have already \
+         been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). \
+         Specify retain_graph=True if you need to backward through the graph a second time or if you need to access \
+         saved tensors after calling backward."
+    )]
+    GraphFreed,
+
+    #[error("only Tensors of floating point and complex dtype can require gradients")]
+    RequiresGradDtype,
+
+    #[error("rgrad internal error: {0}; please report")]
+    Internal(String),
+
+    // ---- IndexError --------------------------------------------------------------------
+    #[error("Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")]
+    DimOutOfRange { dim: i64, lo: i64, hi: i64 },
+
+    /// A free-form IndexError with torch's wording.
+    #[error("{0}")]
+    Index(String),
+
+    // ---- TypeError / ValueError -------------------------------------------------------
+    #[error("{0}")]
+    Type(String),
+
+    #[error("{0}")]
+    Value(String),
+
+    // ---- NotImplementedError ----------------------------------------------------------
+    #[error("the derivative for '{op}' is not implemented")]
+    DerivativeNotImplemented { op: &'static str },
+
+    // ---- passed through ---------------------------------------------------------------
+    /// An exception raised by user code called from the engine (a hook, a custom Function).
+    #[error("{0}")]
+    External(Arc<dyn ExternalError>),
+}
+
+impl Error {
+    pub fn runtime(msg: impl Into<String>) -> Self {
+        Error::Runtime(msg.into())
+    }
+    pub fn index(msg: impl Into<String>) -> Self {
+        Error::Index(msg.into())
+    }
+    pub fn type_error(msg: impl Into<String>) -> Self {
+        Error::Type(msg.into())
+    }
+    pub fn value(msg: impl Into<String>) -> Self {
+        Error::Value(msg.into())
+    }
+}
+
+/// `bail!(Runtime, "...")`-style early return, for torch-worded messages.
+#[macro_export]
+macro_rules! bail {
+    ($($arg:tt)*) => {
+        return Err($crate::Error::Runtime(format!($($arg)*)))
+    };
+}

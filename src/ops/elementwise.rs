@@ -1,0 +1,832 @@
+//! Elementwise ops: the unary table, broadcasting binary arithmetic, comparisons,
+//! where, clamp, casts and clone.
+
+use super::creation::zeros_like;
+use super::{apply, new_tensor, sum_to};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::autograd::graph::SavedTensor;
+use crate::backend::cpu::elementwise::{self as k, BinaryOp, UnaryOp};
+use crate::dtype::{DType, ResultType, Scalar};
+use crate::shape::broadcast_shapes;
+use crate::storage::Buffer;
+use crate::tensor::Tensor;
+use crate::{saved, Error, Result};
+use smallvec::SmallVec;
+use std::borrow::Cow;
+
+/// One operand of a binary op: a tensor, or a Python number (a "wrapped number" for
+/// type promotion: it never widens a tensor's dtype within its category).
+#[derive(Clone, Copy)]
+pub enum Operand<'a> {
+    T(&'a Tensor),
+    S(Scalar),
+}
+
+/// A 0-d tensor holding `s` as `dtype`.
+pub fn scalar_tensor(s: Scalar, dtype: DType) -> Tensor {
+    new_tensor(Buffer::full(dtype, 1, s.as_f64()), &[])
+}
+
+/// Tracks which tensors a backward formula needs, by index into the node's saved list.
+#[derive(Default)]
+pub(crate) struct Saver {
+    pub list: SmallVec<[SavedTensor; 2]>,
+}
+impl Saver {
+    pub fn input_if(&mut self, cond: bool, t: &Tensor) -> Option<u8> {
+        cond.then(|| {
+            self.list.push(SavedTensor::input(t));
+            (self.list.len() - 1) as u8
+        })
+    }
+    pub fn output(&mut self, t: &Tensor) -> u8 {
+        self.list.push(SavedTensor::output(t, 0));
+        (self.list.len() - 1) as u8
+    }
+}
+
+fn get(ctx: &BackwardCtx<'_>, i: Option<u8>) -> Result<Tensor> {
+    ctx.saved(i.ok_or_else(|| Error::Internal("saved tensor was not recorded".into()))? as usize)
+}
+
+// ---- casts and copies -----------------------------------------------------------------
+
+/// `x.to(dtype)`: returns `x` itself when the dtype already matches, as torch does.
+pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    let s = x.snapshot();
+    if s.dtype == dtype {
+        return Ok(x.clone());
+    }
+    let from = s.dtype;
+    let fwd = || Ok(new_tensor(k::cast(&s.storage.read(), &s.layout, dtype), &s.layout.shape));
+    if !dtype.is_float() {
+        return crate::autograd::grad_mode::with_grad_mode(false, fwd);
+    }
+    apply(&[x], fwd, |_| (ToCopyBackward0 { from }, saved![]))
+}
+
+#[derive(Clone)]
+pub struct ToCopyBackward0 {
+    from: DType,
+}
+impl Backward for ToCopyBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "ToCopyBackward0".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        Ok(smallvec::smallvec![Some(if self.from.is_float() { to_dtype(&g, self.from)? } else { g })])
+    }
+}
+
+/// `x.clone()`: a contiguous copy with history (CloneBackward0).
+pub fn clone_tensor(x: &Tensor) -> Result<Tensor> {
+    let s = x.snapshot();
+    apply(
+        &[x],
+        || Ok(new_tensor(k::cast(&s.storage.read(), &s.layout, s.dtype), &s.layout.shape)),
+        |_| (CloneBackward0, saved![]),
+    )
+}
+
+/// A detached tensor with its own storage unless `g` is the sole owner of its storage
+/// (then it is reused: torch's AccumulateGrad "steals" such gradients too).
+pub fn clone_detached_if_shared(g: Tensor) -> Tensor {
+    let sole = std::sync::Arc::strong_count(&g.0) == 1 && std::sync::Arc::strong_count(&g.storage()) == 1 && g.is_contiguous();
+    if sole && g.layout().offset == 0 && g.storage().len() == g.numel() {
+        g.detach_();
+        return g;
+    }
+    let s = g.snapshot();
+    new_tensor(k::cast(&s.storage.read(), &s.layout, s.dtype), &s.layout.shape)
+}
+
+#[derive(Clone)]
+pub struct CloneBackward0;
+impl Backward for CloneBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "CloneBackward0".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(grad0(g)?)])
+    }
+}
+
+/// The gradient of a single-output node (always present: the engine does not run a
+/// node that received nothing).
+pub(crate) fn grad0(g: &[Option<Tensor>]) -> Result<Tensor> {
+    g.first().cloned().flatten().ok_or_else(|| Error::Internal("missing output gradient".into()))
+}
+
+// ---- unary ops ------------------------------------------------------------------------
+
+/// Which inputs a unary op accepts without promotion to float.
+fn keeps_int(op: UnaryOp) -> bool {
+    matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Relu)
+}
+
+fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    let s = x.snapshot();
+    if s.dtype == DType::Bool && op == UnaryOp::Neg {
+        return Err(Error::runtime(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+        ));
+    }
+    Ok(new_tensor(k::unary(op, &s.storage.read(), &s.layout), &s.layout.shape))
+}
+
+/// The unary table: name, kernel, what the backward saves, and the derivative.
+/// (g = grad of output, x = input, y = output)
+fn unary_grad(op: UnaryOp, g: &Tensor, x: Option<&Tensor>, y: Option<&Tensor>) -> Result<Tensor> {
+    let need = |t: Option<&Tensor>| t.cloned().ok_or_else(|| Error::Internal("unary backward operand missing".into()));
+    match op {
+        UnaryOp::Neg => neg(g),                                                   // -g
+        UnaryOp::Abs => mul(g, &sign(&need(x)?)?),                                // g·sign(x)
+        UnaryOp::Sign | UnaryOp::LogicalNot => zeros_like(g),                     // 0
+        UnaryOp::Relu => mul(g, &to_dtype(&gt_scalar(&need(y)?, 0.0)?, g.dtype())?), // g·[y>0]
+        UnaryOp::Exp => mul(g, &need(y)?),                                        // g·eʸ
+        UnaryOp::Log => div(g, &need(x)?),                                        // g/x
+        UnaryOp::Log1p => div(g, &add_scalar(&need(x)?, Scalar::Float(1.0))?),    // g/(1+x)
+        UnaryOp::Expm1 => mul(g, &add_scalar(&need(y)?, Scalar::Float(1.0))?),    // g·(y+1)
+        UnaryOp::Sqrt => div(g, &mul_scalar(&need(y)?, Scalar::Float(2.0))?),     // g/(2√x)
+        UnaryOp::Rsqrt => {
+            // d/dx x^-1/2 = -1/2·y³
+            let y = need(y)?;
+            mul(g, &mul_scalar(&pow_scalar(&y, Scalar::Float(3.0))?, Scalar::Float(-0.5))?)
+        }
+        UnaryOp::Sin => mul(g, &cos(&need(x)?)?),  // g·cos x
+        UnaryOp::Cos => neg(&mul(g, &sin(&need(x)?)?)?), // -g·sin x
+        UnaryOp::Tan => {
+            // g·(1 + y²)
+            let y = need(y)?;
+            mul(g, &add_scalar(&mul(&y, &y)?, Scalar::Float(1.0))?)
+        }
+        UnaryOp::Tanh => {
+            // g·(1 - y²)
+            let y = need(y)?;
+            mul(g, &rsub_scalar(&mul(&y, &y)?, Scalar::Float(1.0))?)
+        }
+        UnaryOp::Sigmoid => {
+            // g·y·(1 - y)
+            let y = need(y)?;
+            mul(g, &mul(&y, &rsub_scalar(&y, Scalar::Float(1.0))?)?)
+        }
+        UnaryOp::Reciprocal => {
+            // -g·y²
+            let y = need(y)?;
+            neg(&mul(g, &mul(&y, &y)?)?)
+        }
+    }
+}
+
+/// Whether the derivative of `op` is computed from its input (else from its output).
+fn saves_input(op: UnaryOp) -> bool {
+    matches!(op, UnaryOp::Abs | UnaryOp::Log | UnaryOp::Log1p | UnaryOp::Sin | UnaryOp::Cos)
+}
+
+fn unary_name(op: UnaryOp) -> &'static str {
+    match op {
+        UnaryOp::Neg => "NegBackward0",
+        UnaryOp::Abs => "AbsBackward0",
+        UnaryOp::Sign => "SignBackward0",
+        UnaryOp::Relu => "ReluBackward0",
+        UnaryOp::Exp => "ExpBackward0",
+        UnaryOp::Log => "LogBackward0",
+        UnaryOp::Log1p => "Log1PBackward0",
+        UnaryOp::Expm1 => "Expm1Backward0",
+        UnaryOp::Sqrt => "SqrtBackward0",
+        UnaryOp::Rsqrt => "RsqrtBackward0",
+        UnaryOp::Sin => "SinBackward0",
+        UnaryOp::Cos => "CosBackward0",
+        UnaryOp::Tan => "TanBackward0",
+        UnaryOp::Tanh => "TanhBackward0",
+        UnaryOp::Sigmoid => "SigmoidBackward0",
+        UnaryOp::Reciprocal => "ReciprocalBackward0",
+        UnaryOp::LogicalNot => "LogicalNotBackward0",
+    }
+}
+
+/// Applies a unary op (promoting integer inputs to float32 for float-valued ops).
+pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    let x = if !keeps_int(op) && !x.dtype().is_float() && op != UnaryOp::LogicalNot {
+        to_dtype(x, DType::F32)?
+    } else {
+        x.clone()
+    };
+    if op == UnaryOp::LogicalNot {
+        let b = to_dtype(&x, DType::Bool)?;
+        return unary_kernel(op, &b);
+    }
+    apply(
+        &[&x],
+        || unary_kernel(op, &x),
+        |y| {
+            let mut s = Saver::default();
+            let (xi, yi) = match op {
+                UnaryOp::Neg | UnaryOp::Sign => (None, None),
+                _ if saves_input(op) => (s.input_if(true, &x), None),
+                _ => (None, Some(s.output(y))),
+            };
+            (UnaryBackward { op, x: xi, y: yi }, s.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct UnaryBackward {
+    op: UnaryOp,
+    x: Option<u8>,
+    y: Option<u8>,
+}
+impl Backward for UnaryBackward {
+    fn name(&self) -> Cow<'static, str> {
+        unary_name(self.op).into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let x = self.x.map(|i| ctx.saved(i as usize)).transpose()?;
+        let y = self.y.map(|i| ctx.saved(i as usize)).transpose()?;
+        Ok(smallvec::smallvec![Some(unary_grad(self.op, &grad0(g)?, x.as_ref(), y.as_ref())?)])
+    }
+}
+
+macro_rules! unary_fns {
+    ($($name:ident => $op:ident),* $(,)?) => {
+        $(#[doc = concat!("torch.", stringify!($name))]
+        pub fn $name(x: &Tensor) -> Result<Tensor> { unary(UnaryOp::$op, x) })*
+    };
+}
+unary_fns! {
+    neg => Neg, abs => Abs, sign => Sign, relu => Relu, exp => Exp, log => Log, log1p => Log1p,
+    expm1 => Expm1, sqrt => Sqrt, rsqrt => Rsqrt, sin => Sin, cos => Cos, tan => Tan, tanh => Tanh,
+    sigmoid => Sigmoid, reciprocal => Reciprocal, logical_not => LogicalNot,
+}
+
+// ---- binary ops -----------------------------------------------------------------------
+
+/// Result dtype and tensors of both operands, scalars materialised as 0-d tensors.
+fn promote(a: Operand<'_>, b: Operand<'_>, float_result: bool) -> Result<(Tensor, Tensor, DType)> {
+    let mut rt = ResultType::default();
+    for o in [a, b] {
+        rt = match o {
+            Operand::T(t) => rt.tensor(t.dtype(), t.ndim()),
+            Operand::S(s) => rt.scalar(s),
+        };
+    }
+    let mut dtype = rt.finish();
+    if float_result && !dtype.is_float() {
+        dtype = DType::F32;
+    }
+    let conv = |o: Operand<'_>| match o {
+        Operand::T(t) => to_dtype(t, dtype),
+        Operand::S(s) => Ok(scalar_tensor(s, dtype)),
+    };
+    Ok((conv(a)?, conv(b)?, dtype))
+}
+
+fn binary_kernel(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (sa, sb) = (a.snapshot(), b.snapshot());
+    let shape = broadcast_shapes(&sa.layout.shape, &sb.layout.shape)?;
+    let (la, lb) = (sa.layout.expand(&shape)?, sb.layout.expand(&shape)?);
+    let buf = {
+        let (ra, rb) = (sa.storage.read(), sb.storage.read());
+        k::binary(op, &ra, &la, &rb, &lb)
+    };
+    Ok(new_tensor(buf, &shape))
+}
+
+/// `a + alpha * b` with broadcasting and type promotion.
+pub fn add_op(a: Operand<'_>, b: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
+    let (a, b, dtype) = promote(a, b, false)?;
+    if dtype == DType::Bool && alpha != Scalar::Int(1) && alpha != Scalar::Bool(true) {
+        return Err(Error::runtime("Boolean alpha only supported for Boolean results."));
+    }
+    let b_scaled = if alpha.as_f64() == 1.0 { b.clone() } else { binary_kernel(BinaryOp::Mul, &b, &scalar_tensor(alpha, dtype))? };
+    apply(
+        &[&a, &b],
+        || binary_kernel(BinaryOp::Add, &a, &b_scaled),
+        |_| (AddBackward0 { a: a.shape(), b: b.shape(), alpha: alpha.as_f64() }, saved![]),
+    )
+}
+
+/// `a - alpha * b`.
+pub fn sub_op(a: Operand<'_>, b: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
+    let (a, b, dtype) = promote(a, b, false)?;
+    if dtype == DType::Bool {
+        return Err(Error::runtime(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+        ));
+    }
+    let b_scaled = if alpha.as_f64() == 1.0 { b.clone() } else { binary_kernel(BinaryOp::Mul, &b, &scalar_tensor(alpha, dtype))? };
+    apply(
+        &[&a, &b],
+        || binary_kernel(BinaryOp::Sub, &a, &b_scaled),
+        |_| (SubBackward0 { a: a.shape(), b: b.shape(), alpha: alpha.as_f64() }, saved![]),
+    )
+}
+
+#[derive(Clone)]
+pub struct AddBackward0 {
+    a: crate::shape::Shape,
+    b: crate::shape::Shape,
+    alpha: f64,
+}
+impl Backward for AddBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "AddBackward0".into()
+    }
+    // d(a + αb)/da = 1, /db = α
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let ga = if ctx.needs_input_grad(0) { Some(sum_to(&g, &self.a)?) } else { None };
+        let gb = if ctx.needs_input_grad(1) { Some(sum_to(&scale(&g, self.alpha)?, &self.b)?) } else { None };
+        Ok(smallvec::smallvec![ga, gb])
+    }
+}
+
+#[derive(Clone)]
+pub struct SubBackward0 {
+    a: crate::shape::Shape,
+    b: crate::shape::Shape,
+    alpha: f64,
+}
+impl Backward for SubBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "SubBackward0".into()
+    }
+    // d(a - αb)/da = 1, /db = -α
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let ga = if ctx.needs_input_grad(0) { Some(sum_to(&g, &self.a)?) } else { None };
+        let gb = if ctx.needs_input_grad(1) { Some(sum_to(&scale(&g, -self.alpha)?, &self.b)?) } else { None };
+        Ok(smallvec::smallvec![ga, gb])
+    }
+}
+
+/// `s - x` for a Python number s (torch's rsub; RsubBackward1).
+pub fn rsub_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
+    let (sv, xt, _) = promote(Operand::S(s), Operand::T(x), false)?;
+    apply(&[&xt], || binary_kernel(BinaryOp::Sub, &sv, &xt), |_| (RsubBackward1, saved![]))
+}
+
+#[derive(Clone)]
+pub struct RsubBackward1;
+impl Backward for RsubBackward1 {
+    fn name(&self) -> Cow<'static, str> {
+        "RsubBackward1".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(neg(&grad0(g)?)?)])
+    }
+}
+
+/// `g * alpha` (skips the op for alpha == 1).
+fn scale(g: &Tensor, alpha: f64) -> Result<Tensor> {
+    if alpha == 1.0 {
+        Ok(g.clone())
+    } else {
+        mul_scalar(g, Scalar::Float(alpha))
+    }
+}
+
+/// `a * b`.
+pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    let (a, b, _) = promote(a, b, false)?;
+    apply(
+        &[&a, &b],
+        || binary_kernel(BinaryOp::Mul, &a, &b),
+        |_| {
+            let mut s = Saver::default();
+            let sa = s.input_if(b.requires_grad(), &a);
+            let sb = s.input_if(a.requires_grad(), &b);
+            (MulBackward0 { a_shape: a.shape(), b_shape: b.shape(), a: sa, b: sb }, s.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct MulBackward0 {
+    a_shape: crate::shape::Shape,
+    b_shape: crate::shape::Shape,
+    a: Option<u8>,
+    b: Option<u8>,
+}
+impl Backward for MulBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "MulBackward0".into()
+    }
+    // d(ab)/da = b, d(ab)/db = a
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let ga = if ctx.needs_input_grad(0) { Some(sum_to(&mul(&g, &get(ctx, self.b)?)?, &self.a_shape)?) } else { None };
+        let gb = if ctx.needs_input_grad(1) { Some(sum_to(&mul(&g, &get(ctx, self.a)?)?, &self.b_shape)?) } else { None };
+        Ok(smallvec::smallvec![ga, gb])
+    }
+}
+
+/// `a / b` (true division: integer inputs give float32).
+pub fn div_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    let (a, b, _) = promote(a, b, true)?;
+    apply(
+        &[&a, &b],
+        || binary_kernel(BinaryOp::Div, &a, &b),
+        |_| {
+            let mut s = Saver::default();
+            let sa = s.input_if(b.requires_grad(), &a);
+            let sb = s.input_if(true, &b);
+            (DivBackward0 { a_shape: a.shape(), b_shape: b.shape(), a: sa, b: sb }, s.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct DivBackward0 {
+    a_shape: crate::shape::Shape,
+    b_shape: crate::shape::Shape,
+    a: Option<u8>,
+    b: Option<u8>,
+}
+impl Backward for DivBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "DivBackward0".into()
+    }
+    // d(a/b)/da = 1/b, d(a/b)/db = -a/b²
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let b = get(ctx, self.b)?;
+        let ga = if ctx.needs_input_grad(0) { Some(sum_to(&div(&g, &b)?, &self.a_shape)?) } else { None };
+        let gb = if ctx.needs_input_grad(1) {
+            let a = get(ctx, self.a)?;
+            Some(sum_to(&neg(&div(&mul(&g, &a)?, &mul(&b, &b)?)?)?, &self.b_shape)?)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![ga, gb])
+    }
+}
+
+/// `a ** b` for tensor/tensor, tensor/number and number/tensor.
+pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    match (a, b) {
+        (Operand::T(x), Operand::S(e)) => {
+            if !x.dtype().is_float() && e.category() == crate::dtype::Category::Int && e.as_f64() < 0.0 {
+                return Err(Error::runtime("Integers to negative integer powers are not allowed."));
+            }
+            let (xt, et, _) = promote(a, b, false)?;
+            apply(
+                &[&xt],
+                || binary_kernel(BinaryOp::Pow, &xt, &et),
+                |_| {
+                    let mut s = Saver::default();
+                    let xi = s.input_if(true, &xt);
+                    (PowBackward0 { exponent: e.as_f64(), x: xi }, s.list)
+                },
+            )
+        }
+        (Operand::S(base), Operand::T(_)) => {
+            let (bt, xt, _) = promote(a, b, false)?;
+            apply(
+                &[&xt],
+                || binary_kernel(BinaryOp::Pow, &bt, &xt),
+                |y| {
+                    let mut s = Saver::default();
+                    let yi = s.output(y);
+                    (PowBackward2 { base: base.as_f64(), y: yi }, s.list)
+                },
+            )
+        }
+        _ => {
+            let (at, bt, _) = promote(a, b, false)?;
+            apply(
+                &[&at, &bt],
+                || binary_kernel(BinaryOp::Pow, &at, &bt),
+                |y| {
+                    let mut s = Saver::default();
+                    let ai = s.input_if(true, &at);
+                    let bi = s.input_if(true, &bt);
+                    let yi = s.output(y);
+                    (PowBackward1 { a_shape: at.shape(), b_shape: bt.shape(), a: ai, b: bi, y: yi }, s.list)
+                },
+            )
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct PowBackward0 {
+    exponent: f64,
+    x: Option<u8>,
+}
+impl Backward for PowBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "PowBackward0".into()
+    }
+    // d xᵉ/dx = e·xᵉ⁻¹ (0 when e == 0)
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        if self.exponent == 0.0 {
+            return Ok(smallvec::smallvec![Some(zeros_like(&g)?)]);
+        }
+        let x = get(ctx, self.x)?;
+        let d = mul_scalar(&pow_scalar(&x, Scalar::Float(self.exponent - 1.0))?, Scalar::Float(self.exponent))?;
+        Ok(smallvec::smallvec![Some(mul(&g, &d)?)])
+    }
+}
+
+#[derive(Clone)]
+pub struct PowBackward1 {
+    a_shape: crate::shape::Shape,
+    b_shape: crate::shape::Shape,
+    a: Option<u8>,
+    b: Option<u8>,
+    y: u8,
+}
+impl Backward for PowBackward1 {
+    fn name(&self) -> Cow<'static, str> {
+        "PowBackward1".into()
+    }
+    // d aᵇ/da = b·aᵇ⁻¹; d aᵇ/db = aᵇ·ln a (taken as 0 where a == 0 and b >= 0, as torch)
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
+        let ga = if ctx.needs_input_grad(0) {
+            let d = mul(&b, &pow(&a, &sub_scalar(&b, Scalar::Float(1.0))?)?)?;
+            Some(sum_to(&mul(&g, &d)?, &self.a_shape)?)
+        } else {
+            None
+        };
+        let gb = if ctx.needs_input_grad(1) {
+            let y = ctx.saved(self.y as usize)?;
+            let d = mul(&y, &log(&a)?)?;
+            let zero_base = logical_and(&eq_scalar(&a, 0.0)?, &ge_scalar(&b, 0.0)?)?;
+            let d = where_(&zero_base, &zeros_like(&d)?, &d)?;
+            Some(sum_to(&mul(&g, &d)?, &self.b_shape)?)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![ga, gb])
+    }
+}
+
+#[derive(Clone)]
+pub struct PowBackward2 {
+    base: f64,
+    y: u8,
+}
+impl Backward for PowBackward2 {
+    fn name(&self) -> Cow<'static, str> {
+        "PowBackward2".into()
+    }
+    // d sˣ/dx = sˣ·ln s
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let y = ctx.saved(self.y as usize)?;
+        Ok(smallvec::smallvec![Some(mul(&grad0(g)?, &mul_scalar(&y, Scalar::Float(self.base.ln()))?)?)])
+    }
+}
+
+/// torch.maximum / torch.minimum.
+pub fn extremum(a: &Tensor, b: &Tensor, is_max: bool) -> Result<Tensor> {
+    let (a, b, _) = promote(Operand::T(a), Operand::T(b), false)?;
+    let op = if is_max { BinaryOp::Maximum } else { BinaryOp::Minimum };
+    apply(
+        &[&a, &b],
+        || binary_kernel(op, &a, &b),
+        |_| {
+            let mut s = Saver::default();
+            let ai = s.input_if(true, &a);
+            let bi = s.input_if(true, &b);
+            if is_max {
+                (MaximumBackward0 { a_shape: a.shape(), b_shape: b.shape(), a: ai, b: bi }.into_op(), s.list)
+            } else {
+                (MinimumBackward0(MaximumBackward0 { a_shape: a.shape(), b_shape: b.shape(), a: ai, b: bi }).into_op(), s.list)
+            }
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct MaximumBackward0 {
+    a_shape: crate::shape::Shape,
+    b_shape: crate::shape::Shape,
+    a: Option<u8>,
+    b: Option<u8>,
+}
+impl MaximumBackward0 {
+    fn into_op(self) -> crate::autograd::function::BackwardOp {
+        self.into()
+    }
+    // The winner gets the gradient; ties split it in half (torch's convention).
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], is_max: bool) -> Result<Grads> {
+        let g = grad0(g)?;
+        let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
+        let wins = if is_max { gt(&a, &b)? } else { lt(&a, &b)? };
+        let ties = eq(&a, &b)?;
+        let wa = add(&to_dtype(&wins, g.dtype())?, &mul_scalar(&to_dtype(&ties, g.dtype())?, Scalar::Float(0.5))?)?;
+        let ga = if ctx.needs_input_grad(0) { Some(sum_to(&mul(&g, &wa)?, &self.a_shape)?) } else { None };
+        let gb = if ctx.needs_input_grad(1) {
+            Some(sum_to(&mul(&g, &rsub_scalar(&wa, Scalar::Float(1.0))?)?, &self.b_shape)?)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![ga, gb])
+    }
+}
+impl Backward for MaximumBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "MaximumBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, true)
+    }
+}
+
+#[derive(Clone)]
+pub struct MinimumBackward0(MaximumBackward0);
+impl MinimumBackward0 {
+    fn into_op(self) -> crate::autograd::function::BackwardOp {
+        self.into()
+    }
+}
+impl Backward for MinimumBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "MinimumBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.0.grads(ctx, g, false)
+    }
+}
+
+/// Comparison (no grad): returns a bool tensor.
+pub fn compare(op: BinaryOp, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    let (a, b, _) = promote(a, b, false)?;
+    binary_kernel(op, &a, &b)
+}
+
+/// Logical and/or of two tensors (no grad).
+pub fn logical(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (a, b) = (to_dtype(a, DType::Bool)?, to_dtype(b, DType::Bool)?);
+    binary_kernel(op, &a, &b)
+}
+
+/// `where(cond, a, b)`.
+pub fn where_op(cond: &Tensor, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    if cond.dtype() != DType::Bool {
+        return Err(Error::runtime(format!("where expected condition to be a boolean tensor, but got a tensor with dtype {}", pretty_dtype(cond.dtype()))));
+    }
+    let (a, b, _) = promote(a, b, false)?;
+    apply(
+        &[&a, &b],
+        || {
+            let (sc, sa, sb) = (cond.snapshot(), a.snapshot(), b.snapshot());
+            let shape = broadcast_shapes(&broadcast_shapes(&sc.layout.shape, &sa.layout.shape)?, &sb.layout.shape)?;
+            let (lc, la, lb) = (sc.layout.expand(&shape)?, sa.layout.expand(&shape)?, sb.layout.expand(&shape)?);
+            let rc = sc.storage.read();
+            let c = match &*rc {
+                Buffer::Bool(v) => v,
+                _ => return Err(Error::Internal("where: condition is not bool".into())),
+            };
+            Ok(new_tensor(k::where_(c, &lc, &sa.storage.read(), &la, &sb.storage.read(), &lb), &shape))
+        },
+        |_| {
+            let mut s = Saver::default();
+            s.input_if(true, cond);
+            (WhereBackward0 { a_shape: a.shape(), b_shape: b.shape() }, s.list)
+        },
+    )
+}
+
+fn pretty_dtype(d: DType) -> String {
+    let n = d.name();
+    let mut c = n.chars();
+    c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
+}
+
+#[derive(Clone)]
+pub struct WhereBackward0 {
+    a_shape: crate::shape::Shape,
+    b_shape: crate::shape::Shape,
+}
+impl Backward for WhereBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "WhereBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let c = ctx.saved(0)?;
+        let z = zeros_like(&g)?;
+        let ga = if ctx.needs_input_grad(0) { Some(sum_to(&where_(&c, &g, &z)?, &self.a_shape)?) } else { None };
+        let gb = if ctx.needs_input_grad(1) { Some(sum_to(&where_(&c, &z, &g)?, &self.b_shape)?) } else { None };
+        Ok(smallvec::smallvec![ga, gb])
+    }
+}
+
+/// `clamp(x, min, max)` with number bounds.
+pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+    if min.is_none() && max.is_none() {
+        return Err(Error::runtime("torch.clamp: At least one of 'min' or 'max' must not be None"));
+    }
+    let s = x.snapshot();
+    apply(
+        &[x],
+        || Ok(new_tensor(k::clamp(&s.storage.read(), &s.layout, min, max), &s.layout.shape)),
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, x);
+            (ClampBackward1 { min, max }, sv.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct ClampBackward1 {
+    min: Option<f64>,
+    max: Option<f64>,
+}
+impl Backward for ClampBackward1 {
+    fn name(&self) -> Cow<'static, str> {
+        "ClampBackward1".into()
+    }
+    // gradient passes where min <= x <= max
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let x = ctx.saved(0)?;
+        let mut mask: Option<Tensor> = None;
+        if let Some(lo) = self.min {
+            mask = Some(ge_scalar(&x, lo)?);
+        }
+        if let Some(hi) = self.max {
+            let m = le_scalar(&x, hi)?;
+            mask = Some(match mask {
+                Some(a) => logical_and(&a, &m)?,
+                None => m,
+            });
+        }
+        let mask = mask.ok_or_else(|| Error::Internal("clamp without bounds".into()))?;
+        Ok(smallvec::smallvec![Some(mul(&g, &to_dtype(&mask, g.dtype())?)?)])
+    }
+}
+
+// ---- short forms used by backward formulas and the binding layer --------------------
+
+pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    add_op(Operand::T(a), Operand::T(b), Scalar::Int(1))
+}
+pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    sub_op(Operand::T(a), Operand::T(b), Scalar::Int(1))
+}
+pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    mul_op(Operand::T(a), Operand::T(b))
+}
+pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    div_op(Operand::T(a), Operand::T(b))
+}
+pub fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    pow_op(Operand::T(a), Operand::T(b))
+}
+pub fn add_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+    add_op(Operand::T(a), Operand::S(s), Scalar::Int(1))
+}
+pub fn sub_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+    sub_op(Operand::T(a), Operand::S(s), Scalar::Int(1))
+}
+pub fn mul_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+    mul_op(Operand::T(a), Operand::S(s))
+}
+pub fn div_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+    div_op(Operand::T(a), Operand::S(s))
+}
+pub fn pow_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+    pow_op(Operand::T(a), Operand::S(s))
+}
+pub fn where_(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    where_op(c, Operand::T(a), Operand::T(b))
+}
+pub fn eq(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    compare(BinaryOp::Eq, Operand::T(a), Operand::T(b))
+}
+pub fn gt(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    compare(BinaryOp::Gt, Operand::T(a), Operand::T(b))
+}
+pub fn lt(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    compare(BinaryOp::Lt, Operand::T(a), Operand::T(b))
+}
+pub fn eq_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
+    compare(BinaryOp::Eq, Operand::T(a), Operand::S(Scalar::Float(v)))
+}
+pub fn gt_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
+    compare(BinaryOp::Gt, Operand::T(a), Operand::S(Scalar::Float(v)))
+}
+pub fn ge_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
+    compare(BinaryOp::Ge, Operand::T(a), Operand::S(Scalar::Float(v)))
+}
+pub fn le_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
+    compare(BinaryOp::Le, Operand::T(a), Operand::S(Scalar::Float(v)))
+}
+pub fn logical_and(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    logical(BinaryOp::LogicalAnd, a, b)
+}
+pub fn maximum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    extremum(a, b, true)
+}
+pub fn minimum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    extremum(a, b, false)
+}

@@ -1,0 +1,463 @@
+//! Index ops: gather / scatter-add, index_select / index_add, masked_fill, and torch's
+//! advanced indexing (`x[int_tensor]`, `x[bool_mask]`, several index tensors) and its
+//! writing counterpart index_put.
+
+use super::elementwise::{grad0, Saver};
+use super::{apply, new_tensor, sum_to};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::autograd::grad_mode::with_grad_mode;
+use crate::backend::cpu::reduce as k;
+use crate::dtype::{DType, Scalar};
+use crate::layout::Layout;
+use crate::ops::*;
+use crate::shape::{broadcast_shapes, wrap_dim, Shape};
+use crate::storage::Buffer;
+use crate::tensor::Tensor;
+use crate::{saved, Error, Result};
+use std::borrow::Cow;
+
+/// An int64 index tensor's values, contiguous, with negative entries wrapped and every
+/// entry checked against `size`.
+fn index_values(index: &Tensor, size: usize, dim: usize) -> Result<Vec<i64>> {
+    if index.dtype() != DType::I64 {
+        return Err(Error::runtime(format!(
+            "expected index to have dtype int64 (Long), but got {}",
+            index.dtype().name()
+        )));
+    }
+    let s = index.snapshot();
+    let r = s.storage.read();
+    let Buffer::I64(v) = &*r else { return Err(Error::Internal("index buffer is not int64".into())) };
+    let vals = crate::backend::cpu::strided::contiguous(v, &s.layout);
+    vals.iter()
+        .map(|&i| {
+            let n = size as i64;
+            if i < -n || i >= n {
+                Err(Error::index(format!("index {i} is out of bounds for dimension {dim} with size {size}")))
+            } else {
+                Ok(if i < 0 { i + n } else { i })
+            }
+        })
+        .collect()
+}
+
+/// `torch.gather(x, dim, index)`.
+pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    let s = x.snapshot();
+    let d = wrap_dim(dim, s.layout.ndim())?;
+    let ishape = index.shape();
+    if ishape.len() != s.layout.ndim().max(1) && s.layout.ndim() > 0 {
+        return Err(Error::runtime("Index tensor must have the same number of dimensions as input tensor"));
+    }
+    for (i, (&a, &b)) in ishape.iter().zip(&s.layout.shape).enumerate() {
+        if i != d && a > b {
+            return Err(Error::runtime(format!(
+                "Size does not match at dimension {i} expected index {} to be smaller than self {} apart from dimension {d}",
+                crate::shape::fmt_shape(&ishape),
+                crate::shape::fmt_shape(&s.layout.shape)
+            )));
+        }
+    }
+    let size = s.layout.shape.get(d).copied().unwrap_or(1);
+    let idx = index_values(index, size, d)?;
+    let shape = s.layout.shape.clone();
+    apply(
+        &[x],
+        || Ok(new_tensor(k::gather(&s.storage.read(), &s.layout, d, &idx, &ishape), &ishape)),
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, index);
+            (GatherBackward0 { shape, dim: d }, sv.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct GatherBackward0 {
+    shape: Shape,
+    dim: usize,
+}
+impl Backward for GatherBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "GatherBackward0".into()
+    }
+    // the gradient is scattered back (added) to the gathered positions
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(scatter_add_zeros(&self.shape, self.dim, &ctx.saved(0)?, &grad0(g)?)?)])
+    }
+}
+
+/// `zeros(shape).scatter_add(dim, index, src)`, differentiable w.r.t. `src`.
+pub fn scatter_add_zeros(shape: &[usize], dim: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    let ishape = index.shape();
+    let idx = index_values(index, shape.get(dim).copied().unwrap_or(1), dim)?;
+    let s = src.snapshot();
+    apply(
+        &[src],
+        || {
+            let src_view = s.layout.clone();
+            Ok(new_tensor(k::scatter_add(shape, dim, &idx, &ishape, &s.storage.read(), &src_view), shape))
+        },
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, index);
+            (ScatterAddBackward0 { dim }, sv.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct ScatterAddBackward0 {
+    dim: usize,
+}
+impl Backward for ScatterAddBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "ScatterAddBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(gather(&grad0(g)?, self.dim as i64, &ctx.saved(0)?)?)])
+    }
+}
+
+/// `torch.index_select(x, dim, index)` with a 1-D (or 0-d) int64 index.
+pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    if index.ndim() > 1 {
+        return Err(Error::index("index_select(): Index is supposed to be a vector"));
+    }
+    let s = x.snapshot();
+    let scalar_input = s.layout.ndim() == 0;
+    let layout = if scalar_input { Layout { shape: smallvec::smallvec![1], strides: smallvec::smallvec![1], offset: s.layout.offset } } else { s.layout.clone() };
+    let d = wrap_dim(dim, layout.ndim())?;
+    let idx = index_values(index, layout.shape[d], d)?;
+    let mut out_shape = layout.shape.clone();
+    out_shape[d] = idx.len();
+    if scalar_input && index.ndim() == 0 {
+        out_shape.clear();
+    }
+    let in_shape = s.layout.shape.clone();
+    apply(
+        &[x],
+        || Ok(new_tensor(k::index_select(&s.storage.read(), &layout, d, &idx), &out_shape)),
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, index);
+            (IndexSelectBackward0 { shape: in_shape, dim: d }, sv.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct IndexSelectBackward0 {
+    shape: Shape,
+    dim: usize,
+}
+impl Backward for IndexSelectBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "IndexSelectBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(index_add_zeros(&self.shape, self.dim, &ctx.saved(0)?, &grad0(g)?)?)])
+    }
+}
+
+/// `zeros(shape).index_add(dim, index, src)`, differentiable w.r.t. `src`.
+pub fn index_add_zeros(shape: &[usize], dim: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    let work: Shape = if shape.is_empty() { smallvec::smallvec![1] } else { Shape::from_slice(shape) };
+    let idx = index_values(index, work[dim], dim)?;
+    let s = src.snapshot();
+    let src_layout = if s.layout.ndim() == 0 { Layout::contiguous(&[1]) } else { s.layout.clone() };
+    apply(
+        &[src],
+        || Ok(new_tensor(k::index_add(&work, dim, &idx, &s.storage.read(), &src_layout), shape)),
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, index);
+            (IndexAddBackward0 { dim }, sv.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct IndexAddBackward0 {
+    dim: usize,
+}
+impl Backward for IndexAddBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "IndexAddBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(index_select(&grad0(g)?, self.dim as i64, &ctx.saved(0)?)?)])
+    }
+}
+
+/// `x.masked_fill(mask, value)`.
+pub fn masked_fill(x: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+    if mask.dtype() != DType::Bool {
+        return Err(Error::runtime(format!(
+            "masked_fill_ only supports boolean masks, but got mask with dtype {}",
+            mask.dtype().name()
+        )));
+    }
+    let xs = x.shape();
+    let ms = mask.shape();
+    let out_shape = broadcast_shapes(&xs, &ms)?;
+    if out_shape != xs {
+        return Err(Error::runtime(format!(
+            "The size of tensor a ({}) must match the size of tensor b ({}) at non-singleton dimension 0",
+            xs.first().copied().unwrap_or(1),
+            ms.first().copied().unwrap_or(1)
+        )));
+    }
+    let v = scalar_tensor(value, x.dtype());
+    apply(
+        &[x],
+        || with_grad_mode(false, || where_(mask, &v, &x.detach())),
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, mask);
+            (MaskedFillBackward0, sv.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct MaskedFillBackward0;
+impl Backward for MaskedFillBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "MaskedFillBackward0".into()
+    }
+    // filled positions get no gradient
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let z = zeros_like(&g)?;
+        Ok(smallvec::smallvec![Some(where_(&ctx.saved(0)?, &z, &g)?)])
+    }
+}
+
+// ---- advanced indexing ----------------------------------------------------------------
+
+/// A resolved advanced index: one int64 tensor per indexed dim (bool masks expanded to
+/// their nonzero coordinates), the dims they index, and where the result's broadcast
+/// index dims go.
+struct Plan {
+    dims: Vec<usize>,
+    linear: Tensor,
+    bshape: Shape,
+    insert_at: usize,
+}
+
+/// `mask.nonzero()` as one int64 index tensor per mask dim.
+pub fn nonzero_indices(mask: &Tensor) -> Result<Vec<Tensor>> {
+    let s = mask.snapshot();
+    let r = s.storage.read();
+    let Buffer::Bool(v) = &*r else { return Err(Error::Internal("mask is not bool".into())) };
+    let vals = crate::backend::cpu::strided::contiguous(v, &s.layout);
+    let shape = &s.layout.shape;
+    let strides = crate::shape::contiguous_strides(shape);
+    let mut cols: Vec<Vec<i64>> = vec![Vec::new(); shape.len()];
+    for (i, &b) in vals.iter().enumerate() {
+        if b {
+            for (d, c) in cols.iter_mut().enumerate() {
+                c.push(((i / strides[d]) % shape[d]) as i64);
+            }
+        }
+    }
+    Ok(cols.into_iter().map(|c| {
+        let n = c.len();
+        new_tensor(Buffer::I64(c), &[n])
+    }).collect())
+}
+
+fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
+    // expand bool masks into per-dim coordinates
+    let mut per_dim: Vec<(usize, Tensor)> = Vec::new();
+    let mut d = 0usize;
+    for ix in indices {
+        match ix {
+            None => d += 1,
+            Some(t) if t.dtype() == DType::Bool => {
+                let ms = t.shape();
+                for (j, &m) in ms.iter().enumerate() {
+                    let have = x_shape.get(d + j).copied();
+                    if have != Some(m) {
+                        return Err(Error::index(format!(
+                            "The shape of the mask {} at index {j} does not match the shape of the indexed tensor {} at index {}",
+                            crate::shape::fmt_shape(&ms),
+                            crate::shape::fmt_shape(x_shape),
+                            d + j
+                        )));
+                    }
+                }
+                for (j, c) in nonzero_indices(t)?.into_iter().enumerate() {
+                    per_dim.push((d + j, c));
+                }
+                d += ms.len();
+            }
+            Some(t) => {
+                if t.dtype() != DType::I64 {
+                    return Err(Error::index("tensors used as indices must be long, int, byte or bool tensors"));
+                }
+                per_dim.push((d, t.clone()));
+                d += 1;
+            }
+        }
+    }
+    if d > x_shape.len() {
+        return Err(Error::index(format!("too many indices for tensor of dimension {}", x_shape.len())));
+    }
+    let mut bshape = Shape::new();
+    for (_, t) in &per_dim {
+        bshape = broadcast_shapes(&bshape, &t.shape()).map_err(|_| {
+            Error::index(format!(
+                "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
+                per_dim.iter().map(|(_, t)| crate::shape::fmt_shape(&t.shape())).collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+    }
+    let dims: Vec<usize> = per_dim.iter().map(|p| p.0).collect();
+    // linear index over the indexed dims (row-major), after bounds checks
+    let mut linear: Option<Tensor> = None;
+    for (dim, t) in &per_dim {
+        let size = x_shape[*dim];
+        let vals = index_values(t, size, *dim)?;
+        let t = new_tensor(Buffer::I64(vals), &t.shape());
+        let t = expand(&t, &bshape)?;
+        linear = Some(match linear {
+            None => t,
+            Some(l) => add(&mul_scalar(&l, Scalar::Int(size as i64))?, &t)?,
+        });
+    }
+    let linear = linear.ok_or_else(|| Error::Internal("advanced index without index tensors".into()))?;
+    let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
+    let insert_at = if adjacent { dims.first().copied().unwrap_or(0) } else { 0 };
+    Ok(Plan { dims, linear: contiguous(&linear)?, bshape, insert_at })
+}
+
+/// Moves the indexed dims of `x` to the front and flattens them: [prod(indexed), rest...].
+fn flatten_indexed(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    let n = x.ndim();
+    let mut perm: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+    perm.extend((0..n).filter(|d| !dims.contains(d)).map(|d| d as i64));
+    let p = permute(x, &perm)?;
+    let ps = p.shape();
+    let mut sizes = vec![ps[..dims.len()].iter().product::<usize>() as i64];
+    sizes.extend(ps[dims.len()..].iter().map(|&d| d as i64));
+    reshape(&p, &sizes)
+}
+
+/// Result of the composite gather: [bshape..., rest...] moved so the index dims sit at
+/// `insert_at`.
+fn gather_plan(x: &Tensor, p: &Plan) -> Result<Tensor> {
+    let flat = flatten_indexed(x, &p.dims)?;
+    let sel = index_select(&flat, 0, &reshape(&p.linear, &[-1])?)?;
+    let rest: Vec<i64> = flat.shape()[1..].iter().map(|&d| d as i64).collect();
+    let mut sizes: Vec<i64> = p.bshape.iter().map(|&d| d as i64).collect();
+    sizes.extend(&rest);
+    let r = reshape(&sel, &sizes)?;
+    if p.insert_at == 0 {
+        return Ok(r);
+    }
+    let (nb, nr) = (p.bshape.len(), rest.len());
+    let mut perm: Vec<i64> = (nb..nb + p.insert_at).map(|d| d as i64).collect();
+    perm.extend((0..nb).map(|d| d as i64));
+    perm.extend((nb + p.insert_at..nb + nr).map(|d| d as i64));
+    permute(&r, &perm)
+}
+
+/// `x[indices]` where `indices[d]` indexes dim d (None: the whole dim), torch's aten::index.
+pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+    let shape = x.shape();
+    let p = plan(&shape, indices)?;
+    let idx_list: Vec<Option<Tensor>> = indices.to_vec();
+    apply(
+        &[x],
+        || with_grad_mode(false, || Ok(contiguous(&gather_plan(&x.detach(), &p)?)?.detach())),
+        |_| (IndexBackward0 { shape: shape.clone(), indices: idx_list }, saved![]),
+    )
+}
+
+#[derive(Clone)]
+pub struct IndexBackward0 {
+    shape: Shape,
+    indices: Vec<Option<Tensor>>,
+}
+impl Backward for IndexBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "IndexBackward0".into()
+    }
+    // zeros(shape) with the indexed positions accumulating g (repeated indices add up)
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let z = zeros(&self.shape, g.dtype())?;
+        Ok(smallvec::smallvec![Some(index_put(&z, &self.indices, &g, true)?)])
+    }
+}
+
+/// Out-of-place `index_put(x, indices, values, accumulate)`: x with the indexed
+/// positions set to (or, with accumulate, increased by) `values` broadcast to the
+/// indexed shape. `x[indices] = v` is its in-place form.
+pub fn index_put(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    let shape = x.shape();
+    let p = plan(&shape, indices)?;
+    let values = to_dtype(values, x.dtype())?;
+    // Positions (row-major over x) of every selected element, via the same gather applied
+    // to an arange.
+    let n = crate::shape::numel(&shape);
+    let pos = with_grad_mode(false, || {
+        let ar = new_tensor(Buffer::I64((0..n as i64).collect()), &shape);
+        contiguous(&gather_plan(&ar, &p)?)
+    })?;
+    let sel_shape = pos.shape();
+    let pos_vals = index_values(&pos, n.max(1), 0)?;
+    let vb = with_grad_mode(false, || contiguous(&expand(&values.detach(), &sel_shape)?))?;
+    let xs = x.snapshot();
+    let vs = vb.snapshot();
+    let vshape = values.shape();
+    let idx_list: Vec<Option<Tensor>> = indices.to_vec();
+    apply(
+        &[x, &values],
+        || {
+            let mut out = crate::backend::cpu::elementwise::cast(&xs.storage.read(), &xs.layout, xs.dtype);
+            let src = vs.storage.read();
+            crate::with_dtype!(xs.dtype, T => {
+                use crate::storage::Element;
+                let o = T::slice_mut(&mut out);
+                let s = T::slice(&src);
+                for (k, &p) in pos_vals.iter().enumerate() {
+                    let v = s[vs.layout.offset + k];
+                    o[p as usize] = if accumulate { T::from_f64(o[p as usize].to_f64() + v.to_f64()) } else { v };
+                }
+            });
+            Ok(new_tensor(out, &shape))
+        },
+        |_| (IndexPutBackward0 { indices: idx_list, values_shape: vshape, accumulate }, saved![]),
+    )
+}
+
+#[derive(Clone)]
+pub struct IndexPutBackward0 {
+    indices: Vec<Option<Tensor>>,
+    values_shape: Shape,
+    accumulate: bool,
+}
+impl Backward for IndexPutBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "IndexPutBackward0".into()
+    }
+    // dx = g with overwritten positions zeroed (kept when accumulating); dv = sum_to(g[idx])
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let gx = if ctx.needs_input_grad(0) {
+            Some(if self.accumulate {
+                g.clone()
+            } else {
+                let z = zeros(&[], g.dtype())?;
+                index_put(&g, &self.indices, &z, false)?
+            })
+        } else {
+            None
+        };
+        let gv = if ctx.needs_input_grad(1) { Some(sum_to(&index(&g, &self.indices)?, &self.values_shape)?) } else { None };
+        Ok(smallvec::smallvec![gx, gv])
+    }
+}

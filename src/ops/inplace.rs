@@ -1,0 +1,271 @@
+//! In-place ops: each computes its out-of-place result, then `commit` writes it into
+//! the destination's storage, bumps the version counter and rewrites history.
+//!
+//! Why compute-then-write: no kernel ever reads and writes the same storage, so a
+//! storage lock is never taken twice by one op (`x.add_(x)` is safe) and in-place ops
+//! reuse every out-of-place kernel and derivative unchanged. The price is one temporary
+//! buffer per in-place op.
+//!
+//! History rules (torch's): an in-place op on a tensor with history makes the op's node
+//! its new `grad_fn`; on a view of a tensor with history, the base gets a `CopySlices`
+//! node (the gradient for the overwritten region goes to the op, the rest to the base's
+//! old history) and the view is re-derived from the base. Leaves that require grad may
+//! only be modified under `no_grad`.
+
+use super::elementwise::{grad0, Operand};
+use super::{apply, attach, new_tensor, sum_to};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::autograd::grad_mode::{is_grad_enabled, with_grad_mode};
+use crate::backend::cpu::elementwise as k;
+use crate::dtype::{DType, Scalar};
+use crate::layout::Layout;
+use crate::ops::*;
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+use crate::{saved, Error, Result};
+use std::borrow::Cow;
+use std::sync::Arc;
+
+fn check_writable(x: &Tensor) -> Result<()> {
+    if !is_grad_enabled() {
+        return Ok(());
+    }
+    if x.is_leaf() && x.requires_grad() {
+        return Err(Error::runtime("a leaf Variable that requires grad is being used in an in-place operation."));
+    }
+    if let Some(b) = x.base() {
+        if b.is_leaf() && b.requires_grad() {
+            return Err(Error::runtime("a view of a leaf Variable that requires grad is being used in an in-place operation."));
+        }
+    }
+    Ok(())
+}
+
+fn can_cast(from: DType, to: DType) -> bool {
+    from.category() <= to.category()
+}
+
+/// Writes `result` into `x` and moves `x`'s history onto it (see the module docs).
+pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
+    let xs = x.snapshot();
+    let rdt = result.dtype();
+    if !can_cast(rdt, xs.dtype) {
+        return Err(Error::runtime(format!(
+            "result type {} can't be cast to the desired output type {}",
+            pretty(rdt),
+            pretty(xs.dtype)
+        )));
+    }
+    let r = with_grad_mode(false, || -> Result<Tensor> {
+        let r = to_dtype(&result.detach(), xs.dtype)?;
+        expand(&r, &xs.layout.shape)
+    })?;
+    // Keep what the new node saved of x's old value alive under a private copy, so that
+    // overwriting x does not corrupt it (torch saves `original_self` the same way).
+    let old_history = x.grad_fn().map(|f| (f, x.output_nr()));
+    if let Some(node) = result.grad_fn() {
+        let mut n = node.lock();
+        let mut copy: Option<Tensor> = None;
+        for s in n.saved.iter_mut() {
+            if s.output_nr.is_none() && Arc::ptr_eq(&s.tensor.storage(), &xs.storage) && s.tensor.same(x) {
+                let c = copy.get_or_insert_with(|| {
+                    let c = new_tensor(k::cast(&xs.storage.read(), &xs.layout, xs.dtype), &xs.layout.shape);
+                    if let Some((f, nr)) = &old_history {
+                        c.set_history(f.clone(), *nr);
+                    }
+                    c
+                });
+                s.tensor = c.clone();
+                s.version = c.version();
+            }
+        }
+    }
+    let rs = r.snapshot();
+    {
+        let private = if Arc::ptr_eq(&rs.storage, &xs.storage) {
+            k::cast(&rs.storage.read(), &rs.layout, rs.dtype)
+        } else {
+            rs.storage.read().clone()
+        };
+        let src_layout = if Arc::ptr_eq(&rs.storage, &xs.storage) { Layout::contiguous(&rs.layout.shape) } else { rs.layout.clone() };
+        let mut w = xs.storage.write();
+        k::copy_into(&mut w, &xs.layout, &private, &src_layout);
+    }
+    xs.storage.bump_version();
+
+    if !result.requires_grad() || !is_grad_enabled() {
+        return Ok(());
+    }
+    let (node, nr) = match result.grad_fn() {
+        Some(f) => (f, result.output_nr()),
+        None => return Ok(()),
+    };
+    match x.base() {
+        None => {
+            x.set_history(node, nr);
+            Ok(())
+        }
+        Some(base) => rebase_view(x, &base, result),
+    }
+}
+
+/// CopySlices: the base's new history takes the view region's gradient from `result`
+/// and the rest from the base's old history; the view is then re-derived from the base.
+fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
+    let (bl, vl) = (base.layout(), view.layout());
+    if !bl.is_contiguous() {
+        return Err(Error::runtime(
+            "rgrad: in-place operations on views of non-contiguous tensors that require grad are not supported; call .contiguous() first",
+        ));
+    }
+    let rel = Layout { shape: vl.shape.clone(), strides: vl.strides.clone(), offset: vl.offset - bl.offset };
+    let r = if result.shape() == vl.shape { result.clone() } else { expand(result, &vl.shape)? };
+    let base_shape = bl.shape.clone();
+    // A node with edges [base's old history, result]; its output is the base.
+    let base_input = base.detach();
+    if let Some(f) = base.grad_fn() {
+        base_input.set_history(f, base.output_nr());
+    } else if base.requires_grad() {
+        base_input.lock().requires_grad = true;
+    }
+    let op = CopySlices { shape: base_shape, rel: rel.clone() };
+    // attach() reads edges from the inputs: base_input carries the base's old history.
+    let inputs: [&Tensor; 2] = [&base_input, &r];
+    let node = attach(super::BackwardOp::from(op), &inputs, saved![], &[])?;
+    base.set_history(node, 0);
+    base.lock().requires_grad = false;
+    // the view now derives from the updated base
+    let fresh = as_strided(base, &rel)?;
+    if let Some(f) = fresh.grad_fn() {
+        view.set_history(f, 0);
+    }
+    Ok(())
+}
+
+#[derive(Clone)]
+pub struct CopySlices {
+    shape: Shape,
+    rel: Layout,
+}
+impl Backward for CopySlices {
+    fn name(&self) -> Cow<'static, str> {
+        "CopySlices".into()
+    }
+    // base: g with the region zeroed; result: g's region
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let region = as_strided(&g, &self.rel)?;
+        let gb = if ctx.needs_input_grad(0) { Some(sub(&g, &as_strided_scatter(&region, &self.shape, &self.rel)?)?) } else { None };
+        let gr = if ctx.needs_input_grad(1) { Some(region) } else { None };
+        Ok(smallvec::smallvec![gb, gr])
+    }
+}
+
+fn pretty(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "Float",
+        DType::F64 => "Double",
+        DType::I64 => "Long",
+        DType::Bool => "Bool",
+    }
+}
+
+/// Runs an out-of-place op on `x` and commits it into `x`.
+fn inplace(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    check_writable(x)?;
+    let r = f(x)?;
+    commit(x, &r)?;
+    Ok(x.clone())
+}
+
+pub fn add_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
+    inplace(x, |x| add_op(Operand::T(x), other, alpha))
+}
+pub fn sub_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
+    inplace(x, |x| sub_op(Operand::T(x), other, alpha))
+}
+pub fn mul_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
+    inplace(x, |x| mul_op(Operand::T(x), other))
+}
+pub fn div_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
+    inplace(x, |x| div_op(Operand::T(x), other))
+}
+pub fn pow_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
+    inplace(x, |x| pow_op(Operand::T(x), other))
+}
+pub fn clamp_(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+    inplace(x, |x| clamp(x, min, max))
+}
+pub fn relu_(x: &Tensor) -> Result<Tensor> {
+    inplace(x, relu)
+}
+pub fn unary_(x: &Tensor, op: crate::backend::cpu::elementwise::UnaryOp) -> Result<Tensor> {
+    inplace(x, |x| unary(op, x))
+}
+
+/// `x.fill_(v)`: the old value gets a zero gradient (masked_fill over everything).
+pub fn fill_(x: &Tensor, v: Scalar) -> Result<Tensor> {
+    inplace(x, |x| {
+        if any_requires_grad(&[x]) {
+            let all = new_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
+            masked_fill(x, &all, v)
+        } else {
+            full(&x.shape(), v, x.dtype())
+        }
+    })
+}
+
+pub fn zero_(x: &Tensor) -> Result<Tensor> {
+    fill_(x, Scalar::Int(0))
+}
+
+/// `x.copy_(src)`: src is broadcast to x's shape and cast to its dtype (CopyBackwards).
+pub fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
+    let xs = x.shape();
+    crate::shape::broadcast_shapes(&xs, &src.shape()).and_then(|s| {
+        if s == xs {
+            Ok(())
+        } else {
+            Err(Error::runtime(format!(
+                "output with shape {} doesn't match the broadcast shape {}",
+                crate::shape::fmt_shape(&xs),
+                crate::shape::fmt_shape(&s)
+            )))
+        }
+    })?;
+    let src_shape = src.shape();
+    let dtype = x.dtype();
+    inplace(x, |_| {
+        apply(
+            &[src],
+            || with_grad_mode(false, || contiguous(&expand(&to_dtype(&src.detach(), dtype)?, &xs)?).map(|t| t.detach())),
+            |_| (CopyBackwards { src_shape, src_dtype: src.dtype() }, saved![]),
+        )
+    })
+}
+
+#[derive(Clone)]
+pub struct CopyBackwards {
+    src_shape: Shape,
+    src_dtype: DType,
+}
+impl Backward for CopyBackwards {
+    fn name(&self) -> Cow<'static, str> {
+        "CopyBackwards".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = sum_to(&grad0(g)?, &self.src_shape)?;
+        Ok(smallvec::smallvec![Some(if self.src_dtype.is_float() { to_dtype(&g, self.src_dtype)? } else { g })])
+    }
+}
+
+/// `x[indices] = values` for advanced indices (index_put_).
+pub fn index_put_(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+    inplace(x, |x| index_put(x, indices, values, accumulate))
+}
+
+/// Gradient accumulation (`grad += new`) with no autograd and no checks.
+pub fn inplace_add(x: &Tensor, g: &Tensor) -> Result<()> {
+    let r = with_grad_mode(false, || add(x, g))?;
+    commit(x, &r)
+}

@@ -1,0 +1,295 @@
+//! Matrix products: mm, bmm, dot, and matmul's 1-D/2-D/batched-broadcast dispatch.
+
+use super::elementwise::{grad0, Saver};
+use super::{apply, new_tensor};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::backend::cpu::matmul::{gemm, GemmElem, MatView};
+use crate::dtype::DType;
+use crate::ops::*;
+use crate::shape::{broadcast_shapes, Shape};
+use crate::storage::{Buffer, Element};
+use crate::tensor::{Snapshot, Tensor};
+use crate::{Error, Result};
+use std::borrow::Cow;
+
+fn dtype_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::I64 => "long int",
+        DType::Bool => "bool",
+    }
+}
+
+fn same_dtype(a: &Tensor, b: &Tensor, what: &str) -> Result<()> {
+    let (da, db) = (a.dtype(), b.dtype());
+    if da != db {
+        return Err(Error::runtime(format!("expected {what} to have the same dtype, but got: {} != {}", dtype_name(da), dtype_name(db))));
+    }
+    if da == DType::Bool {
+        return Err(Error::runtime("\"addmm_impl_cpu_\" not implemented for 'Bool'"));
+    }
+    Ok(())
+}
+
+fn view_of<'a, T: Element>(data: &'a [T], s: &Snapshot, batch_offset: usize) -> MatView<'a, T> {
+    let n = s.layout.ndim();
+    MatView {
+        data,
+        offset: s.layout.offset + batch_offset,
+        rows: s.layout.shape[n - 2],
+        cols: s.layout.shape[n - 1],
+        row_stride: s.layout.strides[n - 2],
+        col_stride: s.layout.strides[n - 1],
+    }
+}
+
+/// `C[b] = A[b]·B[b]` for 2-D (no batch) or 3-D inputs of matching batch size.
+fn gemm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (sa, sb) = (a.snapshot(), b.snapshot());
+    let nd = sa.layout.ndim();
+    let mut shape: Shape = sa.layout.shape.clone();
+    shape[nd - 1] = sb.layout.shape[nd - 1];
+    let buf = crate::runtime::run(|| {
+        let (ra, rb) = (sa.storage.read(), sb.storage.read());
+        match sa.dtype {
+            DType::F32 => batched::<f32>(&ra, &sa, &rb, &sb),
+            DType::F64 => batched::<f64>(&ra, &sa, &rb, &sb),
+            DType::I64 => batched::<i64>(&ra, &sa, &rb, &sb),
+            // `same_dtype` rejects bool before any kernel runs.
+            DType::Bool => Err(Error::runtime("\"addmm_impl_cpu_\" not implemented for 'Bool'")),
+        }
+    })?;
+    Ok(new_tensor(buf, &shape))
+}
+
+fn batched<T: Element + GemmElem>(ra: &Buffer, sa: &Snapshot, rb: &Buffer, sb: &Snapshot) -> Result<Buffer> {
+    let nd = sa.layout.ndim();
+    let (m, n) = (sa.layout.shape[nd - 2], sb.layout.shape[nd - 1]);
+    let batch = if nd == 3 { sa.layout.shape[0] } else { 1 };
+    let mut out = vec![T::default(); batch * m * n];
+    let (da, db) = (T::slice(ra), T::slice(rb));
+    let parallel = crate::runtime::intra_op_parallel();
+    for i in 0..batch {
+        let (oa, ob) = if nd == 3 { (i * sa.layout.strides[0], i * sb.layout.strides[0]) } else { (0, 0) };
+        gemm(view_of(da, sa, oa), view_of(db, sb, ob), &mut out[i * m * n..(i + 1) * m * n], parallel);
+    }
+    Ok(T::into_buffer(out))
+}
+
+/// `torch.mm(a, b)` for 2-D tensors.
+pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (sa, sb) = (a.shape(), b.shape());
+    if sa.len() != 2 {
+        return Err(Error::runtime(format!("self must be a matrix")));
+    }
+    if sb.len() != 2 {
+        return Err(Error::runtime("mat2 must be a matrix"));
+    }
+    if sa[1] != sb[0] {
+        return Err(Error::runtime(format!(
+            "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            sa[0], sa[1], sb[0], sb[1]
+        )));
+    }
+    same_dtype(a, b, "m1 and m2")?;
+    apply(
+        &[a, b],
+        || gemm_kernel(a, b),
+        |_| {
+            let mut s = Saver::default();
+            let ai = s.input_if(b.requires_grad(), a);
+            let bi = s.input_if(a.requires_grad(), b);
+            (MmBackward0 { a: ai, b: bi, batched: false }, s.list)
+        },
+    )
+}
+
+/// `torch.bmm(a, b)` for 3-D tensors of equal batch size.
+pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (sa, sb) = (a.shape(), b.shape());
+    if sa.len() != 3 || sb.len() != 3 {
+        return Err(Error::runtime(format!("batch1 must be a 3D tensor")));
+    }
+    if sa[0] != sb[0] || sa[2] != sb[1] {
+        return Err(Error::runtime(format!(
+            "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
+            sa[0], sa[2], sb[0], sb[1]
+        )));
+    }
+    same_dtype(a, b, "batch1 and batch2")?;
+    apply(
+        &[a, b],
+        || gemm_kernel(a, b),
+        |_| {
+            let mut s = Saver::default();
+            let ai = s.input_if(b.requires_grad(), a);
+            let bi = s.input_if(a.requires_grad(), b);
+            (BmmBackward0(MmBackward0 { a: ai, b: bi, batched: true }), s.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct MmBackward0 {
+    a: Option<u8>,
+    b: Option<u8>,
+    batched: bool,
+}
+impl MmBackward0 {
+    fn tr(&self, x: &Tensor) -> Result<Tensor> {
+        if self.batched {
+            transpose(x, 1, 2)
+        } else {
+            t(x)
+        }
+    }
+    fn prod(&self, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+        if self.batched {
+            bmm(x, y)
+        } else {
+            mm(x, y)
+        }
+    }
+    // dA = G·Bᵀ, dB = Aᵀ·G
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let saved = |i: Option<u8>| ctx.saved(i.ok_or_else(|| Error::Internal("mm operand not saved".into()))? as usize);
+        let da = if ctx.needs_input_grad(0) { Some(self.prod(&g, &self.tr(&saved(self.b)?)?)?) } else { None };
+        let db = if ctx.needs_input_grad(1) { Some(self.prod(&self.tr(&saved(self.a)?)?, &g)?) } else { None };
+        Ok(smallvec::smallvec![da, db])
+    }
+}
+impl Backward for MmBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "MmBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g)
+    }
+}
+
+#[derive(Clone)]
+pub struct BmmBackward0(MmBackward0);
+impl Backward for BmmBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "BmmBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.0.grads(ctx, g)
+    }
+}
+
+/// `torch.dot(a, b)` for 1-D tensors of equal length.
+pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (sa, sb) = (a.shape(), b.shape());
+    if sa.len() != 1 || sb.len() != 1 {
+        return Err(Error::runtime(format!("1D tensors expected, but got {}D and {}D tensors", sa.len(), sb.len())));
+    }
+    if sa[0] != sb[0] {
+        return Err(Error::runtime(format!(
+            "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got {} and {} elements respectively",
+            sa[0], sb[0], sa[0], sb[0]
+        )));
+    }
+    same_dtype(a, b, "both vectors")?;
+    apply(
+        &[a, b],
+        || {
+            let r = crate::autograd::grad_mode::with_grad_mode(false, || mm(&unsqueeze(&a.detach(), 0)?, &unsqueeze(&b.detach(), 1)?))?;
+            reshape(&r, &[])
+        },
+        |_| {
+            let mut s = Saver::default();
+            let ai = s.input_if(b.requires_grad(), a);
+            let bi = s.input_if(a.requires_grad(), b);
+            (DotBackward0 { a: ai, b: bi }, s.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct DotBackward0 {
+    a: Option<u8>,
+    b: Option<u8>,
+}
+impl Backward for DotBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "DotBackward0".into()
+    }
+    // d(a·b)/da = g·b, /db = g·a
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let saved = |i: Option<u8>| ctx.saved(i.ok_or_else(|| Error::Internal("dot operand not saved".into()))? as usize);
+        let da = if ctx.needs_input_grad(0) { Some(mul(&g, &saved(self.b)?)?) } else { None };
+        let db = if ctx.needs_input_grad(1) { Some(mul(&g, &saved(self.a)?)?) } else { None };
+        Ok(smallvec::smallvec![da, db])
+    }
+}
+
+/// `torch.outer(a, b)` = a[:, None] * b[None, :].
+pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.ndim() != 1 || b.ndim() != 1 {
+        return Err(Error::runtime(format!("outer: Expected 1-D argument self, but got {}-D", a.ndim().max(b.ndim()))));
+    }
+    mul(&unsqueeze(a, 1)?, &unsqueeze(b, 0)?)
+}
+
+/// `torch.matmul(a, b)` with torch's rank rules and batch broadcasting.
+pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (sa, sb) = (a.shape(), b.shape());
+    let (na, nb) = (sa.len(), sb.len());
+    if na == 0 || nb == 0 {
+        return Err(Error::runtime(format!("both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D")));
+    }
+    match (na, nb) {
+        (1, 1) => dot(a, b),
+        (2, 2) => mm(a, b),
+        (1, 2) => {
+            if sa[0] != sb[0] {
+                return Err(Error::runtime(format!(
+                    "mat1 and mat2 shapes cannot be multiplied (1x{} and {}x{})",
+                    sa[0], sb[0], sb[1]
+                )));
+            }
+            squeeze(&mm(&unsqueeze(a, 0)?, b)?, Some(&[0]))
+        }
+        (2, 1) => {
+            if sa[1] != sb[0] {
+                return Err(Error::runtime(format!("size mismatch, got input ({}), mat ({}x{}), vec ({})", sa[0], sa[0], sa[1], sb[0])));
+            }
+            squeeze(&mm(a, &unsqueeze(b, 1)?)?, Some(&[1]))
+        }
+        _ => {
+            // Promote 1-D operands, broadcast batch dims, run bmm, and drop the added dims.
+            let a2 = if na == 1 { unsqueeze(a, 0)? } else { a.clone() };
+            let b2 = if nb == 1 { unsqueeze(b, 1)? } else { b.clone() };
+            let (s2a, s2b) = (a2.shape(), b2.shape());
+            let (m, ka) = (s2a[s2a.len() - 2], s2a[s2a.len() - 1]);
+            let (kb, n) = (s2b[s2b.len() - 2], s2b[s2b.len() - 1]);
+            if ka != kb {
+                return Err(Error::runtime(format!(
+                    "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
+                    1, ka, 1, kb
+                )));
+            }
+            let batch = broadcast_shapes(&s2a[..s2a.len() - 2], &s2b[..s2b.len() - 2])?;
+            let bn: usize = batch.iter().product();
+            let mut ea: Shape = batch.clone();
+            ea.extend([m, ka]);
+            let mut eb: Shape = batch.clone();
+            eb.extend([kb, n]);
+            let a3 = reshape(&expand(&a2, &ea)?, &[bn as i64, m as i64, ka as i64])?;
+            let b3 = reshape(&expand(&b2, &eb)?, &[bn as i64, kb as i64, n as i64])?;
+            let r = bmm(&a3, &b3)?;
+            let mut out: Vec<i64> = batch.iter().map(|&d| d as i64).collect();
+            if na > 1 {
+                out.push(m as i64);
+            }
+            if nb > 1 {
+                out.push(n as i64);
+            }
+            reshape(&r, &out)
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Every differentiable op: its forward and, right next to it, its backward.
+//!
+//! Vocabulary (after the header of PyTorch's derivatives.yaml):
+//! - `grad` / `g`: the gradient of the loss w.r.t. an op's output, same shape as it.
+//! - saved values: tensors a backward formula needs, stored as [`SavedTensor`]s on the
+//!   node. Prefer saving the output when the derivative is cheaper from it (exp, tanh,
+//!   sigmoid, sqrt); unpacking checks the version counter and that the graph was not freed.
+//! - `needs_input_grad(i)`: input `i` has an edge; formulas skip work for inputs that
+//!   don't need a gradient.
+//! - non-differentiable inputs (indices, masks, Python numbers) get no edge.
+//! - views (transpose, slicing, expand, view...) share storage with their input and
+//!   remember it as their `base`; in-place ops on them rebase the base's history
+//!   (`inplace.rs`).
+//! - Backward formulas are written with these same ops, never raw kernels, so that with
+//!   `create_graph=True` they are recorded and can be differentiated again.
+//! - Every broadcasting op reduces its gradients to the input shape with [`sum_to`].
+//!
+//! Every op, forward and backward, passes through [`apply`]: the one place where the
+//! profiler and anomaly mode will hook in. Adding an op = its kernel in `backend/cpu`, a
+//! forward fn + a `Backward` struct here, a line in `backward_ops!`, a method in
+//! `src/py/`, and an entry in `tests/op_db.py`.
+
+pub mod creation;
+pub mod elementwise;
+pub mod indexing;
+pub mod inplace;
+pub mod matmul;
+pub mod nn;
+pub mod reduce;
+pub mod shape;
+
+pub use creation::*;
+pub use elementwise::*;
+pub use indexing::*;
+pub use inplace::*;
+pub use matmul::*;
+pub use nn::*;
+pub use reduce::*;
+pub use shape::*;
+
+use crate::autograd::grad_mode::is_grad_enabled;
+use crate::autograd::graph::{Edge, Node, NodeRef, OutputMeta, SavedTensor};
+use crate::storage::Buffer;
+use crate::tensor::Tensor;
+use crate::Result;
+use smallvec::SmallVec;
+
+crate::backward_ops! {
+    // elementwise.rs
+    AddBackward0, SubBackward0, RsubBackward1, MulBackward0, DivBackward0, PowBackward0, PowBackward1,
+    PowBackward2, MaximumBackward0, MinimumBackward0, WhereBackward0, ClampBackward1, UnaryBackward,
+    ToCopyBackward0, CloneBackward0,
+    // reduce.rs
+    SumBackward0, SumBackward1, MeanBackward0, MeanBackward1, ProdBackward0, ProdBackward1, MaxBackward0,
+    AmaxBackward0, SoftmaxBackward0, LogSoftmaxBackward0, LogsumexpBackward0, VarBackward0,
+    StdBackward0, NormBackward0,
+    // shape.rs
+    ViewBackward, ExpandBackward0, PermuteBackward0, TransposeBackward0, SliceBackward0, SelectBackward0,
+    SqueezeBackward, UnsqueezeBackward0, CatBackward0, StackBackward0, RepeatBackward0, AsStridedBackward0,
+    AsStridedScatterBackward0,
+    // matmul.rs
+    MmBackward0, BmmBackward0, DotBackward0,
+    // indexing.rs
+    GatherBackward0, ScatterAddBackward0, IndexSelectBackward0, IndexAddBackward0, IndexBackward0, MaskedFillBackward0,
+    IndexPutBackward0,
+    // inplace.rs
+    CopySlices, CopyBackwards,
+    // nn.rs
+    MseLossBackward0, NllLossBackward0,
+}
+
+/// Who needs to record: grad mode is on and some input requires grad.
+pub(crate) fn any_requires_grad(inputs: &[&Tensor]) -> bool {
+    is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
+}
+
+/// The edge a gradient for `t` flows along.
+pub(crate) fn edge_of(t: &Tensor) -> Option<Edge> {
+    let g = t.lock();
+    match &g.grad_fn {
+        Some(node) => Some(Edge::Node { node: node.clone(), input_nr: g.output_nr }),
+        None if g.requires_grad => {
+            drop(g);
+            Some(Edge::Leaf(t.clone()))
+        }
+        None => None,
+    }
+}
+
+/// The one dispatch point. Runs `forward`; if grad mode is on and an input requires
+/// grad, calls `backward` to build the node (op + saved tensors) and attaches it to the
+/// output. Inputs listed in `inputs` are the differentiable ones, in edge order.
+pub(crate) fn apply<B, F, G>(inputs: &[&Tensor], forward: F, backward: G) -> Result<Tensor>
+where
+    B: Into<BackwardOp>,
+    F: FnOnce() -> Result<Tensor>,
+    G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
+{
+    let out = forward()?;
+    if any_requires_grad(inputs) {
+        let (op, saved) = backward(&out);
+        attach(op.into(), inputs, saved, &[&out])?;
+    }
+    Ok(out)
+}
+
+/// Records a node with `inputs` as edges and `outputs` as its outputs.
+pub(crate) fn attach(op: BackwardOp, inputs: &[&Tensor], saved: SmallVec<[SavedTensor; 2]>, outputs: &[&Tensor]) -> Result<NodeRef> {
+    let next = inputs.iter().map(|t| edge_of(t)).collect();
+    let metas = outputs.iter().map(|o| {
+        let s = o.snapshot();
+        OutputMeta { shape: s.layout.shape, dtype: s.dtype }
+    });
+    let mut node = Node::new(op, next, metas.collect());
+    node.saved = saved;
+    let node = NodeRef::new(node)?;
+    for (i, o) in outputs.iter().enumerate() {
+        o.set_history(node.clone(), i as u32);
+    }
+    Ok(node)
+}
+
+/// Shorthand for a list of saved tensors.
+#[macro_export]
+macro_rules! saved {
+    ($($e:expr),* $(,)?) => { smallvec::smallvec![$($e),*] };
+}
+
+/// Sums `g` down to `shape` (the gradient of broadcasting `shape` up to `g`'s shape).
+pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let gs = g.shape();
+    if gs.as_slice() == shape {
+        return Ok(g.clone());
+    }
+    let lead = gs.len() - shape.len();
+    let mut dims: Vec<i64> = (0..lead as i64).collect();
+    for (i, &d) in shape.iter().enumerate() {
+        if d == 1 && gs[lead + i] != 1 {
+            dims.push((lead + i) as i64);
+        }
+    }
+    let r = if dims.is_empty() { g.clone() } else { sum_dims(g, &dims, true)? };
+    if lead > 0 || r.shape().as_slice() != shape {
+        reshape(&r, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
+    } else {
+        Ok(r)
+    }
+}
+
+/// A fresh tensor for a kernel's output buffer.
+pub(crate) fn new_tensor(buf: Buffer, shape: &[usize]) -> Tensor {
+    Tensor::from_buffer(buf, shape)
+}

@@ -1,0 +1,189 @@
+//! Losses and layers of torch.nn.functional: mse_loss, nll_loss, cross_entropy, linear.
+
+use super::elementwise::{grad0, Saver};
+use super::apply;
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::autograd::grad_mode::with_grad_mode;
+use crate::dtype::{DType, Scalar};
+use crate::ops::*;
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+use std::borrow::Cow;
+
+/// How a loss reduces over elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    None,
+    Mean,
+    Sum,
+}
+
+impl Reduction {
+    pub fn parse(s: &str) -> Result<Reduction> {
+        match s {
+            "none" => Ok(Reduction::None),
+            "mean" => Ok(Reduction::Mean),
+            "sum" => Ok(Reduction::Sum),
+            _ => Err(Error::value(format!("{s} is not a valid value for reduction"))),
+        }
+    }
+}
+
+fn reduce(x: &Tensor, r: Reduction) -> Result<Tensor> {
+    match r {
+        Reduction::None => Ok(x.clone()),
+        Reduction::Mean => mean(x, None, false),
+        Reduction::Sum => sum(x, None, false),
+    }
+}
+
+/// `F.mse_loss(input, target, reduction)`.
+pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    if reduction == Reduction::None {
+        let d = sub(input, target)?;
+        return mul(&d, &d);
+    }
+    apply(
+        &[input, target],
+        || {
+            with_grad_mode(false, || {
+                let d = sub(&input.detach(), &target.detach())?;
+                reduce(&mul(&d, &d)?, reduction)
+            })
+        },
+        |_| {
+            let mut s = Saver::default();
+            s.input_if(true, input);
+            s.input_if(true, target);
+            (MseLossBackward0 { reduction }, s.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct MseLossBackward0 {
+    reduction: Reduction,
+}
+impl Backward for MseLossBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "MseLossBackward0".into()
+    }
+    // d/dx mean((x-t)²) = 2(x-t)/N; d/dt = -that
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let (x, t) = (ctx.saved(0)?, ctx.saved(1)?);
+        let d = sub(&x, &t)?;
+        let n = d.numel().max(1) as f64;
+        let k = if self.reduction == Reduction::Mean { 2.0 / n } else { 2.0 };
+        let gx = mul(&grad0(g)?, &mul_scalar(&d, Scalar::Float(k))?)?;
+        let gx_in = if ctx.needs_input_grad(0) { Some(sum_to(&gx, &x.shape())?) } else { None };
+        let gt = if ctx.needs_input_grad(1) { Some(sum_to(&neg(&gx)?, &t.shape())?) } else { None };
+        Ok(smallvec::smallvec![gx_in, gt])
+    }
+}
+
+/// `F.nll_loss(log_probs, target, reduction, ignore_index)` for input [N, C] or [C].
+pub fn nll_loss(input: &Tensor, target: &Tensor, reduction: Reduction, ignore_index: i64) -> Result<Tensor> {
+    if target.dtype() != DType::I64 {
+        return Err(Error::runtime(format!(
+            "expected scalar type Long but found {}",
+            if target.dtype() == DType::F32 { "Float" } else { target.dtype().name() }
+        )));
+    }
+    let (x, t) = match input.ndim() {
+        1 => (unsqueeze(input, 0)?, reshape(target, &[1])?),
+        2 => (input.clone(), target.clone()),
+        n => return Err(Error::value(format!("Expected 1 or 2 dimensions for nll_loss input (got {n})"))),
+    };
+    let (n, c) = (x.shape()[0], x.shape()[1]);
+    if t.shape().as_slice() != [n] {
+        return Err(Error::value(format!("Expected input batch_size ({n}) to match target batch_size ({}).", t.numel())));
+    }
+    // valid targets: class index in range, or ignore_index
+    let tv = t.snapshot();
+    let tvals: Vec<i64> = {
+        let r = tv.storage.read();
+        let crate::storage::Buffer::I64(v) = &*r else { return Err(Error::Internal("target not int64".into())) };
+        crate::backend::cpu::strided::contiguous(v, &tv.layout).to_vec()
+    };
+    for &v in &tvals {
+        if v != ignore_index && (v < 0 || v >= c as i64) {
+            return Err(Error::index(format!("Target {v} is out of bounds.")));
+        }
+    }
+    let keep: Vec<f64> = tvals.iter().map(|&v| if v == ignore_index { 0.0 } else { 1.0 }).collect();
+    let safe: Vec<i64> = tvals.iter().map(|&v| if v == ignore_index { 0 } else { v }).collect();
+    let idx = crate::ops::new_tensor(crate::storage::Buffer::I64(safe), &[n, 1]);
+    let w = to_dtype(&crate::ops::new_tensor(crate::storage::Buffer::F64(keep), &[n]), x.dtype())?;
+    let count = w.snapshot();
+    let denom: f64 = {
+        let r = count.storage.read();
+        crate::backend::cpu::reduce::reduce(crate::backend::cpu::reduce::ReduceOp::Sum, &r, &count.layout, &[0]);
+        tvals.iter().filter(|&&v| v != ignore_index).count() as f64
+    };
+    let single = input.ndim() == 1;
+    let out = apply(
+        &[&x],
+        || {
+            with_grad_mode(false, || {
+                let picked = reshape(&gather(&x.detach(), 1, &idx)?, &[n as i64])?;
+                let losses = neg(&mul(&picked, &w)?)?;
+                match reduction {
+                    Reduction::None => Ok(losses),
+                    Reduction::Sum => sum(&losses, None, false),
+                    Reduction::Mean => div_scalar(&sum(&losses, None, false)?, Scalar::Float(denom)),
+                }
+            })
+        },
+        |_| {
+            let mut s = Saver::default();
+            s.input_if(true, &idx);
+            s.input_if(true, &w);
+            (NllLossBackward0 { reduction, n, c, denom }, s.list)
+        },
+    )?;
+    if single && reduction == Reduction::None {
+        reshape(&out, &[])
+    } else {
+        Ok(out)
+    }
+}
+
+#[derive(Clone)]
+pub struct NllLossBackward0 {
+    reduction: Reduction,
+    n: usize,
+    c: usize,
+    denom: f64,
+}
+impl Backward for NllLossBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "NllLossBackward0".into()
+    }
+    // d/dx[i, t_i] = -w_i·g (÷ Σw for mean); zero elsewhere
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let (idx, w) = (ctx.saved(0)?, ctx.saved(1)?);
+        let g = grad0(g)?;
+        let per = match self.reduction {
+            Reduction::None => mul(&reshape(&g, &[self.n as i64])?, &w)?,
+            Reduction::Sum => mul(&expand(&g, &[self.n])?, &w)?,
+            Reduction::Mean => div_scalar(&mul(&expand(&g, &[self.n])?, &w)?, Scalar::Float(self.denom))?,
+        };
+        let src = reshape(&neg(&per)?, &[self.n as i64, 1])?;
+        Ok(smallvec::smallvec![Some(scatter_add_zeros(&[self.n, self.c], 1, &idx, &src)?)])
+    }
+}
+
+/// `F.cross_entropy(input, target)` = nll_loss(log_softmax(input, 1), target).
+pub fn cross_entropy(input: &Tensor, target: &Tensor, reduction: Reduction, ignore_index: i64) -> Result<Tensor> {
+    let dim = if input.ndim() == 1 { 0 } else { 1 };
+    nll_loss(&softmax(input, dim, true)?, target, reduction, ignore_index)
+}
+
+/// `F.linear(x, weight, bias)` = x·Wᵀ + b.
+pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    let y = matmul(x, &t(weight)?)?;
+    match bias {
+        Some(b) => add(&y, b),
+        None => Ok(y),
+    }
+}

@@ -1,0 +1,654 @@
+//! Reductions: sum, mean, prod, max/min (full, along a dim, amax/amin), arg-reductions,
+//! var/std, norm, logsumexp, softmax and log_softmax.
+
+use super::elementwise::{grad0, Saver};
+use super::{apply, new_tensor};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::autograd::grad_mode::with_grad_mode;
+use crate::backend::cpu::reduce::{self as k, ReduceOp};
+use crate::dtype::{DType, Scalar};
+use crate::ops::*;
+use crate::ops::BackwardOp;
+use crate::shape::{wrap_dims, Shape};
+use crate::tensor::Tensor;
+use crate::{saved, Error, Result};
+use std::borrow::Cow;
+
+/// Wrapped, sorted dims; an empty list means all dims (torch's `dim=None`).
+fn resolve_dims(x: &Tensor, dims: Option<&[i64]>) -> Result<Vec<usize>> {
+    let n = x.ndim();
+    let mut d: Vec<usize> = match dims {
+        None => (0..n).collect(),
+        Some([]) => (0..n).collect(),
+        Some(ds) => wrap_dims(ds, n)?.to_vec(),
+    };
+    d.sort_unstable();
+    if n == 0 {
+        d.clear();
+    }
+    Ok(d)
+}
+
+fn out_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Shape {
+    let mut s = Shape::new();
+    for (i, &d) in shape.iter().enumerate() {
+        if dims.contains(&i) {
+            if keepdim {
+                s.push(1);
+            }
+        } else {
+            s.push(d);
+        }
+    }
+    s
+}
+
+fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: &[usize], keepdim: bool) -> Result<Tensor> {
+    let s = x.snapshot();
+    let buf = k::reduce(op, &s.storage.read(), &s.layout, dims);
+    Ok(new_tensor(buf, &out_shape(&s.layout.shape, dims, keepdim)))
+}
+
+/// Brings a reduced gradient back to the input's rank (re-inserting reduced dims) and
+/// broadcasts it to the input shape.
+fn expand_back(g: &Tensor, shape: &[usize], dims: &[usize], keepdim: bool) -> Result<Tensor> {
+    let mut g = g.clone();
+    if !keepdim {
+        for &d in dims {
+            g = unsqueeze(&g, d as i64)?;
+        }
+    }
+    expand(&g, shape)
+}
+
+/// `x.sum()` / `x.sum(dims, keepdim)`; integer and bool inputs sum to int64.
+pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    let d = resolve_dims(x, dims)?;
+    let shape = x.shape();
+    let full = dims.is_none();
+    apply(
+        &[x],
+        || reduce_kernel(ReduceOp::Sum, x, &d, keepdim),
+        |_| {
+            if full {
+                (BackwardOp::from(SumBackward0 { shape: shape.clone() }), saved![])
+            } else {
+                (BackwardOp::from(SumBackward1 { shape: shape.clone(), dims: d.clone(), keepdim }), saved![])
+            }
+        },
+    )
+}
+
+pub fn sum_dims(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+    sum(x, Some(dims), keepdim)
+}
+
+#[derive(Clone)]
+pub struct SumBackward0 {
+    shape: Shape,
+}
+impl Backward for SumBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "SumBackward0".into()
+    }
+    // d sum(x)/dx = 1 everywhere
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(expand(&grad0(g)?, &self.shape)?)])
+    }
+}
+
+#[derive(Clone)]
+pub struct SumBackward1 {
+    shape: Shape,
+    dims: Vec<usize>,
+    keepdim: bool,
+}
+impl Backward for SumBackward1 {
+    fn name(&self) -> Cow<'static, str> {
+        "SumBackward1".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(expand_back(&grad0(g)?, &self.shape, &self.dims, self.keepdim)?)])
+    }
+}
+
+fn require_float(x: &Tensor, op: &str) -> Result<()> {
+    if x.dtype().is_float() {
+        return Ok(());
+    }
+    let name = match x.dtype() {
+        DType::I64 => "Long",
+        DType::Bool => "Bool",
+        _ => "Float",
+    };
+    Err(Error::runtime(format!(
+        "{op}(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {name}"
+    )))
+}
+
+/// `x.mean()` / `x.mean(dims, keepdim)`.
+pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    require_float(x, "mean")?;
+    let d = resolve_dims(x, dims)?;
+    let shape = x.shape();
+    let n: usize = d.iter().map(|&i| shape[i]).product();
+    let full = dims.is_none();
+    apply(
+        &[x],
+        || {
+            let s = reduce_kernel(ReduceOp::Sum, x, &d, keepdim)?;
+            with_grad_mode(false, || div_scalar(&s, Scalar::Float(n as f64)))
+        },
+        |_| {
+            if full {
+                (BackwardOp::from(MeanBackward0 { shape: shape.clone(), n }), saved![])
+            } else {
+                (BackwardOp::from(MeanBackward1 { shape: shape.clone(), dims: d.clone(), keepdim, n }), saved![])
+            }
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct MeanBackward0 {
+    shape: Shape,
+    n: usize,
+}
+impl Backward for MeanBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "MeanBackward0".into()
+    }
+    // d mean(x)/dx = 1/N
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = div_scalar(&grad0(g)?, Scalar::Float(self.n as f64))?;
+        Ok(smallvec::smallvec![Some(expand(&g, &self.shape)?)])
+    }
+}
+
+#[derive(Clone)]
+pub struct MeanBackward1 {
+    shape: Shape,
+    dims: Vec<usize>,
+    keepdim: bool,
+    n: usize,
+}
+impl Backward for MeanBackward1 {
+    fn name(&self) -> Cow<'static, str> {
+        "MeanBackward1".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = div_scalar(&grad0(g)?, Scalar::Float(self.n as f64))?;
+        Ok(smallvec::smallvec![Some(expand_back(&g, &self.shape, &self.dims, self.keepdim)?)])
+    }
+}
+
+/// `x.prod()` / `x.prod(dim, keepdim)`.
+pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    let dl = dim.map(|d| [d]);
+    let d = resolve_dims(x, dl.as_ref().map(|a| a.as_slice()))?;
+    let shape = x.shape();
+    apply(
+        &[x],
+        || reduce_kernel(ReduceOp::Prod, x, &d, keepdim),
+        |y| {
+            let mut s = Saver::default();
+            s.input_if(true, x);
+            s.output(y);
+            if dim.is_none() {
+                (BackwardOp::from(ProdBackward0(ProdGrad { shape: shape.clone(), dims: d.clone(), keepdim: false })), s.list)
+            } else {
+                (BackwardOp::from(ProdBackward1(ProdGrad { shape: shape.clone(), dims: d.clone(), keepdim })), s.list)
+            }
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct ProdGrad {
+    shape: Shape,
+    dims: Vec<usize>,
+    keepdim: bool,
+}
+impl ProdGrad {
+    // d prod(x)/dx_i = prod_{j≠i} x_j: out/x_i without zeros; with exactly one zero in a
+    // slice, only the zero's position gets the product of the others; with more, all 0.
+    fn grad(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+        let g = expand_back(&grad0(g)?, &self.shape, &self.dims, self.keepdim)?;
+        let y = expand_back(&y, &self.shape, &self.dims, self.keepdim)?;
+        let is_zero = eq_scalar(&x, 0.0)?;
+        let dims: Vec<i64> = self.dims.iter().map(|&d| d as i64).collect();
+        let zeros = to_dtype(&sum(&is_zero, Some(&dims), true)?, x.dtype())?;
+        let no_zero = div(&y, &x)?;
+        let ones = ones_like(&x)?;
+        let x_nz = where_(&is_zero, &ones, &x)?;
+        let others = expand(&prod_keep(&x_nz, &dims)?, &self.shape)?;
+        let single = logical_and(&eq_scalar(&zeros, 1.0)?, &is_zero)?;
+        let z = zeros_like(&x)?;
+        let with_zero = where_(&single, &others, &z)?;
+        let d = where_(&expand(&eq_scalar(&zeros, 0.0)?, &self.shape)?, &no_zero, &with_zero)?;
+        Ok(smallvec::smallvec![Some(mul(&g, &d)?)])
+    }
+}
+fn prod_keep(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let mut r = x.clone();
+    for &d in dims {
+        r = prod(&r, Some(d), true)?;
+    }
+    Ok(r)
+}
+
+#[derive(Clone)]
+pub struct ProdBackward0(ProdGrad);
+impl Backward for ProdBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "ProdBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.0.grad(ctx, g)
+    }
+}
+#[derive(Clone)]
+pub struct ProdBackward1(ProdGrad);
+impl Backward for ProdBackward1 {
+    fn name(&self) -> Cow<'static, str> {
+        "ProdBackward1".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.0.grad(ctx, g)
+    }
+}
+
+/// Full `max()`/`min()` and `amax`/`amin`: the gradient is shared evenly among ties.
+pub fn amax(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_max: bool, full_name: bool) -> Result<Tensor> {
+    if x.numel() == 0 {
+        let what = if is_max { "max" } else { "min" };
+        return Err(Error::runtime(format!(
+            "{what}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+        )));
+    }
+    let d = resolve_dims(x, dims)?;
+    let shape = x.shape();
+    let op = if is_max { ReduceOp::Max } else { ReduceOp::Min };
+    apply(
+        &[x],
+        || reduce_kernel(op, x, &d, keepdim),
+        |y| {
+            let mut s = Saver::default();
+            s.input_if(true, x);
+            s.output(y);
+            let name = match (full_name, is_max) {
+                (true, true) => "MaxBackward1",
+                (true, false) => "MinBackward1",
+                (false, true) => "AmaxBackward0",
+                (false, false) => "AminBackward0",
+            };
+            (AmaxBackward0 { shape: shape.clone(), dims: d.clone(), keepdim, name }, s.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct AmaxBackward0 {
+    shape: Shape,
+    dims: Vec<usize>,
+    keepdim: bool,
+    name: &'static str,
+}
+impl Backward for AmaxBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        self.name.into()
+    }
+    // grad flows to the positions equal to the max, split evenly among them
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+        let y = expand_back(&y, &self.shape, &self.dims, self.keepdim)?;
+        let mask = to_dtype(&eq(&x, &y)?, x.dtype())?;
+        let dims: Vec<i64> = self.dims.iter().map(|&d| d as i64).collect();
+        let count = expand(&sum(&mask, Some(&dims), true)?, &self.shape)?;
+        let g = expand_back(&grad0(g)?, &self.shape, &self.dims, self.keepdim)?;
+        Ok(smallvec::smallvec![Some(div(&mul(&g, &mask)?, &count)?)])
+    }
+}
+
+/// `max(dim, keepdim)` / `min(dim, keepdim)`: (values, indices).
+pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
+    let d = resolve_dims(x, Some(&[dim]))?;
+    if x.numel() == 0 {
+        return Err(Error::index(format!(
+            "{}(): Expected reduction dim {dim} to have non-zero size.",
+            if is_max { "max" } else { "min" }
+        )));
+    }
+    let s = x.snapshot();
+    let (vals, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &d, is_max);
+    let oshape = out_shape(&s.layout.shape, &d, keepdim);
+    let indices = new_tensor(crate::storage::Buffer::I64(idx), &oshape);
+    let shape = s.layout.shape.clone();
+    let ind = indices.clone();
+    let values = apply(
+        &[x],
+        || Ok(new_tensor(vals, &oshape)),
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, &ind);
+            (MaxBackward0 { shape, dim: d.first().copied().unwrap_or(0), keepdim, is_max }, sv.list)
+        },
+    )?;
+    Ok((values, indices))
+}
+
+#[derive(Clone)]
+pub struct MaxBackward0 {
+    shape: Shape,
+    dim: usize,
+    keepdim: bool,
+    is_max: bool,
+}
+impl Backward for MaxBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        if self.is_max { "MaxBackward0" } else { "MinBackward0" }.into()
+    }
+    // the gradient goes to the selected index of each slice
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let mut idx = ctx.saved(0)?;
+        let mut g = grad0(g)?;
+        if self.shape.is_empty() {
+            return Ok(smallvec::smallvec![Some(g)]);
+        }
+        if !self.keepdim {
+            idx = unsqueeze(&idx, self.dim as i64)?;
+            g = unsqueeze(&g, self.dim as i64)?;
+        }
+        Ok(smallvec::smallvec![Some(scatter_add_zeros(&self.shape, self.dim, &idx, &g)?)])
+    }
+}
+
+/// argmax / argmin (no grad); `dim=None` flattens.
+pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Result<Tensor> {
+    if x.numel() == 0 {
+        return Err(Error::runtime(format!(
+            "{}(): Expected reduction dim to be specified for input.numel() == 0.",
+            if is_max { "argmax" } else { "argmin" }
+        )));
+    }
+    match dim {
+        None => {
+            let flat = reshape(&x.detach(), &[-1])?;
+            let s = flat.snapshot();
+            let (_, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &[0], is_max);
+            let shape: Shape = if keepdim { smallvec::smallvec![1; x.ndim()] } else { Shape::new() };
+            Ok(new_tensor(crate::storage::Buffer::I64(idx), &shape))
+        }
+        Some(d) => Ok(max_dim(&x.detach(), d, keepdim, is_max)?.1),
+    }
+}
+
+/// `var` / `std` over `dims` with `correction` (torch's default: 1, unbiased).
+pub fn var_std(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, is_std: bool) -> Result<Tensor> {
+    require_float(x, if is_std { "std" } else { "var" })?;
+    let d = resolve_dims(x, dims)?;
+    let shape = x.shape();
+    let n: usize = d.iter().map(|&i| shape[i]).product();
+    let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();
+    apply(
+        &[x],
+        || {
+            with_grad_mode(false, || {
+                let m = mean(x, Some(&di), true)?;
+                let c = sub(x, &m)?;
+                let ss = sum(&mul(&c, &c)?, Some(&di), keepdim)?;
+                let v = div_scalar(&ss, Scalar::Float((n as f64 - correction).max(0.0)))?;
+                if is_std {
+                    sqrt(&v)
+                } else {
+                    Ok(v)
+                }
+            })
+        },
+        |y| {
+            let mut s = Saver::default();
+            s.input_if(true, x);
+            s.output(y);
+            let g = VarGrad { shape: shape.clone(), dims: d.clone(), keepdim, correction, n };
+            if is_std {
+                (BackwardOp::from(StdBackward0(g)), s.list)
+            } else {
+                (BackwardOp::from(VarBackward0(g)), s.list)
+            }
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct VarGrad {
+    shape: Shape,
+    dims: Vec<usize>,
+    keepdim: bool,
+    correction: f64,
+    n: usize,
+}
+impl VarGrad {
+    // d var/dx = 2(x - mean)/(N - c);  d std/dx = (x - mean)/((N - c)·std)
+    fn grad(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], is_std: bool) -> Result<Grads> {
+        let x = ctx.saved(0)?;
+        let di: Vec<i64> = self.dims.iter().map(|&i| i as i64).collect();
+        let c = sub(&x, &mean(&x, Some(&di), true)?)?;
+        let g = expand_back(&grad0(g)?, &self.shape, &self.dims, self.keepdim)?;
+        let denom = self.n as f64 - self.correction;
+        let r = if is_std {
+            let y = expand_back(&ctx.saved(1)?, &self.shape, &self.dims, self.keepdim)?;
+            div(&mul(&g, &c)?, &mul_scalar(&y, Scalar::Float(denom))?)?
+        } else {
+            mul(&g, &mul_scalar(&c, Scalar::Float(2.0 / denom))?)?
+        };
+        Ok(smallvec::smallvec![Some(r)])
+    }
+}
+#[derive(Clone)]
+pub struct VarBackward0(VarGrad);
+impl Backward for VarBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "VarBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.0.grad(ctx, g, false)
+    }
+}
+#[derive(Clone)]
+pub struct StdBackward0(VarGrad);
+impl Backward for StdBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "StdBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.0.grad(ctx, g, true)
+    }
+}
+
+/// Vector p-norm over `dims` (torch.norm / linalg.vector_norm) for p in {1, 2, other
+/// finite p, inf}.
+pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    require_float(x, "linalg.vector_norm")?;
+    let d = resolve_dims(x, dims)?;
+    let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();
+    let shape = x.shape();
+    apply(
+        &[x],
+        || {
+            with_grad_mode(false, || {
+                let a = abs(x)?;
+                if p.is_infinite() {
+                    return amax(&a, Some(&di), keepdim, p > 0.0, false);
+                }
+                if p == 1.0 {
+                    return sum(&a, Some(&di), keepdim);
+                }
+                let s = sum(&pow_scalar(&a, Scalar::Float(p))?, Some(&di), keepdim)?;
+                pow_scalar(&s, Scalar::Float(1.0 / p))
+            })
+        },
+        |y| {
+            let mut s = Saver::default();
+            s.input_if(true, x);
+            s.output(y);
+            (NormBackward0 { shape, dims: d.clone(), keepdim, p }, s.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct NormBackward0 {
+    shape: Shape,
+    dims: Vec<usize>,
+    keepdim: bool,
+    p: f64,
+}
+impl Backward for NormBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "LinalgVectorNormBackward0".into()
+    }
+    // p=1: sign(x); p=2: x/‖x‖ (0 where ‖x‖ = 0); general: x·|x|^(p-2)/‖x‖^(p-1)
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+        let g = expand_back(&grad0(g)?, &self.shape, &self.dims, self.keepdim)?;
+        let y = expand_back(&y, &self.shape, &self.dims, self.keepdim)?;
+        let d = if self.p == 1.0 {
+            sign(&x)?
+        } else if self.p.is_infinite() {
+            let mask = to_dtype(&eq(&abs(&x)?, &y)?, x.dtype())?;
+            let di: Vec<i64> = self.dims.iter().map(|&i| i as i64).collect();
+            let count = expand(&sum(&mask, Some(&di), true)?, &self.shape)?;
+            div(&mul(&sign(&x)?, &mask)?, &count)?
+        } else {
+            let num = if self.p == 2.0 { x.clone() } else { mul(&x, &pow_scalar(&abs(&x)?, Scalar::Float(self.p - 2.0))?)? };
+            let den = if self.p == 2.0 { y.clone() } else { pow_scalar(&y, Scalar::Float(self.p - 1.0))? };
+            let r = div(&num, &den)?;
+            let zero = eq_scalar(&y, 0.0)?;
+            where_(&zero, &zeros_like(&r)?, &r)?
+        };
+        Ok(smallvec::smallvec![Some(mul(&g, &d)?)])
+    }
+}
+
+/// `logsumexp(x, dims, keepdim)`, computed stably around the max.
+pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+    let x = if x.dtype().is_float() { x.clone() } else { to_dtype(x, DType::F32)? };
+    let d = resolve_dims(&x, Some(dims))?;
+    let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();
+    let shape = x.shape();
+    apply(
+        &[&x],
+        || {
+            with_grad_mode(false, || {
+                if x.numel() == 0 {
+                    return log(&sum(&exp(&x)?, Some(&di), keepdim)?);
+                }
+                let m = amax(&x, Some(&di), true, true, false)?;
+                // keep infinities of the max from producing nan (torch does the same)
+                let finite = eq(&m, &m)?;
+                let m = where_(&logical_and(&finite, &lt(&abs(&m)?, &scalar_tensor(Scalar::Float(f64::INFINITY), m.dtype()))?)?, &m, &zeros_like(&m)?)?;
+                let s = sum(&exp(&sub(&x, &m)?)?, Some(&di), true)?;
+                let r = add(&log(&s)?, &m)?;
+                if keepdim {
+                    Ok(r)
+                } else {
+                    squeeze_dims(&r, &di)
+                }
+            })
+        },
+        |y| {
+            let mut s = Saver::default();
+            s.input_if(true, &x);
+            s.output(y);
+            (LogsumexpBackward0 { shape, dims: d.clone(), keepdim }, s.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct LogsumexpBackward0 {
+    shape: Shape,
+    dims: Vec<usize>,
+    keepdim: bool,
+}
+impl Backward for LogsumexpBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "LogsumexpBackward0".into()
+    }
+    // d lse/dx = exp(x - lse) = softmax(x)
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+        let g = expand_back(&grad0(g)?, &self.shape, &self.dims, self.keepdim)?;
+        let y = expand_back(&y, &self.shape, &self.dims, self.keepdim)?;
+        Ok(smallvec::smallvec![Some(mul(&g, &exp(&sub(&x, &y)?)?)?)])
+    }
+}
+
+/// softmax / log_softmax along `dim` (integer inputs are computed in float32).
+pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
+    let x = if x.dtype().is_float() { x.clone() } else { to_dtype(x, DType::F32)? };
+    let d = resolve_dims(&x, Some(&[dim]))?;
+    let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();
+    apply(
+        &[&x],
+        || {
+            with_grad_mode(false, || {
+                if x.numel() == 0 {
+                    return Ok(x.detach());
+                }
+                let m = amax(&x, Some(&di), true, true, false)?;
+                let z = sub(&x, &m)?;
+                let e = exp(&z)?;
+                let s = sum(&e, Some(&di), true)?;
+                if log_ {
+                    sub(&z, &log(&s)?)
+                } else {
+                    div(&e, &s)
+                }
+            })
+        },
+        |y| {
+            let mut s = Saver::default();
+            s.output(y);
+            let dim = di.first().copied().unwrap_or(0);
+            if log_ {
+                (BackwardOp::from(LogSoftmaxBackward0 { dim }), s.list)
+            } else {
+                (BackwardOp::from(SoftmaxBackward0 { dim }), s.list)
+            }
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct SoftmaxBackward0 {
+    dim: i64,
+}
+impl Backward for SoftmaxBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "SoftmaxBackward0".into()
+    }
+    // dx = y·(g - Σ g·y)
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let (g, y) = (grad0(g)?, ctx.saved(0)?);
+        let s = sum(&mul(&g, &y)?, Some(&[self.dim]), true)?;
+        Ok(smallvec::smallvec![Some(mul(&y, &sub(&g, &s)?)?)])
+    }
+}
+
+#[derive(Clone)]
+pub struct LogSoftmaxBackward0 {
+    dim: i64,
+}
+impl Backward for LogSoftmaxBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "LogSoftmaxBackward0".into()
+    }
+    // dx = g - exp(y)·Σ g
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let (g, y) = (grad0(g)?, ctx.saved(0)?);
+        let s = sum(&g, Some(&[self.dim]), true)?;
+        Ok(smallvec::smallvec![Some(sub(&g, &mul(&exp(&y)?, &s)?)?)])
+    }
+}

@@ -1,0 +1,595 @@
+//! Shape ops. Views (view, reshape of viewable data, expand, permute, transpose, slice,
+//! select, squeeze, unsqueeze, as_strided) share storage; cat, stack and repeat copy.
+
+use super::elementwise::grad0;
+use super::{apply, new_tensor, sum_to};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::backend::cpu::elementwise as k;
+use crate::layout::Layout;
+use crate::shape::{infer_size, wrap_dim, Shape};
+use crate::storage::Buffer;
+use crate::tensor::Tensor;
+use crate::{saved, Error, Result};
+use std::borrow::Cow;
+
+/// Makes `layout` a view of `x` that remembers its base (for in-place ops on views).
+fn view_of(x: &Tensor, layout: Layout) -> Tensor {
+    let v = x.alias_with_layout(layout);
+    v.set_base(Some(x.base().unwrap_or_else(|| x.clone())));
+    v
+}
+
+/// `x.view(*sizes)`: errors when the strides do not allow it, as in torch.
+pub fn view(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    let l = x.layout();
+    let shape = infer_size(sizes, l.numel())?;
+    let nl = l.view(&shape).ok_or_else(|| {
+        Error::runtime(
+            "view size is not compatible with input tensor's size and stride (at least one dimension spans across two \
+             contiguous subspaces). Use .reshape(...) instead.",
+        )
+    })?;
+    let in_shape = l.shape.clone();
+    apply(&[x], || Ok(view_of(x, nl)), |_| (ViewBackward { shape: in_shape, name: "ViewBackward0" }, saved![]))
+}
+
+/// `x.reshape(*sizes)`: a view when possible, else a copy.
+pub fn reshape(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    let l = x.layout();
+    let shape = infer_size(sizes, l.numel())?;
+    if l.view(&shape).is_some() {
+        return view(x, sizes);
+    }
+    let c = contiguous(x)?;
+    let in_shape = l.shape.clone();
+    let cl = c.layout();
+    apply(
+        &[&c],
+        || Ok(c.alias_with_layout(Layout { shape: shape.clone(), strides: crate::shape::contiguous_strides(&shape), offset: cl.offset })),
+        |_| (ViewBackward { shape: in_shape, name: "UnsafeViewBackward0" }, saved![]),
+    )
+}
+
+#[derive(Clone)]
+pub struct ViewBackward {
+    shape: Shape,
+    name: &'static str,
+}
+impl Backward for ViewBackward {
+    fn name(&self) -> Cow<'static, str> {
+        self.name.into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let dims: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
+        Ok(smallvec::smallvec![Some(reshape(&grad0(g)?, &dims)?)])
+    }
+}
+
+/// `x.contiguous()`: `x` itself when already contiguous.
+pub fn contiguous(x: &Tensor) -> Result<Tensor> {
+    if x.is_contiguous() {
+        Ok(x.clone())
+    } else {
+        super::clone_tensor(x)
+    }
+}
+
+/// `x.flatten(start_dim, end_dim)`.
+pub fn flatten(x: &Tensor, start: i64, end: i64) -> Result<Tensor> {
+    let shape = x.shape();
+    if shape.is_empty() {
+        return reshape(x, &[1]);
+    }
+    let (s, e) = (wrap_dim(start, shape.len())?, wrap_dim(end, shape.len())?);
+    if s > e {
+        return Err(Error::runtime("flatten() has invalid args: start_dim cannot come after end_dim"));
+    }
+    let mut dims: Vec<i64> = shape[..s].iter().map(|&d| d as i64).collect();
+    dims.push(shape[s..=e].iter().product::<usize>() as i64);
+    dims.extend(shape[e + 1..].iter().map(|&d| d as i64));
+    reshape(x, &dims)
+}
+
+/// `x.expand(*sizes)` (-1 keeps a size).
+pub fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let l = x.layout();
+    if l.shape.as_slice() == shape {
+        return Ok(x.clone());
+    }
+    let nl = l.expand(shape)?;
+    let in_shape = l.shape.clone();
+    apply(&[x], || Ok(view_of(x, nl)), |_| (ExpandBackward0 { shape: in_shape }, saved![]))
+}
+
+/// `x.expand(*sizes)` with torch's -1 convention.
+pub fn expand_sizes(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    let shape = x.shape();
+    let lead = sizes.len() as i64 - shape.len() as i64;
+    if lead < 0 {
+        return Err(Error::runtime(format!(
+            "expand: the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+            sizes.len(),
+            shape.len()
+        )));
+    }
+    let mut out = Shape::new();
+    for (i, &s) in sizes.iter().enumerate() {
+        if s == -1 {
+            if (i as i64) < lead {
+                return Err(Error::runtime(format!(
+                    "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}"
+                )));
+            }
+            out.push(shape[i - lead as usize]);
+        } else if s < 0 {
+            return Err(Error::runtime(format!("invalid shape dimension {s}")));
+        } else {
+            out.push(s as usize);
+        }
+    }
+    expand(x, &out)
+}
+
+#[derive(Clone)]
+pub struct ExpandBackward0 {
+    shape: Shape,
+}
+impl Backward for ExpandBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "ExpandBackward0".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(sum_to(&grad0(g)?, &self.shape)?)])
+    }
+}
+
+pub fn permute(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let l = x.layout();
+    let nl = l.permute(dims)?;
+    let wrapped: Vec<usize> = dims.iter().map(|&d| wrap_dim(d, l.ndim())).collect::<Result<_>>()?;
+    let mut inverse = vec![0i64; wrapped.len()];
+    for (i, &d) in wrapped.iter().enumerate() {
+        inverse[d] = i as i64;
+    }
+    apply(&[x], || Ok(view_of(x, nl)), |_| (PermuteBackward0 { inverse }, saved![]))
+}
+
+#[derive(Clone)]
+pub struct PermuteBackward0 {
+    inverse: Vec<i64>,
+}
+impl Backward for PermuteBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "PermuteBackward0".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(permute(&grad0(g)?, &self.inverse)?)])
+    }
+}
+
+pub fn transpose(x: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
+    transpose_named(x, d0, d1, "TransposeBackward0")
+}
+
+/// `x.t()`: transpose of a ≤2-D tensor.
+pub fn t(x: &Tensor) -> Result<Tensor> {
+    let n = x.ndim();
+    if n > 2 {
+        return Err(Error::runtime(format!("t() expects a tensor with <= 2 dimensions, but self is {n}D")));
+    }
+    if n < 2 {
+        return apply(&[x], || Ok(view_of(x, x.layout())), |_| (TransposeBackward0 { d0: 0, d1: 0, name: "TBackward0" }, saved![]));
+    }
+    transpose_named(x, 0, 1, "TBackward0")
+}
+
+fn transpose_named(x: &Tensor, d0: i64, d1: i64, name: &'static str) -> Result<Tensor> {
+    let nl = x.layout().transpose(d0, d1)?;
+    apply(&[x], || Ok(view_of(x, nl)), |_| (TransposeBackward0 { d0, d1, name }, saved![]))
+}
+
+#[derive(Clone)]
+pub struct TransposeBackward0 {
+    d0: i64,
+    d1: i64,
+    name: &'static str,
+}
+impl Backward for TransposeBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        self.name.into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        if g.ndim() < 2 {
+            return Ok(smallvec::smallvec![Some(g)]);
+        }
+        Ok(smallvec::smallvec![Some(transpose_named(&g, self.d0, self.d1, self.name)?)])
+    }
+}
+
+/// `x[start:stop:step]` along `dim`.
+pub fn slice(x: &Tensor, dim: i64, start: Option<i64>, stop: Option<i64>, step: i64) -> Result<Tensor> {
+    let l = x.layout();
+    if l.ndim() == 0 {
+        return Err(Error::index("slice() cannot be applied to a 0-dim tensor."));
+    }
+    let d = wrap_dim(dim, l.ndim())?;
+    let nl = l.slice(d, start, stop, step)?;
+    let rel = Layout::contiguous(&l.shape).slice(d, start, stop, step)?;
+    apply(&[x], || Ok(view_of(x, nl)), |_| (SliceBackward0 { shape: l.shape.clone(), rel }, saved![]))
+}
+
+/// `x.narrow(dim, start, length)`.
+pub fn narrow(x: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    let l = x.layout();
+    let d = wrap_dim(dim, l.ndim())?;
+    let size = l.shape[d] as i64;
+    let start = if start < 0 { start + size } else { start };
+    if start < 0 || length < 0 {
+        return Err(Error::index(format!("start out of range (expected to be in range of [{}, {}], but got {start})", -size, size)));
+    }
+    l.narrow(d, start as usize, length as usize)?;
+    slice(x, dim, Some(start), Some(start + length), 1)
+}
+
+#[derive(Clone)]
+pub struct SliceBackward0 {
+    shape: Shape,
+    rel: Layout,
+}
+impl Backward for SliceBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "SliceBackward0".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(as_strided_scatter(&grad0(g)?, &self.shape, &self.rel)?)])
+    }
+}
+
+/// `x[index]` along `dim` (removes the dim).
+pub fn select(x: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    let l = x.layout();
+    if l.ndim() == 0 {
+        return Err(Error::index("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"));
+    }
+    let d = wrap_dim(dim, l.ndim())?;
+    let nl = l.select(d, index)?;
+    let rel = Layout::contiguous(&l.shape).select(d, index)?;
+    apply(&[x], || Ok(view_of(x, nl)), |_| (SelectBackward0 { shape: l.shape.clone(), rel }, saved![]))
+}
+
+#[derive(Clone)]
+pub struct SelectBackward0 {
+    shape: Shape,
+    rel: Layout,
+}
+impl Backward for SelectBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "SelectBackward0".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(as_strided_scatter(&grad0(g)?, &self.shape, &self.rel)?)])
+    }
+}
+
+/// A view of `x` with an explicit layout *relative to a contiguous tensor of x's shape*
+/// (x must be contiguous). Used by the backward of the scatter below.
+pub fn as_strided(x: &Tensor, rel: &Layout) -> Result<Tensor> {
+    let c = contiguous(x)?;
+    let base = c.layout();
+    let nl = Layout { shape: rel.shape.clone(), strides: rel.strides.clone(), offset: base.offset + rel.offset };
+    let shape = base.shape.clone();
+    let rel = rel.clone();
+    apply(&[&c], || Ok(view_of(&c, nl)), |_| (AsStridedBackward0 { shape, rel }, saved![]))
+}
+
+#[derive(Clone)]
+pub struct AsStridedBackward0 {
+    shape: Shape,
+    rel: Layout,
+}
+impl Backward for AsStridedBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "AsStridedBackward0".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(as_strided_scatter(&grad0(g)?, &self.shape, &self.rel)?)])
+    }
+}
+
+/// `zeros(shape)` with the (non-overlapping) strided region `rel` set to `g`: the
+/// gradient of taking that view.
+pub fn as_strided_scatter(g: &Tensor, shape: &[usize], rel: &Layout) -> Result<Tensor> {
+    let s = g.snapshot();
+    let rel2 = rel.clone();
+    apply(
+        &[g],
+        || {
+            let mut buf = Buffer::zeros(s.dtype, crate::shape::numel(shape));
+            k::copy_into(&mut buf, &rel2, &s.storage.read(), &s.layout);
+            Ok(new_tensor(buf, shape))
+        },
+        |_| (AsStridedScatterBackward0 { rel: rel.clone() }, saved![]),
+    )
+}
+
+#[derive(Clone)]
+pub struct AsStridedScatterBackward0 {
+    rel: Layout,
+}
+impl Backward for AsStridedScatterBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "AsStridedScatterBackward0".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(as_strided(&grad0(g)?, &self.rel)?)])
+    }
+}
+
+/// `x.squeeze()` (all size-1 dims) or `x.squeeze(dims)`.
+pub fn squeeze(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
+    let l = x.layout();
+    let d: Vec<usize> = match dims {
+        None => (0..l.ndim()).collect(),
+        Some(ds) => ds.iter().map(|&d| wrap_dim(d, l.ndim())).collect::<Result<_>>()?,
+    };
+    let nl = l.squeeze(&d);
+    let in_shape = l.shape.clone();
+    let name = if dims.is_none() { "SqueezeBackward0" } else { "SqueezeBackward1" };
+    apply(&[x], || Ok(view_of(x, nl)), |_| (SqueezeBackward { shape: in_shape, name }, saved![]))
+}
+
+pub fn squeeze_dims(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    squeeze(x, Some(dims))
+}
+
+#[derive(Clone)]
+pub struct SqueezeBackward {
+    shape: Shape,
+    name: &'static str,
+}
+impl Backward for SqueezeBackward {
+    fn name(&self) -> Cow<'static, str> {
+        self.name.into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let dims: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
+        Ok(smallvec::smallvec![Some(reshape(&grad0(g)?, &dims)?)])
+    }
+}
+
+pub fn unsqueeze(x: &Tensor, dim: i64) -> Result<Tensor> {
+    let l = x.layout();
+    let d = wrap_dim(dim, l.ndim() + 1)?;
+    let nl = l.unsqueeze(d);
+    apply(&[x], || Ok(view_of(x, nl)), |_| (UnsqueezeBackward0 { dim: d as i64 }, saved![]))
+}
+
+#[derive(Clone)]
+pub struct UnsqueezeBackward0 {
+    dim: i64,
+}
+impl Backward for UnsqueezeBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "UnsqueezeBackward0".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(squeeze(&grad0(g)?, Some(&[self.dim]))?)])
+    }
+}
+
+/// Copies `parts` side by side along `dim` into one contiguous buffer.
+fn concat(parts: &[Tensor], dim: usize, out_shape: &[usize]) -> Result<Tensor> {
+    let dtype = parts.first().map(|p| p.dtype()).ok_or_else(|| Error::runtime("torch.cat(): expected a non-empty list of Tensors"))?;
+    let mut buf = Buffer::zeros(dtype, crate::shape::numel(out_shape));
+    let out_l = Layout::contiguous(out_shape);
+    let mut at = 0usize;
+    for p in parts {
+        let s = p.snapshot();
+        let len = if s.layout.ndim() == 0 { 1 } else { s.layout.shape[dim] };
+        let dst = out_l.narrow(dim, at, len)?;
+        k::copy_into(&mut buf, &dst, &s.storage.read(), &s.layout);
+        at += len;
+    }
+    Ok(new_tensor(buf, out_shape))
+}
+
+/// `torch.cat(tensors, dim)` (1-D empty tensors are skipped, as in torch).
+pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    if tensors.is_empty() {
+        return Err(Error::runtime("torch.cat(): expected a non-empty list of Tensors"));
+    }
+    let mut dtype = tensors[0].dtype();
+    for t in tensors {
+        dtype = crate::dtype::DType::promote(dtype, t.dtype());
+    }
+    let parts: Vec<Tensor> = tensors.iter().map(|t| super::to_dtype(t, dtype)).collect::<Result<_>>()?;
+    let keep: Vec<&Tensor> = parts.iter().filter(|t| !(t.ndim() == 1 && t.numel() == 0)).collect();
+    let Some(first) = keep.first() else { return Ok(parts[0].clone()) };
+    let ref_shape = first.shape();
+    if ref_shape.is_empty() {
+        return Err(Error::runtime("zero-dimensional tensor (at position 0) cannot be concatenated"));
+    }
+    let d = wrap_dim(dim, ref_shape.len())?;
+    let mut out_shape = ref_shape.clone();
+    out_shape[d] = 0;
+    let mut sizes = Vec::new();
+    for (i, t) in keep.iter().enumerate() {
+        let s = t.shape();
+        if s.len() != ref_shape.len() {
+            return Err(Error::runtime(format!(
+                "Tensors must have same number of dimensions: got {} and {}",
+                ref_shape.len(),
+                s.len()
+            )));
+        }
+        for j in 0..s.len() {
+            if j != d && s[j] != ref_shape[j] {
+                return Err(Error::runtime(format!(
+                    "Sizes of tensors must match except in dimension {d}. Expected size {} but got size {} for tensor number {i} in the list.",
+                    ref_shape[j], s[j]
+                )));
+            }
+        }
+        out_shape[d] += s[d];
+        sizes.push(s[d]);
+    }
+    let owned: Vec<Tensor> = keep.iter().map(|t| (*t).clone()).collect();
+    apply(&keep, || concat(&owned, d, &out_shape), |_| (CatBackward0 { dim: d, sizes }, saved![]))
+}
+
+#[derive(Clone)]
+pub struct CatBackward0 {
+    dim: usize,
+    sizes: Vec<usize>,
+}
+impl Backward for CatBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "CatBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let mut out = Grads::new();
+        let mut at = 0i64;
+        for (i, &n) in self.sizes.iter().enumerate() {
+            out.push(if ctx.needs_input_grad(i) { Some(narrow(&g, self.dim as i64, at, n as i64)?) } else { None });
+            at += n as i64;
+        }
+        Ok(out)
+    }
+}
+
+/// `torch.stack(tensors, dim)`.
+pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    let first = tensors.first().ok_or_else(|| Error::runtime("stack expects a non-empty TensorList"))?;
+    let shape = first.shape();
+    for (i, t) in tensors.iter().enumerate() {
+        if t.shape() != shape {
+            return Err(Error::runtime(format!(
+                "stack expects each tensor to be equal size, but got {} at entry 0 and {} at entry {i}",
+                crate::shape::fmt_shape(&shape),
+                crate::shape::fmt_shape(&t.shape())
+            )));
+        }
+    }
+    let d = wrap_dim(dim, shape.len() + 1)?;
+    let parts: Vec<Tensor> =
+        crate::autograd::grad_mode::with_grad_mode(false, || tensors.iter().map(|t| unsqueeze(&t.detach(), d as i64)).collect::<Result<_>>())?;
+    let mut out_shape = shape.clone();
+    out_shape.insert(d, tensors.len());
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    let mut dtype = first.dtype();
+    for t in tensors {
+        dtype = crate::dtype::DType::promote(dtype, t.dtype());
+    }
+    let parts: Vec<Tensor> = parts.iter().map(|p| super::to_dtype(p, dtype)).collect::<Result<_>>()?;
+    apply(&refs, || concat(&parts, d, &out_shape), |_| (StackBackward0 { dim: d, n: tensors.len() }, saved![]))
+}
+
+#[derive(Clone)]
+pub struct StackBackward0 {
+    dim: usize,
+    n: usize,
+}
+impl Backward for StackBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "StackBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        (0..self.n).map(|i| if ctx.needs_input_grad(i) { select(&g, self.dim as i64, i as i64).map(Some) } else { Ok(None) }).collect()
+    }
+}
+
+/// `x.repeat(*repeats)`.
+pub fn repeat(x: &Tensor, repeats: &[usize]) -> Result<Tensor> {
+    let shape = x.shape();
+    if repeats.len() < shape.len() {
+        return Err(Error::runtime(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
+        ));
+    }
+    let lead = repeats.len() - shape.len();
+    let mut padded: Shape = smallvec::smallvec![1; lead];
+    padded.extend(shape.iter().copied());
+    // view as [1, s0, 1, s1, ...], expand to [r0, s0, r1, s1, ...], copy, reshape
+    let mut inter = Vec::new();
+    let mut expanded = Vec::new();
+    let mut out = Vec::new();
+    for (&s, &r) in padded.iter().zip(repeats) {
+        inter.extend([1i64, s as i64]);
+        expanded.extend([r, s]);
+        out.push((r * s) as i64);
+    }
+    let src = crate::autograd::grad_mode::with_grad_mode(false, || reshape(&x.detach(), &inter))?;
+    let el = src.layout().expand(&expanded)?;
+    let s = src.snapshot();
+    let in_shape = shape.clone();
+    let reps = repeats.to_vec();
+    apply(
+        &[x],
+        || {
+            let buf = k::cast(&s.storage.read(), &el, s.dtype);
+            Ok(new_tensor(buf, &out.iter().map(|&d| d as usize).collect::<Vec<_>>()))
+        },
+        |_| (RepeatBackward0 { shape: in_shape, repeats: reps }, saved![]),
+    )
+}
+
+#[derive(Clone)]
+pub struct RepeatBackward0 {
+    shape: Shape,
+    repeats: Vec<usize>,
+}
+impl Backward for RepeatBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "RepeatBackward0".into()
+    }
+    // sum the copies: view g as [r0, s0, r1, s1, ...] and sum the r dims
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let lead = self.repeats.len() - self.shape.len();
+        let mut inter = Vec::new();
+        let mut sum_dims = Vec::new();
+        for (i, &r) in self.repeats.iter().enumerate() {
+            let s = if i < lead { 1 } else { self.shape[i - lead] };
+            sum_dims.push((2 * i) as i64);
+            inter.extend([r as i64, s as i64]);
+        }
+        let r = super::sum(&reshape(&g, &inter)?, Some(&sum_dims), false)?;
+        let dims: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
+        Ok(smallvec::smallvec![Some(reshape(&r, &dims)?)])
+    }
+}
+
+/// `split(split_size_or_sections, dim)`: views along `dim`.
+pub fn split(x: &Tensor, sizes: &[usize], dim: i64) -> Result<Vec<Tensor>> {
+    let shape = x.shape();
+    let d = wrap_dim(dim, shape.len())?;
+    let total: usize = sizes.iter().sum();
+    if total != shape[d] {
+        return Err(Error::runtime(format!(
+            "split_with_sizes expects split_sizes to sum exactly to {} (input tensor's size at dimension {d}), but got split_sizes={:?}",
+            shape[d], sizes
+        )));
+    }
+    let mut out = Vec::with_capacity(sizes.len());
+    let mut at = 0i64;
+    for &s in sizes {
+        out.push(narrow(x, d as i64, at, s as i64)?);
+        at += s as i64;
+    }
+    Ok(out)
+}
+
+/// Sizes for `split(int)`: equal chunks of `size`, the last one smaller.
+pub fn split_sizes(len: usize, size: usize) -> Result<Vec<usize>> {
+    if size == 0 {
+        return if len == 0 { Ok(vec![0]) } else { Err(Error::runtime("split_size can only be 0 if dimension size is 0, but got dimension size of ".to_string() + &len.to_string())) };
+    }
+    let mut v = vec![size; len / size];
+    if len % size != 0 || len == 0 {
+        v.push(len % size);
+    }
+    Ok(v)
+}

@@ -1,0 +1,170 @@
+//! Typed buffers and the shared storage that tensors and their views point into.
+
+use crate::dtype::DType;
+use parking_lot::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A contiguous, typed CPU buffer. (The CUDA backend will add a device enum around this;
+/// kernels already take a buffer plus a `Layout` and never see the graph.)
+#[derive(Clone, Debug)]
+pub enum Buffer {
+    Bool(Vec<bool>),
+    I64(Vec<i64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+impl Buffer {
+    pub fn dtype(&self) -> DType {
+        match self {
+            Buffer::Bool(_) => DType::Bool,
+            Buffer::I64(_) => DType::I64,
+            Buffer::F32(_) => DType::F32,
+            Buffer::F64(_) => DType::F64,
+        }
+    }
+    pub fn len(&self) -> usize {
+        match self {
+            Buffer::Bool(v) => v.len(),
+            Buffer::I64(v) => v.len(),
+            Buffer::F32(v) => v.len(),
+            Buffer::F64(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn zeros(dtype: DType, n: usize) -> Buffer {
+        match dtype {
+            DType::Bool => Buffer::Bool(vec![false; n]),
+            DType::I64 => Buffer::I64(vec![0; n]),
+            DType::F32 => Buffer::F32(vec![0.0; n]),
+            DType::F64 => Buffer::F64(vec![0.0; n]),
+        }
+    }
+    pub fn full(dtype: DType, n: usize, v: f64) -> Buffer {
+        match dtype {
+            DType::Bool => Buffer::Bool(vec![v != 0.0; n]),
+            DType::I64 => Buffer::I64(vec![v as i64; n]),
+            DType::F32 => Buffer::F32(vec![v as f32; n]),
+            DType::F64 => Buffer::F64(vec![v; n]),
+        }
+    }
+}
+
+/// Element types, for kernels written once and instantiated per dtype.
+pub trait Element: Copy + Send + Sync + PartialOrd + Default + std::fmt::Debug + 'static {
+    const DTYPE: DType;
+    fn from_f64(v: f64) -> Self;
+    fn to_f64(self) -> f64;
+    fn slice(buf: &Buffer) -> &[Self];
+    fn slice_mut(buf: &mut Buffer) -> &mut [Self];
+    fn into_buffer(v: Vec<Self>) -> Buffer;
+}
+
+macro_rules! element {
+    ($t:ty, $variant:ident, $from:expr, $to:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                ($from)(v)
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                ($to)(self)
+            }
+            fn slice(buf: &Buffer) -> &[Self] {
+                match buf {
+                    Buffer::$variant(v) => v,
+                    // Callers dispatch on the buffer's dtype before instantiating a kernel.
+                    _ => unreachable_dtype(buf.dtype(), DType::$variant),
+                }
+            }
+            fn slice_mut(buf: &mut Buffer) -> &mut [Self] {
+                let d = buf.dtype();
+                match buf {
+                    Buffer::$variant(v) => v,
+                    _ => unreachable_dtype(d, DType::$variant),
+                }
+            }
+            fn into_buffer(v: Vec<Self>) -> Buffer {
+                Buffer::$variant(v)
+            }
+        }
+    };
+}
+
+#[cold]
+#[allow(clippy::panic)]
+fn unreachable_dtype(got: DType, want: DType) -> ! {
+    // Invariant: every kernel is instantiated through `with_dtype!` on the buffer's own dtype.
+    panic!("rgrad internal error: kernel for {} called on a {} buffer", want.name(), got.name())
+}
+
+element!(f32, F32, |v: f64| v as f32, |x: f32| f64::from(x));
+element!(f64, F64, |v: f64| v, |x: f64| x);
+element!(i64, I64, |v: f64| v as i64, |x: i64| x as f64);
+element!(bool, Bool, |v: f64| v != 0.0, |x: bool| f64::from(u8::from(x)));
+
+/// Runs `$body` with `$T` bound to the Rust element type of `$dtype`.
+#[macro_export]
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::dtype::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::dtype::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+        }
+    };
+}
+
+/// Shared storage: the buffer plus the version counter that every view of it shares
+/// (bumped by each in-place op; read by `Tensor._version`).
+///
+/// The buffer sits behind a `RwLock` so that safe Rust can never observe a torn write:
+/// kernels hold a read lock while they read inputs, in-place ops take the write lock only
+/// to store a finished result (see `ops::inplace`), so one op never holds two locks of
+/// the same storage and no lock is ever held while Python runs.
+#[derive(Debug)]
+pub struct Storage {
+    buf: RwLock<Buffer>,
+    version: AtomicU64,
+}
+
+impl Storage {
+    pub fn new(buf: Buffer) -> Self {
+        Storage { buf: RwLock::new(buf), version: AtomicU64::new(0) }
+    }
+    pub fn read(&self) -> parking_lot::RwLockReadGuard<'_, Buffer> {
+        self.buf.read_recursive()
+    }
+    pub fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Buffer> {
+        self.buf.write()
+    }
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+    pub fn bump_version(&self) {
+        self.version.fetch_add(1, Ordering::AcqRel);
+    }
+    pub fn len(&self) -> usize {
+        self.buf.read_recursive().len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,227 @@
+//! The `Tensor` handle: shared storage + layout + autograd metadata.
+//!
+//! A `Tensor` is an `Arc` to one small record. Why one `Mutex` around all mutable state
+//! rather than finer locks: an op needs the storage, layout, `requires_grad` and
+//! `grad_fn` of each input together, so one uncontended lock per input (~10 ns with
+//! parking_lot) is the cheapest consistent read; `.data = ...`, in-place history
+//! rewrites and `.grad` updates are the only writers. No lock here is ever held while a
+//! kernel runs or while Python code runs: `snapshot()` copies out what an op needs.
+
+use crate::autograd::graph::{Hook, NodeRef};
+use crate::dtype::DType;
+use crate::layout::Layout;
+use crate::shape::Shape;
+use crate::storage::{Buffer, Storage};
+use crate::{Error, Result};
+use parking_lot::Mutex;
+use std::sync::{Arc, Weak};
+
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Arc<TensorImpl>);
+
+pub struct TensorImpl {
+    pub(crate) inner: Mutex<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub storage: Arc<Storage>,
+    pub layout: Layout,
+    pub dtype: DType,
+    /// Set on leaves by the user; derived for non-leaves (grad_fn.is_some()).
+    pub requires_grad: bool,
+    pub grad_fn: Option<NodeRef>,
+    /// Which output of `grad_fn` this tensor is.
+    pub output_nr: u32,
+    pub grad: Option<Tensor>,
+    pub retains_grad: bool,
+    /// Hooks of a leaf (a non-leaf's hooks live on its grad_fn node, as in torch).
+    pub hooks: Vec<(u64, Hook)>,
+    /// The tensor this one is a view of (for in-place ops on views: `CopySlices`).
+    pub base: Option<Tensor>,
+}
+
+/// What an op reads from an input, copied out under the lock.
+#[derive(Clone)]
+pub struct Snapshot {
+    pub storage: Arc<Storage>,
+    pub layout: Layout,
+    pub dtype: DType,
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.snapshot();
+        write!(f, "Tensor(shape={:?}, dtype={}, requires_grad={})", s.layout.shape.as_slice(), s.dtype.name(), self.requires_grad())
+    }
+}
+
+impl Tensor {
+    fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Tensor {
+        Tensor(Arc::new(TensorImpl {
+            inner: Mutex::new(Inner {
+                storage,
+                layout,
+                dtype,
+                requires_grad: false,
+                grad_fn: None,
+                output_nr: 0,
+                grad: None,
+                retains_grad: false,
+                hooks: Vec::new(),
+                base: None,
+            }),
+        }))
+    }
+
+    /// A new contiguous tensor owning `buf` with the given shape.
+    pub fn from_buffer(buf: Buffer, shape: &[usize]) -> Tensor {
+        debug_assert_eq!(buf.len(), crate::shape::numel(shape), "buffer length must match shape");
+        let dtype = buf.dtype();
+        Tensor::from_parts(Arc::new(Storage::new(buf)), Layout::contiguous(shape), dtype)
+    }
+
+    /// A tensor sharing `self`'s storage with another layout (a view). No autograd.
+    pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
+        let s = self.snapshot();
+        Tensor::from_parts(s.storage, layout, s.dtype)
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let g = self.0.inner.lock();
+        Snapshot { storage: g.storage.clone(), layout: g.layout.clone(), dtype: g.dtype }
+    }
+
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+    pub fn same(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+    pub fn downgrade(&self) -> Weak<TensorImpl> {
+        Arc::downgrade(&self.0)
+    }
+    pub fn upgrade(w: &Weak<TensorImpl>) -> Option<Tensor> {
+        w.upgrade().map(Tensor)
+    }
+
+    // ---- metadata --------------------------------------------------------------------
+    pub fn shape(&self) -> Shape {
+        self.0.inner.lock().layout.shape.clone()
+    }
+    pub fn layout(&self) -> Layout {
+        self.0.inner.lock().layout.clone()
+    }
+    pub fn dtype(&self) -> DType {
+        self.0.inner.lock().dtype
+    }
+    pub fn ndim(&self) -> usize {
+        self.0.inner.lock().layout.ndim()
+    }
+    pub fn numel(&self) -> usize {
+        self.0.inner.lock().layout.numel()
+    }
+    pub fn is_contiguous(&self) -> bool {
+        self.0.inner.lock().layout.is_contiguous()
+    }
+    pub fn storage(&self) -> Arc<Storage> {
+        self.0.inner.lock().storage.clone()
+    }
+    pub fn version(&self) -> u64 {
+        self.0.inner.lock().storage.version()
+    }
+
+    // ---- autograd metadata -----------------------------------------------------------
+    pub fn requires_grad(&self) -> bool {
+        let g = self.0.inner.lock();
+        g.requires_grad || g.grad_fn.is_some()
+    }
+    pub fn is_leaf(&self) -> bool {
+        self.0.inner.lock().grad_fn.is_none()
+    }
+    pub fn grad_fn(&self) -> Option<NodeRef> {
+        self.0.inner.lock().grad_fn.clone()
+    }
+    pub fn output_nr(&self) -> u32 {
+        self.0.inner.lock().output_nr
+    }
+    /// `requires_grad = flag` with torch's checks (leaves only, floating point only).
+    pub fn set_requires_grad(&self, flag: bool) -> Result<()> {
+        let mut g = self.0.inner.lock();
+        if g.grad_fn.is_some() {
+            if flag {
+                return Ok(());
+            }
+            return Err(Error::runtime(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed variable \
+                 in a subgraph that doesn't require differentiation use var_no_grad = var.detach().",
+            ));
+        }
+        if flag && !g.dtype.is_float() {
+            return Err(Error::RequiresGradDtype);
+        }
+        g.requires_grad = flag;
+        Ok(())
+    }
+    pub fn grad(&self) -> Option<Tensor> {
+        self.0.inner.lock().grad.clone()
+    }
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        if let Some(gr) = &grad {
+            let (gs, gd) = (gr.shape(), gr.dtype());
+            let g = self.0.inner.lock();
+            if gd != g.dtype {
+                return Err(Error::runtime("assigned grad has data of a different type"));
+            }
+            if gs != g.layout.shape {
+                return Err(Error::runtime("assigned grad has data of a different size"));
+            }
+        }
+        self.0.inner.lock().grad = grad;
+        Ok(())
+    }
+    pub fn retains_grad(&self) -> bool {
+        let g = self.0.inner.lock();
+        g.grad_fn.is_some() && g.retains_grad
+    }
+    pub(crate) fn set_history(&self, node: NodeRef, output_nr: u32) {
+        let mut g = self.0.inner.lock();
+        g.grad_fn = Some(node);
+        g.output_nr = output_nr;
+    }
+    pub fn base(&self) -> Option<Tensor> {
+        self.0.inner.lock().base.clone()
+    }
+    pub(crate) fn set_base(&self, base: Option<Tensor>) {
+        self.0.inner.lock().base = base;
+    }
+
+    /// `detach()`: a new leaf sharing storage (and version counter), no history.
+    pub fn detach(&self) -> Tensor {
+        let s = self.snapshot();
+        Tensor::from_parts(s.storage, s.layout, s.dtype)
+    }
+    /// `detach_()`: drops history in place.
+    pub fn detach_(&self) {
+        let mut g = self.0.inner.lock();
+        g.grad_fn = None;
+        g.requires_grad = false;
+        g.output_nr = 0;
+        g.base = None;
+    }
+    /// `x.data = other` (torch's set_data): adopt other's storage, layout and dtype while
+    /// keeping this tensor's identity and autograd metadata.
+    pub fn set_data(&self, other: &Tensor) -> Result<()> {
+        let s = other.snapshot();
+        let mut g = self.0.inner.lock();
+        if g.requires_grad && !s.dtype.is_float() {
+            return Err(Error::RequiresGradDtype);
+        }
+        g.storage = s.storage;
+        g.layout = s.layout;
+        g.dtype = s.dtype;
+        Ok(())
+    }
+    pub(crate) fn lock(&self) -> parking_lot::MutexGuard<'_, Inner> {
+        self.0.inner.lock()
+    }
+}

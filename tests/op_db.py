@@ -1,0 +1,1125 @@
+"""The op table that drives tests/test_ops.py, in the style of PyTorch's OpInfo.
+
+Each entry names one op the way torch spells it (``add``, ``Tensor.add``,
+``__add__``, ``__radd__``, ``nn.functional.relu``, ...) and gives
+
+* ``op``: a callable taking tensors (plus python scalars / kwargs), exactly as a
+  torch user would call it,
+* ``ref``: a numpy reference with the same signature (float64 in, numpy out),
+* ``sample_inputs(make, rng)``: a generator of :class:`SampleInput`, drawn from a
+  ``numpy.random.RandomState`` seeded from the op's name (stable across runs),
+* dtypes, forward tolerances, gradient tolerances, ``supports_grad``,
+  ``supports_gradgrad`` and a ``domain`` hint (the interval ``make`` draws from).
+
+Sample inputs hold plain numpy data; the tests turn them into tensors:
+
+* float ndarray       -> a differentiable input tensor of the dtype under test
+* ``NC(base, view)``  -> a differentiable, *non-contiguous* input: the tensor is
+                         built from ``base`` and then viewed with ``.t()``
+                         (``view="t"``) or ``[::2]`` (``view="step"``)
+* int / bool ndarray  -> a constant tensor (indices, masks, class targets)
+* anything else       -> passed through unchanged (python scalars, dims, slices)
+
+Tuples and lists are walked recursively, so ``cat([a, b])`` and
+``a[(slice(None), idx)]`` samples work.  ``build_op_db(T)`` builds the table for
+any torch-like module ``T``; ``op_db`` is the table for rgrad (the torch-parity
+test builds a second one for torch and pairs entries by name).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import rgrad
+
+INF = np.inf
+NAN = np.nan
+DEFAULT_DOMAIN = (-2.0, 2.0)
+POSITIVE = (0.1, 3.0)
+# Forward-only special values for elementwise ops (inf, nan and 0 included).
+SPECIAL = np.array([0.0, INF, -INF, NAN, 1.5, -2.5])
+
+
+# --------------------------------------------------------------------------
+# Sample inputs
+# --------------------------------------------------------------------------
+
+
+class NC:
+    """A non-contiguous float input: ``base`` becomes a tensor, then is viewed."""
+
+    VIEWS = ("t", "step")
+
+    def __init__(self, base: np.ndarray, view: str):
+        assert view in self.VIEWS, view
+        if view == "t":
+            assert base.ndim == 2, "NC(view='t') needs a 2-D base"
+        self.base = np.asarray(base, dtype=np.float64)
+        self.view = view
+
+    def view_numpy(self, arr: np.ndarray) -> np.ndarray:
+        return arr.T if self.view == "t" else arr[::2]
+
+    def view_tensor(self, t):
+        return t.t() if self.view == "t" else t[::2]
+
+    def __repr__(self):
+        shape = self.view_numpy(self.base).shape
+        return f"NC({self.view}, base{self.base.shape}->{shape})"
+
+
+@dataclass
+class SampleInput:
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    grad: bool = True  # False: forward-only (special values, kinks, ...)
+    broadcast: bool = False  # inputs broadcast against each other: check grad shapes
+    desc: str = ""
+
+    def fwd(self, desc: str = "forward only") -> "SampleInput":
+        self.grad = False
+        self.desc = desc
+        return self
+
+    def bc(self) -> "SampleInput":
+        self.broadcast = True
+        return self
+
+    def __repr__(self):
+        def short(a):
+            if isinstance(a, np.ndarray):
+                return f"{a.dtype.name}{list(a.shape)}"
+            if isinstance(a, (list, tuple)):
+                inner = ", ".join(short(x) for x in a)
+                return f"[{inner}]" if isinstance(a, list) else f"({inner})"
+            return repr(a)
+
+        flags = ("" if self.grad else " fwd-only") + (" bcast" if self.broadcast else "")
+        return f"Sample({short(self.args)}, {self.kwargs}{flags}{' ' + self.desc if self.desc else ''})"
+
+    # -- conversion -------------------------------------------------------
+
+    def float_inputs(self) -> list[np.ndarray]:
+        """The float64 arrays (NC bases included) that become differentiable leaves."""
+        found: list[np.ndarray] = []
+
+        def walk(obj):
+            if isinstance(obj, NC):
+                found.append(obj.base)
+            elif isinstance(obj, np.ndarray):
+                if obj.dtype.kind == "f":
+                    found.append(obj)
+            elif isinstance(obj, (tuple, list)):
+                for o in obj:
+                    walk(o)
+
+        walk(self.args)
+        return found
+
+    def build_args(self, T, leaves) -> tuple:
+        """The op's positional args, taking the float inputs from ``leaves`` in order."""
+        it = iter(leaves)
+
+        def build(obj):
+            if isinstance(obj, NC):
+                return obj.view_tensor(next(it))
+            if isinstance(obj, np.ndarray):
+                if obj.dtype.kind == "f":
+                    return next(it)
+                return T.tensor(obj.copy())
+            if isinstance(obj, tuple):
+                return tuple(build(o) for o in obj)
+            if isinstance(obj, list):
+                return [build(o) for o in obj]
+            return obj
+
+        args = build(self.args)
+        rest = list(it)
+        assert not rest, f"{len(rest)} leaves left over"
+        return args
+
+    def tensor_args(self, T, dtype: str, requires_grad: bool = False) -> tuple:
+        """Positional args as tensors of ``dtype`` (a numpy dtype name)."""
+        leaves = [
+            T.tensor(x.astype(dtype), requires_grad=requires_grad) if requires_grad else T.tensor(x.astype(dtype))
+            for x in self.float_inputs()
+        ]
+        return self.build_args(T, leaves)
+
+    def numpy_args(self, dtype: str = "float64") -> tuple:
+        """Positional args for the numpy reference: float inputs rounded to ``dtype``
+        and computed on in float64, non-contiguous inputs viewed like the tensor."""
+
+        def build(obj):
+            if isinstance(obj, NC):
+                return obj.view_numpy(obj.base.astype(dtype).astype(np.float64))
+            if isinstance(obj, np.ndarray):
+                if obj.dtype.kind == "f":
+                    return obj.astype(dtype).astype(np.float64)
+                return obj.copy()
+            if isinstance(obj, tuple):
+                return tuple(build(o) for o in obj)
+            if isinstance(obj, list):
+                return [build(o) for o in obj]
+            return obj
+
+        return build(self.args)
+
+    def grad_problem(self, op: Callable, T) -> tuple[Callable, list[np.ndarray]]:
+        """``(fn, inputs)``: ``fn(*leaf_tensors)`` runs the op on this sample with the
+        float inputs replaced by ``leaf_tensors`` (NC views applied inside ``fn``);
+        ``inputs`` are the float64 arrays those leaves are built from."""
+        kwargs = self.kwargs
+
+        def fn(*leaves):
+            return op(*self.build_args(T, leaves), **kwargs)
+
+        return fn, [x.copy() for x in self.float_inputs()]
+
+
+def S(*args, **kwargs) -> SampleInput:
+    """``S(*op_args, **op_kwargs)``: a sample calling ``op(*op_args, **op_kwargs)``."""
+    return SampleInput(args, kwargs)
+
+
+class Maker:
+    """``make(*shape)``: float64 array drawn uniformly from the op's domain.
+
+    For domains straddling 0, values are kept at least ``floor`` away from 0
+    so that kinks at 0 (abs, relu, sign, norm p=1, ...) are never hit.
+    """
+
+    def __init__(self, rng: np.random.RandomState, domain):
+        self.rng = rng
+        self.low, self.high = domain
+
+    def __call__(self, *shape, low=None, high=None, floor=0.1, signed=False):
+        low = self.low if low is None else low
+        high = self.high if high is None else high
+        x = np.asarray(self.rng.uniform(low, high, size=shape), dtype=np.float64)
+        if floor and low < 0 < high:
+            x = np.where(np.abs(x) < floor, x + np.where(x < 0, -floor, floor), x)
+        if signed:
+            x = x * np.where(self.rng.rand(*shape) < 0.5, -1.0, 1.0)
+        return np.asarray(x, dtype=np.float64)
+
+    def ints(self, high, *shape):
+        return np.asarray(self.rng.randint(0, high, size=shape), dtype=np.int64)
+
+    def mask(self, *shape, p=0.5):
+        return np.asarray(self.rng.rand(*shape) < p)
+
+
+# --------------------------------------------------------------------------
+# OpInfo
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class OpInfo:
+    name: str
+    op: Callable
+    ref: Callable
+    sample_inputs: Callable[[Maker, np.random.RandomState], list]
+    dtypes: tuple = ("float32", "float64")
+    atol: float = 1e-7  # forward, float64
+    rtol: float = 1e-7
+    atol_f32: float = 1e-5  # forward, float32
+    rtol_f32: float = 2e-5
+    grad_atol: float = 1e-5
+    grad_rtol: float = 1e-3
+    supports_grad: bool = True
+    supports_gradgrad: bool = True
+    domain: tuple = DEFAULT_DOMAIN
+    _samples: list | None = field(default=None, repr=False)
+
+    @property
+    def samples(self) -> list[SampleInput]:
+        if self._samples is None:
+            rng = np.random.RandomState(zlib.crc32(self.name.encode()) % (2**31))
+            self._samples = list(self.sample_inputs(Maker(rng, self.domain), rng))
+        return self._samples
+
+    def tols(self, dtype: str) -> tuple[float, float]:
+        return (self.atol_f32, self.rtol_f32) if dtype == "float32" else (self.atol, self.rtol)
+
+    def reference(self, sample: SampleInput, dtype: str = "float64"):
+        with np.errstate(all="ignore"):
+            return self.ref(*sample.numpy_args(dtype), **sample.kwargs)
+
+    def __repr__(self):
+        return f"OpInfo({self.name})"
+
+
+# --------------------------------------------------------------------------
+# numpy references
+# --------------------------------------------------------------------------
+
+
+def _axis(dim):
+    if dim is None:
+        return None
+    if isinstance(dim, (list, tuple)):
+        return tuple(dim)
+    return dim
+
+
+def _reduce(fn):
+    def ref(a, dim=None, keepdim=False):
+        return fn(a, axis=_axis(dim), keepdims=keepdim)
+
+    return ref
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _var_ref(a, dim=None, unbiased=True, keepdim=False, correction=None):
+    ddof = correction if correction is not None else (1 if unbiased else 0)
+    return np.var(a, axis=_axis(dim), ddof=ddof, keepdims=keepdim)
+
+
+def _std_ref(*args, **kwargs):
+    return np.sqrt(_var_ref(*args, **kwargs))
+
+
+def _norm_ref(a, p="fro", dim=None, keepdim=False):
+    ax = _axis(dim)
+    if p in ("fro", 2, 2.0):
+        return np.sqrt(np.sum(a * a, axis=ax, keepdims=keepdim))
+    if p in (1, 1.0):
+        return np.sum(np.abs(a), axis=ax, keepdims=keepdim)
+    raise NotImplementedError(p)
+
+
+def _max_dim_ref(fn, argfn):
+    def ref(a, dim, keepdim=False):
+        return fn(a, axis=dim, keepdims=keepdim), argfn(a, axis=dim, keepdims=keepdim)
+
+    return ref
+
+
+def _arg_ref(argfn):
+    def ref(a, dim=None, keepdim=False):
+        if dim is None:
+            return np.asarray(argfn(a), dtype=np.int64)
+        return np.asarray(argfn(a, axis=dim, keepdims=keepdim), dtype=np.int64)
+
+    return ref
+
+
+def _logsumexp_ref(a, dim, keepdim=False):
+    ax = _axis(dim)
+    m = np.max(a, axis=ax, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    r = np.log(np.sum(np.exp(a - m), axis=ax, keepdims=True)) + m
+    return r if keepdim else np.squeeze(r, axis=ax)
+
+
+def _softmax_ref(a, dim):
+    m = np.max(a, axis=dim, keepdims=True)
+    e = np.exp(a - m)
+    return e / np.sum(e, axis=dim, keepdims=True)
+
+
+def _log_softmax_ref(a, dim):
+    m = np.max(a, axis=dim, keepdims=True)
+    return a - m - np.log(np.sum(np.exp(a - m), axis=dim, keepdims=True))
+
+
+def _flatten_ref(a, start_dim=0, end_dim=-1):
+    if a.ndim == 0:
+        return a.reshape(1)
+    s, e = start_dim % a.ndim, end_dim % a.ndim
+    return a.reshape(a.shape[:s] + (int(np.prod(a.shape[s : e + 1])),) + a.shape[e + 1 :])
+
+
+def _squeeze_ref(a, dim=None):
+    if dim is None:
+        return np.squeeze(a)
+    if a.ndim == 0:
+        return a
+    d = dim % a.ndim
+    return np.squeeze(a, axis=d) if a.shape[d] == 1 else a
+
+
+def _sizes(sizes):
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        return tuple(sizes[0])
+    return tuple(sizes)
+
+
+def _expand_ref(a, *sizes):
+    sizes = _sizes(sizes)
+    lead = len(sizes) - a.ndim
+    shape = tuple(a.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+    return np.broadcast_to(a, shape).copy()
+
+
+def _repeat_ref(a, *reps):
+    return np.tile(a, _sizes(reps))
+
+
+def _split_ref(a, split_size_or_sections, dim=0):
+    n = a.shape[dim]
+    if isinstance(split_size_or_sections, int):
+        s = split_size_or_sections
+        sizes = [s] * (n // s) + ([n % s] if n % s else [])
+    else:
+        sizes = list(split_size_or_sections)
+    return tuple(np.split(a, np.cumsum(sizes)[:-1], axis=dim))
+
+
+def _chunk_ref(a, chunks, dim=0):
+    return _split_ref(a, -(-a.shape[dim] // chunks), dim)
+
+
+def _gather_ref(a, dim, index):
+    d = dim % a.ndim
+    sl = tuple(slice(None) if i == d else slice(0, s) for i, s in enumerate(index.shape))
+    return np.take_along_axis(a[sl], index, axis=d)
+
+
+def _loss_reduce(x, reduction):
+    if reduction == "mean":
+        return np.mean(x)
+    if reduction == "sum":
+        return np.sum(x)
+    return x
+
+
+def _mse_ref(a, b, reduction="mean"):
+    return _loss_reduce((a - b) ** 2, reduction)
+
+
+def _nll_ref(logp, target, reduction="mean"):
+    return _loss_reduce(-logp[np.arange(logp.shape[0]), target], reduction)
+
+
+def _cross_entropy_ref(x, target, reduction="mean"):
+    return _nll_ref(_log_softmax_ref(x, 1), target, reduction)
+
+
+def _linear_ref(x, w, b=None):
+    y = x @ w.T
+    return y if b is None else y + b
+
+
+# --------------------------------------------------------------------------
+# Sample generators
+# --------------------------------------------------------------------------
+
+
+def away_from(x, points, gap=0.05):
+    """Push the values of ``x`` at least ``gap`` away from each of ``points``."""
+    for p in points:
+        d = x - p
+        x = np.where(np.abs(d) < gap, p + np.where(d < 0, -gap, gap) + d, x)
+    return x
+
+
+def unary_samples(special=SPECIAL):
+    def gen(m, rng):
+        out = [
+            S(m(3, 4)),
+            S(m()),
+            S(m(0)),
+            S(m(2, 0)),
+            S(NC(m(4, 3), "t")),
+            S(NC(m(6, 4), "step")),
+        ]
+        if special is not None:
+            out.append(S(np.array(special, dtype=np.float64)).fwd("special values"))
+        return out
+
+    return gen
+
+
+def variant_unary_samples(m, rng):
+    return [S(m(2, 3)), S(NC(m(4, 3), "t"))]
+
+
+def binary_samples(mb=None, special=None, extra=None):
+    """Tensor-tensor samples: same shape, broadcasts, 0-d, empty, non-contiguous."""
+
+    def gen(m, rng):
+        b = (lambda *s: mb(m, *s)) if mb else m
+        out = [
+            S(m(3, 4), b(3, 4)),
+            S(m(3, 1), b(1, 4)).bc(),
+            S(m(2, 3), b(3)).bc(),
+            S(m(), b()),
+            S(m(), b(2, 3)).bc(),
+            S(m(0), b(0)),
+            S(m(2, 0), b(2, 1)).bc(),
+            S(NC(m(4, 3), "t"), b(3, 4)),
+            S(m(3, 4), NC(b(6, 4), "step")),
+        ]
+        if extra:
+            out += extra(m, b, rng)
+        if special is not None:
+            out.append(S(np.array(special[0], dtype=np.float64), np.array(special[1], dtype=np.float64)).fwd("special values"))
+        return out
+
+    return gen
+
+
+def variant_binary_samples(mb=None):
+    def gen(m, rng):
+        b = (lambda *s: mb(m, *s)) if mb else m
+        return [S(m(2, 3), b(2, 3)), S(m(3, 1), b(1, 4)).bc(), S(NC(m(4, 3), "t"), b(3, 4))]
+
+    return gen
+
+
+def scalar_other_samples(mb_scalar=(2.5, -1.5, 2.0, 3)):
+    """Tensor (op) python scalar samples; the last scalar is an int."""
+
+    def gen(m, rng):
+        s0, s1, s2, s3 = mb_scalar
+        return [S(m(3, 4), s0), S(m(), s1), S(m(0), s2), S(NC(m(4, 3), "t"), s3)]
+
+    return gen
+
+
+def scalar_self_samples(scalars=(2.5, -1.5, 2.0, 3)):
+    """Python scalar (op) tensor samples (reflected operators)."""
+
+    def gen(m, rng):
+        s0, s1, s2, s3 = scalars
+        return [S(s0, m(3, 4)), S(s1, m()), S(s2, m(0)), S(s3, NC(m(4, 3), "t"))]
+
+    return gen
+
+
+def _denominator(m, *shape):
+    return m(*shape, low=0.5, high=2.0, signed=True)
+
+
+def _exponent(m, *shape):
+    return m(*shape, low=-2.0, high=2.0)
+
+
+def _positive(m, *shape):
+    return m(*shape, low=0.5, high=2.0)
+
+
+def reduction_samples(empty=True, three_d=True):
+    def gen(m, rng):
+        out = [
+            S(m(3, 4)),
+            S(m(3, 4), dim=1),
+            S(m(3, 4), dim=-1, keepdim=True),
+            S(m(3, 4), dim=0, keepdim=False),
+            S(m()),
+            S(NC(m(4, 3), "t"), dim=0),
+            S(NC(m(6, 4), "step")),
+        ]
+        if three_d:
+            out += [S(m(2, 3, 4), dim=(0, 2)), S(m(2, 3, 4), dim=[0, 1], keepdim=True)]
+        if empty:
+            out += [S(m(0)), S(m(2, 0), dim=1), S(m(2, 0), dim=0)]
+        return out
+
+    return gen
+
+
+def max_dim_samples(m, rng):
+    return [
+        S(m(3, 4), 1),
+        S(m(3, 4), 0, keepdim=True),
+        S(m(2, 3, 4), -1),
+        S(NC(m(4, 3), "t"), 1),
+    ]
+
+
+def max_full_samples(m, rng):
+    return [S(m(3, 4)), S(m()), S(m(2, 3, 2)), S(NC(m(4, 3), "t"))]
+
+
+def amax_samples(m, rng):
+    return [
+        S(m(3, 4), dim=1),
+        S(m(2, 3, 4), dim=(0, 2)),
+        S(m(3, 4), dim=0, keepdim=True),
+        S(m(3, 4)),
+        S(NC(m(4, 3), "t"), dim=-1),
+    ]
+
+
+def argmax_samples(m, rng):
+    return [
+        S(m(3, 4)),
+        S(m(3, 4), dim=1),
+        S(m(3, 4), dim=0, keepdim=True),
+        S(m(2, 3, 4), dim=-1),
+        S(NC(m(4, 3), "t"), dim=0),
+    ]
+
+
+def var_samples(m, rng):
+    return [
+        S(m(3, 4)),
+        S(m(3, 4), dim=1),
+        S(m(3, 4), dim=0, keepdim=True),
+        S(m(3, 4), dim=1, unbiased=False),
+        S(m(3, 4), unbiased=False),
+        S(m(2, 3, 4), dim=(0, 2), correction=0),
+        S(m(3, 4), dim=-1, correction=2),
+        S(NC(m(4, 3), "t"), dim=0),
+        S(NC(m(6, 4), "step")),
+    ]
+
+
+def norm_samples(m, rng):
+    return [
+        S(m(3, 4)),
+        S(m(3, 4), p=1),
+        S(m(3, 4), dim=1),
+        S(m(3, 4), p=1, dim=0),
+        S(m(3, 4), p=2, dim=1, keepdim=True),
+        S(m(2, 3, 4), p=2, dim=(0, 2)),
+        S(m(5)),
+        S(NC(m(4, 3), "t"), dim=0),
+    ]
+
+
+def logsumexp_samples(m, rng):
+    return [
+        S(m(3, 4), dim=1),
+        S(m(3, 4), dim=0, keepdim=True),
+        S(m(2, 3, 4), dim=(0, 2)),
+        S(m(3, 4) * 10 + 1000.0, dim=1).fwd("large values (stability)"),
+        S(m(2, 3) + 500.0, dim=1),
+        S(NC(m(4, 3), "t"), dim=-1),
+        S(np.array([[-INF, 0.0, 1.0], [2.0, -INF, 3.0]]), dim=1).fwd("-inf entries"),
+    ]
+
+
+def softmax_samples(m, rng):
+    return [
+        S(m(3, 4), dim=1),
+        S(m(3, 4), dim=0),
+        S(m(2, 3, 4), dim=-1),
+        S(m(2, 3) + 1000.0, dim=1),
+        S(NC(m(4, 3), "t"), dim=1),
+        S(np.array([[-INF, 0.0, 1.0], [2.0, -INF, 3.0]]), dim=1).fwd("-inf entries"),
+    ]
+
+
+def softmax_variant_samples(m, rng):
+    return [S(m(3, 4), dim=-1), S(NC(m(4, 3), "t"), dim=0)]
+
+
+def clamp_samples(m, rng):
+    def mk(*shape):
+        return away_from(m(*shape), (-0.5, 0.5))
+
+    return [
+        S(mk(3, 4), min=-0.5, max=0.5),
+        S(mk(3, 4), min=-0.5),
+        S(mk(3, 4), max=0.5),
+        S(mk(), min=-0.5, max=0.5),
+        S(mk(0), min=-0.5, max=0.5),
+        S(NC(mk(4, 3), "t"), min=-0.5, max=0.5),
+        S(np.array([0.0, INF, -INF, NAN, 0.5, -0.5]), min=-0.5, max=0.5).fwd("special values"),
+    ]
+
+
+def clamp_variant_samples(m, rng):
+    return [S(away_from(m(2, 3), (-0.5, 0.5)), -0.5, 0.5), S(NC(away_from(m(4, 3), (-0.5, 0.5)), "t"), -0.5, 0.5)]
+
+
+def matmul_samples(m, rng):
+    return [
+        S(m(4), m(4)),
+        S(m(3, 4), m(4)),
+        S(m(4), m(4, 2)),
+        S(m(3, 4), m(4, 2)),
+        S(m(2, 3, 4), m(2, 4, 2)),
+        S(m(2, 1, 3, 4), m(5, 4, 2)).bc(),
+        S(m(2, 3, 4), m(4, 2)).bc(),
+        S(m(4), m(2, 4, 3)).bc(),
+        S(NC(m(4, 3), "t"), m(4, 2)),
+        S(m(3, 0), m(0, 2)),
+    ]
+
+
+def mm_samples(m, rng):
+    return [
+        S(m(3, 4), m(4, 2)),
+        S(NC(m(4, 3), "t"), NC(m(2, 4), "t")),
+        S(NC(m(6, 4), "step"), m(4, 5)),
+        S(m(3, 0), m(0, 2)),
+        S(m(0, 3), m(3, 2)),
+    ]
+
+
+def shape_samples_2d(m, rng):
+    return [S(m(3, 4)), S(NC(m(4, 3), "t"))]
+
+
+def getitem_samples(m, rng):
+    a = lambda: m(4, 5)  # noqa: E731
+    a3 = lambda: m(3, 4, 5)  # noqa: E731
+    idx = np.array([2, 0, 2], dtype=np.int64)  # repeated index: grads accumulate
+    return [
+        S(a(), 1),
+        S(a(), -1),
+        S(a(), slice(1, None, 2)),
+        S(a(), (slice(None), 2)),
+        S(a(), (slice(-3, None, 2), slice(None, 4, 3))),
+        S(a(), (None, slice(1, 3))),
+        S(a3(), (Ellipsis, 1)),
+        S(a3(), (None, Ellipsis, slice(None, None, 2))),
+        S(a(), (0, 1)),
+        S(a(), m.mask(4, 5)),
+        S(a(), m.mask(4)),
+        S(a(), np.zeros(4, dtype=bool)),
+        S(a(), idx),
+        S(a(), [0, 3]),
+        S(a(), (slice(1, None), idx)),
+        S(a(), (idx, slice(None, None, 2))),
+        S(a3(), (slice(None), np.array([[0, 3], [1, 1]], dtype=np.int64))),
+        S(a3(), (np.array([0, 2], dtype=np.int64), np.array([1, 3], dtype=np.int64))),
+        S(a3(), (idx[:2], slice(None), 0)),
+        S(NC(m(5, 4), "t"), (slice(None, None, 2), 1)),
+        S(NC(m(8, 5), "step"), (Ellipsis, idx)),
+    ]
+
+
+def gather_samples(m, rng):
+    return [
+        S(m(3, 4), 1, m.ints(4, 3, 2)),
+        S(m(3, 4), 0, m.ints(3, 2, 4)),
+        S(m(3, 4), 1, m.ints(4, 2, 5)),  # index smaller than input in dim 0, longer in dim 1
+        S(m(2, 3, 4), -1, m.ints(4, 2, 3, 2)),
+        S(NC(m(4, 3), "t"), 1, np.array([[0, 0], [3, 3], [1, 2]], dtype=np.int64)),
+    ]
+
+
+def index_select_samples(m, rng):
+    return [
+        S(m(4, 3), 0, np.array([3, 0, 3], dtype=np.int64)),
+        S(m(4, 3), 1, np.array([2, 0], dtype=np.int64)),
+        S(m(5), 0, np.array([4, 4, 1], dtype=np.int64)),
+        S(m(4, 3), 0, np.zeros(0, dtype=np.int64)),
+        S(NC(m(3, 4), "t"), 1, np.array([1, 2, 1], dtype=np.int64)),
+    ]
+
+
+def masked_fill_samples(m, rng):
+    return [
+        S(m(3, 4), m.mask(3, 4), 0.5),
+        S(m(3, 4), m.mask(4), -1.0),
+        S(m(3, 4), m.mask(3, 1), 2),
+        S(m(), np.array(True), 1.5),
+        S(NC(m(4, 3), "t"), m.mask(3, 4), 0.0),
+        S(m(2, 3), m.mask(2, 3), -INF).fwd("fill with -inf"),
+    ]
+
+
+def where_samples(m, rng):
+    return [
+        S(m.mask(3, 4), m(3, 4), m(3, 4)),
+        S(m.mask(3, 1), m(1, 4), m(3, 4)).bc(),
+        S(m.mask(2, 3), m(), m(3)).bc(),
+        S(np.array(True), m(), m()),
+        S(m.mask(0), m(0), m(0)),
+        S(m.mask(3, 4), NC(m(4, 3), "t"), NC(m(6, 4), "step")),
+    ]
+
+
+def comparison_samples(m, rng):
+    def partly_equal(a, shape):
+        b = m(*shape)
+        return np.where(m.mask(*shape, p=0.3), np.broadcast_to(a, shape), b) if a.shape == shape else b
+
+    a = m(3, 4)
+    return [
+        S(a, partly_equal(a, (3, 4))),
+        S(m(3, 1), m(1, 4)),
+        S(m(2, 3), m(3)),
+        S(m(), m()),
+        S(m(0), m(0)),
+        S(NC(m(4, 3), "t"), m(3, 4)),
+        S(np.array([NAN, NAN, INF, -INF, 0.0, 1.0]), np.array([NAN, 1.0, INF, INF, 0.0, NAN])).fwd("special values"),
+    ]
+
+
+def comparison_scalar_samples(m, rng):
+    return [S(m(3, 4), 0.5), S(np.array([0.0, 1.0, NAN, INF, -1.0]), 1.0), S(m(2, 3), 0)]
+
+
+def mse_samples(m, rng):
+    return [
+        S(m(3, 4), m(3, 4)),
+        S(m(3, 4), m(3, 4), reduction="sum"),
+        S(m(3, 4), m(3, 4), reduction="none"),
+        S(m(), m()),
+        S(NC(m(4, 3), "t"), m(3, 4), reduction="mean"),
+    ]
+
+
+def class_targets(m, n, c):
+    return m.ints(c, n)
+
+
+def cross_entropy_samples(m, rng):
+    return [
+        S(m(4, 5), class_targets(m, 4, 5)),
+        S(m(4, 5), class_targets(m, 4, 5), reduction="sum"),
+        S(m(4, 5), class_targets(m, 4, 5), reduction="none"),
+        S(m(3, 2) * 20, class_targets(m, 3, 2)),
+        S(NC(m(5, 3), "t"), class_targets(m, 3, 5)),
+    ]
+
+
+def linear_samples(m, rng):
+    return [
+        S(m(3, 4), m(2, 4), m(2)),
+        S(m(4), m(2, 4), m(2)),
+        S(m(2, 3, 4), m(5, 4), m(5)).bc(),
+        S(m(3, 4), NC(m(4, 2), "t"), m(2)),
+        S(m(3, 4), m(2, 4)),
+        S(m(2, 3, 4), m(5, 4)),
+    ]
+
+
+# --------------------------------------------------------------------------
+# The table
+# --------------------------------------------------------------------------
+
+
+def build_op_db(T) -> list[OpInfo]:
+    """The op table for the torch-like module ``T`` (rgrad, or torch for parity)."""
+
+    def F():
+        return T.nn.functional
+
+    db: list[OpInfo] = []
+
+    def add(*args, **kwargs):
+        db.append(OpInfo(*args, **kwargs))
+
+    # ---- binary ---------------------------------------------------------
+
+    add_extra = lambda m, b, rng: [  # noqa: E731
+        S(m(3, 4), b(3, 4), alpha=2.0),
+        S(m(3, 1), b(4), alpha=-0.5).bc(),
+        S(m(2, 3), 1.5, alpha=2),
+        S(m(2, 3), 1.5),
+    ]
+    arith_special = ([INF, -INF, NAN, 1.0, INF, 0.0], [1.0, INF, 2.0, NAN, INF, 0.0])
+    add("add", lambda a, b, **kw: T.add(a, b, **kw), lambda a, b, alpha=1: a + alpha * b,
+        binary_samples(special=arith_special, extra=add_extra))
+    add("sub", lambda a, b, **kw: T.sub(a, b, **kw), lambda a, b, alpha=1: a - alpha * b,
+        binary_samples(special=arith_special, extra=add_extra))
+    add("mul", lambda a, b: T.mul(a, b), np.multiply,
+        binary_samples(special=([INF, 0.0, NAN, -INF, 2.0], [0.0, 3.0, 1.0, -INF, INF]),
+                       extra=lambda m, b, rng: [S(m(2, 3), -1.5)]))
+    add("div", lambda a, b: T.div(a, b), np.divide,
+        binary_samples(mb=_denominator,
+                       special=([1.0, 0.0, -1.0, INF, NAN, 2.0], [0.0, 0.0, 0.0, INF, 1.0, INF]),
+                       extra=lambda m, b, rng: [S(m(2, 3), 2.0)]))
+    add("true_divide", lambda a, b: T.true_divide(a, b), np.divide, variant_binary_samples(mb=_denominator))
+    add("pow", lambda a, b: T.pow(a, b), np.power,
+        binary_samples(mb=_exponent,
+                       special=([0.0, 0.0, 0.0, INF, 2.0, NAN, -2.0], [0.0, -1.0, 2.0, -1.0, INF, 0.0, 2.0])),
+        domain=(0.5, 2.0))
+    add("pow.scalar_exponent", lambda a, e: T.pow(a, e), np.power,
+        lambda m, rng: [
+            S(m(3, 4), 2),
+            S(m(3, 4), 3.0),
+            S(_positive(m, 3, 4), 0.5),
+            S(_positive(m, 3, 4), -1.5),
+            S(m(2, 3), 1),
+            S(m(), 2),
+            S(m(0), 2.0),
+            S(NC(_positive(m, 4, 3), "t"), 2.5),
+            S(np.array([0.0, INF, -INF, NAN, -1.0]), 0.5).fwd("special values"),
+        ])
+    add("pow.scalar_base", lambda s, e: T.pow(s, e), np.power,
+        lambda m, rng: [S(2.0, m(3, 4)), S(0.5, m(2, 3)), S(math.e, m()), S(3, NC(m(4, 3), "t"))])
+    add("maximum", lambda a, b: T.maximum(a, b), np.maximum,
+        binary_samples(special=([NAN, 1.0, INF, -INF], [1.0, NAN, -INF, 0.0])))
+    add("minimum", lambda a, b: T.minimum(a, b), np.minimum,
+        binary_samples(special=([NAN, 1.0, INF, -INF], [1.0, NAN, -INF, 0.0])))
+    add("where", lambda c, a, b: T.where(c, a, b), np.where, where_samples)
+    add("Tensor.where", lambda c, a, b: a.where(c, b), np.where,
+        lambda m, rng: [S(m.mask(3, 4), m(3, 4), m(3, 4)), S(m.mask(3, 1), m(1, 4), m(3, 4)).bc()])
+
+    # methods
+    add("Tensor.add", lambda a, b, **kw: a.add(b, **kw), lambda a, b, alpha=1: a + alpha * b,
+        lambda m, rng: variant_binary_samples()(m, rng) + [S(m(2, 3), m(3), alpha=3.0).bc(), S(m(2, 3), 2.0)])
+    add("Tensor.sub", lambda a, b, **kw: a.sub(b, **kw), lambda a, b, alpha=1: a - alpha * b,
+        lambda m, rng: variant_binary_samples()(m, rng) + [S(m(2, 3), m(3), alpha=3.0).bc(), S(m(2, 3), 2.0)])
+    add("Tensor.mul", lambda a, b: a.mul(b), np.multiply,
+        lambda m, rng: variant_binary_samples()(m, rng) + [S(m(2, 3), 2.0)])
+    add("Tensor.div", lambda a, b: a.div(b), np.divide,
+        lambda m, rng: variant_binary_samples(mb=_denominator)(m, rng) + [S(m(2, 3), 4.0)])
+    add("Tensor.pow", lambda a, b: a.pow(b), np.power,
+        lambda m, rng: variant_binary_samples(mb=_exponent)(m, rng) + [S(m(2, 3), 2), S(m(2, 3), 0.5)],
+        domain=(0.5, 2.0))
+    add("Tensor.maximum", lambda a, b: a.maximum(b), np.maximum, variant_binary_samples())
+    add("Tensor.minimum", lambda a, b: a.minimum(b), np.minimum, variant_binary_samples())
+
+    # operators (tensor-tensor, tensor-scalar, and reflected scalar-tensor)
+    operators = [
+        ("add", lambda a, b: a + b, None),
+        ("sub", lambda a, b: a - b, None),
+        ("mul", lambda a, b: a * b, None),
+        ("truediv", lambda a, b: a / b, _denominator),
+    ]
+    for opname, f, mb in operators:
+        add(f"__{opname}__", f, f, variant_binary_samples(mb=mb))
+        add(f"__{opname}__.scalar", f, f,
+            scalar_other_samples() if opname != "truediv" else scalar_other_samples((2.5, -1.5, 0.5, 3)))
+        add(f"__r{opname}__", f, f,
+            scalar_self_samples(),
+            domain=DEFAULT_DOMAIN if opname != "truediv" else (0.5, 2.0))
+    add("__pow__", lambda a, b: a ** b, lambda a, b: a ** b, variant_binary_samples(mb=_exponent), domain=(0.5, 2.0))
+    add("__pow__.scalar", lambda a, b: a ** b, lambda a, b: a ** b,
+        lambda m, rng: [S(m(3, 4), 2), S(m(3, 4), 3.0), S(_positive(m, 2, 3), 0.5), S(m(), 2),
+                        S(NC(m(4, 3), "t"), 2)])
+    add("__rpow__", lambda a, b: a ** b, lambda a, b: a ** b, scalar_self_samples((2.0, 0.5, 3.0, 2)))
+    add("__matmul__", lambda a, b: a @ b, lambda a, b: a @ b,
+        lambda m, rng: matmul_samples(m, rng)[1:7:2] + [S(NC(m(4, 3), "t"), NC(m(2, 4), "t"))])
+    add("__neg__", lambda a: -a, lambda a: -a, unary_samples())
+    add("__abs__", lambda a: abs(a), np.abs, variant_unary_samples)
+
+    # ---- unary ----------------------------------------------------------
+
+    unary = [
+        # name, reference, domain, special values (None: no forward-only special sample)
+        ("exp", np.exp, DEFAULT_DOMAIN, SPECIAL),
+        ("log", np.log, POSITIVE, SPECIAL),
+        ("log1p", np.log1p, (-0.9, 2.0), [0.0, -1.0, -2.0, INF, NAN, 0.5]),
+        ("expm1", np.expm1, DEFAULT_DOMAIN, SPECIAL),
+        ("sqrt", np.sqrt, POSITIVE, SPECIAL),
+        ("rsqrt", lambda x: 1.0 / np.sqrt(x), POSITIVE, SPECIAL),
+        ("sin", np.sin, DEFAULT_DOMAIN, SPECIAL),
+        ("cos", np.cos, DEFAULT_DOMAIN, SPECIAL),
+        ("tan", np.tan, (-1.2, 1.2), SPECIAL),
+        ("tanh", np.tanh, DEFAULT_DOMAIN, SPECIAL),
+        ("sigmoid", _sigmoid, DEFAULT_DOMAIN, [0.0, INF, -INF, NAN, 50.0, -50.0]),
+        ("relu", lambda x: np.maximum(x, 0.0), DEFAULT_DOMAIN, SPECIAL),
+        ("abs", np.abs, DEFAULT_DOMAIN, SPECIAL),
+        ("sign", np.sign, DEFAULT_DOMAIN, [0.0, INF, -INF, 1.5, -2.5]),
+        ("neg", np.negative, DEFAULT_DOMAIN, SPECIAL),
+        ("reciprocal", np.reciprocal, DEFAULT_DOMAIN, SPECIAL),
+    ]
+    for name, ref, domain, special in unary:
+        add(name, (lambda n: lambda a: getattr(T, n)(a))(name), ref, unary_samples(special), domain=domain)
+        add(f"Tensor.{name}", (lambda n: lambda a: getattr(a, n)())(name), ref, variant_unary_samples,
+            domain=domain)
+    for name in ("relu", "sigmoid", "tanh"):
+        ref = {"relu": lambda x: np.maximum(x, 0.0), "sigmoid": _sigmoid, "tanh": np.tanh}[name]
+        add(f"nn.functional.{name}", (lambda n: lambda a: getattr(F(), n)(a))(name), ref,
+            unary_samples(None) if name != "relu" else unary_samples([0.0, INF, -INF, NAN, -1.0]))
+
+    clamp_ref = lambda a, min=None, max=None: np.clip(a, min, max)  # noqa: E731
+    add("clamp", lambda a, **kw: T.clamp(a, **kw), clamp_ref, clamp_samples)
+    add("clip", lambda a, **kw: T.clip(a, **kw), clamp_ref, clamp_samples)
+    add("Tensor.clamp", lambda a, lo, hi: a.clamp(lo, hi), lambda a, lo, hi: np.clip(a, lo, hi),
+        clamp_variant_samples)
+    add("Tensor.clip", lambda a, lo, hi: a.clip(min=lo, max=hi), lambda a, lo, hi: np.clip(a, lo, hi),
+        clamp_variant_samples)
+
+    # ---- reductions -------------------------------------------------------
+
+    add("sum", lambda a, **kw: T.sum(a, **kw), _reduce(np.sum), reduction_samples())
+    add("Tensor.sum", lambda a, **kw: a.sum(**kw), _reduce(np.sum),
+        lambda m, rng: [S(m(3, 4)), S(m(2, 3, 4), dim=(0, 2), keepdim=True)])
+    add("Tensor.sum.positional", lambda a, d: a.sum(d), lambda a, d: np.sum(a, axis=_axis(d)),
+        lambda m, rng: [S(m(3, 4), 1), S(m(2, 3, 4), (0, 2))])
+    add("mean", lambda a, **kw: T.mean(a, **kw), _reduce(np.mean), reduction_samples(empty=False))
+    add("Tensor.mean", lambda a, **kw: a.mean(**kw), _reduce(np.mean),
+        lambda m, rng: [S(m(3, 4)), S(m(2, 3, 4), dim=[1, 2])])
+    add("prod", lambda a, **kw: T.prod(a, **kw), _reduce(np.prod),
+        lambda m, rng: [
+            S(m(3, 4)),
+            S(m(3, 4), dim=1),
+            S(m(3, 4), dim=0, keepdim=True),
+            S(m()),
+            S(m(0)),
+            S(NC(m(4, 3), "t"), dim=1),
+            S(np.array([[1.5, 0.0, 2.0], [0.5, -1.0, 3.0]]), dim=1).fwd("contains zero"),
+            S(np.array([[1.5, 0.0, 2.0], [0.5, -1.0, 3.0]])).fwd("contains zero"),
+        ],
+        domain=(0.5, 1.5))
+    add("Tensor.prod", lambda a, **kw: a.prod(**kw), _reduce(np.prod),
+        lambda m, rng: [S(m(3, 4)), S(m(3, 4), dim=-1)], domain=(0.5, 1.5))
+    add("var", lambda a, **kw: T.var(a, **kw), _var_ref, var_samples)
+    add("std", lambda a, **kw: T.std(a, **kw), _std_ref, var_samples)
+    add("Tensor.var", lambda a, **kw: a.var(**kw), _var_ref,
+        lambda m, rng: [S(m(3, 4)), S(m(3, 4), dim=1, unbiased=False)])
+    add("Tensor.std", lambda a, **kw: a.std(**kw), _std_ref,
+        lambda m, rng: [S(m(3, 4)), S(m(3, 4), dim=0, correction=0)])
+    add("norm", lambda a, **kw: T.norm(a, **kw), _norm_ref, norm_samples)
+    add("Tensor.norm", lambda a, **kw: a.norm(**kw), _norm_ref,
+        lambda m, rng: [S(m(3, 4)), S(m(3, 4), p=1, dim=1)])
+
+    add("max", lambda a: T.max(a), np.max, max_full_samples)
+    add("min", lambda a: T.min(a), np.min, max_full_samples)
+    add("max.dim", lambda a, d, **kw: (lambda r: (r.values, r.indices))(T.max(a, d, **kw)),
+        _max_dim_ref(np.max, np.argmax), max_dim_samples)
+    add("min.dim", lambda a, d, **kw: (lambda r: (r.values, r.indices))(T.min(a, dim=d, **kw)),
+        _max_dim_ref(np.min, np.argmin), max_dim_samples)
+    add("Tensor.max.dim", lambda a, d, **kw: tuple(a.max(d, **kw)), _max_dim_ref(np.max, np.argmax),
+        lambda m, rng: max_dim_samples(m, rng)[:2])
+    add("Tensor.min.dim", lambda a, d, **kw: tuple(a.min(d, **kw)), _max_dim_ref(np.min, np.argmin),
+        lambda m, rng: max_dim_samples(m, rng)[:2])
+    add("Tensor.max", lambda a: a.max(), np.max, lambda m, rng: max_full_samples(m, rng)[:2])
+    add("amax", lambda a, **kw: T.amax(a, **kw), _reduce(np.max), amax_samples)
+    add("amin", lambda a, **kw: T.amin(a, **kw), _reduce(np.min), amax_samples)
+    add("Tensor.amax", lambda a, **kw: a.amax(**kw), _reduce(np.max), lambda m, rng: amax_samples(m, rng)[:2])
+    add("argmax", lambda a, **kw: T.argmax(a, **kw), _arg_ref(np.argmax), argmax_samples,
+        supports_grad=False, supports_gradgrad=False)
+    add("argmin", lambda a, **kw: T.argmin(a, **kw), _arg_ref(np.argmin), argmax_samples,
+        supports_grad=False, supports_gradgrad=False)
+    add("Tensor.argmax", lambda a, **kw: a.argmax(**kw), _arg_ref(np.argmax),
+        lambda m, rng: argmax_samples(m, rng)[:2], supports_grad=False, supports_gradgrad=False)
+    add("logsumexp", lambda a, **kw: T.logsumexp(a, **kw), _logsumexp_ref, logsumexp_samples, rtol=1e-6)
+    add("Tensor.logsumexp", lambda a, **kw: a.logsumexp(**kw), _logsumexp_ref,
+        lambda m, rng: [S(m(3, 4), dim=1), S(m(3, 4), dim=-1, keepdim=True)])
+    add("softmax", lambda a, **kw: T.softmax(a, **kw), _softmax_ref, softmax_samples)
+    add("log_softmax", lambda a, **kw: T.log_softmax(a, **kw), _log_softmax_ref, softmax_samples)
+    add("Tensor.softmax", lambda a, **kw: a.softmax(**kw), _softmax_ref, softmax_variant_samples)
+    add("Tensor.log_softmax", lambda a, **kw: a.log_softmax(**kw), _log_softmax_ref, softmax_variant_samples)
+    add("nn.functional.softmax", lambda a, **kw: F().softmax(a, **kw), _softmax_ref, softmax_variant_samples)
+    add("nn.functional.log_softmax", lambda a, **kw: F().log_softmax(a, **kw), _log_softmax_ref,
+        softmax_variant_samples)
+
+    # ---- linalg ---------------------------------------------------------
+
+    add("matmul", lambda a, b: T.matmul(a, b), np.matmul, matmul_samples)
+    add("Tensor.matmul", lambda a, b: a.matmul(b), np.matmul, lambda m, rng: matmul_samples(m, rng)[3:6])
+    add("mm", lambda a, b: T.mm(a, b), np.matmul, mm_samples)
+    add("Tensor.mm", lambda a, b: a.mm(b), np.matmul, lambda m, rng: mm_samples(m, rng)[:2])
+    add("bmm", lambda a, b: T.bmm(a, b), np.matmul,
+        lambda m, rng: [S(m(2, 3, 4), m(2, 4, 5)), S(m(1, 2, 3), m(1, 3, 1)), S(m(2, 3, 0), m(2, 0, 2))])
+    add("dot", lambda a, b: T.dot(a, b), np.dot,
+        lambda m, rng: [S(m(4), m(4)), S(m(1), m(1)), S(m(0), m(0)), S(NC(m(8), "step"), m(4))])
+    add("Tensor.dot", lambda a, b: a.dot(b), np.dot, lambda m, rng: [S(m(3), m(3))])
+    add("outer", lambda a, b: T.outer(a, b), np.outer,
+        lambda m, rng: [S(m(3), m(4)), S(m(1), m(2)), S(m(0), m(3)), S(NC(m(6), "step"), m(2))])
+
+    # ---- shape / indexing ------------------------------------------------
+
+    add("t", lambda a: T.t(a), lambda a: a.T,
+        lambda m, rng: [S(m(3, 4)), S(m(4)), S(m()), S(NC(m(4, 3), "t"))])
+    add("Tensor.t", lambda a: a.t(), lambda a: a.T, shape_samples_2d)
+    add("Tensor.T", lambda a: a.T, lambda a: a.T, shape_samples_2d)
+    add("transpose", lambda a, d0, d1: T.transpose(a, d0, d1), np.swapaxes,
+        lambda m, rng: [S(m(3, 4), 0, 1), S(m(2, 3, 4), 0, 2), S(m(2, 3, 4), -1, 1), S(NC(m(4, 3), "t"), 1, 0)])
+    add("Tensor.transpose", lambda a, d0, d1: a.transpose(d0, d1), np.swapaxes,
+        lambda m, rng: [S(m(2, 3, 4), -1, 0)])
+    add("permute", lambda a, dims: T.permute(a, dims), np.transpose,
+        lambda m, rng: [S(m(2, 3, 4), (2, 0, 1)), S(m(3, 4), (1, 0)), S(NC(m(4, 3), "t"), (1, 0))])
+    add("Tensor.permute", lambda a, *dims: a.permute(*dims), lambda a, *dims: np.transpose(a, _sizes(dims)),
+        lambda m, rng: [S(m(2, 3, 4), 2, 0, 1), S(m(2, 3, 4), (1, 2, 0)), S(m(2, 3, 4), -1, 0, 1)])
+    add("reshape", lambda a, shape: T.reshape(a, shape), np.reshape,
+        lambda m, rng: [S(m(3, 4), (4, 3)), S(m(3, 4), (-1,)), S(m(2, 3, 4), (6, -1)), S(m(1), ()),
+                        S(m(), (1, 1)), S(m(2, 0), (0, 5)), S(NC(m(4, 3), "t"), (-1,)),
+                        S(NC(m(6, 4), "step"), (2, 6))])
+    add("Tensor.reshape", lambda a, *shape: a.reshape(*shape), lambda a, *shape: a.reshape(*shape),
+        lambda m, rng: [S(m(3, 4), 2, 6), S(m(3, 4), (2, -1)), S(NC(m(4, 3), "t"), 12)])
+    add("Tensor.view", lambda a, *shape: a.view(*shape), lambda a, *shape: a.reshape(*shape),
+        lambda m, rng: [S(m(3, 4), 4, 3), S(m(3, 4), -1), S(m(2, 3, 4), (6, -1)), S(m(), 1),
+                        S(m(2, 0), 0, 3), S(NC(m(4, 6), "step"), 2, 2, 3)])
+    add("flatten", lambda a, *args, **kw: T.flatten(a, *args, **kw), _flatten_ref,
+        lambda m, rng: [S(m(2, 3, 4)), S(m(2, 3, 4), 1), S(m(2, 3, 4), start_dim=0, end_dim=1),
+                        S(m(2, 3, 4, 2), 1, -2), S(m()), S(NC(m(4, 3), "t"))])
+    add("Tensor.flatten", lambda a, *args, **kw: a.flatten(*args, **kw), _flatten_ref,
+        lambda m, rng: [S(m(2, 3, 4)), S(m(2, 3, 4), start_dim=-2)])
+    add("squeeze", lambda a, *args: T.squeeze(a, *args), _squeeze_ref,
+        lambda m, rng: [S(m(3, 1, 4, 1)), S(m(3, 1, 4), 1), S(m(3, 1, 4), 0), S(m(3, 4, 1), -1),
+                        S(m()), S(m(1, 1))])
+    add("Tensor.squeeze", lambda a, *args: a.squeeze(*args), _squeeze_ref,
+        lambda m, rng: [S(m(1, 3, 1)), S(m(1, 3), 0), S(NC(m(1, 3), "t"), 1)])
+    add("unsqueeze", lambda a, d: T.unsqueeze(a, d), np.expand_dims,
+        lambda m, rng: [S(m(3, 4), 0), S(m(3, 4), -1), S(m(3, 4), 1), S(m(), 0), S(NC(m(4, 3), "t"), 2)])
+    add("Tensor.unsqueeze", lambda a, d: a.unsqueeze(d), np.expand_dims, lambda m, rng: [S(m(3), -2)])
+    add("Tensor.expand", lambda a, *sizes: a.expand(*sizes), _expand_ref,
+        lambda m, rng: [S(m(3, 1), 3, 4).bc(), S(m(3, 1), 2, 3, 4).bc(), S(m(3, 1), -1, 4).bc(),
+                        S(m(3, 1), (3, 4)).bc(), S(m(), 2, 3).bc(), S(m(1, 4), 0, 4).bc(),
+                        S(NC(m(1, 3), "t"), 3, 2).bc()])
+    add("Tensor.expand_as", lambda a, b: a.expand_as(b), lambda a, b: np.broadcast_to(a, b.shape).copy(),
+        lambda m, rng: [S(m(3, 1), m(3, 4)).bc(), S(m(4), m(2, 3, 4)).bc()])
+    add("Tensor.repeat", lambda a, *reps: a.repeat(*reps), _repeat_ref,
+        lambda m, rng: [S(m(2, 3), 2, 2), S(m(2, 3), 2, 1, 1), S(m(2, 3), (1, 3)), S(m(), 3),
+                        S(NC(m(3, 2), "t"), 1, 2)])
+    add("cat", lambda ts, **kw: T.cat(ts, **kw), lambda ts, dim=0: np.concatenate(ts, axis=dim),
+        lambda m, rng: [S([m(2, 3), m(4, 3)]), S([m(2, 3), m(2, 1)], dim=1), S([m(2, 3), m(2, 2), m(2, 1)], dim=-1),
+                        S((m(2, 3), m(1, 3)), dim=0), S([m(0, 3), m(2, 3)], dim=0), S([m(3)]),
+                        S([NC(m(4, 3), "t"), m(3, 2)], dim=1)])
+    add("stack", lambda ts, **kw: T.stack(ts, **kw), lambda ts, dim=0: np.stack(ts, axis=dim),
+        lambda m, rng: [S([m(2, 3), m(2, 3), m(2, 3)]), S([m(2, 3), m(2, 3)], dim=1), S([m(2, 3), m(2, 3)], dim=-1),
+                        S([m(), m()]), S((m(0), m(0)), dim=0), S([NC(m(4, 3), "t"), m(3, 4)], dim=2)])
+    add("split", lambda a, s, **kw: T.split(a, s, **kw), _split_ref,
+        lambda m, rng: [S(m(5, 3), 2), S(m(5, 3), 3, dim=0), S(m(2, 4), [1, 3], dim=1), S(m(2, 5), 5, dim=-1),
+                        S(NC(m(4, 3), "t"), [1, 1, 2], dim=1)])
+    add("Tensor.split", lambda a, s, **kw: a.split(s, **kw), _split_ref,
+        lambda m, rng: [S(m(5, 3), 2), S(m(2, 4), [3, 1], dim=1)])
+    add("chunk", lambda a, c, **kw: T.chunk(a, c, **kw), _chunk_ref,
+        lambda m, rng: [S(m(2, 7), 3, dim=1), S(m(5, 3), 2), S(m(6, 2), 4), S(m(3, 2), 3),
+                        S(NC(m(4, 3), "t"), 2, dim=1)])
+    add("Tensor.chunk", lambda a, c, **kw: a.chunk(c, **kw), _chunk_ref, lambda m, rng: [S(m(4, 3), 2)])
+    add("__getitem__", lambda a, idx: a[idx], lambda a, idx: a[idx], getitem_samples)
+    add("gather", lambda a, d, idx: T.gather(a, d, idx), _gather_ref, gather_samples)
+    add("gather.kwargs", lambda a, d, idx: T.gather(a, dim=d, index=idx), _gather_ref,
+        lambda m, rng: gather_samples(m, rng)[:1])
+    add("Tensor.gather", lambda a, d, idx: a.gather(d, idx), _gather_ref, lambda m, rng: gather_samples(m, rng)[1:3])
+    add("index_select", lambda a, d, idx: T.index_select(a, d, idx), lambda a, d, idx: np.take(a, idx, axis=d),
+        index_select_samples)
+    add("Tensor.index_select", lambda a, d, idx: a.index_select(d, idx), lambda a, d, idx: np.take(a, idx, axis=d),
+        lambda m, rng: index_select_samples(m, rng)[:2])
+    masked_fill_ref = lambda a, mask, v: np.where(mask, v, a)  # noqa: E731
+    add("masked_fill", lambda a, mask, v: T.masked_fill(a, mask, v), masked_fill_ref, masked_fill_samples)
+    add("Tensor.masked_fill", lambda a, mask, v: a.masked_fill(mask, v), masked_fill_ref, masked_fill_samples)
+
+    # ---- nn.functional -----------------------------------------------------
+
+    add("nn.functional.mse_loss", lambda a, b, **kw: F().mse_loss(a, b, **kw), _mse_ref, mse_samples)
+    add("nn.functional.cross_entropy", lambda x, t, **kw: F().cross_entropy(x, t, **kw), _cross_entropy_ref,
+        cross_entropy_samples)
+    add("nn.functional.nll_loss", lambda x, t, **kw: F().nll_loss(x, t, **kw), _nll_ref, cross_entropy_samples)
+    add("nn.functional.nll_loss.log_softmax",
+        lambda x, t, **kw: F().nll_loss(F().log_softmax(x, dim=1), t, **kw), _cross_entropy_ref,
+        cross_entropy_samples)
+    add("nn.functional.linear", lambda *args: F().linear(*args), _linear_ref, linear_samples)
+
+    # ---- comparisons (forward only, bool results) ---------------------------
+
+    comparisons = [
+        ("eq", np.equal, "__eq__", lambda a, b: a == b),
+        ("ne", np.not_equal, "__ne__", lambda a, b: a != b),
+        ("lt", np.less, "__lt__", lambda a, b: a < b),
+        ("le", np.less_equal, "__le__", lambda a, b: a <= b),
+        ("gt", np.greater, "__gt__", lambda a, b: a > b),
+        ("ge", np.greater_equal, "__ge__", lambda a, b: a >= b),
+    ]
+    nograd = dict(supports_grad=False, supports_gradgrad=False)
+    for name, ref, dunder, f in comparisons:
+        add(name, (lambda n: lambda a, b: getattr(T, n)(a, b))(name), ref, comparison_samples, **nograd)
+        add(f"{name}.scalar", (lambda n: lambda a, b: getattr(T, n)(a, b))(name), ref, comparison_scalar_samples,
+            **nograd)
+        add(f"Tensor.{name}", (lambda n: lambda a, b: getattr(a, n)(b))(name), ref,
+            lambda m, rng: comparison_samples(m, rng)[:2] + comparison_scalar_samples(m, rng)[:1], **nograd)
+        add(dunder, f, f, lambda m, rng: comparison_samples(m, rng)[:3] + comparison_scalar_samples(m, rng)[:2],
+            **nograd)
+        # python scalar on the left: python reflects `0.5 < t` to `t > 0.5`
+        add(f"{dunder}.reflected", (lambda g: lambda a, b: g(b, a))(f), (lambda g: lambda a, b: g(b, a))(f),
+            lambda m, rng: [S(m(3, 4), 0.5)], **nograd)
+
+    return db
+
+
+op_db: list[OpInfo] = build_op_db(rgrad)

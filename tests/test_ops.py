@@ -1,0 +1,213 @@
+"""Op-level checks driven by the table in tests/op_db.py.
+
+For every op and sample input:
+* forward values against the numpy reference, in float32 and float64, with the
+  result dtype torch would give (the input dtype, bool for comparisons, int64
+  for indices) and the right shape;
+* autograd Jacobians against central differences in float64 (``check_grad``);
+* second derivatives (``check_gradgrad``) for every op that has them in torch;
+* gradients of broadcast inputs have the input's shape (``.backward()``/``.grad``);
+* integer / bool outputs never require grad;
+* parity with torch itself, when torch is installed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rgrad
+from fdcheck import check_grad, check_gradgrad, float_outputs, numerical_jacobian
+from op_db import op_db
+
+
+def _params(predicate=lambda op, sample: True):
+    return [
+        pytest.param(op, sample, id=f"{op.name}-{i}")
+        for op in op_db
+        for i, sample in enumerate(op.samples)
+        if predicate(op, sample)
+    ]
+
+
+FORWARD = [
+    pytest.param(op, sample, dtype, id=f"{op.name}-{i}-{dtype}")
+    for op in op_db
+    for i, sample in enumerate(op.samples)
+    for dtype in op.dtypes
+]
+GRAD = _params(lambda op, s: op.supports_grad and s.grad)
+GRADGRAD = _params(lambda op, s: op.supports_gradgrad and s.grad)
+BROADCAST = _params(lambda op, s: op.supports_grad and s.grad and s.broadcast)
+ALL = _params()
+
+
+def _outputs(out, T=rgrad):
+    if isinstance(out, T.Tensor):
+        return [out]
+    return list(out)
+
+
+def _expected_dtype(expected: np.ndarray, dtype: str):
+    kind = expected.dtype.kind
+    if kind == "b":
+        return rgrad.bool
+    if kind in "iu":
+        return rgrad.int64
+    return getattr(rgrad, dtype)
+
+
+def _assert_output_matches(actual, expected, dtype, atol, rtol, where):
+    assert isinstance(actual, rgrad.Tensor), f"{where}: expected a tensor, got {type(actual).__name__}"
+    expected = np.asarray(expected)
+    assert tuple(actual.shape) == expected.shape, f"{where}: shape {tuple(actual.shape)} != expected {expected.shape}"
+    want = _expected_dtype(expected, dtype)
+    assert actual.dtype == want, f"{where}: dtype {actual.dtype} != expected {want}"
+    got = np.asarray(actual.detach().numpy())
+    if expected.dtype.kind == "f":
+        np.testing.assert_allclose(got, expected, atol=atol, rtol=rtol, equal_nan=True, err_msg=where)
+    else:
+        np.testing.assert_array_equal(got, expected, err_msg=where)
+
+
+def _assert_outputs_match(op, actual, expected, dtype):
+    atol, rtol = op.tols(dtype)
+    if isinstance(expected, (tuple, list)):
+        assert not isinstance(actual, rgrad.Tensor), f"{op.name}: expected {len(expected)} outputs, got one tensor"
+        actual = list(actual)
+        assert len(actual) == len(expected), f"{op.name}: {len(actual)} outputs, expected {len(expected)}"
+        for k, (a, e) in enumerate(zip(actual, expected)):
+            _assert_output_matches(a, e, dtype, atol, rtol, f"{op.name} output {k}")
+    else:
+        _assert_output_matches(actual, expected, dtype, atol, rtol, op.name)
+
+
+# --------------------------------------------------------------------------
+
+
+def test_op_db_is_well_formed():
+    names = [op.name for op in op_db]
+    assert len(names) == len(set(names)), "duplicate op names"
+    for op in op_db:
+        assert op.samples, f"{op.name} has no samples"
+        if op.supports_grad:
+            assert any(s.grad for s in op.samples), f"{op.name} has no gradient sample"
+        for s in op.samples:
+            for v in s.kwargs.values():
+                assert not isinstance(v, np.ndarray), f"{op.name}: arrays belong in args, not kwargs"
+
+
+@pytest.mark.parametrize("op,sample,dtype", FORWARD)
+def test_forward(op, sample, dtype):
+    actual = op.op(*sample.tensor_args(rgrad, dtype), **sample.kwargs)
+    expected = op.reference(sample, dtype)
+    _assert_outputs_match(op, actual, expected, dtype)
+
+
+@pytest.mark.parametrize("op,sample", GRAD)
+def test_grad(op, sample):
+    fn, inputs = sample.grad_problem(op.op, rgrad)
+    check_grad(fn, [rgrad.tensor(x) for x in inputs], atol=op.grad_atol, rtol=op.grad_rtol)
+
+
+@pytest.mark.parametrize("op,sample", GRADGRAD)
+def test_gradgrad(op, sample):
+    fn, inputs = sample.grad_problem(op.op, rgrad)
+    check_gradgrad(fn, [rgrad.tensor(x) for x in inputs], atol=op.grad_atol, rtol=op.grad_rtol)
+
+
+@pytest.mark.parametrize("op,sample", BROADCAST)
+def test_broadcast_grad_shape(op, sample):
+    """``loss.backward()`` leaves ``.grad`` of each broadcast input with that input's
+    shape (broadcast dims summed out), matching the finite-difference VJP."""
+    fn, inputs = sample.grad_problem(op.op, rgrad)
+    leaves = [rgrad.tensor(x, requires_grad=True) for x in inputs]
+    outs = float_outputs(fn(*leaves))
+    rng = np.random.RandomState(7)
+    vs = [rng.standard_normal(tuple(o.shape)) for o in outs]
+    loss = None
+    for o, v in zip(outs, vs):
+        term = (o * rgrad.tensor(v)).sum()
+        loss = term if loss is None else loss + term
+    loss.backward()
+    v_full = np.concatenate([v.reshape(-1) for v in vs])
+    for i, (leaf, x, jac) in enumerate(zip(leaves, inputs, numerical_jacobian(fn, inputs))):
+        expected = (v_full @ jac).reshape(x.shape)
+        if leaf.grad is None:  # allowed only for an input the outputs do not depend on (expand_as's `other`)
+            assert not np.any(jac), f"input {i} (shape {x.shape}) got no .grad"
+            continue
+        assert tuple(leaf.grad.shape) == x.shape, f"input {i}: grad shape {tuple(leaf.grad.shape)} != {x.shape}"
+        np.testing.assert_allclose(
+            leaf.grad.detach().numpy(), expected, atol=1e-5, rtol=1e-3,
+            err_msg=f"input {i}: .grad differs from the finite-difference VJP",
+        )
+
+
+@pytest.mark.parametrize("op,sample", _params(lambda op, s: s is op.samples[0]))
+def test_requires_grad_propagation(op, sample):
+    """Float outputs of differentiable ops require grad; integer/bool outputs
+    (and everything from a non-differentiable op) do not."""
+    fn, inputs = sample.grad_problem(op.op, rgrad)
+    outs = [o for o in _outputs(fn(*[rgrad.tensor(x, requires_grad=True) for x in inputs]))]
+    assert outs
+    for k, o in enumerate(outs):
+        is_float = o.dtype in (rgrad.float32, rgrad.float64)
+        should = op.supports_grad and is_float
+        assert o.requires_grad == should, f"output {k} ({o.dtype}): requires_grad={o.requires_grad}, want {should}"
+
+
+# --------------------------------------------------------------------------
+# parity with torch (optional)
+# --------------------------------------------------------------------------
+
+_TORCH_DB = None
+
+
+def _torch_ops(torch):
+    global _TORCH_DB
+    if _TORCH_DB is None:
+        from op_db import build_op_db
+
+        _TORCH_DB = {op.name: op for op in build_op_db(torch)}
+    return _TORCH_DB
+
+
+def _dtype_name(dt) -> str:
+    return str(dt).split(".")[-1]
+
+
+@pytest.mark.parametrize("op,sample", ALL)
+def test_torch_parity(op, sample):
+    torch = pytest.importorskip("torch")
+    torch_op = _torch_ops(torch)[op.name]
+    differentiable = op.supports_grad and sample.grad
+    fn_r, inputs = sample.grad_problem(op.op, rgrad)
+    fn_t, _ = sample.grad_problem(torch_op.op, torch)
+    leaves_r = [rgrad.tensor(x.copy(), requires_grad=differentiable) for x in inputs]
+    leaves_t = [torch.tensor(x.copy(), requires_grad=differentiable) for x in inputs]
+    outs_r = _outputs(fn_r(*leaves_r))
+    outs_t = _outputs(fn_t(*leaves_t), torch)
+    assert len(outs_r) == len(outs_t), f"{len(outs_r)} outputs, torch gives {len(outs_t)}"
+    for k, (r, t) in enumerate(zip(outs_r, outs_t)):
+        assert tuple(r.shape) == tuple(t.shape), f"output {k}: shape {tuple(r.shape)} vs torch {tuple(t.shape)}"
+        assert _dtype_name(r.dtype) == _dtype_name(t.dtype), f"output {k}: dtype {r.dtype} vs torch {t.dtype}"
+        np.testing.assert_allclose(
+            np.asarray(r.detach().numpy()), t.detach().numpy(), atol=1e-10, rtol=1e-9, equal_nan=True,
+            err_msg=f"output {k} differs from torch",
+        )
+    if not differentiable:
+        return
+    floats_r = [o for o in float_outputs(outs_r) if o.requires_grad]
+    floats_t = [o for o in outs_t if o.dtype.is_floating_point and o.requires_grad]
+    assert len(floats_r) == len(floats_t), "different number of differentiable outputs than torch"
+    if not floats_t:
+        return
+    rng = np.random.RandomState(3)
+    vs = [rng.standard_normal(tuple(o.shape)) for o in floats_t]
+    grads_r = rgrad.autograd.grad(floats_r, leaves_r, grad_outputs=[rgrad.tensor(v) for v in vs], allow_unused=True)
+    grads_t = torch.autograd.grad(floats_t, leaves_t, grad_outputs=[torch.tensor(v) for v in vs], allow_unused=True)
+    for i, (gr, gt, x) in enumerate(zip(grads_r, grads_t, inputs)):
+        gr = np.zeros(x.shape) if gr is None else np.asarray(gr.detach().numpy())
+        gt = np.zeros(x.shape) if gt is None else gt.detach().numpy()
+        assert gr.shape == gt.shape, f"grad {i}: shape {gr.shape} vs torch {gt.shape}"
+        np.testing.assert_allclose(gr, gt, atol=1e-10, rtol=1e-9, err_msg=f"grad of input {i} differs from torch")
