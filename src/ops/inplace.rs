@@ -178,6 +178,11 @@ fn inplace(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tens
     Ok(x.clone())
 }
 
+/// Runs an out-of-place op on `x` and commits it into `x` (for the binding layer).
+pub fn commit_checked(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<()> {
+    inplace(x, f).map(|_| ())
+}
+
 pub fn add_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     inplace(x, |x| add_op(Operand::T(x), other, alpha))
 }

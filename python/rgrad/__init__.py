@@ -1,0 +1,110 @@
+"""rgrad: torch.autograd rebuilt on a Rust core.
+
+Autograd code written for PyTorch runs with ``import rgrad as torch``.
+"""
+
+from rgrad import _C
+from rgrad._C import (
+    Tensor,
+    arange,
+    cat,
+    empty,
+    eye,
+    full,
+    get_num_threads,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    linspace,
+    manual_seed,
+    ones,
+    rand,
+    randn,
+    set_num_threads,
+    stack,
+    where,
+    zeros,
+)
+from rgrad._C import bool as bool  # noqa: A001  (torch exports these names too)
+from rgrad._C import dtype, float32, float64, int64
+from rgrad import _tensor  # noqa: F401  (installs the Python-side Tensor methods)
+from rgrad._tensor import Size, device, from_numpy, full_like, ones_like, rand_like, randint, randn_like, zeros_like
+from rgrad import autograd, nn, return_types, utils  # noqa: F401
+from rgrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+
+float = float32  # noqa: A001
+double = float64
+long = int64
+
+__version__ = "0.1.0"
+
+# Function forms of Tensor methods: the method descriptors themselves, so that
+# ``rgrad.exp(x)`` costs exactly what ``x.exp()`` costs.
+_METHOD_FUNCTIONS = (
+    "add sub mul div pow neg abs sign relu exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid reciprocal "
+    "logical_not logical_and logical_or clamp clip maximum minimum sum mean prod var std norm amax amin argmax "
+    "argmin logsumexp softmax log_softmax matmul mm bmm mv dot outer t transpose permute reshape flatten squeeze "
+    "unsqueeze gather index_select masked_fill eq ne lt le gt ge detach clone split chunk unbind narrow select "
+    "numel max min"
+).split()
+for _name in _METHOD_FUNCTIONS:
+    globals()[_name] = getattr(Tensor, _name)
+del _name
+
+sub = Tensor.sub
+subtract = Tensor.sub
+multiply = Tensor.mul
+divide = Tensor.div
+true_divide = Tensor.div
+negative = Tensor.neg
+absolute = Tensor.abs
+concat = cat
+concatenate = cat
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Constructs a tensor with no autograd history by copying `data`.
+
+    Args:
+        data: A number, a (nested) list or tuple of numbers, a NumPy array, or a Tensor.
+        dtype: The desired dtype (inferred from the data by default).
+        device: Only 'cpu' (or None) is accepted.
+        requires_grad: Whether autograd records operations on the result.
+
+    Returns:
+        A new tensor.
+    """
+    if device is not None:
+        _tensor.device(device)
+    if type(data).__module__ == "numpy" and hasattr(data, "__array_interface__") and getattr(data, "ndim", 0) > 0:
+        t = from_numpy(data)
+        if dtype is not None:
+            t = t.to(dtype)
+        if requires_grad:
+            t.requires_grad_()
+        return t
+    return _C.tensor(data, dtype=dtype, requires_grad=requires_grad)
+
+
+def is_tensor(obj) -> "builtins.bool":  # noqa: F821
+    """Returns True if `obj` is an rgrad tensor."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    """Returns the number of elements of `input`."""
+    return input.numel()
+
+
+def square(input: Tensor) -> Tensor:
+    """Returns `input * input`."""
+    return input * input
+
+
+__all__ = [
+    "Tensor", "Size", "dtype", "device", "float32", "float64", "int64", "bool", "float", "double", "long",
+    "tensor", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "rand", "randn", "randint",
+    "rand_like", "randn_like", "arange", "linspace", "eye", "manual_seed", "from_numpy", "cat", "concat", "stack",
+    "where", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+    "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "autograd", "nn", "is_tensor", "square",
+    *_METHOD_FUNCTIONS,
+]

@@ -1,0 +1,156 @@
+"""rgrad.autograd: reverse-mode automatic differentiation (torch.autograd's API)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rgrad import _C
+from rgrad._C import Tensor
+from rgrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+
+__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "graph"]
+
+
+def _as_tuple(x) -> tuple:
+    if x is None:
+        return ()
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) -> list:
+    """Validates user-given output gradients and creates the implicit ones (torch's rules)."""
+    from rgrad._tensor import Size
+
+    new_grads = []
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        if isinstance(g, Tensor):
+            if g.shape != out.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {Size(g.shape)!r} and output[{i}] has a "
+                    f"shape of {Size(out.shape)!r}."
+                )
+            if out.dtype.is_floating_point != g.dtype.is_floating_point:
+                raise RuntimeError(
+                    f"For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch "
+                    f"in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] has a dtype of {out.dtype}."
+                )
+            new_grads.append(g)
+        elif g is None:
+            if out.requires_grad:
+                if out.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if not out.dtype.is_floating_point:
+                    raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
+                new_grads.append(_C.ones(out._shape, dtype=out.dtype))
+            else:
+                new_grads.append(None)
+        else:
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+    return new_grads
+
+
+def _check_outputs(outputs: tuple, grads: list) -> None:
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        if not out.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+
+
+def backward(
+    tensors,
+    grad_tensors=None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    grad_variables=None,
+    inputs=None,
+) -> None:
+    """Computes the sum of gradients of given tensors with respect to graph leaves.
+
+    Args:
+        tensors: Tensors of which the derivative will be computed.
+        grad_tensors: The "vector" in the vector-Jacobian product, one per tensor (None for scalars).
+        retain_graph: Keep the graph's saved tensors for another backward (defaults to `create_graph`).
+        create_graph: Record the backward pass so that higher-order derivatives can be taken.
+        grad_variables: Deprecated alias of `grad_tensors`.
+        inputs: Tensors to accumulate gradients into; by default every leaf of the graph.
+    """
+    if grad_variables is not None:
+        import warnings
+
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
+        if grad_tensors is None:
+            grad_tensors = grad_variables
+        else:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both passed to `backward()`. "
+                               "Please only use `grad_tensors`.")
+    if inputs is not None and len(_as_tuple(inputs)) == 0:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    outputs = _as_tuple(tensors)
+    for t in outputs:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward(): tensors must be Tensors, not {type(t).__name__}")
+    grads = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs")
+    grads = _make_grads(outputs, grads)
+    _check_outputs(outputs, grads)
+    if retain_graph is None:
+        retain_graph = create_graph
+    _C._run_backward(list(outputs), grads, bool(retain_graph), bool(create_graph), list(_as_tuple(inputs)), True, False)
+
+
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    only_inputs: bool = True,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+) -> tuple:
+    """Computes and returns the sum of gradients of outputs with respect to the inputs.
+
+    Args:
+        outputs: Outputs of the differentiated function.
+        inputs: Inputs w.r.t. which the gradient is returned (not accumulated into `.grad`).
+        grad_outputs: The "vector" in the vector-Jacobian product, one per output.
+        retain_graph: Keep the graph for another backward (defaults to `create_graph`).
+        create_graph: Record the backward so that higher-order derivatives can be taken.
+        only_inputs: Deprecated and ignored.
+        allow_unused: If False, an input not used to compute the outputs is an error.
+        is_grads_batched: Not supported by rgrad (must be False).
+        materialize_grads: Return zeros instead of None for unused inputs (implies allow_unused).
+
+    Returns:
+        A tuple with one gradient (or None) per input.
+    """
+    if is_grads_batched:
+        raise RuntimeError("rgrad.autograd.grad: is_grads_batched=True is not supported")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+                         "allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outs = _as_tuple(outputs)
+    ins = _as_tuple(inputs)
+    for t in (*outs, *ins):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad(): expected Tensors, but got {type(t).__name__}")
+    gouts = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
+    if len(gouts) != len(outs):
+        raise RuntimeError(f"grad_outputs must be of the same length as outputs (got {len(gouts)} and {len(outs)})")
+    gouts = _make_grads(outs, gouts)
+    _check_outputs(outs, gouts)
+    if retain_graph is None:
+        retain_graph = create_graph
+    result = _C._run_backward(list(outs), gouts, bool(retain_graph), bool(create_graph), list(ins), False,
+                              bool(allow_unused))
+    if materialize_grads:
+        result = [g if g is not None else _C.zeros(i._shape, dtype=i.dtype) for g, i in zip(result, ins)]
+    return tuple(result)
+
+
+from rgrad.autograd import graph  # noqa: E402,F401

@@ -1,0 +1,134 @@
+"""Grad-mode context managers (thread-local, as in torch); each also works as a decorator."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+from rgrad import _C
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode"]
+
+
+class _DecoratorContextManager:
+    """A context manager that can also decorate functions (and generator functions)."""
+
+    def __call__(self, func):
+        if inspect.isclass(func):
+            raise RuntimeError("Decorating classes is deprecated and will be disabled in future versions.")
+        if inspect.isgeneratorfunction(func):
+
+            @functools.wraps(func)
+            def gen_wrapper(*args, **kwargs):
+                gen = func(*args, **kwargs)
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException as e:  # noqa: BLE001  (re-thrown into the generator)
+                        with self.clone():
+                            response = gen.throw(e)
+                    else:
+                        with self.clone():
+                            try:
+                                response = gen.send(request)
+                            except StopIteration as stop:
+                                return stop.value
+
+            return gen_wrapper
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return func(*args, **kwargs)
+
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_DecoratorContextManager):  # noqa: N801
+    """Context manager that disables gradient calculation.
+
+    Results computed inside have ``requires_grad=False``. Also usable as a decorator.
+    """
+
+    def __init__(self) -> None:
+        self.prev = False
+
+    def __enter__(self) -> None:
+        self.prev = _C._set_grad_enabled(False)
+
+    def __exit__(self, *args) -> None:
+        _C._set_grad_enabled(self.prev)
+
+
+class enable_grad(_DecoratorContextManager):  # noqa: N801
+    """Context manager that enables gradient calculation (inside no_grad, say)."""
+
+    def __enter__(self) -> None:
+        self.prev = _C._set_grad_enabled(True)
+
+    def __exit__(self, *args) -> None:
+        _C._set_grad_enabled(self.prev)
+
+
+class set_grad_enabled(_DecoratorContextManager):  # noqa: N801
+    """Sets gradient calculation on or off.
+
+    Works as a context manager, a decorator, or a plain call (which takes effect at once).
+
+    Args:
+        mode: Whether to enable grad (True) or disable it (False).
+    """
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _C._set_grad_enabled(bool(mode))
+        self.mode = bool(mode)
+
+    def __call__(self, func):
+        _C._set_grad_enabled(self.prev)
+        return super().__call__(func)
+
+    def __enter__(self) -> None:
+        _C._set_grad_enabled(self.mode)
+
+    def __exit__(self, *args) -> None:
+        _C._set_grad_enabled(self.prev)
+
+    def clone(self) -> "set_grad_enabled":
+        return self.__class__(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):  # noqa: N801
+    """Context manager for inference: like no_grad, and tensors made inside never need history.
+
+    Args:
+        mode: Enable (True, default) or disable inference mode.
+    """
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = mode
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)
+
+    def __enter__(self) -> None:
+        self.prev = _C._set_inference_mode(self.mode) if self.mode else (
+            _C.is_inference_mode_enabled(), _C.is_grad_enabled())
+        if not self.mode:
+            _C._set_inference_mode(False)
+
+    def __exit__(self, *args) -> None:
+        _C._restore_inference_mode(self.prev)
+
+    def clone(self) -> "inference_mode":
+        return self.__class__(self.mode)

@@ -1,0 +1,3 @@
+"""rgrad.nn: the functional layer (``rgrad.nn.functional``)."""
+
+from rgrad.nn import functional  # noqa: F401

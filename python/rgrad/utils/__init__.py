@@ -1,0 +1,3 @@
+"""Utilities (hook handles)."""
+
+from rgrad.utils import hooks  # noqa: F401

@@ -1,0 +1,310 @@
+//! The `rgrad._C` extension module: the only code that uses PyO3. It converts
+//! arguments, calls the core, and converts results and errors back.
+
+mod convert;
+mod error;
+mod node;
+mod pytensor;
+
+use crate::autograd::{engine, grad_mode};
+use crate::dtype::{DType, Scalar};
+use crate::ops;
+use crate::tensor::Tensor;
+use convert::scalar;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use pytensor::{dtype_arg, wrap, PyDType, PyTensor};
+
+fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    if requires_grad {
+        t.set_requires_grad(true)?;
+    }
+    wrap(py, t)
+}
+
+/// torch.tensor(data, dtype=None, requires_grad=False): always copies.
+#[pyfunction]
+#[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
+fn tensor(py: Python<'_>, data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    let _ = device;
+    let (buf, shape) = convert::data_to_buffer(data, dtype_arg(dtype)?)?;
+    finish(py, Tensor::from_buffer(buf, &shape), requires_grad)
+}
+
+/// Builds a tensor from raw native-endian bytes (used by from_numpy).
+#[pyfunction]
+fn _from_bytes(py: Python<'_>, data: &[u8], dtype: &Bound<'_, PyAny>, shape: Vec<usize>) -> PyResult<Py<PyTensor>> {
+    let d = dtype_arg(Some(dtype))?.ok_or_else(|| PyTypeError::new_err("dtype required"))?;
+    let n: usize = shape.iter().product();
+    if data.len() != n * d.size_in_bytes() {
+        return Err(PyTypeError::new_err("byte length does not match shape and dtype"));
+    }
+    use crate::storage::Buffer;
+    let buf = match d {
+        DType::F32 => Buffer::F32(data.chunks_exact(4).map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect()),
+        DType::F64 => Buffer::F64(data.chunks_exact(8).map(|c| f64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect()),
+        DType::I64 => Buffer::I64(data.chunks_exact(8).map(|c| i64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect()),
+        DType::Bool => Buffer::Bool(data.iter().map(|&b| b != 0).collect()),
+    };
+    wrap(py, Tensor::from_buffer(buf, &shape))
+}
+
+macro_rules! factory {
+    ($name:ident, $default:expr, |$shape:ident, $dtype:ident| $body:expr) => {
+        #[pyfunction]
+        #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
+        fn $name(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+            let _ = device;
+            let $shape = convert::shape_of(&convert::sizes(size, stringify!($name))?)?;
+            let $dtype = dtype_arg(dtype)?.unwrap_or($default);
+            let t: Tensor = $body?;
+            finish(py, t, requires_grad)
+        }
+    };
+}
+factory!(zeros, DType::F32, |s, d| ops::zeros(&s, d));
+factory!(ones, DType::F32, |s, d| ops::ones(&s, d));
+factory!(empty, DType::F32, |s, d| ops::zeros(&s, d));
+factory!(rand, DType::F32, |s, d| ops::rand(&s, d));
+factory!(randn, DType::F32, |s, d| ops::randn(&s, d));
+
+/// torch.full(size, fill_value, dtype=None): the dtype follows the fill value.
+#[pyfunction]
+#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
+fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    let _ = device;
+    let s = convert::shape_of(&convert::sizes(&PyTuple::new(py, [size])?, "full")?)?;
+    let v = scalar(fill_value).ok_or_else(|| PyTypeError::new_err("full(): argument 'fill_value' must be Number"))?;
+    let d = dtype_arg(dtype)?.unwrap_or_else(|| v.default_dtype());
+    finish(py, ops::full(&s, v, d)?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false))]
+fn arange(py: Python<'_>, start: &Bound<'_, PyAny>, end: Option<&Bound<'_, PyAny>>, step: Option<&Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    let _ = device;
+    let num = |o: &Bound<'_, PyAny>| scalar(o).ok_or_else(|| PyTypeError::new_err("arange(): arguments must be numbers"));
+    let (a, b) = match end {
+        Some(e) if !e.is_none() => (num(start)?, num(e)?),
+        _ => (Scalar::Int(0), num(start)?),
+    };
+    let st = match step {
+        Some(s) if !s.is_none() => num(s)?,
+        _ => Scalar::Int(1),
+    };
+    let all_int = [a, b, st].iter().all(|s| !matches!(s, Scalar::Float(_)));
+    let d = dtype_arg(dtype)?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
+    finish(py, ops::arange(a.as_f64(), b.as_f64(), st.as_f64(), d)?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
+fn linspace(py: Python<'_>, start: f64, end: f64, steps: i64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    let _ = device;
+    let d = dtype_arg(dtype)?.unwrap_or(DType::F32);
+    finish(py, ops::linspace(start, end, steps, d)?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
+fn eye(py: Python<'_>, n: usize, m: Option<usize>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    let _ = device;
+    let d = dtype_arg(dtype)?.unwrap_or(DType::F32);
+    finish(py, ops::eye(n, m.unwrap_or(n), d)?, requires_grad)
+}
+
+/// torch.randint(low=0, high, size): the Python wrapper normalises the two call forms.
+#[pyfunction]
+#[pyo3(signature = (low, high, size, *, dtype=None, requires_grad=false))]
+fn _randint(py: Python<'_>, low: i64, high: i64, size: Vec<i64>, dtype: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    let s = convert::shape_of(&size)?;
+    let d = dtype_arg(dtype)?.unwrap_or(DType::I64);
+    finish(py, ops::randint(low, high, &s, d)?, requires_grad)
+}
+
+#[pyfunction]
+fn manual_seed(seed: i64) {
+    ops::manual_seed(seed as u64);
+}
+
+fn tensor_list(seq: &Bound<'_, PyAny>, fname: &str) -> PyResult<Vec<Tensor>> {
+    let mut v = Vec::new();
+    for (i, it) in seq.try_iter()?.enumerate() {
+        let it = it?;
+        v.push(convert::tensor_arg(&it, fname, "tensors", i).map_err(|_| {
+            PyTypeError::new_err(format!("expected Tensor as element {i} in argument 0, but got {}", convert::type_name(&it)))
+        })?);
+    }
+    Ok(v)
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=0))]
+fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
+    let ts = tensor_list(tensors, "cat")?;
+    wrap(py, py.detach(|| ops::cat(&ts, dim))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=0))]
+fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
+    let ts = tensor_list(tensors, "stack")?;
+    wrap(py, py.detach(|| ops::stack(&ts, dim))?)
+}
+
+#[pyfunction]
+#[pyo3(name = "where")]
+fn where_(py: Python<'_>, condition: &Bound<'_, PyAny>, input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    let c = convert::tensor_arg(condition, "where", "condition", 0)?;
+    let a = convert::arg(input).ok_or_else(|| PyTypeError::new_err("where(): argument 'input' must be Tensor or Number"))?;
+    let b = convert::arg(other).ok_or_else(|| PyTypeError::new_err("where(): argument 'other' must be Tensor or Number"))?;
+    wrap(py, ops::where_op(&c, a.operand(), b.operand())?)
+}
+
+// ---- autograd -------------------------------------------------------------------------
+
+/// The engine entry point behind rgrad.autograd.backward / grad (argument checking and
+/// implicit gradients are done in Python). Runs with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (tensors, grad_tensors, retain_graph, create_graph, inputs, accumulate, allow_unused))]
+#[allow(clippy::too_many_arguments)]
+fn _run_backward(
+    py: Python<'_>,
+    tensors: Vec<PyRef<'_, PyTensor>>,
+    grad_tensors: Vec<PyRef<'_, PyTensor>>,
+    retain_graph: bool,
+    create_graph: bool,
+    inputs: Vec<PyRef<'_, PyTensor>>,
+    accumulate: bool,
+    allow_unused: bool,
+) -> PyResult<Vec<Option<Py<PyTensor>>>> {
+    let outs: Vec<Tensor> = tensors.iter().map(|t| t.t.clone()).collect();
+    let grads: Vec<Tensor> = grad_tensors.iter().map(|t| t.t.clone()).collect();
+    let ins: Vec<Tensor> = inputs.iter().map(|t| t.t.clone()).collect();
+    let opts = engine::Options { retain_graph, create_graph, accumulate, allow_unused };
+    let r = py.detach(|| engine::run_backward(&outs, &grads, &ins, opts))?;
+    r.into_iter().map(|g| g.map(|g| wrap(py, g)).transpose()).collect()
+}
+
+#[pyfunction]
+fn is_grad_enabled() -> bool {
+    grad_mode::is_grad_enabled()
+}
+
+/// Sets grad mode for this thread and returns the previous value.
+#[pyfunction]
+fn _set_grad_enabled(mode: bool) -> bool {
+    grad_mode::set_grad_enabled(mode)
+}
+
+#[pyfunction]
+fn is_inference_mode_enabled() -> bool {
+    grad_mode::is_inference_mode_enabled()
+}
+
+#[pyfunction]
+fn _set_inference_mode(mode: bool) -> (bool, bool) {
+    grad_mode::set_inference_mode(mode)
+}
+
+#[pyfunction]
+fn _restore_inference_mode(prev: (bool, bool)) {
+    grad_mode::restore_inference_mode(prev)
+}
+
+#[pyfunction]
+fn set_num_threads(n: i64) -> PyResult<()> {
+    if n <= 0 {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err("set_num_threads expects a positive integer"));
+    }
+    crate::runtime::set_num_threads(n as usize);
+    Ok(())
+}
+
+#[pyfunction]
+fn get_num_threads() -> usize {
+    crate::runtime::num_threads()
+}
+
+/// Live autograd nodes in the arena (for tests of graph freeing).
+#[pyfunction]
+fn _live_nodes() -> usize {
+    crate::autograd::graph::live_nodes()
+}
+
+// ---- torch.nn.functional ----------------------------------------------------------------
+
+#[pyfunction]
+#[pyo3(signature = (input, target, reduction="mean"))]
+fn mse_loss(py: Python<'_>, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, reduction: &str) -> PyResult<Py<PyTensor>> {
+    let (x, t) = (convert::tensor_arg(input, "mse_loss", "input", 0)?, convert::tensor_arg(target, "mse_loss", "target", 1)?);
+    wrap(py, ops::mse_loss(&x, &t, ops::Reduction::parse(reduction)?)?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, target, reduction="mean", ignore_index=-100))]
+fn nll_loss(py: Python<'_>, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, reduction: &str, ignore_index: i64) -> PyResult<Py<PyTensor>> {
+    let (x, t) = (convert::tensor_arg(input, "nll_loss", "input", 0)?, convert::tensor_arg(target, "nll_loss", "target", 1)?);
+    wrap(py, ops::nll_loss(&x, &t, ops::Reduction::parse(reduction)?, ignore_index)?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, target, reduction="mean", ignore_index=-100))]
+fn cross_entropy(py: Python<'_>, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, reduction: &str, ignore_index: i64) -> PyResult<Py<PyTensor>> {
+    let (x, t) = (convert::tensor_arg(input, "cross_entropy", "input", 0)?, convert::tensor_arg(target, "cross_entropy", "target", 1)?);
+    wrap(py, py.detach(|| ops::cross_entropy(&x, &t, ops::Reduction::parse(reduction)?, ignore_index))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, weight, bias=None))]
+fn linear(py: Python<'_>, input: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>, bias: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    let (x, w) = (convert::tensor_arg(input, "linear", "input", 0)?, convert::tensor_arg(weight, "linear", "weight", 1)?);
+    let b = match bias {
+        Some(b) if !b.is_none() => Some(convert::tensor_arg(b, "linear", "bias", 2)?),
+        _ => None,
+    };
+    wrap(py, py.detach(|| ops::linear(&x, &w, b.as_ref()))?)
+}
+
+#[pymodule]
+#[pyo3(name = "_C")]
+fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyTensor>()?;
+    m.add_class::<PyDType>()?;
+    m.add_class::<node::PyNode>()?;
+    m.add_class::<node::PyAccumulateGrad>()?;
+    for d in [DType::F32, DType::F64, DType::I64, DType::Bool] {
+        m.add(d.name(), PyDType { d })?;
+    }
+    m.add_function(wrap_pyfunction!(tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(_from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(zeros, m)?)?;
+    m.add_function(wrap_pyfunction!(ones, m)?)?;
+    m.add_function(wrap_pyfunction!(empty, m)?)?;
+    m.add_function(wrap_pyfunction!(rand, m)?)?;
+    m.add_function(wrap_pyfunction!(randn, m)?)?;
+    m.add_function(wrap_pyfunction!(full, m)?)?;
+    m.add_function(wrap_pyfunction!(arange, m)?)?;
+    m.add_function(wrap_pyfunction!(linspace, m)?)?;
+    m.add_function(wrap_pyfunction!(eye, m)?)?;
+    m.add_function(wrap_pyfunction!(_randint, m)?)?;
+    m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(cat, m)?)?;
+    m.add_function(wrap_pyfunction!(stack, m)?)?;
+    m.add_function(wrap_pyfunction!(where_, m)?)?;
+    m.add_function(wrap_pyfunction!(_run_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(_restore_inference_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(_live_nodes, m)?)?;
+    m.add_function(wrap_pyfunction!(mse_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(nll_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;
+    m.add_function(wrap_pyfunction!(linear, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,1173 @@
+//! `rgrad.Tensor`: the Python face of the core tensor. Every method converts its
+//! arguments, calls one core op, and wraps the result; no math happens here.
+
+use super::convert::{self, arg, scalar, Arg};
+use super::node::node_object;
+use crate::autograd::graph::Hook;
+use crate::backend::cpu::elementwise::{BinaryOp, UnaryOp};
+use crate::dtype::{DType, Scalar};
+use crate::ops::{self, Operand};
+use crate::tensor::Tensor;
+use crate::Error;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyEllipsis, PyList, PySlice, PyTuple};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+#[pyclass(name = "Tensor", module = "rgrad", subclass, frozen, weakref)]
+pub struct PyTensor {
+    pub t: Tensor,
+}
+
+/// Element count above which an op releases the GIL (its kernels may use the pool).
+const RELEASE_GIL_AT: usize = 1 << 15;
+
+pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
+    Py::new(py, PyTensor { t })
+}
+
+/// Runs an op, releasing the GIL when the input is large enough for pool parallelism.
+pub fn run<R: Send>(py: Python<'_>, x: &Tensor, f: impl FnOnce() -> crate::Result<R> + Send) -> PyResult<R> {
+    if x.numel() >= RELEASE_GIL_AT {
+        Ok(py.detach(f)?)
+    } else {
+        Ok(f()?)
+    }
+}
+
+#[pyclass(name = "dtype", module = "rgrad", frozen, eq, hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PyDType {
+    pub d: DType,
+}
+
+#[pymethods]
+impl PyDType {
+    fn __repr__(&self) -> String {
+        format!("rgrad.{}", self.d.name())
+    }
+    #[getter]
+    fn is_floating_point(&self) -> bool {
+        self.d.is_float()
+    }
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.d.size_in_bytes()
+    }
+}
+
+pub fn dtype_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => {
+            if let Ok(d) = o.cast::<PyDType>() {
+                return Ok(Some(d.get().d));
+            }
+            // Python's builtin types, as torch accepts them
+            let name = convert::type_name(o);
+            if name == "type" {
+                let n: String = o.getattr("__name__")?.extract()?;
+                return match n.as_str() {
+                    "float" => Ok(Some(DType::F64)),
+                    "int" => Ok(Some(DType::I64)),
+                    "bool" => Ok(Some(DType::Bool)),
+                    _ => Err(PyTypeError::new_err(format!("cannot convert {n} to a dtype"))),
+                };
+            }
+            Err(PyTypeError::new_err(format!("dtype must be rgrad.dtype, not {name}")))
+        }
+    }
+}
+
+static HOOK_IDS: AtomicU64 = AtomicU64::new(1);
+
+/// A Python callable as a core hook: called with the gradient under the GIL; `None`
+/// keeps the gradient, a Tensor replaces it; an exception propagates out of backward.
+fn py_hook(f: Py<PyAny>) -> Hook {
+    Arc::new(move |g: &Tensor| {
+        Python::attach(|py| {
+            let r = f.call1(py, (wrap(py, g.clone()).map_err(super::error::external)?,)).map_err(super::error::external)?;
+            let r = r.bind(py);
+            if r.is_none() {
+                return Ok(None);
+            }
+            match r.cast::<PyTensor>() {
+                Ok(t) => Ok(Some(t.get().t.clone())),
+                Err(_) => Err(Error::runtime(format!("hook returned an object of type {} (expected a Tensor or None)", convert::type_name(r)))),
+            }
+        })
+    })
+}
+
+fn binop(py: Python<'_>, a: &Tensor, other: &Bound<'_, PyAny>, f: impl FnOnce(Operand<'_>, Operand<'_>) -> crate::Result<Tensor> + Send) -> PyResult<Py<PyAny>> {
+    match arg(other) {
+        Some(b) => Ok(wrap(py, run(py, a, || f(Operand::T(a), b.operand()))?)?.into_any()),
+        None => Ok(py.NotImplemented()),
+    }
+}
+
+fn rbinop(py: Python<'_>, a: &Tensor, other: &Bound<'_, PyAny>, f: impl FnOnce(Operand<'_>, Operand<'_>) -> crate::Result<Tensor> + Send) -> PyResult<Py<PyAny>> {
+    match arg(other) {
+        Some(b) => Ok(wrap(py, run(py, a, || f(b.operand(), Operand::T(a)))?)?.into_any()),
+        None => Ok(py.NotImplemented()),
+    }
+}
+
+fn other_arg(other: &Bound<'_, PyAny>, fname: &str) -> PyResult<Arg> {
+    arg(other).ok_or_else(|| {
+        PyTypeError::new_err(format!(
+            "{fname}(): argument 'other' (position 1) must be Tensor, not {}",
+            convert::type_name(other)
+        ))
+    })
+}
+
+fn alpha_arg(alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Scalar> {
+    match alpha {
+        None => Ok(Scalar::Int(1)),
+        Some(a) => scalar(a).ok_or_else(|| PyTypeError::new_err("alpha must be a number")),
+    }
+}
+
+fn opt_dims(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>> {
+    match dim {
+        None => Ok(None),
+        Some(d) if d.is_none() => Ok(None),
+        Some(d) => convert::dims(d).map(Some),
+    }
+}
+
+fn bound_arg(b: Option<&Bound<'_, PyAny>>) -> PyResult<Option<f64>> {
+    match b {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => match scalar(o) {
+            Some(s) => Ok(Some(s.as_f64())),
+            None => Err(PyTypeError::new_err("clamp(): min and max must be numbers")),
+        },
+    }
+}
+
+/// Index parsing shared by __getitem__ and __setitem__: applies basic indexing (ints,
+/// slices, None, Ellipsis) as views and returns the advanced indices per remaining dim.
+fn apply_index(py: Python<'_>, x: &Tensor, index: &Bound<'_, PyAny>) -> PyResult<(Tensor, Vec<Option<Tensor>>)> {
+    let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = index.cast::<PyTuple>() {
+        t.iter().collect()
+    } else {
+        vec![index.clone()]
+    };
+    // Lists of numbers index like int64 tensors.
+    let as_tensor = |it: &Bound<'_, PyAny>| -> PyResult<Option<Tensor>> {
+        if let Ok(t) = it.cast::<PyTensor>() {
+            return Ok(Some(t.get().t.clone()));
+        }
+        if it.is_instance_of::<PyList>() {
+            let (buf, shape) = convert::data_to_buffer(it, None)?;
+            let t = Tensor::from_buffer(buf, &shape);
+            let t = if t.dtype().is_float() { return Err(pyo3::exceptions::PyIndexError::new_err("tensors used as indices must be long, int, byte or bool tensors")) } else { t };
+            return Ok(Some(t));
+        }
+        Ok(None)
+    };
+    let mut consumed = 0usize;
+    for it in &items {
+        if it.is_instance_of::<PyEllipsis>() || it.is_none() || it.is_instance_of::<pyo3::types::PyBool>() {
+            continue;
+        }
+        match as_tensor(it)? {
+            Some(t) if t.dtype() == DType::Bool => consumed += t.ndim(),
+            _ => consumed += 1,
+        }
+    }
+    let ndim = x.ndim();
+    if consumed > ndim {
+        return Err(pyo3::exceptions::PyIndexError::new_err(format!("too many indices for tensor of dimension {ndim}")));
+    }
+    let mut r = x.clone();
+    let mut d = 0usize;
+    let mut adv: Vec<(usize, Tensor)> = Vec::new();
+    let mut saw_ellipsis = false;
+    for it in &items {
+        if it.is_instance_of::<PyEllipsis>() {
+            if saw_ellipsis {
+                return Err(pyo3::exceptions::PyIndexError::new_err("an index can only have a single ellipsis ('...')"));
+            }
+            saw_ellipsis = true;
+            d += ndim - consumed;
+        } else if it.is_none() {
+            r = ops::unsqueeze(&r, d as i64)?;
+            d += 1;
+        } else if it.is_instance_of::<pyo3::types::PyBool>() {
+            // x[True] adds a dim of size 1; x[False] one of size 0
+            r = ops::unsqueeze(&r, d as i64)?;
+            if !it.extract::<bool>()? {
+                r = ops::slice(&r, d as i64, Some(0), Some(0), 1)?;
+            }
+            d += 1;
+        } else if let Ok(s) = it.cast::<PySlice>() {
+            let start: Option<i64> = s.getattr("start")?.extract()?;
+            let stop: Option<i64> = s.getattr("stop")?.extract()?;
+            let step: Option<i64> = s.getattr("step")?.extract()?;
+            r = ops::slice(&r, d as i64, start, stop, step.unwrap_or(1))?;
+            d += 1;
+        } else if let Some(t) = as_tensor(it)? {
+            let n = if t.dtype() == DType::Bool { t.ndim() } else { 1 };
+            if t.dtype() == DType::Bool && t.ndim() == 0 {
+                r = ops::unsqueeze(&r, d as i64)?;
+                adv.push((d, ops::reshape(&t, &[1])?));
+                d += 1;
+                continue;
+            }
+            adv.push((d, t));
+            d += n;
+        } else if let Some(Scalar::Int(i)) = scalar(it) {
+            let size = r.shape().get(d).copied().unwrap_or(0) as i64;
+            if i < -size || i >= size {
+                return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                    "index {i} is out of bounds for dimension {d} with size {size}"
+                )));
+            }
+            r = ops::select(&r, d as i64, i)?;
+        } else {
+            return Err(pyo3::exceptions::PyIndexError::new_err(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got ".to_string()
+                    + &convert::type_name(it)
+                    + ")",
+            ));
+        }
+    }
+    let _ = py;
+    let mut indices: Vec<Option<Tensor>> = Vec::new();
+    for (pos, t) in adv {
+        while indices.len() < pos {
+            indices.push(None);
+        }
+        indices.push(Some(t));
+    }
+    Ok((r, indices))
+}
+
+#[pymethods]
+impl PyTensor {
+    /// The legacy constructor `rgrad.Tensor(data)` / `rgrad.Tensor(*sizes)`: float32.
+    #[new]
+    #[pyo3(signature = (*args))]
+    fn py_new(args: &Bound<'_, PyTuple>) -> PyResult<Self> {
+        if args.is_empty() {
+            return Ok(PyTensor { t: ops::zeros(&[0], DType::F32)? });
+        }
+        let first = args.get_item(0)?;
+        if first.is_instance_of::<pyo3::types::PyInt>() && !first.is_instance_of::<pyo3::types::PyBool>() {
+            let s = convert::shape_of(&convert::sizes(args, "Tensor")?)?;
+            return Ok(PyTensor { t: ops::zeros(&s, DType::F32)? });
+        }
+        let (buf, shape) = convert::data_to_buffer(&first, Some(DType::F32))?;
+        Ok(PyTensor { t: Tensor::from_buffer(buf, &shape) })
+    }
+
+    // ---- metadata ------------------------------------------------------------------
+    #[getter]
+    fn dtype(&self) -> PyDType {
+        PyDType { d: self.t.dtype() }
+    }
+    #[getter(_shape)]
+    fn shape_tuple(&self) -> Vec<usize> {
+        self.t.shape().to_vec()
+    }
+    fn dim(&self) -> usize {
+        self.t.ndim()
+    }
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.t.ndim()
+    }
+    fn numel(&self) -> usize {
+        self.t.numel()
+    }
+    fn nelement(&self) -> usize {
+        self.t.numel()
+    }
+    fn element_size(&self) -> usize {
+        self.t.dtype().size_in_bytes()
+    }
+    fn is_contiguous(&self) -> bool {
+        self.t.is_contiguous()
+    }
+    fn is_floating_point(&self) -> bool {
+        self.t.dtype().is_float()
+    }
+    fn stride(&self) -> Vec<usize> {
+        self.t.layout().strides.to_vec()
+    }
+    fn storage_offset(&self) -> usize {
+        self.t.layout().offset
+    }
+    fn data_ptr(&self) -> usize {
+        Arc::as_ptr(&self.t.storage()) as usize + self.t.layout().offset * self.t.dtype().size_in_bytes()
+    }
+    #[getter]
+    fn _version(&self) -> u64 {
+        self.t.version()
+    }
+    fn __len__(&self) -> PyResult<usize> {
+        let s = self.t.shape();
+        s.first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+    }
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize
+    }
+
+    // ---- autograd attributes -------------------------------------------------------
+    #[getter]
+    fn requires_grad(&self) -> bool {
+        self.t.requires_grad()
+    }
+    #[setter]
+    fn set_requires_grad(&self, v: bool) -> PyResult<()> {
+        Ok(self.t.set_requires_grad(v)?)
+    }
+    #[pyo3(signature = (requires_grad=true))]
+    fn requires_grad_(slf: &Bound<'_, Self>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+        slf.get().t.set_requires_grad(requires_grad)?;
+        Ok(slf.clone().unbind())
+    }
+    #[getter]
+    fn is_leaf(&self) -> bool {
+        self.t.is_leaf()
+    }
+    #[getter]
+    fn grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
+        self.t.grad().map(|g| wrap(py, g)).transpose()
+    }
+    #[setter]
+    fn set_grad(&self, g: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let g = match g {
+            None => None,
+            Some(o) if o.is_none() => None,
+            Some(o) => Some(convert::tensor_arg(o, "grad", "grad", 0).map_err(|_| PyTypeError::new_err(format!("assigned grad expected to be a Tensor or None but got grad of type {}", convert::type_name(o))))?),
+        };
+        Ok(self.t.set_grad(g)?)
+    }
+    #[getter]
+    fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.t.grad_fn().map(|n| node_object(py, n)).transpose()
+    }
+    #[getter]
+    fn output_nr(&self) -> u32 {
+        self.t.output_nr()
+    }
+    #[getter]
+    fn retains_grad(&self) -> bool {
+        self.t.retains_grad()
+    }
+    fn retain_grad(&self) -> PyResult<()> {
+        let Some(node) = self.t.grad_fn() else {
+            if !self.t.requires_grad() {
+                return Err(PyRuntimeError::new_err("can't retain_grad on Tensor that has requires_grad=False"));
+            }
+            return Ok(());
+        };
+        let nr = self.t.output_nr();
+        let mut g = self.t.lock();
+        if !g.retains_grad {
+            g.retains_grad = true;
+            node.lock().retains.push((nr, self.t.downgrade()));
+        }
+        Ok(())
+    }
+    #[getter]
+    fn data(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.detach())
+    }
+    #[setter(data)]
+    fn set_data(&self, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        let o = convert::tensor_arg(other, "data", "data", 0)?;
+        Ok(self.t.set_data(&o)?)
+    }
+    fn detach(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, self.t.detach())
+    }
+    fn detach_(slf: &Bound<'_, Self>) -> Py<PyTensor> {
+        slf.get().t.detach_();
+        slf.clone().unbind()
+    }
+    /// Registers a gradient hook; returns its id (the Python wrapper makes the handle).
+    fn _register_hook(&self, f: Py<PyAny>) -> PyResult<u64> {
+        if !self.t.requires_grad() {
+            return Err(PyRuntimeError::new_err("cannot register a hook on a tensor that doesn't require gradient"));
+        }
+        let id = HOOK_IDS.fetch_add(1, Ordering::Relaxed);
+        let hook = py_hook(f);
+        match self.t.grad_fn() {
+            Some(node) => node.lock().pre_hooks.push((self.t.output_nr(), id, hook)),
+            None => self.t.lock().hooks.push((id, hook)),
+        }
+        Ok(id)
+    }
+    fn _remove_hook(&self, id: u64) {
+        if let Some(node) = self.t.grad_fn() {
+            node.lock().pre_hooks.retain(|h| h.1 != id);
+        }
+        self.t.lock().hooks.retain(|h| h.0 != id);
+    }
+
+    // ---- conversion ----------------------------------------------------------------
+    fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        convert::to_list(py, &self.t)
+    }
+    fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        convert::scalar_to_py(py, convert::item(&self.t)?)
+    }
+    fn __float__(&self) -> PyResult<f64> {
+        Ok(convert::item(&self.t)?.as_f64())
+    }
+    fn __int__(&self) -> PyResult<i64> {
+        Ok(match convert::item(&self.t)? {
+            Scalar::Int(i) => i,
+            Scalar::Bool(b) => i64::from(b),
+            Scalar::Float(f) => f.trunc() as i64,
+        })
+    }
+    fn __index__(&self) -> PyResult<i64> {
+        match convert::item(&self.t) {
+            Ok(Scalar::Int(i)) => Ok(i),
+            Ok(Scalar::Bool(b)) => Ok(i64::from(b)),
+            _ => Err(PyTypeError::new_err("only integer tensors of a single element can be converted to an index")),
+        }
+    }
+    fn __bool__(&self) -> PyResult<bool> {
+        if self.t.numel() != 1 {
+            return Err(PyRuntimeError::new_err(format!(
+                "Boolean value of Tensor with {} values is ambiguous",
+                if self.t.numel() == 0 { "no" } else { "more than one" }
+            )));
+        }
+        Ok(convert::item(&self.t)?.as_f64() != 0.0)
+    }
+    /// Contiguous bytes of the data (for numpy()).
+    fn _bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let s = self.t.snapshot();
+        let r = s.storage.read();
+        let c = crate::backend::cpu::elementwise::cast(&r, &s.layout, s.dtype);
+        let bytes: Vec<u8> = match &c {
+            crate::storage::Buffer::F32(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+            crate::storage::Buffer::F64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+            crate::storage::Buffer::I64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+            crate::storage::Buffer::Bool(v) => v.iter().map(|&x| u8::from(x)).collect(),
+        };
+        Ok(pyo3::types::PyBytes::new(py, &bytes))
+    }
+    #[pyo3(signature = (dtype, copy=false))]
+    fn _to_dtype(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>, copy: bool) -> PyResult<Py<PyTensor>> {
+        let d = dtype_arg(Some(dtype))?.ok_or_else(|| PyTypeError::new_err("to() received an invalid combination of arguments"))?;
+        let r = ops::to_dtype(&self.t, d)?;
+        if copy && r.same(&self.t) {
+            return wrap(py, ops::clone_tensor(&self.t)?);
+        }
+        wrap(py, r)
+    }
+    fn float(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::to_dtype(&self.t, DType::F32)?)
+    }
+    fn double(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::to_dtype(&self.t, DType::F64)?)
+    }
+    fn long(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::to_dtype(&self.t, DType::I64)?)
+    }
+    fn int(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::to_dtype(&self.t, DType::I64)?)
+    }
+    fn bool(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::to_dtype(&self.t, DType::Bool)?)
+    }
+    fn clone(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::clone_tensor(&self.t))?)
+    }
+    fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        let t = &slf.get().t;
+        if t.is_contiguous() {
+            return Ok(slf.clone().unbind());
+        }
+        wrap(slf.py(), ops::contiguous(t)?)
+    }
+
+    // ---- arithmetic operators --------------------------------------------------------
+    fn __add__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, o, |a, b| ops::add_op(a, b, Scalar::Int(1)))
+    }
+    fn __radd__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rbinop(py, &self.t, o, |a, b| ops::add_op(a, b, Scalar::Int(1)))
+    }
+    fn __sub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, o, |a, b| ops::sub_op(a, b, Scalar::Int(1)))
+    }
+    fn __rsub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match arg(o) {
+            Some(Arg::S(s)) => Ok(wrap(py, ops::rsub_scalar(&self.t, s)?)?.into_any()),
+            Some(Arg::T(t)) => Ok(wrap(py, ops::sub(&t, &self.t)?)?.into_any()),
+            None => Ok(py.NotImplemented()),
+        }
+    }
+    fn __mul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, o, ops::mul_op)
+    }
+    fn __rmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rbinop(py, &self.t, o, ops::mul_op)
+    }
+    fn __truediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, o, ops::div_op)
+    }
+    fn __rtruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match arg(o) {
+            // torch computes s / x as reciprocal(x) * s
+            Some(Arg::S(s)) => Ok(wrap(py, ops::mul_scalar(&ops::reciprocal(&self.t)?, s)?)?.into_any()),
+            Some(Arg::T(t)) => Ok(wrap(py, ops::div(&t, &self.t)?)?.into_any()),
+            None => Ok(py.NotImplemented()),
+        }
+    }
+    fn __pow__(&self, py: Python<'_>, o: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, o, ops::pow_op)
+    }
+    fn __rpow__(&self, py: Python<'_>, o: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        rbinop(py, &self.t, o, ops::pow_op)
+    }
+    fn __matmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match o.cast::<PyTensor>() {
+            Ok(b) => {
+                let b = b.get().t.clone();
+                Ok(wrap(py, py.detach(|| ops::matmul(&self.t, &b))?)?.into_any())
+            }
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+    fn __rmatmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match o.cast::<PyTensor>() {
+            Ok(b) => {
+                let b = b.get().t.clone();
+                Ok(wrap(py, py.detach(|| ops::matmul(&b, &self.t))?)?.into_any())
+            }
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+    fn __neg__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::neg(&self.t)?)
+    }
+    fn __pos__(slf: &Bound<'_, Self>) -> Py<PyTensor> {
+        slf.clone().unbind()
+    }
+    fn __abs__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::abs(&self.t)?)
+    }
+    fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        if self.t.dtype() != DType::Bool {
+            return Err(PyTypeError::new_err("~ (bitwise_not) is only supported for bool tensors in rgrad"));
+        }
+        wrap(py, ops::logical_not(&self.t)?)
+    }
+    fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match o.cast::<PyTensor>() {
+            Ok(b) => Ok(wrap(py, ops::logical(BinaryOp::LogicalAnd, &self.t, &b.get().t)?)?.into_any()),
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+    fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match o.cast::<PyTensor>() {
+            Ok(b) => Ok(wrap(py, ops::logical(BinaryOp::LogicalOr, &self.t, &b.get().t)?)?.into_any()),
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+    fn __richcmp__(&self, py: Python<'_>, o: &Bound<'_, PyAny>, op: pyo3::basic::CompareOp) -> PyResult<Py<PyAny>> {
+        use pyo3::basic::CompareOp as C;
+        let k = match op {
+            C::Eq => BinaryOp::Eq,
+            C::Ne => BinaryOp::Ne,
+            C::Lt => BinaryOp::Lt,
+            C::Le => BinaryOp::Le,
+            C::Gt => BinaryOp::Gt,
+            C::Ge => BinaryOp::Ge,
+        };
+        match arg(o) {
+            Some(b) => Ok(wrap(py, ops::compare(k, Operand::T(&self.t), b.operand())?)?.into_any()),
+            None if matches!(op, C::Eq) => Ok(false.into_pyobject(py)?.to_owned().into_any().unbind()),
+            None if matches!(op, C::Ne) => Ok(true.into_pyobject(py)?.to_owned().into_any().unbind()),
+            None => Ok(py.NotImplemented()),
+        }
+    }
+    fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        let b = other_arg(o, "iadd")?;
+        ops::add_(&slf.get().t, b.operand(), Scalar::Int(1))?;
+        Ok(())
+    }
+    fn __isub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        let b = other_arg(o, "isub")?;
+        ops::sub_(&slf.get().t, b.operand(), Scalar::Int(1))?;
+        Ok(())
+    }
+    fn __imul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        let b = other_arg(o, "imul")?;
+        ops::mul_(&slf.get().t, b.operand())?;
+        Ok(())
+    }
+    fn __itruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        let b = other_arg(o, "itruediv")?;
+        ops::div_(&slf.get().t, b.operand())?;
+        Ok(())
+    }
+
+    // ---- named binary ops -------------------------------------------------------------
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let (b, a) = (other_arg(other, "add")?, alpha_arg(alpha)?);
+        wrap(py, run(py, &self.t, || ops::add_op(Operand::T(&self.t), b.operand(), a))?)
+    }
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let (b, a) = (other_arg(other, "sub")?, alpha_arg(alpha)?);
+        wrap(py, run(py, &self.t, || ops::sub_op(Operand::T(&self.t), b.operand(), a))?)
+    }
+    fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = other_arg(other, "mul")?;
+        wrap(py, run(py, &self.t, || ops::mul_op(Operand::T(&self.t), b.operand()))?)
+    }
+    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = other_arg(other, "div")?;
+        wrap(py, run(py, &self.t, || ops::div_op(Operand::T(&self.t), b.operand()))?)
+    }
+    fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = other_arg(exponent, "pow")?;
+        wrap(py, run(py, &self.t, || ops::pow_op(Operand::T(&self.t), b.operand()))?)
+    }
+    fn maximum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = convert::tensor_arg(other, "maximum", "other", 1)?;
+        wrap(py, ops::maximum(&self.t, &b)?)
+    }
+    fn minimum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = convert::tensor_arg(other, "minimum", "other", 1)?;
+        wrap(py, ops::minimum(&self.t, &b)?)
+    }
+    fn eq(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::compare(BinaryOp::Eq, Operand::T(&self.t), other_arg(other, "eq")?.operand())?)
+    }
+    fn ne(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::compare(BinaryOp::Ne, Operand::T(&self.t), other_arg(other, "ne")?.operand())?)
+    }
+    fn lt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::compare(BinaryOp::Lt, Operand::T(&self.t), other_arg(other, "lt")?.operand())?)
+    }
+    fn le(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::compare(BinaryOp::Le, Operand::T(&self.t), other_arg(other, "le")?.operand())?)
+    }
+    fn gt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::compare(BinaryOp::Gt, Operand::T(&self.t), other_arg(other, "gt")?.operand())?)
+    }
+    fn ge(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::compare(BinaryOp::Ge, Operand::T(&self.t), other_arg(other, "ge")?.operand())?)
+    }
+    fn logical_and(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::logical(BinaryOp::LogicalAnd, &self.t, &convert::tensor_arg(other, "logical_and", "other", 1)?)?)
+    }
+    fn logical_or(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::logical(BinaryOp::LogicalOr, &self.t, &convert::tensor_arg(other, "logical_or", "other", 1)?)?)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp(&self, py: Python<'_>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let (lo, hi) = (bound_arg(min)?, bound_arg(max)?);
+        wrap(py, ops::clamp(&self.t, lo, hi)?)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clip(&self, py: Python<'_>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        self.clamp(py, min, max)
+    }
+
+    // ---- unary ops (generated list) ---------------------------------------------------
+    fn neg(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::neg(&self.t))?)
+    }
+    fn neg_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Neg)?;
+        Ok(slf.clone().unbind())
+    }
+    fn abs(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::abs(&self.t))?)
+    }
+    fn abs_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Abs)?;
+        Ok(slf.clone().unbind())
+    }
+    fn sign(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::sign(&self.t))?)
+    }
+    fn sign_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Sign)?;
+        Ok(slf.clone().unbind())
+    }
+    fn relu(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::relu(&self.t))?)
+    }
+    fn relu_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Relu)?;
+        Ok(slf.clone().unbind())
+    }
+    fn exp(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::exp(&self.t))?)
+    }
+    fn exp_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Exp)?;
+        Ok(slf.clone().unbind())
+    }
+    fn log(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::log(&self.t))?)
+    }
+    fn log_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Log)?;
+        Ok(slf.clone().unbind())
+    }
+    fn log1p(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::log1p(&self.t))?)
+    }
+    fn log1p_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Log1p)?;
+        Ok(slf.clone().unbind())
+    }
+    fn expm1(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::expm1(&self.t))?)
+    }
+    fn expm1_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Expm1)?;
+        Ok(slf.clone().unbind())
+    }
+    fn sqrt(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::sqrt(&self.t))?)
+    }
+    fn sqrt_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Sqrt)?;
+        Ok(slf.clone().unbind())
+    }
+    fn rsqrt(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::rsqrt(&self.t))?)
+    }
+    fn rsqrt_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Rsqrt)?;
+        Ok(slf.clone().unbind())
+    }
+    fn sin(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::sin(&self.t))?)
+    }
+    fn sin_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Sin)?;
+        Ok(slf.clone().unbind())
+    }
+    fn cos(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::cos(&self.t))?)
+    }
+    fn cos_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Cos)?;
+        Ok(slf.clone().unbind())
+    }
+    fn tan(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::tan(&self.t))?)
+    }
+    fn tan_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Tan)?;
+        Ok(slf.clone().unbind())
+    }
+    fn tanh(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::tanh(&self.t))?)
+    }
+    fn tanh_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Tanh)?;
+        Ok(slf.clone().unbind())
+    }
+    fn sigmoid(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::sigmoid(&self.t))?)
+    }
+    fn sigmoid_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Sigmoid)?;
+        Ok(slf.clone().unbind())
+    }
+    fn reciprocal(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::reciprocal(&self.t))?)
+    }
+    fn reciprocal_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::unary_(&slf.get().t, UnaryOp::Reciprocal)?;
+        Ok(slf.clone().unbind())
+    }
+    fn logical_not(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::logical_not(&self.t))?)
+    }
+
+    // ---- in-place ---------------------------------------------------------------------
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn add_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let (b, a) = (other_arg(other, "add_")?, alpha_arg(alpha)?);
+        ops::add_(&slf.get().t, b.operand(), a)?;
+        Ok(slf.clone().unbind())
+    }
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn sub_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let (b, a) = (other_arg(other, "sub_")?, alpha_arg(alpha)?);
+        ops::sub_(&slf.get().t, b.operand(), a)?;
+        Ok(slf.clone().unbind())
+    }
+    fn mul_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = other_arg(other, "mul_")?;
+        ops::mul_(&slf.get().t, b.operand())?;
+        Ok(slf.clone().unbind())
+    }
+    fn div_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = other_arg(other, "div_")?;
+        ops::div_(&slf.get().t, b.operand())?;
+        Ok(slf.clone().unbind())
+    }
+    fn pow_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = other_arg(other, "pow_")?;
+        ops::pow_(&slf.get().t, b.operand())?;
+        Ok(slf.clone().unbind())
+    }
+    fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::zero_(&slf.get().t)?;
+        Ok(slf.clone().unbind())
+    }
+    fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let v = match value.cast::<PyTensor>() {
+            Ok(t) => convert::item(&t.get().t)?,
+            Err(_) => scalar(value).ok_or_else(|| PyTypeError::new_err("fill_(): argument 'value' must be Number"))?,
+        };
+        ops::fill_(&slf.get().t, v)?;
+        Ok(slf.clone().unbind())
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp_(slf: &Bound<'_, Self>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        ops::clamp_(&slf.get().t, bound_arg(min)?, bound_arg(max)?)?;
+        Ok(slf.clone().unbind())
+    }
+    #[pyo3(signature = (src, non_blocking=false))]
+    fn copy_(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>, non_blocking: bool) -> PyResult<Py<PyTensor>> {
+        let _ = non_blocking;
+        let s = convert::tensor_arg(src, "copy_", "src", 1)?;
+        ops::copy_(&slf.get().t, &s)?;
+        Ok(slf.clone().unbind())
+    }
+    fn masked_fill_(slf: &Bound<'_, Self>, mask: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let m = convert::tensor_arg(mask, "masked_fill_", "mask", 1)?;
+        let v = scalar_or_item(value)?;
+        let x = &slf.get().t;
+        crate::ops::inplace::commit_checked(x, |x| ops::masked_fill(x, &m, v))?;
+        Ok(slf.clone().unbind())
+    }
+
+    // ---- reductions -------------------------------------------------------------------
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let d = opt_dims(dim)?;
+        let x = match dtype_arg(dtype)? {
+            Some(dt) => ops::to_dtype(&self.t, dt)?,
+            None => self.t.clone(),
+        };
+        wrap(py, run(py, &x, || ops::sum(&x, d.as_deref(), keepdim))?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let d = opt_dims(dim)?;
+        let x = match dtype_arg(dtype)? {
+            Some(dt) => ops::to_dtype(&self.t, dt)?,
+            None => self.t.clone(),
+        };
+        wrap(py, run(py, &x, || ops::mean(&x, d.as_deref(), keepdim))?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn prod(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let x = match dtype_arg(dtype)? {
+            Some(dt) => ops::to_dtype(&self.t, dt)?,
+            None => self.t.clone(),
+        };
+        wrap(py, ops::prod(&x, dim, keepdim)?)
+    }
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
+    fn var(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool, correction: Option<f64>) -> PyResult<Py<PyTensor>> {
+        let c = correction.unwrap_or(if unbiased.unwrap_or(true) { 1.0 } else { 0.0 });
+        wrap(py, ops::var_std(&self.t, opt_dims(dim)?.as_deref(), c, keepdim, false)?)
+    }
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
+    fn std(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool, correction: Option<f64>) -> PyResult<Py<PyTensor>> {
+        let c = correction.unwrap_or(if unbiased.unwrap_or(true) { 1.0 } else { 0.0 });
+        wrap(py, ops::var_std(&self.t, opt_dims(dim)?.as_deref(), c, keepdim, true)?)
+    }
+    #[pyo3(signature = (p=None, dim=None, keepdim=false))]
+    fn norm(&self, py: Python<'_>, p: Option<&Bound<'_, PyAny>>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+        let p = match p {
+            None => 2.0,
+            Some(o) if o.is_none() => 2.0,
+            Some(o) => {
+                if let Ok(s) = o.extract::<String>() {
+                    match s.as_str() {
+                        "fro" => 2.0,
+                        _ => return Err(PyRuntimeError::new_err(format!("norm: unsupported p '{s}'"))),
+                    }
+                } else {
+                    scalar(o).map(Scalar::as_f64).ok_or_else(|| PyTypeError::new_err("norm(): p must be a number"))?
+                }
+            }
+        };
+        wrap(py, ops::norm(&self.t, p, opt_dims(dim)?.as_deref(), keepdim)?)
+    }
+    /// max(): full reduction, along a dim (values, indices), or elementwise with a tensor.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn _max(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        self.extremum(py, dim, keepdim, true)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn _min(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        self.extremum(py, dim, keepdim, false)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amax(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::amax(&self.t, opt_dims(dim)?.as_deref(), keepdim, true, false)?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amin(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::amax(&self.t, opt_dims(dim)?.as_deref(), keepdim, false, false)?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn argmax(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::argmax(&self.t, dim, keepdim, true)?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn argmin(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::argmax(&self.t, dim, keepdim, false)?)
+    }
+    #[pyo3(signature = (dim, keepdim=false))]
+    fn logsumexp(&self, py: Python<'_>, dim: &Bound<'_, PyAny>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::logsumexp(&self.t, &convert::dims(dim)?, keepdim)?)
+    }
+    #[pyo3(signature = (dim, dtype=None))]
+    fn softmax(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let x = match dtype_arg(dtype)? {
+            Some(d) => ops::to_dtype(&self.t, d)?,
+            None => self.t.clone(),
+        };
+        wrap(py, run(py, &x, || ops::softmax(&x, dim, false))?)
+    }
+    #[pyo3(signature = (dim, dtype=None))]
+    fn log_softmax(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let x = match dtype_arg(dtype)? {
+            Some(d) => ops::to_dtype(&self.t, d)?,
+            None => self.t.clone(),
+        };
+        wrap(py, run(py, &x, || ops::softmax(&x, dim, true))?)
+    }
+
+    // ---- linear algebra -----------------------------------------------------------------
+    fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = convert::tensor_arg(other, "matmul", "other", 1)?;
+        wrap(py, py.detach(|| ops::matmul(&self.t, &b))?)
+    }
+    fn mm(&self, py: Python<'_>, mat2: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = convert::tensor_arg(mat2, "mm", "mat2", 1)?;
+        wrap(py, py.detach(|| ops::mm(&self.t, &b))?)
+    }
+    fn bmm(&self, py: Python<'_>, mat2: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = convert::tensor_arg(mat2, "bmm", "mat2", 1)?;
+        wrap(py, py.detach(|| ops::bmm(&self.t, &b))?)
+    }
+    fn mv(&self, py: Python<'_>, vec: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = convert::tensor_arg(vec, "mv", "vec", 1)?;
+        wrap(py, ops::matmul(&self.t, &b)?)
+    }
+    fn dot(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = convert::tensor_arg(other, "dot", "tensor", 1)?;
+        wrap(py, ops::dot(&self.t, &b)?)
+    }
+    fn outer(&self, py: Python<'_>, vec2: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = convert::tensor_arg(vec2, "outer", "vec2", 1)?;
+        wrap(py, ops::outer(&self.t, &b)?)
+    }
+
+    // ---- shape ----------------------------------------------------------------------------
+    fn t(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::t(&self.t)?)
+    }
+    #[getter(T)]
+    fn big_t(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        let n = self.t.ndim() as i64;
+        let dims: Vec<i64> = (0..n).rev().collect();
+        wrap(py, ops::permute(&self.t, &dims)?)
+    }
+    fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::transpose(&self.t, dim0, dim1)?)
+    }
+    #[pyo3(signature = (*dims))]
+    fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::permute(&self.t, &convert::sizes(dims, "permute")?)?)
+    }
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::reshape(&self.t, &convert::sizes(shape, "reshape")?)?)
+    }
+    #[pyo3(signature = (*shape))]
+    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        if shape.len() == 1 {
+            if let Some(d) = dtype_arg(Some(&shape.get_item(0)?)).ok().flatten() {
+                if d != self.t.dtype() {
+                    return Err(PyRuntimeError::new_err("view(dtype) is not supported by rgrad"));
+                }
+                return wrap(py, self.t.clone());
+            }
+        }
+        wrap(py, ops::view(&self.t, &convert::sizes(shape, "view")?)?)
+    }
+    fn view_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let o = convert::tensor_arg(other, "view_as", "other", 1)?;
+        let s: Vec<i64> = o.shape().iter().map(|&d| d as i64).collect();
+        wrap(py, ops::view(&self.t, &s)?)
+    }
+    fn reshape_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let o = convert::tensor_arg(other, "reshape_as", "other", 1)?;
+        let s: Vec<i64> = o.shape().iter().map(|&d| d as i64).collect();
+        wrap(py, ops::reshape(&self.t, &s)?)
+    }
+    #[pyo3(signature = (start_dim=0, end_dim=-1))]
+    fn flatten(&self, py: Python<'_>, start_dim: i64, end_dim: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::flatten(&self.t, start_dim, end_dim)?)
+    }
+    #[pyo3(signature = (dim=None))]
+    fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::squeeze(&self.t, opt_dims(dim)?.as_deref())?)
+    }
+    fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::unsqueeze(&self.t, dim)?)
+    }
+    #[pyo3(signature = (*sizes))]
+    fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::expand_sizes(&self.t, &convert::sizes(sizes, "expand")?)?)
+    }
+    fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let o = convert::tensor_arg(other, "expand_as", "other", 1)?;
+        wrap(py, ops::expand(&self.t, &o.shape())?)
+    }
+    #[pyo3(signature = (*sizes))]
+    fn repeat(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        let s = convert::shape_of(&convert::sizes(sizes, "repeat")?)?;
+        wrap(py, ops::repeat(&self.t, &s)?)
+    }
+    #[pyo3(signature = (split_size_or_sections, dim=0))]
+    fn split(&self, py: Python<'_>, split_size_or_sections: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTuple>> {
+        let shape = self.t.shape();
+        let d = crate::shape::wrap_dim(dim, shape.len())?;
+        let sizes = match split_size_or_sections.extract::<usize>() {
+            Ok(s) => ops::split_sizes(shape[d], s)?,
+            Err(_) => split_size_or_sections.extract::<Vec<usize>>()?,
+        };
+        let parts = ops::split(&self.t, &sizes, dim)?;
+        let objs: Vec<Py<PyTensor>> = parts.into_iter().map(|p| wrap(py, p)).collect::<PyResult<_>>()?;
+        Ok(PyTuple::new(py, objs)?.unbind())
+    }
+    #[pyo3(signature = (chunks, dim=0))]
+    fn chunk(&self, py: Python<'_>, chunks: usize, dim: i64) -> PyResult<Py<PyTuple>> {
+        if chunks == 0 {
+            return Err(PyRuntimeError::new_err("chunk expects `chunks` to be greater than 0, got: 0"));
+        }
+        let shape = self.t.shape();
+        let d = crate::shape::wrap_dim(dim, shape.len())?;
+        let size = shape[d].div_ceil(chunks).max(1);
+        let sizes = ops::split_sizes(shape[d], size)?;
+        let parts = ops::split(&self.t, &sizes, dim)?;
+        let objs: Vec<Py<PyTensor>> = parts.into_iter().map(|p| wrap(py, p)).collect::<PyResult<_>>()?;
+        Ok(PyTuple::new(py, objs)?.unbind())
+    }
+    #[pyo3(signature = (dim=0))]
+    fn unbind(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTuple>> {
+        let shape = self.t.shape();
+        let d = crate::shape::wrap_dim(dim, shape.len())?;
+        let objs: Vec<Py<PyTensor>> = (0..shape[d]).map(|i| wrap(py, ops::select(&self.t, dim, i as i64)?)).collect::<PyResult<_>>()?;
+        Ok(PyTuple::new(py, objs)?.unbind())
+    }
+    fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::narrow(&self.t, dim, start, length)?)
+    }
+    fn select(&self, py: Python<'_>, dim: i64, index: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::select(&self.t, dim, index)?)
+    }
+
+    // ---- indexing -------------------------------------------------------------------------
+    fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "gather", "index", 2)?;
+        wrap(py, ops::gather(&self.t, dim, &i)?)
+    }
+    fn index_select(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "index_select", "index", 2)?;
+        wrap(py, ops::index_select(&self.t, dim, &i)?)
+    }
+    fn masked_fill(&self, py: Python<'_>, mask: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let m = convert::tensor_arg(mask, "masked_fill", "mask", 1)?;
+        wrap(py, ops::masked_fill(&self.t, &m, scalar_or_item(value)?)?)
+    }
+    fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let (r, adv) = apply_index(py, &self.t, index)?;
+        if adv.is_empty() {
+            // x[...] and x[:] still return a new view object, as in torch
+            if r.same(&self.t) {
+                return wrap(py, ops::slice(&self.t, 0, None, None, 1).unwrap_or_else(|_| self.t.alias_with_layout(self.t.layout())));
+            }
+            return wrap(py, r);
+        }
+        wrap(py, ops::index(&r, &adv)?)
+    }
+    fn __setitem__(&self, index: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = index.py();
+        let (r, adv) = apply_index(py, &self.t, index)?;
+        let v = match value.cast::<PyTensor>() {
+            Ok(t) => t.get().t.clone(),
+            Err(_) => match scalar(value) {
+                Some(s) => ops::scalar_tensor(s, self.t.dtype()),
+                None => {
+                    let (buf, shape) = convert::data_to_buffer(value, Some(self.t.dtype()))?;
+                    Tensor::from_buffer(buf, &shape)
+                }
+            },
+        };
+        if adv.is_empty() {
+            ops::copy_(&r, &v)?;
+        } else {
+            ops::index_put_(&r, &adv, &v, false)?;
+        }
+        Ok(())
+    }
+}
+
+impl PyTensor {
+    fn extremum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, is_max: bool) -> PyResult<Py<PyAny>> {
+        match dim {
+            None => Ok(wrap(py, ops::amax(&self.t, None, false, is_max, true)?)?.into_any()),
+            Some(d) if d.is_none() => Ok(wrap(py, ops::amax(&self.t, None, false, is_max, true)?)?.into_any()),
+            Some(d) => {
+                if let Ok(o) = d.cast::<PyTensor>() {
+                    let r = ops::extremum(&self.t, &o.get().t, is_max)?;
+                    return Ok(wrap(py, r)?.into_any());
+                }
+                let dim: i64 = d.extract()?;
+                let (v, i) = ops::max_dim(&self.t, dim, keepdim, is_max)?;
+                Ok(PyTuple::new(py, [wrap(py, v)?, wrap(py, i)?])?.into_any().unbind())
+            }
+        }
+    }
+}
+
+fn scalar_or_item(value: &Bound<'_, PyAny>) -> PyResult<Scalar> {
+    match value.cast::<PyTensor>() {
+        Ok(t) => {
+            let t = &t.get().t;
+            if t.ndim() != 0 {
+                return Err(PyRuntimeError::new_err(format!(
+                    "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+                    t.ndim()
+                )));
+            }
+            convert::item(t)
+        }
+        Err(_) => scalar(value).ok_or_else(|| PyTypeError::new_err(format!("value must be a number, not {}", convert::type_name(value)))),
+    }
+}
