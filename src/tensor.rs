@@ -38,6 +38,9 @@ pub(crate) struct Inner {
     pub hooks: Vec<(u64, Hook)>,
     /// The tensor this one is a view of (for in-place ops on views: `CopySlices`).
     pub base: Option<Tensor>,
+    /// Opaque slot for the binding layer (a weak reference to the Python object, so that
+    /// `x.grad is x.grad` and `AccumulateGrad.variable is x` hold, as in torch).
+    pub binding: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// What an op reads from an input, copied out under the lock.
@@ -55,6 +58,16 @@ impl std::fmt::Debug for Tensor {
     }
 }
 
+fn leaf_only_error(flag: bool) -> Error {
+    let mut msg = String::from("you can only change requires_grad flags of leaf variables.");
+    if !flag {
+        msg.push_str(
+            " If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().",
+        );
+    }
+    Error::runtime(msg)
+}
+
 impl Tensor {
     fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Tensor {
         Tensor(Arc::new(TensorImpl {
@@ -69,6 +82,7 @@ impl Tensor {
                 retains_grad: false,
                 hooks: Vec::new(),
                 base: None,
+                binding: None,
             }),
         }))
     }
@@ -144,23 +158,28 @@ impl Tensor {
     pub fn output_nr(&self) -> u32 {
         self.0.inner.lock().output_nr
     }
-    /// `requires_grad = flag` with torch's checks (leaves only, floating point only).
+    /// `requires_grad_(flag)` with torch's checks (floating point only; a non-leaf may
+    /// only be asked to keep requiring grad).
     pub fn set_requires_grad(&self, flag: bool) -> Result<()> {
         let mut g = self.0.inner.lock();
         if g.grad_fn.is_some() {
             if flag {
                 return Ok(());
             }
-            return Err(Error::runtime(
-                "you can only change requires_grad flags of leaf variables. If you want to use a computed variable \
-                 in a subgraph that doesn't require differentiation use var_no_grad = var.detach().",
-            ));
+            return Err(leaf_only_error(false));
         }
         if flag && !g.dtype.is_float() {
             return Err(Error::RequiresGradDtype);
         }
         g.requires_grad = flag;
         Ok(())
+    }
+    /// The `requires_grad = flag` attribute setter: torch refuses it on any non-leaf.
+    pub fn set_requires_grad_attr(&self, flag: bool) -> Result<()> {
+        if !self.is_leaf() {
+            return Err(leaf_only_error(flag));
+        }
+        self.set_requires_grad(flag)
     }
     pub fn grad(&self) -> Option<Tensor> {
         self.0.inner.lock().grad.clone()
@@ -220,6 +239,12 @@ impl Tensor {
         g.layout = s.layout;
         g.dtype = s.dtype;
         Ok(())
+    }
+    pub fn binding(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        self.0.inner.lock().binding.clone()
+    }
+    pub fn set_binding(&self, b: Option<Arc<dyn std::any::Any + Send + Sync>>) {
+        self.0.inner.lock().binding = b;
     }
     pub(crate) fn lock(&self) -> parking_lot::MutexGuard<'_, Inner> {
         self.0.inner.lock()

@@ -40,7 +40,7 @@ __version__ = "0.1.0"
 # Function forms of Tensor methods: the method descriptors themselves, so that
 # ``rgrad.exp(x)`` costs exactly what ``x.exp()`` costs.
 _METHOD_FUNCTIONS = (
-    "add sub mul div pow neg abs sign relu exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid reciprocal "
+    "add sub mul div neg abs sign relu exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid reciprocal "
     "logical_not logical_and logical_or clamp clip maximum minimum sum mean prod var std norm amax amin argmax "
     "argmin logsumexp softmax log_softmax matmul mm bmm mv dot outer t transpose permute reshape flatten squeeze "
     "unsqueeze gather index_select masked_fill eq ne lt le gt ge detach clone split chunk unbind narrow select "
@@ -75,14 +75,25 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """
     if device is not None:
         _tensor.device(device)
-    if type(data).__module__ == "numpy" and hasattr(data, "__array_interface__") and getattr(data, "ndim", 0) > 0:
-        t = from_numpy(data)
+    if type(data).__module__ == "numpy" and hasattr(data, "__array_interface__"):
+        import numpy as np
+
+        t = from_numpy(np.asarray(data))
         if dtype is not None:
             t = t.to(dtype)
         if requires_grad:
             t.requires_grad_()
         return t
     return _C.tensor(data, dtype=dtype, requires_grad=requires_grad)
+
+
+def pow(input, exponent) -> Tensor:  # noqa: A001
+    """Raises `input` to the power `exponent` (either may be a number)."""
+    if isinstance(input, Tensor):
+        return input.pow(exponent)
+    if isinstance(exponent, Tensor):
+        return exponent.__rpow__(input)
+    raise TypeError(f"pow(): expected a Tensor, got {type(input).__name__} and {type(exponent).__name__}")
 
 
 def is_tensor(obj) -> "builtins.bool":  # noqa: F821

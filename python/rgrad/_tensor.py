@@ -122,7 +122,7 @@ def _to(self: Tensor, *args, **kwargs) -> Tensor:
             device(a)
         elif a is not None:
             raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
-    if dtype is None:
+    if dtype is None or (dtype == self.dtype and not copy):
         return self.clone() if copy else self
     return self._to_dtype(dtype, copy)
 
@@ -249,7 +249,6 @@ def from_numpy(ndarray) -> Tensor:
             f"can't convert np.ndarray of type {ndarray.dtype}. The only supported types are: float64, float32, int64, "
             "int32 and bool."
         )
-    arr = np.ascontiguousarray(ndarray)
-    if arr.dtype == np.int32:
-        arr = arr.astype(np.int64)
-    return _C._from_bytes(arr.tobytes(), dtypes[arr.dtype], list(arr.shape))
+    arr = ndarray.astype(np.int64) if ndarray.dtype == np.int32 else ndarray
+    # tobytes() is C-ordered whatever the strides (np.ascontiguousarray would turn 0-d into 1-d)
+    return _C._from_bytes(arr.tobytes(order="C"), dtypes[arr.dtype], list(ndarray.shape))

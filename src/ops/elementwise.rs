@@ -472,9 +472,18 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
                 return Err(Error::runtime("Integers to negative integer powers are not allowed."));
             }
             let (xt, et, _) = promote(a, b, false)?;
+            // torch computes these powers with sqrt/rsqrt (so (-inf)^0.5 is nan, not C pow's inf)
+            let special = match e.as_f64() {
+                0.5 if xt.dtype().is_float() => Some(UnaryOp::Sqrt),
+                -0.5 if xt.dtype().is_float() => Some(UnaryOp::Rsqrt),
+                _ => None,
+            };
             apply(
                 &[&xt],
-                || binary_kernel(BinaryOp::Pow, &xt, &et),
+                || match special {
+                    Some(op) => unary_kernel(op, &xt),
+                    None => binary_kernel(BinaryOp::Pow, &xt, &et),
+                },
                 |_| {
                     let mut s = Saver::default();
                     let xi = s.input_if(true, &xt);

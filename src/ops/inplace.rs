@@ -47,6 +47,16 @@ fn can_cast(from: DType, to: DType) -> bool {
 
 /// Writes `result` into `x` and moves `x`'s history onto it (see the module docs).
 pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
+    // A value with no history written into a tensor that requires grad: the overwritten
+    // elements get a zero gradient, which `where(true, result, x)` expresses as a node.
+    let constant;
+    let result = if is_grad_enabled() && x.requires_grad() && !result.requires_grad() {
+        let all = new_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
+        constant = where_(&all, &with_grad_mode(false, || to_dtype(result, x.dtype()))?, x)?;
+        &constant
+    } else {
+        result
+    };
     let xs = x.snapshot();
     let rdt = result.dtype();
     if !can_cast(rdt, xs.dtype) {

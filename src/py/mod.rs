@@ -17,10 +17,13 @@ use pyo3::types::PyTuple;
 use pytensor::{dtype_arg, wrap, PyDType, PyTensor};
 
 fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
-    if requires_grad {
-        t.set_requires_grad(true)?;
+    if !requires_grad {
+        return wrap(py, t);
     }
-    wrap(py, t)
+    t.set_requires_grad(true)?;
+    let obj = Bound::new(py, PyTensor { t })?;
+    pytensor::remember(&obj)?;
+    Ok(obj.unbind())
 }
 
 /// torch.tensor(data, dtype=None, requires_grad=False): always copies.

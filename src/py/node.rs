@@ -1,13 +1,13 @@
 //! `grad_fn` objects: a view of one graph node (its name and next_functions), and
 //! `AccumulateGrad` for the leaves at the ends of the graph.
 
-use super::pytensor::{wrap, PyTensor};
+use super::pytensor::wrap_cached;
 use crate::autograd::graph::{Edge, NodeRef};
 use crate::tensor::Tensor;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-#[pyclass(name = "Node", module = "rgrad.autograd.graph", frozen, weakref)]
+#[pyclass(name = "Node", module = "rgrad.autograd.graph", frozen, weakref, subclass)]
 pub struct PyNode {
     pub node: NodeRef,
 }
@@ -17,8 +17,16 @@ pub struct PyAccumulateGrad {
     pub leaf: Tensor,
 }
 
+static NODE_CLASS: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+/// A Python object for `node` whose type is named after the op (`type(y.grad_fn).__name__
+/// == "MulBackward0"`, as in torch): a per-name subclass of Node, made once in Python.
 pub fn node_object(py: Python<'_>, node: NodeRef) -> PyResult<Py<PyAny>> {
-    Ok(Py::new(py, PyNode { node })?.into_any())
+    let name = node.name();
+    let obj = Bound::new(py, PyNode { node })?;
+    let class_for = NODE_CLASS.import(py, "rgrad.autograd.graph", "_node_class")?;
+    obj.setattr("__class__", class_for.call1((name,))?)?;
+    Ok(obj.into_any().unbind())
 }
 
 fn edge_tuple(py: Python<'_>, e: &Option<Edge>) -> PyResult<Py<PyAny>> {
@@ -62,8 +70,8 @@ impl PyAccumulateGrad {
         "torch::autograd::AccumulateGrad"
     }
     #[getter]
-    fn variable(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.leaf.clone())
+    fn variable(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap_cached(py, &self.leaf)
     }
     #[getter]
     fn next_functions(&self, py: Python<'_>) -> PyResult<Py<PyTuple>> {

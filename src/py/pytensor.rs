@@ -27,6 +27,31 @@ pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
     Py::new(py, PyTensor { t })
 }
 
+/// The Python object of `t` if one is alive (see `remember`), else a new one that is
+/// remembered: used where torch guarantees identity (`x.grad is x.grad`).
+pub fn wrap_cached(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
+    if let Some(b) = t.binding() {
+        if let Some(w) = b.downcast_ref::<PyBinding>() {
+            if let Some(obj) = w.0.bind(py).upgrade() {
+                return Ok(obj.unbind());
+            }
+        }
+    }
+    let obj = Bound::new(py, PyTensor { t: t.clone() })?;
+    remember(&obj)?;
+    Ok(obj.into_any().unbind())
+}
+
+/// A weak reference from a core tensor to its Python object.
+struct PyBinding(Py<pyo3::types::PyWeakrefReference>);
+
+/// Records `obj` as the Python object of its tensor (weakly: no reference cycle).
+pub fn remember(obj: &Bound<'_, PyTensor>) -> PyResult<()> {
+    let w = pyo3::types::PyWeakrefReference::new(obj)?;
+    obj.get().t.set_binding(Some(Arc::new(PyBinding(w.unbind()))));
+    Ok(())
+}
+
 /// Runs an op, releasing the GIL when the input is large enough for pool parallelism.
 pub fn run<R: Send>(py: Python<'_>, x: &Tensor, f: impl FnOnce() -> crate::Result<R> + Send) -> PyResult<R> {
     if x.numel() >= RELEASE_GIL_AT {
@@ -189,6 +214,7 @@ fn apply_index(py: Python<'_>, x: &Tensor, index: &Bound<'_, PyAny>) -> PyResult
     let mut d = 0usize;
     let mut adv: Vec<(usize, Tensor)> = Vec::new();
     let mut saw_ellipsis = false;
+    let mut removed = 0usize; // dims removed by integer indices, for torch's error numbering
     for it in &items {
         if it.is_instance_of::<PyEllipsis>() {
             if saw_ellipsis {
@@ -226,10 +252,12 @@ fn apply_index(py: Python<'_>, x: &Tensor, index: &Bound<'_, PyAny>) -> PyResult
             let size = r.shape().get(d).copied().unwrap_or(0) as i64;
             if i < -size || i >= size {
                 return Err(pyo3::exceptions::PyIndexError::new_err(format!(
-                    "index {i} is out of bounds for dimension {d} with size {size}"
+                    "index {i} is out of bounds for dimension {} with size {size}",
+                    d + removed
                 )));
             }
             r = ops::select(&r, d as i64, i)?;
+            removed += 1;
         } else {
             return Err(pyo3::exceptions::PyIndexError::new_err(
                 "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got ".to_string()
@@ -325,12 +353,19 @@ impl PyTensor {
         self.t.requires_grad()
     }
     #[setter]
-    fn set_requires_grad(&self, v: bool) -> PyResult<()> {
-        Ok(self.t.set_requires_grad(v)?)
+    fn set_requires_grad(slf: &Bound<'_, Self>, v: bool) -> PyResult<()> {
+        slf.get().t.set_requires_grad_attr(v)?;
+        if v {
+            remember(slf)?;
+        }
+        Ok(())
     }
     #[pyo3(signature = (requires_grad=true))]
     fn requires_grad_(slf: &Bound<'_, Self>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
         slf.get().t.set_requires_grad(requires_grad)?;
+        if requires_grad && slf.get().t.is_leaf() {
+            remember(slf)?;
+        }
         Ok(slf.clone().unbind())
     }
     #[getter]
@@ -338,8 +373,8 @@ impl PyTensor {
         self.t.is_leaf()
     }
     #[getter]
-    fn grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
-        self.t.grad().map(|g| wrap(py, g)).transpose()
+    fn grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.t.grad().map(|g| wrap_cached(py, &g)).transpose()
     }
     #[setter]
     fn set_grad(&self, g: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
@@ -462,26 +497,29 @@ impl PyTensor {
     #[pyo3(signature = (dtype, copy=false))]
     fn _to_dtype(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>, copy: bool) -> PyResult<Py<PyTensor>> {
         let d = dtype_arg(Some(dtype))?.ok_or_else(|| PyTypeError::new_err("to() received an invalid combination of arguments"))?;
+        if d == self.t.dtype() && !copy {
+            return Ok(Py::new(py, PyTensor { t: self.t.clone() })?);
+        }
         let r = ops::to_dtype(&self.t, d)?;
         if copy && r.same(&self.t) {
             return wrap(py, ops::clone_tensor(&self.t)?);
         }
         wrap(py, r)
     }
-    fn float(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::to_dtype(&self.t, DType::F32)?)
+    fn float(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        same_or_cast(slf, DType::F32)
     }
-    fn double(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::to_dtype(&self.t, DType::F64)?)
+    fn double(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        same_or_cast(slf, DType::F64)
     }
-    fn long(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::to_dtype(&self.t, DType::I64)?)
+    fn long(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        same_or_cast(slf, DType::I64)
     }
-    fn int(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::to_dtype(&self.t, DType::I64)?)
+    fn int(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        same_or_cast(slf, DType::I64)
     }
-    fn bool(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::to_dtype(&self.t, DType::Bool)?)
+    fn bool(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        same_or_cast(slf, DType::Bool)
     }
     fn clone(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::clone_tensor(&self.t))?)
@@ -1154,6 +1192,15 @@ impl PyTensor {
             }
         }
     }
+}
+
+/// `x` itself when it already has dtype `d` (torch returns self), else a cast.
+fn same_or_cast(slf: &Bound<'_, PyTensor>, d: DType) -> PyResult<Py<PyTensor>> {
+    let t = &slf.get().t;
+    if t.dtype() == d {
+        return Ok(slf.clone().unbind());
+    }
+    wrap(slf.py(), ops::to_dtype(t, d)?)
 }
 
 fn scalar_or_item(value: &Bound<'_, PyAny>) -> PyResult<Scalar> {

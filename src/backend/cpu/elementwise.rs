@@ -319,6 +319,9 @@ fn compare<T: PartialOrd>(op: BinaryOp, a: T, b: T) -> bool {
 /// Applies `f` to two same-dtype inputs broadcast to `out_shape` (layouts already expanded).
 fn zip<T: Element, U: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T, T) -> U + Sync + Send) -> Vec<U> {
     let n = la.numel();
+    if n == 0 {
+        return Vec::new();
+    }
     if la.is_contiguous() && lb.is_contiguous() {
         let (xa, xb) = (&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n]);
         if n >= PAR_MIN && crate::runtime::intra_op_parallel() {

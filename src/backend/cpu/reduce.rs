@@ -38,6 +38,9 @@ fn fold<T: Copy, A: Copy>(data: &[T], layout: &Layout, dims: &[usize], init: A, 
     // Fast path: everything reduced, contiguous input.
     if dims.len() == layout.ndim() && layout.is_contiguous() {
         let n = layout.numel();
+        if n == 0 {
+            return vec![init];
+        }
         let mut acc = init;
         for (i, &x) in data[layout.offset..layout.offset + n].iter().enumerate() {
             acc = f(acc, x, i);

@@ -94,6 +94,9 @@ pub fn for_each_offset2(shape: &[usize], a: (&[usize], usize), b: (&[usize], usi
 /// gathered otherwise.
 pub fn contiguous<'a, T: Copy>(data: &'a [T], layout: &Layout) -> Cow<'a, [T]> {
     let n = layout.numel();
+    if n == 0 {
+        return Cow::Borrowed(&[]);
+    }
     if layout.is_contiguous() {
         return Cow::Borrowed(&data[layout.offset..layout.offset + n]);
     }
