@@ -110,7 +110,11 @@ pub struct ResultType {
 
 impl ResultType {
     pub fn tensor(mut self, dtype: DType, ndim: usize) -> Self {
-        let slot = if ndim == 0 { &mut self.zero_dim } else { &mut self.dim };
+        let slot = if ndim == 0 {
+            &mut self.zero_dim
+        } else {
+            &mut self.dim
+        };
         *slot = Some(slot.map_or(dtype, |d| DType::promote(d, dtype)));
         self
     }
@@ -132,7 +136,10 @@ impl ResultType {
                 h
             }),
         };
-        let lower = combine(self.zero_dim, self.wrapped.map(|w| DType::default_for(w.category())));
+        let lower = combine(
+            self.zero_dim,
+            self.wrapped.map(|w| DType::default_for(w.category())),
+        );
         combine(self.dim, lower).unwrap_or(DType::F32)
     }
 }
@@ -143,27 +150,51 @@ mod tests {
 
     #[test]
     fn wrapped_numbers_do_not_widen_within_a_category() {
-        let r = ResultType::default().tensor(DType::F32, 1).scalar(Scalar::Float(2.5)).finish();
+        let r = ResultType::default()
+            .tensor(DType::F32, 1)
+            .scalar(Scalar::Float(2.5))
+            .finish();
         assert_eq!(r, DType::F32);
-        let r = ResultType::default().tensor(DType::I64, 1).scalar(Scalar::Float(2.5)).finish();
+        let r = ResultType::default()
+            .tensor(DType::I64, 1)
+            .scalar(Scalar::Float(2.5))
+            .finish();
         assert_eq!(r, DType::F32);
-        let r = ResultType::default().tensor(DType::I64, 1).scalar(Scalar::Bool(true)).finish();
+        let r = ResultType::default()
+            .tensor(DType::I64, 1)
+            .scalar(Scalar::Bool(true))
+            .finish();
         assert_eq!(r, DType::I64);
-        let r = ResultType::default().tensor(DType::Bool, 1).scalar(Scalar::Int(3)).finish();
+        let r = ResultType::default()
+            .tensor(DType::Bool, 1)
+            .scalar(Scalar::Int(3))
+            .finish();
         assert_eq!(r, DType::I64);
     }
 
     #[test]
     fn tensors_promote_by_width_and_category() {
-        let r = ResultType::default().tensor(DType::F32, 1).tensor(DType::F64, 2).finish();
+        let r = ResultType::default()
+            .tensor(DType::F32, 1)
+            .tensor(DType::F64, 2)
+            .finish();
         assert_eq!(r, DType::F64);
-        let r = ResultType::default().tensor(DType::I64, 1).tensor(DType::F32, 1).finish();
+        let r = ResultType::default()
+            .tensor(DType::I64, 1)
+            .tensor(DType::F32, 1)
+            .finish();
         assert_eq!(r, DType::F32);
         // a 0-d float64 tensor does not widen a 1-d float32 tensor
-        let r = ResultType::default().tensor(DType::F32, 1).tensor(DType::F64, 0).finish();
+        let r = ResultType::default()
+            .tensor(DType::F32, 1)
+            .tensor(DType::F64, 0)
+            .finish();
         assert_eq!(r, DType::F32);
         // but it does move an int tensor to float64
-        let r = ResultType::default().tensor(DType::I64, 1).tensor(DType::F64, 0).finish();
+        let r = ResultType::default()
+            .tensor(DType::I64, 1)
+            .tensor(DType::F64, 0)
+            .finish();
         assert_eq!(r, DType::F64);
     }
 }

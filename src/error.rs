@@ -23,7 +23,9 @@ pub enum Error {
     #[error("{0}")]
     Runtime(String),
 
-    #[error("The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton dimension {dim}")]
+    #[error(
+        "The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton dimension {dim}"
+    )]
     BroadcastMismatch { a: usize, b: usize, dim: usize },
 
     #[error("element {index} of tensors does not require grad and does not have a grad_fn")]

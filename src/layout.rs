@@ -3,7 +3,7 @@
 //! Every view op in rgrad (transpose, permute, slicing, expand, view, squeeze...) is a
 //! pure function from one `Layout` to another over the same storage: no data moves.
 
-use crate::shape::{contiguous_strides, fmt_shape, numel, wrap_dim, Shape};
+use crate::shape::{Shape, contiguous_strides, fmt_shape, numel, wrap_dim};
 use crate::{Error, Result};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,7 +17,11 @@ pub struct Layout {
 
 impl Layout {
     pub fn contiguous(shape: &[usize]) -> Self {
-        Layout { shape: Shape::from_slice(shape), strides: contiguous_strides(shape), offset: 0 }
+        Layout {
+            shape: Shape::from_slice(shape),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        }
     }
     pub fn ndim(&self) -> usize {
         self.shape.len()
@@ -46,7 +50,12 @@ impl Layout {
         if self.numel() == 0 {
             return (self.offset, self.offset);
         }
-        let last: usize = self.shape.iter().zip(&self.strides).map(|(&d, &s)| (d - 1) * s).sum();
+        let last: usize = self
+            .shape
+            .iter()
+            .zip(&self.strides)
+            .map(|(&d, &s)| (d - 1) * s)
+            .sum();
         (self.offset, self.offset + last + 1)
     }
 
@@ -68,8 +77,13 @@ impl Layout {
                 dims.len()
             )));
         }
-        let wrapped = crate::shape::wrap_dims(dims, self.ndim())
-            .map_err(|e| if let Error::Runtime(_) = e { Error::runtime("permute(): duplicate dims are not allowed.") } else { e })?;
+        let wrapped = crate::shape::wrap_dims(dims, self.ndim()).map_err(|e| {
+            if let Error::Runtime(_) = e {
+                Error::runtime("permute(): duplicate dims are not allowed.")
+            } else {
+                e
+            }
+        })?;
         Ok(Layout {
             shape: wrapped.iter().map(|&d| self.shape[d]).collect(),
             strides: wrapped.iter().map(|&d| self.strides[d]).collect(),
@@ -78,12 +92,24 @@ impl Layout {
     }
 
     /// `start:stop:step` along `dim`, with Python's clamping of out-of-range bounds.
-    pub fn slice(&self, dim: usize, start: Option<i64>, stop: Option<i64>, step: i64) -> Result<Layout> {
+    pub fn slice(
+        &self,
+        dim: usize,
+        start: Option<i64>,
+        stop: Option<i64>,
+        step: i64,
+    ) -> Result<Layout> {
         if step <= 0 {
             return Err(Error::value("step must be greater than zero"));
         }
         let size = self.shape[dim] as i64;
-        let clamp = |v: i64| if v < 0 { (v + size).max(0) } else { v.min(size) };
+        let clamp = |v: i64| {
+            if v < 0 {
+                (v + size).max(0)
+            } else {
+                v.min(size)
+            }
+        };
         let start = start.map_or(0, clamp);
         let stop = stop.map_or(size, clamp).max(start);
         let len = (stop - start + step - 1) / step;
@@ -112,7 +138,9 @@ impl Layout {
     pub fn select(&self, dim: usize, index: i64) -> Result<Layout> {
         let size = self.shape[dim] as i64;
         if index < -size || index >= size {
-            return Err(Error::index(format!("index {index} is out of bounds for dimension {dim} with size {size}")));
+            return Err(Error::index(format!(
+                "index {index} is out of bounds for dimension {dim} with size {size}"
+            )));
         }
         let i = if index < 0 { index + size } else { index } as usize;
         let mut l = self.clone();
@@ -124,7 +152,11 @@ impl Layout {
 
     pub fn unsqueeze(&self, dim: usize) -> Layout {
         let mut l = self.clone();
-        let stride = if dim < self.ndim() { self.shape[dim] * self.strides[dim] } else { 1 };
+        let stride = if dim < self.ndim() {
+            self.shape[dim] * self.strides[dim]
+        } else {
+            1
+        };
         l.shape.insert(dim, 1);
         l.strides.insert(dim, stride.max(1));
         l
@@ -132,7 +164,11 @@ impl Layout {
 
     /// Removes the given dims if they have size 1 (others are kept, as in torch).
     pub fn squeeze(&self, dims: &[usize]) -> Layout {
-        let mut l = Layout { shape: Shape::new(), strides: Shape::new(), offset: self.offset };
+        let mut l = Layout {
+            shape: Shape::new(),
+            strides: Shape::new(),
+            offset: self.offset,
+        };
         for (i, (&d, &s)) in self.shape.iter().zip(&self.strides).enumerate() {
             if !(d == 1 && dims.contains(&i)) {
                 l.shape.push(d);
@@ -148,8 +184,16 @@ impl Layout {
         if n < self.ndim() {
             return Err(Error::runtime(format!(
                 "expand(torch.FloatTensor{{{}}}, size=[{}]): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
-                self.shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "),
-                shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "),
+                self.shape
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                shape
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 n,
                 self.ndim()
             )));
@@ -173,7 +217,11 @@ impl Layout {
                 }
             }
         }
-        Ok(Layout { shape: Shape::from_slice(shape), strides, offset: self.offset })
+        Ok(Layout {
+            shape: Shape::from_slice(shape),
+            strides,
+            offset: self.offset,
+        })
     }
 
     /// A view with a new shape of the same numel, if the strides allow it without a copy
@@ -181,10 +229,18 @@ impl Layout {
     /// error (view).
     pub fn view(&self, shape: &[usize]) -> Option<Layout> {
         if self.is_contiguous() {
-            return Some(Layout { shape: Shape::from_slice(shape), strides: contiguous_strides(shape), offset: self.offset });
+            return Some(Layout {
+                shape: Shape::from_slice(shape),
+                strides: contiguous_strides(shape),
+                offset: self.offset,
+            });
         }
         if self.numel() == 0 {
-            return Some(Layout { shape: Shape::from_slice(shape), strides: contiguous_strides(shape), offset: self.offset });
+            return Some(Layout {
+                shape: Shape::from_slice(shape),
+                strides: contiguous_strides(shape),
+                offset: self.offset,
+            });
         }
         // Walk chunks of old dims that are mutually contiguous and match them to new dims.
         let mut new_strides: Shape = smallvec::smallvec![0; shape.len()];
@@ -216,7 +272,11 @@ impl Layout {
         if view_d != -1 {
             return None;
         }
-        Some(Layout { shape: Shape::from_slice(shape), strides: new_strides, offset: self.offset })
+        Some(Layout {
+            shape: Shape::from_slice(shape),
+            strides: new_strides,
+            offset: self.offset,
+        })
     }
 }
 

@@ -6,6 +6,9 @@
 //! (arena graph, executor, grad mode), `runtime` (the shared worker pool). `py` is the
 //! PyO3 binding layer, compiled only with the `python` feature.
 
+// Tests may unwrap and panic freely; library code may not (see Cargo.toml [lints]).
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
 pub mod autograd;
 pub mod backend;
 pub mod dtype;
@@ -16,6 +19,7 @@ pub mod runtime;
 pub mod shape;
 pub mod storage;
 pub mod tensor;
+pub mod testing;
 
 #[cfg(feature = "python")]
 mod py;

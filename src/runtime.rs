@@ -29,8 +29,19 @@ fn build(threads: usize) -> Pool {
         .build()
         .map(Arc::new)
         // Building a pool only fails if the OS refuses threads; fall back to the global pool.
-        .unwrap_or_else(|_| Arc::new(rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap_or_else(|_| std::process::abort())));
-    Pool { pool, threads, pid: std::process::id() }
+        .unwrap_or_else(|_| {
+            Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .build()
+                    .unwrap_or_else(|_| std::process::abort()),
+            )
+        });
+    Pool {
+        pool,
+        threads,
+        pid: std::process::id(),
+    }
 }
 
 /// The shared pool, built on first use from `RGRAD_NUM_THREADS` (default: all cores).

@@ -27,9 +27,17 @@ pub fn contiguous_strides(shape: &[usize]) -> Shape {
 pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
     let n = ndim.max(1) as i64;
     if dim < -n || dim >= n {
-        return Err(Error::DimOutOfRange { dim, lo: -n, hi: n - 1 });
+        return Err(Error::DimOutOfRange {
+            dim,
+            lo: -n,
+            hi: n - 1,
+        });
     }
-    Ok(if dim < 0 { (dim + n) as usize } else { dim as usize })
+    Ok(if dim < 0 {
+        (dim + n) as usize
+    } else {
+        dim as usize
+    })
 }
 
 /// Wraps a list of dims, rejecting repeats as torch does.
@@ -38,7 +46,9 @@ pub fn wrap_dims(dims: &[i64], ndim: usize) -> Result<SmallVec<[usize; 6]>> {
     for &d in dims {
         let w = wrap_dim(d, ndim)?;
         if out.contains(&w) {
-            return Err(Error::runtime(format!("dim {w} appears multiple times in the list of dims")));
+            return Err(Error::runtime(format!(
+                "dim {w} appears multiple times in the list of dims"
+            )));
         }
         out.push(w);
     }
@@ -50,14 +60,26 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Shape> {
     let n = a.len().max(b.len());
     let mut out: Shape = smallvec::smallvec![0; n];
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
             db
         } else {
-            return Err(Error::BroadcastMismatch { a: da, b: db, dim: i });
+            return Err(Error::BroadcastMismatch {
+                a: da,
+                b: db,
+                dim: i,
+            });
         };
     }
     Ok(out)
@@ -90,7 +112,10 @@ pub fn infer_size(sizes: &[i64], numel: usize) -> Result<Shape> {
     }
     let invalid = || {
         let parts: Vec<String> = sizes.iter().map(|d| d.to_string()).collect();
-        Error::runtime(format!("shape '[{}]' is invalid for input of size {numel}", parts.join(", ")))
+        Error::runtime(format!(
+            "shape '[{}]' is invalid for input of size {numel}",
+            parts.join(", ")
+        ))
     };
     match infer {
         Some(i) => {
@@ -111,12 +136,18 @@ mod tests {
 
     #[test]
     fn broadcast_follows_torch_rules() {
-        assert_eq!(broadcast_shapes(&[3, 1], &[1, 4]).unwrap().as_slice(), &[3, 4]);
+        assert_eq!(
+            broadcast_shapes(&[3, 1], &[1, 4]).unwrap().as_slice(),
+            &[3, 4]
+        );
         assert_eq!(broadcast_shapes(&[2, 3], &[3]).unwrap().as_slice(), &[2, 3]);
         assert_eq!(broadcast_shapes(&[], &[2]).unwrap().as_slice(), &[2]);
         assert_eq!(broadcast_shapes(&[0], &[1]).unwrap().as_slice(), &[0]);
         let e = broadcast_shapes(&[3], &[4]).unwrap_err().to_string();
-        assert_eq!(e, "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0");
+        assert_eq!(
+            e,
+            "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0"
+        );
     }
 
     #[test]
@@ -124,13 +155,21 @@ mod tests {
         assert_eq!(wrap_dim(-1, 2).unwrap(), 1);
         assert_eq!(wrap_dim(0, 0).unwrap(), 0);
         let e = wrap_dim(2, 2).unwrap_err().to_string();
-        assert_eq!(e, "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+        assert_eq!(
+            e,
+            "Dimension out of range (expected to be in range of [-2, 1], but got 2)"
+        );
     }
 
     #[test]
     fn infer_size_handles_minus_one() {
         assert_eq!(infer_size(&[-1, 3], 6).unwrap().as_slice(), &[2, 3]);
-        assert!(infer_size(&[4], 6).unwrap_err().to_string().contains("shape '[4]' is invalid for input of size 6"));
+        assert!(
+            infer_size(&[4], 6)
+                .unwrap_err()
+                .to_string()
+                .contains("shape '[4]' is invalid for input of size 6")
+        );
         assert_eq!(contiguous_strides(&[2, 3, 4]).as_slice(), &[12, 4, 1]);
     }
 }

@@ -99,13 +99,19 @@ macro_rules! element {
 #[allow(clippy::panic)]
 fn unreachable_dtype(got: DType, want: DType) -> ! {
     // Invariant: every kernel is instantiated through `with_dtype!` on the buffer's own dtype.
-    panic!("rgrad internal error: kernel for {} called on a {} buffer", want.name(), got.name())
+    panic!(
+        "rgrad internal error: kernel for {} called on a {} buffer",
+        want.name(),
+        got.name()
+    )
 }
 
 element!(f32, F32, |v: f64| v as f32, |x: f32| f64::from(x));
 element!(f64, F64, |v: f64| v, |x: f64| x);
 element!(i64, I64, |v: f64| v as i64, |x: i64| x as f64);
-element!(bool, Bool, |v: f64| v != 0.0, |x: bool| f64::from(u8::from(x)));
+element!(bool, Bool, |v: f64| v != 0.0, |x: bool| f64::from(
+    u8::from(x)
+));
 
 /// Runs `$body` with `$T` bound to the Rust element type of `$dtype`.
 #[macro_export]
@@ -147,7 +153,10 @@ pub struct Storage {
 
 impl Storage {
     pub fn new(buf: Buffer) -> Self {
-        Storage { buf: RwLock::new(buf), version: AtomicU64::new(0) }
+        Storage {
+            buf: RwLock::new(buf),
+            version: AtomicU64::new(0),
+        }
     }
     pub fn read(&self) -> parking_lot::RwLockReadGuard<'_, Buffer> {
         self.buf.read_recursive()

@@ -54,7 +54,13 @@ pub struct Snapshot {
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = self.snapshot();
-        write!(f, "Tensor(shape={:?}, dtype={}, requires_grad={})", s.layout.shape.as_slice(), s.dtype.name(), self.requires_grad())
+        write!(
+            f,
+            "Tensor(shape={:?}, dtype={}, requires_grad={})",
+            s.layout.shape.as_slice(),
+            s.dtype.name(),
+            self.requires_grad()
+        )
     }
 }
 
@@ -89,9 +95,17 @@ impl Tensor {
 
     /// A new contiguous tensor owning `buf` with the given shape.
     pub fn from_buffer(buf: Buffer, shape: &[usize]) -> Tensor {
-        debug_assert_eq!(buf.len(), crate::shape::numel(shape), "buffer length must match shape");
+        debug_assert_eq!(
+            buf.len(),
+            crate::shape::numel(shape),
+            "buffer length must match shape"
+        );
         let dtype = buf.dtype();
-        Tensor::from_parts(Arc::new(Storage::new(buf)), Layout::contiguous(shape), dtype)
+        Tensor::from_parts(
+            Arc::new(Storage::new(buf)),
+            Layout::contiguous(shape),
+            dtype,
+        )
     }
 
     /// A tensor sharing `self`'s storage with another layout (a view). No autograd.
@@ -102,7 +116,11 @@ impl Tensor {
 
     pub fn snapshot(&self) -> Snapshot {
         let g = self.0.inner.lock();
-        Snapshot { storage: g.storage.clone(), layout: g.layout.clone(), dtype: g.dtype }
+        Snapshot {
+            storage: g.storage.clone(),
+            layout: g.layout.clone(),
+            dtype: g.dtype,
+        }
     }
 
     pub fn id(&self) -> usize {

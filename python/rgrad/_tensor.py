@@ -166,6 +166,8 @@ def _where(self: Tensor, condition, y) -> Tensor:
 
 
 def _type_as(self: Tensor, other: Tensor) -> Tensor:
+    if not isinstance(other, Tensor):
+        raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
     return self.to(other.dtype)
 
 

@@ -12,9 +12,9 @@
 
 use crate::autograd::function::Grads;
 use crate::autograd::grad_mode::with_grad_mode;
-use crate::autograd::graph::{ctx_for, Edge, NodeRef};
+use crate::autograd::graph::{Edge, NodeRef, ctx_for};
 use crate::tensor::Tensor;
-use crate::{ops, Error, Result};
+use crate::{Error, Result, ops};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use std::collections::HashMap;
@@ -72,11 +72,19 @@ struct Task {
 /// Runs backward from `outputs` seeded with `grad_outputs` (already validated by the
 /// caller). `inputs`: for grad(), the tensors whose gradients are returned; for
 /// backward(inputs=...), the tensors that accumulate (empty: every leaf).
-pub fn run_backward(outputs: &[Tensor], grad_outputs: &[Tensor], inputs: &[Tensor], opts: Options) -> Result<Vec<Option<Tensor>>> {
+pub fn run_backward(
+    outputs: &[Tensor],
+    grad_outputs: &[Tensor],
+    inputs: &[Tensor],
+    opts: Options,
+) -> Result<Vec<Option<Tensor>>> {
     let mut roots = Vec::with_capacity(outputs.len());
     for (i, out) in outputs.iter().enumerate() {
         match out.grad_fn() {
-            Some(node) => roots.push(Edge::Node { node, input_nr: out.output_nr() }),
+            Some(node) => roots.push(Edge::Node {
+                node,
+                input_nr: out.output_nr(),
+            }),
             None if out.requires_grad() => roots.push(Edge::Leaf(out.clone())),
             None => return Err(Error::NoGradFn { index: i }),
         }
@@ -143,7 +151,12 @@ impl Task {
 
         // Depth-first discovery; locals are numbered in discovery order (deterministic).
         let mut stack: Vec<NodeRef> = Vec::new();
-        let visit = |n: &NodeRef, node_index: &mut HashMap<u64, usize>, nodes: &mut Vec<NodeState>, edges: &mut Vec<_>, stack: &mut Vec<NodeRef>| -> usize {
+        let visit = |n: &NodeRef,
+                     node_index: &mut HashMap<u64, usize>,
+                     nodes: &mut Vec<NodeState>,
+                     edges: &mut Vec<_>,
+                     stack: &mut Vec<NodeRef>|
+         -> usize {
             if let Some(&l) = node_index.get(&n.id()) {
                 return l;
             }
@@ -211,7 +224,9 @@ impl Task {
                     }
                     None => {
                         if !t.requires_grad() {
-                            return Err(Error::runtime("One of the differentiated Tensors does not require grad"));
+                            return Err(Error::runtime(
+                                "One of the differentiated Tensors does not require grad",
+                            ));
                         }
                         if let Some(&l) = leaf_index.get(&t.id()) {
                             leaves[l].needed = true;
@@ -265,13 +280,24 @@ impl Task {
             }
             for t in n.targets.iter().flatten() {
                 match *t {
-                    Target::Node { local, .. } if nodes[local].needed => nodes[local].deps.fetch_add(1, Ordering::Relaxed),
-                    Target::Leaf(l) if leaves[l].needed => leaves[l].deps.fetch_add(1, Ordering::Relaxed),
+                    Target::Node { local, .. } if nodes[local].needed => {
+                        nodes[local].deps.fetch_add(1, Ordering::Relaxed)
+                    }
+                    Target::Leaf(l) if leaves[l].needed => {
+                        leaves[l].deps.fetch_add(1, Ordering::Relaxed)
+                    }
                     _ => 0,
                 };
             }
         }
-        let mut task = Task { nodes, leaves, captured, opts, failed: AtomicBool::new(false), error: Mutex::new(None) };
+        let mut task = Task {
+            nodes,
+            leaves,
+            captured,
+            opts,
+            failed: AtomicBool::new(false),
+            error: Mutex::new(None),
+        };
         // Root edges count as one dependency each.
         for r in roots {
             match task.resolve_mut(r) {
@@ -294,10 +320,22 @@ impl Task {
     fn resolve(&self, e: &Edge) -> Target {
         match e {
             Edge::Node { node, input_nr } => {
-                let local = self.nodes.iter().position(|n| n.node.ptr_eq(node)).unwrap_or(0);
-                Target::Node { local, input_nr: *input_nr }
+                let local = self
+                    .nodes
+                    .iter()
+                    .position(|n| n.node.ptr_eq(node))
+                    .unwrap_or(0);
+                Target::Node {
+                    local,
+                    input_nr: *input_nr,
+                }
             }
-            Edge::Leaf(t) => Target::Leaf(self.leaves.iter().position(|l| l.tensor.same(t)).unwrap_or(0)),
+            Edge::Leaf(t) => Target::Leaf(
+                self.leaves
+                    .iter()
+                    .position(|l| l.tensor.same(t))
+                    .unwrap_or(0),
+            ),
         }
     }
 
@@ -310,7 +348,13 @@ impl Task {
     }
 
     /// Delivers one gradient (or the news that none is coming) to a target.
-    fn send(&self, target: Target, key: u64, grad: Option<Tensor>, ready: &mut SmallVec<[usize; 4]>) -> Result<()> {
+    fn send(
+        &self,
+        target: Target,
+        key: u64,
+        grad: Option<Tensor>,
+        ready: &mut SmallVec<[usize; 4]>,
+    ) -> Result<()> {
         match target {
             Target::Node { local, input_nr } => {
                 let n = &self.nodes[local];
@@ -347,7 +391,9 @@ impl Task {
                 return;
             }
             let mut ready = SmallVec::<[usize; 4]>::new();
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_node(local, &mut ready)));
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.run_node(local, &mut ready)
+            }));
             match result {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => return self.fail(e),
@@ -432,7 +478,9 @@ impl Task {
             smallvec::smallvec![None; st.targets.len()]
         } else {
             let ctx = ctx_for(&st.node, &saved, released, needs);
-            with_grad_mode(self.opts.create_graph, || op.as_backward().apply(&ctx, &grads))?
+            with_grad_mode(self.opts.create_graph, || {
+                op.as_backward().apply(&ctx, &grads)
+            })?
         };
         if outs.len() != st.targets.len() {
             return Err(Error::Internal(format!(
@@ -463,7 +511,13 @@ impl Task {
             }
             let Some(mut g) = acc else { return Ok(()) };
             // Leaf hooks run before accumulation, as in torch.
-            let hooks: Vec<_> = leaf.tensor.lock().hooks.iter().map(|(_, h)| h.clone()).collect();
+            let hooks: Vec<_> = leaf
+                .tensor
+                .lock()
+                .hooks
+                .iter()
+                .map(|(_, h)| h.clone())
+                .collect();
             for h in hooks {
                 if let Some(new) = h(&g)? {
                     g = new;

@@ -38,14 +38,19 @@ impl BackwardCtx<'_> {
         if self.released {
             return Err(Error::GraphFreed);
         }
-        let s = self.saved.get(i).ok_or_else(|| Error::Internal(format!("saved tensor {i} missing")))?;
+        let s = self
+            .saved
+            .get(i)
+            .ok_or_else(|| Error::Internal(format!("saved tensor {i} missing")))?;
         let now = s.tensor.version();
         if now != s.version {
             let dtype = s.tensor.dtype().legacy_type_name();
             let shape = crate::shape::fmt_shape(&s.tensor.shape());
             let origin = match (s.output_nr, s.tensor.grad_fn()) {
                 (Some(nr), _) => format!(", which is output {nr} of {}", self.node.name()),
-                (None, Some(f)) => format!(", which is output {} of {}", s.tensor.output_nr(), f.name()),
+                (None, Some(f)) => {
+                    format!(", which is output {} of {}", s.tensor.output_nr(), f.name())
+                }
                 (None, None) => String::new(),
             };
             return Err(Error::runtime(format!(

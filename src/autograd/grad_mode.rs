@@ -56,7 +56,9 @@ mod tests {
         assert!(is_grad_enabled());
         with_grad_mode(false, || {
             assert!(!is_grad_enabled());
-            std::thread::spawn(|| assert!(is_grad_enabled())).join().unwrap();
+            std::thread::spawn(|| assert!(is_grad_enabled()))
+                .join()
+                .unwrap();
         });
         assert!(is_grad_enabled());
     }

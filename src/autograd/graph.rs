@@ -53,10 +53,18 @@ pub struct SavedTensor {
 
 impl SavedTensor {
     pub fn input(t: &Tensor) -> SavedTensor {
-        SavedTensor { tensor: t.clone(), output_nr: None, version: t.version() }
+        SavedTensor {
+            tensor: t.clone(),
+            output_nr: None,
+            version: t.version(),
+        }
     }
     pub fn output(t: &Tensor, output_nr: u32) -> SavedTensor {
-        SavedTensor { tensor: t.detach(), output_nr: Some(output_nr), version: t.version() }
+        SavedTensor {
+            tensor: t.detach(),
+            output_nr: Some(output_nr),
+            version: t.version(),
+        }
     }
 }
 
@@ -75,8 +83,20 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new(op: BackwardOp, next: SmallVec<[Option<Edge>; 2]>, outputs: SmallVec<[OutputMeta; 1]>) -> Node {
-        Node { op, saved: SmallVec::new(), released: false, next, outputs, pre_hooks: Vec::new(), retains: Vec::new() }
+    pub fn new(
+        op: BackwardOp,
+        next: SmallVec<[Option<Edge>; 2]>,
+        outputs: SmallVec<[OutputMeta; 1]>,
+    ) -> Node {
+        Node {
+            op,
+            saved: SmallVec::new(),
+            released: false,
+            next,
+            outputs,
+            pre_hooks: Vec::new(),
+            retains: Vec::new(),
+        }
     }
 }
 
@@ -102,7 +122,9 @@ struct Arena {
 fn arena() -> &'static Arena {
     static ARENA: OnceLock<Arena> = OnceLock::new();
     ARENA.get_or_init(|| Arena {
-        chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+        chunks: (0..MAX_CHUNKS)
+            .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+            .collect(),
         next: AtomicUsize::new(0),
         free: Mutex::new(Vec::new()),
         grow: Mutex::new(()),
@@ -126,13 +148,19 @@ impl Arena {
                 let i = self.next.fetch_add(1, Ordering::Relaxed);
                 let c = i >> CHUNK_BITS;
                 if c >= MAX_CHUNKS {
-                    return Err(Error::runtime("rgrad: too many live autograd nodes (limit 67108864)"));
+                    return Err(Error::runtime(
+                        "rgrad: too many live autograd nodes (limit 67108864)",
+                    ));
                 }
                 if self.chunks[c].load(Ordering::Acquire).is_null() {
                     let _g = self.grow.lock();
                     if self.chunks[c].load(Ordering::Acquire).is_null() {
                         let chunk: Box<[Slot]> = (0..CHUNK)
-                            .map(|_| Slot { refs: AtomicU32::new(0), generation: AtomicU32::new(0), node: Mutex::new(None) })
+                            .map(|_| Slot {
+                                refs: AtomicU32::new(0),
+                                generation: AtomicU32::new(0),
+                                node: Mutex::new(None),
+                            })
                             .collect();
                         self.chunks[c].store(Box::leak(chunk).as_mut_ptr(), Ordering::Release);
                     }
@@ -143,7 +171,10 @@ impl Arena {
         let slot = self.slot(idx);
         *slot.node.lock() = Some(node);
         slot.refs.store(1, Ordering::Release);
-        Ok(NodeRef { idx, generation: slot.generation.load(Ordering::Acquire) })
+        Ok(NodeRef {
+            idx,
+            generation: slot.generation.load(Ordering::Acquire),
+        })
     }
 }
 
@@ -172,7 +203,9 @@ impl NodeRef {
     }
     /// Locks the node. Never call Python or run a kernel while holding this.
     pub fn lock(&self) -> MappedNode<'_> {
-        MappedNode { guard: self.slot().node.lock() }
+        MappedNode {
+            guard: self.slot().node.lock(),
+        }
     }
     /// A stable identity for the node while it lives.
     pub fn id(&self) -> u64 {
@@ -219,7 +252,10 @@ fn unreachable_dead_node() -> ! {
 impl Clone for NodeRef {
     fn clone(&self) -> Self {
         self.slot().refs.fetch_add(1, Ordering::Relaxed);
-        NodeRef { idx: self.idx, generation: self.generation }
+        NodeRef {
+            idx: self.idx,
+            generation: self.generation,
+        }
     }
 }
 
@@ -261,6 +297,16 @@ fn release_iteratively(node: Node) {
 }
 
 /// Builds the context a backward op sees when its node runs.
-pub(crate) fn ctx_for<'a>(node: &'a NodeRef, saved: &'a [SavedTensor], released: bool, needs: SmallVec<[bool; 4]>) -> BackwardCtx<'a> {
-    BackwardCtx { node, saved, released, needs_input_grad: needs }
+pub(crate) fn ctx_for<'a>(
+    node: &'a NodeRef,
+    saved: &'a [SavedTensor],
+    released: bool,
+    needs: SmallVec<[bool; 4]>,
+) -> BackwardCtx<'a> {
+    BackwardCtx {
+        node,
+        saved,
+        released,
+        needs_input_grad: needs,
+    }
 }

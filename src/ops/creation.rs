@@ -8,10 +8,16 @@ use crate::{Error, Result};
 use parking_lot::Mutex;
 
 pub fn full(shape: &[usize], v: Scalar, dtype: DType) -> Result<Tensor> {
-    Ok(new_tensor(Buffer::full(dtype, crate::shape::numel(shape), v.as_f64()), shape))
+    Ok(new_tensor(
+        Buffer::full(dtype, crate::shape::numel(shape), v.as_f64()),
+        shape,
+    ))
 }
 pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
-    Ok(new_tensor(Buffer::zeros(dtype, crate::shape::numel(shape)), shape))
+    Ok(new_tensor(
+        Buffer::zeros(dtype, crate::shape::numel(shape)),
+        shape,
+    ))
 }
 pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
     full(shape, Scalar::Int(1), dtype)
@@ -29,10 +35,14 @@ pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
         return Err(Error::runtime("step must be nonzero"));
     }
     if !(start.is_finite() && end.is_finite()) {
-        return Err(Error::runtime(format!("unsupported range: {start} -> {end}")));
+        return Err(Error::runtime(format!(
+            "unsupported range: {start} -> {end}"
+        )));
     }
     if (step > 0.0 && end < start) || (step < 0.0 && end > start) {
-        return Err(Error::runtime("upper bound and larger bound inconsistent with step sign"));
+        return Err(Error::runtime(
+            "upper bound and larger bound inconsistent with step sign",
+        ));
     }
     let n = ((end - start) / step).ceil().max(0.0) as usize;
     let buf = match dtype {
@@ -50,9 +60,21 @@ pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor
         return Err(Error::runtime("number of steps must be non-negative"));
     }
     let n = steps as usize;
-    let step = if n > 1 { (end - start) / (n - 1) as f64 } else { 0.0 };
+    let step = if n > 1 {
+        (end - start) / (n - 1) as f64
+    } else {
+        0.0
+    };
     let half = n / 2;
-    let vals: Vec<f64> = (0..n).map(|i| if i < half { start + step * i as f64 } else { end - step * (n - 1 - i) as f64 }).collect();
+    let vals: Vec<f64> = (0..n)
+        .map(|i| {
+            if i < half {
+                start + step * i as f64
+            } else {
+                end - step * (n - 1 - i) as f64
+            }
+        })
+        .collect();
     let buf = match dtype {
         DType::F32 => Buffer::F32(vals.iter().map(|&v| v as f32).collect()),
         DType::F64 => Buffer::F64(vals),
@@ -92,7 +114,9 @@ impl Rng {
             x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             x ^ (x >> 31)
         };
-        Rng { s: [next(), next(), next(), next()] }
+        Rng {
+            s: [next(), next(), next(), next()],
+        }
     }
     fn next_u64(&mut self) -> u64 {
         let r = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
@@ -122,7 +146,9 @@ static RNG: Mutex<Option<Rng>> = Mutex::new(None);
 fn with_rng<R>(f: impl FnOnce(&mut Rng) -> R) -> R {
     let mut g = RNG.lock();
     let rng = g.get_or_insert_with(|| {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
         Rng::seeded(t ^ u64::from(std::process::id()))
     });
     f(rng)
@@ -137,7 +163,12 @@ fn float_buf(dtype: DType, n: usize, mut f: impl FnMut() -> f64) -> Result<Buffe
     Ok(match dtype {
         DType::F32 => Buffer::F32((0..n).map(|_| f() as f32).collect()),
         DType::F64 => Buffer::F64((0..n).map(|_| f()).collect()),
-        _ => return Err(Error::runtime(format!("\"check_uniform_bounds\" not implemented for '{}'", if dtype == DType::I64 { "Long" } else { "Bool" }))),
+        _ => {
+            return Err(Error::runtime(format!(
+                "\"check_uniform_bounds\" not implemented for '{}'",
+                if dtype == DType::I64 { "Long" } else { "Bool" }
+            )));
+        }
     })
 }
 
@@ -156,7 +187,9 @@ pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
 /// `torch.randint(low, high, size)`: uniform integers in [low, high).
 pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Tensor> {
     if high <= low {
-        return Err(Error::runtime(format!("random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")));
+        return Err(Error::runtime(format!(
+            "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )));
     }
     let n = crate::shape::numel(shape);
     let span = (high - low) as u64;

@@ -10,7 +10,7 @@ use crate::dtype::{DType, ResultType, Scalar};
 use crate::shape::broadcast_shapes;
 use crate::storage::Buffer;
 use crate::tensor::Tensor;
-use crate::{saved, Error, Result};
+use crate::{Error, Result, saved};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 
@@ -58,7 +58,12 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
         return Ok(x.clone());
     }
     let from = s.dtype;
-    let fwd = || Ok(new_tensor(k::cast(&s.storage.read(), &s.layout, dtype), &s.layout.shape));
+    let fwd = || {
+        Ok(new_tensor(
+            k::cast(&s.storage.read(), &s.layout, dtype),
+            &s.layout.shape,
+        ))
+    };
     if !dtype.is_float() {
         return crate::autograd::grad_mode::with_grad_mode(false, fwd);
     }
@@ -75,7 +80,11 @@ impl Backward for ToCopyBackward0 {
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        Ok(smallvec::smallvec![Some(if self.from.is_float() { to_dtype(&g, self.from)? } else { g })])
+        Ok(smallvec::smallvec![Some(if self.from.is_float() {
+            to_dtype(&g, self.from)?
+        } else {
+            g
+        })])
     }
 }
 
@@ -84,7 +93,12 @@ pub fn clone_tensor(x: &Tensor) -> Result<Tensor> {
     let s = x.snapshot();
     apply(
         &[x],
-        || Ok(new_tensor(k::cast(&s.storage.read(), &s.layout, s.dtype), &s.layout.shape)),
+        || {
+            Ok(new_tensor(
+                k::cast(&s.storage.read(), &s.layout, s.dtype),
+                &s.layout.shape,
+            ))
+        },
         |_| (CloneBackward0, saved![]),
     )
 }
@@ -92,13 +106,18 @@ pub fn clone_tensor(x: &Tensor) -> Result<Tensor> {
 /// A detached tensor with its own storage unless `g` is the sole owner of its storage
 /// (then it is reused: torch's AccumulateGrad "steals" such gradients too).
 pub fn clone_detached_if_shared(g: Tensor) -> Tensor {
-    let sole = std::sync::Arc::strong_count(&g.0) == 1 && std::sync::Arc::strong_count(&g.storage()) == 1 && g.is_contiguous();
+    let sole = std::sync::Arc::strong_count(&g.0) == 1
+        && std::sync::Arc::strong_count(&g.storage()) == 1
+        && g.is_contiguous();
     if sole && g.layout().offset == 0 && g.storage().len() == g.numel() {
         g.detach_();
         return g;
     }
     let s = g.snapshot();
-    new_tensor(k::cast(&s.storage.read(), &s.layout, s.dtype), &s.layout.shape)
+    new_tensor(
+        k::cast(&s.storage.read(), &s.layout, s.dtype),
+        &s.layout.shape,
+    )
 }
 
 #[derive(Clone)]
@@ -115,14 +134,20 @@ impl Backward for CloneBackward0 {
 /// The gradient of a single-output node (always present: the engine does not run a
 /// node that received nothing).
 pub(crate) fn grad0(g: &[Option<Tensor>]) -> Result<Tensor> {
-    g.first().cloned().flatten().ok_or_else(|| Error::Internal("missing output gradient".into()))
+    g.first()
+        .cloned()
+        .flatten()
+        .ok_or_else(|| Error::Internal("missing output gradient".into()))
 }
 
 // ---- unary ops ------------------------------------------------------------------------
 
 /// Which inputs a unary op accepts without promotion to float.
 fn keeps_int(op: UnaryOp) -> bool {
-    matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Relu)
+    matches!(
+        op,
+        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Relu
+    )
 }
 
 fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
@@ -132,29 +157,38 @@ fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
         ));
     }
-    Ok(new_tensor(k::unary(op, &s.storage.read(), &s.layout), &s.layout.shape))
+    Ok(new_tensor(
+        k::unary(op, &s.storage.read(), &s.layout),
+        &s.layout.shape,
+    ))
 }
 
 /// The unary table: name, kernel, what the backward saves, and the derivative.
 /// (g = grad of output, x = input, y = output)
 fn unary_grad(op: UnaryOp, g: &Tensor, x: Option<&Tensor>, y: Option<&Tensor>) -> Result<Tensor> {
-    let need = |t: Option<&Tensor>| t.cloned().ok_or_else(|| Error::Internal("unary backward operand missing".into()));
+    let need = |t: Option<&Tensor>| {
+        t.cloned()
+            .ok_or_else(|| Error::Internal("unary backward operand missing".into()))
+    };
     match op {
-        UnaryOp::Neg => neg(g),                                                   // -g
-        UnaryOp::Abs => mul(g, &sign(&need(x)?)?),                                // g·sign(x)
-        UnaryOp::Sign | UnaryOp::LogicalNot => zeros_like(g),                     // 0
+        UnaryOp::Neg => neg(g),                               // -g
+        UnaryOp::Abs => mul(g, &sign(&need(x)?)?),            // g·sign(x)
+        UnaryOp::Sign | UnaryOp::LogicalNot => zeros_like(g), // 0
         UnaryOp::Relu => mul(g, &to_dtype(&gt_scalar(&need(y)?, 0.0)?, g.dtype())?), // g·[y>0]
-        UnaryOp::Exp => mul(g, &need(y)?),                                        // g·eʸ
-        UnaryOp::Log => div(g, &need(x)?),                                        // g/x
-        UnaryOp::Log1p => div(g, &add_scalar(&need(x)?, Scalar::Float(1.0))?),    // g/(1+x)
-        UnaryOp::Expm1 => mul(g, &add_scalar(&need(y)?, Scalar::Float(1.0))?),    // g·(y+1)
-        UnaryOp::Sqrt => div(g, &mul_scalar(&need(y)?, Scalar::Float(2.0))?),     // g/(2√x)
+        UnaryOp::Exp => mul(g, &need(y)?),                    // g·eʸ
+        UnaryOp::Log => div(g, &need(x)?),                    // g/x
+        UnaryOp::Log1p => div(g, &add_scalar(&need(x)?, Scalar::Float(1.0))?), // g/(1+x)
+        UnaryOp::Expm1 => mul(g, &add_scalar(&need(y)?, Scalar::Float(1.0))?), // g·(y+1)
+        UnaryOp::Sqrt => div(g, &mul_scalar(&need(y)?, Scalar::Float(2.0))?), // g/(2√x)
         UnaryOp::Rsqrt => {
             // d/dx x^-1/2 = -1/2·y³
             let y = need(y)?;
-            mul(g, &mul_scalar(&pow_scalar(&y, Scalar::Float(3.0))?, Scalar::Float(-0.5))?)
+            mul(
+                g,
+                &mul_scalar(&pow_scalar(&y, Scalar::Float(3.0))?, Scalar::Float(-0.5))?,
+            )
         }
-        UnaryOp::Sin => mul(g, &cos(&need(x)?)?),  // g·cos x
+        UnaryOp::Sin => mul(g, &cos(&need(x)?)?), // g·cos x
         UnaryOp::Cos => neg(&mul(g, &sin(&need(x)?)?)?), // -g·sin x
         UnaryOp::Tan => {
             // g·(1 + y²)
@@ -181,7 +215,10 @@ fn unary_grad(op: UnaryOp, g: &Tensor, x: Option<&Tensor>, y: Option<&Tensor>) -
 
 /// Whether the derivative of `op` is computed from its input (else from its output).
 fn saves_input(op: UnaryOp) -> bool {
-    matches!(op, UnaryOp::Abs | UnaryOp::Log | UnaryOp::Log1p | UnaryOp::Sin | UnaryOp::Cos)
+    matches!(
+        op,
+        UnaryOp::Abs | UnaryOp::Log | UnaryOp::Log1p | UnaryOp::Sin | UnaryOp::Cos
+    )
 }
 
 fn unary_name(op: UnaryOp) -> &'static str {
@@ -245,7 +282,12 @@ impl Backward for UnaryBackward {
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let x = self.x.map(|i| ctx.saved(i as usize)).transpose()?;
         let y = self.y.map(|i| ctx.saved(i as usize)).transpose()?;
-        Ok(smallvec::smallvec![Some(unary_grad(self.op, &grad0(g)?, x.as_ref(), y.as_ref())?)])
+        Ok(smallvec::smallvec![Some(unary_grad(
+            self.op,
+            &grad0(g)?,
+            x.as_ref(),
+            y.as_ref()
+        )?)])
     }
 }
 
@@ -298,13 +340,28 @@ fn binary_kernel(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
 pub fn add_op(a: Operand<'_>, b: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     let (a, b, dtype) = promote(a, b, false)?;
     if dtype == DType::Bool && alpha != Scalar::Int(1) && alpha != Scalar::Bool(true) {
-        return Err(Error::runtime("Boolean alpha only supported for Boolean results."));
+        return Err(Error::runtime(
+            "Boolean alpha only supported for Boolean results.",
+        ));
     }
-    let b_scaled = if alpha.as_f64() == 1.0 { b.clone() } else { binary_kernel(BinaryOp::Mul, &b, &scalar_tensor(alpha, dtype))? };
+    let b_scaled = if alpha.as_f64() == 1.0 {
+        b.clone()
+    } else {
+        binary_kernel(BinaryOp::Mul, &b, &scalar_tensor(alpha, dtype))?
+    };
     apply(
         &[&a, &b],
         || binary_kernel(BinaryOp::Add, &a, &b_scaled),
-        |_| (AddBackward0 { a: a.shape(), b: b.shape(), alpha: alpha.as_f64() }, saved![]),
+        |_| {
+            (
+                AddBackward0 {
+                    a: a.shape(),
+                    b: b.shape(),
+                    alpha: alpha.as_f64(),
+                },
+                saved![],
+            )
+        },
     )
 }
 
@@ -316,11 +373,24 @@ pub fn sub_op(a: Operand<'_>, b: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
         ));
     }
-    let b_scaled = if alpha.as_f64() == 1.0 { b.clone() } else { binary_kernel(BinaryOp::Mul, &b, &scalar_tensor(alpha, dtype))? };
+    let b_scaled = if alpha.as_f64() == 1.0 {
+        b.clone()
+    } else {
+        binary_kernel(BinaryOp::Mul, &b, &scalar_tensor(alpha, dtype))?
+    };
     apply(
         &[&a, &b],
         || binary_kernel(BinaryOp::Sub, &a, &b_scaled),
-        |_| (SubBackward0 { a: a.shape(), b: b.shape(), alpha: alpha.as_f64() }, saved![]),
+        |_| {
+            (
+                SubBackward0 {
+                    a: a.shape(),
+                    b: b.shape(),
+                    alpha: alpha.as_f64(),
+                },
+                saved![],
+            )
+        },
     )
 }
 
@@ -337,8 +407,16 @@ impl Backward for AddBackward0 {
     // d(a + αb)/da = 1, /db = α
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        let ga = if ctx.needs_input_grad(0) { Some(sum_to(&g, &self.a)?) } else { None };
-        let gb = if ctx.needs_input_grad(1) { Some(sum_to(&scale(&g, self.alpha)?, &self.b)?) } else { None };
+        let ga = if ctx.needs_input_grad(0) {
+            Some(sum_to(&g, &self.a)?)
+        } else {
+            None
+        };
+        let gb = if ctx.needs_input_grad(1) {
+            Some(sum_to(&scale(&g, self.alpha)?, &self.b)?)
+        } else {
+            None
+        };
         Ok(smallvec::smallvec![ga, gb])
     }
 }
@@ -356,8 +434,16 @@ impl Backward for SubBackward0 {
     // d(a - αb)/da = 1, /db = -α
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        let ga = if ctx.needs_input_grad(0) { Some(sum_to(&g, &self.a)?) } else { None };
-        let gb = if ctx.needs_input_grad(1) { Some(sum_to(&scale(&g, -self.alpha)?, &self.b)?) } else { None };
+        let ga = if ctx.needs_input_grad(0) {
+            Some(sum_to(&g, &self.a)?)
+        } else {
+            None
+        };
+        let gb = if ctx.needs_input_grad(1) {
+            Some(sum_to(&scale(&g, -self.alpha)?, &self.b)?)
+        } else {
+            None
+        };
         Ok(smallvec::smallvec![ga, gb])
     }
 }
@@ -365,7 +451,11 @@ impl Backward for SubBackward0 {
 /// `s - x` for a Python number s (torch's rsub; RsubBackward1).
 pub fn rsub_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
     let (sv, xt, _) = promote(Operand::S(s), Operand::T(x), false)?;
-    apply(&[&xt], || binary_kernel(BinaryOp::Sub, &sv, &xt), |_| (RsubBackward1, saved![]))
+    apply(
+        &[&xt],
+        || binary_kernel(BinaryOp::Sub, &sv, &xt),
+        |_| (RsubBackward1, saved![]),
+    )
 }
 
 #[derive(Clone)]
@@ -398,7 +488,15 @@ pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
             let mut s = Saver::default();
             let sa = s.input_if(b.requires_grad(), &a);
             let sb = s.input_if(a.requires_grad(), &b);
-            (MulBackward0 { a_shape: a.shape(), b_shape: b.shape(), a: sa, b: sb }, s.list)
+            (
+                MulBackward0 {
+                    a_shape: a.shape(),
+                    b_shape: b.shape(),
+                    a: sa,
+                    b: sb,
+                },
+                s.list,
+            )
         },
     )
 }
@@ -417,8 +515,16 @@ impl Backward for MulBackward0 {
     // d(ab)/da = b, d(ab)/db = a
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        let ga = if ctx.needs_input_grad(0) { Some(sum_to(&mul(&g, &get(ctx, self.b)?)?, &self.a_shape)?) } else { None };
-        let gb = if ctx.needs_input_grad(1) { Some(sum_to(&mul(&g, &get(ctx, self.a)?)?, &self.b_shape)?) } else { None };
+        let ga = if ctx.needs_input_grad(0) {
+            Some(sum_to(&mul(&g, &get(ctx, self.b)?)?, &self.a_shape)?)
+        } else {
+            None
+        };
+        let gb = if ctx.needs_input_grad(1) {
+            Some(sum_to(&mul(&g, &get(ctx, self.a)?)?, &self.b_shape)?)
+        } else {
+            None
+        };
         Ok(smallvec::smallvec![ga, gb])
     }
 }
@@ -433,7 +539,15 @@ pub fn div_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
             let mut s = Saver::default();
             let sa = s.input_if(b.requires_grad(), &a);
             let sb = s.input_if(true, &b);
-            (DivBackward0 { a_shape: a.shape(), b_shape: b.shape(), a: sa, b: sb }, s.list)
+            (
+                DivBackward0 {
+                    a_shape: a.shape(),
+                    b_shape: b.shape(),
+                    a: sa,
+                    b: sb,
+                },
+                s.list,
+            )
         },
     )
 }
@@ -453,10 +567,17 @@ impl Backward for DivBackward0 {
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
         let b = get(ctx, self.b)?;
-        let ga = if ctx.needs_input_grad(0) { Some(sum_to(&div(&g, &b)?, &self.a_shape)?) } else { None };
+        let ga = if ctx.needs_input_grad(0) {
+            Some(sum_to(&div(&g, &b)?, &self.a_shape)?)
+        } else {
+            None
+        };
         let gb = if ctx.needs_input_grad(1) {
             let a = get(ctx, self.a)?;
-            Some(sum_to(&neg(&div(&mul(&g, &a)?, &mul(&b, &b)?)?)?, &self.b_shape)?)
+            Some(sum_to(
+                &neg(&div(&mul(&g, &a)?, &mul(&b, &b)?)?)?,
+                &self.b_shape,
+            )?)
         } else {
             None
         };
@@ -468,8 +589,13 @@ impl Backward for DivBackward0 {
 pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     match (a, b) {
         (Operand::T(x), Operand::S(e)) => {
-            if !x.dtype().is_float() && e.category() == crate::dtype::Category::Int && e.as_f64() < 0.0 {
-                return Err(Error::runtime("Integers to negative integer powers are not allowed."));
+            if !x.dtype().is_float()
+                && e.category() == crate::dtype::Category::Int
+                && e.as_f64() < 0.0
+            {
+                return Err(Error::runtime(
+                    "Integers to negative integer powers are not allowed.",
+                ));
             }
             let (xt, et, _) = promote(a, b, false)?;
             // torch computes these powers with sqrt/rsqrt (so (-inf)^0.5 is nan, not C pow's inf)
@@ -487,7 +613,13 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
                 |_| {
                     let mut s = Saver::default();
                     let xi = s.input_if(true, &xt);
-                    (PowBackward0 { exponent: e.as_f64(), x: xi }, s.list)
+                    (
+                        PowBackward0 {
+                            exponent: e.as_f64(),
+                            x: xi,
+                        },
+                        s.list,
+                    )
                 },
             )
         }
@@ -499,7 +631,13 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
                 |y| {
                     let mut s = Saver::default();
                     let yi = s.output(y);
-                    (PowBackward2 { base: base.as_f64(), y: yi }, s.list)
+                    (
+                        PowBackward2 {
+                            base: base.as_f64(),
+                            y: yi,
+                        },
+                        s.list,
+                    )
                 },
             )
         }
@@ -513,7 +651,16 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
                     let ai = s.input_if(true, &at);
                     let bi = s.input_if(true, &bt);
                     let yi = s.output(y);
-                    (PowBackward1 { a_shape: at.shape(), b_shape: bt.shape(), a: ai, b: bi, y: yi }, s.list)
+                    (
+                        PowBackward1 {
+                            a_shape: at.shape(),
+                            b_shape: bt.shape(),
+                            a: ai,
+                            b: bi,
+                            y: yi,
+                        },
+                        s.list,
+                    )
                 },
             )
         }
@@ -536,7 +683,10 @@ impl Backward for PowBackward0 {
             return Ok(smallvec::smallvec![Some(zeros_like(&g)?)]);
         }
         let x = get(ctx, self.x)?;
-        let d = mul_scalar(&pow_scalar(&x, Scalar::Float(self.exponent - 1.0))?, Scalar::Float(self.exponent))?;
+        let d = mul_scalar(
+            &pow_scalar(&x, Scalar::Float(self.exponent - 1.0))?,
+            Scalar::Float(self.exponent),
+        )?;
         Ok(smallvec::smallvec![Some(mul(&g, &d)?)])
     }
 }
@@ -588,14 +738,21 @@ impl Backward for PowBackward2 {
     // d sˣ/dx = sˣ·ln s
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let y = ctx.saved(self.y as usize)?;
-        Ok(smallvec::smallvec![Some(mul(&grad0(g)?, &mul_scalar(&y, Scalar::Float(self.base.ln()))?)?)])
+        Ok(smallvec::smallvec![Some(mul(
+            &grad0(g)?,
+            &mul_scalar(&y, Scalar::Float(self.base.ln()))?
+        )?)])
     }
 }
 
 /// torch.maximum / torch.minimum.
 pub fn extremum(a: &Tensor, b: &Tensor, is_max: bool) -> Result<Tensor> {
     let (a, b, _) = promote(Operand::T(a), Operand::T(b), false)?;
-    let op = if is_max { BinaryOp::Maximum } else { BinaryOp::Minimum };
+    let op = if is_max {
+        BinaryOp::Maximum
+    } else {
+        BinaryOp::Minimum
+    };
     apply(
         &[&a, &b],
         || binary_kernel(op, &a, &b),
@@ -604,9 +761,27 @@ pub fn extremum(a: &Tensor, b: &Tensor, is_max: bool) -> Result<Tensor> {
             let ai = s.input_if(true, &a);
             let bi = s.input_if(true, &b);
             if is_max {
-                (MaximumBackward0 { a_shape: a.shape(), b_shape: b.shape(), a: ai, b: bi }.into_op(), s.list)
+                (
+                    MaximumBackward0 {
+                        a_shape: a.shape(),
+                        b_shape: b.shape(),
+                        a: ai,
+                        b: bi,
+                    }
+                    .into_op(),
+                    s.list,
+                )
             } else {
-                (MinimumBackward0(MaximumBackward0 { a_shape: a.shape(), b_shape: b.shape(), a: ai, b: bi }).into_op(), s.list)
+                (
+                    MinimumBackward0(MaximumBackward0 {
+                        a_shape: a.shape(),
+                        b_shape: b.shape(),
+                        a: ai,
+                        b: bi,
+                    })
+                    .into_op(),
+                    s.list,
+                )
             }
         },
     )
@@ -629,10 +804,20 @@ impl MaximumBackward0 {
         let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
         let wins = if is_max { gt(&a, &b)? } else { lt(&a, &b)? };
         let ties = eq(&a, &b)?;
-        let wa = add(&to_dtype(&wins, g.dtype())?, &mul_scalar(&to_dtype(&ties, g.dtype())?, Scalar::Float(0.5))?)?;
-        let ga = if ctx.needs_input_grad(0) { Some(sum_to(&mul(&g, &wa)?, &self.a_shape)?) } else { None };
+        let wa = add(
+            &to_dtype(&wins, g.dtype())?,
+            &mul_scalar(&to_dtype(&ties, g.dtype())?, Scalar::Float(0.5))?,
+        )?;
+        let ga = if ctx.needs_input_grad(0) {
+            Some(sum_to(&mul(&g, &wa)?, &self.a_shape)?)
+        } else {
+            None
+        };
         let gb = if ctx.needs_input_grad(1) {
-            Some(sum_to(&mul(&g, &rsub_scalar(&wa, Scalar::Float(1.0))?)?, &self.b_shape)?)
+            Some(sum_to(
+                &mul(&g, &rsub_scalar(&wa, Scalar::Float(1.0))?)?,
+                &self.b_shape,
+            )?)
         } else {
             None
         };
@@ -679,26 +864,45 @@ pub fn logical(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// `where(cond, a, b)`.
 pub fn where_op(cond: &Tensor, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     if cond.dtype() != DType::Bool {
-        return Err(Error::runtime(format!("where expected condition to be a boolean tensor, but got a tensor with dtype {}", pretty_dtype(cond.dtype()))));
+        return Err(Error::runtime(format!(
+            "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+            pretty_dtype(cond.dtype())
+        )));
     }
     let (a, b, _) = promote(a, b, false)?;
     apply(
         &[&a, &b],
         || {
             let (sc, sa, sb) = (cond.snapshot(), a.snapshot(), b.snapshot());
-            let shape = broadcast_shapes(&broadcast_shapes(&sc.layout.shape, &sa.layout.shape)?, &sb.layout.shape)?;
-            let (lc, la, lb) = (sc.layout.expand(&shape)?, sa.layout.expand(&shape)?, sb.layout.expand(&shape)?);
+            let shape = broadcast_shapes(
+                &broadcast_shapes(&sc.layout.shape, &sa.layout.shape)?,
+                &sb.layout.shape,
+            )?;
+            let (lc, la, lb) = (
+                sc.layout.expand(&shape)?,
+                sa.layout.expand(&shape)?,
+                sb.layout.expand(&shape)?,
+            );
             let rc = sc.storage.read();
             let c = match &*rc {
                 Buffer::Bool(v) => v,
                 _ => return Err(Error::Internal("where: condition is not bool".into())),
             };
-            Ok(new_tensor(k::where_(c, &lc, &sa.storage.read(), &la, &sb.storage.read(), &lb), &shape))
+            Ok(new_tensor(
+                k::where_(c, &lc, &sa.storage.read(), &la, &sb.storage.read(), &lb),
+                &shape,
+            ))
         },
         |_| {
             let mut s = Saver::default();
             s.input_if(true, cond);
-            (WhereBackward0 { a_shape: a.shape(), b_shape: b.shape() }, s.list)
+            (
+                WhereBackward0 {
+                    a_shape: a.shape(),
+                    b_shape: b.shape(),
+                },
+                s.list,
+            )
         },
     )
 }
@@ -706,7 +910,9 @@ pub fn where_op(cond: &Tensor, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor>
 fn pretty_dtype(d: DType) -> String {
     let n = d.name();
     let mut c = n.chars();
-    c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
 }
 
 #[derive(Clone)]
@@ -722,8 +928,16 @@ impl Backward for WhereBackward0 {
         let g = grad0(g)?;
         let c = ctx.saved(0)?;
         let z = zeros_like(&g)?;
-        let ga = if ctx.needs_input_grad(0) { Some(sum_to(&where_(&c, &g, &z)?, &self.a_shape)?) } else { None };
-        let gb = if ctx.needs_input_grad(1) { Some(sum_to(&where_(&c, &z, &g)?, &self.b_shape)?) } else { None };
+        let ga = if ctx.needs_input_grad(0) {
+            Some(sum_to(&where_(&c, &g, &z)?, &self.a_shape)?)
+        } else {
+            None
+        };
+        let gb = if ctx.needs_input_grad(1) {
+            Some(sum_to(&where_(&c, &z, &g)?, &self.b_shape)?)
+        } else {
+            None
+        };
         Ok(smallvec::smallvec![ga, gb])
     }
 }
@@ -731,12 +945,19 @@ impl Backward for WhereBackward0 {
 /// `clamp(x, min, max)` with number bounds.
 pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
     if min.is_none() && max.is_none() {
-        return Err(Error::runtime("torch.clamp: At least one of 'min' or 'max' must not be None"));
+        return Err(Error::runtime(
+            "torch.clamp: At least one of 'min' or 'max' must not be None",
+        ));
     }
     let s = x.snapshot();
     apply(
         &[x],
-        || Ok(new_tensor(k::clamp(&s.storage.read(), &s.layout, min, max), &s.layout.shape)),
+        || {
+            Ok(new_tensor(
+                k::clamp(&s.storage.read(), &s.layout, min, max),
+                &s.layout.shape,
+            ))
+        },
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, x);
@@ -770,7 +991,10 @@ impl Backward for ClampBackward1 {
             });
         }
         let mask = mask.ok_or_else(|| Error::Internal("clamp without bounds".into()))?;
-        Ok(smallvec::smallvec![Some(mul(&g, &to_dtype(&mask, g.dtype())?)?)])
+        Ok(smallvec::smallvec![Some(mul(
+            &g,
+            &to_dtype(&mask, g.dtype())?
+        )?)])
     }
 }
 

@@ -2,7 +2,7 @@
 //! advanced indexing (`x[int_tensor]`, `x[bool_mask]`, several index tensors) and its
 //! writing counterpart index_put.
 
-use super::elementwise::{grad0, Saver};
+use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor, sum_to};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
@@ -10,10 +10,10 @@ use crate::backend::cpu::reduce as k;
 use crate::dtype::{DType, Scalar};
 use crate::layout::Layout;
 use crate::ops::*;
-use crate::shape::{broadcast_shapes, wrap_dim, Shape};
+use crate::shape::{Shape, broadcast_shapes, wrap_dim};
 use crate::storage::Buffer;
 use crate::tensor::Tensor;
-use crate::{saved, Error, Result};
+use crate::{Error, Result, saved};
 use std::borrow::Cow;
 
 /// An int64 index tensor's values, contiguous, with negative entries wrapped and every
@@ -27,13 +27,17 @@ fn index_values(index: &Tensor, size: usize, dim: usize) -> Result<Vec<i64>> {
     }
     let s = index.snapshot();
     let r = s.storage.read();
-    let Buffer::I64(v) = &*r else { return Err(Error::Internal("index buffer is not int64".into())) };
+    let Buffer::I64(v) = &*r else {
+        return Err(Error::Internal("index buffer is not int64".into()));
+    };
     let vals = crate::backend::cpu::strided::contiguous(v, &s.layout);
     vals.iter()
         .map(|&i| {
             let n = size as i64;
             if i < -n || i >= n {
-                Err(Error::index(format!("index {i} is out of bounds for dimension {dim} with size {size}")))
+                Err(Error::index(format!(
+                    "index {i} is out of bounds for dimension {dim} with size {size}"
+                )))
             } else {
                 Ok(if i < 0 { i + n } else { i })
             }
@@ -47,7 +51,9 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, s.layout.ndim())?;
     let ishape = index.shape();
     if ishape.len() != s.layout.ndim().max(1) && s.layout.ndim() > 0 {
-        return Err(Error::runtime("Index tensor must have the same number of dimensions as input tensor"));
+        return Err(Error::runtime(
+            "Index tensor must have the same number of dimensions as input tensor",
+        ));
     }
     for (i, (&a, &b)) in ishape.iter().zip(&s.layout.shape).enumerate() {
         if i != d && a > b {
@@ -63,7 +69,12 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let shape = s.layout.shape.clone();
     apply(
         &[x],
-        || Ok(new_tensor(k::gather(&s.storage.read(), &s.layout, d, &idx, &ishape), &ishape)),
+        || {
+            Ok(new_tensor(
+                k::gather(&s.storage.read(), &s.layout, d, &idx, &ishape),
+                &ishape,
+            ))
+        },
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, index);
@@ -83,12 +94,22 @@ impl Backward for GatherBackward0 {
     }
     // the gradient is scattered back (added) to the gathered positions
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(scatter_add_zeros(&self.shape, self.dim, &ctx.saved(0)?, &grad0(g)?)?)])
+        Ok(smallvec::smallvec![Some(scatter_add_zeros(
+            &self.shape,
+            self.dim,
+            &ctx.saved(0)?,
+            &grad0(g)?
+        )?)])
     }
 }
 
 /// `zeros(shape).scatter_add(dim, index, src)`, differentiable w.r.t. `src`.
-pub fn scatter_add_zeros(shape: &[usize], dim: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+pub fn scatter_add_zeros(
+    shape: &[usize],
+    dim: usize,
+    index: &Tensor,
+    src: &Tensor,
+) -> Result<Tensor> {
     let ishape = index.shape();
     let idx = index_values(index, shape.get(dim).copied().unwrap_or(1), dim)?;
     let s = src.snapshot();
@@ -96,7 +117,10 @@ pub fn scatter_add_zeros(shape: &[usize], dim: usize, index: &Tensor, src: &Tens
         &[src],
         || {
             let src_view = s.layout.clone();
-            Ok(new_tensor(k::scatter_add(shape, dim, &idx, &ishape, &s.storage.read(), &src_view), shape))
+            Ok(new_tensor(
+                k::scatter_add(shape, dim, &idx, &ishape, &s.storage.read(), &src_view),
+                shape,
+            ))
         },
         |_| {
             let mut sv = Saver::default();
@@ -115,18 +139,32 @@ impl Backward for ScatterAddBackward0 {
         "ScatterAddBackward0".into()
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(gather(&grad0(g)?, self.dim as i64, &ctx.saved(0)?)?)])
+        Ok(smallvec::smallvec![Some(gather(
+            &grad0(g)?,
+            self.dim as i64,
+            &ctx.saved(0)?
+        )?)])
     }
 }
 
 /// `torch.index_select(x, dim, index)` with a 1-D (or 0-d) int64 index.
 pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     if index.ndim() > 1 {
-        return Err(Error::index("index_select(): Index is supposed to be a vector"));
+        return Err(Error::index(
+            "index_select(): Index is supposed to be a vector",
+        ));
     }
     let s = x.snapshot();
     let scalar_input = s.layout.ndim() == 0;
-    let layout = if scalar_input { Layout { shape: smallvec::smallvec![1], strides: smallvec::smallvec![1], offset: s.layout.offset } } else { s.layout.clone() };
+    let layout = if scalar_input {
+        Layout {
+            shape: smallvec::smallvec![1],
+            strides: smallvec::smallvec![1],
+            offset: s.layout.offset,
+        }
+    } else {
+        s.layout.clone()
+    };
     let d = wrap_dim(dim, layout.ndim())?;
     let idx = index_values(index, layout.shape[d], d)?;
     let mut out_shape = layout.shape.clone();
@@ -137,11 +175,22 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let in_shape = s.layout.shape.clone();
     apply(
         &[x],
-        || Ok(new_tensor(k::index_select(&s.storage.read(), &layout, d, &idx), &out_shape)),
+        || {
+            Ok(new_tensor(
+                k::index_select(&s.storage.read(), &layout, d, &idx),
+                &out_shape,
+            ))
+        },
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, index);
-            (IndexSelectBackward0 { shape: in_shape, dim: d }, sv.list)
+            (
+                IndexSelectBackward0 {
+                    shape: in_shape,
+                    dim: d,
+                },
+                sv.list,
+            )
         },
     )
 }
@@ -156,19 +205,42 @@ impl Backward for IndexSelectBackward0 {
         "IndexSelectBackward0".into()
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(index_add_zeros(&self.shape, self.dim, &ctx.saved(0)?, &grad0(g)?)?)])
+        Ok(smallvec::smallvec![Some(index_add_zeros(
+            &self.shape,
+            self.dim,
+            &ctx.saved(0)?,
+            &grad0(g)?
+        )?)])
     }
 }
 
 /// `zeros(shape).index_add(dim, index, src)`, differentiable w.r.t. `src`.
-pub fn index_add_zeros(shape: &[usize], dim: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-    let work: Shape = if shape.is_empty() { smallvec::smallvec![1] } else { Shape::from_slice(shape) };
+pub fn index_add_zeros(
+    shape: &[usize],
+    dim: usize,
+    index: &Tensor,
+    src: &Tensor,
+) -> Result<Tensor> {
+    let work: Shape = if shape.is_empty() {
+        smallvec::smallvec![1]
+    } else {
+        Shape::from_slice(shape)
+    };
     let idx = index_values(index, work[dim], dim)?;
     let s = src.snapshot();
-    let src_layout = if s.layout.ndim() == 0 { Layout::contiguous(&[1]) } else { s.layout.clone() };
+    let src_layout = if s.layout.ndim() == 0 {
+        Layout::contiguous(&[1])
+    } else {
+        s.layout.clone()
+    };
     apply(
         &[src],
-        || Ok(new_tensor(k::index_add(&work, dim, &idx, &s.storage.read(), &src_layout), shape)),
+        || {
+            Ok(new_tensor(
+                k::index_add(&work, dim, &idx, &s.storage.read(), &src_layout),
+                shape,
+            ))
+        },
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, index);
@@ -186,7 +258,11 @@ impl Backward for IndexAddBackward0 {
         "IndexAddBackward0".into()
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(index_select(&grad0(g)?, self.dim as i64, &ctx.saved(0)?)?)])
+        Ok(smallvec::smallvec![Some(index_select(
+            &grad0(g)?,
+            self.dim as i64,
+            &ctx.saved(0)?
+        )?)])
     }
 }
 
@@ -250,7 +326,9 @@ struct Plan {
 pub fn nonzero_indices(mask: &Tensor) -> Result<Vec<Tensor>> {
     let s = mask.snapshot();
     let r = s.storage.read();
-    let Buffer::Bool(v) = &*r else { return Err(Error::Internal("mask is not bool".into())) };
+    let Buffer::Bool(v) = &*r else {
+        return Err(Error::Internal("mask is not bool".into()));
+    };
     let vals = crate::backend::cpu::strided::contiguous(v, &s.layout);
     let shape = &s.layout.shape;
     let strides = crate::shape::contiguous_strides(shape);
@@ -262,10 +340,13 @@ pub fn nonzero_indices(mask: &Tensor) -> Result<Vec<Tensor>> {
             }
         }
     }
-    Ok(cols.into_iter().map(|c| {
-        let n = c.len();
-        new_tensor(Buffer::I64(c), &[n])
-    }).collect())
+    Ok(cols
+        .into_iter()
+        .map(|c| {
+            let n = c.len();
+            new_tensor(Buffer::I64(c), &[n])
+        })
+        .collect())
 }
 
 fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
@@ -295,7 +376,9 @@ fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
             }
             Some(t) => {
                 if t.dtype() != DType::I64 {
-                    return Err(Error::index("tensors used as indices must be long, int, byte or bool tensors"));
+                    return Err(Error::index(
+                        "tensors used as indices must be long, int, byte or bool tensors",
+                    ));
                 }
                 per_dim.push((d, t.clone()));
                 d += 1;
@@ -303,14 +386,21 @@ fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
         }
     }
     if d > x_shape.len() {
-        return Err(Error::index(format!("too many indices for tensor of dimension {}", x_shape.len())));
+        return Err(Error::index(format!(
+            "too many indices for tensor of dimension {}",
+            x_shape.len()
+        )));
     }
     let mut bshape = Shape::new();
     for (_, t) in &per_dim {
         bshape = broadcast_shapes(&bshape, &t.shape()).map_err(|_| {
             Error::index(format!(
                 "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
-                per_dim.iter().map(|(_, t)| crate::shape::fmt_shape(&t.shape())).collect::<Vec<_>>().join(", ")
+                per_dim
+                    .iter()
+                    .map(|(_, t)| crate::shape::fmt_shape(&t.shape()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))
         })?;
     }
@@ -327,10 +417,20 @@ fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
             Some(l) => add(&mul_scalar(&l, Scalar::Int(size as i64))?, &t)?,
         });
     }
-    let linear = linear.ok_or_else(|| Error::Internal("advanced index without index tensors".into()))?;
+    let linear =
+        linear.ok_or_else(|| Error::Internal("advanced index without index tensors".into()))?;
     let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
-    let insert_at = if adjacent { dims.first().copied().unwrap_or(0) } else { 0 };
-    Ok(Plan { dims, linear: contiguous(&linear)?, bshape, insert_at })
+    let insert_at = if adjacent {
+        dims.first().copied().unwrap_or(0)
+    } else {
+        0
+    };
+    Ok(Plan {
+        dims,
+        linear: contiguous(&linear)?,
+        bshape,
+        insert_at,
+    })
 }
 
 /// Moves the indexed dims of `x` to the front and flattens them: [prod(indexed), rest...].
@@ -371,8 +471,20 @@ pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     let idx_list: Vec<Option<Tensor>> = indices.to_vec();
     apply(
         &[x],
-        || with_grad_mode(false, || Ok(contiguous(&gather_plan(&x.detach(), &p)?)?.detach())),
-        |_| (IndexBackward0 { shape: shape.clone(), indices: idx_list }, saved![]),
+        || {
+            with_grad_mode(false, || {
+                Ok(contiguous(&gather_plan(&x.detach(), &p)?)?.detach())
+            })
+        },
+        |_| {
+            (
+                IndexBackward0 {
+                    shape: shape.clone(),
+                    indices: idx_list,
+                },
+                saved![],
+            )
+        },
     )
 }
 
@@ -389,14 +501,24 @@ impl Backward for IndexBackward0 {
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
         let z = zeros(&self.shape, g.dtype())?;
-        Ok(smallvec::smallvec![Some(index_put(&z, &self.indices, &g, true)?)])
+        Ok(smallvec::smallvec![Some(index_put(
+            &z,
+            &self.indices,
+            &g,
+            true
+        )?)])
     }
 }
 
 /// Out-of-place `index_put(x, indices, values, accumulate)`: x with the indexed
 /// positions set to (or, with accumulate, increased by) `values` broadcast to the
 /// indexed shape. `x[indices] = v` is its in-place form.
-pub fn index_put(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+pub fn index_put(
+    x: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<Tensor> {
     let shape = x.shape();
     let p = plan(&shape, indices)?;
     let values = to_dtype(values, x.dtype())?;
@@ -417,7 +539,8 @@ pub fn index_put(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumu
     apply(
         &[x, &values],
         || {
-            let mut out = crate::backend::cpu::elementwise::cast(&xs.storage.read(), &xs.layout, xs.dtype);
+            let mut out =
+                crate::backend::cpu::elementwise::cast(&xs.storage.read(), &xs.layout, xs.dtype);
             let src = vs.storage.read();
             crate::with_dtype!(xs.dtype, T => {
                 use crate::storage::Element;
@@ -430,7 +553,16 @@ pub fn index_put(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumu
             });
             Ok(new_tensor(out, &shape))
         },
-        |_| (IndexPutBackward0 { indices: idx_list, values_shape: vshape, accumulate }, saved![]),
+        |_| {
+            (
+                IndexPutBackward0 {
+                    indices: idx_list,
+                    values_shape: vshape,
+                    accumulate,
+                },
+                saved![],
+            )
+        },
     )
 }
 
@@ -457,7 +589,11 @@ impl Backward for IndexPutBackward0 {
         } else {
             None
         };
-        let gv = if ctx.needs_input_grad(1) { Some(sum_to(&index(&g, &self.indices)?, &self.values_shape)?) } else { None };
+        let gv = if ctx.needs_input_grad(1) {
+            Some(sum_to(&index(&g, &self.indices)?, &self.values_shape)?)
+        } else {
+            None
+        };
         Ok(smallvec::smallvec![gx, gv])
     }
 }

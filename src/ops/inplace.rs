@@ -12,7 +12,7 @@
 //! old history) and the view is re-derived from the base. Leaves that require grad may
 //! only be modified under `no_grad`.
 
-use super::elementwise::{grad0, Operand};
+use super::elementwise::{Operand, grad0};
 use super::{apply, attach, new_tensor, sum_to};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::{is_grad_enabled, with_grad_mode};
@@ -22,7 +22,7 @@ use crate::layout::Layout;
 use crate::ops::*;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
-use crate::{saved, Error, Result};
+use crate::{Error, Result, saved};
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -31,11 +31,15 @@ fn check_writable(x: &Tensor) -> Result<()> {
         return Ok(());
     }
     if x.is_leaf() && x.requires_grad() {
-        return Err(Error::runtime("a leaf Variable that requires grad is being used in an in-place operation."));
+        return Err(Error::runtime(
+            "a leaf Variable that requires grad is being used in an in-place operation.",
+        ));
     }
     if let Some(b) = x.base() {
         if b.is_leaf() && b.requires_grad() {
-            return Err(Error::runtime("a view of a leaf Variable that requires grad is being used in an in-place operation."));
+            return Err(Error::runtime(
+                "a view of a leaf Variable that requires grad is being used in an in-place operation.",
+            ));
         }
     }
     Ok(())
@@ -52,7 +56,11 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
     let constant;
     let result = if is_grad_enabled() && x.requires_grad() && !result.requires_grad() {
         let all = new_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
-        constant = where_(&all, &with_grad_mode(false, || to_dtype(result, x.dtype()))?, x)?;
+        constant = where_(
+            &all,
+            &with_grad_mode(false, || to_dtype(result, x.dtype()))?,
+            x,
+        )?;
         &constant
     } else {
         result
@@ -77,9 +85,15 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
         let mut n = node.lock();
         let mut copy: Option<Tensor> = None;
         for s in n.saved.iter_mut() {
-            if s.output_nr.is_none() && Arc::ptr_eq(&s.tensor.storage(), &xs.storage) && s.tensor.same(x) {
+            if s.output_nr.is_none()
+                && Arc::ptr_eq(&s.tensor.storage(), &xs.storage)
+                && s.tensor.same(x)
+            {
                 let c = copy.get_or_insert_with(|| {
-                    let c = new_tensor(k::cast(&xs.storage.read(), &xs.layout, xs.dtype), &xs.layout.shape);
+                    let c = new_tensor(
+                        k::cast(&xs.storage.read(), &xs.layout, xs.dtype),
+                        &xs.layout.shape,
+                    );
                     if let Some((f, nr)) = &old_history {
                         c.set_history(f.clone(), *nr);
                     }
@@ -97,7 +111,11 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
         } else {
             rs.storage.read().clone()
         };
-        let src_layout = if Arc::ptr_eq(&rs.storage, &xs.storage) { Layout::contiguous(&rs.layout.shape) } else { rs.layout.clone() };
+        let src_layout = if Arc::ptr_eq(&rs.storage, &xs.storage) {
+            Layout::contiguous(&rs.layout.shape)
+        } else {
+            rs.layout.clone()
+        };
         let mut w = xs.storage.write();
         k::copy_into(&mut w, &xs.layout, &private, &src_layout);
     }
@@ -128,8 +146,16 @@ fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
             "rgrad: in-place operations on views of non-contiguous tensors that require grad are not supported; call .contiguous() first",
         ));
     }
-    let rel = Layout { shape: vl.shape.clone(), strides: vl.strides.clone(), offset: vl.offset - bl.offset };
-    let r = if result.shape() == vl.shape { result.clone() } else { expand(result, &vl.shape)? };
+    let rel = Layout {
+        shape: vl.shape.clone(),
+        strides: vl.strides.clone(),
+        offset: vl.offset - bl.offset,
+    };
+    let r = if result.shape() == vl.shape {
+        result.clone()
+    } else {
+        expand(result, &vl.shape)?
+    };
     let base_shape = bl.shape.clone();
     // A node with edges [base's old history, result]; its output is the base.
     let base_input = base.detach();
@@ -138,7 +164,10 @@ fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
     } else if base.requires_grad() {
         base_input.lock().requires_grad = true;
     }
-    let op = CopySlices { shape: base_shape, rel: rel.clone() };
+    let op = CopySlices {
+        shape: base_shape,
+        rel: rel.clone(),
+    };
     // attach() reads edges from the inputs: base_input carries the base's old history.
     let inputs: [&Tensor; 2] = [&base_input, &r];
     let node = attach(super::BackwardOp::from(op), &inputs, saved![], &[])?;
@@ -165,8 +194,19 @@ impl Backward for CopySlices {
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
         let region = as_strided(&g, &self.rel)?;
-        let gb = if ctx.needs_input_grad(0) { Some(sub(&g, &as_strided_scatter(&region, &self.shape, &self.rel)?)?) } else { None };
-        let gr = if ctx.needs_input_grad(1) { Some(region) } else { None };
+        let gb = if ctx.needs_input_grad(0) {
+            Some(sub(
+                &g,
+                &as_strided_scatter(&region, &self.shape, &self.rel)?,
+            )?)
+        } else {
+            None
+        };
+        let gr = if ctx.needs_input_grad(1) {
+            Some(region)
+        } else {
+            None
+        };
         Ok(smallvec::smallvec![gb, gr])
     }
 }
@@ -253,8 +293,20 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
     inplace(x, |_| {
         apply(
             &[src],
-            || with_grad_mode(false, || contiguous(&expand(&to_dtype(&src.detach(), dtype)?, &xs)?).map(|t| t.detach())),
-            |_| (CopyBackwards { src_shape, src_dtype: src.dtype() }, saved![]),
+            || {
+                with_grad_mode(false, || {
+                    contiguous(&expand(&to_dtype(&src.detach(), dtype)?, &xs)?).map(|t| t.detach())
+                })
+            },
+            |_| {
+                (
+                    CopyBackwards {
+                        src_shape,
+                        src_dtype: src.dtype(),
+                    },
+                    saved![],
+                )
+            },
         )
     })
 }
@@ -270,12 +322,21 @@ impl Backward for CopyBackwards {
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = sum_to(&grad0(g)?, &self.src_shape)?;
-        Ok(smallvec::smallvec![Some(if self.src_dtype.is_float() { to_dtype(&g, self.src_dtype)? } else { g })])
+        Ok(smallvec::smallvec![Some(if self.src_dtype.is_float() {
+            to_dtype(&g, self.src_dtype)?
+        } else {
+            g
+        })])
     }
 }
 
 /// `x[indices] = values` for advanced indices (index_put_).
-pub fn index_put_(x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+pub fn index_put_(
+    x: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<Tensor> {
     inplace(x, |x| index_put(x, indices, values, accumulate))
 }
 

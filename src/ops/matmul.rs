@@ -1,12 +1,12 @@
 //! Matrix products: mm, bmm, dot, and matmul's 1-D/2-D/batched-broadcast dispatch.
 
-use super::elementwise::{grad0, Saver};
+use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::backend::cpu::matmul::{gemm, GemmElem, MatView};
+use crate::backend::cpu::matmul::{GemmElem, MatView, gemm};
 use crate::dtype::DType;
 use crate::ops::*;
-use crate::shape::{broadcast_shapes, Shape};
+use crate::shape::{Shape, broadcast_shapes};
 use crate::storage::{Buffer, Element};
 use crate::tensor::{Snapshot, Tensor};
 use crate::{Error, Result};
@@ -24,10 +24,16 @@ fn dtype_name(d: DType) -> &'static str {
 fn same_dtype(a: &Tensor, b: &Tensor, what: &str) -> Result<()> {
     let (da, db) = (a.dtype(), b.dtype());
     if da != db {
-        return Err(Error::runtime(format!("expected {what} to have the same dtype, but got: {} != {}", dtype_name(da), dtype_name(db))));
+        return Err(Error::runtime(format!(
+            "expected {what} to have the same dtype, but got: {} != {}",
+            dtype_name(da),
+            dtype_name(db)
+        )));
     }
     if da == DType::Bool {
-        return Err(Error::runtime("\"addmm_impl_cpu_\" not implemented for 'Bool'"));
+        return Err(Error::runtime(
+            "\"addmm_impl_cpu_\" not implemented for 'Bool'",
+        ));
     }
     Ok(())
 }
@@ -57,13 +63,20 @@ fn gemm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             DType::F64 => batched::<f64>(&ra, &sa, &rb, &sb),
             DType::I64 => batched::<i64>(&ra, &sa, &rb, &sb),
             // `same_dtype` rejects bool before any kernel runs.
-            DType::Bool => Err(Error::runtime("\"addmm_impl_cpu_\" not implemented for 'Bool'")),
+            DType::Bool => Err(Error::runtime(
+                "\"addmm_impl_cpu_\" not implemented for 'Bool'",
+            )),
         }
     })?;
     Ok(new_tensor(buf, &shape))
 }
 
-fn batched<T: Element + GemmElem>(ra: &Buffer, sa: &Snapshot, rb: &Buffer, sb: &Snapshot) -> Result<Buffer> {
+fn batched<T: Element + GemmElem>(
+    ra: &Buffer,
+    sa: &Snapshot,
+    rb: &Buffer,
+    sb: &Snapshot,
+) -> Result<Buffer> {
     let nd = sa.layout.ndim();
     let (m, n) = (sa.layout.shape[nd - 2], sb.layout.shape[nd - 1]);
     let batch = if nd == 3 { sa.layout.shape[0] } else { 1 };
@@ -71,8 +84,17 @@ fn batched<T: Element + GemmElem>(ra: &Buffer, sa: &Snapshot, rb: &Buffer, sb: &
     let (da, db) = (T::slice(ra), T::slice(rb));
     let parallel = crate::runtime::intra_op_parallel();
     for i in 0..batch {
-        let (oa, ob) = if nd == 3 { (i * sa.layout.strides[0], i * sb.layout.strides[0]) } else { (0, 0) };
-        gemm(view_of(da, sa, oa), view_of(db, sb, ob), &mut out[i * m * n..(i + 1) * m * n], parallel);
+        let (oa, ob) = if nd == 3 {
+            (i * sa.layout.strides[0], i * sb.layout.strides[0])
+        } else {
+            (0, 0)
+        };
+        gemm(
+            view_of(da, sa, oa),
+            view_of(db, sb, ob),
+            &mut out[i * m * n..(i + 1) * m * n],
+            parallel,
+        );
     }
     Ok(T::into_buffer(out))
 }
@@ -81,7 +103,7 @@ fn batched<T: Element + GemmElem>(ra: &Buffer, sa: &Snapshot, rb: &Buffer, sb: &
 pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());
     if sa.len() != 2 {
-        return Err(Error::runtime(format!("self must be a matrix")));
+        return Err(Error::runtime("self must be a matrix"));
     }
     if sb.len() != 2 {
         return Err(Error::runtime("mat2 must be a matrix"));
@@ -100,7 +122,14 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             let mut s = Saver::default();
             let ai = s.input_if(b.requires_grad(), a);
             let bi = s.input_if(a.requires_grad(), b);
-            (MmBackward0 { a: ai, b: bi, batched: false }, s.list)
+            (
+                MmBackward0 {
+                    a: ai,
+                    b: bi,
+                    batched: false,
+                },
+                s.list,
+            )
         },
     )
 }
@@ -109,7 +138,7 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());
     if sa.len() != 3 || sb.len() != 3 {
-        return Err(Error::runtime(format!("batch1 must be a 3D tensor")));
+        return Err(Error::runtime("batch1 must be a 3D tensor"));
     }
     if sa[0] != sb[0] || sa[2] != sb[1] {
         return Err(Error::runtime(format!(
@@ -125,7 +154,14 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             let mut s = Saver::default();
             let ai = s.input_if(b.requires_grad(), a);
             let bi = s.input_if(a.requires_grad(), b);
-            (BmmBackward0(MmBackward0 { a: ai, b: bi, batched: true }), s.list)
+            (
+                BmmBackward0(MmBackward0 {
+                    a: ai,
+                    b: bi,
+                    batched: true,
+                }),
+                s.list,
+            )
         },
     )
 }
@@ -145,18 +181,24 @@ impl MmBackward0 {
         }
     }
     fn prod(&self, x: &Tensor, y: &Tensor) -> Result<Tensor> {
-        if self.batched {
-            bmm(x, y)
-        } else {
-            mm(x, y)
-        }
+        if self.batched { bmm(x, y) } else { mm(x, y) }
     }
     // dA = G·Bᵀ, dB = Aᵀ·G
     fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        let saved = |i: Option<u8>| ctx.saved(i.ok_or_else(|| Error::Internal("mm operand not saved".into()))? as usize);
-        let da = if ctx.needs_input_grad(0) { Some(self.prod(&g, &self.tr(&saved(self.b)?)?)?) } else { None };
-        let db = if ctx.needs_input_grad(1) { Some(self.prod(&self.tr(&saved(self.a)?)?, &g)?) } else { None };
+        let saved = |i: Option<u8>| {
+            ctx.saved(i.ok_or_else(|| Error::Internal("mm operand not saved".into()))? as usize)
+        };
+        let da = if ctx.needs_input_grad(0) {
+            Some(self.prod(&g, &self.tr(&saved(self.b)?)?)?)
+        } else {
+            None
+        };
+        let db = if ctx.needs_input_grad(1) {
+            Some(self.prod(&self.tr(&saved(self.a)?)?, &g)?)
+        } else {
+            None
+        };
         Ok(smallvec::smallvec![da, db])
     }
 }
@@ -184,7 +226,11 @@ impl Backward for BmmBackward0 {
 pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());
     if sa.len() != 1 || sb.len() != 1 {
-        return Err(Error::runtime(format!("1D tensors expected, but got {}D and {}D tensors", sa.len(), sb.len())));
+        return Err(Error::runtime(format!(
+            "1D tensors expected, but got {}D and {}D tensors",
+            sa.len(),
+            sb.len()
+        )));
     }
     if sa[0] != sb[0] {
         return Err(Error::runtime(format!(
@@ -196,7 +242,9 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     apply(
         &[a, b],
         || {
-            let r = crate::autograd::grad_mode::with_grad_mode(false, || mm(&unsqueeze(&a.detach(), 0)?, &unsqueeze(&b.detach(), 1)?))?;
+            let r = crate::autograd::grad_mode::with_grad_mode(false, || {
+                mm(&unsqueeze(&a.detach(), 0)?, &unsqueeze(&b.detach(), 1)?)
+            })?;
             reshape(&r, &[])
         },
         |_| {
@@ -220,9 +268,19 @@ impl Backward for DotBackward0 {
     // d(a·b)/da = g·b, /db = g·a
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        let saved = |i: Option<u8>| ctx.saved(i.ok_or_else(|| Error::Internal("dot operand not saved".into()))? as usize);
-        let da = if ctx.needs_input_grad(0) { Some(mul(&g, &saved(self.b)?)?) } else { None };
-        let db = if ctx.needs_input_grad(1) { Some(mul(&g, &saved(self.a)?)?) } else { None };
+        let saved = |i: Option<u8>| {
+            ctx.saved(i.ok_or_else(|| Error::Internal("dot operand not saved".into()))? as usize)
+        };
+        let da = if ctx.needs_input_grad(0) {
+            Some(mul(&g, &saved(self.b)?)?)
+        } else {
+            None
+        };
+        let db = if ctx.needs_input_grad(1) {
+            Some(mul(&g, &saved(self.a)?)?)
+        } else {
+            None
+        };
         Ok(smallvec::smallvec![da, db])
     }
 }
@@ -230,7 +288,10 @@ impl Backward for DotBackward0 {
 /// `torch.outer(a, b)` = a[:, None] * b[None, :].
 pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.ndim() != 1 || b.ndim() != 1 {
-        return Err(Error::runtime(format!("outer: Expected 1-D argument self, but got {}-D", a.ndim().max(b.ndim()))));
+        return Err(Error::runtime(format!(
+            "outer: Expected 1-D argument self, but got {}-D",
+            a.ndim().max(b.ndim())
+        )));
     }
     mul(&unsqueeze(a, 1)?, &unsqueeze(b, 0)?)
 }
@@ -240,7 +301,9 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());
     let (na, nb) = (sa.len(), sb.len());
     if na == 0 || nb == 0 {
-        return Err(Error::runtime(format!("both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D")));
+        return Err(Error::runtime(format!(
+            "both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D"
+        )));
     }
     match (na, nb) {
         (1, 1) => dot(a, b),
@@ -256,7 +319,10 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         }
         (2, 1) => {
             if sa[1] != sb[0] {
-                return Err(Error::runtime(format!("size mismatch, got input ({}), mat ({}x{}), vec ({})", sa[0], sa[0], sa[1], sb[0])));
+                return Err(Error::runtime(format!(
+                    "size mismatch, got input ({}), mat ({}x{}), vec ({})",
+                    sa[0], sa[0], sa[1], sb[0]
+                )));
             }
             squeeze(&mm(a, &unsqueeze(b, 1)?)?, Some(&[1]))
         }

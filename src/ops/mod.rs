@@ -38,11 +38,11 @@ pub use nn::*;
 pub use reduce::*;
 pub use shape::*;
 
+use crate::Result;
 use crate::autograd::grad_mode::is_grad_enabled;
 use crate::autograd::graph::{Edge, Node, NodeRef, OutputMeta, SavedTensor};
 use crate::storage::Buffer;
 use crate::tensor::Tensor;
-use crate::Result;
 use smallvec::SmallVec;
 
 crate::backward_ops! {
@@ -78,7 +78,10 @@ pub(crate) fn any_requires_grad(inputs: &[&Tensor]) -> bool {
 pub(crate) fn edge_of(t: &Tensor) -> Option<Edge> {
     let g = t.lock();
     match &g.grad_fn {
-        Some(node) => Some(Edge::Node { node: node.clone(), input_nr: g.output_nr }),
+        Some(node) => Some(Edge::Node {
+            node: node.clone(),
+            input_nr: g.output_nr,
+        }),
         None if g.requires_grad => {
             drop(g);
             Some(Edge::Leaf(t.clone()))
@@ -105,11 +108,19 @@ where
 }
 
 /// Records a node with `inputs` as edges and `outputs` as its outputs.
-pub(crate) fn attach(op: BackwardOp, inputs: &[&Tensor], saved: SmallVec<[SavedTensor; 2]>, outputs: &[&Tensor]) -> Result<NodeRef> {
+pub(crate) fn attach(
+    op: BackwardOp,
+    inputs: &[&Tensor],
+    saved: SmallVec<[SavedTensor; 2]>,
+    outputs: &[&Tensor],
+) -> Result<NodeRef> {
     let next = inputs.iter().map(|t| edge_of(t)).collect();
     let metas = outputs.iter().map(|o| {
         let s = o.snapshot();
-        OutputMeta { shape: s.layout.shape, dtype: s.dtype }
+        OutputMeta {
+            shape: s.layout.shape,
+            dtype: s.dtype,
+        }
     });
     let mut node = Node::new(op, next, metas.collect());
     node.saved = saved;
@@ -139,7 +150,11 @@ pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
             dims.push((lead + i) as i64);
         }
     }
-    let r = if dims.is_empty() { g.clone() } else { sum_dims(g, &dims, true)? };
+    let r = if dims.is_empty() {
+        g.clone()
+    } else {
+        sum_dims(g, &dims, true)?
+    };
     if lead > 0 || r.shape().as_slice() != shape {
         reshape(&r, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
     } else {

@@ -1,7 +1,7 @@
 //! Losses and layers of torch.nn.functional: mse_loss, nll_loss, cross_entropy, linear.
 
-use super::elementwise::{grad0, Saver};
 use super::apply;
+use super::elementwise::{Saver, grad0};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
 use crate::dtype::{DType, Scalar};
@@ -24,7 +24,9 @@ impl Reduction {
             "none" => Ok(Reduction::None),
             "mean" => Ok(Reduction::Mean),
             "sum" => Ok(Reduction::Sum),
-            _ => Err(Error::value(format!("{s} is not a valid value for reduction"))),
+            _ => Err(Error::value(format!(
+                "{s} is not a valid value for reduction"
+            ))),
         }
     }
 }
@@ -73,36 +75,66 @@ impl Backward for MseLossBackward0 {
         let (x, t) = (ctx.saved(0)?, ctx.saved(1)?);
         let d = sub(&x, &t)?;
         let n = d.numel().max(1) as f64;
-        let k = if self.reduction == Reduction::Mean { 2.0 / n } else { 2.0 };
+        let k = if self.reduction == Reduction::Mean {
+            2.0 / n
+        } else {
+            2.0
+        };
         let gx = mul(&grad0(g)?, &mul_scalar(&d, Scalar::Float(k))?)?;
-        let gx_in = if ctx.needs_input_grad(0) { Some(sum_to(&gx, &x.shape())?) } else { None };
-        let gt = if ctx.needs_input_grad(1) { Some(sum_to(&neg(&gx)?, &t.shape())?) } else { None };
+        let gx_in = if ctx.needs_input_grad(0) {
+            Some(sum_to(&gx, &x.shape())?)
+        } else {
+            None
+        };
+        let gt = if ctx.needs_input_grad(1) {
+            Some(sum_to(&neg(&gx)?, &t.shape())?)
+        } else {
+            None
+        };
         Ok(smallvec::smallvec![gx_in, gt])
     }
 }
 
 /// `F.nll_loss(log_probs, target, reduction, ignore_index)` for input [N, C] or [C].
-pub fn nll_loss(input: &Tensor, target: &Tensor, reduction: Reduction, ignore_index: i64) -> Result<Tensor> {
+pub fn nll_loss(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+    ignore_index: i64,
+) -> Result<Tensor> {
     if target.dtype() != DType::I64 {
         return Err(Error::runtime(format!(
             "expected scalar type Long but found {}",
-            if target.dtype() == DType::F32 { "Float" } else { target.dtype().name() }
+            if target.dtype() == DType::F32 {
+                "Float"
+            } else {
+                target.dtype().name()
+            }
         )));
     }
     let (x, t) = match input.ndim() {
         1 => (unsqueeze(input, 0)?, reshape(target, &[1])?),
         2 => (input.clone(), target.clone()),
-        n => return Err(Error::value(format!("Expected 1 or 2 dimensions for nll_loss input (got {n})"))),
+        n => {
+            return Err(Error::value(format!(
+                "Expected 1 or 2 dimensions for nll_loss input (got {n})"
+            )));
+        }
     };
     let (n, c) = (x.shape()[0], x.shape()[1]);
     if t.shape().as_slice() != [n] {
-        return Err(Error::value(format!("Expected input batch_size ({n}) to match target batch_size ({}).", t.numel())));
+        return Err(Error::value(format!(
+            "Expected input batch_size ({n}) to match target batch_size ({}).",
+            t.numel()
+        )));
     }
     // valid targets: class index in range, or ignore_index
     let tv = t.snapshot();
     let tvals: Vec<i64> = {
         let r = tv.storage.read();
-        let crate::storage::Buffer::I64(v) = &*r else { return Err(Error::Internal("target not int64".into())) };
+        let crate::storage::Buffer::I64(v) = &*r else {
+            return Err(Error::Internal("target not int64".into()));
+        };
         crate::backend::cpu::strided::contiguous(v, &tv.layout).to_vec()
     };
     for &v in &tvals {
@@ -110,14 +142,28 @@ pub fn nll_loss(input: &Tensor, target: &Tensor, reduction: Reduction, ignore_in
             return Err(Error::index(format!("Target {v} is out of bounds.")));
         }
     }
-    let keep: Vec<f64> = tvals.iter().map(|&v| if v == ignore_index { 0.0 } else { 1.0 }).collect();
-    let safe: Vec<i64> = tvals.iter().map(|&v| if v == ignore_index { 0 } else { v }).collect();
+    let keep: Vec<f64> = tvals
+        .iter()
+        .map(|&v| if v == ignore_index { 0.0 } else { 1.0 })
+        .collect();
+    let safe: Vec<i64> = tvals
+        .iter()
+        .map(|&v| if v == ignore_index { 0 } else { v })
+        .collect();
     let idx = crate::ops::new_tensor(crate::storage::Buffer::I64(safe), &[n, 1]);
-    let w = to_dtype(&crate::ops::new_tensor(crate::storage::Buffer::F64(keep), &[n]), x.dtype())?;
+    let w = to_dtype(
+        &crate::ops::new_tensor(crate::storage::Buffer::F64(keep), &[n]),
+        x.dtype(),
+    )?;
     let count = w.snapshot();
     let denom: f64 = {
         let r = count.storage.read();
-        crate::backend::cpu::reduce::reduce(crate::backend::cpu::reduce::ReduceOp::Sum, &r, &count.layout, &[0]);
+        crate::backend::cpu::reduce::reduce(
+            crate::backend::cpu::reduce::ReduceOp::Sum,
+            &r,
+            &count.layout,
+            &[0],
+        );
         tvals.iter().filter(|&&v| v != ignore_index).count() as f64
     };
     let single = input.ndim() == 1;
@@ -130,7 +176,9 @@ pub fn nll_loss(input: &Tensor, target: &Tensor, reduction: Reduction, ignore_in
                 match reduction {
                     Reduction::None => Ok(losses),
                     Reduction::Sum => sum(&losses, None, false),
-                    Reduction::Mean => div_scalar(&sum(&losses, None, false)?, Scalar::Float(denom)),
+                    Reduction::Mean => {
+                        div_scalar(&sum(&losses, None, false)?, Scalar::Float(denom))
+                    }
                 }
             })
         },
@@ -138,7 +186,15 @@ pub fn nll_loss(input: &Tensor, target: &Tensor, reduction: Reduction, ignore_in
             let mut s = Saver::default();
             s.input_if(true, &idx);
             s.input_if(true, &w);
-            (NllLossBackward0 { reduction, n, c, denom }, s.list)
+            (
+                NllLossBackward0 {
+                    reduction,
+                    n,
+                    c,
+                    denom,
+                },
+                s.list,
+            )
         },
     )?;
     if single && reduction == Reduction::None {
@@ -166,15 +222,28 @@ impl Backward for NllLossBackward0 {
         let per = match self.reduction {
             Reduction::None => mul(&reshape(&g, &[self.n as i64])?, &w)?,
             Reduction::Sum => mul(&expand(&g, &[self.n])?, &w)?,
-            Reduction::Mean => div_scalar(&mul(&expand(&g, &[self.n])?, &w)?, Scalar::Float(self.denom))?,
+            Reduction::Mean => div_scalar(
+                &mul(&expand(&g, &[self.n])?, &w)?,
+                Scalar::Float(self.denom),
+            )?,
         };
         let src = reshape(&neg(&per)?, &[self.n as i64, 1])?;
-        Ok(smallvec::smallvec![Some(scatter_add_zeros(&[self.n, self.c], 1, &idx, &src)?)])
+        Ok(smallvec::smallvec![Some(scatter_add_zeros(
+            &[self.n, self.c],
+            1,
+            &idx,
+            &src
+        )?)])
     }
 }
 
 /// `F.cross_entropy(input, target)` = nll_loss(log_softmax(input, 1), target).
-pub fn cross_entropy(input: &Tensor, target: &Tensor, reduction: Reduction, ignore_index: i64) -> Result<Tensor> {
+pub fn cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+    ignore_index: i64,
+) -> Result<Tensor> {
     let dim = if input.ndim() == 1 { 0 } else { 1 };
     nll_loss(&softmax(input, dim, true)?, target, reduction, ignore_index)
 }

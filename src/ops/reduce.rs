@@ -1,17 +1,17 @@
 //! Reductions: sum, mean, prod, max/min (full, along a dim, amax/amin), arg-reductions,
 //! var/std, norm, logsumexp, softmax and log_softmax.
 
-use super::elementwise::{grad0, Saver};
+use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
 use crate::backend::cpu::reduce::{self as k, ReduceOp};
 use crate::dtype::{DType, Scalar};
-use crate::ops::*;
 use crate::ops::BackwardOp;
-use crate::shape::{wrap_dims, Shape};
+use crate::ops::*;
+use crate::shape::{Shape, wrap_dims};
 use crate::tensor::Tensor;
-use crate::{saved, Error, Result};
+use crate::{Error, Result, saved};
 use std::borrow::Cow;
 
 /// Wrapped, sorted dims; an empty list means all dims (torch's `dim=None`).
@@ -71,9 +71,21 @@ pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
         || reduce_kernel(ReduceOp::Sum, x, &d, keepdim),
         |_| {
             if full {
-                (BackwardOp::from(SumBackward0 { shape: shape.clone() }), saved![])
+                (
+                    BackwardOp::from(SumBackward0 {
+                        shape: shape.clone(),
+                    }),
+                    saved![],
+                )
             } else {
-                (BackwardOp::from(SumBackward1 { shape: shape.clone(), dims: d.clone(), keepdim }), saved![])
+                (
+                    BackwardOp::from(SumBackward1 {
+                        shape: shape.clone(),
+                        dims: d.clone(),
+                        keepdim,
+                    }),
+                    saved![],
+                )
             }
         },
     )
@@ -108,7 +120,12 @@ impl Backward for SumBackward1 {
         "SumBackward1".into()
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(expand_back(&grad0(g)?, &self.shape, &self.dims, self.keepdim)?)])
+        Ok(smallvec::smallvec![Some(expand_back(
+            &grad0(g)?,
+            &self.shape,
+            &self.dims,
+            self.keepdim
+        )?)])
     }
 }
 
@@ -141,9 +158,23 @@ pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
         },
         |_| {
             if full {
-                (BackwardOp::from(MeanBackward0 { shape: shape.clone(), n }), saved![])
+                (
+                    BackwardOp::from(MeanBackward0 {
+                        shape: shape.clone(),
+                        n,
+                    }),
+                    saved![],
+                )
             } else {
-                (BackwardOp::from(MeanBackward1 { shape: shape.clone(), dims: d.clone(), keepdim, n }), saved![])
+                (
+                    BackwardOp::from(MeanBackward1 {
+                        shape: shape.clone(),
+                        dims: d.clone(),
+                        keepdim,
+                        n,
+                    }),
+                    saved![],
+                )
             }
         },
     )
@@ -178,7 +209,12 @@ impl Backward for MeanBackward1 {
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = div_scalar(&grad0(g)?, Scalar::Float(self.n as f64))?;
-        Ok(smallvec::smallvec![Some(expand_back(&g, &self.shape, &self.dims, self.keepdim)?)])
+        Ok(smallvec::smallvec![Some(expand_back(
+            &g,
+            &self.shape,
+            &self.dims,
+            self.keepdim
+        )?)])
     }
 }
 
@@ -195,9 +231,23 @@ pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
             s.input_if(true, x);
             s.output(y);
             if dim.is_none() {
-                (BackwardOp::from(ProdBackward0(ProdGrad { shape: shape.clone(), dims: d.clone(), keepdim: false })), s.list)
+                (
+                    BackwardOp::from(ProdBackward0(ProdGrad {
+                        shape: shape.clone(),
+                        dims: d.clone(),
+                        keepdim: false,
+                    })),
+                    s.list,
+                )
             } else {
-                (BackwardOp::from(ProdBackward1(ProdGrad { shape: shape.clone(), dims: d.clone(), keepdim })), s.list)
+                (
+                    BackwardOp::from(ProdBackward1(ProdGrad {
+                        shape: shape.clone(),
+                        dims: d.clone(),
+                        keepdim,
+                    })),
+                    s.list,
+                )
             }
         },
     )
@@ -226,7 +276,11 @@ impl ProdGrad {
         let single = logical_and(&eq_scalar(&zeros, 1.0)?, &is_zero)?;
         let z = zeros_like(&x)?;
         let with_zero = where_(&single, &others, &z)?;
-        let d = where_(&expand(&eq_scalar(&zeros, 0.0)?, &self.shape)?, &no_zero, &with_zero)?;
+        let d = where_(
+            &expand(&eq_scalar(&zeros, 0.0)?, &self.shape)?,
+            &no_zero,
+            &with_zero,
+        )?;
         Ok(smallvec::smallvec![Some(mul(&g, &d)?)])
     }
 }
@@ -260,7 +314,13 @@ impl Backward for ProdBackward1 {
 }
 
 /// Full `max()`/`min()` and `amax`/`amin`: the gradient is shared evenly among ties.
-pub fn amax(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_max: bool, full_name: bool) -> Result<Tensor> {
+pub fn amax(
+    x: &Tensor,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+    is_max: bool,
+    full_name: bool,
+) -> Result<Tensor> {
     if x.numel() == 0 {
         let what = if is_max { "max" } else { "min" };
         return Err(Error::runtime(format!(
@@ -283,7 +343,15 @@ pub fn amax(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_max: bool, full_
                 (false, true) => "AmaxBackward0",
                 (false, false) => "AminBackward0",
             };
-            (AmaxBackward0 { shape: shape.clone(), dims: d.clone(), keepdim, name }, s.list)
+            (
+                AmaxBackward0 {
+                    shape: shape.clone(),
+                    dims: d.clone(),
+                    keepdim,
+                    name,
+                },
+                s.list,
+            )
         },
     )
 }
@@ -332,7 +400,15 @@ pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Ten
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, &ind);
-            (MaxBackward0 { shape, dim: d.first().copied().unwrap_or(0), keepdim, is_max }, sv.list)
+            (
+                MaxBackward0 {
+                    shape,
+                    dim: d.first().copied().unwrap_or(0),
+                    keepdim,
+                    is_max,
+                },
+                sv.list,
+            )
         },
     )?;
     Ok((values, indices))
@@ -347,7 +423,12 @@ pub struct MaxBackward0 {
 }
 impl Backward for MaxBackward0 {
     fn name(&self) -> Cow<'static, str> {
-        if self.is_max { "MaxBackward0" } else { "MinBackward0" }.into()
+        if self.is_max {
+            "MaxBackward0"
+        } else {
+            "MinBackward0"
+        }
+        .into()
     }
     // the gradient goes to the selected index of each slice
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
@@ -360,7 +441,12 @@ impl Backward for MaxBackward0 {
             idx = unsqueeze(&idx, self.dim as i64)?;
             g = unsqueeze(&g, self.dim as i64)?;
         }
-        Ok(smallvec::smallvec![Some(scatter_add_zeros(&self.shape, self.dim, &idx, &g)?)])
+        Ok(smallvec::smallvec![Some(scatter_add_zeros(
+            &self.shape,
+            self.dim,
+            &idx,
+            &g
+        )?)])
     }
 }
 
@@ -377,7 +463,11 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
             let flat = reshape(&x.detach(), &[-1])?;
             let s = flat.snapshot();
             let (_, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &[0], is_max);
-            let shape: Shape = if keepdim { smallvec::smallvec![1; x.ndim()] } else { Shape::new() };
+            let shape: Shape = if keepdim {
+                smallvec::smallvec![1; x.ndim()]
+            } else {
+                Shape::new()
+            };
             Ok(new_tensor(crate::storage::Buffer::I64(idx), &shape))
         }
         Some(d) => Ok(max_dim(&x.detach(), d, keepdim, is_max)?.1),
@@ -385,7 +475,13 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
 }
 
 /// `var` / `std` over `dims` with `correction` (torch's default: 1, unbiased).
-pub fn var_std(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, is_std: bool) -> Result<Tensor> {
+pub fn var_std(
+    x: &Tensor,
+    dims: Option<&[i64]>,
+    correction: f64,
+    keepdim: bool,
+    is_std: bool,
+) -> Result<Tensor> {
     require_float(x, if is_std { "std" } else { "var" })?;
     let d = resolve_dims(x, dims)?;
     let shape = x.shape();
@@ -399,18 +495,20 @@ pub fn var_std(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool,
                 let c = sub(x, &m)?;
                 let ss = sum(&mul(&c, &c)?, Some(&di), keepdim)?;
                 let v = div_scalar(&ss, Scalar::Float((n as f64 - correction).max(0.0)))?;
-                if is_std {
-                    sqrt(&v)
-                } else {
-                    Ok(v)
-                }
+                if is_std { sqrt(&v) } else { Ok(v) }
             })
         },
         |y| {
             let mut s = Saver::default();
             s.input_if(true, x);
             s.output(y);
-            let g = VarGrad { shape: shape.clone(), dims: d.clone(), keepdim, correction, n };
+            let g = VarGrad {
+                shape: shape.clone(),
+                dims: d.clone(),
+                keepdim,
+                correction,
+                n,
+            };
             if is_std {
                 (BackwardOp::from(StdBackward0(g)), s.list)
             } else {
@@ -492,7 +590,15 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
             let mut s = Saver::default();
             s.input_if(true, x);
             s.output(y);
-            (NormBackward0 { shape, dims: d.clone(), keepdim, p }, s.list)
+            (
+                NormBackward0 {
+                    shape,
+                    dims: d.clone(),
+                    keepdim,
+                    p,
+                },
+                s.list,
+            )
         },
     )
 }
@@ -521,8 +627,16 @@ impl Backward for NormBackward0 {
             let count = expand(&sum(&mask, Some(&di), true)?, &self.shape)?;
             div(&mul(&sign(&x)?, &mask)?, &count)?
         } else {
-            let num = if self.p == 2.0 { x.clone() } else { mul(&x, &pow_scalar(&abs(&x)?, Scalar::Float(self.p - 2.0))?)? };
-            let den = if self.p == 2.0 { y.clone() } else { pow_scalar(&y, Scalar::Float(self.p - 1.0))? };
+            let num = if self.p == 2.0 {
+                x.clone()
+            } else {
+                mul(&x, &pow_scalar(&abs(&x)?, Scalar::Float(self.p - 2.0))?)?
+            };
+            let den = if self.p == 2.0 {
+                y.clone()
+            } else {
+                pow_scalar(&y, Scalar::Float(self.p - 1.0))?
+            };
             let r = div(&num, &den)?;
             let zero = eq_scalar(&y, 0.0)?;
             where_(&zero, &zeros_like(&r)?, &r)?
@@ -533,7 +647,11 @@ impl Backward for NormBackward0 {
 
 /// `logsumexp(x, dims, keepdim)`, computed stably around the max.
 pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
-    let x = if x.dtype().is_float() { x.clone() } else { to_dtype(x, DType::F32)? };
+    let x = if x.dtype().is_float() {
+        x.clone()
+    } else {
+        to_dtype(x, DType::F32)?
+    };
     let d = resolve_dims(&x, Some(dims))?;
     let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();
     let shape = x.shape();
@@ -547,7 +665,17 @@ pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
                 let m = amax(&x, Some(&di), true, true, false)?;
                 // keep infinities of the max from producing nan (torch does the same)
                 let finite = eq(&m, &m)?;
-                let m = where_(&logical_and(&finite, &lt(&abs(&m)?, &scalar_tensor(Scalar::Float(f64::INFINITY), m.dtype()))?)?, &m, &zeros_like(&m)?)?;
+                let m = where_(
+                    &logical_and(
+                        &finite,
+                        &lt(
+                            &abs(&m)?,
+                            &scalar_tensor(Scalar::Float(f64::INFINITY), m.dtype()),
+                        )?,
+                    )?,
+                    &m,
+                    &zeros_like(&m)?,
+                )?;
                 let s = sum(&exp(&sub(&x, &m)?)?, Some(&di), true)?;
                 let r = add(&log(&s)?, &m)?;
                 if keepdim {
@@ -561,7 +689,14 @@ pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
             let mut s = Saver::default();
             s.input_if(true, &x);
             s.output(y);
-            (LogsumexpBackward0 { shape, dims: d.clone(), keepdim }, s.list)
+            (
+                LogsumexpBackward0 {
+                    shape,
+                    dims: d.clone(),
+                    keepdim,
+                },
+                s.list,
+            )
         },
     )
 }
@@ -587,7 +722,11 @@ impl Backward for LogsumexpBackward0 {
 
 /// softmax / log_softmax along `dim` (integer inputs are computed in float32).
 pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
-    let x = if x.dtype().is_float() { x.clone() } else { to_dtype(x, DType::F32)? };
+    let x = if x.dtype().is_float() {
+        x.clone()
+    } else {
+        to_dtype(x, DType::F32)?
+    };
     let d = resolve_dims(&x, Some(&[dim]))?;
     let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();
     apply(

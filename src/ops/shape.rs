@@ -6,10 +6,10 @@ use super::{apply, new_tensor, sum_to};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::backend::cpu::elementwise as k;
 use crate::layout::Layout;
-use crate::shape::{infer_size, wrap_dim, Shape};
+use crate::shape::{Shape, infer_size, wrap_dim};
 use crate::storage::Buffer;
 use crate::tensor::Tensor;
-use crate::{saved, Error, Result};
+use crate::{Error, Result, saved};
 use std::borrow::Cow;
 
 /// Makes `layout` a view of `x` that remembers its base (for in-place ops on views).
@@ -30,7 +30,19 @@ pub fn view(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
         )
     })?;
     let in_shape = l.shape.clone();
-    apply(&[x], || Ok(view_of(x, nl)), |_| (ViewBackward { shape: in_shape, name: "ViewBackward0" }, saved![]))
+    apply(
+        &[x],
+        || Ok(view_of(x, nl)),
+        |_| {
+            (
+                ViewBackward {
+                    shape: in_shape,
+                    name: "ViewBackward0",
+                },
+                saved![],
+            )
+        },
+    )
 }
 
 /// `x.reshape(*sizes)`: a view when possible, else a copy.
@@ -45,8 +57,22 @@ pub fn reshape(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     let cl = c.layout();
     apply(
         &[&c],
-        || Ok(c.alias_with_layout(Layout { shape: shape.clone(), strides: crate::shape::contiguous_strides(&shape), offset: cl.offset })),
-        |_| (ViewBackward { shape: in_shape, name: "UnsafeViewBackward0" }, saved![]),
+        || {
+            Ok(c.alias_with_layout(Layout {
+                shape: shape.clone(),
+                strides: crate::shape::contiguous_strides(&shape),
+                offset: cl.offset,
+            }))
+        },
+        |_| {
+            (
+                ViewBackward {
+                    shape: in_shape,
+                    name: "UnsafeViewBackward0",
+                },
+                saved![],
+            )
+        },
     )
 }
 
@@ -82,7 +108,9 @@ pub fn flatten(x: &Tensor, start: i64, end: i64) -> Result<Tensor> {
     }
     let (s, e) = (wrap_dim(start, shape.len())?, wrap_dim(end, shape.len())?);
     if s > e {
-        return Err(Error::runtime("flatten() has invalid args: start_dim cannot come after end_dim"));
+        return Err(Error::runtime(
+            "flatten() has invalid args: start_dim cannot come after end_dim",
+        ));
     }
     let mut dims: Vec<i64> = shape[..s].iter().map(|&d| d as i64).collect();
     dims.push(shape[s..=e].iter().product::<usize>() as i64);
@@ -98,7 +126,11 @@ pub fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     }
     let nl = l.expand(shape)?;
     let in_shape = l.shape.clone();
-    apply(&[x], || Ok(view_of(x, nl)), |_| (ExpandBackward0 { shape: in_shape }, saved![]))
+    apply(
+        &[x],
+        || Ok(view_of(x, nl)),
+        |_| (ExpandBackward0 { shape: in_shape }, saved![]),
+    )
 }
 
 /// `x.expand(*sizes)` with torch's -1 convention.
@@ -146,12 +178,19 @@ impl Backward for ExpandBackward0 {
 pub fn permute(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let l = x.layout();
     let nl = l.permute(dims)?;
-    let wrapped: Vec<usize> = dims.iter().map(|&d| wrap_dim(d, l.ndim())).collect::<Result<_>>()?;
+    let wrapped: Vec<usize> = dims
+        .iter()
+        .map(|&d| wrap_dim(d, l.ndim()))
+        .collect::<Result<_>>()?;
     let mut inverse = vec![0i64; wrapped.len()];
     for (i, &d) in wrapped.iter().enumerate() {
         inverse[d] = i as i64;
     }
-    apply(&[x], || Ok(view_of(x, nl)), |_| (PermuteBackward0 { inverse }, saved![]))
+    apply(
+        &[x],
+        || Ok(view_of(x, nl)),
+        |_| (PermuteBackward0 { inverse }, saved![]),
+    )
 }
 
 #[derive(Clone)]
@@ -163,7 +202,10 @@ impl Backward for PermuteBackward0 {
         "PermuteBackward0".into()
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(permute(&grad0(g)?, &self.inverse)?)])
+        Ok(smallvec::smallvec![Some(permute(
+            &grad0(g)?,
+            &self.inverse
+        )?)])
     }
 }
 
@@ -175,17 +217,36 @@ pub fn transpose(x: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
 pub fn t(x: &Tensor) -> Result<Tensor> {
     let n = x.ndim();
     if n > 2 {
-        return Err(Error::runtime(format!("t() expects a tensor with <= 2 dimensions, but self is {n}D")));
+        return Err(Error::runtime(format!(
+            "t() expects a tensor with <= 2 dimensions, but self is {n}D"
+        )));
     }
     if n < 2 {
-        return apply(&[x], || Ok(view_of(x, x.layout())), |_| (TransposeBackward0 { d0: 0, d1: 0, name: "TBackward0" }, saved![]));
+        return apply(
+            &[x],
+            || Ok(view_of(x, x.layout())),
+            |_| {
+                (
+                    TransposeBackward0 {
+                        d0: 0,
+                        d1: 0,
+                        name: "TBackward0",
+                    },
+                    saved![],
+                )
+            },
+        );
     }
     transpose_named(x, 0, 1, "TBackward0")
 }
 
 fn transpose_named(x: &Tensor, d0: i64, d1: i64, name: &'static str) -> Result<Tensor> {
     let nl = x.layout().transpose(d0, d1)?;
-    apply(&[x], || Ok(view_of(x, nl)), |_| (TransposeBackward0 { d0, d1, name }, saved![]))
+    apply(
+        &[x],
+        || Ok(view_of(x, nl)),
+        |_| (TransposeBackward0 { d0, d1, name }, saved![]),
+    )
 }
 
 #[derive(Clone)]
@@ -203,12 +264,20 @@ impl Backward for TransposeBackward0 {
         if g.ndim() < 2 {
             return Ok(smallvec::smallvec![Some(g)]);
         }
-        Ok(smallvec::smallvec![Some(transpose_named(&g, self.d0, self.d1, self.name)?)])
+        Ok(smallvec::smallvec![Some(transpose_named(
+            &g, self.d0, self.d1, self.name
+        )?)])
     }
 }
 
 /// `x[start:stop:step]` along `dim`.
-pub fn slice(x: &Tensor, dim: i64, start: Option<i64>, stop: Option<i64>, step: i64) -> Result<Tensor> {
+pub fn slice(
+    x: &Tensor,
+    dim: i64,
+    start: Option<i64>,
+    stop: Option<i64>,
+    step: i64,
+) -> Result<Tensor> {
     let l = x.layout();
     if l.ndim() == 0 {
         return Err(Error::index("slice() cannot be applied to a 0-dim tensor."));
@@ -216,17 +285,37 @@ pub fn slice(x: &Tensor, dim: i64, start: Option<i64>, stop: Option<i64>, step: 
     let d = wrap_dim(dim, l.ndim())?;
     let nl = l.slice(d, start, stop, step)?;
     let rel = Layout::contiguous(&l.shape).slice(d, start, stop, step)?;
-    apply(&[x], || Ok(view_of(x, nl)), |_| (SliceBackward0 { shape: l.shape.clone(), rel }, saved![]))
+    apply(
+        &[x],
+        || Ok(view_of(x, nl)),
+        |_| {
+            (
+                SliceBackward0 {
+                    shape: l.shape.clone(),
+                    rel,
+                },
+                saved![],
+            )
+        },
+    )
 }
 
 /// `x.narrow(dim, start, length)`.
 pub fn narrow(x: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     let l = x.layout();
+    if l.ndim() == 0 {
+        return Err(Error::runtime(
+            "narrow() cannot be applied to a 0-dim tensor.",
+        ));
+    }
     let d = wrap_dim(dim, l.ndim())?;
     let size = l.shape[d] as i64;
     let start = if start < 0 { start + size } else { start };
     if start < 0 || length < 0 {
-        return Err(Error::index(format!("start out of range (expected to be in range of [{}, {}], but got {start})", -size, size)));
+        return Err(Error::index(format!(
+            "start out of range (expected to be in range of [{}, {}], but got {start})",
+            -size, size
+        )));
     }
     l.narrow(d, start as usize, length as usize)?;
     slice(x, dim, Some(start), Some(start + length), 1)
@@ -242,7 +331,11 @@ impl Backward for SliceBackward0 {
         "SliceBackward0".into()
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(as_strided_scatter(&grad0(g)?, &self.shape, &self.rel)?)])
+        Ok(smallvec::smallvec![Some(as_strided_scatter(
+            &grad0(g)?,
+            &self.shape,
+            &self.rel
+        )?)])
     }
 }
 
@@ -250,12 +343,26 @@ impl Backward for SliceBackward0 {
 pub fn select(x: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     let l = x.layout();
     if l.ndim() == 0 {
-        return Err(Error::index("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"));
+        return Err(Error::index(
+            "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number",
+        ));
     }
     let d = wrap_dim(dim, l.ndim())?;
     let nl = l.select(d, index)?;
     let rel = Layout::contiguous(&l.shape).select(d, index)?;
-    apply(&[x], || Ok(view_of(x, nl)), |_| (SelectBackward0 { shape: l.shape.clone(), rel }, saved![]))
+    apply(
+        &[x],
+        || Ok(view_of(x, nl)),
+        |_| {
+            (
+                SelectBackward0 {
+                    shape: l.shape.clone(),
+                    rel,
+                },
+                saved![],
+            )
+        },
+    )
 }
 
 #[derive(Clone)]
@@ -268,7 +375,11 @@ impl Backward for SelectBackward0 {
         "SelectBackward0".into()
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(as_strided_scatter(&grad0(g)?, &self.shape, &self.rel)?)])
+        Ok(smallvec::smallvec![Some(as_strided_scatter(
+            &grad0(g)?,
+            &self.shape,
+            &self.rel
+        )?)])
     }
 }
 
@@ -277,10 +388,18 @@ impl Backward for SelectBackward0 {
 pub fn as_strided(x: &Tensor, rel: &Layout) -> Result<Tensor> {
     let c = contiguous(x)?;
     let base = c.layout();
-    let nl = Layout { shape: rel.shape.clone(), strides: rel.strides.clone(), offset: base.offset + rel.offset };
+    let nl = Layout {
+        shape: rel.shape.clone(),
+        strides: rel.strides.clone(),
+        offset: base.offset + rel.offset,
+    };
     let shape = base.shape.clone();
     let rel = rel.clone();
-    apply(&[&c], || Ok(view_of(&c, nl)), |_| (AsStridedBackward0 { shape, rel }, saved![]))
+    apply(
+        &[&c],
+        || Ok(view_of(&c, nl)),
+        |_| (AsStridedBackward0 { shape, rel }, saved![]),
+    )
 }
 
 #[derive(Clone)]
@@ -293,7 +412,11 @@ impl Backward for AsStridedBackward0 {
         "AsStridedBackward0".into()
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(as_strided_scatter(&grad0(g)?, &self.shape, &self.rel)?)])
+        Ok(smallvec::smallvec![Some(as_strided_scatter(
+            &grad0(g)?,
+            &self.shape,
+            &self.rel
+        )?)])
     }
 }
 
@@ -322,7 +445,10 @@ impl Backward for AsStridedScatterBackward0 {
         "AsStridedScatterBackward0".into()
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(as_strided(&grad0(g)?, &self.rel)?)])
+        Ok(smallvec::smallvec![Some(as_strided(
+            &grad0(g)?,
+            &self.rel
+        )?)])
     }
 }
 
@@ -331,12 +457,31 @@ pub fn squeeze(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
     let l = x.layout();
     let d: Vec<usize> = match dims {
         None => (0..l.ndim()).collect(),
-        Some(ds) => ds.iter().map(|&d| wrap_dim(d, l.ndim())).collect::<Result<_>>()?,
+        Some(ds) => ds
+            .iter()
+            .map(|&d| wrap_dim(d, l.ndim()))
+            .collect::<Result<_>>()?,
     };
     let nl = l.squeeze(&d);
     let in_shape = l.shape.clone();
-    let name = if dims.is_none() { "SqueezeBackward0" } else { "SqueezeBackward1" };
-    apply(&[x], || Ok(view_of(x, nl)), |_| (SqueezeBackward { shape: in_shape, name }, saved![]))
+    let name = if dims.is_none() {
+        "SqueezeBackward0"
+    } else {
+        "SqueezeBackward1"
+    };
+    apply(
+        &[x],
+        || Ok(view_of(x, nl)),
+        |_| {
+            (
+                SqueezeBackward {
+                    shape: in_shape,
+                    name,
+                },
+                saved![],
+            )
+        },
+    )
 }
 
 pub fn squeeze_dims(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
@@ -362,7 +507,11 @@ pub fn unsqueeze(x: &Tensor, dim: i64) -> Result<Tensor> {
     let l = x.layout();
     let d = wrap_dim(dim, l.ndim() + 1)?;
     let nl = l.unsqueeze(d);
-    apply(&[x], || Ok(view_of(x, nl)), |_| (UnsqueezeBackward0 { dim: d as i64 }, saved![]))
+    apply(
+        &[x],
+        || Ok(view_of(x, nl)),
+        |_| (UnsqueezeBackward0 { dim: d as i64 }, saved![]),
+    )
 }
 
 #[derive(Clone)]
@@ -374,19 +523,29 @@ impl Backward for UnsqueezeBackward0 {
         "UnsqueezeBackward0".into()
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(squeeze(&grad0(g)?, Some(&[self.dim]))?)])
+        Ok(smallvec::smallvec![Some(squeeze(
+            &grad0(g)?,
+            Some(&[self.dim])
+        )?)])
     }
 }
 
 /// Copies `parts` side by side along `dim` into one contiguous buffer.
 fn concat(parts: &[Tensor], dim: usize, out_shape: &[usize]) -> Result<Tensor> {
-    let dtype = parts.first().map(|p| p.dtype()).ok_or_else(|| Error::runtime("torch.cat(): expected a non-empty list of Tensors"))?;
+    let dtype = parts
+        .first()
+        .map(|p| p.dtype())
+        .ok_or_else(|| Error::runtime("torch.cat(): expected a non-empty list of Tensors"))?;
     let mut buf = Buffer::zeros(dtype, crate::shape::numel(out_shape));
     let out_l = Layout::contiguous(out_shape);
     let mut at = 0usize;
     for p in parts {
         let s = p.snapshot();
-        let len = if s.layout.ndim() == 0 { 1 } else { s.layout.shape[dim] };
+        let len = if s.layout.ndim() == 0 {
+            1
+        } else {
+            s.layout.shape[dim]
+        };
         let dst = out_l.narrow(dim, at, len)?;
         k::copy_into(&mut buf, &dst, &s.storage.read(), &s.layout);
         at += len;
@@ -397,18 +556,30 @@ fn concat(parts: &[Tensor], dim: usize, out_shape: &[usize]) -> Result<Tensor> {
 /// `torch.cat(tensors, dim)` (1-D empty tensors are skipped, as in torch).
 pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     if tensors.is_empty() {
-        return Err(Error::runtime("torch.cat(): expected a non-empty list of Tensors"));
+        return Err(Error::runtime(
+            "torch.cat(): expected a non-empty list of Tensors",
+        ));
     }
     let mut dtype = tensors[0].dtype();
     for t in tensors {
         dtype = crate::dtype::DType::promote(dtype, t.dtype());
     }
-    let parts: Vec<Tensor> = tensors.iter().map(|t| super::to_dtype(t, dtype)).collect::<Result<_>>()?;
-    let keep: Vec<&Tensor> = parts.iter().filter(|t| !(t.ndim() == 1 && t.numel() == 0)).collect();
-    let Some(first) = keep.first() else { return Ok(parts[0].clone()) };
+    let parts: Vec<Tensor> = tensors
+        .iter()
+        .map(|t| super::to_dtype(t, dtype))
+        .collect::<Result<_>>()?;
+    let keep: Vec<&Tensor> = parts
+        .iter()
+        .filter(|t| !(t.ndim() == 1 && t.numel() == 0))
+        .collect();
+    let Some(first) = keep.first() else {
+        return Ok(parts[0].clone());
+    };
     let ref_shape = first.shape();
     if ref_shape.is_empty() {
-        return Err(Error::runtime("zero-dimensional tensor (at position 0) cannot be concatenated"));
+        return Err(Error::runtime(
+            "zero-dimensional tensor (at position 0) cannot be concatenated",
+        ));
     }
     let d = wrap_dim(dim, ref_shape.len())?;
     let mut out_shape = ref_shape.clone();
@@ -435,7 +606,11 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         sizes.push(s[d]);
     }
     let owned: Vec<Tensor> = keep.iter().map(|t| (*t).clone()).collect();
-    apply(&keep, || concat(&owned, d, &out_shape), |_| (CatBackward0 { dim: d, sizes }, saved![]))
+    apply(
+        &keep,
+        || concat(&owned, d, &out_shape),
+        |_| (CatBackward0 { dim: d, sizes }, saved![]),
+    )
 }
 
 #[derive(Clone)]
@@ -452,7 +627,11 @@ impl Backward for CatBackward0 {
         let mut out = Grads::new();
         let mut at = 0i64;
         for (i, &n) in self.sizes.iter().enumerate() {
-            out.push(if ctx.needs_input_grad(i) { Some(narrow(&g, self.dim as i64, at, n as i64)?) } else { None });
+            out.push(if ctx.needs_input_grad(i) {
+                Some(narrow(&g, self.dim as i64, at, n as i64)?)
+            } else {
+                None
+            });
             at += n as i64;
         }
         Ok(out)
@@ -461,7 +640,9 @@ impl Backward for CatBackward0 {
 
 /// `torch.stack(tensors, dim)`.
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
-    let first = tensors.first().ok_or_else(|| Error::runtime("stack expects a non-empty TensorList"))?;
+    let first = tensors
+        .first()
+        .ok_or_else(|| Error::runtime("stack expects a non-empty TensorList"))?;
     let shape = first.shape();
     for (i, t) in tensors.iter().enumerate() {
         if t.shape() != shape {
@@ -473,8 +654,12 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         }
     }
     let d = wrap_dim(dim, shape.len() + 1)?;
-    let parts: Vec<Tensor> =
-        crate::autograd::grad_mode::with_grad_mode(false, || tensors.iter().map(|t| unsqueeze(&t.detach(), d as i64)).collect::<Result<_>>())?;
+    let parts: Vec<Tensor> = crate::autograd::grad_mode::with_grad_mode(false, || {
+        tensors
+            .iter()
+            .map(|t| unsqueeze(&t.detach(), d as i64))
+            .collect::<Result<_>>()
+    })?;
     let mut out_shape = shape.clone();
     out_shape.insert(d, tensors.len());
     let refs: Vec<&Tensor> = tensors.iter().collect();
@@ -482,8 +667,23 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     for t in tensors {
         dtype = crate::dtype::DType::promote(dtype, t.dtype());
     }
-    let parts: Vec<Tensor> = parts.iter().map(|p| super::to_dtype(p, dtype)).collect::<Result<_>>()?;
-    apply(&refs, || concat(&parts, d, &out_shape), |_| (StackBackward0 { dim: d, n: tensors.len() }, saved![]))
+    let parts: Vec<Tensor> = parts
+        .iter()
+        .map(|p| super::to_dtype(p, dtype))
+        .collect::<Result<_>>()?;
+    apply(
+        &refs,
+        || concat(&parts, d, &out_shape),
+        |_| {
+            (
+                StackBackward0 {
+                    dim: d,
+                    n: tensors.len(),
+                },
+                saved![],
+            )
+        },
+    )
 }
 
 #[derive(Clone)]
@@ -497,7 +697,15 @@ impl Backward for StackBackward0 {
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        (0..self.n).map(|i| if ctx.needs_input_grad(i) { select(&g, self.dim as i64, i as i64).map(Some) } else { Ok(None) }).collect()
+        (0..self.n)
+            .map(|i| {
+                if ctx.needs_input_grad(i) {
+                    select(&g, self.dim as i64, i as i64).map(Some)
+                } else {
+                    Ok(None)
+                }
+            })
+            .collect()
     }
 }
 
@@ -530,9 +738,20 @@ pub fn repeat(x: &Tensor, repeats: &[usize]) -> Result<Tensor> {
         &[x],
         || {
             let buf = k::cast(&s.storage.read(), &el, s.dtype);
-            Ok(new_tensor(buf, &out.iter().map(|&d| d as usize).collect::<Vec<_>>()))
+            Ok(new_tensor(
+                buf,
+                &out.iter().map(|&d| d as usize).collect::<Vec<_>>(),
+            ))
         },
-        |_| (RepeatBackward0 { shape: in_shape, repeats: reps }, saved![]),
+        |_| {
+            (
+                RepeatBackward0 {
+                    shape: in_shape,
+                    repeats: reps,
+                },
+                saved![],
+            )
+        },
     )
 }
 
@@ -565,6 +784,11 @@ impl Backward for RepeatBackward0 {
 /// `split(split_size_or_sections, dim)`: views along `dim`.
 pub fn split(x: &Tensor, sizes: &[usize], dim: i64) -> Result<Vec<Tensor>> {
     let shape = x.shape();
+    if shape.is_empty() {
+        return Err(Error::runtime(
+            "split expects at least a 1-dimensional tensor",
+        ));
+    }
     let d = wrap_dim(dim, shape.len())?;
     let total: usize = sizes.iter().sum();
     if total != shape[d] {
@@ -585,7 +809,15 @@ pub fn split(x: &Tensor, sizes: &[usize], dim: i64) -> Result<Vec<Tensor>> {
 /// Sizes for `split(int)`: equal chunks of `size`, the last one smaller.
 pub fn split_sizes(len: usize, size: usize) -> Result<Vec<usize>> {
     if size == 0 {
-        return if len == 0 { Ok(vec![0]) } else { Err(Error::runtime("split_size can only be 0 if dimension size is 0, but got dimension size of ".to_string() + &len.to_string())) };
+        return if len == 0 {
+            Ok(vec![0])
+        } else {
+            Err(Error::runtime(
+                "split_size can only be 0 if dimension size is 0, but got dimension size of "
+                    .to_string()
+                    + &len.to_string(),
+            ))
+        };
     }
     let mut v = vec![size; len / size];
     if len % size != 0 || len == 0 {

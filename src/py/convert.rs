@@ -7,7 +7,7 @@ use crate::ops::Operand;
 use crate::shape::Shape;
 use crate::storage::{Buffer, Element};
 use crate::tensor::Tensor;
-use crate::{with_dtype, Error};
+use crate::{Error, with_dtype};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PySequence, PyTuple};
@@ -33,10 +33,20 @@ pub fn scalar(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
         return obj.extract::<bool>().ok().map(Scalar::Bool);
     }
     if obj.hasattr("__index__").unwrap_or(false) {
-        return obj.call_method0("__index__").ok()?.extract::<i64>().ok().map(Scalar::Int);
+        return obj
+            .call_method0("__index__")
+            .ok()?
+            .extract::<i64>()
+            .ok()
+            .map(Scalar::Int);
     }
     if obj.hasattr("__float__").unwrap_or(false) {
-        return obj.call_method0("__float__").ok()?.extract::<f64>().ok().map(Scalar::Float);
+        return obj
+            .call_method0("__float__")
+            .ok()?
+            .extract::<f64>()
+            .ok()
+            .map(Scalar::Float);
     }
     None
 }
@@ -63,7 +73,12 @@ pub fn arg(obj: &Bound<'_, PyAny>) -> Option<Arg> {
 }
 
 /// The argument as a tensor, or torch's TypeError.
-pub fn tensor_arg(obj: &Bound<'_, PyAny>, fname: &str, pname: &str, pos: usize) -> PyResult<Tensor> {
+pub fn tensor_arg(
+    obj: &Bound<'_, PyAny>,
+    fname: &str,
+    pname: &str,
+    pos: usize,
+) -> PyResult<Tensor> {
     match obj.cast::<PyTensor>() {
         Ok(t) => Ok(t.get().t.clone()),
         Err(_) => Err(PyTypeError::new_err(format!(
@@ -74,7 +89,10 @@ pub fn tensor_arg(obj: &Bound<'_, PyAny>, fname: &str, pname: &str, pos: usize) 
 }
 
 pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into())
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".into())
 }
 
 /// Sizes given as varargs `f(2, 3)`, or one sequence `f((2, 3))` / `f([2, 3])` / `f(x.shape)`.
@@ -86,7 +104,10 @@ pub fn sizes(args: &Bound<'_, PyTuple>, fname: &str) -> PyResult<Vec<i64>> {
     };
     let mut out = Vec::new();
     let items = seq.cast::<PySequence>().map_err(|_| {
-        PyTypeError::new_err(format!("{fname}(): argument 'size' must be tuple of ints, but found element of type {}", type_name(&seq)))
+        PyTypeError::new_err(format!(
+            "{fname}(): argument 'size' must be tuple of ints, but found element of type {}",
+            type_name(&seq)
+        ))
     })?;
     for i in 0..items.len()? {
         let it = items.get_item(i)?;
@@ -104,7 +125,7 @@ pub fn sizes(args: &Bound<'_, PyTuple>, fname: &str) -> PyResult<Vec<i64>> {
                     return Err(PyTypeError::new_err(format!(
                         "{fname}(): argument 'size' must be tuple of ints, but found element of type {} at pos {i}",
                         type_name(&it)
-                    )))
+                    )));
                 }
             },
         };
@@ -119,7 +140,9 @@ pub fn shape_of(sizes: &[i64]) -> PyResult<Shape> {
         .iter()
         .map(|&s| {
             if s < 0 {
-                Err(PyErr::from(Error::runtime(format!("Trying to create tensor with negative dimension {s}: {sizes:?}"))))
+                Err(PyErr::from(Error::runtime(format!(
+                    "Trying to create tensor with negative dimension {s}: {sizes:?}"
+                ))))
             } else {
                 Ok(s as usize)
             }
@@ -132,11 +155,22 @@ pub fn dims(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     if let Ok(d) = obj.extract::<i64>() {
         return Ok(vec![d]);
     }
-    obj.extract::<Vec<i64>>().map_err(|_| PyTypeError::new_err(format!("dim must be int or tuple of ints, not {}", type_name(obj))))
+    obj.extract::<Vec<i64>>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "dim must be int or tuple of ints, not {}",
+            type_name(obj)
+        ))
+    })
 }
 
 /// Nested Python data → (flat scalars, shape).
-fn walk(obj: &Bound<'_, PyAny>, depth: usize, shape: &mut Shape, flat: &mut Vec<Scalar>, cat: &mut Category) -> PyResult<()> {
+fn walk(
+    obj: &Bound<'_, PyAny>,
+    depth: usize,
+    shape: &mut Shape,
+    flat: &mut Vec<Scalar>,
+    cat: &mut Category,
+) -> PyResult<()> {
     if let Ok(t) = obj.cast::<PyTensor>() {
         let t = &t.get().t;
         if t.ndim() == 0 {
@@ -161,7 +195,10 @@ fn walk(obj: &Bound<'_, PyAny>, depth: usize, shape: &mut Shape, flat: &mut Vec<
     if depth == shape.len() {
         shape.push(n);
     } else if shape[depth] != n {
-        return Err(PyValueError::new_err(format!("expected sequence of length {} at dim {depth} (got {n})", shape[depth])));
+        return Err(PyValueError::new_err(format!(
+            "expected sequence of length {} at dim {depth} (got {n})",
+            shape[depth]
+        )));
     }
     for i in 0..n {
         walk(&seq.get_item(i)?, depth + 1, shape, flat, cat)?;
@@ -171,7 +208,10 @@ fn walk(obj: &Bound<'_, PyAny>, depth: usize, shape: &mut Shape, flat: &mut Vec<
 
 fn check_leaf(depth: usize, shape: &Shape) -> PyResult<()> {
     if depth != shape.len() {
-        return Err(PyValueError::new_err(format!("expected sequence of length {} at dim {depth} (got scalar)", shape.get(depth).copied().unwrap_or(0))));
+        return Err(PyValueError::new_err(format!(
+            "expected sequence of length {} at dim {depth} (got scalar)",
+            shape.get(depth).copied().unwrap_or(0)
+        )));
     }
     Ok(())
 }
@@ -184,7 +224,10 @@ pub fn data_to_buffer(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<
         let d = dtype.unwrap_or(t.dtype());
         let c = crate::ops::to_dtype(&t, d)?;
         let s = c.snapshot();
-        return Ok((crate::backend::cpu::elementwise::cast(&s.storage.read(), &s.layout, d), s.layout.shape));
+        return Ok((
+            crate::backend::cpu::elementwise::cast(&s.storage.read(), &s.layout, d),
+            s.layout.shape,
+        ));
     }
     let mut shape = Shape::new();
     let mut flat = Vec::new();
@@ -196,8 +239,20 @@ pub fn data_to_buffer(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<
     let d = dtype.unwrap_or(DType::default_for(cat));
     let buf = match d {
         // exact: going through f64 would round integers beyond 2^53
-        DType::I64 => Buffer::I64(flat.iter().map(|s| if let Scalar::Int(i) = s { *i } else { s.as_f64() as i64 }).collect()),
-        _ => with_dtype!(d, T => T::into_buffer(flat.iter().map(|s| T::from_f64(s.as_f64())).collect())),
+        DType::I64 => Buffer::I64(
+            flat.iter()
+                .map(|s| {
+                    if let Scalar::Int(i) = s {
+                        *i
+                    } else {
+                        s.as_f64() as i64
+                    }
+                })
+                .collect(),
+        ),
+        _ => {
+            with_dtype!(d, T => T::into_buffer(flat.iter().map(|s| T::from_f64(s.as_f64())).collect()))
+        }
     };
     Ok((buf, shape))
 }
@@ -206,7 +261,10 @@ pub fn data_to_buffer(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<
 pub fn item(t: &Tensor) -> PyResult<Scalar> {
     let n = t.numel();
     if n != 1 {
-        return Err(Error::runtime(format!("a Tensor with {n} elements cannot be converted to Scalar")).into());
+        return Err(Error::runtime(format!(
+            "a Tensor with {n} elements cannot be converted to Scalar"
+        ))
+        .into());
     }
     let s = t.snapshot();
     let r = s.storage.read();
@@ -231,21 +289,43 @@ pub fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<Py<PyAny>> {
 pub fn to_list(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
     let s = t.snapshot();
     let r = s.storage.read();
-    fn build<T: Copy>(py: Python<'_>, v: &[T], shape: &[usize], strides: &[usize], off: usize, f: &dyn Fn(Python<'_>, T) -> PyResult<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+    fn build<T: Copy>(
+        py: Python<'_>,
+        v: &[T],
+        shape: &[usize],
+        strides: &[usize],
+        off: usize,
+        f: &dyn Fn(Python<'_>, T) -> PyResult<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         if shape.is_empty() {
             return f(py, v[off]);
         }
         let mut items = Vec::with_capacity(shape[0]);
         for i in 0..shape[0] {
-            items.push(build(py, v, &shape[1..], &strides[1..], off + i * strides[0], f)?);
+            items.push(build(
+                py,
+                v,
+                &shape[1..],
+                &strides[1..],
+                off + i * strides[0],
+                f,
+            )?);
         }
         Ok(PyList::new(py, items)?.into_any().unbind())
     }
     let (sh, st, o) = (&s.layout.shape, &s.layout.strides, s.layout.offset);
     match &*r {
-        Buffer::F32(v) => build(py, v, sh, st, o, &|py, x| Ok(f64::from(x).into_pyobject(py)?.into_any().unbind())),
-        Buffer::F64(v) => build(py, v, sh, st, o, &|py, x| Ok(x.into_pyobject(py)?.into_any().unbind())),
-        Buffer::I64(v) => build(py, v, sh, st, o, &|py, x| Ok(x.into_pyobject(py)?.into_any().unbind())),
-        Buffer::Bool(v) => build(py, v, sh, st, o, &|py, x| Ok(PyBool::new(py, x).to_owned().into_any().unbind())),
+        Buffer::F32(v) => build(py, v, sh, st, o, &|py, x| {
+            Ok(f64::from(x).into_pyobject(py)?.into_any().unbind())
+        }),
+        Buffer::F64(v) => build(py, v, sh, st, o, &|py, x| {
+            Ok(x.into_pyobject(py)?.into_any().unbind())
+        }),
+        Buffer::I64(v) => build(py, v, sh, st, o, &|py, x| {
+            Ok(x.into_pyobject(py)?.into_any().unbind())
+        }),
+        Buffer::Bool(v) => build(py, v, sh, st, o, &|py, x| {
+            Ok(PyBool::new(py, x).to_owned().into_any().unbind())
+        }),
     }
 }

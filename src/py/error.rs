@@ -2,7 +2,9 @@
 //! be given a Python type here).
 
 use crate::error::{Error, ExternalError};
-use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use std::sync::Arc;
 

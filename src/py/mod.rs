@@ -14,7 +14,7 @@ use convert::scalar;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use pytensor::{dtype_arg, wrap, PyDType, PyTensor};
+use pytensor::{PyDType, PyTensor, dtype_arg, wrap};
 
 fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
     if !requires_grad {
@@ -29,7 +29,13 @@ fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTenso
 /// torch.tensor(data, dtype=None, requires_grad=False): always copies.
 #[pyfunction]
 #[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
-fn tensor(py: Python<'_>, data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+fn tensor(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyTensor>> {
     let _ = device;
     let (buf, shape) = convert::data_to_buffer(data, dtype_arg(dtype)?)?;
     finish(py, Tensor::from_buffer(buf, &shape), requires_grad)
@@ -37,17 +43,36 @@ fn tensor(py: Python<'_>, data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAn
 
 /// Builds a tensor from raw native-endian bytes (used by from_numpy).
 #[pyfunction]
-fn _from_bytes(py: Python<'_>, data: &[u8], dtype: &Bound<'_, PyAny>, shape: Vec<usize>) -> PyResult<Py<PyTensor>> {
+fn _from_bytes(
+    py: Python<'_>,
+    data: &[u8],
+    dtype: &Bound<'_, PyAny>,
+    shape: Vec<usize>,
+) -> PyResult<Py<PyTensor>> {
     let d = dtype_arg(Some(dtype))?.ok_or_else(|| PyTypeError::new_err("dtype required"))?;
     let n: usize = shape.iter().product();
     if data.len() != n * d.size_in_bytes() {
-        return Err(PyTypeError::new_err("byte length does not match shape and dtype"));
+        return Err(PyTypeError::new_err(
+            "byte length does not match shape and dtype",
+        ));
     }
     use crate::storage::Buffer;
     let buf = match d {
-        DType::F32 => Buffer::F32(data.chunks_exact(4).map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect()),
-        DType::F64 => Buffer::F64(data.chunks_exact(8).map(|c| f64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect()),
-        DType::I64 => Buffer::I64(data.chunks_exact(8).map(|c| i64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect()),
+        DType::F32 => Buffer::F32(
+            data.chunks_exact(4)
+                .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        ),
+        DType::F64 => Buffer::F64(
+            data.chunks_exact(8)
+                .map(|c| f64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .collect(),
+        ),
+        DType::I64 => Buffer::I64(
+            data.chunks_exact(8)
+                .map(|c| i64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .collect(),
+        ),
         DType::Bool => Buffer::Bool(data.iter().map(|&b| b != 0).collect()),
     };
     wrap(py, Tensor::from_buffer(buf, &shape))
@@ -57,7 +82,13 @@ macro_rules! factory {
     ($name:ident, $default:expr, |$shape:ident, $dtype:ident| $body:expr) => {
         #[pyfunction]
         #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
-        fn $name(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+        fn $name(
+            py: Python<'_>,
+            size: &Bound<'_, PyTuple>,
+            dtype: Option<&Bound<'_, PyAny>>,
+            device: Option<&Bound<'_, PyAny>>,
+            requires_grad: bool,
+        ) -> PyResult<Py<PyTensor>> {
             let _ = device;
             let $shape = convert::shape_of(&convert::sizes(size, stringify!($name))?)?;
             let $dtype = dtype_arg(dtype)?.unwrap_or($default);
@@ -75,19 +106,37 @@ factory!(randn, DType::F32, |s, d| ops::randn(&s, d));
 /// torch.full(size, fill_value, dtype=None): the dtype follows the fill value.
 #[pyfunction]
 #[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
-fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+fn full(
+    py: Python<'_>,
+    size: &Bound<'_, PyAny>,
+    fill_value: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyTensor>> {
     let _ = device;
     let s = convert::shape_of(&convert::sizes(&PyTuple::new(py, [size])?, "full")?)?;
-    let v = scalar(fill_value).ok_or_else(|| PyTypeError::new_err("full(): argument 'fill_value' must be Number"))?;
+    let v = scalar(fill_value)
+        .ok_or_else(|| PyTypeError::new_err("full(): argument 'fill_value' must be Number"))?;
     let d = dtype_arg(dtype)?.unwrap_or_else(|| v.default_dtype());
     finish(py, ops::full(&s, v, d)?, requires_grad)
 }
 
 #[pyfunction]
 #[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false))]
-fn arange(py: Python<'_>, start: &Bound<'_, PyAny>, end: Option<&Bound<'_, PyAny>>, step: Option<&Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+fn arange(
+    py: Python<'_>,
+    start: &Bound<'_, PyAny>,
+    end: Option<&Bound<'_, PyAny>>,
+    step: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyTensor>> {
     let _ = device;
-    let num = |o: &Bound<'_, PyAny>| scalar(o).ok_or_else(|| PyTypeError::new_err("arange(): arguments must be numbers"));
+    let num = |o: &Bound<'_, PyAny>| {
+        scalar(o).ok_or_else(|| PyTypeError::new_err("arange(): arguments must be numbers"))
+    };
     let (a, b) = match end {
         Some(e) if !e.is_none() => (num(start)?, num(e)?),
         _ => (Scalar::Int(0), num(start)?),
@@ -98,12 +147,24 @@ fn arange(py: Python<'_>, start: &Bound<'_, PyAny>, end: Option<&Bound<'_, PyAny
     };
     let all_int = [a, b, st].iter().all(|s| !matches!(s, Scalar::Float(_)));
     let d = dtype_arg(dtype)?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
-    finish(py, ops::arange(a.as_f64(), b.as_f64(), st.as_f64(), d)?, requires_grad)
+    finish(
+        py,
+        ops::arange(a.as_f64(), b.as_f64(), st.as_f64(), d)?,
+        requires_grad,
+    )
 }
 
 #[pyfunction]
 #[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
-fn linspace(py: Python<'_>, start: f64, end: f64, steps: i64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+fn linspace(
+    py: Python<'_>,
+    start: f64,
+    end: f64,
+    steps: i64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyTensor>> {
     let _ = device;
     let d = dtype_arg(dtype)?.unwrap_or(DType::F32);
     finish(py, ops::linspace(start, end, steps, d)?, requires_grad)
@@ -111,7 +172,14 @@ fn linspace(py: Python<'_>, start: f64, end: f64, steps: i64, dtype: Option<&Bou
 
 #[pyfunction]
 #[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
-fn eye(py: Python<'_>, n: usize, m: Option<usize>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+fn eye(
+    py: Python<'_>,
+    n: usize,
+    m: Option<usize>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyTensor>> {
     let _ = device;
     let d = dtype_arg(dtype)?.unwrap_or(DType::F32);
     finish(py, ops::eye(n, m.unwrap_or(n), d)?, requires_grad)
@@ -120,7 +188,14 @@ fn eye(py: Python<'_>, n: usize, m: Option<usize>, dtype: Option<&Bound<'_, PyAn
 /// torch.randint(low=0, high, size): the Python wrapper normalises the two call forms.
 #[pyfunction]
 #[pyo3(signature = (low, high, size, *, dtype=None, requires_grad=false))]
-fn _randint(py: Python<'_>, low: i64, high: i64, size: Vec<i64>, dtype: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+fn _randint(
+    py: Python<'_>,
+    low: i64,
+    high: i64,
+    size: Vec<i64>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyTensor>> {
     let s = convert::shape_of(&size)?;
     let d = dtype_arg(dtype)?.unwrap_or(DType::I64);
     finish(py, ops::randint(low, high, &s, d)?, requires_grad)
@@ -136,7 +211,10 @@ fn tensor_list(seq: &Bound<'_, PyAny>, fname: &str) -> PyResult<Vec<Tensor>> {
     for (i, it) in seq.try_iter()?.enumerate() {
         let it = it?;
         v.push(convert::tensor_arg(&it, fname, "tensors", i).map_err(|_| {
-            PyTypeError::new_err(format!("expected Tensor as element {i} in argument 0, but got {}", convert::type_name(&it)))
+            PyTypeError::new_err(format!(
+                "expected Tensor as element {i} in argument 0, but got {}",
+                convert::type_name(&it)
+            ))
         })?);
     }
     Ok(v)
@@ -158,10 +236,19 @@ fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<Py
 
 #[pyfunction]
 #[pyo3(name = "where")]
-fn where_(py: Python<'_>, condition: &Bound<'_, PyAny>, input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+fn where_(
+    py: Python<'_>,
+    condition: &Bound<'_, PyAny>,
+    input: &Bound<'_, PyAny>,
+    other: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyTensor>> {
     let c = convert::tensor_arg(condition, "where", "condition", 0)?;
-    let a = convert::arg(input).ok_or_else(|| PyTypeError::new_err("where(): argument 'input' must be Tensor or Number"))?;
-    let b = convert::arg(other).ok_or_else(|| PyTypeError::new_err("where(): argument 'other' must be Tensor or Number"))?;
+    let a = convert::arg(input).ok_or_else(|| {
+        PyTypeError::new_err("where(): argument 'input' must be Tensor or Number")
+    })?;
+    let b = convert::arg(other).ok_or_else(|| {
+        PyTypeError::new_err("where(): argument 'other' must be Tensor or Number")
+    })?;
     wrap(py, ops::where_op(&c, a.operand(), b.operand())?)
 }
 
@@ -185,9 +272,16 @@ fn _run_backward(
     let outs: Vec<Tensor> = tensors.iter().map(|t| t.t.clone()).collect();
     let grads: Vec<Tensor> = grad_tensors.iter().map(|t| t.t.clone()).collect();
     let ins: Vec<Tensor> = inputs.iter().map(|t| t.t.clone()).collect();
-    let opts = engine::Options { retain_graph, create_graph, accumulate, allow_unused };
+    let opts = engine::Options {
+        retain_graph,
+        create_graph,
+        accumulate,
+        allow_unused,
+    };
     let r = py.detach(|| engine::run_backward(&outs, &grads, &ins, opts))?;
-    r.into_iter().map(|g| g.map(|g| wrap(py, g)).transpose()).collect()
+    r.into_iter()
+        .map(|g| g.map(|g| wrap(py, g)).transpose())
+        .collect()
 }
 
 #[pyfunction]
@@ -219,7 +313,9 @@ fn _restore_inference_mode(prev: (bool, bool)) {
 #[pyfunction]
 fn set_num_threads(n: i64) -> PyResult<()> {
     if n <= 0 {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err("set_num_threads expects a positive integer"));
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "set_num_threads expects a positive integer",
+        ));
     }
     crate::runtime::set_num_threads(n as usize);
     Ok(())
@@ -240,29 +336,72 @@ fn _live_nodes() -> usize {
 
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean"))]
-fn mse_loss(py: Python<'_>, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, reduction: &str) -> PyResult<Py<PyTensor>> {
-    let (x, t) = (convert::tensor_arg(input, "mse_loss", "input", 0)?, convert::tensor_arg(target, "mse_loss", "target", 1)?);
-    wrap(py, ops::mse_loss(&x, &t, ops::Reduction::parse(reduction)?)?)
+fn mse_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+) -> PyResult<Py<PyTensor>> {
+    let (x, t) = (
+        convert::tensor_arg(input, "mse_loss", "input", 0)?,
+        convert::tensor_arg(target, "mse_loss", "target", 1)?,
+    );
+    wrap(
+        py,
+        ops::mse_loss(&x, &t, ops::Reduction::parse(reduction)?)?,
+    )
 }
 
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean", ignore_index=-100))]
-fn nll_loss(py: Python<'_>, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, reduction: &str, ignore_index: i64) -> PyResult<Py<PyTensor>> {
-    let (x, t) = (convert::tensor_arg(input, "nll_loss", "input", 0)?, convert::tensor_arg(target, "nll_loss", "target", 1)?);
-    wrap(py, ops::nll_loss(&x, &t, ops::Reduction::parse(reduction)?, ignore_index)?)
+fn nll_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+    ignore_index: i64,
+) -> PyResult<Py<PyTensor>> {
+    let (x, t) = (
+        convert::tensor_arg(input, "nll_loss", "input", 0)?,
+        convert::tensor_arg(target, "nll_loss", "target", 1)?,
+    );
+    wrap(
+        py,
+        ops::nll_loss(&x, &t, ops::Reduction::parse(reduction)?, ignore_index)?,
+    )
 }
 
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean", ignore_index=-100))]
-fn cross_entropy(py: Python<'_>, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, reduction: &str, ignore_index: i64) -> PyResult<Py<PyTensor>> {
-    let (x, t) = (convert::tensor_arg(input, "cross_entropy", "input", 0)?, convert::tensor_arg(target, "cross_entropy", "target", 1)?);
-    wrap(py, py.detach(|| ops::cross_entropy(&x, &t, ops::Reduction::parse(reduction)?, ignore_index))?)
+fn cross_entropy(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+    ignore_index: i64,
+) -> PyResult<Py<PyTensor>> {
+    let (x, t) = (
+        convert::tensor_arg(input, "cross_entropy", "input", 0)?,
+        convert::tensor_arg(target, "cross_entropy", "target", 1)?,
+    );
+    wrap(
+        py,
+        py.detach(|| ops::cross_entropy(&x, &t, ops::Reduction::parse(reduction)?, ignore_index))?,
+    )
 }
 
 #[pyfunction]
 #[pyo3(signature = (input, weight, bias=None))]
-fn linear(py: Python<'_>, input: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>, bias: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
-    let (x, w) = (convert::tensor_arg(input, "linear", "input", 0)?, convert::tensor_arg(weight, "linear", "weight", 1)?);
+fn linear(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    weight: &Bound<'_, PyAny>,
+    bias: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyTensor>> {
+    let (x, w) = (
+        convert::tensor_arg(input, "linear", "input", 0)?,
+        convert::tensor_arg(weight, "linear", "weight", 1)?,
+    );
     let b = match bias {
         Some(b) if !b.is_none() => Some(convert::tensor_arg(b, "linear", "bias", 2)?),
         _ => None,

@@ -7,7 +7,13 @@ use crate::tensor::Tensor;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-#[pyclass(name = "Node", module = "rgrad.autograd.graph", frozen, weakref, subclass)]
+#[pyclass(
+    name = "Node",
+    module = "rgrad.autograd.graph",
+    frozen,
+    weakref,
+    subclass
+)]
 pub struct PyNode {
     pub node: NodeRef,
 }
@@ -33,9 +39,16 @@ fn edge_tuple(py: Python<'_>, e: &Option<Edge>) -> PyResult<Py<PyAny>> {
     let (obj, nr): (Py<PyAny>, u32) = match e {
         None => (py.None(), 0),
         Some(Edge::Node { node, input_nr }) => (node_object(py, node.clone())?, *input_nr),
-        Some(Edge::Leaf(t)) => (Py::new(py, PyAccumulateGrad { leaf: t.clone() })?.into_any(), 0),
+        Some(Edge::Leaf(t)) => (
+            Py::new(py, PyAccumulateGrad { leaf: t.clone() })?.into_any(),
+            0,
+        ),
     };
-    Ok(PyTuple::new(py, [obj, nr.into_pyobject(py)?.into_any().unbind()])?.into_any().unbind())
+    Ok(
+        PyTuple::new(py, [obj, nr.into_pyobject(py)?.into_any().unbind()])?
+            .into_any()
+            .unbind(),
+    )
 }
 
 #[pymethods]
@@ -46,14 +59,23 @@ impl PyNode {
     #[getter]
     fn next_functions(&self, py: Python<'_>) -> PyResult<Py<PyTuple>> {
         let next = self.node.lock().next.clone();
-        let items: Vec<Py<PyAny>> = next.iter().map(|e| edge_tuple(py, e)).collect::<PyResult<_>>()?;
+        let items: Vec<Py<PyAny>> = next
+            .iter()
+            .map(|e| edge_tuple(py, e))
+            .collect::<PyResult<_>>()?;
         Ok(PyTuple::new(py, items)?.unbind())
     }
     fn __repr__(slf: &Bound<'_, Self>) -> String {
-        format!("<{} object at {:#x}>", slf.get().node.name(), slf.as_ptr() as usize)
+        format!(
+            "<{} object at {:#x}>",
+            slf.get().node.name(),
+            slf.as_ptr() as usize
+        )
     }
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other.cast::<PyNode>().is_ok_and(|o| o.get().node.ptr_eq(&self.node))
+        other
+            .cast::<PyNode>()
+            .is_ok_and(|o| o.get().node.ptr_eq(&self.node))
     }
     fn __hash__(&self) -> u64 {
         self.node.id()

@@ -1,19 +1,19 @@
 //! `rgrad.Tensor`: the Python face of the core tensor. Every method converts its
 //! arguments, calls one core op, and wraps the result; no math happens here.
 
-use super::convert::{self, arg, scalar, Arg};
+use super::convert::{self, Arg, arg, scalar};
 use super::node::node_object;
+use crate::Error;
 use crate::autograd::graph::Hook;
 use crate::backend::cpu::elementwise::{BinaryOp, UnaryOp};
 use crate::dtype::{DType, Scalar};
 use crate::ops::{self, Operand};
 use crate::tensor::Tensor;
-use crate::Error;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PyList, PySlice, PyTuple};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 #[pyclass(name = "Tensor", module = "rgrad", subclass, frozen, weakref)]
 pub struct PyTensor {
@@ -48,12 +48,18 @@ struct PyBinding(Py<pyo3::types::PyWeakrefReference>);
 /// Records `obj` as the Python object of its tensor (weakly: no reference cycle).
 pub fn remember(obj: &Bound<'_, PyTensor>) -> PyResult<()> {
     let w = pyo3::types::PyWeakrefReference::new(obj)?;
-    obj.get().t.set_binding(Some(Arc::new(PyBinding(w.unbind()))));
+    obj.get()
+        .t
+        .set_binding(Some(Arc::new(PyBinding(w.unbind()))));
     Ok(())
 }
 
 /// Runs an op, releasing the GIL when the input is large enough for pool parallelism.
-pub fn run<R: Send>(py: Python<'_>, x: &Tensor, f: impl FnOnce() -> crate::Result<R> + Send) -> PyResult<R> {
+pub fn run<R: Send>(
+    py: Python<'_>,
+    x: &Tensor,
+    f: impl FnOnce() -> crate::Result<R> + Send,
+) -> PyResult<R> {
     if x.numel() >= RELEASE_GIL_AT {
         Ok(py.detach(f)?)
     } else {
@@ -98,10 +104,14 @@ pub fn dtype_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
                     "float" => Ok(Some(DType::F64)),
                     "int" => Ok(Some(DType::I64)),
                     "bool" => Ok(Some(DType::Bool)),
-                    _ => Err(PyTypeError::new_err(format!("cannot convert {n} to a dtype"))),
+                    _ => Err(PyTypeError::new_err(format!(
+                        "cannot convert {n} to a dtype"
+                    ))),
                 };
             }
-            Err(PyTypeError::new_err(format!("dtype must be rgrad.dtype, not {name}")))
+            Err(PyTypeError::new_err(format!(
+                "dtype must be rgrad.dtype, not {name}"
+            )))
         }
     }
 }
@@ -113,27 +123,42 @@ static HOOK_IDS: AtomicU64 = AtomicU64::new(1);
 fn py_hook(f: Py<PyAny>) -> Hook {
     Arc::new(move |g: &Tensor| {
         Python::attach(|py| {
-            let r = f.call1(py, (wrap(py, g.clone()).map_err(super::error::external)?,)).map_err(super::error::external)?;
+            let r = f
+                .call1(py, (wrap(py, g.clone()).map_err(super::error::external)?,))
+                .map_err(super::error::external)?;
             let r = r.bind(py);
             if r.is_none() {
                 return Ok(None);
             }
             match r.cast::<PyTensor>() {
                 Ok(t) => Ok(Some(t.get().t.clone())),
-                Err(_) => Err(Error::runtime(format!("hook returned an object of type {} (expected a Tensor or None)", convert::type_name(r)))),
+                Err(_) => Err(Error::runtime(format!(
+                    "hook returned an object of type {} (expected a Tensor or None)",
+                    convert::type_name(r)
+                ))),
             }
         })
     })
 }
 
-fn binop(py: Python<'_>, a: &Tensor, other: &Bound<'_, PyAny>, f: impl FnOnce(Operand<'_>, Operand<'_>) -> crate::Result<Tensor> + Send) -> PyResult<Py<PyAny>> {
+fn binop(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    f: impl FnOnce(Operand<'_>, Operand<'_>) -> crate::Result<Tensor> + Send,
+) -> PyResult<Py<PyAny>> {
     match arg(other) {
         Some(b) => Ok(wrap(py, run(py, a, || f(Operand::T(a), b.operand()))?)?.into_any()),
         None => Ok(py.NotImplemented()),
     }
 }
 
-fn rbinop(py: Python<'_>, a: &Tensor, other: &Bound<'_, PyAny>, f: impl FnOnce(Operand<'_>, Operand<'_>) -> crate::Result<Tensor> + Send) -> PyResult<Py<PyAny>> {
+fn rbinop(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    f: impl FnOnce(Operand<'_>, Operand<'_>) -> crate::Result<Tensor> + Send,
+) -> PyResult<Py<PyAny>> {
     match arg(other) {
         Some(b) => Ok(wrap(py, run(py, a, || f(b.operand(), Operand::T(a)))?)?.into_any()),
         None => Ok(py.NotImplemented()),
@@ -177,7 +202,11 @@ fn bound_arg(b: Option<&Bound<'_, PyAny>>) -> PyResult<Option<f64>> {
 
 /// Index parsing shared by __getitem__ and __setitem__: applies basic indexing (ints,
 /// slices, None, Ellipsis) as views and returns the advanced indices per remaining dim.
-fn apply_index(py: Python<'_>, x: &Tensor, index: &Bound<'_, PyAny>) -> PyResult<(Tensor, Vec<Option<Tensor>>)> {
+fn apply_index(
+    py: Python<'_>,
+    x: &Tensor,
+    index: &Bound<'_, PyAny>,
+) -> PyResult<(Tensor, Vec<Option<Tensor>>)> {
     let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = index.cast::<PyTuple>() {
         t.iter().collect()
     } else {
@@ -191,14 +220,23 @@ fn apply_index(py: Python<'_>, x: &Tensor, index: &Bound<'_, PyAny>) -> PyResult
         if it.is_instance_of::<PyList>() {
             let (buf, shape) = convert::data_to_buffer(it, None)?;
             let t = Tensor::from_buffer(buf, &shape);
-            let t = if t.dtype().is_float() { return Err(pyo3::exceptions::PyIndexError::new_err("tensors used as indices must be long, int, byte or bool tensors")) } else { t };
+            let t = if t.dtype().is_float() {
+                return Err(pyo3::exceptions::PyIndexError::new_err(
+                    "tensors used as indices must be long, int, byte or bool tensors",
+                ));
+            } else {
+                t
+            };
             return Ok(Some(t));
         }
         Ok(None)
     };
     let mut consumed = 0usize;
     for it in &items {
-        if it.is_instance_of::<PyEllipsis>() || it.is_none() || it.is_instance_of::<pyo3::types::PyBool>() {
+        if it.is_instance_of::<PyEllipsis>()
+            || it.is_none()
+            || it.is_instance_of::<pyo3::types::PyBool>()
+        {
             continue;
         }
         match as_tensor(it)? {
@@ -208,7 +246,9 @@ fn apply_index(py: Python<'_>, x: &Tensor, index: &Bound<'_, PyAny>) -> PyResult
     }
     let ndim = x.ndim();
     if consumed > ndim {
-        return Err(pyo3::exceptions::PyIndexError::new_err(format!("too many indices for tensor of dimension {ndim}")));
+        return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+            "too many indices for tensor of dimension {ndim}"
+        )));
     }
     let mut r = x.clone();
     let mut d = 0usize;
@@ -218,7 +258,9 @@ fn apply_index(py: Python<'_>, x: &Tensor, index: &Bound<'_, PyAny>) -> PyResult
     for it in &items {
         if it.is_instance_of::<PyEllipsis>() {
             if saw_ellipsis {
-                return Err(pyo3::exceptions::PyIndexError::new_err("an index can only have a single ellipsis ('...')"));
+                return Err(pyo3::exceptions::PyIndexError::new_err(
+                    "an index can only have a single ellipsis ('...')",
+                ));
             }
             saw_ellipsis = true;
             d += ndim - consumed;
@@ -239,7 +281,11 @@ fn apply_index(py: Python<'_>, x: &Tensor, index: &Bound<'_, PyAny>) -> PyResult
             r = ops::slice(&r, d as i64, start, stop, step.unwrap_or(1))?;
             d += 1;
         } else if let Some(t) = as_tensor(it)? {
-            let n = if t.dtype() == DType::Bool { t.ndim() } else { 1 };
+            let n = if t.dtype() == DType::Bool {
+                t.ndim()
+            } else {
+                1
+            };
             if t.dtype() == DType::Bool && t.ndim() == 0 {
                 r = ops::unsqueeze(&r, d as i64)?;
                 adv.push((d, ops::reshape(&t, &[1])?));
@@ -284,15 +330,23 @@ impl PyTensor {
     #[pyo3(signature = (*args))]
     fn py_new(args: &Bound<'_, PyTuple>) -> PyResult<Self> {
         if args.is_empty() {
-            return Ok(PyTensor { t: ops::zeros(&[0], DType::F32)? });
+            return Ok(PyTensor {
+                t: ops::zeros(&[0], DType::F32)?,
+            });
         }
         let first = args.get_item(0)?;
-        if first.is_instance_of::<pyo3::types::PyInt>() && !first.is_instance_of::<pyo3::types::PyBool>() {
+        if first.is_instance_of::<pyo3::types::PyInt>()
+            && !first.is_instance_of::<pyo3::types::PyBool>()
+        {
             let s = convert::shape_of(&convert::sizes(args, "Tensor")?)?;
-            return Ok(PyTensor { t: ops::zeros(&s, DType::F32)? });
+            return Ok(PyTensor {
+                t: ops::zeros(&s, DType::F32)?,
+            });
         }
         let (buf, shape) = convert::data_to_buffer(&first, Some(DType::F32))?;
-        Ok(PyTensor { t: Tensor::from_buffer(buf, &shape) })
+        Ok(PyTensor {
+            t: Tensor::from_buffer(buf, &shape),
+        })
     }
 
     // ---- metadata ------------------------------------------------------------------
@@ -333,7 +387,8 @@ impl PyTensor {
         self.t.layout().offset
     }
     fn data_ptr(&self) -> usize {
-        Arc::as_ptr(&self.t.storage()) as usize + self.t.layout().offset * self.t.dtype().size_in_bytes()
+        Arc::as_ptr(&self.t.storage()) as usize
+            + self.t.layout().offset * self.t.dtype().size_in_bytes()
     }
     #[getter]
     fn _version(&self) -> u64 {
@@ -341,7 +396,9 @@ impl PyTensor {
     }
     fn __len__(&self) -> PyResult<usize> {
         let s = self.t.shape();
-        s.first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+        s.first()
+            .copied()
+            .ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
     }
     fn __hash__(slf: &Bound<'_, Self>) -> isize {
         slf.as_ptr() as isize
@@ -381,7 +438,12 @@ impl PyTensor {
         let g = match g {
             None => None,
             Some(o) if o.is_none() => None,
-            Some(o) => Some(convert::tensor_arg(o, "grad", "grad", 0).map_err(|_| PyTypeError::new_err(format!("assigned grad expected to be a Tensor or None but got grad of type {}", convert::type_name(o))))?),
+            Some(o) => Some(convert::tensor_arg(o, "grad", "grad", 0).map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "assigned grad expected to be a Tensor or None but got grad of type {}",
+                    convert::type_name(o)
+                ))
+            })?),
         };
         Ok(self.t.set_grad(g)?)
     }
@@ -400,7 +462,9 @@ impl PyTensor {
     fn retain_grad(&self) -> PyResult<()> {
         let Some(node) = self.t.grad_fn() else {
             if !self.t.requires_grad() {
-                return Err(PyRuntimeError::new_err("can't retain_grad on Tensor that has requires_grad=False"));
+                return Err(PyRuntimeError::new_err(
+                    "can't retain_grad on Tensor that has requires_grad=False",
+                ));
             }
             return Ok(());
         };
@@ -431,7 +495,9 @@ impl PyTensor {
     /// Registers a gradient hook; returns its id (the Python wrapper makes the handle).
     fn _register_hook(&self, f: Py<PyAny>) -> PyResult<u64> {
         if !self.t.requires_grad() {
-            return Err(PyRuntimeError::new_err("cannot register a hook on a tensor that doesn't require gradient"));
+            return Err(PyRuntimeError::new_err(
+                "cannot register a hook on a tensor that doesn't require gradient",
+            ));
         }
         let id = HOOK_IDS.fetch_add(1, Ordering::Relaxed);
         let hook = py_hook(f);
@@ -469,14 +535,20 @@ impl PyTensor {
         match convert::item(&self.t) {
             Ok(Scalar::Int(i)) => Ok(i),
             Ok(Scalar::Bool(b)) => Ok(i64::from(b)),
-            _ => Err(PyTypeError::new_err("only integer tensors of a single element can be converted to an index")),
+            _ => Err(PyTypeError::new_err(
+                "only integer tensors of a single element can be converted to an index",
+            )),
         }
     }
     fn __bool__(&self) -> PyResult<bool> {
         if self.t.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
                 "Boolean value of Tensor with {} values is ambiguous",
-                if self.t.numel() == 0 { "no" } else { "more than one" }
+                if self.t.numel() == 0 {
+                    "no"
+                } else {
+                    "more than one"
+                }
             )));
         }
         Ok(convert::item(&self.t)?.as_f64() != 0.0)
@@ -495,10 +567,17 @@ impl PyTensor {
         Ok(pyo3::types::PyBytes::new(py, &bytes))
     }
     #[pyo3(signature = (dtype, copy=false))]
-    fn _to_dtype(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>, copy: bool) -> PyResult<Py<PyTensor>> {
-        let d = dtype_arg(Some(dtype))?.ok_or_else(|| PyTypeError::new_err("to() received an invalid combination of arguments"))?;
+    fn _to_dtype(
+        &self,
+        py: Python<'_>,
+        dtype: &Bound<'_, PyAny>,
+        copy: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let d = dtype_arg(Some(dtype))?.ok_or_else(|| {
+            PyTypeError::new_err("to() received an invalid combination of arguments")
+        })?;
         if d == self.t.dtype() && !copy {
-            return Ok(Py::new(py, PyTensor { t: self.t.clone() })?);
+            return Py::new(py, PyTensor { t: self.t.clone() });
         }
         let r = ops::to_dtype(&self.t, d)?;
         if copy && r.same(&self.t) {
@@ -561,15 +640,27 @@ impl PyTensor {
     fn __rtruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match arg(o) {
             // torch computes s / x as reciprocal(x) * s
-            Some(Arg::S(s)) => Ok(wrap(py, ops::mul_scalar(&ops::reciprocal(&self.t)?, s)?)?.into_any()),
+            Some(Arg::S(s)) => {
+                Ok(wrap(py, ops::mul_scalar(&ops::reciprocal(&self.t)?, s)?)?.into_any())
+            }
             Some(Arg::T(t)) => Ok(wrap(py, ops::div(&t, &self.t)?)?.into_any()),
             None => Ok(py.NotImplemented()),
         }
     }
-    fn __pow__(&self, py: Python<'_>, o: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn __pow__(
+        &self,
+        py: Python<'_>,
+        o: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         binop(py, &self.t, o, ops::pow_op)
     }
-    fn __rpow__(&self, py: Python<'_>, o: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn __rpow__(
+        &self,
+        py: Python<'_>,
+        o: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         rbinop(py, &self.t, o, ops::pow_op)
     }
     fn __matmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -601,23 +692,34 @@ impl PyTensor {
     }
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         if self.t.dtype() != DType::Bool {
-            return Err(PyTypeError::new_err("~ (bitwise_not) is only supported for bool tensors in rgrad"));
+            return Err(PyTypeError::new_err(
+                "~ (bitwise_not) is only supported for bool tensors in rgrad",
+            ));
         }
         wrap(py, ops::logical_not(&self.t)?)
     }
     fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match o.cast::<PyTensor>() {
-            Ok(b) => Ok(wrap(py, ops::logical(BinaryOp::LogicalAnd, &self.t, &b.get().t)?)?.into_any()),
+            Ok(b) => {
+                Ok(wrap(py, ops::logical(BinaryOp::LogicalAnd, &self.t, &b.get().t)?)?.into_any())
+            }
             Err(_) => Ok(py.NotImplemented()),
         }
     }
     fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match o.cast::<PyTensor>() {
-            Ok(b) => Ok(wrap(py, ops::logical(BinaryOp::LogicalOr, &self.t, &b.get().t)?)?.into_any()),
+            Ok(b) => {
+                Ok(wrap(py, ops::logical(BinaryOp::LogicalOr, &self.t, &b.get().t)?)?.into_any())
+            }
             Err(_) => Ok(py.NotImplemented()),
         }
     }
-    fn __richcmp__(&self, py: Python<'_>, o: &Bound<'_, PyAny>, op: pyo3::basic::CompareOp) -> PyResult<Py<PyAny>> {
+    fn __richcmp__(
+        &self,
+        py: Python<'_>,
+        o: &Bound<'_, PyAny>,
+        op: pyo3::basic::CompareOp,
+    ) -> PyResult<Py<PyAny>> {
         use pyo3::basic::CompareOp as C;
         let k = match op {
             C::Eq => BinaryOp::Eq,
@@ -629,8 +731,12 @@ impl PyTensor {
         };
         match arg(o) {
             Some(b) => Ok(wrap(py, ops::compare(k, Operand::T(&self.t), b.operand())?)?.into_any()),
-            None if matches!(op, C::Eq) => Ok(false.into_pyobject(py)?.to_owned().into_any().unbind()),
-            None if matches!(op, C::Ne) => Ok(true.into_pyobject(py)?.to_owned().into_any().unbind()),
+            None if matches!(op, C::Eq) => {
+                Ok(false.into_pyobject(py)?.to_owned().into_any().unbind())
+            }
+            None if matches!(op, C::Ne) => {
+                Ok(true.into_pyobject(py)?.to_owned().into_any().unbind())
+            }
             None => Ok(py.NotImplemented()),
         }
     }
@@ -657,26 +763,61 @@ impl PyTensor {
 
     // ---- named binary ops -------------------------------------------------------------
     #[pyo3(signature = (other, *, alpha=None))]
-    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn add(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        alpha: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         let (b, a) = (other_arg(other, "add")?, alpha_arg(alpha)?);
-        wrap(py, run(py, &self.t, || ops::add_op(Operand::T(&self.t), b.operand(), a))?)
+        wrap(
+            py,
+            run(py, &self.t, || {
+                ops::add_op(Operand::T(&self.t), b.operand(), a)
+            })?,
+        )
     }
     #[pyo3(signature = (other, *, alpha=None))]
-    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn sub(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        alpha: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         let (b, a) = (other_arg(other, "sub")?, alpha_arg(alpha)?);
-        wrap(py, run(py, &self.t, || ops::sub_op(Operand::T(&self.t), b.operand(), a))?)
+        wrap(
+            py,
+            run(py, &self.t, || {
+                ops::sub_op(Operand::T(&self.t), b.operand(), a)
+            })?,
+        )
     }
     fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = other_arg(other, "mul")?;
-        wrap(py, run(py, &self.t, || ops::mul_op(Operand::T(&self.t), b.operand()))?)
+        wrap(
+            py,
+            run(py, &self.t, || {
+                ops::mul_op(Operand::T(&self.t), b.operand())
+            })?,
+        )
     }
     fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = other_arg(other, "div")?;
-        wrap(py, run(py, &self.t, || ops::div_op(Operand::T(&self.t), b.operand()))?)
+        wrap(
+            py,
+            run(py, &self.t, || {
+                ops::div_op(Operand::T(&self.t), b.operand())
+            })?,
+        )
     }
     fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = other_arg(exponent, "pow")?;
-        wrap(py, run(py, &self.t, || ops::pow_op(Operand::T(&self.t), b.operand()))?)
+        wrap(
+            py,
+            run(py, &self.t, || {
+                ops::pow_op(Operand::T(&self.t), b.operand())
+            })?,
+        )
     }
     fn maximum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(other, "maximum", "other", 1)?;
@@ -687,36 +828,102 @@ impl PyTensor {
         wrap(py, ops::minimum(&self.t, &b)?)
     }
     fn eq(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::compare(BinaryOp::Eq, Operand::T(&self.t), other_arg(other, "eq")?.operand())?)
+        wrap(
+            py,
+            ops::compare(
+                BinaryOp::Eq,
+                Operand::T(&self.t),
+                other_arg(other, "eq")?.operand(),
+            )?,
+        )
     }
     fn ne(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::compare(BinaryOp::Ne, Operand::T(&self.t), other_arg(other, "ne")?.operand())?)
+        wrap(
+            py,
+            ops::compare(
+                BinaryOp::Ne,
+                Operand::T(&self.t),
+                other_arg(other, "ne")?.operand(),
+            )?,
+        )
     }
     fn lt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::compare(BinaryOp::Lt, Operand::T(&self.t), other_arg(other, "lt")?.operand())?)
+        wrap(
+            py,
+            ops::compare(
+                BinaryOp::Lt,
+                Operand::T(&self.t),
+                other_arg(other, "lt")?.operand(),
+            )?,
+        )
     }
     fn le(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::compare(BinaryOp::Le, Operand::T(&self.t), other_arg(other, "le")?.operand())?)
+        wrap(
+            py,
+            ops::compare(
+                BinaryOp::Le,
+                Operand::T(&self.t),
+                other_arg(other, "le")?.operand(),
+            )?,
+        )
     }
     fn gt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::compare(BinaryOp::Gt, Operand::T(&self.t), other_arg(other, "gt")?.operand())?)
+        wrap(
+            py,
+            ops::compare(
+                BinaryOp::Gt,
+                Operand::T(&self.t),
+                other_arg(other, "gt")?.operand(),
+            )?,
+        )
     }
     fn ge(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::compare(BinaryOp::Ge, Operand::T(&self.t), other_arg(other, "ge")?.operand())?)
+        wrap(
+            py,
+            ops::compare(
+                BinaryOp::Ge,
+                Operand::T(&self.t),
+                other_arg(other, "ge")?.operand(),
+            )?,
+        )
     }
     fn logical_and(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::logical(BinaryOp::LogicalAnd, &self.t, &convert::tensor_arg(other, "logical_and", "other", 1)?)?)
+        wrap(
+            py,
+            ops::logical(
+                BinaryOp::LogicalAnd,
+                &self.t,
+                &convert::tensor_arg(other, "logical_and", "other", 1)?,
+            )?,
+        )
     }
     fn logical_or(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::logical(BinaryOp::LogicalOr, &self.t, &convert::tensor_arg(other, "logical_or", "other", 1)?)?)
+        wrap(
+            py,
+            ops::logical(
+                BinaryOp::LogicalOr,
+                &self.t,
+                &convert::tensor_arg(other, "logical_or", "other", 1)?,
+            )?,
+        )
     }
     #[pyo3(signature = (min=None, max=None))]
-    fn clamp(&self, py: Python<'_>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn clamp(
+        &self,
+        py: Python<'_>,
+        min: Option<&Bound<'_, PyAny>>,
+        max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         let (lo, hi) = (bound_arg(min)?, bound_arg(max)?);
         wrap(py, ops::clamp(&self.t, lo, hi)?)
     }
     #[pyo3(signature = (min=None, max=None))]
-    fn clip(&self, py: Python<'_>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn clip(
+        &self,
+        py: Python<'_>,
+        min: Option<&Bound<'_, PyAny>>,
+        max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         self.clamp(py, min, max)
     }
 
@@ -839,13 +1046,21 @@ impl PyTensor {
 
     // ---- in-place ---------------------------------------------------------------------
     #[pyo3(signature = (other, *, alpha=None))]
-    fn add_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn add_(
+        slf: &Bound<'_, Self>,
+        other: &Bound<'_, PyAny>,
+        alpha: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         let (b, a) = (other_arg(other, "add_")?, alpha_arg(alpha)?);
         ops::add_(&slf.get().t, b.operand(), a)?;
         Ok(slf.clone().unbind())
     }
     #[pyo3(signature = (other, *, alpha=None))]
-    fn sub_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn sub_(
+        slf: &Bound<'_, Self>,
+        other: &Bound<'_, PyAny>,
+        alpha: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         let (b, a) = (other_arg(other, "sub_")?, alpha_arg(alpha)?);
         ops::sub_(&slf.get().t, b.operand(), a)?;
         Ok(slf.clone().unbind())
@@ -872,24 +1087,37 @@ impl PyTensor {
     fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let v = match value.cast::<PyTensor>() {
             Ok(t) => convert::item(&t.get().t)?,
-            Err(_) => scalar(value).ok_or_else(|| PyTypeError::new_err("fill_(): argument 'value' must be Number"))?,
+            Err(_) => scalar(value)
+                .ok_or_else(|| PyTypeError::new_err("fill_(): argument 'value' must be Number"))?,
         };
         ops::fill_(&slf.get().t, v)?;
         Ok(slf.clone().unbind())
     }
     #[pyo3(signature = (min=None, max=None))]
-    fn clamp_(slf: &Bound<'_, Self>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn clamp_(
+        slf: &Bound<'_, Self>,
+        min: Option<&Bound<'_, PyAny>>,
+        max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         ops::clamp_(&slf.get().t, bound_arg(min)?, bound_arg(max)?)?;
         Ok(slf.clone().unbind())
     }
     #[pyo3(signature = (src, non_blocking=false))]
-    fn copy_(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>, non_blocking: bool) -> PyResult<Py<PyTensor>> {
+    fn copy_(
+        slf: &Bound<'_, Self>,
+        src: &Bound<'_, PyAny>,
+        non_blocking: bool,
+    ) -> PyResult<Py<PyTensor>> {
         let _ = non_blocking;
         let s = convert::tensor_arg(src, "copy_", "src", 1)?;
         ops::copy_(&slf.get().t, &s)?;
         Ok(slf.clone().unbind())
     }
-    fn masked_fill_(slf: &Bound<'_, Self>, mask: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    fn masked_fill_(
+        slf: &Bound<'_, Self>,
+        mask: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
         let m = convert::tensor_arg(mask, "masked_fill_", "mask", 1)?;
         let v = scalar_or_item(value)?;
         let x = &slf.get().t;
@@ -899,7 +1127,13 @@ impl PyTensor {
 
     // ---- reductions -------------------------------------------------------------------
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
-    fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn sum(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         let d = opt_dims(dim)?;
         let x = match dtype_arg(dtype)? {
             Some(dt) => ops::to_dtype(&self.t, dt)?,
@@ -908,7 +1142,13 @@ impl PyTensor {
         wrap(py, run(py, &x, || ops::sum(&x, d.as_deref(), keepdim))?)
     }
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
-    fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn mean(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         let d = opt_dims(dim)?;
         let x = match dtype_arg(dtype)? {
             Some(dt) => ops::to_dtype(&self.t, dt)?,
@@ -917,7 +1157,13 @@ impl PyTensor {
         wrap(py, run(py, &x, || ops::mean(&x, d.as_deref(), keepdim))?)
     }
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
-    fn prod(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn prod(
+        &self,
+        py: Python<'_>,
+        dim: Option<i64>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         let x = match dtype_arg(dtype)? {
             Some(dt) => ops::to_dtype(&self.t, dt)?,
             None => self.t.clone(),
@@ -925,17 +1171,43 @@ impl PyTensor {
         wrap(py, ops::prod(&x, dim, keepdim)?)
     }
     #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
-    fn var(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool, correction: Option<f64>) -> PyResult<Py<PyTensor>> {
+    fn var(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        unbiased: Option<bool>,
+        keepdim: bool,
+        correction: Option<f64>,
+    ) -> PyResult<Py<PyTensor>> {
         let c = correction.unwrap_or(if unbiased.unwrap_or(true) { 1.0 } else { 0.0 });
-        wrap(py, ops::var_std(&self.t, opt_dims(dim)?.as_deref(), c, keepdim, false)?)
+        wrap(
+            py,
+            ops::var_std(&self.t, opt_dims(dim)?.as_deref(), c, keepdim, false)?,
+        )
     }
     #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
-    fn std(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool, correction: Option<f64>) -> PyResult<Py<PyTensor>> {
+    fn std(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        unbiased: Option<bool>,
+        keepdim: bool,
+        correction: Option<f64>,
+    ) -> PyResult<Py<PyTensor>> {
         let c = correction.unwrap_or(if unbiased.unwrap_or(true) { 1.0 } else { 0.0 });
-        wrap(py, ops::var_std(&self.t, opt_dims(dim)?.as_deref(), c, keepdim, true)?)
+        wrap(
+            py,
+            ops::var_std(&self.t, opt_dims(dim)?.as_deref(), c, keepdim, true)?,
+        )
     }
     #[pyo3(signature = (p=None, dim=None, keepdim=false))]
-    fn norm(&self, py: Python<'_>, p: Option<&Bound<'_, PyAny>>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+    fn norm(
+        &self,
+        py: Python<'_>,
+        p: Option<&Bound<'_, PyAny>>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
         let p = match p {
             None => 2.0,
             Some(o) if o.is_none() => 2.0,
@@ -943,31 +1215,66 @@ impl PyTensor {
                 if let Ok(s) = o.extract::<String>() {
                     match s.as_str() {
                         "fro" => 2.0,
-                        _ => return Err(PyRuntimeError::new_err(format!("norm: unsupported p '{s}'"))),
+                        _ => {
+                            return Err(PyRuntimeError::new_err(format!(
+                                "norm: unsupported p '{s}'"
+                            )));
+                        }
                     }
                 } else {
-                    scalar(o).map(Scalar::as_f64).ok_or_else(|| PyTypeError::new_err("norm(): p must be a number"))?
+                    scalar(o)
+                        .map(Scalar::as_f64)
+                        .ok_or_else(|| PyTypeError::new_err("norm(): p must be a number"))?
                 }
             }
         };
-        wrap(py, ops::norm(&self.t, p, opt_dims(dim)?.as_deref(), keepdim)?)
+        wrap(
+            py,
+            ops::norm(&self.t, p, opt_dims(dim)?.as_deref(), keepdim)?,
+        )
     }
     /// max(): full reduction, along a dim (values, indices), or elementwise with a tensor.
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn _max(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
+    fn _max(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
         self.extremum(py, dim, keepdim, true)
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn _min(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyAny>> {
+    fn _min(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
         self.extremum(py, dim, keepdim, false)
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn amax(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::amax(&self.t, opt_dims(dim)?.as_deref(), keepdim, true, false)?)
+    fn amax(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        wrap(
+            py,
+            ops::amax(&self.t, opt_dims(dim)?.as_deref(), keepdim, true, false)?,
+        )
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn amin(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::amax(&self.t, opt_dims(dim)?.as_deref(), keepdim, false, false)?)
+    fn amin(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        wrap(
+            py,
+            ops::amax(&self.t, opt_dims(dim)?.as_deref(), keepdim, false, false)?,
+        )
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmax(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyTensor>> {
@@ -978,11 +1285,21 @@ impl PyTensor {
         wrap(py, ops::argmax(&self.t, dim, keepdim, false)?)
     }
     #[pyo3(signature = (dim, keepdim=false))]
-    fn logsumexp(&self, py: Python<'_>, dim: &Bound<'_, PyAny>, keepdim: bool) -> PyResult<Py<PyTensor>> {
+    fn logsumexp(
+        &self,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::logsumexp(&self.t, &convert::dims(dim)?, keepdim)?)
     }
     #[pyo3(signature = (dim, dtype=None))]
-    fn softmax(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn softmax(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         let x = match dtype_arg(dtype)? {
             Some(d) => ops::to_dtype(&self.t, d)?,
             None => self.t.clone(),
@@ -990,7 +1307,12 @@ impl PyTensor {
         wrap(py, run(py, &x, || ops::softmax(&x, dim, false))?)
     }
     #[pyo3(signature = (dim, dtype=None))]
-    fn log_softmax(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    fn log_softmax(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
         let x = match dtype_arg(dtype)? {
             Some(d) => ops::to_dtype(&self.t, d)?,
             None => self.t.clone(),
@@ -1039,18 +1361,26 @@ impl PyTensor {
     }
     #[pyo3(signature = (*dims))]
     fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::permute(&self.t, &convert::sizes(dims, "permute")?)?)
+        wrap(
+            py,
+            ops::permute(&self.t, &convert::sizes(dims, "permute")?)?,
+        )
     }
     #[pyo3(signature = (*shape))]
     fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::reshape(&self.t, &convert::sizes(shape, "reshape")?)?)
+        wrap(
+            py,
+            ops::reshape(&self.t, &convert::sizes(shape, "reshape")?)?,
+        )
     }
     #[pyo3(signature = (*shape))]
     fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
         if shape.len() == 1 {
             if let Some(d) = dtype_arg(Some(&shape.get_item(0)?)).ok().flatten() {
                 if d != self.t.dtype() {
-                    return Err(PyRuntimeError::new_err("view(dtype) is not supported by rgrad"));
+                    return Err(PyRuntimeError::new_err(
+                        "view(dtype) is not supported by rgrad",
+                    ));
                 }
                 return wrap(py, self.t.clone());
             }
@@ -1080,7 +1410,10 @@ impl PyTensor {
     }
     #[pyo3(signature = (*sizes))]
     fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::expand_sizes(&self.t, &convert::sizes(sizes, "expand")?)?)
+        wrap(
+            py,
+            ops::expand_sizes(&self.t, &convert::sizes(sizes, "expand")?)?,
+        )
     }
     fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let o = convert::tensor_arg(other, "expand_as", "other", 1)?;
@@ -1092,35 +1425,52 @@ impl PyTensor {
         wrap(py, ops::repeat(&self.t, &s)?)
     }
     #[pyo3(signature = (split_size_or_sections, dim=0))]
-    fn split(&self, py: Python<'_>, split_size_or_sections: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTuple>> {
-        let shape = self.t.shape();
-        let d = crate::shape::wrap_dim(dim, shape.len())?;
+    fn split(
+        &self,
+        py: Python<'_>,
+        split_size_or_sections: &Bound<'_, PyAny>,
+        dim: i64,
+    ) -> PyResult<Py<PyTuple>> {
+        let (_, len) = dim_size(&self.t, dim, "split")?;
         let sizes = match split_size_or_sections.extract::<usize>() {
-            Ok(s) => ops::split_sizes(shape[d], s)?,
+            Ok(s) => ops::split_sizes(len, s)?,
             Err(_) => split_size_or_sections.extract::<Vec<usize>>()?,
         };
         let parts = ops::split(&self.t, &sizes, dim)?;
-        let objs: Vec<Py<PyTensor>> = parts.into_iter().map(|p| wrap(py, p)).collect::<PyResult<_>>()?;
+        let objs: Vec<Py<PyTensor>> = parts
+            .into_iter()
+            .map(|p| wrap(py, p))
+            .collect::<PyResult<_>>()?;
         Ok(PyTuple::new(py, objs)?.unbind())
     }
     #[pyo3(signature = (chunks, dim=0))]
     fn chunk(&self, py: Python<'_>, chunks: usize, dim: i64) -> PyResult<Py<PyTuple>> {
         if chunks == 0 {
-            return Err(PyRuntimeError::new_err("chunk expects `chunks` to be greater than 0, got: 0"));
+            return Err(PyRuntimeError::new_err(
+                "chunk expects `chunks` to be greater than 0, got: 0",
+            ));
         }
-        let shape = self.t.shape();
-        let d = crate::shape::wrap_dim(dim, shape.len())?;
-        let size = shape[d].div_ceil(chunks).max(1);
-        let sizes = ops::split_sizes(shape[d], size)?;
+        let (_, len) = dim_size(&self.t, dim, "chunk")?;
+        let size = len.div_ceil(chunks).max(1);
+        let sizes = ops::split_sizes(len, size)?;
         let parts = ops::split(&self.t, &sizes, dim)?;
-        let objs: Vec<Py<PyTensor>> = parts.into_iter().map(|p| wrap(py, p)).collect::<PyResult<_>>()?;
+        let objs: Vec<Py<PyTensor>> = parts
+            .into_iter()
+            .map(|p| wrap(py, p))
+            .collect::<PyResult<_>>()?;
         Ok(PyTuple::new(py, objs)?.unbind())
     }
     #[pyo3(signature = (dim=0))]
     fn unbind(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTuple>> {
-        let shape = self.t.shape();
-        let d = crate::shape::wrap_dim(dim, shape.len())?;
-        let objs: Vec<Py<PyTensor>> = (0..shape[d]).map(|i| wrap(py, ops::select(&self.t, dim, i as i64)?)).collect::<PyResult<_>>()?;
+        if self.t.ndim() == 0 {
+            return Err(pyo3::exceptions::PyIndexError::new_err(
+                "Dimension specified as 0 but tensor has no dimensions",
+            ));
+        }
+        let (_, len) = dim_size(&self.t, dim, "unbind")?;
+        let objs: Vec<Py<PyTensor>> = (0..len)
+            .map(|i| wrap(py, ops::select(&self.t, dim, i as i64)?))
+            .collect::<PyResult<_>>()?;
         Ok(PyTuple::new(py, objs)?.unbind())
     }
     fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: i64) -> PyResult<Py<PyTensor>> {
@@ -1135,11 +1485,21 @@ impl PyTensor {
         let i = convert::tensor_arg(index, "gather", "index", 2)?;
         wrap(py, ops::gather(&self.t, dim, &i)?)
     }
-    fn index_select(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    fn index_select(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
         let i = convert::tensor_arg(index, "index_select", "index", 2)?;
         wrap(py, ops::index_select(&self.t, dim, &i)?)
     }
-    fn masked_fill(&self, py: Python<'_>, mask: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    fn masked_fill(
+        &self,
+        py: Python<'_>,
+        mask: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
         let m = convert::tensor_arg(mask, "masked_fill", "mask", 1)?;
         wrap(py, ops::masked_fill(&self.t, &m, scalar_or_item(value)?)?)
     }
@@ -1148,7 +1508,11 @@ impl PyTensor {
         if adv.is_empty() {
             // x[...] and x[:] still return a new view object, as in torch
             if r.same(&self.t) {
-                return wrap(py, ops::slice(&self.t, 0, None, None, 1).unwrap_or_else(|_| self.t.alias_with_layout(self.t.layout())));
+                return wrap(
+                    py,
+                    ops::slice(&self.t, 0, None, None, 1)
+                        .unwrap_or_else(|_| self.t.alias_with_layout(self.t.layout())),
+                );
             }
             return wrap(py, r);
         }
@@ -1176,11 +1540,31 @@ impl PyTensor {
     }
 }
 
+/// The size of `dim` of a tensor that must have at least one dimension.
+fn dim_size(t: &Tensor, dim: i64, op: &str) -> PyResult<(usize, usize)> {
+    let shape = t.shape();
+    if shape.is_empty() {
+        return Err(PyRuntimeError::new_err(format!(
+            "{op} expects at least a 1-dimensional tensor"
+        )));
+    }
+    let d = crate::shape::wrap_dim(dim, shape.len())?;
+    Ok((d, shape[d]))
+}
+
 impl PyTensor {
-    fn extremum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, is_max: bool) -> PyResult<Py<PyAny>> {
+    fn extremum(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        is_max: bool,
+    ) -> PyResult<Py<PyAny>> {
         match dim {
             None => Ok(wrap(py, ops::amax(&self.t, None, false, is_max, true)?)?.into_any()),
-            Some(d) if d.is_none() => Ok(wrap(py, ops::amax(&self.t, None, false, is_max, true)?)?.into_any()),
+            Some(d) if d.is_none() => {
+                Ok(wrap(py, ops::amax(&self.t, None, false, is_max, true)?)?.into_any())
+            }
             Some(d) => {
                 if let Ok(o) = d.cast::<PyTensor>() {
                     let r = ops::extremum(&self.t, &o.get().t, is_max)?;
@@ -1188,7 +1572,9 @@ impl PyTensor {
                 }
                 let dim: i64 = d.extract()?;
                 let (v, i) = ops::max_dim(&self.t, dim, keepdim, is_max)?;
-                Ok(PyTuple::new(py, [wrap(py, v)?, wrap(py, i)?])?.into_any().unbind())
+                Ok(PyTuple::new(py, [wrap(py, v)?, wrap(py, i)?])?
+                    .into_any()
+                    .unbind())
             }
         }
     }
@@ -1215,6 +1601,11 @@ fn scalar_or_item(value: &Bound<'_, PyAny>) -> PyResult<Scalar> {
             }
             convert::item(t)
         }
-        Err(_) => scalar(value).ok_or_else(|| PyTypeError::new_err(format!("value must be a number, not {}", convert::type_name(value)))),
+        Err(_) => scalar(value).ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "value must be a number, not {}",
+                convert::type_name(value)
+            ))
+        }),
     }
 }

@@ -52,7 +52,10 @@ pub enum BinaryOp {
 
 impl BinaryOp {
     pub fn is_comparison(self) -> bool {
-        matches!(self, BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge)
+        matches!(
+            self,
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
+        )
     }
     pub fn is_logical(self) -> bool {
         matches!(self, BinaryOp::LogicalAnd | BinaryOp::LogicalOr)
@@ -60,7 +63,9 @@ impl BinaryOp {
 }
 
 /// Arithmetic every non-bool element type supports.
-pub trait Num: Element + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self> {
+pub trait Num:
+    Element + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self>
+{
     const ZERO: Self;
     const ONE: Self;
     fn div(self, o: Self) -> Self;
@@ -125,11 +130,7 @@ impl Num for i64 {
     const ONE: Self = 1;
     fn div(self, o: Self) -> Self {
         // Callers promote integer true division to float; this is floor division's kernel.
-        if o == 0 {
-            0
-        } else {
-            self.wrapping_div(o)
-        }
+        if o == 0 { 0 } else { self.wrapping_div(o) }
     }
     fn pow(self, o: Self) -> Self {
         if o < 0 {
@@ -317,7 +318,13 @@ fn compare<T: PartialOrd>(op: BinaryOp, a: T, b: T) -> bool {
 }
 
 /// Applies `f` to two same-dtype inputs broadcast to `out_shape` (layouts already expanded).
-fn zip<T: Element, U: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T, T) -> U + Sync + Send) -> Vec<U> {
+fn zip<T: Element, U: Element>(
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+    f: impl Fn(T, T) -> U + Sync + Send,
+) -> Vec<U> {
     let n = la.numel();
     if n == 0 {
         return Vec::new();
@@ -326,7 +333,12 @@ fn zip<T: Element, U: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout, f: im
         let (xa, xb) = (&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n]);
         if n >= PAR_MIN && crate::runtime::intra_op_parallel() {
             let mut out = Vec::with_capacity(n);
-            crate::runtime::run(|| xa.par_iter().zip(xb.par_iter()).map(|(&x, &y)| f(x, y)).collect_into_vec(&mut out));
+            crate::runtime::run(|| {
+                xa.par_iter()
+                    .zip(xb.par_iter())
+                    .map(|(&x, &y)| f(x, y))
+                    .collect_into_vec(&mut out)
+            });
             return out;
         }
         return xa.iter().zip(xb).map(|(&x, &y)| f(x, y)).collect();
@@ -340,7 +352,12 @@ fn zip<T: Element, U: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout, f: im
         return map(&b[lb.offset..lb.offset + n], |y| f(x, y));
     }
     let mut out = Vec::with_capacity(n);
-    for_each_offset2(&la.shape, (&la.strides, la.offset), (&lb.strides, lb.offset), |oa, ob| out.push(f(a[oa], b[ob])));
+    for_each_offset2(
+        &la.shape,
+        (&la.strides, la.offset),
+        (&lb.strides, lb.offset),
+        |oa, ob| out.push(f(a[oa], b[ob])),
+    );
     out
 }
 
@@ -358,20 +375,39 @@ pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) ->
         })));
     }
     match a.dtype() {
-        DType::F32 => Buffer::F32(zip(f32::slice(a), la, f32::slice(b), lb, |x, y| arith(op, x, y))),
-        DType::F64 => Buffer::F64(zip(f64::slice(a), la, f64::slice(b), lb, |x, y| arith(op, x, y))),
-        DType::I64 => Buffer::I64(zip(i64::slice(a), la, i64::slice(b), lb, |x, y| arith(op, x, y))),
-        // bool arithmetic: add is or, mul is and, max/min likewise (torch semantics)
-        DType::Bool => Buffer::Bool(zip(bool::slice(a), la, bool::slice(b), lb, |x, y| match op {
-            BinaryOp::Add | BinaryOp::Maximum => x || y,
-            BinaryOp::Mul | BinaryOp::Minimum => x && y,
-            _ => x,
+        DType::F32 => Buffer::F32(zip(f32::slice(a), la, f32::slice(b), lb, |x, y| {
+            arith(op, x, y)
         })),
+        DType::F64 => Buffer::F64(zip(f64::slice(a), la, f64::slice(b), lb, |x, y| {
+            arith(op, x, y)
+        })),
+        DType::I64 => Buffer::I64(zip(i64::slice(a), la, i64::slice(b), lb, |x, y| {
+            arith(op, x, y)
+        })),
+        // bool arithmetic: add is or, mul is and, max/min likewise (torch semantics)
+        DType::Bool => Buffer::Bool(zip(
+            bool::slice(a),
+            la,
+            bool::slice(b),
+            lb,
+            |x, y| match op {
+                BinaryOp::Add | BinaryOp::Maximum => x || y,
+                BinaryOp::Mul | BinaryOp::Minimum => x && y,
+                _ => x,
+            },
+        )),
     }
 }
 
 /// `where(cond, a, b)` with all three layouts broadcast to the output shape.
-pub fn where_(cond: &[bool], lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer {
+pub fn where_(
+    cond: &[bool],
+    lc: &Layout,
+    a: &Buffer,
+    la: &Layout,
+    b: &Buffer,
+    lb: &Layout,
+) -> Buffer {
     let c = contiguous(cond, lc);
     with_dtype!(a.dtype(), T => {
         let (xa, xb) = (contiguous(T::slice(a), la), contiguous(T::slice(b), lb));
@@ -382,7 +418,11 @@ pub fn where_(cond: &[bool], lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, l
 /// Converts a strided buffer into a contiguous buffer of `to` (torch's casting rules:
 /// float->int truncates toward zero, anything->bool is `!= 0`).
 pub fn cast(buf: &Buffer, layout: &Layout, to: DType) -> Buffer {
-    fn conv<S: Element, D: Element>(src: &[S], layout: &Layout, f: impl Fn(S) -> D + Sync + Send) -> Vec<D> {
+    fn conv<S: Element, D: Element>(
+        src: &[S],
+        layout: &Layout,
+        f: impl Fn(S) -> D + Sync + Send,
+    ) -> Vec<D> {
         map(&contiguous(src, layout), f)
     }
     match (buf, to) {
@@ -392,8 +432,12 @@ pub fn cast(buf: &Buffer, layout: &Layout, to: DType) -> Buffer {
         (Buffer::I64(v), DType::F64) => Buffer::F64(conv(v, layout, |x| x as f64)),
         (Buffer::F32(v), DType::I64) => Buffer::I64(conv(v, layout, |x| x as i64)),
         (Buffer::F64(v), DType::I64) => Buffer::I64(conv(v, layout, |x| x as i64)),
-        (Buffer::Bool(v), _) => with_dtype!(to, T => T::into_buffer(conv(v, layout, |x| T::from_f64(f64::from(u8::from(x)))))),
-        (_, DType::Bool) => with_dtype!(buf.dtype(), S => Buffer::Bool(conv(S::slice(buf), layout, |x: S| x.to_f64() != 0.0))),
+        (Buffer::Bool(v), _) => {
+            with_dtype!(to, T => T::into_buffer(conv(v, layout, |x| T::from_f64(f64::from(u8::from(x))))))
+        }
+        (_, DType::Bool) => {
+            with_dtype!(buf.dtype(), S => Buffer::Bool(conv(S::slice(buf), layout, |x: S| x.to_f64() != 0.0)))
+        }
         _ => with_dtype!(to, T => T::into_buffer(contiguous(T::slice(buf), layout).into_owned())),
     }
 }
@@ -418,7 +462,9 @@ mod tests {
         let b = Buffer::F32(vec![10.0, 20.0]); // shape [2]
         let la = Layout::contiguous(&[3, 1]).expand(&[3, 2]).unwrap();
         let lb = Layout::contiguous(&[2]).expand(&[3, 2]).unwrap();
-        let Buffer::F32(out) = binary(BinaryOp::Add, &a, &la, &b, &lb) else { unreachable!() };
+        let Buffer::F32(out) = binary(BinaryOp::Add, &a, &la, &b, &lb) else {
+            unreachable!()
+        };
         assert_eq!(out, vec![11.0, 21.0, 12.0, 22.0, 13.0, 23.0]);
     }
 
@@ -426,11 +472,15 @@ mod tests {
     fn unary_kernels_match_std() {
         let x = Buffer::F64(vec![-1.5, 0.0, 2.0]);
         let l = Layout::contiguous(&[3]);
-        let Buffer::F64(out) = unary(UnaryOp::Sigmoid, &x, &l) else { unreachable!() };
+        let Buffer::F64(out) = unary(UnaryOp::Sigmoid, &x, &l) else {
+            unreachable!()
+        };
         for (o, v) in out.iter().zip([-1.5f64, 0.0, 2.0]) {
             assert!((o - 1.0 / (1.0 + (-v).exp())).abs() < 1e-15);
         }
-        let Buffer::F64(out) = unary(UnaryOp::Relu, &x, &l) else { unreachable!() };
+        let Buffer::F64(out) = unary(UnaryOp::Relu, &x, &l) else {
+            unreachable!()
+        };
         assert_eq!(out, vec![0.0, 0.0, 2.0]);
     }
 
@@ -438,9 +488,13 @@ mod tests {
     fn casts_follow_torch() {
         let x = Buffer::F32(vec![-1.7, 0.0, 2.9]);
         let l = Layout::contiguous(&[3]);
-        let Buffer::I64(out) = cast(&x, &l, DType::I64) else { unreachable!() };
+        let Buffer::I64(out) = cast(&x, &l, DType::I64) else {
+            unreachable!()
+        };
         assert_eq!(out, vec![-1, 0, 2]);
-        let Buffer::Bool(out) = cast(&x, &l, DType::Bool) else { unreachable!() };
+        let Buffer::Bool(out) = cast(&x, &l, DType::Bool) else {
+            unreachable!()
+        };
         assert_eq!(out, vec![true, false, true]);
     }
 }

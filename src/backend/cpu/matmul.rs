@@ -18,6 +18,9 @@ pub struct MatView<'a, T> {
 
 impl<T: Copy> MatView<'_, T> {
     /// Panics (caller bug) unless every element the view addresses lies inside `data`.
+    /// Invariant: `ops::matmul` validates shapes and builds views from real layouts, so a
+    /// user can never reach this panic; it guards the `unsafe` faer views below.
+    #[allow(clippy::panic)]
     fn check_bounds(&self, name: &str) {
         if self.rows == 0 || self.cols == 0 {
             return;
@@ -52,11 +55,7 @@ pub trait GemmElem: Copy + Send + Sync + 'static {
 /// avoids a wrapping cast of an arbitrary unused stride). Any other stride `s` was
 /// bounds-checked: `s * (dim - 1) < data.len() <= isize::MAX`, so the cast is lossless.
 fn faer_stride(stride: usize, dim: usize) -> isize {
-    if dim <= 1 {
-        1
-    } else {
-        stride as isize
-    }
+    if dim <= 1 { 1 } else { stride as isize }
 }
 
 /// Safe wrapper building a faer view of a (non-empty) `MatView`.
@@ -153,6 +152,7 @@ fn int_gemm(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel:
 /// and threaded paths (and different thread counts or CPUs, since faer picks its
 /// kernel by CPU features) may differ in the last bits because the summation order
 /// changes; i64 results are always identical.
+#[allow(clippy::panic)] // invariant: callers validate shapes first (see check_bounds)
 pub fn gemm<T: GemmElem>(a: MatView<'_, T>, b: MatView<'_, T>, out: &mut [T], parallel: bool) {
     let (m, k, n, kb) = (a.rows, a.cols, b.cols, b.rows);
     assert!(

@@ -20,7 +20,8 @@ pub enum ReduceOp {
 
 /// Splits a layout into (kept dims, reduced dims) sub-layouts.
 fn split(layout: &Layout, dims: &[usize]) -> ((Shape, Shape), (Shape, Shape)) {
-    let (mut ks, mut kst, mut rs, mut rst) = (Shape::new(), Shape::new(), Shape::new(), Shape::new());
+    let (mut ks, mut kst, mut rs, mut rst) =
+        (Shape::new(), Shape::new(), Shape::new(), Shape::new());
     for (i, (&d, &s)) in layout.shape.iter().zip(&layout.strides).enumerate() {
         if dims.contains(&i) {
             rs.push(d);
@@ -34,7 +35,13 @@ fn split(layout: &Layout, dims: &[usize]) -> ((Shape, Shape), (Shape, Shape)) {
 }
 
 /// Folds the reduced dims for every position of the kept dims, in row-major order.
-fn fold<T: Copy, A: Copy>(data: &[T], layout: &Layout, dims: &[usize], init: A, f: impl Fn(A, T, usize) -> A) -> Vec<A> {
+fn fold<T: Copy, A: Copy>(
+    data: &[T],
+    layout: &Layout,
+    dims: &[usize],
+    init: A,
+    f: impl Fn(A, T, usize) -> A,
+) -> Vec<A> {
     // Fast path: everything reduced, contiguous input.
     if dims.len() == layout.ndim() && layout.is_contiguous() {
         let n = layout.numel();
@@ -71,20 +78,40 @@ pub fn reduce(op: ReduceOp, buf: &Buffer, layout: &Layout, dims: &[usize]) -> Bu
             match buf {
                 Buffer::F32(v) => {
                     let init = if is_sum { 0.0 } else { 1.0 };
-                    let r = fold(v, layout, dims, init, |a: f64, x: f32, _| if is_sum { a + f64::from(x) } else { a * f64::from(x) });
+                    let r = fold(v, layout, dims, init, |a: f64, x: f32, _| {
+                        if is_sum {
+                            a + f64::from(x)
+                        } else {
+                            a * f64::from(x)
+                        }
+                    });
                     Buffer::F32(r.into_iter().map(|x| x as f32).collect())
                 }
                 Buffer::F64(v) => {
                     let init = if is_sum { 0.0 } else { 1.0 };
-                    Buffer::F64(fold(v, layout, dims, init, |a, x, _| if is_sum { a + x } else { a * x }))
+                    Buffer::F64(fold(v, layout, dims, init, |a, x, _| {
+                        if is_sum { a + x } else { a * x }
+                    }))
                 }
                 Buffer::I64(v) => {
                     let init = i64::from(!is_sum);
-                    Buffer::I64(fold(v, layout, dims, init, |a: i64, x, _| if is_sum { a.wrapping_add(x) } else { a.wrapping_mul(x) }))
+                    Buffer::I64(fold(v, layout, dims, init, |a: i64, x, _| {
+                        if is_sum {
+                            a.wrapping_add(x)
+                        } else {
+                            a.wrapping_mul(x)
+                        }
+                    }))
                 }
                 Buffer::Bool(v) => {
                     let init = i64::from(!is_sum);
-                    Buffer::I64(fold(v, layout, dims, init, |a: i64, x: bool, _| if is_sum { a + i64::from(x) } else { a * i64::from(x) }))
+                    Buffer::I64(fold(v, layout, dims, init, |a: i64, x: bool, _| {
+                        if is_sum {
+                            a + i64::from(x)
+                        } else {
+                            a * i64::from(x)
+                        }
+                    }))
                 }
             }
         }
@@ -101,7 +128,12 @@ pub fn reduce(op: ReduceOp, buf: &Buffer, layout: &Layout, dims: &[usize]) -> Bu
 
 /// (values, indices) of the max (or min) over `dims`; NaN wins, as in torch; ties keep
 /// the first index. Indices count in row-major order over the reduced dims.
-pub fn arg_reduce(buf: &Buffer, layout: &Layout, dims: &[usize], is_max: bool) -> (Buffer, Vec<i64>) {
+pub fn arg_reduce(
+    buf: &Buffer,
+    layout: &Layout,
+    dims: &[usize],
+    is_max: bool,
+) -> (Buffer, Vec<i64>) {
     with_dtype!(buf.dtype(), T => {
         let data = T::slice(buf);
         // Accumulator: (best value, best index, seen any). Values are compared through f64
@@ -114,6 +146,7 @@ pub fn arg_reduce(buf: &Buffer, layout: &Layout, dims: &[usize], is_max: bool) -
             if bf.is_nan() {
                 return (best, bi);
             }
+            #[allow(clippy::bool_comparison)] // generic over all element types, bool included
             let better = xf.is_nan() || if is_max { x > best } else { x < best };
             if better { (x, i as i64) } else { (best, bi) }
         });
@@ -124,7 +157,13 @@ pub fn arg_reduce(buf: &Buffer, layout: &Layout, dims: &[usize], is_max: bool) -
 
 /// `out[..., i, ...] = src[..., index[..., i, ...], ...]` along `dim` (torch.gather).
 /// `index` is contiguous with the output's shape; bounds are checked by the caller.
-pub fn gather(buf: &Buffer, layout: &Layout, dim: usize, index: &[i64], index_shape: &[usize]) -> Buffer {
+pub fn gather(
+    buf: &Buffer,
+    layout: &Layout,
+    dim: usize,
+    index: &[i64],
+    index_shape: &[usize],
+) -> Buffer {
     with_dtype!(buf.dtype(), T => {
         let data = T::slice(buf);
         let mut out = Vec::with_capacity(index.len());
@@ -142,7 +181,14 @@ pub fn gather(buf: &Buffer, layout: &Layout, dim: usize, index: &[i64], index_sh
 
 /// `out = zeros(shape); out[..., index[..., i, ...], ...] += src[..., i, ...]` along `dim`
 /// (torch.scatter_add on a fresh zero tensor). Accumulates in index order: deterministic.
-pub fn scatter_add(shape: &[usize], dim: usize, index: &[i64], index_shape: &[usize], src: &Buffer, src_layout: &Layout) -> Buffer {
+pub fn scatter_add(
+    shape: &[usize],
+    dim: usize,
+    index: &[i64],
+    index_shape: &[usize],
+    src: &Buffer,
+    src_layout: &Layout,
+) -> Buffer {
     let out_layout = Layout::contiguous(shape);
     with_dtype!(src.dtype(), T => {
         let s = contiguous(T::slice(src), src_layout);
@@ -183,7 +229,13 @@ pub fn index_select(buf: &Buffer, layout: &Layout, dim: usize, index: &[i64]) ->
 
 /// Zero-filled buffer of `n` elements with `index`-selected rows accumulated from
 /// `src` (the backward of index_select: index_add on zeros). Deterministic order.
-pub fn index_add(shape: &[usize], dim: usize, index: &[i64], src: &Buffer, src_layout: &Layout) -> Buffer {
+pub fn index_add(
+    shape: &[usize],
+    dim: usize,
+    index: &[i64],
+    src: &Buffer,
+    src_layout: &Layout,
+) -> Buffer {
     let out_layout = Layout::contiguous(shape);
     with_dtype!(src.dtype(), T => {
         let s = contiguous(T::slice(src), src_layout);
@@ -221,9 +273,15 @@ mod tests {
     #[test]
     fn sum_over_middle_dim_matches_loop() {
         // x[i,j,k] = i*100 + j*10 + k, shape [2,3,2]
-        let v: Vec<f64> = (0..2).flat_map(|i| (0..3).flat_map(move |j| (0..2).map(move |k| (i * 100 + j * 10 + k) as f64))).collect();
+        let v: Vec<f64> = (0..2)
+            .flat_map(|i| {
+                (0..3).flat_map(move |j| (0..2).map(move |k| (i * 100 + j * 10 + k) as f64))
+            })
+            .collect();
         let l = Layout::contiguous(&[2, 3, 2]);
-        let Buffer::F64(out) = reduce(ReduceOp::Sum, &Buffer::F64(v), &l, &[1]) else { unreachable!() };
+        let Buffer::F64(out) = reduce(ReduceOp::Sum, &Buffer::F64(v), &l, &[1]) else {
+            unreachable!()
+        };
         assert_eq!(out, vec![30.0, 33.0, 330.0, 333.0]); // Σ_j (100i + 10j + k) = 300i + 30 + 3k
     }
 
@@ -241,10 +299,21 @@ mod tests {
         let l = Layout::contiguous(&[2, 3]);
         let src = Buffer::F64(vec![1., 2., 3., 4., 5., 6.]);
         let idx = [2i64, 0, 1, 1];
-        let Buffer::F64(g) = gather(&src, &l, 1, &idx, &[2, 2]) else { unreachable!() };
+        let Buffer::F64(g) = gather(&src, &l, 1, &idx, &[2, 2]) else {
+            unreachable!()
+        };
         assert_eq!(g, vec![3., 1., 5., 5.]);
         let ones = Buffer::F64(vec![1.; 4]);
-        let Buffer::F64(s) = scatter_add(&[2, 3], 1, &idx, &[2, 2], &ones, &Layout::contiguous(&[2, 2])) else { unreachable!() };
+        let Buffer::F64(s) = scatter_add(
+            &[2, 3],
+            1,
+            &idx,
+            &[2, 2],
+            &ones,
+            &Layout::contiguous(&[2, 2]),
+        ) else {
+            unreachable!()
+        };
         assert_eq!(s, vec![1., 0., 1., 0., 2., 0.]);
     }
 }

@@ -7,13 +7,18 @@ use std::borrow::Cow;
 /// Calls `f(offset)` for every element of `(shape, strides, offset)` in row-major order.
 /// The innermost dim runs as a tight loop; outer dims advance like an odometer.
 #[inline]
-pub fn for_each_offset(shape: &[usize], strides: &[usize], offset: usize, mut f: impl FnMut(usize)) {
+pub fn for_each_offset(
+    shape: &[usize],
+    strides: &[usize],
+    offset: usize,
+    mut f: impl FnMut(usize),
+) {
     let n = shape.len();
     if n == 0 {
         f(offset);
         return;
     }
-    if shape.iter().any(|&d| d == 0) {
+    if shape.contains(&0) {
         return;
     }
     let (inner, inner_stride) = (shape[n - 1], strides[n - 1]);
@@ -52,13 +57,18 @@ pub fn for_each_offset(shape: &[usize], strides: &[usize], offset: usize, mut f:
 
 /// Two layouts of the same shape walked together: `f(offset_a, offset_b)`.
 #[inline]
-pub fn for_each_offset2(shape: &[usize], a: (&[usize], usize), b: (&[usize], usize), mut f: impl FnMut(usize, usize)) {
+pub fn for_each_offset2(
+    shape: &[usize],
+    a: (&[usize], usize),
+    b: (&[usize], usize),
+    mut f: impl FnMut(usize, usize),
+) {
     let n = shape.len();
     if n == 0 {
         f(a.1, b.1);
         return;
     }
-    if shape.iter().any(|&d| d == 0) {
+    if shape.contains(&0) {
         return;
     }
     let (inner, sa, sb) = (shape[n - 1], a.0[n - 1], b.0[n - 1]);
@@ -101,7 +111,9 @@ pub fn contiguous<'a, T: Copy>(data: &'a [T], layout: &Layout) -> Cow<'a, [T]> {
         return Cow::Borrowed(&data[layout.offset..layout.offset + n]);
     }
     let mut out = Vec::with_capacity(n);
-    for_each_offset(&layout.shape, &layout.strides, layout.offset, |o| out.push(data[o]));
+    for_each_offset(&layout.shape, &layout.strides, layout.offset, |o| {
+        out.push(data[o])
+    });
     Cow::Owned(out)
 }
 
