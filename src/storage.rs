@@ -52,6 +52,28 @@ impl Buffer {
     }
 }
 
+/// Refuses, with torch's error type, an allocation the machine cannot provide, instead of
+/// letting the allocator abort the process. Sizes a user controls (factories,
+/// broadcasting, repeat, matmul, indexing) pass through here before any kernel runs.
+pub fn alloc_guard(numel: usize, dtype: DType) -> crate::Result<()> {
+    let bytes = numel.checked_mul(dtype.size_in_bytes());
+    let ok = match bytes {
+        None => false,
+        Some(b) if b <= isize::MAX as usize && b < (1 << 30) => true,
+        // Large requests: ask the allocator once (untouched pages cost nothing).
+        Some(b) if b <= isize::MAX as usize => Vec::<u8>::new().try_reserve_exact(b).is_ok(),
+        Some(_) => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(crate::Error::runtime(format!(
+            "[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.",
+            bytes.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string())
+        )))
+    }
+}
+
 /// Element types, for kernels written once and instantiated per dtype.
 pub trait Element: Copy + Send + Sync + PartialOrd + Default + std::fmt::Debug + 'static {
     const DTYPE: DType;

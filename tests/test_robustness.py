@@ -86,3 +86,22 @@ def test_library_still_works_after_the_sweep():
     x = rgrad.tensor([1.0, 2.0], requires_grad=True)
     (x * x).sum().backward()
     assert x.grad.tolist() == [2.0, 4.0]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: rgrad.zeros(10**12),
+        lambda: rgrad.zeros(10**10, 10**10),
+        lambda: rgrad.ones(10**6, 1) + rgrad.ones(1, 10**7),
+        lambda: rgrad.ones(3).repeat(10**9, 10**9),
+        lambda: rgrad.arange(0, 1e18),
+        lambda: rgrad.ones(1).expand(10**12).clone(),
+        lambda: rgrad.randn(2**40, 2**40),
+    ],
+    ids=["zeros", "zeros-overflow", "broadcast", "repeat", "arange", "expand-clone", "randn"],
+)
+def test_impossible_allocations_raise_instead_of_aborting(make):
+    # torch: RuntimeError from DefaultCPUAllocator; the process must survive
+    with pytest.raises(RuntimeError, match="can't allocate memory"):
+        make()

@@ -2,18 +2,26 @@
 
 use super::new_tensor;
 use crate::dtype::{DType, Scalar};
-use crate::storage::Buffer;
+use crate::storage::{alloc_guard, Buffer};
+
+/// Checked element count of a shape (a product that overflows is refused like OOM).
+pub(crate) fn guard(shape: &[usize], dtype: DType) -> Result<()> {
+    let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).unwrap_or(usize::MAX);
+    alloc_guard(n, dtype)
+}
 use crate::tensor::Tensor;
 use crate::{Error, Result};
 use parking_lot::Mutex;
 
 pub fn full(shape: &[usize], v: Scalar, dtype: DType) -> Result<Tensor> {
+    guard(shape, dtype)?;
     Ok(new_tensor(
         Buffer::full(dtype, crate::shape::numel(shape), v.as_f64()),
         shape,
     ))
 }
 pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    guard(shape, dtype)?;
     Ok(new_tensor(
         Buffer::zeros(dtype, crate::shape::numel(shape)),
         shape,
@@ -44,7 +52,12 @@ pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
             "upper bound and larger bound inconsistent with step sign",
         ));
     }
-    let n = ((end - start) / step).ceil().max(0.0) as usize;
+    let n = ((end - start) / step).ceil().max(0.0);
+    if n >= usize::MAX as f64 {
+        return Err(Error::runtime(format!("unsupported range: {start} -> {end}")));
+    }
+    let n = n as usize;
+    alloc_guard(n, dtype)?;
     let buf = match dtype {
         DType::F32 => Buffer::F32((0..n).map(|i| (start + i as f64 * step) as f32).collect()),
         DType::F64 => Buffer::F64((0..n).map(|i| start + i as f64 * step).collect()),
@@ -60,6 +73,7 @@ pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor
         return Err(Error::runtime("number of steps must be non-negative"));
     }
     let n = steps as usize;
+    alloc_guard(n, dtype)?;
     let step = if n > 1 {
         (end - start) / (n - 1) as f64
     } else {
@@ -85,6 +99,7 @@ pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor
 }
 
 pub fn eye(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
+    guard(&[n, m], dtype)?;
     let mut b = Buffer::zeros(dtype, n * m);
     crate::with_dtype!(dtype, T => {
         use crate::storage::Element;
@@ -173,12 +188,14 @@ fn float_buf(dtype: DType, n: usize, mut f: impl FnMut() -> f64) -> Result<Buffe
 }
 
 pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    guard(shape, dtype)?;
     let n = crate::shape::numel(shape);
     let b = with_rng(|r| float_buf(dtype, n, || r.uniform()))?;
     Ok(new_tensor(b, shape))
 }
 
 pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    guard(shape, dtype)?;
     let n = crate::shape::numel(shape);
     let b = with_rng(|r| float_buf(dtype, n, || r.normal()))?;
     Ok(new_tensor(b, shape))
@@ -191,8 +208,9 @@ pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Ten
             "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
         )));
     }
+    guard(shape, DType::I64)?;
     let n = crate::shape::numel(shape);
-    let span = (high - low) as u64;
+    let span = (high as i128 - low as i128).min(u64::MAX as i128) as u64;
     let vals: Vec<i64> = with_rng(|r| (0..n).map(|_| low + (r.next_u64() % span) as i64).collect());
     let t = new_tensor(Buffer::I64(vals), shape);
     if dtype == DType::I64 {

@@ -91,6 +91,7 @@ impl Backward for ToCopyBackward0 {
 /// `x.clone()`: a contiguous copy with history (CloneBackward0).
 pub fn clone_tensor(x: &Tensor) -> Result<Tensor> {
     let s = x.snapshot();
+    super::creation::guard(&s.layout.shape, s.dtype)?;
     apply(
         &[x],
         || {
@@ -328,6 +329,7 @@ fn promote(a: Operand<'_>, b: Operand<'_>, float_result: bool) -> Result<(Tensor
 fn binary_kernel(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.snapshot(), b.snapshot());
     let shape = broadcast_shapes(&sa.layout.shape, &sb.layout.shape)?;
+    super::creation::guard(&shape, sa.dtype)?;
     let (la, lb) = (sa.layout.expand(&shape)?, sb.layout.expand(&shape)?);
     let buf = {
         let (ra, rb) = (sa.storage.read(), sb.storage.read());
@@ -878,6 +880,7 @@ pub fn where_op(cond: &Tensor, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor>
                 &broadcast_shapes(&sc.layout.shape, &sa.layout.shape)?,
                 &sb.layout.shape,
             )?;
+            super::creation::guard(&shape, sa.dtype)?;
             let (lc, la, lb) = (
                 sc.layout.expand(&shape)?,
                 sa.layout.expand(&shape)?,

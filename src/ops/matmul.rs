@@ -340,6 +340,9 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                 )));
             }
             let batch = broadcast_shapes(&s2a[..s2a.len() - 2], &s2b[..s2b.len() - 2])?;
+            let mut full: Shape = batch.clone();
+            full.extend([m.max(1), n.max(ka).max(1)]);
+            super::creation::guard(&full, a.dtype())?;
             let bn: usize = batch.iter().product();
             let mut ea: Shape = batch.clone();
             ea.extend([m, ka]);

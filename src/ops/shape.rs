@@ -605,6 +605,7 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         out_shape[d] += s[d];
         sizes.push(s[d]);
     }
+    super::creation::guard(&out_shape, dtype)?;
     let owned: Vec<Tensor> = keep.iter().map(|t| (*t).clone()).collect();
     apply(
         &keep,
@@ -718,6 +719,8 @@ pub fn repeat(x: &Tensor, repeats: &[usize]) -> Result<Tensor> {
         ));
     }
     let lead = repeats.len() - shape.len();
+    let out_numel = shape.iter().chain(repeats.iter()).try_fold(1usize, |a, &d| a.checked_mul(d)).unwrap_or(usize::MAX);
+    crate::storage::alloc_guard(out_numel, x.dtype())?;
     let mut padded: Shape = smallvec::smallvec![1; lead];
     padded.extend(shape.iter().copied());
     // view as [1, s0, 1, s1, ...], expand to [r0, s0, r1, s1, ...], copy, reshape
