@@ -725,4 +725,61 @@ mod tests {
         );
         Ok(())
     }
+
+    /// x³ with a hand-written backward `g·3x²`. With `honest`, x² is built from the
+    /// saved x with history (so double backward sees it); otherwise from a detached x,
+    /// which keeps the first derivative right but silently zeroes the second.
+    #[derive(Clone)]
+    struct CubeBackward {
+        honest: bool,
+    }
+    impl crate::autograd::function::Backward for CubeBackward {
+        fn name(&self) -> std::borrow::Cow<'static, str> {
+            "CubeBackward".into()
+        }
+        fn apply(
+            &self,
+            ctx: &crate::autograd::function::BackwardCtx<'_>,
+            g: &[Option<Tensor>],
+        ) -> Result<crate::autograd::function::Grads> {
+            let x = ctx.saved(0)?;
+            let x = if self.honest { x } else { x.detach() };
+            let g = g
+                .first()
+                .cloned()
+                .flatten()
+                .ok_or_else(|| Error::runtime("no grad"))?;
+            let d = ops::mul_scalar(&ops::mul(&x, &x)?, crate::Scalar::Float(3.0))?;
+            Ok(smallvec::smallvec![Some(ops::mul(&g, &d)?)])
+        }
+    }
+
+    fn cube(x: &Tensor, honest: bool) -> Result<Tensor> {
+        let y = with_grad_mode(false, || ops::mul(x, &ops::mul(x, x)?))?;
+        let op: Arc<dyn crate::autograd::function::Backward> = Arc::new(CubeBackward { honest });
+        let saved = smallvec::smallvec![crate::autograd::graph::SavedTensor::input(x)];
+        crate::ops::attach(crate::ops::BackwardOp::from(op), &[x], saved, &[&y])?;
+        Ok(y)
+    }
+
+    #[test]
+    fn gradgradcheck_catches_a_wrong_double_backward() -> Result<()> {
+        let x = leaf(vec![0.5, -1.25, 2.0], &[3]);
+        // both versions have the right first derivative 3x²
+        gradcheck(|xs| cube(&xs[0], true), std::slice::from_ref(&x))?;
+        gradcheck(|xs| cube(&xs[0], false), std::slice::from_ref(&x))?;
+        // only the honest one has the right second derivative 6x
+        gradgradcheck(|xs| cube(&xs[0], true), std::slice::from_ref(&x))?;
+        let msg = gradgradcheck(|xs| cube(&xs[0], false), std::slice::from_ref(&x))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            msg.starts_with("gradgradcheck (double backward): Jacobian mismatch"),
+            "{msg}"
+        );
+        // the mismatch is w.r.t. input 0 (x), not v (input 1)
+        assert!(msg.contains("with respect to input 0"), "{msg}");
+        Ok(())
+    }
 }

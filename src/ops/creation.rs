@@ -2,11 +2,14 @@
 
 use super::new_tensor;
 use crate::dtype::{DType, Scalar};
-use crate::storage::{alloc_guard, Buffer};
+use crate::storage::{Buffer, alloc_guard};
 
 /// Checked element count of a shape (a product that overflows is refused like OOM).
 pub(crate) fn guard(shape: &[usize], dtype: DType) -> Result<()> {
-    let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).unwrap_or(usize::MAX);
+    let n = shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .unwrap_or(usize::MAX);
     alloc_guard(n, dtype)
 }
 use crate::tensor::Tensor;
@@ -54,7 +57,9 @@ pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
     }
     let n = ((end - start) / step).ceil().max(0.0);
     if n >= usize::MAX as f64 {
-        return Err(Error::runtime(format!("unsupported range: {start} -> {end}")));
+        return Err(Error::runtime(format!(
+            "unsupported range: {start} -> {end}"
+        )));
     }
     let n = n as usize;
     alloc_guard(n, dtype)?;

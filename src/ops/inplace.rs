@@ -50,6 +50,8 @@ fn can_cast(from: DType, to: DType) -> bool {
 }
 
 /// Writes `result` into `x` and moves `x`'s history onto it (see the module docs).
+/// Contract: `result` was produced by an op for this commit, so its storage is private
+/// (no other thread can hold its lock); it may alias `x` itself, which is handled.
 pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
     // A value with no history written into a tensor that requires grad: the overwritten
     // elements get a zero gradient, which `where(true, result, x)` expresses as a node.
@@ -105,19 +107,22 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
         }
     }
     let rs = r.snapshot();
-    {
-        let private = if Arc::ptr_eq(&rs.storage, &xs.storage) {
-            k::cast(&rs.storage.read(), &rs.layout, rs.dtype)
-        } else {
-            rs.storage.read().clone()
-        };
-        let src_layout = if Arc::ptr_eq(&rs.storage, &xs.storage) {
-            Layout::contiguous(&rs.layout.shape)
-        } else {
-            rs.layout.clone()
-        };
+    if Arc::ptr_eq(&rs.storage, &xs.storage) {
+        // the result aliases x (e.g. `x.copy_(x)`): copy it out before writing
+        let private = k::cast(&rs.storage.read(), &rs.layout, rs.dtype);
         let mut w = xs.storage.write();
-        k::copy_into(&mut w, &xs.layout, &private, &src_layout);
+        k::copy_into(
+            &mut w,
+            &xs.layout,
+            &private,
+            &Layout::contiguous(&rs.layout.shape),
+        );
+    } else {
+        // The result's storage is private to this op (fresh from a kernel), so holding its
+        // read lock while taking x's write lock cannot form a cycle with another thread.
+        let src = rs.storage.read();
+        let mut w = xs.storage.write();
+        k::copy_into(&mut w, &xs.layout, &src, &rs.layout);
     }
     xs.storage.bump_version();
 
@@ -294,9 +299,14 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
         apply(
             &[src],
             || {
-                with_grad_mode(false, || {
-                    contiguous(&expand(&to_dtype(&src.detach(), dtype)?, &xs)?).map(|t| t.detach())
-                })
+                // Always a fresh buffer: `commit` relies on results never aliasing a
+                // storage someone else can lock.
+                let e = with_grad_mode(false, || expand(&to_dtype(&src.detach(), dtype)?, &xs))?;
+                let s = e.snapshot();
+                Ok(new_tensor(
+                    k::cast(&s.storage.read(), &s.layout, dtype),
+                    &xs,
+                ))
             },
             |_| {
                 (

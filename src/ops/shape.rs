@@ -719,7 +719,11 @@ pub fn repeat(x: &Tensor, repeats: &[usize]) -> Result<Tensor> {
         ));
     }
     let lead = repeats.len() - shape.len();
-    let out_numel = shape.iter().chain(repeats.iter()).try_fold(1usize, |a, &d| a.checked_mul(d)).unwrap_or(usize::MAX);
+    let out_numel = shape
+        .iter()
+        .chain(repeats.iter())
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .unwrap_or(usize::MAX);
     crate::storage::alloc_guard(out_numel, x.dtype())?;
     let mut padded: Shape = smallvec::smallvec![1; lead];
     padded.extend(shape.iter().copied());

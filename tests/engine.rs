@@ -1,0 +1,388 @@
+//! Engine tests: determinism across pool sizes, very deep graphs, freed graphs,
+//! unused inputs, and concurrent use from many threads.
+//!
+//! (The hook error-path test needs crate-private access and lives in
+//! `src/testing.rs`'s test module.)
+//!
+//! Every test here takes `SERIAL`: `live_nodes()` counts nodes process-wide and
+//! `set_num_threads` swaps the shared pool, so these tests must not overlap.
+
+use rgrad::autograd::engine::{Options, run_backward};
+use rgrad::autograd::graph::live_nodes;
+use rgrad::ops;
+use rgrad::testing::{assert_values, leaf, spread, tensor, to_vec};
+use rgrad::{Error, Result, Scalar, Tensor};
+use std::sync::{Mutex, MutexGuard};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn sc(v: f64) -> Scalar {
+    Scalar::Float(v)
+}
+
+fn ones_like(t: &Tensor) -> Tensor {
+    tensor(vec![1.0; t.numel()], &t.shape())
+}
+
+/// `y.backward(ones, retain_graph)`: accumulates into every leaf's `.grad`.
+fn backward(y: &Tensor, retain_graph: bool) -> Result<()> {
+    let opts = Options {
+        retain_graph,
+        create_graph: false,
+        accumulate: true,
+        allow_unused: false,
+    };
+    run_backward(std::slice::from_ref(y), &[ones_like(y)], &[], opts).map(|_| ())
+}
+
+/// `torch.autograd.grad(y, inputs, ones)` with the given flags.
+fn grad(y: &Tensor, inputs: &[Tensor], allow_unused: bool) -> Result<Vec<Option<Tensor>>> {
+    let opts = Options {
+        retain_graph: false,
+        create_graph: false,
+        accumulate: false,
+        allow_unused,
+    };
+    run_backward(std::slice::from_ref(y), &[ones_like(y)], inputs, opts)
+}
+
+fn grad_values(t: &Tensor) -> Result<Vec<f64>> {
+    t.grad()
+        .map(|g| to_vec(&g))
+        .ok_or_else(|| Error::runtime("tensor has no .grad"))
+}
+
+fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+// ---- (1) determinism whatever the pool size ----------------------------------------
+
+/// 32 branches of 20 elementwise ops each from one 4096-element leaf, summed; the
+/// branches also multiply by `x` again, so `x` receives many gradients whose float sum
+/// depends on the order they are added in.
+fn wide_graph_grad() -> Result<Vec<f64>> {
+    let x = leaf(spread(4096, -1.0, 1.0), &[4096]);
+    let mut total: Option<Tensor> = None;
+    for b in 0..32usize {
+        let mut h = ops::mul_scalar(&x, sc(1.0 + b as f64 / 32.0))?;
+        for k in 0..19usize {
+            h = match (b + k) % 7 {
+                0 => ops::sin(&h)?,
+                1 => ops::tanh(&h)?,
+                2 => ops::mul(&h, &x)?,
+                3 => ops::add_scalar(&h, sc(0.01 * b as f64))?,
+                4 => ops::sigmoid(&h)?,
+                5 => ops::mul(&h, &h)?,
+                _ => ops::sub(&h, &ops::mul_scalar(&x, sc(0.5))?)?,
+            };
+        }
+        total = Some(match total {
+            None => h,
+            Some(t) => ops::add(&t, &h)?,
+        });
+    }
+    let total = total.ok_or_else(|| Error::runtime("no branches"))?;
+    backward(&ops::sum(&total, None, false)?, false)?;
+    grad_values(&x)
+}
+
+#[test]
+fn wide_graph_gradients_are_bitwise_identical_for_any_pool_size() -> Result<()> {
+    let _g = serial();
+    let before = rgrad::runtime::num_threads();
+    let mut results = Vec::new();
+    for threads in [1usize, 2, 4] {
+        rgrad::runtime::set_num_threads(threads);
+        assert_eq!(rgrad::runtime::num_threads(), threads);
+        results.push((threads, wide_graph_grad()));
+    }
+    rgrad::runtime::set_num_threads(before);
+    let mut reference: Option<Vec<f64>> = None;
+    for (threads, r) in results {
+        let g = r?;
+        assert_eq!(g.len(), 4096);
+        assert!(
+            g.iter().all(|v| v.is_finite()),
+            "non-finite gradient with {threads} threads"
+        );
+        assert!(g.iter().any(|&v| v != 0.0));
+        match &reference {
+            None => reference = Some(g),
+            Some(r1) => {
+                let diff = bits(r1)
+                    .iter()
+                    .zip(bits(&g))
+                    .filter(|(a, b)| **a != *b)
+                    .count();
+                assert_eq!(
+                    diff, 0,
+                    "{diff} of 4096 gradient elements differ in their bits between 1 and {threads} threads"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+// ---- (2) a 100,000-node chain --------------------------------------------------------
+
+#[test]
+fn deep_chain_builds_backprops_and_drops_without_overflow() -> Result<()> {
+    let _g = serial();
+    const N: usize = 100_000;
+    let start = live_nodes();
+    let x = leaf(vec![1.0], &[]);
+    // y = sin(sin(...sin(x))) N times; every node saves its input, whose grad_fn is the
+    // previous node, so the chain is held both by edges and by saved tensors.
+    let mut y = x.clone();
+    let mut xs = Vec::with_capacity(N);
+    let mut v = 1.0f64;
+    for _ in 0..N {
+        xs.push(v);
+        v = v.sin();
+        y = ops::sin(&y)?;
+    }
+    assert!(
+        live_nodes() >= start + N,
+        "live nodes {} after building {N} from {start}",
+        live_nodes()
+    );
+    assert_eq!(to_vec(&y), vec![v]);
+    backward(&y, false)?;
+    // d sinᴺ(x)/dx = Π_k cos(x_k), multiplied in the order backward does (from the top)
+    let mut want = 1.0f64;
+    for &xk in xs.iter().rev() {
+        want *= xk.cos();
+    }
+    let got = grad_values(&x)?[0];
+    assert!(got.is_finite() && got > 0.0);
+    assert!(
+        (got - want).abs() <= 1e-12 * want.abs(),
+        "grad {got} vs Π cos = {want}"
+    );
+    drop(y);
+    assert_eq!(
+        live_nodes(),
+        start,
+        "every node is freed once the chain is dropped"
+    );
+
+    // the same chain dropped without ever running backward (saved tensors still held)
+    let mut y = x.clone();
+    for _ in 0..N {
+        y = ops::sin(&y)?;
+    }
+    assert!(live_nodes() >= start + N);
+    drop(y);
+    assert_eq!(live_nodes(), start);
+    Ok(())
+}
+
+// ---- (3) backward twice ----------------------------------------------------------------
+
+#[test]
+fn second_backward_without_retain_graph_is_graph_freed() -> Result<()> {
+    let _g = serial();
+    let x = leaf(vec![1.0, -2.0, 3.0], &[3]);
+    // y = Σ x·x saves x; dy/dx = 2x
+    let y = ops::sum(&ops::mul(&x, &x)?, None, false)?;
+    backward(&y, false)?;
+    assert_eq!(grad_values(&x)?, vec![2.0, -4.0, 6.0]);
+    let err = backward(&y, false).err();
+    assert!(
+        matches!(err, Some(Error::GraphFreed)),
+        "expected GraphFreed, got {err:?}"
+    );
+    let msg = err.map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        msg.starts_with("Trying to backward through the graph a second time"),
+        "{msg}"
+    );
+    assert_eq!(
+        grad_values(&x)?,
+        vec![2.0, -4.0, 6.0],
+        "the failed backward accumulated nothing"
+    );
+
+    // with retain_graph=true it works, and .grad accumulates: 2x, then 4x, then 6x
+    let z = leaf(vec![1.0, -2.0, 3.0], &[3]);
+    let y = ops::sum(&ops::mul(&z, &z)?, None, false)?;
+    backward(&y, true)?;
+    backward(&y, true)?;
+    assert_eq!(grad_values(&z)?, vec![4.0, -8.0, 12.0]);
+    backward(&y, false)?; // the last one may free the graph
+    assert_eq!(grad_values(&z)?, vec![6.0, -12.0, 18.0]);
+    assert!(matches!(backward(&y, false), Err(Error::GraphFreed)));
+
+    // a graph that saved nothing can be walked again (as in torch): y = Σ (x + 1)
+    let w = leaf(vec![0.5, 0.25], &[2]);
+    let y = ops::sum(&ops::add_scalar(&w, sc(1.0))?, None, false)?;
+    backward(&y, false)?;
+    backward(&y, false)?;
+    assert_eq!(grad_values(&w)?, vec![2.0, 2.0]);
+    Ok(())
+}
+
+// ---- an error inside a backward formula ----------------------------------------------
+
+#[test]
+fn modified_saved_tensor_errors_and_the_engine_recovers() -> Result<()> {
+    let _g = serial();
+    let x = leaf(vec![0.5, 1.5], &[2]);
+    // z = Σ sin(y) saves y; y is then modified in place, so backward must refuse
+    let y = ops::mul_scalar(&x, sc(1.0))?;
+    let z = ops::sum(&ops::sin(&y)?, None, false)?;
+    ops::mul_(&y, ops::Operand::S(sc(2.0)))?;
+    let msg = backward(&z, false)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        msg.starts_with("one of the variables needed for gradient computation has been modified by an inplace operation"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("is at version 1; expected version 0 instead"),
+        "{msg}"
+    );
+    assert!(x.grad().is_none());
+    // the same through a view: sin saved a row of y, and y was modified as a whole
+    let y = ops::mul_scalar(&ops::unsqueeze(&x, 0)?, sc(1.0))?;
+    let z = ops::sum(&ops::sin(&ops::select(&y, 0, 0)?)?, None, false)?;
+    ops::mul_(&y, ops::Operand::S(sc(2.0)))?;
+    assert!(
+        matches!(backward(&z, false), Err(Error::Runtime(m)) if m.contains("modified by an inplace operation"))
+    );
+    // the engine is fine afterwards: z = Σ sin(x); dz/dx = cos(x)
+    backward(&ops::sum(&ops::sin(&x)?, None, false)?, false)?;
+    assert_values(
+        &x.grad().ok_or_else(|| Error::runtime("no grad"))?,
+        &[0.5f64.cos(), 1.5f64.cos()],
+        0.0,
+        1e-15,
+    );
+    Ok(())
+}
+
+// ---- (4) grad of an unused input -------------------------------------------------------
+
+#[test]
+fn grad_of_unused_input_needs_allow_unused() -> Result<()> {
+    let _g = serial();
+    let x = leaf(vec![1.0, 2.0], &[2]);
+    let unused = leaf(vec![5.0], &[1]);
+    let build = || -> Result<Tensor> { ops::sum(&ops::mul_scalar(&x, sc(3.0))?, None, false) };
+
+    let err = grad(&build()?, &[x.clone(), unused.clone()], false)
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        err.as_deref(),
+        Some(
+            "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this \
+             is the desired behavior."
+        )
+    );
+    let r = grad(&build()?, &[x.clone(), unused.clone()], true)?;
+    assert_eq!(r.len(), 2);
+    // y = Σ 3x: dy/dx = 3
+    assert_eq!(r[0].as_ref().map(to_vec), Some(vec![3.0, 3.0]));
+    assert!(r[1].is_none(), "the unused input's gradient is None");
+    // grad() never writes .grad
+    assert!(x.grad().is_none() && unused.grad().is_none());
+
+    // an input that does not require grad at all is a different error
+    let plain = tensor(vec![1.0], &[1]);
+    let err = grad(&build()?, &[x.clone(), plain], true)
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        err.as_deref(),
+        Some("One of the differentiated Tensors does not require grad")
+    );
+    // and an output with no grad_fn that does not require grad
+    let err = grad(&tensor(vec![1.0], &[1]), std::slice::from_ref(&x), true).err();
+    assert!(matches!(err, Some(Error::NoGradFn { index: 0 })), "{err:?}");
+    Ok(())
+}
+
+// ---- (6) many threads at once ----------------------------------------------------------
+
+/// A small graph exercising matmul, softmax, reductions and broadcasting; returns the
+/// bits of (dL/dx, dL/dw).
+fn small_graph_grads(seed: usize) -> Result<(Vec<u64>, Vec<u64>)> {
+    let x = leaf(
+        spread(16, -1.0 - seed as f64 * 0.1, 1.0 + seed as f64 * 0.05),
+        &[4, 4],
+    );
+    let w = leaf(spread(12, -0.8, 0.9 + seed as f64 * 0.01), &[4, 3]);
+    let h = ops::tanh(&ops::matmul(&x, &w)?)?;
+    let p = ops::softmax(&h, 1, false)?;
+    let q = ops::mul(&p, &ops::sum(&x, Some(&[1]), true)?)?;
+    let l = ops::add(
+        &ops::sum(&q, None, false)?,
+        &ops::norm(&w, 2.0, None, false)?,
+    )?;
+    backward(&l, false)?;
+    Ok((bits(&grad_values(&x)?), bits(&grad_values(&w)?)))
+}
+
+#[test]
+fn concurrent_backward_from_eight_threads_matches_single_threaded() -> Result<()> {
+    let _g = serial();
+    let start = live_nodes();
+    let reference: Vec<(Vec<u64>, Vec<u64>)> =
+        (0..8).map(small_graph_grads).collect::<Result<_>>()?;
+    // distinct seeds give distinct gradients (so a mix-up between threads would show)
+    assert_ne!(reference[0], reference[1]);
+    let handles: Vec<_> = (0..8usize)
+        .map(|t| {
+            std::thread::spawn(move || -> Result<Vec<(Vec<u64>, Vec<u64>)>> {
+                (0..50).map(|_| small_graph_grads(t)).collect()
+            })
+        })
+        .collect();
+    for (t, h) in handles.into_iter().enumerate() {
+        let runs = h
+            .join()
+            .map_err(|_| Error::runtime(format!("thread {t} panicked")))??;
+        assert_eq!(runs.len(), 50);
+        for (i, r) in runs.iter().enumerate() {
+            assert!(
+                *r == reference[t],
+                "thread {t}, iteration {i}: gradients differ from the single-threaded run"
+            );
+        }
+    }
+    assert_eq!(
+        live_nodes(),
+        start,
+        "all graphs built by the threads were freed"
+    );
+    Ok(())
+}
+
+/// Sanity check of the helpers above on a hand-computed graph.
+#[test]
+fn hand_computed_backward() -> Result<()> {
+    let _g = serial();
+    // y = x^2 + 5x + 4; dy/dx = 2x + 5
+    let x = leaf(vec![-1.0, 0.0, 2.5], &[3]);
+    let y = ops::add_scalar(
+        &ops::add(&ops::mul(&x, &x)?, &ops::mul_scalar(&x, sc(5.0))?)?,
+        sc(4.0),
+    )?;
+    backward(&y, false)?;
+    assert_values(
+        &x.grad().ok_or_else(|| Error::runtime("no grad"))?,
+        &[3.0, 5.0, 10.0],
+        0.0,
+        0.0,
+    );
+    Ok(())
+}
