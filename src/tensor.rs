@@ -38,6 +38,10 @@ pub(crate) struct Inner {
     pub hooks: Vec<(u64, Hook)>,
     /// The tensor this one is a view of (for in-place ops on views: `CopySlices`).
     pub base: Option<Tensor>,
+    /// Storage version at which a view's history was last derived from its base; when
+    /// the version moves on (an in-place op on the base or a sibling view), the view's
+    /// `grad_fn` is regenerated from the base (`ops::refresh_view`), as torch does.
+    pub view_version: u64,
     /// Opaque slot for the binding layer (a weak reference to the Python object, so that
     /// `x.grad is x.grad` and `AccumulateGrad.variable is x` hold, as in torch).
     pub binding: Option<Arc<dyn std::any::Any + Send + Sync>>,
@@ -88,6 +92,7 @@ impl Tensor {
                 retains_grad: false,
                 hooks: Vec::new(),
                 base: None,
+                view_version: 0,
                 binding: None,
             }),
         }))
@@ -165,7 +170,13 @@ impl Tensor {
     // ---- autograd metadata -----------------------------------------------------------
     pub fn requires_grad(&self) -> bool {
         let g = self.0.inner.lock();
-        g.requires_grad || g.grad_fn.is_some()
+        if g.requires_grad || g.grad_fn.is_some() {
+            return true;
+        }
+        // a view of a tensor that came to require grad through an in-place op
+        let base = g.base.clone();
+        drop(g);
+        base.is_some_and(|b| b.requires_grad())
     }
     pub fn is_leaf(&self) -> bool {
         self.0.inner.lock().grad_fn.is_none()
@@ -229,7 +240,9 @@ impl Tensor {
         self.0.inner.lock().base.clone()
     }
     pub(crate) fn set_base(&self, base: Option<Tensor>) {
-        self.0.inner.lock().base = base;
+        let mut g = self.0.inner.lock();
+        g.view_version = g.storage.version();
+        g.base = base;
     }
 
     /// `detach()`: a new leaf sharing storage (and version counter), no history.

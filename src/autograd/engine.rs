@@ -78,6 +78,9 @@ pub fn run_backward(
     inputs: &[Tensor],
     opts: Options,
 ) -> Result<Vec<Option<Tensor>>> {
+    for t in outputs.iter().chain(inputs) {
+        ops::refresh_view(t);
+    }
     let mut roots = Vec::with_capacity(outputs.len());
     for (i, out) in outputs.iter().enumerate() {
         match out.grad_fn() {

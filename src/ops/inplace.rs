@@ -183,7 +183,39 @@ fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
     if let Some(f) = fresh.grad_fn() {
         view.set_history(f, 0);
     }
+    view.lock().view_version = view.version();
     Ok(())
+}
+
+/// Re-derives a view's history from its base if the base's data changed since the view's
+/// history was set (an in-place op on the base or on a sibling view): the view becomes
+/// `as_strided(base)` of the base's current history. Cheap when nothing changed.
+pub fn refresh_view(t: &Tensor) {
+    let (base, stale) = {
+        let g = t.lock();
+        match &g.base {
+            Some(b) => (b.clone(), g.view_version != g.storage.version()),
+            None => return,
+        }
+    };
+    if !stale {
+        return;
+    }
+    let now = t.version();
+    let (bl, vl) = (base.layout(), t.layout());
+    if base.grad_fn().is_some() && bl.is_contiguous() {
+        let rel = Layout {
+            shape: vl.shape.clone(),
+            strides: vl.strides.clone(),
+            offset: vl.offset - bl.offset,
+        };
+        if let Ok(fresh) = with_grad_mode(true, || as_strided(&base, &rel)) {
+            if let Some(f) = fresh.grad_fn() {
+                t.set_history(f, 0);
+            }
+        }
+    }
+    t.lock().view_version = now;
 }
 
 #[derive(Clone)]

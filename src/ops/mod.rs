@@ -76,6 +76,7 @@ pub(crate) fn any_requires_grad(inputs: &[&Tensor]) -> bool {
 
 /// The edge a gradient for `t` flows along.
 pub(crate) fn edge_of(t: &Tensor) -> Option<Edge> {
+    refresh_view(t);
     let g = t.lock();
     match &g.grad_fn {
         Some(node) => Some(Edge::Node {

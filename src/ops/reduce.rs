@@ -260,36 +260,107 @@ pub struct ProdGrad {
     keepdim: bool,
 }
 impl ProdGrad {
-    // d prod(x)/dx_i = prod_{j≠i} x_j: out/x_i without zeros; with exactly one zero in a
-    // slice, only the zero's position gets the product of the others; with more, all 0.
+    // d prod(x)/dx_i = Π_{j≠i} x_j. Without zeros that is y/x_i (cheap, and y carries
+    // history for double backward). With zeros in the input it is the exclusive product,
+    // computed in O(n) when only values are needed and, under create_graph, with a
+    // differentiable O(n²) construction so that second derivatives are exact (torch makes
+    // the same value-dependent choice in prod_backward).
     fn grad(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
         let g = expand_back(&grad0(g)?, &self.shape, &self.dims, self.keepdim)?;
-        let y = expand_back(&y, &self.shape, &self.dims, self.keepdim)?;
-        let is_zero = eq_scalar(&x, 0.0)?;
-        let dims: Vec<i64> = self.dims.iter().map(|&d| d as i64).collect();
-        let zeros = to_dtype(&sum(&is_zero, Some(&dims), true)?, x.dtype())?;
-        let no_zero = div(&y, &x)?;
-        let ones = ones_like(&x)?;
-        let x_nz = where_(&is_zero, &ones, &x)?;
-        let others = expand(&prod_keep(&x_nz, &dims)?, &self.shape)?;
-        let single = logical_and(&eq_scalar(&zeros, 1.0)?, &is_zero)?;
-        let z = zeros_like(&x)?;
-        let with_zero = where_(&single, &others, &z)?;
-        let d = where_(
-            &expand(&eq_scalar(&zeros, 0.0)?, &self.shape)?,
-            &no_zero,
-            &with_zero,
-        )?;
+        let any_zero = with_grad_mode(false, || any_true(&eq_scalar(&x, 0.0)?))?;
+        let d = if !any_zero {
+            let y = expand_back(&y, &self.shape, &self.dims, self.keepdim)?;
+            div(&y, &x)?
+        } else {
+            exclusive_prod(&x, &self.dims)?
+        };
         Ok(smallvec::smallvec![Some(mul(&g, &d)?)])
     }
 }
-fn prod_keep(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
-    let mut r = x.clone();
-    for &d in dims {
-        r = prod(&r, Some(d), true)?;
+
+/// `E_i = Π_{j≠i} x_j` over the reduced `dims` (all of them, or one), same shape as x.
+fn exclusive_prod(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    let shape = x.shape();
+    let full = dims.len() != 1 || shape.len() <= 1;
+    // Work on [rows, n] with the reduced elements along the last axis.
+    let (work, back): (Tensor, Box<dyn Fn(&Tensor) -> Result<Tensor>>) = if full {
+        let dims_i: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        (
+            reshape(x, &[1, -1])?,
+            Box::new(move |e: &Tensor| reshape(e, &dims_i)),
+        )
+    } else {
+        let d = dims[0] as i64;
+        let m = transpose(x, d, -1)?;
+        let ms: Vec<i64> = m.shape().iter().map(|&v| v as i64).collect();
+        let n = *ms.last().unwrap_or(&1);
+        (
+            reshape(&contiguous(&m)?, &[-1, n])?,
+            Box::new(move |e: &Tensor| transpose(&reshape(e, &ms)?, d, -1)),
+        )
+    };
+    let ws = work.shape();
+    let (rows, n) = (ws[0], ws[1]);
+    let e = if crate::autograd::grad_mode::is_grad_enabled() {
+        // M[r, i, j] = x[r, j] with the diagonal set to 1; E = Π_j M[r, i, j]
+        let a = expand(&unsqueeze(&work, 1)?, &[rows, n, n])?;
+        let eye_mask = to_dtype(&eye(n, n, DType::F64)?, DType::Bool)?;
+        let one = scalar_tensor(Scalar::Float(1.0), x.dtype());
+        let m = where_(&eye_mask, &expand(&one, &[rows, n, n])?, &a)?;
+        prod(&m, Some(-1), false)?
+    } else {
+        // prefix and suffix products, in f64
+        let v = work_values(&work)?;
+        let mut out = vec![0.0f64; rows * n];
+        for r in 0..rows {
+            let row = &v[r * n..(r + 1) * n];
+            let mut acc = 1.0;
+            for i in 0..n {
+                out[r * n + i] = acc;
+                acc *= row[i];
+            }
+            acc = 1.0;
+            for i in (0..n).rev() {
+                out[r * n + i] *= acc;
+                acc *= row[i];
+            }
+        }
+        to_dtype(
+            &new_tensor(crate::storage::Buffer::F64(out), &[rows, n]),
+            x.dtype(),
+        )?
+    };
+    back(&e)
+}
+
+/// Whether any element of a tensor is nonzero (torch's `any()`, as a Rust bool).
+pub fn any_true(t: &Tensor) -> Result<bool> {
+    let s = t.snapshot();
+    let r = s.storage.read();
+    let mut found = false;
+    crate::with_dtype!(s.dtype, T => {
+        use crate::storage::Element;
+        let v = T::slice(&r);
+        crate::backend::cpu::strided::for_each_offset(&s.layout.shape, &s.layout.strides, s.layout.offset, |o| {
+            found |= v[o].to_f64() != 0.0;
+        });
+    });
+    Ok(found)
+}
+
+fn work_values(t: &Tensor) -> Result<Vec<f64>> {
+    let t = to_dtype(&contiguous(t)?, DType::F64)?;
+    let s = t.snapshot();
+    let r = s.storage.read();
+    match &*r {
+        crate::storage::Buffer::F64(v) => {
+            Ok(v[s.layout.offset..s.layout.offset + s.layout.numel()].to_vec())
+        }
+        _ => Err(Error::Internal(
+            "exclusive_prod: expected float64 values".into(),
+        )),
     }
-    Ok(r)
 }
 
 #[derive(Clone)]

@@ -427,6 +427,7 @@ impl PyTensor {
     }
     #[getter]
     fn is_leaf(&self) -> bool {
+        ops::refresh_view(&self.t);
         self.t.is_leaf()
     }
     #[getter]
@@ -449,6 +450,7 @@ impl PyTensor {
     }
     #[getter]
     fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        ops::refresh_view(&self.t);
         self.t.grad_fn().map(|n| node_object(py, n)).transpose()
     }
     #[getter]
@@ -460,6 +462,7 @@ impl PyTensor {
         self.t.retains_grad()
     }
     fn retain_grad(&self) -> PyResult<()> {
+        ops::refresh_view(&self.t);
         let Some(node) = self.t.grad_fn() else {
             if !self.t.requires_grad() {
                 return Err(PyRuntimeError::new_err(
@@ -499,6 +502,7 @@ impl PyTensor {
                 "cannot register a hook on a tensor that doesn't require gradient",
             ));
         }
+        ops::refresh_view(&self.t);
         let id = HOOK_IDS.fetch_add(1, Ordering::Relaxed);
         let hook = py_hook(f);
         match self.t.grad_fn() {

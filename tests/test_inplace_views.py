@@ -1,0 +1,60 @@
+"""In-place ops and views: a view's history follows its base (torch regenerates a view's
+grad_fn when the base's version moves), and prod's derivatives at zeros."""
+
+import pytest
+
+import rgrad
+
+
+def test_view_taken_before_inplace_on_base_sees_new_history():
+    x = rgrad.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x.clone()
+    b = y[0]
+    y.mul_(3)
+    assert b.tolist() == [3.0, 6.0]
+    b.sum().backward()
+    # b = 3·x[0]  =>  d sum(b)/dx = [[3, 3], [0, 0]]
+    assert x.grad.tolist() == [[3.0, 3.0], [0.0, 0.0]]
+
+
+def test_sibling_view_sees_inplace_through_another_view():
+    x = rgrad.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x.clone()
+    a, b = y[0], y[0]
+    a.mul_(2)
+    assert b.tolist() == [2.0, 4.0]
+    b.sum().backward()
+    assert x.grad.tolist() == [[2.0, 2.0], [0.0, 0.0]]
+
+
+def test_view_of_tensor_that_gains_history_in_place_requires_grad():
+    w = rgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = rgrad.zeros(3)
+    v = y[1:]
+    y.add_(w)  # y now depends on w
+    assert v.requires_grad
+    v.sum().backward()
+    assert w.grad.tolist() == [0.0, 1.0, 1.0]
+
+
+def test_prod_gradients_with_zeros_are_exact_to_second_order():
+    x = rgrad.tensor([2.0, 0.0, 3.0], dtype=rgrad.float64, requires_grad=True)
+    (g,) = rgrad.autograd.grad(x.prod(), x, create_graph=True)
+    # d/dx_i Πx = Π_{j≠i} x_j = [0, 6, 0]
+    assert g.tolist() == [0.0, 6.0, 0.0]
+    # Hessian of x0·x1·x2: H[i][j] = x_k (the third one) off the diagonal
+    rows = [rgrad.autograd.grad(g[i], x, retain_graph=True)[0].tolist() for i in range(3)]
+    assert rows == [[0.0, 3.0, 0.0], [3.0, 0.0, 2.0], [0.0, 2.0, 0.0]]
+
+
+@pytest.mark.parametrize("values", [[2.0, 0.0, 0.0, 5.0], [0.0, 0.0, 0.0, 1.0], [1.5, -2.0, 0.5, 4.0]])
+def test_prod_along_dim_gradient_matches_exclusive_product(values):
+    x = rgrad.tensor([values, values[::-1]], dtype=rgrad.float64, requires_grad=True)
+    x.prod(1).sum().backward()
+    for row, grad_row in zip([values, values[::-1]], x.grad.tolist()):
+        for i, gi in enumerate(grad_row):
+            expected = 1.0
+            for j, v in enumerate(row):
+                if j != i:
+                    expected *= v
+            assert gi == pytest.approx(expected)
