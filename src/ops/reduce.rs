@@ -279,12 +279,15 @@ impl ProdGrad {
     }
 }
 
+/// Maps a [rows, n] working tensor back to the input's layout.
+type Restore = Box<dyn Fn(&Tensor) -> Result<Tensor>>;
+
 /// `E_i = Π_{j≠i} x_j` over the reduced `dims` (all of them, or one), same shape as x.
 fn exclusive_prod(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
     let shape = x.shape();
     let full = dims.len() != 1 || shape.len() <= 1;
     // Work on [rows, n] with the reduced elements along the last axis.
-    let (work, back): (Tensor, Box<dyn Fn(&Tensor) -> Result<Tensor>>) = if full {
+    let (work, back): (Tensor, Restore) = if full {
         let dims_i: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         (
             reshape(x, &[1, -1])?,
