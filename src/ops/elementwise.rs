@@ -340,7 +340,21 @@ fn binary_kernel(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// `a + alpha * b` with broadcasting and type promotion.
 pub fn add_op(a: Operand<'_>, b: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
+    add_sub(a, b, alpha, false)
+}
+
+/// `a - alpha * b`.
+pub fn sub_op(a: Operand<'_>, b: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
+    add_sub(a, b, alpha, true)
+}
+
+fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Result<Tensor> {
     let (a, b, dtype) = promote(a, b, false)?;
+    if dtype == DType::Bool && subtract {
+        return Err(Error::runtime(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+        ));
+    }
     if dtype == DType::Bool && alpha != Scalar::Int(1) && alpha != Scalar::Bool(true) {
         return Err(Error::runtime(
             "Boolean alpha only supported for Boolean results.",
@@ -351,15 +365,26 @@ pub fn add_op(a: Operand<'_>, b: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     } else {
         binary_kernel(BinaryOp::Mul, &b, &scalar_tensor(alpha, dtype))?
     };
+    let op = if subtract {
+        BinaryOp::Sub
+    } else {
+        BinaryOp::Add
+    };
     apply(
         &[&a, &b],
-        || binary_kernel(BinaryOp::Add, &a, &b_scaled),
+        || binary_kernel(op, &a, &b_scaled),
         |_| {
+            let alpha = if subtract {
+                -alpha.as_f64()
+            } else {
+                alpha.as_f64()
+            };
             (
                 AddBackward0 {
                     a: a.shape(),
                     b: b.shape(),
-                    alpha: alpha.as_f64(),
+                    alpha,
+                    subtract,
                 },
                 saved![],
             )
@@ -367,44 +392,22 @@ pub fn add_op(a: Operand<'_>, b: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     )
 }
 
-/// `a - alpha * b`.
-pub fn sub_op(a: Operand<'_>, b: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
-    let (a, b, dtype) = promote(a, b, false)?;
-    if dtype == DType::Bool {
-        return Err(Error::runtime(
-            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
-        ));
-    }
-    let b_scaled = if alpha.as_f64() == 1.0 {
-        b.clone()
-    } else {
-        binary_kernel(BinaryOp::Mul, &b, &scalar_tensor(alpha, dtype))?
-    };
-    apply(
-        &[&a, &b],
-        || binary_kernel(BinaryOp::Sub, &a, &b_scaled),
-        |_| {
-            (
-                SubBackward0 {
-                    a: a.shape(),
-                    b: b.shape(),
-                    alpha: alpha.as_f64(),
-                },
-                saved![],
-            )
-        },
-    )
-}
-
+/// Backward of `a + αb` and `a - αb` (SubBackward0 is the same node with α negated).
 #[derive(Clone)]
 pub struct AddBackward0 {
     a: crate::shape::Shape,
     b: crate::shape::Shape,
     alpha: f64,
+    subtract: bool,
 }
 impl Backward for AddBackward0 {
     fn name(&self) -> Cow<'static, str> {
-        "AddBackward0".into()
+        if self.subtract {
+            "SubBackward0"
+        } else {
+            "AddBackward0"
+        }
+        .into()
     }
     // d(a + αb)/da = 1, /db = α
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
@@ -416,33 +419,6 @@ impl Backward for AddBackward0 {
         };
         let gb = if ctx.needs_input_grad(1) {
             Some(sum_to(&scale(&g, self.alpha)?, &self.b)?)
-        } else {
-            None
-        };
-        Ok(smallvec::smallvec![ga, gb])
-    }
-}
-
-#[derive(Clone)]
-pub struct SubBackward0 {
-    a: crate::shape::Shape,
-    b: crate::shape::Shape,
-    alpha: f64,
-}
-impl Backward for SubBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        "SubBackward0".into()
-    }
-    // d(a - αb)/da = 1, /db = -α
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let ga = if ctx.needs_input_grad(0) {
-            Some(sum_to(&g, &self.a)?)
-        } else {
-            None
-        };
-        let gb = if ctx.needs_input_grad(1) {
-            Some(sum_to(&scale(&g, -self.alpha)?, &self.b)?)
         } else {
             None
         };

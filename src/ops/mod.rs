@@ -47,7 +47,7 @@ use smallvec::SmallVec;
 
 crate::backward_ops! {
     // elementwise.rs
-    AddBackward0, SubBackward0, RsubBackward1, MulBackward0, DivBackward0, PowBackward0, PowBackward1,
+    AddBackward0, RsubBackward1, MulBackward0, DivBackward0, PowBackward0, PowBackward1,
     PowBackward2, MaximumBackward0, MinimumBackward0, WhereBackward0, ClampBackward1, UnaryBackward,
     ToCopyBackward0, CloneBackward0,
     // reduce.rs

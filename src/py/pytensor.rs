@@ -832,64 +832,22 @@ impl PyTensor {
         wrap(py, ops::minimum(&self.t, &b)?)
     }
     fn eq(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(
-            py,
-            ops::compare(
-                BinaryOp::Eq,
-                Operand::T(&self.t),
-                other_arg(other, "eq")?.operand(),
-            )?,
-        )
+        self.compare(py, other, BinaryOp::Eq, "eq")
     }
     fn ne(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(
-            py,
-            ops::compare(
-                BinaryOp::Ne,
-                Operand::T(&self.t),
-                other_arg(other, "ne")?.operand(),
-            )?,
-        )
+        self.compare(py, other, BinaryOp::Ne, "ne")
     }
     fn lt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(
-            py,
-            ops::compare(
-                BinaryOp::Lt,
-                Operand::T(&self.t),
-                other_arg(other, "lt")?.operand(),
-            )?,
-        )
+        self.compare(py, other, BinaryOp::Lt, "lt")
     }
     fn le(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(
-            py,
-            ops::compare(
-                BinaryOp::Le,
-                Operand::T(&self.t),
-                other_arg(other, "le")?.operand(),
-            )?,
-        )
+        self.compare(py, other, BinaryOp::Le, "le")
     }
     fn gt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(
-            py,
-            ops::compare(
-                BinaryOp::Gt,
-                Operand::T(&self.t),
-                other_arg(other, "gt")?.operand(),
-            )?,
-        )
+        self.compare(py, other, BinaryOp::Gt, "gt")
     }
     fn ge(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        wrap(
-            py,
-            ops::compare(
-                BinaryOp::Ge,
-                Operand::T(&self.t),
-                other_arg(other, "ge")?.operand(),
-            )?,
-        )
+        self.compare(py, other, BinaryOp::Ge, "ge")
     }
     fn logical_and(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         wrap(
@@ -1557,6 +1515,17 @@ fn dim_size(t: &Tensor, dim: i64, op: &str) -> PyResult<(usize, usize)> {
 }
 
 impl PyTensor {
+    fn compare(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        op: BinaryOp,
+        name: &str,
+    ) -> PyResult<Py<PyTensor>> {
+        let b = other_arg(other, name)?;
+        wrap(py, ops::compare(op, Operand::T(&self.t), b.operand())?)
+    }
+
     fn extremum(
         &self,
         py: Python<'_>,
