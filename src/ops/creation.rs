@@ -18,12 +18,18 @@ use parking_lot::Mutex;
 
 pub fn full(shape: &[usize], v: Scalar, dtype: DType) -> Result<Tensor> {
     guard(shape, dtype)?;
-    Ok(new_tensor(
-        Buffer::full(dtype, crate::shape::numel(shape), v.as_f64()),
-        shape,
-    ))
+    super::apply_nondiff(|| {
+        Ok(new_tensor(
+            Buffer::full(dtype, crate::shape::numel(shape), v.as_f64()),
+            shape,
+        ))
+    })
 }
 pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    super::apply_nondiff(|| zeros_impl(shape, dtype))
+}
+
+fn zeros_impl(shape: &[usize], dtype: DType) -> Result<Tensor> {
     guard(shape, dtype)?;
     Ok(new_tensor(
         Buffer::zeros(dtype, crate::shape::numel(shape)),
@@ -42,6 +48,10 @@ pub fn ones_like(x: &Tensor) -> Result<Tensor> {
 
 /// `torch.arange(start, end, step)`; the dtype is int64 when all arguments are integers.
 pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
+    super::apply_nondiff(|| arange_impl(start, end, step, dtype))
+}
+
+fn arange_impl(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
     if step == 0.0 {
         return Err(Error::runtime("step must be nonzero"));
     }
@@ -74,6 +84,10 @@ pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
 
 /// `torch.linspace(start, end, steps)` (symmetric fill, as torch does, so both ends are exact).
 pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor> {
+    super::apply_nondiff(|| linspace_impl(start, end, steps, dtype))
+}
+
+fn linspace_impl(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor> {
     if steps < 0 {
         return Err(Error::runtime("number of steps must be non-negative"));
     }
@@ -104,6 +118,10 @@ pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor
 }
 
 pub fn eye(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
+    super::apply_nondiff(|| eye_impl(n, m, dtype))
+}
+
+fn eye_impl(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
     guard(&[n, m], dtype)?;
     let mut b = Buffer::zeros(dtype, n * m);
     crate::with_dtype!(dtype, T => {
@@ -193,6 +211,10 @@ fn float_buf(dtype: DType, n: usize, mut f: impl FnMut() -> f64) -> Result<Buffe
 }
 
 pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    super::apply_nondiff(|| rand_impl(shape, dtype))
+}
+
+fn rand_impl(shape: &[usize], dtype: DType) -> Result<Tensor> {
     guard(shape, dtype)?;
     let n = crate::shape::numel(shape);
     let b = with_rng(|r| float_buf(dtype, n, || r.uniform()))?;
@@ -200,6 +222,10 @@ pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
 }
 
 pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    super::apply_nondiff(|| randn_impl(shape, dtype))
+}
+
+fn randn_impl(shape: &[usize], dtype: DType) -> Result<Tensor> {
     guard(shape, dtype)?;
     let n = crate::shape::numel(shape);
     let b = with_rng(|r| float_buf(dtype, n, || r.normal()))?;
@@ -208,6 +234,10 @@ pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
 
 /// `torch.randint(low, high, size)`: uniform integers in [low, high).
 pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    super::apply_nondiff(|| randint_impl(low, high, shape, dtype))
+}
+
+fn randint_impl(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Tensor> {
     if high <= low {
         return Err(Error::runtime(format!(
             "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"

@@ -65,7 +65,7 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
         ))
     };
     if !dtype.is_float() {
-        return crate::autograd::grad_mode::with_grad_mode(false, fwd);
+        return super::apply_nondiff(fwd);
     }
     apply(&[x], fwd, |_| (ToCopyBackward0 { from }, saved![]))
 }
@@ -253,7 +253,7 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     };
     if op == UnaryOp::LogicalNot {
         let b = to_dtype(&x, DType::Bool)?;
-        return unary_kernel(op, &b);
+        return super::apply_nondiff(|| unary_kernel(op, &b));
     }
     apply(
         &[&x],
@@ -830,13 +830,13 @@ impl Backward for MinimumBackward0 {
 /// Comparison (no grad): returns a bool tensor.
 pub fn compare(op: BinaryOp, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     let (a, b, _) = promote(a, b, false)?;
-    binary_kernel(op, &a, &b)
+    super::apply_nondiff(|| binary_kernel(op, &a, &b))
 }
 
 /// Logical and/or of two tensors (no grad).
 pub fn logical(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (a, b) = (to_dtype(a, DType::Bool)?, to_dtype(b, DType::Bool)?);
-    binary_kernel(op, &a, &b)
+    super::apply_nondiff(|| binary_kernel(op, &a, &b))
 }
 
 /// `where(cond, a, b)`.

@@ -100,12 +100,24 @@ where
     F: FnOnce() -> Result<Tensor>,
     G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
 {
-    let out = forward()?;
+    let out = run_forward(forward)?;
     if any_requires_grad(inputs) {
         let (op, saved) = backward(&out);
         attach(op.into(), inputs, saved, &[&out])?;
     }
     Ok(out)
+}
+
+/// The dispatch point of ops that have no derivative (comparisons, logical ops, integer
+/// casts, arg-reductions, factories): they run through the same forward path as `apply`.
+pub(crate) fn apply_nondiff(forward: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
+    run_forward(forward)
+}
+
+/// Where every op's forward runs (the profiler and anomaly mode will time and tag it here).
+#[inline]
+fn run_forward(forward: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
+    forward()
 }
 
 /// Records a node with `inputs` as edges and `outputs` as its outputs.

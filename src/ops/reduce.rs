@@ -2,7 +2,7 @@
 //! var/std, norm, logsumexp, softmax and log_softmax.
 
 use super::elementwise::{Saver, grad0};
-use super::{apply, new_tensor};
+use super::{apply, apply_nondiff, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
 use crate::backend::cpu::reduce::{self as k, ReduceOp};
@@ -533,7 +533,7 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
         )));
     }
     match dim {
-        None => {
+        None => apply_nondiff(|| {
             let flat = reshape(&x.detach(), &[-1])?;
             let s = flat.snapshot();
             let (_, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &[0], is_max);
@@ -543,7 +543,7 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
                 Shape::new()
             };
             Ok(new_tensor(crate::storage::Buffer::I64(idx), &shape))
-        }
+        }),
         Some(d) => Ok(max_dim(&x.detach(), d, keepdim, is_max)?.1),
     }
 }
