@@ -154,3 +154,14 @@ def test_saved_tensors_are_released_without_retain_graph():
     z.backward()
     z.backward()
     assert x.grad.tolist() == [2 * 2.0 + 2.0]
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.relu(), lambda x: x.clamp(-0.5, 0.5)], ids=["relu", "clamp"])
+def test_second_derivative_through_piecewise_linear_ops_is_zero_not_an_error(fn):
+    # torch records relu's/clamp's backward as a function of the input too (zero
+    # derivative), so differentiating the gradient again gives zeros
+    x = rgrad.tensor([0.7, -0.3, 0.2], requires_grad=True)
+    (g,) = rgrad.autograd.grad(fn(x).sum(), x, create_graph=True)
+    assert g.requires_grad
+    (h,) = rgrad.autograd.grad(g.sum(), x)
+    assert h.tolist() == [0.0, 0.0, 0.0]

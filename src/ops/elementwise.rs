@@ -4,6 +4,7 @@
 use super::creation::zeros_like;
 use super::{apply, new_tensor, sum_to};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::autograd::grad_mode::with_grad_mode;
 use crate::autograd::graph::SavedTensor;
 use crate::backend::cpu::elementwise::{self as k, BinaryOp, UnaryOp};
 use crate::dtype::{DType, ResultType, Scalar};
@@ -175,9 +176,13 @@ fn unary_grad(op: UnaryOp, g: &Tensor, x: Option<&Tensor>, y: Option<&Tensor>) -
         UnaryOp::Neg => neg(g),                               // -g
         UnaryOp::Abs => mul(g, &sign(&need(x)?)?),            // g·sign(x)
         UnaryOp::Sign | UnaryOp::LogicalNot => zeros_like(g), // 0
-        UnaryOp::Relu => mul(g, &to_dtype(&gt_scalar(&need(y)?, 0.0)?, g.dtype())?), // g·[y>0]
-        UnaryOp::Exp => mul(g, &need(y)?),                    // g·eʸ
-        UnaryOp::Log => div(g, &need(x)?),                    // g/x
+        UnaryOp::Relu => {
+            // g·[y>0], as torch's threshold_backward: a function of y too (zero derivative)
+            let y = need(y)?;
+            masked_grad(g, &y, &gt_scalar(&y, 0.0)?, "ThresholdBackwardBackward0")
+        }
+        UnaryOp::Exp => mul(g, &need(y)?), // g·eʸ
+        UnaryOp::Log => div(g, &need(x)?), // g/x
         UnaryOp::Log1p => div(g, &add_scalar(&need(x)?, Scalar::Float(1.0))?), // g/(1+x)
         UnaryOp::Expm1 => mul(g, &add_scalar(&need(y)?, Scalar::Float(1.0))?), // g·(y+1)
         UnaryOp::Sqrt => div(g, &mul_scalar(&need(y)?, Scalar::Float(2.0))?), // g/(2√x)
@@ -970,10 +975,54 @@ impl Backward for ClampBackward1 {
             });
         }
         let mask = mask.ok_or_else(|| Error::Internal("clamp without bounds".into()))?;
-        Ok(smallvec::smallvec![Some(mul(
+        Ok(smallvec::smallvec![Some(masked_grad(
             &g,
-            &to_dtype(&mask, g.dtype())?
+            &x,
+            &mask,
+            "ClampBackwardBackward0"
         )?)])
+    }
+}
+
+/// `g·mask` where `mask` was computed from `x` (relu's and clamp's backward). Like torch's
+/// threshold_backward it is recorded as a function of both `g` and `x`, with a zero
+/// derivative for `x`, so under create_graph the result requires grad whenever `x` does
+/// (a second `grad()` then gives zeros instead of raising).
+pub fn masked_grad(g: &Tensor, x: &Tensor, mask: &Tensor, name: &'static str) -> Result<Tensor> {
+    let m = to_dtype(mask, g.dtype())?;
+    apply(
+        &[g, x],
+        || with_grad_mode(false, || mul(&g.detach(), &m)),
+        |_| {
+            let mut s = Saver::default();
+            s.input_if(true, &m);
+            (MaskedGradBackward { name }, s.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct MaskedGradBackward {
+    name: &'static str,
+}
+impl Backward for MaskedGradBackward {
+    fn name(&self) -> Cow<'static, str> {
+        self.name.into()
+    }
+    // d(g·m)/dg = m; d/dx = 0 (the mask is piecewise constant in x)
+    fn apply(&self, ctx: &BackwardCtx<'_>, grads: &[Option<Tensor>]) -> Result<Grads> {
+        let gg = grad0(grads)?;
+        let dg = if ctx.needs_input_grad(0) {
+            Some(mul(&gg, &ctx.saved(0)?)?)
+        } else {
+            None
+        };
+        let dx = if ctx.needs_input_grad(1) {
+            Some(zeros_like(&gg)?)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![dg, dx])
     }
 }
 
