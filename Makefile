@@ -17,6 +17,7 @@ lint:  ## formatting and lints
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --features python -- -D warnings
+	MYPYPATH=python python -m mypy.stubtest rgrad._C --allowlist .stubtest/allowlist.txt --mypy-config-file .stubtest/mypy.ini
 
 bench:  ## criterion benches of the core
 	cargo bench

@@ -1,18 +1,21 @@
 //! The one worker pool shared by the backward executor and intra-op kernel parallelism,
 //! so a 2-core machine never runs more than 2 busy threads.
 
+use crate::{Error, Result};
 use parking_lot::RwLock;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 struct Pool {
     pool: Arc<rayon::ThreadPool>,
-    threads: usize,
     /// The process that built the pool: a forked child builds its own (the parent's
     /// worker threads do not exist in the child).
     pid: u32,
 }
 
 static POOL: RwLock<Option<Pool>> = RwLock::new(None);
+/// The configured size (0 = not decided yet), readable without a lock on hot paths.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
 
 fn default_threads() -> usize {
     std::env::var("RGRAD_NUM_THREADS")
@@ -22,61 +25,55 @@ fn default_threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-fn build(threads: usize) -> Pool {
+/// Builds a pool of `threads` workers; the OS refusing threads is an error, not a crash.
+fn build(threads: usize) -> Result<Pool> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("rgrad-worker-{i}"))
         .build()
-        .map(Arc::new)
-        // Building a pool only fails if the OS refuses threads; fall back to the global pool.
-        .unwrap_or_else(|_| {
-            Arc::new(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(1)
-                    .build()
-                    .unwrap_or_else(|_| std::process::abort()),
-            )
-        });
-    Pool {
-        pool,
-        threads,
+        .map_err(|e| Error::runtime(format!("rgrad could not start its worker threads: {e}")))?;
+    Ok(Pool {
+        pool: Arc::new(pool),
         pid: std::process::id(),
-    }
-}
-
-/// The shared pool, built on first use from `RGRAD_NUM_THREADS` (default: all cores).
-pub fn pool() -> Arc<rayon::ThreadPool> {
-    {
-        let g = POOL.read();
-        if let Some(p) = g.as_ref() {
-            if p.pid == std::process::id() {
-                return p.pool.clone();
-            }
-        }
-    }
-    let mut g = POOL.write();
-    match g.as_ref() {
-        Some(p) if p.pid == std::process::id() => p.pool.clone(),
-        _ => {
-            let threads = g.as_ref().map_or_else(default_threads, |p| p.threads);
-            let p = build(threads);
-            let pool = p.pool.clone();
-            *g = Some(p);
-            pool
-        }
-    }
+    })
 }
 
 /// Number of threads of the pool (torch.get_num_threads).
 pub fn num_threads() -> usize {
-    let _ = pool();
-    POOL.read().as_ref().map_or(1, |p| p.threads)
+    match THREADS.load(Ordering::Relaxed) {
+        0 => {
+            let n = default_threads();
+            let _ = THREADS.compare_exchange(0, n, Ordering::Relaxed, Ordering::Relaxed);
+            THREADS.load(Ordering::Relaxed)
+        }
+        n => n,
+    }
+}
+
+/// The shared pool, built on first use with `num_threads()` workers (and rebuilt in a
+/// forked child).
+pub fn pool() -> Result<Arc<rayon::ThreadPool>> {
+    let pid = std::process::id();
+    if let Some(p) = POOL.read().as_ref().filter(|p| p.pid == pid) {
+        return Ok(p.pool.clone());
+    }
+    let mut g = POOL.write();
+    if let Some(p) = g.as_ref().filter(|p| p.pid == pid) {
+        return Ok(p.pool.clone());
+    }
+    let p = build(num_threads())?;
+    let pool = p.pool.clone();
+    *g = Some(p);
+    Ok(pool)
 }
 
 /// Replaces the pool with one of `n` threads (torch.set_num_threads). Work already
 /// running keeps its old pool until it finishes.
-pub fn set_num_threads(n: usize) {
-    *POOL.write() = Some(build(n.max(1)));
+pub fn set_num_threads(n: usize) -> Result<()> {
+    let p = build(n.max(1))?;
+    THREADS.store(n.max(1), Ordering::Relaxed);
+    *POOL.write() = Some(p);
+    Ok(())
 }
 
 /// Whether kernels should split work across threads.
@@ -84,10 +81,14 @@ pub fn intra_op_parallel() -> bool {
     num_threads() > 1
 }
 
-/// Runs `f` inside the shared pool (directly, if already on one of its threads).
+/// Runs `f` inside the shared pool (directly, if already on a pool thread or if no pool
+/// can be had: the work is then done on the calling thread).
 pub fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     if rayon::current_thread_index().is_some() {
         return f();
     }
-    pool().install(f)
+    match pool() {
+        Ok(p) => p.install(f),
+        Err(_) => f(),
+    }
 }

@@ -7,6 +7,8 @@
 //! Every test here takes `SERIAL`: `live_nodes()` counts nodes process-wide and
 //! `set_num_threads` swaps the shared pool, so these tests must not overlap.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests may fail loudly
+
 use rgrad::autograd::engine::{Options, run_backward};
 use rgrad::autograd::graph::live_nodes;
 use rgrad::ops;
@@ -97,11 +99,11 @@ fn wide_graph_gradients_are_bitwise_identical_for_any_pool_size() -> Result<()> 
     let before = rgrad::runtime::num_threads();
     let mut results = Vec::new();
     for threads in [1usize, 2, 4] {
-        rgrad::runtime::set_num_threads(threads);
+        rgrad::runtime::set_num_threads(threads).unwrap();
         assert_eq!(rgrad::runtime::num_threads(), threads);
         results.push((threads, wide_graph_grad()));
     }
-    rgrad::runtime::set_num_threads(before);
+    rgrad::runtime::set_num_threads(before).unwrap();
     let mut reference: Option<Vec<f64>> = None;
     for (threads, r) in results {
         let g = r?;

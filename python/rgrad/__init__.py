@@ -3,6 +3,8 @@
 Autograd code written for PyTorch runs with ``import rgrad as torch``.
 """
 
+import builtins
+
 from rgrad import _C
 from rgrad._C import (
     Tensor,
@@ -96,7 +98,7 @@ def pow(input, exponent) -> Tensor:  # noqa: A001
     raise TypeError(f"pow(): expected a Tensor, got {type(input).__name__} and {type(exponent).__name__}")
 
 
-def is_tensor(obj) -> "builtins.bool":  # noqa: F821
+def is_tensor(obj) -> "builtins.bool":
     """Returns True if `obj` is an rgrad tensor."""
     return isinstance(obj, Tensor)
 

@@ -28,7 +28,7 @@ class Size(tuple):
 class device:  # noqa: N801  (torch's name)
     """Where a tensor's data lives. rgrad runs on the CPU."""
 
-    def __init__(self, type: str = "cpu", index: int | None = None) -> None:  # noqa: A002
+    def __init__(self, type: "str | device" = "cpu", index: int | None = None) -> None:  # noqa: A002
         if isinstance(type, device):
             type, index = type.type, type.index
         if type != "cpu":
@@ -128,6 +128,7 @@ def _to(self: Tensor, *args, **kwargs) -> Tensor:
 
 
 def _type(self: Tensor, dtype=None):
+    """Returns the type name ('rgrad.FloatTensor'), or casts to `dtype` when given."""
     names = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor", "bool": "BoolTensor"}
     if dtype is None:
         return "rgrad." + names[repr(self.dtype)[6:]]
@@ -150,22 +151,27 @@ def _make_max(is_max: builtins.bool):
 
 
 def _new_tensor(self: Tensor, data, dtype=None, requires_grad=False) -> Tensor:
+    """Returns a new tensor with `data`, by default of this tensor's dtype."""
     return _C.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
 def _new_zeros(self: Tensor, *size, dtype=None, requires_grad=False) -> Tensor:
+    """Returns a tensor of zeros of the given size, by default of this tensor's dtype."""
     return _C.zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
 def _new_ones(self: Tensor, *size, dtype=None, requires_grad=False) -> Tensor:
+    """Returns a tensor of ones of the given size, by default of this tensor's dtype."""
     return _C.ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
 def _where(self: Tensor, condition, y) -> Tensor:
+    """``rgrad.where(condition, self, y)``."""
     return _C.where(condition, self, y)
 
 
 def _type_as(self: Tensor, other: Tensor) -> Tensor:
+    """Returns this tensor cast to `other`'s dtype."""
     if not isinstance(other, Tensor):
         raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
     return self.to(other.dtype)

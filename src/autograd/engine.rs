@@ -93,7 +93,7 @@ pub fn run_backward(
         }
     }
     let task = Task::discover(&roots, inputs, opts)?;
-    crate::runtime::pool().scope(|s| {
+    crate::runtime::pool()?.scope(|s| {
         let mut ready = SmallVec::<[usize; 4]>::new();
         for (i, (edge, g)) in roots.iter().zip(grad_outputs).enumerate() {
             let target = task.resolve(edge);

@@ -26,7 +26,13 @@ fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTenso
     Ok(obj.unbind())
 }
 
-/// torch.tensor(data, dtype=None, requires_grad=False): always copies.
+/// Constructs a tensor with no autograd history (a "leaf tensor") by copying `data`.
+///
+/// Args:
+///     data: A number, a Tensor, or a (nested) list or tuple of numbers, bools or 0-d tensors.
+///     dtype: The desired dtype; inferred from `data` when None.
+///     device: Accepted for torch compatibility and ignored (rgrad runs on the CPU).
+///     requires_grad: Whether autograd records operations on the result.
 #[pyfunction]
 #[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
 fn tensor(
@@ -41,7 +47,7 @@ fn tensor(
     finish(py, Tensor::from_buffer(buf, &shape), requires_grad)
 }
 
-/// Builds a tensor from raw native-endian bytes (used by from_numpy).
+/// Builds a tensor from raw native-endian bytes (the back end of `from_numpy`).
 #[pyfunction]
 fn _from_bytes(
     py: Python<'_>,
@@ -80,6 +86,14 @@ fn _from_bytes(
 
 macro_rules! factory {
     ($name:ident, $default:expr, |$shape:ident, $dtype:ident| $body:expr) => {
+        /// Returns a new tensor of the given size, filled as its name says: zeros, ones,
+        /// empty (zero-filled here), rand (uniform on [0, 1)) or randn (standard normal).
+        ///
+        /// Args:
+        ///     *size: The shape, as ints or as one list, tuple or Size.
+        ///     dtype: The desired dtype; float32 when None.
+        ///     device: Accepted for torch compatibility and ignored (rgrad runs on the CPU).
+        ///     requires_grad: Whether autograd records operations on the result.
         #[pyfunction]
         #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
         fn $name(
@@ -103,7 +117,14 @@ factory!(empty, DType::F32, |s, d| ops::zeros(&s, d));
 factory!(rand, DType::F32, |s, d| ops::rand(&s, d));
 factory!(randn, DType::F32, |s, d| ops::randn(&s, d));
 
-/// torch.full(size, fill_value, dtype=None): the dtype follows the fill value.
+/// Creates a tensor of size `size` filled with `fill_value`.
+///
+/// Args:
+///     size: The shape, as an int or a list, tuple or Size.
+///     fill_value: The number to fill with; it sets the dtype when `dtype` is None.
+///     dtype: The desired dtype.
+///     device: Accepted for torch compatibility and ignored (rgrad runs on the CPU).
+///     requires_grad: Whether autograd records operations on the result.
 #[pyfunction]
 #[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
 fn full(
@@ -122,6 +143,16 @@ fn full(
     finish(py, ops::full(&s, v, d)?, requires_grad)
 }
 
+/// Returns a 1-D tensor with values from the interval [start, end) taken with common
+/// difference `step` beginning from `start`. `arange(n)` counts from 0 to n - 1.
+///
+/// Args:
+///     start: The first value (or the end, when `end` is None).
+///     end: The exclusive upper bound.
+///     step: The gap between neighbouring values (1 by default).
+///     dtype: The desired dtype; int64 when all arguments are ints, else float32.
+///     device: Accepted for torch compatibility and ignored (rgrad runs on the CPU).
+///     requires_grad: Whether autograd records operations on the result.
 #[pyfunction]
 #[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false))]
 fn arange(
@@ -154,6 +185,16 @@ fn arange(
     )
 }
 
+/// Creates a one-dimensional tensor of size `steps` whose values are evenly spaced from
+/// `start` to `end`, inclusive.
+///
+/// Args:
+///     start: The first value.
+///     end: The last value.
+///     steps: The number of values.
+///     dtype: The desired dtype; float32 when None.
+///     device: Accepted for torch compatibility and ignored (rgrad runs on the CPU).
+///     requires_grad: Whether autograd records operations on the result.
 #[pyfunction]
 #[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
 fn linspace(
@@ -170,6 +211,14 @@ fn linspace(
     finish(py, ops::linspace(start, end, steps, d)?, requires_grad)
 }
 
+/// Returns a 2-D tensor with ones on the diagonal and zeros elsewhere.
+///
+/// Args:
+///     n: The number of rows.
+///     m: The number of columns; `n` when None.
+///     dtype: The desired dtype; float32 when None.
+///     device: Accepted for torch compatibility and ignored (rgrad runs on the CPU).
+///     requires_grad: Whether autograd records operations on the result.
 #[pyfunction]
 #[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
 fn eye(
@@ -185,7 +234,8 @@ fn eye(
     finish(py, ops::eye(n, m.unwrap_or(n), d)?, requires_grad)
 }
 
-/// torch.randint(low=0, high, size): the Python wrapper normalises the two call forms.
+/// Uniform integers in [low, high) of shape `size`: `rgrad.randint` normalises its two call
+/// forms to this one.
 #[pyfunction]
 #[pyo3(signature = (low, high, size, *, dtype=None, requires_grad=false))]
 fn _randint(
@@ -201,6 +251,10 @@ fn _randint(
     finish(py, ops::randint(low, high, &s, d)?, requires_grad)
 }
 
+/// Sets the seed for generating random numbers.
+///
+/// Args:
+///     seed: The seed (its 64 bits are used as an unsigned number).
 #[pyfunction]
 fn manual_seed(seed: i64) {
     ops::manual_seed(seed as u64);
@@ -220,6 +274,11 @@ fn tensor_list(seq: &Bound<'_, PyAny>, fname: &str) -> PyResult<Vec<Tensor>> {
     Ok(v)
 }
 
+/// Concatenates the given sequence of tensors in the given dimension.
+///
+/// Args:
+///     tensors: A sequence of tensors of the same shape except in dimension `dim`.
+///     dim: The dimension along which they are joined.
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
 fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
@@ -227,6 +286,11 @@ fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTe
     wrap(py, py.detach(|| ops::cat(&ts, dim))?)
 }
 
+/// Concatenates a sequence of tensors along a new dimension.
+///
+/// Args:
+///     tensors: A sequence of tensors of the same shape.
+///     dim: The index of the new dimension.
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
 fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
@@ -234,6 +298,13 @@ fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<Py
     wrap(py, py.detach(|| ops::stack(&ts, dim))?)
 }
 
+/// Returns a tensor of elements selected from either `input` or `other`, depending on
+/// `condition`.
+///
+/// Args:
+///     condition: A bool tensor: where True, yield `input`, otherwise `other`.
+///     input: A tensor or number, broadcast with the others.
+///     other: A tensor or number, broadcast with the others.
 #[pyfunction]
 #[pyo3(name = "where")]
 fn where_(
@@ -284,6 +355,7 @@ fn _run_backward(
         .collect()
 }
 
+/// Returns True if grad mode is currently enabled (in this thread).
 #[pyfunction]
 fn is_grad_enabled() -> bool {
     grad_mode::is_grad_enabled()
@@ -295,21 +367,28 @@ fn _set_grad_enabled(mode: bool) -> bool {
     grad_mode::set_grad_enabled(mode)
 }
 
+/// Returns True if inference mode is currently enabled (in this thread).
 #[pyfunction]
 fn is_inference_mode_enabled() -> bool {
     grad_mode::is_inference_mode_enabled()
 }
 
+/// Sets inference mode for this thread; returns the previous state for `_restore_inference_mode`.
 #[pyfunction]
 fn _set_inference_mode(mode: bool) -> (bool, bool) {
     grad_mode::set_inference_mode(mode)
 }
 
+/// Restores the thread's inference and grad mode saved by `_set_inference_mode`.
 #[pyfunction]
 fn _restore_inference_mode(prev: (bool, bool)) {
     grad_mode::restore_inference_mode(prev)
 }
 
+/// Sets the number of threads used for intraop parallelism on CPU.
+///
+/// Args:
+///     n: A positive number of threads.
 #[pyfunction]
 fn set_num_threads(n: i64) -> PyResult<()> {
     if n <= 0 {
@@ -317,10 +396,11 @@ fn set_num_threads(n: i64) -> PyResult<()> {
             "set_num_threads expects a positive integer",
         ));
     }
-    crate::runtime::set_num_threads(n as usize);
+    crate::runtime::set_num_threads(n as usize)?;
     Ok(())
 }
 
+/// Returns the number of threads used for parallelizing CPU operations.
 #[pyfunction]
 fn get_num_threads() -> usize {
     crate::runtime::num_threads()
@@ -334,6 +414,12 @@ fn _live_nodes() -> usize {
 
 // ---- torch.nn.functional ----------------------------------------------------------------
 
+/// Measures the element-wise mean squared error.
+///
+/// Args:
+///     input: The prediction.
+///     target: A tensor of the same shape as `input`.
+///     reduction: 'none', 'mean' or 'sum'.
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean"))]
 fn mse_loss(
@@ -352,6 +438,13 @@ fn mse_loss(
     )
 }
 
+/// Computes the negative log likelihood loss.
+///
+/// Args:
+///     input: Log-probabilities of shape (N, C) or (C,).
+///     target: Class indices (int64) of shape (N,) or ().
+///     reduction: 'none', 'mean' or 'sum'.
+///     ignore_index: A target value that is ignored and adds no gradient.
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean", ignore_index=-100))]
 fn nll_loss(
@@ -371,6 +464,13 @@ fn nll_loss(
     )
 }
 
+/// Computes the cross entropy loss between input logits and target.
+///
+/// Args:
+///     input: Unnormalised logits of shape (N, C) or (C,).
+///     target: Class indices (int64) of shape (N,) or ().
+///     reduction: 'none', 'mean' or 'sum'.
+///     ignore_index: A target value that is ignored and adds no gradient.
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean", ignore_index=-100))]
 fn cross_entropy(
@@ -390,6 +490,12 @@ fn cross_entropy(
     )
 }
 
+/// Applies a linear transformation to the incoming data: y = x A^T + b.
+///
+/// Args:
+///     input: A tensor of shape (*, in_features).
+///     weight: A tensor of shape (out_features, in_features).
+///     bias: An optional tensor of shape (out_features,).
 #[pyfunction]
 #[pyo3(signature = (input, weight, bias=None))]
 fn linear(

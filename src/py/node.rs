@@ -7,6 +7,8 @@ use crate::tensor::Tensor;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
+/// A node of the autograd graph, as `tensor.grad_fn` shows it; its Python type is a
+/// per-op subclass named after the op (`MulBackward0`).
 #[pyclass(
     name = "Node",
     module = "rgrad.autograd.graph",
@@ -18,6 +20,8 @@ pub struct PyNode {
     pub node: NodeRef,
 }
 
+/// The graph node at a leaf that requires grad: backward accumulates into the leaf's
+/// `.grad`.
 #[pyclass(name = "AccumulateGrad", module = "rgrad.autograd.graph", frozen)]
 pub struct PyAccumulateGrad {
     pub leaf: Tensor,
@@ -53,9 +57,12 @@ fn edge_tuple(py: Python<'_>, e: &Option<Edge>) -> PyResult<Py<PyAny>> {
 
 #[pymethods]
 impl PyNode {
+    /// Returns the name of this node, e.g. `MulBackward0`.
     fn name(&self) -> String {
         self.node.name()
     }
+    /// The `(node, input_nr)` pair for each input of the op: where its gradient goes next
+    /// (`(None, 0)` for inputs that need no gradient).
     #[getter]
     fn next_functions(&self, py: Python<'_>) -> PyResult<Py<PyTuple>> {
         let next = self.node.lock().next.clone();
@@ -65,6 +72,7 @@ impl PyNode {
             .collect::<PyResult<_>>()?;
         Ok(PyTuple::new(py, items)?.unbind())
     }
+    /// `<MulBackward0 object at 0x...>`, as torch prints nodes.
     fn __repr__(slf: &Bound<'_, Self>) -> String {
         format!(
             "<{} object at {:#x}>",
@@ -72,11 +80,13 @@ impl PyNode {
             slf.as_ptr() as usize
         )
     }
+    /// Nodes are equal when they view the same graph node.
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other
             .cast::<PyNode>()
             .is_ok_and(|o| o.get().node.ptr_eq(&self.node))
     }
+    /// Hashes by the node's identity, consistent with `__eq__`.
     fn __hash__(&self) -> u64 {
         self.node.id()
     }
@@ -88,17 +98,21 @@ impl PyNode {
 
 #[pymethods]
 impl PyAccumulateGrad {
+    /// Returns the name of this node, as torch names it.
     fn name(&self) -> &'static str {
         "torch::autograd::AccumulateGrad"
     }
+    /// The leaf tensor whose `.grad` this node accumulates into.
     #[getter]
     fn variable(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         wrap_cached(py, &self.leaf)
     }
+    /// Always empty: a leaf's node has no inputs.
     #[getter]
     fn next_functions(&self, py: Python<'_>) -> PyResult<Py<PyTuple>> {
         Ok(PyTuple::empty(py).unbind())
     }
+    /// `<AccumulateGrad object at 0x...>`, as torch prints it.
     fn __repr__(slf: &Bound<'_, Self>) -> String {
         format!("<AccumulateGrad object at {:#x}>", slf.as_ptr() as usize)
     }

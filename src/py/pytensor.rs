@@ -15,6 +15,7 @@ use pyo3::types::{PyEllipsis, PyList, PySlice, PyTuple};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// A multi-dimensional matrix containing elements of a single data type: `rgrad.Tensor`.
 #[pyclass(name = "Tensor", module = "rgrad", subclass, frozen, weakref)]
 pub struct PyTensor {
     pub t: Tensor,
@@ -67,6 +68,7 @@ pub fn run<R: Send>(
     }
 }
 
+/// An object that represents the data type of a Tensor: `rgrad.float32` and its kin.
 #[pyclass(name = "dtype", module = "rgrad", frozen, eq, hash)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PyDType {
@@ -75,13 +77,16 @@ pub struct PyDType {
 
 #[pymethods]
 impl PyDType {
+    /// Returns `rgrad.<name>`, e.g. `rgrad.float32`, as torch prints dtypes.
     fn __repr__(&self) -> String {
         format!("rgrad.{}", self.d.name())
     }
+    /// Is True if this dtype is a floating point type.
     #[getter]
     fn is_floating_point(&self) -> bool {
         self.d.is_float()
     }
+    /// The size in bytes of one element of this dtype.
     #[getter]
     fn itemsize(&self) -> usize {
         self.d.size_in_bytes()
@@ -350,65 +355,83 @@ impl PyTensor {
     }
 
     // ---- metadata ------------------------------------------------------------------
+    /// The data type of this tensor.
     #[getter]
     fn dtype(&self) -> PyDType {
         PyDType { d: self.t.dtype() }
     }
+    /// The shape as a plain tuple; the Python `shape` property wraps it in a Size.
     #[getter(_shape)]
     fn shape_tuple(&self) -> Vec<usize> {
         self.t.shape().to_vec()
     }
+    /// Returns the number of dimensions of this tensor.
     fn dim(&self) -> usize {
         self.t.ndim()
     }
+    /// Alias for `dim()`.
     #[getter]
     fn ndim(&self) -> usize {
         self.t.ndim()
     }
+    /// Returns the total number of elements in this tensor.
     fn numel(&self) -> usize {
         self.t.numel()
     }
+    /// Alias for `numel()`.
     fn nelement(&self) -> usize {
         self.t.numel()
     }
+    /// Returns the size in bytes of an individual element.
     fn element_size(&self) -> usize {
         self.t.dtype().size_in_bytes()
     }
+    /// Returns True if this tensor is contiguous in memory (row-major).
     fn is_contiguous(&self) -> bool {
         self.t.is_contiguous()
     }
+    /// Returns True if the data type of this tensor is a floating point data type.
     fn is_floating_point(&self) -> bool {
         self.t.dtype().is_float()
     }
+    /// Returns the stride of this tensor: the step, in elements, of each dimension.
     fn stride(&self) -> Vec<usize> {
         self.t.layout().strides.to_vec()
     }
+    /// Returns this tensor's offset in the underlying storage in number of elements
+    /// (not bytes).
     fn storage_offset(&self) -> usize {
         self.t.layout().offset
     }
+    /// Returns the address of the first element of this tensor.
     fn data_ptr(&self) -> usize {
         Arc::as_ptr(&self.t.storage()) as usize
             + self.t.layout().offset * self.t.dtype().size_in_bytes()
     }
+    /// The version counter, bumped by each in-place op (checked by backward).
     #[getter]
     fn _version(&self) -> u64 {
         self.t.version()
     }
+    /// The size of the first dimension; a 0-d tensor has no len().
     fn __len__(&self) -> PyResult<usize> {
         let s = self.t.shape();
         s.first()
             .copied()
             .ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
     }
+    /// Hashes by identity, as torch does.
     fn __hash__(slf: &Bound<'_, Self>) -> isize {
         slf.as_ptr() as isize
     }
 
     // ---- autograd attributes -------------------------------------------------------
+    /// Is True if gradients need to be computed for this tensor, False otherwise.
     #[getter]
     fn requires_grad(&self) -> bool {
         self.t.requires_grad()
     }
+    /// Sets `requires_grad`; only leaves may change it, as in torch.
     #[setter]
     fn set_requires_grad(slf: &Bound<'_, Self>, v: bool) -> PyResult<()> {
         slf.get().t.set_requires_grad_attr(v)?;
@@ -417,6 +440,14 @@ impl PyTensor {
         }
         Ok(())
     }
+    /// Changes if autograd should record operations on this tensor: sets its
+    /// `requires_grad` attribute in place.
+    ///
+    /// Args:
+    ///     requires_grad: Whether autograd records operations on this tensor.
+    ///
+    /// Returns:
+    ///     This tensor.
     #[pyo3(signature = (requires_grad=true))]
     fn requires_grad_(slf: &Bound<'_, Self>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
         slf.get().t.set_requires_grad(requires_grad)?;
@@ -425,15 +456,20 @@ impl PyTensor {
         }
         Ok(slf.clone().unbind())
     }
+    /// Is True if this tensor is a leaf of the autograd graph: it does not require grad,
+    /// or it was created by the user rather than by a recorded op.
     #[getter]
     fn is_leaf(&self) -> bool {
         ops::refresh_view(&self.t);
         self.t.is_leaf()
     }
+    /// None by default; becomes a Tensor the first time a call to `backward()` computes
+    /// gradients for this tensor.
     #[getter]
     fn grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         self.t.grad().map(|g| wrap_cached(py, &g)).transpose()
     }
+    /// Sets `.grad` to a tensor or None.
     #[setter]
     fn set_grad(&self, g: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let g = match g {
@@ -448,19 +484,25 @@ impl PyTensor {
         };
         Ok(self.t.set_grad(g)?)
     }
+    /// The autograd Node that created this tensor, or None for leaves.
     #[getter]
     fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         ops::refresh_view(&self.t);
         self.t.grad_fn().map(|n| node_object(py, n)).transpose()
     }
+    /// This tensor's position among the outputs of its `grad_fn`.
     #[getter]
     fn output_nr(&self) -> u32 {
         self.t.output_nr()
     }
+    /// Is True if this tensor is non-leaf and its `.grad` is enabled to be populated during
+    /// `backward()`, False otherwise.
     #[getter]
     fn retains_grad(&self) -> bool {
         self.t.retains_grad()
     }
+    /// Enables this tensor to have its `.grad` populated during `backward()`. This is a no-op
+    /// for leaf tensors.
     fn retain_grad(&self) -> PyResult<()> {
         ops::refresh_view(&self.t);
         let Some(node) = self.t.grad_fn() else {
@@ -479,18 +521,23 @@ impl PyTensor {
         }
         Ok(())
     }
+    /// This tensor's data without autograd history (a detached alias).
     #[getter]
     fn data(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, self.t.detach())
     }
+    /// Makes this tensor use the data of another tensor, without recording it for autograd.
     #[setter(data)]
     fn set_data(&self, other: &Bound<'_, PyAny>) -> PyResult<()> {
         let o = convert::tensor_arg(other, "data", "data", 0)?;
         Ok(self.t.set_data(&o)?)
     }
+    /// Returns a new tensor, detached from the current graph, that shares this tensor's data.
     fn detach(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, self.t.detach())
     }
+    /// Detaches this tensor from the graph that created it, making it a leaf. Returns this
+    /// tensor.
     fn detach_(slf: &Bound<'_, Self>) -> Py<PyTensor> {
         slf.get().t.detach_();
         slf.clone().unbind()
@@ -511,6 +558,7 @@ impl PyTensor {
         }
         Ok(id)
     }
+    /// Removes the hook with this id (called by the handle's `remove()`).
     fn _remove_hook(&self, id: u64) {
         if let Some(node) = self.t.grad_fn() {
             node.lock().pre_hooks.retain(|h| h.1 != id);
@@ -519,15 +567,20 @@ impl PyTensor {
     }
 
     // ---- conversion ----------------------------------------------------------------
+    /// Returns the tensor as a (nested) list of Python numbers; a number for a 0-d tensor.
     fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         convert::to_list(py, &self.t)
     }
+    /// Returns the value of this tensor as a standard Python number. This only works for
+    /// tensors with one element.
     fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         convert::scalar_to_py(py, convert::item(&self.t)?)
     }
+    /// `float(x)` for a one-element tensor.
     fn __float__(&self) -> PyResult<f64> {
         Ok(convert::item(&self.t)?.as_f64())
     }
+    /// `int(x)` for a one-element tensor (floats are truncated).
     fn __int__(&self) -> PyResult<i64> {
         Ok(match convert::item(&self.t)? {
             Scalar::Int(i) => i,
@@ -535,6 +588,7 @@ impl PyTensor {
             Scalar::Float(f) => f.trunc() as i64,
         })
     }
+    /// Lets a one-element integer tensor be used as a Python index.
     fn __index__(&self) -> PyResult<i64> {
         match convert::item(&self.t) {
             Ok(Scalar::Int(i)) => Ok(i),
@@ -544,6 +598,7 @@ impl PyTensor {
             )),
         }
     }
+    /// `bool(x)` for a one-element tensor; more elements are ambiguous, as in torch.
     fn __bool__(&self) -> PyResult<bool> {
         if self.t.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
@@ -570,6 +625,8 @@ impl PyTensor {
         };
         Ok(pyo3::types::PyBytes::new(py, &bytes))
     }
+    /// The dtype half of `to()`: a cast, or this tensor itself when nothing changes and
+    /// `copy` is false.
     #[pyo3(signature = (dtype, copy=false))]
     fn _to_dtype(
         &self,
@@ -589,24 +646,32 @@ impl PyTensor {
         }
         wrap(py, r)
     }
+    /// `self.float()` is equivalent to `self.to(rgrad.float32)`.
     fn float(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         same_or_cast(slf, DType::F32)
     }
+    /// `self.double()` is equivalent to `self.to(rgrad.float64)`.
     fn double(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         same_or_cast(slf, DType::F64)
     }
+    /// `self.long()` is equivalent to `self.to(rgrad.int64)`.
     fn long(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         same_or_cast(slf, DType::I64)
     }
+    /// `self.int()` is equivalent to `self.to(rgrad.int64)` (rgrad has no int32).
     fn int(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         same_or_cast(slf, DType::I64)
     }
+    /// `self.bool()` is equivalent to `self.to(rgrad.bool)`.
     fn bool(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         same_or_cast(slf, DType::Bool)
     }
+    /// Returns a copy of this tensor; the copy records autograd history back to it.
     fn clone(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::clone_tensor(&self.t))?)
     }
+    /// Returns a contiguous in memory tensor containing the same data as this tensor; this
+    /// tensor itself when it is already contiguous.
     fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         let t = &slf.get().t;
         if t.is_contiguous() {
@@ -616,15 +681,19 @@ impl PyTensor {
     }
 
     // ---- arithmetic operators --------------------------------------------------------
+    /// `self + other`.
     fn __add__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         binop(py, &self.t, o, |a, b| ops::add_op(a, b, Scalar::Int(1)))
     }
+    /// `other + self`, for a number or tensor on the left.
     fn __radd__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         rbinop(py, &self.t, o, |a, b| ops::add_op(a, b, Scalar::Int(1)))
     }
+    /// `self - other`.
     fn __sub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         binop(py, &self.t, o, |a, b| ops::sub_op(a, b, Scalar::Int(1)))
     }
+    /// `other - self`, for a number or tensor on the left.
     fn __rsub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match arg(o) {
             Some(Arg::S(s)) => Ok(wrap(py, ops::rsub_scalar(&self.t, s)?)?.into_any()),
@@ -632,15 +701,19 @@ impl PyTensor {
             None => Ok(py.NotImplemented()),
         }
     }
+    /// `self * other`.
     fn __mul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         binop(py, &self.t, o, ops::mul_op)
     }
+    /// `other * self`, for a number or tensor on the left.
     fn __rmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         rbinop(py, &self.t, o, ops::mul_op)
     }
+    /// `self / other`.
     fn __truediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         binop(py, &self.t, o, ops::div_op)
     }
+    /// `other / self`, for a number or tensor on the left.
     fn __rtruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match arg(o) {
             // torch computes s / x as reciprocal(x) * s
@@ -651,6 +724,7 @@ impl PyTensor {
             None => Ok(py.NotImplemented()),
         }
     }
+    /// `self ** other`.
     fn __pow__(
         &self,
         py: Python<'_>,
@@ -659,6 +733,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         binop(py, &self.t, o, ops::pow_op)
     }
+    /// `other ** self`, for a number or tensor on the left.
     fn __rpow__(
         &self,
         py: Python<'_>,
@@ -667,6 +742,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         rbinop(py, &self.t, o, ops::pow_op)
     }
+    /// `self @ other`.
     fn __matmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match o.cast::<PyTensor>() {
             Ok(b) => {
@@ -676,6 +752,7 @@ impl PyTensor {
             Err(_) => Ok(py.NotImplemented()),
         }
     }
+    /// `other @ self`, with `other` on the left.
     fn __rmatmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match o.cast::<PyTensor>() {
             Ok(b) => {
@@ -685,15 +762,19 @@ impl PyTensor {
             Err(_) => Ok(py.NotImplemented()),
         }
     }
+    /// `-self`.
     fn __neg__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::neg(&self.t)?)
     }
+    /// `+self`: returns this tensor.
     fn __pos__(slf: &Bound<'_, Self>) -> Py<PyTensor> {
         slf.clone().unbind()
     }
+    /// `abs(self)`.
     fn __abs__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::abs(&self.t)?)
     }
+    /// `~self`: logical NOT of a bool tensor.
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         if self.t.dtype() != DType::Bool {
             return Err(PyTypeError::new_err(
@@ -702,6 +783,7 @@ impl PyTensor {
         }
         wrap(py, ops::logical_not(&self.t)?)
     }
+    /// `self & other`: logical AND of bool tensors.
     fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match o.cast::<PyTensor>() {
             Ok(b) => {
@@ -710,6 +792,7 @@ impl PyTensor {
             Err(_) => Ok(py.NotImplemented()),
         }
     }
+    /// `self | other`: logical OR of bool tensors.
     fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match o.cast::<PyTensor>() {
             Ok(b) => {
@@ -718,6 +801,7 @@ impl PyTensor {
             Err(_) => Ok(py.NotImplemented()),
         }
     }
+    /// `==`, `!=`, `<`, `<=`, `>`, `>=`: element-wise comparisons giving bool tensors.
     fn __richcmp__(
         &self,
         py: Python<'_>,
@@ -744,21 +828,25 @@ impl PyTensor {
             None => Ok(py.NotImplemented()),
         }
     }
+    /// `self += other`, in place.
     fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         let b = other_arg(o, "iadd")?;
         ops::add_(&slf.get().t, b.operand(), Scalar::Int(1))?;
         Ok(())
     }
+    /// `self -= other`, in place.
     fn __isub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         let b = other_arg(o, "isub")?;
         ops::sub_(&slf.get().t, b.operand(), Scalar::Int(1))?;
         Ok(())
     }
+    /// `self *= other`, in place.
     fn __imul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         let b = other_arg(o, "imul")?;
         ops::mul_(&slf.get().t, b.operand())?;
         Ok(())
     }
+    /// `self /= other`, in place.
     fn __itruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         let b = other_arg(o, "itruediv")?;
         ops::div_(&slf.get().t, b.operand())?;
@@ -766,6 +854,11 @@ impl PyTensor {
     }
 
     // ---- named binary ops -------------------------------------------------------------
+    /// Adds `other`, scaled by `alpha`, to this tensor.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast with this tensor.
+    ///     alpha: The multiplier for `other` (1 by default).
     #[pyo3(signature = (other, *, alpha=None))]
     fn add(
         &self,
@@ -781,6 +874,11 @@ impl PyTensor {
             })?,
         )
     }
+    /// Subtracts `other`, scaled by `alpha`, from this tensor.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast with this tensor.
+    ///     alpha: The multiplier for `other` (1 by default).
     #[pyo3(signature = (other, *, alpha=None))]
     fn sub(
         &self,
@@ -796,6 +894,10 @@ impl PyTensor {
             })?,
         )
     }
+    /// Multiplies this tensor by `other`.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast with this tensor.
     fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = other_arg(other, "mul")?;
         wrap(
@@ -805,6 +907,10 @@ impl PyTensor {
             })?,
         )
     }
+    /// Divides each element of this tensor by the corresponding element of `other`.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast with this tensor.
     fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = other_arg(other, "div")?;
         wrap(
@@ -814,6 +920,10 @@ impl PyTensor {
             })?,
         )
     }
+    /// Takes the power of each element with `exponent` and returns a tensor with the result.
+    ///
+    /// Args:
+    ///     exponent: A tensor or number, broadcast with this tensor.
     fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = other_arg(exponent, "pow")?;
         wrap(
@@ -823,32 +933,68 @@ impl PyTensor {
             })?,
         )
     }
+    /// Computes the element-wise maximum of this tensor and `other`.
+    ///
+    /// Args:
+    ///     other: A tensor, broadcast with this tensor.
     fn maximum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(other, "maximum", "other", 1)?;
         wrap(py, ops::maximum(&self.t, &b)?)
     }
+    /// Computes the element-wise minimum of this tensor and `other`.
+    ///
+    /// Args:
+    ///     other: A tensor, broadcast with this tensor.
     fn minimum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(other, "minimum", "other", 1)?;
         wrap(py, ops::minimum(&self.t, &b)?)
     }
+    /// Computes `self == other` element-wise, as a bool tensor.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast with this tensor.
     fn eq(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         self.compare(py, other, BinaryOp::Eq, "eq")
     }
+    /// Computes `self != other` element-wise, as a bool tensor.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast with this tensor.
     fn ne(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         self.compare(py, other, BinaryOp::Ne, "ne")
     }
+    /// Computes `self < other` element-wise, as a bool tensor.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast with this tensor.
     fn lt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         self.compare(py, other, BinaryOp::Lt, "lt")
     }
+    /// Computes `self <= other` element-wise, as a bool tensor.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast with this tensor.
     fn le(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         self.compare(py, other, BinaryOp::Le, "le")
     }
+    /// Computes `self > other` element-wise, as a bool tensor.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast with this tensor.
     fn gt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         self.compare(py, other, BinaryOp::Gt, "gt")
     }
+    /// Computes `self >= other` element-wise, as a bool tensor.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast with this tensor.
     fn ge(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         self.compare(py, other, BinaryOp::Ge, "ge")
     }
+    /// Computes the element-wise logical AND of this tensor and `other`.
+    ///
+    /// Args:
+    ///     other: A tensor, broadcast with this tensor.
     fn logical_and(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         wrap(
             py,
@@ -859,6 +1005,10 @@ impl PyTensor {
             )?,
         )
     }
+    /// Computes the element-wise logical OR of this tensor and `other`.
+    ///
+    /// Args:
+    ///     other: A tensor, broadcast with this tensor.
     fn logical_or(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         wrap(
             py,
@@ -869,6 +1019,11 @@ impl PyTensor {
             )?,
         )
     }
+    /// Clamps all elements into the range [min, max].
+    ///
+    /// Args:
+    ///     min: The lower bound, or None for no lower bound.
+    ///     max: The upper bound, or None for no upper bound.
     #[pyo3(signature = (min=None, max=None))]
     fn clamp(
         &self,
@@ -879,6 +1034,11 @@ impl PyTensor {
         let (lo, hi) = (bound_arg(min)?, bound_arg(max)?);
         wrap(py, ops::clamp(&self.t, lo, hi)?)
     }
+    /// Alias for `clamp()`.
+    ///
+    /// Args:
+    ///     min: The lower bound, or None for no lower bound.
+    ///     max: The upper bound, or None for no upper bound.
     #[pyo3(signature = (min=None, max=None))]
     fn clip(
         &self,
@@ -890,123 +1050,164 @@ impl PyTensor {
     }
 
     // ---- unary ops (generated list) ---------------------------------------------------
+    /// Returns a new tensor with the negative of the elements.
     fn neg(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::neg(&self.t))?)
     }
+    /// In-place version of `neg()`. Returns this tensor.
     fn neg_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Neg)?;
         Ok(slf.clone().unbind())
     }
+    /// Computes the absolute value of each element.
     fn abs(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::abs(&self.t))?)
     }
+    /// In-place version of `abs()`. Returns this tensor.
     fn abs_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Abs)?;
         Ok(slf.clone().unbind())
     }
+    /// Returns a new tensor with the signs (-1, 0 or 1) of the elements.
     fn sign(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::sign(&self.t))?)
     }
+    /// In-place version of `sign()`. Returns this tensor.
     fn sign_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Sign)?;
         Ok(slf.clone().unbind())
     }
+    /// Applies the rectified linear unit function element-wise: max(x, 0).
     fn relu(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::relu(&self.t))?)
     }
+    /// In-place version of `relu()`. Returns this tensor.
     fn relu_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Relu)?;
         Ok(slf.clone().unbind())
     }
+    /// Returns a new tensor with the exponential of the elements.
     fn exp(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::exp(&self.t))?)
     }
+    /// In-place version of `exp()`. Returns this tensor.
     fn exp_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Exp)?;
         Ok(slf.clone().unbind())
     }
+    /// Returns a new tensor with the natural logarithm of the elements.
     fn log(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::log(&self.t))?)
     }
+    /// In-place version of `log()`. Returns this tensor.
     fn log_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Log)?;
         Ok(slf.clone().unbind())
     }
+    /// Returns a new tensor with the natural logarithm of (1 + the elements).
     fn log1p(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::log1p(&self.t))?)
     }
+    /// In-place version of `log1p()`. Returns this tensor.
     fn log1p_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Log1p)?;
         Ok(slf.clone().unbind())
     }
+    /// Computes the exponential of the elements minus 1.
     fn expm1(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::expm1(&self.t))?)
     }
+    /// In-place version of `expm1()`. Returns this tensor.
     fn expm1_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Expm1)?;
         Ok(slf.clone().unbind())
     }
+    /// Returns a new tensor with the square-root of the elements.
     fn sqrt(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::sqrt(&self.t))?)
     }
+    /// In-place version of `sqrt()`. Returns this tensor.
     fn sqrt_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Sqrt)?;
         Ok(slf.clone().unbind())
     }
+    /// Returns a new tensor with the reciprocal of the square-root of each of the elements.
     fn rsqrt(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::rsqrt(&self.t))?)
     }
+    /// In-place version of `rsqrt()`. Returns this tensor.
     fn rsqrt_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Rsqrt)?;
         Ok(slf.clone().unbind())
     }
+    /// Returns a new tensor with the sine of the elements.
     fn sin(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::sin(&self.t))?)
     }
+    /// In-place version of `sin()`. Returns this tensor.
     fn sin_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Sin)?;
         Ok(slf.clone().unbind())
     }
+    /// Returns a new tensor with the cosine of the elements.
     fn cos(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::cos(&self.t))?)
     }
+    /// In-place version of `cos()`. Returns this tensor.
     fn cos_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Cos)?;
         Ok(slf.clone().unbind())
     }
+    /// Returns a new tensor with the tangent of the elements.
     fn tan(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::tan(&self.t))?)
     }
+    /// In-place version of `tan()`. Returns this tensor.
     fn tan_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Tan)?;
         Ok(slf.clone().unbind())
     }
+    /// Returns a new tensor with the hyperbolic tangent of the elements.
     fn tanh(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::tanh(&self.t))?)
     }
+    /// In-place version of `tanh()`. Returns this tensor.
     fn tanh_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Tanh)?;
         Ok(slf.clone().unbind())
     }
+    /// Computes the logistic sigmoid function of the elements.
     fn sigmoid(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::sigmoid(&self.t))?)
     }
+    /// In-place version of `sigmoid()`. Returns this tensor.
     fn sigmoid_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Sigmoid)?;
         Ok(slf.clone().unbind())
     }
+    /// Returns a new tensor with the reciprocal of the elements.
     fn reciprocal(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::reciprocal(&self.t))?)
     }
+    /// In-place version of `reciprocal()`. Returns this tensor.
     fn reciprocal_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::unary_(&slf.get().t, UnaryOp::Reciprocal)?;
         Ok(slf.clone().unbind())
     }
+    /// Computes the element-wise logical NOT of this tensor.
     fn logical_not(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::logical_not(&self.t))?)
     }
 
     // ---- in-place ---------------------------------------------------------------------
+    /// In-place version of `add()`.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast to this tensor's shape.
+    ///     alpha: The multiplier for `other` (1 by default).
+    ///
+    /// Returns:
+    ///     This tensor.
     #[pyo3(signature = (other, *, alpha=None))]
     fn add_(
         slf: &Bound<'_, Self>,
@@ -1017,6 +1218,14 @@ impl PyTensor {
         ops::add_(&slf.get().t, b.operand(), a)?;
         Ok(slf.clone().unbind())
     }
+    /// In-place version of `sub()`.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast to this tensor's shape.
+    ///     alpha: The multiplier for `other` (1 by default).
+    ///
+    /// Returns:
+    ///     This tensor.
     #[pyo3(signature = (other, *, alpha=None))]
     fn sub_(
         slf: &Bound<'_, Self>,
@@ -1027,25 +1236,54 @@ impl PyTensor {
         ops::sub_(&slf.get().t, b.operand(), a)?;
         Ok(slf.clone().unbind())
     }
+    /// In-place version of `mul()`.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast to this tensor's shape.
+    ///
+    /// Returns:
+    ///     This tensor.
     fn mul_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = other_arg(other, "mul_")?;
         ops::mul_(&slf.get().t, b.operand())?;
         Ok(slf.clone().unbind())
     }
+    /// In-place version of `div()`.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast to this tensor's shape.
+    ///
+    /// Returns:
+    ///     This tensor.
     fn div_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = other_arg(other, "div_")?;
         ops::div_(&slf.get().t, b.operand())?;
         Ok(slf.clone().unbind())
     }
+    /// In-place version of `pow()`.
+    ///
+    /// Args:
+    ///     other: A tensor or number, broadcast to this tensor's shape.
+    ///
+    /// Returns:
+    ///     This tensor.
     fn pow_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = other_arg(other, "pow_")?;
         ops::pow_(&slf.get().t, b.operand())?;
         Ok(slf.clone().unbind())
     }
+    /// Fills this tensor with zeros. Returns this tensor.
     fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
         ops::zero_(&slf.get().t)?;
         Ok(slf.clone().unbind())
     }
+    /// Fills this tensor with the specified value.
+    ///
+    /// Args:
+    ///     value: A number or a one-element tensor.
+    ///
+    /// Returns:
+    ///     This tensor.
     fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let v = match value.cast::<PyTensor>() {
             Ok(t) => convert::item(&t.get().t)?,
@@ -1055,6 +1293,14 @@ impl PyTensor {
         ops::fill_(&slf.get().t, v)?;
         Ok(slf.clone().unbind())
     }
+    /// In-place version of `clamp()`.
+    ///
+    /// Args:
+    ///     min: The lower bound, or None for no lower bound.
+    ///     max: The upper bound, or None for no upper bound.
+    ///
+    /// Returns:
+    ///     This tensor.
     #[pyo3(signature = (min=None, max=None))]
     fn clamp_(
         slf: &Bound<'_, Self>,
@@ -1064,6 +1310,11 @@ impl PyTensor {
         ops::clamp_(&slf.get().t, bound_arg(min)?, bound_arg(max)?)?;
         Ok(slf.clone().unbind())
     }
+    /// Copies the elements from `src` into this tensor and returns this tensor.
+    ///
+    /// Args:
+    ///     src: A tensor broadcastable to this tensor's shape; its dtype may differ.
+    ///     non_blocking: Accepted for torch compatibility and ignored.
     #[pyo3(signature = (src, non_blocking=false))]
     fn copy_(
         slf: &Bound<'_, Self>,
@@ -1075,6 +1326,14 @@ impl PyTensor {
         ops::copy_(&slf.get().t, &s)?;
         Ok(slf.clone().unbind())
     }
+    /// Fills elements of this tensor with `value` where `mask` is True.
+    ///
+    /// Args:
+    ///     mask: A bool tensor, broadcastable to this tensor's shape.
+    ///     value: A number or a 0-d tensor.
+    ///
+    /// Returns:
+    ///     This tensor.
     fn masked_fill_(
         slf: &Bound<'_, Self>,
         mask: &Bound<'_, PyAny>,
@@ -1088,6 +1347,12 @@ impl PyTensor {
     }
 
     // ---- reductions -------------------------------------------------------------------
+    /// Returns the sum of all elements, or of each slice along the given dimension(s).
+    ///
+    /// Args:
+    ///     dim: A dim or tuple of dims to reduce; all dims when None.
+    ///     keepdim: Whether the reduced dims are kept with size 1.
+    ///     dtype: If given, the tensor is cast to this dtype before the sum.
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
     fn sum(
         &self,
@@ -1103,6 +1368,12 @@ impl PyTensor {
         };
         wrap(py, run(py, &x, || ops::sum(&x, d.as_deref(), keepdim))?)
     }
+    /// Returns the mean value of all elements, or of each slice along the given dimension(s).
+    ///
+    /// Args:
+    ///     dim: A dim or tuple of dims to reduce; all dims when None.
+    ///     keepdim: Whether the reduced dims are kept with size 1.
+    ///     dtype: If given, the tensor is cast to this dtype before the mean.
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
     fn mean(
         &self,
@@ -1118,6 +1389,12 @@ impl PyTensor {
         };
         wrap(py, run(py, &x, || ops::mean(&x, d.as_deref(), keepdim))?)
     }
+    /// Returns the product of all elements, or of each slice along dimension `dim`.
+    ///
+    /// Args:
+    ///     dim: The dim to reduce; all dims when None.
+    ///     keepdim: Whether the reduced dims are kept with size 1.
+    ///     dtype: If given, the tensor is cast to this dtype before the product.
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
     fn prod(
         &self,
@@ -1132,6 +1409,13 @@ impl PyTensor {
         };
         wrap(py, ops::prod(&x, dim, keepdim)?)
     }
+    /// Calculates the variance over the dimensions specified by `dim`.
+    ///
+    /// Args:
+    ///     dim: A dim or tuple of dims to reduce; all dims when None.
+    ///     unbiased: Whether to use Bessel's correction (N - 1); True by default.
+    ///     keepdim: Whether the reduced dims are kept with size 1.
+    ///     correction: The difference between N and the divisor; overrides `unbiased`.
     #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
     fn var(
         &self,
@@ -1147,6 +1431,13 @@ impl PyTensor {
             ops::var_std(&self.t, opt_dims(dim)?.as_deref(), c, keepdim, false)?,
         )
     }
+    /// Calculates the standard deviation over the dimensions specified by `dim`.
+    ///
+    /// Args:
+    ///     dim: A dim or tuple of dims to reduce; all dims when None.
+    ///     unbiased: Whether to use Bessel's correction (N - 1); True by default.
+    ///     keepdim: Whether the reduced dims are kept with size 1.
+    ///     correction: The difference between N and the divisor; overrides `unbiased`.
     #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
     fn std(
         &self,
@@ -1162,6 +1453,12 @@ impl PyTensor {
             ops::var_std(&self.t, opt_dims(dim)?.as_deref(), c, keepdim, true)?,
         )
     }
+    /// Returns the vector p-norm of this tensor (the Frobenius norm by default).
+    ///
+    /// Args:
+    ///     p: The order of the norm, a number or 'fro' (2 by default).
+    ///     dim: A dim or tuple of dims to reduce; all dims when None.
+    ///     keepdim: Whether the reduced dims are kept with size 1.
     #[pyo3(signature = (p=None, dim=None, keepdim=false))]
     fn norm(
         &self,
@@ -1195,7 +1492,8 @@ impl PyTensor {
             ops::norm(&self.t, p, opt_dims(dim)?.as_deref(), keepdim)?,
         )
     }
-    /// max(): full reduction, along a dim (values, indices), or elementwise with a tensor.
+    /// max(): full reduction, along a dim (values, indices), or elementwise with a tensor;
+    /// the Python `max` wraps the pair in `return_types.max`.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn _max(
         &self,
@@ -1205,6 +1503,8 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         self.extremum(py, dim, keepdim, true)
     }
+    /// min(): full reduction, along a dim (values, indices), or elementwise with a tensor;
+    /// the Python `min` wraps the pair in `return_types.min`.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn _min(
         &self,
@@ -1214,6 +1514,11 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         self.extremum(py, dim, keepdim, false)
     }
+    /// Returns the maximum value of each slice along the given dimension(s).
+    ///
+    /// Args:
+    ///     dim: A dim or tuple of dims to reduce; all dims when None.
+    ///     keepdim: Whether the reduced dims are kept with size 1.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn amax(
         &self,
@@ -1226,6 +1531,11 @@ impl PyTensor {
             ops::amax(&self.t, opt_dims(dim)?.as_deref(), keepdim, true, false)?,
         )
     }
+    /// Returns the minimum value of each slice along the given dimension(s).
+    ///
+    /// Args:
+    ///     dim: A dim or tuple of dims to reduce; all dims when None.
+    ///     keepdim: Whether the reduced dims are kept with size 1.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn amin(
         &self,
@@ -1238,14 +1548,29 @@ impl PyTensor {
             ops::amax(&self.t, opt_dims(dim)?.as_deref(), keepdim, false, false)?,
         )
     }
+    /// Returns the indices of the maximum values, over all elements or along `dim`.
+    ///
+    /// Args:
+    ///     dim: The dim to reduce; when None, the index is into the flattened tensor.
+    ///     keepdim: Whether the reduced dims are kept with size 1.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmax(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::argmax(&self.t, dim, keepdim, true)?)
     }
+    /// Returns the indices of the minimum values, over all elements or along `dim`.
+    ///
+    /// Args:
+    ///     dim: The dim to reduce; when None, the index is into the flattened tensor.
+    ///     keepdim: Whether the reduced dims are kept with size 1.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmin(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::argmax(&self.t, dim, keepdim, false)?)
     }
+    /// Returns the log of summed exponentials of each slice along the given dimension(s).
+    ///
+    /// Args:
+    ///     dim: A dim or tuple of dims to reduce.
+    ///     keepdim: Whether the reduced dims are kept with size 1.
     #[pyo3(signature = (dim, keepdim=false))]
     fn logsumexp(
         &self,
@@ -1255,6 +1580,11 @@ impl PyTensor {
     ) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::logsumexp(&self.t, &convert::dims(dim)?, keepdim)?)
     }
+    /// Applies a softmax function along dimension `dim`.
+    ///
+    /// Args:
+    ///     dim: The dimension along which the values sum to 1.
+    ///     dtype: If given, the tensor is cast to this dtype first.
     #[pyo3(signature = (dim, dtype=None))]
     fn softmax(
         &self,
@@ -1268,6 +1598,11 @@ impl PyTensor {
         };
         wrap(py, run(py, &x, || ops::softmax(&x, dim, false))?)
     }
+    /// Applies a softmax followed by a logarithm along dimension `dim`.
+    ///
+    /// Args:
+    ///     dim: The dimension along which softmax is computed.
+    ///     dtype: If given, the tensor is cast to this dtype first.
     #[pyo3(signature = (dim, dtype=None))]
     fn log_softmax(
         &self,
@@ -1283,44 +1618,80 @@ impl PyTensor {
     }
 
     // ---- linear algebra -----------------------------------------------------------------
+    /// Matrix product of this tensor and `other`, with torch's rules for 1-D and batched
+    /// operands.
+    ///
+    /// Args:
+    ///     other: A tensor.
     fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(other, "matmul", "other", 1)?;
         wrap(py, py.detach(|| ops::matmul(&self.t, &b))?)
     }
+    /// Performs a matrix multiplication of this matrix and `mat2`.
+    ///
+    /// Args:
+    ///     mat2: A 2-D tensor.
     fn mm(&self, py: Python<'_>, mat2: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(mat2, "mm", "mat2", 1)?;
         wrap(py, py.detach(|| ops::mm(&self.t, &b))?)
     }
+    /// Performs a batch matrix-matrix product of the matrices in this tensor and `mat2`.
+    ///
+    /// Args:
+    ///     mat2: A 3-D tensor with the same batch size.
     fn bmm(&self, py: Python<'_>, mat2: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(mat2, "bmm", "mat2", 1)?;
         wrap(py, py.detach(|| ops::bmm(&self.t, &b))?)
     }
+    /// Performs a matrix-vector product of this matrix and the vector `vec`.
+    ///
+    /// Args:
+    ///     vec: A 1-D tensor.
     fn mv(&self, py: Python<'_>, vec: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(vec, "mv", "vec", 1)?;
         wrap(py, ops::matmul(&self.t, &b)?)
     }
+    /// Computes the dot product of two 1-D tensors.
+    ///
+    /// Args:
+    ///     other: A 1-D tensor with as many elements as this one.
     fn dot(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(other, "dot", "tensor", 1)?;
         wrap(py, ops::dot(&self.t, &b)?)
     }
+    /// Outer product of this 1-D tensor and `vec2`.
+    ///
+    /// Args:
+    ///     vec2: A 1-D tensor.
     fn outer(&self, py: Python<'_>, vec2: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(vec2, "outer", "vec2", 1)?;
         wrap(py, ops::outer(&self.t, &b)?)
     }
 
     // ---- shape ----------------------------------------------------------------------------
+    /// Expects this tensor to be <= 2-D and transposes dimensions 0 and 1.
     fn t(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::t(&self.t)?)
     }
+    /// Returns a view of this tensor with its dimensions reversed.
     #[getter(T)]
     fn big_t(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         let n = self.t.ndim() as i64;
         let dims: Vec<i64> = (0..n).rev().collect();
         wrap(py, ops::permute(&self.t, &dims)?)
     }
+    /// Returns a view in which the dimensions `dim0` and `dim1` are swapped.
+    ///
+    /// Args:
+    ///     dim0: The first dimension.
+    ///     dim1: The second dimension.
     fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::transpose(&self.t, dim0, dim1)?)
     }
+    /// Returns a view of this tensor with its dimensions permuted.
+    ///
+    /// Args:
+    ///     *dims: The new order of the dimensions, as ints or as one list or tuple.
     #[pyo3(signature = (*dims))]
     fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
         wrap(
@@ -1328,6 +1699,11 @@ impl PyTensor {
             ops::permute(&self.t, &convert::sizes(dims, "permute")?)?,
         )
     }
+    /// Returns a tensor with the same data and number of elements, but with the specified
+    /// shape: a view when possible, else a copy.
+    ///
+    /// Args:
+    ///     *shape: The new shape, as ints or as one list or tuple; one entry may be -1.
     #[pyo3(signature = (*shape))]
     fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
         wrap(
@@ -1335,6 +1711,10 @@ impl PyTensor {
             ops::reshape(&self.t, &convert::sizes(shape, "reshape")?)?,
         )
     }
+    /// Returns a new tensor with the same data as this tensor but of a different shape.
+    ///
+    /// Args:
+    ///     *shape: The new shape, as ints or as one list or tuple; one entry may be -1.
     #[pyo3(signature = (*shape))]
     fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
         if shape.len() == 1 {
@@ -1349,27 +1729,52 @@ impl PyTensor {
         }
         wrap(py, ops::view(&self.t, &convert::sizes(shape, "view")?)?)
     }
+    /// Views this tensor as the same size as `other`.
+    ///
+    /// Args:
+    ///     other: A tensor whose shape is used.
     fn view_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let o = convert::tensor_arg(other, "view_as", "other", 1)?;
         let s: Vec<i64> = o.shape().iter().map(|&d| d as i64).collect();
         wrap(py, ops::view(&self.t, &s)?)
     }
+    /// Returns this tensor as the same shape as `other`.
+    ///
+    /// Args:
+    ///     other: A tensor whose shape is used.
     fn reshape_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let o = convert::tensor_arg(other, "reshape_as", "other", 1)?;
         let s: Vec<i64> = o.shape().iter().map(|&d| d as i64).collect();
         wrap(py, ops::reshape(&self.t, &s)?)
     }
+    /// Flattens dimensions `start_dim` to `end_dim` into one dimension.
+    ///
+    /// Args:
+    ///     start_dim: The first dim to flatten.
+    ///     end_dim: The last dim to flatten.
     #[pyo3(signature = (start_dim=0, end_dim=-1))]
     fn flatten(&self, py: Python<'_>, start_dim: i64, end_dim: i64) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::flatten(&self.t, start_dim, end_dim)?)
     }
+    /// Returns a tensor with the specified dimensions of size 1 removed.
+    ///
+    /// Args:
+    ///     dim: A dim or tuple of dims; all dims of size 1 when None.
     #[pyo3(signature = (dim=None))]
     fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::squeeze(&self.t, opt_dims(dim)?.as_deref())?)
     }
+    /// Returns a new tensor with a dimension of size one inserted at the specified position.
+    ///
+    /// Args:
+    ///     dim: The index at which to insert the dimension.
     fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::unsqueeze(&self.t, dim)?)
     }
+    /// Returns a new view of this tensor with singleton dimensions expanded to a larger size.
+    ///
+    /// Args:
+    ///     *sizes: The desired size, as ints or as one list or tuple; -1 keeps a dimension.
     #[pyo3(signature = (*sizes))]
     fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
         wrap(
@@ -1377,15 +1782,32 @@ impl PyTensor {
             ops::expand_sizes(&self.t, &convert::sizes(sizes, "expand")?)?,
         )
     }
+    /// Expands this tensor to the same size as `other`.
+    ///
+    /// Args:
+    ///     other: A tensor whose shape is used.
     fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let o = convert::tensor_arg(other, "expand_as", "other", 1)?;
         wrap(py, ops::expand(&self.t, &o.shape())?)
     }
+    /// Repeats this tensor along the specified dimensions (copying the data).
+    ///
+    /// Args:
+    ///     *sizes: The number of times to repeat along each dimension.
     #[pyo3(signature = (*sizes))]
     fn repeat(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
         let s = convert::shape_of(&convert::sizes(sizes, "repeat")?)?;
         wrap(py, ops::repeat(&self.t, &s)?)
     }
+    /// Splits the tensor into chunks, each a view of this tensor.
+    ///
+    /// Args:
+    ///     split_size_or_sections: The size of each chunk (the last may be smaller), or a
+    ///         list of sizes.
+    ///     dim: The dimension along which to split.
+    ///
+    /// Returns:
+    ///     A tuple of tensors.
     #[pyo3(signature = (split_size_or_sections, dim=0))]
     fn split(
         &self,
@@ -1405,6 +1827,14 @@ impl PyTensor {
             .collect::<PyResult<_>>()?;
         Ok(PyTuple::new(py, objs)?.unbind())
     }
+    /// Attempts to split a tensor into the specified number of chunks.
+    ///
+    /// Args:
+    ///     chunks: The number of chunks; fewer may be returned.
+    ///     dim: The dimension along which to split.
+    ///
+    /// Returns:
+    ///     A tuple of tensors.
     #[pyo3(signature = (chunks, dim=0))]
     fn chunk(&self, py: Python<'_>, chunks: usize, dim: i64) -> PyResult<Py<PyTuple>> {
         if chunks == 0 {
@@ -1422,6 +1852,13 @@ impl PyTensor {
             .collect::<PyResult<_>>()?;
         Ok(PyTuple::new(py, objs)?.unbind())
     }
+    /// Removes a tensor dimension.
+    ///
+    /// Args:
+    ///     dim: The dimension to remove.
+    ///
+    /// Returns:
+    ///     A tuple of all slices along `dim`, without it.
     #[pyo3(signature = (dim=0))]
     fn unbind(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTuple>> {
         if self.t.ndim() == 0 {
@@ -1435,18 +1872,40 @@ impl PyTensor {
             .collect::<PyResult<_>>()?;
         Ok(PyTuple::new(py, objs)?.unbind())
     }
+    /// Returns a new tensor that is a narrowed version of this tensor (a view).
+    ///
+    /// Args:
+    ///     dim: The dimension along which to narrow.
+    ///     start: The index of the first element kept.
+    ///     length: The number of elements kept.
     fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: i64) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::narrow(&self.t, dim, start, length)?)
     }
+    /// Slices this tensor along the selected dimension at the given index (a view).
+    ///
+    /// Args:
+    ///     dim: The dimension to slice.
+    ///     index: The index to select.
     fn select(&self, py: Python<'_>, dim: i64, index: i64) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::select(&self.t, dim, index)?)
     }
 
     // ---- indexing -------------------------------------------------------------------------
+    /// Gathers values along an axis specified by `dim`.
+    ///
+    /// Args:
+    ///     dim: The axis along which to index.
+    ///     index: An int64 tensor of indices, with as many dims as this tensor.
     fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let i = convert::tensor_arg(index, "gather", "index", 2)?;
         wrap(py, ops::gather(&self.t, dim, &i)?)
     }
+    /// Returns a new tensor which indexes this tensor along dimension `dim` using the
+    /// entries in `index`.
+    ///
+    /// Args:
+    ///     dim: The dimension in which to index.
+    ///     index: A 1-D int64 tensor of indices.
     fn index_select(
         &self,
         py: Python<'_>,
@@ -1456,6 +1915,11 @@ impl PyTensor {
         let i = convert::tensor_arg(index, "index_select", "index", 2)?;
         wrap(py, ops::index_select(&self.t, dim, &i)?)
     }
+    /// Out-of-place version of `masked_fill_()`.
+    ///
+    /// Args:
+    ///     mask: A bool tensor, broadcastable to this tensor's shape.
+    ///     value: A number or a 0-d tensor.
     fn masked_fill(
         &self,
         py: Python<'_>,
@@ -1465,6 +1929,8 @@ impl PyTensor {
         let m = convert::tensor_arg(mask, "masked_fill", "mask", 1)?;
         wrap(py, ops::masked_fill(&self.t, &m, scalar_or_item(value)?)?)
     }
+    /// `self[index]`: ints, slices, None, Ellipsis and bool give views; int or bool
+    /// tensors and lists index as in torch (a copy).
     fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let (r, adv) = apply_index(py, &self.t, index)?;
         if adv.is_empty() {
@@ -1480,6 +1946,7 @@ impl PyTensor {
         }
         wrap(py, ops::index(&r, &adv)?)
     }
+    /// `self[index] = value`: writes a number, tensor or nested list in place.
     fn __setitem__(&self, index: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let py = index.py();
         let (r, adv) = apply_index(py, &self.t, index)?;
