@@ -235,6 +235,8 @@ class OpInfo:
     grad_rtol: float = 1e-3
     supports_grad: bool = True
     supports_gradgrad: bool = True
+    # torch records a node whose backward raises "derivative for aten::X is not implemented"
+    grad_not_implemented: str | None = None
     domain: tuple = DEFAULT_DOMAIN
     _samples: list | None = field(default=None, repr=False)
 
@@ -851,6 +853,22 @@ def build_op_db(T) -> list[OpInfo]:
         binary_samples(special=([NAN, 1.0, INF, -INF], [1.0, NAN, -INF, 0.0])))
     add("minimum", lambda a, b: T.minimum(a, b), np.minimum,
         binary_samples(special=([NAN, 1.0, INF, -INF], [1.0, NAN, -INF, 0.0])))
+    # remainder/fmod: dr/da = 1, dr/db = -q (q = floor or trunc of a/b); floor division is
+    # piecewise constant (zero gradient). Samples stay away from the jumps at integer a/b.
+    add("remainder", lambda a, b: T.remainder(a, b), np.remainder, variant_binary_samples(mb=_denominator))
+    add("fmod", lambda a, b: T.fmod(a, b), np.fmod, variant_binary_samples(mb=_denominator))
+    add("__mod__", lambda a, b: a % b, np.remainder,
+        lambda m, rng: variant_binary_samples(mb=_denominator)(m, rng) + [S(m(2, 3), 0.7), S(m(2, 3), -0.7)])
+    # torch gives floor_divide (and //) no derivative: forward only; div(rounding_mode) has a zero one
+    add("floor_divide", lambda a, b: T.floor_divide(a, b), np.floor_divide, variant_binary_samples(mb=_denominator),
+        supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::floor_divide")
+    add("__floordiv__", lambda a, b: a // b, np.floor_divide,
+        lambda m, rng: variant_binary_samples(mb=_denominator)(m, rng) + [S(m(2, 3), 0.7)],
+        supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::floor_divide")
+    add("div.rounding_mode", lambda a, b, **kw: T.div(a, b, **kw), lambda a, b, rounding_mode: (
+        np.floor_divide(a, b) if rounding_mode == "floor" else np.trunc(a / b)),
+        lambda m, rng: [S(m(3, 4), _denominator(m, 3, 4), rounding_mode="floor"),
+                        S(m(3, 1), _denominator(m, 1, 4), rounding_mode="trunc").bc()])
     add("where", lambda c, a, b: T.where(c, a, b), np.where, where_samples)
     add("Tensor.where", lambda c, a, b: a.where(c, b), np.where,
         lambda m, rng: [S(m.mask(3, 4), m(3, 4), m(3, 4)), S(m.mask(3, 1), m(1, 4), m(3, 4)).bc()])

@@ -152,8 +152,19 @@ def test_requires_grad_propagation(op, sample):
     assert outs
     for k, o in enumerate(outs):
         is_float = o.dtype in (rgrad.float32, rgrad.float64)
-        should = op.supports_grad and is_float
+        should = (op.supports_grad or op.grad_not_implemented is not None) and is_float
         assert o.requires_grad == should, f"output {k} ({o.dtype}): requires_grad={o.requires_grad}, want {should}"
+
+
+@pytest.mark.parametrize("op", [op for op in op_db if op.grad_not_implemented], ids=lambda op: op.name)
+def test_backward_through_op_without_derivative_raises(op):
+    # torch records such ops with a NotImplemented node; backward through it raises
+    sample = next(s for s in op.samples if s.grad)
+    fn, inputs = sample.grad_problem(op.op, rgrad)
+    out = _outputs(fn(*[rgrad.tensor(x, requires_grad=True) for x in inputs]))[0]
+    assert out.grad_fn.name() == "NotImplemented"
+    with pytest.raises(RuntimeError, match=f"derivative for {op.grad_not_implemented} is not implemented"):
+        out.sum().backward()
 
 
 # --------------------------------------------------------------------------

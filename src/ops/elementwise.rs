@@ -832,6 +832,195 @@ impl Backward for MinimumBackward0 {
     }
 }
 
+/// Integer division and remainder refuse a zero divisor, as torch does.
+fn check_int_divisor(b: &Tensor) -> Result<()> {
+    if b.dtype() == DType::I64 && super::any_true(&eq_scalar(b, 0.0)?)? {
+        return Err(Error::runtime("ZeroDivisionError"));
+    }
+    Ok(())
+}
+
+fn division_operands(a: Operand<'_>, b: Operand<'_>, what: &str) -> Result<(Tensor, Tensor)> {
+    let (a, b, dtype) = promote(a, b, false)?;
+    if dtype == DType::Bool {
+        return Err(Error::runtime(format!(
+            "\"{what}\" not implemented for 'Bool'"
+        )));
+    }
+    check_int_divisor(&b)?;
+    Ok((a, b))
+}
+
+/// `a % b` with the sign of `b` (torch.remainder; Python's `%`).
+pub fn remainder_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    mod_op(a, b, true)
+}
+
+/// `fmod(a, b)`: C's remainder, with the sign of `a`.
+pub fn fmod_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    mod_op(a, b, false)
+}
+
+fn mod_op(a: Operand<'_>, b: Operand<'_>, python_style: bool) -> Result<Tensor> {
+    let (a, b) = division_operands(
+        a,
+        b,
+        if python_style {
+            "remainder_cpu"
+        } else {
+            "fmod_cpu"
+        },
+    )?;
+    let op = if python_style {
+        BinaryOp::Remainder
+    } else {
+        BinaryOp::Fmod
+    };
+    apply(
+        &[&a, &b],
+        || binary_kernel(op, &a, &b),
+        |_| {
+            let mut s = Saver::default();
+            let ai = s.input_if(b.requires_grad(), &a);
+            let bi = s.input_if(b.requires_grad(), &b);
+            (
+                RemainderBackward0 {
+                    a_shape: a.shape(),
+                    b_shape: b.shape(),
+                    a: ai,
+                    b: bi,
+                    python_style,
+                },
+                s.list,
+            )
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct RemainderBackward0 {
+    a_shape: crate::shape::Shape,
+    b_shape: crate::shape::Shape,
+    a: Option<u8>,
+    b: Option<u8>,
+    python_style: bool,
+}
+impl Backward for RemainderBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        if self.python_style {
+            "RemainderBackward0"
+        } else {
+            "FmodBackward0"
+        }
+        .into()
+    }
+    // r = a - b·q with q = floor(a/b) (remainder) or trunc(a/b) (fmod), piecewise constant:
+    // dr/da = 1, dr/db = -q
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let ga = if ctx.needs_input_grad(0) {
+            Some(sum_to(&g, &self.a_shape)?)
+        } else {
+            None
+        };
+        let gb = if ctx.needs_input_grad(1) {
+            let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
+            let op = if self.python_style {
+                BinaryOp::FloorDiv
+            } else {
+                BinaryOp::TruncDiv
+            };
+            let q = with_grad_mode(false, || binary_kernel(op, &a.detach(), &b.detach()))?;
+            Some(sum_to(&neg(&mul(&g, &q)?)?, &self.b_shape)?)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![ga, gb])
+    }
+}
+
+/// `div(a, b, rounding_mode="floor" | "trunc")` (`a // b` is the floor form). The result
+/// is piecewise constant, so its gradient is zero, as in torch.
+pub fn div_rounded(a: Operand<'_>, b: Operand<'_>, floor: bool) -> Result<Tensor> {
+    let (a, b) = division_operands(a, b, "div_floor_cpu")?;
+    let op = if floor {
+        BinaryOp::FloorDiv
+    } else {
+        BinaryOp::TruncDiv
+    };
+    apply(
+        &[&a, &b],
+        || binary_kernel(op, &a, &b),
+        |_| {
+            (
+                ZeroGradBackward {
+                    shapes: [a.shape(), b.shape()],
+                    name: "DivBackward2",
+                },
+                saved![],
+            )
+        },
+    )
+}
+
+/// `a // b` (torch.floor_divide): torch gives it no derivative, so its node raises when
+/// backward reaches it (`div(..., rounding_mode="floor")` is the differentiable form).
+pub fn floor_divide(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    let (a, b) = division_operands(a, b, "div_floor_cpu")?;
+    apply(
+        &[&a, &b],
+        || binary_kernel(BinaryOp::FloorDiv, &a, &b),
+        |_| {
+            (
+                NotImplementedBackward {
+                    op: "aten::floor_divide",
+                },
+                saved![],
+            )
+        },
+    )
+}
+
+/// The node of an op torch does not differentiate: backward through it is an error.
+#[derive(Clone)]
+pub struct NotImplementedBackward {
+    op: &'static str,
+}
+impl Backward for NotImplementedBackward {
+    fn name(&self) -> Cow<'static, str> {
+        "NotImplemented".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, _g: &[Option<Tensor>]) -> Result<Grads> {
+        Err(Error::runtime(format!(
+            "derivative for {} is not implemented",
+            self.op
+        )))
+    }
+}
+
+/// A node whose inputs get zero gradients (piecewise-constant ops).
+#[derive(Clone)]
+pub struct ZeroGradBackward {
+    shapes: [crate::shape::Shape; 2],
+    name: &'static str,
+}
+impl Backward for ZeroGradBackward {
+    fn name(&self) -> Cow<'static, str> {
+        self.name.into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let dtype = grad0(g)?.dtype();
+        let z = |i: usize| -> Result<Option<Tensor>> {
+            if ctx.needs_input_grad(i) {
+                Ok(Some(super::zeros(&self.shapes[i], dtype)?))
+            } else {
+                Ok(None)
+            }
+        };
+        Ok(smallvec::smallvec![z(0)?, z(1)?])
+    }
+}
+
 /// Comparison (no grad): returns a bool tensor.
 pub fn compare(op: BinaryOp, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     let (a, b, _) = promote(a, b, false)?;

@@ -49,7 +49,7 @@ crate::backward_ops! {
     // elementwise.rs
     AddBackward0, RsubBackward1, MulBackward0, DivBackward0, PowBackward0, PowBackward1,
     PowBackward2, MaximumBackward0, MinimumBackward0, WhereBackward0, ClampBackward1, UnaryBackward,
-    MaskedGradBackward,
+    MaskedGradBackward, RemainderBackward0, ZeroGradBackward, NotImplementedBackward,
     ToCopyBackward0, CloneBackward0,
     // reduce.rs
     SumBackward0, SumBackward1, MeanBackward0, MeanBackward1, ProdBackward0, ProdBackward1, MaxBackward0,

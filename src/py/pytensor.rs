@@ -894,6 +894,46 @@ impl PyTensor {
             })?,
         )
     }
+    /// Python's `%`: the remainder with the sign of the divisor (torch.remainder).
+    fn __mod__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, o, ops::remainder_op)
+    }
+    /// `number % tensor`.
+    fn __rmod__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rbinop(py, &self.t, o, ops::remainder_op)
+    }
+    /// Python's `//`: division rounded toward negative infinity.
+    fn __floordiv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, o, ops::floor_divide)
+    }
+    /// `number // tensor`.
+    fn __rfloordiv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rbinop(py, &self.t, o, ops::floor_divide)
+    }
+    /// Computes the remainder of division with the sign of the divisor (Python's `%`).
+    ///
+    /// Args:
+    ///     other: The divisor, a tensor or number.
+    fn remainder(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = other_arg(other, "remainder")?;
+        wrap(py, ops::remainder_op(Operand::T(&self.t), b.operand())?)
+    }
+    /// Computes the remainder of division with the sign of the dividend (C's fmod).
+    ///
+    /// Args:
+    ///     other: The divisor, a tensor or number.
+    fn fmod(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = other_arg(other, "fmod")?;
+        wrap(py, ops::fmod_op(Operand::T(&self.t), b.operand())?)
+    }
+    /// Divides and rounds the result toward negative infinity.
+    ///
+    /// Args:
+    ///     other: The divisor, a tensor or number.
+    fn floor_divide(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let b = other_arg(other, "floor_divide")?;
+        wrap(py, ops::floor_divide(Operand::T(&self.t), b.operand())?)
+    }
     /// Multiplies this tensor by `other`.
     ///
     /// Args:
@@ -911,15 +951,36 @@ impl PyTensor {
     ///
     /// Args:
     ///     other: A tensor or number, broadcast with this tensor.
-    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    ///     rounding_mode: None (true division), "trunc" or "floor" (zero gradient).
+    #[pyo3(signature = (other, *, rounding_mode=None))]
+    fn div(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        rounding_mode: Option<&str>,
+    ) -> PyResult<Py<PyTensor>> {
         let b = other_arg(other, "div")?;
-        wrap(
-            py,
-            run(py, &self.t, || {
-                ops::div_op(Operand::T(&self.t), b.operand())
-            })?,
-        )
+        match rounding_mode {
+            None => wrap(
+                py,
+                run(py, &self.t, || {
+                    ops::div_op(Operand::T(&self.t), b.operand())
+                })?,
+            ),
+            Some("floor") => wrap(
+                py,
+                ops::div_rounded(Operand::T(&self.t), b.operand(), true)?,
+            ),
+            Some("trunc") => wrap(
+                py,
+                ops::div_rounded(Operand::T(&self.t), b.operand(), false)?,
+            ),
+            Some(m) => Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
+            ))),
+        }
     }
+
     /// Takes the power of each element with `exponent` and returns a tensor with the result.
     ///
     /// Args:

@@ -1,7 +1,8 @@
 """torch.nn.functional's autograd-relevant functions."""
 
 from rgrad import _C
-from rgrad._C import Tensor, cross_entropy, linear, mse_loss, nll_loss
+from rgrad._C import Tensor, cross_entropy, linear, nll_loss
+from rgrad._C import mse_loss as _mse_loss
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "mse_loss", "cross_entropy", "nll_loss", "linear"]
 
@@ -19,6 +20,33 @@ def sigmoid(input: Tensor) -> Tensor:
 def tanh(input: Tensor) -> Tensor:
     """Applies tanh elementwise."""
     return input.tanh()
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """Mean squared error between `input` and `target` (broadcast, with torch's warning).
+
+    Args:
+        input: Predictions.
+        target: Targets, broadcast against `input`.
+        size_average: Deprecated (see `reduction`).
+        reduce: Deprecated (see `reduction`).
+        reduction: 'mean' (default), 'sum' or 'none'.
+
+    Returns:
+        The loss.
+    """
+    if size_average is not None or reduce is not None:
+        reduction = "mean" if (size_average is None or size_average) and (reduce is None or reduce) else (
+            "sum" if reduce is None or reduce else "none")
+    if target.shape != input.shape:
+        import warnings
+
+        warnings.warn(
+            f"Using a target size ({target.shape!r}) that is different to the input size ({input.shape!r}). "
+            "This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
+            stacklevel=2,
+        )
+    return _mse_loss(input, target, reduction)
 
 
 def _softmax_dim(ndim: int) -> int:

@@ -40,6 +40,14 @@ pub enum BinaryOp {
     Pow,
     Maximum,
     Minimum,
+    /// Python's `%`: the result takes the divisor's sign (torch.remainder).
+    Remainder,
+    /// C's `fmod`: the result takes the dividend's sign (torch.fmod).
+    Fmod,
+    /// `a // b` (div with rounding_mode="floor").
+    FloorDiv,
+    /// div with rounding_mode="trunc".
+    TruncDiv,
     Eq,
     Ne,
     Lt,
@@ -75,6 +83,11 @@ pub trait Num:
     fn max_nan(self, o: Self) -> Self;
     fn min_nan(self, o: Self) -> Self;
     fn is_nan(self) -> bool;
+    /// `self % o` with the divisor's sign; `fmod` with the dividend's.
+    fn remainder(self, o: Self) -> Self;
+    fn fmod(self, o: Self) -> Self;
+    fn floor_div(self, o: Self) -> Self;
+    fn trunc_div(self, o: Self) -> Self;
 }
 
 macro_rules! float_num {
@@ -119,6 +132,37 @@ macro_rules! float_num {
             fn is_nan(self) -> bool {
                 self.is_nan()
             }
+            // torch's CPU kernels: fmod, then move into the divisor's sign
+            fn remainder(self, o: Self) -> Self {
+                let m = self % o;
+                if m != 0.0 && ((o < 0.0) != (m < 0.0)) {
+                    m + o
+                } else {
+                    m
+                }
+            }
+            fn fmod(self, o: Self) -> Self {
+                self % o
+            }
+            // torch's div_floor_floating: exact for values whose quotient is an integer
+            fn floor_div(self, o: Self) -> Self {
+                if o == 0.0 {
+                    return self / o;
+                }
+                let m = self % o;
+                let mut div = (self - m) / o;
+                if m != 0.0 && ((o < 0.0) != (m < 0.0)) {
+                    div -= 1.0;
+                }
+                if div == 0.0 {
+                    return (0.0 as Self).copysign(self / o);
+                }
+                let f = div.floor();
+                if div - f > 0.5 { f + 1.0 } else { f }
+            }
+            fn trunc_div(self, o: Self) -> Self {
+                (self / o).trunc()
+            }
         }
     };
 }
@@ -154,6 +198,35 @@ impl Num for i64 {
     }
     fn is_nan(self) -> bool {
         false
+    }
+    // integer division by zero is refused by the op layer before any kernel runs
+    fn remainder(self, o: Self) -> Self {
+        if o == 0 {
+            return 0;
+        }
+        let m = self.wrapping_rem(o);
+        if m != 0 && ((o < 0) != (m < 0)) {
+            m + o
+        } else {
+            m
+        }
+    }
+    fn fmod(self, o: Self) -> Self {
+        if o == 0 { 0 } else { self.wrapping_rem(o) }
+    }
+    fn floor_div(self, o: Self) -> Self {
+        if o == 0 {
+            return 0;
+        }
+        let q = self.wrapping_div(o);
+        if self.wrapping_rem(o) != 0 && ((self < 0) != (o < 0)) {
+            q - 1
+        } else {
+            q
+        }
+    }
+    fn trunc_div(self, o: Self) -> Self {
+        if o == 0 { 0 } else { self.wrapping_div(o) }
     }
 }
 
@@ -300,6 +373,10 @@ fn arith<T: Num>(op: BinaryOp, a: T, b: T) -> T {
         BinaryOp::Pow => a.pow(b),
         BinaryOp::Maximum => a.max_nan(b),
         BinaryOp::Minimum => a.min_nan(b),
+        BinaryOp::Remainder => a.remainder(b),
+        BinaryOp::Fmod => a.fmod(b),
+        BinaryOp::FloorDiv => a.floor_div(b),
+        BinaryOp::TruncDiv => a.trunc_div(b),
         _ => a,
     }
 }
