@@ -63,6 +63,9 @@ struct LeafState {
 struct Task {
     nodes: Vec<NodeState>,
     leaves: Vec<LeafState>,
+    /// Node id -> local index, leaf tensor id -> local index (from discovery).
+    node_index: HashMap<u64, usize>,
+    leaf_index: HashMap<usize, usize>,
     captured: Vec<Mutex<Option<Tensor>>>,
     opts: Options,
     failed: AtomicBool,
@@ -296,6 +299,8 @@ impl Task {
         let mut task = Task {
             nodes,
             leaves,
+            node_index,
+            leaf_index,
             captured,
             opts,
             failed: AtomicBool::new(false),
@@ -303,7 +308,7 @@ impl Task {
         };
         // Root edges count as one dependency each.
         for r in roots {
-            match task.resolve_mut(r) {
+            match task.resolve(r) {
                 Target::Node { local, .. } => {
                     task.nodes[local].needed = true;
                     task.nodes[local].deps.fetch_add(1, Ordering::Relaxed);
@@ -316,29 +321,14 @@ impl Task {
         Ok(task)
     }
 
-    fn resolve_mut(&mut self, e: &Edge) -> Target {
-        self.resolve(e)
-    }
-
+    /// The local target of a root edge (every root was discovered, so both maps hold it).
     fn resolve(&self, e: &Edge) -> Target {
         match e {
-            Edge::Node { node, input_nr } => {
-                let local = self
-                    .nodes
-                    .iter()
-                    .position(|n| n.node.ptr_eq(node))
-                    .unwrap_or(0);
-                Target::Node {
-                    local,
-                    input_nr: *input_nr,
-                }
-            }
-            Edge::Leaf(t) => Target::Leaf(
-                self.leaves
-                    .iter()
-                    .position(|l| l.tensor.same(t))
-                    .unwrap_or(0),
-            ),
+            Edge::Node { node, input_nr } => Target::Node {
+                local: self.node_index.get(&node.id()).copied().unwrap_or(0),
+                input_nr: *input_nr,
+            },
+            Edge::Leaf(t) => Target::Leaf(self.leaf_index.get(&t.id()).copied().unwrap_or(0)),
         }
     }
 

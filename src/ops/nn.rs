@@ -155,17 +155,8 @@ pub fn nll_loss(
         &crate::ops::new_tensor(crate::storage::Buffer::F64(keep), &[n]),
         x.dtype(),
     )?;
-    let count = w.snapshot();
-    let denom: f64 = {
-        let r = count.storage.read();
-        crate::backend::cpu::reduce::reduce(
-            crate::backend::cpu::reduce::ReduceOp::Sum,
-            &r,
-            &count.layout,
-            &[0],
-        );
-        tvals.iter().filter(|&&v| v != ignore_index).count() as f64
-    };
+    // the mean divides by the number of targets that are not ignored (torch's weight sum)
+    let denom = tvals.iter().filter(|&&v| v != ignore_index).count() as f64;
     let single = input.ndim() == 1;
     let out = apply(
         &[&x],
