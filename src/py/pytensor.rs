@@ -1423,10 +1423,7 @@ impl PyTensor {
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let d = opt_dims(dim)?;
-        let x = match dtype_arg(dtype)? {
-            Some(dt) => ops::to_dtype(&self.t, dt)?,
-            None => self.t.clone(),
-        };
+        let x = self.cast_to(dtype)?;
         wrap(py, run(py, &x, || ops::sum(&x, d.as_deref(), keepdim))?)
     }
     /// Returns the mean value of all elements, or of each slice along the given dimension(s).
@@ -1444,10 +1441,7 @@ impl PyTensor {
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let d = opt_dims(dim)?;
-        let x = match dtype_arg(dtype)? {
-            Some(dt) => ops::to_dtype(&self.t, dt)?,
-            None => self.t.clone(),
-        };
+        let x = self.cast_to(dtype)?;
         wrap(py, run(py, &x, || ops::mean(&x, d.as_deref(), keepdim))?)
     }
     /// Returns the product of all elements, or of each slice along dimension `dim`.
@@ -1464,10 +1458,7 @@ impl PyTensor {
         keepdim: bool,
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        let x = match dtype_arg(dtype)? {
-            Some(dt) => ops::to_dtype(&self.t, dt)?,
-            None => self.t.clone(),
-        };
+        let x = self.cast_to(dtype)?;
         wrap(py, ops::prod(&x, dim, keepdim)?)
     }
     /// Calculates the variance over the dimensions specified by `dim`.
@@ -1653,10 +1644,7 @@ impl PyTensor {
         dim: i64,
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        let x = match dtype_arg(dtype)? {
-            Some(d) => ops::to_dtype(&self.t, d)?,
-            None => self.t.clone(),
-        };
+        let x = self.cast_to(dtype)?;
         wrap(py, run(py, &x, || ops::softmax(&x, dim, false))?)
     }
     /// Applies a softmax followed by a logarithm along dimension `dim`.
@@ -1671,10 +1659,7 @@ impl PyTensor {
         dim: i64,
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        let x = match dtype_arg(dtype)? {
-            Some(d) => ops::to_dtype(&self.t, d)?,
-            None => self.t.clone(),
-        };
+        let x = self.cast_to(dtype)?;
         wrap(py, run(py, &x, || ops::softmax(&x, dim, true))?)
     }
 
@@ -2043,6 +2028,14 @@ fn dim_size(t: &Tensor, dim: i64, op: &str) -> PyResult<(usize, usize)> {
 }
 
 impl PyTensor {
+    /// This tensor cast to an optional `dtype=` argument (reductions and softmax take one).
+    fn cast_to(&self, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> {
+        Ok(match dtype_arg(dtype)? {
+            Some(d) => ops::to_dtype(&self.t, d)?,
+            None => self.t.clone(),
+        })
+    }
+
     fn compare(
         &self,
         py: Python<'_>,
