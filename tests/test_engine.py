@@ -165,3 +165,13 @@ def test_second_derivative_through_piecewise_linear_ops_is_zero_not_an_error(fn)
     assert g.requires_grad
     (h,) = rgrad.autograd.grad(g.sum(), x)
     assert h.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_grad_fn_objects_keep_their_identity_while_alive():
+    # torch returns the same Python object for a node: identity checks along the graph work
+    a = rgrad.ones(2, requires_grad=True)
+    b = a * 2
+    c = b + 1
+    assert b.grad_fn is b.grad_fn
+    assert c.grad_fn.next_functions[0][0] is b.grad_fn
+    assert type(c.grad_fn).__name__ == "AddBackward0"

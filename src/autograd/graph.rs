@@ -80,6 +80,9 @@ pub struct Node {
     pub(crate) pre_hooks: Vec<(u32, u64, Hook)>,
     /// Non-leaf tensors that called retain_grad(): (output_nr, tensor).
     pub(crate) retains: Vec<(u32, Weak<TensorImpl>)>,
+    /// Opaque slot for the binding layer (a weak reference to the node's Python object,
+    /// so that `y.grad_fn is y.grad_fn`, as in torch).
+    pub binding: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Node {
@@ -96,6 +99,7 @@ impl Node {
             outputs,
             pre_hooks: Vec::new(),
             retains: Vec::new(),
+            binding: None,
         }
     }
 }

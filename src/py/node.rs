@@ -32,12 +32,26 @@ static NODE_CLASS: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::n
 /// A Python object for `node` whose type is named after the op (`type(y.grad_fn).__name__
 /// == "MulBackward0"`, as in torch): a per-name subclass of Node, made once in Python.
 pub fn node_object(py: Python<'_>, node: NodeRef) -> PyResult<Py<PyAny>> {
+    // One Python object per live node: reuse it while it is alive.
+    let cached = node.lock().binding.clone();
+    if let Some(obj) = cached
+        .as_ref()
+        .and_then(|b| b.downcast_ref::<NodeBinding>())
+        .and_then(|w| w.0.bind(py).upgrade())
+    {
+        return Ok(obj.unbind());
+    }
     let name = node.name();
-    let obj = Bound::new(py, PyNode { node })?;
+    let obj = Bound::new(py, PyNode { node: node.clone() })?;
     let class_for = NODE_CLASS.import(py, "rgrad.autograd.graph", "_node_class")?;
     obj.setattr("__class__", class_for.call1((name,))?)?;
+    let weak = pyo3::types::PyWeakrefReference::new(&obj)?;
+    node.lock().binding = Some(std::sync::Arc::new(NodeBinding(weak.unbind())));
     Ok(obj.into_any().unbind())
 }
+
+/// A weak reference from a node to its Python object (no cycle: the object owns the node).
+struct NodeBinding(Py<pyo3::types::PyWeakrefReference>);
 
 fn edge_tuple(py: Python<'_>, e: &Option<Edge>) -> PyResult<Py<PyAny>> {
     let (obj, nr): (Py<PyAny>, u32) = match e {
