@@ -2,7 +2,6 @@
 
 use crate::dtype::DType;
 use parking_lot::RwLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A contiguous, typed CPU buffer. (The CUDA backend will add a device enum around this;
 /// kernels already take a buffer plus a `Layout` and never see the graph.)
@@ -160,8 +159,8 @@ macro_rules! with_dtype {
     };
 }
 
-/// Shared storage: the buffer plus the version counter that every view of it shares
-/// (bumped by each in-place op; read by `Tensor._version`).
+/// Shared storage: the buffer every view of a tensor points into. (The version counter
+/// lives with the tensors, see `tensor::Inner::version`: `.data` needs its own.)
 ///
 /// The buffer sits behind a `RwLock` so that safe Rust can never observe a torn write:
 /// kernels hold a read lock while they read inputs, in-place ops take the write lock only
@@ -170,14 +169,12 @@ macro_rules! with_dtype {
 #[derive(Debug)]
 pub struct Storage {
     buf: RwLock<Buffer>,
-    version: AtomicU64,
 }
 
 impl Storage {
     pub fn new(buf: Buffer) -> Self {
         Storage {
             buf: RwLock::new(buf),
-            version: AtomicU64::new(0),
         }
     }
     pub fn read(&self) -> parking_lot::RwLockReadGuard<'_, Buffer> {
@@ -185,12 +182,6 @@ impl Storage {
     }
     pub fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Buffer> {
         self.buf.write()
-    }
-    pub fn version(&self) -> u64 {
-        self.version.load(Ordering::Acquire)
-    }
-    pub fn bump_version(&self) {
-        self.version.fetch_add(1, Ordering::AcqRel);
     }
     pub fn len(&self) -> usize {
         self.buf.read_recursive().len()

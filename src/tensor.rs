@@ -14,6 +14,7 @@ use crate::shape::Shape;
 use crate::storage::{Buffer, Storage};
 use crate::{Error, Result};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 #[derive(Clone)]
@@ -25,6 +26,10 @@ pub struct TensorImpl {
 
 pub(crate) struct Inner {
     pub storage: Arc<Storage>,
+    /// The version counter, shared by a tensor, its views and `detach()`ed aliases, and
+    /// bumped by every in-place op on any of them. `.data` gets a counter of its own, so
+    /// writes through `.data` are invisible to autograd's checks, as in torch.
+    pub version: Arc<AtomicU64>,
     pub layout: Layout,
     pub dtype: DType,
     /// Set on leaves by the user; derived for non-leaves (grad_fn.is_some()).
@@ -79,10 +84,16 @@ fn leaf_only_error(flag: bool) -> Error {
 }
 
 impl Tensor {
-    fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Tensor {
+    fn from_parts(
+        storage: Arc<Storage>,
+        layout: Layout,
+        dtype: DType,
+        version: Arc<AtomicU64>,
+    ) -> Tensor {
         Tensor(Arc::new(TensorImpl {
             inner: Mutex::new(Inner {
                 storage,
+                version,
                 layout,
                 dtype,
                 requires_grad: false,
@@ -110,13 +121,21 @@ impl Tensor {
             Arc::new(Storage::new(buf)),
             Layout::contiguous(shape),
             dtype,
+            Arc::default(),
         )
     }
 
     /// A tensor sharing `self`'s storage with another layout (a view). No autograd.
     pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
-        let s = self.snapshot();
-        Tensor::from_parts(s.storage, layout, s.dtype)
+        let (s, v) = (self.snapshot(), self.version_counter());
+        Tensor::from_parts(s.storage, layout, s.dtype, v)
+    }
+    fn version_counter(&self) -> Arc<AtomicU64> {
+        self.0.inner.lock().version.clone()
+    }
+    /// Records an in-place modification (torch's `_version` += 1).
+    pub fn bump_version(&self) {
+        self.0.inner.lock().version.fetch_add(1, Ordering::AcqRel);
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -164,7 +183,7 @@ impl Tensor {
         self.0.inner.lock().storage.clone()
     }
     pub fn version(&self) -> u64 {
-        self.0.inner.lock().storage.version()
+        self.0.inner.lock().version.load(Ordering::Acquire)
     }
 
     // ---- autograd metadata -----------------------------------------------------------
@@ -241,14 +260,19 @@ impl Tensor {
     }
     pub(crate) fn set_base(&self, base: Option<Tensor>) {
         let mut g = self.0.inner.lock();
-        g.view_version = g.storage.version();
+        g.view_version = g.version.load(Ordering::Acquire);
         g.base = base;
     }
 
     /// `detach()`: a new leaf sharing storage (and version counter), no history.
     pub fn detach(&self) -> Tensor {
+        let (s, v) = (self.snapshot(), self.version_counter());
+        Tensor::from_parts(s.storage, s.layout, s.dtype, v)
+    }
+    /// `x.data`: like `detach()`, but with a version counter of its own.
+    pub fn data(&self) -> Tensor {
         let s = self.snapshot();
-        Tensor::from_parts(s.storage, s.layout, s.dtype)
+        Tensor::from_parts(s.storage, s.layout, s.dtype, Arc::default())
     }
     /// `detach_()`: drops history in place.
     pub fn detach_(&self) {

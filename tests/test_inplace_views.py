@@ -58,3 +58,22 @@ def test_prod_along_dim_gradient_matches_exclusive_product(values):
                 if j != i:
                     expected *= v
             assert gi == pytest.approx(expected)
+
+
+def test_writes_through_data_bypass_the_version_check_as_in_torch():
+    x = rgrad.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()  # saves x
+    x.data.mul_(2)  # .data has its own version counter
+    assert x._version == 0
+    y.backward()
+    # the saved x now reads [2, 4]: d(Σx²)/dx = 2x = [4, 8]
+    assert x.grad.tolist() == [4.0, 8.0]
+
+
+def test_writes_through_detach_are_caught_by_the_version_check():
+    x = rgrad.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    x.detach().mul_(2)  # detach() shares the version counter
+    assert x._version == 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()

@@ -124,7 +124,7 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
         let mut w = xs.storage.write();
         k::copy_into(&mut w, &xs.layout, &src, &rs.layout);
     }
-    xs.storage.bump_version();
+    x.bump_version();
 
     if !result.requires_grad() || !is_grad_enabled() {
         return Ok(());
@@ -194,7 +194,10 @@ pub fn refresh_view(t: &Tensor) {
     let (base, stale) = {
         let g = t.lock();
         match &g.base {
-            Some(b) => (b.clone(), g.view_version != g.storage.version()),
+            Some(b) => (
+                b.clone(),
+                g.view_version != g.version.load(std::sync::atomic::Ordering::Acquire),
+            ),
             None => return,
         }
     };

@@ -524,7 +524,7 @@ impl PyTensor {
     /// This tensor's data without autograd history (a detached alias).
     #[getter]
     fn data(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        wrap(py, self.t.detach())
+        wrap(py, self.t.data())
     }
     /// Makes this tensor use the data of another tensor, without recording it for autograd.
     #[setter(data)]
