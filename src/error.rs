@@ -67,6 +67,10 @@ pub enum Error {
     #[error("the derivative for '{op}' is not implemented")]
     DerivativeNotImplemented { op: &'static str },
 
+    /// An op that does not support an input's dtype (torch raises NotImplementedError).
+    #[error("{0}")]
+    NotImplemented(String),
+
     // ---- passed through ---------------------------------------------------------------
     /// An exception raised by user code called from the engine (a hook, a custom Function).
     #[error("{0}")]
@@ -85,6 +89,9 @@ impl Error {
     }
     pub fn value(msg: impl Into<String>) -> Self {
         Error::Value(msg.into())
+    }
+    pub fn not_implemented(msg: impl Into<String>) -> Self {
+        Error::NotImplemented(msg.into())
     }
 }
 

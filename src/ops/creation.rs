@@ -77,7 +77,11 @@ fn arange_impl(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> 
         DType::F32 => Buffer::F32((0..n).map(|i| (start + i as f64 * step) as f32).collect()),
         DType::F64 => Buffer::F64((0..n).map(|i| start + i as f64 * step).collect()),
         DType::I64 => Buffer::I64((0..n).map(|i| (start + i as f64 * step) as i64).collect()),
-        DType::Bool => return Err(Error::runtime("\"arange_cpu\" not implemented for 'Bool'")),
+        DType::Bool => {
+            return Err(Error::not_implemented(
+                "\"arange_cpu\" not implemented for 'Bool'",
+            ));
+        }
     };
     Ok(new_tensor(buf, &[n]))
 }

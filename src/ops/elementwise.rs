@@ -154,10 +154,18 @@ fn keeps_int(op: UnaryOp) -> bool {
 
 fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let s = x.snapshot();
-    if s.dtype == DType::Bool && op == UnaryOp::Neg {
-        return Err(Error::runtime(
-            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
-        ));
+    if s.dtype == DType::Bool {
+        let msg = match op {
+            UnaryOp::Neg => Some(
+                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+            ),
+            UnaryOp::Abs => Some("\"abs_cpu\" not implemented for 'Bool'"),
+            UnaryOp::Relu => Some("Boolean inputs not supported for relu"),
+            _ => None,
+        };
+        if let Some(m) = msg {
+            return Err(Error::not_implemented(m));
+        }
     }
     Ok(new_tensor(
         k::unary(op, &s.storage.read(), &s.layout),
@@ -353,13 +361,30 @@ pub fn sub_op(a: Operand<'_>, b: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     add_sub(a, b, alpha, true)
 }
 
-fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Result<Tensor> {
-    let (a, b, dtype) = promote(a, b, false)?;
-    if dtype == DType::Bool && subtract {
-        return Err(Error::runtime(
-            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
-        ));
+/// torch refuses subtraction with any bool operand (tensor or Python bool).
+fn check_sub_operands(a: Operand<'_>, b: Operand<'_>) -> Result<()> {
+    let is_bool = |o: Operand<'_>| match o {
+        Operand::T(t) => t.dtype() == DType::Bool,
+        Operand::S(s) => matches!(s, Scalar::Bool(_)),
+    };
+    match (is_bool(a), is_bool(b)) {
+        (true, true) if matches!((a, b), (Operand::T(_), Operand::T(_))) => {
+            Err(Error::not_implemented(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+            ))
+        }
+        (false, false) => Ok(()),
+        _ => Err(Error::not_implemented(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+        )),
     }
+}
+
+fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Result<Tensor> {
+    if subtract {
+        check_sub_operands(a, b)?;
+    }
+    let (a, b, dtype) = promote(a, b, false)?;
     if dtype == DType::Bool && alpha != Scalar::Int(1) && alpha != Scalar::Bool(true) {
         return Err(Error::runtime(
             "Boolean alpha only supported for Boolean results.",
@@ -433,6 +458,7 @@ impl Backward for AddBackward0 {
 
 /// `s - x` for a Python number s (torch's rsub; RsubBackward1).
 pub fn rsub_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
+    check_sub_operands(Operand::S(s), Operand::T(x))?;
     let (sv, xt, _) = promote(Operand::S(s), Operand::T(x), false)?;
     apply(
         &[&xt],
@@ -570,6 +596,12 @@ impl Backward for DivBackward0 {
 
 /// `a ** b` for tensor/tensor, tensor/number and number/tensor.
 pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    // torch: a bool tensor to the power of a bool tensor has no kernel (a Python bool
+    // exponent is fine)
+    let bool_tensor = |o: &Operand<'_>| matches!(o, Operand::T(t) if t.dtype() == DType::Bool);
+    if bool_tensor(&a) && bool_tensor(&b) {
+        return Err(Error::not_implemented("\"pow\" not implemented for 'Bool'"));
+    }
     match (a, b) {
         (Operand::T(x), Operand::S(e)) => {
             if !x.dtype().is_float()
@@ -843,7 +875,7 @@ fn check_int_divisor(b: &Tensor) -> Result<()> {
 fn division_operands(a: Operand<'_>, b: Operand<'_>, what: &str) -> Result<(Tensor, Tensor)> {
     let (a, b, dtype) = promote(a, b, false)?;
     if dtype == DType::Bool {
-        return Err(Error::runtime(format!(
+        return Err(Error::not_implemented(format!(
             "\"{what}\" not implemented for 'Bool'"
         )));
     }
@@ -1137,6 +1169,24 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
             (ClampBackward1 { min, max }, sv.list)
         },
     )
+}
+
+/// `clamp(x, min, max)` with tensor bounds (broadcast): `where` keeps torch's gradient
+/// routing (x gets the gradient where min <= x <= max, a bound where it was taken).
+pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    if min.is_none() && max.is_none() {
+        return Err(Error::runtime(
+            "torch.clamp: At least one of 'min' or 'max' must not be None",
+        ));
+    }
+    let mut r = x.clone();
+    if let Some(lo) = min {
+        r = where_(&lt(&r, lo)?, lo, &r)?;
+    }
+    if let Some(hi) = max {
+        r = where_(&gt(&r, hi)?, hi, &r)?;
+    }
+    Ok(r)
 }
 
 #[derive(Clone)]

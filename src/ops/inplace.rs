@@ -291,6 +291,9 @@ pub fn pow_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
 pub fn clamp_(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
     inplace(x, |x| clamp(x, min, max))
 }
+pub fn clamp_tensor_(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    inplace(x, |x| clamp_tensor(x, min, max))
+}
 pub fn relu_(x: &Tensor) -> Result<Tensor> {
     inplace(x, relu)
 }

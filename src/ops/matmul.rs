@@ -31,7 +31,7 @@ fn same_dtype(a: &Tensor, b: &Tensor, what: &str) -> Result<()> {
         )));
     }
     if da == DType::Bool {
-        return Err(Error::runtime(
+        return Err(Error::not_implemented(
             "\"addmm_impl_cpu_\" not implemented for 'Bool'",
         ));
     }
@@ -63,7 +63,7 @@ fn gemm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             DType::F64 => batched::<f64>(&ra, &sa, &rb, &sb),
             DType::I64 => batched::<i64>(&ra, &sa, &rb, &sb),
             // `same_dtype` rejects bool before any kernel runs.
-            DType::Bool => Err(Error::runtime(
+            DType::Bool => Err(Error::not_implemented(
                 "\"addmm_impl_cpu_\" not implemented for 'Bool'",
             )),
         }

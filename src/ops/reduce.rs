@@ -138,9 +138,15 @@ fn require_float(x: &Tensor, op: &str) -> Result<()> {
         DType::Bool => "Bool",
         _ => "Float",
     };
-    Err(Error::runtime(format!(
-        "{op}(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {name}"
-    )))
+    Err(Error::not_implemented(match op {
+        "std" | "var" => "std and var only support floating point and complex dtypes".to_string(),
+        "linalg.vector_norm" => format!(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {name}"
+        ),
+        _ => format!(
+            "{op}(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {name}"
+        ),
+    }))
 }
 
 /// `x.mean()` / `x.mean(dims, keepdim)`.
@@ -395,13 +401,14 @@ pub fn amax(
     is_max: bool,
     full_name: bool,
 ) -> Result<Tensor> {
-    if x.numel() == 0 {
-        let what = if is_max { "max" } else { "min" };
-        return Err(Error::runtime(format!(
-            "{what}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
-        )));
-    }
     let d = resolve_dims(x, dims)?;
+    let name = match (full_name, is_max) {
+        (true, true) => "max",
+        (true, false) => "min",
+        (false, true) => "amax",
+        (false, false) => "amin",
+    };
+    check_nonempty_reduction(x, dims.is_some(), &d, name)?;
     let shape = x.shape();
     let op = if is_max { ReduceOp::Max } else { ReduceOp::Min };
     apply(
@@ -453,15 +460,38 @@ impl Backward for AmaxBackward0 {
     }
 }
 
+/// torch's checks for max/min-style reductions of empty tensors: without a dim it is a
+/// RuntimeError; reducing a dim of size zero is an IndexError; other dims are fine.
+fn check_nonempty_reduction(
+    x: &Tensor,
+    explicit_dims: bool,
+    dims: &[usize],
+    name: &str,
+) -> Result<()> {
+    if x.numel() > 0 {
+        return Ok(());
+    }
+    if !explicit_dims {
+        return Err(Error::runtime(format!(
+            "{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+        )));
+    }
+    let shape = x.shape();
+    match dims
+        .iter()
+        .find(|&&d| shape.get(d).copied().unwrap_or(1) == 0)
+    {
+        Some(d) => Err(Error::index(format!(
+            "{name}(): Expected reduction dim {d} to have non-zero size."
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `max(dim, keepdim)` / `min(dim, keepdim)`: (values, indices).
 pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
     let d = resolve_dims(x, Some(&[dim]))?;
-    if x.numel() == 0 {
-        return Err(Error::index(format!(
-            "{}(): Expected reduction dim {dim} to have non-zero size.",
-            if is_max { "max" } else { "min" }
-        )));
-    }
+    check_nonempty_reduction(x, true, &d, if is_max { "max" } else { "min" })?;
     let s = x.snapshot();
     let (vals, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &d, is_max);
     let oshape = out_shape(&s.layout.shape, &d, keepdim);
@@ -526,11 +556,20 @@ impl Backward for MaxBackward0 {
 
 /// argmax / argmin (no grad); `dim=None` flattens.
 pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Result<Tensor> {
-    if x.numel() == 0 {
-        return Err(Error::runtime(format!(
-            "{}(): Expected reduction dim to be specified for input.numel() == 0.",
+    if x.dtype() == DType::Bool {
+        return Err(Error::not_implemented(format!(
+            "{}(): does not support bool input",
             if is_max { "argmax" } else { "argmin" }
         )));
+    }
+    let name = if is_max { "argmax" } else { "argmin" };
+    if x.numel() == 0 && dim.is_none() {
+        return Err(Error::index(format!(
+            "{name}(): Expected reduction dim to be specified for input.numel() == 0."
+        )));
+    }
+    if let Some(d) = dim {
+        check_nonempty_reduction(x, true, &resolve_dims(x, Some(&[d]))?, name)?;
     }
     match dim {
         None => apply_nondiff(|| {
@@ -796,11 +835,24 @@ impl Backward for LogsumexpBackward0 {
 
 /// softmax / log_softmax along `dim` (integer inputs are computed in float32).
 pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
-    let x = if x.dtype().is_float() {
-        x.clone()
-    } else {
-        to_dtype(x, DType::F32)?
-    };
+    if !x.dtype().is_float() {
+        let name = if x.dtype() == DType::Bool {
+            "Bool"
+        } else {
+            "Long"
+        };
+        let kind = if log_ { "log_softmax" } else { "softmax" };
+        let last = x.ndim() <= 1 || crate::shape::wrap_dim(dim, x.ndim())? == x.ndim() - 1;
+        let kernel = if last {
+            "lastdim_kernel_impl"
+        } else {
+            "kernel_impl"
+        };
+        return Err(Error::not_implemented(format!(
+            "\"{kind}_{kernel}\" not implemented for '{name}'"
+        )));
+    }
+    let x = x.clone();
     let d = resolve_dims(&x, Some(&[dim]))?;
     let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();
     apply(

@@ -97,6 +97,17 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
 
 /// Sizes given as varargs `f(2, 3)`, or one sequence `f((2, 3))` / `f([2, 3])` / `f(x.shape)`.
 pub fn sizes(args: &Bound<'_, PyTuple>, fname: &str) -> PyResult<Vec<i64>> {
+    if args.is_empty() {
+        let what = match fname {
+            "permute" => "dims",
+            "repeat" => "repeats",
+            "reshape" | "view" => "shape",
+            _ => "size",
+        };
+        return Err(PyTypeError::new_err(format!(
+            "{fname}() missing 1 required positional arguments: \"{what}\""
+        )));
+    }
     let seq: Bound<'_, PyAny> = if args.len() == 1 && !args.get_item(0)?.is_instance_of::<PyInt>() {
         args.get_item(0)?
     } else {

@@ -43,7 +43,9 @@ impl From<Error> for PyErr {
             Error::DimOutOfRange { .. } | Error::Index(_) => PyIndexError::new_err(msg),
             Error::Type(_) => PyTypeError::new_err(msg),
             Error::Value(_) => PyValueError::new_err(msg),
-            Error::DerivativeNotImplemented { .. } => PyNotImplementedError::new_err(msg),
+            Error::DerivativeNotImplemented { .. } | Error::NotImplemented(_) => {
+                PyNotImplementedError::new_err(msg)
+            }
             Error::External(ext) => match ext.as_any().downcast_ref::<PyErrBox>() {
                 Some(b) => Python::attach(|py| b.0.clone_ref(py)),
                 None => PyRuntimeError::new_err(msg),

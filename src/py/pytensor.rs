@@ -194,6 +194,36 @@ fn opt_dims(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>> {
     }
 }
 
+/// When either clamp bound is a tensor, both as tensors (numbers become 0-d tensors of
+/// `x`'s dtype); `None` when both bounds are numbers or absent.
+#[allow(clippy::type_complexity)]
+fn tensor_bounds(
+    x: &Tensor,
+    min: Option<&Bound<'_, PyAny>>,
+    max: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<(Option<Tensor>, Option<Tensor>)>> {
+    let is_tensor = |b: Option<&Bound<'_, PyAny>>| b.is_some_and(|o| o.cast::<PyTensor>().is_ok());
+    if !is_tensor(min) && !is_tensor(max) {
+        return Ok(None);
+    }
+    let conv = |b: Option<&Bound<'_, PyAny>>| -> PyResult<Option<Tensor>> {
+        match b {
+            None => Ok(None),
+            Some(o) if o.is_none() => Ok(None),
+            Some(o) => match o.cast::<PyTensor>() {
+                Ok(t) => Ok(Some(t.get().t.clone())),
+                Err(_) => match scalar(o) {
+                    Some(s) => Ok(Some(ops::scalar_tensor(s, x.dtype()))),
+                    None => Err(PyTypeError::new_err(
+                        "clamp(): min and max must be numbers or tensors",
+                    )),
+                },
+            },
+        }
+    };
+    Ok(Some((conv(min)?, conv(max)?)))
+}
+
 fn bound_arg(b: Option<&Bound<'_, PyAny>>) -> PyResult<Option<f64>> {
     match b {
         None => Ok(None),
@@ -395,8 +425,22 @@ impl PyTensor {
         self.t.dtype().is_float()
     }
     /// Returns the stride of this tensor: the step, in elements, of each dimension.
-    fn stride(&self) -> Vec<usize> {
-        self.t.layout().strides.to_vec()
+    #[pyo3(signature = (dim=None))]
+    fn stride(&self, py: Python<'_>, dim: Option<i64>) -> PyResult<Py<PyAny>> {
+        let strides = self.t.layout().strides;
+        match dim {
+            None => Ok(PyTuple::new(py, strides.iter())?.into_any().unbind()),
+            Some(d) => {
+                let d = crate::shape::wrap_dim(d, strides.len())?;
+                Ok(strides
+                    .get(d)
+                    .copied()
+                    .unwrap_or(1)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind())
+            }
+        }
     }
     /// Returns this tensor's offset in the underlying storage in number of elements
     /// (not bytes).
@@ -776,12 +820,14 @@ impl PyTensor {
     }
     /// `~self`: logical NOT of a bool tensor.
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        if self.t.dtype() != DType::Bool {
-            return Err(PyTypeError::new_err(
-                "~ (bitwise_not) is only supported for bool tensors in rgrad",
-            ));
+        match self.t.dtype() {
+            DType::Bool => wrap(py, ops::logical_not(&self.t)?),
+            // two's complement: ~x == -x - 1
+            DType::I64 => wrap(py, ops::sub_scalar(&ops::neg(&self.t)?, Scalar::Int(1))?),
+            _ => Err(pyo3::exceptions::PyNotImplementedError::new_err(
+                "\"bitwise_not_cpu\" not implemented for 'Float'",
+            )),
         }
-        wrap(py, ops::logical_not(&self.t)?)
     }
     /// `self & other`: logical AND of bool tensors.
     fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -1092,6 +1138,9 @@ impl PyTensor {
         min: Option<&Bound<'_, PyAny>>,
         max: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
+        if let Some((lo, hi)) = tensor_bounds(&self.t, min, max)? {
+            return wrap(py, ops::clamp_tensor(&self.t, lo.as_ref(), hi.as_ref())?);
+        }
         let (lo, hi) = (bound_arg(min)?, bound_arg(max)?);
         wrap(py, ops::clamp(&self.t, lo, hi)?)
     }
@@ -1368,7 +1417,11 @@ impl PyTensor {
         min: Option<&Bound<'_, PyAny>>,
         max: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        ops::clamp_(&slf.get().t, bound_arg(min)?, bound_arg(max)?)?;
+        let t = &slf.get().t;
+        match tensor_bounds(t, min, max)? {
+            Some((lo, hi)) => ops::clamp_tensor_(t, lo.as_ref(), hi.as_ref())?,
+            None => ops::clamp_(t, bound_arg(min)?, bound_arg(max)?)?,
+        };
         Ok(slf.clone().unbind())
     }
     /// Copies the elements from `src` into this tensor and returns this tensor.
@@ -1383,7 +1436,10 @@ impl PyTensor {
         non_blocking: bool,
     ) -> PyResult<Py<PyTensor>> {
         let _ = non_blocking;
-        let s = convert::tensor_arg(src, "copy_", "src", 1)?;
+        let s = match scalar(src) {
+            Some(v) => ops::scalar_tensor(v, slf.get().t.dtype()),
+            None => convert::tensor_arg(src, "copy_", "src", 1)?,
+        };
         ops::copy_(&slf.get().t, &s)?;
         Ok(slf.clone().unbind())
     }

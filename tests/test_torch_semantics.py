@@ -1,0 +1,94 @@
+"""Behaviours found by comparing rgrad with torch on unusual calls (each checked against
+torch 2.15): dtype-unsupported ops raise NotImplementedError, size-taking methods need
+their sizes, empty reductions, clamp with tensor bounds, and small API forms."""
+
+import pytest
+
+import rgrad
+
+B = rgrad.tensor([True, False])
+I = rgrad.tensor([1, 2])
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: -B, "Negation, the `-` operator, on a bool tensor is not supported"),
+        (lambda: B.abs(), "\"abs_cpu\" not implemented for 'Bool'"),
+        (lambda: B.relu(), "Boolean inputs not supported for relu"),
+        (lambda: I.mean(), r"mean\(\): could not infer output dtype.*Got: Long"),
+        (lambda: I.var(), "std and var only support floating point and complex dtypes"),
+        (lambda: B.norm(), "linalg.vector_norm: Expected a floating point or complex tensor as input. Got Bool"),
+        (lambda: B.argmax(), r"argmax\(\): does not support bool input"),
+        (lambda: I.softmax(0), "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'"),
+        (lambda: B - B, "with two bool tensors is not supported"),
+        (lambda: B - 2, "with a bool tensor is not supported"),
+        (lambda: I - True, "with a bool tensor is not supported"),
+        (lambda: 2 - B, "with a bool tensor is not supported"),
+        (lambda: B**B, "\"pow\" not implemented for 'Bool'"),
+        (lambda: B % B, "\"remainder_cpu\" not implemented for 'Bool'"),
+        (lambda: B // B, "\"div_floor_cpu\" not implemented for 'Bool'"),
+    ],
+)
+def test_ops_without_a_kernel_for_the_dtype_raise_not_implemented(call, message):
+    with pytest.raises(NotImplementedError, match=message):
+        call()
+
+
+def test_supported_bool_and_int_forms_still_work():
+    assert (B**True).tolist() == [True, False]
+    assert (~I).tolist() == [-2, -3]  # bitwise not: ~x == -x - 1
+    assert (~B).tolist() == [False, True]
+    assert B.amax().item() is True
+
+
+@pytest.mark.parametrize("method", ["view", "reshape", "expand", "permute", "repeat"])
+def test_size_taking_methods_require_their_sizes(method):
+    # (torch words view()'s error as an invalid combination of arguments)
+    with pytest.raises(TypeError, match="missing 1 required positional arguments|invalid combination of arguments"):
+        getattr(rgrad.ones(2, 3), method)()
+
+
+@pytest.mark.parametrize("factory", ["zeros", "ones", "empty"])
+def test_factories_require_a_size(factory):
+    with pytest.raises(TypeError, match='missing 1 required positional arguments: "size"'):
+        getattr(rgrad, factory)()
+
+
+def test_reductions_of_empty_tensors_follow_torch():
+    z = rgrad.zeros(2, 0)
+    assert z.amin(0).shape == (0,)  # reducing the size-2 dim is fine
+    assert z.argmax(0).tolist() == []
+    assert z.max(0).values.shape == (0,)
+    with pytest.raises(IndexError, match=r"amin\(\): Expected reduction dim 1 to have non-zero size."):
+        z.amin(1)
+    with pytest.raises(IndexError, match=r"argmax\(\): Expected reduction dim 1 to have non-zero size."):
+        z.argmax(1)
+    with pytest.raises(RuntimeError, match=r"amax\(\): Expected reduction dim to be specified"):
+        z.amax()
+    with pytest.raises(IndexError, match=r"argmax\(\): Expected reduction dim to be specified"):
+        z.argmax()
+
+
+def test_clamp_with_tensor_bounds_routes_gradients_like_torch():
+    x = rgrad.tensor([1.0, 5.0, 9.0], requires_grad=True)
+    lo = rgrad.tensor([2.0, 2.0, 2.0], requires_grad=True)
+    hi = rgrad.tensor(8.0, requires_grad=True)
+    y = x.clamp(lo, hi)
+    assert y.tolist() == [2.0, 5.0, 8.0]
+    y.sum().backward()
+    # x passes its gradient only where lo <= x <= hi; each bound where it was taken
+    assert x.grad.tolist() == [0.0, 1.0, 0.0]
+    assert lo.grad.tolist() == [1.0, 0.0, 0.0]
+    assert hi.grad.item() == 1.0
+    c = rgrad.tensor([0.0, 3.0, 10.0])
+    c.clamp_(min=rgrad.tensor(1.0), max=5)
+    assert c.tolist() == [1.0, 3.0, 5.0]
+
+
+def test_stride_of_one_dim_and_copy_from_a_number():
+    x = rgrad.zeros(2, 3)
+    assert x.stride() == (3, 1)
+    assert x.stride(1) == 1 and x.stride(-2) == 3
+    x.copy_(2)
+    assert x.tolist() == [[2.0] * 3] * 2
