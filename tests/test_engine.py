@@ -175,3 +175,14 @@ def test_grad_fn_objects_keep_their_identity_while_alive():
     assert b.grad_fn is b.grad_fn
     assert c.grad_fn.next_functions[0][0] is b.grad_fn
     assert type(c.grad_fn).__name__ == "AddBackward0"
+
+
+def test_retained_grad_accumulates_without_history_unless_create_graph():
+    x = rgrad.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y.sum().backward(retain_graph=True)
+    y.sum().backward(retain_graph=True)
+    assert y.grad.tolist() == [2.0, 2.0] and not y.grad.requires_grad
+    y.sum().backward(create_graph=True)
+    assert y.grad.tolist() == [3.0, 3.0] and y.grad.requires_grad

@@ -412,37 +412,39 @@ impl Task {
         }
     }
 
+    /// Runs one node with grad mode = create_graph for all of it (summing, hooks, the
+    /// backward formula), so that a double-backward graph is recorded exactly then.
     fn run_node(&self, local: usize, ready: &mut SmallVec<[usize; 4]>) -> Result<()> {
+        with_grad_mode(self.opts.create_graph, || {
+            self.run_node_in_mode(local, ready)
+        })
+    }
+
+    fn run_node_in_mode(&self, local: usize, ready: &mut SmallVec<[usize; 4]>) -> Result<()> {
         let st = &self.nodes[local];
         let mut incoming = std::mem::take(&mut *st.incoming.lock());
         incoming.sort_by_key(|x| x.0);
         let mut grads: SmallVec<[Option<Tensor>; 1]> = smallvec::smallvec![None; st.n_outputs];
-        with_grad_mode(self.opts.create_graph, || -> Result<()> {
-            for (_, slot, g) in incoming {
-                let s = &mut grads[slot as usize];
-                *s = Some(match s.take() {
-                    None => g,
-                    Some(acc) => ops::add(&acc, &g)?,
-                });
-            }
-            Ok(())
-        })?;
+        for (_, slot, g) in incoming {
+            let s = &mut grads[slot as usize];
+            *s = Some(match s.take() {
+                None => g,
+                Some(acc) => ops::add(&acc, &g)?,
+            });
+        }
 
         // Tensor hooks of this node's outputs, then retain_grad, then captures.
         let (hooks, retains) = {
             let n = st.node.lock();
             (n.pre_hooks.clone(), n.retains.clone())
         };
-        with_grad_mode(self.opts.create_graph, || -> Result<()> {
-            for (nr, _, hook) in &hooks {
-                if let Some(g) = &grads[*nr as usize] {
-                    if let Some(new) = hook(g)? {
-                        grads[*nr as usize] = Some(new);
-                    }
+        for (nr, _, hook) in &hooks {
+            if let Some(g) = &grads[*nr as usize] {
+                if let Some(new) = hook(g)? {
+                    grads[*nr as usize] = Some(new);
                 }
             }
-            Ok(())
-        })?;
+        }
         for (nr, w) in &retains {
             if let (Some(t), Some(g)) = (Tensor::upgrade(w), &grads[*nr as usize]) {
                 accumulate_retained(&t, g, self.opts.create_graph)?;
@@ -471,9 +473,7 @@ impl Task {
             smallvec::smallvec![None; st.targets.len()]
         } else {
             let ctx = ctx_for(&st.node, &saved, released, needs);
-            with_grad_mode(self.opts.create_graph, || {
-                op.as_backward().apply(&ctx, &grads)
-            })?
+            op.as_backward().apply(&ctx, &grads)?
         };
         if outs.len() != st.targets.len() {
             return Err(Error::Internal(format!(

@@ -74,8 +74,6 @@ impl BinaryOp {
 pub trait Num:
     Element + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self>
 {
-    const ZERO: Self;
-    const ONE: Self;
     fn div(self, o: Self) -> Self;
     fn pow(self, o: Self) -> Self;
     fn neg(self) -> Self;
@@ -93,8 +91,6 @@ pub trait Num:
 macro_rules! float_num {
     ($t:ty) => {
         impl Num for $t {
-            const ZERO: Self = 0.0;
-            const ONE: Self = 1.0;
             #[inline(always)]
             fn div(self, o: Self) -> Self {
                 self / o
@@ -170,8 +166,6 @@ float_num!(f32);
 float_num!(f64);
 
 impl Num for i64 {
-    const ZERO: Self = 0;
-    const ONE: Self = 1;
     fn div(self, o: Self) -> Self {
         // Callers promote integer true division to float; this is floor division's kernel.
         if o == 0 { 0 } else { self.wrapping_div(o) }

@@ -210,14 +210,12 @@ pub fn index_select(buf: &Buffer, layout: &Layout, dim: usize, index: &[i64]) ->
     with_dtype!(buf.dtype(), T => {
         let data = T::slice(buf);
         let mut out = Vec::with_capacity(layout.numel() / layout.shape[dim].max(1) * index.len());
-        let outer: usize = layout.shape[..dim].iter().product();
         let mut sub = layout.clone();
         sub.shape.drain(..=dim);
         sub.strides.drain(..=dim);
         let mut outer_l = layout.clone();
         outer_l.shape.truncate(dim);
         outer_l.strides.truncate(dim);
-        let _ = outer;
         for_each_offset(&outer_l.shape, &outer_l.strides, layout.offset, |base| {
             for &i in index {
                 for_each_offset(&sub.shape, &sub.strides, base + i as usize * layout.strides[dim], |o| out.push(data[o]));
