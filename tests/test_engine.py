@@ -184,5 +184,6 @@ def test_retained_grad_accumulates_without_history_unless_create_graph():
     y.sum().backward(retain_graph=True)
     y.sum().backward(retain_graph=True)
     assert y.grad.tolist() == [2.0, 2.0] and not y.grad.requires_grad
-    y.sum().backward(create_graph=True)
-    assert y.grad.tolist() == [3.0, 3.0] and y.grad.requires_grad
+    # d Σy²/dy = 2y = [4, 8] carries history under create_graph (same in torch)
+    (y * y).sum().backward(create_graph=True)
+    assert y.grad.tolist() == [6.0, 10.0] and y.grad.requires_grad
