@@ -35,42 +35,49 @@ impl BackwardCtx<'_> {
     /// Unpacks saved tensor `i`: an error if the graph was freed by an earlier backward or
     /// if the tensor was modified in place since it was saved (torch's version check).
     pub fn saved(&self, i: usize) -> Result<Tensor> {
-        if self.released {
-            return Err(Error::GraphFreed);
-        }
         let s = self
             .saved
             .get(i)
             .ok_or_else(|| Error::Internal(format!("saved tensor {i} missing")))?;
-        let now = s.tensor.version();
-        if now != s.version {
-            let dtype = s.tensor.dtype().legacy_type_name();
-            let shape = crate::shape::fmt_shape(&s.tensor.shape());
-            let origin = match (s.output_nr, s.tensor.grad_fn()) {
-                (Some(nr), _) => format!(", which is output {nr} of {}", self.node.name()),
-                (None, Some(f)) => {
-                    format!(", which is output {} of {}", s.tensor.output_nr(), f.name())
-                }
-                (None, None) => String::new(),
-            };
-            return Err(Error::runtime(format!(
-                "one of the variables needed for gradient computation has been modified by an inplace operation: \
-                 [rgrad.{dtype} {shape}]{origin}, is at version {now}; expected version {} instead. Hint: enable anomaly \
-                 detection to find the operation that failed to compute its gradient, with \
-                 torch.autograd.set_detect_anomaly(True).",
-                s.version
-            )));
-        }
-        Ok(match s.output_nr {
-            Some(nr) => {
-                // Reattach the node as grad_fn so that create_graph differentiates through it.
-                let t = s.tensor.detach();
-                t.set_history(self.node.clone(), nr);
-                t
-            }
-            None => s.tensor.clone(),
-        })
+        unpack_saved(self.node, s, self.released)
     }
+}
+
+/// Unpacks a tensor that `node` saved: an error if the graph was freed by an earlier
+/// backward or if the tensor was modified in place since it was saved (torch's version
+/// check); a saved output of `node` gets `node` back as its `grad_fn`.
+pub fn unpack_saved(node: &NodeRef, s: &SavedTensor, released: bool) -> Result<Tensor> {
+    if released {
+        return Err(Error::GraphFreed);
+    }
+    let now = s.tensor.version();
+    if now != s.version {
+        let dtype = s.tensor.dtype().legacy_type_name();
+        let shape = crate::shape::fmt_shape(&s.tensor.shape());
+        let origin = match (s.output_nr, s.tensor.grad_fn()) {
+            (Some(nr), _) => format!(", which is output {nr} of {}", node.name()),
+            (None, Some(f)) => {
+                format!(", which is output {} of {}", s.tensor.output_nr(), f.name())
+            }
+            (None, None) => String::new(),
+        };
+        return Err(Error::runtime(format!(
+            "one of the variables needed for gradient computation has been modified by an inplace operation: \
+             [rgrad.{dtype} {shape}]{origin}, is at version {now}; expected version {} instead. Hint: enable anomaly \
+             detection to find the operation that failed to compute its gradient, with \
+             torch.autograd.set_detect_anomaly(True).",
+            s.version
+        )));
+    }
+    Ok(match s.output_nr {
+        Some(nr) => {
+            // Reattach the node as grad_fn so that create_graph differentiates through it.
+            let t = s.tensor.detach();
+            t.set_history(node.clone(), nr);
+            t
+        }
+        None => s.tensor.clone(),
+    })
 }
 
 /// Declares the enum of built-in backward ops (stored inline in arena slots, no Box) and

@@ -221,6 +221,56 @@ impl NodeRef {
     pub fn name(&self) -> String {
         self.lock().op.name().into_owned()
     }
+    /// A reference that does not keep the node alive (a custom Function's ctx holds its
+    /// node this way: the node owns the ctx, so a strong reference back would be a cycle).
+    pub fn downgrade(&self) -> WeakNodeRef {
+        WeakNodeRef {
+            idx: self.idx,
+            generation: self.generation,
+        }
+    }
+}
+
+/// A non-owning reference to a node; `upgrade` fails once the node is gone.
+#[derive(Clone, Copy, Debug)]
+pub struct WeakNodeRef {
+    idx: u32,
+    generation: u32,
+}
+
+impl WeakNodeRef {
+    /// The node, if it is still alive.
+    pub fn upgrade(&self) -> Option<NodeRef> {
+        let slot = arena().slot(self.idx);
+        // Take a count only while the slot is live (a count of 0 never comes back up
+        // until the slot is reused by `alloc`).
+        let mut n = slot.refs.load(Ordering::Relaxed);
+        loop {
+            if n == 0 {
+                return None;
+            }
+            match slot
+                .refs
+                .compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => n = now,
+            }
+        }
+        // We hold a count, so the slot cannot die now; it is ours if the generation
+        // matches (a reused slot has a higher generation).
+        let current = slot.generation.load(Ordering::Acquire);
+        let strong = NodeRef {
+            idx: self.idx,
+            generation: current,
+        };
+        if current == self.generation {
+            Some(strong)
+        } else {
+            drop(strong); // a count on someone else's node: give it back
+            None
+        }
+    }
 }
 
 /// A locked node.

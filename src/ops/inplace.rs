@@ -142,6 +142,27 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
     }
 }
 
+/// Makes output `nr` of `node` the history of `x`, which was just modified in place
+/// (a custom Function's `mark_dirty`): on a view, through CopySlices as for built-in
+/// in-place ops.
+pub(crate) fn rebase_history(
+    x: &Tensor,
+    node: crate::autograd::graph::NodeRef,
+    nr: u32,
+) -> Result<()> {
+    match x.base() {
+        None => {
+            x.set_history(node, nr);
+            Ok(())
+        }
+        Some(base) => {
+            let result = x.detach();
+            result.set_history(node, nr);
+            rebase_view(x, &base, &result)
+        }
+    }
+}
+
 /// CopySlices: the base's new history takes the view region's gradient from `result`
 /// and the rest from the base's old history; the view is then re-derived from the base.
 fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {

@@ -28,6 +28,7 @@ pub mod matmul;
 pub mod nn;
 pub mod reduce;
 pub mod shape;
+pub mod special;
 
 pub use creation::*;
 pub use elementwise::*;
@@ -37,6 +38,7 @@ pub use matmul::*;
 pub use nn::*;
 pub use reduce::*;
 pub use shape::*;
+pub use special::*;
 
 use crate::Result;
 use crate::autograd::grad_mode::is_grad_enabled;
@@ -68,6 +70,8 @@ crate::backward_ops! {
     CopySlices, CopyBackwards,
     // nn.rs
     MseLossBackward0, NllLossBackward0,
+    // special.rs
+    DelayedError, UndefinedGradBackward,
 }
 
 /// Who needs to record: grad mode is on and some input requires grad.

@@ -13,7 +13,7 @@ use crate::{Error, Result, saved};
 use std::borrow::Cow;
 
 /// Makes `layout` a view of `x` that remembers its base (for in-place ops on views).
-fn view_of(x: &Tensor, layout: Layout) -> Tensor {
+pub(crate) fn view_of(x: &Tensor, layout: Layout) -> Tensor {
     let v = x.alias_with_layout(layout);
     v.set_base(Some(x.base().unwrap_or_else(|| x.clone())));
     v

@@ -3,6 +3,7 @@
 
 mod convert;
 mod error;
+mod function;
 mod node;
 mod pytensor;
 
@@ -522,6 +523,9 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDType>()?;
     m.add_class::<node::PyNode>()?;
     m.add_class::<node::PyAccumulateGrad>()?;
+    m.add_class::<function::PyFunctionBase>()?;
+    m.add_function(wrap_pyfunction!(function::_delayed_error, m)?)?;
+    m.add_function(wrap_pyfunction!(function::_undefined_grad, m)?)?;
     for d in [DType::F32, DType::F64, DType::I64, DType::Bool] {
         m.add(d.name(), PyDType { d })?;
     }

@@ -2,7 +2,7 @@
 //! `AccumulateGrad` for the leaves at the ends of the graph.
 
 use super::pytensor::wrap_cached;
-use crate::autograd::graph::{Edge, NodeRef};
+use crate::autograd::graph::{Edge, NodeRef, WeakNodeRef};
 use crate::tensor::Tensor;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -17,7 +17,37 @@ use pyo3::types::PyTuple;
     subclass
 )]
 pub struct PyNode {
-    pub node: NodeRef,
+    handle: NodeHandle,
+}
+
+/// How a Python node object reaches its graph node. Built-in nodes' objects own their
+/// node; a custom Function's ctx is owned *by* its node (the node calls its backward),
+/// so it holds the node weakly, and only from the end of `apply` on.
+enum NodeHandle {
+    Strong(NodeRef),
+    Weak(std::sync::OnceLock<WeakNodeRef>),
+}
+
+impl PyNode {
+    /// The object of a custom Function's ctx, attached to its node later.
+    pub fn unattached() -> PyNode {
+        PyNode {
+            handle: NodeHandle::Weak(std::sync::OnceLock::new()),
+        }
+    }
+    /// The graph node, if attached and alive.
+    pub fn node(&self) -> Option<NodeRef> {
+        match &self.handle {
+            NodeHandle::Strong(n) => Some(n.clone()),
+            NodeHandle::Weak(w) => w.get().and_then(WeakNodeRef::upgrade),
+        }
+    }
+    /// Attaches a ctx object to its node (once; later calls are ignored).
+    pub fn attach(&self, node: &NodeRef) {
+        if let NodeHandle::Weak(w) = &self.handle {
+            let _ = w.set(node.downgrade());
+        }
+    }
 }
 
 /// The graph node at a leaf that requires grad: backward accumulates into the leaf's
@@ -42,12 +72,23 @@ pub fn node_object(py: Python<'_>, node: NodeRef) -> PyResult<Py<PyAny>> {
         return Ok(obj.unbind());
     }
     let name = node.name();
-    let obj = Bound::new(py, PyNode { node: node.clone() })?;
+    let obj = Bound::new(
+        py,
+        PyNode {
+            handle: NodeHandle::Strong(node.clone()),
+        },
+    )?;
     let class_for = NODE_CLASS.import(py, "rgrad.autograd.graph", "_node_class")?;
     obj.setattr("__class__", class_for.call1((name,))?)?;
-    let weak = pyo3::types::PyWeakrefReference::new(&obj)?;
-    node.lock().binding = Some(std::sync::Arc::new(NodeBinding(weak.unbind())));
+    bind_node_object(&node, obj.as_any())?;
     Ok(obj.into_any().unbind())
+}
+
+/// Makes `obj` the Python object that `grad_fn` returns for `node` (held weakly).
+pub fn bind_node_object(node: &NodeRef, obj: &Bound<'_, PyAny>) -> PyResult<()> {
+    let weak = pyo3::types::PyWeakrefReference::new(obj)?;
+    node.lock().binding = Some(std::sync::Arc::new(NodeBinding(weak.unbind())));
+    Ok(())
 }
 
 /// A weak reference from a node to its Python object (no cycle: the object owns the node).
@@ -72,14 +113,20 @@ fn edge_tuple(py: Python<'_>, e: &Option<Edge>) -> PyResult<Py<PyAny>> {
 #[pymethods]
 impl PyNode {
     /// Returns the name of this node, e.g. `MulBackward0`.
-    fn name(&self) -> String {
-        self.node.name()
+    fn name(slf: &Bound<'_, Self>) -> PyResult<String> {
+        match slf.get().node() {
+            Some(n) => Ok(n.name()),
+            None => Ok(slf.get_type().name()?.to_string()),
+        }
     }
     /// The `(node, input_nr)` pair for each input of the op: where its gradient goes next
     /// (`(None, 0)` for inputs that need no gradient).
     #[getter]
     fn next_functions(&self, py: Python<'_>) -> PyResult<Py<PyTuple>> {
-        let next = self.node.lock().next.clone();
+        let next = match self.node() {
+            Some(n) => n.lock().next.clone(),
+            None => Default::default(),
+        };
         let items: Vec<Py<PyAny>> = next
             .iter()
             .map(|e| edge_tuple(py, e))
@@ -87,26 +134,33 @@ impl PyNode {
         Ok(PyTuple::new(py, items)?.unbind())
     }
     /// `<MulBackward0 object at 0x...>`, as torch prints nodes.
-    fn __repr__(slf: &Bound<'_, Self>) -> String {
-        format!(
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        Ok(format!(
             "<{} object at {:#x}>",
-            slf.get().node.name(),
+            Self::name(slf)?,
             slf.as_ptr() as usize
-        )
+        ))
     }
     /// Nodes are equal when they view the same graph node.
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other
-            .cast::<PyNode>()
-            .is_ok_and(|o| o.get().node.ptr_eq(&self.node))
+    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> bool {
+        if slf.is(other) {
+            return true;
+        }
+        match (slf.get().node(), other.cast::<PyNode>()) {
+            (Some(a), Ok(o)) => o.get().node().is_some_and(|b| b.ptr_eq(&a)),
+            _ => false,
+        }
     }
     /// Hashes by the node's identity, consistent with `__eq__`.
-    fn __hash__(&self) -> u64 {
-        self.node.id()
+    fn __hash__(slf: &Bound<'_, Self>) -> u64 {
+        match slf.get().node() {
+            Some(n) => n.id(),
+            None => slf.as_ptr() as u64,
+        }
     }
     /// Identity of the underlying node (stable while it lives).
-    fn _id(&self) -> u64 {
-        self.node.id()
+    fn _id(slf: &Bound<'_, Self>) -> u64 {
+        Self::__hash__(slf)
     }
 }
 

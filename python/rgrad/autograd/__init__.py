@@ -8,7 +8,18 @@ from rgrad import _C
 from rgrad._C import Tensor
 from rgrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
-__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "graph"]
+__all__ = [
+    "backward",
+    "grad",
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "inference_mode",
+    "graph",
+    "Function",
+    "Variable",
+    "function",
+]
 
 
 def _as_tuple(x) -> tuple:
@@ -153,4 +164,6 @@ def grad(
     return tuple(result)
 
 
-from rgrad.autograd import graph  # noqa: E402,F401
+from rgrad.autograd import function, graph  # noqa: E402,F401
+from rgrad.autograd.function import Function  # noqa: E402
+from rgrad.autograd.variable import Variable  # noqa: E402
