@@ -1,11 +1,8 @@
 """The examples of the five seed write-ups (shared/seeds/*.txt), run on rgrad.
 
-Every example that does not need a custom autograd.Function, the in-place
-version counter, gradcheck/gradgradcheck, the profiler, CUDA or the legacy
-``Variable`` class is here, one test per example, checked against what torch
-prints.  Examples written with ``Variable(...)`` whose point is not Variable
-itself are rewritten with ``torch.tensor(..., requires_grad=True)`` (said in a
-comment where it happens).
+Every example that does not need the profiler or CUDA is here, one test per
+example, written as in the seed (``Variable``, ``Function``, ``gradcheck``
+included) and checked against what torch prints.
 """
 
 import math
@@ -15,6 +12,8 @@ import warnings
 import pytest
 
 import rgrad as torch
+from rgrad.autograd import Function, Variable, gradcheck
+from rgrad.autograd.gradcheck import GradcheckError
 
 SECOND_BACKWARD_MSG = (
     "Trying to backward through the graph a second time (or directly access saved "
@@ -86,9 +85,7 @@ def test_torch_fmt_1d_helper_matches_seed_outputs():
 
 
 def test_seed000_register_hook_doubles_gradient_and_remove():
-    # Seed: v = Variable(torch.Tensor([0, 0, 0]), requires_grad=True)
-    # Rewritten without Variable (the point is the hook, not Variable).
-    v = torch.tensor([0.0, 0.0, 0.0], requires_grad=True)
+    v = Variable(torch.Tensor([0, 0, 0]), requires_grad=True)
     h = v.register_hook(lambda grad: grad * 2)  # double the gradient
     v.backward(torch.Tensor([1, 1, 1]))
     # v is the root itself: grad = hook(1) = 2 for each element
@@ -300,16 +297,14 @@ def test_seed002_no_grad_stops_tracking(capsys):
 
 
 # --------------------------------------------------------------------------
-# seed 003: Variable write-up (rewritten with tensors where Variable is not the point)
+# seed 003: Variable write-up
 # --------------------------------------------------------------------------
 
 
 def _seed003_graph():
-    # Seed: a = Variable(torch.Tensor([1]), requires_grad=True), ... (rewritten
-    # with requires_grad tensors; the point is the graph, not Variable).
-    a = torch.tensor([1.0], requires_grad=True)
-    b = torch.tensor([2.0], requires_grad=True)
-    c = torch.tensor([3.0], requires_grad=True)
+    a = Variable(torch.Tensor([1]), requires_grad=True)
+    b = Variable(torch.Tensor([2]), requires_grad=True)
+    c = Variable(torch.Tensor([3]), requires_grad=True)
     d = a + 2 * b
     e = d + c
     return a, b, c, d, e
@@ -340,10 +335,8 @@ def test_seed003_leaf_grad_fn_is_none_and_result_grad_fn():
 
 
 def test_seed003_requires_grad_false_excludes_subgraph():
-    # Seed: a = Variable(torch.Tensor([1]), requires_grad=False);
-    #       b = Variable(torch.Tensor([2]), requires_grad=True)
-    a = torch.Tensor([1])
-    b = torch.Tensor([2]).requires_grad_(True)
+    a = Variable(torch.Tensor([1]), requires_grad=False)
+    b = Variable(torch.Tensor([2]), requires_grad=True)
     c = a + b
     c.backward()
     assert a.grad is None  # a does not require grad: nothing stored
@@ -351,12 +344,11 @@ def test_seed003_requires_grad_false_excludes_subgraph():
 
 
 def test_seed003_hook_prints_intermediate_grad(capsys):
-    # Seed: x = Variable(torch.randn([1]), requires_grad=True)
     def print_grad(grad):
         print(grad)
 
     torch.manual_seed(3)
-    x = torch.randn([1]).requires_grad_()
+    x = Variable(torch.randn([1]), requires_grad=True)
     y = x + 2
     z = torch.mean(torch.pow(y, 2))
     handle = y.register_hook(print_grad)
@@ -530,3 +522,162 @@ def test_seed004_retain_grad():
     c.retain_grad()
     d.backward(torch.tensor([1.0, 1.0]))
     assert repr(c.grad) == "tensor([2., 2.])"
+
+
+# --------------------------------------------------------------------------
+# custom Function, Variable and gradcheck examples (seeds 000, 001, 003, 004)
+# --------------------------------------------------------------------------
+
+
+def test_seed000_exp_function_with_saved_variables(capsys):
+    class Exp(Function):
+        @staticmethod
+        def forward(ctx, i):
+            result = i.exp()
+            ctx.save_for_backward(result)
+            return result
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (result,) = ctx.saved_variables
+            return grad_output * result
+
+    x = torch.tensor([0.0, 1.0], requires_grad=True)
+    y = Exp.apply(x)
+    print(y)
+    with pytest.warns(DeprecationWarning, match="'saved_variables' is deprecated; use 'saved_tensors'"):
+        y.sum().backward()
+    print(x.grad)
+    assert capsys.readouterr().out == (
+        "tensor([1.0000, 2.7183], grad_fn=<ExpBackward>)\ntensor([1.0000, 2.7183])\n"
+    )
+
+
+def test_seed001_exp_function_apply(capsys):
+    class Exp(Function):
+        @staticmethod
+        def forward(ctx, i):
+            result = i.exp()
+            ctx.save_for_backward(result)  # 保存张量,这里为e**i
+            return result
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (result,) = ctx.saved_tensors  # 取回张量
+            return grad_output * result  # 计算梯度并返回
+
+    input = torch.tensor([2.0], requires_grad=True)
+    output = Exp.apply(input)
+    output.backward()
+    print(output, input.grad)
+    assert capsys.readouterr().out == "tensor([7.3891], grad_fn=<ExpBackward>) tensor([7.3891])\n"
+    assert node_repr("ExpBackward").fullmatch(repr(output.grad_fn))
+
+
+def test_seed003_variable_data():
+    a = Variable(torch.Tensor([1]), requires_grad=True)
+    assert repr(a) == "tensor([1.], requires_grad=True)"
+    assert repr(a.data) == "tensor([1.])"
+
+
+def test_seed003_volatile_variable(recwarn):
+    with pytest.warns(UserWarning, match="volatile was removed and now has no effect"):
+        a = Variable(torch.Tensor([1]), volatile=True)
+    b = Variable(torch.Tensor([2]), requires_grad=True)
+    c = a + b
+    c.backward()
+    assert b.grad.tolist() == [1.0] and a.grad is None
+
+
+class custom_add(Function):  # noqa: N801 (the seed's name)
+    """forward and backward both use tensor."""
+
+    @staticmethod
+    def forward(ctx, input, input2):
+        ctx.save_for_backward(input, input2)
+        output = input + input2
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input1, input2 = ctx.saved_tensors
+        grad_input = grad_output.clone()
+        return grad_input, grad_input
+
+
+def test_seed003_custom_add(capsys):
+    new_add = custom_add.apply
+    a = Variable(torch.Tensor([1]), requires_grad=True)
+    b = Variable(torch.Tensor([2]), requires_grad=True)
+    c = new_add(a, b)
+    print(c)
+    c.backward()
+    print(a.grad)
+    assert capsys.readouterr().out == "tensor([3.], grad_fn=<custom_addBackward>)\ntensor([1.])\n"
+
+
+def test_seed003_gradcheck_custom_add(capsys):
+    input = (
+        Variable(torch.Tensor([2]).double(), requires_grad=True),
+        Variable(torch.Tensor([3]).double(), requires_grad=True),
+    )
+    test = gradcheck(custom_add.apply, input, eps=1e-6, atol=1e-4)
+    print(test)
+    assert capsys.readouterr().out == "True\n"
+
+
+def test_gradcheck_detects_a_wrong_backward():
+    class WrongAdd(custom_add):
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * 2, grad_output  # d/dinput is 1, not 2
+
+    input = (torch.tensor([2.0], dtype=torch.float64, requires_grad=True),
+             torch.tensor([3.0], dtype=torch.float64, requires_grad=True))
+    with pytest.raises(GradcheckError, match="^Jacobian mismatch for output 0 with respect to input 0,\nnumerical:"):
+        gradcheck(WrongAdd.apply, input, eps=1e-6, atol=1e-4)
+    assert gradcheck(WrongAdd.apply, input, eps=1e-6, atol=1e-4, raise_exception=False) is False
+
+
+class Func(Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        # 输入都是torch.Tensor
+        expx = torch.exp(x)
+        expy = torch.exp(y)
+        result = 3 * x + 2 * y + expx + expy
+        ctx.save_for_backward(expx, expy)  # 为反向传播保留输出
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        expx, expy = ctx.saved_tensors
+        grad_x = grad_output * (3 + expx)
+        grad_y = grad_output * (2 + expy)
+        return grad_x, grad_y
+
+
+def test_seed004_function_gradients(capsys):
+    myfunc = Func.apply
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.tensor([3.0, 4.0], requires_grad=True)
+    z = myfunc(x, y)
+    z.backward(torch.tensor([1.0, 1.0]))
+    print((x.grad, y.grad))
+    assert capsys.readouterr().out == "(tensor([ 5.7183, 10.3891]), tensor([22.0855, 56.5981]))\n"
+
+
+def test_seed004_gradcheck_and_gradgradcheck(capsys):
+    myfunc = Func.apply
+    iptx = torch.randn(20, requires_grad=True).double()
+    ipty = torch.randn(20, requires_grad=True).double()
+    ipt = iptx, ipty
+    test = torch.autograd.gradcheck(myfunc, ipt, atol=1e-4)
+    print(test)  # 没问题的话输出True
+    test = torch.autograd.gradcheck(myfunc, ipt)
+    print(test)
+    assert capsys.readouterr().out == "True\nTrue\n"
+    # "上述函数无法通过检测": its backward uses saved values without history, so the
+    # second derivative is wrong, and gradgradcheck says so (as in torch).
+    with pytest.raises(GradcheckError, match="^Jacobian mismatch for output 0 with respect to input 0,"):
+        torch.autograd.gradgradcheck(myfunc, ipt)

@@ -35,6 +35,9 @@ impl BackwardCtx<'_> {
     /// Unpacks saved tensor `i`: an error if the graph was freed by an earlier backward or
     /// if the tensor was modified in place since it was saved (torch's version check).
     pub fn saved(&self, i: usize) -> Result<Tensor> {
+        if self.released {
+            return Err(Error::GraphFreed);
+        }
         let s = self
             .saved
             .get(i)

@@ -500,6 +500,22 @@ impl PyTensor {
         }
         Ok(slf.clone().unbind())
     }
+    /// For a view, the tensor whose storage it views (None for a tensor that is not a view).
+    #[getter]
+    fn _base(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.t.base().map(|b| wrap_cached(py, &b)).transpose()
+    }
+    /// Legacy: always False, with a warning (volatile was replaced by `no_grad`).
+    #[getter]
+    fn volatile(&self, py: Python<'_>) -> PyResult<bool> {
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            c"volatile was removed (Variable.volatile is always False)",
+            1,
+        )?;
+        Ok(false)
+    }
     /// Is True if this tensor is a leaf of the autograd graph: it does not require grad,
     /// or it was created by the user rather than by a recorded op.
     #[getter]
@@ -2031,6 +2047,32 @@ impl PyTensor {
         let m = convert::tensor_arg(mask, "masked_fill", "mask", 1)?;
         wrap(py, ops::masked_fill(&self.t, &m, scalar_or_item(value)?)?)
     }
+    /// Puts `values` at `indices` (a tuple of index tensors, one per leading dimension;
+    /// None skips a dimension), in place; `accumulate=True` adds instead of writing.
+    #[pyo3(signature = (indices, values, accumulate = false))]
+    fn index_put_(
+        slf: &Bound<'_, Self>,
+        indices: &Bound<'_, PyAny>,
+        values: &Bound<'_, PyAny>,
+        accumulate: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let me = slf.get();
+        let (idx, v) = index_put_args(indices, values, "index_put_")?;
+        ops::index_put_(&me.t, &idx, &v, accumulate)?;
+        Ok(slf.clone().into_any().unbind())
+    }
+    /// Out-of-place `index_put_`: a copy of this tensor with `values` put at `indices`.
+    #[pyo3(signature = (indices, values, accumulate = false))]
+    fn index_put(
+        &self,
+        py: Python<'_>,
+        indices: &Bound<'_, PyAny>,
+        values: &Bound<'_, PyAny>,
+        accumulate: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let (idx, v) = index_put_args(indices, values, "index_put")?;
+        wrap(py, ops::index_put(&self.t, &idx, &v, accumulate)?)
+    }
     /// `self[index]`: ints, slices, None, Ellipsis and bool give views; int or bool
     /// tensors and lists index as in torch (a copy).
     fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
@@ -2069,6 +2111,30 @@ impl PyTensor {
         }
         Ok(())
     }
+}
+
+/// The `indices` tuple (tensors or None) and `values` tensor of index_put.
+fn index_put_args(
+    indices: &Bound<'_, PyAny>,
+    values: &Bound<'_, PyAny>,
+    op: &str,
+) -> PyResult<(Vec<Option<Tensor>>, Tensor)> {
+    let seq = indices.cast::<PyTuple>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{op}(): argument 'indices' must be tuple of Tensors, not {}",
+            convert::type_name(indices)
+        ))
+    })?;
+    let mut idx = Vec::with_capacity(seq.len());
+    for (i, item) in seq.iter().enumerate() {
+        if item.is_none() {
+            idx.push(None);
+        } else {
+            idx.push(Some(convert::tensor_arg(&item, op, "indices", i + 1)?));
+        }
+    }
+    let v = convert::tensor_arg(values, op, "values", 2)?;
+    Ok((idx, v))
 }
 
 /// The size of `dim` of a tensor that must have at least one dimension.

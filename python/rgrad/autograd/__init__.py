@@ -19,6 +19,8 @@ __all__ = [
     "Function",
     "Variable",
     "function",
+    "gradcheck",
+    "gradgradcheck",
 ]
 
 
@@ -166,4 +168,5 @@ def grad(
 
 from rgrad.autograd import function, graph  # noqa: E402,F401
 from rgrad.autograd.function import Function  # noqa: E402
+from rgrad.autograd.gradcheck import gradcheck, gradgradcheck  # noqa: E402
 from rgrad.autograd.variable import Variable  # noqa: E402
