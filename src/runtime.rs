@@ -88,7 +88,40 @@ pub fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         return f();
     }
     match pool() {
-        Ok(p) => p.install(f),
+        Ok(p) => block_on_pool(|| p.install(f)),
         Err(_) => f(),
+    }
+}
+
+/// What a thread outside the pool does around a wait for pool work: the Python binding
+/// sets it to release the interpreter lock for the wait. Pool workers may need that
+/// lock (custom Functions, hooks), so a Python thread that kept it while waiting for
+/// them would deadlock.
+pub type BlockingHook = fn(&mut dyn FnMut());
+
+static BLOCKING_HOOK: std::sync::OnceLock<BlockingHook> = std::sync::OnceLock::new();
+
+/// Installs the blocking hook (once; later calls are ignored).
+pub fn set_blocking_hook(hook: BlockingHook) {
+    let _ = BLOCKING_HOOK.set(hook);
+}
+
+/// Runs `wait` (which blocks this non-pool thread on pool work) through the hook.
+pub(crate) fn block_on_pool<R>(wait: impl FnOnce() -> R) -> R {
+    let Some(hook) = BLOCKING_HOOK.get() else {
+        return wait();
+    };
+    let mut wait = Some(wait);
+    let mut out = None;
+    hook(&mut || {
+        if let Some(w) = wait.take() {
+            out = Some(w());
+        }
+    });
+    match (out, wait) {
+        (Some(r), _) => r,
+        // a hook that did not call its closure: do the work here
+        (None, Some(w)) => w(),
+        (None, None) => unreachable!("the closure ran but produced no value"),
     }
 }

@@ -637,6 +637,50 @@ def test_custom_function_used_concurrently_from_python_threads():
     assert errors == []
 
 
+DEADLOCK_PROGRAM = """
+import threading, rgrad
+from rgrad.autograd import Function
+
+class Slow(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        s = 0
+        for i in range(2000):  # Python work: the worker holds the GIL for a while
+            s += i
+        return g * 2
+
+stop = False
+
+def backwards():
+    x = rgrad.ones(4, requires_grad=True)
+    for _ in range(30):
+        sum(Slow.apply(x * (i + 1)).sum() for i in range(32)).backward()
+
+def big_ops():
+    small, big = rgrad.ones(1), rgrad.ones(300000)
+    while not stop:
+        small + big  # small self (the GIL is kept) but a kernel that waits for the pool
+
+a, b = threading.Thread(target=backwards), threading.Thread(target=big_ops)
+a.start(); b.start(); a.join(); stop = True; b.join()
+print("done")
+"""
+
+
+def test_no_deadlock_between_python_backward_and_pool_kernels():
+    # A thread that waits for pool work must not hold the GIL that the pool's workers
+    # need for Python backwards. Run in a subprocess so a regression fails, not hangs.
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", DEADLOCK_PROGRAM], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout == "done\n", r.stderr
+
+
 def test_nested_backward_inside_custom_backward():
     class Inner(Function):
         @staticmethod

@@ -96,19 +96,28 @@ pub fn run_backward(
         }
     }
     let task = Task::discover(&roots, inputs, opts)?;
-    crate::runtime::pool()?.scope(|s| {
-        let mut ready = SmallVec::<[usize; 4]>::new();
-        for (i, (edge, g)) in roots.iter().zip(grad_outputs).enumerate() {
-            let target = task.resolve(edge);
-            if let Err(e) = task.send(target, i as u64, Some(g.clone()), &mut ready) {
-                task.fail(e);
+    let pool = crate::runtime::pool()?;
+    let on_pool = rayon::current_thread_index().is_some();
+    let run = || {
+        pool.scope(|s| {
+            let mut ready = SmallVec::<[usize; 4]>::new();
+            for (i, (edge, g)) in roots.iter().zip(grad_outputs).enumerate() {
+                let target = task.resolve(edge);
+                if let Err(e) = task.send(target, i as u64, Some(g.clone()), &mut ready) {
+                    task.fail(e);
+                }
             }
-        }
-        for local in ready {
-            let t = &task;
-            s.spawn(move |s| t.work(s, local));
-        }
-    });
+            for local in ready {
+                let t = &task;
+                s.spawn(move |s| t.work(s, local));
+            }
+        })
+    };
+    if on_pool {
+        run();
+    } else {
+        crate::runtime::block_on_pool(run);
+    }
     if let Some(e) = task.error.lock().take() {
         return Err(e);
     }

@@ -454,7 +454,7 @@ impl Backward for PyFunctionBackward {
                 (None, _) => None,
             });
         }
-        let returned = Python::attach(|py| -> Result<SmallVec<[Option<Tensor>; 2]>> {
+        let returned = super::gil::attach(|py| -> Result<SmallVec<[Option<Tensor>; 2]>> {
             state.lock().in_backward = Some((ctx.saved.iter().cloned().collect(), ctx.released));
             let result = self.call_backward(py, &grad_args);
             state.lock().in_backward = None;

@@ -4,6 +4,7 @@
 mod convert;
 mod error;
 mod function;
+mod gil;
 mod node;
 mod pytensor;
 
@@ -284,7 +285,7 @@ fn tensor_list(seq: &Bound<'_, PyAny>, fname: &str) -> PyResult<Vec<Tensor>> {
 #[pyo3(signature = (tensors, dim=0))]
 fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
     let ts = tensor_list(tensors, "cat")?;
-    wrap(py, py.detach(|| ops::cat(&ts, dim))?)
+    wrap(py, gil::detach(py, || ops::cat(&ts, dim))?)
 }
 
 /// Concatenates a sequence of tensors along a new dimension.
@@ -296,7 +297,7 @@ fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTe
 #[pyo3(signature = (tensors, dim=0))]
 fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
     let ts = tensor_list(tensors, "stack")?;
-    wrap(py, py.detach(|| ops::stack(&ts, dim))?)
+    wrap(py, gil::detach(py, || ops::stack(&ts, dim))?)
 }
 
 /// Returns a tensor of elements selected from either `input` or `other`, depending on
@@ -350,7 +351,7 @@ fn _run_backward(
         accumulate,
         allow_unused,
     };
-    let r = py.detach(|| engine::run_backward(&outs, &grads, &ins, opts))?;
+    let r = gil::detach(py, || engine::run_backward(&outs, &grads, &ins, opts))?;
     r.into_iter()
         .map(|g| g.map(|g| wrap(py, g)).transpose())
         .collect()
@@ -487,7 +488,9 @@ fn cross_entropy(
     );
     wrap(
         py,
-        py.detach(|| ops::cross_entropy(&x, &t, ops::Reduction::parse(reduction)?, ignore_index))?,
+        gil::detach(py, || {
+            ops::cross_entropy(&x, &t, ops::Reduction::parse(reduction)?, ignore_index)
+        })?,
     )
 }
 
@@ -513,12 +516,13 @@ fn linear(
         Some(b) if !b.is_none() => Some(convert::tensor_arg(b, "linear", "bias", 2)?),
         _ => None,
     };
-    wrap(py, py.detach(|| ops::linear(&x, &w, b.as_ref()))?)
+    wrap(py, gil::detach(py, || ops::linear(&x, &w, b.as_ref()))?)
 }
 
 #[pymodule]
 #[pyo3(name = "_C")]
 fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    gil::install();
     m.add_class::<PyTensor>()?;
     m.add_class::<PyDType>()?;
     m.add_class::<node::PyNode>()?;

@@ -2,6 +2,7 @@
 //! arguments, calls one core op, and wraps the result; no math happens here.
 
 use super::convert::{self, Arg, arg, scalar};
+use super::gil;
 use super::node::node_object;
 use crate::Error;
 use crate::autograd::graph::Hook;
@@ -62,7 +63,7 @@ pub fn run<R: Send>(
     f: impl FnOnce() -> crate::Result<R> + Send,
 ) -> PyResult<R> {
     if x.numel() >= RELEASE_GIL_AT {
-        Ok(py.detach(f)?)
+        Ok(gil::detach(py, f)?)
     } else {
         Ok(f()?)
     }
@@ -127,7 +128,7 @@ static HOOK_IDS: AtomicU64 = AtomicU64::new(1);
 /// keeps the gradient, a Tensor replaces it; an exception propagates out of backward.
 fn py_hook(f: Py<PyAny>) -> Hook {
     Arc::new(move |g: &Tensor| {
-        Python::attach(|py| {
+        gil::attach(|py| {
             let r = f
                 .call1(py, (wrap(py, g.clone()).map_err(super::error::external)?,))
                 .map_err(super::error::external)?;
@@ -807,7 +808,7 @@ impl PyTensor {
         match o.cast::<PyTensor>() {
             Ok(b) => {
                 let b = b.get().t.clone();
-                Ok(wrap(py, py.detach(|| ops::matmul(&self.t, &b))?)?.into_any())
+                Ok(wrap(py, gil::detach(py, || ops::matmul(&self.t, &b))?)?.into_any())
             }
             Err(_) => Ok(py.NotImplemented()),
         }
@@ -817,7 +818,7 @@ impl PyTensor {
         match o.cast::<PyTensor>() {
             Ok(b) => {
                 let b = b.get().t.clone();
-                Ok(wrap(py, py.detach(|| ops::matmul(&b, &self.t))?)?.into_any())
+                Ok(wrap(py, gil::detach(py, || ops::matmul(&b, &self.t))?)?.into_any())
             }
             Err(_) => Ok(py.NotImplemented()),
         }
@@ -1743,7 +1744,7 @@ impl PyTensor {
     ///     other: A tensor.
     fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(other, "matmul", "other", 1)?;
-        wrap(py, py.detach(|| ops::matmul(&self.t, &b))?)
+        wrap(py, gil::detach(py, || ops::matmul(&self.t, &b))?)
     }
     /// Performs a matrix multiplication of this matrix and `mat2`.
     ///
@@ -1751,7 +1752,7 @@ impl PyTensor {
     ///     mat2: A 2-D tensor.
     fn mm(&self, py: Python<'_>, mat2: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(mat2, "mm", "mat2", 1)?;
-        wrap(py, py.detach(|| ops::mm(&self.t, &b))?)
+        wrap(py, gil::detach(py, || ops::mm(&self.t, &b))?)
     }
     /// Performs a batch matrix-matrix product of the matrices in this tensor and `mat2`.
     ///
@@ -1759,7 +1760,7 @@ impl PyTensor {
     ///     mat2: A 3-D tensor with the same batch size.
     fn bmm(&self, py: Python<'_>, mat2: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(mat2, "bmm", "mat2", 1)?;
-        wrap(py, py.detach(|| ops::bmm(&self.t, &b))?)
+        wrap(py, gil::detach(py, || ops::bmm(&self.t, &b))?)
     }
     /// Performs a matrix-vector product of this matrix and the vector `vec`.
     ///

@@ -16,9 +16,10 @@ float64 inputs gradcheck is meant for this changes nothing.
 Not supported (rgrad has no vmap, no forward-mode AD, no complex and no sparse tensors):
 ``check_batched_grad``, ``check_batched_forward_grad``, ``check_forward_ad`` and
 ``check_fwd_over_rev`` raise NotImplementedError; ``masked`` only selects how the
-"backward multiplied by grad_output" check compares with zero. Only top-level tensors
-of ``inputs`` are differentiated; tensors nested inside lists are passed through as
-constants.
+"backward multiplied by grad_output" check compares with zero. Only the top-level
+tensors of ``inputs`` are differentiated: a tensor inside a list or tuple argument is
+passed through as a constant (torch half-supports them: its numerical and analytical
+paths disagree about which tensors they are).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class GradcheckError(RuntimeError):
     """Error raised by :func:`gradcheck` and :func:`gradgradcheck`."""
 
 
+# torch's notes, without their advice about PyTorch's own OpInfo / common_nn test tables
 FAILED_NONDET_MSG = """\n
 NOTE: If your op relies on non-deterministic operations, this failure might be expected.
 In that case call gradcheck/gradgradcheck with `nondet_tol=<tol>` as a keyword argument.
@@ -164,8 +166,7 @@ def _check_inputs(tupled_inputs: tuple) -> None:
         any_input_requiring_grad = True
     if not any_input_requiring_grad:
         raise ValueError(
-            "gradcheck expects at least one input tensor to require gradient, "
-            "but none of them have requires_grad=True."
+            "gradcheck expects at least one input tensor to require gradient, but none of them have requires_grad=True."
         )
 
 
@@ -484,12 +485,7 @@ def _test_backward_mul_by_grad_output(outputs: tuple[Tensor, ...], inputs: tuple
 def _test_undefined_backward_mode(func: Callable, outputs: tuple[Tensor, ...], inputs: tuple) -> None:
     """Backward must accept undefined (None) output gradients and treat them as zeros:
     all of them at once, and, with several outputs, one at a time."""
-    undefined_grad = getattr(_C, "_undefined_grad", None)
-    if undefined_grad is None:
-        raise NotImplementedError(
-            "gradcheck: check_undefined_grad=True needs rgrad._C._undefined_grad, which this build of rgrad "
-            "lacks; pass check_undefined_grad=False"
-        )
+    undefined_grad = _C._undefined_grad
     diff_inputs = _diff_inputs(inputs)
     if not diff_inputs:
         raise GradcheckError("no Tensors requiring grad found in input")
@@ -509,7 +505,9 @@ def _test_undefined_backward_mode(func: Callable, outputs: tuple[Tensor, ...], i
             grads = _vjp(outputs_to_check, diff_inputs, grad_outputs, allow_unused=True)
         except RuntimeError as e:
             warn_bc_breaking()
-            raise GradcheckError(f"Expected backward function to handle undefined output grads. {_UNDEFINED_GRAD_NOTE}") from e
+            raise GradcheckError(
+                f"Expected backward function to handle undefined output grads. {_UNDEFINED_GRAD_NOTE}"
+            ) from e
         for gi in grads:
             if gi is not None and not _all(gi.eq(0)):
                 warn_bc_breaking()
@@ -524,9 +522,7 @@ def _test_undefined_backward_mode(func: Callable, outputs: tuple[Tensor, ...], i
     if len(outputs) > 1:
         for undefined_idx in range(len(outputs)):
             fresh = _differentiable_outputs(func(*inputs))
-            check_undefined_grad_support(
-                [undefined_grad(o) if k == undefined_idx else o for k, o in enumerate(fresh)]
-            )
+            check_undefined_grad_support([undefined_grad(o) if k == undefined_idx else o for k, o in enumerate(fresh)])
 
 
 # ---------------------------------------------------------------------------------------
@@ -562,6 +558,11 @@ def _gradcheck(
 ) -> bool:
     """gradcheck's body once its flags are validated; shared with gradgradcheck, so that
     the dtype warning points at the user's call in both (hence the fixed stack level)."""
+    if check_undefined_grad and not hasattr(_C, "_undefined_grad"):
+        raise NotImplementedError(
+            "gradcheck: check_undefined_grad=True needs rgrad._C._undefined_grad, which this build of rgrad "
+            "lacks; pass check_undefined_grad=False"
+        )
     try:
         tupled_inputs = _as_tuple(inputs)
         _check_inputs(tupled_inputs)
@@ -738,9 +739,7 @@ def gradgradcheck(
     num_outputs = len(tupled_grad_outputs)
 
     # which arguments to differentiate, recorded before gradcheck calls new_func
-    diff_input_args_indices = {
-        i for i, x in enumerate(tupled_inputs) if isinstance(x, Tensor) and x.requires_grad
-    }
+    diff_input_args_indices = {i for i, x in enumerate(tupled_inputs) if isinstance(x, Tensor) and x.requires_grad}
     diff_grad_output_indices = {i for i, x in enumerate(tupled_grad_outputs) if x.requires_grad}
 
     def new_func(*args: Any) -> tuple[Tensor, ...]:

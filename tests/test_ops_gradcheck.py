@@ -1,0 +1,53 @@
+"""rgrad.autograd.gradcheck and gradgradcheck over the op table in tests/op_db.py.
+
+Every op that claims a derivative (``supports_grad``) is gradchecked on each of its
+gradient samples, and every op that claims a second derivative (``supports_gradgrad``)
+is gradgradchecked, all in float64 (PyTorch's test_ops_gradients.py notes that
+"gradcheck requires double precision"). The samples, their float64 materialisation and
+the per-op tolerances are the ones tests/test_ops.py checks with its numpy-based
+finite differences (tests/fdcheck.py); here the same problems go through rgrad's own
+gradcheck, so its whole pipeline (in-place perturbation, one-hot VJPs, reentrancy,
+zero grad_outputs, undefined grads) runs on every op.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import rgrad
+from rgrad.autograd.gradcheck import gradcheck, gradgradcheck
+from test_ops import GRAD, GRADGRAD
+
+
+def _problem(op, sample):
+    """``(fn, leaves)``: the sample's function and its float64 inputs as leaves requiring grad."""
+    fn, inputs = sample.grad_problem(op.op, rgrad)
+    leaves = tuple(rgrad.tensor(x, requires_grad=True) for x in inputs)
+    assert all(leaf.dtype == rgrad.float64 for leaf in leaves)
+    return fn, leaves
+
+
+@pytest.mark.parametrize("op,sample", GRAD)
+def test_gradcheck(op, sample):
+    fn, leaves = _problem(op, sample)
+    assert gradcheck(fn, leaves, atol=op.grad_atol, rtol=op.grad_rtol)
+
+
+@pytest.mark.parametrize("op,sample", GRADGRAD)
+def test_gradgradcheck(op, sample):
+    fn, leaves = _problem(op, sample)
+    assert gradgradcheck(fn, leaves, atol=op.grad_atol, rtol=op.grad_rtol)
+
+
+@pytest.mark.parametrize("op,sample", GRAD)
+def test_gradcheck_fast_mode(op, sample):
+    fn, leaves = _problem(op, sample)
+    assert gradcheck(fn, leaves, atol=op.grad_atol, rtol=op.grad_rtol, fast_mode=True)
+
+
+@pytest.mark.parametrize("op,sample", GRADGRAD)
+def test_gradgradcheck_fast_mode_non_contiguous_grad_outputs(op, sample):
+    fn, leaves = _problem(op, sample)
+    assert gradgradcheck(
+        fn, leaves, atol=op.grad_atol, rtol=op.grad_rtol, fast_mode=True, gen_non_contig_grad_outputs=True
+    )
