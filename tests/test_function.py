@@ -797,3 +797,28 @@ def test_parity_with_torch():
         )
 
     assert run(rgrad) == run(torch)
+
+
+# ---- what hooks may return ---------------------------------------------------------
+
+
+def test_hook_results_are_validated_like_torch():
+    x = rgrad.randn(3, dtype=rgrad.float64, requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g.float())
+    with pytest.raises(
+        RuntimeError, match=r"^hook '<lambda>' has changed the type of value \(was rgrad.DoubleTensor got rgrad.FloatTensor\)$"
+    ):
+        rgrad.autograd.grad(y.sum(), x)
+
+    def myhook(g):
+        return g[:2]
+
+    x.register_hook(myhook)
+    with pytest.raises(RuntimeError, match="^hook 'myhook' has changed the size of value$"):
+        rgrad.autograd.grad((x * 2).sum(), x)
+    z = rgrad.ones(2, requires_grad=True)
+    w = z * 2
+    w.register_hook(lambda g: 3)
+    with pytest.raises(TypeError, match="^expected Variable, but hook returned 'int'$"):
+        w.sum().backward()

@@ -136,13 +136,37 @@ fn py_hook(f: Py<PyAny>) -> Hook {
             if r.is_none() {
                 return Ok(None);
             }
-            match r.cast::<PyTensor>() {
-                Ok(t) => Ok(Some(t.get().t.clone())),
-                Err(_) => Err(Error::runtime(format!(
-                    "hook returned an object of type {} (expected a Tensor or None)",
-                    convert::type_name(r)
-                ))),
+            let new = match r.cast::<PyTensor>() {
+                Ok(t) => t.get().t.clone(),
+                Err(_) => {
+                    return Err(Error::Type(format!(
+                        "expected Variable, but hook returned '{}'",
+                        convert::type_name(r)
+                    )));
+                }
+            };
+            // torch's check: a hook may change the values, not the type or the size
+            let name = || {
+                f.bind(py)
+                    .getattr("__name__")
+                    .and_then(|n| n.extract::<String>())
+                    .unwrap_or_else(|_| "<unknown>".into())
+            };
+            if new.dtype() != g.dtype() {
+                return Err(Error::runtime(format!(
+                    "hook '{}' has changed the type of value (was rgrad.{} got rgrad.{})",
+                    name(),
+                    g.dtype().legacy_type_name(),
+                    new.dtype().legacy_type_name()
+                )));
             }
+            if new.shape() != g.shape() {
+                return Err(Error::runtime(format!(
+                    "hook '{}' has changed the size of value",
+                    name()
+                )));
+            }
+            Ok(Some(new))
         })
     })
 }
