@@ -388,3 +388,21 @@ fn hand_computed_backward() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn weak_node_refs_upgrade_only_while_the_node_lives() -> Result<()> {
+    let _g = serial();
+    let x = leaf(vec![1.0, 2.0], &[2]);
+    let y = ops::exp(&x)?;
+    let node = y.grad_fn().expect("exp of a leaf has a node");
+    let weak = node.downgrade();
+    assert!(weak.upgrade().is_some_and(|n| n.ptr_eq(&node)));
+    drop(node);
+    drop(y); // the last owner: the slot is freed
+    assert!(weak.upgrade().is_none());
+    // the slot is reused by a new node: the old weak reference must not reach it
+    let others: Vec<Tensor> = (0..64).map(|_| ops::exp(&x)).collect::<Result<_>>()?;
+    assert!(weak.upgrade().is_none());
+    drop(others);
+    Ok(())
+}
