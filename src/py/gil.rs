@@ -36,7 +36,33 @@ pub fn detach<T: Send, F: Send + FnOnce() -> T>(py: Python<'_>, f: F) -> T {
 
 /// Runs `f` holding the GIL (pyo3's `attach`, recorded in the flag).
 pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
+    keep_thread_state();
     Python::attach(|py| with_flag(false, || f(py)))
+}
+
+thread_local! {
+    static PRIMED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// On a pool worker, gives the thread a Python thread state that outlives each call.
+///
+/// Why: a thread that Python did not create gets a fresh thread state from every
+/// outermost `PyGILState_Ensure` and loses it at the matching release, which costs
+/// microseconds per custom-Function backward or hook. Taking one extra, never released
+/// `PyGILState_Ensure` (then letting go of the GIL) keeps the state alive, so later
+/// acquisitions only take the lock. The state lives as long as the worker thread.
+fn keep_thread_state() {
+    if rayon::current_thread_index().is_none() || PRIMED.with(Cell::get) {
+        return;
+    }
+    PRIMED.with(|p| p.set(true));
+    // SAFETY: this worker holds neither the GIL nor a pyo3 token here (pool workers
+    // only enter Python through `attach`, and this runs before pyo3's attach); Ensure
+    // takes the GIL with a thread state that we keep, SaveThread releases the GIL.
+    unsafe {
+        let _state = pyo3::ffi::PyGILState_Ensure();
+        pyo3::ffi::PyEval_SaveThread();
+    }
 }
 
 /// The blocking hook (see the module docs): releases the GIL while `wait` blocks.
