@@ -494,7 +494,8 @@ def test_once_differentiable():
     y = OD.apply(x)
     v = rgrad.ones(2, requires_grad=True)
     (g,) = rgrad.autograd.grad(y, x, v, create_graph=True)
-    assert g.tolist() == [2.0, 4.0] and g.grad_fn.name() == "DelayedError"
+    assert g.tolist() == [2.0, 4.0] and g.grad_fn.name() == "torch::autograd::Error"
+    assert repr(g) == "tensor([2., 4.], grad_fn=<Error>)" and type(g.grad_fn).__name__ == "Error"
     with pytest.raises(
         RuntimeError, match="^trying to differentiate twice a function that was marked with @once_differentiable$"
     ):

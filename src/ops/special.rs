@@ -19,7 +19,7 @@ pub struct DelayedError {
 
 impl Backward for DelayedError {
     fn name(&self) -> Cow<'static, str> {
-        "DelayedError".into()
+        "torch::autograd::Error".into()
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, _grads: &[Option<Tensor>]) -> Result<Grads> {
         Err(Error::runtime(self.msg.to_string()))
@@ -47,7 +47,7 @@ pub struct UndefinedGradBackward;
 
 impl Backward for UndefinedGradBackward {
     fn name(&self) -> Cow<'static, str> {
-        "UndefinedGradBackward".into()
+        "torch::autograd::UndefinedGradBackward".into()
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, _grads: &[Option<Tensor>]) -> Result<Grads> {
         Ok(smallvec::smallvec![None])

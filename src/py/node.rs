@@ -135,11 +135,10 @@ impl PyNode {
     }
     /// `<MulBackward0 object at 0x...>`, as torch prints nodes.
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        Ok(format!(
-            "<{} object at {:#x}>",
-            Self::name(slf)?,
-            slf.as_ptr() as usize
-        ))
+        // the unqualified name, as torch prints `torch::autograd::Error` nodes
+        let name = Self::name(slf)?;
+        let short = name.rsplit("::").next().unwrap_or(&name);
+        Ok(format!("<{short} object at {:#x}>", slf.as_ptr() as usize))
     }
     /// Nodes are equal when they view the same graph node.
     fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> bool {
