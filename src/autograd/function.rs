@@ -32,6 +32,15 @@ impl BackwardCtx<'_> {
         self.needs_input_grad.get(i).copied().unwrap_or(false)
     }
 
+    /// For nodes that keep a number where torch saves it as a (wrapped-number) tensor:
+    /// the same "backward through the graph a second time" error once it was freed.
+    pub fn check_saved_number(&self) -> Result<()> {
+        if self.released {
+            return Err(Error::GraphFreed);
+        }
+        Ok(())
+    }
+
     /// Unpacks saved tensor `i`: an error if the graph was freed by an earlier backward or
     /// if the tensor was modified in place since it was saved (torch's version check).
     pub fn saved(&self, i: usize) -> Result<Tensor> {

@@ -2,7 +2,7 @@
 //! where, clamp, casts and clone.
 
 use super::creation::zeros_like;
-use super::{apply, new_tensor, sum_to};
+use super::{apply, apply_opt, new_tensor, sum_to};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
 use crate::autograd::graph::SavedTensor;
@@ -339,6 +339,96 @@ fn promote(a: Operand<'_>, b: Operand<'_>, float_result: bool) -> Result<(Tensor
     Ok((conv(a)?, conv(b)?, dtype))
 }
 
+/// `t op s` (or `s op t`) for a contiguous float tensor and a Python number: the number
+/// keeps the tensor's dtype (torch's promotion), so it is applied straight from the
+/// kernel instead of being materialised as a 0-d tensor and broadcast. Bitwise the same
+/// result and gradients as the general path; `None` when the general path is needed.
+fn scalar_fast_path<B: Into<super::BackwardOp>>(
+    op: BinaryOp,
+    t: &Tensor,
+    s: Scalar,
+    scalar_first: bool,
+    node: impl FnOnce(crate::shape::Shape) -> B,
+) -> Option<Result<Tensor>> {
+    let snap = t.snapshot();
+    if !snap.dtype.is_float() || !snap.layout.is_contiguous() {
+        return None;
+    }
+    let inputs = if scalar_first {
+        [None, Some(t)]
+    } else {
+        [Some(t), None]
+    };
+    Some(apply_opt(
+        &inputs,
+        || {
+            let buf = k::binary_scalar(
+                op,
+                &snap.storage.read(),
+                &snap.layout,
+                s.as_f64(),
+                scalar_first,
+            )
+            .ok_or_else(|| {
+                Error::Internal("scalar kernel refused a contiguous float tensor".into())
+            })?;
+            Ok(new_tensor(buf, &snap.layout.shape))
+        },
+        |_| (node(snap.layout.shape.clone()), saved![]),
+    ))
+}
+
+/// Backward of `t * s` for a Python number `s` (torch's MulBackward0 with a number).
+#[derive(Clone)]
+pub struct MulScalarBackward {
+    s: Scalar,
+    /// Position of the tensor among the op's two operands.
+    tensor_at: u8,
+}
+impl Backward for MulScalarBackward {
+    fn name(&self) -> Cow<'static, str> {
+        "MulBackward0".into()
+    }
+    // d(ts)/dt = s
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        ctx.check_saved_number()?; // torch saves s as a tensor
+        let g = grad0(g)?;
+        let at = usize::from(self.tensor_at);
+        let gt = if ctx.needs_input_grad(at) {
+            Some(mul_scalar(&g, self.s)?)
+        } else {
+            None
+        };
+        Ok(if at == 0 {
+            smallvec::smallvec![gt, None]
+        } else {
+            smallvec::smallvec![None, gt]
+        })
+    }
+}
+
+/// Backward of `t / s` for a Python number `s` (torch's DivBackward0 with a number).
+#[derive(Clone)]
+pub struct DivScalarBackward {
+    s: Scalar,
+}
+impl Backward for DivScalarBackward {
+    fn name(&self) -> Cow<'static, str> {
+        "DivBackward0".into()
+    }
+    // d(t/s)/dt = 1/s
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        ctx.check_saved_number()?; // torch saves s as a tensor
+        let g = grad0(g)?;
+        let gt = if ctx.needs_input_grad(0) {
+            Some(div_scalar(&g, self.s)?)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![gt, None])
+    }
+}
+
 fn binary_kernel(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.snapshot(), b.snapshot());
     let shape = broadcast_shapes(&sa.layout.shape, &sb.layout.shape)?;
@@ -383,6 +473,24 @@ fn check_sub_operands(a: Operand<'_>, b: Operand<'_>) -> Result<()> {
 fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Result<Tensor> {
     if subtract {
         check_sub_operands(a, b)?;
+    }
+    if let (Operand::T(t), Operand::S(s)) = (a, b)
+        && alpha == Scalar::Int(1)
+    {
+        let op = if subtract {
+            BinaryOp::Sub
+        } else {
+            BinaryOp::Add
+        };
+        let node = |shape: crate::shape::Shape| AddBackward0 {
+            a: shape,
+            b: crate::shape::Shape::new(),
+            alpha: if subtract { -1.0 } else { 1.0 },
+            subtract,
+        };
+        if let Some(r) = scalar_fast_path(op, t, s, false, node) {
+            return r;
+        }
     }
     let (a, b, dtype) = promote(a, b, false)?;
     if dtype == DType::Bool && alpha != Scalar::Int(1) && alpha != Scalar::Bool(true) {
@@ -489,6 +597,18 @@ fn scale(g: &Tensor, alpha: f64) -> Result<Tensor> {
 
 /// `a * b`.
 pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    let fast = match (a, b) {
+        (Operand::T(t), Operand::S(s)) => scalar_fast_path(BinaryOp::Mul, t, s, false, |_| {
+            MulScalarBackward { s, tensor_at: 0 }
+        }),
+        (Operand::S(s), Operand::T(t)) => scalar_fast_path(BinaryOp::Mul, t, s, true, |_| {
+            MulScalarBackward { s, tensor_at: 1 }
+        }),
+        _ => None,
+    };
+    if let Some(r) = fast {
+        return r;
+    }
     let (a, b, _) = promote(a, b, false)?;
     apply(
         &[&a, &b],
@@ -540,6 +660,11 @@ impl Backward for MulBackward0 {
 
 /// `a / b` (true division: integer inputs give float32).
 pub fn div_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    if let (Operand::T(t), Operand::S(s)) = (a, b)
+        && let Some(r) = scalar_fast_path(BinaryOp::Div, t, s, false, |_| DivScalarBackward { s })
+    {
+        return r;
+    }
     let (a, b, _) = promote(a, b, true)?;
     apply(
         &[&a, &b],

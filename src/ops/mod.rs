@@ -49,7 +49,7 @@ use smallvec::SmallVec;
 
 crate::backward_ops! {
     // elementwise.rs
-    AddBackward0, RsubBackward1, MulBackward0, DivBackward0, PowBackward0, PowBackward1,
+    AddBackward0, RsubBackward1, MulBackward0, MulScalarBackward, DivBackward0, DivScalarBackward, PowBackward0, PowBackward1,
     PowBackward2, MaximumBackward0, MinimumBackward0, WhereBackward0, ClampBackward1, UnaryBackward,
     MaskedGradBackward, RemainderBackward0, ZeroGradBackward, NotImplementedBackward,
     ToCopyBackward0, CloneBackward0,
@@ -113,6 +113,28 @@ where
     Ok(out)
 }
 
+/// `apply` for ops with inputs that have no tensor (a Python number operand): `None`
+/// entries get no edge but keep their position, as in torch (`(x * 2).grad_fn` has two
+/// `next_functions`, the second `(None, 0)`).
+pub(crate) fn apply_opt<B, F, G>(
+    inputs: &[Option<&Tensor>],
+    forward: F,
+    backward: G,
+) -> Result<Tensor>
+where
+    B: Into<BackwardOp>,
+    F: FnOnce() -> Result<Tensor>,
+    G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
+{
+    let out = run_forward(forward)?;
+    if is_grad_enabled() && inputs.iter().flatten().any(|t| t.requires_grad()) {
+        let (op, saved) = backward(&out);
+        let next = inputs.iter().map(|t| t.and_then(edge_of)).collect();
+        attach_edges(op.into(), next, saved, &[&out])?;
+    }
+    Ok(out)
+}
+
 /// The dispatch point of ops that have no derivative (comparisons, logical ops, integer
 /// casts, arg-reductions, factories): they run through the same forward path as `apply`.
 pub(crate) fn apply_nondiff(forward: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
@@ -133,6 +155,16 @@ pub(crate) fn attach(
     outputs: &[&Tensor],
 ) -> Result<NodeRef> {
     let next = inputs.iter().map(|t| edge_of(t)).collect();
+    attach_edges(op, next, saved, outputs)
+}
+
+/// Records a node with the given edges and `outputs` as its outputs.
+pub(crate) fn attach_edges(
+    op: BackwardOp,
+    next: SmallVec<[Option<Edge>; 2]>,
+    saved: SmallVec<[SavedTensor; 2]>,
+    outputs: &[&Tensor],
+) -> Result<NodeRef> {
     let metas = outputs.iter().map(|o| {
         let s = o.snapshot();
         OutputMeta {

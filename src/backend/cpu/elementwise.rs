@@ -434,6 +434,40 @@ fn zip<T: Element, U: Element>(
 
 /// Binary op on two buffers of the same dtype whose layouts are already broadcast to the
 /// output shape. Comparisons and logical ops give bool; arithmetic keeps the dtype.
+/// `op(a, s)` (or `op(s, a)` when `scalar_first`) for a contiguous float tensor and a
+/// number, without materialising the number as a tensor. The number is first rounded to
+/// the tensor's dtype, as it would be as a 0-d tensor of that dtype, so results are
+/// bitwise those of [`binary`]. `None` for other dtypes or strided inputs.
+pub fn binary_scalar(
+    op: BinaryOp,
+    a: &Buffer,
+    la: &Layout,
+    s: f64,
+    scalar_first: bool,
+) -> Option<Buffer> {
+    if !la.is_contiguous() || op.is_comparison() || op.is_logical() {
+        return None;
+    }
+    let n = la.numel();
+    let range = la.offset..la.offset + n;
+    Some(match a {
+        Buffer::F32(v) => {
+            let y = s as f32;
+            Buffer::F32(if scalar_first {
+                map(&v[range], |x| arith(op, y, x))
+            } else {
+                map(&v[range], |x| arith(op, x, y))
+            })
+        }
+        Buffer::F64(v) => Buffer::F64(if scalar_first {
+            map(&v[range], |x| arith(op, s, x))
+        } else {
+            map(&v[range], |x| arith(op, x, s))
+        }),
+        _ => return None,
+    })
+}
+
 pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer {
     if op.is_comparison() {
         return with_dtype!(a.dtype(), T => Buffer::Bool(zip(T::slice(a), la, T::slice(b), lb, |x: T, y: T| compare(op, x, y))));
