@@ -18,6 +18,29 @@ use crate::{Error, Result, ops};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Keys here are node ids and tensor addresses, already well spread: one multiply
+/// instead of SipHash (discovery hashes every node of the graph).
+#[derive(Default)]
+struct IdHasher(u64);
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+}
+type IdMap<K> = HashMap<K, usize, BuildHasherDefault<IdHasher>>;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// Options of one backward call (torch.autograd.backward / grad).
@@ -64,8 +87,8 @@ struct Task {
     nodes: Vec<NodeState>,
     leaves: Vec<LeafState>,
     /// Node id -> local index, leaf tensor id -> local index (from discovery).
-    node_index: HashMap<u64, usize>,
-    leaf_index: HashMap<usize, usize>,
+    node_index: IdMap<u64>,
+    leaf_index: IdMap<usize>,
     captured: Vec<Mutex<Option<Tensor>>>,
     opts: Options,
     failed: AtomicBool,
@@ -145,9 +168,9 @@ pub fn run_backward(
 impl Task {
     fn discover(roots: &[Edge], inputs: &[Tensor], opts: Options) -> Result<Task> {
         let mut nodes: Vec<NodeState> = Vec::new();
-        let mut node_index: HashMap<u64, usize> = HashMap::new();
+        let mut node_index: IdMap<u64> = IdMap::default();
         let mut leaves: Vec<LeafState> = Vec::new();
-        let mut leaf_index: HashMap<usize, usize> = HashMap::new();
+        let mut leaf_index: IdMap<usize> = IdMap::default();
         let mut edges: Vec<SmallVec<[Option<Edge>; 2]>> = Vec::new();
 
         let mut add_leaf = |t: &Tensor, leaves: &mut Vec<LeafState>| -> usize {
@@ -167,7 +190,7 @@ impl Task {
         // Depth-first discovery; locals are numbered in discovery order (deterministic).
         let mut stack: Vec<NodeRef> = Vec::new();
         let visit = |n: &NodeRef,
-                     node_index: &mut HashMap<u64, usize>,
+                     node_index: &mut IdMap<u64>,
                      nodes: &mut Vec<NodeState>,
                      edges: &mut Vec<_>,
                      stack: &mut Vec<NodeRef>|
