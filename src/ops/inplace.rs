@@ -145,11 +145,7 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
 /// Makes output `nr` of `node` the history of `x`, which was just modified in place
 /// (a custom Function's `mark_dirty`): on a view, through CopySlices as for built-in
 /// in-place ops.
-pub(crate) fn rebase_history(
-    x: &Tensor,
-    node: crate::autograd::graph::NodeRef,
-    nr: u32,
-) -> Result<()> {
+pub fn rebase_history(x: &Tensor, node: crate::autograd::graph::NodeRef, nr: u32) -> Result<()> {
     match x.base() {
         None => {
             x.set_history(node, nr);
