@@ -80,12 +80,39 @@ macro_rules! faer_elem {
                 let dst = MatMut::from_row_major_slice_mut(out, m, n);
                 let par = if parallel { Par::rayon(0) } else { Par::Seq };
                 matmul(dst, Accum::Replace, faer_ref(a), faer_ref(b), 1.0, par);
+                clear_upper_vector_state(parallel);
             }
         }
     };
 }
 faer_elem!(f32);
 faer_elem!(f64);
+
+/// faer's AVX/AVX-512 kernels leave the upper halves of the vector registers dirty on
+/// the threads that ran them (no `vzeroupper` on return). Until something clears them,
+/// every SSE instruction on those threads (our elementwise kernels, libm) pays an
+/// AVX-SSE transition penalty: measured 2-4x slower elementwise ops after any GEMM.
+/// Clears them on this thread, and on every pool thread after a parallel GEMM.
+fn clear_upper_vector_state(all_threads: bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if !std::arch::is_x86_feature_detected!("avx") {
+            return;
+        }
+        #[target_feature(enable = "avx")]
+        fn zeroupper() {
+            std::arch::x86_64::_mm256_zeroupper();
+        }
+        // SAFETY: the CPU supports AVX (checked above).
+        let clear = || unsafe { zeroupper() };
+        if all_threads && rayon::current_thread_index().is_some() {
+            rayon::broadcast(|_| clear());
+        }
+        clear();
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = all_threads;
+}
 
 impl GemmElem for i64 {
     const ZERO: Self = 0;
