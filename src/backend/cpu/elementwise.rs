@@ -288,6 +288,23 @@ macro_rules! float_impl {
 float_impl!(f32);
 float_impl!(f64);
 
+/// A slice function over `src` into a new vector, in fixed-size chunks on the pool for
+/// large inputs (each element's value does not depend on the split).
+fn map_slices(src: &[f32], f: fn(&[f32], &mut [f32])) -> Vec<f32> {
+    const CHUNK: usize = 1 << 13;
+    let mut out = vec![0.0f32; src.len()];
+    if src.len() >= PAR_MIN && crate::runtime::intra_op_parallel() {
+        crate::runtime::run(|| {
+            out.par_chunks_mut(CHUNK)
+                .zip(src.par_chunks(CHUNK))
+                .for_each(|(o, s)| f(s, o))
+        });
+    } else {
+        f(src, &mut out);
+    }
+    out
+}
+
 fn map<T: Copy + Sync, U: Send>(src: &[T], f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
     if src.len() >= PAR_MIN && crate::runtime::intra_op_parallel() {
         let mut out = Vec::with_capacity(src.len());
@@ -304,7 +321,17 @@ pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
     match buf {
         Buffer::F32(v) => {
             let x = contiguous(v, layout);
-            Buffer::F32(map(&x, |a| f32::apply(op, a)))
+            let fast: Option<fn(&[f32], &mut [f32])> = match op {
+                UnaryOp::Exp => Some(super::vmath::exp),
+                UnaryOp::Tanh => Some(super::vmath::tanh),
+                UnaryOp::Sin => Some(super::vmath::sin),
+                UnaryOp::Cos => Some(super::vmath::cos),
+                _ => None,
+            };
+            match fast {
+                Some(f) => Buffer::F32(map_slices(&x, f)),
+                None => Buffer::F32(map(&x, |a| f32::apply(op, a))),
+            }
         }
         Buffer::F64(v) => {
             let x = contiguous(v, layout);

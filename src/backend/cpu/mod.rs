@@ -4,3 +4,4 @@ pub mod elementwise;
 pub mod matmul;
 pub mod reduce;
 pub mod strided;
+pub mod vmath;
