@@ -290,7 +290,7 @@ float_impl!(f64);
 
 /// A slice function over `src` into a new vector, in fixed-size chunks on the pool for
 /// large inputs (each element's value does not depend on the split).
-fn map_slices(src: &[f32], f: fn(&[f32], &mut [f32])) -> Vec<f32> {
+fn map_slices(src: &[f32], f: super::vmath::SliceFn) -> Vec<f32> {
     const CHUNK: usize = 1 << 13;
     let mut out = vec![0.0f32; src.len()];
     if src.len() >= PAR_MIN && crate::runtime::intra_op_parallel() {
@@ -321,7 +321,7 @@ pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
     match buf {
         Buffer::F32(v) => {
             let x = contiguous(v, layout);
-            let fast: Option<fn(&[f32], &mut [f32])> = match op {
+            let fast: Option<super::vmath::SliceFn> = match op {
                 UnaryOp::Exp => Some(super::vmath::exp),
                 UnaryOp::Tanh => Some(super::vmath::tanh),
                 UnaryOp::Sin => Some(super::vmath::sin),

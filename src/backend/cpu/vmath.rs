@@ -15,6 +15,12 @@
 //! in the module tests); sin/cos of |x| > 8192, beyond the reduction's exact range, are
 //! recomputed with libm.
 
+// The split constants are fdlibm's, written with all their digits on purpose.
+#![allow(clippy::excessive_precision)]
+
+/// A float32 slice function: `dst[i] = f(src[i])`.
+pub type SliceFn = fn(&[f32], &mut [f32]);
+
 /// Rounds to the nearest integer (ties to even) for |v| < 2^51, vectorisable.
 #[inline(always)]
 fn round_f64(v: f64) -> f64 {
