@@ -54,10 +54,10 @@ fn get(ctx: &BackwardCtx<'_>, i: Option<u8>) -> Result<Tensor> {
 
 /// `x.to(dtype)`: returns `x` itself when the dtype already matches, as torch does.
 pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
-    let s = x.snapshot();
-    if s.dtype == dtype {
+    if x.dtype() == dtype {
         return Ok(x.clone());
     }
+    let s = x.snapshot();
     let from = s.dtype;
     let fwd = || {
         Ok(new_tensor(
@@ -378,6 +378,40 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
     ))
 }
 
+/// `x op y` for two contiguous float tensors of the same dtype and shape: no promotion,
+/// no broadcasting, one snapshot per input. Bitwise the same as the general path;
+/// `None` when that is needed.
+fn same_shape_fast_path<B: Into<super::BackwardOp>>(
+    op: BinaryOp,
+    x: &Tensor,
+    y: &Tensor,
+    node: impl FnOnce(&crate::shape::Shape, &Tensor, &Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
+) -> Option<Result<Tensor>> {
+    let (sx, sy) = (x.snapshot(), y.snapshot());
+    if sx.dtype != sy.dtype
+        || !sx.dtype.is_float()
+        || sx.layout.shape != sy.layout.shape
+        || !sx.layout.is_contiguous()
+        || !sy.layout.is_contiguous()
+    {
+        return None;
+    }
+    Some(apply(
+        &[x, y],
+        || {
+            let buf = if std::sync::Arc::ptr_eq(&sx.storage, &sy.storage) {
+                let r = sx.storage.read();
+                k::binary(op, &r, &sx.layout, &r, &sy.layout)
+            } else {
+                let (rx, ry) = (sx.storage.read(), sy.storage.read());
+                k::binary(op, &rx, &sx.layout, &ry, &sy.layout)
+            };
+            Ok(new_tensor(buf, &sx.layout.shape))
+        },
+        |_| node(&sx.layout.shape, x, y),
+    ))
+}
+
 /// Backward of `t * s` for a Python number `s` (torch's MulBackward0 with a number).
 #[derive(Clone)]
 pub struct MulScalarBackward {
@@ -473,6 +507,29 @@ fn check_sub_operands(a: Operand<'_>, b: Operand<'_>) -> Result<()> {
 fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Result<Tensor> {
     if subtract {
         check_sub_operands(a, b)?;
+    }
+    if let (Operand::T(x), Operand::T(y)) = (a, b)
+        && alpha == Scalar::Int(1)
+    {
+        let op = if subtract {
+            BinaryOp::Sub
+        } else {
+            BinaryOp::Add
+        };
+        let node = |shape: &crate::shape::Shape, _: &Tensor, _: &Tensor| {
+            (
+                AddBackward0 {
+                    a: shape.clone(),
+                    b: shape.clone(),
+                    alpha: if subtract { -1.0 } else { 1.0 },
+                    subtract,
+                },
+                saved![],
+            )
+        };
+        if let Some(r) = same_shape_fast_path(op, x, y, node) {
+            return r;
+        }
     }
     if let (Operand::T(t), Operand::S(s)) = (a, b)
         && alpha == Scalar::Int(1)
@@ -604,6 +661,22 @@ pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
         (Operand::S(s), Operand::T(t)) => scalar_fast_path(BinaryOp::Mul, t, s, true, |_| {
             MulScalarBackward { s, tensor_at: 1 }
         }),
+        (Operand::T(x), Operand::T(y)) => {
+            same_shape_fast_path(BinaryOp::Mul, x, y, |shape, x, y| {
+                let mut s = Saver::default();
+                let sa = s.input_if(y.requires_grad(), x);
+                let sb = s.input_if(x.requires_grad(), y);
+                (
+                    MulBackward0 {
+                        a_shape: shape.clone(),
+                        b_shape: shape.clone(),
+                        a: sa,
+                        b: sb,
+                    },
+                    s.list,
+                )
+            })
+        }
         _ => None,
     };
     if let Some(r) = fast {

@@ -291,28 +291,47 @@ float_impl!(f64);
 /// A slice function over `src` into a new vector, in fixed-size chunks on the pool for
 /// large inputs (each element's value does not depend on the split).
 fn map_slices(src: &[f32], f: super::vmath::SliceFn) -> Vec<f32> {
-    const CHUNK: usize = 1 << 13;
-    let mut out = vec![0.0f32; src.len()];
-    if src.len() >= PAR_MIN && crate::runtime::intra_op_parallel() {
-        crate::runtime::run(|| {
-            out.par_chunks_mut(CHUNK)
-                .zip(src.par_chunks(CHUNK))
-                .for_each(|(o, s)| f(s, o))
-        });
-    } else {
-        f(src, &mut out);
-    }
-    out
+    fill_chunks(src.len(), |start, out| {
+        let end = start + out.len();
+        f(&src[start..end], out)
+    })
 }
 
 fn map<T: Copy + Sync, U: Send>(src: &[T], f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
-    if src.len() >= PAR_MIN && crate::runtime::intra_op_parallel() {
-        let mut out = Vec::with_capacity(src.len());
-        crate::runtime::run(|| src.par_iter().map(|&x| f(x)).collect_into_vec(&mut out));
-        out
+    fill_chunks(src.len(), |start, out| {
+        let end = start + out.len();
+        for (o, &x) in out.iter_mut().zip(&src[start..end]) {
+            o.write(f(x));
+        }
+    })
+}
+
+/// Chunk size of parallel elementwise work (fixed, so that results never depend on how
+/// the work was split).
+const CHUNK: usize = 1 << 13;
+
+/// A new vector of `n` elements, each chunk written by `fill(start, chunk)` (which must
+/// initialise every element of its chunk), in parallel for large `n`. Writing straight
+/// into uninitialised memory avoids a zeroing pass, and plain per-chunk loops vectorise.
+fn fill_chunks<U: Send>(
+    n: usize,
+    fill: impl Fn(usize, &mut [std::mem::MaybeUninit<U>]) + Sync + Send,
+) -> Vec<U> {
+    let mut out: Vec<U> = Vec::with_capacity(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    if n >= PAR_MIN && crate::runtime::intra_op_parallel() {
+        crate::runtime::run(|| {
+            spare
+                .par_chunks_mut(CHUNK)
+                .enumerate()
+                .for_each(|(i, chunk)| fill(i * CHUNK, chunk))
+        });
     } else {
-        src.iter().map(|&x| f(x)).collect()
+        fill(0, spare);
     }
+    // SAFETY: `fill` initialised every element of every chunk, i.e. all n elements.
+    unsafe { out.set_len(n) };
+    out
 }
 
 /// Unary map producing a contiguous buffer. Float ops require a float buffer; integer
@@ -429,17 +448,12 @@ fn zip<T: Element, U: Element>(
     }
     if la.is_contiguous() && lb.is_contiguous() {
         let (xa, xb) = (&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n]);
-        if n >= PAR_MIN && crate::runtime::intra_op_parallel() {
-            let mut out = Vec::with_capacity(n);
-            crate::runtime::run(|| {
-                xa.par_iter()
-                    .zip(xb.par_iter())
-                    .map(|(&x, &y)| f(x, y))
-                    .collect_into_vec(&mut out)
-            });
-            return out;
-        }
-        return xa.iter().zip(xb).map(|(&x, &y)| f(x, y)).collect();
+        return fill_chunks(n, |start, out| {
+            let end = start + out.len();
+            for ((o, &x), &y) in out.iter_mut().zip(&xa[start..end]).zip(&xb[start..end]) {
+                o.write(f(x, y));
+            }
+        });
     }
     if lb.strides.iter().all(|&s| s == 0) && la.is_contiguous() {
         let y = b[lb.offset];
@@ -478,21 +492,34 @@ pub fn binary_scalar(
     let n = la.numel();
     let range = la.offset..la.offset + n;
     Some(match a {
-        Buffer::F32(v) => {
-            let y = s as f32;
-            Buffer::F32(if scalar_first {
-                map(&v[range], |x| arith(op, y, x))
-            } else {
-                map(&v[range], |x| arith(op, x, y))
-            })
-        }
-        Buffer::F64(v) => Buffer::F64(if scalar_first {
-            map(&v[range], |x| arith(op, s, x))
-        } else {
-            map(&v[range], |x| arith(op, x, s))
-        }),
+        Buffer::F32(v) => Buffer::F32(float_scalar_map(op, &v[range], s as f32, scalar_first)),
+        Buffer::F64(v) => Buffer::F64(float_scalar_map(op, &v[range], s, scalar_first)),
         _ => return None,
     })
+}
+
+/// Float arithmetic with the op fixed outside the loop (one instantiation per common op,
+/// so the loops vectorise).
+fn float_zip<T: Num>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Vec<T> {
+    match op {
+        BinaryOp::Add => zip(a, la, b, lb, |x, y| x + y),
+        BinaryOp::Sub => zip(a, la, b, lb, |x, y| x - y),
+        BinaryOp::Mul => zip(a, la, b, lb, |x, y| x * y),
+        BinaryOp::Div => zip(a, la, b, lb, |x: T, y: T| x.div(y)),
+        _ => zip(a, la, b, lb, |x, y| arith(op, x, y)),
+    }
+}
+
+/// `op(x, s)` or `op(s, x)` over a slice, with the op fixed outside the loop.
+fn float_scalar_map<T: Num>(op: BinaryOp, v: &[T], s: T, scalar_first: bool) -> Vec<T> {
+    match (op, scalar_first) {
+        (BinaryOp::Add, _) => map(v, |x| x + s),
+        (BinaryOp::Mul, _) => map(v, |x| x * s),
+        (BinaryOp::Sub, false) => map(v, |x| x - s),
+        (BinaryOp::Div, false) => map(v, |x: T| x.div(s)),
+        (_, true) => map(v, |x| arith(op, s, x)),
+        (_, false) => map(v, |x| arith(op, x, s)),
+    }
 }
 
 pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer {
@@ -507,12 +534,8 @@ pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) ->
         })));
     }
     match a.dtype() {
-        DType::F32 => Buffer::F32(zip(f32::slice(a), la, f32::slice(b), lb, |x, y| {
-            arith(op, x, y)
-        })),
-        DType::F64 => Buffer::F64(zip(f64::slice(a), la, f64::slice(b), lb, |x, y| {
-            arith(op, x, y)
-        })),
+        DType::F32 => Buffer::F32(float_zip(op, f32::slice(a), la, f32::slice(b), lb)),
+        DType::F64 => Buffer::F64(float_zip(op, f64::slice(a), la, f64::slice(b), lb)),
         DType::I64 => Buffer::I64(zip(i64::slice(a), la, i64::slice(b), lb, |x, y| {
             arith(op, x, y)
         })),
