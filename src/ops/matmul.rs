@@ -127,6 +127,8 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                     a: ai,
                     b: bi,
                     batched: false,
+                    a_col_major: col_major(a),
+                    b_col_major: col_major(b),
                 },
                 s.list,
             )
@@ -159,6 +161,8 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                     a: ai,
                     b: bi,
                     batched: true,
+                    a_col_major: false,
+                    b_col_major: false,
                 }),
                 s.list,
             )
@@ -171,6 +175,22 @@ pub struct MmBackward0 {
     a: Option<u8>,
     b: Option<u8>,
     batched: bool,
+    /// The operand was a transposed contiguous matrix (`w.t()` in a linear layer): its
+    /// gradient is computed transposed, so that it comes out in the operand's layout and
+    /// the parameter's `.grad` is contiguous without a strided copy (torch's
+    /// mm_mat1/mat2_backward do the same).
+    a_col_major: bool,
+    b_col_major: bool,
+}
+
+/// A 2-D matrix stored column by column (strides `[1, rows]`), with more than one column.
+fn col_major(x: &Tensor) -> bool {
+    let l = x.layout();
+    l.ndim() == 2
+        && l.shape[1] > 1
+        && l.shape[0] > 1
+        && l.strides[0] == 1
+        && l.strides[1] == l.shape[0]
 }
 impl MmBackward0 {
     fn tr(&self, x: &Tensor) -> Result<Tensor> {
@@ -189,15 +209,21 @@ impl MmBackward0 {
         let saved = |i: Option<u8>| {
             ctx.saved(i.ok_or_else(|| Error::Internal("mm operand not saved".into()))? as usize)
         };
-        let da = if ctx.needs_input_grad(0) {
+        let da = if !ctx.needs_input_grad(0) {
+            None
+        } else if self.a_col_major {
+            // dA = (B·Gᵀ)ᵀ, in A's (column-major) layout
+            Some(t(&mm(&saved(self.b)?, &t(&g)?)?)?)
+        } else {
             Some(self.prod(&g, &self.tr(&saved(self.b)?)?)?)
-        } else {
-            None
         };
-        let db = if ctx.needs_input_grad(1) {
-            Some(self.prod(&self.tr(&saved(self.a)?)?, &g)?)
-        } else {
+        let db = if !ctx.needs_input_grad(1) {
             None
+        } else if self.b_col_major {
+            // dB = (Gᵀ·A)ᵀ, in B's (column-major) layout
+            Some(t(&mm(&t(&g)?, &saved(self.a)?)?)?)
+        } else {
+            Some(self.prod(&self.tr(&saved(self.a)?)?, &g)?)
         };
         Ok(smallvec::smallvec![da, db])
     }

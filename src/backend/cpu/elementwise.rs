@@ -8,7 +8,7 @@ use crate::with_dtype;
 use rayon::prelude::*;
 
 /// Above this many elements a map is split across the worker pool.
-const PAR_MIN: usize = 1 << 15;
+const PAR_MIN: usize = 1 << 17;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnaryOp {
