@@ -88,15 +88,17 @@ pub fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         return f();
     }
     match pool() {
-        Ok(p) => block_on_pool(|| p.install(f)),
+        Ok(p) => blocking(|| p.install(f)),
         Err(_) => f(),
     }
 }
 
-/// What a thread outside the pool does around a wait for pool work: the Python binding
-/// sets it to release the interpreter lock for the wait. Pool workers may need that
-/// lock (custom Functions, hooks), so a Python thread that kept it while waiting for
-/// them would deadlock.
+/// What a thread does around a wait that another thread must end (pool work, a storage
+/// lock): the Python binding sets it to release the interpreter lock (GIL) for the wait,
+/// if this thread holds it. The other thread may need the GIL to finish (pool workers
+/// run custom Functions and hooks; a thread that took a storage lock before waiting for
+/// the pool takes the GIL back before it lets go of the lock), so waiting with the GIL
+/// held could deadlock.
 pub type BlockingHook = fn(&mut dyn FnMut());
 
 static BLOCKING_HOOK: std::sync::OnceLock<BlockingHook> = std::sync::OnceLock::new();
@@ -106,8 +108,8 @@ pub fn set_blocking_hook(hook: BlockingHook) {
     let _ = BLOCKING_HOOK.set(hook);
 }
 
-/// Runs `wait` (which blocks this non-pool thread on pool work) through the hook.
-pub(crate) fn block_on_pool<R>(wait: impl FnOnce() -> R) -> R {
+/// Runs `wait` (which may block this thread on another) through the hook.
+pub(crate) fn blocking<R>(wait: impl FnOnce() -> R) -> R {
     let Some(hook) = BLOCKING_HOOK.get() else {
         return wait();
     };

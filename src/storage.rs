@@ -177,14 +177,24 @@ impl Storage {
             buf: RwLock::new(buf),
         }
     }
+    /// Shared access. A wait for a writer goes through the runtime's blocking hook, so a
+    /// Python thread lets go of the GIL while it waits (the writer may need the GIL
+    /// before it can finish).
     pub fn read(&self) -> parking_lot::RwLockReadGuard<'_, Buffer> {
-        self.buf.read_recursive()
+        match self.buf.try_read_recursive() {
+            Some(g) => g,
+            None => crate::runtime::blocking(|| self.buf.read_recursive()),
+        }
     }
+    /// Exclusive access (waits through the blocking hook, as `read`).
     pub fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Buffer> {
-        self.buf.write()
+        match self.buf.try_write() {
+            Some(g) => g,
+            None => crate::runtime::blocking(|| self.buf.write()),
+        }
     }
     pub fn len(&self) -> usize {
-        self.buf.read_recursive().len()
+        self.read().len()
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -157,3 +157,43 @@ def test_versions_match_torch():
         return out
 
     assert versions(rgrad) == versions(torch)
+
+
+def test_inplace_arithmetic_without_history_matches_out_of_place():
+    # the optimiser path (grad mode off) writes straight into storage: same values and
+    # version bumps as the general path, and aliasing / promotion still handled
+    rgrad.manual_seed(0)
+    p = rgrad.randn(300, 200)
+    g = rgrad.randn(300, 200)
+    expected = (p - 0.01 * g).tolist()
+    with rgrad.no_grad():
+        p -= 0.01 * g
+    assert p.tolist() == expected and p._version == 1
+    x = rgrad.tensor([1.0, 2.0])
+    x.add_(x)  # aliasing: general path
+    x.mul_(rgrad.tensor([0.5, 0.25], dtype=rgrad.float64))  # promotion: general path
+    x.div_(2)
+    x.sub_(rgrad.tensor([1.0, 1.0]))
+    assert x.tolist() == [-0.5, -0.5] and x._version == 4
+    w = rgrad.ones(3, 4).t()  # non-contiguous destination: general path
+    w.add_(1.0)
+    assert w.tolist() == [[2.0] * 3] * 4
+
+
+def test_concurrent_inplace_updates_in_opposite_directions_do_not_deadlock():
+    import threading
+
+    a, b = rgrad.ones(200_000), rgrad.ones(200_000)
+
+    def run(x, y):
+        for _ in range(200):
+            x.add_(y)
+            x.mul_(0.5)
+
+    ts = [threading.Thread(target=run, args=(a, b)), threading.Thread(target=run, args=(b, a))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in ts)
+    assert a._version == b._version == 400

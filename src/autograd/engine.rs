@@ -139,7 +139,7 @@ pub fn run_backward(
     if on_pool {
         run();
     } else {
-        crate::runtime::block_on_pool(run);
+        crate::runtime::blocking(run);
     }
     if let Some(e) = task.error.lock().take() {
         return Err(e);

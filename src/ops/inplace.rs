@@ -291,16 +291,87 @@ pub fn commit_checked(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> 
 }
 
 pub fn add_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
+    if alpha == Scalar::Int(1)
+        && let Some(r) = arith_in_place(x, k::BinaryOp::Add, other)
+    {
+        return r;
+    }
     inplace(x, |x| add_op(Operand::T(x), other, alpha))
 }
 pub fn sub_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
+    if alpha == Scalar::Int(1)
+        && let Some(r) = arith_in_place(x, k::BinaryOp::Sub, other)
+    {
+        return r;
+    }
     inplace(x, |x| sub_op(Operand::T(x), other, alpha))
 }
 pub fn mul_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
+    if let Some(r) = arith_in_place(x, k::BinaryOp::Mul, other) {
+        return r;
+    }
     inplace(x, |x| mul_op(Operand::T(x), other))
 }
 pub fn div_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
+    if let Some(r) = arith_in_place(x, k::BinaryOp::Div, other) {
+        return r;
+    }
     inplace(x, |x| div_op(Operand::T(x), other))
+}
+
+/// `x op= other` written straight into x's storage when there is nothing to record
+/// (grad mode off, as in an optimiser step, or nothing requires grad) and no promotion,
+/// broadcasting or aliasing is involved: one pass instead of compute-then-copy. The
+/// values are those of the general path (same float operation per element).
+fn arith_in_place(x: &Tensor, op: k::BinaryOp, other: Operand<'_>) -> Option<Result<Tensor>> {
+    let other_grad = matches!(other, Operand::T(t) if t.requires_grad());
+    if is_grad_enabled() && (x.requires_grad() || other_grad) {
+        return None;
+    }
+    let sx = x.snapshot();
+    if !sx.dtype.is_float() {
+        return None;
+    }
+    let done = match other {
+        // a float tensor and a number: the number is rounded to the tensor's dtype
+        Operand::S(s) => k::arith_in_place(
+            op,
+            &mut sx.storage.write(),
+            &sx.layout,
+            k::InPlaceRhs::Number(s.as_f64()),
+        ),
+        Operand::T(t) => {
+            let st = t.snapshot();
+            if st.dtype != sx.dtype
+                || st.layout.shape != sx.layout.shape
+                || Arc::ptr_eq(&st.storage, &sx.storage)
+            {
+                return None;
+            }
+            // Two storages locked together: always in address order, so that two threads
+            // doing `a op= b` and `b op= a` cannot wait on each other.
+            let rhs_first = Arc::as_ptr(&st.storage) < Arc::as_ptr(&sx.storage);
+            let (src, mut dst);
+            if rhs_first {
+                src = st.storage.read();
+                dst = sx.storage.write();
+            } else {
+                dst = sx.storage.write();
+                src = st.storage.read();
+            }
+            k::arith_in_place(
+                op,
+                &mut dst,
+                &sx.layout,
+                k::InPlaceRhs::Slice(&src, &st.layout),
+            )
+        }
+    };
+    if !done {
+        return None;
+    }
+    x.bump_version();
+    Some(Ok(x.clone()))
 }
 pub fn pow_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
     inplace(x, |x| pow_op(Operand::T(x), other))

@@ -1,43 +1,61 @@
 //! The interpreter lock (GIL) around core work.
 //!
-//! Rule: a thread never waits for the worker pool while holding the GIL, because pool
-//! workers take the GIL to run Python code (custom Function backwards, hooks); a thread
-//! that held it while waiting for them would deadlock. Bindings release it up front for
-//! big ops (`detach`); for everything else the core calls back here (the blocking hook)
-//! just before a thread outside the pool waits on it.
+//! Rule: a thread never waits for another thread while holding the GIL, because the
+//! other thread may need the GIL to finish: pool workers take it to run Python code
+//! (custom Function backwards, hooks), and a thread that holds a storage lock while it
+//! waits for the pool takes the GIL back before it releases that lock. Bindings release
+//! the GIL up front for big ops (`detach`); for every other wait (pool work, a contended
+//! storage lock) the core calls back here (the blocking hook) just before blocking.
 //!
-//! To know whether this thread holds the GIL, a thread-local flag marks the regions
-//! where rgrad released it: rgrad's Rust code is entered from outside the pool only by
-//! a Python call (which holds the GIL), so outside those regions the GIL is held.
+//! To know whether this thread holds the GIL, a thread-local state records the regions
+//! where rgrad released it (`detach`) or took it (`attach`). Outside both: a thread
+//! outside the pool entered rgrad through a Python call, so it holds the GIL; a pool
+//! worker does not.
 
 use pyo3::prelude::*;
 use std::cell::Cell;
 
-thread_local! {
-    static DETACHED: Cell<bool> = const { Cell::new(false) };
+#[derive(Clone, Copy, PartialEq)]
+enum Gil {
+    /// Not set by rgrad: held on a Python thread, not held on a pool worker.
+    Default,
+    Held,
+    Released,
 }
 
-/// Sets the flag for the duration of `f` (restored even if `f` unwinds).
-fn with_flag<R>(detached: bool, f: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
+thread_local! {
+    static STATE: Cell<Gil> = const { Cell::new(Gil::Default) };
+}
+
+fn holds_gil() -> bool {
+    match STATE.with(Cell::get) {
+        Gil::Held => true,
+        Gil::Released => false,
+        Gil::Default => rayon::current_thread_index().is_none(),
+    }
+}
+
+/// Sets the state for the duration of `f` (restored even if `f` unwinds).
+fn with_state<R>(state: Gil, f: impl FnOnce() -> R) -> R {
+    struct Restore(Gil);
     impl Drop for Restore {
         fn drop(&mut self) {
-            DETACHED.with(|d| d.set(self.0));
+            STATE.with(|d| d.set(self.0));
         }
     }
-    let _restore = Restore(DETACHED.with(|d| d.replace(detached)));
+    let _restore = Restore(STATE.with(|d| d.replace(state)));
     f()
 }
 
 /// Runs `f` with the GIL released (pyo3's `detach`, recorded in the flag).
 pub fn detach<T: Send, F: Send + FnOnce() -> T>(py: Python<'_>, f: F) -> T {
-    py.detach(|| with_flag(true, f))
+    py.detach(|| with_state(Gil::Released, f))
 }
 
 /// Runs `f` holding the GIL (pyo3's `attach`, recorded in the flag).
 pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
     keep_thread_state();
-    Python::attach(|py| with_flag(false, || f(py)))
+    Python::attach(|py| with_state(Gil::Held, || f(py)))
 }
 
 thread_local! {
@@ -67,7 +85,7 @@ fn keep_thread_state() {
 
 /// The blocking hook (see the module docs): releases the GIL while `wait` blocks.
 fn release_while_blocked(wait: &mut dyn FnMut()) {
-    if DETACHED.with(Cell::get) {
+    if !holds_gil() {
         wait();
         return;
     }
@@ -76,12 +94,11 @@ fn release_while_blocked(wait: &mut dyn FnMut()) {
     // "across" the GIL release, not to another thread.
     unsafe impl Send for AssertSend<'_> {}
     let wait = AssertSend(wait);
-    // SAFETY: this thread is outside the pool and not in a region where rgrad released
-    // the GIL, so it is inside a Python call that holds it (see the module docs).
+    // SAFETY: `holds_gil` says this thread holds the GIL (see the module docs).
     let py = unsafe { Python::assume_attached() };
     py.detach(move || {
         let wait = wait;
-        with_flag(true, || (wait.0)());
+        with_state(Gil::Released, || (wait.0)());
     });
 }
 

@@ -522,6 +522,95 @@ fn float_scalar_map<T: Num>(op: BinaryOp, v: &[T], s: T, scalar_first: bool) -> 
     }
 }
 
+/// `dst op= rhs` in place, elementwise over contiguous slices of the same float dtype
+/// (`rhs`: a slice of the same length, or one number already in dst's dtype). Returns
+/// false, touching nothing, when the case is not one of those.
+pub fn arith_in_place(op: BinaryOp, dst: &mut Buffer, ld: &Layout, rhs: InPlaceRhs<'_>) -> bool {
+    if !ld.is_contiguous()
+        || !matches!(
+            op,
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
+        )
+    {
+        return false;
+    }
+    let n = ld.numel();
+    let range = ld.offset..ld.offset + n;
+    match (dst, rhs) {
+        (Buffer::F32(d), InPlaceRhs::Slice(Buffer::F32(r), lr))
+            if lr.is_contiguous() && lr.numel() == n =>
+        {
+            zip_in_place(op, &mut d[range], &r[lr.offset..lr.offset + n]);
+        }
+        (Buffer::F64(d), InPlaceRhs::Slice(Buffer::F64(r), lr))
+            if lr.is_contiguous() && lr.numel() == n =>
+        {
+            zip_in_place(op, &mut d[range], &r[lr.offset..lr.offset + n]);
+        }
+        (Buffer::F32(d), InPlaceRhs::Number(s)) => scalar_in_place(op, &mut d[range], s as f32),
+        (Buffer::F64(d), InPlaceRhs::Number(s)) => scalar_in_place(op, &mut d[range], s),
+        _ => return false,
+    }
+    true
+}
+
+/// The right-hand side of [`arith_in_place`].
+pub enum InPlaceRhs<'a> {
+    Slice(&'a Buffer, &'a Layout),
+    Number(f64),
+}
+
+fn for_chunks_in_place<T: Num>(d: &mut [T], f: impl Fn(usize, &mut [T]) + Sync + Send) {
+    if d.len() >= PAR_MIN && crate::runtime::intra_op_parallel() {
+        crate::runtime::run(|| {
+            d.par_chunks_mut(CHUNK)
+                .enumerate()
+                .for_each(|(i, c)| f(i * CHUNK, c))
+        });
+    } else {
+        f(0, d);
+    }
+}
+
+fn zip_in_place<T: Num>(op: BinaryOp, d: &mut [T], r: &[T]) {
+    macro_rules! go {
+        (|$x:ident, $y:ident| $e:expr) => {
+            for_chunks_in_place(d, |start, c| {
+                let end = start + c.len();
+                for (o, &$y) in c.iter_mut().zip(&r[start..end]) {
+                    let $x = *o;
+                    *o = $e;
+                }
+            })
+        };
+    }
+    match op {
+        BinaryOp::Add => go!(|x, y| x + y),
+        BinaryOp::Sub => go!(|x, y| x - y),
+        BinaryOp::Mul => go!(|x, y| x * y),
+        _ => go!(|x, y| x.div(y)),
+    }
+}
+
+fn scalar_in_place<T: Num>(op: BinaryOp, d: &mut [T], s: T) {
+    macro_rules! go {
+        (|$x:ident| $e:expr) => {
+            for_chunks_in_place(d, |_, c| {
+                for o in c.iter_mut() {
+                    let $x = *o;
+                    *o = $e;
+                }
+            })
+        };
+    }
+    match op {
+        BinaryOp::Add => go!(|x| x + s),
+        BinaryOp::Sub => go!(|x| x - s),
+        BinaryOp::Mul => go!(|x| x * s),
+        _ => go!(|x| x.div(s)),
+    }
+}
+
 pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer {
     if op.is_comparison() {
         return with_dtype!(a.dtype(), T => Buffer::Bool(zip(T::slice(a), la, T::slice(b), lb, |x: T, y: T| compare(op, x, y))));
