@@ -333,28 +333,3 @@ mod tests {
     }
 }
 
-#[cfg(test)]
-mod speed {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn throughput() {
-        let xs: Vec<f32> = (0..1 << 16).map(|i| (i as f32) * 1e-3 - 30.0).collect();
-        let mut out = vec![MaybeUninit::uninit(); xs.len()];
-        for (name, f) in [
-            ("exp", exp as SliceFn),
-            ("tanh", tanh),
-            ("sin", sin),
-            ("cos", cos),
-        ] {
-            let t = std::time::Instant::now();
-            for _ in 0..200 {
-                f(&xs, &mut out);
-            }
-            eprintln!(
-                "{name}: {:.3} ns/elt",
-                t.elapsed().as_secs_f64() / 200.0 / xs.len() as f64 * 1e9
-            );
-        }
-    }
-}
