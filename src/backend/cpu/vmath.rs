@@ -8,9 +8,10 @@
 //! far below float32's resolution) and rounded once to float32, so results are the
 //! correctly rounded ones except in rare near-ties: the values torch and numpy print.
 //!
-//! Determinism: each element's result is a fixed sequence of IEEE operations (Rust never
-//! contracts a*b+c into an FMA, and no FMA is used), so it is the same bit for bit in
-//! every SIMD width, in the scalar tail and on every thread split. Accuracy: within 1 ulp
+//! Determinism: each element's result is a fixed sequence of IEEE operations, fused
+//! multiply-adds included (`mul_add` is exactly rounded whether it is one instruction or
+//! libm's software fma on a CPU without FMA), so it is the same bit for bit in every
+//! SIMD width, in the scalar tail and on every thread split. Accuracy: within 1 ulp
 //! of the exact value and almost always correctly rounded (tested against float64 libm
 //! in the module tests); sin/cos of |x| > 8192, beyond the reduction's exact range, are
 //! recomputed with libm.
@@ -42,17 +43,17 @@ fn pow2i(n: f64) -> f64 {
 /// e^r - 1 for |r| <= ln2/2 (Taylor to r^12: error < 1e-17).
 #[inline(always)]
 fn expm1_reduced(r: f64) -> f64 {
-    let p = 1.0 / 479_001_600.0;
-    let p = p * r + 1.0 / 39_916_800.0;
-    let p = p * r + 1.0 / 3_628_800.0;
-    let p = p * r + 1.0 / 362_880.0;
-    let p = p * r + 1.0 / 40_320.0;
-    let p = p * r + 1.0 / 5_040.0;
-    let p = p * r + 1.0 / 720.0;
-    let p = p * r + 1.0 / 120.0;
-    let p = p * r + 1.0 / 24.0;
-    let p = p * r + 1.0 / 6.0;
-    let p = p * r + 0.5;
+    let p: f64 = 1.0 / 479_001_600.0;
+    let p = p.mul_add(r, 1.0 / 39_916_800.0);
+    let p = p.mul_add(r, 1.0 / 3_628_800.0);
+    let p = p.mul_add(r, 1.0 / 362_880.0);
+    let p = p.mul_add(r, 1.0 / 40_320.0);
+    let p = p.mul_add(r, 1.0 / 5_040.0);
+    let p = p.mul_add(r, 1.0 / 720.0);
+    let p = p.mul_add(r, 1.0 / 120.0);
+    let p = p.mul_add(r, 1.0 / 24.0);
+    let p = p.mul_add(r, 1.0 / 6.0);
+    let p = p.mul_add(r, 0.5);
     r + r * r * p
 }
 
@@ -101,21 +102,21 @@ fn sincos1(x: f32, cos: bool) -> f32 {
     let j = j + (j * 0.5 - (j * 0.5).floor()) * 2.0; // j += j & 1
     let r = ((a - j * P1) - j * P2) - j * P2T;
     let z = r * r;
-    let s = -1.0 / 1_307_674_368_000.0;
-    let s = s * z + 1.0 / 6_227_020_800.0;
-    let s = s * z - 1.0 / 39_916_800.0;
-    let s = s * z + 1.0 / 362_880.0;
-    let s = s * z - 1.0 / 5_040.0;
-    let s = s * z + 1.0 / 120.0;
-    let s = s * z - 1.0 / 6.0;
+    let s: f64 = -1.0 / 1_307_674_368_000.0;
+    let s = s.mul_add(z, 1.0 / 6_227_020_800.0);
+    let s = s.mul_add(z, -1.0 / 39_916_800.0);
+    let s = s.mul_add(z, 1.0 / 362_880.0);
+    let s = s.mul_add(z, -1.0 / 5_040.0);
+    let s = s.mul_add(z, 1.0 / 120.0);
+    let s = s.mul_add(z, -1.0 / 6.0);
     let sin_r = r + r * z * s;
-    let c = 1.0 / 20_922_789_888_000.0;
-    let c = c * z - 1.0 / 87_178_291_200.0;
-    let c = c * z + 1.0 / 479_001_600.0;
-    let c = c * z - 1.0 / 3_628_800.0;
-    let c = c * z + 1.0 / 40_320.0;
-    let c = c * z - 1.0 / 720.0;
-    let c = c * z + 1.0 / 24.0;
+    let c: f64 = 1.0 / 20_922_789_888_000.0;
+    let c = c.mul_add(z, -1.0 / 87_178_291_200.0);
+    let c = c.mul_add(z, 1.0 / 479_001_600.0);
+    let c = c.mul_add(z, -1.0 / 3_628_800.0);
+    let c = c.mul_add(z, 1.0 / 40_320.0);
+    let c = c.mul_add(z, -1.0 / 720.0);
+    let c = c.mul_add(z, 1.0 / 24.0);
     let cos_r = 1.0 - 0.5 * z + z * z * c;
     // octant bookkeeping: j mod 8 in {0, 2, 4, 6}
     let q = j - (j * 0.125).floor() * 8.0;
@@ -148,15 +149,16 @@ macro_rules! slice_fns {
         pub fn $name(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx512f")]
+                #[target_feature(enable = "avx512f,fma")]
                 fn wide(src: &[f32], dst: &mut [MaybeUninit<f32>]) { body(src, dst) }
-                #[target_feature(enable = "avx2")]
+                #[target_feature(enable = "avx2,fma")]
                 fn mid(src: &[f32], dst: &mut [MaybeUninit<f32>]) { body(src, dst) }
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the CPU supports AVX-512F (checked).
+                let fma = std::arch::is_x86_feature_detected!("fma");
+                if fma && std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU supports AVX-512F and FMA (checked).
                     unsafe { wide(src, dst) };
-                } else if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU supports AVX2 (checked).
+                } else if fma && std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU supports AVX2 and FMA (checked).
                     unsafe { mid(src, dst) };
                 } else {
                     body(src, dst);
@@ -332,4 +334,3 @@ mod tests {
         assert!(out[0].is_nan() && out[1].is_nan() && out[2] == 0.0 && out[2].is_sign_negative());
     }
 }
-
