@@ -84,25 +84,24 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
     // overwriting x does not corrupt it (torch saves `original_self` the same way).
     let old_history = x.grad_fn().map(|f| (f, x.output_nr()));
     if let Some(node) = result.grad_fn() {
-        let mut n = node.lock();
-        let mut copy: Option<Tensor> = None;
-        for s in n.saved.iter_mut() {
-            if s.output_nr.is_none()
+        let saves_x = |s: &crate::autograd::graph::SavedTensor| {
+            s.output_nr.is_none()
                 && Arc::ptr_eq(&s.tensor.storage(), &xs.storage)
                 && s.tensor.same(x)
-            {
-                let c = copy.get_or_insert_with(|| {
-                    let c = new_tensor(
-                        k::cast(&xs.storage.read(), &xs.layout, xs.dtype),
-                        &xs.layout.shape,
-                    );
-                    if let Some((f, nr)) = &old_history {
-                        c.set_history(f.clone(), *nr);
-                    }
-                    c
-                });
+        };
+        // The copy is made without the node's lock held (reading storage may wait).
+        if node.lock().saved.iter().any(saves_x) {
+            let c = new_tensor(
+                k::cast(&xs.storage.read(), &xs.layout, xs.dtype),
+                &xs.layout.shape,
+            );
+            if let Some((f, nr)) = &old_history {
+                c.set_history(f.clone(), *nr);
+            }
+            let version = c.version();
+            for s in node.lock().saved.iter_mut().filter(|s| saves_x(s)) {
                 s.tensor = c.clone();
-                s.version = c.version();
+                s.version = version;
             }
         }
     }
