@@ -288,6 +288,18 @@ macro_rules! float_impl {
 float_impl!(f32);
 float_impl!(f64);
 
+/// A float unary op over a slice, with the most common ops fixed outside the loop (so
+/// that it vectorises) and the rest dispatched per element.
+fn float_unary<T: Num + Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
+    let zero = T::from_f64(0.0);
+    match op {
+        UnaryOp::Neg => map(x, |a| a.neg()),
+        // NaN stays NaN (torch's relu)
+        UnaryOp::Relu => map(x, |a| if a > zero || a.is_nan() { a } else { zero }),
+        _ => map(x, |a| T::apply(op, a)),
+    }
+}
+
 /// A slice function over `src` into a new vector, in fixed-size chunks on the pool for
 /// large inputs (each element's value does not depend on the split).
 fn map_slices(src: &[f32], f: super::vmath::SliceFn) -> Vec<f32> {
@@ -349,12 +361,12 @@ pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
             };
             match fast {
                 Some(f) => Buffer::F32(map_slices(&x, f)),
-                None => Buffer::F32(map(&x, |a| f32::apply(op, a))),
+                None => Buffer::F32(float_unary(op, &x)),
             }
         }
         Buffer::F64(v) => {
             let x = contiguous(v, layout);
-            Buffer::F64(map(&x, |a| f64::apply(op, a)))
+            Buffer::F64(float_unary(op, &x))
         }
         Buffer::I64(v) => {
             let x = contiguous(v, layout);
