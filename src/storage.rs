@@ -59,8 +59,13 @@ pub fn alloc_guard(numel: usize, dtype: DType) -> crate::Result<()> {
     let ok = match bytes {
         None => false,
         Some(b) if b <= isize::MAX as usize && b < (1 << 30) => true,
-        // Large requests: ask the allocator once (untouched pages cost nothing).
-        Some(b) if b <= isize::MAX as usize => Vec::<u8>::new().try_reserve_exact(b).is_ok(),
+        // Large requests: more than the machine's memory and swap can never be backed
+        // (an allocator that reserves address space lazily would say yes and the process
+        // would be killed on first touch); elsewhere ask the allocator once.
+        Some(b) if b <= isize::MAX as usize => match memory_limit() {
+            Some(limit) => (b as u64) <= limit,
+            None => Vec::<u8>::new().try_reserve_exact(b).is_ok(),
+        },
         Some(_) => false,
     };
     if ok {
@@ -71,6 +76,19 @@ pub fn alloc_guard(numel: usize, dtype: DType) -> crate::Result<()> {
             bytes.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string())
         )))
     }
+}
+
+/// RAM plus swap in bytes (Linux: /proc/meminfo), read once.
+fn memory_limit() -> Option<u64> {
+    static LIMIT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let field = |name: &str| -> Option<u64> {
+            let line = info.lines().find(|l| l.starts_with(name))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        };
+        Some((field("MemTotal:")? + field("SwapTotal:").unwrap_or(0)).saturating_mul(1024))
+    })
 }
 
 /// Element types, for kernels written once and instantiated per dtype.
