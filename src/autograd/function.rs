@@ -16,6 +16,11 @@ pub type Grads = SmallVec<[Option<Tensor>; 2]>;
 pub trait Backward: Send + Sync {
     fn name(&self) -> Cow<'static, str>;
     fn apply(&self, ctx: &BackwardCtx<'_>, grads: &[Option<Tensor>]) -> Result<Grads>;
+    /// For node types defined outside the core (the binding's custom Functions): the
+    /// concrete value, so that its owner can reach its own data.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// What a backward formula can see of its node.

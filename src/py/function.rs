@@ -12,7 +12,7 @@
 
 use super::convert;
 use super::error::external;
-use super::node::{PyNode, bind_node_object};
+use super::node::PyNode;
 use super::pytensor::{PyTensor, wrap, wrap_cached};
 use crate::autograd::function::{Backward, BackwardCtx, Grads, unpack_saved};
 use crate::autograd::grad_mode::{is_grad_enabled, with_grad_mode};
@@ -353,7 +353,6 @@ fn function_apply(
         })
         .collect();
     let node = NodeRef::new(Node::new(BackwardOp::Custom(Arc::new(op)), next, metas))?;
-    bind_node_object(&node, &ctx_obj)?;
     ctx.as_super().get().attach(&node);
 
     // Wire each output to the node (torch's _wrap_outputs).
@@ -428,8 +427,9 @@ fn function_apply(
 }
 
 /// The node of one custom Function call: its backward is the user's Python backward.
-struct PyFunctionBackward {
-    ctx: Py<PyFunctionBase>,
+pub(crate) struct PyFunctionBackward {
+    /// The ctx, which is also what `grad_fn` returns for this node.
+    pub(crate) ctx: Py<PyFunctionBase>,
     backward_fn: Py<PyAny>,
     name: String,
     /// Per positional input of forward: shape and dtype if it was a tensor.
@@ -441,6 +441,10 @@ struct PyFunctionBackward {
 impl Backward for PyFunctionBackward {
     fn name(&self) -> Cow<'static, str> {
         Cow::Owned(self.name.clone())
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn apply(&self, ctx: &BackwardCtx<'_>, grads: &[Option<Tensor>]) -> Result<Grads> {

@@ -62,6 +62,17 @@ static NODE_CLASS: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::n
 /// A Python object for `node` whose type is named after the op (`type(y.grad_fn).__name__
 /// == "MulBackward0"`, as in torch): a per-name subclass of Node, made once in Python.
 pub fn node_object(py: Python<'_>, node: NodeRef) -> PyResult<Py<PyAny>> {
+    // A custom Function's node: its Python object is the ctx, which the node owns.
+    let custom_ctx = match &node.lock().op {
+        crate::ops::BackwardOp::Custom(op) => op
+            .as_any()
+            .and_then(|a| a.downcast_ref::<super::function::PyFunctionBackward>())
+            .map(|f| f.ctx.clone_ref(py).into_any()),
+        _ => None,
+    };
+    if let Some(ctx) = custom_ctx {
+        return Ok(ctx);
+    }
     // One Python object per live node: reuse it while it is alive.
     let cached = node.lock().binding.clone();
     if let Some(obj) = cached
