@@ -135,20 +135,19 @@ impl PyFunctionBase {
                         (&from_node.0, from_node.1)
                     }
                 };
+                if released && st.saved_slots.iter().any(Option::is_some) {
+                    return Err(Error::GraphFreed.into());
+                }
                 for slot in &st.saved_slots {
-                    let Some(i) = slot else {
-                        out.push(None);
-                        continue;
-                    };
-                    let Some(s) = saved.get(*i as usize) else {
-                        return Err(if released {
-                            Error::GraphFreed
-                        } else {
-                            Error::Internal("saved tensor missing".into())
+                    out.push(match slot {
+                        None => None,
+                        Some(i) => {
+                            let s = saved
+                                .get(*i as usize)
+                                .ok_or_else(|| Error::Internal("saved tensor missing".into()))?;
+                            Some(unpack_saved(node, s, released)?)
                         }
-                        .into());
-                    };
-                    out.push(Some(unpack_saved(node, s, released)?));
+                    });
                 }
             }
             (None, None) => {}
