@@ -6,13 +6,26 @@
 use crate::shape::{Shape, contiguous_strides, fmt_shape, numel, wrap_dim};
 use crate::{Error, Result};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Layout {
     pub shape: Shape,
     /// In elements; 0 for broadcast (expanded) dims. Never negative, as in torch.
     pub strides: Shape,
     /// Offset of element [0, 0, ...] in the storage, in elements.
     pub offset: usize,
+}
+
+/// By hand: `SmallVec::clone` goes through an iterator; `from_slice` is one copy (layouts
+/// are cloned on every op's hot path).
+impl Clone for Layout {
+    #[inline]
+    fn clone(&self) -> Self {
+        Layout {
+            shape: Shape::from_slice(&self.shape),
+            strides: Shape::from_slice(&self.strides),
+            offset: self.offset,
+        }
+    }
 }
 
 impl Layout {

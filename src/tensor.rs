@@ -162,7 +162,7 @@ impl Tensor {
 
     // ---- metadata --------------------------------------------------------------------
     pub fn shape(&self) -> Shape {
-        self.0.inner.lock().layout.shape.clone()
+        Shape::from_slice(&self.0.inner.lock().layout.shape)
     }
     pub fn layout(&self) -> Layout {
         self.0.inner.lock().layout.clone()

@@ -465,45 +465,60 @@ impl Task {
             });
         }
 
-        // Tensor hooks of this node's outputs, then retain_grad, then captures.
-        let (hooks, retains) = {
-            let n = st.node.lock();
-            (n.pre_hooks.clone(), n.retains.clone())
+        // Saved tensors are moved out (the graph not retained) or copied; the node is
+        // marked released, as torch does after a node ran.
+        let execute = st.execute;
+        let retain = self.opts.retain_graph;
+        let take_saved = |n: &mut crate::autograd::graph::NodeData| {
+            if !execute {
+                return (SmallVec::new(), n.released);
+            }
+            let saved = if retain {
+                n.saved.clone()
+            } else {
+                std::mem::take(&mut n.saved)
+            };
+            let released = n.released;
+            n.released = released || !retain;
+            (saved, released)
         };
-        for (nr, _, hook) in &hooks {
-            if let Some(g) = &grads[*nr as usize] {
-                if let Some(new) = hook(g)? {
-                    grads[*nr as usize] = Some(new);
+        let (saved, released) = {
+            let mut n = st.node.lock();
+            if n.pre_hooks.is_empty() && n.retains.is_empty() {
+                take_saved(&mut n)
+            } else {
+                let (hooks, retains) = (n.pre_hooks.clone(), n.retains.clone());
+                drop(n);
+                // Tensor hooks of this node's outputs, then retain_grad.
+                for (nr, _, hook) in &hooks {
+                    if let Some(g) = &grads[*nr as usize] {
+                        if let Some(new) = hook(g)? {
+                            grads[*nr as usize] = Some(new);
+                        }
+                    }
                 }
+                for (nr, w) in &retains {
+                    if let (Some(t), Some(g)) = (Tensor::upgrade(w), &grads[*nr as usize]) {
+                        accumulate_retained(&t, g, self.opts.create_graph)?;
+                    }
+                }
+                take_saved(&mut st.node.lock())
             }
-        }
-        for (nr, w) in &retains {
-            if let (Some(t), Some(g)) = (Tensor::upgrade(w), &grads[*nr as usize]) {
-                accumulate_retained(&t, g, self.opts.create_graph)?;
-            }
-        }
+        };
         for &(nr, idx) in &st.captures {
             if let Some(g) = &grads[nr as usize] {
                 *self.captured[idx].lock() = Some(g.clone());
             }
         }
-        if !st.execute {
+        if !execute {
             return Ok(());
         }
 
-        let (op, saved, released, needs) = {
-            let mut n = st.node.lock();
-            let needs: SmallVec<[bool; 4]> = st.targets.iter().map(|t| t.is_some()).collect();
-            let out = (n.op.clone(), n.saved.clone(), n.released, needs);
-            if !self.opts.retain_graph {
-                n.saved.clear();
-                n.released = true;
-            }
-            out
-        };
+        let op = st.node.op();
         let outs: Grads = if grads.iter().all(Option::is_none) {
             smallvec::smallvec![None; st.targets.len()]
         } else {
+            let needs: SmallVec<[bool; 4]> = st.targets.iter().map(|t| t.is_some()).collect();
             let ctx = ctx_for(&st.node, &saved, released, needs);
             op.as_backward().apply(&ctx, &grads)?
         };

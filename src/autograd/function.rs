@@ -56,6 +56,12 @@ impl BackwardCtx<'_> {
             .saved
             .get(i)
             .ok_or_else(|| Error::Internal(format!("saved tensor {i} missing")))?;
+        if s.output_nr.is_some() && !crate::autograd::grad_mode::is_grad_enabled() {
+            // Nothing is recorded: a built-in formula only reads the values, so the saved
+            // output needs no alias carrying the node as grad_fn.
+            unpack_check_version(self.node, s)?;
+            return Ok(s.tensor.clone());
+        }
         unpack_saved(self.node, s, self.released)
     }
 }
@@ -67,6 +73,20 @@ pub fn unpack_saved(node: &NodeRef, s: &SavedTensor, released: bool) -> Result<T
     if released {
         return Err(Error::GraphFreed);
     }
+    unpack_check_version(node, s)?;
+    Ok(match s.output_nr {
+        Some(nr) => {
+            // Reattach the node as grad_fn so that create_graph differentiates through it.
+            let t = s.tensor.detach();
+            t.set_history(node.clone(), nr);
+            t
+        }
+        None => s.tensor.clone(),
+    })
+}
+
+/// torch's check that a saved tensor was not modified in place since it was saved.
+fn unpack_check_version(node: &NodeRef, s: &SavedTensor) -> Result<()> {
     let now = s.tensor.version();
     if now != s.version {
         let dtype = s.tensor.dtype().legacy_type_name();
@@ -86,15 +106,7 @@ pub fn unpack_saved(node: &NodeRef, s: &SavedTensor, released: bool) -> Result<T
             s.version
         )));
     }
-    Ok(match s.output_nr {
-        Some(nr) => {
-            // Reattach the node as grad_fn so that create_graph differentiates through it.
-            let t = s.tensor.detach();
-            t.set_history(node.clone(), nr);
-            t
-        }
-        None => s.tensor.clone(),
-    })
+    Ok(())
 }
 
 /// Declares the enum of built-in backward ops (stored inline in arena slots, no Box) and

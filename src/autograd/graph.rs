@@ -20,7 +20,7 @@ use crate::tensor::{Tensor, TensorImpl};
 use crate::{Error, Result};
 use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -68,8 +68,34 @@ impl SavedTensor {
     }
 }
 
+/// A node as ops build it: the backward op plus its graph data. In the arena the op is
+/// stored apart from the rest (it never changes while the node lives, so the engine and
+/// `name()` read it without the node's lock or a copy).
 pub struct Node {
     pub(crate) op: BackwardOp,
+    pub(crate) saved: SmallVec<[SavedTensor; 2]>,
+    /// One entry per differentiable input of the forward op (`None`: no grad needed).
+    pub(crate) next: SmallVec<[Option<Edge>; 2]>,
+    pub(crate) outputs: SmallVec<[OutputMeta; 1]>,
+}
+
+impl Node {
+    pub fn new(
+        op: BackwardOp,
+        next: SmallVec<[Option<Edge>; 2]>,
+        outputs: SmallVec<[OutputMeta; 1]>,
+    ) -> Node {
+        Node {
+            op,
+            saved: SmallVec::new(),
+            next,
+            outputs,
+        }
+    }
+}
+
+/// The mutable part of a live node, behind the slot's lock.
+pub struct NodeData {
     pub(crate) saved: SmallVec<[SavedTensor; 2]>,
     /// Saved tensors were freed by a backward without retain_graph.
     pub(crate) released: bool,
@@ -85,25 +111,6 @@ pub struct Node {
     pub binding: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
-impl Node {
-    pub fn new(
-        op: BackwardOp,
-        next: SmallVec<[Option<Edge>; 2]>,
-        outputs: SmallVec<[OutputMeta; 1]>,
-    ) -> Node {
-        Node {
-            op,
-            saved: SmallVec::new(),
-            released: false,
-            next,
-            outputs,
-            pre_hooks: Vec::new(),
-            retains: Vec::new(),
-            binding: None,
-        }
-    }
-}
-
 // ---- the arena -------------------------------------------------------------------------
 
 const CHUNK_BITS: u32 = 10;
@@ -113,8 +120,20 @@ const MAX_CHUNKS: usize = 1 << 16; // 64M live nodes
 struct Slot {
     refs: AtomicU32,
     generation: AtomicU32,
-    node: Mutex<Option<Node>>,
+    /// Written only while no `NodeRef` to the slot exists (by `alloc` before the count
+    /// is published, by the last `NodeRef`'s drop after it reached zero), so a `NodeRef`
+    /// holder may read it without a lock.
+    op: UnsafeCell<Option<BackwardOp>>,
+    node: Mutex<Option<NodeData>>,
 }
+
+// SAFETY: `op` is only written under the exclusive-access rule above; shared reads need
+// `BackwardOp: Sync`, which the assertion below checks. Everything else is Sync.
+unsafe impl Sync for Slot {}
+const _: fn() = || {
+    fn sync<T: Sync + Send>() {}
+    sync::<BackwardOp>();
+};
 
 struct Arena {
     chunks: Box<[AtomicPtr<Slot>]>,
@@ -163,6 +182,7 @@ impl Arena {
                             .map(|_| Slot {
                                 refs: AtomicU32::new(0),
                                 generation: AtomicU32::new(0),
+                                op: UnsafeCell::new(None),
                                 node: Mutex::new(None),
                             })
                             .collect();
@@ -173,7 +193,24 @@ impl Arena {
             }
         };
         let slot = self.slot(idx);
-        *slot.node.lock() = Some(node);
+        let Node {
+            op,
+            saved,
+            next,
+            outputs,
+        } = node;
+        // SAFETY: the slot is ours alone (fresh, or popped from the free list; its count
+        // is 0, so no NodeRef reads `op`) until the count is published below.
+        unsafe { *slot.op.get() = Some(op) };
+        *slot.node.lock() = Some(NodeData {
+            saved,
+            released: false,
+            next,
+            outputs,
+            pre_hooks: Vec::new(),
+            retains: Vec::new(),
+            binding: None,
+        });
         slot.refs.store(1, Ordering::Release);
         Ok(NodeRef {
             idx,
@@ -219,7 +256,16 @@ impl NodeRef {
         self.idx == other.idx && self.generation == other.generation
     }
     pub fn name(&self) -> String {
-        self.lock().op.name().into_owned()
+        self.op().name().into_owned()
+    }
+    /// The node's backward op (fixed for the node's life; no lock needed).
+    pub fn op(&self) -> &BackwardOp {
+        // SAFETY: `self` holds a count, so the slot is live and `op` is not written until
+        // the count reaches zero (see `Slot`); `alloc` set it before publishing the count.
+        match unsafe { &*self.slot().op.get() } {
+            Some(op) => op,
+            None => unreachable_dead_node(),
+        }
     }
     /// A reference that does not keep the node alive (a custom Function's ctx holds its
     /// node this way: the node owns the ctx, so a strong reference back would be a cycle).
@@ -275,12 +321,12 @@ impl WeakNodeRef {
 
 /// A locked node.
 pub struct MappedNode<'a> {
-    guard: MutexGuard<'a, Option<Node>>,
+    guard: MutexGuard<'a, Option<NodeData>>,
 }
 
 impl std::ops::Deref for MappedNode<'_> {
-    type Target = Node;
-    fn deref(&self) -> &Node {
+    type Target = NodeData;
+    fn deref(&self) -> &NodeData {
         match self.guard.as_ref() {
             Some(n) => n,
             // Invariant: a slot holds a node for as long as any NodeRef to it exists.
@@ -289,7 +335,7 @@ impl std::ops::Deref for MappedNode<'_> {
     }
 }
 impl std::ops::DerefMut for MappedNode<'_> {
-    fn deref_mut(&mut self) -> &mut Node {
+    fn deref_mut(&mut self) -> &mut NodeData {
         match self.guard.as_mut() {
             Some(n) => n,
             None => unreachable_dead_node(),
@@ -314,7 +360,7 @@ impl Clone for NodeRef {
 }
 
 thread_local! {
-    static PENDING: RefCell<Vec<Node>> = const { RefCell::new(Vec::new()) };
+    static PENDING: RefCell<Vec<(Option<BackwardOp>, Option<NodeData>)>> = const { RefCell::new(Vec::new()) };
     static DRAINING: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -326,17 +372,18 @@ impl Drop for NodeRef {
         }
         std::sync::atomic::fence(Ordering::Acquire);
         let node = slot.node.lock().take();
+        // SAFETY: the count reached zero: no NodeRef reads `op` any more, and the slot is
+        // not reused before it is on the free list below.
+        let op = unsafe { (*slot.op.get()).take() };
         slot.generation.fetch_add(1, Ordering::Relaxed);
         arena().free.lock().push(self.idx);
-        if let Some(node) = node {
-            release_iteratively(node);
-        }
+        release_iteratively((op, node));
     }
 }
 
 /// Drops a node whose edges may own long chains of further nodes, with a work list
 /// instead of recursion.
-fn release_iteratively(node: Node) {
+fn release_iteratively(node: (Option<BackwardOp>, Option<NodeData>)) {
     let queued = PENDING.try_with(|p| p.borrow_mut().push(node));
     if queued.is_err() {
         return; // thread-local storage is gone (thread exit): the node was dropped in place

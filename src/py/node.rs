@@ -63,7 +63,7 @@ static NODE_CLASS: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::n
 /// == "MulBackward0"`, as in torch): a per-name subclass of Node, made once in Python.
 pub fn node_object(py: Python<'_>, node: NodeRef) -> PyResult<Py<PyAny>> {
     // A custom Function's node: its Python object is the ctx, which the node owns.
-    let custom_ctx = match &node.lock().op {
+    let custom_ctx = match node.op() {
         crate::ops::BackwardOp::Custom(op) => op
             .as_any()
             .and_then(|a| a.downcast_ref::<super::function::PyFunctionBackward>())

@@ -389,6 +389,78 @@ pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
     }
 }
 
+/// The gradient of a unary op, `g·f'(x)`, in one pass instead of the two to four tensor
+/// ops of the composite formula (`ops::elementwise::unary_grad`, used when the backward
+/// itself is recorded). `s` is what the op saved: the input for Abs/Log/Log1p/Sin/Cos,
+/// the output otherwise; it has `g`'s shape and dtype. Every element takes exactly the
+/// roundings of the composite formula, so the two paths agree bit for bit. `None` for
+/// the cases it does not cover (non-float buffers, Neg/Sign/Rsqrt/LogicalNot).
+pub fn unary_backward(
+    op: UnaryOp,
+    g: &Buffer,
+    lg: &Layout,
+    s: &Buffer,
+    ls: &Layout,
+) -> Option<Buffer> {
+    fn go<T: Num + Float>(
+        op: UnaryOp,
+        g: &[T],
+        lg: &Layout,
+        s: &[T],
+        ls: &Layout,
+    ) -> Option<Vec<T>> {
+        let (one, two) = (T::from_f64(1.0), T::from_f64(2.0));
+        let zero = T::from_f64(0.0);
+        Some(match op {
+            UnaryOp::Abs => zip(g, lg, s, ls, |g, x| g * T::apply(UnaryOp::Sign, x)),
+            UnaryOp::Relu => zip(g, lg, s, ls, move |g, y| {
+                g * if y > zero { one } else { zero }
+            }),
+            UnaryOp::Exp => zip(g, lg, s, ls, |g, y| g * y),
+            UnaryOp::Log => zip(g, lg, s, ls, |g, x: T| g.div(x)),
+            UnaryOp::Log1p => zip(g, lg, s, ls, move |g, x: T| g.div(x + one)),
+            UnaryOp::Expm1 => zip(g, lg, s, ls, move |g, y| g * (y + one)),
+            UnaryOp::Sqrt => zip(g, lg, s, ls, move |g, y| g.div(y * two)),
+            UnaryOp::Sin => zip(g, lg, s, ls, |g, x| g * T::apply(UnaryOp::Cos, x)),
+            UnaryOp::Cos => zip(g, lg, s, ls, |g, x| (g * T::apply(UnaryOp::Sin, x)).neg()),
+            UnaryOp::Tan => zip(g, lg, s, ls, move |g, y| g * (y * y + one)),
+            UnaryOp::Tanh => zip(g, lg, s, ls, move |g, y| g * (one - y * y)),
+            UnaryOp::Sigmoid => zip(g, lg, s, ls, move |g, y| g * (y * (one - y))),
+            UnaryOp::Reciprocal => zip(g, lg, s, ls, |g, y| (g * (y * y)).neg()),
+            UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Rsqrt | UnaryOp::LogicalNot => return None,
+        })
+    }
+    if lg.shape != ls.shape {
+        return None;
+    }
+    match (g, s) {
+        // float32 sin/cos go through the vectorised kernels, as the forward ops do
+        (Buffer::F32(gv), Buffer::F32(_)) if matches!(op, UnaryOp::Sin | UnaryOp::Cos) => {
+            let other = if op == UnaryOp::Sin {
+                UnaryOp::Cos
+            } else {
+                UnaryOp::Sin
+            };
+            let Buffer::F32(mut d) = unary(other, s, ls) else {
+                return None;
+            };
+            let gc = contiguous(gv, lg);
+            let neg = op == UnaryOp::Cos;
+            for_chunks_in_place(&mut d, |start, chunk| {
+                let end = start + chunk.len();
+                for (o, &g) in chunk.iter_mut().zip(&gc[start..end]) {
+                    let v = g * *o;
+                    *o = if neg { -v } else { v };
+                }
+            });
+            Some(Buffer::F32(d))
+        }
+        (Buffer::F32(gv), Buffer::F32(sv)) => go(op, gv, lg, sv, ls).map(Buffer::F32),
+        (Buffer::F64(gv), Buffer::F64(sv)) => go(op, gv, lg, sv, ls).map(Buffer::F64),
+        _ => None,
+    }
+}
+
 /// `x.clamp(lo, hi)` for float/int buffers (bounds already in the buffer's type domain).
 pub fn clamp(buf: &Buffer, layout: &Layout, lo: Option<f64>, hi: Option<f64>) -> Buffer {
     fn go<T: Num>(v: &[T], layout: &Layout, lo: Option<T>, hi: Option<T>) -> Vec<T> {
