@@ -360,7 +360,8 @@ impl Clone for NodeRef {
 }
 
 thread_local! {
-    static PENDING: RefCell<Vec<(Option<BackwardOp>, Option<NodeData>)>> = const { RefCell::new(Vec::new()) };
+    /// Slots whose count reached zero, waiting to have their contents dropped.
+    static PENDING: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
     static DRAINING: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -371,30 +372,43 @@ impl Drop for NodeRef {
             return;
         }
         std::sync::atomic::fence(Ordering::Acquire);
-        let node = slot.node.lock().take();
-        // SAFETY: the count reached zero: no NodeRef reads `op` any more, and the slot is
-        // not reused before it is on the free list below.
-        let op = unsafe { (*slot.op.get()).take() };
-        slot.generation.fetch_add(1, Ordering::Relaxed);
-        arena().free.lock().push(self.idx);
-        release_iteratively((op, node));
+        release_iteratively(self.idx);
     }
 }
 
-/// Drops a node whose edges may own long chains of further nodes, with a work list
-/// instead of recursion.
-fn release_iteratively(node: (Option<BackwardOp>, Option<NodeData>)) {
-    let queued = PENDING.try_with(|p| p.borrow_mut().push(node));
+/// Drops a dead node's contents, whose edges and saved tensors may own long chains of
+/// further nodes, with a work list of slot indices instead of recursion (a node dropped
+/// while another is being cleared only queues its index). Contents are dropped in place
+/// in the slot: nothing is moved out.
+fn release_iteratively(idx: u32) {
+    let queued = PENDING.try_with(|p| p.borrow_mut().push(idx));
     if queued.is_err() {
-        return; // thread-local storage is gone (thread exit): the node was dropped in place
+        // thread-local storage is gone (thread exit): clear it here (may recurse)
+        clear_slot(idx);
+        return;
     }
     if DRAINING.try_with(|d| d.replace(true)).unwrap_or(true) {
         return; // an outer call on this thread is already draining
     }
-    while let Some(n) = PENDING.try_with(|p| p.borrow_mut().pop()).ok().flatten() {
-        drop(n);
+    while let Some(i) = PENDING.try_with(|p| p.borrow_mut().pop()).ok().flatten() {
+        clear_slot(i);
     }
     let _ = DRAINING.try_with(|d| d.set(false));
+}
+
+/// Drops the contents of a slot whose count reached zero and puts it on the free list.
+fn clear_slot(idx: u32) {
+    let arena = arena();
+    let slot = arena.slot(idx);
+    // The slot is unreachable (count zero: `WeakNodeRef::upgrade` fails), so nobody else
+    // takes this lock; code run by the drops (a custom Function's Python objects) can
+    // only queue further slots.
+    *slot.node.lock() = None;
+    // SAFETY: the count reached zero: no NodeRef reads `op` any more, and the slot is
+    // not reused before it is on the free list below.
+    unsafe { *slot.op.get() = None };
+    slot.generation.fetch_add(1, Ordering::Relaxed);
+    arena.free.lock().push(idx);
 }
 
 /// Builds the context a backward op sees when its node runs.
