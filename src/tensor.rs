@@ -266,8 +266,27 @@ impl Tensor {
 
     /// `detach()`: a new leaf sharing storage (and version counter), no history.
     pub fn detach(&self) -> Tensor {
-        let (s, v) = (self.snapshot(), self.version_counter());
-        Tensor::from_parts(s.storage, s.layout, s.dtype, v)
+        self.detach_with_version().0
+    }
+    /// `detach()` and the version counter's value, read under one lock (what saving a
+    /// tensor for backward needs).
+    pub(crate) fn detach_with_version(&self) -> (Tensor, u64) {
+        let (storage, layout, dtype, version) = {
+            let g = self.0.inner.lock();
+            (
+                g.storage.clone(),
+                g.layout.clone(),
+                g.dtype,
+                g.version.clone(),
+            )
+        };
+        let now = version.load(Ordering::Acquire);
+        (Tensor::from_parts(storage, layout, dtype, version), now)
+    }
+    /// Shape and dtype under one lock.
+    pub(crate) fn shape_and_dtype(&self) -> (Shape, DType) {
+        let g = self.0.inner.lock();
+        (Shape::from_slice(&g.layout.shape), g.dtype)
     }
     /// `x.data`: like `detach()`, but with a version counter of its own.
     pub fn data(&self) -> Tensor {

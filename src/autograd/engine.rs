@@ -120,26 +120,44 @@ pub fn run_backward(
     }
     let task = Task::discover(&roots, inputs, opts)?;
     let pool = crate::runtime::pool()?;
-    let on_pool = rayon::current_thread_index().is_some();
-    let run = || {
+    let seed = |ready: &mut SmallVec<[usize; 4]>| {
+        for (i, (edge, g)) in roots.iter().zip(grad_outputs).enumerate() {
+            let target = task.resolve(edge);
+            if let Err(e) = task.send(target, i as u64, Some(g.clone()), ready) {
+                task.fail(e);
+            }
+        }
+    };
+    if rayon::current_thread_index().is_some() {
+        // reentrant backward (from a node running on a worker): work-first on the pool
         pool.scope(|s| {
             let mut ready = SmallVec::<[usize; 4]>::new();
-            for (i, (edge, g)) in roots.iter().zip(grad_outputs).enumerate() {
-                let target = task.resolve(edge);
-                if let Err(e) = task.send(target, i as u64, Some(g.clone()), &mut ready) {
-                    task.fail(e);
-                }
-            }
+            seed(&mut ready);
             for local in ready {
                 let t = &task;
-                s.spawn(move |s| t.work(s, local));
+                s.spawn(move |s| t.work(s, local, false));
             }
-        })
-    };
-    if on_pool {
-        run();
+        });
     } else {
-        crate::runtime::blocking(run);
+        // The calling thread runs the graph itself while it is a chain (no hand-off to
+        // a worker, and gradients are freed by the thread that made them, as torch's CPU
+        // engine does); at the first node with two ready children everything left goes
+        // to the pool and this thread only waits, so no more than the pool's threads are
+        // ever busy.
+        crate::runtime::blocking(|| {
+            pool.in_place_scope(|s| {
+                let mut ready = SmallVec::<[usize; 4]>::new();
+                seed(&mut ready);
+                let t = &task;
+                if ready.len() == 1 {
+                    t.work(s, ready[0], true);
+                } else {
+                    for local in ready {
+                        s.spawn(move |s| t.work(s, local, false));
+                    }
+                }
+            })
+        });
     }
     if let Some(e) = task.error.lock().take() {
         return Err(e);
@@ -409,8 +427,10 @@ impl Task {
         Ok(())
     }
 
-    /// Worker loop: run `local`, keep one ready child, spawn the rest.
-    fn work<'s>(&'s self, scope: &rayon::Scope<'s>, mut local: usize) {
+    /// Worker loop: run `local`, keep one ready child, spawn the rest. `inline` (the
+    /// calling thread): keep going only while exactly one child is ready; else spawn
+    /// them all and return.
+    fn work<'s>(&'s self, scope: &rayon::Scope<'s>, mut local: usize, inline: bool) {
         loop {
             if self.failed.load(Ordering::Acquire) {
                 return;
@@ -431,12 +451,18 @@ impl Task {
                     return self.fail(Error::Internal(msg));
                 }
             }
+            if inline && ready.len() > 1 {
+                for other in ready {
+                    scope.spawn(move |s| self.work(s, other, false));
+                }
+                return;
+            }
             let mut it = ready.into_iter();
             match it.next() {
                 None => return,
                 Some(first) => {
                     for other in it {
-                        scope.spawn(move |s| self.work(s, other));
+                        scope.spawn(move |s| self.work(s, other, false));
                     }
                     local = first;
                 }

@@ -60,10 +60,11 @@ impl SavedTensor {
         }
     }
     pub fn output(t: &Tensor, output_nr: u32) -> SavedTensor {
+        let (tensor, version) = t.detach_with_version();
         SavedTensor {
-            tensor: t.detach(),
+            tensor,
             output_nr: Some(output_nr),
-            version: t.version(),
+            version,
         }
     }
 }
@@ -164,6 +165,7 @@ impl Arena {
         unsafe { &*p.add(i) }
     }
 
+    #[inline]
     fn alloc(&self, node: Node) -> Result<NodeRef> {
         let idx = match self.free.lock().pop() {
             Some(i) => i,
@@ -236,6 +238,7 @@ pub struct NodeRef {
 }
 
 impl NodeRef {
+    #[inline]
     pub fn new(node: Node) -> Result<NodeRef> {
         arena().alloc(node)
     }

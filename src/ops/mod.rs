@@ -81,8 +81,13 @@ pub(crate) fn any_requires_grad(inputs: &[&Tensor]) -> bool {
 
 /// The edge a gradient for `t` flows along.
 pub(crate) fn edge_of(t: &Tensor) -> Option<Edge> {
-    refresh_view(t);
-    let g = t.lock();
+    let mut g = t.lock();
+    if g.base.is_some() {
+        // a view whose base moved on gets its history re-derived first
+        drop(g);
+        refresh_view(t);
+        g = t.lock();
+    }
     match &g.grad_fn {
         Some(node) => Some(Edge::Node {
             node: node.clone(),
@@ -166,11 +171,8 @@ pub(crate) fn attach_edges(
     outputs: &[&Tensor],
 ) -> Result<NodeRef> {
     let metas = outputs.iter().map(|o| {
-        let s = o.snapshot();
-        OutputMeta {
-            shape: s.layout.shape,
-            dtype: s.dtype,
-        }
+        let (shape, dtype) = o.shape_and_dtype();
+        OutputMeta { shape, dtype }
     });
     let mut node = Node::new(op, next, metas.collect());
     node.saved = saved;
