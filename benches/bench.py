@@ -3,9 +3,10 @@
 
 Every workload is written once against a library module ``T`` (``rgrad`` or ``torch``):
 rgrad mirrors torch's API, so both run exactly the same Python code. When ``import torch``
-works, each repetition alternates between the two libraries (rgrad, torch, then torch,
-rgrad, ...) so slow drifts of the machine (turbo, other processes) hit both alike. Each
-workload id runs in a fresh interpreter of its own (``--no-isolate``: all in this one).
+works, the two libraries alternate in blocks of back-to-back repetitions (rgrad, torch,
+then torch, rgrad, ...; each block after one untimed run) so slow drifts of the machine
+(turbo, other processes) hit both alike. Each workload id runs in a fresh interpreter of
+its own (``--no-isolate``: all in this one).
 The script reports the median (with min and interquartile range) per workload, the ratio
 rgrad/torch of the medians, and whether the issue's target is met; it records the
 machine (CPU, flags, cores, versions, thread counts, load from other processes).
@@ -349,19 +350,30 @@ WORKLOADS = [
 # ---- timing ----------------------------------------------------------------------------
 
 
-def timed(step: Callable[[], dict[str, float]]) -> dict[str, float]:
-    """One repetition with the cyclic GC off (as timeit does), after a full collection."""
+BLOCK = 5
+
+
+def timed_block(step: Callable[[], dict[str, float]], k: int) -> list[dict[str, float]]:
+    """`k` back-to-back timed repetitions after one untimed settling run, with the cyclic GC
+    off (as timeit does) and one full collection before the block. Back to back is how a
+    loop runs a step; a collection or a pause before every repetition would measure
+    something else: threads of both libraries asleep and, on a VM, idle virtual CPUs that
+    take tens of microseconds to wake (a full collection before each repetition of W7
+    made both libraries 4-8 times slower). The settling run also lets the other library's
+    idle threads stop spinning."""
     gc.collect()
     gc.disable()
     try:
-        return step()
+        step()
+        return [step() for _ in range(k)]
     finally:
         gc.enable()
 
 
 def run_interleaved(wl: Workload, libs: list[Lib], reps: int, log: Callable[[str], None]) -> dict[str, Any]:
-    """Runs `wl` on every library, alternating libraries rep by rep (the order flips each
-    round). Returns {lib: {phase: [seconds...]}} or {lib: "skip reason"}."""
+    """Runs `wl` on every library, alternating libraries block by block (BLOCK repetitions
+    each; the order flips each round). Returns {lib: {phase: [seconds...]}} or
+    {lib: "skip reason"}."""
     steps: dict[str, Callable[[], dict[str, float]]] = {}
     out: dict[str, Any] = {}
     for lib in libs:
@@ -372,14 +384,17 @@ def run_interleaved(wl: Workload, libs: list[Lib], reps: int, log: Callable[[str
             out[lib.name] = f"skipped: {e}"
             log(f"  {wl.key}: {lib.name} skipped ({e})")
     names = list(steps)
-    for _ in range(wl.warmup):
-        for n in names:
-            timed(steps[n])
+    for n in names:
+        timed_block(steps[n], wl.warmup)
     samples: dict[str, dict[str, list[float]]] = {n: {} for n in names}
-    for r in range(reps):
+    done, r = 0, 0
+    while done < reps:
+        k = min(BLOCK, reps - done)
         for n in names if r % 2 == 0 else names[::-1]:
-            for phase, s in timed(steps[n]).items():
-                samples[n].setdefault(phase, []).append(s)
+            for rep in timed_block(steps[n], k):
+                for phase, s in rep.items():
+                    samples[n].setdefault(phase, []).append(s)
+        done, r = done + k, r + 1
     out.update(samples)
     return out
 

@@ -838,13 +838,31 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
             let special = match e.as_f64() {
                 0.5 if xt.dtype().is_float() => Some(UnaryOp::Sqrt),
                 -0.5 if xt.dtype().is_float() => Some(UnaryOp::Rsqrt),
+                -1.0 if xt.dtype().is_float() => Some(UnaryOp::Reciprocal),
                 _ => None,
             };
             apply(
                 &[&xt],
                 || match special {
                     Some(op) => unary_kernel(op, &xt),
-                    None => binary_kernel(BinaryOp::Pow, &xt, &et),
+                    None => {
+                        // a contiguous float base: the number kernel (small integer
+                        // powers as products, as torch computes them)
+                        let sx = xt.snapshot();
+                        let buf = sx.dtype.is_float().then(|| {
+                            k::binary_scalar(
+                                BinaryOp::Pow,
+                                &sx.storage.read(),
+                                &sx.layout,
+                                e.as_f64(),
+                                false,
+                            )
+                        });
+                        match buf.flatten() {
+                            Some(buf) => Ok(new_tensor(buf, &sx.layout.shape)),
+                            None => binary_kernel(BinaryOp::Pow, &xt, &et),
+                        }
+                    }
                 },
                 |_| {
                     let mut s = Saver::default();

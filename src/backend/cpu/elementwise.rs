@@ -601,6 +601,15 @@ fn float_scalar_map<T: Num>(op: BinaryOp, v: &[T], s: T, scalar_first: bool) -> 
         (BinaryOp::Mul, _) => map(v, |x| x * s),
         (BinaryOp::Sub, false) => map(v, |x| x - s),
         (BinaryOp::Div, false) => map(v, |x: T| x.div(s)),
+        // torch's pow_tensor_scalar_optimized_kernel: small integer powers as products
+        // (bit for bit what torch computes, and no libm call per element)
+        (BinaryOp::Pow, false) if s == T::from_f64(1.0) => map(v, |x| x),
+        (BinaryOp::Pow, false) if s == T::from_f64(2.0) => map(v, |x| x * x),
+        (BinaryOp::Pow, false) if s == T::from_f64(3.0) => map(v, |x| x * x * x),
+        (BinaryOp::Pow, false) if s == T::from_f64(-2.0) => {
+            let one = T::from_f64(1.0);
+            map(v, move |x: T| one.div(x * x))
+        }
         (_, true) => map(v, |x| arith(op, s, x)),
         (_, false) => map(v, |x| arith(op, x, s)),
     }

@@ -1,4 +1,7 @@
-"""Fused backward kernels agree bit for bit with the composite formulas they replace.
+"""Specialised kernels agree bit for bit with the general formulas they replace.
+
+Powers by small integers are products, as torch computes them (its
+pow_tensor_scalar_optimized_kernel), not libm calls.
 
 A plain backward (no `create_graph`) computes a unary op's gradient `g * f'(x)` in one
 kernel; with `create_graph=True` the same formula runs as recorded tensor ops, so that
@@ -67,3 +70,33 @@ def test_fused_gradient_values():
     x.grad = None
     rgrad.sin(x).sum().backward()
     assert x.grad.tolist() == pytest.approx([math.cos(v) for v in [0.5, -1.0, 2.0]], rel=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [rgrad.float32, rgrad.float64], ids=["f32", "f64"])
+def test_small_integer_powers_are_products(dtype):
+    x = _input(dtype, 1000)
+    cases = {
+        1: x,
+        2: x * x,
+        3: x * x * x,
+        -1: rgrad.reciprocal(x),
+        -2: rgrad.reciprocal(x * x),
+        0.5: rgrad.sqrt(x),
+        -0.5: rgrad.rsqrt(x),
+    }
+    for e, expected in cases.items():
+        np.testing.assert_array_equal(_bits(x**e), _bits(expected), err_msg=f"x ** {e}")
+    assert (x**0).tolist() == [1.0] * x.numel()  # nan ** 0 == 1 too
+
+
+def test_small_integer_powers_match_torch_bitwise():
+    torch = pytest.importorskip("torch")
+    x = _input(rgrad.float32, 1000)
+    xt = torch.from_numpy(x.numpy())
+    # (other exponents go through torch's vectorised pow, within 1 ulp of ours, not equal)
+    for e in (1, 2, 3, -1, -2, -0.5):
+        ours, theirs = (x**e).numpy(), (xt**e).numpy()
+        nan = np.isnan(ours)
+        np.testing.assert_array_equal(nan, np.isnan(theirs), err_msg=f"x ** {e}")
+        # bit for bit, except the sign of NaNs (which libm leaves unspecified)
+        np.testing.assert_array_equal(ours[~nan].view(np.uint32), theirs[~nan].view(np.uint32), err_msg=f"x ** {e}")
