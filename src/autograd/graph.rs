@@ -388,21 +388,26 @@ fn release_iteratively(idx: u32) {
     if queued.is_err() {
         // thread-local storage is gone (thread exit): clear it here (may recurse)
         clear_slot(idx);
+        arena().free.lock().push(idx);
         return;
     }
     if DRAINING.try_with(|d| d.replace(true)).unwrap_or(true) {
         return; // an outer call on this thread is already draining
     }
+    // Freed slots go back to the free list together (one lock for a whole chain).
+    let mut freed: SmallVec<[u32; 8]> = SmallVec::new();
     while let Some(i) = PENDING.try_with(|p| p.borrow_mut().pop()).ok().flatten() {
         clear_slot(i);
+        freed.push(i);
     }
+    arena().free.lock().extend_from_slice(&freed);
     let _ = DRAINING.try_with(|d| d.set(false));
 }
 
-/// Drops the contents of a slot whose count reached zero and puts it on the free list.
+/// Drops the contents of a slot whose count reached zero (the caller then puts it on the
+/// free list).
 fn clear_slot(idx: u32) {
-    let arena = arena();
-    let slot = arena.slot(idx);
+    let slot = arena().slot(idx);
     // The slot is unreachable (count zero: `WeakNodeRef::upgrade` fails), so nobody else
     // takes this lock; code run by the drops (a custom Function's Python objects) can
     // only queue further slots.
@@ -411,7 +416,6 @@ fn clear_slot(idx: u32) {
     // not reused before it is on the free list below.
     unsafe { *slot.op.get() = None };
     slot.generation.fetch_add(1, Ordering::Relaxed);
-    arena.free.lock().push(idx);
 }
 
 /// Builds the context a backward op sees when its node runs.
