@@ -351,20 +351,33 @@ WORKLOADS = [
 
 
 BLOCK = 5
+# Before each block: long enough for the other library's idle threads to stop spinning
+# (torch's OpenMP workers spin for milliseconds after a parallel region; rayon's less).
+SETTLE_S = 0.1
+# Then untimed repetitions for at least this long (at least one): thread pools awake,
+# caches and allocator warm, the CPU's clock up again after the pause.
+WARM_S = 0.05
 
 
 def timed_block(step: Callable[[], dict[str, float]], k: int) -> list[dict[str, float]]:
-    """`k` back-to-back timed repetitions after one untimed settling run, with the cyclic GC
+    """`k` back-to-back timed repetitions after untimed warm-up runs, with the cyclic GC
     off (as timeit does) and one full collection before the block. Back to back is how a
     loop runs a step; a collection or a pause before every repetition would measure
     something else: threads of both libraries asleep and, on a VM, idle virtual CPUs that
     take tens of microseconds to wake (a full collection before each repetition of W7
-    made both libraries 4-8 times slower). The settling run also lets the other library's
-    idle threads stop spinning."""
+    made both libraries 4-8 times slower). The pause before the block lets the other
+    library's idle threads stop spinning (torch's OpenMP threads spin for milliseconds
+    after each parallel region and slowed rgrad's W3 step from 1.8 to 3.3 ms when blocks
+    followed each other directly); the warm-up runs then bring this library back to the
+    steady state of a loop (after a pause the first W3 steps take 1.5x longer)."""
     gc.collect()
+    time.sleep(SETTLE_S)
     gc.disable()
     try:
+        t0 = time.perf_counter()
         step()
+        while time.perf_counter() - t0 < WARM_S:
+            step()
         return [step() for _ in range(k)]
     finally:
         gc.enable()
