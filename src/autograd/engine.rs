@@ -59,19 +59,70 @@ enum Target {
     Leaf(usize),
 }
 
-type Incoming = Mutex<SmallVec<[(u64, u32, Tensor); 2]>>;
+type Incoming = Mutex<SmallVec<[(u64, u32, Tensor); 1]>>;
 
+/// Per-node state of one backward call. Kept small: a 100,000-node graph has 100,000.
 struct NodeState {
     node: NodeRef,
     targets: SmallVec<[Option<Target>; 2]>,
-    n_outputs: usize,
+    n_outputs: u32,
     deps: AtomicU32,
     incoming: Incoming,
     /// Receives gradients (it is on a path to something wanted).
     needed: bool,
     /// Runs its backward (some child is needed).
     execute: bool,
-    captures: SmallVec<[(u32, usize); 1]>,
+    /// Some of its outputs are captured (grad() inputs): see `Task::captures`.
+    captures: bool,
+}
+
+/// A growable array in chunks of 4096: growing never copies what is there, so a big
+/// graph's node table is not held twice while it grows (as a doubling `Vec` would).
+struct Chunked<T> {
+    chunks: Vec<Vec<T>>,
+    len: usize,
+}
+
+impl<T> Chunked<T> {
+    const BITS: u32 = 12;
+    fn new() -> Self {
+        Chunked {
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn push(&mut self, v: T) {
+        let size = 1usize << Self::BITS;
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < size => c.push(v),
+            _ => {
+                // the first chunk grows as a Vec (small graphs stay small), later ones
+                // are allocated whole
+                let mut c = Vec::with_capacity(if self.chunks.is_empty() { 4 } else { size });
+                c.push(v);
+                self.chunks.push(c);
+            }
+        }
+        self.len += 1;
+    }
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.chunks.iter().flatten()
+    }
+}
+
+impl<T> std::ops::Index<usize> for Chunked<T> {
+    type Output = T;
+    fn index(&self, i: usize) -> &T {
+        &self.chunks[i >> Self::BITS][i & ((1 << Self::BITS) - 1)]
+    }
+}
+impl<T> std::ops::IndexMut<usize> for Chunked<T> {
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        &mut self.chunks[i >> Self::BITS][i & ((1 << Self::BITS) - 1)]
+    }
 }
 
 struct LeafState {
@@ -84,12 +135,15 @@ struct LeafState {
 }
 
 struct Task {
-    nodes: Vec<NodeState>,
+    nodes: Chunked<NodeState>,
     leaves: Vec<LeafState>,
     /// Node id -> local index, leaf tensor id -> local index (from discovery).
     node_index: IdMap<u64>,
     leaf_index: IdMap<usize>,
     captured: Vec<Mutex<Option<Tensor>>>,
+    /// (node local, output_nr, index into `captured`) for grad() inputs that are outputs
+    /// of a node.
+    captures: Vec<(usize, u32, usize)>,
     opts: Options,
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
@@ -185,11 +239,10 @@ pub fn run_backward(
 
 impl Task {
     fn discover(roots: &[Edge], inputs: &[Tensor], opts: Options) -> Result<Task> {
-        let mut nodes: Vec<NodeState> = Vec::new();
+        let mut nodes: Chunked<NodeState> = Chunked::new();
         let mut node_index: IdMap<u64> = IdMap::default();
         let mut leaves: Vec<LeafState> = Vec::new();
         let mut leaf_index: IdMap<usize> = IdMap::default();
-        let mut edges: Vec<SmallVec<[Option<Edge>; 2]>> = Vec::new();
 
         let mut add_leaf = |t: &Tensor, leaves: &mut Vec<LeafState>| -> usize {
             *leaf_index.entry(t.id()).or_insert_with(|| {
@@ -206,20 +259,16 @@ impl Task {
         };
 
         // Depth-first discovery; locals are numbered in discovery order (deterministic).
-        let mut stack: Vec<NodeRef> = Vec::new();
+        let mut stack: Vec<usize> = Vec::new();
         let visit = |n: &NodeRef,
                      node_index: &mut IdMap<u64>,
-                     nodes: &mut Vec<NodeState>,
-                     edges: &mut Vec<_>,
-                     stack: &mut Vec<NodeRef>|
+                     nodes: &mut Chunked<NodeState>,
+                     stack: &mut Vec<usize>|
          -> usize {
             if let Some(&l) = node_index.get(&n.id()) {
                 return l;
             }
-            let (next, n_outputs) = {
-                let g = n.lock();
-                (g.next.clone(), g.outputs.len().max(1))
-            };
+            let n_outputs = n.lock().outputs.len().max(1) as u32;
             nodes.push(NodeState {
                 node: n.clone(),
                 targets: SmallVec::new(),
@@ -228,31 +277,31 @@ impl Task {
                 incoming: Mutex::new(SmallVec::new()),
                 needed: false,
                 execute: false,
-                captures: SmallVec::new(),
+                captures: false,
             });
-            edges.push(next);
-            node_index.insert(n.id(), nodes.len() - 1);
-            stack.push(n.clone());
-            nodes.len() - 1
+            let local = nodes.len() - 1;
+            node_index.insert(n.id(), local);
+            stack.push(local);
+            local
         };
         for r in roots {
             match r {
                 Edge::Node { node, .. } => {
-                    visit(node, &mut node_index, &mut nodes, &mut edges, &mut stack);
+                    visit(node, &mut node_index, &mut nodes, &mut stack);
                 }
                 Edge::Leaf(t) => {
                     add_leaf(t, &mut leaves);
                 }
             }
         }
-        while let Some(n) = stack.pop() {
-            let local = node_index[&n.id()];
+        while let Some(local) = stack.pop() {
+            let next = nodes[local].node.lock().next.clone();
             let mut targets = SmallVec::new();
-            for e in edges[local].clone() {
+            for e in next {
                 targets.push(match e {
                     None => None,
                     Some(Edge::Node { node, input_nr }) => {
-                        let l = visit(&node, &mut node_index, &mut nodes, &mut edges, &mut stack);
+                        let l = visit(&node, &mut node_index, &mut nodes, &mut stack);
                         Some(Target::Node { local: l, input_nr })
                     }
                     Some(Edge::Leaf(t)) => Some(Target::Leaf(add_leaf(&t, &mut leaves))),
@@ -263,6 +312,7 @@ impl Task {
 
         // What is wanted: captures for grad()/backward(inputs=...), else every leaf.
         let mut captured = Vec::new();
+        let mut captures = Vec::new();
         if inputs.is_empty() {
             for l in &mut leaves {
                 l.needed = true;
@@ -274,7 +324,8 @@ impl Task {
                 match t.grad_fn() {
                     Some(f) => {
                         if let Some(&l) = node_index.get(&f.id()) {
-                            nodes[l].captures.push((t.output_nr(), i));
+                            captures.push((l, t.output_nr(), i));
+                            nodes[l].captures = true;
                             nodes[l].needed = true;
                         }
                     }
@@ -300,7 +351,7 @@ impl Task {
         // Topological order (parents before children) by simulated dependency counting,
         // then needed/execute flags children-first.
         let mut indeg = vec![0u32; nodes.len()];
-        for n in &nodes {
+        for n in nodes.iter() {
             for t in n.targets.iter().flatten() {
                 if let Target::Node { local, .. } = t {
                     indeg[*local] += 1;
@@ -330,7 +381,7 @@ impl Task {
             nodes[n].needed |= child_needed;
         }
         // Dependencies: one per edge from a node that will execute.
-        for n in &nodes {
+        for n in nodes.iter() {
             if !n.execute {
                 continue;
             }
@@ -352,6 +403,7 @@ impl Task {
             node_index,
             leaf_index,
             captured,
+            captures,
             opts,
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
@@ -482,7 +534,8 @@ impl Task {
         let st = &self.nodes[local];
         let mut incoming = std::mem::take(&mut *st.incoming.lock());
         incoming.sort_by_key(|x| x.0);
-        let mut grads: SmallVec<[Option<Tensor>; 1]> = smallvec::smallvec![None; st.n_outputs];
+        let mut grads: SmallVec<[Option<Tensor>; 1]> =
+            smallvec::smallvec![None; st.n_outputs as usize];
         for (_, slot, g) in incoming {
             let s = &mut grads[slot as usize];
             *s = Some(match s.take() {
@@ -531,9 +584,11 @@ impl Task {
                 take_saved(&mut st.node.lock())
             }
         };
-        for &(nr, idx) in &st.captures {
-            if let Some(g) = &grads[nr as usize] {
-                *self.captured[idx].lock() = Some(g.clone());
+        if st.captures {
+            for &(_, nr, idx) in self.captures.iter().filter(|c| c.0 == local) {
+                if let Some(g) = &grads[nr as usize] {
+                    *self.captured[idx].lock() = Some(g.clone());
+                }
             }
         }
         if !execute {
