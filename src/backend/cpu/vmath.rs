@@ -40,11 +40,11 @@ fn pow2i(n: f64) -> f64 {
     f64::from_bits((n + MAGIC).to_bits().wrapping_add(1023) << 52)
 }
 
-/// e^r - 1 for |r| <= ln2/2 (Taylor to r^12: error < 1e-17).
+/// e^r - 1 for |r| <= ln2/2 (Taylor to r^11: error < 7e-15, far below float32's
+/// resolution).
 #[inline(always)]
 fn expm1_reduced(r: f64) -> f64 {
-    let p: f64 = 1.0 / 479_001_600.0;
-    let p = p.mul_add(r, 1.0 / 39_916_800.0);
+    let p: f64 = 1.0 / 39_916_800.0;
     let p = p.mul_add(r, 1.0 / 3_628_800.0);
     let p = p.mul_add(r, 1.0 / 362_880.0);
     let p = p.mul_add(r, 1.0 / 40_320.0);
