@@ -100,3 +100,16 @@ def test_small_integer_powers_match_torch_bitwise():
         np.testing.assert_array_equal(nan, np.isnan(theirs), err_msg=f"x ** {e}")
         # bit for bit, except the sign of NaNs (which libm leaves unspecified)
         np.testing.assert_array_equal(ours[~nan].view(np.uint32), theirs[~nan].view(np.uint32), err_msg=f"x ** {e}")
+
+
+def test_recorded_tanh_backward_is_one_node_with_its_own_derivative():
+    x = (rgrad.rand(6, dtype=rgrad.float64) * 4 - 2).requires_grad_()
+    (g,) = rgrad.autograd.grad(x.tanh().sum(), x, create_graph=True)
+    assert type(g.grad_fn).__name__ == "TanhBackwardBackward0"  # torch's node, one kernel
+    y = x.tanh().detach()
+    np.testing.assert_allclose(g.detach().numpy(), (1 - y * y).numpy(), rtol=1e-15)
+    # second and third derivatives through it
+    assert rgrad.autograd.gradgradcheck(lambda t: t.tanh() * 1.5, (x,))
+    assert rgrad.autograd.gradgradcheck(
+        lambda t: rgrad.autograd.grad((t.tanh() ** 3).sum(), t, create_graph=True)[0], (x,)
+    )

@@ -209,11 +209,7 @@ fn unary_grad(op: UnaryOp, g: &Tensor, x: Option<&Tensor>, y: Option<&Tensor>) -
             let y = need(y)?;
             mul(g, &add_scalar(&mul(&y, &y)?, Scalar::Float(1.0))?)
         }
-        UnaryOp::Tanh => {
-            // g·(1 - y²)
-            let y = need(y)?;
-            mul(g, &rsub_scalar(&mul(&y, &y)?, Scalar::Float(1.0))?)
-        }
+        UnaryOp::Tanh => tanh_backward(g, &need(y)?), // g·(1 - y²)
         UnaryOp::Sigmoid => {
             // g·y·(1 - y)
             let y = need(y)?;
@@ -305,6 +301,64 @@ impl Backward for UnaryBackward {
             Some(r) => r,
             None => unary_grad(self.op, &g, x.as_ref(), y.as_ref())?,
         })])
+    }
+}
+
+/// torch's `tanh_backward(grad, y)` = grad·(1 - y²) as one op with a derivative of its
+/// own (`TanhBackwardBackward0`, as in torch), so that a recorded tanh backward (double
+/// backward) is one node and one kernel instead of three of each.
+pub fn tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let (sg, sy) = (g.snapshot(), y.snapshot());
+    if sg.dtype != sy.dtype || !sg.dtype.is_float() || sg.layout.shape != sy.layout.shape {
+        return mul(g, &rsub_scalar(&mul(y, y)?, Scalar::Float(1.0))?);
+    }
+    apply(
+        &[g, y],
+        || {
+            let buf = k::unary_backward(
+                UnaryOp::Tanh,
+                &sg.storage.read(),
+                &sg.layout,
+                &sy.storage.read(),
+                &sy.layout,
+            )
+            .ok_or_else(|| Error::Internal("tanh_backward kernel refused float input".into()))?;
+            Ok(new_tensor(buf, &sg.layout.shape))
+        },
+        |_| {
+            let mut s = Saver::default();
+            let gi = s.input_if(y.requires_grad(), g);
+            let yi = s.input_if(true, y);
+            (TanhBackwardBackward0 { g: gi, y: yi }, s.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct TanhBackwardBackward0 {
+    g: Option<u8>,
+    y: Option<u8>,
+}
+impl Backward for TanhBackwardBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "TanhBackwardBackward0".into()
+    }
+    // d/dg = 1 - y² (so: tanh_backward(gg, y)); d/dy = -2·y·g
+    fn apply(&self, ctx: &BackwardCtx<'_>, grads: &[Option<Tensor>]) -> Result<Grads> {
+        let gg = grad0(grads)?;
+        let y = get(ctx, self.y)?;
+        let dg = if ctx.needs_input_grad(0) {
+            Some(tanh_backward(&gg, &y)?)
+        } else {
+            None
+        };
+        let dy = if ctx.needs_input_grad(1) {
+            let g = get(ctx, self.g)?;
+            Some(mul(&gg, &mul(&mul_scalar(&y, Scalar::Float(-2.0))?, &g)?)?)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![dg, dy])
     }
 }
 

@@ -51,7 +51,7 @@ crate::backward_ops! {
     // elementwise.rs
     AddBackward0, RsubBackward1, MulBackward0, MulScalarBackward, DivBackward0, DivScalarBackward, PowBackward0, PowBackward1,
     PowBackward2, MaximumBackward0, MinimumBackward0, WhereBackward0, ClampBackward1, UnaryBackward,
-    MaskedGradBackward, RemainderBackward0, ZeroGradBackward, NotImplementedBackward,
+    MaskedGradBackward, TanhBackwardBackward0, RemainderBackward0, ZeroGradBackward, NotImplementedBackward,
     ToCopyBackward0, CloneBackward0,
     // reduce.rs
     SumBackward0, SumBackward1, MeanBackward0, MeanBackward1, ProdBackward0, ProdBackward1, MaxBackward0,
