@@ -132,6 +132,10 @@ fn sincos1(x: f32, cos: bool) -> f32 {
     }
 }
 
+/// sin/cos of |x| above this are recomputed with libm (see `sincos1`); the fixups below
+/// only look at such inputs.
+const FIX_FROM: f32 = 8192.0;
+
 macro_rules! slice_fns {
     ($($name:ident: |$x:ident| $body:expr, fixup: $fix:expr;)*) => {$(
         #[inline(always)]
@@ -162,7 +166,10 @@ macro_rules! slice_fns {
             #[cfg(not(target_arch = "x86_64"))]
             body(src, dst);
             let fix: Option<fn(f32) -> Option<f32>> = $fix;
-            if let Some(fix) = fix {
+            // only when some |x| is beyond the reduction's range (or not finite): found
+            // with a vectorised scan of the bits, not a call per element
+            let widest = |src: &[f32]| src.iter().fold(0u32, |m, &x| m.max(x.to_bits() & 0x7fff_ffff));
+            if let Some(fix) = fix.filter(|_| widest(src) > FIX_FROM.to_bits()) {
                 for (d, &x) in dst.iter_mut().zip(src) {
                     if let Some(v) = fix(x) {
                         d.write(v);
@@ -183,11 +190,11 @@ mod tanh_mod {
 }
 mod sin_mod {
     use super::*;
-    slice_fns! { sin: |x| sincos1(x, false), fixup: Some(|x: f32| (x.abs() > 8192.0 && x.is_finite()).then(|| f64::from(x).sin() as f32)); }
+    slice_fns! { sin: |x| sincos1(x, false), fixup: Some(|x: f32| (x.abs() > FIX_FROM && x.is_finite()).then(|| f64::from(x).sin() as f32)); }
 }
 mod cos_mod {
     use super::*;
-    slice_fns! { cos: |x| sincos1(x, true), fixup: Some(|x: f32| (x.abs() > 8192.0 && x.is_finite()).then(|| f64::from(x).cos() as f32)); }
+    slice_fns! { cos: |x| sincos1(x, true), fixup: Some(|x: f32| (x.abs() > FIX_FROM && x.is_finite()).then(|| f64::from(x).cos() as f32)); }
 }
 
 pub use cos_mod::cos;
