@@ -270,6 +270,16 @@ impl NodeRef {
             None => unreachable_dead_node(),
         }
     }
+    /// Gives up this reference without releasing the node: the slot index if this was
+    /// the last one (the caller then clears the slot), else `None`.
+    fn release_count(self) -> Option<u32> {
+        let this = std::mem::ManuallyDrop::new(self);
+        if this.slot().refs.fetch_sub(1, Ordering::Release) != 1 {
+            return None;
+        }
+        std::sync::atomic::fence(Ordering::Acquire);
+        Some(this.idx)
+    }
     /// A reference that does not keep the node alive (a custom Function's ctx holds its
     /// node this way: the node owns the ctx, so a strong reference back would be a cycle).
     pub fn downgrade(&self) -> WeakNodeRef {
@@ -386,18 +396,30 @@ impl Drop for NodeRef {
 fn release_iteratively(idx: u32) {
     let queued = PENDING.try_with(|p| p.borrow_mut().push(idx));
     if queued.is_err() {
-        // thread-local storage is gone (thread exit): clear it here (may recurse)
-        clear_slot(idx);
-        arena().free.lock().push(idx);
+        // thread-local storage is gone (thread exit): clear it here, nodes it releases
+        // one after another
+        let mut dead: SmallVec<[u32; 16]> = smallvec::smallvec![idx];
+        while let Some(i) = dead.pop() {
+            clear_slot(i, &mut dead);
+            arena().free.lock().push(i);
+        }
         return;
     }
     if DRAINING.try_with(|d| d.replace(true)).unwrap_or(true) {
         return; // an outer call on this thread is already draining
     }
-    // Freed slots go back to the free list together (one lock for a whole chain).
+    // Freed slots go back to the free list together (one lock for a whole chain). Nodes
+    // whose last reference was an edge of a cleared node go on a local stack (no
+    // thread-local access per node); any other drop queues on PENDING.
     let mut freed: SmallVec<[u32; 8]> = SmallVec::new();
-    while let Some(i) = PENDING.try_with(|p| p.borrow_mut().pop()).ok().flatten() {
-        clear_slot(i);
+    let mut local: SmallVec<[u32; 16]> = SmallVec::new();
+    loop {
+        let next = match local.pop() {
+            Some(i) => Some(i),
+            None => PENDING.try_with(|p| p.borrow_mut().pop()).ok().flatten(),
+        };
+        let Some(i) = next else { break };
+        clear_slot(i, &mut local);
         freed.push(i);
     }
     arena().free.lock().extend_from_slice(&freed);
@@ -405,13 +427,23 @@ fn release_iteratively(idx: u32) {
 }
 
 /// Drops the contents of a slot whose count reached zero (the caller then puts it on the
-/// free list).
-fn clear_slot(idx: u32) {
+/// free list); nodes whose last reference was one of its edges are pushed on `dead`.
+fn clear_slot(idx: u32, dead: &mut SmallVec<[u32; 16]>) {
     let slot = arena().slot(idx);
     // The slot is unreachable (count zero: `WeakNodeRef::upgrade` fails), so nobody else
     // takes this lock; code run by the drops (a custom Function's Python objects) can
     // only queue further slots.
-    *slot.node.lock() = None;
+    let mut g = slot.node.lock();
+    if let Some(d) = g.as_mut() {
+        for e in d.next.drain(..).flatten() {
+            match e {
+                Edge::Node { node, .. } => dead.extend(node.release_count()),
+                leaf => drop(leaf),
+            }
+        }
+    }
+    *g = None;
+    drop(g);
     // SAFETY: the count reached zero: no NodeRef reads `op` any more, and the slot is
     // not reused before it is on the free list below.
     unsafe { *slot.op.get() = None };
