@@ -649,7 +649,9 @@ mod tests {
         let failing: Hook = Arc::new(|_g: &Tensor| -> Result<Option<Tensor>> {
             Err(Error::runtime("non-leaf hook failed"))
         });
-        node.lock().pre_hooks.push((h.output_nr(), 7, failing));
+        node.lock()
+            .pre_hooks_mut()
+            .push((h.output_nr(), 7, failing));
         match backward(&out, true) {
             Err(Error::Runtime(m)) => assert_eq!(m, "non-leaf hook failed"),
             other => panic_msg(&format!(
@@ -658,7 +660,7 @@ mod tests {
             )),
         }
         assert!(x.grad().is_none());
-        node.lock().pre_hooks.clear();
+        node.lock().pre_hooks_mut().clear();
         drop(node);
         backward(&out, false)?;
         // out = Σ exp(3x); d/dx = 3·exp(3x)
@@ -700,7 +702,7 @@ mod tests {
             .ok_or_else(|| Error::runtime("h has no grad_fn"))?;
         let panicking: Hook =
             Arc::new(|_g: &Tensor| -> Result<Option<Tensor>> { panic_msg("boom in hook") });
-        node.lock().pre_hooks.push((0, 9, panicking));
+        node.lock().pre_hooks_mut().push((0, 9, panicking));
         let y = ops::sum(&ops::mul(&h, &h)?, None, false)?;
         match backward(&y, true) {
             Err(Error::Internal(m)) => assert!(m.contains("boom in hook"), "{m}"),
@@ -709,7 +711,7 @@ mod tests {
                 other.map(|_| ())
             )),
         }
-        node.lock().pre_hooks.clear();
+        node.lock().pre_hooks_mut().clear();
         drop(node);
         backward(&y, false)?;
         // y = Σ tanh(x)²; dy/dx = 2·tanh(x)·(1 - tanh²(x))

@@ -563,10 +563,10 @@ impl Task {
         };
         let (saved, released) = {
             let mut n = st.node.lock();
-            if n.pre_hooks.is_empty() && n.retains.is_empty() {
+            if n.pre_hooks().is_empty() && n.retains().is_empty() {
                 take_saved(&mut n)
             } else {
-                let (hooks, retains) = (n.pre_hooks.clone(), n.retains.clone());
+                let (hooks, retains) = (n.pre_hooks().to_vec(), n.retains().to_vec());
                 drop(n);
                 // Tensor hooks of this node's outputs, then retain_grad.
                 for (nr, _, hook) in &hooks {

@@ -103,13 +103,48 @@ pub struct NodeData {
     /// One entry per differentiable input of the forward op (`None`: no grad needed).
     pub(crate) next: SmallVec<[Option<Edge>; 2]>,
     pub(crate) outputs: SmallVec<[OutputMeta; 1]>,
+    /// What few nodes have (hooks, retain_grad, a Python object), boxed: one pointer in
+    /// every node instead of 64 bytes.
+    extra: Option<Box<NodeExtra>>,
+}
+
+/// The rarely used part of a node.
+#[derive(Default)]
+struct NodeExtra {
     /// Hooks of non-leaf tensors that are outputs of this node: (output_nr, id, hook).
-    pub(crate) pre_hooks: Vec<(u32, u64, Hook)>,
+    pre_hooks: Vec<(u32, u64, Hook)>,
     /// Non-leaf tensors that called retain_grad(): (output_nr, tensor).
-    pub(crate) retains: Vec<(u32, Weak<TensorImpl>)>,
+    retains: Vec<(u32, Weak<TensorImpl>)>,
     /// Opaque slot for the binding layer (a weak reference to the node's Python object,
     /// so that `y.grad_fn is y.grad_fn`, as in torch).
-    pub binding: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    binding: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+impl NodeData {
+    fn extra_mut(&mut self) -> &mut NodeExtra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+    /// Hooks of non-leaf tensors that are outputs of this node: (output_nr, id, hook).
+    pub fn pre_hooks(&self) -> &[(u32, u64, Hook)] {
+        self.extra.as_ref().map_or(&[], |e| &e.pre_hooks)
+    }
+    pub fn pre_hooks_mut(&mut self) -> &mut Vec<(u32, u64, Hook)> {
+        &mut self.extra_mut().pre_hooks
+    }
+    /// Non-leaf tensors that called retain_grad(): (output_nr, tensor).
+    pub fn retains(&self) -> &[(u32, Weak<TensorImpl>)] {
+        self.extra.as_ref().map_or(&[], |e| &e.retains)
+    }
+    pub fn retains_mut(&mut self) -> &mut Vec<(u32, Weak<TensorImpl>)> {
+        &mut self.extra_mut().retains
+    }
+    /// The binding layer's object for this node (see `NodeExtra::binding`).
+    pub fn binding(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        self.extra.as_ref().and_then(|e| e.binding.clone())
+    }
+    pub fn set_binding(&mut self, b: Option<Arc<dyn std::any::Any + Send + Sync>>) {
+        self.extra_mut().binding = b;
+    }
 }
 
 // ---- the arena -------------------------------------------------------------------------
@@ -209,9 +244,7 @@ impl Arena {
             released: false,
             next,
             outputs,
-            pre_hooks: Vec::new(),
-            retains: Vec::new(),
-            binding: None,
+            extra: None,
         });
         slot.refs.store(1, Ordering::Release);
         Ok(NodeRef {

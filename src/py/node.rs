@@ -74,7 +74,7 @@ pub fn node_object(py: Python<'_>, node: NodeRef) -> PyResult<Py<PyAny>> {
         return Ok(ctx);
     }
     // One Python object per live node: reuse it while it is alive.
-    let cached = node.lock().binding.clone();
+    let cached = node.lock().binding();
     if let Some(obj) = cached
         .as_ref()
         .and_then(|b| b.downcast_ref::<NodeBinding>())
@@ -98,7 +98,8 @@ pub fn node_object(py: Python<'_>, node: NodeRef) -> PyResult<Py<PyAny>> {
 /// Makes `obj` the Python object that `grad_fn` returns for `node` (held weakly).
 pub fn bind_node_object(node: &NodeRef, obj: &Bound<'_, PyAny>) -> PyResult<()> {
     let weak = pyo3::types::PyWeakrefReference::new(obj)?;
-    node.lock().binding = Some(std::sync::Arc::new(NodeBinding(weak.unbind())));
+    node.lock()
+        .set_binding(Some(std::sync::Arc::new(NodeBinding(weak.unbind()))));
     Ok(())
 }
 

@@ -602,7 +602,7 @@ impl PyTensor {
         let mut g = self.t.lock();
         if !g.retains_grad {
             g.retains_grad = true;
-            node.lock().retains.push((nr, self.t.downgrade()));
+            node.lock().retains_mut().push((nr, self.t.downgrade()));
         }
         Ok(())
     }
@@ -638,7 +638,10 @@ impl PyTensor {
         let id = HOOK_IDS.fetch_add(1, Ordering::Relaxed);
         let hook = py_hook(f);
         match self.t.grad_fn() {
-            Some(node) => node.lock().pre_hooks.push((self.t.output_nr(), id, hook)),
+            Some(node) => node
+                .lock()
+                .pre_hooks_mut()
+                .push((self.t.output_nr(), id, hook)),
             None => self.t.lock().hooks.push((id, hook)),
         }
         Ok(id)
@@ -646,7 +649,7 @@ impl PyTensor {
     /// Removes the hook with this id (called by the handle's `remove()`).
     fn _remove_hook(&self, id: u64) {
         if let Some(node) = self.t.grad_fn() {
-            node.lock().pre_hooks.retain(|h| h.1 != id);
+            node.lock().pre_hooks_mut().retain(|h| h.1 != id);
         }
         self.t.lock().hooks.retain(|h| h.0 != id);
     }
