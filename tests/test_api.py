@@ -996,6 +996,18 @@ class TestGradModes:
         assert y.tolist() == [2.0]
         assert torch.is_grad_enabled() is True
 
+    def test_backward_under_inference_mode_records_nothing(self):
+        # torch runs backward with the caller's thread-local state: create_graph=True
+        # inside inference_mode gives a gradient without history (checked against torch)
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * x).sum()
+        with torch.inference_mode():
+            (g,) = torch.autograd.grad(y, x, create_graph=True, retain_graph=True)
+        assert g.tolist() == [2.0, 4.0] and g.requires_grad is False and g.grad_fn is None
+        with torch.no_grad():  # grad mode alone does not stop create_graph
+            (g,) = torch.autograd.grad(y, x, create_graph=True)
+        assert g.requires_grad is True and type(g.grad_fn).__name__ == "AddBackward0"  # as torch
+
     def test_inference_mode_decorator(self):
         @torch.inference_mode()
         def f(x):

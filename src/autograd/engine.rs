@@ -156,8 +156,13 @@ pub fn run_backward(
     outputs: &[Tensor],
     grad_outputs: &[Tensor],
     inputs: &[Tensor],
-    opts: Options,
+    mut opts: Options,
 ) -> Result<Vec<Option<Tensor>>> {
+    // torch runs the backward under the caller's thread-local state: in inference mode
+    // nothing is recorded, whatever create_graph says.
+    if crate::autograd::grad_mode::is_inference_mode_enabled() {
+        opts.create_graph = false;
+    }
     for t in outputs.iter().chain(inputs) {
         ops::refresh_view(t);
     }
