@@ -345,12 +345,31 @@ fn fill_chunks_from<U: Send>(
     let mut out: Vec<U> = Vec::with_capacity(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     if n >= par_min && crate::runtime::intra_op_parallel() {
-        crate::runtime::run(|| {
+        if rayon::current_thread_index().is_some() {
             spare
                 .par_chunks_mut(CHUNK)
                 .enumerate()
-                .for_each(|(i, chunk)| fill(i * CHUNK, chunk))
-        });
+                .for_each(|(i, chunk)| fill(i * CHUNK, chunk));
+        } else {
+            // from outside the pool: the calling thread takes part (see
+            // `runtime::for_each_index_with_caller`)
+            let base = spare.as_mut_ptr() as usize;
+            let fill_chunk = |i: usize| {
+                let start = i * CHUNK;
+                let len = CHUNK.min(n - start);
+                // SAFETY: chunk i is [start, start + len) of `spare`, disjoint from every
+                // other chunk, and each index is run exactly once, so this is the only
+                // reference to it; `spare` outlives the call.
+                let chunk = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        (base as *mut std::mem::MaybeUninit<U>).add(start),
+                        len,
+                    )
+                };
+                fill(start, chunk);
+            };
+            crate::runtime::for_each_index_with_caller(n.div_ceil(CHUNK), &fill_chunk);
+        }
     } else {
         fill(0, spare);
     }
