@@ -252,8 +252,10 @@ impl Tensor {
     }
     pub(crate) fn set_history(&self, node: NodeRef, output_nr: u32) {
         let mut g = self.0.inner.lock();
-        g.grad_fn = Some(node);
+        let old = g.grad_fn.replace(node);
         g.output_nr = output_nr;
+        drop(g);
+        drop(old); // releasing the old history may run arbitrary drops: not under the lock
     }
     pub fn base(&self) -> Option<Tensor> {
         self.0.inner.lock().base.clone()

@@ -153,7 +153,10 @@ fn keeps_int(op: UnaryOp) -> bool {
 }
 
 fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    let s = x.snapshot();
+    unary_kernel_on(op, x.snapshot())
+}
+
+fn unary_kernel_on(op: UnaryOp, s: crate::tensor::Snapshot) -> Result<Tensor> {
     if s.dtype == DType::Bool {
         let msg = match op {
             UnaryOp::Neg => Some(
@@ -255,10 +258,13 @@ fn unary_name(op: UnaryOp) -> &'static str {
 
 /// Applies a unary op (promoting integer inputs to float32 for float-valued ops).
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    let x = if !keeps_int(op) && !x.dtype().is_float() && op != UnaryOp::LogicalNot {
-        to_dtype(x, DType::F32)?
+    let snap = x.snapshot();
+    let (x, snap) = if !keeps_int(op) && !snap.dtype.is_float() && op != UnaryOp::LogicalNot {
+        let xf = to_dtype(x, DType::F32)?;
+        let s = xf.snapshot();
+        (xf, s)
     } else {
-        x.clone()
+        (x.clone(), snap)
     };
     if op == UnaryOp::LogicalNot {
         let b = to_dtype(&x, DType::Bool)?;
@@ -266,7 +272,7 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     }
     apply(
         &[&x],
-        || unary_kernel(op, &x),
+        || unary_kernel_on(op, snap),
         |y| {
             let mut s = Saver::default();
             let (xi, yi) = match op {

@@ -170,6 +170,24 @@ pub(crate) fn attach_edges(
     saved: SmallVec<[SavedTensor; 2]>,
     outputs: &[&Tensor],
 ) -> Result<NodeRef> {
+    if let [o] = outputs {
+        // One output (most ops): its metadata read and its history set under one lock.
+        // Allocating the node takes only arena locks, never a tensor's, so holding the
+        // output's lock meanwhile cannot deadlock.
+        let mut g = o.lock();
+        let meta = OutputMeta {
+            shape: crate::shape::Shape::from_slice(&g.layout.shape),
+            dtype: g.dtype,
+        };
+        let mut node = Node::new(op, next, smallvec::smallvec![meta]);
+        node.saved = saved;
+        let node = NodeRef::new(node)?;
+        let old = g.grad_fn.replace(node.clone());
+        g.output_nr = 0;
+        drop(g);
+        drop(old); // (may release a graph: not under the lock)
+        return Ok(node);
+    }
     let metas = outputs.iter().map(|o| {
         let (shape, dtype) = o.shape_and_dtype();
         OutputMeta { shape, dtype }
