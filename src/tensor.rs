@@ -127,11 +127,11 @@ impl Tensor {
 
     /// A tensor sharing `self`'s storage with another layout (a view). No autograd.
     pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
-        let (s, v) = (self.snapshot(), self.version_counter());
-        Tensor::from_parts(s.storage, layout, s.dtype, v)
-    }
-    fn version_counter(&self) -> Arc<AtomicU64> {
-        self.0.inner.lock().version.clone()
+        let (storage, dtype, version) = {
+            let g = self.0.inner.lock();
+            (g.storage.clone(), g.dtype, g.version.clone())
+        };
+        Tensor::from_parts(storage, layout, dtype, version)
     }
     /// Records an in-place modification (torch's `_version` += 1).
     pub fn bump_version(&self) {

@@ -10,7 +10,7 @@ use crate::backend::cpu::elementwise::{self as k, BinaryOp, UnaryOp};
 use crate::dtype::{DType, ResultType, Scalar};
 use crate::shape::broadcast_shapes;
 use crate::storage::Buffer;
-use crate::tensor::Tensor;
+use crate::tensor::{Snapshot, Tensor};
 use crate::{Error, Result, saved};
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -156,7 +156,7 @@ fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     unary_kernel_on(op, x.snapshot())
 }
 
-fn unary_kernel_on(op: UnaryOp, s: crate::tensor::Snapshot) -> Result<Tensor> {
+fn unary_kernel_on(op: UnaryOp, s: Snapshot) -> Result<Tensor> {
     if s.dtype == DType::Bool {
         let msg = match op {
             UnaryOp::Neg => Some(
@@ -321,15 +321,8 @@ pub fn tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     apply(
         &[g, y],
         || {
-            let buf = k::unary_backward(
-                UnaryOp::Tanh,
-                &sg.storage.read(),
-                &sg.layout,
-                &sy.storage.read(),
-                &sy.layout,
-            )
-            .ok_or_else(|| Error::Internal("tanh_backward kernel refused float input".into()))?;
-            Ok(new_tensor(buf, &sg.layout.shape))
+            unary_backward_kernel(UnaryOp::Tanh, &sg, &sy)
+                .ok_or_else(|| Error::Internal("tanh_backward kernel refused float input".into()))
         },
         |_| {
             let mut s = Saver::default();
@@ -374,7 +367,12 @@ fn fused_unary_grad(op: UnaryOp, g: &Tensor, s: &Tensor) -> Option<Tensor> {
     if crate::autograd::grad_mode::is_grad_enabled() && (g.requires_grad() || s.requires_grad()) {
         return None;
     }
-    let (sg, ss) = (g.snapshot(), s.snapshot());
+    unary_backward_kernel(op, &g.snapshot(), &s.snapshot())
+}
+
+/// `g·f'(x)` by the fused kernel (`s`: what the op saved), or `None` where the kernel
+/// does not apply (dtypes or shapes that differ, non-float buffers, ops it lacks).
+fn unary_backward_kernel(op: UnaryOp, sg: &Snapshot, ss: &Snapshot) -> Option<Tensor> {
     if sg.dtype != ss.dtype {
         return None;
     }
