@@ -13,15 +13,68 @@ use crate::layout::Layout;
 use crate::shape::Shape;
 use crate::storage::{Buffer, Storage};
 use crate::{Error, Result};
-use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 #[derive(Clone)]
 pub struct Tensor(pub(crate) Arc<TensorImpl>);
 
 pub struct TensorImpl {
-    pub(crate) inner: Mutex<Inner>,
+    inner: Mutex<Inner>,
+    /// What `requires_grad` and `edge_of` ask of every input of every op, readable
+    /// without the lock: bits `HINT_*`, republished by [`Locked`] whenever the lock is let
+    /// go, so it is never stale to the thread that wrote it. Most inputs of most ops are
+    /// constants with none of the bits set, and cost no lock round trip.
+    hint: AtomicU8,
+    /// The element count, for the binding's decision to release the GIL (only
+    /// `set_data` changes it).
+    numel: AtomicUsize,
+}
+
+const HINT_REQUIRES_GRAD: u8 = 1;
+const HINT_GRAD_FN: u8 = 2;
+const HINT_BASE: u8 = 4;
+
+impl Inner {
+    fn hint(&self) -> u8 {
+        (if self.requires_grad {
+            HINT_REQUIRES_GRAD
+        } else {
+            0
+        }) | (if self.grad_fn.is_some() {
+            HINT_GRAD_FN
+        } else {
+            0
+        }) | (if self.base.is_some() { HINT_BASE } else { 0 })
+    }
+}
+
+/// A tensor's lock held: derefs to its [`Inner`]; on release it republishes the
+/// lock-free hint (a write through the guard can have changed it).
+pub(crate) struct Locked<'a> {
+    g: MutexGuard<'a, Inner>,
+    hint: &'a AtomicU8,
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.g
+    }
+}
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        &mut self.g
+    }
+}
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        let h = self.g.hint();
+        if self.hint.load(Ordering::Relaxed) != h {
+            self.hint.store(h, Ordering::Release);
+        }
+    }
 }
 
 pub(crate) struct Inner {
@@ -90,7 +143,10 @@ impl Tensor {
         dtype: DType,
         version: Arc<AtomicU64>,
     ) -> Tensor {
+        let numel = layout.numel();
         Tensor(Arc::new(TensorImpl {
+            hint: AtomicU8::new(0),
+            numel: AtomicUsize::new(numel),
             inner: Mutex::new(Inner {
                 storage,
                 version,
@@ -128,18 +184,18 @@ impl Tensor {
     /// A tensor sharing `self`'s storage with another layout (a view). No autograd.
     pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
         let (storage, dtype, version) = {
-            let g = self.0.inner.lock();
+            let g = self.lock();
             (g.storage.clone(), g.dtype, g.version.clone())
         };
         Tensor::from_parts(storage, layout, dtype, version)
     }
     /// Records an in-place modification (torch's `_version` += 1).
     pub fn bump_version(&self) {
-        self.0.inner.lock().version.fetch_add(1, Ordering::AcqRel);
+        self.lock().version.fetch_add(1, Ordering::AcqRel);
     }
 
     pub fn snapshot(&self) -> Snapshot {
-        let g = self.0.inner.lock();
+        let g = self.lock();
         Snapshot {
             storage: g.storage.clone(),
             layout: g.layout.clone(),
@@ -162,33 +218,38 @@ impl Tensor {
 
     // ---- metadata --------------------------------------------------------------------
     pub fn shape(&self) -> Shape {
-        Shape::from_slice(&self.0.inner.lock().layout.shape)
+        Shape::from_slice(&self.lock().layout.shape)
     }
     pub fn layout(&self) -> Layout {
-        self.0.inner.lock().layout.clone()
+        self.lock().layout.clone()
     }
     pub fn dtype(&self) -> DType {
-        self.0.inner.lock().dtype
+        self.lock().dtype
     }
     pub fn ndim(&self) -> usize {
-        self.0.inner.lock().layout.ndim()
+        self.lock().layout.ndim()
     }
     pub fn numel(&self) -> usize {
-        self.0.inner.lock().layout.numel()
+        self.0.numel.load(Ordering::Relaxed)
     }
     pub fn is_contiguous(&self) -> bool {
-        self.0.inner.lock().layout.is_contiguous()
+        self.lock().layout.is_contiguous()
     }
     pub fn storage(&self) -> Arc<Storage> {
-        self.0.inner.lock().storage.clone()
+        self.lock().storage.clone()
     }
     pub fn version(&self) -> u64 {
-        self.0.inner.lock().version.load(Ordering::Acquire)
+        self.lock().version.load(Ordering::Acquire)
     }
 
     // ---- autograd metadata -----------------------------------------------------------
     pub fn requires_grad(&self) -> bool {
-        let g = self.0.inner.lock();
+        match self.0.hint.load(Ordering::Acquire) {
+            0 => return false,
+            HINT_BASE => {}
+            _ => return true,
+        }
+        let g = self.lock();
         if g.requires_grad || g.grad_fn.is_some() {
             return true;
         }
@@ -198,18 +259,23 @@ impl Tensor {
         base.is_some_and(|b| b.requires_grad())
     }
     pub fn is_leaf(&self) -> bool {
-        self.0.inner.lock().grad_fn.is_none()
+        self.0.hint.load(Ordering::Acquire) & HINT_GRAD_FN == 0
+    }
+    /// Neither requires grad, nor has history, nor is a view: such a tensor has no edge
+    /// (read without the lock).
+    pub(crate) fn is_plain(&self) -> bool {
+        self.0.hint.load(Ordering::Acquire) == 0
     }
     pub fn grad_fn(&self) -> Option<NodeRef> {
-        self.0.inner.lock().grad_fn.clone()
+        self.lock().grad_fn.clone()
     }
     pub fn output_nr(&self) -> u32 {
-        self.0.inner.lock().output_nr
+        self.lock().output_nr
     }
     /// `requires_grad_(flag)` with torch's checks (floating point only; a non-leaf may
     /// only be asked to keep requiring grad).
     pub fn set_requires_grad(&self, flag: bool) -> Result<()> {
-        let mut g = self.0.inner.lock();
+        let mut g = self.lock();
         if g.grad_fn.is_some() {
             if flag {
                 return Ok(());
@@ -230,12 +296,12 @@ impl Tensor {
         self.set_requires_grad(flag)
     }
     pub fn grad(&self) -> Option<Tensor> {
-        self.0.inner.lock().grad.clone()
+        self.lock().grad.clone()
     }
     pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
         if let Some(gr) = &grad {
             let (gs, gd) = (gr.shape(), gr.dtype());
-            let g = self.0.inner.lock();
+            let g = self.lock();
             if gd != g.dtype {
                 return Err(Error::runtime("assigned grad has data of a different type"));
             }
@@ -243,25 +309,25 @@ impl Tensor {
                 return Err(Error::runtime("assigned grad has data of a different size"));
             }
         }
-        self.0.inner.lock().grad = grad;
+        self.lock().grad = grad;
         Ok(())
     }
     pub fn retains_grad(&self) -> bool {
-        let g = self.0.inner.lock();
+        let g = self.lock();
         g.grad_fn.is_some() && g.retains_grad
     }
     pub(crate) fn set_history(&self, node: NodeRef, output_nr: u32) {
-        let mut g = self.0.inner.lock();
+        let mut g = self.lock();
         let old = g.grad_fn.replace(node);
         g.output_nr = output_nr;
         drop(g);
         drop(old); // releasing the old history may run arbitrary drops: not under the lock
     }
     pub fn base(&self) -> Option<Tensor> {
-        self.0.inner.lock().base.clone()
+        self.lock().base.clone()
     }
     pub(crate) fn set_base(&self, base: Option<Tensor>) {
-        let mut g = self.0.inner.lock();
+        let mut g = self.lock();
         g.view_version = g.version.load(Ordering::Acquire);
         g.base = base;
     }
@@ -274,7 +340,7 @@ impl Tensor {
     /// tensor for backward needs).
     pub(crate) fn detach_with_version(&self) -> (Tensor, u64) {
         let (storage, layout, dtype, version) = {
-            let g = self.0.inner.lock();
+            let g = self.lock();
             (
                 g.storage.clone(),
                 g.layout.clone(),
@@ -285,9 +351,19 @@ impl Tensor {
         let now = version.load(Ordering::Acquire);
         (Tensor::from_parts(storage, layout, dtype, version), now)
     }
+    /// A snapshot and the version counter's value under one lock.
+    pub(crate) fn snapshot_with_version(&self) -> (Snapshot, u64) {
+        let g = self.lock();
+        let s = Snapshot {
+            storage: g.storage.clone(),
+            layout: g.layout.clone(),
+            dtype: g.dtype,
+        };
+        (s, g.version.load(Ordering::Acquire))
+    }
     /// Shape and dtype under one lock.
     pub(crate) fn shape_and_dtype(&self) -> (Shape, DType) {
-        let g = self.0.inner.lock();
+        let g = self.lock();
         (Shape::from_slice(&g.layout.shape), g.dtype)
     }
     /// `x.data`: like `detach()`, but with a version counter of its own.
@@ -297,7 +373,7 @@ impl Tensor {
     }
     /// `detach_()`: drops history in place.
     pub fn detach_(&self) {
-        let mut g = self.0.inner.lock();
+        let mut g = self.lock();
         g.grad_fn = None;
         g.requires_grad = false;
         g.output_nr = 0;
@@ -307,22 +383,26 @@ impl Tensor {
     /// keeping this tensor's identity and autograd metadata.
     pub fn set_data(&self, other: &Tensor) -> Result<()> {
         let s = other.snapshot();
-        let mut g = self.0.inner.lock();
+        let mut g = self.lock();
         if g.requires_grad && !s.dtype.is_float() {
             return Err(Error::RequiresGradDtype);
         }
         g.storage = s.storage;
+        self.0.numel.store(s.layout.numel(), Ordering::Relaxed);
         g.layout = s.layout;
         g.dtype = s.dtype;
         Ok(())
     }
     pub fn binding(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
-        self.0.inner.lock().binding.clone()
+        self.lock().binding.clone()
     }
     pub fn set_binding(&self, b: Option<Arc<dyn std::any::Any + Send + Sync>>) {
-        self.0.inner.lock().binding = b;
+        self.lock().binding = b;
     }
-    pub(crate) fn lock(&self) -> parking_lot::MutexGuard<'_, Inner> {
-        self.0.inner.lock()
+    pub(crate) fn lock(&self) -> Locked<'_> {
+        Locked {
+            g: self.0.inner.lock(),
+            hint: &self.0.hint,
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! where, clamp, casts and clone.
 
 use super::creation::zeros_like;
-use super::{apply, apply_opt, new_tensor, sum_to};
+use super::{Read, apply, apply_read, new_tensor, read_input, sum_to};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
 use crate::autograd::graph::SavedTensor;
@@ -37,6 +37,17 @@ impl Saver {
     pub fn input_if(&mut self, cond: bool, t: &Tensor) -> Option<u8> {
         cond.then(|| {
             self.list.push(SavedTensor::input(t));
+            (self.list.len() - 1) as u8
+        })
+    }
+    /// Saves input `t` as it was read by [`read_input`] (at that read's version).
+    pub fn input_read(&mut self, cond: bool, t: &Tensor, version: u64) -> Option<u8> {
+        cond.then(|| {
+            self.list.push(SavedTensor {
+                tensor: t.clone(),
+                output_nr: None,
+                version,
+            });
             (self.list.len() - 1) as u8
         })
     }
@@ -258,26 +269,35 @@ fn unary_name(op: UnaryOp) -> &'static str {
 
 /// Applies a unary op (promoting integer inputs to float32 for float-valued ops).
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    let snap = x.snapshot();
-    let (x, snap) = if !keeps_int(op) && !snap.dtype.is_float() && op != UnaryOp::LogicalNot {
-        let xf = to_dtype(x, DType::F32)?;
-        let s = xf.snapshot();
-        (xf, s)
-    } else {
-        (x.clone(), snap)
-    };
     if op == UnaryOp::LogicalNot {
-        let b = to_dtype(&x, DType::Bool)?;
+        let b = to_dtype(x, DType::Bool)?;
         return super::apply_nondiff(|| unary_kernel(op, &b));
     }
-    apply(
-        &[&x],
+    let r = read_input(x);
+    if !keeps_int(op) && !r.snap.dtype.is_float() {
+        let xf = to_dtype(x, DType::F32)?;
+        let r = read_input(&xf);
+        return unary_on(op, &xf, r);
+    }
+    unary_on(op, x, r)
+}
+
+fn unary_on(op: UnaryOp, x: &Tensor, r: Read) -> Result<Tensor> {
+    let Read {
+        snap,
+        version,
+        requires_grad,
+        edge,
+    } = r;
+    apply_read(
+        requires_grad,
+        || smallvec::smallvec![edge],
         || unary_kernel_on(op, snap),
         |y| {
             let mut s = Saver::default();
             let (xi, yi) = match op {
                 UnaryOp::Neg | UnaryOp::Sign => (None, None),
-                _ if saves_input(op) => (s.input_if(true, &x), None),
+                _ if saves_input(op) => (s.input_read(true, x, version), None),
                 _ => (None, Some(s.output(y))),
             };
             (UnaryBackward { op, x: xi, y: yi }, s.list)
@@ -424,6 +444,8 @@ fn promote(a: Operand<'_>, b: Operand<'_>, float_result: bool) -> Result<(Tensor
 /// keeps the tensor's dtype (torch's promotion), so it is applied straight from the
 /// kernel instead of being materialised as a 0-d tensor and broadcast. Bitwise the same
 /// result and gradients as the general path; `None` when the general path is needed.
+/// The number gets no edge but keeps its position, as in torch (`(x * 2).grad_fn` has two `next_functions`, the
+/// second `(None, 0)`).
 fn scalar_fast_path<B: Into<super::BackwardOp>>(
     op: BinaryOp,
     t: &Tensor,
@@ -431,17 +453,25 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
     scalar_first: bool,
     node: impl FnOnce(crate::shape::Shape) -> B,
 ) -> Option<Result<Tensor>> {
-    let snap = t.snapshot();
+    let Read {
+        snap,
+        requires_grad,
+        edge,
+        ..
+    } = read_input(t);
     if !snap.dtype.is_float() || !snap.layout.is_contiguous() {
         return None;
     }
-    let inputs = if scalar_first {
-        [None, Some(t)]
-    } else {
-        [Some(t), None]
-    };
-    Some(apply_opt(
-        &inputs,
+    let shape = snap.layout.shape.clone();
+    Some(apply_read(
+        requires_grad,
+        || {
+            if scalar_first {
+                smallvec::smallvec![None, edge]
+            } else {
+                smallvec::smallvec![edge, None]
+            }
+        },
         || {
             let buf = k::binary_scalar(
                 op,
@@ -455,20 +485,25 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
             })?;
             Ok(new_tensor(buf, &snap.layout.shape))
         },
-        |_| (node(snap.layout.shape.clone()), saved![]),
+        |_| (node(shape), saved![]),
     ))
 }
 
 /// `x op y` for two contiguous float tensors of the same dtype and shape: no promotion,
-/// no broadcasting, one snapshot per input. Bitwise the same as the general path;
-/// `None` when that is needed.
+/// no broadcasting, one read per input. Bitwise the same as the general path; `None`
+/// when that is needed. `node` gets the shape, both operands with the version each was
+/// read at, and which of them require grad.
 fn same_shape_fast_path<B: Into<super::BackwardOp>>(
     op: BinaryOp,
     x: &Tensor,
     y: &Tensor,
-    node: impl FnOnce(&crate::shape::Shape, &Tensor, &Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
+    node: impl FnOnce(
+        &crate::shape::Shape,
+        [(&Tensor, u64, bool); 2],
+    ) -> (B, SmallVec<[SavedTensor; 2]>),
 ) -> Option<Result<Tensor>> {
-    let (sx, sy) = (x.snapshot(), y.snapshot());
+    let (rx, ry) = (read_input(x), read_input(y));
+    let (sx, sy) = (&rx.snap, &ry.snap);
     if sx.dtype != sy.dtype
         || !sx.dtype.is_float()
         || sx.layout.shape != sy.layout.shape
@@ -477,8 +512,13 @@ fn same_shape_fast_path<B: Into<super::BackwardOp>>(
     {
         return None;
     }
-    Some(apply(
-        &[x, y],
+    let operands = [
+        (x, rx.version, rx.requires_grad),
+        (y, ry.version, ry.requires_grad),
+    ];
+    Some(apply_read(
+        rx.requires_grad || ry.requires_grad,
+        || smallvec::smallvec![rx.edge, ry.edge],
         || {
             let buf = if std::sync::Arc::ptr_eq(&sx.storage, &sy.storage) {
                 let r = sx.storage.read();
@@ -489,7 +529,7 @@ fn same_shape_fast_path<B: Into<super::BackwardOp>>(
             };
             Ok(new_tensor(buf, &sx.layout.shape))
         },
-        |_| node(&sx.layout.shape, x, y),
+        |_| node(&sx.layout.shape, operands),
     ))
 }
 
@@ -597,7 +637,7 @@ fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Res
         } else {
             BinaryOp::Add
         };
-        let node = |shape: &crate::shape::Shape, _: &Tensor, _: &Tensor| {
+        let node = |shape: &crate::shape::Shape, _: [(&Tensor, u64, bool); 2]| {
             (
                 AddBackward0 {
                     a: shape.clone(),
@@ -743,10 +783,10 @@ pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
             MulScalarBackward { s, tensor_at: 1 }
         }),
         (Operand::T(x), Operand::T(y)) => {
-            same_shape_fast_path(BinaryOp::Mul, x, y, |shape, x, y| {
+            same_shape_fast_path(BinaryOp::Mul, x, y, |shape, [x, y]| {
                 let mut s = Saver::default();
-                let sa = s.input_if(y.requires_grad(), x);
-                let sb = s.input_if(x.requires_grad(), y);
+                let sa = s.input_read(y.2, x.0, x.1);
+                let sb = s.input_read(x.2, y.0, y.1);
                 (
                     MulBackward0 {
                         a_shape: shape.clone(),

@@ -81,6 +81,9 @@ pub(crate) fn any_requires_grad(inputs: &[&Tensor]) -> bool {
 
 /// The edge a gradient for `t` flows along.
 pub(crate) fn edge_of(t: &Tensor) -> Option<Edge> {
+    if t.is_plain() {
+        return None;
+    }
     let mut g = t.lock();
     if g.base.is_some() {
         // a view whose base moved on gets its history re-derived first
@@ -101,6 +104,88 @@ pub(crate) fn edge_of(t: &Tensor) -> Option<Edge> {
     }
 }
 
+/// What an op reads from one differentiable input, under one lock: the data to compute
+/// with, the version to save it at, and (grad mode on) where its gradient goes.
+pub(crate) struct Read {
+    pub snap: crate::tensor::Snapshot,
+    pub version: u64,
+    /// Grad mode is on and the input requires grad.
+    pub requires_grad: bool,
+    pub edge: Option<Edge>,
+}
+
+/// Reads `t` for an op (see [`Read`]): one lock where a snapshot, `requires_grad()`,
+/// `edge_of` and a saved version would take four.
+pub(crate) fn read_input(t: &Tensor) -> Read {
+    let record = is_grad_enabled();
+    if record && !t.is_plain() && t.base().is_some() {
+        // a view: its history may need re-deriving and its requires_grad may come from
+        // its base (the general path)
+        let edge = edge_of(t);
+        let requires_grad = t.requires_grad();
+        let (snap, version) = t.snapshot_with_version();
+        return Read {
+            snap,
+            version,
+            requires_grad,
+            edge,
+        };
+    }
+    let g = t.lock();
+    let snap = crate::tensor::Snapshot {
+        storage: g.storage.clone(),
+        layout: g.layout.clone(),
+        dtype: g.dtype,
+    };
+    let version = g.version.load(std::sync::atomic::Ordering::Acquire);
+    if !record {
+        return Read {
+            snap,
+            version,
+            requires_grad: false,
+            edge: None,
+        };
+    }
+    let edge = match &g.grad_fn {
+        Some(node) => Some(Edge::Node {
+            node: node.clone(),
+            input_nr: g.output_nr,
+        }),
+        None if g.requires_grad => {
+            drop(g);
+            Some(Edge::Leaf(t.clone()))
+        }
+        None => None,
+    };
+    Read {
+        snap,
+        version,
+        requires_grad: edge.is_some(),
+        edge,
+    }
+}
+
+/// `apply` for inputs already read with [`read_input`]: records when `record` (some
+/// input requires grad), with `edges` taken from the reads.
+pub(crate) fn apply_read<B, F, G>(
+    record: bool,
+    edges: impl FnOnce() -> SmallVec<[Option<Edge>; 2]>,
+    forward: F,
+    backward: G,
+) -> Result<Tensor>
+where
+    B: Into<BackwardOp>,
+    F: FnOnce() -> Result<Tensor>,
+    G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
+{
+    let out = run_forward(forward)?;
+    if record {
+        let (op, saved) = backward(&out);
+        attach_edges(op.into(), edges(), saved, &[&out])?;
+    }
+    Ok(out)
+}
+
 /// The one dispatch point. Runs `forward`; if grad mode is on and an input requires
 /// grad, calls `backward` to build the node (op + saved tensors) and attaches it to the
 /// output. Inputs listed in `inputs` are the differentiable ones, in edge order.
@@ -114,28 +199,6 @@ where
     if any_requires_grad(inputs) {
         let (op, saved) = backward(&out);
         attach(op.into(), inputs, saved, &[&out])?;
-    }
-    Ok(out)
-}
-
-/// `apply` for ops with inputs that have no tensor (a Python number operand): `None`
-/// entries get no edge but keep their position, as in torch (`(x * 2).grad_fn` has two
-/// `next_functions`, the second `(None, 0)`).
-pub(crate) fn apply_opt<B, F, G>(
-    inputs: &[Option<&Tensor>],
-    forward: F,
-    backward: G,
-) -> Result<Tensor>
-where
-    B: Into<BackwardOp>,
-    F: FnOnce() -> Result<Tensor>,
-    G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
-{
-    let out = run_forward(forward)?;
-    if is_grad_enabled() && inputs.iter().flatten().any(|t| t.requires_grad()) {
-        let (op, saved) = backward(&out);
-        let next = inputs.iter().map(|t| t.and_then(edge_of)).collect();
-        attach_edges(op.into(), next, saved, &[&out])?;
     }
     Ok(out)
 }
