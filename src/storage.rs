@@ -2,6 +2,8 @@
 
 use crate::dtype::DType;
 use parking_lot::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// A contiguous, typed CPU buffer. (The CUDA backend will add a device enum around this;
 /// kernels already take a buffer plus a `Layout` and never see the graph.)
@@ -177,8 +179,9 @@ macro_rules! with_dtype {
     };
 }
 
-/// Shared storage: the buffer every view of a tensor points into. (The version counter
-/// lives with the tensors, see `tensor::Inner::version`: `.data` needs its own.)
+/// Shared storage: the buffer every view of a tensor points into, and the version
+/// counter that the tensors on it share unless `.data` split them off (see
+/// `tensor::Version`): one allocation for both, instead of one each per tensor.
 ///
 /// The buffer sits behind a `RwLock` so that safe Rust can never observe a torn write:
 /// kernels hold a read lock while they read inputs, in-place ops take the write lock only
@@ -187,13 +190,34 @@ macro_rules! with_dtype {
 #[derive(Debug)]
 pub struct Storage {
     buf: RwLock<Buffer>,
+    version: AtomicU64,
+    /// Set when a tensor on this storage is given another one (`x.data = y`): it keeps
+    /// its version counter, which its old views and aliases here must go on sharing, so
+    /// the counter moves out to where both can reach it.
+    moved_version: OnceLock<Arc<AtomicU64>>,
 }
 
 impl Storage {
     pub fn new(buf: Buffer) -> Self {
         Storage {
             buf: RwLock::new(buf),
+            version: AtomicU64::new(0),
+            moved_version: OnceLock::new(),
         }
+    }
+    /// The version counter of the tensors that use this storage's own.
+    pub(crate) fn version(&self) -> &AtomicU64 {
+        match self.moved_version.get() {
+            Some(v) => v,
+            None => &self.version,
+        }
+    }
+    /// The same counter, moved out to the heap (see `moved_version`) for a tensor
+    /// leaving this storage.
+    pub(crate) fn version_moved_out(&self) -> Arc<AtomicU64> {
+        self.moved_version
+            .get_or_init(|| Arc::new(AtomicU64::new(self.version.load(Ordering::Acquire))))
+            .clone()
     }
     /// Shared access. A wait for a writer goes through the runtime's blocking hook, so a
     /// Python thread lets go of the GIL while it waits (the writer may need the GIL

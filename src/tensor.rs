@@ -80,9 +80,8 @@ impl Drop for Locked<'_> {
 pub(crate) struct Inner {
     pub storage: Arc<Storage>,
     /// The version counter, shared by a tensor, its views and `detach()`ed aliases, and
-    /// bumped by every in-place op on any of them. `.data` gets a counter of its own, so
-    /// writes through `.data` are invisible to autograd's checks, as in torch.
-    pub version: Arc<AtomicU64>,
+    /// bumped by every in-place op on any of them (see [`Version`]).
+    pub version: Version,
     pub layout: Layout,
     pub dtype: DType,
     /// Set on leaves by the user; derived for non-leaves (grad_fn.is_some()).
@@ -103,6 +102,30 @@ pub(crate) struct Inner {
     /// Opaque slot for the binding layer (a weak reference to the Python object, so that
     /// `x.grad is x.grad` and `AccumulateGrad.variable is x` hold, as in torch).
     pub binding: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+/// Where a tensor's version counter lives. Usually in its storage (no allocation of its
+/// own: every op output is a fresh storage). `.data` gets a counter of its own, so that
+/// writes through `.data` are invisible to autograd's checks, as in torch; its views and
+/// aliases share that one. So does a tensor given new data by `x.data = y`, which
+/// keeps its counter (see `Storage::version_moved_out`).
+#[derive(Clone)]
+pub(crate) enum Version {
+    Storage,
+    Own(Arc<AtomicU64>),
+}
+
+impl Inner {
+    fn version_counter(&self) -> &AtomicU64 {
+        match &self.version {
+            Version::Storage => self.storage.version(),
+            Version::Own(v) => v,
+        }
+    }
+    /// The version counter's value.
+    pub(crate) fn version(&self) -> u64 {
+        self.version_counter().load(Ordering::Acquire)
+    }
 }
 
 /// What an op reads from an input, copied out under the lock.
@@ -137,12 +160,7 @@ fn leaf_only_error(flag: bool) -> Error {
 }
 
 impl Tensor {
-    fn from_parts(
-        storage: Arc<Storage>,
-        layout: Layout,
-        dtype: DType,
-        version: Arc<AtomicU64>,
-    ) -> Tensor {
+    fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType, version: Version) -> Tensor {
         let numel = layout.numel();
         Tensor(Arc::new(TensorImpl {
             hint: AtomicU8::new(0),
@@ -177,7 +195,7 @@ impl Tensor {
             Arc::new(Storage::new(buf)),
             Layout::contiguous(shape),
             dtype,
-            Arc::default(),
+            Version::Storage,
         )
     }
 
@@ -191,7 +209,7 @@ impl Tensor {
     }
     /// Records an in-place modification (torch's `_version` += 1).
     pub fn bump_version(&self) {
-        self.lock().version.fetch_add(1, Ordering::AcqRel);
+        self.lock().version_counter().fetch_add(1, Ordering::AcqRel);
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -239,7 +257,7 @@ impl Tensor {
         self.lock().storage.clone()
     }
     pub fn version(&self) -> u64 {
-        self.lock().version.load(Ordering::Acquire)
+        self.lock().version()
     }
 
     // ---- autograd metadata -----------------------------------------------------------
@@ -260,6 +278,10 @@ impl Tensor {
     }
     pub fn is_leaf(&self) -> bool {
         self.0.hint.load(Ordering::Acquire) & HINT_GRAD_FN == 0
+    }
+    /// Is a view of another tensor (read without the lock).
+    pub(crate) fn is_view(&self) -> bool {
+        self.0.hint.load(Ordering::Acquire) & HINT_BASE != 0
     }
     /// Neither requires grad, nor has history, nor is a view: such a tensor has no edge
     /// (read without the lock).
@@ -328,7 +350,7 @@ impl Tensor {
     }
     pub(crate) fn set_base(&self, base: Option<Tensor>) {
         let mut g = self.lock();
-        g.view_version = g.version.load(Ordering::Acquire);
+        g.view_version = g.version();
         g.base = base;
     }
 
@@ -339,16 +361,16 @@ impl Tensor {
     /// `detach()` and the version counter's value, read under one lock (what saving a
     /// tensor for backward needs).
     pub(crate) fn detach_with_version(&self) -> (Tensor, u64) {
-        let (storage, layout, dtype, version) = {
+        let (storage, layout, dtype, version, now) = {
             let g = self.lock();
             (
                 g.storage.clone(),
                 g.layout.clone(),
                 g.dtype,
                 g.version.clone(),
+                g.version(),
             )
         };
-        let now = version.load(Ordering::Acquire);
         (Tensor::from_parts(storage, layout, dtype, version), now)
     }
     /// A snapshot and the version counter's value under one lock.
@@ -359,7 +381,7 @@ impl Tensor {
             layout: g.layout.clone(),
             dtype: g.dtype,
         };
-        (s, g.version.load(Ordering::Acquire))
+        (s, g.version())
     }
     /// Shape and dtype under one lock.
     pub(crate) fn shape_and_dtype(&self) -> (Shape, DType) {
@@ -369,7 +391,8 @@ impl Tensor {
     /// `x.data`: like `detach()`, but with a version counter of its own.
     pub fn data(&self) -> Tensor {
         let s = self.snapshot();
-        Tensor::from_parts(s.storage, s.layout, s.dtype, Arc::default())
+        let own = Version::Own(Arc::default());
+        Tensor::from_parts(s.storage, s.layout, s.dtype, own)
     }
     /// `detach_()`: drops history in place.
     pub fn detach_(&self) {
@@ -386,6 +409,11 @@ impl Tensor {
         let mut g = self.lock();
         if g.requires_grad && !s.dtype.is_float() {
             return Err(Error::RequiresGradDtype);
+        }
+        if let Version::Storage = g.version {
+            // torch's set_data keeps the tensor's version counter, still shared with the
+            // old storage's other tensors (its views, detached aliases)
+            g.version = Version::Own(g.storage.version_moved_out());
         }
         g.storage = s.storage;
         self.0.numel.store(s.layout.numel(), Ordering::Relaxed);

@@ -55,6 +55,27 @@ def test_data_has_its_own_version_counter():
     assert x.tolist() == [2.0, 3.0]  # same storage
 
 
+def test_set_data_keeps_the_version_counter_shared_with_old_views():
+    # torch's set_data keeps the tensor's counter: its old views and detached aliases
+    # go on sharing it, new views share it too, and `.data` still splits off its own.
+    x = rgrad.ones(3)
+    view, det = x[1:], x.detach()
+    x.add_(1)
+    x.data = rgrad.zeros(3)
+    assert x._version == view._version == det._version == 1
+    x.add_(1)
+    assert x._version == view._version == det._version == 2
+    view.mul_(2)
+    new_view = x[:2]
+    assert x._version == new_view._version == 3
+    new_view.add_(1)
+    assert x._version == view._version == 4
+    d = x.data
+    d.add_(1)
+    assert d._version == 1 and x._version == 4
+    assert x.tolist() == [3.0, 3.0, 2.0] and view.tolist() == [4.0, 4.0]
+
+
 def test_out_of_place_ops_do_not_bump():
     x = rgrad.tensor([1.0, 2.0])
     _ = x + 1, x.exp(), x[0], x.view(2, 1), x.clone()

@@ -264,6 +264,7 @@ impl Task {
         };
 
         // Depth-first discovery; locals are numbered in discovery order (deterministic).
+        // A node is locked once, when it is expanded; its edges are read in place.
         let mut stack: Vec<usize> = Vec::new();
         let visit = |n: &NodeRef,
                      node_index: &mut IdMap<u64>,
@@ -273,11 +274,10 @@ impl Task {
             if let Some(&l) = node_index.get(&n.id()) {
                 return l;
             }
-            let n_outputs = n.lock().outputs.len().max(1) as u32;
             nodes.push(NodeState {
                 node: n.clone(),
                 targets: SmallVec::new(),
-                n_outputs,
+                n_outputs: 1,
                 deps: AtomicU32::new(0),
                 incoming: Mutex::new(SmallVec::new()),
                 needed: false,
@@ -300,19 +300,25 @@ impl Task {
             }
         }
         while let Some(local) = stack.pop() {
-            let next = nodes[local].node.lock().next.clone();
-            let mut targets = SmallVec::new();
-            for e in next {
+            let node = nodes[local].node.clone();
+            let data = node.lock();
+            let mut targets = SmallVec::with_capacity(data.next.len());
+            for e in &data.next {
                 targets.push(match e {
                     None => None,
                     Some(Edge::Node { node, input_nr }) => {
-                        let l = visit(&node, &mut node_index, &mut nodes, &mut stack);
-                        Some(Target::Node { local: l, input_nr })
+                        let l = visit(node, &mut node_index, &mut nodes, &mut stack);
+                        Some(Target::Node {
+                            local: l,
+                            input_nr: *input_nr,
+                        })
                     }
-                    Some(Edge::Leaf(t)) => Some(Target::Leaf(add_leaf(&t, &mut leaves))),
+                    Some(Edge::Leaf(t)) => Some(Target::Leaf(add_leaf(t, &mut leaves))),
                 });
             }
-            nodes[local].targets = targets;
+            let st = &mut nodes[local];
+            st.n_outputs = data.outputs.len().max(1) as u32;
+            st.targets = targets;
         }
 
         // What is wanted: captures for grad()/backward(inputs=...), else every leaf.

@@ -210,10 +210,7 @@ pub fn refresh_view(t: &Tensor) {
     let (base, stale) = {
         let g = t.lock();
         match &g.base {
-            Some(b) => (
-                b.clone(),
-                g.view_version != g.version.load(std::sync::atomic::Ordering::Acquire),
-            ),
+            Some(b) => (b.clone(), g.view_version != g.version()),
             None => return,
         }
     };

@@ -84,13 +84,11 @@ pub(crate) fn edge_of(t: &Tensor) -> Option<Edge> {
     if t.is_plain() {
         return None;
     }
-    let mut g = t.lock();
-    if g.base.is_some() {
+    if t.is_view() {
         // a view whose base moved on gets its history re-derived first
-        drop(g);
         refresh_view(t);
-        g = t.lock();
     }
+    let g = t.lock();
     match &g.grad_fn {
         Some(node) => Some(Edge::Node {
             node: node.clone(),
@@ -118,7 +116,7 @@ pub(crate) struct Read {
 /// `edge_of` and a saved version would take four.
 pub(crate) fn read_input(t: &Tensor) -> Read {
     let record = is_grad_enabled();
-    if record && !t.is_plain() && t.base().is_some() {
+    if record && t.is_view() {
         // a view: its history may need re-deriving and its requires_grad may come from
         // its base (the general path)
         let edge = edge_of(t);
@@ -137,7 +135,7 @@ pub(crate) fn read_input(t: &Tensor) -> Read {
         layout: g.layout.clone(),
         dtype: g.dtype,
     };
-    let version = g.version.load(std::sync::atomic::Ordering::Acquire);
+    let version = g.version();
     if !record {
         return Read {
             snap,
