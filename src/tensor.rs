@@ -38,15 +38,10 @@ const HINT_BASE: u8 = 4;
 
 impl Inner {
     fn hint(&self) -> u8 {
-        (if self.requires_grad {
-            HINT_REQUIRES_GRAD
-        } else {
-            0
-        }) | (if self.grad_fn.is_some() {
-            HINT_GRAD_FN
-        } else {
-            0
-        }) | (if self.base.is_some() { HINT_BASE } else { 0 })
+        let bit = |on: bool, bit: u8| if on { bit } else { 0 };
+        bit(self.requires_grad, HINT_REQUIRES_GRAD)
+            | bit(self.grad_fn.is_some(), HINT_GRAD_FN)
+            | bit(self.base().is_some(), HINT_BASE)
     }
 }
 
@@ -89,6 +84,13 @@ pub(crate) struct Inner {
     pub grad_fn: Option<NodeRef>,
     /// Which output of `grad_fn` this tensor is.
     pub output_nr: u32,
+    /// What few tensors have, boxed: one pointer in every tensor instead of 72 bytes.
+    cold: Option<Box<Cold>>,
+}
+
+/// The rarely used part of a tensor's record.
+#[derive(Default)]
+pub(crate) struct Cold {
     pub grad: Option<Tensor>,
     pub retains_grad: bool,
     /// Hooks of a leaf (a non-leaf's hooks live on its grad_fn node, as in torch).
@@ -102,6 +104,25 @@ pub(crate) struct Inner {
     /// Opaque slot for the binding layer (a weak reference to the Python object, so that
     /// `x.grad is x.grad` and `AccumulateGrad.variable is x` hold, as in torch).
     pub binding: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+impl Inner {
+    pub(crate) fn cold(&self) -> Option<&Cold> {
+        self.cold.as_deref()
+    }
+    pub(crate) fn cold_mut(&mut self) -> &mut Cold {
+        self.cold.get_or_insert_with(Box::default)
+    }
+    pub(crate) fn cold_mut_if_any(&mut self) -> Option<&mut Cold> {
+        self.cold.as_deref_mut()
+    }
+    pub(crate) fn base(&self) -> Option<&Tensor> {
+        self.cold()?.base.as_ref()
+    }
+    /// A leaf's hooks.
+    pub(crate) fn hooks(&self) -> &[(u64, Hook)] {
+        self.cold().map_or(&[], |c| &c.hooks)
+    }
 }
 
 /// Where a tensor's version counter lives. Usually in its storage (no allocation of its
@@ -173,12 +194,7 @@ impl Tensor {
                 requires_grad: false,
                 grad_fn: None,
                 output_nr: 0,
-                grad: None,
-                retains_grad: false,
-                hooks: Vec::new(),
-                base: None,
-                view_version: 0,
-                binding: None,
+                cold: None,
             }),
         }))
     }
@@ -272,7 +288,7 @@ impl Tensor {
             return true;
         }
         // a view of a tensor that came to require grad through an in-place op
-        let base = g.base.clone();
+        let base = g.base().cloned();
         drop(g);
         base.is_some_and(|b| b.requires_grad())
     }
@@ -318,7 +334,7 @@ impl Tensor {
         self.set_requires_grad(flag)
     }
     pub fn grad(&self) -> Option<Tensor> {
-        self.lock().grad.clone()
+        self.lock().cold().and_then(|c| c.grad.clone())
     }
     pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
         if let Some(gr) = &grad {
@@ -331,12 +347,15 @@ impl Tensor {
                 return Err(Error::runtime("assigned grad has data of a different size"));
             }
         }
-        self.lock().grad = grad;
+        let mut g = self.lock();
+        if grad.is_some() || g.cold().is_some() {
+            g.cold_mut().grad = grad;
+        }
         Ok(())
     }
     pub fn retains_grad(&self) -> bool {
         let g = self.lock();
-        g.grad_fn.is_some() && g.retains_grad
+        g.grad_fn.is_some() && g.cold().is_some_and(|c| c.retains_grad)
     }
     pub(crate) fn set_history(&self, node: NodeRef, output_nr: u32) {
         let mut g = self.lock();
@@ -346,12 +365,17 @@ impl Tensor {
         drop(old); // releasing the old history may run arbitrary drops: not under the lock
     }
     pub fn base(&self) -> Option<Tensor> {
-        self.lock().base.clone()
+        self.lock().base().cloned()
     }
     pub(crate) fn set_base(&self, base: Option<Tensor>) {
         let mut g = self.lock();
-        g.view_version = g.version();
-        g.base = base;
+        if base.is_none() && g.cold().is_none() {
+            return;
+        }
+        let now = g.version();
+        let c = g.cold_mut();
+        c.view_version = now;
+        c.base = base;
     }
 
     /// `detach()`: a new leaf sharing storage (and version counter), no history.
@@ -400,7 +424,9 @@ impl Tensor {
         g.grad_fn = None;
         g.requires_grad = false;
         g.output_nr = 0;
-        g.base = None;
+        if let Some(c) = g.cold_mut_if_any() {
+            c.base = None;
+        }
     }
     /// `x.data = other` (torch's set_data): adopt other's storage, layout and dtype while
     /// keeping this tensor's identity and autograd metadata.
@@ -422,10 +448,13 @@ impl Tensor {
         Ok(())
     }
     pub fn binding(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
-        self.lock().binding.clone()
+        self.lock().cold().and_then(|c| c.binding.clone())
     }
     pub fn set_binding(&self, b: Option<Arc<dyn std::any::Any + Send + Sync>>) {
-        self.lock().binding = b;
+        let mut g = self.lock();
+        if b.is_some() || g.cold().is_some() {
+            g.cold_mut().binding = b;
+        }
     }
     pub(crate) fn lock(&self) -> Locked<'_> {
         Locked {

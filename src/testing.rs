@@ -613,7 +613,7 @@ mod tests {
             c2.fetch_add(1, Ordering::SeqCst);
             Err(Error::External(Arc::new(HookFailure("leaf"))))
         });
-        x.lock().hooks.push((1, failing));
+        x.lock().cold_mut().hooks.push((1, failing));
         // y = sum(x²); dy/dx = 2x
         let y = ops::sum(&ops::mul(&x, &x)?, None, false)?;
         let err = backward(&y, true).err();
@@ -630,7 +630,7 @@ mod tests {
         assert!(x.grad().is_none(), "a failed backward must not accumulate");
 
         // remove the hook: the retained graph backprops fine
-        x.lock().hooks.retain(|(id, _)| *id != 1);
+        x.lock().cold_mut().hooks.retain(|(id, _)| *id != 1);
         backward(&y, false)?;
         assert_values(
             &x.grad().ok_or_else(|| Error::runtime("no grad"))?,
@@ -680,7 +680,7 @@ mod tests {
         let doubling: Hook = Arc::new(|g: &Tensor| -> Result<Option<Tensor>> {
             Ok(Some(ops::mul_scalar(g, crate::Scalar::Float(2.0))?))
         });
-        z.lock().hooks.push((2, doubling));
+        z.lock().cold_mut().hooks.push((2, doubling));
         backward(&ops::sum(&z, None, false)?, false)?;
         assert_values(
             &z.grad().ok_or_else(|| Error::runtime("no grad"))?,

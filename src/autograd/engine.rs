@@ -646,7 +646,7 @@ impl Task {
             let hooks: Vec<_> = leaf
                 .tensor
                 .lock()
-                .hooks
+                .hooks()
                 .iter()
                 .map(|(_, h)| h.clone())
                 .collect();
@@ -687,7 +687,7 @@ pub fn accumulate_grad(t: &Tensor, g: Tensor, create_graph: bool) -> Result<()> 
             }
         }
     };
-    t.lock().grad = Some(new);
+    t.lock().cold_mut().grad = Some(new);
     Ok(())
 }
 
@@ -703,6 +703,6 @@ fn accumulate_retained(t: &Tensor, g: &Tensor, create_graph: bool) -> Result<()>
         }
         Some(old) => ops::add(&old, g)?,
     };
-    t.lock().grad = Some(new);
+    t.lock().cold_mut().grad = Some(new);
     Ok(())
 }

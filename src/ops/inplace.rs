@@ -199,7 +199,8 @@ fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
     if let Some(f) = fresh.grad_fn() {
         view.set_history(f, 0);
     }
-    view.lock().view_version = view.version();
+    let now = view.version();
+    view.lock().cold_mut().view_version = now;
     Ok(())
 }
 
@@ -209,8 +210,11 @@ fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
 pub fn refresh_view(t: &Tensor) {
     let (base, stale) = {
         let g = t.lock();
-        match &g.base {
-            Some(b) => (b.clone(), g.view_version != g.version()),
+        match g
+            .cold()
+            .and_then(|c| Some((c.base.as_ref()?, c.view_version)))
+        {
+            Some((b, seen)) => (b.clone(), seen != g.version()),
             None => return,
         }
     };
@@ -231,7 +235,7 @@ pub fn refresh_view(t: &Tensor) {
             }
         }
     }
-    t.lock().view_version = now;
+    t.lock().cold_mut().view_version = now;
 }
 
 #[derive(Clone)]

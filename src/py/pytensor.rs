@@ -600,8 +600,8 @@ impl PyTensor {
         };
         let nr = self.t.output_nr();
         let mut g = self.t.lock();
-        if !g.retains_grad {
-            g.retains_grad = true;
+        if !g.cold().is_some_and(|c| c.retains_grad) {
+            g.cold_mut().retains_grad = true;
             node.lock().retains_mut().push((nr, self.t.downgrade()));
         }
         Ok(())
@@ -642,7 +642,7 @@ impl PyTensor {
                 .lock()
                 .pre_hooks_mut()
                 .push((self.t.output_nr(), id, hook)),
-            None => self.t.lock().hooks.push((id, hook)),
+            None => self.t.lock().cold_mut().hooks.push((id, hook)),
         }
         Ok(id)
     }
@@ -651,7 +651,9 @@ impl PyTensor {
         if let Some(node) = self.t.grad_fn() {
             node.lock().pre_hooks_mut().retain(|h| h.1 != id);
         }
-        self.t.lock().hooks.retain(|h| h.0 != id);
+        if let Some(c) = self.t.lock().cold_mut_if_any() {
+            c.hooks.retain(|h| h.0 != id);
+        }
     }
 
     // ---- conversion ----------------------------------------------------------------
