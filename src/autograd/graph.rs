@@ -237,15 +237,19 @@ impl Arena {
             outputs,
         } = node;
         // SAFETY: the slot is ours alone (fresh, or popped from the free list; its count
-        // is 0, so no NodeRef reads `op`) until the count is published below.
-        unsafe { *slot.op.get() = Some(op) };
-        *slot.node.lock() = Some(NodeData {
-            saved,
-            released: false,
-            next,
-            outputs,
-            extra: None,
-        });
+        // is 0, so no NodeRef reads `op` or locks `node`, and `WeakNodeRef::upgrade`
+        // refuses a count of 0) until the count is published below (Release: the writes
+        // are seen by whoever takes a count).
+        unsafe {
+            *slot.op.get() = Some(op);
+            *slot.node.data_ptr() = Some(NodeData {
+                saved,
+                released: false,
+                next,
+                outputs,
+                extra: None,
+            });
+        }
         slot.refs.store(1, Ordering::Release);
         Ok(NodeRef {
             idx,
@@ -463,11 +467,13 @@ fn release_iteratively(idx: u32) {
 /// free list); nodes whose last reference was one of its edges are pushed on `dead`.
 fn clear_slot(idx: u32, dead: &mut SmallVec<[u32; 16]>) {
     let slot = arena().slot(idx);
-    // The slot is unreachable (count zero: `WeakNodeRef::upgrade` fails), so nobody else
-    // takes this lock; code run by the drops (a custom Function's Python objects) can
-    // only queue further slots.
-    let mut g = slot.node.lock();
-    if let Some(d) = g.as_mut() {
+    // SAFETY: the count reached zero, so the slot is unreachable: no NodeRef reads `op`
+    // or locks `node` any more, `WeakNodeRef::upgrade` refuses a count of 0, and the slot
+    // is not reused before the caller puts it on the free list. Code run by the drops
+    // (a custom Function's Python objects) can only queue further slots, never reach
+    // this one.
+    let data = unsafe { &mut *slot.node.data_ptr() };
+    if let Some(d) = data.as_mut() {
         for e in d.next.drain(..).flatten() {
             match e {
                 Edge::Node { node, .. } => dead.extend(node.release_count()),
@@ -475,12 +481,13 @@ fn clear_slot(idx: u32, dead: &mut SmallVec<[u32; 16]>) {
             }
         }
     }
-    *g = None;
-    drop(g);
-    // SAFETY: the count reached zero: no NodeRef reads `op` any more, and the slot is
-    // not reused before it is on the free list below.
+    *data = None;
+    // SAFETY: as above.
     unsafe { *slot.op.get() = None };
-    slot.generation.fetch_add(1, Ordering::Relaxed);
+    // (no other writer: a plain increment; upgrade's Acquire load pairs with the
+    // Release store of the count that republishes the slot)
+    let g = slot.generation.load(Ordering::Relaxed);
+    slot.generation.store(g.wrapping_add(1), Ordering::Relaxed);
 }
 
 /// Builds the context a backward op sees when its node runs.
