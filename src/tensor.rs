@@ -199,6 +199,34 @@ impl Tensor {
         }))
     }
 
+    /// A tensor on a fresh storage (its version counter at 0).
+    pub(crate) fn from_storage(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Tensor {
+        Tensor::from_parts(storage, layout, dtype, Version::Storage)
+    }
+    /// A tensor on a fresh storage that is output 0 of `node`: its history set as it is
+    /// made, with no lock taken.
+    pub(crate) fn with_history(
+        storage: Arc<Storage>,
+        layout: Layout,
+        dtype: DType,
+        node: NodeRef,
+    ) -> Tensor {
+        let numel = layout.numel();
+        Tensor(Arc::new(TensorImpl {
+            hint: AtomicU8::new(HINT_GRAD_FN),
+            numel: AtomicUsize::new(numel),
+            inner: Mutex::new(Inner {
+                storage,
+                version: Version::Storage,
+                layout,
+                dtype,
+                requires_grad: false,
+                grad_fn: Some(node),
+                output_nr: 0,
+                cold: None,
+            }),
+        }))
+    }
     /// A new contiguous tensor owning `buf` with the given shape.
     pub fn from_buffer(buf: Buffer, shape: &[usize]) -> Tensor {
         debug_assert_eq!(

@@ -2,7 +2,7 @@
 //! where, clamp, casts and clone.
 
 use super::creation::zeros_like;
-use super::{Read, apply, apply_read, new_tensor, read_input, sum_to};
+use super::{Fresh, Read, apply, apply_fresh, new_tensor, read_input, sum_to};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
 use crate::autograd::graph::SavedTensor;
@@ -50,6 +50,11 @@ impl Saver {
             });
             (self.list.len() - 1) as u8
         })
+    }
+    /// Saves the op's own output, not yet a tensor (see `apply_fresh`).
+    pub fn output_fresh(&mut self, y: &Fresh) -> u8 {
+        self.list.push(y.saved());
+        (self.list.len() - 1) as u8
     }
     pub fn output(&mut self, t: &Tensor) -> u8 {
         self.list.push(SavedTensor::output(t, 0));
@@ -164,10 +169,10 @@ fn keeps_int(op: UnaryOp) -> bool {
 }
 
 fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    unary_kernel_on(op, x.snapshot())
+    Ok(unary_kernel_on(op, x.snapshot())?.into_tensor())
 }
 
-fn unary_kernel_on(op: UnaryOp, s: Snapshot) -> Result<Tensor> {
+fn unary_kernel_on(op: UnaryOp, s: Snapshot) -> Result<Fresh> {
     if s.dtype == DType::Bool {
         let msg = match op {
             UnaryOp::Neg => Some(
@@ -181,7 +186,7 @@ fn unary_kernel_on(op: UnaryOp, s: Snapshot) -> Result<Tensor> {
             return Err(Error::not_implemented(m));
         }
     }
-    Ok(new_tensor(
+    Ok(Fresh::new(
         k::unary(op, &s.storage.read(), &s.layout),
         &s.layout.shape,
     ))
@@ -289,7 +294,7 @@ fn unary_on(op: UnaryOp, x: &Tensor, r: Read) -> Result<Tensor> {
         requires_grad,
         edge,
     } = r;
-    apply_read(
+    apply_fresh(
         requires_grad,
         || smallvec::smallvec![edge],
         || unary_kernel_on(op, snap),
@@ -298,7 +303,7 @@ fn unary_on(op: UnaryOp, x: &Tensor, r: Read) -> Result<Tensor> {
             let (xi, yi) = match op {
                 UnaryOp::Neg | UnaryOp::Sign => (None, None),
                 _ if saves_input(op) => (s.input_read(true, x, version), None),
-                _ => (None, Some(s.output(y))),
+                _ => (None, Some(s.output_fresh(y))),
             };
             (UnaryBackward { op, x: xi, y: yi }, s.list)
         },
@@ -463,7 +468,7 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
         return None;
     }
     let shape = snap.layout.shape.clone();
-    Some(apply_read(
+    Some(apply_fresh(
         requires_grad,
         || {
             if scalar_first {
@@ -483,7 +488,7 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
             .ok_or_else(|| {
                 Error::Internal("scalar kernel refused a contiguous float tensor".into())
             })?;
-            Ok(new_tensor(buf, &snap.layout.shape))
+            Ok(Fresh::new(buf, &snap.layout.shape))
         },
         |_| (node(shape), saved![]),
     ))
@@ -516,7 +521,7 @@ fn same_shape_fast_path<B: Into<super::BackwardOp>>(
         (x, rx.version, rx.requires_grad),
         (y, ry.version, ry.requires_grad),
     ];
-    Some(apply_read(
+    Some(apply_fresh(
         rx.requires_grad || ry.requires_grad,
         || smallvec::smallvec![rx.edge, ry.edge],
         || {
@@ -527,7 +532,7 @@ fn same_shape_fast_path<B: Into<super::BackwardOp>>(
                 let (rx, ry) = (sx.storage.read(), sy.storage.read());
                 k::binary(op, &rx, &sx.layout, &ry, &sy.layout)
             };
-            Ok(new_tensor(buf, &sx.layout.shape))
+            Ok(Fresh::new(buf, &sx.layout.shape))
         },
         |_| node(&sx.layout.shape, operands),
     ))

@@ -163,9 +163,41 @@ pub(crate) fn read_input(t: &Tensor) -> Read {
     }
 }
 
-/// `apply` for inputs already read with [`read_input`]: records when `record` (some
-/// input requires grad), with `edges` taken from the reads.
-pub(crate) fn apply_read<B, F, G>(
+/// A kernel's result before it is a tensor: a fresh storage, its layout and dtype. An op
+/// that records builds its node first and then the tensor with its history in place
+/// (no lock taken on the output, no reference count moved).
+pub(crate) struct Fresh {
+    pub storage: std::sync::Arc<crate::storage::Storage>,
+    pub layout: crate::layout::Layout,
+    pub dtype: crate::dtype::DType,
+}
+
+impl Fresh {
+    pub fn new(buf: Buffer, shape: &[usize]) -> Fresh {
+        debug_assert_eq!(buf.len(), crate::shape::numel(shape));
+        Fresh {
+            dtype: buf.dtype(),
+            storage: std::sync::Arc::new(crate::storage::Storage::new(buf)),
+            layout: crate::layout::Layout::contiguous(shape),
+        }
+    }
+    /// This output saved for backward (what `SavedTensor::output` makes of the tensor).
+    pub fn saved(&self) -> SavedTensor {
+        SavedTensor {
+            tensor: Tensor::from_storage(self.storage.clone(), self.layout.clone(), self.dtype),
+            output_nr: Some(0),
+            version: 0, // a fresh storage's counter
+        }
+    }
+    pub fn into_tensor(self) -> Tensor {
+        Tensor::from_storage(self.storage, self.layout, self.dtype)
+    }
+}
+
+/// `apply` for inputs already read with [`read_input`] and a forward that returns a
+/// [`Fresh`] result: records when `record` (some input requires grad), with `edges`
+/// taken from the reads.
+pub(crate) fn apply_fresh<B, F, G>(
     record: bool,
     edges: impl FnOnce() -> SmallVec<[Option<Edge>; 2]>,
     forward: F,
@@ -173,15 +205,27 @@ pub(crate) fn apply_read<B, F, G>(
 ) -> Result<Tensor>
 where
     B: Into<BackwardOp>,
-    F: FnOnce() -> Result<Tensor>,
-    G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
+    F: FnOnce() -> Result<Fresh>,
+    G: FnOnce(&Fresh) -> (B, SmallVec<[SavedTensor; 2]>),
 {
     let out = run_forward(forward)?;
-    if record {
-        let (op, saved) = backward(&out);
-        attach_edges(op.into(), edges(), saved, &[&out])?;
+    if !record {
+        return Ok(out.into_tensor());
     }
-    Ok(out)
+    let (op, saved) = backward(&out);
+    let meta = OutputMeta {
+        shape: out.layout.shape.clone(),
+        dtype: out.dtype,
+    };
+    let mut node = Node::new(op.into(), edges(), smallvec::smallvec![meta]);
+    node.saved = saved;
+    let node = NodeRef::new(node)?;
+    Ok(Tensor::with_history(
+        out.storage,
+        out.layout,
+        out.dtype,
+        node,
+    ))
 }
 
 /// The one dispatch point. Runs `forward`; if grad mode is on and an input requires
@@ -209,7 +253,7 @@ pub(crate) fn apply_nondiff(forward: impl FnOnce() -> Result<Tensor>) -> Result<
 
 /// Where every op's forward runs (the profiler and anomaly mode will time and tag it here).
 #[inline]
-fn run_forward(forward: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
+fn run_forward<R>(forward: impl FnOnce() -> Result<R>) -> Result<R> {
     forward()
 }
 
