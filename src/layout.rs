@@ -21,8 +21,8 @@ impl Clone for Layout {
     #[inline]
     fn clone(&self) -> Self {
         Layout {
-            shape: Shape::from_slice(&self.shape),
-            strides: Shape::from_slice(&self.strides),
+            shape: crate::shape::copy(&self.shape),
+            strides: crate::shape::copy(&self.strides),
             offset: self.offset,
         }
     }
@@ -31,7 +31,7 @@ impl Clone for Layout {
 impl Layout {
     pub fn contiguous(shape: &[usize]) -> Self {
         Layout {
-            shape: Shape::from_slice(shape),
+            shape: crate::shape::copy(shape),
             strides: contiguous_strides(shape),
             offset: 0,
         }

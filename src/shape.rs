@@ -9,6 +9,21 @@ use smallvec::SmallVec;
 /// every op: 4 makes a shape 40 bytes instead of 56 for 6.
 pub type Shape = SmallVec<[usize; 4]>;
 
+/// `Shape::from_slice` without a call to `memcpy` for the usual few dims (tensor records,
+/// nodes and layouts copy shapes on every op).
+#[inline]
+pub fn copy(s: &[usize]) -> Shape {
+    let buf = match *s {
+        [] => [0; 4],
+        [a] => [a, 0, 0, 0],
+        [a, b] => [a, b, 0, 0],
+        [a, b, c] => [a, b, c, 0],
+        [a, b, c, d] => [a, b, c, d],
+        _ => return Shape::from_slice(s),
+    };
+    Shape::from_buf_and_len(buf, s.len())
+}
+
 pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }

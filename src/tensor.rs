@@ -280,7 +280,7 @@ impl Tensor {
 
     // ---- metadata --------------------------------------------------------------------
     pub fn shape(&self) -> Shape {
-        Shape::from_slice(&self.lock().layout.shape)
+        crate::shape::copy(&self.lock().layout.shape)
     }
     pub fn layout(&self) -> Layout {
         self.lock().layout.clone()
@@ -438,7 +438,7 @@ impl Tensor {
     /// Shape and dtype under one lock.
     pub(crate) fn shape_and_dtype(&self) -> (Shape, DType) {
         let g = self.lock();
-        (Shape::from_slice(&g.layout.shape), g.dtype)
+        (crate::shape::copy(&g.layout.shape), g.dtype)
     }
     /// `x.data`: like `detach()`, but with a version counter of its own.
     pub fn data(&self) -> Tensor {

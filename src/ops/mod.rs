@@ -214,7 +214,7 @@ where
     }
     let (op, saved) = backward(&out);
     let meta = OutputMeta {
-        shape: out.layout.shape.clone(),
+        shape: crate::shape::copy(&out.layout.shape),
         dtype: out.dtype,
     };
     let mut node = Node::new(op.into(), edges(), smallvec::smallvec![meta]);
@@ -281,7 +281,7 @@ pub(crate) fn attach_edges(
         // output's lock meanwhile cannot deadlock.
         let mut g = o.lock();
         let meta = OutputMeta {
-            shape: crate::shape::Shape::from_slice(&g.layout.shape),
+            shape: crate::shape::copy(&g.layout.shape),
             dtype: g.dtype,
         };
         let mut node = Node::new(op, next, smallvec::smallvec![meta]);
