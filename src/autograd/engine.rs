@@ -41,6 +41,35 @@ impl Hasher for IdHasher {
     }
 }
 type IdMap<K> = HashMap<K, usize, BuildHasherDefault<IdHasher>>;
+
+/// Node -> local index for one backward call, keyed by arena slot: pages of 64 entries
+/// (4 bytes each) found through a small map, so a graph's nodes, which sit together in
+/// the arena, cost 4 bytes each instead of a hash entry (16 bytes, more while the table
+/// grows). Every node of the call stays alive while it runs (its `NodeState` holds it),
+/// so a slot names one node.
+#[derive(Default)]
+struct SlotMap {
+    pages: HashMap<u32, Box<[u32; SlotMap::PAGE]>, BuildHasherDefault<IdHasher>>,
+}
+
+impl SlotMap {
+    const PAGE: usize = 64;
+    const NONE: u32 = u32::MAX;
+    fn get(&self, n: &NodeRef) -> Option<usize> {
+        let i = n.slot_index() as usize;
+        let page = self.pages.get(&((i / Self::PAGE) as u32))?;
+        let l = page[i % Self::PAGE];
+        (l != Self::NONE).then_some(l as usize)
+    }
+    fn insert(&mut self, n: &NodeRef, local: usize) {
+        let i = n.slot_index() as usize;
+        let page = self
+            .pages
+            .entry((i / Self::PAGE) as u32)
+            .or_insert_with(|| Box::new([Self::NONE; Self::PAGE]));
+        page[i % Self::PAGE] = local as u32;
+    }
+}
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// Options of one backward call (torch.autograd.backward / grad).
@@ -138,7 +167,7 @@ struct Task {
     nodes: Chunked<NodeState>,
     leaves: Vec<LeafState>,
     /// Node id -> local index, leaf tensor id -> local index (from discovery).
-    node_index: IdMap<u64>,
+    node_index: SlotMap,
     leaf_index: IdMap<usize>,
     captured: Vec<Mutex<Option<Tensor>>>,
     /// (node local, output_nr, index into `captured`) for grad() inputs that are outputs
@@ -245,7 +274,7 @@ pub fn run_backward(
 impl Task {
     fn discover(roots: &[Edge], inputs: &[Tensor], opts: Options) -> Result<Task> {
         let mut nodes: Chunked<NodeState> = Chunked::new();
-        let mut node_index: IdMap<u64> = IdMap::default();
+        let mut node_index = SlotMap::default();
         let mut leaves: Vec<LeafState> = Vec::new();
         let mut leaf_index: IdMap<usize> = IdMap::default();
 
@@ -267,11 +296,11 @@ impl Task {
         // A node is locked once, when it is expanded; its edges are read in place.
         let mut stack: Vec<usize> = Vec::new();
         let visit = |n: &NodeRef,
-                     node_index: &mut IdMap<u64>,
+                     node_index: &mut SlotMap,
                      nodes: &mut Chunked<NodeState>,
                      stack: &mut Vec<usize>|
          -> usize {
-            if let Some(&l) = node_index.get(&n.id()) {
+            if let Some(l) = node_index.get(n) {
                 return l;
             }
             nodes.push(NodeState {
@@ -285,7 +314,7 @@ impl Task {
                 captures: false,
             });
             let local = nodes.len() - 1;
-            node_index.insert(n.id(), local);
+            node_index.insert(n, local);
             stack.push(local);
             local
         };
@@ -334,7 +363,7 @@ impl Task {
                 captured.push(Mutex::new(None));
                 match t.grad_fn() {
                     Some(f) => {
-                        if let Some(&l) = node_index.get(&f.id()) {
+                        if let Some(l) = node_index.get(&f) {
                             captures.push((l, t.output_nr(), i));
                             nodes[l].captures = true;
                             nodes[l].needed = true;
@@ -438,7 +467,7 @@ impl Task {
     fn resolve(&self, e: &Edge) -> Target {
         match e {
             Edge::Node { node, input_nr } => Target::Node {
-                local: self.node_index.get(&node.id()).copied().unwrap_or(0),
+                local: self.node_index.get(node).unwrap_or(0),
                 input_nr: *input_nr,
             },
             Edge::Leaf(t) => Target::Leaf(self.leaf_index.get(&t.id()).copied().unwrap_or(0)),

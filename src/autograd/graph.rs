@@ -288,6 +288,10 @@ impl NodeRef {
             guard: self.slot().node.lock(),
         }
     }
+    /// The node's arena slot (unique among live nodes).
+    pub(crate) fn slot_index(&self) -> u32 {
+        self.idx
+    }
     /// A stable identity for the node while it lives.
     pub fn id(&self) -> u64 {
         (u64::from(self.generation) << 32) | u64::from(self.idx)
