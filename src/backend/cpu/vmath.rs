@@ -138,41 +138,56 @@ const FIX_FROM: f32 = 8192.0;
 
 macro_rules! slice_fns {
     ($($name:ident: |$x:ident| $body:expr, fixup: $fix:expr;)*) => {$(
+        /// `dst[i] = f(src[i])` for a block; returns whether some input needs the fixup
+        /// (|x| beyond the reduction's range, or not finite), found in the same pass.
         #[inline(always)]
-        fn body(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
+        fn body(src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool) -> bool {
             for (d, &$x) in dst.iter_mut().zip(src) {
                 d.write($body);
             }
+            // a branch-free or-reduction of compares: vectorised, data still in L1
+            scan && src.iter().fold(false, |acc, &x| acc | !(x.abs() <= FIX_FROM))
         }
         /// `dst[i] = f(src[i])`; initialises all of `dst` (`src` must be as long).
         pub fn $name(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
             #[cfg(target_arch = "x86_64")]
-            {
+            let run = {
                 #[target_feature(enable = "avx512f,fma")]
-                fn wide(src: &[f32], dst: &mut [MaybeUninit<f32>]) { body(src, dst) }
+                fn wide(src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool) -> bool { body(src, dst, scan) }
                 #[target_feature(enable = "avx2,fma")]
-                fn mid(src: &[f32], dst: &mut [MaybeUninit<f32>]) { body(src, dst) }
+                fn mid(src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool) -> bool { body(src, dst, scan) }
                 let fma = std::arch::is_x86_feature_detected!("fma");
-                if fma && std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the CPU supports AVX-512F and FMA (checked).
-                    unsafe { wide(src, dst) };
+                let level = if fma && std::arch::is_x86_feature_detected!("avx512f") {
+                    2
                 } else if fma && std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU supports AVX2 and FMA (checked).
-                    unsafe { mid(src, dst) };
+                    1
                 } else {
-                    body(src, dst);
+                    0
+                };
+                move |src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool| match level {
+                    // SAFETY: the CPU supports AVX-512F and FMA (checked above).
+                    2 => unsafe { wide(src, dst, scan) },
+                    // SAFETY: the CPU supports AVX2 and FMA (checked above).
+                    1 => unsafe { mid(src, dst, scan) },
+                    _ => body(src, dst, scan),
                 }
-            }
+            };
             #[cfg(not(target_arch = "x86_64"))]
-            body(src, dst);
+            let run = body;
             let fix: Option<fn(f32) -> Option<f32>> = $fix;
-            // only when some |x| is beyond the reduction's range (or not finite): found
-            // with a vectorised scan of the bits, not a call per element
-            let widest = |src: &[f32]| src.iter().fold(0u32, |m, &x| m.max(x.to_bits() & 0x7fff_ffff));
-            if let Some(fix) = fix.filter(|_| widest(src) > FIX_FROM.to_bits()) {
-                for (d, &x) in dst.iter_mut().zip(src) {
-                    if let Some(v) = fix(x) {
-                        d.write(v);
+            let Some(fix) = fix else {
+                run(src, dst, false);
+                return;
+            };
+            // Blocks of 1024: the scan for inputs that need the (scalar) fixup reads
+            // data still in L1, and a rare huge or non-finite input costs a scalar pass
+            // over its block only, not over the whole array.
+            for (s, d) in src.chunks(1024).zip(dst.chunks_mut(1024)) {
+                if run(s, d, true) {
+                    for (d, &x) in d.iter_mut().zip(s) {
+                        if let Some(v) = fix(x) {
+                            d.write(v);
+                        }
                     }
                 }
             }
@@ -334,5 +349,37 @@ mod tests {
         }
         let out = run(sin, &[f32::NAN, f32::INFINITY, -0.0]);
         assert!(out[0].is_nan() && out[1].is_nan() && out[2] == 0.0 && out[2].is_sign_negative());
+    }
+
+    #[test]
+    fn sin_cos_fixups_reach_only_their_block() {
+        // huge and non-finite inputs among small ones, in different 1024-blocks and at
+        // block edges: every element as if computed alone
+        let mut xs = inputs(-3.0, 3.0, 2_600);
+        for (i, v) in [
+            (1023, 3e7),
+            (1024, -1e5),
+            (3000, f32::INFINITY),
+            (4100, f32::NAN),
+        ] {
+            xs[i] = v;
+        }
+        let cases: [(&str, SliceFn, fn(f64) -> f64); 2] =
+            [("sin", sin, f64::sin), ("cos", cos, f64::cos)];
+        for (name, f, exact) in cases {
+            let out = run(f, &xs);
+            for (&x, &y) in xs.iter().zip(&out) {
+                let one = run(f, &[x])[0];
+                assert!(
+                    one.to_bits() == y.to_bits() || (one.is_nan() && y.is_nan()),
+                    "{name}({x:e}): {y} in the array, {one} alone"
+                );
+            }
+            assert_eq!(
+                out[1023],
+                exact(f64::from(3e7f32)) as f32,
+                "{name}: the fixup ran"
+            );
+        }
     }
 }
