@@ -145,8 +145,11 @@ macro_rules! slice_fns {
             for (d, &$x) in dst.iter_mut().zip(src) {
                 d.write($body);
             }
-            // a branch-free or-reduction of compares: vectorised, data still in L1
-            scan && src.iter().fold(false, |acc, &x| acc | !(x.abs() <= FIX_FROM))
+            // a branch-free or-reduction of compares: vectorised, data still in L1 (NaN
+            // fails `<=`, so it is flagged too)
+            #[allow(clippy::neg_cmp_op_on_partial_ord)]
+            let needs_fix = |x: f32| !(x.abs() <= FIX_FROM);
+            scan && src.iter().fold(false, |acc, &x| acc | needs_fix(x))
         }
         /// `dst[i] = f(src[i])`; initialises all of `dst` (`src` must be as long).
         pub fn $name(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
