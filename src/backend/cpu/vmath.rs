@@ -367,8 +367,8 @@ mod tests {
         ] {
             xs[i] = v;
         }
-        let cases: [(&str, SliceFn, fn(f64) -> f64); 2] =
-            [("sin", sin, f64::sin), ("cos", cos, f64::cos)];
+        type Case = (&'static str, SliceFn, fn(f64) -> f64);
+        let cases: [Case; 2] = [("sin", sin, f64::sin), ("cos", cos, f64::cos)];
         for (name, f, exact) in cases {
             let out = run(f, &xs);
             for (&x, &y) in xs.iter().zip(&out) {
