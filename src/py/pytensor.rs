@@ -62,7 +62,27 @@ pub fn run<R: Send>(
     x: &Tensor,
     f: impl FnOnce() -> crate::Result<R> + Send,
 ) -> PyResult<R> {
-    if x.numel() >= RELEASE_GIL_AT {
+    run_if(py, x.numel() >= RELEASE_GIL_AT, f)
+}
+
+/// `run` for a binary op: the GIL is released when either operand is large (a small
+/// tensor broadcast against a big one computes a big result).
+pub fn run2<R: Send>(
+    py: Python<'_>,
+    x: &Tensor,
+    other: &Arg,
+    f: impl FnOnce() -> crate::Result<R> + Send,
+) -> PyResult<R> {
+    let big = |t: &Tensor| t.numel() >= RELEASE_GIL_AT;
+    run_if(py, big(x) || matches!(other, Arg::T(t) if big(t)), f)
+}
+
+fn run_if<R: Send>(
+    py: Python<'_>,
+    release: bool,
+    f: impl FnOnce() -> crate::Result<R> + Send,
+) -> PyResult<R> {
+    if release {
         Ok(gil::detach(py, f)?)
     } else {
         Ok(f()?)
@@ -178,7 +198,7 @@ fn binop(
     f: impl FnOnce(Operand<'_>, Operand<'_>) -> crate::Result<Tensor> + Send,
 ) -> PyResult<Py<PyAny>> {
     match arg(other) {
-        Some(b) => Ok(wrap(py, run(py, a, || f(Operand::T(a), b.operand()))?)?.into_any()),
+        Some(b) => Ok(wrap(py, run2(py, a, &b, || f(Operand::T(a), b.operand()))?)?.into_any()),
         None => Ok(py.NotImplemented()),
     }
 }
@@ -190,7 +210,7 @@ fn rbinop(
     f: impl FnOnce(Operand<'_>, Operand<'_>) -> crate::Result<Tensor> + Send,
 ) -> PyResult<Py<PyAny>> {
     match arg(other) {
-        Some(b) => Ok(wrap(py, run(py, a, || f(b.operand(), Operand::T(a)))?)?.into_any()),
+        Some(b) => Ok(wrap(py, run2(py, a, &b, || f(b.operand(), Operand::T(a)))?)?.into_any()),
         None => Ok(py.NotImplemented()),
     }
 }
@@ -961,7 +981,7 @@ impl PyTensor {
         let (b, a) = (other_arg(other, "add")?, alpha_arg(alpha)?);
         wrap(
             py,
-            run(py, &self.t, || {
+            run2(py, &self.t, &b, || {
                 ops::add_op(Operand::T(&self.t), b.operand(), a)
             })?,
         )
@@ -981,7 +1001,7 @@ impl PyTensor {
         let (b, a) = (other_arg(other, "sub")?, alpha_arg(alpha)?);
         wrap(
             py,
-            run(py, &self.t, || {
+            run2(py, &self.t, &b, || {
                 ops::sub_op(Operand::T(&self.t), b.operand(), a)
             })?,
         )
@@ -1034,7 +1054,7 @@ impl PyTensor {
         let b = other_arg(other, "mul")?;
         wrap(
             py,
-            run(py, &self.t, || {
+            run2(py, &self.t, &b, || {
                 ops::mul_op(Operand::T(&self.t), b.operand())
             })?,
         )
@@ -1055,7 +1075,7 @@ impl PyTensor {
         match rounding_mode {
             None => wrap(
                 py,
-                run(py, &self.t, || {
+                run2(py, &self.t, &b, || {
                     ops::div_op(Operand::T(&self.t), b.operand())
                 })?,
             ),
@@ -1081,7 +1101,7 @@ impl PyTensor {
         let b = other_arg(exponent, "pow")?;
         wrap(
             py,
-            run(py, &self.t, || {
+            run2(py, &self.t, &b, || {
                 ops::pow_op(Operand::T(&self.t), b.operand())
             })?,
         )
