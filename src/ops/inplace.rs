@@ -187,7 +187,7 @@ fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
     }
     let op = CopySlices {
         shape: base_shape,
-        rel: rel.clone(),
+        rel: Box::new(rel.clone()),
     };
     // attach() reads edges from the inputs: base_input carries the base's old history.
     let inputs: [&Tensor; 2] = [&base_input, &r];
@@ -241,7 +241,8 @@ pub fn refresh_view(t: &Tensor) {
 #[derive(Clone)]
 pub struct CopySlices {
     shape: Shape,
-    rel: Layout,
+    /// Boxed, as the view nodes' (see `SliceBackward0`).
+    rel: Box<Layout>,
 }
 impl Backward for CopySlices {
     fn name(&self) -> Cow<'static, str> {

@@ -292,7 +292,7 @@ pub fn slice(
             (
                 SliceBackward0 {
                     shape: l.shape.clone(),
-                    rel,
+                    rel: Box::new(rel),
                 },
                 saved![],
             )
@@ -324,7 +324,9 @@ pub fn narrow(x: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
 #[derive(Clone)]
 pub struct SliceBackward0 {
     shape: Shape,
-    rel: Layout,
+    /// Boxed: a view's node is rare next to arithmetic, and an inline layout would make
+    /// every arena slot 32 bytes bigger.
+    rel: Box<Layout>,
 }
 impl Backward for SliceBackward0 {
     fn name(&self) -> Cow<'static, str> {
@@ -357,7 +359,7 @@ pub fn select(x: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
             (
                 SelectBackward0 {
                     shape: l.shape.clone(),
-                    rel,
+                    rel: Box::new(rel),
                 },
                 saved![],
             )
@@ -368,7 +370,9 @@ pub fn select(x: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
 #[derive(Clone)]
 pub struct SelectBackward0 {
     shape: Shape,
-    rel: Layout,
+    /// Boxed: a view's node is rare next to arithmetic, and an inline layout would make
+    /// every arena slot 32 bytes bigger.
+    rel: Box<Layout>,
 }
 impl Backward for SelectBackward0 {
     fn name(&self) -> Cow<'static, str> {
@@ -398,14 +402,19 @@ pub fn as_strided(x: &Tensor, rel: &Layout) -> Result<Tensor> {
     apply(
         &[&c],
         || Ok(view_of(&c, nl)),
-        |_| (AsStridedBackward0 { shape, rel }, saved![]),
+        |_| {
+            let rel = Box::new(rel);
+            (AsStridedBackward0 { shape, rel }, saved![])
+        },
     )
 }
 
 #[derive(Clone)]
 pub struct AsStridedBackward0 {
     shape: Shape,
-    rel: Layout,
+    /// Boxed: a view's node is rare next to arithmetic, and an inline layout would make
+    /// every arena slot 32 bytes bigger.
+    rel: Box<Layout>,
 }
 impl Backward for AsStridedBackward0 {
     fn name(&self) -> Cow<'static, str> {
