@@ -29,6 +29,7 @@ impl Clone for Layout {
 }
 
 impl Layout {
+    #[inline]
     pub fn contiguous(shape: &[usize]) -> Self {
         Layout {
             shape: crate::shape::copy(shape),

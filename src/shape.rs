@@ -29,7 +29,18 @@ pub fn numel(shape: &[usize]) -> usize {
 }
 
 /// Row-major (C-contiguous) strides for a shape, in elements.
+#[inline]
 pub fn contiguous_strides(shape: &[usize]) -> Shape {
+    if shape.len() <= 4 {
+        // the usual case, without SmallVec's general constructor
+        let mut buf = [0usize; 4];
+        let mut acc = 1usize;
+        for i in (0..shape.len()).rev() {
+            buf[i] = acc;
+            acc *= shape[i].max(1);
+        }
+        return Shape::from_buf_and_len(buf, shape.len());
+    }
     let mut strides: Shape = smallvec::smallvec![0; shape.len()];
     let mut acc = 1usize;
     for (s, &d) in strides.iter_mut().zip(shape).rev() {
