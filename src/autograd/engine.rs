@@ -140,6 +140,9 @@ impl<T> Chunked<T> {
     fn iter(&self) -> impl Iterator<Item = &T> {
         self.chunks.iter().flatten()
     }
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.chunks.iter_mut().flatten()
+    }
 }
 
 impl<T> std::ops::Index<usize> for Chunked<T> {
@@ -329,8 +332,8 @@ impl Task {
             }
         }
         while let Some(local) = stack.pop() {
-            let node = nodes[local].node.clone();
-            let data = node.lock();
+            // (nodes[local] keeps the node alive while `nodes` grows)
+            let data = nodes[local].node.lock_unborrowed();
             let mut targets = SmallVec::with_capacity(data.next.len());
             for e in &data.next {
                 targets.push(match e {
@@ -420,22 +423,28 @@ impl Task {
             nodes[n].execute = child_needed;
             nodes[n].needed |= child_needed;
         }
-        // Dependencies: one per edge from a node that will execute.
+        // Dependencies: one per edge from a node that will execute (counted, then
+        // stored without atomic operations; `indeg`'s buffer reused).
+        let mut deps = indeg;
+        deps.fill(0);
+        let mut leaf_deps = vec![0u32; leaves.len()];
         for n in nodes.iter() {
             if !n.execute {
                 continue;
             }
             for t in n.targets.iter().flatten() {
                 match *t {
-                    Target::Node { local, .. } if nodes[local].needed => {
-                        nodes[local].deps.fetch_add(1, Ordering::Relaxed)
-                    }
-                    Target::Leaf(l) if leaves[l].needed => {
-                        leaves[l].deps.fetch_add(1, Ordering::Relaxed)
-                    }
-                    _ => 0,
-                };
+                    Target::Node { local, .. } if nodes[local].needed => deps[local] += 1,
+                    Target::Leaf(l) if leaves[l].needed => leaf_deps[l] += 1,
+                    _ => {}
+                }
             }
+        }
+        for (n, d) in nodes.iter_mut().zip(deps) {
+            *n.deps.get_mut() = d;
+        }
+        for (l, d) in leaves.iter_mut().zip(leaf_deps) {
+            *l.deps.get_mut() = d;
         }
         let mut task = Task {
             nodes,

@@ -288,6 +288,13 @@ impl NodeRef {
             guard: self.slot().node.lock(),
         }
     }
+    /// `lock` without borrowing `self` (arena slots are never freed): for a caller that
+    /// keeps the node alive through another reference while it holds the guard.
+    pub(crate) fn lock_unborrowed(&self) -> MappedNode<'static> {
+        MappedNode {
+            guard: self.slot().node.lock(),
+        }
+    }
     /// The node's arena slot (unique among live nodes).
     pub(crate) fn slot_index(&self) -> u32 {
         self.idx
