@@ -90,6 +90,11 @@ enum Target {
 
 type Incoming = Mutex<SmallVec<[(u64, u32, Tensor); 1]>>;
 
+/// A node that became ready, with its gradient when that was handed over directly (a
+/// node with one dependency gets its one gradient this way: no buffer, no lock).
+type ReadyNode = (usize, Option<(u32, Tensor)>);
+type Ready = SmallVec<[ReadyNode; 4]>;
+
 /// Per-node state of one backward call. Kept small: a 100,000-node graph has 100,000.
 struct NodeState {
     node: NodeRef,
@@ -103,6 +108,9 @@ struct NodeState {
     execute: bool,
     /// Some of its outputs are captured (grad() inputs): see `Task::captures`.
     captures: bool,
+    /// Exactly one dependency (a chain's link): its gradient comes with the news that
+    /// it is ready, not through `incoming`.
+    direct: bool,
 }
 
 /// A growable array in chunks of 4096: growing never copies what is there, so a big
@@ -211,7 +219,7 @@ pub fn run_backward(
     }
     let task = Task::discover(&roots, inputs, opts)?;
     let pool = crate::runtime::pool()?;
-    let seed = |ready: &mut SmallVec<[usize; 4]>| {
+    let seed = |ready: &mut Ready| {
         for (i, (edge, g)) in roots.iter().zip(grad_outputs).enumerate() {
             let target = task.resolve(edge);
             if let Err(e) = task.send(target, i as u64, Some(g.clone()), ready) {
@@ -222,11 +230,11 @@ pub fn run_backward(
     if rayon::current_thread_index().is_some() {
         // reentrant backward (from a node running on a worker): work-first on the pool
         pool.scope(|s| {
-            let mut ready = SmallVec::<[usize; 4]>::new();
+            let mut ready = Ready::new();
             seed(&mut ready);
-            for local in ready {
+            for r in ready {
                 let t = &task;
-                s.spawn(move |s| t.work(s, local, false));
+                s.spawn(move |s| t.work(s, r, false));
             }
         });
     } else {
@@ -237,14 +245,16 @@ pub fn run_backward(
         // ever busy.
         crate::runtime::blocking(|| {
             pool.in_place_scope(|s| {
-                let mut ready = SmallVec::<[usize; 4]>::new();
+                let mut ready = Ready::new();
                 seed(&mut ready);
                 let t = &task;
                 if ready.len() == 1 {
-                    t.work(s, ready[0], true);
+                    if let Some(r) = ready.pop() {
+                        t.work(s, r, true);
+                    }
                 } else {
-                    for local in ready {
-                        s.spawn(move |s| t.work(s, local, false));
+                    for r in ready {
+                        s.spawn(move |s| t.work(s, r, false));
                     }
                 }
             })
@@ -315,6 +325,7 @@ impl Task {
                 needed: false,
                 execute: false,
                 captures: false,
+                direct: false,
             });
             let local = nodes.len() - 1;
             node_index.insert(n, local);
@@ -469,6 +480,9 @@ impl Task {
                 }
             }
         }
+        for n in task.nodes.iter_mut() {
+            n.direct = *n.deps.get_mut() == 1;
+        }
         Ok(task)
     }
 
@@ -497,7 +511,7 @@ impl Task {
         target: Target,
         key: u64,
         grad: Option<Tensor>,
-        ready: &mut SmallVec<[usize; 4]>,
+        ready: &mut Ready,
     ) -> Result<()> {
         match target {
             Target::Node { local, input_nr } => {
@@ -505,11 +519,16 @@ impl Task {
                 if !n.needed {
                     return Ok(());
                 }
+                if n.direct {
+                    // its one dependency: the gradient goes along with the news
+                    ready.push((local, grad.map(|g| (input_nr, g))));
+                    return Ok(());
+                }
                 if let Some(g) = grad {
                     n.incoming.lock().push((key, input_nr, g));
                 }
                 if n.deps.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    ready.push(local);
+                    ready.push((local, None));
                 }
             }
             Target::Leaf(l) => {
@@ -531,14 +550,14 @@ impl Task {
     /// Worker loop: run `local`, keep one ready child, spawn the rest. `inline` (the
     /// calling thread): keep going only while exactly one child is ready; else spawn
     /// them all and return.
-    fn work<'s>(&'s self, scope: &rayon::Scope<'s>, mut local: usize, inline: bool) {
+    fn work<'s>(&'s self, scope: &rayon::Scope<'s>, mut node: ReadyNode, inline: bool) {
         loop {
             if self.failed.load(Ordering::Acquire) {
                 return;
             }
-            let mut ready = SmallVec::<[usize; 4]>::new();
+            let mut ready = Ready::new();
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.run_node(local, &mut ready)
+                self.run_node(node, &mut ready)
             }));
             match result {
                 Ok(Ok(())) => {}
@@ -565,7 +584,7 @@ impl Task {
                     for other in it {
                         scope.spawn(move |s| self.work(s, other, false));
                     }
-                    local = first;
+                    node = first;
                 }
             }
         }
@@ -573,24 +592,32 @@ impl Task {
 
     /// Runs one node with grad mode = create_graph for all of it (summing, hooks, the
     /// backward formula), so that a double-backward graph is recorded exactly then.
-    fn run_node(&self, local: usize, ready: &mut SmallVec<[usize; 4]>) -> Result<()> {
+    fn run_node(&self, node: ReadyNode, ready: &mut Ready) -> Result<()> {
         with_grad_mode(self.opts.create_graph, || {
-            self.run_node_in_mode(local, ready)
+            self.run_node_in_mode(node, ready)
         })
     }
 
-    fn run_node_in_mode(&self, local: usize, ready: &mut SmallVec<[usize; 4]>) -> Result<()> {
+    fn run_node_in_mode(&self, (local, direct): ReadyNode, ready: &mut Ready) -> Result<()> {
         let st = &self.nodes[local];
-        let mut incoming = std::mem::take(&mut *st.incoming.lock());
-        incoming.sort_by_key(|x| x.0);
         let mut grads: SmallVec<[Option<Tensor>; 1]> =
             smallvec::smallvec![None; st.n_outputs as usize];
-        for (_, slot, g) in incoming {
-            let s = &mut grads[slot as usize];
-            *s = Some(match s.take() {
-                None => g,
-                Some(acc) => ops::add(&acc, &g)?,
-            });
+        if st.direct {
+            if let Some((slot, g)) = direct {
+                grads[slot as usize] = Some(g);
+            }
+        } else {
+            // gradients from several producers, summed in a fixed order (deterministic
+            // whatever thread delivered them first)
+            let mut incoming = std::mem::take(&mut *st.incoming.lock());
+            incoming.sort_by_key(|x| x.0);
+            for (_, slot, g) in incoming {
+                let s = &mut grads[slot as usize];
+                *s = Some(match s.take() {
+                    None => g,
+                    Some(acc) => ops::add(&acc, &g)?,
+                });
+            }
         }
 
         // Saved tensors are moved out (the graph not retained) or copied; the node is
