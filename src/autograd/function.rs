@@ -46,6 +46,21 @@ impl BackwardCtx<'_> {
         Ok(())
     }
 
+    /// The data of saved tensor `i`, for a formula that only reads it (nothing is
+    /// recorded): the checks of [`saved`](Self::saved) and the snapshot under one lock.
+    pub fn saved_data(&self, i: usize) -> Result<crate::tensor::Snapshot> {
+        if self.released {
+            return Err(Error::GraphFreed);
+        }
+        let s = self
+            .saved
+            .get(i)
+            .ok_or_else(|| Error::Internal(format!("saved tensor {i} missing")))?;
+        let (snap, now) = s.tensor.snapshot_with_version();
+        check_version(self.node, s, now)?;
+        Ok(snap)
+    }
+
     /// Unpacks saved tensor `i`: an error if the graph was freed by an earlier backward or
     /// if the tensor was modified in place since it was saved (torch's version check).
     pub fn saved(&self, i: usize) -> Result<Tensor> {
@@ -87,7 +102,11 @@ pub fn unpack_saved(node: &NodeRef, s: &SavedTensor, released: bool) -> Result<T
 
 /// torch's check that a saved tensor was not modified in place since it was saved.
 fn unpack_check_version(node: &NodeRef, s: &SavedTensor) -> Result<()> {
-    let now = s.tensor.version();
+    check_version(node, s, s.tensor.version())
+}
+
+/// The version check of [`unpack_check_version`] against a version already read.
+fn check_version(node: &NodeRef, s: &SavedTensor, now: u64) -> Result<()> {
     if now != s.version {
         let dtype = s.tensor.dtype().legacy_type_name();
         let shape = crate::shape::fmt_shape(&s.tensor.shape());
