@@ -51,23 +51,25 @@ pub fn scalar(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
     None
 }
 
-/// A tensor or a number, for binary ops.
-pub enum Arg {
-    T(Tensor),
+/// A tensor or a number, for binary ops (the tensor borrowed from its Python object:
+/// no reference count moved per call).
+#[derive(Clone, Copy)]
+pub enum Arg<'a> {
+    T(&'a Tensor),
     S(Scalar),
 }
-impl Arg {
+impl Arg<'_> {
     pub fn operand(&self) -> Operand<'_> {
-        match self {
+        match *self {
             Arg::T(t) => Operand::T(t),
-            Arg::S(s) => Operand::S(*s),
+            Arg::S(s) => Operand::S(s),
         }
     }
 }
 
-pub fn arg(obj: &Bound<'_, PyAny>) -> Option<Arg> {
+pub fn arg<'a>(obj: &'a Bound<'_, PyAny>) -> Option<Arg<'a>> {
     if let Ok(t) = obj.cast::<PyTensor>() {
-        return Some(Arg::T(t.get().t.clone()));
+        return Some(Arg::T(&t.get().t));
     }
     scalar(obj).map(Arg::S)
 }

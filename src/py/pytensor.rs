@@ -215,7 +215,7 @@ fn rbinop(
     }
 }
 
-fn other_arg(other: &Bound<'_, PyAny>, fname: &str) -> PyResult<Arg> {
+fn other_arg<'a>(other: &'a Bound<'_, PyAny>, fname: &str) -> PyResult<Arg<'a>> {
     arg(other).ok_or_else(|| {
         PyTypeError::new_err(format!(
             "{fname}(): argument 'other' (position 1) must be Tensor, not {}",
@@ -807,7 +807,7 @@ impl PyTensor {
     fn __rsub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match arg(o) {
             Some(Arg::S(s)) => Ok(wrap(py, ops::rsub_scalar(&self.t, s)?)?.into_any()),
-            Some(Arg::T(t)) => Ok(wrap(py, ops::sub(&t, &self.t)?)?.into_any()),
+            Some(Arg::T(t)) => Ok(wrap(py, ops::sub(t, &self.t)?)?.into_any()),
             None => Ok(py.NotImplemented()),
         }
     }
@@ -830,7 +830,7 @@ impl PyTensor {
             Some(Arg::S(s)) => {
                 Ok(wrap(py, ops::mul_scalar(&ops::reciprocal(&self.t)?, s)?)?.into_any())
             }
-            Some(Arg::T(t)) => Ok(wrap(py, ops::div(&t, &self.t)?)?.into_any()),
+            Some(Arg::T(t)) => Ok(wrap(py, ops::div(t, &self.t)?)?.into_any()),
             None => Ok(py.NotImplemented()),
         }
     }
