@@ -282,6 +282,10 @@ impl Tensor {
     pub fn shape(&self) -> Shape {
         crate::shape::copy(&self.lock().layout.shape)
     }
+    /// `self.shape() == shape`, without copying the shape out.
+    pub fn has_shape(&self, shape: &[usize]) -> bool {
+        self.lock().layout.shape.as_slice() == shape
+    }
     pub fn layout(&self) -> Layout {
         self.lock().layout.clone()
     }

@@ -56,6 +56,23 @@ def test_fused_unary_gradient_is_the_composite_one(op, dtype, n):
             np.testing.assert_array_equal(_bits(plain), _bits(g * (1 - yd * yd)))
 
 
+@pytest.mark.parametrize("dtype", [rgrad.float32, rgrad.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("n", [7, 300_000], ids=["small", "parallel"])
+def test_product_gradient_is_the_recorded_one(dtype, n):
+    # a plain backward multiplies by the saved operand straight from the kernel; with
+    # create_graph=True it is a recorded `mul`: the same bits, broadcast operand included
+    a = _input(dtype, n).requires_grad_()
+    b = (_input(dtype, n) + 0.25).requires_grad_()
+    c = rgrad.tensor([1.5, -0.0], dtype=dtype)[:1].requires_grad_()  # broadcast
+    y = a * b * c
+    g = rgrad.randn(y.shape, dtype=dtype)
+    plain = rgrad.autograd.grad(y, (a, b, c), g, retain_graph=True)
+    recorded = rgrad.autograd.grad(y, (a, b, c), g, create_graph=True)
+    for p, r in zip(plain, recorded):
+        assert not p.requires_grad and r.requires_grad
+        np.testing.assert_array_equal(_bits(p), _bits(r))
+
+
 @pytest.mark.parametrize("op", ["sin", "cos", "tanh", "exp", "log", "sigmoid", "relu"])
 def test_fused_unary_gradient_with_strided_inputs_and_gradients(op):
     base = rgrad.rand(6, 8, dtype=rgrad.float64) + 0.5

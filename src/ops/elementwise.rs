@@ -63,7 +63,33 @@ impl Saver {
 }
 
 fn get(ctx: &BackwardCtx<'_>, i: Option<u8>) -> Result<Tensor> {
-    ctx.saved(i.ok_or_else(|| Error::Internal("saved tensor was not recorded".into()))? as usize)
+    ctx.saved(saved_index(i)?)
+}
+
+fn saved_index(i: Option<u8>) -> Result<usize> {
+    i.map(usize::from)
+        .ok_or_else(|| Error::Internal("saved tensor was not recorded".into()))
+}
+
+/// `g * saved[i]`, as `mul` computes it; when nothing is recorded and both are
+/// contiguous float tensors of one dtype and shape, straight from the kernel with the
+/// saved data read under one lock (what `mul` would do, bit for bit).
+fn mul_saved(ctx: &BackwardCtx<'_>, g: &Tensor, i: Option<u8>) -> Result<Tensor> {
+    if !crate::autograd::grad_mode::is_grad_enabled() {
+        let s = ctx.saved_data(saved_index(i)?)?;
+        let sg = g.snapshot();
+        if sg.dtype == s.dtype
+            && sg.dtype.is_float()
+            && sg.layout.shape == s.layout.shape
+            && sg.layout.is_contiguous()
+            && s.layout.is_contiguous()
+        {
+            let (rg, rs) = (sg.storage.read(), s.storage.read());
+            let buf = k::binary(BinaryOp::Mul, &rg, &sg.layout, &rs, &s.layout);
+            return Ok(new_tensor(buf, &sg.layout.shape));
+        }
+    }
+    mul(g, &get(ctx, i)?)
 }
 
 // ---- casts and copies -----------------------------------------------------------------
@@ -853,12 +879,12 @@ impl Backward for MulBackward0 {
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
         let ga = if ctx.needs_input_grad(0) {
-            Some(sum_to(&mul(&g, &get(ctx, self.b)?)?, &self.a_shape)?)
+            Some(sum_to(&mul_saved(ctx, &g, self.b)?, &self.a_shape)?)
         } else {
             None
         };
         let gb = if ctx.needs_input_grad(1) {
-            Some(sum_to(&mul(&g, &get(ctx, self.a)?)?, &self.b_shape)?)
+            Some(sum_to(&mul_saved(ctx, &g, self.a)?, &self.b_shape)?)
         } else {
             None
         };

@@ -314,10 +314,10 @@ macro_rules! saved {
 
 /// Sums `g` down to `shape` (the gradient of broadcasting `shape` up to `g`'s shape).
 pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    let gs = g.shape();
-    if gs.as_slice() == shape {
+    if g.has_shape(shape) {
         return Ok(g.clone());
     }
+    let gs = g.shape();
     let lead = gs.len() - shape.len();
     let mut dims: Vec<i64> = (0..lead as i64).collect();
     for (i, &d) in shape.iter().enumerate() {
