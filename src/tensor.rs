@@ -4,8 +4,11 @@
 //! rather than finer locks: an op needs the storage, layout, `requires_grad` and
 //! `grad_fn` of each input together, so one uncontended lock per input (~10 ns with
 //! parking_lot) is the cheapest consistent read; `.data = ...`, in-place history
-//! rewrites and `.grad` updates are the only writers. No lock here is ever held while a
-//! kernel runs or while Python code runs: `snapshot()` copies out what an op needs.
+//! rewrites and `.grad` updates are the only writers. Two facts are also kept outside the
+//! lock, republished whenever it is let go: a hint byte (requires grad, has history, is a
+//! view), which lets most inputs of most ops (constants) skip the lock, and the element
+//! count. No lock here is ever held while a kernel runs or while Python code runs:
+//! `snapshot()` copies out what an op needs.
 
 use crate::autograd::graph::{Hook, NodeRef};
 use crate::dtype::DType;
