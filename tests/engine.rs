@@ -185,6 +185,53 @@ fn deep_chain_builds_backprops_and_drops_without_overflow() -> Result<()> {
     Ok(())
 }
 
+#[test]
+fn slots_freed_on_another_thread_are_counted_and_reused() -> Result<()> {
+    // Each thread keeps a cache of free slots: nodes built on one thread and dropped on
+    // another, or by a thread that then exits, still count as freed and are reused.
+    let _g = serial();
+    use rgrad::autograd::graph::arena_capacity;
+    let start = live_nodes();
+    let x = leaf(vec![0.5], &[]);
+    let build = |x: &Tensor| -> Result<Tensor> {
+        let mut y = x.clone();
+        for _ in 0..1000 {
+            y = ops::sin(&y)?;
+        }
+        Ok(y)
+    };
+    // built here, dropped by another thread
+    let y = build(&x)?;
+    assert!(live_nodes() >= start + 1000);
+    std::thread::spawn(move || drop(y)).join().unwrap();
+    assert_eq!(live_nodes(), start);
+    // built by a thread that exits, dropped here
+    let x2 = x.clone();
+    let y = std::thread::spawn(move || build(&x2)).join().unwrap()?;
+    assert_eq!(live_nodes(), start + 1000);
+    drop(y);
+    assert_eq!(live_nodes(), start);
+    // and the slots are reused: building again does not grow the arena
+    let cap = arena_capacity();
+    for _ in 0..3 {
+        let y = std::thread::spawn({
+            let x = x.clone();
+            move || build(&x)
+        })
+        .join()
+        .unwrap()?;
+        drop(build(&x)?);
+        drop(y);
+    }
+    assert_eq!(live_nodes(), start);
+    assert!(
+        arena_capacity() <= cap + 2 * 1000,
+        "arena grew from {cap} to {}",
+        arena_capacity()
+    );
+    Ok(())
+}
+
 // ---- (3) backward twice ----------------------------------------------------------------
 
 #[test]

@@ -176,6 +176,94 @@ struct Arena {
     next: AtomicUsize,
     free: Mutex<Vec<u32>>,
     grow: Mutex<()>,
+    /// The length of every thread's cache of free slots (see `FreeCache`), for
+    /// `live_nodes`.
+    caches: Mutex<Vec<Arc<AtomicUsize>>>,
+}
+
+/// A thread's own stack of free slots: allocating and freeing a node takes no lock
+/// (the shared list is visited once per `CACHE_BATCH` nodes). Its length is mirrored in
+/// an atomic only its thread writes (a plain store), which `live_nodes` sums.
+struct FreeCache {
+    slots: Vec<u32>,
+    len: Arc<AtomicUsize>,
+}
+
+const CACHE_BATCH: usize = 64;
+const CACHE_MAX: usize = 4 * CACHE_BATCH;
+
+impl FreeCache {
+    fn new() -> FreeCache {
+        let len = Arc::new(AtomicUsize::new(0));
+        arena().caches.lock().push(len.clone());
+        FreeCache {
+            slots: Vec::with_capacity(CACHE_MAX + CACHE_BATCH),
+            len,
+        }
+    }
+    fn pop(&mut self) -> Option<u32> {
+        if self.slots.is_empty() {
+            let mut free = arena().free.lock();
+            let n = free.len().min(CACHE_BATCH);
+            let at = free.len() - n;
+            self.slots.extend(free.drain(at..));
+        }
+        let i = self.slots.pop();
+        self.len.store(self.slots.len(), Ordering::Relaxed);
+        i
+    }
+    fn push_all(&mut self, freed: &[u32]) {
+        self.slots.extend_from_slice(freed);
+        if self.slots.len() > CACHE_MAX {
+            let keep = CACHE_MAX - CACHE_BATCH;
+            arena().free.lock().extend(self.slots.drain(keep..));
+        }
+        self.len.store(self.slots.len(), Ordering::Relaxed);
+    }
+}
+
+impl Drop for FreeCache {
+    // thread exit: the slots go back to the shared list
+    fn drop(&mut self) {
+        let mut free = arena().free.lock();
+        free.append(&mut self.slots);
+        self.len.store(0, Ordering::Relaxed);
+        drop(free);
+        arena().caches.lock().retain(|c| !Arc::ptr_eq(c, &self.len));
+    }
+}
+
+thread_local! {
+    static FREE_CACHE: RefCell<Option<FreeCache>> = const { RefCell::new(None) };
+}
+
+/// A free slot from this thread's cache (refilled from the shared list), if any.
+fn pop_free() -> Option<u32> {
+    FREE_CACHE
+        .try_with(|c| {
+            c.try_borrow_mut()
+                .ok()
+                .and_then(|mut c| c.get_or_insert_with(FreeCache::new).pop())
+        })
+        .ok()
+        .flatten()
+        .or_else(|| arena().free.lock().pop())
+}
+
+/// Returns freed slots: to this thread's cache, or the shared list once it is gone.
+fn push_free(freed: &[u32]) {
+    let cached = FREE_CACHE
+        .try_with(|c| match c.try_borrow_mut() {
+            Ok(mut c) => {
+                c.get_or_insert_with(FreeCache::new).push_all(freed);
+                true
+            }
+            Err(_) => false,
+        })
+        .unwrap_or(false);
+    if !cached {
+        arena().free.lock().extend_from_slice(freed);
+    }
 }
 
 fn arena() -> &'static Arena {
@@ -187,6 +275,7 @@ fn arena() -> &'static Arena {
         next: AtomicUsize::new(0),
         free: Mutex::new(Vec::new()),
         grow: Mutex::new(()),
+        caches: Mutex::new(Vec::new()),
     })
 }
 
@@ -202,7 +291,7 @@ impl Arena {
 
     #[inline]
     fn alloc(&self, node: Node) -> Result<NodeRef> {
-        let idx = match self.free.lock().pop() {
+        let idx = match pop_free() {
             Some(i) => i,
             None => {
                 let i = self.next.fetch_add(1, Ordering::Relaxed);
@@ -265,7 +354,15 @@ pub fn arena_capacity() -> usize {
 
 /// Number of live nodes.
 pub fn live_nodes() -> usize {
-    arena_capacity() - arena().free.lock().len()
+    // (exact when no other thread is allocating or freeing nodes meanwhile)
+    let a = arena();
+    let cached: usize = a
+        .caches
+        .lock()
+        .iter()
+        .map(|c| c.load(Ordering::Relaxed))
+        .sum();
+    arena_capacity().saturating_sub(a.free.lock().len() + cached)
 }
 
 /// A strong reference to a node (like torch's `shared_ptr<Node>`).
@@ -470,7 +567,7 @@ fn release_iteratively(idx: u32) {
         clear_slot(i, &mut local);
         freed.push(i);
     }
-    arena().free.lock().extend_from_slice(&freed);
+    push_free(&freed);
     let _ = DRAINING.try_with(|d| d.set(false));
 }
 
