@@ -12,8 +12,9 @@ use rayon::prelude::*;
 const PAR_MIN: usize = 1 << 17;
 /// The same for two-input maps (binary arithmetic, fused unary gradients): twice the
 /// memory traffic per element, and the calling thread takes part (it never waits for a
-/// worker that has not started), so worth splitting from 64K elements (W4 64K, where
-/// most such maps run: 24 -> 19 ms).
+/// worker that has not started), so worth splitting from 64K elements (W4 64K: 24 ->
+/// 20 ms). One-input maps at 64K were slower split when the workers were asleep (a relu
+/// after a GEMM: 9 -> 18 µs), so they keep `PAR_MIN`.
 const PAR_MIN_ZIP: usize = 1 << 16;
 /// The same for the vectorised transcendental functions (about 1 ns per element instead
 /// of 0.1): worth splitting from 16K elements.
