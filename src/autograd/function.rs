@@ -46,16 +46,20 @@ impl BackwardCtx<'_> {
         Ok(())
     }
 
-    /// The data of saved tensor `i`, for a formula that only reads it (nothing is
-    /// recorded): the checks of [`saved`](Self::saved) and the snapshot under one lock.
-    pub fn saved_data(&self, i: usize) -> Result<crate::tensor::Snapshot> {
+    /// Saved tensor `i`'s entry: an error if the graph was freed by an earlier backward.
+    fn saved_entry(&self, i: usize) -> Result<&SavedTensor> {
         if self.released {
             return Err(Error::GraphFreed);
         }
-        let s = self
-            .saved
+        self.saved
             .get(i)
-            .ok_or_else(|| Error::Internal(format!("saved tensor {i} missing")))?;
+            .ok_or_else(|| Error::Internal(format!("saved tensor {i} missing")))
+    }
+
+    /// The data of saved tensor `i`, for a formula that only reads it (nothing is
+    /// recorded): the checks of [`saved`](Self::saved) and the snapshot under one lock.
+    pub fn saved_data(&self, i: usize) -> Result<crate::tensor::Snapshot> {
+        let s = self.saved_entry(i)?;
         let (snap, now) = s.tensor.snapshot_with_version();
         check_version(self.node, s, now)?;
         Ok(snap)
@@ -64,13 +68,7 @@ impl BackwardCtx<'_> {
     /// Unpacks saved tensor `i`: an error if the graph was freed by an earlier backward or
     /// if the tensor was modified in place since it was saved (torch's version check).
     pub fn saved(&self, i: usize) -> Result<Tensor> {
-        if self.released {
-            return Err(Error::GraphFreed);
-        }
-        let s = self
-            .saved
-            .get(i)
-            .ok_or_else(|| Error::Internal(format!("saved tensor {i} missing")))?;
+        let s = self.saved_entry(i)?;
         if s.output_nr.is_some() && !crate::autograd::grad_mode::is_grad_enabled() {
             // Nothing is recorded: a built-in formula only reads the values, so the saved
             // output needs no alias carrying the node as grad_fn.

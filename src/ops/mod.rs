@@ -88,16 +88,17 @@ pub(crate) fn edge_of(t: &Tensor) -> Option<Edge> {
         // a view whose base moved on gets its history re-derived first
         refresh_view(t);
     }
-    let g = t.lock();
+    edge_in(&t.lock(), t)
+}
+
+/// The edge of `t`, from its locked record `g`.
+fn edge_in(g: &crate::tensor::Inner, t: &Tensor) -> Option<Edge> {
     match &g.grad_fn {
         Some(node) => Some(Edge::Node {
             node: node.clone(),
             input_nr: g.output_nr,
         }),
-        None if g.requires_grad => {
-            drop(g);
-            Some(Edge::Leaf(t.clone()))
-        }
+        None if g.requires_grad => Some(Edge::Leaf(t.clone())),
         None => None,
     }
 }
@@ -144,17 +145,8 @@ pub(crate) fn read_input(t: &Tensor) -> Read {
             edge: None,
         };
     }
-    let edge = match &g.grad_fn {
-        Some(node) => Some(Edge::Node {
-            node: node.clone(),
-            input_nr: g.output_nr,
-        }),
-        None if g.requires_grad => {
-            drop(g);
-            Some(Edge::Leaf(t.clone()))
-        }
-        None => None,
-    };
+    let edge = edge_in(&g, t);
+    drop(g);
     Read {
         snap,
         version,
