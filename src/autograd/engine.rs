@@ -3,7 +3,9 @@
 //!
 //! Scheduling is work-first: a worker that finishes a node keeps one newly ready child
 //! for itself and spawns the others, so a chain runs on one thread with no task
-//! overhead while independent branches spread over the pool.
+//! overhead while independent branches spread over the pool. A node with a single
+//! dependency (a chain's link) receives its gradient together with the news that it is
+//! ready; only nodes with several producers buffer theirs.
 //!
 //! Determinism: every gradient sent to a node is tagged with a key (the sender's
 //! position in the discovery order, then the edge index) and a node sums its incoming
