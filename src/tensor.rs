@@ -185,17 +185,29 @@ fn leaf_only_error(flag: bool) -> Error {
 
 impl Tensor {
     fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType, version: Version) -> Tensor {
-        let numel = layout.numel();
+        Tensor::new_record(storage, layout, dtype, version, None)
+    }
+    /// The one constructor of a tensor record; `grad_fn`: output 0 of that node.
+    #[inline(always)]
+    fn new_record(
+        storage: Arc<Storage>,
+        layout: Layout,
+        dtype: DType,
+        version: Version,
+        grad_fn: Option<NodeRef>,
+    ) -> Tensor {
+        // (built in place: a record assembled first and then moved costs a memcpy per op)
+        let hint = if grad_fn.is_some() { HINT_GRAD_FN } else { 0 };
         Tensor(Arc::new(TensorImpl {
-            hint: AtomicU8::new(0),
-            numel: AtomicUsize::new(numel),
+            hint: AtomicU8::new(hint),
+            numel: AtomicUsize::new(layout.numel()),
             inner: Mutex::new(Inner {
                 storage,
                 version,
                 layout,
                 dtype,
                 requires_grad: false,
-                grad_fn: None,
+                grad_fn,
                 output_nr: 0,
                 cold: None,
             }),
@@ -214,21 +226,7 @@ impl Tensor {
         dtype: DType,
         node: NodeRef,
     ) -> Tensor {
-        let numel = layout.numel();
-        Tensor(Arc::new(TensorImpl {
-            hint: AtomicU8::new(HINT_GRAD_FN),
-            numel: AtomicUsize::new(numel),
-            inner: Mutex::new(Inner {
-                storage,
-                version: Version::Storage,
-                layout,
-                dtype,
-                requires_grad: false,
-                grad_fn: Some(node),
-                output_nr: 0,
-                cold: None,
-            }),
-        }))
+        Tensor::new_record(storage, layout, dtype, Version::Storage, Some(node))
     }
     /// A new contiguous tensor owning `buf` with the given shape.
     pub fn from_buffer(buf: Buffer, shape: &[usize]) -> Tensor {
@@ -238,11 +236,10 @@ impl Tensor {
             "buffer length must match shape"
         );
         let dtype = buf.dtype();
-        Tensor::from_parts(
+        Tensor::from_storage(
             Arc::new(Storage::new(buf)),
             Layout::contiguous(shape),
             dtype,
-            Version::Storage,
         )
     }
 

@@ -381,9 +381,7 @@ impl NodeRef {
     }
     /// Locks the node. Never call Python or run a kernel while holding this.
     pub fn lock(&self) -> MappedNode<'_> {
-        MappedNode {
-            guard: self.slot().node.lock(),
-        }
+        self.lock_unborrowed()
     }
     /// `lock` without borrowing `self` (arena slots are never freed): for a caller that
     /// keeps the node alive through another reference while it holds the guard.
