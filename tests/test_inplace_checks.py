@@ -95,6 +95,24 @@ def test_modified_saved_output_is_detected_with_torchs_message():
     )
 
 
+def test_saved_output_shares_the_counter_across_set_data():
+    # A saved output is kept by its storage alone (no alias record); after `y.data = z`
+    # it must still see y's in-place ops (the counter moved with y) and otherwise unpack
+    # the values it saved, as torch does.
+    x = rgrad.tensor([0.5, 1.0], requires_grad=True)
+    y = x.exp()
+    y.data = rgrad.zeros(2)
+    y.add_(1)
+    with pytest.raises(RuntimeError, match=r"which is output 0 of ExpBackward0, is at version 1; expected version 0"):
+        y.sum().backward()
+    x = rgrad.tensor([0.5, 1.0], requires_grad=True)
+    y = x.exp()
+    y.data = rgrad.zeros(2)
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    assert x.grad.tolist() == pytest.approx([2 * 1.6487213, 2 * 2.7182818])
+
+
 def test_modified_saved_input_is_detected():
     x = rgrad.ones(2, 3, requires_grad=True)
     w = x * 1

@@ -14,7 +14,7 @@
 
 use crate::autograd::function::Grads;
 use crate::autograd::grad_mode::with_grad_mode;
-use crate::autograd::graph::{Edge, NodeRef, ctx_for};
+use crate::autograd::graph::{Edge, NodeRef, SavedTensor, ctx_for};
 use crate::tensor::Tensor;
 use crate::{Error, Result, ops};
 use parking_lot::Mutex;
@@ -90,6 +90,39 @@ enum Target {
     Leaf(usize),
 }
 
+/// An edge's target as a node's state keeps it: a [`Target`] or none, in 8 bytes (bit
+/// 63: a leaf; else the node's local index in bits 32..63 and the input in bits 0..32).
+#[derive(Clone, Copy)]
+struct PackedTarget(u64);
+
+impl PackedTarget {
+    const NONE: PackedTarget = PackedTarget(u64::MAX);
+    const LEAF: u64 = 1 << 63;
+
+    fn new(t: Option<Target>) -> PackedTarget {
+        match t {
+            None => Self::NONE,
+            Some(Target::Node { local, input_nr }) => {
+                PackedTarget(((local as u64) << 32) | u64::from(input_nr))
+            }
+            Some(Target::Leaf(l)) => PackedTarget(Self::LEAF | l as u64),
+        }
+    }
+    #[inline]
+    fn get(self) -> Option<Target> {
+        if self.0 == u64::MAX {
+            None
+        } else if self.0 & Self::LEAF != 0 {
+            Some(Target::Leaf((self.0 & !Self::LEAF) as usize))
+        } else {
+            Some(Target::Node {
+                local: (self.0 >> 32) as usize,
+                input_nr: self.0 as u32,
+            })
+        }
+    }
+}
+
 type Incoming = Mutex<SmallVec<[(u64, u32, Tensor); 1]>>;
 
 /// A node that became ready, with its gradient when that was handed over directly (a
@@ -97,13 +130,16 @@ type Incoming = Mutex<SmallVec<[(u64, u32, Tensor); 1]>>;
 type ReadyNode = (usize, Option<(u32, Tensor)>);
 type Ready = SmallVec<[ReadyNode; 4]>;
 
-/// Per-node state of one backward call. Kept small: a 100,000-node graph has 100,000.
+/// Per-node state of one backward call. Kept small (48 bytes): a 100,000-node graph has
+/// 100,000.
 struct NodeState {
     node: NodeRef,
-    targets: SmallVec<[Option<Target>; 2]>,
+    targets: SmallVec<[PackedTarget; 2]>,
     n_outputs: u32,
     deps: AtomicU32,
-    incoming: Incoming,
+    /// Where gradients from several producers wait (an index into `Task::incoming`);
+    /// `NO_BUFFER` for a node that gets its gradient directly or none at all.
+    incoming: u32,
     /// Receives gradients (it is on a path to something wanted).
     needed: bool,
     /// Runs its backward (some child is needed).
@@ -113,6 +149,15 @@ struct NodeState {
     /// Exactly one dependency (a chain's link): its gradient comes with the news that
     /// it is ready, not through `incoming`.
     direct: bool,
+}
+
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<NodeState>() == 48);
+
+impl NodeState {
+    fn targets(&self) -> impl Iterator<Item = Option<Target>> + '_ {
+        self.targets.iter().map(|t| t.get())
+    }
 }
 
 /// A growable array in chunks of 4096: growing never copies what is there, so a big
@@ -176,8 +221,12 @@ struct LeafState {
     capture: Option<usize>,
 }
 
+const NO_BUFFER: u32 = u32::MAX;
+
 struct Task {
     nodes: Chunked<NodeState>,
+    /// The gradient buffers of the nodes that have several producers.
+    incoming: Vec<Incoming>,
     leaves: Vec<LeafState>,
     /// Node id -> local index, leaf tensor id -> local index (from discovery).
     node_index: SlotMap,
@@ -323,7 +372,7 @@ impl Task {
                 targets: SmallVec::new(),
                 n_outputs: 1,
                 deps: AtomicU32::new(0),
-                incoming: Mutex::new(SmallVec::new()),
+                incoming: NO_BUFFER,
                 needed: false,
                 execute: false,
                 captures: false,
@@ -349,7 +398,7 @@ impl Task {
             let data = nodes[local].node.lock_unborrowed();
             let mut targets = SmallVec::with_capacity(data.next.len());
             for e in &data.next {
-                targets.push(match e {
+                targets.push(PackedTarget::new(match e {
                     None => None,
                     Some(Edge::Node { node, input_nr }) => {
                         let l = visit(node, &mut node_index, &mut nodes, &mut stack);
@@ -359,7 +408,7 @@ impl Task {
                         })
                     }
                     Some(Edge::Leaf(t)) => Some(Target::Leaf(add_leaf(t, &mut leaves))),
-                });
+                }));
             }
             let st = &mut nodes[local];
             st.n_outputs = data.outputs.len().max(1) as u32;
@@ -408,28 +457,30 @@ impl Task {
         // then needed/execute flags children-first.
         let mut indeg = vec![0u32; nodes.len()];
         for n in nodes.iter() {
-            for t in n.targets.iter().flatten() {
+            for t in n.targets().flatten() {
                 if let Target::Node { local, .. } = t {
-                    indeg[*local] += 1;
+                    indeg[local] += 1;
                 }
             }
         }
-        let mut order: Vec<usize> = (0..nodes.len()).filter(|&i| indeg[i] == 0).collect();
+        let mut order: Vec<u32> = (0..nodes.len() as u32)
+            .filter(|&i| indeg[i as usize] == 0)
+            .collect();
         let mut k = 0;
         while k < order.len() {
-            let n = order[k];
+            let n = order[k] as usize;
             k += 1;
-            for t in nodes[n].targets.iter().flatten() {
-                if let Target::Node { local, .. } = *t {
+            for t in nodes[n].targets().flatten() {
+                if let Target::Node { local, .. } = t {
                     indeg[local] -= 1;
                     if indeg[local] == 0 {
-                        order.push(local);
+                        order.push(local as u32);
                     }
                 }
             }
         }
-        for &n in order.iter().rev() {
-            let child_needed = nodes[n].targets.iter().flatten().any(|t| match *t {
+        for n in order.iter().rev().map(|&n| n as usize) {
+            let child_needed = nodes[n].targets().flatten().any(|t| match t {
                 Target::Node { local, .. } => nodes[local].needed,
                 Target::Leaf(l) => leaves[l].needed,
             });
@@ -445,8 +496,8 @@ impl Task {
             if !n.execute {
                 continue;
             }
-            for t in n.targets.iter().flatten() {
-                match *t {
+            for t in n.targets().flatten() {
+                match t {
                     Target::Node { local, .. } if nodes[local].needed => deps[local] += 1,
                     Target::Leaf(l) if leaves[l].needed => leaf_deps[l] += 1,
                     _ => {}
@@ -461,6 +512,7 @@ impl Task {
         }
         let mut task = Task {
             nodes,
+            incoming: Vec::new(),
             leaves,
             node_index,
             leaf_index,
@@ -482,8 +534,15 @@ impl Task {
                 }
             }
         }
+        // A node with one dependency gets its gradient directly; one with several, a
+        // buffer.
         for n in task.nodes.iter_mut() {
-            n.direct = *n.deps.get_mut() == 1;
+            let deps = *n.deps.get_mut();
+            n.direct = deps == 1;
+            if n.needed && deps > 1 {
+                n.incoming = task.incoming.len() as u32;
+                task.incoming.push(Mutex::new(SmallVec::new()));
+            }
         }
         Ok(task)
     }
@@ -527,7 +586,10 @@ impl Task {
                     return Ok(());
                 }
                 if let Some(g) = grad {
-                    n.incoming.lock().push((key, input_nr, g));
+                    let buf = self.incoming.get(n.incoming as usize).ok_or_else(|| {
+                        Error::Internal("a gradient for a node with no buffer".into())
+                    })?;
+                    buf.lock().push((key, input_nr, g));
                 }
                 if n.deps.fetch_sub(1, Ordering::AcqRel) == 1 {
                     ready.push((local, None));
@@ -611,7 +673,10 @@ impl Task {
         } else {
             // gradients from several producers, summed in a fixed order (deterministic
             // whatever thread delivered them first)
-            let mut incoming = std::mem::take(&mut *st.incoming.lock());
+            let mut incoming = match self.incoming.get(st.incoming as usize) {
+                Some(buf) => std::mem::take(&mut *buf.lock()),
+                None => SmallVec::new(),
+            };
             incoming.sort_by_key(|x| x.0);
             for (_, slot, g) in incoming {
                 let s = &mut grads[slot as usize];
@@ -626,20 +691,26 @@ impl Task {
         // marked released, as torch does after a node ran.
         let execute = st.execute;
         let retain = self.opts.retain_graph;
+        // (with the output metadata when a saved output is kept by its storage alone)
         let take_saved = |n: &mut crate::autograd::graph::NodeData| {
             if !execute {
-                return (SmallVec::new(), n.released);
+                return (SmallVec::new(), n.released, SmallVec::new());
             }
-            let saved = if retain {
+            let saved: SmallVec<[SavedTensor; 2]> = if retain {
                 n.saved.clone()
             } else {
                 std::mem::take(&mut n.saved)
             };
+            let meta = if saved.iter().any(SavedTensor::needs_meta) {
+                n.outputs.clone()
+            } else {
+                SmallVec::new()
+            };
             let released = n.released;
             n.released = released || !retain;
-            (saved, released)
+            (saved, released, meta)
         };
-        let (saved, released) = {
+        let (saved, released, meta) = {
             let mut n = st.node.lock();
             if n.pre_hooks().is_empty() && n.retains().is_empty() {
                 take_saved(&mut n)
@@ -677,8 +748,8 @@ impl Task {
         let outs: Grads = if grads.iter().all(Option::is_none) {
             smallvec::smallvec![None; st.targets.len()]
         } else {
-            let needs: SmallVec<[bool; 4]> = st.targets.iter().map(|t| t.is_some()).collect();
-            let ctx = ctx_for(&st.node, &saved, released, needs);
+            let needs: SmallVec<[bool; 4]> = st.targets().map(|t| t.is_some()).collect();
+            let ctx = ctx_for(&st.node, &saved, released, needs, meta);
             op.as_backward().apply(&ctx, &grads)?
         };
         if outs.len() != st.targets.len() {
@@ -689,9 +760,9 @@ impl Task {
                 st.targets.len()
             )));
         }
-        for (i, (t, g)) in st.targets.iter().zip(outs).enumerate() {
+        for (i, (t, g)) in st.targets().zip(outs).enumerate() {
             if let Some(t) = t {
-                self.send(*t, ((local as u64 + 1) << 16) | i as u64, g, ready)?;
+                self.send(t, ((local as u64 + 1) << 16) | i as u64, g, ready)?;
             }
         }
         Ok(())

@@ -1,7 +1,7 @@
 //! What a backward op is: the `Backward` trait, the context it runs with, and the
 //! `BackwardOp` enum that stores every built-in op inline in its arena slot.
 
-use crate::autograd::graph::{NodeRef, SavedTensor};
+use crate::autograd::graph::{NodeRef, OutputMeta, SavedTensor};
 use crate::tensor::Tensor;
 use crate::{Error, Result};
 use smallvec::SmallVec;
@@ -29,6 +29,9 @@ pub struct BackwardCtx<'a> {
     pub(crate) saved: &'a [SavedTensor],
     pub(crate) released: bool,
     pub(crate) needs_input_grad: SmallVec<[bool; 4]>,
+    /// The node's output metadata when a saved output needs it to be unpacked (taken
+    /// with the saved tensors, under the node's lock); else empty.
+    pub(crate) outputs: SmallVec<[OutputMeta; 1]>,
 }
 
 impl BackwardCtx<'_> {
@@ -60,8 +63,8 @@ impl BackwardCtx<'_> {
     /// recorded): the checks of [`saved`](Self::saved) and the snapshot under one lock.
     pub fn saved_data(&self, i: usize) -> Result<crate::tensor::Snapshot> {
         let s = self.saved_entry(i)?;
-        let (snap, now) = s.tensor.snapshot_with_version();
-        check_version(self.node, s, now)?;
+        let (snap, now) = s.snapshot_with_version(self.node, &self.outputs)?;
+        check_version(self.node, s, now, &self.outputs)?;
         Ok(snap)
     }
 
@@ -69,13 +72,12 @@ impl BackwardCtx<'_> {
     /// if the tensor was modified in place since it was saved (torch's version check).
     pub fn saved(&self, i: usize) -> Result<Tensor> {
         let s = self.saved_entry(i)?;
-        if s.output_nr.is_some() && !crate::autograd::grad_mode::is_grad_enabled() {
-            // Nothing is recorded: a built-in formula only reads the values, so the saved
-            // output needs no alias carrying the node as grad_fn.
-            unpack_check_version(self.node, s)?;
-            return Ok(s.tensor.clone());
-        }
-        unpack_saved(self.node, s, self.released)
+        // When nothing is recorded a built-in formula only reads the values: a saved
+        // output needs no alias carrying the node as grad_fn.
+        let with_history = crate::autograd::grad_mode::is_grad_enabled();
+        let t = s.unpack(self.node, &self.outputs, with_history)?;
+        check_version(self.node, s, t.version(), &self.outputs)?;
+        Ok(t)
     }
 }
 
@@ -86,32 +88,22 @@ pub fn unpack_saved(node: &NodeRef, s: &SavedTensor, released: bool) -> Result<T
     if released {
         return Err(Error::GraphFreed);
     }
-    unpack_check_version(node, s)?;
-    Ok(match s.output_nr {
-        Some(nr) => {
-            // Reattach the node as grad_fn so that create_graph differentiates through it.
-            let t = s.tensor.detach();
-            t.set_history(node.clone(), nr);
-            t
-        }
-        None => s.tensor.clone(),
-    })
+    let t = s.unpack(node, &[], true)?;
+    check_version(node, s, t.version(), &[])?;
+    Ok(t)
 }
 
-/// torch's check that a saved tensor was not modified in place since it was saved.
-fn unpack_check_version(node: &NodeRef, s: &SavedTensor) -> Result<()> {
-    check_version(node, s, s.tensor.version())
-}
-
-/// The version check of [`unpack_check_version`] against a version already read.
-fn check_version(node: &NodeRef, s: &SavedTensor, now: u64) -> Result<()> {
+/// torch's check that a saved tensor was not modified in place since it was saved
+/// (`now`: its version counter's value now; `meta` as for [`SavedTensor::tensor`]).
+fn check_version(node: &NodeRef, s: &SavedTensor, now: u64, meta: &[OutputMeta]) -> Result<()> {
     if now != s.version {
-        let dtype = s.tensor.dtype().legacy_type_name();
-        let shape = crate::shape::fmt_shape(&s.tensor.shape());
-        let origin = match (s.output_nr, s.tensor.grad_fn()) {
+        let t = s.unpack(node, meta, false)?;
+        let dtype = t.dtype().legacy_type_name();
+        let shape = crate::shape::fmt_shape(&t.shape());
+        let origin = match (s.output_nr(), t.grad_fn()) {
             (Some(nr), _) => format!(", which is output {nr} of {}", node.name()),
             (None, Some(f)) => {
-                format!(", which is output {} of {}", s.tensor.output_nr(), f.name())
+                format!(", which is output {} of {}", t.output_nr(), f.name())
             }
             (None, None) => String::new(),
         };

@@ -16,6 +16,7 @@
 use crate::autograd::function::{BackwardCtx, BackwardOp};
 use crate::dtype::DType;
 use crate::shape::Shape;
+use crate::storage::Storage;
 use crate::tensor::{Tensor, TensorImpl};
 use crate::{Error, Result};
 use parking_lot::{Mutex, MutexGuard};
@@ -46,26 +47,141 @@ pub struct OutputMeta {
 /// `grad_fn` when unpacked, so double backward flows through them.
 #[derive(Clone)]
 pub struct SavedTensor {
-    pub(crate) tensor: Tensor,
-    pub(crate) output_nr: Option<u32>,
+    value: SavedValue,
+    /// The version counter's value when it was saved (torch's check at unpacking).
     pub(crate) version: u64,
+}
+
+#[derive(Clone)]
+enum SavedValue {
+    /// An input of the op, as it is (history included).
+    Input(Tensor),
+    /// Output `nr` of the node: an alias without history.
+    Output(Tensor, u32),
+    /// Output `nr` of the node, a fresh contiguous result: only its storage is kept (its
+    /// shape and dtype are the node's output metadata), so no alias record exists until
+    /// it is unpacked. Most saved outputs are these (exp, tanh, sigmoid, pow...).
+    Fresh(Arc<Storage>, u32),
 }
 
 impl SavedTensor {
     pub fn input(t: &Tensor) -> SavedTensor {
+        Self::input_at(t, t.version())
+    }
+    /// Input `t` as it was read at `version`.
+    pub fn input_at(t: &Tensor, version: u64) -> SavedTensor {
         SavedTensor {
-            tensor: t.clone(),
-            output_nr: None,
-            version: t.version(),
+            value: SavedValue::Input(t.clone()),
+            version,
         }
     }
     pub fn output(t: &Tensor, output_nr: u32) -> SavedTensor {
         let (tensor, version) = t.detach_with_version();
         SavedTensor {
-            tensor,
-            output_nr: Some(output_nr),
+            value: SavedValue::Output(tensor, output_nr),
             version,
         }
+    }
+    /// Output `output_nr`, a fresh contiguous tensor of the node's output shape, by its
+    /// storage (at that storage's own version counter, as every fresh result has).
+    pub fn fresh_output(storage: Arc<Storage>, output_nr: u32) -> SavedTensor {
+        let version = storage.version().load(std::sync::atomic::Ordering::Acquire);
+        SavedTensor {
+            value: SavedValue::Fresh(storage, output_nr),
+            version,
+        }
+    }
+    /// Which output of its node this is (`None`: an input).
+    pub fn output_nr(&self) -> Option<u32> {
+        match self.value {
+            SavedValue::Input(_) => None,
+            SavedValue::Output(_, nr) | SavedValue::Fresh(_, nr) => Some(nr),
+        }
+    }
+    /// The saved input, if this is one.
+    pub(crate) fn input_tensor(&self) -> Option<&Tensor> {
+        match &self.value {
+            SavedValue::Input(t) => Some(t),
+            _ => None,
+        }
+    }
+    /// Replaces a saved input by `t` (at `t`'s version now).
+    pub(crate) fn replace_input(&mut self, t: Tensor) {
+        self.version = t.version();
+        self.value = SavedValue::Input(t);
+    }
+    /// Whether the node's output metadata is needed to unpack this.
+    pub(crate) fn needs_meta(&self) -> bool {
+        matches!(self.value, SavedValue::Fresh(..))
+    }
+    /// The saved tensor: an input as it is; an output without history, or with `node`
+    /// back as its grad_fn when `with_history` (a fresh alias then, so that double
+    /// backward flows through it). `meta`: the node's output metadata (looked up in
+    /// `node` when not given).
+    pub(crate) fn unpack(
+        &self,
+        node: &NodeRef,
+        meta: &[OutputMeta],
+        with_history: bool,
+    ) -> Result<Tensor> {
+        Ok(match &self.value {
+            SavedValue::Input(t) => t.clone(),
+            SavedValue::Output(t, nr) => {
+                if with_history {
+                    let a = t.detach();
+                    a.set_history(node.clone(), *nr);
+                    a
+                } else {
+                    t.clone()
+                }
+            }
+            SavedValue::Fresh(storage, nr) => {
+                let (layout, dtype) = fresh_layout(node, meta, *nr)?;
+                let a = Tensor::from_storage(storage.clone(), layout, dtype);
+                if with_history {
+                    a.set_history(node.clone(), *nr);
+                }
+                a
+            }
+        })
+    }
+    /// The saved data and the version counter's value now.
+    pub(crate) fn snapshot_with_version(
+        &self,
+        node: &NodeRef,
+        meta: &[OutputMeta],
+    ) -> Result<(crate::tensor::Snapshot, u64)> {
+        Ok(match &self.value {
+            SavedValue::Input(t) | SavedValue::Output(t, _) => t.snapshot_with_version(),
+            SavedValue::Fresh(storage, nr) => {
+                let (layout, dtype) = fresh_layout(node, meta, *nr)?;
+                let now = storage.version().load(std::sync::atomic::Ordering::Acquire);
+                let snap = crate::tensor::Snapshot {
+                    storage: storage.clone(),
+                    layout,
+                    dtype,
+                };
+                (snap, now)
+            }
+        })
+    }
+}
+
+/// The layout and dtype of output `nr` of `node` (from `meta`, else from the node).
+fn fresh_layout(
+    node: &NodeRef,
+    meta: &[OutputMeta],
+    nr: u32,
+) -> Result<(crate::layout::Layout, DType)> {
+    let of = |m: &[OutputMeta]| {
+        m.get(nr as usize)
+            .map(|m| (crate::layout::Layout::contiguous(&m.shape), m.dtype))
+            .ok_or_else(|| Error::Internal(format!("saved output {nr} has no metadata")))
+    };
+    if meta.is_empty() {
+        of(&node.lock().outputs)
+    } else {
+        of(meta)
     }
 }
 
@@ -166,6 +282,10 @@ struct Slot {
 // SAFETY: `op` is only written under the exclusive-access rule above; shared reads need
 // `BackwardOp: Sync`, which the assertion below checks. Everything else is Sync.
 unsafe impl Sync for Slot {}
+// Every node of every graph pays for the largest backward op: an op with more to keep
+// boxes it (see `OperandShapes`, `ReduceDims`).
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<BackwardOp>() <= 64);
 const _: fn() = || {
     fn sync<T: Sync + Send>() {}
     sync::<BackwardOp>();
@@ -602,11 +722,13 @@ pub(crate) fn ctx_for<'a>(
     saved: &'a [SavedTensor],
     released: bool,
     needs: SmallVec<[bool; 4]>,
+    outputs: SmallVec<[OutputMeta; 1]>,
 ) -> BackwardCtx<'a> {
     BackwardCtx {
         node,
         saved,
         released,
         needs_input_grad: needs,
+        outputs,
     }
 }

@@ -2,7 +2,7 @@
 //! where, clamp, casts and clone.
 
 use super::creation::zeros_like;
-use super::{Fresh, Read, apply, apply_fresh, new_tensor, read_input, sum_to};
+use super::{Fresh, OperandShapes, Read, apply, apply_fresh, new_tensor, read_input};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
 use crate::autograd::graph::SavedTensor;
@@ -43,11 +43,7 @@ impl Saver {
     /// Saves input `t` as it was read by [`read_input`] (at that read's version).
     pub fn input_read(&mut self, cond: bool, t: &Tensor, version: u64) -> Option<u8> {
         cond.then(|| {
-            self.list.push(SavedTensor {
-                tensor: t.clone(),
-                output_nr: None,
-                version,
-            });
+            self.list.push(SavedTensor::input_at(t, version));
             (self.list.len() - 1) as u8
         })
     }
@@ -491,7 +487,7 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
     t: &Tensor,
     s: Scalar,
     scalar_first: bool,
-    node: impl FnOnce(crate::shape::Shape) -> B,
+    node: impl FnOnce() -> B,
 ) -> Option<Result<Tensor>> {
     let Read {
         snap,
@@ -502,7 +498,6 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
     if !snap.dtype.is_float() || !snap.layout.is_contiguous() {
         return None;
     }
-    let shape = snap.layout.shape.clone();
     Some(apply_fresh(
         requires_grad,
         || {
@@ -525,22 +520,19 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
             })?;
             Ok(Fresh::new(buf, &snap.layout.shape))
         },
-        |_| (node(shape), saved![]),
+        |_| (node(), saved![]),
     ))
 }
 
 /// `x op y` for two contiguous float tensors of the same dtype and shape: no promotion,
 /// no broadcasting, one read per input. Bitwise the same as the general path; `None`
-/// when that is needed. `node` gets the shape, both operands with the version each was
-/// read at, and which of them require grad.
+/// when that is needed. `node` gets both operands with the version each was read at, and
+/// which of them require grad.
 fn same_shape_fast_path<B: Into<super::BackwardOp>>(
     op: BinaryOp,
     x: &Tensor,
     y: &Tensor,
-    node: impl FnOnce(
-        &crate::shape::Shape,
-        [(&Tensor, u64, bool); 2],
-    ) -> (B, SmallVec<[SavedTensor; 2]>),
+    node: impl FnOnce([(&Tensor, u64, bool); 2]) -> (B, SmallVec<[SavedTensor; 2]>),
 ) -> Option<Result<Tensor>> {
     let (rx, ry) = (read_input(x), read_input(y));
     let (sx, sy) = (&rx.snap, &ry.snap);
@@ -569,7 +561,7 @@ fn same_shape_fast_path<B: Into<super::BackwardOp>>(
             };
             Ok(Fresh::new(buf, &sx.layout.shape))
         },
-        |_| node(&sx.layout.shape, operands),
+        |_| node(operands),
     ))
 }
 
@@ -677,11 +669,10 @@ fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Res
         } else {
             BinaryOp::Add
         };
-        let node = |shape: &crate::shape::Shape, _: [(&Tensor, u64, bool); 2]| {
+        let node = |_: [(&Tensor, u64, bool); 2]| {
             (
                 AddBackward0 {
-                    a: shape.clone(),
-                    b: shape.clone(),
+                    shapes: OperandShapes::SAME,
                     alpha: if subtract { -1.0 } else { 1.0 },
                     subtract,
                 },
@@ -700,9 +691,8 @@ fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Res
         } else {
             BinaryOp::Add
         };
-        let node = |shape: crate::shape::Shape| AddBackward0 {
-            a: shape,
-            b: crate::shape::Shape::new(),
+        let node = || AddBackward0 {
+            shapes: OperandShapes::SAME,
             alpha: if subtract { -1.0 } else { 1.0 },
             subtract,
         };
@@ -729,7 +719,7 @@ fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Res
     apply(
         &[&a, &b],
         || binary_kernel(op, &a, &b_scaled),
-        |_| {
+        |out| {
             let alpha = if subtract {
                 -alpha.as_f64()
             } else {
@@ -737,8 +727,7 @@ fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Res
             };
             (
                 AddBackward0 {
-                    a: a.shape(),
-                    b: b.shape(),
+                    shapes: OperandShapes::new(&a, &b, out),
                     alpha,
                     subtract,
                 },
@@ -751,8 +740,7 @@ fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Res
 /// Backward of `a + αb` and `a - αb` (SubBackward0 is the same node with α negated).
 #[derive(Clone)]
 pub struct AddBackward0 {
-    a: crate::shape::Shape,
-    b: crate::shape::Shape,
+    shapes: OperandShapes,
     alpha: f64,
     subtract: bool,
 }
@@ -769,12 +757,12 @@ impl Backward for AddBackward0 {
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
         let ga = if ctx.needs_input_grad(0) {
-            Some(sum_to(&g, &self.a)?)
+            Some(self.shapes.sum_to(&g, 0)?)
         } else {
             None
         };
         let gb = if ctx.needs_input_grad(1) {
-            Some(sum_to(&scale(&g, self.alpha)?, &self.b)?)
+            Some(self.shapes.sum_to(&scale(&g, self.alpha)?, 1)?)
         } else {
             None
         };
@@ -816,28 +804,25 @@ fn scale(g: &Tensor, alpha: f64) -> Result<Tensor> {
 /// `a * b`.
 pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     let fast = match (a, b) {
-        (Operand::T(t), Operand::S(s)) => scalar_fast_path(BinaryOp::Mul, t, s, false, |_| {
+        (Operand::T(t), Operand::S(s)) => scalar_fast_path(BinaryOp::Mul, t, s, false, || {
             MulScalarBackward { s, tensor_at: 0 }
         }),
-        (Operand::S(s), Operand::T(t)) => scalar_fast_path(BinaryOp::Mul, t, s, true, |_| {
+        (Operand::S(s), Operand::T(t)) => scalar_fast_path(BinaryOp::Mul, t, s, true, || {
             MulScalarBackward { s, tensor_at: 1 }
         }),
-        (Operand::T(x), Operand::T(y)) => {
-            same_shape_fast_path(BinaryOp::Mul, x, y, |shape, [x, y]| {
-                let mut s = Saver::default();
-                let sa = s.input_read(y.2, x.0, x.1);
-                let sb = s.input_read(x.2, y.0, y.1);
-                (
-                    MulBackward0 {
-                        a_shape: shape.clone(),
-                        b_shape: shape.clone(),
-                        a: sa,
-                        b: sb,
-                    },
-                    s.list,
-                )
-            })
-        }
+        (Operand::T(x), Operand::T(y)) => same_shape_fast_path(BinaryOp::Mul, x, y, |[x, y]| {
+            let mut s = Saver::default();
+            let sa = s.input_read(y.2, x.0, x.1);
+            let sb = s.input_read(x.2, y.0, y.1);
+            (
+                MulBackward0 {
+                    shapes: OperandShapes::SAME,
+                    a: sa,
+                    b: sb,
+                },
+                s.list,
+            )
+        }),
         _ => None,
     };
     if let Some(r) = fast {
@@ -847,14 +832,13 @@ pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     apply(
         &[&a, &b],
         || binary_kernel(BinaryOp::Mul, &a, &b),
-        |_| {
+        |out| {
             let mut s = Saver::default();
             let sa = s.input_if(b.requires_grad(), &a);
             let sb = s.input_if(a.requires_grad(), &b);
             (
                 MulBackward0 {
-                    a_shape: a.shape(),
-                    b_shape: b.shape(),
+                    shapes: OperandShapes::new(&a, &b, out),
                     a: sa,
                     b: sb,
                 },
@@ -866,8 +850,7 @@ pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
 
 #[derive(Clone)]
 pub struct MulBackward0 {
-    a_shape: crate::shape::Shape,
-    b_shape: crate::shape::Shape,
+    shapes: OperandShapes,
     a: Option<u8>,
     b: Option<u8>,
 }
@@ -879,12 +862,12 @@ impl Backward for MulBackward0 {
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
         let ga = if ctx.needs_input_grad(0) {
-            Some(sum_to(&mul_saved(ctx, &g, self.b)?, &self.a_shape)?)
+            Some(self.shapes.sum_to(&mul_saved(ctx, &g, self.b)?, 0)?)
         } else {
             None
         };
         let gb = if ctx.needs_input_grad(1) {
-            Some(sum_to(&mul_saved(ctx, &g, self.a)?, &self.b_shape)?)
+            Some(self.shapes.sum_to(&mul_saved(ctx, &g, self.a)?, 1)?)
         } else {
             None
         };
@@ -895,7 +878,7 @@ impl Backward for MulBackward0 {
 /// `a / b` (true division: integer inputs give float32).
 pub fn div_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     if let (Operand::T(t), Operand::S(s)) = (a, b)
-        && let Some(r) = scalar_fast_path(BinaryOp::Div, t, s, false, |_| DivScalarBackward { s })
+        && let Some(r) = scalar_fast_path(BinaryOp::Div, t, s, false, || DivScalarBackward { s })
     {
         return r;
     }
@@ -903,14 +886,13 @@ pub fn div_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     apply(
         &[&a, &b],
         || binary_kernel(BinaryOp::Div, &a, &b),
-        |_| {
+        |out| {
             let mut s = Saver::default();
             let sa = s.input_if(b.requires_grad(), &a);
             let sb = s.input_if(true, &b);
             (
                 DivBackward0 {
-                    a_shape: a.shape(),
-                    b_shape: b.shape(),
+                    shapes: OperandShapes::new(&a, &b, out),
                     a: sa,
                     b: sb,
                 },
@@ -922,8 +904,7 @@ pub fn div_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
 
 #[derive(Clone)]
 pub struct DivBackward0 {
-    a_shape: crate::shape::Shape,
-    b_shape: crate::shape::Shape,
+    shapes: OperandShapes,
     a: Option<u8>,
     b: Option<u8>,
 }
@@ -936,16 +917,16 @@ impl Backward for DivBackward0 {
         let g = grad0(g)?;
         let b = get(ctx, self.b)?;
         let ga = if ctx.needs_input_grad(0) {
-            Some(sum_to(&div(&g, &b)?, &self.a_shape)?)
+            Some(self.shapes.sum_to(&div(&g, &b)?, 0)?)
         } else {
             None
         };
         let gb = if ctx.needs_input_grad(1) {
             let a = get(ctx, self.a)?;
-            Some(sum_to(
-                &neg(&div(&mul(&g, &a)?, &mul(&b, &b)?)?)?,
-                &self.b_shape,
-            )?)
+            Some(
+                self.shapes
+                    .sum_to(&neg(&div(&mul(&g, &a)?, &mul(&b, &b)?)?)?, 1)?,
+            )
         } else {
             None
         };
@@ -1045,8 +1026,7 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
                     let yi = s.output(y);
                     (
                         PowBackward1 {
-                            a_shape: at.shape(),
-                            b_shape: bt.shape(),
+                            shapes: OperandShapes::new(&at, &bt, y),
                             a: ai,
                             b: bi,
                             y: yi,
@@ -1085,8 +1065,7 @@ impl Backward for PowBackward0 {
 
 #[derive(Clone)]
 pub struct PowBackward1 {
-    a_shape: crate::shape::Shape,
-    b_shape: crate::shape::Shape,
+    shapes: OperandShapes,
     a: Option<u8>,
     b: Option<u8>,
     y: u8,
@@ -1101,7 +1080,7 @@ impl Backward for PowBackward1 {
         let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
         let ga = if ctx.needs_input_grad(0) {
             let d = mul(&b, &pow(&a, &sub_scalar(&b, Scalar::Float(1.0))?)?)?;
-            Some(sum_to(&mul(&g, &d)?, &self.a_shape)?)
+            Some(self.shapes.sum_to(&mul(&g, &d)?, 0)?)
         } else {
             None
         };
@@ -1110,7 +1089,7 @@ impl Backward for PowBackward1 {
             let d = mul(&y, &log(&a)?)?;
             let zero_base = logical_and(&eq_scalar(&a, 0.0)?, &ge_scalar(&b, 0.0)?)?;
             let d = where_(&zero_base, &zeros_like(&d)?, &d)?;
-            Some(sum_to(&mul(&g, &d)?, &self.b_shape)?)
+            Some(self.shapes.sum_to(&mul(&g, &d)?, 1)?)
         } else {
             None
         };
@@ -1148,15 +1127,14 @@ pub fn extremum(a: &Tensor, b: &Tensor, is_max: bool) -> Result<Tensor> {
     apply(
         &[&a, &b],
         || binary_kernel(op, &a, &b),
-        |_| {
+        |out| {
             let mut s = Saver::default();
             let ai = s.input_if(true, &a);
             let bi = s.input_if(true, &b);
             if is_max {
                 (
                     MaximumBackward0 {
-                        a_shape: a.shape(),
-                        b_shape: b.shape(),
+                        shapes: OperandShapes::new(&a, &b, out),
                         a: ai,
                         b: bi,
                     }
@@ -1166,8 +1144,7 @@ pub fn extremum(a: &Tensor, b: &Tensor, is_max: bool) -> Result<Tensor> {
             } else {
                 (
                     MinimumBackward0(MaximumBackward0 {
-                        a_shape: a.shape(),
-                        b_shape: b.shape(),
+                        shapes: OperandShapes::new(&a, &b, out),
                         a: ai,
                         b: bi,
                     })
@@ -1181,8 +1158,7 @@ pub fn extremum(a: &Tensor, b: &Tensor, is_max: bool) -> Result<Tensor> {
 
 #[derive(Clone)]
 pub struct MaximumBackward0 {
-    a_shape: crate::shape::Shape,
-    b_shape: crate::shape::Shape,
+    shapes: OperandShapes,
     a: Option<u8>,
     b: Option<u8>,
 }
@@ -1201,15 +1177,15 @@ impl MaximumBackward0 {
             &mul_scalar(&to_dtype(&ties, g.dtype())?, Scalar::Float(0.5))?,
         )?;
         let ga = if ctx.needs_input_grad(0) {
-            Some(sum_to(&mul(&g, &wa)?, &self.a_shape)?)
+            Some(self.shapes.sum_to(&mul(&g, &wa)?, 0)?)
         } else {
             None
         };
         let gb = if ctx.needs_input_grad(1) {
-            Some(sum_to(
-                &mul(&g, &rsub_scalar(&wa, Scalar::Float(1.0))?)?,
-                &self.b_shape,
-            )?)
+            Some(
+                self.shapes
+                    .sum_to(&mul(&g, &rsub_scalar(&wa, Scalar::Float(1.0))?)?, 1)?,
+            )
         } else {
             None
         };
@@ -1288,14 +1264,13 @@ fn mod_op(a: Operand<'_>, b: Operand<'_>, python_style: bool) -> Result<Tensor> 
     apply(
         &[&a, &b],
         || binary_kernel(op, &a, &b),
-        |_| {
+        |out| {
             let mut s = Saver::default();
             let ai = s.input_if(b.requires_grad(), &a);
             let bi = s.input_if(b.requires_grad(), &b);
             (
                 RemainderBackward0 {
-                    a_shape: a.shape(),
-                    b_shape: b.shape(),
+                    shapes: OperandShapes::new(&a, &b, out),
                     a: ai,
                     b: bi,
                     python_style,
@@ -1308,8 +1283,7 @@ fn mod_op(a: Operand<'_>, b: Operand<'_>, python_style: bool) -> Result<Tensor> 
 
 #[derive(Clone)]
 pub struct RemainderBackward0 {
-    a_shape: crate::shape::Shape,
-    b_shape: crate::shape::Shape,
+    shapes: OperandShapes,
     a: Option<u8>,
     b: Option<u8>,
     python_style: bool,
@@ -1328,7 +1302,7 @@ impl Backward for RemainderBackward0 {
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
         let ga = if ctx.needs_input_grad(0) {
-            Some(sum_to(&g, &self.a_shape)?)
+            Some(self.shapes.sum_to(&g, 0)?)
         } else {
             None
         };
@@ -1340,7 +1314,7 @@ impl Backward for RemainderBackward0 {
                 BinaryOp::TruncDiv
             };
             let q = with_grad_mode(false, || binary_kernel(op, &a.detach(), &b.detach()))?;
-            Some(sum_to(&neg(&mul(&g, &q)?)?, &self.b_shape)?)
+            Some(self.shapes.sum_to(&neg(&mul(&g, &q)?)?, 1)?)
         } else {
             None
         };
@@ -1360,10 +1334,10 @@ pub fn div_rounded(a: Operand<'_>, b: Operand<'_>, floor: bool) -> Result<Tensor
     apply(
         &[&a, &b],
         || binary_kernel(op, &a, &b),
-        |_| {
+        |out| {
             (
                 ZeroGradBackward {
-                    shapes: [a.shape(), b.shape()],
+                    shapes: OperandShapes::new(&a, &b, out),
                     name: "DivBackward2",
                 },
                 saved![],
@@ -1410,7 +1384,7 @@ impl Backward for NotImplementedBackward {
 /// A node whose inputs get zero gradients (piecewise-constant ops).
 #[derive(Clone)]
 pub struct ZeroGradBackward {
-    shapes: [crate::shape::Shape; 2],
+    shapes: OperandShapes,
     name: &'static str,
 }
 impl Backward for ZeroGradBackward {
@@ -1418,10 +1392,10 @@ impl Backward for ZeroGradBackward {
         self.name.into()
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let dtype = grad0(g)?.dtype();
+        let g = grad0(g)?;
         let z = |i: usize| -> Result<Option<Tensor>> {
             if ctx.needs_input_grad(i) {
-                Ok(Some(super::zeros(&self.shapes[i], dtype)?))
+                Ok(Some(super::zeros(&self.shapes.shape(&g, i), g.dtype())?))
             } else {
                 Ok(None)
             }
@@ -1475,13 +1449,12 @@ pub fn where_op(cond: &Tensor, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor>
                 &shape,
             ))
         },
-        |_| {
+        |out| {
             let mut s = Saver::default();
             s.input_if(true, cond);
             (
                 WhereBackward0 {
-                    a_shape: a.shape(),
-                    b_shape: b.shape(),
+                    shapes: OperandShapes::new(&a, &b, out),
                 },
                 s.list,
             )
@@ -1499,8 +1472,7 @@ fn pretty_dtype(d: DType) -> String {
 
 #[derive(Clone)]
 pub struct WhereBackward0 {
-    a_shape: crate::shape::Shape,
-    b_shape: crate::shape::Shape,
+    shapes: OperandShapes,
 }
 impl Backward for WhereBackward0 {
     fn name(&self) -> Cow<'static, str> {
@@ -1511,12 +1483,12 @@ impl Backward for WhereBackward0 {
         let c = ctx.saved(0)?;
         let z = zeros_like(&g)?;
         let ga = if ctx.needs_input_grad(0) {
-            Some(sum_to(&where_(&c, &g, &z)?, &self.a_shape)?)
+            Some(self.shapes.sum_to(&where_(&c, &g, &z)?, 0)?)
         } else {
             None
         };
         let gb = if ctx.needs_input_grad(1) {
-            Some(sum_to(&where_(&c, &z, &g)?, &self.b_shape)?)
+            Some(self.shapes.sum_to(&where_(&c, &z, &g)?, 1)?)
         } else {
             None
         };

@@ -480,7 +480,7 @@ pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
             (
                 IndexBackward0 {
                     shape: shape.clone(),
-                    indices: idx_list,
+                    indices: idx_list.into_boxed_slice(),
                 },
                 saved![],
             )
@@ -491,7 +491,7 @@ pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
 #[derive(Clone)]
 pub struct IndexBackward0 {
     shape: Shape,
-    indices: Vec<Option<Tensor>>,
+    indices: Box<[Option<Tensor>]>,
 }
 impl Backward for IndexBackward0 {
     fn name(&self) -> Cow<'static, str> {
@@ -556,8 +556,8 @@ pub fn index_put(
         |_| {
             (
                 IndexPutBackward0 {
-                    indices: idx_list,
-                    values_shape: vshape,
+                    indices: idx_list.into_boxed_slice(),
+                    values_shape: vshape.into_iter().collect(),
                     accumulate,
                 },
                 saved![],
@@ -568,8 +568,8 @@ pub fn index_put(
 
 #[derive(Clone)]
 pub struct IndexPutBackward0 {
-    indices: Vec<Option<Tensor>>,
-    values_shape: Shape,
+    indices: Box<[Option<Tensor>]>,
+    values_shape: Box<[usize]>,
     accumulate: bool,
 }
 impl Backward for IndexPutBackward0 {

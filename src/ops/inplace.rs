@@ -85,9 +85,8 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
     let old_history = x.grad_fn().map(|f| (f, x.output_nr()));
     if let Some(node) = result.grad_fn() {
         let saves_x = |s: &crate::autograd::graph::SavedTensor| {
-            s.output_nr.is_none()
-                && Arc::ptr_eq(&s.tensor.storage(), &xs.storage)
-                && s.tensor.same(x)
+            s.input_tensor()
+                .is_some_and(|t| Arc::ptr_eq(&t.storage(), &xs.storage) && t.same(x))
         };
         // The copy is made without the node's lock held (reading storage may wait).
         if node.lock().saved.iter().any(saves_x) {
@@ -98,10 +97,8 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
             if let Some((f, nr)) = &old_history {
                 c.set_history(f.clone(), *nr);
             }
-            let version = c.version();
             for s in node.lock().saved.iter_mut().filter(|s| saves_x(s)) {
-                s.tensor = c.clone();
-                s.version = version;
+                s.replace_input(c.clone());
             }
         }
     }

@@ -155,9 +155,9 @@ pub(crate) fn read_input(t: &Tensor) -> Read {
     }
 }
 
-/// A kernel's result before it is a tensor: a fresh storage, its layout and dtype. An op
-/// that records builds its node first and then the tensor with its history in place
-/// (no lock taken on the output, no reference count moved).
+/// A kernel's result before it is a tensor: a fresh storage, its (contiguous) layout and
+/// dtype. An op that records builds its node first and then the tensor with its history
+/// in place (no lock taken on the output, no reference count moved).
 pub(crate) struct Fresh {
     pub storage: std::sync::Arc<crate::storage::Storage>,
     pub layout: crate::layout::Layout,
@@ -173,13 +173,10 @@ impl Fresh {
             layout: crate::layout::Layout::contiguous(shape),
         }
     }
-    /// This output saved for backward (what `SavedTensor::output` makes of the tensor).
+    /// This output saved for backward: by its storage alone (its shape is the node's
+    /// output metadata), with no alias record.
     pub fn saved(&self) -> SavedTensor {
-        SavedTensor {
-            tensor: Tensor::from_storage(self.storage.clone(), self.layout.clone(), self.dtype),
-            output_nr: Some(0),
-            version: 0, // a fresh storage's counter
-        }
+        SavedTensor::fresh_output(self.storage.clone(), 0)
     }
     pub fn into_tensor(self) -> Tensor {
         Tensor::from_storage(self.storage, self.layout, self.dtype)
@@ -326,6 +323,41 @@ pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
         reshape(&r, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
     } else {
         Ok(r)
+    }
+}
+
+/// The shapes of a broadcasting op's two tensor operands, for bringing their gradients
+/// back to them. Kept (boxed) only when one differs from the output's: the gradient
+/// arriving at the node has the output's shape, so the common case needs nothing, and
+/// two shapes inline would make every node 80 bytes bigger.
+#[derive(Clone)]
+pub struct OperandShapes(Option<Box<[crate::shape::Shape; 2]>>);
+
+impl OperandShapes {
+    /// Both operands have the output's shape.
+    pub const SAME: OperandShapes = OperandShapes(None);
+
+    pub fn new(a: &Tensor, b: &Tensor, out: &Tensor) -> OperandShapes {
+        let (sa, sb) = (a.shape(), b.shape());
+        if out.has_shape(&sa) && out.has_shape(&sb) {
+            Self::SAME
+        } else {
+            OperandShapes(Some(Box::new([sa, sb])))
+        }
+    }
+    /// `g`, the gradient of the output, summed down to operand `i`'s shape.
+    pub fn sum_to(&self, g: &Tensor, i: usize) -> Result<Tensor> {
+        match &self.0 {
+            None => Ok(g.clone()),
+            Some(s) => sum_to(g, &s[i]),
+        }
+    }
+    /// Operand `i`'s shape (`g`: the gradient of the output).
+    pub fn shape(&self, g: &Tensor, i: usize) -> crate::shape::Shape {
+        match &self.0 {
+            None => g.shape(),
+            Some(s) => s[i].clone(),
+        }
     }
 }
 

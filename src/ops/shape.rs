@@ -441,13 +441,20 @@ pub fn as_strided_scatter(g: &Tensor, shape: &[usize], rel: &Layout) -> Result<T
             k::copy_into(&mut buf, &rel2, &s.storage.read(), &s.layout);
             Ok(new_tensor(buf, shape))
         },
-        |_| (AsStridedScatterBackward0 { rel: rel.clone() }, saved![]),
+        |_| {
+            (
+                AsStridedScatterBackward0 {
+                    rel: Box::new(rel.clone()),
+                },
+                saved![],
+            )
+        },
     )
 }
 
 #[derive(Clone)]
 pub struct AsStridedScatterBackward0 {
-    rel: Layout,
+    rel: Box<Layout>,
 }
 impl Backward for AsStridedScatterBackward0 {
     fn name(&self) -> Cow<'static, str> {
@@ -763,7 +770,7 @@ pub fn repeat(x: &Tensor, repeats: &[usize]) -> Result<Tensor> {
             (
                 RepeatBackward0 {
                     shape: in_shape,
-                    repeats: reps,
+                    repeats: reps.into_boxed_slice(),
                 },
                 saved![],
             )
@@ -774,7 +781,7 @@ pub fn repeat(x: &Tensor, repeats: &[usize]) -> Result<Tensor> {
 #[derive(Clone)]
 pub struct RepeatBackward0 {
     shape: Shape,
-    repeats: Vec<usize>,
+    repeats: Box<[usize]>,
 }
 impl Backward for RepeatBackward0 {
     fn name(&self) -> Cow<'static, str> {
