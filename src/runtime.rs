@@ -4,10 +4,12 @@
 use crate::{Error, Result};
 use parking_lot::RwLock;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 struct Pool {
     pool: Arc<rayon::ThreadPool>,
+    /// Its helpers that stay awake between kernels (see [`Warm`]).
+    warm: Arc<Warm>,
     /// The process that built the pool: a forked child builds its own (the parent's
     /// worker threads do not exist in the child).
     pid: u32,
@@ -34,6 +36,7 @@ fn build(threads: usize) -> Result<Pool> {
         .map_err(|e| Error::runtime(format!("rgrad could not start its worker threads: {e}")))?;
     Ok(Pool {
         pool: Arc::new(pool),
+        warm: Arc::new(Warm::default()),
         pid: std::process::id(),
     })
 }
@@ -53,18 +56,23 @@ pub fn num_threads() -> usize {
 /// The shared pool, built on first use with `num_threads()` workers (and rebuilt in a
 /// forked child).
 pub fn pool() -> Result<Arc<rayon::ThreadPool>> {
+    Ok(pool_and_warm()?.0)
+}
+
+fn pool_and_warm() -> Result<(Arc<rayon::ThreadPool>, Arc<Warm>)> {
     let pid = std::process::id();
+    let get = |p: &Pool| (p.pool.clone(), p.warm.clone());
     if let Some(p) = POOL.read().as_ref().filter(|p| p.pid == pid) {
-        return Ok(p.pool.clone());
+        return Ok(get(p));
     }
     let mut g = POOL.write();
     if let Some(p) = g.as_ref().filter(|p| p.pid == pid) {
-        return Ok(p.pool.clone());
+        return Ok(get(p));
     }
     let p = build(num_threads())?;
-    let pool = p.pool.clone();
+    let r = get(&p);
     *g = Some(p);
-    Ok(pool)
+    Ok(r)
 }
 
 /// Replaces the pool with one of `n` threads (torch.set_num_threads). Work already
@@ -128,51 +136,134 @@ pub(crate) fn blocking<R>(wait: impl FnOnce() -> R) -> R {
     }
 }
 
+/// One call of [`for_each_index_with_caller`]: indices claimed from a shared counter.
+struct Job {
+    next: AtomicUsize,
+    done: AtomicUsize,
+    panicked: AtomicBool,
+    n: usize,
+    /// The caller's `f`, lifetime erased: dereferenced only for a claimed index < n, and
+    /// the caller does not return before every such call has finished.
+    f: *const (dyn Fn(usize) + Sync),
+}
+// SAFETY: `f` is Sync (callable from any thread) and only used under the protocol above;
+// the counters are atomics.
+unsafe impl Send for Job {}
+unsafe impl Sync for Job {}
+
+impl Job {
+    fn work(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::AcqRel);
+            if i >= self.n {
+                return;
+            }
+            // SAFETY: i < n was claimed by this thread alone, so the caller is still
+            // waiting in `for_each_index_with_caller` and `f` is alive.
+            let f = unsafe { &*self.f };
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))).is_err() {
+                self.panicked.store(true, Ordering::Release);
+            }
+            self.done.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// How long a helper stays awake after its last kernel.
+const WARM_FOR: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// Helpers that stay awake between kernels. A helper that finished its part of a kernel
+/// spins for [`WARM_FOR`] (running any other pool work that turns up meanwhile) and
+/// takes the next kernel's job as soon as it is posted, so the ops of a forward pass,
+/// a few microseconds apart, find it awake instead of waking a sleeping thread each time
+/// (10-20 µs here, about as long as a 64K-element kernel). torch's OpenMP threads spin
+/// the same way between parallel regions. At most `num_threads() - 1` helpers spin, so
+/// with the calling thread no more than `num_threads()` threads are ever busy.
+#[derive(Default)]
+struct Warm {
+    /// The job posted last, and a counter bumped at every post.
+    job: parking_lot::Mutex<Option<Arc<Job>>>,
+    posted: AtomicU64,
+    spinning: AtomicUsize,
+}
+
+thread_local! {
+    /// This thread is a warm helper now (so a helper task it runs meanwhile does not
+    /// start a second spin inside the first).
+    static WARM_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl Warm {
+    fn post(&self, job: &Arc<Job>) {
+        *self.job.lock() = Some(job.clone());
+        self.posted.fetch_add(1, Ordering::SeqCst);
+    }
+    /// Forgets `job` once its caller is done with it (a helper arriving later would find
+    /// nothing to do in it anyway).
+    fn retire(&self, job: &Arc<Job>) {
+        let mut g = self.job.lock();
+        if g.as_ref().is_some_and(|j| Arc::ptr_eq(j, job)) {
+            *g = None;
+        }
+    }
+    fn take_posted(&self) {
+        let job = self.job.lock().clone();
+        if let Some(j) = job {
+            j.work();
+        }
+    }
+    /// Run by a helper after its kernel: spins for jobs (see [`Warm`]).
+    fn stay_warm(&self, max_spinning: usize) {
+        if WARM_HERE.get() {
+            return;
+        }
+        if self.spinning.fetch_add(1, Ordering::SeqCst) >= max_spinning {
+            self.spinning.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        WARM_HERE.set(true);
+        let mut seen = self.posted.load(Ordering::SeqCst);
+        let mut until = std::time::Instant::now() + WARM_FOR;
+        loop {
+            let now = self.posted.load(Ordering::Acquire);
+            if now != seen {
+                seen = now;
+                self.take_posted();
+                until = std::time::Instant::now() + WARM_FOR;
+            } else if matches!(rayon::yield_now(), Some(rayon::Yield::Executed)) {
+                // other pool work (a backward's nodes): done, keep watching
+            } else if std::time::Instant::now() >= until {
+                break;
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        WARM_HERE.set(false);
+        self.spinning.fetch_sub(1, Ordering::SeqCst);
+        // A caller that saw this helper still spinning spawned no task for its job; the
+        // SeqCst pair (post, then read `spinning` / leave `spinning`, then read `posted`)
+        // guarantees that one side sees the other, so no job goes without its helper.
+        if self.posted.load(Ordering::SeqCst) != seen {
+            self.take_posted();
+        }
+    }
+}
+
 /// Runs `f(i)` for every `i` in `0..n`, each exactly once, on the calling thread (outside
 /// the pool) and up to `num_threads() - 1` pool workers, and returns when all are done.
 /// `f` must be callable concurrently for distinct indices.
 ///
 /// Why not `pool.install(|| par_iter)`: that hands all the work to the pool and parks
 /// the caller until a worker has woken (10-20 µs on a VM) and finished. Here the caller
-/// claims indices itself from a shared counter; workers join in when they wake, and the
-/// caller only waits for indices a worker has already claimed. A worker that starts
-/// after everything was claimed finds nothing and touches nothing but the counter, which
-/// it co-owns, so `f` (a borrow of the caller's stack) is never used after this returns.
+/// claims indices itself from a shared counter; workers join in when they wake (or at
+/// once, if they are still warm from the last call: see [`Warm`]), and the caller only
+/// waits for indices a worker has already claimed. A worker that starts after
+/// everything was claimed finds nothing and touches nothing but the counter, which it
+/// co-owns, so `f` (a borrow of the caller's stack) is never used after this returns.
 pub(crate) fn for_each_index_with_caller(n: usize, f: &(dyn Fn(usize) + Sync)) {
-    use std::sync::atomic::AtomicBool;
-    struct Job {
-        next: AtomicUsize,
-        done: AtomicUsize,
-        panicked: AtomicBool,
-        n: usize,
-        /// The caller's `f`, lifetime erased: dereferenced only for a claimed index < n,
-        /// and the caller does not return before every such call has finished.
-        f: *const (dyn Fn(usize) + Sync),
-    }
-    // SAFETY: `f` is Sync (callable from any thread) and only used under the protocol
-    // above; the counters are atomics.
-    unsafe impl Send for Job {}
-    unsafe impl Sync for Job {}
-    impl Job {
-        fn work(&self) {
-            loop {
-                let i = self.next.fetch_add(1, Ordering::AcqRel);
-                if i >= self.n {
-                    return;
-                }
-                // SAFETY: i < n was claimed by this thread alone, so the caller is still
-                // waiting in `for_each_index_with_caller` and `f` is alive.
-                let f = unsafe { &*self.f };
-                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))).is_err() {
-                    self.panicked.store(true, Ordering::Release);
-                }
-                self.done.fetch_add(1, Ordering::AcqRel);
-            }
-        }
-    }
-    let helpers = num_threads().saturating_sub(1).min(n.saturating_sub(1));
-    let pool = match pool() {
-        Ok(p) if helpers > 0 && rayon::current_thread_index().is_none() => p,
+    let helpers = num_threads().saturating_sub(1);
+    let (pool, warm) = match pool_and_warm() {
+        Ok(p) if helpers > 0 && n > 1 && rayon::current_thread_index().is_none() => p,
         _ => {
             (0..n).for_each(f);
             return;
@@ -192,9 +283,15 @@ pub(crate) fn for_each_index_with_caller(n: usize, f: &(dyn Fn(usize) + Sync)) {
         n,
         f: f_static,
     });
-    for _ in 0..helpers {
-        let j = job.clone();
-        pool.spawn(move || j.work());
+    // Warm helpers take the job from the post; sleeping ones are woken with a task.
+    warm.post(&job);
+    let awake = warm.spinning.load(Ordering::SeqCst).min(helpers);
+    for _ in awake..helpers.min(n - 1).max(awake) {
+        let (j, w) = (job.clone(), warm.clone());
+        pool.spawn(move || {
+            j.work();
+            w.stay_warm(helpers);
+        });
     }
     // Through the blocking hook: a Python thread that entered holding the GIL lets other
     // Python threads (and workers running Python backwards) go on meanwhile, as it would
@@ -208,6 +305,7 @@ pub(crate) fn for_each_index_with_caller(n: usize, f: &(dyn Fn(usize) + Sync)) {
             std::thread::yield_now();
         }
     });
+    warm.retire(&job);
     if job.panicked.load(Ordering::Acquire) {
         // a kernel bug: surface it like a panic on this thread
         #[allow(clippy::panic)]
@@ -254,6 +352,36 @@ mod tests {
         });
         assert_eq!(hits.load(Ordering::Relaxed), 64);
         release.wait();
+    }
+
+    #[test]
+    fn concurrent_callers_each_run_every_index_once_and_helpers_go_back_to_sleep() {
+        // several threads posting jobs at once (each replaces the others' post): every
+        // job still runs each of its indices exactly once, warm helpers or not
+        std::thread::scope(|s| {
+            for t in 0..4usize {
+                s.spawn(move || {
+                    for round in 0..200usize {
+                        let n = 1 + (t * 7 + round * 13) % 40;
+                        let hits: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+                        for_each_index_with_caller(n, &|i| {
+                            hits[i].fetch_add(1, Ordering::Relaxed);
+                        });
+                        assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+                    }
+                });
+            }
+        });
+        // and no helper spins on for longer than WARM_FOR after the last job
+        let (_, warm) = pool_and_warm().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while warm.spinning.load(Ordering::SeqCst) > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a helper never stopped spinning"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 
     #[test]

@@ -7,15 +7,11 @@ use crate::storage::{Buffer, Element};
 use crate::with_dtype;
 use rayon::prelude::*;
 
-/// Above this many elements a map is split across the worker pool (a fork-join from a
-/// thread outside the pool costs 10-20 µs, so a split must save more than that).
-const PAR_MIN: usize = 1 << 17;
-/// The same for two-input maps (binary arithmetic, fused unary gradients): twice the
-/// memory traffic per element, and the calling thread takes part (it never waits for a
-/// worker that has not started), so worth splitting from 64K elements (W4 64K: 24 ->
-/// 20 ms). One-input maps at 64K were slower split when the workers were asleep (a relu
-/// after a GEMM: 9 -> 18 µs), so they keep `PAR_MIN`.
-const PAR_MIN_ZIP: usize = 1 << 16;
+/// Above this many elements a map (one input or two) is split across the worker pool:
+/// the calling thread takes part and claims chunks itself, helpers join when awake
+/// (`runtime::Warm`), so splitting pays from 64K elements (W4 64K: 24 -> 18 ms with the
+/// warm helpers; a relu after a GEMM, where the helper may be asleep, is not slower).
+const PAR_MIN: usize = 1 << 16;
 /// The same for the vectorised transcendental functions (about 1 ns per element instead
 /// of 0.1): worth splitting from 16K elements.
 const PAR_MIN_VMATH: usize = 1 << 14;
@@ -570,7 +566,7 @@ fn zip<T: Element, U: Element>(
     }
     if la.is_contiguous() && lb.is_contiguous() {
         let (xa, xb) = (&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n]);
-        return fill_chunks_from(PAR_MIN_ZIP, n, |start, out| {
+        return fill_chunks_from(PAR_MIN, n, |start, out| {
             let end = start + out.len();
             for ((o, &x), &y) in out.iter_mut().zip(&xa[start..end]).zip(&xb[start..end]) {
                 o.write(f(x, y));
