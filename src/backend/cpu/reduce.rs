@@ -54,6 +54,14 @@ fn fold<T: Copy, A: Copy>(
         }
         return vec![acc];
     }
+    if let Some((outer, red, inner)) = contiguous_block(layout, dims) {
+        return fold_block(
+            &data[layout.offset..layout.offset + outer * red * inner],
+            (outer, red, inner),
+            init,
+            f,
+        );
+    }
     let ((ks, kst), (rs, rst)) = split(layout, dims);
     let mut out = Vec::with_capacity(crate::shape::numel(&ks));
     for_each_offset(&ks, &kst, layout.offset, |base| {
@@ -68,6 +76,88 @@ fn fold<T: Copy, A: Copy>(
     out
 }
 
+/// For a contiguous input whose reduced dims are one run `[d0, d1)` (a bias gradient's
+/// sum over the batch, a softmax's over the last dim): (outer, reduced, inner) sizes.
+fn contiguous_block(layout: &Layout, dims: &[usize]) -> Option<(usize, usize, usize)> {
+    let (&d0, &d1) = (dims.iter().min()?, dims.iter().max()?);
+    if d1 - d0 + 1 != dims.len() || !layout.is_contiguous() {
+        return None;
+    }
+    let sh = &layout.shape;
+    let p = |r: std::ops::Range<usize>| sh[r].iter().product::<usize>();
+    Some((p(0..d0), p(d0..d1 + 1), p(d1 + 1..sh.len())))
+}
+
+/// [`fold`] over a contiguous `[outer, red, inner]` block, reducing the middle: each
+/// output folds its elements in the same order as the general path (so the result is
+/// the same bit for bit), but the inner positions advance together, which vectorises.
+fn fold_block<T: Copy, A: Copy>(
+    data: &[T],
+    (outer, red, inner): (usize, usize, usize),
+    init: A,
+    f: impl Fn(A, T, usize) -> A,
+) -> Vec<A> {
+    let mut out = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        let block = &data[o * red * inner..(o + 1) * red * inner];
+        if inner == 1 {
+            let mut acc = init;
+            for (r, &x) in block.iter().enumerate() {
+                acc = f(acc, x, r);
+            }
+            out.push(acc);
+            continue;
+        }
+        let start = out.len();
+        out.resize(start + inner, init);
+        if inner == 0 {
+            continue;
+        }
+        let acc = &mut out[start..];
+        for (r, row) in block.chunks_exact(inner).enumerate() {
+            for (a, &x) in acc.iter_mut().zip(row) {
+                *a = f(*a, x, r);
+            }
+        }
+    }
+    out
+}
+
+/// Float sums over the last dims of a contiguous input (every dim, or a softmax's last
+/// one): each row summed by [`sum_lanes`]. `None` for other layouts.
+fn row_sums<T: Copy>(
+    data: &[T],
+    layout: &Layout,
+    dims: &[usize],
+    to: impl Fn(T) -> f64 + Copy,
+) -> Option<Vec<f64>> {
+    let (outer, red, inner) = contiguous_block(layout, dims)?;
+    if inner != 1 {
+        return None;
+    }
+    let rows = &data[layout.offset..layout.offset + outer * red];
+    Some(if red == 0 {
+        vec![0.0; outer]
+    } else {
+        rows.chunks_exact(red).map(|r| sum_lanes(r, to)).collect()
+    })
+}
+
+/// A sum in float64 as 8 interleaved partial sums combined pairwise: a fixed order (the
+/// same bits on every thread, split and SIMD width) that vectorises, where one running
+/// sum waits for each add to finish before the next (8x slower on long rows).
+fn sum_lanes<T: Copy>(xs: &[T], to: impl Fn(T) -> f64) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a += to(x);
+        }
+    }
+    let tail = chunks.remainder().iter().fold(0.0, |a, &x| a + to(x));
+    (((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]))) + tail
+}
+
 /// Reduces `dims` (wrapped, unique). The result is contiguous with the kept dims' sizes
 /// in order (callers reshape for keepdim). Sums of float32 accumulate in float64; sums
 /// of bool/int64 give int64, as in torch.
@@ -77,6 +167,10 @@ pub fn reduce(op: ReduceOp, buf: &Buffer, layout: &Layout, dims: &[usize]) -> Bu
             let is_sum = op == ReduceOp::Sum;
             match buf {
                 Buffer::F32(v) => {
+                    let rows = is_sum.then(|| row_sums(v, layout, dims, f64::from));
+                    if let Some(r) = rows.flatten() {
+                        return Buffer::F32(r.into_iter().map(|x| x as f32).collect());
+                    }
                     let init = if is_sum { 0.0 } else { 1.0 };
                     let r = fold(v, layout, dims, init, |a: f64, x: f32, _| {
                         if is_sum {
@@ -88,6 +182,10 @@ pub fn reduce(op: ReduceOp, buf: &Buffer, layout: &Layout, dims: &[usize]) -> Bu
                     Buffer::F32(r.into_iter().map(|x| x as f32).collect())
                 }
                 Buffer::F64(v) => {
+                    let rows = is_sum.then(|| row_sums(v, layout, dims, |x| x));
+                    if let Some(r) = rows.flatten() {
+                        return Buffer::F64(r);
+                    }
                     let init = if is_sum { 0.0 } else { 1.0 };
                     Buffer::F64(fold(v, layout, dims, init, |a, x, _| {
                         if is_sum { a + x } else { a * x }
@@ -267,6 +365,90 @@ pub fn element_f64(buf: &Buffer, offset: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The same values as `v` (contiguous, `shape`), stored transposed in its last two
+    /// dims: a layout that takes `fold`'s general path.
+    fn strided_copy(v: &[f64], shape: &[usize]) -> (Vec<f64>, Layout) {
+        let n = shape.len();
+        let (r, c) = (shape[n - 2], shape[n - 1]);
+        let mut t = vec![0.0; v.len()];
+        for (b, blk) in v.chunks(r * c).enumerate() {
+            for i in 0..r {
+                for j in 0..c {
+                    t[b * r * c + j * r + i] = blk[i * c + j];
+                }
+            }
+        }
+        let mut strides = crate::shape::contiguous_strides(shape);
+        strides[n - 2] = 1;
+        strides[n - 1] = r;
+        let layout = Layout {
+            shape: shape.iter().copied().collect(),
+            strides,
+            offset: 0,
+        };
+        (t, layout)
+    }
+
+    #[test]
+    fn block_fast_paths_agree_with_the_general_path() {
+        let shape = [3usize, 5, 4, 6];
+        let n: usize = shape.iter().product();
+        // values with ties (for argmax's first-index rule) and a wide range of scales
+        let v: Vec<f64> = (0..n)
+            .map(|i| (((i * 7919) % 23) as f64 - 11.0) * 10f64.powi((i % 5) as i32 - 2))
+            .collect();
+        let contiguous = Layout::contiguous(&shape);
+        let (t, strided) = strided_copy(&v, &shape);
+        let runs: &[&[usize]] = &[
+            &[0],
+            &[1],
+            &[3],
+            &[0, 1],
+            &[1, 2],
+            &[2, 3],
+            &[1, 2, 3],
+            &[0, 1, 2, 3],
+        ];
+        for &dims in runs {
+            let f = |buf: &Buffer, l: &Layout, op| match reduce(op, buf, l, dims) {
+                Buffer::F64(v) => v,
+                _ => unreachable!(),
+            };
+            let (fast, slow) = (Buffer::F64(v.clone()), Buffer::F64(t.clone()));
+            // prod and the arg-reductions: the same fold order, so the same bits
+            assert_eq!(
+                f(&fast, &contiguous, ReduceOp::Prod),
+                f(&slow, &strided, ReduceOp::Prod),
+                "{dims:?}"
+            );
+            for is_max in [true, false] {
+                let a = arg_reduce(&fast, &contiguous, dims, is_max).1;
+                let b = arg_reduce(&slow, &strided, dims, is_max).1;
+                assert_eq!(a, b, "{dims:?} {is_max}");
+            }
+            // sums: lanes may reorder a row, within float64 rounding
+            let (a, b) = (
+                f(&fast, &contiguous, ReduceOp::Sum),
+                f(&slow, &strided, ReduceOp::Sum),
+            );
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                assert!(
+                    (x - y).abs() <= 1e-12 * (1.0 + y.abs()),
+                    "{dims:?}: {x} vs {y}"
+                );
+            }
+        }
+        // empty reduced and kept dims
+        let e = Layout::contiguous(&[2, 0, 3]);
+        assert!(
+            matches!(reduce(ReduceOp::Sum, &Buffer::F64(vec![]), &e, &[1]), Buffer::F64(v) if v == vec![0.0; 6])
+        );
+        assert!(
+            matches!(reduce(ReduceOp::Sum, &Buffer::F64(vec![]), &e, &[2]), Buffer::F64(v) if v.is_empty())
+        );
+    }
 
     #[test]
     fn sum_over_middle_dim_matches_loop() {
