@@ -389,6 +389,7 @@ pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
             let fast: Option<super::vmath::SliceFn> = match op {
                 UnaryOp::Exp => Some(super::vmath::exp),
                 UnaryOp::Tanh => Some(super::vmath::tanh),
+                UnaryOp::Sigmoid => Some(super::vmath::sigmoid),
                 UnaryOp::Sin => Some(super::vmath::sin),
                 UnaryOp::Cos => Some(super::vmath::cos),
                 _ => None,

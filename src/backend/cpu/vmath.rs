@@ -1,4 +1,4 @@
-//! Vectorised float32 exp, tanh, sin and cos.
+//! Vectorised float32 exp, tanh, sigmoid, sin and cos.
 //!
 //! libm evaluates these one element at a time (5-10 ns each); these versions are written
 //! as branch-free per-element formulas over slices, so the compiler vectorises the
@@ -86,6 +86,15 @@ fn tanh1(x: f32) -> f32 {
     let y = (em1 / (em1 + 2.0)) as f32;
     // NaN stays NaN, and -0 keeps its sign
     if x.is_nan() || x == 0.0 { x } else { y }
+}
+
+#[inline(always)]
+fn sigmoid1(x: f32) -> f32 {
+    // 1 / (1 + e^-x) in float64 (beyond |x| = 110 the float32 result is already 0 or 1)
+    let (n, p) = reduce_exp((-f64::from(x)).clamp(-110.0, 110.0));
+    let e = pow2i(n) * (1.0 + p);
+    let y = (1.0 / (1.0 + e)) as f32;
+    if x.is_nan() { x } else { y }
 }
 
 /// Sine (`cos == false`) or cosine of x for |x| <= 8192, in float64: x reduced by a
@@ -206,6 +215,10 @@ mod tanh_mod {
     use super::*;
     slice_fns! { tanh: |x| tanh1(x), fixup: None; }
 }
+mod sigmoid_mod {
+    use super::*;
+    slice_fns! { sigmoid: |x| sigmoid1(x), fixup: None; }
+}
 mod sin_mod {
     use super::*;
     slice_fns! { sin: |x| sincos1(x, false), fixup: Some(|x: f32| (x.abs() > FIX_FROM && x.is_finite()).then(|| f64::from(x).sin() as f32)); }
@@ -217,6 +230,7 @@ mod cos_mod {
 
 pub use cos_mod::cos;
 pub use exp_mod::exp;
+pub use sigmoid_mod::sigmoid;
 pub use sin_mod::sin;
 pub use tanh_mod::tanh;
 
@@ -342,6 +356,25 @@ mod tests {
         assert!(out[0].is_nan());
         assert_eq!(&out[1..], &[1.0, -1.0, -0.0, 1.0]);
         assert!(out[3].is_sign_negative());
+    }
+
+    #[test]
+    fn sigmoid_is_within_1_ulp() {
+        let exact = |x: f64| 1.0 / (1.0 + (-x).exp());
+        check(
+            "sigmoid",
+            sigmoid,
+            exact,
+            &inputs(-120.0, 30.0, 200_000),
+            1.0,
+        );
+        check("sigmoid", sigmoid, exact, &inputs(-1e-3, 1e-3, 10_000), 1.0);
+        let out = run(
+            sigmoid,
+            &[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -1e30],
+        );
+        assert!(out[0].is_nan());
+        assert_eq!(&out[1..], &[1.0, 0.0, 0.5, 0.0]);
     }
 
     #[test]
