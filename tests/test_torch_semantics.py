@@ -92,3 +92,13 @@ def test_stride_of_one_dim_and_copy_from_a_number():
     assert x.stride(1) == 1 and x.stride(-2) == 3
     x.copy_(2)
     assert x.tolist() == [[2.0] * 3] * 2
+
+
+@pytest.mark.parametrize("dtype", [rgrad.float32, rgrad.float64])
+@pytest.mark.parametrize("n", [7, 100_000])  # the per-element path and the vectorised split one
+def test_relu_keeps_nan_and_negative_zero_like_torch(dtype, n):
+    vals = [float("nan"), -0.0, 0.0, -1.0, 2.0, float("-inf"), float("inf")]
+    x = rgrad.tensor((vals * (n // 7 + 1))[:n], dtype=dtype)
+    for y in (x.relu(), x.clone().relu_(), rgrad.nn.functional.relu(x)):
+        out = [str(v) for v in y[:7].tolist()]
+        assert out == ["nan", "-0.0", "0.0", "0.0", "2.0", "0.0", "inf"]

@@ -253,10 +253,10 @@ macro_rules! float_impl {
                         }
                     }
                     UnaryOp::Relu => {
-                        if x > 0.0 || x.is_nan() {
-                            x
-                        } else {
+                        if x < 0.0 {
                             0.0
+                        } else {
+                            x
                         }
                     }
                     UnaryOp::Exp => x.exp(),
@@ -299,10 +299,12 @@ float_impl!(f64);
 fn float_unary<T: Num + Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
     let zero = T::from_f64(0.0);
     match op {
-        UnaryOp::Neg => map(x, |a| a.neg()),
-        // NaN stays NaN (torch's relu)
-        UnaryOp::Relu => map(x, |a| if a > zero || a.is_nan() { a } else { zero }),
-        _ => map(x, |a| T::apply(op, a)),
+        UnaryOp::Neg => map(x, move |a| a.neg()),
+        // As torch's relu: NaN and -0 stay (one compare: both fail `< 0`). (`move`: a
+        // captured reference to `zero` is reloaded after every store, which keeps the
+        // loop scalar.)
+        UnaryOp::Relu => map(x, move |a| if a < zero { zero } else { a }),
+        _ => map(x, move |a| T::apply(op, a)),
     }
 }
 
@@ -405,7 +407,7 @@ pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
         }
         Buffer::I64(v) => {
             let x = contiguous(v, layout);
-            Buffer::I64(map(&x, |a: i64| match op {
+            Buffer::I64(map(&x, move |a: i64| match op {
                 UnaryOp::Neg => a.wrapping_neg(),
                 UnaryOp::Abs => a.wrapping_abs(),
                 UnaryOp::Sign => a.signum(),
@@ -416,7 +418,7 @@ pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
         }
         Buffer::Bool(v) => {
             let x = contiguous(v, layout);
-            Buffer::Bool(map(&x, |a: bool| match op {
+            Buffer::Bool(map(&x, move |a: bool| match op {
                 UnaryOp::LogicalNot => !a,
                 _ => a,
             }))
@@ -447,21 +449,23 @@ pub fn unary_backward(
         let (one, two) = (T::from_f64(1.0), T::from_f64(2.0));
         let zero = T::from_f64(0.0);
         Some(match op {
-            UnaryOp::Abs => zip(g, lg, s, ls, |g, x| g * T::apply(UnaryOp::Sign, x)),
+            UnaryOp::Abs => zip(g, lg, s, ls, move |g, x| g * T::apply(UnaryOp::Sign, x)),
             UnaryOp::Relu => zip(g, lg, s, ls, move |g, y| {
                 g * if y > zero { one } else { zero }
             }),
-            UnaryOp::Exp => zip(g, lg, s, ls, |g, y| g * y),
-            UnaryOp::Log => zip(g, lg, s, ls, |g, x: T| g.div(x)),
+            UnaryOp::Exp => zip(g, lg, s, ls, move |g, y| g * y),
+            UnaryOp::Log => zip(g, lg, s, ls, move |g, x: T| g.div(x)),
             UnaryOp::Log1p => zip(g, lg, s, ls, move |g, x: T| g.div(x + one)),
             UnaryOp::Expm1 => zip(g, lg, s, ls, move |g, y| g * (y + one)),
             UnaryOp::Sqrt => zip(g, lg, s, ls, move |g, y| g.div(y * two)),
-            UnaryOp::Sin => zip(g, lg, s, ls, |g, x| g * T::apply(UnaryOp::Cos, x)),
-            UnaryOp::Cos => zip(g, lg, s, ls, |g, x| (g * T::apply(UnaryOp::Sin, x)).neg()),
+            UnaryOp::Sin => zip(g, lg, s, ls, move |g, x| g * T::apply(UnaryOp::Cos, x)),
+            UnaryOp::Cos => zip(g, lg, s, ls, move |g, x| {
+                (g * T::apply(UnaryOp::Sin, x)).neg()
+            }),
             UnaryOp::Tan => zip(g, lg, s, ls, move |g, y| g * (y * y + one)),
             UnaryOp::Tanh => zip(g, lg, s, ls, move |g, y| g * (one - y * y)),
             UnaryOp::Sigmoid => zip(g, lg, s, ls, move |g, y| g * (y * (one - y))),
-            UnaryOp::Reciprocal => zip(g, lg, s, ls, |g, y| (g * (y * y)).neg()),
+            UnaryOp::Reciprocal => zip(g, lg, s, ls, move |g, y| (g * (y * y)).neg()),
             UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Rsqrt | UnaryOp::LogicalNot => return None,
         })
     }
@@ -500,7 +504,7 @@ pub fn unary_backward(
 pub fn clamp(buf: &Buffer, layout: &Layout, lo: Option<f64>, hi: Option<f64>) -> Buffer {
     fn go<T: Num>(v: &[T], layout: &Layout, lo: Option<T>, hi: Option<T>) -> Vec<T> {
         let x = contiguous(v, layout);
-        map(&x, |a| {
+        map(&x, move |a| {
             if a.is_nan() {
                 return a;
             }
@@ -576,11 +580,11 @@ fn zip<T: Element, U: Element>(
     }
     if lb.strides.iter().all(|&s| s == 0) && la.is_contiguous() {
         let y = b[lb.offset];
-        return map(&a[la.offset..la.offset + n], |x| f(x, y));
+        return map(&a[la.offset..la.offset + n], move |x| f(x, y));
     }
     if la.strides.iter().all(|&s| s == 0) && lb.is_contiguous() {
         let x = a[la.offset];
-        return map(&b[lb.offset..lb.offset + n], |y| f(x, y));
+        return map(&b[lb.offset..lb.offset + n], move |y| f(x, y));
     }
     let mut out = Vec::with_capacity(n);
     for_each_offset2(
@@ -621,32 +625,32 @@ pub fn binary_scalar(
 /// so the loops vectorise).
 fn float_zip<T: Num>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Vec<T> {
     match op {
-        BinaryOp::Add => zip(a, la, b, lb, |x, y| x + y),
-        BinaryOp::Sub => zip(a, la, b, lb, |x, y| x - y),
-        BinaryOp::Mul => zip(a, la, b, lb, |x, y| x * y),
-        BinaryOp::Div => zip(a, la, b, lb, |x: T, y: T| x.div(y)),
-        _ => zip(a, la, b, lb, |x, y| arith(op, x, y)),
+        BinaryOp::Add => zip(a, la, b, lb, move |x, y| x + y),
+        BinaryOp::Sub => zip(a, la, b, lb, move |x, y| x - y),
+        BinaryOp::Mul => zip(a, la, b, lb, move |x, y| x * y),
+        BinaryOp::Div => zip(a, la, b, lb, move |x: T, y: T| x.div(y)),
+        _ => zip(a, la, b, lb, move |x, y| arith(op, x, y)),
     }
 }
 
 /// `op(x, s)` or `op(s, x)` over a slice, with the op fixed outside the loop.
 fn float_scalar_map<T: Num>(op: BinaryOp, v: &[T], s: T, scalar_first: bool) -> Vec<T> {
     match (op, scalar_first) {
-        (BinaryOp::Add, _) => map(v, |x| x + s),
-        (BinaryOp::Mul, _) => map(v, |x| x * s),
-        (BinaryOp::Sub, false) => map(v, |x| x - s),
-        (BinaryOp::Div, false) => map(v, |x: T| x.div(s)),
+        (BinaryOp::Add, _) => map(v, move |x| x + s),
+        (BinaryOp::Mul, _) => map(v, move |x| x * s),
+        (BinaryOp::Sub, false) => map(v, move |x| x - s),
+        (BinaryOp::Div, false) => map(v, move |x: T| x.div(s)),
         // torch's pow_tensor_scalar_optimized_kernel: small integer powers as products
         // (bit for bit what torch computes, and no libm call per element)
-        (BinaryOp::Pow, false) if s == T::from_f64(1.0) => map(v, |x| x),
-        (BinaryOp::Pow, false) if s == T::from_f64(2.0) => map(v, |x| x * x),
-        (BinaryOp::Pow, false) if s == T::from_f64(3.0) => map(v, |x| x * x * x),
+        (BinaryOp::Pow, false) if s == T::from_f64(1.0) => map(v, move |x| x),
+        (BinaryOp::Pow, false) if s == T::from_f64(2.0) => map(v, move |x| x * x),
+        (BinaryOp::Pow, false) if s == T::from_f64(3.0) => map(v, move |x| x * x * x),
         (BinaryOp::Pow, false) if s == T::from_f64(-2.0) => {
             let one = T::from_f64(1.0);
             map(v, move |x: T| one.div(x * x))
         }
-        (_, true) => map(v, |x| arith(op, s, x)),
-        (_, false) => map(v, |x| arith(op, x, s)),
+        (_, true) => map(v, move |x| arith(op, s, x)),
+        (_, false) => map(v, move |x| arith(op, x, s)),
     }
 }
 
