@@ -136,3 +136,26 @@ def test_recorded_tanh_backward_is_one_node_with_its_own_derivative():
     assert rgrad.autograd.gradgradcheck(
         lambda t: rgrad.autograd.grad((t.tanh() ** 3).sum(), t, create_graph=True)[0], (x,)
     )
+
+
+@pytest.mark.parametrize(
+    "sa,sb",
+    [((128, 512), (512,)), ((128, 1), (128, 512)), ((4, 1, 16), (3, 16)), ((2, 3, 16), (2, 1, 1)),
+     ((16,), (5, 16)), ((5, 3, 9), (9,)), ((3, 7), (7,))],
+)
+@pytest.mark.parametrize("dtype", [rgrad.float32, rgrad.float64, rgrad.int64])
+def test_row_broadcasting_matches_materialised_operands(sa, sb, dtype):
+    # Broadcasts whose last dim is contiguous or broadcast run row by row; the result
+    # must be bitwise that of the same op on materialised (expanded, contiguous) operands,
+    # and a transposed operand takes the general path to the same bits.
+    rgrad.manual_seed(0)
+    a = (rgrad.randn(*sa) * 10).to(dtype)
+    b = (rgrad.randn(*sb) * 10).to(dtype)
+    for op in ("add", "sub", "mul", "maximum", "gt"):
+        f = getattr(rgrad, op)
+        got = f(a, b)
+        full = got.shape
+        ref = f(a.expand(*full).contiguous(), b.expand(*full).contiguous())
+        assert got.tolist() == ref.tolist(), op
+        if len(sa) == 2 and min(sa) > 1:
+            assert f(a.t().contiguous().t(), b).tolist() == ref.tolist(), op

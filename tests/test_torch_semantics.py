@@ -102,3 +102,19 @@ def test_relu_keeps_nan_and_negative_zero_like_torch(dtype, n):
     for y in (x.relu(), x.clone().relu_(), rgrad.nn.functional.relu(x)):
         out = [str(v) for v in y[:7].tolist()]
         assert out == ["nan", "-0.0", "0.0", "0.0", "2.0", "0.0", "inf"]
+
+
+@pytest.mark.parametrize("n", [4, 100_000])
+def test_clamp_follows_torch_for_nan_and_crossed_bounds(n):
+    nan = float("nan")
+    x = rgrad.tensor(([1.0, -2.0, nan, -0.0] * (n // 4))[:n])
+
+    def head(t):
+        return [str(v) for v in t[:4].tolist()]
+
+    assert head(x.clamp(min=nan)) == ["nan"] * 4  # a NaN bound makes everything NaN
+    assert head(x.clamp(max=nan)) == ["nan"] * 4
+    assert head(x.clamp(0.5, -1.0)) == ["-1.0", "-1.0", "nan", "-1.0"]  # hi wins
+    assert head(x.clamp(min=0.0)) == ["1.0", "0.0", "nan", "-0.0"]
+    assert rgrad.tensor([1, -2, 5]).clamp(min=-1, max=3).tolist() == [1, -1, 3]
+    assert rgrad.tensor([1, -2, 5]).clamp(max=0).tolist() == [0, -2, 0]

@@ -298,6 +298,19 @@ float_impl!(f64);
 /// that it vectorises) and the rest dispatched per element.
 fn float_unary<T: Num + Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
     let zero = T::from_f64(0.0);
+    // One loop per op with the op a constant in it: the branch-free ones (abs, sign,
+    // sqrt, reciprocal...) vectorise, and none dispatches per element.
+    macro_rules! fixed {
+        ($($o:ident),*) => {
+            match op {
+                $(UnaryOp::$o => return map(x, move |a| T::apply(UnaryOp::$o, a)),)*
+                _ => {}
+            }
+        };
+    }
+    fixed!(
+        Abs, Sign, Sqrt, Rsqrt, Reciprocal, Exp, Log, Log1p, Expm1, Sin, Cos, Tan, Tanh, Sigmoid
+    );
     match op {
         UnaryOp::Neg => map(x, move |a| a.neg()),
         // As torch's relu: NaN and -0 stay (one compare: both fail `< 0`). (`move`: a
@@ -501,27 +514,37 @@ pub fn unary_backward(
 }
 
 /// `x.clamp(lo, hi)` for float/int buffers (bounds already in the buffer's type domain).
+/// As torch: `min(max(x, lo), hi)` (so `hi` wins when `lo > hi`), NaN inputs stay NaN,
+/// and a NaN bound makes every element NaN.
 pub fn clamp(buf: &Buffer, layout: &Layout, lo: Option<f64>, hi: Option<f64>) -> Buffer {
-    fn go<T: Num>(v: &[T], layout: &Layout, lo: Option<T>, hi: Option<T>) -> Vec<T> {
+    // A missing bound is the type's extreme, so the loop is two compare-and-selects with
+    // no branch on the bounds (NaN fails both compares and stays).
+    fn go<T: Num>(v: &[T], layout: &Layout, l: T, h: T, nan: Option<T>) -> Vec<T> {
         let x = contiguous(v, layout);
+        if let Some(nan) = nan {
+            return map(&x, move |_| nan);
+        }
         map(&x, move |a| {
-            if a.is_nan() {
-                return a;
-            }
-            let a = match lo {
-                Some(l) if a < l => l,
-                _ => a,
-            };
-            match hi {
-                Some(h) if a > h => h,
-                _ => a,
-            }
+            let a = if a < l { l } else { a };
+            if a > h { h } else { a }
         })
     }
+    let nan_bound = lo.is_some_and(f64::is_nan) || hi.is_some_and(f64::is_nan);
+    let (l, h) = (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY));
     match buf {
-        Buffer::F32(v) => Buffer::F32(go(v, layout, lo.map(|x| x as f32), hi.map(|x| x as f32))),
-        Buffer::F64(v) => Buffer::F64(go(v, layout, lo, hi)),
-        Buffer::I64(v) => Buffer::I64(go(v, layout, lo.map(|x| x as i64), hi.map(|x| x as i64))),
+        Buffer::F32(v) => Buffer::F32(go(
+            v,
+            layout,
+            l as f32,
+            h as f32,
+            nan_bound.then_some(f32::NAN),
+        )),
+        Buffer::F64(v) => Buffer::F64(go(v, layout, l, h, nan_bound.then_some(f64::NAN))),
+        Buffer::I64(v) => {
+            let l = lo.map_or(i64::MIN, |x| x as i64);
+            let h = hi.map_or(i64::MAX, |x| x as i64);
+            Buffer::I64(go(v, layout, l, h, None))
+        }
         Buffer::Bool(v) => Buffer::Bool(contiguous(v, layout).into_owned()),
     }
 }
@@ -586,6 +609,36 @@ fn zip<T: Element, U: Element>(
         let x = a[la.offset];
         return map(&b[lb.offset..lb.offset + n], move |y| f(x, y));
     }
+    // Broadcasting where each operand's last dim is contiguous or broadcast (a bias added
+    // to every row, a column scaling every row): a plain loop per row, which vectorises,
+    // instead of an offset computation per element (128x512 + 512: 80 -> 6 µs).
+    if let Some(last) = la.ndim().checked_sub(1) {
+        let (inner, sa, sb) = (la.shape[last], la.strides[last], lb.strides[last]);
+        if inner >= 8 && sa <= 1 && sb <= 1 && sa + sb > 0 {
+            let mut out = Vec::with_capacity(n);
+            let outer = (&la.shape[..last], &la.strides[..last], &lb.strides[..last]);
+            for_each_offset2(
+                outer.0,
+                (outer.1, la.offset),
+                (outer.2, lb.offset),
+                |oa, ob| {
+                    let (ra, rb) = (&a[oa..oa + inner * sa], &b[ob..ob + inner * sb]);
+                    match (ra, rb) {
+                        ([], _) => {
+                            let x = a[oa];
+                            out.extend(rb.iter().map(|&y| f(x, y)));
+                        }
+                        (_, []) => {
+                            let y = b[ob];
+                            out.extend(ra.iter().map(|&x| f(x, y)));
+                        }
+                        _ => out.extend(ra.iter().zip(rb).map(|(&x, &y)| f(x, y))),
+                    }
+                },
+            );
+            return out;
+        }
+    }
     let mut out = Vec::with_capacity(n);
     for_each_offset2(
         &la.shape,
@@ -629,6 +682,8 @@ fn float_zip<T: Num>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -
         BinaryOp::Sub => zip(a, la, b, lb, move |x, y| x - y),
         BinaryOp::Mul => zip(a, la, b, lb, move |x, y| x * y),
         BinaryOp::Div => zip(a, la, b, lb, move |x: T, y: T| x.div(y)),
+        BinaryOp::Maximum => zip(a, la, b, lb, move |x: T, y: T| x.max_nan(y)),
+        BinaryOp::Minimum => zip(a, la, b, lb, move |x: T, y: T| x.min_nan(y)),
         _ => zip(a, la, b, lb, move |x, y| arith(op, x, y)),
     }
 }
