@@ -403,6 +403,7 @@ pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
             let x = contiguous(v, layout);
             let fast: Option<super::vmath::SliceFn> = match op {
                 UnaryOp::Exp => Some(super::vmath::exp),
+                UnaryOp::Expm1 => Some(super::vmath::expm1),
                 UnaryOp::Tanh => Some(super::vmath::tanh),
                 UnaryOp::Sigmoid => Some(super::vmath::sigmoid),
                 UnaryOp::Sin => Some(super::vmath::sin),

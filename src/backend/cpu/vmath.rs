@@ -1,4 +1,4 @@
-//! Vectorised float32 exp, tanh, sigmoid, sin and cos.
+//! Vectorised float32 exp, expm1, tanh, sigmoid, sin and cos.
 //!
 //! libm evaluates these one element at a time (5-10 ns each); these versions are written
 //! as branch-free per-element formulas over slices, so the compiler vectorises the
@@ -84,6 +84,17 @@ fn tanh1(x: f32) -> f32 {
     let s = pow2i(n);
     let em1 = s * p + (s - 1.0);
     let y = (em1 / (em1 + 2.0)) as f32;
+    // NaN stays NaN, and -0 keeps its sign
+    if x.is_nan() || x == 0.0 { x } else { y }
+}
+
+#[inline(always)]
+fn expm11(x: f32) -> f32 {
+    // e^x - 1 = 2^n (1 + p) - 1 = 2^n p + (2^n - 1) in float64: no cancellation near 0
+    // (n = 0 there), and float64's spare bits absorb it elsewhere
+    let (n, p) = reduce_exp(f64::from(x).clamp(-110.0, 100.0));
+    let s = pow2i(n);
+    let y = s.mul_add(p, s - 1.0) as f32;
     // NaN stays NaN, and -0 keeps its sign
     if x.is_nan() || x == 0.0 { x } else { y }
 }
@@ -214,6 +225,10 @@ mod tanh_mod {
     use super::*;
     slice_fns! { tanh: |x| tanh1(x), fixup: None; }
 }
+mod expm1_mod {
+    use super::*;
+    slice_fns! { expm1: |x| expm11(x), fixup: None; }
+}
 mod sigmoid_mod {
     use super::*;
     slice_fns! { sigmoid: |x| sigmoid1(x), fixup: None; }
@@ -229,6 +244,7 @@ mod cos_mod {
 
 pub use cos_mod::cos;
 pub use exp_mod::exp;
+pub use expm1_mod::expm1;
 pub use sigmoid_mod::sigmoid;
 pub use sin_mod::sin;
 pub use tanh_mod::tanh;
@@ -354,6 +370,38 @@ mod tests {
         );
         assert!(out[0].is_nan());
         assert_eq!(&out[1..], &[1.0, -1.0, -0.0, 1.0]);
+        assert!(out[3].is_sign_negative());
+    }
+
+    #[test]
+    fn expm1_is_within_1_ulp() {
+        check(
+            "expm1",
+            expm1,
+            f64::exp_m1,
+            &inputs(-104.0, 88.0, 200_000),
+            1.0,
+        );
+        check(
+            "expm1",
+            expm1,
+            f64::exp_m1,
+            &inputs(-1e-3, 1e-3, 10_000),
+            1.0,
+        );
+        let out = run(
+            expm1,
+            &[
+                f32::NAN,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                -0.0,
+                89.0,
+                -200.0,
+            ],
+        );
+        assert!(out[0].is_nan());
+        assert_eq!(&out[1..], &[f32::INFINITY, -1.0, -0.0, f32::INFINITY, -1.0]);
         assert!(out[3].is_sign_negative());
     }
 
