@@ -404,6 +404,8 @@ pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
             let fast: Option<super::vmath::SliceFn> = match op {
                 UnaryOp::Exp => Some(super::vmath::exp),
                 UnaryOp::Expm1 => Some(super::vmath::expm1),
+                UnaryOp::Log => Some(super::vmath::log),
+                UnaryOp::Log1p => Some(super::vmath::log1p),
                 UnaryOp::Tanh => Some(super::vmath::tanh),
                 UnaryOp::Sigmoid => Some(super::vmath::sigmoid),
                 UnaryOp::Sin => Some(super::vmath::sin),

@@ -1,4 +1,4 @@
-//! Vectorised float32 exp, expm1, tanh, sigmoid, sin and cos.
+//! Vectorised float32 exp, expm1, log, log1p, tanh, sigmoid, sin and cos.
 //!
 //! libm evaluates these one element at a time (5-10 ns each); these versions are written
 //! as branch-free per-element formulas over slices, so the compiler vectorises the
@@ -86,6 +86,69 @@ fn tanh1(x: f32) -> f32 {
     let y = (em1 / (em1 + 2.0)) as f32;
     // NaN stays NaN, and -0 keeps its sign
     if x.is_nan() || x == 0.0 { x } else { y }
+}
+
+/// ln v for a positive, finite, normal float64 v (every positive finite float32 is one):
+/// v = 2^k m with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s) with s = (m - 1)/(m + 1),
+/// |s| < 0.172, by its series to s^15 (relative error below 4e-14).
+#[inline(always)]
+fn ln_pos(v: f64) -> f64 {
+    const MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
+    // k from the exponent bits, counted from sqrt(1/2) instead of 1 (an arithmetic shift
+    // of the offset bits), and m with k taken out of its exponent
+    let off = v.to_bits().wrapping_sub(0x3FE6_A09E_667F_3BCD);
+    let k = (off as i64) >> 52;
+    let m = f64::from_bits(v.to_bits().wrapping_sub((k as u64) << 52));
+    // k as a float64, through the low bits of 1.5 * 2^52 (no int-to-float conversion,
+    // which has no vector form for 64-bit integers without AVX-512DQ)
+    let kf = f64::from_bits(MAGIC.to_bits().wrapping_add(k as u64)) - MAGIC;
+    let f = m - 1.0;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let p: f64 = 1.0 / 15.0;
+    let p = p.mul_add(z, 1.0 / 13.0);
+    let p = p.mul_add(z, 1.0 / 11.0);
+    let p = p.mul_add(z, 1.0 / 9.0);
+    let p = p.mul_add(z, 1.0 / 7.0);
+    let p = p.mul_add(z, 1.0 / 5.0);
+    let p = p.mul_add(z, 1.0 / 3.0);
+    let lm = 2.0 * s + 2.0 * s * z * p;
+    kf.mul_add(std::f64::consts::LN_2, lm)
+}
+
+#[inline(always)]
+fn log1(x: f32) -> f32 {
+    let v = f64::from(x);
+    let y = ln_pos(if v > 0.0 { v } else { 1.0 }) as f32;
+    if v > 0.0 && v < f64::INFINITY {
+        y
+    } else if v == 0.0 {
+        f32::NEG_INFINITY
+    } else if v == f64::INFINITY {
+        f32::INFINITY
+    } else {
+        f32::NAN // negative or NaN
+    }
+}
+
+#[inline(always)]
+fn log1p1(x: f32) -> f32 {
+    // ln(1 + x) with u = 1 + x rounded in float64 and the rounding put back to first
+    // order: ln u + (x - (u - 1)) / u (tiny x: u = 1, the result is x)
+    let v = f64::from(x);
+    let u = 1.0 + v;
+    let ok = u > 0.0 && u < f64::INFINITY;
+    let l = ln_pos(if ok { u } else { 1.0 });
+    let y = (l + (v - (u - 1.0)) / if ok { u } else { 1.0 }) as f32;
+    if ok && x != 0.0 {
+        y
+    } else if x == 0.0 || x == f32::INFINITY {
+        x // keeps -0
+    } else if u == 0.0 {
+        f32::NEG_INFINITY
+    } else {
+        f32::NAN // below -1, or NaN
+    }
 }
 
 #[inline(always)]
@@ -229,6 +292,14 @@ mod expm1_mod {
     use super::*;
     slice_fns! { expm1: |x| expm11(x), fixup: None; }
 }
+mod log_mod {
+    use super::*;
+    slice_fns! { log: |x| log1(x), fixup: None; }
+}
+mod log1p_mod {
+    use super::*;
+    slice_fns! { log1p: |x| log1p1(x), fixup: None; }
+}
 mod sigmoid_mod {
     use super::*;
     slice_fns! { sigmoid: |x| sigmoid1(x), fixup: None; }
@@ -245,6 +316,8 @@ mod cos_mod {
 pub use cos_mod::cos;
 pub use exp_mod::exp;
 pub use expm1_mod::expm1;
+pub use log_mod::log;
+pub use log1p_mod::log1p;
 pub use sigmoid_mod::sigmoid;
 pub use sin_mod::sin;
 pub use tanh_mod::tanh;
@@ -403,6 +476,57 @@ mod tests {
         assert!(out[0].is_nan());
         assert_eq!(&out[1..], &[f32::INFINITY, -1.0, -0.0, f32::INFINITY, -1.0]);
         assert!(out[3].is_sign_negative());
+    }
+
+    #[test]
+    fn log_and_log1p_are_within_1_ulp() {
+        check("log", log, f64::ln, &inputs(1e-6, 10.0, 200_000), 1.0);
+        check("log", log, f64::ln, &inputs(0.5, 2.0, 100_000), 1.0);
+        check("log", log, f64::ln, &inputs(1.0, 3e38, 100_000), 1.0);
+        let tiny: Vec<f32> = (1..2000).map(|i| f32::from_bits(i * 4099)).collect(); // subnormals
+        check("log", log, f64::ln, &tiny, 1.0);
+        check(
+            "log1p",
+            log1p,
+            f64::ln_1p,
+            &inputs(-0.999, 10.0, 200_000),
+            1.0,
+        );
+        check(
+            "log1p",
+            log1p,
+            f64::ln_1p,
+            &inputs(-1e-3, 1e-3, 100_000),
+            1.0,
+        );
+        check(
+            "log1p",
+            log1p,
+            f64::ln_1p,
+            &inputs(-1e-30, 1e-30, 10_000),
+            1.0,
+        );
+        let out = run(
+            log,
+            &[
+                f32::NAN,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                0.0,
+                -0.0,
+                -1.0,
+                1.0,
+            ],
+        );
+        assert!(out[0].is_nan() && out[2].is_nan() && out[5].is_nan());
+        assert_eq!(
+            [out[1], out[3], out[4], out[6]],
+            [f32::INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0]
+        );
+        let out = run(log1p, &[f32::NAN, f32::INFINITY, -1.0, -2.0, -0.0, 0.0]);
+        assert!(out[0].is_nan() && out[3].is_nan());
+        assert_eq!([out[1], out[2]], [f32::INFINITY, f32::NEG_INFINITY]);
+        assert!(out[4] == 0.0 && out[4].is_sign_negative() && out[5].is_sign_positive());
     }
 
     #[test]
