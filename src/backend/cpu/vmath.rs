@@ -218,109 +218,86 @@ fn sincos1(x: f32, cos: bool) -> f32 {
 /// only look at such inputs.
 const FIX_FROM: f32 = 8192.0;
 
+/// Defines each slice function in a module of its own (`body` is per function), with
+/// the function re-exported here.
 macro_rules! slice_fns {
-    ($($name:ident: |$x:ident| $body:expr, fixup: $fix:expr;)*) => {$(
-        /// `dst[i] = f(src[i])` for a block; returns whether some input needs the fixup
-        /// (|x| beyond the reduction's range, or not finite), found in the same pass.
-        #[inline(always)]
-        fn body(src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool) -> bool {
-            for (d, &$x) in dst.iter_mut().zip(src) {
-                d.write($body);
-            }
-            // a branch-free or-reduction of compares: vectorised, data still in L1 (NaN
-            // fails `<=`, so it is flagged too)
-            #[allow(clippy::neg_cmp_op_on_partial_ord)]
-            let needs_fix = |x: f32| !(x.abs() <= FIX_FROM);
-            scan && src.iter().fold(false, |acc, &x| acc | needs_fix(x))
-        }
-        /// `dst[i] = f(src[i])`; initialises all of `dst` (`src` must be as long).
-        pub fn $name(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
-            #[cfg(target_arch = "x86_64")]
-            let run = {
-                #[target_feature(enable = "avx512f,fma")]
-                fn wide(src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool) -> bool { body(src, dst, scan) }
-                #[target_feature(enable = "avx2,fma")]
-                fn mid(src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool) -> bool { body(src, dst, scan) }
-                let fma = std::arch::is_x86_feature_detected!("fma");
-                let level = if fma && std::arch::is_x86_feature_detected!("avx512f") {
-                    2
-                } else if fma && std::arch::is_x86_feature_detected!("avx2") {
-                    1
-                } else {
-                    0
-                };
-                move |src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool| match level {
-                    // SAFETY: the CPU supports AVX-512F and FMA (checked above).
-                    2 => unsafe { wide(src, dst, scan) },
-                    // SAFETY: the CPU supports AVX2 and FMA (checked above).
-                    1 => unsafe { mid(src, dst, scan) },
-                    _ => body(src, dst, scan),
+    ($($m:ident::$name:ident: |$x:ident| $body:expr, fixup: $fix:expr;)*) => {$(
+        mod $m {
+            use super::*;
+            /// `dst[i] = f(src[i])` for a block; returns whether some input needs the fixup
+            /// (|x| beyond the reduction's range, or not finite), found in the same pass.
+            #[inline(always)]
+            fn body(src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool) -> bool {
+                for (d, &$x) in dst.iter_mut().zip(src) {
+                    d.write($body);
                 }
-            };
-            #[cfg(not(target_arch = "x86_64"))]
-            let run = body;
-            let fix: Option<fn(f32) -> Option<f32>> = $fix;
-            let Some(fix) = fix else {
-                run(src, dst, false);
-                return;
-            };
-            // Blocks of 1024: the scan for inputs that need the (scalar) fixup reads
-            // data still in L1, and a rare huge or non-finite input costs a scalar pass
-            // over its block only, not over the whole array.
-            for (s, d) in src.chunks(1024).zip(dst.chunks_mut(1024)) {
-                if run(s, d, true) {
-                    for (d, &x) in d.iter_mut().zip(s) {
-                        if let Some(v) = fix(x) {
-                            d.write(v);
+                // a branch-free or-reduction of compares: vectorised, data still in L1 (NaN
+                // fails `<=`, so it is flagged too)
+                #[allow(clippy::neg_cmp_op_on_partial_ord)]
+                let needs_fix = |x: f32| !(x.abs() <= FIX_FROM);
+                scan && src.iter().fold(false, |acc, &x| acc | needs_fix(x))
+            }
+            /// `dst[i] = f(src[i])`; initialises all of `dst` (`src` must be as long).
+            pub fn $name(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
+                #[cfg(target_arch = "x86_64")]
+                let run = {
+                    #[target_feature(enable = "avx512f,fma")]
+                    fn wide(src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool) -> bool { body(src, dst, scan) }
+                    #[target_feature(enable = "avx2,fma")]
+                    fn mid(src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool) -> bool { body(src, dst, scan) }
+                    let fma = std::arch::is_x86_feature_detected!("fma");
+                    let level = if fma && std::arch::is_x86_feature_detected!("avx512f") {
+                        2
+                    } else if fma && std::arch::is_x86_feature_detected!("avx2") {
+                        1
+                    } else {
+                        0
+                    };
+                    move |src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool| match level {
+                        // SAFETY: the CPU supports AVX-512F and FMA (checked above).
+                        2 => unsafe { wide(src, dst, scan) },
+                        // SAFETY: the CPU supports AVX2 and FMA (checked above).
+                        1 => unsafe { mid(src, dst, scan) },
+                        _ => body(src, dst, scan),
+                    }
+                };
+                #[cfg(not(target_arch = "x86_64"))]
+                let run = body;
+                let fix: Option<fn(f32) -> Option<f32>> = $fix;
+                let Some(fix) = fix else {
+                    run(src, dst, false);
+                    return;
+                };
+                // Blocks of 1024: the scan for inputs that need the (scalar) fixup reads
+                // data still in L1, and a rare huge or non-finite input costs a scalar pass
+                // over its block only, not over the whole array.
+                for (s, d) in src.chunks(1024).zip(dst.chunks_mut(1024)) {
+                    if run(s, d, true) {
+                        for (d, &x) in d.iter_mut().zip(s) {
+                            if let Some(v) = fix(x) {
+                                d.write(v);
+                            }
                         }
                     }
                 }
             }
         }
+        pub use $m::$name;
     )*};
 }
 
-mod exp_mod {
-    use super::*;
-    slice_fns! { exp: |x| exp1(x), fixup: None; }
+slice_fns! {
+    exp_mod::exp: |x| exp1(x), fixup: None;
+    expm1_mod::expm1: |x| expm11(x), fixup: None;
+    log_mod::log: |x| log1(x), fixup: None;
+    log1p_mod::log1p: |x| log1p1(x), fixup: None;
+    tanh_mod::tanh: |x| tanh1(x), fixup: None;
+    sigmoid_mod::sigmoid: |x| sigmoid1(x), fixup: None;
+    sin_mod::sin: |x| sincos1(x, false),
+        fixup: Some(|x: f32| (x.abs() > FIX_FROM && x.is_finite()).then(|| f64::from(x).sin() as f32));
+    cos_mod::cos: |x| sincos1(x, true),
+        fixup: Some(|x: f32| (x.abs() > FIX_FROM && x.is_finite()).then(|| f64::from(x).cos() as f32));
 }
-mod tanh_mod {
-    use super::*;
-    slice_fns! { tanh: |x| tanh1(x), fixup: None; }
-}
-mod expm1_mod {
-    use super::*;
-    slice_fns! { expm1: |x| expm11(x), fixup: None; }
-}
-mod log_mod {
-    use super::*;
-    slice_fns! { log: |x| log1(x), fixup: None; }
-}
-mod log1p_mod {
-    use super::*;
-    slice_fns! { log1p: |x| log1p1(x), fixup: None; }
-}
-mod sigmoid_mod {
-    use super::*;
-    slice_fns! { sigmoid: |x| sigmoid1(x), fixup: None; }
-}
-mod sin_mod {
-    use super::*;
-    slice_fns! { sin: |x| sincos1(x, false), fixup: Some(|x: f32| (x.abs() > FIX_FROM && x.is_finite()).then(|| f64::from(x).sin() as f32)); }
-}
-mod cos_mod {
-    use super::*;
-    slice_fns! { cos: |x| sincos1(x, true), fixup: Some(|x: f32| (x.abs() > FIX_FROM && x.is_finite()).then(|| f64::from(x).cos() as f32)); }
-}
-
-pub use cos_mod::cos;
-pub use exp_mod::exp;
-pub use expm1_mod::expm1;
-pub use log_mod::log;
-pub use log1p_mod::log1p;
-pub use sigmoid_mod::sigmoid;
-pub use sin_mod::sin;
-pub use tanh_mod::tanh;
 
 #[cfg(test)]
 mod tests {
