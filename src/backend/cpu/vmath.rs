@@ -218,6 +218,11 @@ fn sincos1(x: f32, cos: bool) -> f32 {
 /// only look at such inputs.
 const FIX_FROM: f32 = 8192.0;
 
+/// A finite input beyond the reduction's range (recomputed with libm).
+fn huge(x: f32) -> bool {
+    x.abs() > FIX_FROM && x.is_finite()
+}
+
 /// Defines each slice function in a module of its own (`body` is per function), with
 /// the function re-exported here.
 macro_rules! slice_fns {
@@ -242,9 +247,13 @@ macro_rules! slice_fns {
                 #[cfg(target_arch = "x86_64")]
                 let run = {
                     #[target_feature(enable = "avx512f,fma")]
-                    fn wide(src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool) -> bool { body(src, dst, scan) }
+                    fn wide(src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool) -> bool {
+                        body(src, dst, scan)
+                    }
                     #[target_feature(enable = "avx2,fma")]
-                    fn mid(src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool) -> bool { body(src, dst, scan) }
+                    fn mid(src: &[f32], dst: &mut [MaybeUninit<f32>], scan: bool) -> bool {
+                        body(src, dst, scan)
+                    }
                     let fma = std::arch::is_x86_feature_detected!("fma");
                     let level = if fma && std::arch::is_x86_feature_detected!("avx512f") {
                         2
@@ -293,10 +302,8 @@ slice_fns! {
     log1p_mod::log1p: |x| log1p1(x), fixup: None;
     tanh_mod::tanh: |x| tanh1(x), fixup: None;
     sigmoid_mod::sigmoid: |x| sigmoid1(x), fixup: None;
-    sin_mod::sin: |x| sincos1(x, false),
-        fixup: Some(|x: f32| (x.abs() > FIX_FROM && x.is_finite()).then(|| f64::from(x).sin() as f32));
-    cos_mod::cos: |x| sincos1(x, true),
-        fixup: Some(|x: f32| (x.abs() > FIX_FROM && x.is_finite()).then(|| f64::from(x).cos() as f32));
+    sin_mod::sin: |x| sincos1(x, false), fixup: Some(|x: f32| huge(x).then(|| f64::from(x).sin() as f32));
+    cos_mod::cos: |x| sincos1(x, true), fixup: Some(|x: f32| huge(x).then(|| f64::from(x).cos() as f32));
 }
 
 #[cfg(test)]
