@@ -302,8 +302,8 @@ slice_fns! {
     log1p_mod::log1p: |x| log1p1(x), fixup: None;
     tanh_mod::tanh: |x| tanh1(x), fixup: None;
     sigmoid_mod::sigmoid: |x| sigmoid1(x), fixup: None;
-    sin_mod::sin: |x| sincos1(x, false), fixup: Some(|x: f32| huge(x).then(|| f64::from(x).sin() as f32));
-    cos_mod::cos: |x| sincos1(x, true), fixup: Some(|x: f32| huge(x).then(|| f64::from(x).cos() as f32));
+    sin_mod::sin: |x| sincos1(x, false), fixup: Some(|x| huge(x).then(|| f64::from(x).sin() as _));
+    cos_mod::cos: |x| sincos1(x, true), fixup: Some(|x| huge(x).then(|| f64::from(x).cos() as _));
 }
 
 #[cfg(test)]
