@@ -94,7 +94,7 @@ pub fn unpack_saved(node: &NodeRef, s: &SavedTensor, released: bool) -> Result<T
 }
 
 /// torch's check that a saved tensor was not modified in place since it was saved
-/// (`now`: its version counter's value now; `meta` as for [`SavedTensor::tensor`]).
+/// (`now`: its version counter's value now; `meta` as for [`SavedTensor::unpack`]).
 fn check_version(node: &NodeRef, s: &SavedTensor, now: u64, meta: &[OutputMeta]) -> Result<()> {
     if now != s.version {
         let t = s.unpack(node, meta, false)?;
