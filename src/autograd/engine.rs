@@ -103,6 +103,8 @@ impl PackedTarget {
         match t {
             None => Self::NONE,
             Some(Target::Node { local, input_nr }) => {
+                // (a call has fewer nodes than the arena's 2^26 slots)
+                debug_assert!(local < 1 << 31);
                 PackedTarget(((local as u64) << 32) | u64::from(input_nr))
             }
             Some(Target::Leaf(l)) => PackedTarget(Self::LEAF | l as u64),
