@@ -409,34 +409,40 @@ impl Arena {
         unsafe { &*p.add(i) }
     }
 
-    #[inline]
+    /// A slot never used before (the free lists are empty), in a new chunk if needed.
+    #[cold]
+    fn fresh_slot(&self) -> Result<u32> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        let c = i >> CHUNK_BITS;
+        if c >= MAX_CHUNKS {
+            return Err(Error::runtime(
+                "rgrad: too many live autograd nodes (limit 67108864)",
+            ));
+        }
+        if self.chunks[c].load(Ordering::Acquire).is_null() {
+            let _g = self.grow.lock();
+            if self.chunks[c].load(Ordering::Acquire).is_null() {
+                let chunk: Box<[Slot]> = (0..CHUNK)
+                    .map(|_| Slot {
+                        refs: AtomicU32::new(0),
+                        generation: AtomicU32::new(0),
+                        op: UnsafeCell::new(None),
+                        node: Mutex::new(None),
+                    })
+                    .collect();
+                self.chunks[c].store(Box::leak(chunk).as_mut_ptr(), Ordering::Release);
+            }
+        }
+        Ok(i as u32)
+    }
+
+    /// Inlined into every op that records, so the node is written into its slot from
+    /// where the op built it (one copy, not three: W1 forward 0.246 -> 0.235 µs per op).
+    #[inline(always)]
     fn alloc(&self, node: Node) -> Result<NodeRef> {
         let idx = match pop_free() {
             Some(i) => i,
-            None => {
-                let i = self.next.fetch_add(1, Ordering::Relaxed);
-                let c = i >> CHUNK_BITS;
-                if c >= MAX_CHUNKS {
-                    return Err(Error::runtime(
-                        "rgrad: too many live autograd nodes (limit 67108864)",
-                    ));
-                }
-                if self.chunks[c].load(Ordering::Acquire).is_null() {
-                    let _g = self.grow.lock();
-                    if self.chunks[c].load(Ordering::Acquire).is_null() {
-                        let chunk: Box<[Slot]> = (0..CHUNK)
-                            .map(|_| Slot {
-                                refs: AtomicU32::new(0),
-                                generation: AtomicU32::new(0),
-                                op: UnsafeCell::new(None),
-                                node: Mutex::new(None),
-                            })
-                            .collect();
-                        self.chunks[c].store(Box::leak(chunk).as_mut_ptr(), Ordering::Release);
-                    }
-                }
-                i as u32
-            }
+            None => self.fresh_slot()?,
         };
         let slot = self.slot(idx);
         let Node {
@@ -492,7 +498,7 @@ pub struct NodeRef {
 }
 
 impl NodeRef {
-    #[inline]
+    #[inline(always)]
     pub fn new(node: Node) -> Result<NodeRef> {
         arena().alloc(node)
     }
