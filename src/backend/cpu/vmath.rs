@@ -432,20 +432,9 @@ mod tests {
 
     #[test]
     fn expm1_is_within_1_ulp() {
-        check(
-            "expm1",
-            expm1,
-            f64::exp_m1,
-            &inputs(-104.0, 88.0, 200_000),
-            1.0,
-        );
-        check(
-            "expm1",
-            expm1,
-            f64::exp_m1,
-            &inputs(-1e-3, 1e-3, 10_000),
-            1.0,
-        );
+        for (lo, hi, n) in [(-104.0, 88.0, 200_000), (-1e-3, 1e-3, 10_000)] {
+            check("expm1", expm1, f64::exp_m1, &inputs(lo, hi, n), 1.0);
+        }
         let out = run(
             expm1,
             &[
@@ -469,27 +458,13 @@ mod tests {
         check("log", log, f64::ln, &inputs(1.0, 3e38, 100_000), 1.0);
         let tiny: Vec<f32> = (1..2000).map(|i| f32::from_bits(i * 4099)).collect(); // subnormals
         check("log", log, f64::ln, &tiny, 1.0);
-        check(
-            "log1p",
-            log1p,
-            f64::ln_1p,
-            &inputs(-0.999, 10.0, 200_000),
-            1.0,
-        );
-        check(
-            "log1p",
-            log1p,
-            f64::ln_1p,
-            &inputs(-1e-3, 1e-3, 100_000),
-            1.0,
-        );
-        check(
-            "log1p",
-            log1p,
-            f64::ln_1p,
-            &inputs(-1e-30, 1e-30, 10_000),
-            1.0,
-        );
+        for (lo, hi, n) in [
+            (-0.999, 10.0, 200_000),
+            (-1e-3, 1e-3, 100_000),
+            (-1e-30, 1e-30, 10_000),
+        ] {
+            check("log1p", log1p, f64::ln_1p, &inputs(lo, hi, n), 1.0);
+        }
         let out = run(
             log,
             &[
