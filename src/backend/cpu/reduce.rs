@@ -42,18 +42,7 @@ fn fold<T: Copy, A: Copy>(
     init: A,
     f: impl Fn(A, T, usize) -> A,
 ) -> Vec<A> {
-    // Fast path: everything reduced, contiguous input.
-    if dims.len() == layout.ndim() && layout.is_contiguous() {
-        let n = layout.numel();
-        if n == 0 {
-            return vec![init];
-        }
-        let mut acc = init;
-        for (i, &x) in data[layout.offset..layout.offset + n].iter().enumerate() {
-            acc = f(acc, x, i);
-        }
-        return vec![acc];
-    }
+    // (everything reduced on a contiguous input is the block with outer = inner = 1)
     if let Some((outer, red, inner)) = contiguous_block(layout, dims) {
         return fold_block(
             &data[layout.offset..layout.offset + outer * red * inner],
@@ -76,7 +65,7 @@ fn fold<T: Copy, A: Copy>(
     out
 }
 
-/// For a contiguous input whose reduced dims are one run `[d0, d1)` (a bias gradient's
+/// For a contiguous input whose reduced dims are one run `d0..=d1` (a bias gradient's
 /// sum over the batch, a softmax's over the last dim): (outer, reduced, inner) sizes.
 fn contiguous_block(layout: &Layout, dims: &[usize]) -> Option<(usize, usize, usize)> {
     let (&d0, &d1) = (dims.iter().min()?, dims.iter().max()?);
