@@ -28,10 +28,18 @@ fn default_threads() -> usize {
 }
 
 /// Builds a pool of `threads` workers; the OS refusing threads is an error, not a crash.
+/// With one worker per CPU the process may use, worker `i` is pinned to the `i`-th of
+/// those CPUs (see [`affinity`]).
 fn build(threads: usize) -> Result<Pool> {
+    let cpus = affinity::plan(threads);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("rgrad-worker-{i}"))
+        .start_handler(move |i| {
+            if let Some(&cpu) = cpus.get(i) {
+                affinity::pin_current_thread(cpu);
+            }
+        })
         .build()
         .map_err(|e| Error::runtime(format!("rgrad could not start its worker threads: {e}")))?;
     Ok(Pool {
@@ -39,6 +47,67 @@ fn build(threads: usize) -> Result<Pool> {
         warm: Arc::new(Warm::default()),
         pid: std::process::id(),
     })
+}
+
+/// Pinning the pool's workers to distinct CPUs.
+///
+/// Why: the calling thread sleeps while the workers run a GEMM or a backward, so the
+/// process has one thread more than the machine has cores, and the scheduler sometimes
+/// stacks two workers on one core while the other core idles. Both stay busy there (a
+/// GEMM, then a warm helper's spin), so the load balancer, which does not move tasks that
+/// ran in the last half millisecond, leaves them stacked for seconds: every parallel
+/// kernel then runs at one core's speed (W3 in docs/benchmarks.md: 2.4 ms a step instead
+/// of 1.5). torch's OpenMP team avoids it because its calling thread is one of the team.
+/// Pinned only when the pool has exactly one worker per CPU the process may use, so that
+/// processes sharing a machine still spread evenly; the calling thread is never pinned.
+/// `RGRAD_PIN_THREADS=0` turns it off.
+mod affinity {
+    /// The CPU for each worker, or nothing (no pinning).
+    pub(super) fn plan(threads: usize) -> Vec<usize> {
+        let enabled = std::env::var("RGRAD_PIN_THREADS").map_or(true, |v| v.trim() != "0");
+        let cpus = if enabled { allowed_cpus() } else { Vec::new() };
+        if threads > 1 && cpus.len() == threads {
+            cpus
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The CPUs the calling thread may run on, in order (empty if unknown).
+    #[cfg(target_os = "linux")]
+    pub(super) fn allowed_cpus() -> Vec<usize> {
+        // SAFETY: cpu_set_t is plain bits, zeroed is the empty set; sched_getaffinity
+        // writes at most `size_of::<cpu_set_t>()` bytes into it, and CPU_ISSET reads it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+                return Vec::new(); // e.g. more CPUs than a cpu_set_t holds: no pinning
+            }
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect()
+        }
+    }
+
+    /// Restricts the calling thread to `cpu` (best effort: a refusal leaves it unpinned).
+    #[cfg(target_os = "linux")]
+    pub(super) fn pin_current_thread(cpu: usize) {
+        // SAFETY: as above. `cpu` comes from `allowed_cpus`, so it is below CPU_SETSIZE
+        // (CPU_SET would panic on a bounds check otherwise, not write out of bounds).
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            let _ = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn allowed_cpus() -> Vec<usize> {
+        Vec::new()
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn pin_current_thread(_cpu: usize) {}
 }
 
 /// Number of threads of the pool (torch.get_num_threads).
@@ -320,6 +389,25 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
     use std::sync::atomic::AtomicU32;
+
+    #[test]
+    fn workers_are_pinned_to_distinct_cpus_only_with_one_per_cpu() {
+        let cpus = affinity::allowed_cpus();
+        let n = cpus.len().max(1);
+        let one_per_cpu = build(n).unwrap();
+        let seen = one_per_cpu.pool.broadcast(|_| affinity::allowed_cpus());
+        if affinity::plan(n).is_empty() {
+            // one CPU, pinning turned off, or not Linux: workers keep the process's set
+            assert!(seen.iter().all(|s| *s == cpus), "{seen:?}");
+        } else {
+            let want: Vec<Vec<usize>> = cpus.iter().map(|&c| vec![c]).collect();
+            assert_eq!(seen, want);
+        }
+        // more workers than CPUs: nobody is pinned
+        let oversubscribed = build(n + 1).unwrap();
+        let seen = oversubscribed.pool.broadcast(|_| affinity::allowed_cpus());
+        assert!(seen.iter().all(|s| *s == cpus), "{seen:?}");
+    }
 
     #[test]
     fn every_index_runs_exactly_once() {
