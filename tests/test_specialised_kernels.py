@@ -159,3 +159,29 @@ def test_row_broadcasting_matches_materialised_operands(sa, sb, dtype):
         assert got.tolist() == ref.tolist(), op
         if len(sa) == 2 and min(sa) > 1:
             assert f(a.t().contiguous().t(), b).tolist() == ref.tolist(), op
+
+
+@pytest.mark.parametrize("n", [7, 300_000], ids=["small", "parallel"])
+@pytest.mark.parametrize("dtype", [rgrad.float32, rgrad.float64, rgrad.int64, rgrad.bool])
+def test_where_picks_elementwise_for_every_kind_of_operand(n, dtype):
+    # `where` reads each side as every element or as one broadcast value (a number, an
+    # expanded scalar), without materialising it; strided sides take the general path.
+    rgrad.manual_seed(n)
+    cond = rgrad.randn(n) > 0
+    a = (rgrad.randn(n) * 10).to(dtype)
+    b = (rgrad.randn(2 * n) * 10).to(dtype)[::2]  # strided
+    one, zero = (rgrad.ones(1) * 3).to(dtype), rgrad.zeros(1).to(dtype)
+    c, va, vb, v1, v0 = cond.tolist(), a.tolist(), b.tolist(), one.item(), zero.item()
+    cases = {
+        "each, each": (a, b, va, vb),
+        "each, broadcast": (a, one.expand(n), va, [v1] * n),
+        "broadcast, each": (one.expand(n), b, [v1] * n, vb),
+        "broadcast, broadcast": (one.expand(n), zero.expand(n), [v1] * n, [v0] * n),
+    }
+    for name, (x, y, lx, ly) in cases.items():
+        got = rgrad.where(cond, x, y)
+        assert got.dtype == dtype and got.shape == (n,), name
+        assert got.tolist() == [p if k else q for k, p, q in zip(c, lx, ly)], name
+    if dtype != rgrad.bool:
+        got = rgrad.where(cond, a, 0)
+        assert got.tolist() == [p if k else 0 for k, p in zip(c, va)]

@@ -6,6 +6,8 @@ use crate::layout::Layout;
 use crate::storage::{Buffer, Element};
 use crate::with_dtype;
 use rayon::prelude::*;
+use std::borrow::Cow;
+use std::hint::select_unpredictable;
 
 /// Above this many elements a map (one input or two) is split across the worker pool:
 /// the calling thread takes part and claims chunks itself, helpers join when awake
@@ -843,10 +845,54 @@ pub fn where_(
     lb: &Layout,
 ) -> Buffer {
     let c = contiguous(cond, lc);
-    with_dtype!(a.dtype(), T => {
-        let (xa, xb) = (contiguous(T::slice(a), la), contiguous(T::slice(b), lb));
-        T::into_buffer(c.iter().zip(xa.iter().zip(xb.iter())).map(|(&c, (&x, &y))| if c { x } else { y }).collect())
-    })
+    with_dtype!(a.dtype(), T => T::into_buffer(select(&c, Choice::of(T::slice(a), la), Choice::of(T::slice(b), lb))))
+}
+
+/// One side of a `where`: every element, or one value broadcast everywhere (a number,
+/// `zeros_like(...).expand`), which is then never materialised.
+enum Choice<'a, T: Clone> {
+    Each(Cow<'a, [T]>),
+    All(T),
+}
+
+impl<'a, T: Copy> Choice<'a, T> {
+    fn of(data: &'a [T], layout: &Layout) -> Self {
+        match data.get(layout.offset) {
+            Some(&v) if layout.strides.iter().all(|&s| s == 0) => Choice::All(v),
+            _ => Choice::Each(contiguous(data, layout)),
+        }
+    }
+}
+
+/// `cond[i] ? a[i] : b[i]` over contiguous operands: a plain loop per chunk, split
+/// across the pool like the other maps. A mask is as good as random (`x > 0`), so the
+/// choice must be a select, not a branch: branching took 2.7 ns per element here.
+fn select<T: Element>(c: &[bool], a: Choice<'_, T>, b: Choice<'_, T>) -> Vec<T> {
+    use Choice::{All, Each};
+    let n = c.len();
+    match (a, b) {
+        (Each(xa), Each(xb)) => fill_chunks_from(PAR_MIN, n, |s, out| {
+            let (c, xa, xb) = (&c[s..], &xa[s..], &xb[s..]);
+            for ((o, &k), (&x, &y)) in out.iter_mut().zip(c).zip(xa.iter().zip(xb)) {
+                o.write(select_unpredictable(k, x, y));
+            }
+        }),
+        (Each(xa), All(y)) => fill_chunks_from(PAR_MIN, n, |s, out| {
+            for ((o, &k), &x) in out.iter_mut().zip(&c[s..]).zip(&xa[s..]) {
+                o.write(select_unpredictable(k, x, y));
+            }
+        }),
+        (All(x), Each(xb)) => fill_chunks_from(PAR_MIN, n, |s, out| {
+            for ((o, &k), &y) in out.iter_mut().zip(&c[s..]).zip(&xb[s..]) {
+                o.write(select_unpredictable(k, x, y));
+            }
+        }),
+        (All(x), All(y)) => fill_chunks_from(PAR_MIN, n, |s, out| {
+            for (o, &k) in out.iter_mut().zip(&c[s..]) {
+                o.write(select_unpredictable(k, x, y));
+            }
+        }),
+    }
 }
 
 /// Converts a strided buffer into a contiguous buffer of `to` (torch's casting rules:
