@@ -147,7 +147,7 @@ pub fn infer_size(sizes: &[i64], numel: usize) -> Result<Shape> {
     };
     match infer {
         Some(i) => {
-            if known == 0 || numel % known != 0 {
+            if known == 0 || !numel.is_multiple_of(known) {
                 return Err(invalid());
             }
             out[i] = numel / known;

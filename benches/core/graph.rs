@@ -173,7 +173,7 @@ fn dedup(v: [usize; 2]) -> Vec<usize> {
 
 /// 4096 -> "4K", 65536 -> "64K".
 fn human_k(n: usize) -> String {
-    if n % 1024 == 0 {
+    if n.is_multiple_of(1024) {
         format!("{}K", n / 1024)
     } else {
         n.to_string()

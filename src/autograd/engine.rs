@@ -321,10 +321,10 @@ pub fn run_backward(
         let g = slot.lock().take();
         if opts.accumulate {
             // backward(inputs=[non-leaf]) accumulates into the non-leaf's .grad
-            if let Some(g) = &g {
-                if !inputs[i].is_leaf() {
-                    accumulate_grad(&inputs[i], g.clone(), opts.create_graph)?;
-                }
+            if let Some(g) = &g
+                && !inputs[i].is_leaf()
+            {
+                accumulate_grad(&inputs[i], g.clone(), opts.create_graph)?;
             }
         } else if g.is_none() && !opts.allow_unused {
             return Err(Error::runtime(
@@ -721,10 +721,10 @@ impl Task {
                 drop(n);
                 // Tensor hooks of this node's outputs, then retain_grad.
                 for (nr, _, hook) in &hooks {
-                    if let Some(g) = &grads[*nr as usize] {
-                        if let Some(new) = hook(g)? {
-                            grads[*nr as usize] = Some(new);
-                        }
+                    if let Some(g) = &grads[*nr as usize]
+                        && let Some(new) = hook(g)?
+                    {
+                        grads[*nr as usize] = Some(new);
                     }
                 }
                 for (nr, w) in &retains {

@@ -35,12 +35,13 @@ fn check_writable(x: &Tensor) -> Result<()> {
             "a leaf Variable that requires grad is being used in an in-place operation.",
         ));
     }
-    if let Some(b) = x.base() {
-        if b.is_leaf() && b.requires_grad() {
-            return Err(Error::runtime(
-                "a view of a leaf Variable that requires grad is being used in an in-place operation.",
-            ));
-        }
+    if let Some(b) = x.base()
+        && b.is_leaf()
+        && b.requires_grad()
+    {
+        return Err(Error::runtime(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation.",
+        ));
     }
     Ok(())
 }
@@ -226,10 +227,10 @@ pub fn refresh_view(t: &Tensor) {
             strides: vl.strides.clone(),
             offset: vl.offset - bl.offset,
         };
-        if let Ok(fresh) = with_grad_mode(true, || as_strided(&base, &rel)) {
-            if let Some(f) = fresh.grad_fn() {
-                t.set_history(f, 0);
-            }
+        if let Ok(fresh) = with_grad_mode(true, || as_strided(&base, &rel))
+            && let Some(f) = fresh.grad_fn()
+        {
+            t.set_history(f, 0);
         }
     }
     t.lock().cold_mut().view_version = now;

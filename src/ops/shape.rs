@@ -843,7 +843,7 @@ pub fn split_sizes(len: usize, size: usize) -> Result<Vec<usize>> {
         };
     }
     let mut v = vec![size; len / size];
-    if len % size != 0 || len == 0 {
+    if !len.is_multiple_of(size) || len == 0 {
         v.push(len % size);
     }
     Ok(v)

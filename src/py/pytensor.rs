@@ -32,12 +32,11 @@ pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
 /// The Python object of `t` if one is alive (see `remember`), else a new one that is
 /// remembered: used where torch guarantees identity (`x.grad is x.grad`).
 pub fn wrap_cached(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
-    if let Some(b) = t.binding() {
-        if let Some(w) = b.downcast_ref::<PyBinding>() {
-            if let Some(obj) = w.0.bind(py).upgrade() {
-                return Ok(obj.unbind());
-            }
-        }
+    if let Some(b) = t.binding()
+        && let Some(w) = b.downcast_ref::<PyBinding>()
+        && let Some(obj) = w.0.bind(py).upgrade()
+    {
+        return Ok(obj.unbind());
     }
     let obj = Bound::new(py, PyTensor { t: t.clone() })?;
     remember(&obj)?;
@@ -1885,15 +1884,15 @@ impl PyTensor {
     ///     *shape: The new shape, as ints or as one list or tuple; one entry may be -1.
     #[pyo3(signature = (*shape))]
     fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
-        if shape.len() == 1 {
-            if let Some(d) = dtype_arg(Some(&shape.get_item(0)?)).ok().flatten() {
-                if d != self.t.dtype() {
-                    return Err(PyRuntimeError::new_err(
-                        "view(dtype) is not supported by rgrad",
-                    ));
-                }
-                return wrap(py, self.t.clone());
+        if shape.len() == 1
+            && let Some(d) = dtype_arg(Some(&shape.get_item(0)?)).ok().flatten()
+        {
+            if d != self.t.dtype() {
+                return Err(PyRuntimeError::new_err(
+                    "view(dtype) is not supported by rgrad",
+                ));
             }
+            return wrap(py, self.t.clone());
         }
         wrap(py, ops::view(&self.t, &convert::sizes(shape, "view")?)?)
     }
