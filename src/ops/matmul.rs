@@ -3,7 +3,7 @@
 use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::backend::cpu::matmul::{GemmElem, MatView, gemm};
+use crate::backend::cpu::matmul::{GemmElem, MatView, gemm_uninit};
 use crate::dtype::DType;
 use crate::ops::*;
 use crate::shape::{Shape, broadcast_shapes};
@@ -80,7 +80,11 @@ fn batched<T: Element + GemmElem>(
     let nd = sa.layout.ndim();
     let (m, n) = (sa.layout.shape[nd - 2], sb.layout.shape[nd - 1]);
     let batch = if nd == 3 { sa.layout.shape[0] } else { 1 };
-    let mut out = vec![T::default(); batch * m * n];
+    // Not zeroed first: the GEMM writes every element (zeroing was 2.6% of a linear
+    // layer's backward).
+    let len = batch * m * n;
+    let mut out: Vec<T> = Vec::with_capacity(len);
+    let spare = &mut out.spare_capacity_mut()[..len];
     let (da, db) = (T::slice(ra), T::slice(rb));
     let parallel = crate::runtime::intra_op_parallel();
     for i in 0..batch {
@@ -89,13 +93,15 @@ fn batched<T: Element + GemmElem>(
         } else {
             (0, 0)
         };
-        gemm(
+        gemm_uninit(
             view_of(da, sa, oa),
             view_of(db, sb, ob),
-            &mut out[i * m * n..(i + 1) * m * n],
+            &mut spare[i * m * n..(i + 1) * m * n],
             parallel,
         );
     }
+    // SAFETY: each batch's GEMM wrote all of its m*n elements, so all `len` are set.
+    unsafe { out.set_len(len) };
     Ok(T::into_buffer(out))
 }
 

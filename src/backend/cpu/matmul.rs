@@ -3,6 +3,7 @@
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// A read-only strided 2-D matrix view into a slice: element (i, j) is at `data[offset + i*row_stride + j*col_stride]`.
 /// Strides are in elements and are >= 0 (0 is allowed: broadcast rows/cols).
@@ -46,8 +47,14 @@ pub trait GemmElem: Copy + Send + Sync + 'static {
     /// Additive identity, written to `out` when the inner dimension is 0.
     const ZERO: Self;
     /// Kernel for non-degenerate shapes; views are bounds-checked and `out.len() == m*n`.
+    /// Writes every element of `out` and reads none.
     #[doc(hidden)]
-    fn gemm_kernel(a: MatView<'_, Self>, b: MatView<'_, Self>, out: &mut [Self], parallel: bool);
+    fn gemm_kernel(
+        a: MatView<'_, Self>,
+        b: MatView<'_, Self>,
+        out: &mut [MaybeUninit<Self>],
+        parallel: bool,
+    );
 }
 
 /// faer wants isize strides. A stride along a dimension of size 1 is never used to
@@ -75,9 +82,20 @@ macro_rules! faer_elem {
     ($t:ty) => {
         impl GemmElem for $t {
             const ZERO: Self = 0.0;
-            fn gemm_kernel(a: MatView<'_, $t>, b: MatView<'_, $t>, out: &mut [$t], parallel: bool) {
+            fn gemm_kernel(
+                a: MatView<'_, $t>,
+                b: MatView<'_, $t>,
+                out: &mut [MaybeUninit<$t>],
+                parallel: bool,
+            ) {
                 let (m, n) = (a.rows, b.cols);
-                let dst = MatMut::from_row_major_slice_mut(out, m, n);
+                // SAFETY: `out` holds m*n elements (checked by `gemm_uninit`), row-major
+                // with row stride n. With `Accum::Replace` faer writes every element and
+                // reads none (its documented contract), so the uninitialised memory is
+                // never read; nothing else refers to `out` while the view lives.
+                let dst = unsafe {
+                    MatMut::from_raw_parts_mut(out.as_mut_ptr().cast::<$t>(), m, n, n as isize, 1)
+                };
                 let par = if parallel { Par::rayon(0) } else { Par::Seq };
                 matmul(dst, Accum::Replace, faer_ref(a), faer_ref(b), 1.0, par);
                 clear_upper_vector_state(parallel);
@@ -116,9 +134,21 @@ fn clear_upper_vector_state(all_threads: bool) {
 
 impl GemmElem for i64 {
     const ZERO: Self = 0;
-    fn gemm_kernel(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel: bool) {
-        int_gemm(a, b, out, parallel);
+    fn gemm_kernel(
+        a: MatView<'_, i64>,
+        b: MatView<'_, i64>,
+        out: &mut [MaybeUninit<i64>],
+        parallel: bool,
+    ) {
+        int_gemm(a, b, init_zero(out), parallel);
     }
+}
+
+/// Writes zeros to every element of `out` and returns it as initialised.
+fn init_zero<T: GemmElem>(out: &mut [MaybeUninit<T>]) -> &mut [T] {
+    out.fill(MaybeUninit::new(T::ZERO));
+    // SAFETY: every element was just written; MaybeUninit<T> has T's layout.
+    unsafe { &mut *(std::ptr::from_mut(out) as *mut [T]) }
 }
 
 /// Blocked i-k-j loop with wrapping arithmetic (torch's integer matmul overflow behaviour).
@@ -179,8 +209,21 @@ fn int_gemm(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel:
 /// and threaded paths (and different thread counts or CPUs, since faer picks its
 /// kernel by CPU features) may differ in the last bits because the summation order
 /// changes; i64 results are always identical.
-#[allow(clippy::panic)] // invariant: callers validate shapes first (see check_bounds)
 pub fn gemm<T: GemmElem>(a: MatView<'_, T>, b: MatView<'_, T>, out: &mut [T], parallel: bool) {
+    // SAFETY: MaybeUninit<T> has T's layout, and `gemm_uninit` only writes valid `T`s.
+    let out = unsafe { &mut *(std::ptr::from_mut(out) as *mut [MaybeUninit<T>]) };
+    gemm_uninit(a, b, out, parallel);
+}
+
+/// [`gemm`] into memory that need not be initialised (a fresh output's spare capacity):
+/// every element of `out[..rows_a*cols_b]` is written, none is read.
+#[allow(clippy::panic)] // invariant: callers validate shapes first (see check_bounds)
+pub fn gemm_uninit<T: GemmElem>(
+    a: MatView<'_, T>,
+    b: MatView<'_, T>,
+    out: &mut [MaybeUninit<T>],
+    parallel: bool,
+) {
     let (m, k, n, kb) = (a.rows, a.cols, b.cols, b.rows);
     assert!(
         k == kb,
@@ -197,7 +240,7 @@ pub fn gemm<T: GemmElem>(a: MatView<'_, T>, b: MatView<'_, T>, out: &mut [T], pa
         return;
     }
     if k == 0 {
-        out.fill(T::ZERO);
+        init_zero(out);
         return;
     }
     let big = (m as u128) * (n as u128) * (k as u128) >= 64 * 64 * 64;
