@@ -19,6 +19,15 @@ pub enum Category {
 }
 
 impl DType {
+    /// torch's ScalarType name, as its error messages spell it ("Float", "Long"...).
+    pub const fn scalar_type_name(self) -> &'static str {
+        match self {
+            DType::F32 => "Float",
+            DType::F64 => "Double",
+            DType::I64 => "Long",
+            DType::Bool => "Bool",
+        }
+    }
     pub const fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64)
     }

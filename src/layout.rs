@@ -197,7 +197,7 @@ impl Layout {
         let n = shape.len();
         if n < self.ndim() {
             return Err(Error::runtime(format!(
-                "expand(torch.FloatTensor{{{}}}, size=[{}]): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+                "expand(torch.FloatTensor{{[{}]}}, size=[{}]): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
                 self.shape
                     .iter()
                     .map(|d| d.to_string())

@@ -408,6 +408,10 @@ def _cross_entropy_ref(x, target, reduction="mean"):
     return _nll_ref(_log_softmax_ref(x, 1), target, reduction)
 
 
+def _addmm_ref(c, a, b, beta=1, alpha=1):
+    return (beta * c if beta != 0 else 0 * c) + alpha * (a @ b)
+
+
 def _linear_ref(x, w, b=None):
     y = x @ w.T
     return y if b is None else y + b
@@ -783,6 +787,17 @@ def cross_entropy_samples(m, rng):
     ]
 
 
+def addmm_samples(m, rng):
+    return [
+        S(m(2), m(3, 4), m(4, 2)).bc(),  # a bias, as in a linear layer
+        S(m(3, 2), m(3, 4), m(4, 2)),
+        S(m(3, 1), NC(m(4, 3), "t"), NC(m(2, 4), "t")).bc(),
+        S(m(3, 2), m(3, 4), m(4, 2), beta=0.5, alpha=2.0),
+        S(m(2), m(3, 4), m(4, 2), beta=0, alpha=-1).bc(),
+        S(m(), m(3, 0), m(0, 2)).bc(),
+    ]
+
+
 def linear_samples(m, rng):
     return [
         S(m(3, 4), m(2, 4), m(2)),
@@ -1021,6 +1036,9 @@ def build_op_db(T) -> list[OpInfo]:
     add("Tensor.matmul", lambda a, b: a.matmul(b), np.matmul, lambda m, rng: matmul_samples(m, rng)[3:6])
     add("mm", lambda a, b: T.mm(a, b), np.matmul, mm_samples)
     add("Tensor.mm", lambda a, b: a.mm(b), np.matmul, lambda m, rng: mm_samples(m, rng)[:2])
+    add("addmm", lambda c, a, b, **kw: T.addmm(c, a, b, **kw), _addmm_ref, addmm_samples)
+    add("Tensor.addmm", lambda c, a, b, **kw: c.addmm(a, b, **kw), _addmm_ref,
+        lambda m, rng: addmm_samples(m, rng)[:4])
     add("bmm", lambda a, b: T.bmm(a, b), np.matmul,
         lambda m, rng: [S(m(2, 3, 4), m(2, 4, 5)), S(m(1, 2, 3), m(1, 3, 1)), S(m(2, 3, 0), m(2, 0, 2))])
     add("dot", lambda a, b: T.dot(a, b), np.dot,

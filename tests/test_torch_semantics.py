@@ -118,3 +118,49 @@ def test_clamp_follows_torch_for_nan_and_crossed_bounds(n):
     assert head(x.clamp(min=0.0)) == ["1.0", "0.0", "nan", "-0.0"]
     assert rgrad.tensor([1, -2, 5]).clamp(min=-1, max=3).tolist() == [1, -1, 3]
     assert rgrad.tensor([1, -2, 5]).clamp(max=0).tolist() == [0, -2, 0]
+
+
+def test_linear_with_a_bias_is_one_addmm_node_as_in_torch():
+    F = rgrad.nn.functional
+    x, w, b = rgrad.randn(4, 3), rgrad.randn(5, 3, requires_grad=True), rgrad.randn(5, requires_grad=True)
+    y = F.linear(x, w, b)
+    assert type(y.grad_fn).__name__ == "AddmmBackward0"
+    names = [type(f).__name__ if f is not None else None for f, _ in y.grad_fn.next_functions]
+    assert names == ["AccumulateGrad", None, "TBackward0"]  # bias, x (no grad), w.t()
+    y.sum().backward()
+    assert w.grad.is_contiguous() and b.grad.tolist() == [4.0] * 5
+    assert type(F.linear(x, w).grad_fn).__name__ == "MmBackward0"
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        # (torch 2.15's messages; before addmm, rgrad promoted a double bias silently)
+        (lambda F, x, w, b: F.linear(x, w, b.double()), "self and mat2 must have the same dtype, but got Double and Float"),
+        (lambda F, x, w, b: F.linear(x.double(), w, b), "mat1 and mat2 must have the same dtype, but got Double and Float"),
+        (lambda F, x, w, b: F.linear(x, rgrad.randn(5, 4), b), r"addmm: mat1 and mat2 shapes cannot be multiplied \(4x3 and 4x5\)"),
+        (lambda F, x, w, b: F.linear(x, w, rgrad.randn(4)),
+         r"The expanded size of the tensor \(5\) must match the existing size \(4\) at non-singleton dimension 1"),
+        (lambda F, x, w, b: rgrad.addmm(b, rgrad.randn(3), w.t()), "addmm: self must be a matrix, got 1-D tensor"),
+        (lambda F, x, w, b: rgrad.addmm(b, x, rgrad.randn(3)), "addmm: mat2 must be a matrix, got 1-D tensor"),
+        (lambda F, x, w, b: rgrad.addmm(rgrad.randn(2, 4, 5), x, w.t()),
+         r"expand\(torch.FloatTensor\{\[2, 4, 5\]\}, size=\[4, 5\]\): the number of sizes provided \(2\) must be "
+         r"greater or equal to the number of dimensions in the tensor \(3\)"),
+    ],
+)
+def test_addmm_and_linear_errors_match_torch(call, message):
+    x, w, b = rgrad.randn(4, 3), rgrad.randn(5, 3), rgrad.randn(5)
+    with pytest.raises(RuntimeError, match=message):
+        call(rgrad.nn.functional, x, w, b)
+
+
+def test_addmm_beta_zero_ignores_input_and_scales_apply():
+    a, b = rgrad.randn(4, 3), rgrad.randn(3, 5)
+    nan = rgrad.full((5,), float("nan"))
+    assert rgrad.addmm(nan, a, b, beta=0).tolist() == (a @ b).tolist()
+    c = rgrad.ones(4, 5, dtype=rgrad.int64)
+    r = rgrad.addmm(c, a.to(rgrad.int64), b.to(rgrad.int64), beta=2, alpha=3)
+    assert r.dtype == rgrad.int64
+    assert r.tolist() == (2 * c + 3 * (a.to(rgrad.int64) @ b.to(rgrad.int64))).tolist()
+    with pytest.raises(NotImplementedError, match="\"addmm_impl_cpu_\" not implemented for 'Bool'"):
+        rgrad.addmm(c.bool(), a.bool(), b.bool())

@@ -44,7 +44,7 @@ __version__ = "0.1.0"
 _METHOD_FUNCTIONS = (
     "add sub mul div neg abs sign relu exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid reciprocal "
     "logical_not logical_and logical_or clamp clip maximum minimum sum mean prod var std norm amax amin argmax "
-    "argmin logsumexp softmax log_softmax matmul mm bmm mv dot outer t transpose permute reshape flatten squeeze "
+    "argmin logsumexp softmax log_softmax matmul mm addmm bmm mv dot outer t transpose permute reshape flatten squeeze "
     "unsqueeze gather index_select masked_fill eq ne lt le gt ge detach clone split chunk unbind narrow select "
     "numel max min remainder fmod floor_divide"
 ).split()

@@ -73,8 +73,8 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
     if !can_cast(rdt, xs.dtype) {
         return Err(Error::runtime(format!(
             "result type {} can't be cast to the desired output type {}",
-            pretty(rdt),
-            pretty(xs.dtype)
+            rdt.scalar_type_name(),
+            xs.dtype.scalar_type_name()
         )));
     }
     let r = with_grad_mode(false, || -> Result<Tensor> {
@@ -264,15 +264,6 @@ impl Backward for CopySlices {
             None
         };
         Ok(smallvec::smallvec![gb, gr])
-    }
-}
-
-fn pretty(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-        DType::I64 => "Long",
-        DType::Bool => "Bool",
     }
 }
 

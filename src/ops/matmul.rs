@@ -3,8 +3,8 @@
 use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::backend::cpu::matmul::{GemmElem, MatView, gemm_uninit};
-use crate::dtype::DType;
+use crate::backend::cpu::matmul::{GemmElem, MatView, gemm_add, gemm_uninit};
+use crate::dtype::{DType, Scalar};
 use crate::ops::*;
 use crate::shape::{Shape, broadcast_shapes};
 use crate::storage::{Buffer, Element};
@@ -142,6 +142,177 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     )
 }
 
+/// `torch.addmm(input, a, b, beta=, alpha=)` = beta·input + alpha·(a·b), `input`
+/// broadcast to the product's shape. `F.linear` with a bias is this one node, as in
+/// torch: the bias is copied into the output and the GEMM adds the product to it, with
+/// no separate pass over the output to add it.
+pub fn addmm(
+    input: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+) -> Result<Tensor> {
+    let (sa, sb) = (a.shape(), b.shape());
+    if sa.len() != 2 {
+        // (torch's message names mat1 `self`)
+        return Err(Error::runtime(format!(
+            "addmm: self must be a matrix, got {}-D tensor",
+            sa.len()
+        )));
+    }
+    if sb.len() != 2 {
+        return Err(Error::runtime(format!(
+            "addmm: mat2 must be a matrix, got {}-D tensor",
+            sb.len()
+        )));
+    }
+    if sa[1] != sb[0] {
+        return Err(Error::runtime(format!(
+            "addmm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            sa[0], sa[1], sb[0], sb[1]
+        )));
+    }
+    for (what, x) in [("self", input), ("mat1", a)] {
+        if x.dtype() != b.dtype() {
+            return Err(Error::runtime(format!(
+                "{what} and mat2 must have the same dtype, but got {} and {}",
+                x.dtype().scalar_type_name(),
+                b.dtype().scalar_type_name()
+            )));
+        }
+    }
+    if b.dtype() == DType::Bool {
+        return Err(Error::not_implemented(
+            "\"addmm_impl_cpu_\" not implemented for 'Bool'",
+        ));
+    }
+    let out_shape = [sa[0], sb[1]];
+    let bias = expand(&input.detach(), &out_shape)?;
+    let unit = |s: Scalar| s.as_f64() == 1.0;
+    let fused = unit(beta) && unit(alpha);
+    apply(
+        &[input, a, b],
+        || {
+            if fused {
+                return gemm_add_kernel(&bias, a, b);
+            }
+            // general scales: the same values composed from plain ops
+            crate::autograd::grad_mode::with_grad_mode(false, || {
+                let mut r = mm(&a.detach(), &b.detach())?;
+                if !unit(alpha) {
+                    r = mul_scalar(&r, alpha)?;
+                }
+                if beta.as_f64() != 0.0 {
+                    // (beta = 0 ignores `input`: its NaNs do not propagate, as in torch)
+                    r = add(&r, &mul_scalar(&bias, beta)?)?;
+                }
+                Ok(r)
+            })
+        },
+        |_| {
+            let mut s = Saver::default();
+            let ai = s.input_if(b.requires_grad(), a);
+            let bi = s.input_if(a.requires_grad(), b);
+            let in_shape = input.shape();
+            (
+                AddmmBackward0 {
+                    mm: MmBackward0 {
+                        a: ai,
+                        b: bi,
+                        batched: false,
+                        a_col_major: col_major(a),
+                        b_col_major: col_major(b),
+                    },
+                    input_shape: (in_shape.as_slice() != out_shape).then(|| Box::new(in_shape)),
+                    scales: (!fused).then(|| Box::new([beta, alpha])),
+                },
+                s.list,
+            )
+        },
+    )
+}
+
+/// `bias + a·b` for 2-D float or integer `a`, `b` and `bias` already expanded to the
+/// output's shape: the bias is laid out row by row, then the GEMM adds the product.
+fn gemm_add_kernel(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (sc, sa, sb) = (bias.snapshot(), a.snapshot(), b.snapshot());
+    let shape: Shape = sc.layout.shape.clone();
+    fn go<T: Element + GemmElem>(
+        c: &Buffer,
+        sc: &Snapshot,
+        a: &Buffer,
+        sa: &Snapshot,
+        b: &Buffer,
+        sb: &Snapshot,
+    ) -> Buffer {
+        let mut out = rows_of(T::slice(c), &sc.layout);
+        let (va, vb) = (view_of(T::slice(a), sa, 0), view_of(T::slice(b), sb, 0));
+        gemm_add(va, vb, &mut out, crate::runtime::intra_op_parallel());
+        T::into_buffer(out)
+    }
+    let buf = crate::runtime::run(|| {
+        let (rc, ra, rb) = (sc.storage.read(), sa.storage.read(), sb.storage.read());
+        match sc.dtype {
+            DType::F32 => Ok(go::<f32>(&rc, &sc, &ra, &sa, &rb, &sb)),
+            DType::F64 => Ok(go::<f64>(&rc, &sc, &ra, &sa, &rb, &sb)),
+            DType::I64 => Ok(go::<i64>(&rc, &sc, &ra, &sa, &rb, &sb)),
+            DType::Bool => Err(Error::Internal("addmm: bool reached the kernel".into())),
+        }
+    })?;
+    Ok(new_tensor(buf, &shape))
+}
+
+/// A 2-D (possibly broadcast) layout's elements in row-major order: a bias broadcast
+/// down the rows is copied a row at a time.
+fn rows_of<T: Copy>(data: &[T], l: &crate::layout::Layout) -> Vec<T> {
+    let (rows, cols) = (l.shape[0], l.shape[1]);
+    if cols > 0 && l.strides[0] == 0 && l.strides[1] == 1 {
+        let row = &data[l.offset..l.offset + cols];
+        let mut out = Vec::with_capacity(rows * cols);
+        for _ in 0..rows {
+            out.extend_from_slice(row);
+        }
+        return out;
+    }
+    crate::backend::cpu::strided::contiguous(data, l).into_owned()
+}
+
+#[derive(Clone)]
+pub struct AddmmBackward0 {
+    mm: MmBackward0,
+    /// `input`'s shape, when it was broadcast (a bias).
+    input_shape: Option<Box<Shape>>,
+    /// beta and alpha, unless both are 1.
+    scales: Option<Box<[Scalar; 2]>>,
+}
+impl Backward for AddmmBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "AddmmBackward0".into()
+    }
+    // d input = sum_to(beta·G), dA = alpha·G·Bᵀ, dB = alpha·Aᵀ·G
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let scaled = |x: Tensor, i: usize| match &self.scales {
+            Some(s) => mul_scalar(&x, s[i]),
+            None => Ok(x),
+        };
+        let di = if ctx.needs_input_grad(0) {
+            let d = scaled(g.clone(), 0)?;
+            Some(match &self.input_shape {
+                Some(shape) => sum_to(&d, shape)?,
+                None => d,
+            })
+        } else {
+            None
+        };
+        let (da, db) = self.mm.operand_grads(ctx, g, [1, 2])?;
+        let da = da.map(|d| scaled(d, 1)).transpose()?;
+        let db = db.map(|d| scaled(d, 1)).transpose()?;
+        Ok(smallvec::smallvec![di, da, db])
+    }
+}
+
 /// `torch.bmm(a, b)` for 3-D tensors of equal batch size.
 pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());
@@ -211,11 +382,20 @@ impl MmBackward0 {
     }
     // dA = G·Bᵀ, dB = Aᵀ·G
     fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
+        let (da, db) = self.operand_grads(ctx, grad0(g)?, [0, 1])?;
+        Ok(smallvec::smallvec![da, db])
+    }
+    /// The gradients of A and B, which are inputs `at[0]` and `at[1]` of the node.
+    fn operand_grads(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: Tensor,
+        at: [usize; 2],
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
         let saved = |i: Option<u8>| {
             ctx.saved(i.ok_or_else(|| Error::Internal("mm operand not saved".into()))? as usize)
         };
-        let da = if !ctx.needs_input_grad(0) {
+        let da = if !ctx.needs_input_grad(at[0]) {
             None
         } else if self.a_col_major {
             // dA = (B·Gᵀ)ᵀ, in A's (column-major) layout
@@ -223,7 +403,7 @@ impl MmBackward0 {
         } else {
             Some(self.prod(&g, &self.tr(&saved(self.b)?)?)?)
         };
-        let db = if !ctx.needs_input_grad(1) {
+        let db = if !ctx.needs_input_grad(at[1]) {
             None
         } else if self.b_col_major {
             // dB = (Gᵀ·A)ᵀ, in B's (column-major) layout
@@ -231,7 +411,7 @@ impl MmBackward0 {
         } else {
             Some(self.prod(&self.tr(&saved(self.a)?)?, &g)?)
         };
-        Ok(smallvec::smallvec![da, db])
+        Ok((da, db))
     }
 }
 impl Backward for MmBackward0 {

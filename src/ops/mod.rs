@@ -62,7 +62,7 @@ crate::backward_ops! {
     SqueezeBackward, UnsqueezeBackward0, CatBackward0, StackBackward0, RepeatBackward0, AsStridedBackward0,
     AsStridedScatterBackward0,
     // matmul.rs
-    MmBackward0, BmmBackward0, DotBackward0,
+    MmBackward0, AddmmBackward0, BmmBackward0, DotBackward0,
     // indexing.rs
     GatherBackward0, ScatterAddBackward0, IndexSelectBackward0, IndexAddBackward0, IndexBackward0, MaskedFillBackward0,
     IndexPutBackward0,

@@ -239,11 +239,14 @@ pub fn cross_entropy(
     nll_loss(&softmax(input, dim, true)?, target, reduction, ignore_index)
 }
 
-/// `F.linear(x, weight, bias)` = x·Wᵀ + b.
+/// `F.linear(x, weight, bias)` = x·Wᵀ + b: one addmm node for a 2-D `x` with a bias,
+/// as in torch.
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-    let y = matmul(x, &t(weight)?)?;
     match bias {
-        Some(b) => add(&y, b),
-        None => Ok(y),
+        Some(b) if x.ndim() == 2 && weight.ndim() == 2 => {
+            addmm(b, x, &t(weight)?, Scalar::Int(1), Scalar::Int(1))
+        }
+        Some(b) => add(&matmul(x, &t(weight)?)?, b),
+        None => matmul(x, &t(weight)?),
     }
 }

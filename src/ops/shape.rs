@@ -124,6 +124,22 @@ pub fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if l.shape.as_slice() == shape {
         return Ok(x.clone());
     }
+    if shape.len() < l.ndim() {
+        let list = |s: &[usize]| {
+            s.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(Error::runtime(format!(
+            "expand(torch.{}Tensor{{[{}]}}, size=[{}]): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+            x.dtype().scalar_type_name(),
+            list(&l.shape),
+            list(shape),
+            shape.len(),
+            l.ndim()
+        )));
+    }
     let nl = l.expand(shape)?;
     let in_shape = l.shape.clone();
     apply(

@@ -1802,6 +1802,40 @@ impl PyTensor {
         let b = convert::tensor_arg(mat2, "mm", "mat2", 1)?;
         wrap(py, gil::detach(py, || ops::mm(&self.t, &b))?)
     }
+    /// `beta * self + alpha * (mat1 @ mat2)`, this tensor broadcast to the product's shape
+    /// (the bias of a linear layer).
+    ///
+    /// Args:
+    ///     mat1: A 2-D tensor.
+    ///     mat2: A 2-D tensor.
+    ///     beta: The multiplier for this tensor (1 by default; 0 ignores it, NaNs included).
+    ///     alpha: The multiplier for the product (1 by default).
+    #[pyo3(signature = (mat1, mat2, *, beta=None, alpha=None))]
+    fn addmm(
+        &self,
+        py: Python<'_>,
+        mat1: &Bound<'_, PyAny>,
+        mat2: &Bound<'_, PyAny>,
+        beta: Option<&Bound<'_, PyAny>>,
+        alpha: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let a = convert::tensor_arg(mat1, "addmm", "mat1", 1)?;
+        let b = convert::tensor_arg(mat2, "addmm", "mat2", 2)?;
+        let number = |v: Option<&Bound<'_, PyAny>>, name: &str| match v {
+            None => Ok(Scalar::Int(1)),
+            Some(v) => scalar(v).ok_or_else(|| {
+                PyTypeError::new_err(format!(
+                    "addmm(): argument '{name}' must be Number, not {}",
+                    convert::type_name(v)
+                ))
+            }),
+        };
+        let (beta, alpha) = (number(beta, "beta")?, number(alpha, "alpha")?);
+        wrap(
+            py,
+            gil::detach(py, || ops::addmm(&self.t, &a, &b, beta, alpha))?,
+        )
+    }
     /// Performs a batch matrix-matrix product of the matrices in this tensor and `mat2`.
     ///
     /// Args:

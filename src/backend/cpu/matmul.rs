@@ -47,12 +47,14 @@ pub trait GemmElem: Copy + Send + Sync + 'static {
     /// Additive identity, written to `out` when the inner dimension is 0.
     const ZERO: Self;
     /// Kernel for non-degenerate shapes; views are bounds-checked and `out.len() == m*n`.
-    /// Writes every element of `out` and reads none.
+    /// Writes every element of `out`; reads none, unless `accumulate` (then `out` is
+    /// initialised and the product is added to it).
     #[doc(hidden)]
     fn gemm_kernel(
         a: MatView<'_, Self>,
         b: MatView<'_, Self>,
         out: &mut [MaybeUninit<Self>],
+        accumulate: bool,
         parallel: bool,
     );
 }
@@ -86,18 +88,25 @@ macro_rules! faer_elem {
                 a: MatView<'_, $t>,
                 b: MatView<'_, $t>,
                 out: &mut [MaybeUninit<$t>],
+                accumulate: bool,
                 parallel: bool,
             ) {
                 let (m, n) = (a.rows, b.cols);
-                // SAFETY: `out` holds m*n elements (checked by `gemm_uninit`), row-major
+                // SAFETY: `out` holds m*n elements (checked by `gemm_into`), row-major
                 // with row stride n. With `Accum::Replace` faer writes every element and
-                // reads none (its documented contract), so the uninitialised memory is
-                // never read; nothing else refers to `out` while the view lives.
+                // reads none (its documented contract), so uninitialised memory is never
+                // read; with `Accum::Add` the caller guarantees `out` is initialised.
+                // Nothing else refers to `out` while the view lives.
                 let dst = unsafe {
                     MatMut::from_raw_parts_mut(out.as_mut_ptr().cast::<$t>(), m, n, n as isize, 1)
                 };
                 let par = if parallel { Par::rayon(0) } else { Par::Seq };
-                matmul(dst, Accum::Replace, faer_ref(a), faer_ref(b), 1.0, par);
+                let accum = if accumulate {
+                    Accum::Add
+                } else {
+                    Accum::Replace
+                };
+                matmul(dst, accum, faer_ref(a), faer_ref(b), 1.0, par);
                 clear_upper_vector_state(parallel);
             }
         }
@@ -138,17 +147,39 @@ impl GemmElem for i64 {
         a: MatView<'_, i64>,
         b: MatView<'_, i64>,
         out: &mut [MaybeUninit<i64>],
+        accumulate: bool,
         parallel: bool,
     ) {
-        int_gemm(a, b, init_zero(out), parallel);
+        let out = if accumulate {
+            // SAFETY: with `accumulate` the caller guarantees `out` is initialised.
+            unsafe { assume_init(out) }
+        } else {
+            init_zero(out)
+        };
+        int_gemm(a, b, out, parallel);
     }
 }
 
 /// Writes zeros to every element of `out` and returns it as initialised.
 fn init_zero<T: GemmElem>(out: &mut [MaybeUninit<T>]) -> &mut [T] {
     out.fill(MaybeUninit::new(T::ZERO));
-    // SAFETY: every element was just written; MaybeUninit<T> has T's layout.
+    // SAFETY: every element was just written.
+    unsafe { assume_init(out) }
+}
+
+/// `out` as initialised values.
+///
+/// # Safety
+/// Every element of `out` must be initialised (MaybeUninit<T> has T's layout).
+unsafe fn assume_init<T>(out: &mut [MaybeUninit<T>]) -> &mut [T] {
+    // SAFETY: the caller's guarantee.
     unsafe { &mut *(std::ptr::from_mut(out) as *mut [T]) }
+}
+
+/// `out` as possibly uninitialised memory (only ever written with valid values).
+fn as_uninit<T>(out: &mut [T]) -> &mut [MaybeUninit<T>] {
+    // SAFETY: MaybeUninit<T> has T's layout, and every value is a valid MaybeUninit<T>.
+    unsafe { &mut *(std::ptr::from_mut(out) as *mut [MaybeUninit<T>]) }
 }
 
 /// Blocked i-k-j loop with wrapping arithmetic (torch's integer matmul overflow behaviour).
@@ -210,18 +241,33 @@ fn int_gemm(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel:
 /// kernel by CPU features) may differ in the last bits because the summation order
 /// changes; i64 results are always identical.
 pub fn gemm<T: GemmElem>(a: MatView<'_, T>, b: MatView<'_, T>, out: &mut [T], parallel: bool) {
-    // SAFETY: MaybeUninit<T> has T's layout, and `gemm_uninit` only writes valid `T`s.
-    let out = unsafe { &mut *(std::ptr::from_mut(out) as *mut [MaybeUninit<T>]) };
-    gemm_uninit(a, b, out, parallel);
+    gemm_into(a, b, as_uninit(out), false, parallel);
 }
 
 /// [`gemm`] into memory that need not be initialised (a fresh output's spare capacity):
 /// every element of `out[..rows_a*cols_b]` is written, none is read.
-#[allow(clippy::panic)] // invariant: callers validate shapes first (see check_bounds)
 pub fn gemm_uninit<T: GemmElem>(
     a: MatView<'_, T>,
     b: MatView<'_, T>,
     out: &mut [MaybeUninit<T>],
+    parallel: bool,
+) {
+    gemm_into(a, b, out, false, parallel);
+}
+
+/// `out += a · b` (torch's addmm with beta = alpha = 1: the bias is in `out` already),
+/// with [`gemm`]'s checks and threading.
+pub fn gemm_add<T: GemmElem>(a: MatView<'_, T>, b: MatView<'_, T>, out: &mut [T], parallel: bool) {
+    gemm_into(a, b, as_uninit(out), true, parallel);
+}
+
+/// `accumulate`: `out` is initialised and the product is added to it.
+#[allow(clippy::panic)] // invariant: callers validate shapes first (see check_bounds)
+fn gemm_into<T: GemmElem>(
+    a: MatView<'_, T>,
+    b: MatView<'_, T>,
+    out: &mut [MaybeUninit<T>],
+    accumulate: bool,
     parallel: bool,
 ) {
     let (m, k, n, kb) = (a.rows, a.cols, b.cols, b.rows);
@@ -240,11 +286,13 @@ pub fn gemm_uninit<T: GemmElem>(
         return;
     }
     if k == 0 {
-        init_zero(out);
+        if !accumulate {
+            init_zero(out);
+        }
         return;
     }
     let big = (m as u128) * (n as u128) * (k as u128) >= 64 * 64 * 64;
-    T::gemm_kernel(a, b, out, parallel && big);
+    T::gemm_kernel(a, b, out, accumulate, parallel && big);
 }
 
 #[cfg(test)]
