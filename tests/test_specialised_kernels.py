@@ -185,3 +185,36 @@ def test_where_picks_elementwise_for_every_kind_of_operand(n, dtype):
     if dtype != rgrad.bool:
         got = rgrad.where(cond, a, 0)
         assert got.tolist() == [p if k else 0 for k, p in zip(c, va)]
+
+
+@pytest.mark.parametrize("n", [7, 300_000], ids=["small", "parallel"])
+@pytest.mark.parametrize("dtype", [rgrad.float32, rgrad.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("alpha", [1, -0.01, 3])
+def test_in_place_add_and_sub_with_alpha_match_the_out_of_place_ops(n, dtype, alpha):
+    # With nothing to record, `p.add_(g, alpha=a)` scales g and updates p in one pass
+    # (an optimiser step); the bits must be those of `p + a * g` computed out of place.
+    rgrad.manual_seed(n)
+    p, g = rgrad.randn(n, dtype=dtype), rgrad.randn(n, dtype=dtype) * 100
+    for method, ref in (("add_", rgrad.add), ("sub_", rgrad.sub)):
+        want = ref(p, g, alpha=alpha)
+        got = p.clone()
+        v = got._version
+        assert getattr(got, method)(g, alpha=alpha) is got
+        assert got._version == v + 1
+        assert (_bits(got) == _bits(want)).all(), method
+    with rgrad.no_grad():  # a leaf that requires grad, in an optimiser step
+        w = p.clone().requires_grad_()
+        w.add_(g, alpha=alpha)
+    assert (_bits(w) == _bits(rgrad.add(p, g, alpha=alpha))).all()
+
+
+@pytest.mark.parametrize("n", [7, 300_000], ids=["small", "parallel"])
+def test_copy_into_dense_and_strided_destinations(n):
+    rgrad.manual_seed(n)
+    src = rgrad.randn(n)
+    dst = rgrad.zeros(n)
+    assert dst.copy_(src).tolist() == src.tolist()
+    wide = rgrad.zeros(2 * n)
+    wide[::2].copy_(src)  # a strided destination takes the element-by-element path
+    assert wide[::2].tolist() == src.tolist() and wide[1::2].abs().sum().item() == 0
+    assert rgrad.zeros(n, dtype=rgrad.float64).copy_(src).tolist() == src.double().tolist()

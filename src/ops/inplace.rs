@@ -281,20 +281,41 @@ pub fn commit_checked(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> 
 }
 
 pub fn add_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
-    if alpha == Scalar::Int(1)
-        && let Some(r) = arith_in_place(x, k::BinaryOp::Add, other)
-    {
+    if let Some(r) = scaled_arith_in_place(x, k::BinaryOp::Add, other, alpha) {
         return r;
     }
     inplace(x, |x| add_op(Operand::T(x), other, alpha))
 }
 pub fn sub_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
-    if alpha == Scalar::Int(1)
-        && let Some(r) = arith_in_place(x, k::BinaryOp::Sub, other)
-    {
+    if let Some(r) = scaled_arith_in_place(x, k::BinaryOp::Sub, other, alpha) {
         return r;
     }
     inplace(x, |x| sub_op(Operand::T(x), other, alpha))
+}
+
+/// [`arith_in_place`] for `x op= alpha * other` (an optimiser's `p.add_(g, alpha=-lr)`):
+/// `other * alpha` first, rounded as the out-of-place op rounds it, then one in-place
+/// pass. `None` where the general path is needed.
+fn scaled_arith_in_place(
+    x: &Tensor,
+    op: k::BinaryOp,
+    other: Operand<'_>,
+    alpha: Scalar,
+) -> Option<Result<Tensor>> {
+    if alpha == Scalar::Int(1) {
+        return arith_in_place(x, op, other);
+    }
+    let (Operand::T(t), Scalar::Int(_) | Scalar::Float(_)) = (other, alpha) else {
+        return None;
+    };
+    let records = is_grad_enabled() && (x.requires_grad() || t.requires_grad());
+    if records || t.dtype() != x.dtype() || !x.dtype().is_float() || !t.has_shape(&x.shape()) {
+        return None;
+    }
+    match with_grad_mode(false, || mul_scalar(t, alpha)) {
+        Ok(scaled) => arith_in_place(x, op, Operand::T(&scaled)),
+        Err(e) => Some(Err(e)),
+    }
 }
 pub fn mul_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
     if let Some(r) = arith_in_place(x, k::BinaryOp::Mul, other) {

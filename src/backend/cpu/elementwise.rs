@@ -364,37 +364,37 @@ fn fill_chunks_from<U: Send>(
     let mut out: Vec<U> = Vec::with_capacity(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     if n >= par_min && crate::runtime::intra_op_parallel() {
-        if rayon::current_thread_index().is_some() {
-            spare
-                .par_chunks_mut(CHUNK)
-                .enumerate()
-                .for_each(|(i, chunk)| fill(i * CHUNK, chunk));
-        } else {
-            // from outside the pool: the calling thread takes part (see
-            // `runtime::for_each_index_with_caller`)
-            let base = spare.as_mut_ptr() as usize;
-            let fill_chunk = |i: usize| {
-                let start = i * CHUNK;
-                let len = CHUNK.min(n - start);
-                // SAFETY: chunk i is [start, start + len) of `spare`, disjoint from every
-                // other chunk, and each index is run exactly once, so this is the only
-                // reference to it; `spare` outlives the call.
-                let chunk = unsafe {
-                    std::slice::from_raw_parts_mut(
-                        (base as *mut std::mem::MaybeUninit<U>).add(start),
-                        len,
-                    )
-                };
-                fill(start, chunk);
-            };
-            crate::runtime::for_each_index_with_caller(n.div_ceil(CHUNK), &fill_chunk);
-        }
+        for_each_chunk_parallel(spare, &fill);
     } else {
         fill(0, spare);
     }
     // SAFETY: `fill` initialised every element of every chunk, i.e. all n elements.
     unsafe { out.set_len(n) };
     out
+}
+
+/// Runs `f(start, chunk)` on every CHUNK-sized piece of `d`, in parallel: inside the
+/// pool with rayon, from outside it with the calling thread taking part (see
+/// `runtime::for_each_index_with_caller`: no wait for a sleeping worker to wake).
+fn for_each_chunk_parallel<U: Send>(d: &mut [U], f: &(impl Fn(usize, &mut [U]) + Sync)) {
+    if rayon::current_thread_index().is_some() {
+        d.par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(i, chunk)| f(i * CHUNK, chunk));
+        return;
+    }
+    let n = d.len();
+    let base = d.as_mut_ptr() as usize;
+    let run_chunk = |i: usize| {
+        let start = i * CHUNK;
+        let len = CHUNK.min(n - start);
+        // SAFETY: chunk i is [start, start + len) of `d`, disjoint from every other
+        // chunk, and each index is run exactly once, so this is the only reference to
+        // it; `d` is borrowed mutably for the whole call.
+        let chunk = unsafe { std::slice::from_raw_parts_mut((base as *mut U).add(start), len) };
+        f(start, chunk);
+    };
+    crate::runtime::for_each_index_with_caller(n.div_ceil(CHUNK), &run_chunk);
 }
 
 /// Unary map producing a contiguous buffer. Float ops require a float buffer; integer
@@ -754,11 +754,7 @@ pub enum InPlaceRhs<'a> {
 
 fn for_chunks_in_place<T: Num>(d: &mut [T], f: impl Fn(usize, &mut [T]) + Sync + Send) {
     if d.len() >= PAR_MIN && crate::runtime::intra_op_parallel() {
-        crate::runtime::run(|| {
-            d.par_chunks_mut(CHUNK)
-                .enumerate()
-                .for_each(|(i, c)| f(i * CHUNK, c))
-        });
+        for_each_chunk_parallel(d, &f);
     } else {
         f(0, d);
     }
@@ -928,6 +924,21 @@ pub fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) {
     with_dtype!(dst.dtype(), T => {
         let s = T::slice(src);
         let d = T::slice_mut(dst);
+        let n = ld.numel();
+        if n == 0 {
+            return;
+        }
+        if ld.is_contiguous() && ls.is_contiguous() {
+            // both dense: a plain copy, split across the pool when large
+            let (d, s) = (&mut d[ld.offset..ld.offset + n], &s[ls.offset..ls.offset + n]);
+            let copy = |start: usize, c: &mut [T]| c.copy_from_slice(&s[start..start + c.len()]);
+            if n >= PAR_MIN && crate::runtime::intra_op_parallel() {
+                for_each_chunk_parallel(d, &copy);
+            } else {
+                copy(0, d);
+            }
+            return;
+        }
         for_each_offset2(&ld.shape, (&ld.strides, ld.offset), (&ls.strides, ls.offset), |od, os| d[od] = s[os]);
     })
 }
