@@ -218,3 +218,23 @@ def test_copy_into_dense_and_strided_destinations(n):
     wide[::2].copy_(src)  # a strided destination takes the element-by-element path
     assert wide[::2].tolist() == src.tolist() and wide[1::2].abs().sum().item() == 0
     assert rgrad.zeros(n, dtype=rgrad.float64).copy_(src).tolist() == src.double().tolist()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 10), (128, 10), (5, 1000), (300, 300)])
+@pytest.mark.parametrize("dtype", [rgrad.float32, rgrad.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_fused_softmax_over_the_last_dim_matches_the_composed_ops(shape, dtype, log):
+    # A contiguous input takes the fused row kernel; the same values in a transposed
+    # (non-contiguous) layout take the composed ops (amax, sub, exp, sum, div or log):
+    # the bits must agree, special values included.
+    rgrad.manual_seed(shape[-1])
+    x = rgrad.randn(*shape, dtype=dtype) * 30
+    flat = x.reshape(-1)
+    for i, v in enumerate([math.inf, -math.inf, math.nan, 1e30, -1e30][: flat.numel()]):
+        flat[(i * 7919) % flat.numel()] = v
+    if shape[0] > 1:
+        x[0] = -math.inf  # a whole row of -inf: NaNs, as in torch
+    strided = x.t().contiguous().t()
+    assert x.is_contiguous() and not strided.is_contiguous() or shape[0] == 1 or shape[1] == 1
+    f = rgrad.log_softmax if log else rgrad.softmax
+    assert (_bits(f(x, -1)) == _bits(f(strided, -1))).all()

@@ -13,7 +13,7 @@ use std::hint::select_unpredictable;
 /// the calling thread takes part and claims chunks itself, helpers join when awake
 /// (`runtime::Warm`), so splitting pays from 64K elements (W4 64K: 24 -> 18 ms with the
 /// warm helpers; a relu after a GEMM, where the helper may be asleep, is not slower).
-const PAR_MIN: usize = 1 << 16;
+pub(crate) const PAR_MIN: usize = 1 << 16;
 /// The same for the vectorised transcendental functions (about 1 ns per element instead
 /// of 0.1): worth splitting from 16K elements.
 const PAR_MIN_VMATH: usize = 1 << 14;
@@ -373,28 +373,40 @@ fn fill_chunks_from<U: Send>(
     out
 }
 
-/// Runs `f(start, chunk)` on every CHUNK-sized piece of `d`, in parallel: inside the
-/// pool with rayon, from outside it with the calling thread taking part (see
-/// `runtime::for_each_index_with_caller`: no wait for a sleeping worker to wake).
+/// Runs `f(start, chunk)` on every CHUNK-sized piece of `d`, in parallel (see
+/// [`for_each_chunk_of`]).
 fn for_each_chunk_parallel<U: Send>(d: &mut [U], f: &(impl Fn(usize, &mut [U]) + Sync)) {
+    for_each_chunk_of(d, CHUNK, f);
+}
+
+/// Runs `f(start, chunk)` on every `size`-long piece of `d` (the last may be shorter),
+/// in parallel: inside the pool with rayon, from outside it with the calling thread
+/// taking part (see `runtime::for_each_index_with_caller`: no wait for a sleeping
+/// worker to wake).
+pub(crate) fn for_each_chunk_of<U: Send>(
+    d: &mut [U],
+    size: usize,
+    f: &(impl Fn(usize, &mut [U]) + Sync),
+) {
+    let size = size.max(1);
     if rayon::current_thread_index().is_some() {
-        d.par_chunks_mut(CHUNK)
+        d.par_chunks_mut(size)
             .enumerate()
-            .for_each(|(i, chunk)| f(i * CHUNK, chunk));
+            .for_each(|(i, chunk)| f(i * size, chunk));
         return;
     }
     let n = d.len();
     let base = d.as_mut_ptr() as usize;
     let run_chunk = |i: usize| {
-        let start = i * CHUNK;
-        let len = CHUNK.min(n - start);
+        let start = i * size;
+        let len = size.min(n - start);
         // SAFETY: chunk i is [start, start + len) of `d`, disjoint from every other
         // chunk, and each index is run exactly once, so this is the only reference to
         // it; `d` is borrowed mutably for the whole call.
         let chunk = unsafe { std::slice::from_raw_parts_mut((base as *mut U).add(start), len) };
         f(start, chunk);
     };
-    crate::runtime::for_each_index_with_caller(n.div_ceil(CHUNK), &run_chunk);
+    crate::runtime::for_each_index_with_caller(n.div_ceil(size), &run_chunk);
 }
 
 /// Unary map producing a contiguous buffer. Float ops require a float buffer; integer

@@ -7,6 +7,7 @@ use crate::layout::Layout;
 use crate::shape::Shape;
 use crate::storage::{Buffer, Element};
 use crate::with_dtype;
+use std::mem::MaybeUninit;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReduceOp {
@@ -145,6 +146,123 @@ fn sum_lanes<T: Copy>(xs: &[T], to: impl Fn(T) -> f64) -> f64 {
     }
     let tail = chunks.remainder().iter().fold(0.0, |a, &x| a + to(x));
     (((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]))) + tail
+}
+
+/// softmax (or log_softmax) over the last dim of a contiguous float input, fused: per
+/// row the max, `z = x - max`, `e = exp(z)`, the row's sum `s`, then `e / s` (or
+/// `z - log(s)`). The steps are the float operations the composed ops (amax, sub, exp,
+/// sum, div or log and sub) perform, with the same exp, log and summation order, in
+/// one pass per row instead of five over the whole tensor. `None` for other layouts.
+pub fn softmax_last_dim(buf: &Buffer, layout: &Layout, log: bool) -> Option<Buffer> {
+    let red = *layout.shape.last()?;
+    if red == 0 || !layout.is_contiguous() {
+        return None;
+    }
+    let range = layout.offset..layout.offset + layout.numel();
+    Some(match buf {
+        Buffer::F32(v) => {
+            let exp = |z: &[f32], e: &mut [MaybeUninit<f32>]| super::vmath::exp(z, e);
+            let ln = |s: f32| {
+                let mut r = [MaybeUninit::uninit()];
+                super::vmath::log(&[s], &mut r);
+                // SAFETY: vmath::log initialises all of its output.
+                unsafe { r[0].assume_init() }
+            };
+            let sum = |e: &[f32]| sum_lanes(e, f64::from) as f32;
+            Buffer::F32(softmax_rows(&v[range], red, log, exp, ln, sum))
+        }
+        Buffer::F64(v) => {
+            let exp = |z: &[f64], e: &mut [MaybeUninit<f64>]| {
+                for (o, &x) in e.iter_mut().zip(z) {
+                    o.write(x.exp());
+                }
+            };
+            let sum = |e: &[f64]| sum_lanes(e, |x| x);
+            Buffer::F64(softmax_rows(&v[range], red, log, exp, f64::ln, sum))
+        }
+        _ => return None,
+    })
+}
+
+fn softmax_rows<T: Float>(
+    x: &[T],
+    red: usize,
+    log: bool,
+    exp: impl Fn(&[T], &mut [MaybeUninit<T>]) + Sync,
+    ln: impl Fn(T) -> T + Sync,
+    sum: impl Fn(&[T]) -> T + Sync,
+) -> Vec<T> {
+    let n = x.len();
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    let rows = |start: usize, o: &mut [MaybeUninit<T>]| {
+        let mut z = Vec::with_capacity(red);
+        for (xr, orow) in x[start..start + o.len()]
+            .chunks_exact(red)
+            .zip(o.chunks_exact_mut(red))
+        {
+            let m = row_max(xr);
+            z.clear();
+            z.extend(xr.iter().map(|&v| v - m));
+            exp(&z, orow);
+            // SAFETY: `exp` initialised the whole row.
+            let e = unsafe { &mut *(std::ptr::from_mut(orow) as *mut [T]) };
+            let s = sum(e);
+            if log {
+                let ls = ln(s);
+                for (o, &zi) in e.iter_mut().zip(&z) {
+                    *o = zi - ls;
+                }
+            } else {
+                for o in e.iter_mut() {
+                    *o = *o / s;
+                }
+            }
+        }
+    };
+    if n >= super::elementwise::PAR_MIN && crate::runtime::intra_op_parallel() {
+        // whole rows per task, about 16K elements each
+        let per_task = (16_384 / red).max(1) * red;
+        super::elementwise::for_each_chunk_of(spare, per_task, &rows);
+    } else {
+        rows(0, spare);
+    }
+    // SAFETY: every row of every task was written.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// The largest element of a non-empty row; NaN if there is one (as amax gives). Eight
+/// lanes, so the loop vectorises; only which of two equal zeros is returned can differ
+/// from a left-to-right scan, which no softmax output can tell.
+fn row_max<T: Float>(x: &[T]) -> T {
+    let pick = |a: T, v: T| if v > a || v.is_nan() { v } else { a };
+    let mut acc = [x[0]; 8];
+    let mut chunks = x.chunks_exact(8);
+    for c in &mut chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a = pick(*a, v);
+        }
+    }
+    let m = chunks.remainder().iter().fold(acc[0], |a, &v| pick(a, v));
+    acc[1..].iter().fold(m, |a, &v| pick(a, v))
+}
+
+/// The float element types, for the fused softmax.
+trait Float:
+    Copy + Send + Sync + PartialOrd + std::ops::Sub<Output = Self> + std::ops::Div<Output = Self>
+{
+    fn is_nan(self) -> bool;
+}
+impl Float for f32 {
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+}
+impl Float for f64 {
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
 }
 
 /// Reduces `dims` (wrapped, unique). The result is contiguous with the kept dims' sizes
