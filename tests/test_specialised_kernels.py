@@ -238,3 +238,32 @@ def test_fused_softmax_over_the_last_dim_matches_the_composed_ops(shape, dtype, 
     assert x.is_contiguous() and not strided.is_contiguous() or shape[0] == 1 or shape[1] == 1
     f = rgrad.log_softmax if log else rgrad.softmax
     assert (_bits(f(x, -1)) == _bits(f(strided, -1))).all()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (4, 3), (64, 9), (7, 1000)])
+@pytest.mark.parametrize("dtype", [rgrad.float32, rgrad.float64], ids=["f32", "f64"])
+def test_row_extremes_match_the_general_scan(shape, dtype):
+    # Contiguous rows take a vectorised max/min, then the first index holding it; a
+    # transposed layout takes the element-by-element scan. Values (bits) and indices
+    # must agree: ties keep the first index, the first NaN wins, -0 and +0 tie.
+    rgrad.manual_seed(shape[1])
+    x = rgrad.randint(-3, 4, shape).to(dtype)  # small integers: many ties
+    flat = x.reshape(-1)
+    n = flat.numel()
+    for i, v in enumerate([-0.0, 0.0, math.nan, math.inf, -math.inf, math.nan, 5.0, 5.0][: n]):
+        flat[(i * 31) % n] = v
+    if shape[0] > 2:
+        x[1] = 0.0
+        x[1, shape[1] // 2] = -0.0
+        x[2] = -0.0
+    strided = x.t().contiguous().t()
+    for name in ("amax", "amin"):
+        got, want = getattr(x, name)(1), getattr(strided, name)(1)
+        assert (_bits(got) == _bits(want)).all(), name
+    for name in ("max", "min"):
+        (gv, gi), (wv, wi) = getattr(x, name)(1), getattr(strided, name)(1)
+        assert (_bits(gv) == _bits(wv)).all() and gi.tolist() == wi.tolist(), name
+    for name in ("argmax", "argmin"):
+        assert getattr(x, name)(1).tolist() == getattr(strided, name)(1).tolist(), name
+    assert (_bits(x.amax()) == _bits(strided.amax())).all()
+    assert x.argmax().item() == strided.argmax().item()

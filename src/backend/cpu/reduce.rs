@@ -236,7 +236,18 @@ fn softmax_rows<T: Float>(
 /// lanes, so the loop vectorises; only which of two equal zeros is returned can differ
 /// from a left-to-right scan, which no softmax output can tell.
 fn row_max<T: Float>(x: &[T]) -> T {
-    let pick = |a: T, v: T| if v > a || v.is_nan() { v } else { a };
+    row_extreme(x, true)
+}
+
+/// [`row_max`], or the smallest element when `!is_max`.
+fn row_extreme<T: Float>(x: &[T], is_max: bool) -> T {
+    let pick = |a: T, v: T| {
+        if (if is_max { v > a } else { v < a }) || v.is_nan() {
+            v
+        } else {
+            a
+        }
+    };
     let mut acc = [x[0]; 8];
     let mut chunks = x.chunks_exact(8);
     for c in &mut chunks {
@@ -248,7 +259,33 @@ fn row_max<T: Float>(x: &[T]) -> T {
     acc[1..].iter().fold(m, |a, &v| pick(a, v))
 }
 
-/// The float element types, for the fused softmax.
+/// [`arg_reduce`] over the rows of a contiguous `[outer, red]` block (`red > 0`): the
+/// extreme value by [`row_extreme`] (vectorised), then the first index holding it (or
+/// the first NaN). Its element is the value returned, so the bits are those of the
+/// left-to-right scan, down to which of two equal zeros comes first.
+fn arg_reduce_rows<T: Float>(
+    data: &[T],
+    outer: usize,
+    red: usize,
+    is_max: bool,
+) -> (Vec<T>, Vec<i64>) {
+    let mut vals = Vec::with_capacity(outer);
+    let mut idx = Vec::with_capacity(outer);
+    for row in data[..outer * red].chunks_exact(red) {
+        let m = row_extreme(row, is_max);
+        let i = if m.is_nan() {
+            row.iter().position(|v| v.is_nan())
+        } else {
+            row.iter().position(|&v| v == m)
+        }
+        .unwrap_or(0);
+        vals.push(row[i]);
+        idx.push(i as i64);
+    }
+    (vals, idx)
+}
+
+/// The float element types, for the fused softmax and the row extremes.
 trait Float:
     Copy + Send + Sync + PartialOrd + std::ops::Sub<Output = Self> + std::ops::Div<Output = Self>
 {
@@ -339,6 +376,19 @@ pub fn arg_reduce(
     dims: &[usize],
     is_max: bool,
 ) -> (Buffer, Vec<i64>) {
+    // rows of a contiguous input, reduced whole (dims = the last ones), none empty
+    let rows = || contiguous_block(layout, dims).filter(|b| b.2 == 1 && b.1 > 0);
+    match buf {
+        Buffer::F32(v) if let Some((outer, red, _)) = rows() => {
+            let (vals, idx) = arg_reduce_rows(&v[layout.offset..], outer, red, is_max);
+            return (Buffer::F32(vals), idx);
+        }
+        Buffer::F64(v) if let Some((outer, red, _)) = rows() => {
+            let (vals, idx) = arg_reduce_rows(&v[layout.offset..], outer, red, is_max);
+            return (Buffer::F64(vals), idx);
+        }
+        _ => {}
+    }
     with_dtype!(buf.dtype(), T => {
         let data = T::slice(buf);
         // Accumulator: (best value, best index, seen any). Values are compared through f64
