@@ -707,6 +707,7 @@ def gather_samples(m, rng):
         S(m(3, 4), 1, m.ints(4, 2, 5)),  # index smaller than input in dim 0, longer in dim 1
         S(m(2, 3, 4), -1, m.ints(4, 2, 3, 2)),
         S(NC(m(4, 3), "t"), 1, np.array([[0, 0], [3, 3], [1, 2]], dtype=np.int64)),
+        S(m(3, 4), 1, np.zeros((2, 0), dtype=np.int64)),
     ]
 
 

@@ -164,3 +164,21 @@ def test_addmm_beta_zero_ignores_input_and_scales_apply():
     assert r.tolist() == (2 * c + 3 * (a.to(rgrad.int64) @ b.to(rgrad.int64))).tolist()
     with pytest.raises(NotImplementedError, match="\"addmm_impl_cpu_\" not implemented for 'Bool'"):
         rgrad.addmm(c.bool(), a.bool(), b.bool())
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        # torch 2.15: gather and index_select take no negative indices (x[idx] does)
+        (lambda x: x.gather(1, rgrad.tensor([[-1]])), RuntimeError, "index -1 is out of bounds for dimension 1 with size 4"),
+        (lambda x: x.gather(1, rgrad.tensor([[0, 4]])), RuntimeError, "index 4 is out of bounds for dimension 1 with size 4"),
+        (lambda x: x.index_select(0, rgrad.tensor([-1])), IndexError, "index out of range in self"),
+        (lambda x: x.index_select(0, rgrad.tensor([3])), IndexError, "index out of range in self"),
+        (lambda x: x[rgrad.tensor([3])], IndexError, "index 3 is out of bounds for dimension 0 with size 3"),
+    ],
+)
+def test_index_ops_take_the_indices_torch_takes(call, error, message):
+    x = rgrad.randn(3, 4)
+    with pytest.raises(error, match=message):
+        call(x)
+    assert x[rgrad.tensor([-1])].tolist() == x[2:].tolist()

@@ -17,8 +17,23 @@ use crate::{Error, Result, saved};
 use std::borrow::Cow;
 
 /// An int64 index tensor's values, contiguous, with negative entries wrapped and every
-/// entry checked against `size`.
+/// entry checked against `size` (advanced indexing's rule: IndexError).
 fn index_values(index: &Tensor, size: usize, dim: usize) -> Result<Vec<i64>> {
+    index_values_as(index, size, dim, IndexRule::Wrap)
+}
+
+/// What an op accepts as an index and how it reports one out of range (torch's rules).
+#[derive(Clone, Copy, PartialEq)]
+enum IndexRule {
+    /// `x[idx]`: negatives count from the end; IndexError naming the index.
+    Wrap,
+    /// gather: `0 <= i < size`; RuntimeError naming the index.
+    Gather,
+    /// index_select: `0 <= i < size`; IndexError "index out of range in self".
+    Select,
+}
+
+fn index_values_as(index: &Tensor, size: usize, dim: usize, rule: IndexRule) -> Result<Vec<i64>> {
     if index.dtype() != DType::I64 {
         return Err(Error::runtime(format!(
             "expected index to have dtype int64 (Long), but got {}",
@@ -31,18 +46,35 @@ fn index_values(index: &Tensor, size: usize, dim: usize) -> Result<Vec<i64>> {
         return Err(Error::Internal("index buffer is not int64".into()));
     };
     let vals = crate::backend::cpu::strided::contiguous(v, &s.layout);
-    vals.iter()
+    let n = size as i64;
+    // One branch-free pass: with wrapping, a negative index wraps once, and [-n, n) is
+    // exactly what lands in [0, n); the first bad index is searched for only when there
+    // is one.
+    let wrap = if rule == IndexRule::Wrap { n } else { 0 };
+    let mut bad = false;
+    let out: Vec<i64> = vals
+        .iter()
         .map(|&i| {
-            let n = size as i64;
-            if i < -n || i >= n {
-                Err(Error::index(format!(
-                    "index {i} is out of bounds for dimension {dim} with size {size}"
-                )))
-            } else {
-                Ok(if i < 0 { i + n } else { i })
-            }
+            let w = i.wrapping_add(wrap & (i >> 63));
+            bad |= w as u64 >= size as u64;
+            w
         })
-        .collect()
+        .collect();
+    if bad {
+        let lo = -wrap;
+        let i = vals
+            .iter()
+            .copied()
+            .find(|&i| i < lo || i >= n)
+            .unwrap_or_default();
+        let bounds = format!("index {i} is out of bounds for dimension {dim} with size {size}");
+        return Err(match rule {
+            IndexRule::Wrap => Error::index(bounds),
+            IndexRule::Gather => Error::runtime(bounds),
+            IndexRule::Select => Error::index("index out of range in self"),
+        });
+    }
+    Ok(out)
 }
 
 /// `torch.gather(x, dim, index)`.
@@ -65,7 +97,7 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
         }
     }
     let size = s.layout.shape.get(d).copied().unwrap_or(1);
-    let idx = index_values(index, size, d)?;
+    let idx = index_values_as(index, size, d, IndexRule::Gather)?;
     let shape = s.layout.shape.clone();
     apply(
         &[x],
@@ -166,7 +198,7 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
         s.layout.clone()
     };
     let d = wrap_dim(dim, layout.ndim())?;
-    let idx = index_values(index, layout.shape[d], d)?;
+    let idx = index_values_as(index, layout.shape[d], d, IndexRule::Select)?;
     let mut out_shape = layout.shape.clone();
     out_shape[d] = idx.len();
     if scalar_input && index.ndim() == 0 {

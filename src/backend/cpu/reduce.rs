@@ -422,6 +422,23 @@ pub fn gather(
     with_dtype!(buf.dtype(), T => {
         let data = T::slice(buf);
         let mut out = Vec::with_capacity(index.len());
+        let last = layout.ndim().saturating_sub(1);
+        if dim == last && layout.strides.get(last) == Some(&1) && index_shape.len() == layout.ndim() {
+            // along contiguous rows (a loss picking each row's target): a row at a time
+            let (cols, k) = (layout.shape[last], index_shape[last]);
+            let mut outer = layout.clone();
+            outer.shape.truncate(last);
+            outer.strides.truncate(last);
+            outer.shape.clone_from_slice(&index_shape[..last]);
+            let mut rows = index.chunks_exact(k.max(1));
+            for_each_offset(&outer.shape, &outer.strides, layout.offset, |base| {
+                let row = &data[base..base + cols];
+                if let Some(ix) = rows.next() {
+                    out.extend(ix.iter().map(|&j| row[j as usize]));
+                }
+            });
+            return T::into_buffer(out);
+        }
         // walk the index positions using the source strides for all dims but `dim`
         let mut strides = layout.strides.clone();
         strides[dim] = 0;
@@ -471,9 +488,15 @@ pub fn index_select(buf: &Buffer, layout: &Layout, dim: usize, index: &[i64]) ->
         let mut outer_l = layout.clone();
         outer_l.shape.truncate(dim);
         outer_l.strides.truncate(dim);
+        // the selected slabs (dims after `dim`) are copied whole when dense
+        let slab = sub.is_contiguous().then(|| sub.numel());
         for_each_offset(&outer_l.shape, &outer_l.strides, layout.offset, |base| {
             for &i in index {
-                for_each_offset(&sub.shape, &sub.strides, base + i as usize * layout.strides[dim], |o| out.push(data[o]));
+                let start = base + i as usize * layout.strides[dim];
+                match slab {
+                    Some(len) => out.extend_from_slice(&data[start..start + len]),
+                    None => for_each_offset(&sub.shape, &sub.strides, start, |o| out.push(data[o])),
+                }
             }
         });
         T::into_buffer(out)
