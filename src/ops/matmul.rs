@@ -3,7 +3,7 @@
 use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::backend::cpu::matmul::{GemmElem, MatView, gemm_add, gemm_uninit};
+use crate::backend::cpu::matmul::{GemmElem, MatView, gemm_add, gemm_uninit, splits};
 use crate::dtype::{DType, Scalar};
 use crate::ops::*;
 use crate::shape::{Shape, broadcast_shapes};
@@ -56,7 +56,12 @@ fn gemm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let nd = sa.layout.ndim();
     let mut shape: Shape = sa.layout.shape.clone();
     shape[nd - 1] = sb.layout.shape[nd - 1];
-    let buf = crate::runtime::run(|| {
+    let (m, k, n) = (
+        sa.layout.shape[nd - 2],
+        sa.layout.shape[nd - 1],
+        shape[nd - 1],
+    );
+    let buf = on_pool_if_split(m, n, k, || {
         let (ra, rb) = (sa.storage.read(), sb.storage.read());
         match sa.dtype {
             DType::F32 => batched::<f32>(&ra, &sa, &rb, &sb),
@@ -69,6 +74,18 @@ fn gemm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         }
     })?;
     Ok(new_tensor(buf, &shape))
+}
+
+/// Runs a GEMM's work in the pool when the product is large enough to be split (faer's
+/// threads are the pool's), else right here: handing a small product to the pool costs
+/// a wait for a worker to wake (10-20 µs), more than the product itself (a 256x256
+/// matrix-vector product takes 4).
+fn on_pool_if_split<R: Send>(m: usize, n: usize, k: usize, f: impl FnOnce() -> R + Send) -> R {
+    if crate::runtime::intra_op_parallel() && splits(m, n, k) {
+        crate::runtime::run(f)
+    } else {
+        f()
+    }
 }
 
 fn batched<T: Element + GemmElem>(
@@ -251,7 +268,8 @@ fn gemm_add_kernel(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         gemm_add(va, vb, &mut out, crate::runtime::intra_op_parallel());
         T::into_buffer(out)
     }
-    let buf = crate::runtime::run(|| {
+    let (m, k, n) = (sa.layout.shape[0], sa.layout.shape[1], sb.layout.shape[1]);
+    let buf = on_pool_if_split(m, n, k, || {
         let (rc, ra, rb) = (sc.storage.read(), sa.storage.read(), sb.storage.read());
         match sc.dtype {
             DType::F32 => Ok(go::<f32>(&rc, &sc, &ra, &sa, &rb, &sb)),
