@@ -267,3 +267,22 @@ def test_row_extremes_match_the_general_scan(shape, dtype):
         assert getattr(x, name)(1).tolist() == getattr(strided, name)(1).tolist(), name
     assert (_bits(x.amax()) == _bits(strided.amax())).all()
     assert x.argmax().item() == strided.argmax().item()
+
+
+@pytest.mark.parametrize("shape, dims", [((7,), None), ((300, 300), None), ((64, 33), (1,)), ((4, 5, 6), (1, 2))])
+@pytest.mark.parametrize("dtype", [rgrad.float32, rgrad.float64], ids=["f32", "f64"])
+def test_two_norm_in_one_pass_matches_the_composed_ops(shape, dims, dtype):
+    # A contiguous input's 2-norm sums x*x in one pass; a transposed copy takes
+    # abs, pow, sum, pow: the same bits (infinities and NaN included).
+    rgrad.manual_seed(len(shape))
+    x = rgrad.randn(*shape, dtype=dtype) * 10
+    flat = x.reshape(-1)
+    flat[0], flat[-1] = math.inf, -0.0
+    for special in (None, math.nan):
+        if special is not None:
+            flat[1] = special
+        strided = rgrad.stack([x, x], dim=-1).select(-1, 0)
+        assert not strided.is_contiguous()
+        got = x.norm(dim=dims) if dims else x.norm()
+        want = strided.norm(dim=dims) if dims else strided.norm()
+        assert (_bits(got) == _bits(want)).all()

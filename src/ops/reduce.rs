@@ -680,6 +680,14 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
         &[x],
         || {
             with_grad_mode(false, || {
+                if p == 2.0 {
+                    // Σ|x|² in one pass (|x|² is x·x, as pow 2 computes it)
+                    let sx = x.snapshot();
+                    if let Some(buf) = k::sum_squares(&sx.storage.read(), &sx.layout, &d) {
+                        let s = new_tensor(buf, &out_shape(&sx.layout.shape, &d, keepdim));
+                        return pow_scalar(&s, Scalar::Float(0.5));
+                    }
+                }
                 let a = abs(x)?;
                 if p.is_infinite() {
                     return amax(&a, Some(&di), keepdim, p > 0.0, false);

@@ -148,6 +148,20 @@ fn sum_lanes<T: Copy>(xs: &[T], to: impl Fn(T) -> f64) -> f64 {
     (((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]))) + tail
 }
 
+/// Σ x² over the last `dims` of a contiguous float input (all of them, or rows), each
+/// square rounded to the dtype and summed as [`reduce`] sums: the bits of
+/// `sum(x * x)`, in one pass. `None` for other layouts and dtypes.
+pub fn sum_squares(buf: &Buffer, layout: &Layout, dims: &[usize]) -> Option<Buffer> {
+    match buf {
+        Buffer::F32(v) => {
+            let r = row_sums(v, layout, dims, |x: f32| f64::from(x * x))?;
+            Some(Buffer::F32(r.into_iter().map(|x| x as f32).collect()))
+        }
+        Buffer::F64(v) => Some(Buffer::F64(row_sums(v, layout, dims, |x: f64| x * x)?)),
+        _ => None,
+    }
+}
+
 /// softmax (or log_softmax) over the last dim of a contiguous float input, fused: per
 /// row the max, `z = x - max`, `e = exp(z)`, the row's sum `s`, then `e / s` (or
 /// `z - log(s)`). The steps are the float operations the composed ops (amax, sub, exp,
