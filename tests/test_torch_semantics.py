@@ -162,6 +162,11 @@ def test_addmm_beta_zero_ignores_input_and_scales_apply():
     r = rgrad.addmm(c, a.to(rgrad.int64), b.to(rgrad.int64), beta=2, alpha=3)
     assert r.dtype == rgrad.int64
     assert r.tolist() == (2 * c + 3 * (a.to(rgrad.int64) @ b.to(rgrad.int64))).tolist()
+    # integer products truncate their scales, as torch does
+    ints = rgrad.tensor([[1, 2], [3, 4]]), rgrad.tensor([[1, 0], [0, 1]]), rgrad.tensor([10, 20])
+    assert rgrad.addmm(ints[2], *ints[:2], beta=0.5).tolist() == [[1, 2], [3, 4]]
+    assert rgrad.addmm(ints[2], *ints[:2], alpha=0.5).tolist() == [[10, 20], [10, 20]]
+    assert rgrad.addmm(ints[2], *ints[:2], alpha=0.5).dtype == rgrad.int64
     with pytest.raises(NotImplementedError, match="\"addmm_impl_cpu_\" not implemented for 'Bool'"):
         rgrad.addmm(c.bool(), a.bool(), b.bool())
 

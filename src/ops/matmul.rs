@@ -204,6 +204,14 @@ pub fn addmm(
             "\"addmm_impl_cpu_\" not implemented for 'Bool'",
         ));
     }
+    // an integer product takes its scales as integers (torch truncates 0.5 to 0)
+    let (beta, alpha) = match b.dtype() {
+        DType::I64 => (
+            Scalar::Int(beta.as_f64() as i64),
+            Scalar::Int(alpha.as_f64() as i64),
+        ),
+        _ => (beta, alpha),
+    };
     let out_shape = [sa[0], sb[1]];
     let bias = expand(&input.detach(), &out_shape)?;
     let unit = |s: Scalar| s.as_f64() == 1.0;
