@@ -31,15 +31,11 @@ fn default_threads() -> usize {
 /// With one worker per CPU the process may use, worker `i` is pinned to the `i`-th of
 /// those CPUs (see [`affinity`]).
 fn build(threads: usize) -> Result<Pool> {
-    let cpus = affinity::plan(threads);
+    let plan = affinity::Plan::new(threads);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("rgrad-worker-{i}"))
-        .start_handler(move |i| {
-            if let Some(&cpu) = cpus.get(i) {
-                affinity::pin_current_thread(cpu);
-            }
-        })
+        .start_handler(move |i| plan.apply(i))
         .build()
         .map_err(|e| Error::runtime(format!("rgrad could not start its worker threads: {e}")))?;
     Ok(Pool {
@@ -62,26 +58,68 @@ fn build(threads: usize) -> Result<Pool> {
 /// processes sharing a machine still spread evenly; the calling thread is never pinned.
 /// `RGRAD_PIN_THREADS=0` turns it off.
 mod affinity {
-    /// The CPU for each worker, or nothing (no pinning).
-    pub(super) fn plan(threads: usize) -> Vec<usize> {
-        let enabled = std::env::var("RGRAD_PIN_THREADS").map_or(true, |v| v.trim() != "0");
-        let cpus = if enabled { allowed_cpus() } else { Vec::new() };
-        if threads > 1 && cpus.len() == threads {
-            cpus
-        } else {
-            Vec::new()
+    /// Where the workers of a new pool run.
+    pub(super) struct Plan {
+        /// The process's CPUs (its main thread's), in order; empty if unknown.
+        process: Vec<usize>,
+        /// Worker `i` pinned to `process[i]`.
+        pub(super) pin: bool,
+    }
+
+    impl Plan {
+        pub(super) fn new(threads: usize) -> Plan {
+            let enabled = std::env::var("RGRAD_PIN_THREADS").map_or(true, |v| v.trim() != "0");
+            let process = process_cpus();
+            let pin = enabled && threads > 1 && process.len() == threads;
+            Plan { process, pin }
+        }
+
+        /// Run by worker `i` as it starts: its own CPU when pinning, else every CPU of
+        /// the process (a thread starts with its creator's set, and a pool rebuilt from
+        /// a pinned worker, `set_num_threads` in a backward hook, would otherwise have
+        /// all its workers on that worker's one CPU).
+        pub(super) fn apply(&self, i: usize) {
+            match self.process.get(i) {
+                Some(&cpu) if self.pin => set_current_thread(&[cpu]),
+                _ if !self.process.is_empty() => set_current_thread(&self.process),
+                _ => {}
+            }
         }
     }
 
-    /// The CPUs the calling thread may run on, in order (empty if unknown).
+    /// The CPUs the process's main thread may run on: the process's set, as `taskset`
+    /// or a container gives it.
+    fn process_cpus() -> Vec<usize> {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: getpid has no preconditions; for a thread group's id,
+            // sched_getaffinity reports its main thread.
+            get(unsafe { libc::getpid() })
+        }
+        #[cfg(not(target_os = "linux"))]
+        Vec::new()
+    }
+
+    /// The CPUs the calling thread may run on.
+    #[cfg(test)]
+    pub(super) fn current_cpus() -> Vec<usize> {
+        #[cfg(target_os = "linux")]
+        {
+            get(0)
+        }
+        #[cfg(not(target_os = "linux"))]
+        Vec::new()
+    }
+
+    /// The affinity set of thread `tid` (0: the caller), in order; empty if unknown.
     #[cfg(target_os = "linux")]
-    pub(super) fn allowed_cpus() -> Vec<usize> {
+    fn get(tid: libc::pid_t) -> Vec<usize> {
         // SAFETY: cpu_set_t is plain bits, zeroed is the empty set; sched_getaffinity
         // writes at most `size_of::<cpu_set_t>()` bytes into it, and CPU_ISSET reads it.
         unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-                return Vec::new(); // e.g. more CPUs than a cpu_set_t holds: no pinning
+            if libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+                return Vec::new(); // e.g. more CPUs than a cpu_set_t holds: left alone
             }
             (0..libc::CPU_SETSIZE as usize)
                 .filter(|&c| libc::CPU_ISSET(c, &set))
@@ -89,25 +127,22 @@ mod affinity {
         }
     }
 
-    /// Restricts the calling thread to `cpu` (best effort: a refusal leaves it unpinned).
-    #[cfg(target_os = "linux")]
-    pub(super) fn pin_current_thread(cpu: usize) {
-        // SAFETY: as above. `cpu` comes from `allowed_cpus`, so it is below CPU_SETSIZE
-        // (CPU_SET would panic on a bounds check otherwise, not write out of bounds).
+    /// Restricts the calling thread to `cpus` (best effort: a refusal changes nothing).
+    pub(super) fn set_current_thread(cpus: &[usize]) {
+        #[cfg(target_os = "linux")]
+        // SAFETY: as in `get`. Every cpu comes from a set `get` read, so it is below
+        // CPU_SETSIZE (CPU_SET would panic on a bounds check otherwise, not write out of
+        // bounds).
         unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
+            for &cpu in cpus {
+                libc::CPU_SET(cpu, &mut set);
+            }
             let _ = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
         }
+        #[cfg(not(target_os = "linux"))]
+        let _ = cpus;
     }
-
-    #[cfg(not(target_os = "linux"))]
-    pub(super) fn allowed_cpus() -> Vec<usize> {
-        Vec::new()
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    pub(super) fn pin_current_thread(_cpu: usize) {}
 }
 
 /// Number of threads of the pool (torch.get_num_threads).
@@ -392,21 +427,34 @@ mod tests {
 
     #[test]
     fn workers_are_pinned_to_distinct_cpus_only_with_one_per_cpu() {
-        let cpus = affinity::allowed_cpus();
+        let cpus = affinity::current_cpus();
         let n = cpus.len().max(1);
         let one_per_cpu = build(n).unwrap();
-        let seen = one_per_cpu.pool.broadcast(|_| affinity::allowed_cpus());
-        if affinity::plan(n).is_empty() {
-            // one CPU, pinning turned off, or not Linux: workers keep the process's set
-            assert!(seen.iter().all(|s| *s == cpus), "{seen:?}");
-        } else {
+        let seen = one_per_cpu.pool.broadcast(|_| affinity::current_cpus());
+        if affinity::Plan::new(n).pin {
             let want: Vec<Vec<usize>> = cpus.iter().map(|&c| vec![c]).collect();
             assert_eq!(seen, want);
+        } else {
+            // one CPU, pinning turned off, or not Linux: workers keep the process's set
+            assert!(seen.iter().all(|s| *s == cpus), "{seen:?}");
         }
         // more workers than CPUs: nobody is pinned
         let oversubscribed = build(n + 1).unwrap();
-        let seen = oversubscribed.pool.broadcast(|_| affinity::allowed_cpus());
+        let seen = oversubscribed.pool.broadcast(|_| affinity::current_cpus());
         assert!(seen.iter().all(|s| *s == cpus), "{seen:?}");
+        // a pool built from a thread pinned to one CPU (a worker calling
+        // set_num_threads) still gets the process's CPUs
+        if let [first, _, ..] = cpus.as_slice() {
+            let first = *first;
+            let seen = std::thread::spawn(move || {
+                affinity::set_current_thread(&[first]);
+                let p = build(n + 1).unwrap();
+                p.pool.broadcast(|_| affinity::current_cpus())
+            })
+            .join()
+            .unwrap();
+            assert!(seen.iter().all(|s| *s == cpus), "{seen:?}");
+        }
     }
 
     #[test]
