@@ -246,15 +246,18 @@ fn softmax_rows<T: Float>(
     out
 }
 
-/// The largest element of a non-empty row; NaN if there is one (as amax gives). Eight
+/// The largest element of a non-empty row; NaN if there is one (as amax gives). In
 /// lanes, so the loop vectorises; only which of two equal zeros is returned can differ
 /// from a left-to-right scan, which no softmax output can tell.
 fn row_max<T: Float>(x: &[T]) -> T {
-    row_extreme(x, true)
+    row_extreme::<T, 8>(x, true)
 }
 
-/// [`row_max`], or the smallest element when `!is_max`.
-fn row_extreme<T: Float>(x: &[T], is_max: bool) -> T {
+/// [`row_max`], or the smallest element when `!is_max`, over `L` lanes (more lanes keep
+/// several vectors in flight where the kernel is compiled for wide vectors; fewer cost
+/// less to combine on SSE2).
+#[inline(always)]
+fn row_extreme<T: Float, const L: usize>(x: &[T], is_max: bool) -> T {
     let pick = |a: T, v: T| {
         if (if is_max { v > a } else { v < a }) || v.is_nan() {
             v
@@ -262,8 +265,8 @@ fn row_extreme<T: Float>(x: &[T], is_max: bool) -> T {
             a
         }
     };
-    let mut acc = [x[0]; 8];
-    let mut chunks = x.chunks_exact(8);
+    let mut acc = [x[0]; L];
+    let mut chunks = x.chunks_exact(L);
     for c in &mut chunks {
         for (a, &v) in acc.iter_mut().zip(c) {
             *a = pick(*a, v);
@@ -276,27 +279,71 @@ fn row_extreme<T: Float>(x: &[T], is_max: bool) -> T {
 /// [`arg_reduce`] over the rows of a contiguous `[outer, red]` block (`red > 0`): the
 /// extreme value by [`row_extreme`] (vectorised), then the first index holding it (or
 /// the first NaN). Its element is the value returned, so the bits are those of the
-/// left-to-right scan, down to which of two equal zeros comes first.
+/// left-to-right scan, down to which of two equal zeros comes first. Compiled for
+/// AVX-512 and AVX2 too and picked at run time, as the vmath kernels are (the baseline
+/// build is SSE2).
 fn arg_reduce_rows<T: Float>(
     data: &[T],
     outer: usize,
     red: usize,
     is_max: bool,
 ) -> (Vec<T>, Vec<i64>) {
-    let mut vals = Vec::with_capacity(outer);
-    let mut idx = Vec::with_capacity(outer);
-    for row in data[..outer * red].chunks_exact(red) {
-        let m = row_extreme(row, is_max);
-        let i = if m.is_nan() {
-            row.iter().position(|v| v.is_nan())
-        } else {
-            row.iter().position(|&v| v == m)
+    #[inline(always)]
+    fn body<T: Float>(rows: &[T], red: usize, is_max: bool) -> (Vec<T>, Vec<i64>) {
+        let outer = rows.len() / red;
+        let (mut vals, mut idx) = (Vec::with_capacity(outer), Vec::with_capacity(outer));
+        for row in rows.chunks_exact(red) {
+            let m = row_extreme::<T, 32>(row, is_max);
+            let i = if m.is_nan() {
+                first_index(row, |v: T| v.is_nan())
+            } else {
+                first_index(row, |v: T| v == m)
+            };
+            vals.push(row[i]);
+            idx.push(i as i64);
         }
-        .unwrap_or(0);
-        vals.push(row[i]);
-        idx.push(i as i64);
+        (vals, idx)
     }
-    (vals, idx)
+    let rows = &data[..outer * red];
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        fn wide<T: Float>(rows: &[T], red: usize, is_max: bool) -> (Vec<T>, Vec<i64>) {
+            body(rows, red, is_max)
+        }
+        #[target_feature(enable = "avx2")]
+        fn mid<T: Float>(rows: &[T], red: usize, is_max: bool) -> (Vec<T>, Vec<i64>) {
+            body(rows, red, is_max)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked above).
+            return unsafe { wide(rows, red, is_max) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked above).
+            return unsafe { mid(rows, red, is_max) };
+        }
+    }
+    body(rows, red, is_max)
+}
+
+/// The first index of `row` where `hit` holds (0 if none): 16 elements
+/// tested at a time without branching, then the hit searched for in its block.
+#[inline(always)]
+fn first_index<T: Float>(row: &[T], hit: impl Fn(T) -> bool) -> usize {
+    let mut blocks = row.chunks_exact(16);
+    let mut base = 0;
+    for b in &mut blocks {
+        if b.iter().fold(false, |any, &v| any | hit(v)) {
+            return base + b.iter().position(|&v| hit(v)).unwrap_or(0);
+        }
+        base += 16;
+    }
+    blocks
+        .remainder()
+        .iter()
+        .position(|&v| hit(v))
+        .map_or(0, |i| base + i)
 }
 
 /// The float element types, for the fused softmax and the row extremes.
