@@ -364,19 +364,13 @@ fn fill_chunks_from<U: Send>(
     let mut out: Vec<U> = Vec::with_capacity(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     if n >= par_min && crate::runtime::intra_op_parallel() {
-        for_each_chunk_parallel(spare, &fill);
+        for_each_chunk_of(spare, CHUNK, &fill);
     } else {
         fill(0, spare);
     }
     // SAFETY: `fill` initialised every element of every chunk, i.e. all n elements.
     unsafe { out.set_len(n) };
     out
-}
-
-/// Runs `f(start, chunk)` on every CHUNK-sized piece of `d`, in parallel (see
-/// [`for_each_chunk_of`]).
-fn for_each_chunk_parallel<U: Send>(d: &mut [U], f: &(impl Fn(usize, &mut [U]) + Sync)) {
-    for_each_chunk_of(d, CHUNK, f);
 }
 
 /// Runs `f(start, chunk)` on every `size`-long piece of `d` (the last may be shorter),
@@ -766,7 +760,7 @@ pub enum InPlaceRhs<'a> {
 
 fn for_chunks_in_place<T: Num>(d: &mut [T], f: impl Fn(usize, &mut [T]) + Sync + Send) {
     if d.len() >= PAR_MIN && crate::runtime::intra_op_parallel() {
-        for_each_chunk_parallel(d, &f);
+        for_each_chunk_of(d, CHUNK, &f);
     } else {
         f(0, d);
     }
@@ -945,7 +939,7 @@ pub fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) {
             let (d, s) = (&mut d[ld.offset..ld.offset + n], &s[ls.offset..ls.offset + n]);
             let copy = |start: usize, c: &mut [T]| c.copy_from_slice(&s[start..start + c.len()]);
             if n >= PAR_MIN && crate::runtime::intra_op_parallel() {
-                for_each_chunk_parallel(d, &copy);
+                for_each_chunk_of(d, CHUNK, &copy);
             } else {
                 copy(0, d);
             }

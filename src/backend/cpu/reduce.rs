@@ -1,6 +1,7 @@
 //! Reduction kernels (sum, prod, max/min with indices) over any set of dims, plus the
 //! index kernels (gather, scatter-add, index_select) that reductions' backwards need.
 
+use super::elementwise::Float;
 use super::strided::{contiguous, for_each_offset};
 use crate::dtype::DType;
 use crate::layout::Layout;
@@ -229,7 +230,7 @@ fn softmax_rows<T: Float>(
                 }
             } else {
                 for o in e.iter_mut() {
-                    *o = *o / s;
+                    *o = o.div(s);
                 }
             }
         }
@@ -259,7 +260,7 @@ fn row_max<T: Float>(x: &[T]) -> T {
 #[inline(always)]
 fn row_extreme<T: Float, const L: usize>(x: &[T], is_max: bool) -> T {
     let pick = |a: T, v: T| {
-        if (if is_max { v > a } else { v < a }) || v.is_nan() {
+        if (if is_max { v > a } else { v < a }) || is_nan(v) {
             v
         } else {
             a
@@ -294,8 +295,8 @@ fn arg_reduce_rows<T: Float>(
         let (mut vals, mut idx) = (Vec::with_capacity(outer), Vec::with_capacity(outer));
         for row in rows.chunks_exact(red) {
             let m = row_extreme::<T, 32>(row, is_max);
-            let i = if m.is_nan() {
-                first_index(row, |v: T| v.is_nan())
+            let i = if is_nan(m) {
+                first_index(row, is_nan::<T>)
             } else {
                 first_index(row, |v: T| v == m)
             };
@@ -346,21 +347,12 @@ fn first_index<T: Float>(row: &[T], hit: impl Fn(T) -> bool) -> usize {
         .map_or(0, |i| base + i)
 }
 
-/// The float element types, for the fused softmax and the row extremes.
-trait Float:
-    Copy + Send + Sync + PartialOrd + std::ops::Sub<Output = Self> + std::ops::Div<Output = Self>
-{
-    fn is_nan(self) -> bool;
-}
-impl Float for f32 {
-    fn is_nan(self) -> bool {
-        f32::is_nan(self)
-    }
-}
-impl Float for f64 {
-    fn is_nan(self) -> bool {
-        f64::is_nan(self)
-    }
+/// NaN test for any element type (NaN is the only value unequal to itself); compiles to
+/// the same compare as `f32::is_nan`, so loops using it still vectorise.
+#[inline(always)]
+#[allow(clippy::eq_op)]
+fn is_nan<T: PartialEq + Copy>(v: T) -> bool {
+    v != v
 }
 
 /// Reduces `dims` (wrapped, unique). The result is contiguous with the kept dims' sizes
