@@ -3,6 +3,7 @@
 
 use crate::{Error, Result};
 use parking_lot::RwLock;
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -188,9 +189,34 @@ pub fn set_num_threads(n: usize) -> Result<()> {
     Ok(())
 }
 
-/// Whether kernels should split work across threads.
+/// Whether kernels should split work across threads: not with one thread, nor inside
+/// [`serial`].
 pub fn intra_op_parallel() -> bool {
-    num_threads() > 1
+    num_threads() > 1 && !SERIAL.with(Cell::get)
+}
+
+thread_local! {
+    static SERIAL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with every kernel it starts on this thread unsplit, if this thread is a pool
+/// worker. Why: a worker that splits a kernel with rayon runs other pool jobs while it
+/// waits for the pieces (work stealing), so code that holds a lock one of those jobs may
+/// take (gradient accumulation) must not split, or the job would wait on a lock its own
+/// thread holds. Outside the pool the caller only spins on its own job (see
+/// [`for_each_index_with_caller`]), so kernels there may still split.
+pub(crate) fn serial<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SERIAL.with(|s| s.set(self.0));
+        }
+    }
+    if rayon::current_thread_index().is_none() {
+        return f();
+    }
+    let _restore = Restore(SERIAL.with(|s| s.replace(true)));
+    f()
 }
 
 /// Runs `f` inside the shared pool (directly, if already on a pool thread or if no pool

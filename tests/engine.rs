@@ -453,3 +453,56 @@ fn weak_node_refs_upgrade_only_while_the_node_lives() -> Result<()> {
     drop(others);
     Ok(())
 }
+
+// ---- (7) concurrent accumulation into shared leaves ------------------------------------
+
+/// Many threads run many backward passes into the same leaves at once; every gradient
+/// arrives exactly once. Values are integers, so the expected sums are exact in float64.
+/// A small leaf (first gradient stored, later ones added in place) and one large enough
+/// that the in-place add would split across the pool (rayon work stealing inside the
+/// accumulation) are both covered, as is a graph whose two branches reach the same leaf.
+#[test]
+fn concurrent_backward_into_shared_leaves_loses_no_gradient() -> Result<()> {
+    let _g = serial();
+    const THREADS: usize = 8;
+    const CALLS: usize = 40;
+    for trial in 0..10 {
+        let small = leaf(vec![0.0; 3], &[3]);
+        let large = leaf(vec![0.0; 1 << 17], &[1 << 17]);
+        std::thread::scope(|s| -> Result<()> {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    s.spawn(|| -> Result<()> {
+                        for _ in 0..CALLS {
+                            // d/dsmall sum(2*small + small*3) = 5
+                            let a = ops::mul_scalar(&small, sc(2.0))?;
+                            let b = ops::mul_scalar(&small, sc(3.0))?;
+                            backward(&ops::sum(&ops::add(&a, &b)?, None, false)?, false)?;
+                            // d/dlarge sum(large) = 1
+                            backward(&ops::sum(&large, None, false)?, false)?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join()
+                    .map_err(|_| Error::runtime("a backward thread panicked"))??;
+            }
+            Ok(())
+        })?;
+        let n = (THREADS * CALLS) as f64;
+        assert!(
+            grad_values(&small)?.iter().all(|&v| v == 5.0 * n),
+            "trial {trial}: small leaf lost gradients: {:?}",
+            grad_values(&small)?
+        );
+        let lg = grad_values(&large)?;
+        assert!(
+            lg.iter().all(|&v| v == n),
+            "trial {trial}: large leaf lost gradients (first bad value {:?})",
+            lg.iter().find(|&&v| v != n)
+        );
+    }
+    Ok(())
+}
