@@ -42,8 +42,10 @@ pub enum Error {
     )]
     GraphFreed,
 
-    #[error("only Tensors of floating point and complex dtype can require gradients")]
-    RequiresGradDtype,
+    /// A non-float tensor asked to require grad; torch 2.15 words it three ways, by call
+    /// (see [`crate::tensor::RequiresGradCall`]).
+    #[error("{0}")]
+    RequiresGradDtype(&'static str),
 
     #[error("rgrad internal error: {0}; please report")]
     Internal(String),

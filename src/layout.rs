@@ -3,7 +3,7 @@
 //! Every view op in rgrad (transpose, permute, slicing, expand, view, squeeze...) is a
 //! pure function from one `Layout` to another over the same storage: no data moves.
 
-use crate::shape::{Shape, contiguous_strides, fmt_shape, numel, wrap_dim};
+use crate::shape::{Shape, checked_numel, contiguous_strides, fmt_shape, numel, wrap_dim};
 use crate::{Error, Result};
 
 #[derive(Debug, PartialEq, Eq)]
@@ -212,6 +212,7 @@ impl Layout {
                 self.ndim()
             )));
         }
+        checked_numel(shape)?;
         let lead = n - self.ndim();
         let mut strides: Shape = smallvec::smallvec![0; n];
         for i in 0..n {

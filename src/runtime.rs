@@ -20,12 +20,23 @@ static POOL: RwLock<Option<Pool>> = RwLock::new(None);
 /// The configured size (0 = not decided yet), readable without a lock on hot paths.
 static THREADS: AtomicUsize = AtomicUsize::new(0);
 
+/// The most workers the pool will have: `set_num_threads` and `RGRAD_NUM_THREADS` ask for
+/// more in vain (each worker is an OS thread, and a count from a typo or an overflow
+/// would otherwise start threads until the machine stalls).
+pub const MAX_THREADS: usize = 256;
+
+/// `RGRAD_NUM_THREADS` if it is a positive integer (capped at [`MAX_THREADS`]); otherwise,
+/// and when unset, the number of CPUs.
 fn default_threads() -> usize {
     std::env::var("RGRAD_NUM_THREADS")
         .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
         .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |n| usize::try_from(n).unwrap_or(MAX_THREADS),
+        )
+        .min(MAX_THREADS)
 }
 
 /// Builds a pool of `threads` workers; the OS refusing threads is an error, not a crash.
@@ -180,11 +191,12 @@ fn pool_and_warm() -> Result<(Arc<rayon::ThreadPool>, Arc<Warm>)> {
     Ok(r)
 }
 
-/// Replaces the pool with one of `n` threads (torch.set_num_threads). Work already
-/// running keeps its old pool until it finishes.
+/// Replaces the pool with one of `n` threads, at least 1 and at most [`MAX_THREADS`]
+/// (torch.set_num_threads). Work already running keeps its old pool until it finishes.
 pub fn set_num_threads(n: usize) -> Result<()> {
-    let p = build(n.max(1))?;
-    THREADS.store(n.max(1), Ordering::Relaxed);
+    let n = n.clamp(1, MAX_THREADS);
+    let p = build(n)?;
+    THREADS.store(n, Ordering::Relaxed);
     *POOL.write() = Some(p);
     Ok(())
 }

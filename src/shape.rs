@@ -24,8 +24,24 @@ pub fn copy(s: &[usize]) -> Shape {
     Shape::from_buf_and_len(buf, s.len())
 }
 
+/// The element count. Every shape a tensor holds passed [`checked_numel`] (or came
+/// from one that did), so this product cannot overflow.
 pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
+}
+
+/// The product of `sizes` multiplied left to right, `None` if a step overflows 64 bits
+/// (a later 0 does not undo it, as in torch's `safe_multiplies_u64`).
+pub fn checked_product(sizes: &[usize]) -> Option<usize> {
+    sizes.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
+}
+
+/// The element count of a shape a user asked for, checked as torch's
+/// `safe_compute_numel` does: it must fit an `i64`.
+pub fn checked_numel(shape: &[usize]) -> Result<usize> {
+    checked_product(shape)
+        .filter(|&n| i64::try_from(n).is_ok())
+        .ok_or_else(|| Error::runtime("numel: integer multiplication overflow"))
 }
 
 /// Row-major (C-contiguous) strides for a shape, in elements.
@@ -123,7 +139,6 @@ pub fn fmt_shape(shape: &[usize]) -> String {
 pub fn infer_size(sizes: &[i64], numel: usize) -> Result<Shape> {
     let mut out: Shape = Shape::with_capacity(sizes.len());
     let mut infer = None;
-    let mut known = 1usize;
     for (i, &s) in sizes.iter().enumerate() {
         if s == -1 {
             if infer.is_some() {
@@ -134,10 +149,13 @@ pub fn infer_size(sizes: &[i64], numel: usize) -> Result<Shape> {
         } else if s < 0 {
             return Err(Error::runtime(format!("invalid shape dimension {s}")));
         } else {
-            known *= s as usize;
             out.push(s as usize);
         }
     }
+    // As torch's infer_size_impl: the product wraps like its int64 (a shape whose count
+    // overflows is then refused when the view is made, by `checked_numel`).
+    let known = out.iter().fold(1i64, |a, &d| a.wrapping_mul(d as i64));
+    let n = numel as i64;
     let invalid = || {
         let parts: Vec<String> = sizes.iter().map(|d| d.to_string()).collect();
         Error::runtime(format!(
@@ -145,16 +163,20 @@ pub fn infer_size(sizes: &[i64], numel: usize) -> Result<Shape> {
             parts.join(", ")
         ))
     };
-    match infer {
-        Some(i) => {
-            if known == 0 || !numel.is_multiple_of(known) {
-                return Err(invalid());
-            }
-            out[i] = numel / known;
-        }
-        None if known != numel => return Err(invalid()),
-        None => {}
+    if !(n == known || (infer.is_some() && known > 0 && n % known == 0)) {
+        return Err(invalid());
     }
+    if let Some(i) = infer {
+        if known == 0 {
+            let parts: Vec<String> = sizes.iter().map(|d| d.to_string()).collect();
+            return Err(Error::runtime(format!(
+                "cannot reshape tensor of 0 elements into shape [{}] because the unspecified dimension size -1 can be any value and is ambiguous",
+                parts.join(", ")
+            )));
+        }
+        out[i] = (n / known) as usize;
+    }
+    checked_numel(&out)?;
     Ok(out)
 }
 
@@ -199,5 +221,26 @@ mod tests {
                 .contains("shape '[4]' is invalid for input of size 6")
         );
         assert_eq!(contiguous_strides(&[2, 3, 4]).as_slice(), &[12, 4, 1]);
+    }
+
+    #[test]
+    fn sizes_that_overflow_are_refused_like_torch() {
+        let big = 1usize << 32;
+        let e = checked_numel(&[big, big]).unwrap_err().to_string();
+        assert_eq!(e, "numel: integer multiplication overflow");
+        // fits u64 but not i64
+        assert!(checked_numel(&[1 << 62, 2]).is_err());
+        assert_eq!(checked_numel(&[1 << 62, 0]).unwrap(), 0);
+        // an overflow before a 0 stays an overflow, as in torch
+        assert!(checked_numel(&[big, big, 0]).is_err());
+        // view: the product wraps as torch's int64 does, then the shape is checked
+        let e = infer_size(&[1 << 32, 1 << 32], 6).unwrap_err().to_string();
+        assert!(e.starts_with("shape '[4294967296, 4294967296]' is invalid for input of size 6"));
+        let e = infer_size(&[1 << 62, 1 << 62, 0], 0)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "numel: integer multiplication overflow");
+        let e = infer_size(&[-1, 0], 0).unwrap_err().to_string();
+        assert!(e.starts_with("cannot reshape tensor of 0 elements into shape [-1, 0]"));
     }
 }

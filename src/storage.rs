@@ -53,31 +53,61 @@ impl Buffer {
     }
 }
 
-/// Refuses, with torch's error type, an allocation the machine cannot provide, instead of
-/// letting the allocator abort the process. Sizes a user controls (factories,
-/// broadcasting, repeat, matmul, indexing) pass through here before any kernel runs.
-pub fn alloc_guard(numel: usize, dtype: DType) -> crate::Result<()> {
-    let bytes = numel.checked_mul(dtype.size_in_bytes());
+/// Refuses, with torch's error type and message, a tensor of `sizes` whose byte count
+/// overflows (torch's `computeStorageNbytesContiguous`: sizes multiplied left to right,
+/// then by the item size, must fit an `i64`) or that the machine cannot provide, instead
+/// of letting the allocator abort the process. Sizes a user controls (factories,
+/// broadcasting, repeat, cat, matmul, indexing) pass through here before any kernel runs.
+pub fn alloc_guard(sizes: &[usize], dtype: DType) -> crate::Result<()> {
+    alloc_check(sizes, dtype, "")
+}
+
+/// [`alloc_guard`] for a tensor made like another (`clone`, `*_like`): torch allocates it
+/// with explicit strides and names them in the message.
+pub fn alloc_guard_strided(sizes: &[usize], dtype: DType) -> crate::Result<()> {
+    alloc_check(
+        sizes,
+        dtype,
+        &format!(
+            " and strides={}",
+            crate::shape::fmt_shape(&crate::shape::contiguous_strides(sizes))
+        ),
+    )
+}
+
+fn alloc_check(sizes: &[usize], dtype: DType, strides: &str) -> crate::Result<()> {
+    let Some(bytes) = crate::shape::checked_product(sizes)
+        .and_then(|n| n.checked_mul(dtype.size_in_bytes()))
+        .filter(|&b| i64::try_from(b).is_ok())
+    else {
+        return Err(crate::Error::runtime(format!(
+            "Storage size calculation overflowed with sizes={}{strides}",
+            crate::shape::fmt_shape(sizes)
+        )));
+    };
     let ok = match bytes {
-        None => false,
-        Some(b) if b <= isize::MAX as usize && b < (1 << 30) => true,
+        b if b < (1 << 30) => true,
         // Large requests: more than the machine's memory and swap can never be backed
         // (an allocator that reserves address space lazily would say yes and the process
         // would be killed on first touch); elsewhere ask the allocator once.
-        Some(b) if b <= isize::MAX as usize => match memory_limit() {
+        b => match memory_limit() {
             Some(limit) => (b as u64) <= limit,
             None => Vec::<u8>::new().try_reserve_exact(b).is_ok(),
         },
-        Some(_) => false,
     };
     if ok {
         Ok(())
     } else {
         Err(crate::Error::runtime(format!(
-            "[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.",
-            bytes.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string())
+            "[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: can't allocate memory: you tried to allocate {bytes} bytes."
         )))
     }
+}
+
+/// Whether `bytes` could ever be backed by this machine's memory and swap (true where
+/// that is unknown).
+pub fn fits_in_memory(bytes: usize) -> bool {
+    memory_limit().is_none_or(|limit| bytes as u64 <= limit)
 }
 
 /// RAM plus swap in bytes (Linux: /proc/meminfo), read once.
@@ -240,5 +270,30 @@ impl Storage {
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alloc_guard_refuses_overflowing_and_impossible_sizes_with_torchs_messages() {
+        let e = alloc_guard(&[1 << 62], DType::F32).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "Storage size calculation overflowed with sizes=[4611686018427387904]"
+        );
+        let e = alloc_guard_strided(&[1 << 62], DType::F32)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "Storage size calculation overflowed with sizes=[4611686018427387904] and strides=[1]"
+        );
+        // 2^61 float32 elements = 2^63 bytes: one past i64::MAX
+        assert!(alloc_guard(&[1 << 61], DType::F32).is_err());
+        assert!(alloc_guard(&[16, 16], DType::F64).is_ok());
+        assert!(alloc_guard(&[1 << 20, 0], DType::F64).is_ok());
     }
 }

@@ -23,6 +23,34 @@ use std::sync::{Arc, Weak};
 #[derive(Clone)]
 pub struct Tensor(pub(crate) Arc<TensorImpl>);
 
+/// How a tensor was asked to require grad: torch 2.15 refuses a non-float dtype with a
+/// different message for each.
+#[derive(Clone, Copy, Debug)]
+pub enum RequiresGradCall {
+    /// `x.requires_grad_()`
+    Method,
+    /// `x.requires_grad = True`
+    Attribute,
+    /// `requires_grad=True` given to a factory or the tensor constructor
+    Factory,
+}
+
+impl RequiresGradCall {
+    fn message(self) -> &'static str {
+        match self {
+            RequiresGradCall::Method => {
+                "only Tensors of floating point dtype can require gradients"
+            }
+            RequiresGradCall::Attribute => {
+                "only Tensors of floating point and complex dtype can require gradients"
+            }
+            RequiresGradCall::Factory => {
+                "Only Tensors of floating point and complex dtype can require gradients"
+            }
+        }
+    }
+}
+
 pub struct TensorImpl {
     inner: Mutex<Inner>,
     /// What `requires_grad` and `edge_of` ask of every input of every op, readable
@@ -345,6 +373,10 @@ impl Tensor {
     /// `requires_grad_(flag)` with torch's checks (floating point only; a non-leaf may
     /// only be asked to keep requiring grad).
     pub fn set_requires_grad(&self, flag: bool) -> Result<()> {
+        self.set_requires_grad_by(flag, RequiresGradCall::Method)
+    }
+    /// [`Tensor::set_requires_grad`], refused with the wording torch uses for `call`.
+    pub fn set_requires_grad_by(&self, flag: bool, call: RequiresGradCall) -> Result<()> {
         let mut g = self.lock();
         if g.grad_fn.is_some() {
             if flag {
@@ -353,7 +385,7 @@ impl Tensor {
             return Err(leaf_only_error(false));
         }
         if flag && !g.dtype.is_float() {
-            return Err(Error::RequiresGradDtype);
+            return Err(Error::RequiresGradDtype(call.message()));
         }
         g.requires_grad = flag;
         Ok(())
@@ -363,7 +395,7 @@ impl Tensor {
         if !self.is_leaf() {
             return Err(leaf_only_error(flag));
         }
-        self.set_requires_grad(flag)
+        self.set_requires_grad_by(flag, RequiresGradCall::Attribute)
     }
     pub fn grad(&self) -> Option<Tensor> {
         self.lock().cold().and_then(|c| c.grad.clone())
@@ -466,7 +498,9 @@ impl Tensor {
         let s = other.snapshot();
         let mut g = self.lock();
         if g.requires_grad && !s.dtype.is_float() {
-            return Err(Error::RequiresGradDtype);
+            return Err(Error::RequiresGradDtype(
+                RequiresGradCall::Attribute.message(),
+            ));
         }
         if let Version::Storage = g.version {
             // torch's set_data keeps the tensor's version counter, still shared with the

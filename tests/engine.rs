@@ -333,8 +333,8 @@ fn grad_of_unused_input_needs_allow_unused() -> Result<()> {
     assert_eq!(
         err.as_deref(),
         Some(
-            "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this \
-             is the desired behavior."
+            "The differentiated Tensor at index 1 appears to not have been used in the graph. Set allow_unused=True \
+             if this is the desired behavior."
         )
     );
     let r = grad(&build()?, &[x.clone(), unused.clone()], true)?;

@@ -47,6 +47,19 @@ def _set_requires_grad_int(t):
     x.requires_grad = True
 
 
+def _modified_saved_exp(t):
+    a = t.ones(3, requires_grad=True)
+    b = a.exp()  # ExpBackward0 saves its output
+    b.add_(1)
+    (b * 1).sum().backward()
+
+
+def _grad_unused_first_input(t):
+    x = t.tensor([1.0, 2.0], requires_grad=True)
+    u = t.tensor([3.0, 4.0], requires_grad=True)
+    t.autograd.grad((x * 2).sum(), [u, x])
+
+
 def _wrong_grad_shape(t):
     x = t.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 2
@@ -59,10 +72,14 @@ def _leaf_in_place(t):
 
 
 NOT_USED = (
-    r"(One of the differentiated Tensors|The differentiated Tensor at index 1) appears to not have been "
-    r"used in the graph\. Set allow_unused=True if this is the desired behavior\."
+    r"^The differentiated Tensor at index 1 appears to not have been "
+    r"used in the graph\. Set allow_unused=True if this is the desired behavior\.$"
 )
-INT_REQUIRES_GRAD = r"[Oo]nly Tensors of floating point (and complex )?dtype can require gradients"
+# torch 2.15 words it by call: the constructor or a factory, the method, the attribute
+INT_REQUIRES_GRAD_NEW = r"^Only Tensors of floating point and complex dtype can require gradients$"
+INT_REQUIRES_GRAD_METHOD = r"^only Tensors of floating point dtype can require gradients$"
+INT_REQUIRES_GRAD_ATTR = r"^only Tensors of floating point and complex dtype can require gradients$"
+NUMEL_OVERFLOW = r"^numel: integer multiplication overflow$"
 NON_LEAF = (
     r"you can only change requires_grad flags of leaf variables\. If you want to use a computed "
     r"variable in a subgraph that doesn't require differentiation use var_no_grad = var\.detach\(\)\."
@@ -162,21 +179,21 @@ ERROR_TABLE = [
         "requires-grad-int-constructor",
         lambda t: t.tensor([1, 2], requires_grad=True),
         RuntimeError,
-        INT_REQUIRES_GRAD,
+        INT_REQUIRES_GRAD_NEW,
     ),
     (
         "requires-grad-int-ones",
         lambda t: t.ones(2, dtype=t.int64, requires_grad=True),
         RuntimeError,
-        INT_REQUIRES_GRAD,
+        INT_REQUIRES_GRAD_NEW,
     ),
     (
         "requires-grad-int-method",
         lambda t: t.ones(2, dtype=t.int64).requires_grad_(),
         RuntimeError,
-        INT_REQUIRES_GRAD,
+        INT_REQUIRES_GRAD_METHOD,
     ),
-    ("requires-grad-int-setter", _set_requires_grad_int, RuntimeError, INT_REQUIRES_GRAD),
+    ("requires-grad-int-setter", _set_requires_grad_int, RuntimeError, INT_REQUIRES_GRAD_ATTR),
     (
         "backward-wrong-gradient-shape",
         _wrong_grad_shape,
@@ -262,6 +279,164 @@ ERROR_TABLE = [
         _leaf_in_place,
         RuntimeError,
         r"a leaf Variable that requires grad is being used in an in-place operation\.",
+    ),
+    # ---- sizes that overflow: refused at once, before any allocation or loop (issue 13)
+    ("expand-numel-overflow", lambda t: t.ones(1, 1).expand(2**32, 2**32), RuntimeError, NUMEL_OVERFLOW),
+    ("expand-numel-overflow-2", lambda t: t.ones(1, 1).expand(2**62, 4), RuntimeError, NUMEL_OVERFLOW),
+    ("expand-negative-size", lambda t: t.ones(1).expand(-2), RuntimeError, NUMEL_OVERFLOW),
+    (
+        "expand-negative-size-mismatch",
+        lambda t: t.ones(2, 3).expand(-2, 3),
+        RuntimeError,
+        r"^The expanded size of the tensor \(-2\) must match the existing size \(2\) at non-singleton dimension 0\.  "
+        r"Target sizes: \[-2, 3\]\.  Tensor sizes: \[2, 3\]$",
+    ),
+    ("view-of-empty-overflow", lambda t: t.ones(0).view(2**62, 2**62, 0), RuntimeError, NUMEL_OVERFLOW),
+    (
+        "view-wrapping-product",
+        lambda t: t.ones(2, 3).view(2**32, 2**32),
+        RuntimeError,
+        r"^shape '\[4294967296, 4294967296\]' is invalid for input of size 6$",
+    ),
+    (
+        "view-ambiguous-empty",
+        lambda t: t.ones(0).view(-1, 0),
+        RuntimeError,
+        r"^cannot reshape tensor of 0 elements into shape \[-1, 0\] because the unspecified dimension size -1 "
+        r"can be any value and is ambiguous$",
+    ),
+    (
+        "zeros-storage-overflow",
+        lambda t: t.zeros(2**62),
+        RuntimeError,
+        r"^Storage size calculation overflowed with sizes=\[4611686018427387904\]$",
+    ),
+    (
+        "zeros-storage-overflow-2d",
+        lambda t: t.zeros(2**31, 2**31),
+        RuntimeError,
+        r"^Storage size calculation overflowed with sizes=\[2147483648, 2147483648\]$",
+    ),
+    (
+        "zeros-overflow-before-zero",
+        lambda t: t.zeros(2**40, 2**40, 0),
+        RuntimeError,
+        r"^Storage size calculation overflowed with sizes=\[1099511627776, 1099511627776, 0\]$",
+    ),
+    (
+        "zeros-too-large-for-memory",
+        lambda t: t.zeros(2**40),
+        RuntimeError,
+        r"DefaultCPUAllocator: can't allocate memory: you tried to allocate 4398046511104 bytes\.",
+    ),
+    ("zeros-negative", lambda t: t.zeros(2, -3), RuntimeError, r"^zeros: Dimension size must be non-negative\.$"),
+    (
+        "ones-negative",
+        lambda t: t.ones(-1),
+        RuntimeError,
+        r"^Trying to create tensor with negative dimension -1: \[-1\]$",
+    ),
+    (
+        "arange-storage-overflow",
+        lambda t: t.arange(0, 2**62),
+        RuntimeError,
+        r"^Storage size calculation overflowed with sizes=\[4611686018427387904\]$",
+    ),
+    ("arange-size-overflow", lambda t: t.arange(0, 1e20), RuntimeError, r"^invalid size, possible overflow\?$"),
+    ("arange-tiny-step", lambda t: t.arange(0, 10, 1e-18), RuntimeError, r"^invalid size, possible overflow\?$"),
+    ("arange-infinite", lambda t: t.arange(0, float("inf")), RuntimeError, r"^unsupported range: 0 -> inf$"),
+    (
+        "arange-wrong-sign",
+        lambda t: t.arange(-5),
+        RuntimeError,
+        r"^upper bound and lower bound inconsistent with step sign$",
+    ),
+    (
+        "repeat-storage-overflow",
+        lambda t: t.ones(2, 3).repeat(2**32, 2**32),
+        RuntimeError,
+        r"^Storage size calculation overflowed with sizes=\[8589934592, 12884901888\]$",
+    ),
+    (
+        "cat-size-overflow",
+        lambda t: t.cat([t.ones(1).expand(2**62), t.ones(1).expand(2**62)]),
+        RuntimeError,
+        r"^Trying to create tensor with negative dimension -9223372036854775808: \[-9223372036854775808\]$",
+    ),
+    (
+        "matmul-storage-overflow",
+        lambda t: t.ones(1, 1).expand(2**32, 1) @ t.ones(1, 1).expand(1, 2**32),
+        RuntimeError,
+        r"^Storage size calculation overflowed with sizes=\[4294967296, 4294967296\]$",
+    ),
+    (
+        "broadcast-storage-overflow",
+        lambda t: t.ones(1, 1).expand(2**32, 1) + t.ones(1, 1).expand(1, 2**32),
+        RuntimeError,
+        r"^Storage size calculation overflowed with sizes=\[4294967296, 4294967296\]$",
+    ),
+    (
+        "full-storage-overflow",
+        lambda t: t.full((2**62,), 1.0),
+        RuntimeError,
+        r"^Storage size calculation overflowed with sizes=\[4611686018427387904\]$",
+    ),
+    (
+        "clone-storage-overflow",
+        lambda t: t.ones(1).expand(2**62).clone(),
+        RuntimeError,
+        r"^Storage size calculation overflowed with sizes=\[4611686018427387904\] and strides=\[1\]$",
+    ),
+    ("tolist-too-large", lambda t: t.ones(1).expand(2**62).tolist(), MemoryError, r"^$"),
+    ("set-num-threads-zero", lambda t: t.set_num_threads(0), RuntimeError, r"^set_num_threads expects a positive integer$"),
+    ("set-num-threads-overflow", lambda t: t.set_num_threads(2**40), ValueError, r"^Overflow when unpacking long$"),
+    ("size-beyond-int64", lambda t: t.zeros(2**64), TypeError, r"^zeros\(\): argument 'size'"),
+    # ---- torch 2.15's wording (issue 13)
+    (
+        "modified-saved-output-names-forward-op",
+        _modified_saved_exp,
+        RuntimeError,
+        r"^one of the variables needed for gradient computation has been modified by an inplace operation: "
+        r"\[\w+\.FloatTensor \[3\]\], which is output 0 of Exp, is at version 1; expected version 0 instead\. "
+        r"Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+        r"torch\.autograd\.set_detect_anomaly\(True, check_nan=False\)\.$",
+    ),
+    (
+        "grad-unused-input-index-0",
+        _grad_unused_first_input,
+        RuntimeError,
+        r"^The differentiated Tensor at index 0 appears to not have been used in the graph\. Set allow_unused=True "
+        r"if this is the desired behavior\.$",
+    ),
+    (
+        "backward-create-graph-none",
+        lambda t: (t.ones(2, requires_grad=True) * 2).sum().backward(create_graph=None),
+        TypeError,
+        r"^'NoneType' object cannot be interpreted as an integer$",
+    ),
+    (
+        "backward-unknown-keyword",
+        lambda t: (t.ones(2, requires_grad=True) * 2).sum().backward(foo=1),
+        TypeError,
+        r"^Tensor\.backward\(\) got an unexpected keyword argument 'foo'$",
+    ),
+    (
+        "grad-does-not-require-grad",
+        lambda t: t.autograd.grad((t.ones(2, requires_grad=True) * 2).sum(), t.ones(2)),
+        RuntimeError,
+        r"^One of the differentiated Tensors does not require grad$",
+    ),
+    (
+        "rmod-backward-not-implemented",
+        lambda t: (1.7 % t.ones(2, requires_grad=True)).sum().backward(),
+        RuntimeError,
+        r"^derivative for aten::remainder is not implemented$",
+    ),
+    (
+        "rfloordiv-backward-not-implemented",
+        lambda t: (2 // t.ones(2, requires_grad=True)).sum().backward(),
+        RuntimeError,
+        r"^derivative for aten::floor_divide is not implemented$",
     ),
     (
         "len-of-0d",

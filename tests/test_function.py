@@ -563,7 +563,7 @@ def test_saved_tensor_modified_in_place_is_detected():
     y.mul_(2)
     msg = (
         "one of the variables needed for gradient computation has been modified by an inplace operation: "
-        "[rgrad.FloatTensor [2]], which is output 0 of ExpBackward, is at version 1; expected version 0 instead. Hint:"
+        "[rgrad.FloatTensor [2]], which is output 0 of Exp, is at version 1; expected version 0 instead. Hint:"
     )
     with pytest.raises(RuntimeError) as e:
         y.sum().backward()

@@ -31,6 +31,7 @@ from rgrad._C import dtype, float32, float64, int64
 from rgrad import _tensor  # noqa: F401  (installs the Python-side Tensor methods)
 from rgrad._tensor import Size, device, from_numpy, full_like, ones_like, rand_like, randint, randn_like, zeros_like
 from rgrad import autograd, nn, return_types, utils  # noqa: F401
+from rgrad._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor
 from rgrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
 float = float32  # noqa: A001
@@ -119,5 +120,6 @@ __all__ = [
     "rand_like", "randn_like", "arange", "linspace", "eye", "manual_seed", "from_numpy", "cat", "concat", "stack",
     "where", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "autograd", "nn", "is_tensor", "square",
+    "FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor",
     *_METHOD_FUNCTIONS,
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import builtins
 
-from rgrad import _C
+from rgrad import _C, _legacy
 from rgrad._C import Tensor
 from rgrad._tensor_str import tensor_repr
 
@@ -73,6 +73,10 @@ def _backward(self: Tensor, gradient=None, retain_graph=None, create_graph=False
     autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
+# torch's message for a bad keyword names the method: "Tensor.backward() got an unexpected ..."
+_backward.__qualname__ = "Tensor.backward"
+
+
 def _register_hook(self: Tensor, hook):
     """Registers a backward hook, called with the gradient; it may return a replacement.
 
@@ -127,14 +131,6 @@ def _to(self: Tensor, *args, **kwargs) -> Tensor:
     return self._to_dtype(dtype, copy)
 
 
-def _type(self: Tensor, dtype=None):
-    """Returns the type name ('rgrad.FloatTensor'), or casts to `dtype` when given."""
-    names = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor", "bool": "BoolTensor"}
-    if dtype is None:
-        return "rgrad." + names[repr(self.dtype)[6:]]
-    return self.to(dtype)
-
-
 def _make_max(is_max: builtins.bool):
     from rgrad import return_types
 
@@ -187,7 +183,6 @@ for _name, _fn in {
     "numpy": _numpy,
     "size": _size,
     "to": _to,
-    "type": _type,
     "max": _make_max(True),
     "min": _make_max(False),
     "new_tensor": _new_tensor,
@@ -197,6 +192,7 @@ for _name, _fn in {
     "type_as": _type_as,
 }.items():
     setattr(Tensor, _name, _fn)
+Tensor.type = _legacy.tensor_type
 Tensor.shape = property(_shape, doc="The shape of the tensor (an rgrad.Size).")
 Tensor.device = property(lambda self: _CPU, doc="The device of the tensor (always cpu).")
 Tensor.is_cuda = property(lambda self: False)

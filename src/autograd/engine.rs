@@ -327,10 +327,10 @@ pub fn run_backward(
                 accumulate_grad(&inputs[i], g.clone(), opts.create_graph)?;
             }
         } else if g.is_none() && !opts.allow_unused {
-            return Err(Error::runtime(
-                "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if \
-                 this is the desired behavior.",
-            ));
+            return Err(Error::runtime(format!(
+                "The differentiated Tensor at index {i} appears to not have been used in the graph. Set \
+                 allow_unused=True if this is the desired behavior."
+            )));
         }
         result.push(g);
     }
@@ -842,7 +842,9 @@ pub fn accumulate_grad(t: &Tensor, g: Tensor, create_graph: bool) -> Result<()> 
         let new = match t.grad() {
             None => {
                 if create_graph {
-                    g
+                    // torch's clone_obey_contract: a new tensor with `g` copied in, so the
+                    // gradient's history is one CopyBackwards node over g's
+                    ops::copy_(&ops::zeros(&g.shape(), g.dtype())?, &g)?
                 } else {
                     ops::clone_detached_if_shared(g)
                 }

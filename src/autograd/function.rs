@@ -93,6 +93,13 @@ pub fn unpack_saved(node: &NodeRef, s: &SavedTensor, released: bool) -> Result<T
     Ok(t)
 }
 
+/// The forward op's name of a node, as torch 2.15 names it in messages: `ExpBackward0` is
+/// `Exp`, a custom `MyFnBackward` is `MyFn`; other names stay as they are.
+fn forward_name(node: &str) -> &str {
+    let base = node.trim_end_matches(|c: char| c.is_ascii_digit());
+    base.strip_suffix("Backward").unwrap_or(node)
+}
+
 /// torch's check that a saved tensor was not modified in place since it was saved
 /// (`now`: its version counter's value now; `meta` as for [`SavedTensor::unpack`]).
 fn check_version(node: &NodeRef, s: &SavedTensor, now: u64, meta: &[OutputMeta]) -> Result<()> {
@@ -101,9 +108,14 @@ fn check_version(node: &NodeRef, s: &SavedTensor, now: u64, meta: &[OutputMeta])
         let dtype = t.dtype().legacy_type_name();
         let shape = crate::shape::fmt_shape(&t.shape());
         let origin = match (s.output_nr(), t.grad_fn()) {
-            (Some(nr), _) => format!(", which is output {nr} of {}", node.name()),
+            (Some(nr), _) => format!(", which is output {nr} of {}", forward_name(&node.name())),
             (None, Some(f)) => {
-                format!(", which is output {} of {}", t.output_nr(), f.name())
+                let name = f.name();
+                format!(
+                    ", which is output {} of {}",
+                    t.output_nr(),
+                    forward_name(&name)
+                )
             }
             (None, None) => String::new(),
         };
@@ -111,7 +123,7 @@ fn check_version(node: &NodeRef, s: &SavedTensor, now: u64, meta: &[OutputMeta])
             "one of the variables needed for gradient computation has been modified by an inplace operation: \
              [rgrad.{dtype} {shape}]{origin}, is at version {now}; expected version {} instead. Hint: enable anomaly \
              detection to find the operation that failed to compute its gradient, with \
-             torch.autograd.set_detect_anomaly(True).",
+             torch.autograd.set_detect_anomaly(True, check_nan=False).",
             s.version
         )));
     }

@@ -4,13 +4,9 @@ use super::new_tensor;
 use crate::dtype::{DType, Scalar};
 use crate::storage::{Buffer, alloc_guard};
 
-/// Checked element count of a shape (a product that overflows is refused like OOM).
+/// A tensor of `shape` and `dtype` can be allocated (see [`alloc_guard`]).
 pub(crate) fn guard(shape: &[usize], dtype: DType) -> Result<()> {
-    let n = shape
-        .iter()
-        .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .unwrap_or(usize::MAX);
-    alloc_guard(n, dtype)
+    alloc_guard(shape, dtype)
 }
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -62,17 +58,16 @@ fn arange_impl(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> 
     }
     if (step > 0.0 && end < start) || (step < 0.0 && end > start) {
         return Err(Error::runtime(
-            "upper bound and larger bound inconsistent with step sign",
+            "upper bound and lower bound inconsistent with step sign",
         ));
     }
     let n = ((end - start) / step).ceil().max(0.0);
-    if n >= usize::MAX as f64 {
-        return Err(Error::runtime(format!(
-            "unsupported range: {start} -> {end}"
-        )));
+    // torch's check, in doubles: 2^63 itself is refused
+    if n >= i64::MAX as f64 {
+        return Err(Error::runtime("invalid size, possible overflow?"));
     }
     let n = n as usize;
-    alloc_guard(n, dtype)?;
+    alloc_guard(&[n], dtype)?;
     let buf = match dtype {
         DType::F32 => Buffer::F32((0..n).map(|i| (start + i as f64 * step) as f32).collect()),
         DType::F64 => Buffer::F64((0..n).map(|i| start + i as f64 * step).collect()),
@@ -96,7 +91,7 @@ fn linspace_impl(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tenso
         return Err(Error::runtime("number of steps must be non-negative"));
     }
     let n = steps as usize;
-    alloc_guard(n, dtype)?;
+    alloc_guard(&[n], dtype)?;
     let step = if n > 1 {
         (end - start) / (n - 1) as f64
     } else {

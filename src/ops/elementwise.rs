@@ -130,7 +130,7 @@ impl Backward for ToCopyBackward0 {
 /// `x.clone()`: a contiguous copy with history (CloneBackward0).
 pub fn clone_tensor(x: &Tensor) -> Result<Tensor> {
     let s = x.snapshot();
-    super::creation::guard(&s.layout.shape, s.dtype)?;
+    crate::storage::alloc_guard_strided(&s.layout.shape, s.dtype)?;
     apply(
         &[x],
         || {
@@ -1361,6 +1361,46 @@ pub fn floor_divide(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
                 saved![],
             )
         },
+    )
+}
+
+/// `s // x` and `s % x` with a number on the left (Python's reflected `//` and `%`).
+/// torch records these as the Scalar-Tensor overloads, whose derivative it does not
+/// implement: a `NotImplemented` node over `x` alone, so that `1.7 % x` records a graph
+/// and backward through it fails, as in torch.
+pub fn rfloor_divide_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
+    reflected_not_differentiable(
+        x,
+        s,
+        BinaryOp::FloorDiv,
+        "div_floor_cpu",
+        "aten::floor_divide",
+    )
+}
+
+/// `s % x` (see [`rfloor_divide_scalar`]).
+pub fn rremainder_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
+    reflected_not_differentiable(
+        x,
+        s,
+        BinaryOp::Remainder,
+        "remainder_cpu",
+        "aten::remainder",
+    )
+}
+
+fn reflected_not_differentiable(
+    x: &Tensor,
+    s: Scalar,
+    op: BinaryOp,
+    kernel: &str,
+    aten: &'static str,
+) -> Result<Tensor> {
+    let (sv, xt) = division_operands(Operand::S(s), Operand::T(x), kernel)?;
+    apply(
+        &[&xt],
+        || binary_kernel(op, &sv, &xt),
+        |_| (NotImplementedBackward { op: aten }, saved![]),
     )
 }
 

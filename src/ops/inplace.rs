@@ -433,8 +433,9 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
     let src_shape = src.shape();
     let dtype = x.dtype();
     inplace(x, |_| {
+        // x's old history is an input too, as in torch: it gets a zero gradient
         apply(
-            &[src],
+            &[x, src],
             || {
                 // Always a fresh buffer: `commit` relies on results never aliasing a
                 // storage someone else can lock.
@@ -467,13 +468,23 @@ impl Backward for CopyBackwards {
     fn name(&self) -> Cow<'static, str> {
         "CopyBackwards".into()
     }
-    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = sum_to(&grad0(g)?, &self.src_shape)?;
-        Ok(smallvec::smallvec![Some(if self.src_dtype.is_float() {
-            to_dtype(&g, self.src_dtype)?
+    // d(self)/d(old self) = 0 (overwritten); d(self)/d(src) = 1, summed to src's shape
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let old = if ctx.needs_input_grad(0) {
+            Some(super::zeros(&g.shape(), g.dtype())?)
         } else {
-            g
-        })])
+            None
+        };
+        let src = sum_to(&g, &self.src_shape)?;
+        Ok(smallvec::smallvec![
+            old,
+            Some(if self.src_dtype.is_float() {
+                to_dtype(&src, self.src_dtype)?
+            } else {
+                src
+            })
+        ])
     }
 }
 

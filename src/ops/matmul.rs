@@ -56,6 +56,7 @@ fn gemm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let nd = sa.layout.ndim();
     let mut shape: Shape = sa.layout.shape.clone();
     shape[nd - 1] = sb.layout.shape[nd - 1];
+    super::creation::guard(&shape, sa.dtype)?;
     let (m, k, n) = (
         sa.layout.shape[nd - 2],
         sa.layout.shape[nd - 1],

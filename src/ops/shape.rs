@@ -170,7 +170,16 @@ pub fn expand_sizes(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
             }
             out.push(shape[i - lead as usize]);
         } else if s < 0 {
-            return Err(Error::runtime(format!("invalid shape dimension {s}")));
+            // torch reads the size as given: against an existing size other than 1 it is
+            // a mismatch; anywhere else it makes the element count overflow
+            let existing = (i as i64 >= lead).then(|| shape[i - lead as usize]);
+            return Err(match existing {
+                Some(d) if d != 1 => Error::runtime(format!(
+                    "The expanded size of the tensor ({s}) must match the existing size ({d}) at non-singleton dimension {i}.  Target sizes: {sizes:?}.  Tensor sizes: {}",
+                    crate::shape::fmt_shape(&shape)
+                )),
+                _ => Error::runtime("numel: integer multiplication overflow"),
+            });
         } else {
             out.push(s as usize);
         }
@@ -634,7 +643,24 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
                 )));
             }
         }
-        out_shape[d] += s[d];
+        // torch adds the sizes in int64 and refuses a negative sum as a negative size
+        let sum = (out_shape[d] as i64).wrapping_add(s[d] as i64);
+        if sum < 0 {
+            let dims: Vec<String> = (0..out_shape.len())
+                .map(|j| {
+                    if j == d {
+                        sum.to_string()
+                    } else {
+                        out_shape[j].to_string()
+                    }
+                })
+                .collect();
+            return Err(Error::runtime(format!(
+                "Trying to create tensor with negative dimension {sum}: [{}]",
+                dims.join(", ")
+            )));
+        }
+        out_shape[d] = sum as usize;
         sizes.push(s[d]);
     }
     super::creation::guard(&out_shape, dtype)?;
@@ -751,23 +777,20 @@ pub fn repeat(x: &Tensor, repeats: &[usize]) -> Result<Tensor> {
         ));
     }
     let lead = repeats.len() - shape.len();
-    let out_numel = shape
-        .iter()
-        .chain(repeats.iter())
-        .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .unwrap_or(usize::MAX);
-    crate::storage::alloc_guard(out_numel, x.dtype())?;
     let mut padded: Shape = smallvec::smallvec![1; lead];
     padded.extend(shape.iter().copied());
     // view as [1, s0, 1, s1, ...], expand to [r0, s0, r1, s1, ...], copy, reshape
     let mut inter = Vec::new();
     let mut expanded = Vec::new();
     let mut out = Vec::new();
+    let mut out_shape = Shape::new();
     for (&s, &r) in padded.iter().zip(repeats) {
         inter.extend([1i64, s as i64]);
         expanded.extend([r, s]);
-        out.push((r * s) as i64);
+        out_shape.push(r.saturating_mul(s));
     }
+    crate::storage::alloc_guard(&out_shape, x.dtype())?;
+    out.extend(out_shape.iter().map(|&d| d as i64));
     let src = crate::autograd::grad_mode::with_grad_mode(false, || reshape(&x.detach(), &inter))?;
     let el = src.layout().expand(&expanded)?;
     let s = src.snapshot();

@@ -163,6 +163,14 @@ pub fn shape_of(sizes: &[i64]) -> PyResult<Shape> {
         .collect()
 }
 
+/// [`shape_of`] for the factory `name`: torch 2.15's `zeros` has a message of its own.
+pub fn factory_shape(name: &str, sizes: &[i64]) -> PyResult<Shape> {
+    if name == "zeros" && sizes.iter().any(|&s| s < 0) {
+        return Err(Error::runtime("zeros: Dimension size must be non-negative.").into());
+    }
+    shape_of(sizes)
+}
+
 /// `dim` given as an int or a sequence of ints (None handled by the caller).
 pub fn dims(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     if let Ok(d) = obj.extract::<i64>() {
@@ -313,7 +321,12 @@ pub fn to_list(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
         if shape.is_empty() {
             return f(py, v[off]);
         }
-        let mut items = Vec::with_capacity(shape[0]);
+        // A list the machine cannot hold is Python's MemoryError (as in torch), not an
+        // abort: one pointer per item must at least be allocatable.
+        let mut items = Vec::new();
+        items
+            .try_reserve_exact(shape[0])
+            .map_err(|_| pyo3::exceptions::PyMemoryError::new_err(()))?;
         for i in 0..shape[0] {
             items.push(build(
                 py,
@@ -327,6 +340,10 @@ pub fn to_list(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
         Ok(PyList::new(py, items)?.into_any().unbind())
     }
     let (sh, st, o) = (&s.layout.shape, &s.layout.strides, s.layout.offset);
+    // Every element becomes a Python object of at least 24 bytes.
+    if !crate::storage::fits_in_memory(s.layout.numel().saturating_mul(24)) {
+        return Err(pyo3::exceptions::PyMemoryError::new_err(()));
+    }
     match &*r {
         Buffer::F32(v) => build(py, v, sh, st, o, &|py, x| {
             Ok(f64::from(x).into_pyobject(py)?.into_any().unbind())

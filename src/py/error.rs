@@ -38,7 +38,7 @@ impl From<Error> for PyErr {
             | Error::NoGradFn { .. }
             | Error::ImplicitGradNonScalar
             | Error::GraphFreed
-            | Error::RequiresGradDtype
+            | Error::RequiresGradDtype(_)
             | Error::Internal(_) => PyRuntimeError::new_err(msg),
             Error::DimOutOfRange { .. } | Error::Index(_) => PyIndexError::new_err(msg),
             Error::Type(_) => PyTypeError::new_err(msg),

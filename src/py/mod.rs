@@ -22,7 +22,7 @@ fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTenso
     if !requires_grad {
         return wrap(py, t);
     }
-    t.set_requires_grad(true)?;
+    t.set_requires_grad_by(true, crate::tensor::RequiresGradCall::Factory)?;
     let obj = Bound::new(py, PyTensor { t })?;
     pytensor::remember(&obj)?;
     Ok(obj.unbind())
@@ -58,8 +58,8 @@ fn _from_bytes(
     shape: Vec<usize>,
 ) -> PyResult<Py<PyTensor>> {
     let d = dtype_arg(Some(dtype))?.ok_or_else(|| PyTypeError::new_err("dtype required"))?;
-    let n: usize = shape.iter().product();
-    if data.len() != n * d.size_in_bytes() {
+    let n = crate::shape::checked_product(&shape).and_then(|n| n.checked_mul(d.size_in_bytes()));
+    if n != Some(data.len()) {
         return Err(PyTypeError::new_err(
             "byte length does not match shape and dtype",
         ));
@@ -106,7 +106,10 @@ macro_rules! factory {
             requires_grad: bool,
         ) -> PyResult<Py<PyTensor>> {
             let _ = device;
-            let $shape = convert::shape_of(&convert::sizes(size, stringify!($name))?)?;
+            let $shape = convert::factory_shape(
+                stringify!($name),
+                &convert::sizes(size, stringify!($name))?,
+            )?;
             let $dtype = dtype_arg(dtype)?.unwrap_or($default);
             let t: Tensor = $body?;
             finish(py, t, requires_grad)
@@ -389,10 +392,19 @@ fn _restore_inference_mode(prev: (bool, bool)) {
 
 /// Sets the number of threads used for intraop parallelism on CPU.
 ///
+/// rgrad starts at most 256 worker threads: a larger count is capped there.
+///
 /// Args:
 ///     n: A positive number of threads.
 #[pyfunction]
-fn set_num_threads(n: i64) -> PyResult<()> {
+fn set_num_threads(n: &Bound<'_, PyAny>) -> PyResult<()> {
+    // torch reads a C int: anything wider is Python's OverflowError-like ValueError
+    let n: i64 = n.extract()?;
+    if i32::try_from(n).is_err() {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "Overflow when unpacking long",
+        ));
+    }
     if n <= 0 {
         return Err(pyo3::exceptions::PyRuntimeError::new_err(
             "set_num_threads expects a positive integer",

@@ -95,6 +95,9 @@ pub struct PyDType {
     pub d: DType,
 }
 
+/// torch's warning on reading `.grad` of a non-leaf that does not retain it.
+const NON_LEAF_GRAD_WARNING: &std::ffi::CStr = c"The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.";
+
 #[pymethods]
 impl PyDType {
     /// Returns `rgrad.<name>`, e.g. `rgrad.float32`, as torch prints dtypes.
@@ -211,6 +214,22 @@ fn rbinop(
     match arg(other) {
         Some(b) => Ok(wrap(py, run2(py, a, &b, || f(b.operand(), Operand::T(a)))?)?.into_any()),
         None => Ok(py.NotImplemented()),
+    }
+}
+
+/// A commutative op with a number on the left, recorded with the tensor first, as torch
+/// does (`2 * x` is `mul(x, 2)`); a tensor on the left keeps its place.
+fn rbinop_commuted(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    f: impl FnOnce(Operand<'_>, Operand<'_>) -> crate::Result<Tensor> + Send,
+) -> PyResult<Py<PyAny>> {
+    match arg(other) {
+        Some(b @ Arg::S(_)) => {
+            Ok(wrap(py, run2(py, a, &b, || f(Operand::T(a), b.operand()))?)?.into_any())
+        }
+        _ => rbinop(py, a, other, f),
     }
 }
 
@@ -571,7 +590,16 @@ impl PyTensor {
     /// gradients for this tensor.
     #[getter]
     fn grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        self.t.grad().map(|g| wrap_cached(py, &g)).transpose()
+        let g = self.t.grad();
+        if g.is_none() && !self.t.is_leaf() && !self.t.retains_grad() {
+            PyErr::warn(
+                py,
+                &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+                NON_LEAF_GRAD_WARNING,
+                1,
+            )?;
+        }
+        g.map(|g| wrap_cached(py, &g)).transpose()
     }
     /// Sets `.grad` to a tensor or None.
     #[setter]
@@ -796,7 +824,8 @@ impl PyTensor {
     }
     /// `other + self`, for a number or tensor on the left.
     fn __radd__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        rbinop(py, &self.t, o, |a, b| ops::add_op(a, b, Scalar::Int(1)))
+        // torch records `2 + x` as add(x, 2): x is the node's first input
+        rbinop_commuted(py, &self.t, o, |a, b| ops::add_op(a, b, Scalar::Int(1)))
     }
     /// `self - other`.
     fn __sub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -816,7 +845,8 @@ impl PyTensor {
     }
     /// `other * self`, for a number or tensor on the left.
     fn __rmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        rbinop(py, &self.t, o, ops::mul_op)
+        // torch records `2 * x` as mul(x, 2): x is the node's first input
+        rbinop_commuted(py, &self.t, o, ops::mul_op)
     }
     /// `self / other`.
     fn __truediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -1011,7 +1041,10 @@ impl PyTensor {
     }
     /// `number % tensor`.
     fn __rmod__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        rbinop(py, &self.t, o, ops::remainder_op)
+        match arg(o) {
+            Some(Arg::S(s)) => Ok(wrap(py, ops::rremainder_scalar(&self.t, s)?)?.into_any()),
+            _ => rbinop(py, &self.t, o, ops::remainder_op),
+        }
     }
     /// Python's `//`: division rounded toward negative infinity.
     fn __floordiv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -1019,7 +1052,10 @@ impl PyTensor {
     }
     /// `number // tensor`.
     fn __rfloordiv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        rbinop(py, &self.t, o, ops::floor_divide)
+        match arg(o) {
+            Some(Arg::S(s)) => Ok(wrap(py, ops::rfloor_divide_scalar(&self.t, s)?)?.into_any()),
+            _ => rbinop(py, &self.t, o, ops::floor_divide),
+        }
     }
     /// Computes the remainder of division with the sign of the divisor (Python's `%`).
     ///

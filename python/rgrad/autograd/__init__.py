@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+import warnings
 from collections.abc import Sequence
 
 from rgrad import _C
@@ -89,8 +91,6 @@ def backward(
         inputs: Tensors to accumulate gradients into; by default every leaf of the graph.
     """
     if grad_variables is not None:
-        import warnings
-
         warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
         if grad_tensors is None:
             grad_tensors = grad_variables
@@ -110,7 +110,33 @@ def backward(
     _check_outputs(outputs, grads)
     if retain_graph is None:
         retain_graph = create_graph
-    _C._run_backward(list(outputs), grads, bool(retain_graph), bool(create_graph), list(_as_tuple(inputs)), True, False)
+    retain_graph, create_graph = _c_bool(retain_graph), _c_bool(create_graph)
+    if create_graph:
+        _warn_create_graph_cycle()
+    _C._run_backward(list(outputs), grads, retain_graph, create_graph, list(_as_tuple(inputs)), True, False)
+
+
+def _c_bool(flag) -> bool:
+    """A flag as torch's engine reads it (a C bool): an int-like value, never None."""
+    return flag if isinstance(flag, bool) else operator.index(flag) != 0
+
+
+_create_graph_warned = False
+
+
+def _warn_create_graph_cycle() -> None:
+    # torch warns once per process (TORCH_WARN_ONCE)
+    global _create_graph_warned
+    if not _create_graph_warned:
+        _create_graph_warned = True
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
+            "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to "
+            "avoid this. If you have to use this function, make sure to reset the .grad fields of your parameters to "
+            "None after use to break the cycle and avoid the leak.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def grad(
@@ -159,7 +185,7 @@ def grad(
     _check_outputs(outs, gouts)
     if retain_graph is None:
         retain_graph = create_graph
-    result = _C._run_backward(list(outs), gouts, bool(retain_graph), bool(create_graph), list(ins), False,
+    result = _C._run_backward(list(outs), gouts, _c_bool(retain_graph), _c_bool(create_graph), list(ins), False,
                               bool(allow_unused))
     if materialize_grads:
         result = [g if g is not None else _C.zeros(i._shape, dtype=i.dtype) for g, i in zip(result, ins)]
