@@ -29,7 +29,9 @@ test builds a second one for torch and pairs entries by name).
 from __future__ import annotations
 
 import math
+import operator
 import zlib
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -238,6 +240,12 @@ class OpInfo:
     # torch records a node whose backward raises "derivative for aten::X is not implemented"
     grad_not_implemented: str | None = None
     domain: tuple = DEFAULT_DOMAIN
+    # the Tensor method (``"add_"``) or in-place operator (``"__iadd__"``) doing this op in
+    # place: build_op_db adds an entry for it, see ``inplace_variant``
+    inplace: str | None = None
+    # the reference's float dtype is the expected result dtype (dtype conversions); by
+    # default a float result has the dtype of the inputs under test
+    keeps_ref_dtype: bool = False
     _samples: list | None = field(default=None, repr=False)
 
     @property
@@ -256,6 +264,62 @@ class OpInfo:
 
     def __repr__(self):
         return f"OpInfo({self.name})"
+
+
+def _inplace_name(op: OpInfo) -> str:
+    """``Tensor.add_`` for ``add``, ``Tensor.pow_.scalar_exponent`` for
+    ``pow.scalar_exponent``, ``__iadd__.scalar`` for ``__add__.scalar``."""
+    base = op.name.removeprefix("Tensor.")
+    suffix = base.split(".", 1)[1] if "." in base else ""
+    name = op.inplace if op.inplace.startswith("__") else f"Tensor.{op.inplace}"
+    return f"{name}.{suffix}" if suffix else name
+
+
+def _inplace_op(method: str) -> Callable:
+    """``x.clone().method(*args)`` (an operator such as ``__iadd__`` goes through
+    ``operator.iadd``, as ``y += b`` does). The clone keeps the leaf out of the in-place
+    op, as torch's OpInfo does; the op must return ``self`` and bump its version."""
+    call = getattr(operator, method.strip("_")) if method.startswith("__") else operator.methodcaller
+
+    def op(x, *args, **kwargs):
+        y = x.clone()
+        before = y._version
+        out = call(y, *args, **kwargs) if method.startswith("__") else call(method, *args, **kwargs)(y)
+        assert out is y, f"{method} returned a new tensor instead of self"
+        assert y._version > before, f"{method} did not bump the version counter"
+        return out
+
+    return op
+
+
+def _self_shape(sample: SampleInput):
+    """The shape of the sample's first argument when it is a float tensor input, else None."""
+    first = sample.args[0] if sample.args else None
+    if isinstance(first, NC):
+        return first.view_numpy(first.base).shape
+    if isinstance(first, np.ndarray) and first.dtype.kind == "f":
+        return first.shape
+    return None
+
+
+def inplace_variant(op: OpInfo) -> OpInfo:
+    """The entry for ``op``'s in-place form: the same reference, tolerances and flags, and
+    the samples whose first argument is a float tensor of the result's shape (an in-place
+    op cannot broadcast ``self``, nor change its dtype)."""
+
+    def samples(m, rng):
+        keep = []
+        for s in op.samples:
+            shape = _self_shape(s)
+            if shape is None:
+                continue
+            expected = op.reference(s)
+            if not isinstance(expected, (tuple, list)) and np.shape(expected) == shape:
+                keep.append(s)
+        return keep
+
+    return dataclasses.replace(op, name=_inplace_name(op), op=_inplace_op(op.inplace), sample_inputs=samples,
+                               inplace=None, _samples=None)
 
 
 # --------------------------------------------------------------------------
@@ -836,21 +900,21 @@ def build_op_db(T) -> list[OpInfo]:
     ]
     arith_special = ([INF, -INF, NAN, 1.0, INF, 0.0], [1.0, INF, 2.0, NAN, INF, 0.0])
     add("add", lambda a, b, **kw: T.add(a, b, **kw), lambda a, b, alpha=1: a + alpha * b,
-        binary_samples(special=arith_special, extra=add_extra))
+        binary_samples(special=arith_special, extra=add_extra), inplace="add_")
     add("sub", lambda a, b, **kw: T.sub(a, b, **kw), lambda a, b, alpha=1: a - alpha * b,
-        binary_samples(special=arith_special, extra=add_extra))
+        binary_samples(special=arith_special, extra=add_extra), inplace="sub_")
     add("mul", lambda a, b: T.mul(a, b), np.multiply,
         binary_samples(special=([INF, 0.0, NAN, -INF, 2.0], [0.0, 3.0, 1.0, -INF, INF]),
-                       extra=lambda m, b, rng: [S(m(2, 3), -1.5)]))
+                       extra=lambda m, b, rng: [S(m(2, 3), -1.5)]), inplace="mul_")
     add("div", lambda a, b: T.div(a, b), np.divide,
         binary_samples(mb=_denominator,
                        special=([1.0, 0.0, -1.0, INF, NAN, 2.0], [0.0, 0.0, 0.0, INF, 1.0, INF]),
-                       extra=lambda m, b, rng: [S(m(2, 3), 2.0)]))
+                       extra=lambda m, b, rng: [S(m(2, 3), 2.0)]), inplace="div_")
     add("true_divide", lambda a, b: T.true_divide(a, b), np.divide, variant_binary_samples(mb=_denominator))
     add("pow", lambda a, b: T.pow(a, b), np.power,
         binary_samples(mb=_exponent,
                        special=([0.0, 0.0, 0.0, INF, 2.0, NAN, -2.0], [0.0, -1.0, 2.0, -1.0, INF, 0.0, 2.0])),
-        domain=(0.5, 2.0))
+        domain=(0.5, 2.0), inplace="pow_")
     add("pow.scalar_exponent", lambda a, e: T.pow(a, e), np.power,
         lambda m, rng: [
             S(m(3, 4), 2),
@@ -862,7 +926,7 @@ def build_op_db(T) -> list[OpInfo]:
             S(m(0), 2.0),
             S(NC(_positive(m, 4, 3), "t"), 2.5),
             S(np.array([0.0, INF, -INF, NAN, -1.0]), 0.5).fwd("special values"),
-        ])
+        ], inplace="pow_")
     add("pow.scalar_base", lambda s, e: T.pow(s, e), np.power,
         lambda m, rng: [S(2.0, m(3, 4)), S(0.5, m(2, 3)), S(math.e, m()), S(3, NC(m(4, 3), "t"))])
     add("maximum", lambda a, b: T.maximum(a, b), np.maximum,
@@ -884,7 +948,8 @@ def build_op_db(T) -> list[OpInfo]:
     add("div.rounding_mode", lambda a, b, **kw: T.div(a, b, **kw), lambda a, b, rounding_mode: (
         np.floor_divide(a, b) if rounding_mode == "floor" else np.trunc(a / b)),
         lambda m, rng: [S(m(3, 4), _denominator(m, 3, 4), rounding_mode="floor"),
-                        S(m(3, 1), _denominator(m, 1, 4), rounding_mode="trunc").bc()])
+                        S(m(3, 1), _denominator(m, 1, 4), rounding_mode="trunc").bc(),
+                        S(m(3, 4), _denominator(m, 4), rounding_mode="trunc").bc()])
     add("where", lambda c, a, b: T.where(c, a, b), np.where, where_samples)
     add("Tensor.where", lambda c, a, b: a.where(c, b), np.where,
         lambda m, rng: [S(m.mask(3, 4), m(3, 4), m(3, 4)), S(m.mask(3, 1), m(1, 4), m(3, 4)).bc()])
@@ -912,9 +977,10 @@ def build_op_db(T) -> list[OpInfo]:
         ("truediv", lambda a, b: a / b, _denominator),
     ]
     for opname, f, mb in operators:
-        add(f"__{opname}__", f, f, variant_binary_samples(mb=mb))
+        add(f"__{opname}__", f, f, variant_binary_samples(mb=mb), inplace=f"__i{opname}__")
         add(f"__{opname}__.scalar", f, f,
-            scalar_other_samples() if opname != "truediv" else scalar_other_samples((2.5, -1.5, 0.5, 3)))
+            scalar_other_samples() if opname != "truediv" else scalar_other_samples((2.5, -1.5, 0.5, 3)),
+            inplace=f"__i{opname}__")
         add(f"__r{opname}__", f, f,
             scalar_self_samples(),
             domain=DEFAULT_DOMAIN if opname != "truediv" else (0.5, 2.0))
@@ -950,7 +1016,8 @@ def build_op_db(T) -> list[OpInfo]:
         ("reciprocal", np.reciprocal, DEFAULT_DOMAIN, SPECIAL),
     ]
     for name, ref, domain, special in unary:
-        add(name, (lambda n: lambda a: getattr(T, n)(a))(name), ref, unary_samples(special), domain=domain)
+        add(name, (lambda n: lambda a: getattr(T, n)(a))(name), ref, unary_samples(special), domain=domain,
+            inplace=f"{name}_")
         add(f"Tensor.{name}", (lambda n: lambda a: getattr(a, n)())(name), ref, variant_unary_samples,
             domain=domain)
     for name in ("relu", "sigmoid", "tanh"):
@@ -959,7 +1026,7 @@ def build_op_db(T) -> list[OpInfo]:
             unary_samples(None) if name != "relu" else unary_samples([0.0, INF, -INF, NAN, -1.0]))
 
     clamp_ref = lambda a, min=None, max=None: np.clip(a, min, max)  # noqa: E731
-    add("clamp", lambda a, **kw: T.clamp(a, **kw), clamp_ref, clamp_samples)
+    add("clamp", lambda a, **kw: T.clamp(a, **kw), clamp_ref, clamp_samples, inplace="clamp_")
     add("clip", lambda a, **kw: T.clip(a, **kw), clamp_ref, clamp_samples)
     add("Tensor.clamp", lambda a, lo, hi: a.clamp(lo, hi), lambda a, lo, hi: np.clip(a, lo, hi),
         clamp_variant_samples)
@@ -1119,7 +1186,8 @@ def build_op_db(T) -> list[OpInfo]:
     add("Tensor.index_select", lambda a, d, idx: a.index_select(d, idx), lambda a, d, idx: np.take(a, idx, axis=d),
         lambda m, rng: index_select_samples(m, rng)[:2])
     masked_fill_ref = lambda a, mask, v: np.where(mask, v, a)  # noqa: E731
-    add("masked_fill", lambda a, mask, v: T.masked_fill(a, mask, v), masked_fill_ref, masked_fill_samples)
+    add("masked_fill", lambda a, mask, v: T.masked_fill(a, mask, v), masked_fill_ref, masked_fill_samples,
+        inplace="masked_fill_")
     add("Tensor.masked_fill", lambda a, mask, v: a.masked_fill(mask, v), masked_fill_ref, masked_fill_samples)
 
     # ---- nn.functional -----------------------------------------------------
@@ -1156,6 +1224,7 @@ def build_op_db(T) -> list[OpInfo]:
         add(f"{dunder}.reflected", (lambda g: lambda a, b: g(b, a))(f), (lambda g: lambda a, b: g(b, a))(f),
             lambda m, rng: [S(m(3, 4), 0.5)], **nograd)
 
+    db += [inplace_variant(op) for op in db if op.inplace]
     return db
 
 
