@@ -187,3 +187,26 @@ def test_index_ops_take_the_indices_torch_takes(call, error, message):
     with pytest.raises(error, match=message):
         call(x)
     assert x[rgrad.tensor([-1])].tolist() == x[2:].tolist()
+
+
+@pytest.mark.parametrize(
+    "fill",
+    [
+        lambda x, m, v: x.masked_fill(m, v),
+        lambda x, m, v: rgrad.masked_fill(x, m, v),
+        lambda x, m, v: x.clone().masked_fill_(m, v),
+        lambda x, m, v: x.clone().fill_(v),
+    ],
+    ids=["masked_fill", "rgrad.masked_fill", "masked_fill_", "fill_"],
+)
+def test_fill_with_a_0d_tensor_value_gives_the_value_a_gradient(fill):
+    # torch 2.15 (MaskedFillBackward1, FillBackward3): d/dvalue = the sum of the
+    # gradient over the filled positions; those positions pass nothing to x
+    x = rgrad.tensor([1.0, 2.0, 3.0], dtype=rgrad.float64, requires_grad=True)
+    v = rgrad.tensor(5.0, dtype=rgrad.float64, requires_grad=True)
+    mask = rgrad.tensor([True, False, True])
+    y = fill(x, mask, v)
+    y.backward(rgrad.tensor([1.0, 10.0, 100.0], dtype=rgrad.float64))
+    filled = [True, True, True] if y.tolist() == [5.0, 5.0, 5.0] else [True, False, True]
+    assert v.grad.item() == sum(g for g, f in zip([1.0, 10.0, 100.0], filled) if f)
+    assert x.grad.tolist() == [0.0 if f else g for g, f in zip([1.0, 10.0, 100.0], filled)]

@@ -412,6 +412,15 @@ pub fn fill_(x: &Tensor, v: Scalar) -> Result<Tensor> {
     })
 }
 
+/// `x.fill_(value)` with a 0-d tensor `value` that requires grad: the value gets the
+/// sum of the gradient (torch's FillBackward3; recorded here as MaskedFillBackward1).
+pub fn fill_tensor_(x: &Tensor, value: &Tensor) -> Result<Tensor> {
+    inplace(x, |x| {
+        let all = new_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
+        crate::ops::masked_fill_tensor(x, &all, value)
+    })
+}
+
 pub fn zero_(x: &Tensor) -> Result<Tensor> {
     fill_(x, Scalar::Int(0))
 }
