@@ -210,3 +210,15 @@ def test_fill_with_a_0d_tensor_value_gives_the_value_a_gradient(fill):
     filled = [True, True, True] if y.tolist() == [5.0, 5.0, 5.0] else [True, False, True]
     assert v.grad.item() == sum(g for g, f in zip([1.0, 10.0, 100.0], filled) if f)
     assert x.grad.tolist() == [0.0 if f else g for g, f in zip([1.0, 10.0, 100.0], filled)]
+
+
+@pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
+@pytest.mark.parametrize("targets, kwargs", [([-100, -100], {}), ([1, 1], {"ignore_index": 1})])
+def test_mean_loss_over_only_ignored_targets_is_nan_with_zero_grad(loss, targets, kwargs):
+    # torch 2.15: the mean over no targets is 0/0 = nan, but its kernel writes no gradient
+    # for ignored targets, so the gradient is zero (not 0/0)
+    x = rgrad.tensor([[0.5, 1.0, 2.0], [1.0, 2.0, 3.0]], dtype=rgrad.float64, requires_grad=True)
+    out = getattr(rgrad.nn.functional, loss)(x, rgrad.tensor(targets), **kwargs)
+    assert out.item() != out.item()  # nan
+    out.backward()
+    assert x.grad.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
