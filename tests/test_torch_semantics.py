@@ -222,3 +222,18 @@ def test_mean_loss_over_only_ignored_targets_is_nan_with_zero_grad(loss, targets
     assert out.item() != out.item()  # nan
     out.backward()
     assert x.grad.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+
+
+@pytest.mark.parametrize("mode, expected", [("floor", [-2.0, 1.0]), ("trunc", [-1.0, 1.0]), (None, [-1.5, 1.75])])
+def test_div_in_place_takes_a_rounding_mode(mode, expected):
+    x = rgrad.tensor([-3.0, 3.5], requires_grad=True)
+    y = x.clone()
+    assert y.div_(2, rounding_mode=mode) is y
+    assert y.tolist() == expected
+    y.sum().backward()
+    assert x.grad.tolist() == ([0.5, 0.5] if mode is None else [0.0, 0.0])  # rounding: zero gradient
+
+
+def test_div_in_place_rejects_an_unknown_rounding_mode():
+    with pytest.raises(RuntimeError, match="div expected rounding_mode to be one of None, 'trunc', or 'floor'"):
+        rgrad.ones(2).div_(2, rounding_mode="round")

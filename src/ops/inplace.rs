@@ -329,6 +329,10 @@ pub fn div_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
     }
     inplace(x, |x| div_op(Operand::T(x), other))
 }
+/// `x.div_(other, rounding_mode="floor" | "trunc")` (zero gradient, as out of place).
+pub fn div_rounded_(x: &Tensor, other: Operand<'_>, floor: bool) -> Result<Tensor> {
+    inplace(x, |x| crate::ops::div_rounded(Operand::T(x), other, floor))
+}
 
 /// `x op= other` written straight into x's storage when there is nothing to record
 /// (grad mode off, as in an optimiser step, or nothing requires grad) and no promotion,

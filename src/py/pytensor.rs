@@ -1427,12 +1427,29 @@ impl PyTensor {
     ///
     /// Args:
     ///     other: A tensor or number, broadcast to this tensor's shape.
+    ///     rounding_mode: None (true division), "trunc" or "floor" (zero gradient).
     ///
     /// Returns:
     ///     This tensor.
-    fn div_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    #[pyo3(signature = (other, *, rounding_mode=None))]
+    fn div_(
+        slf: &Bound<'_, Self>,
+        other: &Bound<'_, PyAny>,
+        rounding_mode: Option<&str>,
+    ) -> PyResult<Py<PyTensor>> {
         let b = other_arg(other, "div_")?;
-        ops::div_(&slf.get().t, b.operand())?;
+        let x = &slf.get().t;
+        match rounding_mode {
+            None => ops::div_(x, b.operand())?,
+            Some("floor") => ops::div_rounded_(x, b.operand(), true)?,
+            Some("trunc") => ops::div_rounded_(x, b.operand(), false)?,
+            Some(m) => {
+                // torch's wording names div for div_ too
+                return Err(PyRuntimeError::new_err(format!(
+                    "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
+                )));
+            }
+        };
         Ok(slf.clone().unbind())
     }
     /// In-place version of `pow()`.
