@@ -1086,7 +1086,7 @@ impl PyTensor {
                 py,
                 ops::div_rounded(Operand::T(&self.t), b.operand(), false)?,
             ),
-            Some(m) => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            Some(m) => Err(PyRuntimeError::new_err(format!(
                 "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
             ))),
         }
