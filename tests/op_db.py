@@ -464,12 +464,45 @@ def _mse_ref(a, b, reduction="mean"):
     return _loss_reduce((a - b) ** 2, reduction)
 
 
-def _nll_ref(logp, target, reduction="mean"):
-    return _loss_reduce(-logp[np.arange(logp.shape[0]), target], reduction)
+def _nll_ref(logp, target, reduction="mean", ignore_index=-100):
+    if logp.ndim == 1:  # one sample of C classes, a 0-d target
+        out = _nll_ref(logp[None], target.reshape(1), reduction, ignore_index)
+        return out.reshape(()) if reduction == "none" else out
+    keep = target != ignore_index
+    losses = np.where(keep, -logp[np.arange(logp.shape[0]), np.where(keep, target, 0)], 0.0)
+    if reduction == "mean":
+        # torch divides by the number of targets not ignored: 0/0 = nan when all are
+        return np.sum(losses) / np.sum(keep)
+    return _loss_reduce(losses, reduction)
 
 
-def _cross_entropy_ref(x, target, reduction="mean"):
-    return _nll_ref(_log_softmax_ref(x, 1), target, reduction)
+def _cross_entropy_ref(x, target, reduction="mean", ignore_index=-100):
+    return _nll_ref(_log_softmax_ref(x, -1), target, reduction, ignore_index)
+
+
+def _narrow_ref(a, dim, start, length):
+    d = dim % a.ndim
+    start = start + a.shape[d] if start < 0 else start
+    return a[(slice(None),) * d + (slice(start, start + length),)]
+
+
+def _unbind_ref(a, dim=0):
+    return tuple(np.moveaxis(a, dim, 0))
+
+
+def _index_put_ref(a, indices, values, accumulate=False):
+    out = a.copy()
+    if accumulate:
+        np.add.at(out, tuple(indices), values)
+    else:
+        out[tuple(indices)] = values
+    return out
+
+
+def _setitem_ref(a, idx, value):
+    out = a.copy()
+    out[idx] = value
+    return out
 
 
 def _addmm_ref(c, a, b, beta=1, alpha=1):
@@ -792,6 +825,7 @@ def masked_fill_samples(m, rng):
         S(m(3, 4), m.mask(3, 1), 2),
         S(m(), np.array(True), 1.5),
         S(NC(m(4, 3), "t"), m.mask(3, 4), 0.0),
+        S(m(3, 4), m.mask(3, 4), m()),  # a 0-d tensor value gets the filled positions' gradient
         S(m(2, 3), m.mask(2, 3), -INF).fwd("fill with -inf"),
     ]
 
@@ -849,6 +883,98 @@ def cross_entropy_samples(m, rng):
         S(m(4, 5), class_targets(m, 4, 5), reduction="none"),
         S(m(3, 2) * 20, class_targets(m, 3, 2)),
         S(NC(m(5, 3), "t"), class_targets(m, 3, 5)),
+    ]
+
+
+def ignore_index_samples(m, rng):
+    """nll_loss / cross_entropy with ignored targets: the default -100, a real class as
+    ignore_index, 1-d input, and every target ignored (mean = 0/0 = nan, as in torch)."""
+    t = np.array([2, 0, 2, 4], dtype=np.int64)
+    return [
+        S(m(4, 5), np.array([1, -100, 3, -100], dtype=np.int64)),  # mean over the 2 kept targets
+        S(m(4, 5), t, ignore_index=2),
+        S(m(4, 5), t, reduction="sum", ignore_index=2),
+        S(m(4, 5), t, reduction="none", ignore_index=2),
+        S(NC(m(5, 4), "t"), t, ignore_index=0),
+        S(m(5), np.array(3, dtype=np.int64)),
+        S(m(5), np.array(3, dtype=np.int64), reduction="none", ignore_index=3),
+        S(m(3, 5), np.full(3, -100, dtype=np.int64), reduction="sum"),  # all ignored: 0, zero grad
+        S(m(3, 5), np.full(3, -100, dtype=np.int64)).fwd("every target ignored: mean is nan"),
+        S(m(3, 5), np.full(3, 1, dtype=np.int64), ignore_index=1).fwd("every target ignored: mean is nan"),
+    ]
+
+
+def mv_samples(m, rng):
+    return [
+        S(m(3, 4), m(4)),
+        S(NC(m(4, 3), "t"), m(4)),
+        S(m(3, 4), NC(m(8), "step")),
+        S(m(0, 3), m(3)),
+        S(m(3, 0), m(0)),
+    ]
+
+
+def narrow_samples(m, rng):
+    return [
+        S(m(4, 5), 0, 1, 2),
+        S(m(4, 5), 1, 0, 5),
+        S(m(4, 5), -1, -3, 2),  # negative dim and start
+        S(m(4, 5), 0, 4, 0),  # empty
+        S(m(3, 4, 2), 1, 1, 2),
+        S(NC(m(5, 4), "t"), 0, 1, 3),
+    ]
+
+
+def select_samples(m, rng):
+    return [
+        S(m(4, 5), 0, 2),
+        S(m(4, 5), 1, -1),
+        S(m(5), 0, 3),  # 0-d result
+        S(m(2, 3, 4), -2, 0),
+        S(NC(m(5, 4), "t"), 0, 1),
+        S(NC(m(6, 4), "step"), 1, 2),
+    ]
+
+
+def unbind_samples(m, rng):
+    return [
+        S(m(3, 4)),
+        S(m(3, 4), 1),
+        S(m(2, 3, 4), dim=-1),
+        S(m(4)),  # 0-d pieces
+        S(m(2, 0)),
+        S(NC(m(4, 3), "t"), 0),
+        S(m(0, 3)).fwd("no pieces"),
+    ]
+
+
+def index_put_samples(m, rng):
+    rows = np.array([0, 2], dtype=np.int64)
+    return [
+        S(m(4, 5), (rows,), m(2, 5)),
+        S(m(4, 5), (rows,), m(5)).bc(),  # values broadcast over the indexed rows
+        S(m(4, 5), (np.array([1, 3], dtype=np.int64), np.array([0, 4], dtype=np.int64)), m(2)),
+        S(m(4, 5), (np.array([1, 3], dtype=np.int64), np.array([0, 4], dtype=np.int64)), m()).bc(),
+        S(m(4, 5), (np.array([0, 2, 0], dtype=np.int64),), m(3, 5), accumulate=True),  # repeated rows add up
+        S(m(4, 5), (np.array([1, 1], dtype=np.int64), np.array([2, 2], dtype=np.int64)), m(2), accumulate=True),
+        S(m(4, 5), (m.mask(4, 5),), m()).bc(),
+        S(m(4, 5), (np.zeros(0, dtype=np.int64),), m(0, 5)),
+        S(NC(m(5, 4), "t"), (np.array([3, 1], dtype=np.int64),), m(2, 5)),
+    ]
+
+
+def setitem_samples(m, rng):
+    idx = np.array([2, 0], dtype=np.int64)
+    return [
+        S(m(4, 5), 1, m(5)),
+        S(m(4, 5), (slice(None), slice(1, None, 2)), m(4, 2)),
+        S(m(4, 5), (Ellipsis, 0), m()).bc(),
+        S(m(4, 5), (slice(1, 3), 2), 0.5),
+        S(m(4, 5), idx, m(2, 5)),
+        S(m(4, 5), (idx, slice(None, 2)), m(1, 2)).bc(),
+        S(m(4, 5), m.mask(4, 5), m()).bc(),
+        S(m(4, 5), m.mask(4), -1.5),
+        S(NC(m(5, 4), "t"), (slice(None, None, 2), 1), m(2)),
     ]
 
 
@@ -949,7 +1075,8 @@ def build_op_db(T) -> list[OpInfo]:
         np.floor_divide(a, b) if rounding_mode == "floor" else np.trunc(a / b)),
         lambda m, rng: [S(m(3, 4), _denominator(m, 3, 4), rounding_mode="floor"),
                         S(m(3, 1), _denominator(m, 1, 4), rounding_mode="trunc").bc(),
-                        S(m(3, 4), _denominator(m, 4), rounding_mode="trunc").bc()])
+                        S(m(3, 4), _denominator(m, 4), rounding_mode="trunc").bc()],
+        inplace="div_")
     add("where", lambda c, a, b: T.where(c, a, b), np.where, where_samples)
     add("Tensor.where", lambda c, a, b: a.where(c, b), np.where,
         lambda m, rng: [S(m.mask(3, 4), m(3, 4), m(3, 4)), S(m.mask(3, 1), m(1, 4), m(3, 4)).bc()])
@@ -1020,6 +1147,7 @@ def build_op_db(T) -> list[OpInfo]:
             inplace=f"{name}_")
         add(f"Tensor.{name}", (lambda n: lambda a: getattr(a, n)())(name), ref, variant_unary_samples,
             domain=domain)
+    add("square", lambda a: T.square(a), np.square, unary_samples(SPECIAL))
     for name in ("relu", "sigmoid", "tanh"):
         ref = {"relu": lambda x: np.maximum(x, 0.0), "sigmoid": _sigmoid, "tanh": np.tanh}[name]
         add(f"nn.functional.{name}", (lambda n: lambda a: getattr(F(), n)(a))(name), ref,
@@ -1109,6 +1237,8 @@ def build_op_db(T) -> list[OpInfo]:
         lambda m, rng: addmm_samples(m, rng)[:4])
     add("bmm", lambda a, b: T.bmm(a, b), np.matmul,
         lambda m, rng: [S(m(2, 3, 4), m(2, 4, 5)), S(m(1, 2, 3), m(1, 3, 1)), S(m(2, 3, 0), m(2, 0, 2))])
+    add("mv", lambda a, v: T.mv(a, v), np.matmul, mv_samples)
+    add("Tensor.mv", lambda a, v: a.mv(v), np.matmul, lambda m, rng: mv_samples(m, rng)[:2])
     add("dot", lambda a, b: T.dot(a, b), np.dot,
         lambda m, rng: [S(m(4), m(4)), S(m(1), m(1)), S(m(0), m(0)), S(NC(m(8), "step"), m(4))])
     add("Tensor.dot", lambda a, b: a.dot(b), np.dot, lambda m, rng: [S(m(3), m(3))])
@@ -1185,6 +1315,72 @@ def build_op_db(T) -> list[OpInfo]:
         index_select_samples)
     add("Tensor.index_select", lambda a, d, idx: a.index_select(d, idx), lambda a, d, idx: np.take(a, idx, axis=d),
         lambda m, rng: index_select_samples(m, rng)[:2])
+    add("narrow", lambda a, d, s, n: T.narrow(a, d, s, n), _narrow_ref, narrow_samples)
+    add("Tensor.narrow", lambda a, d, s, n: a.narrow(d, s, n), _narrow_ref, lambda m, rng: narrow_samples(m, rng)[2:4])
+    add("select", lambda a, d, i: T.select(a, d, i), lambda a, d, i: np.take(a, i, axis=d), select_samples)
+    add("Tensor.select", lambda a, d, i: a.select(d, i), lambda a, d, i: np.take(a, i, axis=d),
+        lambda m, rng: select_samples(m, rng)[1:3])
+    add("unbind", lambda a, *args, **kw: T.unbind(a, *args, **kw), _unbind_ref, unbind_samples)
+    add("Tensor.unbind", lambda a, *args, **kw: a.unbind(*args, **kw), _unbind_ref,
+        lambda m, rng: unbind_samples(m, rng)[1:3])
+    reshape_as_ref = lambda a, b: a.reshape(b.shape)  # noqa: E731
+    # `other` only gives the shape: its gradient is zero (None)
+    add("Tensor.reshape_as", lambda a, b: a.reshape_as(b), reshape_as_ref,
+        lambda m, rng: [S(m(3, 4), m(2, 6)), S(NC(m(4, 3), "t"), m(12)), S(m(1), m()), S(m(2, 0), m(0, 3))])
+    add("Tensor.view_as", lambda a, b: a.view_as(b), reshape_as_ref,
+        lambda m, rng: [S(m(3, 4), m(4, 3)), S(m(3, 4), m(12)), S(m(), m(1, 1)), S(NC(m(6, 4), "step"), m(3, 2, 2)),
+                        S(m(2, 0), m(0))])
+    add("Tensor.contiguous", lambda a: a.contiguous(), lambda a: a.copy(),
+        lambda m, rng: [S(m(3, 4)), S(NC(m(4, 3), "t")), S(NC(m(6, 4), "step"))])
+    add("Tensor.index_put", lambda a, idx, v, **kw: a.index_put(idx, v, **kw), _index_put_ref, index_put_samples,
+        inplace="index_put_")
+
+    def setitem(a, idx, v):
+        y = a.clone()
+        y[idx] = v
+        return y
+
+    add("__setitem__", setitem, _setitem_ref, setitem_samples)
+    add("Tensor.fill_", _inplace_op("fill_"), lambda a, v: np.full_like(a, v),
+        lambda m, rng: [S(m(3, 4), 1.5), S(m(), -2), S(NC(m(4, 3), "t"), 0.5), S(m(3, 4), m())])
+    add("Tensor.zero_", _inplace_op("zero_"), np.zeros_like, lambda m, rng: [S(m(3, 4)), S(NC(m(4, 3), "t"))])
+    add("Tensor.copy_", _inplace_op("copy_"), lambda a, src: np.broadcast_to(src, a.shape).copy(),
+        lambda m, rng: [S(m(3, 4), m(3, 4)), S(m(3, 4), m(4)).bc(), S(NC(m(4, 3), "t"), m(3, 4)),
+                        S(m(3, 4), NC(m(4, 3), "t")), S(m(), m())])
+
+    # ---- copies and dtype conversions ------------------------------------------------
+    # Gradients are checked in float64 by finite differences, so conversions to float32
+    # are forward-only here; test_ops.py::test_dtype_conversion_grads checks their grads.
+
+    add("clone", lambda a: T.clone(a), lambda a: a.copy(), unary_samples(SPECIAL))
+    add("Tensor.clone", lambda a: a.clone(), lambda a: a.copy(), variant_unary_samples)
+
+    def dt(x):
+        return getattr(T, x) if isinstance(x, str) else x
+
+    def np_dt(x):
+        return x if isinstance(x, str) else x.dtype
+
+    add("Tensor.to", lambda a, *args, **kw: a.to(*map(dt, args), **{k: dt(v) for k, v in kw.items()}),
+        lambda a, *args, dtype=None, copy=False: a.astype(np_dt(args[0] if args else dtype)),
+        lambda m, rng: [
+            S(m(3, 4), "float64"),
+            S(NC(m(4, 3), "t"), "float64"),
+            S(m(), dtype="float64"),
+            S(m(3, 4), "float64", copy=True),
+            S(m(3, 4), "float32").fwd("to float32"),
+            S(m(3, 4) * 3, "int64").fwd("to int64 (truncates)"),
+            S(np.array([0.0, -0.5, 2.0, NAN]), "bool").fwd("to bool"),
+            S(m(2, 3) * 3, np.array([1], dtype=np.int64)).fwd("to another tensor's dtype"),
+        ], keeps_ref_dtype=True)
+    add("Tensor.double", lambda a: a.double(), lambda a: a.astype("float64"),
+        lambda m, rng: [S(m(3, 4)), S(NC(m(4, 3), "t"))], keeps_ref_dtype=True)
+    add("Tensor.type", lambda a, d: a.type(dt(d)), lambda a, d: a.astype(d),
+        lambda m, rng: [S(m(3, 4), "float64"), S(m(3, 4) * 3, "int64").fwd("to int64")], keeps_ref_dtype=True)
+    add("Tensor.type_as", lambda a, b: a.type_as(b), lambda a, b: a.astype(b.dtype),
+        lambda m, rng: [S(m(3, 4), m(2)), S(NC(m(4, 3), "t"), m()),
+                        S(m(3, 4) * 3, np.array([1], dtype=np.int64)).fwd("to int64")])
+
     masked_fill_ref = lambda a, mask, v: np.where(mask, v, a)  # noqa: E731
     add("masked_fill", lambda a, mask, v: T.masked_fill(a, mask, v), masked_fill_ref, masked_fill_samples,
         inplace="masked_fill_")
@@ -1196,6 +1392,10 @@ def build_op_db(T) -> list[OpInfo]:
     add("nn.functional.cross_entropy", lambda x, t, **kw: F().cross_entropy(x, t, **kw), _cross_entropy_ref,
         cross_entropy_samples)
     add("nn.functional.nll_loss", lambda x, t, **kw: F().nll_loss(x, t, **kw), _nll_ref, cross_entropy_samples)
+    add("nn.functional.cross_entropy.ignore_index", lambda x, t, **kw: F().cross_entropy(x, t, **kw),
+        _cross_entropy_ref, ignore_index_samples)
+    add("nn.functional.nll_loss.ignore_index", lambda x, t, **kw: F().nll_loss(x, t, **kw), _nll_ref,
+        ignore_index_samples)
     add("nn.functional.nll_loss.log_softmax",
         lambda x, t, **kw: F().nll_loss(F().log_softmax(x, dim=1), t, **kw), _cross_entropy_ref,
         cross_entropy_samples)
