@@ -82,6 +82,9 @@ class SampleInput:
     grad: bool = True  # False: forward-only (special values, kinks, ...)
     broadcast: bool = False  # inputs broadcast against each other: check grad shapes
     desc: str = ""
+    # a known rgrad bug: the named checks (all when empty) are strict xfails, see bug()
+    xfail: str = ""
+    xfail_checks: tuple = ()
 
     def fwd(self, desc: str = "forward only") -> "SampleInput":
         self.grad = False
@@ -91,6 +94,24 @@ class SampleInput:
     def bc(self) -> "SampleInput":
         self.broadcast = True
         return self
+
+    CHECKS = ("forward", "grad", "gradgrad", "broadcast", "parity", "requires_grad", "not_implemented")
+
+    def bug(self, reason: str, *checks: str) -> "SampleInput":
+        """Mark a known rgrad bug: the given checks of this sample (all when none are
+        given; names in ``CHECKS``) are strict xfails, so fixing the bug fails the test
+        until the mark is removed."""
+        assert all(c in self.CHECKS for c in checks), checks
+        self.xfail = reason
+        self.xfail_checks = checks
+        return self
+
+    def marks(self, check: str) -> tuple:
+        import pytest
+
+        if self.xfail and (not self.xfail_checks or check in self.xfail_checks):
+            return (pytest.mark.xfail(reason=self.xfail, strict=True),)
+        return ()
 
     def __repr__(self):
         def short(a):
@@ -1071,6 +1092,22 @@ def build_op_db(T) -> list[OpInfo]:
     add("__floordiv__", lambda a, b: a // b, np.floor_divide,
         lambda m, rng: variant_binary_samples(mb=_denominator)(m, rng) + [S(m(2, 3), 0.7)],
         supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::floor_divide")
+    # torch has no derivative for a python number divided by a tensor with rounding
+    add("__rfloordiv__", lambda a, b: a // b, lambda a, b: np.floor_divide(a, b),
+        lambda m, rng: [S(2.5, _denominator(m, 3, 4)), S(-3, _denominator(m, 2, 3))],
+        supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::floor_divide")
+    add("__rmod__", lambda a, b: a % b, np.remainder,
+        lambda m, rng: [S(2.5, _denominator(m, 3, 4)).bug(
+                            "rgrad records RemainderBackward0 for number % tensor; torch has no derivative for it",
+                            "not_implemented"),
+                        S(-3, _denominator(m, 2, 3))],
+        supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::remainder.Scalar_Tensor")
+    add("Tensor.remainder", lambda a, b: a.remainder(b), np.remainder,
+        lambda m, rng: [S(m(2, 3), _denominator(m, 2, 3))])
+    add("Tensor.fmod", lambda a, b: a.fmod(b), np.fmod, lambda m, rng: [S(m(2, 3), _denominator(m, 3)).bc()])
+    add("Tensor.floor_divide", lambda a, b: a.floor_divide(b), np.floor_divide,
+        lambda m, rng: [S(m(2, 3), _denominator(m, 2, 3))],
+        supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::floor_divide")
     add("div.rounding_mode", lambda a, b, **kw: T.div(a, b, **kw), lambda a, b, rounding_mode: (
         np.floor_divide(a, b) if rounding_mode == "floor" else np.trunc(a / b)),
         lambda m, rng: [S(m(3, 4), _denominator(m, 3, 4), rounding_mode="floor"),
@@ -1118,7 +1155,9 @@ def build_op_db(T) -> list[OpInfo]:
     add("__rpow__", lambda a, b: a ** b, lambda a, b: a ** b, scalar_self_samples((2.0, 0.5, 3.0, 2)))
     add("__matmul__", lambda a, b: a @ b, lambda a, b: a @ b,
         lambda m, rng: matmul_samples(m, rng)[1:7:2] + [S(NC(m(4, 3), "t"), NC(m(2, 4), "t"))])
+    add("__rmatmul__", lambda a, b: b.__rmatmul__(a), np.matmul, lambda m, rng: matmul_samples(m, rng)[1:4])
     add("__neg__", lambda a: -a, lambda a: -a, unary_samples())
+    add("__pos__", lambda a: +a, lambda a: +a, variant_unary_samples)
     add("__abs__", lambda a: abs(a), np.abs, variant_unary_samples)
 
     # ---- unary ----------------------------------------------------------
@@ -1209,6 +1248,9 @@ def build_op_db(T) -> list[OpInfo]:
     add("amax", lambda a, **kw: T.amax(a, **kw), _reduce(np.max), amax_samples)
     add("amin", lambda a, **kw: T.amin(a, **kw), _reduce(np.min), amax_samples)
     add("Tensor.amax", lambda a, **kw: a.amax(**kw), _reduce(np.max), lambda m, rng: amax_samples(m, rng)[:2])
+    add("Tensor.amin", lambda a, **kw: a.amin(**kw), _reduce(np.min), lambda m, rng: amax_samples(m, rng)[:2])
+    add("Tensor.argmin", lambda a, **kw: a.argmin(**kw), _arg_ref(np.argmin),
+        lambda m, rng: argmax_samples(m, rng)[:2], supports_grad=False, supports_gradgrad=False)
     add("argmax", lambda a, **kw: T.argmax(a, **kw), _arg_ref(np.argmax), argmax_samples,
         supports_grad=False, supports_gradgrad=False)
     add("argmin", lambda a, **kw: T.argmin(a, **kw), _arg_ref(np.argmin), argmax_samples,
@@ -1244,6 +1286,8 @@ def build_op_db(T) -> list[OpInfo]:
     add("Tensor.dot", lambda a, b: a.dot(b), np.dot, lambda m, rng: [S(m(3), m(3))])
     add("outer", lambda a, b: T.outer(a, b), np.outer,
         lambda m, rng: [S(m(3), m(4)), S(m(1), m(2)), S(m(0), m(3)), S(NC(m(6), "step"), m(2))])
+    add("Tensor.outer", lambda a, b: a.outer(b), np.outer, lambda m, rng: [S(m(3), m(4))])
+    add("Tensor.bmm", lambda a, b: a.bmm(b), np.matmul, lambda m, rng: [S(m(2, 3, 4), m(2, 4, 5))])
 
     # ---- shape / indexing ------------------------------------------------
 
@@ -1294,6 +1338,8 @@ def build_op_db(T) -> list[OpInfo]:
         lambda m, rng: [S([m(2, 3), m(4, 3)]), S([m(2, 3), m(2, 1)], dim=1), S([m(2, 3), m(2, 2), m(2, 1)], dim=-1),
                         S((m(2, 3), m(1, 3)), dim=0), S([m(0, 3), m(2, 3)], dim=0), S([m(3)]),
                         S([NC(m(4, 3), "t"), m(3, 2)], dim=1)])
+    add("concat", lambda ts, **kw: T.concat(ts, **kw), lambda ts, dim=0: np.concatenate(ts, axis=dim),
+        lambda m, rng: [S([m(2, 3), m(4, 3)]), S((m(2, 3), NC(m(4, 2), "t")), dim=-1)])
     add("stack", lambda ts, **kw: T.stack(ts, **kw), lambda ts, dim=0: np.stack(ts, axis=dim),
         lambda m, rng: [S([m(2, 3), m(2, 3), m(2, 3)]), S([m(2, 3), m(2, 3)], dim=1), S([m(2, 3), m(2, 3)], dim=-1),
                         S([m(), m()]), S((m(0), m(0)), dim=0), S([NC(m(4, 3), "t"), m(3, 4)], dim=2)])
@@ -1353,6 +1399,11 @@ def build_op_db(T) -> list[OpInfo]:
     # are forward-only here; test_ops.py::test_dtype_conversion_grads checks their grads.
 
     add("clone", lambda a: T.clone(a), lambda a: a.copy(), unary_samples(SPECIAL))
+    # detach: the same values, cut from the graph (nothing requires grad)
+    add("detach", lambda a: T.detach(a), lambda a: a.copy(), lambda m, rng: [S(m(3, 4)), S(NC(m(4, 3), "t"))],
+        supports_grad=False, supports_gradgrad=False)
+    add("Tensor.detach", lambda a: a.detach(), lambda a: a.copy(), lambda m, rng: [S(m(3, 4))],
+        supports_grad=False, supports_gradgrad=False)
     add("Tensor.clone", lambda a: a.clone(), lambda a: a.copy(), variant_unary_samples)
 
     def dt(x):
@@ -1373,6 +1424,10 @@ def build_op_db(T) -> list[OpInfo]:
             S(np.array([0.0, -0.5, 2.0, NAN]), "bool").fwd("to bool"),
             S(m(2, 3) * 3, np.array([1], dtype=np.int64)).fwd("to another tensor's dtype"),
         ], keeps_ref_dtype=True)
+    for name, np_dtype in (("long", "int64"), ("bool", "bool")):
+        add(f"Tensor.{name}", (lambda n: lambda a: getattr(a, n)())(name), (lambda d: lambda a: a.astype(d))(np_dtype),
+            lambda m, rng: [S(m(3, 4) * 3), S(np.array([0.0, -0.5, 2.7, -2.7]))],
+            supports_grad=False, supports_gradgrad=False)
     add("Tensor.double", lambda a: a.double(), lambda a: a.astype("float64"),
         lambda m, rng: [S(m(3, 4)), S(NC(m(4, 3), "t"))], keeps_ref_dtype=True)
     add("Tensor.type", lambda a, d: a.type(dt(d)), lambda a, d: a.astype(d),
@@ -1401,6 +1456,42 @@ def build_op_db(T) -> list[OpInfo]:
         cross_entropy_samples)
     add("nn.functional.linear", lambda *args: F().linear(*args), _linear_ref, linear_samples)
 
+    # ---- logical and bitwise ops (forward only, bool / int64 results) -------------------
+
+    nograd = dict(supports_grad=False, supports_gradgrad=False)
+
+    def logical_samples(m, rng):
+        return [S(m.mask(3, 4), m.mask(3, 4)), S(m.mask(3, 1), m.mask(4)), S(m(3, 4), m(3, 4)),
+                S(np.array([0.0, 1.5, NAN, -INF]), np.array([2.0, 0.0, 0.0, 1.0])), S(m.ints(3, 2, 3), m.mask(2, 3))]
+
+    for name, ref in (("logical_and", np.logical_and), ("logical_or", np.logical_or)):
+        add(name, (lambda n: lambda a, b: getattr(T, n)(a, b))(name), ref, logical_samples, **nograd)
+        add(f"Tensor.{name}", (lambda n: lambda a, b: getattr(a, n)(b))(name), ref,
+            lambda m, rng: logical_samples(m, rng)[:3], **nograd)
+    not_samples = lambda m, rng: [S(m.mask(3, 4)), S(m(3, 4)), S(np.array([0.0, NAN, -0.0, INF])),  # noqa: E731
+                                  S(m.ints(3, 5))]
+    add("logical_not", lambda a: T.logical_not(a), np.logical_not, not_samples, **nograd)
+    add("Tensor.logical_not", lambda a: a.logical_not(), np.logical_not, not_samples, **nograd)
+    def bit_samples(m, rng):
+        return [
+            S(m.mask(3, 4), m.mask(3, 4)),
+            S(m.mask(3, 1), m.mask(4)),
+            S(m.ints(8, 3, 4), m.ints(8, 3, 4)).bug("int64 & int64 gives a bool logical and, torch a bitwise int64",
+                                                     "forward", "parity"),
+            S(m.ints(8, 2, 3), 5).bug("tensor & number raises TypeError", "forward", "parity"),
+            S(m.mask(2, 3), True).bug("tensor & bool raises TypeError", "forward", "parity"),
+        ]
+
+    def rbit_samples(m, rng):
+        return [S(True, m.mask(3, 4)).bug("bool & tensor raises TypeError (no __rand__ / __ror__)"),
+                S(6, m.ints(8, 2, 3)).bug("number & tensor raises TypeError (no __rand__ / __ror__)")]
+
+    add("__and__", lambda a, b: a & b, lambda a, b: a & b, bit_samples, **nograd)
+    add("__or__", lambda a, b: a | b, lambda a, b: a | b, bit_samples, **nograd)
+    add("__rand__", lambda a, b: a & b, lambda a, b: a & b, rbit_samples, **nograd)
+    add("__ror__", lambda a, b: a | b, lambda a, b: a | b, rbit_samples, **nograd)
+    add("__invert__", lambda a: ~a, lambda a: ~a, lambda m, rng: [S(m.mask(3, 4)), S(m.ints(8, 2, 3) - 4)], **nograd)
+
     # ---- comparisons (forward only, bool results) ---------------------------
 
     comparisons = [
@@ -1411,7 +1502,6 @@ def build_op_db(T) -> list[OpInfo]:
         ("gt", np.greater, "__gt__", lambda a, b: a > b),
         ("ge", np.greater_equal, "__ge__", lambda a, b: a >= b),
     ]
-    nograd = dict(supports_grad=False, supports_gradgrad=False)
     for name, ref, dunder, f in comparisons:
         add(name, (lambda n: lambda a, b: getattr(T, n)(a, b))(name), ref, comparison_samples, **nograd)
         add(f"{name}.scalar", (lambda n: lambda a, b: getattr(T, n)(a, b))(name), ref, comparison_scalar_samples,

@@ -21,9 +21,11 @@ from fdcheck import check_grad, check_gradgrad, float_outputs, numerical_jacobia
 from op_db import op_db
 
 
-def _params(predicate=lambda op, sample: True):
+def _params(check, predicate=lambda op, sample: True):
+    """(op, sample) params for one kind of check; a sample marked with a known bug
+    (SampleInput.bug) is a strict xfail for the checks it names."""
     return [
-        pytest.param(op, sample, id=f"{op.name}-{i}")
+        pytest.param(op, sample, id=f"{op.name}-{i}", marks=sample.marks(check))
         for op in op_db
         for i, sample in enumerate(op.samples)
         if predicate(op, sample)
@@ -31,15 +33,15 @@ def _params(predicate=lambda op, sample: True):
 
 
 FORWARD = [
-    pytest.param(op, sample, dtype, id=f"{op.name}-{i}-{dtype}")
+    pytest.param(op, sample, dtype, id=f"{op.name}-{i}-{dtype}", marks=sample.marks("forward"))
     for op in op_db
     for i, sample in enumerate(op.samples)
     for dtype in op.dtypes
 ]
-GRAD = _params(lambda op, s: op.supports_grad and s.grad)
-GRADGRAD = _params(lambda op, s: op.supports_gradgrad and s.grad)
-BROADCAST = _params(lambda op, s: op.supports_grad and s.grad and s.broadcast)
-ALL = _params()
+GRAD = _params("grad", lambda op, s: op.supports_grad and s.grad)
+GRADGRAD = _params("gradgrad", lambda op, s: op.supports_gradgrad and s.grad)
+BROADCAST = _params("broadcast", lambda op, s: op.supports_grad and s.grad and s.broadcast)
+ALL = _params("parity")
 
 
 def _outputs(out, T=rgrad):
@@ -145,7 +147,7 @@ def test_broadcast_grad_shape(op, sample):
         )
 
 
-@pytest.mark.parametrize("op,sample", _params(lambda op, s: s is op.samples[0]))
+@pytest.mark.parametrize("op,sample", _params("requires_grad", lambda op, s: s is op.samples[0]))
 def test_requires_grad_propagation(op, sample):
     """Float outputs of differentiable ops require grad; integer/bool outputs
     (and everything from a non-differentiable op) do not."""
@@ -158,10 +160,18 @@ def test_requires_grad_propagation(op, sample):
         assert o.requires_grad == should, f"output {k} ({o.dtype}): requires_grad={o.requires_grad}, want {should}"
 
 
-@pytest.mark.parametrize("op", [op for op in op_db if op.grad_not_implemented], ids=lambda op: op.name)
+def _first_grad_sample(op):
+    return next(s for s in op.samples if s.grad)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [pytest.param(op, id=op.name, marks=_first_grad_sample(op).marks("not_implemented"))
+     for op in op_db if op.grad_not_implemented],
+)
 def test_backward_through_op_without_derivative_raises(op):
     # torch records such ops with a NotImplemented node; backward through it raises
-    sample = next(s for s in op.samples if s.grad)
+    sample = _first_grad_sample(op)
     fn, inputs = sample.grad_problem(op.op, rgrad)
     out = _outputs(fn(*[rgrad.tensor(x, requires_grad=True) for x in inputs]))[0]
     assert out.grad_fn.name() == "NotImplemented"
