@@ -1186,7 +1186,8 @@ def build_op_db(T) -> list[OpInfo]:
             inplace=f"{name}_")
         add(f"Tensor.{name}", (lambda n: lambda a: getattr(a, n)())(name), ref, variant_unary_samples,
             domain=domain)
-    add("square", lambda a: T.square(a), np.square, unary_samples(SPECIAL))
+    add("square", lambda a: T.square(a), np.square, unary_samples(SPECIAL), inplace="square_")
+    add("Tensor.square", lambda a: a.square(), np.square, variant_unary_samples)
     for name in ("relu", "sigmoid", "tanh"):
         ref = {"relu": lambda x: np.maximum(x, 0.0), "sigmoid": _sigmoid, "tanh": np.tanh}[name]
         add(f"nn.functional.{name}", (lambda n: lambda a: getattr(F(), n)(a))(name), ref,

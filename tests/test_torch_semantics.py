@@ -237,3 +237,13 @@ def test_div_in_place_takes_a_rounding_mode(mode, expected):
 def test_div_in_place_rejects_an_unknown_rounding_mode():
     with pytest.raises(RuntimeError, match="div expected rounding_mode to be one of None, 'trunc', or 'floor'"):
         rgrad.ones(2).div_(2, rounding_mode="round")
+
+
+def test_square_is_pow_2_as_in_torch():
+    # torch 2.15: square is pow(2) (PowBackward0), a Tensor method too, and a bool
+    # input squares to int64
+    x = rgrad.tensor([1.5, -2.0], requires_grad=True)
+    for y in (rgrad.square(x), x.square(), x.clone().square_()):
+        assert y.grad_fn.name() == "PowBackward0"
+        assert y.tolist() == [2.25, 4.0]
+    assert rgrad.square(rgrad.tensor([True, False])).dtype == rgrad.int64
