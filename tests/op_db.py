@@ -29,7 +29,9 @@ test builds a second one for torch and pairs entries by name).
 from __future__ import annotations
 
 import math
+import operator
 import zlib
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -80,6 +82,9 @@ class SampleInput:
     grad: bool = True  # False: forward-only (special values, kinks, ...)
     broadcast: bool = False  # inputs broadcast against each other: check grad shapes
     desc: str = ""
+    # a known rgrad bug: the named checks (all when empty) are strict xfails, see bug()
+    xfail: str = ""
+    xfail_checks: tuple = ()
 
     def fwd(self, desc: str = "forward only") -> "SampleInput":
         self.grad = False
@@ -89,6 +94,24 @@ class SampleInput:
     def bc(self) -> "SampleInput":
         self.broadcast = True
         return self
+
+    CHECKS = ("forward", "grad", "gradgrad", "broadcast", "parity", "requires_grad", "not_implemented")
+
+    def bug(self, reason: str, *checks: str) -> "SampleInput":
+        """Mark a known rgrad bug: the given checks of this sample (all when none are
+        given; names in ``CHECKS``) are strict xfails, so fixing the bug fails the test
+        until the mark is removed."""
+        assert all(c in self.CHECKS for c in checks), checks
+        self.xfail = reason
+        self.xfail_checks = checks
+        return self
+
+    def marks(self, check: str) -> tuple:
+        import pytest
+
+        if self.xfail and (not self.xfail_checks or check in self.xfail_checks):
+            return (pytest.mark.xfail(reason=self.xfail, strict=True),)
+        return ()
 
     def __repr__(self):
         def short(a):
@@ -238,6 +261,12 @@ class OpInfo:
     # torch records a node whose backward raises "derivative for aten::X is not implemented"
     grad_not_implemented: str | None = None
     domain: tuple = DEFAULT_DOMAIN
+    # the Tensor method (``"add_"``) or in-place operator (``"__iadd__"``) doing this op in
+    # place: build_op_db adds an entry for it, see ``inplace_variant``
+    inplace: str | None = None
+    # the reference's float dtype is the expected result dtype (dtype conversions); by
+    # default a float result has the dtype of the inputs under test
+    keeps_ref_dtype: bool = False
     _samples: list | None = field(default=None, repr=False)
 
     @property
@@ -256,6 +285,62 @@ class OpInfo:
 
     def __repr__(self):
         return f"OpInfo({self.name})"
+
+
+def _inplace_name(op: OpInfo) -> str:
+    """``Tensor.add_`` for ``add``, ``Tensor.pow_.scalar_exponent`` for
+    ``pow.scalar_exponent``, ``__iadd__.scalar`` for ``__add__.scalar``."""
+    base = op.name.removeprefix("Tensor.")
+    suffix = base.split(".", 1)[1] if "." in base else ""
+    name = op.inplace if op.inplace.startswith("__") else f"Tensor.{op.inplace}"
+    return f"{name}.{suffix}" if suffix else name
+
+
+def _inplace_op(method: str) -> Callable:
+    """``x.clone().method(*args)`` (an operator such as ``__iadd__`` goes through
+    ``operator.iadd``, as ``y += b`` does). The clone keeps the leaf out of the in-place
+    op, as torch's OpInfo does; the op must return ``self`` and bump its version."""
+    call = getattr(operator, method.strip("_")) if method.startswith("__") else operator.methodcaller
+
+    def op(x, *args, **kwargs):
+        y = x.clone()
+        before = y._version
+        out = call(y, *args, **kwargs) if method.startswith("__") else call(method, *args, **kwargs)(y)
+        assert out is y, f"{method} returned a new tensor instead of self"
+        assert y._version > before, f"{method} did not bump the version counter"
+        return out
+
+    return op
+
+
+def _self_shape(sample: SampleInput):
+    """The shape of the sample's first argument when it is a float tensor input, else None."""
+    first = sample.args[0] if sample.args else None
+    if isinstance(first, NC):
+        return first.view_numpy(first.base).shape
+    if isinstance(first, np.ndarray) and first.dtype.kind == "f":
+        return first.shape
+    return None
+
+
+def inplace_variant(op: OpInfo) -> OpInfo:
+    """The entry for ``op``'s in-place form: the same reference, tolerances and flags, and
+    the samples whose first argument is a float tensor of the result's shape (an in-place
+    op cannot broadcast ``self``, nor change its dtype)."""
+
+    def samples(m, rng):
+        keep = []
+        for s in op.samples:
+            shape = _self_shape(s)
+            if shape is None:
+                continue
+            expected = op.reference(s)
+            if not isinstance(expected, (tuple, list)) and np.shape(expected) == shape:
+                keep.append(s)
+        return keep
+
+    return dataclasses.replace(op, name=_inplace_name(op), op=_inplace_op(op.inplace), sample_inputs=samples,
+                               inplace=None, _samples=None)
 
 
 # --------------------------------------------------------------------------
@@ -400,12 +485,45 @@ def _mse_ref(a, b, reduction="mean"):
     return _loss_reduce((a - b) ** 2, reduction)
 
 
-def _nll_ref(logp, target, reduction="mean"):
-    return _loss_reduce(-logp[np.arange(logp.shape[0]), target], reduction)
+def _nll_ref(logp, target, reduction="mean", ignore_index=-100):
+    if logp.ndim == 1:  # one sample of C classes, a 0-d target
+        out = _nll_ref(logp[None], target.reshape(1), reduction, ignore_index)
+        return out.reshape(()) if reduction == "none" else out
+    keep = target != ignore_index
+    losses = np.where(keep, -logp[np.arange(logp.shape[0]), np.where(keep, target, 0)], 0.0)
+    if reduction == "mean":
+        # torch divides by the number of targets not ignored: 0/0 = nan when all are
+        return np.sum(losses) / np.sum(keep)
+    return _loss_reduce(losses, reduction)
 
 
-def _cross_entropy_ref(x, target, reduction="mean"):
-    return _nll_ref(_log_softmax_ref(x, 1), target, reduction)
+def _cross_entropy_ref(x, target, reduction="mean", ignore_index=-100):
+    return _nll_ref(_log_softmax_ref(x, -1), target, reduction, ignore_index)
+
+
+def _narrow_ref(a, dim, start, length):
+    d = dim % a.ndim
+    start = start + a.shape[d] if start < 0 else start
+    return a[(slice(None),) * d + (slice(start, start + length),)]
+
+
+def _unbind_ref(a, dim=0):
+    return tuple(np.moveaxis(a, dim, 0))
+
+
+def _index_put_ref(a, indices, values, accumulate=False):
+    out = a.copy()
+    if accumulate:
+        np.add.at(out, tuple(indices), values)
+    else:
+        out[tuple(indices)] = values
+    return out
+
+
+def _setitem_ref(a, idx, value):
+    out = a.copy()
+    out[idx] = value
+    return out
 
 
 def _addmm_ref(c, a, b, beta=1, alpha=1):
@@ -728,6 +846,7 @@ def masked_fill_samples(m, rng):
         S(m(3, 4), m.mask(3, 1), 2),
         S(m(), np.array(True), 1.5),
         S(NC(m(4, 3), "t"), m.mask(3, 4), 0.0),
+        S(m(3, 4), m.mask(3, 4), m()),  # a 0-d tensor value gets the filled positions' gradient
         S(m(2, 3), m.mask(2, 3), -INF).fwd("fill with -inf"),
     ]
 
@@ -788,6 +907,98 @@ def cross_entropy_samples(m, rng):
     ]
 
 
+def ignore_index_samples(m, rng):
+    """nll_loss / cross_entropy with ignored targets: the default -100, a real class as
+    ignore_index, 1-d input, and every target ignored (mean = 0/0 = nan, as in torch)."""
+    t = np.array([2, 0, 2, 4], dtype=np.int64)
+    return [
+        S(m(4, 5), np.array([1, -100, 3, -100], dtype=np.int64)),  # mean over the 2 kept targets
+        S(m(4, 5), t, ignore_index=2),
+        S(m(4, 5), t, reduction="sum", ignore_index=2),
+        S(m(4, 5), t, reduction="none", ignore_index=2),
+        S(NC(m(5, 4), "t"), t, ignore_index=0),
+        S(m(5), np.array(3, dtype=np.int64)),
+        S(m(5), np.array(3, dtype=np.int64), reduction="none", ignore_index=3),
+        S(m(3, 5), np.full(3, -100, dtype=np.int64), reduction="sum"),  # all ignored: 0, zero grad
+        S(m(3, 5), np.full(3, -100, dtype=np.int64)).fwd("every target ignored: mean is nan"),
+        S(m(3, 5), np.full(3, 1, dtype=np.int64), ignore_index=1).fwd("every target ignored: mean is nan"),
+    ]
+
+
+def mv_samples(m, rng):
+    return [
+        S(m(3, 4), m(4)),
+        S(NC(m(4, 3), "t"), m(4)),
+        S(m(3, 4), NC(m(8), "step")),
+        S(m(0, 3), m(3)),
+        S(m(3, 0), m(0)),
+    ]
+
+
+def narrow_samples(m, rng):
+    return [
+        S(m(4, 5), 0, 1, 2),
+        S(m(4, 5), 1, 0, 5),
+        S(m(4, 5), -1, -3, 2),  # negative dim and start
+        S(m(4, 5), 0, 4, 0),  # empty
+        S(m(3, 4, 2), 1, 1, 2),
+        S(NC(m(5, 4), "t"), 0, 1, 3),
+    ]
+
+
+def select_samples(m, rng):
+    return [
+        S(m(4, 5), 0, 2),
+        S(m(4, 5), 1, -1),
+        S(m(5), 0, 3),  # 0-d result
+        S(m(2, 3, 4), -2, 0),
+        S(NC(m(5, 4), "t"), 0, 1),
+        S(NC(m(6, 4), "step"), 1, 2),
+    ]
+
+
+def unbind_samples(m, rng):
+    return [
+        S(m(3, 4)),
+        S(m(3, 4), 1),
+        S(m(2, 3, 4), dim=-1),
+        S(m(4)),  # 0-d pieces
+        S(m(2, 0)),
+        S(NC(m(4, 3), "t"), 0),
+        S(m(0, 3)).fwd("no pieces"),
+    ]
+
+
+def index_put_samples(m, rng):
+    rows = np.array([0, 2], dtype=np.int64)
+    return [
+        S(m(4, 5), (rows,), m(2, 5)),
+        S(m(4, 5), (rows,), m(5)).bc(),  # values broadcast over the indexed rows
+        S(m(4, 5), (np.array([1, 3], dtype=np.int64), np.array([0, 4], dtype=np.int64)), m(2)),
+        S(m(4, 5), (np.array([1, 3], dtype=np.int64), np.array([0, 4], dtype=np.int64)), m()).bc(),
+        S(m(4, 5), (np.array([0, 2, 0], dtype=np.int64),), m(3, 5), accumulate=True),  # repeated rows add up
+        S(m(4, 5), (np.array([1, 1], dtype=np.int64), np.array([2, 2], dtype=np.int64)), m(2), accumulate=True),
+        S(m(4, 5), (m.mask(4, 5),), m()).bc(),
+        S(m(4, 5), (np.zeros(0, dtype=np.int64),), m(0, 5)),
+        S(NC(m(5, 4), "t"), (np.array([3, 1], dtype=np.int64),), m(2, 5)),
+    ]
+
+
+def setitem_samples(m, rng):
+    idx = np.array([2, 0], dtype=np.int64)
+    return [
+        S(m(4, 5), 1, m(5)),
+        S(m(4, 5), (slice(None), slice(1, None, 2)), m(4, 2)),
+        S(m(4, 5), (Ellipsis, 0), m()).bc(),
+        S(m(4, 5), (slice(1, 3), 2), 0.5),
+        S(m(4, 5), idx, m(2, 5)),
+        S(m(4, 5), (idx, slice(None, 2)), m(1, 2)).bc(),
+        S(m(4, 5), m.mask(4, 5), m()).bc(),
+        S(m(4, 5), m.mask(4), -1.5),
+        S(NC(m(5, 4), "t"), (slice(None, None, 2), 1), m(2)),
+    ]
+
+
 def addmm_samples(m, rng):
     return [
         S(m(2), m(3, 4), m(4, 2)).bc(),  # a bias, as in a linear layer
@@ -836,21 +1047,21 @@ def build_op_db(T) -> list[OpInfo]:
     ]
     arith_special = ([INF, -INF, NAN, 1.0, INF, 0.0], [1.0, INF, 2.0, NAN, INF, 0.0])
     add("add", lambda a, b, **kw: T.add(a, b, **kw), lambda a, b, alpha=1: a + alpha * b,
-        binary_samples(special=arith_special, extra=add_extra))
+        binary_samples(special=arith_special, extra=add_extra), inplace="add_")
     add("sub", lambda a, b, **kw: T.sub(a, b, **kw), lambda a, b, alpha=1: a - alpha * b,
-        binary_samples(special=arith_special, extra=add_extra))
+        binary_samples(special=arith_special, extra=add_extra), inplace="sub_")
     add("mul", lambda a, b: T.mul(a, b), np.multiply,
         binary_samples(special=([INF, 0.0, NAN, -INF, 2.0], [0.0, 3.0, 1.0, -INF, INF]),
-                       extra=lambda m, b, rng: [S(m(2, 3), -1.5)]))
+                       extra=lambda m, b, rng: [S(m(2, 3), -1.5)]), inplace="mul_")
     add("div", lambda a, b: T.div(a, b), np.divide,
         binary_samples(mb=_denominator,
                        special=([1.0, 0.0, -1.0, INF, NAN, 2.0], [0.0, 0.0, 0.0, INF, 1.0, INF]),
-                       extra=lambda m, b, rng: [S(m(2, 3), 2.0)]))
+                       extra=lambda m, b, rng: [S(m(2, 3), 2.0)]), inplace="div_")
     add("true_divide", lambda a, b: T.true_divide(a, b), np.divide, variant_binary_samples(mb=_denominator))
     add("pow", lambda a, b: T.pow(a, b), np.power,
         binary_samples(mb=_exponent,
                        special=([0.0, 0.0, 0.0, INF, 2.0, NAN, -2.0], [0.0, -1.0, 2.0, -1.0, INF, 0.0, 2.0])),
-        domain=(0.5, 2.0))
+        domain=(0.5, 2.0), inplace="pow_")
     add("pow.scalar_exponent", lambda a, e: T.pow(a, e), np.power,
         lambda m, rng: [
             S(m(3, 4), 2),
@@ -862,7 +1073,7 @@ def build_op_db(T) -> list[OpInfo]:
             S(m(0), 2.0),
             S(NC(_positive(m, 4, 3), "t"), 2.5),
             S(np.array([0.0, INF, -INF, NAN, -1.0]), 0.5).fwd("special values"),
-        ])
+        ], inplace="pow_")
     add("pow.scalar_base", lambda s, e: T.pow(s, e), np.power,
         lambda m, rng: [S(2.0, m(3, 4)), S(0.5, m(2, 3)), S(math.e, m()), S(3, NC(m(4, 3), "t"))])
     add("maximum", lambda a, b: T.maximum(a, b), np.maximum,
@@ -881,10 +1092,28 @@ def build_op_db(T) -> list[OpInfo]:
     add("__floordiv__", lambda a, b: a // b, np.floor_divide,
         lambda m, rng: variant_binary_samples(mb=_denominator)(m, rng) + [S(m(2, 3), 0.7)],
         supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::floor_divide")
+    # torch has no derivative for a python number divided by a tensor with rounding
+    add("__rfloordiv__", lambda a, b: a // b, lambda a, b: np.floor_divide(a, b),
+        lambda m, rng: [S(2.5, _denominator(m, 3, 4)), S(-3, _denominator(m, 2, 3))],
+        supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::floor_divide")
+    add("__rmod__", lambda a, b: a % b, np.remainder,
+        lambda m, rng: [S(2.5, _denominator(m, 3, 4)).bug(
+                            "rgrad records RemainderBackward0 for number % tensor; torch has no derivative for it",
+                            "not_implemented"),
+                        S(-3, _denominator(m, 2, 3))],
+        supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::remainder.Scalar_Tensor")
+    add("Tensor.remainder", lambda a, b: a.remainder(b), np.remainder,
+        lambda m, rng: [S(m(2, 3), _denominator(m, 2, 3))])
+    add("Tensor.fmod", lambda a, b: a.fmod(b), np.fmod, lambda m, rng: [S(m(2, 3), _denominator(m, 3)).bc()])
+    add("Tensor.floor_divide", lambda a, b: a.floor_divide(b), np.floor_divide,
+        lambda m, rng: [S(m(2, 3), _denominator(m, 2, 3))],
+        supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::floor_divide")
     add("div.rounding_mode", lambda a, b, **kw: T.div(a, b, **kw), lambda a, b, rounding_mode: (
         np.floor_divide(a, b) if rounding_mode == "floor" else np.trunc(a / b)),
         lambda m, rng: [S(m(3, 4), _denominator(m, 3, 4), rounding_mode="floor"),
-                        S(m(3, 1), _denominator(m, 1, 4), rounding_mode="trunc").bc()])
+                        S(m(3, 1), _denominator(m, 1, 4), rounding_mode="trunc").bc(),
+                        S(m(3, 4), _denominator(m, 4), rounding_mode="trunc").bc()],
+        inplace="div_")
     add("where", lambda c, a, b: T.where(c, a, b), np.where, where_samples)
     add("Tensor.where", lambda c, a, b: a.where(c, b), np.where,
         lambda m, rng: [S(m.mask(3, 4), m(3, 4), m(3, 4)), S(m.mask(3, 1), m(1, 4), m(3, 4)).bc()])
@@ -912,9 +1141,10 @@ def build_op_db(T) -> list[OpInfo]:
         ("truediv", lambda a, b: a / b, _denominator),
     ]
     for opname, f, mb in operators:
-        add(f"__{opname}__", f, f, variant_binary_samples(mb=mb))
+        add(f"__{opname}__", f, f, variant_binary_samples(mb=mb), inplace=f"__i{opname}__")
         add(f"__{opname}__.scalar", f, f,
-            scalar_other_samples() if opname != "truediv" else scalar_other_samples((2.5, -1.5, 0.5, 3)))
+            scalar_other_samples() if opname != "truediv" else scalar_other_samples((2.5, -1.5, 0.5, 3)),
+            inplace=f"__i{opname}__")
         add(f"__r{opname}__", f, f,
             scalar_self_samples(),
             domain=DEFAULT_DOMAIN if opname != "truediv" else (0.5, 2.0))
@@ -925,7 +1155,9 @@ def build_op_db(T) -> list[OpInfo]:
     add("__rpow__", lambda a, b: a ** b, lambda a, b: a ** b, scalar_self_samples((2.0, 0.5, 3.0, 2)))
     add("__matmul__", lambda a, b: a @ b, lambda a, b: a @ b,
         lambda m, rng: matmul_samples(m, rng)[1:7:2] + [S(NC(m(4, 3), "t"), NC(m(2, 4), "t"))])
+    add("__rmatmul__", lambda a, b: b.__rmatmul__(a), np.matmul, lambda m, rng: matmul_samples(m, rng)[1:4])
     add("__neg__", lambda a: -a, lambda a: -a, unary_samples())
+    add("__pos__", lambda a: +a, lambda a: +a, variant_unary_samples)
     add("__abs__", lambda a: abs(a), np.abs, variant_unary_samples)
 
     # ---- unary ----------------------------------------------------------
@@ -950,16 +1182,19 @@ def build_op_db(T) -> list[OpInfo]:
         ("reciprocal", np.reciprocal, DEFAULT_DOMAIN, SPECIAL),
     ]
     for name, ref, domain, special in unary:
-        add(name, (lambda n: lambda a: getattr(T, n)(a))(name), ref, unary_samples(special), domain=domain)
+        add(name, (lambda n: lambda a: getattr(T, n)(a))(name), ref, unary_samples(special), domain=domain,
+            inplace=f"{name}_")
         add(f"Tensor.{name}", (lambda n: lambda a: getattr(a, n)())(name), ref, variant_unary_samples,
             domain=domain)
+    add("square", lambda a: T.square(a), np.square, unary_samples(SPECIAL), inplace="square_")
+    add("Tensor.square", lambda a: a.square(), np.square, variant_unary_samples)
     for name in ("relu", "sigmoid", "tanh"):
         ref = {"relu": lambda x: np.maximum(x, 0.0), "sigmoid": _sigmoid, "tanh": np.tanh}[name]
         add(f"nn.functional.{name}", (lambda n: lambda a: getattr(F(), n)(a))(name), ref,
             unary_samples(None) if name != "relu" else unary_samples([0.0, INF, -INF, NAN, -1.0]))
 
     clamp_ref = lambda a, min=None, max=None: np.clip(a, min, max)  # noqa: E731
-    add("clamp", lambda a, **kw: T.clamp(a, **kw), clamp_ref, clamp_samples)
+    add("clamp", lambda a, **kw: T.clamp(a, **kw), clamp_ref, clamp_samples, inplace="clamp_")
     add("clip", lambda a, **kw: T.clip(a, **kw), clamp_ref, clamp_samples)
     add("Tensor.clamp", lambda a, lo, hi: a.clamp(lo, hi), lambda a, lo, hi: np.clip(a, lo, hi),
         clamp_variant_samples)
@@ -1014,6 +1249,9 @@ def build_op_db(T) -> list[OpInfo]:
     add("amax", lambda a, **kw: T.amax(a, **kw), _reduce(np.max), amax_samples)
     add("amin", lambda a, **kw: T.amin(a, **kw), _reduce(np.min), amax_samples)
     add("Tensor.amax", lambda a, **kw: a.amax(**kw), _reduce(np.max), lambda m, rng: amax_samples(m, rng)[:2])
+    add("Tensor.amin", lambda a, **kw: a.amin(**kw), _reduce(np.min), lambda m, rng: amax_samples(m, rng)[:2])
+    add("Tensor.argmin", lambda a, **kw: a.argmin(**kw), _arg_ref(np.argmin),
+        lambda m, rng: argmax_samples(m, rng)[:2], supports_grad=False, supports_gradgrad=False)
     add("argmax", lambda a, **kw: T.argmax(a, **kw), _arg_ref(np.argmax), argmax_samples,
         supports_grad=False, supports_gradgrad=False)
     add("argmin", lambda a, **kw: T.argmin(a, **kw), _arg_ref(np.argmin), argmax_samples,
@@ -1042,11 +1280,15 @@ def build_op_db(T) -> list[OpInfo]:
         lambda m, rng: addmm_samples(m, rng)[:4])
     add("bmm", lambda a, b: T.bmm(a, b), np.matmul,
         lambda m, rng: [S(m(2, 3, 4), m(2, 4, 5)), S(m(1, 2, 3), m(1, 3, 1)), S(m(2, 3, 0), m(2, 0, 2))])
+    add("mv", lambda a, v: T.mv(a, v), np.matmul, mv_samples)
+    add("Tensor.mv", lambda a, v: a.mv(v), np.matmul, lambda m, rng: mv_samples(m, rng)[:2])
     add("dot", lambda a, b: T.dot(a, b), np.dot,
         lambda m, rng: [S(m(4), m(4)), S(m(1), m(1)), S(m(0), m(0)), S(NC(m(8), "step"), m(4))])
     add("Tensor.dot", lambda a, b: a.dot(b), np.dot, lambda m, rng: [S(m(3), m(3))])
     add("outer", lambda a, b: T.outer(a, b), np.outer,
         lambda m, rng: [S(m(3), m(4)), S(m(1), m(2)), S(m(0), m(3)), S(NC(m(6), "step"), m(2))])
+    add("Tensor.outer", lambda a, b: a.outer(b), np.outer, lambda m, rng: [S(m(3), m(4))])
+    add("Tensor.bmm", lambda a, b: a.bmm(b), np.matmul, lambda m, rng: [S(m(2, 3, 4), m(2, 4, 5))])
 
     # ---- shape / indexing ------------------------------------------------
 
@@ -1097,6 +1339,8 @@ def build_op_db(T) -> list[OpInfo]:
         lambda m, rng: [S([m(2, 3), m(4, 3)]), S([m(2, 3), m(2, 1)], dim=1), S([m(2, 3), m(2, 2), m(2, 1)], dim=-1),
                         S((m(2, 3), m(1, 3)), dim=0), S([m(0, 3), m(2, 3)], dim=0), S([m(3)]),
                         S([NC(m(4, 3), "t"), m(3, 2)], dim=1)])
+    add("concat", lambda ts, **kw: T.concat(ts, **kw), lambda ts, dim=0: np.concatenate(ts, axis=dim),
+        lambda m, rng: [S([m(2, 3), m(4, 3)]), S((m(2, 3), NC(m(4, 2), "t")), dim=-1)])
     add("stack", lambda ts, **kw: T.stack(ts, **kw), lambda ts, dim=0: np.stack(ts, axis=dim),
         lambda m, rng: [S([m(2, 3), m(2, 3), m(2, 3)]), S([m(2, 3), m(2, 3)], dim=1), S([m(2, 3), m(2, 3)], dim=-1),
                         S([m(), m()]), S((m(0), m(0)), dim=0), S([NC(m(4, 3), "t"), m(3, 4)], dim=2)])
@@ -1118,8 +1362,84 @@ def build_op_db(T) -> list[OpInfo]:
         index_select_samples)
     add("Tensor.index_select", lambda a, d, idx: a.index_select(d, idx), lambda a, d, idx: np.take(a, idx, axis=d),
         lambda m, rng: index_select_samples(m, rng)[:2])
+    add("narrow", lambda a, d, s, n: T.narrow(a, d, s, n), _narrow_ref, narrow_samples)
+    add("Tensor.narrow", lambda a, d, s, n: a.narrow(d, s, n), _narrow_ref, lambda m, rng: narrow_samples(m, rng)[2:4])
+    add("select", lambda a, d, i: T.select(a, d, i), lambda a, d, i: np.take(a, i, axis=d), select_samples)
+    add("Tensor.select", lambda a, d, i: a.select(d, i), lambda a, d, i: np.take(a, i, axis=d),
+        lambda m, rng: select_samples(m, rng)[1:3])
+    add("unbind", lambda a, *args, **kw: T.unbind(a, *args, **kw), _unbind_ref, unbind_samples)
+    add("Tensor.unbind", lambda a, *args, **kw: a.unbind(*args, **kw), _unbind_ref,
+        lambda m, rng: unbind_samples(m, rng)[1:3])
+    reshape_as_ref = lambda a, b: a.reshape(b.shape)  # noqa: E731
+    # `other` only gives the shape: its gradient is zero (None)
+    add("Tensor.reshape_as", lambda a, b: a.reshape_as(b), reshape_as_ref,
+        lambda m, rng: [S(m(3, 4), m(2, 6)), S(NC(m(4, 3), "t"), m(12)), S(m(1), m()), S(m(2, 0), m(0, 3))])
+    add("Tensor.view_as", lambda a, b: a.view_as(b), reshape_as_ref,
+        lambda m, rng: [S(m(3, 4), m(4, 3)), S(m(3, 4), m(12)), S(m(), m(1, 1)), S(NC(m(6, 4), "step"), m(3, 2, 2)),
+                        S(m(2, 0), m(0))])
+    add("Tensor.contiguous", lambda a: a.contiguous(), lambda a: a.copy(),
+        lambda m, rng: [S(m(3, 4)), S(NC(m(4, 3), "t")), S(NC(m(6, 4), "step"))])
+    add("Tensor.index_put", lambda a, idx, v, **kw: a.index_put(idx, v, **kw), _index_put_ref, index_put_samples,
+        inplace="index_put_")
+
+    def setitem(a, idx, v):
+        y = a.clone()
+        y[idx] = v
+        return y
+
+    add("__setitem__", setitem, _setitem_ref, setitem_samples)
+    add("Tensor.fill_", _inplace_op("fill_"), lambda a, v: np.full_like(a, v),
+        lambda m, rng: [S(m(3, 4), 1.5), S(m(), -2), S(NC(m(4, 3), "t"), 0.5), S(m(3, 4), m())])
+    add("Tensor.zero_", _inplace_op("zero_"), np.zeros_like, lambda m, rng: [S(m(3, 4)), S(NC(m(4, 3), "t"))])
+    add("Tensor.copy_", _inplace_op("copy_"), lambda a, src: np.broadcast_to(src, a.shape).copy(),
+        lambda m, rng: [S(m(3, 4), m(3, 4)), S(m(3, 4), m(4)).bc(), S(NC(m(4, 3), "t"), m(3, 4)),
+                        S(m(3, 4), NC(m(4, 3), "t")), S(m(), m())])
+
+    # ---- copies and dtype conversions ------------------------------------------------
+    # Gradients are checked in float64 by finite differences, so conversions to float32
+    # are forward-only here; test_ops.py::test_dtype_conversion_grads checks their grads.
+
+    add("clone", lambda a: T.clone(a), lambda a: a.copy(), unary_samples(SPECIAL))
+    # detach: the same values, cut from the graph (nothing requires grad)
+    add("detach", lambda a: T.detach(a), lambda a: a.copy(), lambda m, rng: [S(m(3, 4)), S(NC(m(4, 3), "t"))],
+        supports_grad=False, supports_gradgrad=False)
+    add("Tensor.detach", lambda a: a.detach(), lambda a: a.copy(), lambda m, rng: [S(m(3, 4))],
+        supports_grad=False, supports_gradgrad=False)
+    add("Tensor.clone", lambda a: a.clone(), lambda a: a.copy(), variant_unary_samples)
+
+    def dt(x):
+        return getattr(T, x) if isinstance(x, str) else x
+
+    def np_dt(x):
+        return x if isinstance(x, str) else x.dtype
+
+    add("Tensor.to", lambda a, *args, **kw: a.to(*map(dt, args), **{k: dt(v) for k, v in kw.items()}),
+        lambda a, *args, dtype=None, copy=False: a.astype(np_dt(args[0] if args else dtype)),
+        lambda m, rng: [
+            S(m(3, 4), "float64"),
+            S(NC(m(4, 3), "t"), "float64"),
+            S(m(), dtype="float64"),
+            S(m(3, 4), "float64", copy=True),
+            S(m(3, 4), "float32").fwd("to float32"),
+            S(m(3, 4) * 3, "int64").fwd("to int64 (truncates)"),
+            S(np.array([0.0, -0.5, 2.0, NAN]), "bool").fwd("to bool"),
+            S(m(2, 3) * 3, np.array([1], dtype=np.int64)).fwd("to another tensor's dtype"),
+        ], keeps_ref_dtype=True)
+    for name, np_dtype in (("long", "int64"), ("bool", "bool")):
+        add(f"Tensor.{name}", (lambda n: lambda a: getattr(a, n)())(name), (lambda d: lambda a: a.astype(d))(np_dtype),
+            lambda m, rng: [S(m(3, 4) * 3), S(np.array([0.0, -0.5, 2.7, -2.7]))],
+            supports_grad=False, supports_gradgrad=False)
+    add("Tensor.double", lambda a: a.double(), lambda a: a.astype("float64"),
+        lambda m, rng: [S(m(3, 4)), S(NC(m(4, 3), "t"))], keeps_ref_dtype=True)
+    add("Tensor.type", lambda a, d: a.type(dt(d)), lambda a, d: a.astype(d),
+        lambda m, rng: [S(m(3, 4), "float64"), S(m(3, 4) * 3, "int64").fwd("to int64")], keeps_ref_dtype=True)
+    add("Tensor.type_as", lambda a, b: a.type_as(b), lambda a, b: a.astype(b.dtype),
+        lambda m, rng: [S(m(3, 4), m(2)), S(NC(m(4, 3), "t"), m()),
+                        S(m(3, 4) * 3, np.array([1], dtype=np.int64)).fwd("to int64")])
+
     masked_fill_ref = lambda a, mask, v: np.where(mask, v, a)  # noqa: E731
-    add("masked_fill", lambda a, mask, v: T.masked_fill(a, mask, v), masked_fill_ref, masked_fill_samples)
+    add("masked_fill", lambda a, mask, v: T.masked_fill(a, mask, v), masked_fill_ref, masked_fill_samples,
+        inplace="masked_fill_")
     add("Tensor.masked_fill", lambda a, mask, v: a.masked_fill(mask, v), masked_fill_ref, masked_fill_samples)
 
     # ---- nn.functional -----------------------------------------------------
@@ -1128,10 +1448,50 @@ def build_op_db(T) -> list[OpInfo]:
     add("nn.functional.cross_entropy", lambda x, t, **kw: F().cross_entropy(x, t, **kw), _cross_entropy_ref,
         cross_entropy_samples)
     add("nn.functional.nll_loss", lambda x, t, **kw: F().nll_loss(x, t, **kw), _nll_ref, cross_entropy_samples)
+    add("nn.functional.cross_entropy.ignore_index", lambda x, t, **kw: F().cross_entropy(x, t, **kw),
+        _cross_entropy_ref, ignore_index_samples)
+    add("nn.functional.nll_loss.ignore_index", lambda x, t, **kw: F().nll_loss(x, t, **kw), _nll_ref,
+        ignore_index_samples)
     add("nn.functional.nll_loss.log_softmax",
         lambda x, t, **kw: F().nll_loss(F().log_softmax(x, dim=1), t, **kw), _cross_entropy_ref,
         cross_entropy_samples)
     add("nn.functional.linear", lambda *args: F().linear(*args), _linear_ref, linear_samples)
+
+    # ---- logical and bitwise ops (forward only, bool / int64 results) -------------------
+
+    nograd = dict(supports_grad=False, supports_gradgrad=False)
+
+    def logical_samples(m, rng):
+        return [S(m.mask(3, 4), m.mask(3, 4)), S(m.mask(3, 1), m.mask(4)), S(m(3, 4), m(3, 4)),
+                S(np.array([0.0, 1.5, NAN, -INF]), np.array([2.0, 0.0, 0.0, 1.0])), S(m.ints(3, 2, 3), m.mask(2, 3))]
+
+    for name, ref in (("logical_and", np.logical_and), ("logical_or", np.logical_or)):
+        add(name, (lambda n: lambda a, b: getattr(T, n)(a, b))(name), ref, logical_samples, **nograd)
+        add(f"Tensor.{name}", (lambda n: lambda a, b: getattr(a, n)(b))(name), ref,
+            lambda m, rng: logical_samples(m, rng)[:3], **nograd)
+    not_samples = lambda m, rng: [S(m.mask(3, 4)), S(m(3, 4)), S(np.array([0.0, NAN, -0.0, INF])),  # noqa: E731
+                                  S(m.ints(3, 5))]
+    add("logical_not", lambda a: T.logical_not(a), np.logical_not, not_samples, **nograd)
+    add("Tensor.logical_not", lambda a: a.logical_not(), np.logical_not, not_samples, **nograd)
+    def bit_samples(m, rng):
+        return [
+            S(m.mask(3, 4), m.mask(3, 4)),
+            S(m.mask(3, 1), m.mask(4)),
+            S(m.ints(8, 3, 4), m.ints(8, 3, 4)).bug("int64 & int64 gives a bool logical and, torch a bitwise int64",
+                                                     "forward", "parity"),
+            S(m.ints(8, 2, 3), 5).bug("tensor & number raises TypeError", "forward", "parity"),
+            S(m.mask(2, 3), True).bug("tensor & bool raises TypeError", "forward", "parity"),
+        ]
+
+    def rbit_samples(m, rng):
+        return [S(True, m.mask(3, 4)).bug("bool & tensor raises TypeError (no __rand__ / __ror__)"),
+                S(6, m.ints(8, 2, 3)).bug("number & tensor raises TypeError (no __rand__ / __ror__)")]
+
+    add("__and__", lambda a, b: a & b, lambda a, b: a & b, bit_samples, **nograd)
+    add("__or__", lambda a, b: a | b, lambda a, b: a | b, bit_samples, **nograd)
+    add("__rand__", lambda a, b: a & b, lambda a, b: a & b, rbit_samples, **nograd)
+    add("__ror__", lambda a, b: a | b, lambda a, b: a | b, rbit_samples, **nograd)
+    add("__invert__", lambda a: ~a, lambda a: ~a, lambda m, rng: [S(m.mask(3, 4)), S(m.ints(8, 2, 3) - 4)], **nograd)
 
     # ---- comparisons (forward only, bool results) ---------------------------
 
@@ -1143,7 +1503,6 @@ def build_op_db(T) -> list[OpInfo]:
         ("gt", np.greater, "__gt__", lambda a, b: a > b),
         ("ge", np.greater_equal, "__ge__", lambda a, b: a >= b),
     ]
-    nograd = dict(supports_grad=False, supports_gradgrad=False)
     for name, ref, dunder, f in comparisons:
         add(name, (lambda n: lambda a, b: getattr(T, n)(a, b))(name), ref, comparison_samples, **nograd)
         add(f"{name}.scalar", (lambda n: lambda a, b: getattr(T, n)(a, b))(name), ref, comparison_scalar_samples,
@@ -1156,6 +1515,7 @@ def build_op_db(T) -> list[OpInfo]:
         add(f"{dunder}.reflected", (lambda g: lambda a, b: g(b, a))(f), (lambda g: lambda a, b: g(b, a))(f),
             lambda m, rng: [S(m(3, 4), 0.5)], **nograd)
 
+    db += [inplace_variant(op) for op in db if op.inplace]
     return db
 
 

@@ -121,6 +121,18 @@ ERROR_TABLE = [
     ),
     ("grad-unused-input", _grad_unused_input, RuntimeError, NOT_USED),
     (
+        "div-unknown-rounding-mode",
+        lambda t: t.ones(2).div(2, rounding_mode="round"),
+        RuntimeError,
+        r"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'round'",
+    ),
+    (
+        "div-function-unknown-rounding-mode",
+        lambda t: t.div(t.ones(2), 2, rounding_mode="round"),
+        RuntimeError,
+        r"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'round'",
+    ),
+    (
         "broadcast-mismatch",
         lambda t: t.ones(3) + t.ones(4),
         RuntimeError,

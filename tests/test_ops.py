@@ -21,9 +21,11 @@ from fdcheck import check_grad, check_gradgrad, float_outputs, numerical_jacobia
 from op_db import op_db
 
 
-def _params(predicate=lambda op, sample: True):
+def _params(check, predicate=lambda op, sample: True):
+    """(op, sample) params for one kind of check; a sample marked with a known bug
+    (SampleInput.bug) is a strict xfail for the checks it names."""
     return [
-        pytest.param(op, sample, id=f"{op.name}-{i}")
+        pytest.param(op, sample, id=f"{op.name}-{i}", marks=sample.marks(check))
         for op in op_db
         for i, sample in enumerate(op.samples)
         if predicate(op, sample)
@@ -31,15 +33,15 @@ def _params(predicate=lambda op, sample: True):
 
 
 FORWARD = [
-    pytest.param(op, sample, dtype, id=f"{op.name}-{i}-{dtype}")
+    pytest.param(op, sample, dtype, id=f"{op.name}-{i}-{dtype}", marks=sample.marks("forward"))
     for op in op_db
     for i, sample in enumerate(op.samples)
     for dtype in op.dtypes
 ]
-GRAD = _params(lambda op, s: op.supports_grad and s.grad)
-GRADGRAD = _params(lambda op, s: op.supports_gradgrad and s.grad)
-BROADCAST = _params(lambda op, s: op.supports_grad and s.grad and s.broadcast)
-ALL = _params()
+GRAD = _params("grad", lambda op, s: op.supports_grad and s.grad)
+GRADGRAD = _params("gradgrad", lambda op, s: op.supports_gradgrad and s.grad)
+BROADCAST = _params("broadcast", lambda op, s: op.supports_grad and s.grad and s.broadcast)
+ALL = _params("parity")
 
 
 def _outputs(out, T=rgrad):
@@ -48,20 +50,22 @@ def _outputs(out, T=rgrad):
     return list(out)
 
 
-def _expected_dtype(expected: np.ndarray, dtype: str):
+def _expected_dtype(expected: np.ndarray, dtype: str, keeps_ref_dtype: bool = False):
     kind = expected.dtype.kind
     if kind == "b":
         return rgrad.bool
     if kind in "iu":
         return rgrad.int64
+    if keeps_ref_dtype:  # a dtype conversion: the reference has the result's dtype
+        return getattr(rgrad, expected.dtype.name)
     return getattr(rgrad, dtype)
 
 
-def _assert_output_matches(actual, expected, dtype, atol, rtol, where):
+def _assert_output_matches(actual, expected, dtype, atol, rtol, where, keeps_ref_dtype=False):
     assert isinstance(actual, rgrad.Tensor), f"{where}: expected a tensor, got {type(actual).__name__}"
     expected = np.asarray(expected)
     assert tuple(actual.shape) == expected.shape, f"{where}: shape {tuple(actual.shape)} != expected {expected.shape}"
-    want = _expected_dtype(expected, dtype)
+    want = _expected_dtype(expected, dtype, keeps_ref_dtype)
     assert actual.dtype == want, f"{where}: dtype {actual.dtype} != expected {want}"
     got = np.asarray(actual.detach().numpy())
     if expected.dtype.kind == "f":
@@ -77,9 +81,9 @@ def _assert_outputs_match(op, actual, expected, dtype):
         actual = list(actual)
         assert len(actual) == len(expected), f"{op.name}: {len(actual)} outputs, expected {len(expected)}"
         for k, (a, e) in enumerate(zip(actual, expected)):
-            _assert_output_matches(a, e, dtype, atol, rtol, f"{op.name} output {k}")
+            _assert_output_matches(a, e, dtype, atol, rtol, f"{op.name} output {k}", op.keeps_ref_dtype)
     else:
-        _assert_output_matches(actual, expected, dtype, atol, rtol, op.name)
+        _assert_output_matches(actual, expected, dtype, atol, rtol, op.name, op.keeps_ref_dtype)
 
 
 # --------------------------------------------------------------------------
@@ -143,7 +147,7 @@ def test_broadcast_grad_shape(op, sample):
         )
 
 
-@pytest.mark.parametrize("op,sample", _params(lambda op, s: s is op.samples[0]))
+@pytest.mark.parametrize("op,sample", _params("requires_grad", lambda op, s: s is op.samples[0]))
 def test_requires_grad_propagation(op, sample):
     """Float outputs of differentiable ops require grad; integer/bool outputs
     (and everything from a non-differentiable op) do not."""
@@ -156,10 +160,18 @@ def test_requires_grad_propagation(op, sample):
         assert o.requires_grad == should, f"output {k} ({o.dtype}): requires_grad={o.requires_grad}, want {should}"
 
 
-@pytest.mark.parametrize("op", [op for op in op_db if op.grad_not_implemented], ids=lambda op: op.name)
+def _first_grad_sample(op):
+    return next(s for s in op.samples if s.grad)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [pytest.param(op, id=op.name, marks=_first_grad_sample(op).marks("not_implemented"))
+     for op in op_db if op.grad_not_implemented],
+)
 def test_backward_through_op_without_derivative_raises(op):
     # torch records such ops with a NotImplemented node; backward through it raises
-    sample = next(s for s in op.samples if s.grad)
+    sample = _first_grad_sample(op)
     fn, inputs = sample.grad_problem(op.op, rgrad)
     out = _outputs(fn(*[rgrad.tensor(x, requires_grad=True) for x in inputs]))[0]
     assert out.grad_fn.name() == "NotImplemented"
@@ -222,3 +234,52 @@ def test_torch_parity(op, sample):
         gt = np.zeros(x.shape) if gt is None else gt.detach().numpy()
         assert gr.shape == gt.shape, f"grad {i}: shape {gr.shape} vs torch {gt.shape}"
         np.testing.assert_allclose(gr, gt, atol=1e-10, rtol=1e-9, err_msg=f"grad of input {i} differs from torch")
+
+
+# --------------------------------------------------------------------------
+# dtype conversions: gradients across dtypes (the op table checks gradients in
+# float64 only; a float32 result would spoil its finite differences)
+# --------------------------------------------------------------------------
+
+CONVERSIONS = {
+    "to": lambda x, T, dt: x.to(getattr(T, dt)),
+    "to.dtype_kwarg": lambda x, T, dt: x.to(dtype=getattr(T, dt)),
+    "to.tensor": lambda x, T, dt: x.to(T.zeros(1, dtype=getattr(T, dt))),
+    "type": lambda x, T, dt: x.type(getattr(T, dt)),
+    "type_as": lambda x, T, dt: x.type_as(T.zeros(1, dtype=getattr(T, dt))),
+    "float/double": lambda x, T, dt: x.float() if dt == "float32" else x.double(),
+}
+DTYPE_PAIRS = [("float32", "float64"), ("float64", "float32"), ("float32", "float32"), ("float64", "float64")]
+
+
+def _conversion_grads(T, how, src, dst):
+    """``(y, x.grad)`` for y = convert(x) and ``y.backward(v)``."""
+    x = T.tensor(np.array([[0.5, -1.25, 3.0], [2.0, 0.1, -0.3]]), dtype=getattr(T, src), requires_grad=True)
+    y = CONVERSIONS[how](x, T, dst)
+    y.backward(T.tensor(np.array([[1.0, 2.0, -3.0], [0.25, 1.0 / 3.0, 7.0]]), dtype=getattr(T, dst)))
+    return y, x.grad
+
+
+@pytest.mark.parametrize("src,dst", DTYPE_PAIRS)
+@pytest.mark.parametrize("how", CONVERSIONS)
+def test_dtype_conversion_grads(how, src, dst):
+    """The gradient flows back through a float conversion and arrives in the input's dtype,
+    as the incoming gradient converted to that dtype."""
+    y, g = _conversion_grads(rgrad, how, src, dst)
+    assert y.dtype == getattr(rgrad, dst) and y.requires_grad
+    assert g is not None and g.dtype == getattr(rgrad, src)
+    v = np.array([[1.0, 2.0, -3.0], [0.25, 1.0 / 3.0, 7.0]], dtype=dst).astype(src)
+    np.testing.assert_array_equal(g.numpy(), v)
+
+
+@pytest.mark.parametrize("src,dst", DTYPE_PAIRS)
+@pytest.mark.parametrize("how", CONVERSIONS)
+def test_dtype_conversion_grads_match_torch(how, src, dst):
+    torch = pytest.importorskip("torch")
+    y_r, g_r = _conversion_grads(rgrad, how, src, dst)
+    y_t, g_t = _conversion_grads(torch, how, src, dst)
+    assert _dtype_name(y_r.dtype) == _dtype_name(y_t.dtype)
+    assert (y_r.grad_fn is None) == (y_t.grad_fn is None), "returns self in one library only"
+    assert _dtype_name(g_r.dtype) == _dtype_name(g_t.dtype)
+    np.testing.assert_array_equal(np.asarray(y_r.detach().numpy()), y_t.detach().numpy())
+    np.testing.assert_array_equal(np.asarray(g_r.numpy()), g_t.numpy())

@@ -187,3 +187,63 @@ def test_index_ops_take_the_indices_torch_takes(call, error, message):
     with pytest.raises(error, match=message):
         call(x)
     assert x[rgrad.tensor([-1])].tolist() == x[2:].tolist()
+
+
+@pytest.mark.parametrize(
+    "fill",
+    [
+        lambda x, m, v: x.masked_fill(m, v),
+        lambda x, m, v: rgrad.masked_fill(x, m, v),
+        lambda x, m, v: x.clone().masked_fill_(m, v),
+        lambda x, m, v: x.clone().fill_(v),
+    ],
+    ids=["masked_fill", "rgrad.masked_fill", "masked_fill_", "fill_"],
+)
+def test_fill_with_a_0d_tensor_value_gives_the_value_a_gradient(fill):
+    # torch 2.15 (MaskedFillBackward1, FillBackward3): d/dvalue = the sum of the
+    # gradient over the filled positions; those positions pass nothing to x
+    x = rgrad.tensor([1.0, 2.0, 3.0], dtype=rgrad.float64, requires_grad=True)
+    v = rgrad.tensor(5.0, dtype=rgrad.float64, requires_grad=True)
+    mask = rgrad.tensor([True, False, True])
+    y = fill(x, mask, v)
+    y.backward(rgrad.tensor([1.0, 10.0, 100.0], dtype=rgrad.float64))
+    filled = [True, True, True] if y.tolist() == [5.0, 5.0, 5.0] else [True, False, True]
+    assert v.grad.item() == sum(g for g, f in zip([1.0, 10.0, 100.0], filled) if f)
+    assert x.grad.tolist() == [0.0 if f else g for g, f in zip([1.0, 10.0, 100.0], filled)]
+
+
+@pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
+@pytest.mark.parametrize("targets, kwargs", [([-100, -100], {}), ([1, 1], {"ignore_index": 1})])
+def test_mean_loss_over_only_ignored_targets_is_nan_with_zero_grad(loss, targets, kwargs):
+    # torch 2.15: the mean over no targets is 0/0 = nan, but its kernel writes no gradient
+    # for ignored targets, so the gradient is zero (not 0/0)
+    x = rgrad.tensor([[0.5, 1.0, 2.0], [1.0, 2.0, 3.0]], dtype=rgrad.float64, requires_grad=True)
+    out = getattr(rgrad.nn.functional, loss)(x, rgrad.tensor(targets), **kwargs)
+    assert out.item() != out.item()  # nan
+    out.backward()
+    assert x.grad.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+
+
+@pytest.mark.parametrize("mode, expected", [("floor", [-2.0, 1.0]), ("trunc", [-1.0, 1.0]), (None, [-1.5, 1.75])])
+def test_div_in_place_takes_a_rounding_mode(mode, expected):
+    x = rgrad.tensor([-3.0, 3.5], requires_grad=True)
+    y = x.clone()
+    assert y.div_(2, rounding_mode=mode) is y
+    assert y.tolist() == expected
+    y.sum().backward()
+    assert x.grad.tolist() == ([0.5, 0.5] if mode is None else [0.0, 0.0])  # rounding: zero gradient
+
+
+def test_div_in_place_rejects_an_unknown_rounding_mode():
+    with pytest.raises(RuntimeError, match="div expected rounding_mode to be one of None, 'trunc', or 'floor'"):
+        rgrad.ones(2).div_(2, rounding_mode="round")
+
+
+def test_square_is_pow_2_as_in_torch():
+    # torch 2.15: square is pow(2) (PowBackward0), a Tensor method too, and a bool
+    # input squares to int64
+    x = rgrad.tensor([1.5, -2.0], requires_grad=True)
+    for y in (rgrad.square(x), x.square(), x.clone().square_()):
+        assert y.grad_fn.name() == "PowBackward0"
+        assert y.tolist() == [2.25, 4.0]
+    assert rgrad.square(rgrad.tensor([True, False])).dtype == rgrad.int64

@@ -110,8 +110,15 @@ def numel(input: Tensor) -> int:
 
 
 def square(input: Tensor) -> Tensor:
-    """Returns `input * input`."""
-    return input * input
+    """Returns a new tensor with the square of the elements of `input`.
+
+    Args:
+        input: The input tensor.
+
+    Returns:
+        ``input ** 2`` (as torch, through pow: PowBackward0, and a bool input gives int64).
+    """
+    return input.pow(2)
 
 
 __all__ = [

@@ -166,6 +166,16 @@ def _where(self: Tensor, condition, y) -> Tensor:
     return _C.where(condition, self, y)
 
 
+def _square(self: Tensor) -> Tensor:
+    """Returns a new tensor with the square of the elements (``self ** 2``, as torch)."""
+    return self.pow(2)
+
+
+def _square_(self: Tensor) -> Tensor:
+    """In-place version of `square()`. Returns this tensor."""
+    return self.pow_(2)
+
+
 def _type_as(self: Tensor, other: Tensor) -> Tensor:
     """Returns this tensor cast to `other`'s dtype."""
     if not isinstance(other, Tensor):
@@ -190,6 +200,8 @@ for _name, _fn in {
     "new_ones": _new_ones,
     "where": _where,
     "type_as": _type_as,
+    "square": _square,
+    "square_": _square_,
 }.items():
     setattr(Tensor, _name, _fn)
 Tensor.type = _legacy.tensor_type

@@ -300,6 +300,50 @@ impl Backward for IndexAddBackward0 {
 
 /// `x.masked_fill(mask, value)`.
 pub fn masked_fill(x: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+    check_fill_mask(x, mask)?;
+    let v = scalar_tensor(value, x.dtype());
+    apply(
+        &[x],
+        || with_grad_mode(false, || where_(mask, &v, &x.detach())),
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, mask);
+            (MaskedFillBackward0, sv.list)
+        },
+    )
+}
+
+/// `x.masked_fill(mask, value)` with a 0-d tensor `value` (torch's MaskedFillBackward1):
+/// the filled positions' gradient goes to `value`, summed.
+pub fn masked_fill_tensor(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    check_fill_mask(x, mask)?;
+    if value.ndim() != 0 {
+        return Err(Error::runtime(format!(
+            "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+            value.ndim()
+        )));
+    }
+    apply(
+        &[x, value],
+        || {
+            with_grad_mode(false, || {
+                where_(mask, &to_dtype(&value.detach(), x.dtype())?, &x.detach())
+            })
+        },
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, mask);
+            (
+                MaskedFillBackward1 {
+                    value_dtype: value.dtype(),
+                },
+                sv.list,
+            )
+        },
+    )
+}
+
+fn check_fill_mask(x: &Tensor, mask: &Tensor) -> Result<()> {
     if mask.dtype() != DType::Bool {
         return Err(Error::runtime(format!(
             "masked_fill_ only supports boolean masks, but got mask with dtype {}",
@@ -316,16 +360,7 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
             ms.first().copied().unwrap_or(1)
         )));
     }
-    let v = scalar_tensor(value, x.dtype());
-    apply(
-        &[x],
-        || with_grad_mode(false, || where_(mask, &v, &x.detach())),
-        |_| {
-            let mut sv = Saver::default();
-            sv.input_if(true, mask);
-            (MaskedFillBackward0, sv.list)
-        },
-    )
+    Ok(())
 }
 
 #[derive(Clone)]
@@ -339,6 +374,34 @@ impl Backward for MaskedFillBackward0 {
         let g = grad0(g)?;
         let z = zeros_like(&g)?;
         Ok(smallvec::smallvec![Some(where_(&ctx.saved(0)?, &z, &g)?)])
+    }
+}
+
+#[derive(Clone)]
+pub struct MaskedFillBackward1 {
+    value_dtype: DType,
+}
+impl Backward for MaskedFillBackward1 {
+    fn name(&self) -> Cow<'static, str> {
+        "MaskedFillBackward1".into()
+    }
+    // d/dx = g where not filled; d/dvalue = Σ g over the filled positions
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let mask = ctx.saved(0)?;
+        let z = zeros_like(&g)?;
+        let gx = if ctx.needs_input_grad(0) {
+            Some(where_(&mask, &z, &g)?)
+        } else {
+            None
+        };
+        let gv = if ctx.needs_input_grad(1) {
+            let filled = where_(&mask, &g, &z)?;
+            Some(to_dtype(&sum(&filled, None, false)?, self.value_dtype)?)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![gx, gv])
     }
 }
 

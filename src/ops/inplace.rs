@@ -329,6 +329,10 @@ pub fn div_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
     }
     inplace(x, |x| div_op(Operand::T(x), other))
 }
+/// `x.div_(other, rounding_mode="floor" | "trunc")` (zero gradient, as out of place).
+pub fn div_rounded_(x: &Tensor, other: Operand<'_>, floor: bool) -> Result<Tensor> {
+    inplace(x, |x| crate::ops::div_rounded(Operand::T(x), other, floor))
+}
 
 /// `x op= other` written straight into x's storage when there is nothing to record
 /// (grad mode off, as in an optimiser step, or nothing requires grad) and no promotion,
@@ -409,6 +413,15 @@ pub fn fill_(x: &Tensor, v: Scalar) -> Result<Tensor> {
         } else {
             full(&x.shape(), v, x.dtype())
         }
+    })
+}
+
+/// `x.fill_(value)` with a 0-d tensor `value` that requires grad: the value gets the
+/// sum of the gradient (torch's FillBackward3; recorded here as MaskedFillBackward1).
+pub fn fill_tensor_(x: &Tensor, value: &Tensor) -> Result<Tensor> {
+    inplace(x, |x| {
+        let all = new_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
+        crate::ops::masked_fill_tensor(x, &all, value)
     })
 }
 

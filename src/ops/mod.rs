@@ -65,6 +65,7 @@ crate::backward_ops! {
     MmBackward0, AddmmBackward0, BmmBackward0, DotBackward0,
     // indexing.rs
     GatherBackward0, ScatterAddBackward0, IndexSelectBackward0, IndexAddBackward0, IndexBackward0, MaskedFillBackward0,
+    MaskedFillBackward1,
     IndexPutBackward0,
     // inplace.rs
     CopySlices, CopyBackwards,

@@ -213,9 +213,11 @@ impl Backward for NllLossBackward0 {
         let per = match self.reduction {
             Reduction::None => mul(&reshape(&g, &[self.n as i64])?, &w)?,
             Reduction::Sum => mul(&expand(&g, &[self.n])?, &w)?,
+            // torch writes no gradient for ignored targets, so with every target ignored
+            // the gradient is zero (w is all zero), not 0/0
             Reduction::Mean => div_scalar(
                 &mul(&expand(&g, &[self.n])?, &w)?,
-                Scalar::Float(self.denom),
+                Scalar::Float(if self.denom == 0.0 { 1.0 } else { self.denom }),
             )?,
         };
         let src = reshape(&neg(&per)?, &[self.n as i64, 1])?;

@@ -1122,7 +1122,7 @@ impl PyTensor {
                 py,
                 ops::div_rounded(Operand::T(&self.t), b.operand(), false)?,
             ),
-            Some(m) => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            Some(m) => Err(PyRuntimeError::new_err(format!(
                 "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
             ))),
         }
@@ -1463,12 +1463,29 @@ impl PyTensor {
     ///
     /// Args:
     ///     other: A tensor or number, broadcast to this tensor's shape.
+    ///     rounding_mode: None (true division), "trunc" or "floor" (zero gradient).
     ///
     /// Returns:
     ///     This tensor.
-    fn div_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    #[pyo3(signature = (other, *, rounding_mode=None))]
+    fn div_(
+        slf: &Bound<'_, Self>,
+        other: &Bound<'_, PyAny>,
+        rounding_mode: Option<&str>,
+    ) -> PyResult<Py<PyTensor>> {
         let b = other_arg(other, "div_")?;
-        ops::div_(&slf.get().t, b.operand())?;
+        let x = &slf.get().t;
+        match rounding_mode {
+            None => ops::div_(x, b.operand())?,
+            Some("floor") => ops::div_rounded_(x, b.operand(), true)?,
+            Some("trunc") => ops::div_rounded_(x, b.operand(), false)?,
+            Some(m) => {
+                // torch's wording names div for div_ too
+                return Err(PyRuntimeError::new_err(format!(
+                    "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
+                )));
+            }
+        };
         Ok(slf.clone().unbind())
     }
     /// In-place version of `pow()`.
@@ -1497,6 +1514,11 @@ impl PyTensor {
     ///     This tensor.
     fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let v = match value.cast::<PyTensor>() {
+            // a 0-d value that requires grad gets the gradient (summed)
+            Ok(t) if t.get().t.ndim() == 0 && t.get().t.requires_grad() => {
+                ops::fill_tensor_(&slf.get().t, &t.get().t)?;
+                return Ok(slf.clone().unbind());
+            }
             Ok(t) => convert::item(&t.get().t)?,
             Err(_) => scalar(value)
                 .ok_or_else(|| PyTypeError::new_err("fill_(): argument 'value' must be Number"))?,
@@ -1558,9 +1580,16 @@ impl PyTensor {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
         let m = convert::tensor_arg(mask, "masked_fill_", "mask", 1)?;
-        let v = scalar_or_item(value)?;
         let x = &slf.get().t;
-        crate::ops::inplace::commit_checked(x, |x| ops::masked_fill(x, &m, v))?;
+        match grad_value(value) {
+            Some(v) => {
+                crate::ops::inplace::commit_checked(x, |x| ops::masked_fill_tensor(x, &m, &v))?
+            }
+            None => {
+                let v = scalar_or_item(value)?;
+                crate::ops::inplace::commit_checked(x, |x| ops::masked_fill(x, &m, v))?
+            }
+        };
         Ok(slf.clone().unbind())
     }
 
@@ -2164,7 +2193,10 @@ impl PyTensor {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
         let m = convert::tensor_arg(mask, "masked_fill", "mask", 1)?;
-        wrap(py, ops::masked_fill(&self.t, &m, scalar_or_item(value)?)?)
+        match grad_value(value) {
+            Some(v) => wrap(py, ops::masked_fill_tensor(&self.t, &m, &v)?),
+            None => wrap(py, ops::masked_fill(&self.t, &m, scalar_or_item(value)?)?),
+        }
     }
     /// Puts `values` at `indices` (a tuple of index tensors, one per leading dimension;
     /// None skips a dimension), in place; `accumulate=True` adds instead of writing.
@@ -2322,6 +2354,15 @@ fn same_or_cast(slf: &Bound<'_, PyTensor>, d: DType) -> PyResult<Py<PyTensor>> {
         return Ok(slf.clone().unbind());
     }
     wrap(slf.py(), ops::to_dtype(t, d)?)
+}
+
+/// masked_fill's `value` when it is a tensor that requires grad (it then gets a gradient).
+fn grad_value(value: &Bound<'_, PyAny>) -> Option<Tensor> {
+    value
+        .cast::<PyTensor>()
+        .ok()
+        .map(|t| t.get().t.clone())
+        .filter(|t| t.requires_grad())
 }
 
 fn scalar_or_item(value: &Bound<'_, PyAny>) -> PyResult<Scalar> {

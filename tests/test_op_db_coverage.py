@@ -1,0 +1,128 @@
+"""Every public op has an entry in tests/op_db.py.
+
+The public callables are ``rgrad.__all__``'s functions, ``rgrad.Tensor``'s methods and
+operators, and ``rgrad.nn.functional.__all__``. Each must either be named by an op_db
+entry (``add``, ``Tensor.add``, ``__add__``, ``nn.functional.relu``, or the same with a
+``.variant`` suffix such as ``max.dim``; in-place methods such as ``Tensor.add_`` come
+from their out-of-place entry's ``inplace=`` flag) or be listed in ``EXCLUDED`` with the
+reason it needs no op_db entry. A new public op without either fails this test.
+"""
+
+from __future__ import annotations
+
+import types
+
+import rgrad
+from op_db import op_db
+
+_FACTORY = "factory: makes a tensor from sizes or data, no tensor input (test_api.py)"
+_RANDOM = "random factory or seeding: values are not comparable with numpy or torch (test_seeds.py)"
+_QUERY = "queries metadata and returns a python value, not a tensor"
+_AUTOGRAD = "autograd bookkeeping, not an op (test_engine.py, test_function.py)"
+_PROTOCOL = "python protocol: converts to a python value or container (test_api.py)"
+
+EXCLUDED: dict[str, str] = {
+    # -- rgrad functions
+    "tensor": _FACTORY,
+    "zeros": _FACTORY,
+    "ones": _FACTORY,
+    "full": _FACTORY,
+    "empty": _FACTORY,
+    "zeros_like": _FACTORY + "; only the input's shape and dtype are used",
+    "ones_like": _FACTORY + "; only the input's shape and dtype are used",
+    "full_like": _FACTORY + "; only the input's shape and dtype are used",
+    "arange": _FACTORY,
+    "linspace": _FACTORY,
+    "eye": _FACTORY,
+    "from_numpy": _FACTORY + "; shares the array's memory",
+    "rand": _RANDOM,
+    "randn": _RANDOM,
+    "randint": _RANDOM,
+    "rand_like": _RANDOM,
+    "randn_like": _RANDOM,
+    "manual_seed": _RANDOM,
+    "is_grad_enabled": "grad-mode query (test_grad_mode.py)",
+    "is_inference_mode_enabled": "grad-mode query (test_grad_mode.py)",
+    "set_num_threads": "thread-pool setting (test_determinism.py)",
+    "get_num_threads": "thread-pool setting (test_determinism.py)",
+    "is_tensor": _QUERY,
+    "numel": _QUERY,
+    # -- Tensor methods
+    "Tensor.backward": _AUTOGRAD,
+    "Tensor.register_hook": _AUTOGRAD,
+    "Tensor.retain_grad": _AUTOGRAD,
+    "Tensor.requires_grad_": _AUTOGRAD,
+    "Tensor.detach_": _AUTOGRAD + "; detach() is an entry",
+    "Tensor.dim": _QUERY,
+    "Tensor.size": _QUERY,
+    "Tensor.stride": _QUERY,
+    "Tensor.storage_offset": _QUERY,
+    "Tensor.numel": _QUERY,
+    "Tensor.nelement": _QUERY,
+    "Tensor.element_size": _QUERY,
+    "Tensor.data_ptr": _QUERY,
+    "Tensor.is_contiguous": _QUERY,
+    "Tensor.is_floating_point": _QUERY,
+    "Tensor.item": _PROTOCOL,
+    "Tensor.tolist": _PROTOCOL,
+    "Tensor.numpy": _PROTOCOL,
+    "Tensor.new_tensor": _FACTORY,
+    "Tensor.new_zeros": _FACTORY,
+    "Tensor.new_ones": _FACTORY,
+    # dtype conversions that the float64 finite-difference checks cannot cover: to float32
+    # loses the precision they need, torch's int() is int32, which rgrad does not have
+    "Tensor.float": "dtype conversion to float32: test_ops.py::test_dtype_conversion_grads",
+    "Tensor.int": "dtype conversion: torch gives int32, rgrad has no int32 (int64 instead)",
+    # -- python protocols and operators that are not ops
+    "__array__": _PROTOCOL,
+    "__bool__": _PROTOCOL,
+    "__float__": _PROTOCOL,
+    "__int__": _PROTOCOL,
+    "__index__": _PROTOCOL,
+    "__len__": _PROTOCOL,
+    "__iter__": _PROTOCOL + "; iterating is unbind(0), an entry",
+    "__delitem__": "always raises, as torch's does (test_api.py)",
+}
+
+
+def _public_ops() -> list[str]:
+    """The public callables, in op_db's spelling."""
+    names = []
+    for name in rgrad.__all__:
+        obj = getattr(rgrad, name)
+        if isinstance(obj, (type, types.ModuleType)) or not callable(obj):
+            continue  # classes (Tensor, Size, device, dtype), modules, dtype objects
+        names.append(name)
+    skip = set(dir(object))  # __eq__, __repr__, __getattribute__, ...: checked or not ops
+    for name in dir(rgrad.Tensor):
+        is_dunder = name.startswith("__") and name.endswith("__")
+        if (name.startswith("_") and not is_dunder) or (name in skip and name not in ("__eq__", "__ne__", "__lt__",
+                                                                                        "__le__", "__gt__", "__ge__")):
+            continue
+        if not callable(getattr(rgrad.Tensor, name)):
+            continue  # properties (shape, grad, T, ...) and constants (__array_priority__)
+        names.append(name if is_dunder else f"Tensor.{name}")
+    names += [f"nn.functional.{name}" for name in rgrad.nn.functional.__all__]
+    return names
+
+
+def test_every_public_op_has_an_op_db_entry():
+    entries = {op.name for op in op_db}
+
+    def covered(name):
+        return name in entries or any(e.startswith(name + ".") for e in entries)
+
+    public = _public_ops()
+    missing = [n for n in public if not covered(n) and n not in EXCLUDED]
+    assert not missing, (
+        f"{len(missing)} public op(s) without an entry in tests/op_db.py (add one, an inplace= flag on the "
+        f"out-of-place entry, or an EXCLUDED line with the reason): {', '.join(missing)}"
+    )
+
+
+def test_exclusions_are_public_and_not_entries():
+    """The exclusion list names only public callables that have no entry (no stale lines)."""
+    entries = {op.name for op in op_db}
+    public = set(_public_ops())
+    assert not [n for n in EXCLUDED if n not in public], "EXCLUDED names something that is not public"
+    assert not [n for n in EXCLUDED if n in entries], "EXCLUDED names something that has an entry"
