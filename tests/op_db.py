@@ -1097,11 +1097,8 @@ def build_op_db(T) -> list[OpInfo]:
         lambda m, rng: [S(2.5, _denominator(m, 3, 4)), S(-3, _denominator(m, 2, 3))],
         supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::floor_divide")
     add("__rmod__", lambda a, b: a % b, np.remainder,
-        lambda m, rng: [S(2.5, _denominator(m, 3, 4)).bug(
-                            "rgrad records RemainderBackward0 for number % tensor; torch has no derivative for it",
-                            "not_implemented"),
-                        S(-3, _denominator(m, 2, 3))],
-        supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::remainder.Scalar_Tensor")
+        lambda m, rng: [S(2.5, _denominator(m, 3, 4)), S(-3, _denominator(m, 2, 3))],
+        supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::remainder")
     add("Tensor.remainder", lambda a, b: a.remainder(b), np.remainder,
         lambda m, rng: [S(m(2, 3), _denominator(m, 2, 3))])
     add("Tensor.fmod", lambda a, b: a.fmod(b), np.fmod, lambda m, rng: [S(m(2, 3), _denominator(m, 3)).bc()])
