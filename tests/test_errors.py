@@ -403,6 +403,13 @@ ERROR_TABLE = [
     ("set-num-threads-zero", lambda t: t.set_num_threads(0), RuntimeError, r"^set_num_threads expects a positive integer$"),
     ("set-num-threads-overflow", lambda t: t.set_num_threads(2**40), ValueError, r"^Overflow when unpacking long$"),
     ("size-beyond-int64", lambda t: t.zeros(2**64), TypeError, r"^zeros\(\): argument 'size'"),
+    (
+        "bitwise-and-float",
+        lambda t: t.ones(2) & t.ones(2),
+        NotImplementedError,
+        r'^"bitwise_and_cpu" not implemented for \'Float\'$',
+    ),
+    ("bitwise-or-float-number", lambda t: t.tensor([6]) | 2.5, NotImplementedError, r'^"bitwise_or_cpu" not impl'),
     # ---- torch 2.15's wording (issue 13)
     (
         "modified-saved-output-names-forward-op",

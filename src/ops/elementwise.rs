@@ -1456,6 +1456,29 @@ pub fn logical(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     super::apply_nondiff(|| binary_kernel(op, &a, &b))
 }
 
+/// `a & b`: bitwise AND of integer or bool tensors and numbers (torch.bitwise_and).
+pub fn bitwise_and(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    bitwise(BinaryOp::BitAnd, a, b, "bitwise_and_cpu")
+}
+/// `a | b` (torch.bitwise_or).
+pub fn bitwise_or(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    bitwise(BinaryOp::BitOr, a, b, "bitwise_or_cpu")
+}
+/// `a ^ b` (torch.bitwise_xor).
+pub fn bitwise_xor(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    bitwise(BinaryOp::BitXor, a, b, "bitwise_xor_cpu")
+}
+
+fn bitwise(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, kernel: &str) -> Result<Tensor> {
+    let (a, b, dtype) = promote(a, b, false)?;
+    if dtype.is_float() {
+        return Err(Error::not_implemented(format!(
+            "\"{kernel}\" not implemented for 'Float'"
+        )));
+    }
+    super::apply_nondiff(|| binary_kernel(op, &a, &b))
+}
+
 /// `where(cond, a, b)`.
 pub fn where_op(cond: &Tensor, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     if cond.dtype() != DType::Bool {

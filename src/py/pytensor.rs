@@ -924,23 +924,29 @@ impl PyTensor {
             )),
         }
     }
-    /// `self & other`: logical AND of bool tensors.
+    /// `self & other`: bitwise AND of integer or bool tensors (logical AND for bools).
     fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        match o.cast::<PyTensor>() {
-            Ok(b) => {
-                Ok(wrap(py, ops::logical(BinaryOp::LogicalAnd, &self.t, &b.get().t)?)?.into_any())
-            }
-            Err(_) => Ok(py.NotImplemented()),
-        }
+        binop(py, &self.t, o, ops::bitwise_and)
     }
-    /// `self | other`: logical OR of bool tensors.
+    /// `other & self`, for a number on the left.
+    fn __rand__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rbinop_commuted(py, &self.t, o, ops::bitwise_and)
+    }
+    /// `self | other`: bitwise OR of integer or bool tensors.
     fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        match o.cast::<PyTensor>() {
-            Ok(b) => {
-                Ok(wrap(py, ops::logical(BinaryOp::LogicalOr, &self.t, &b.get().t)?)?.into_any())
-            }
-            Err(_) => Ok(py.NotImplemented()),
-        }
+        binop(py, &self.t, o, ops::bitwise_or)
+    }
+    /// `other | self`, for a number on the left.
+    fn __ror__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rbinop_commuted(py, &self.t, o, ops::bitwise_or)
+    }
+    /// `self ^ other`: bitwise XOR of integer or bool tensors.
+    fn __xor__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, o, ops::bitwise_xor)
+    }
+    /// `other ^ self`, for a number on the left.
+    fn __rxor__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rbinop_commuted(py, &self.t, o, ops::bitwise_xor)
     }
     /// `==`, `!=`, `<`, `<=`, `>`, `>=`: element-wise comparisons giving bool tensors.
     fn __richcmp__(

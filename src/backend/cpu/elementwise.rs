@@ -64,6 +64,10 @@ pub enum BinaryOp {
     Ge,
     LogicalAnd,
     LogicalOr,
+    /// Bitwise `&`, `|`, `^` of integers and bools (floats are refused before the kernel).
+    BitAnd,
+    BitOr,
+    BitXor,
 }
 
 impl BinaryOp {
@@ -75,6 +79,9 @@ impl BinaryOp {
     }
     pub fn is_logical(self) -> bool {
         matches!(self, BinaryOp::LogicalAnd | BinaryOp::LogicalOr)
+    }
+    pub fn is_bitwise(self) -> bool {
+        matches!(self, BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor)
     }
 }
 
@@ -815,6 +822,37 @@ pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) ->
             let (x, y) = (x.to_f64() != 0.0, y.to_f64() != 0.0);
             if and { x && y } else { x || y }
         })));
+    }
+    if op.is_bitwise() {
+        fn bits<
+            T: std::ops::BitAnd<Output = T>
+                + std::ops::BitOr<Output = T>
+                + std::ops::BitXor<Output = T>,
+        >(
+            op: BinaryOp,
+            x: T,
+            y: T,
+        ) -> T {
+            match op {
+                BinaryOp::BitAnd => x & y,
+                BinaryOp::BitOr => x | y,
+                _ => x ^ y,
+            }
+        }
+        match a.dtype() {
+            DType::I64 => {
+                return Buffer::I64(zip(i64::slice(a), la, i64::slice(b), lb, move |x, y| {
+                    bits(op, x, y)
+                }));
+            }
+            DType::Bool => {
+                return Buffer::Bool(zip(bool::slice(a), la, bool::slice(b), lb, move |x, y| {
+                    bits(op, x, y)
+                }));
+            }
+            // the op layer refuses floats with torch's message
+            DType::F32 | DType::F64 => {}
+        }
     }
     match a.dtype() {
         DType::F32 => Buffer::F32(float_zip(op, f32::slice(a), la, f32::slice(b), lb)),
