@@ -687,6 +687,22 @@ def argmax_samples(m, rng):
     ]
 
 
+def all_any_samples(m, rng):
+    x = m(3, 4)
+    x[0, 1] = 0.0
+    x[1, :] = 0.0
+    return [
+        S(x),
+        S(x, dim=1),
+        S(x, dim=0, keepdim=True),
+        S(m.mask(2, 3)),
+        S(m.mask(2, 3), dim=-1),
+        S(m.ints(3, 2, 5), dim=1),
+        S(np.zeros((0, 3)), dim=0),
+        S(np.array([np.nan, 0.0])),
+    ]
+
+
 def var_samples(m, rng):
     return [
         S(m(3, 4)),
@@ -1249,6 +1265,11 @@ def build_op_db(T) -> list[OpInfo]:
     add("Tensor.amin", lambda a, **kw: a.amin(**kw), _reduce(np.min), lambda m, rng: amax_samples(m, rng)[:2])
     add("Tensor.argmin", lambda a, **kw: a.argmin(**kw), _arg_ref(np.argmin),
         lambda m, rng: argmax_samples(m, rng)[:2], supports_grad=False, supports_gradgrad=False)
+    for name, ref in (("all", np.all), ("any", np.any)):
+        add(name, lambda a, _n=name, **kw: getattr(T, _n)(a, **kw), _reduce(ref), all_any_samples,
+            supports_grad=False, supports_gradgrad=False)
+        add(f"Tensor.{name}", lambda a, _n=name, **kw: getattr(a, _n)(**kw), _reduce(ref),
+            lambda m, rng: all_any_samples(m, rng)[:3], supports_grad=False, supports_gradgrad=False)
     add("argmax", lambda a, **kw: T.argmax(a, **kw), _arg_ref(np.argmax), argmax_samples,
         supports_grad=False, supports_gradgrad=False)
     add("argmin", lambda a, **kw: T.argmin(a, **kw), _arg_ref(np.argmin), argmax_samples,
