@@ -1,0 +1,35 @@
+# seed: 001_dfd3d349b26eb960.txt lines 46-58 (no_grad; REPL statements run one by one, as the REPL would)
+import warnings
+
+warnings.showwarning = lambda message, category, *args, **kwargs: print(f"{category.__name__}: {message}")
+
+import torch
+
+try:
+    x = torch.tensor([1], requires_grad=True)
+except Exception as e:
+    print(type(e).__name__, e)
+try:
+    with torch.no_grad():
+        y = x * 2
+except Exception as e:
+    print(type(e).__name__, e)
+try:
+    print(repr(y.requires_grad))
+except Exception as e:
+    print(type(e).__name__, e)
+
+
+@torch.no_grad()
+def doubler(x):
+    return x * 2
+
+
+try:
+    z = doubler(x)
+except Exception as e:
+    print(type(e).__name__, e)
+try:
+    print(repr(z.requires_grad))
+except Exception as e:
+    print(type(e).__name__, e)
