@@ -978,6 +978,14 @@ class TestGradModes:
             torch.set_grad_enabled(True)
         assert torch.is_grad_enabled() is True
 
+    def test_set_grad_enabled_repr_names_class_and_mode(self):
+        # torch: torch.autograd.grad_mode.set_grad_enabled(mode=True), what a REPL echoes after a plain call
+        try:
+            assert repr(torch.set_grad_enabled(False)) == "rgrad.autograd.grad_mode.set_grad_enabled(mode=False)"
+            assert str(torch.set_grad_enabled(True)) == "rgrad.autograd.grad_mode.set_grad_enabled(mode=True)"
+        finally:
+            torch.set_grad_enabled(True)
+
     def test_set_grad_enabled_decorator(self):
         @torch.set_grad_enabled(False)
         def f():

@@ -102,6 +102,14 @@ class set_grad_enabled(_DecoratorContextManager):  # noqa: N801
     def __exit__(self, *args) -> None:
         _C._set_grad_enabled(self.prev)
 
+    def __str__(self) -> str:
+        # torch prints typename(self)(mode=...), which a REPL echoes after a plain call
+        cls = type(self)
+        return f"{cls.__module__}.{cls.__qualname__}(mode={self.mode})"
+
+    def __repr__(self) -> str:
+        return str(self)
+
     def clone(self) -> "set_grad_enabled":
         return self.__class__(self.mode)
 
