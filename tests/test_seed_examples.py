@@ -55,9 +55,15 @@ _MODULE_NAME = re.compile(
 )
 
 
+# torch's C++ warnings end with the place in torch's own build tree that raised them;
+# rgrad, which has no such source file, leaves that trailer out.
+_TRIGGERED = re.compile(r" \(Triggered internally at [^)]*\)")
+
+
 def normalise(text: str) -> str:
-    """Memory addresses become 0xADDR and torch's module name in reprs becomes rgrad."""
-    return _MODULE_NAME.sub("rgrad", _ADDRESS.sub("0xADDR", text))
+    """Memory addresses become 0xADDR, torch's module name in reprs becomes rgrad, and
+    torch's "(Triggered internally at ...)" warning trailer is dropped."""
+    return _MODULE_NAME.sub("rgrad", _ADDRESS.sub("0xADDR", _TRIGGERED.sub("", text)))
 
 
 _FLOAT = re.compile(r"\s*-?\d+\.\d*(?:e[+-]?\d+)?")
