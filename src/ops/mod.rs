@@ -26,6 +26,7 @@ pub mod indexing;
 pub mod inplace;
 pub mod matmul;
 pub mod nn;
+pub mod random;
 pub mod reduce;
 pub mod shape;
 pub mod special;
