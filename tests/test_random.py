@@ -178,6 +178,30 @@ def test_multinomial_matches_torch(torch, dtype):
         assert rgrad.multinomial(p_r, 1000, True).tolist() == torch.multinomial(p_t, 1000, True).tolist()
 
 
+def test_strided_probabilities_match_torch(torch):
+    pair(torch, 21)
+    w_t, w_r = torch.rand(12, 5), rgrad.rand(12, 5)
+    assert bits(w_r) == bits(w_t)
+    # multinomial on a transposed matrix: the exponential draws follow its memory order
+    assert rgrad.multinomial(w_r.t(), 3).tolist() == torch.multinomial(w_t.t(), 3).tolist()
+    assert rgrad.multinomial(w_r.t(), 6, True).tolist() == torch.multinomial(w_t.t(), 6, True).tolist()
+    # bernoulli_ into a transposed output with broadcast probabilities
+    p_t, p_r = torch.rand(12, 1, dtype=torch.float64), rgrad.rand(12, 1, dtype=rgrad.float64)
+    assert bits(rgrad.zeros(5, 12).t().bernoulli_(p_r)) == bits(torch.zeros(5, 12).t().bernoulli_(p_t))
+    assert bits(rgrad.zeros(12, 5).bernoulli_(p_r.t().t())) == bits(torch.zeros(12, 5).bernoulli_(p_t))
+    assert rgrad.zeros(12, 5, dtype=rgrad.bool).bernoulli_(0.5).tolist() == (
+        torch.zeros(12, 5, dtype=torch.bool).bernoulli_(0.5).tolist()
+    )
+
+
+def test_random_in_place_matches_torch(torch):
+    pair(torch, 8)
+    for make in [lambda m, d: m.zeros(30, dtype=d), lambda m, d: m.zeros(6, 5, dtype=d).t()]:
+        assert make(rgrad, rgrad.int64).random_(-4, 9).tolist() == make(torch, torch.int64).random_(-4, 9).tolist()
+        assert bits(make(rgrad, rgrad.float32).random_(100)) == bits(make(torch, torch.float32).random_(100))
+        assert make(rgrad, rgrad.bool).random_(0, 2).tolist() == make(torch, torch.bool).random_(0, 2).tolist()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_normal_function_matches_torch(torch, dtype):
     td, rd = getattr(torch, dtype), getattr(rgrad, dtype)
@@ -284,6 +308,8 @@ ERRORS = [
     ("multinomial(M.tensor([0.5, 0.5]), 0)", RuntimeError, "cannot sample n_sample <= 0 samples"),
     ("multinomial(M.tensor([float('inf'), 0.5]), 2, True)", RuntimeError,
      "invalid multinomial distribution (encountering probability entry = infinity or NaN)"),
+    ("multinomial(M.tensor([float('nan'), 0.5]), 2, True)", RuntimeError,
+     "invalid multinomial distribution (encountering probability entry < 0)"),
     ("normal(0., -1., (3,))", RuntimeError, "normal expects std >= 0.0, but found std -1"),
     ("normal(M.zeros(3), -1.)", RuntimeError, "normal expects std >= 0.0, but found std -1"),
     ("normal(M.zeros(3), M.tensor([-1., 1, 1]))", RuntimeError, "normal expects all elements of std >= 0.0"),

@@ -12,6 +12,7 @@ use crate::random::{self, Generator, GeneratorState};
 use crate::storage::{Buffer, Element};
 use crate::tensor::Tensor;
 use crate::{Error, Result};
+use std::cmp::Ordering;
 
 fn dtype_name(d: DType) -> &'static str {
     match d {
@@ -23,7 +24,10 @@ fn dtype_name(d: DType) -> &'static str {
 }
 
 fn not_float(kernel: &str, d: DType) -> Error {
-    Error::not_implemented(format!("\"{kernel}\" not implemented for '{}'", dtype_name(d)))
+    Error::not_implemented(format!(
+        "\"{kernel}\" not implemented for '{}'",
+        dtype_name(d)
+    ))
 }
 
 /// Lays out values drawn in TensorIterator order as a row-major buffer of `x`'s shape.
@@ -69,7 +73,11 @@ fn check_uniform(from: f64, to: f64, dtype: DType) -> Result<()> {
     } else {
         (f64::MIN, f64::MAX)
     };
-    let name = if dtype == DType::F32 { "float" } else { "double" };
+    let name = if dtype == DType::F32 {
+        "float"
+    } else {
+        "double"
+    };
     if !(lo..=hi).contains(&from) {
         return Err(Error::runtime(format!("from is out of bounds for {name}")));
     }
@@ -115,7 +123,13 @@ fn fmt_num(v: f64) -> String {
     }
 }
 
-fn uniform_values(g: &mut GeneratorState, n: usize, dtype: DType, from: f64, to: f64) -> Result<Buffer> {
+fn uniform_values(
+    g: &mut GeneratorState,
+    n: usize,
+    dtype: DType,
+    from: f64,
+    to: f64,
+) -> Result<Buffer> {
     Ok(match dtype {
         DType::F32 => {
             let (f, t) = (from as f32, to as f32);
@@ -130,7 +144,9 @@ fn uniform_values(g: &mut GeneratorState, n: usize, dtype: DType, from: f64, to:
 pub fn uniform_(x: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let dtype = x.dtype();
     check_uniform(from, to, dtype)?;
-    fill_in_place(x, generator, |g, n, _| uniform_values(g, n, dtype, from, to))
+    fill_in_place(x, generator, |g, n, _| {
+        uniform_values(g, n, dtype, from, to)
+    })
 }
 
 /// `torch.rand(size, dtype=, generator=)`.
@@ -173,7 +189,8 @@ fn normal_values(
             if vectorised {
                 random::normal_fill_f32(g, &mut v, mean as f32, std as f32);
             } else {
-                v.iter_mut().for_each(|x| *x = g.normal_f64(mean, std) as f32);
+                v.iter_mut()
+                    .for_each(|x| *x = g.normal_f64(mean, std) as f32);
             }
             Buffer::F32(v)
         }
@@ -197,11 +214,19 @@ pub fn normal_(x: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -
     if !dtype.is_float() {
         return Err(not_float("normal_kernel_cpu", dtype));
     }
-    fill_in_place(x, generator, |g, n, c| normal_values(g, n, c, dtype, mean, std))
+    fill_in_place(x, generator, |g, n, c| {
+        normal_values(g, n, c, dtype, mean, std)
+    })
 }
 
 /// `torch.randn(size, dtype=, generator=)` (and `torch.normal(mean, std, size)`).
-pub fn randn(shape: &[usize], dtype: DType, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+pub fn randn(
+    shape: &[usize],
+    dtype: DType,
+    mean: f64,
+    std: f64,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
     check_std(std)?;
     if !dtype.is_float() {
         return Err(not_float("normal_kernel_cpu", dtype));
@@ -209,7 +234,8 @@ pub fn randn(shape: &[usize], dtype: DType, mean: f64, std: f64, generator: Opti
     super::creation::guard(shape, dtype)?;
     apply_nondiff(|| {
         let n = crate::shape::numel(shape);
-        let buf = random::or_default(generator).with(|g| normal_values(g, n, true, dtype, mean, std))?;
+        let buf =
+            random::or_default(generator).with(|g| normal_values(g, n, true, dtype, mean, std))?;
         Ok(new_tensor(buf, shape))
     })
 }
@@ -230,7 +256,11 @@ fn random_values(g: &mut GeneratorState, n: usize, dtype: DType, from: i64, to: 
     let range = to.wrapping_sub(from) as u64;
     let wide = range >= 1 << 32 && dtype != DType::Bool;
     let mut draw = || -> i64 {
-        let v = if wide { g.random64() } else { u64::from(g.random()) };
+        let v = if wide {
+            g.random64()
+        } else {
+            u64::from(g.random())
+        };
         (v % range).wrapping_add(from as u64) as i64
     };
     match dtype {
@@ -262,11 +292,19 @@ fn check_from_to(from: i64, to: i64, dtype: DType) -> Result<()> {
 pub fn random_(x: &Tensor, from: i64, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
     let dtype = x.dtype();
     check_from_to(from, to, dtype)?;
-    fill_in_place(x, generator, |g, n, _| Ok(random_values(g, n, dtype, from, to)))
+    fill_in_place(x, generator, |g, n, _| {
+        Ok(random_values(g, n, dtype, from, to))
+    })
 }
 
 /// `torch.randint(low, high, size, dtype=, generator=)`.
-pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType, generator: Option<&Generator>) -> Result<Tensor> {
+pub fn randint(
+    low: i64,
+    high: i64,
+    shape: &[usize],
+    dtype: DType,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
     check_from_to(low, high, dtype)?;
     super::creation::guard(shape, dtype)?;
     apply_nondiff(|| {
@@ -340,7 +378,10 @@ pub fn bernoulli_scalar_(x: &Tensor, p: f64, generator: Option<&Generator>) -> R
     }
     let dtype = x.dtype();
     fill_in_place(x, generator, |g, n, _| {
-        Ok(from_bool(dtype, (0..n).map(|_| g.uniform01_f64() < p).collect()))
+        Ok(from_bool(
+            dtype,
+            (0..n).map(|_| g.uniform01_f64() < p).collect(),
+        ))
     })
 }
 
@@ -351,7 +392,9 @@ fn values_f64(t: &Tensor) -> Result<Vec<f64>> {
     let b = s.storage.read();
     let n = s.layout.numel();
     let o = s.layout.offset;
-    Ok(crate::with_dtype!(s.dtype, T => T::slice(&b)[o..o + n].iter().map(|v| v.to_f64()).collect()))
+    Ok(
+        crate::with_dtype!(s.dtype, T => T::slice(&b)[o..o + n].iter().map(|v| v.to_f64()).collect()),
+    )
 }
 
 /// `x.bernoulli_(p)` for a tensor p (broadcast to x): `u < p` with a float uniform for
@@ -371,14 +414,17 @@ pub fn bernoulli_tensor_(x: &Tensor, p: &Tensor, generator: Option<&Generator>) 
         ));
     }
     let layout = x.layout();
-    let order = (!layout.is_contiguous()).then(|| random::iteration_order(&layout.shape, &layout.strides));
+    let order =
+        (!layout.is_contiguous()).then(|| random::iteration_order(&layout.shape, &layout.strides));
     let dtype = x.dtype();
     fill_in_place(x, generator, |g, n, _| {
         let at = |k: usize| order.as_ref().map_or(k, |o| o[k]);
         let v: Vec<bool> = if pd == DType::F64 {
             (0..n).map(|k| g.uniform01_f64() < pv[at(k)]).collect()
         } else {
-            (0..n).map(|k| g.uniform01_f32() < pv[at(k)] as f32).collect()
+            (0..n)
+                .map(|k| g.uniform01_f32() < pv[at(k)] as f32)
+                .collect()
         };
         Ok(from_bool(dtype, v))
     })
@@ -398,7 +444,12 @@ pub fn bernoulli(p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
 /// `torch.multinomial(input, num_samples, replacement=False, generator=)` (ATen's
 /// `multinomial_out`: without replacement, or for one sample, `argmax`/`topk` of p / q
 /// with q ~ Exp(1); with replacement, a binary search of the normalised cumulative sums).
-pub fn multinomial(p: &Tensor, n_sample: i64, replacement: bool, generator: Option<&Generator>) -> Result<Tensor> {
+pub fn multinomial(
+    p: &Tensor,
+    n_sample: i64,
+    replacement: bool,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
     let shape = p.shape();
     if shape.is_empty() || shape.len() > 2 {
         return Err(Error::runtime("prob_dist must be 1 or 2 dim"));
@@ -424,7 +475,11 @@ pub fn multinomial(p: &Tensor, n_sample: i64, replacement: bool, generator: Opti
         return Err(Error::runtime("number of categories cannot exceed 2^24"));
     }
     let n_dist = if shape.len() == 2 { shape[0] } else { 1 };
-    let out_shape: Vec<usize> = if shape.len() == 2 { vec![n_dist, k] } else { vec![k] };
+    let out_shape: Vec<usize> = if shape.len() == 2 {
+        vec![n_dist, k]
+    } else {
+        vec![k]
+    };
     super::creation::guard(&out_shape, DType::I64)?;
     if n_dist * k == 0 {
         return super::creation::zeros(&out_shape, DType::I64);
@@ -432,7 +487,7 @@ pub fn multinomial(p: &Tensor, n_sample: i64, replacement: bool, generator: Opti
     let pv = values_f64(p)?;
     let mut out = vec![0i64; n_dist * k];
     if !replacement || k == 1 {
-        if !pv.iter().all(|&v| v >= 0.0 && v < f64::INFINITY) {
+        if !pv.iter().all(|v| (0.0..f64::INFINITY).contains(v)) {
             return Err(Error::runtime(
                 "probability tensor contains either `inf`, `nan` or element < 0",
             ));
@@ -464,7 +519,12 @@ pub fn multinomial(p: &Tensor, n_sample: i64, replacement: bool, generator: Opti
         for (ks, o) in keys.chunks(n_cat).zip(out.chunks_mut(k)) {
             let mut idx: Vec<usize> = (0..n_cat).collect();
             // Largest first; ties keep the lower index first (argmax's first maximum).
-            idx.sort_by(|&a, &b| ks[b].partial_cmp(&ks[a]).unwrap_or(std::cmp::Ordering::Equal).then(a.cmp(&b)));
+            idx.sort_by(|&a, &b| {
+                ks[b]
+                    .partial_cmp(&ks[a])
+                    .unwrap_or(Ordering::Equal)
+                    .then(a.cmp(&b))
+            });
             for (dst, &i) in o.iter_mut().zip(&idx) {
                 *dst = i as i64;
             }
@@ -506,11 +566,17 @@ fn sum_in(dtype: DType, row: &[f64]) -> f64 {
 /// The normalised cumulative distribution of one row, summed and divided in the row's
 /// dtype; its last entry is set to 1 (multinomial_with_replacement_apply).
 fn cumulative(dtype: DType, row: &[f64]) -> Result<Vec<f64>> {
-    fn run<T: Element + std::ops::AddAssign + std::ops::Div<Output = T>>(row: &[f64]) -> Result<Vec<f64>> {
+    fn run<T: Element + std::ops::AddAssign + std::ops::Div<Output = T>>(
+        row: &[f64],
+    ) -> Result<Vec<f64>> {
         let mut sum = T::from_f64(0.0);
         let mut cum = Vec::with_capacity(row.len());
         for &v in row {
-            if !(v >= 0.0) {
+            // `!(v >= 0)` as ATen writes it: NaN gets this message too.
+            if !matches!(
+                v.partial_cmp(&0.0),
+                Some(Ordering::Greater | Ordering::Equal)
+            ) {
                 return Err(Error::runtime(
                     "invalid multinomial distribution (encountering probability entry < 0)",
                 ));
@@ -523,7 +589,7 @@ fn cumulative(dtype: DType, row: &[f64]) -> Result<Vec<f64>> {
             sum += T::from_f64(v);
             cum.push(sum);
         }
-        if !(sum.to_f64() > 0.0) {
+        if sum.to_f64().partial_cmp(&0.0) != Some(Ordering::Greater) {
             return Err(Error::runtime(
                 "invalid multinomial distribution (sum of probabilities <= 0)",
             ));
@@ -534,5 +600,9 @@ fn cumulative(dtype: DType, row: &[f64]) -> Result<Vec<f64>> {
         }
         Ok(out)
     }
-    if dtype == DType::F32 { run::<f32>(row) } else { run::<f64>(row) }
+    if dtype == DType::F32 {
+        run::<f32>(row)
+    } else {
+        run::<f64>(row)
+    }
 }

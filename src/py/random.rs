@@ -24,7 +24,11 @@ pub struct PyGenerator {
 
 /// `int(seed)` as an unsigned 64-bit number (negative seeds wrap, as torch's do).
 fn seed_arg(seed: &Bound<'_, PyAny>) -> PyResult<u64> {
-    let i = seed.py().import("builtins")?.getattr("int")?.call1((seed,))?;
+    let i = seed
+        .py()
+        .import("builtins")?
+        .getattr("int")?
+        .call1((seed,))?;
     if let Ok(v) = i.extract::<i64>() {
         return Ok(v as u64);
     }
@@ -60,7 +64,10 @@ fn state_bytes(state: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     let o = s.layout.offset;
     v[o..o + s.layout.numel()]
         .iter()
-        .map(|&x| u8::try_from(x).map_err(|_| PyValueError::new_err("RNG state values must be bytes (0..=255)")))
+        .map(|&x| {
+            u8::try_from(x)
+                .map_err(|_| PyValueError::new_err("RNG state values must be bytes (0..=255)"))
+        })
         .collect()
 }
 
@@ -70,10 +77,15 @@ impl PyGenerator {
     #[pyo3(signature = (device=None))]
     fn new(device: Option<&Bound<'_, PyAny>>) -> Self {
         let _ = device;
-        PyGenerator { g: Generator::default() }
+        PyGenerator {
+            g: Generator::default(),
+        }
     }
     /// Sets the seed for generating random numbers. Returns the generator.
-    fn manual_seed<'py>(slf: &Bound<'py, Self>, seed: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+    fn manual_seed<'py>(
+        slf: &Bound<'py, Self>,
+        seed: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
         slf.get().g.manual_seed(seed_arg(seed)?);
         Ok(slf.clone())
     }
@@ -89,10 +101,16 @@ impl PyGenerator {
     fn get_state(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         let b = self.g.get_state();
         let n = b.len();
-        wrap(py, Tensor::from_buffer(Buffer::I64(b.into_iter().map(i64::from).collect()), &[n]))
+        wrap(
+            py,
+            Tensor::from_buffer(Buffer::I64(b.into_iter().map(i64::from).collect()), &[n]),
+        )
     }
     /// Sets the generator state from what `get_state` (or torch's) returned.
-    fn set_state<'py>(slf: &Bound<'py, Self>, new_state: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+    fn set_state<'py>(
+        slf: &Bound<'py, Self>,
+        new_state: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
         let b = state_bytes(new_state)?;
         slf.get().g.set_state(&b)?;
         Ok(slf.clone())
@@ -197,7 +215,11 @@ pub fn _randint(
 ) -> PyResult<Py<PyTensor>> {
     let s = convert::shape_of(&size)?;
     let d = dtype_arg(dtype)?.unwrap_or(DType::I64);
-    finish(py, r::randint(low, high, &s, d, g(&generator))?, requires_grad)
+    finish(
+        py,
+        r::randint(low, high, &s, d, g(&generator))?,
+        requires_grad,
+    )
 }
 
 /// Returns a random permutation of integers from 0 to n - 1.
@@ -264,7 +286,11 @@ pub fn _bernoulli_scalar_(x: &Bound<'_, PyTensor>, p: f64, generator: Gen<'_>) -
 /// `x.bernoulli_(p, generator=)` for a tensor p.
 #[pyfunction]
 #[pyo3(signature = (x, p, generator=None))]
-pub fn _bernoulli_tensor_(x: &Bound<'_, PyTensor>, p: &Bound<'_, PyTensor>, generator: Gen<'_>) -> PyResult<()> {
+pub fn _bernoulli_tensor_(
+    x: &Bound<'_, PyTensor>,
+    p: &Bound<'_, PyTensor>,
+    generator: Gen<'_>,
+) -> PyResult<()> {
     r::bernoulli_tensor_(&x.get().t, &p.get().t, g(&generator))?;
     Ok(())
 }
@@ -272,7 +298,11 @@ pub fn _bernoulli_tensor_(x: &Bound<'_, PyTensor>, p: &Bound<'_, PyTensor>, gene
 /// `torch.bernoulli(p, generator=)`: 0/1 draws with probabilities `p`, shaped and typed like it.
 #[pyfunction]
 #[pyo3(signature = (input, generator=None))]
-pub fn _bernoulli(py: Python<'_>, input: &Bound<'_, PyTensor>, generator: Gen<'_>) -> PyResult<Py<PyTensor>> {
+pub fn _bernoulli(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    generator: Gen<'_>,
+) -> PyResult<Py<PyTensor>> {
     wrap(py, r::bernoulli(&input.get().t, g(&generator))?)
 }
 
@@ -286,7 +316,10 @@ pub fn multinomial(
     replacement: bool,
     generator: Gen<'_>,
 ) -> PyResult<Py<PyTensor>> {
-    wrap(py, r::multinomial(&input.get().t, num_samples, replacement, g(&generator))?)
+    wrap(
+        py,
+        r::multinomial(&input.get().t, num_samples, replacement, g(&generator))?,
+    )
 }
 
 /// Registers the generator class, `default_generator` and the random functions.
