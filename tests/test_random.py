@@ -419,3 +419,25 @@ def test_in_place_records_no_history_and_bumps_version():
         leaf.uniform_()
     with rgrad.no_grad():
         leaf.uniform_()
+
+
+def test_each_op_draws_under_one_lock():
+    # Threads sharing a generator each get one whole block of the serial stream: an op
+    # never interleaves its draws with another op's (large sizes release the GIL).
+    import threading
+
+    n, k = 40000, 4
+    g = rgrad.Generator().manual_seed(17)
+    serial = [bits(rgrad.rand(n, generator=g)) for _ in range(k)]
+    g.manual_seed(17)
+    out = [None] * k
+
+    def work(i):
+        out[i] = bits(rgrad.rand(n, generator=g))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(k)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(out) == sorted(serial)

@@ -131,6 +131,23 @@ fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTenso
     super::finish(py, t, requires_grad)
 }
 
+/// Element count from which a draw runs with the GIL released (as big ops do elsewhere).
+const RELEASE_GIL_AT: usize = 1 << 15;
+
+/// Runs `f` with the GIL released when it will touch `n` elements or more. `f` takes the
+/// generator's lock, which no thread ever holds while it waits for the GIL.
+fn run<R: Send>(py: Python<'_>, n: usize, f: impl FnOnce() -> R + Send) -> R {
+    if n >= RELEASE_GIL_AT {
+        super::gil::detach(py, f)
+    } else {
+        f()
+    }
+}
+
+fn owned(gen_: &Gen<'_>) -> Option<Generator> {
+    gen_.as_ref().map(|p| p.g.clone())
+}
+
 fn float_dtype(dtype: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
     Ok(dtype_arg(dtype)?.unwrap_or(DType::F32))
 }
@@ -155,7 +172,10 @@ pub fn rand(
 ) -> PyResult<Py<PyTensor>> {
     let _ = device;
     let s = convert::shape_of(&convert::sizes(size, "rand")?)?;
-    let t = r::rand(&s, float_dtype(dtype)?, g(&generator))?;
+    let (d, gen_) = (float_dtype(dtype)?, owned(&generator));
+    let t = run(py, crate::shape::numel(&s), || {
+        r::rand(&s, d, gen_.as_ref())
+    })?;
     finish(py, t, requires_grad)
 }
 
@@ -179,7 +199,10 @@ pub fn randn(
 ) -> PyResult<Py<PyTensor>> {
     let _ = device;
     let s = convert::shape_of(&convert::sizes(size, "randn")?)?;
-    let t = r::randn(&s, float_dtype(dtype)?, 0.0, 1.0, g(&generator))?;
+    let (d, gen_) = (float_dtype(dtype)?, owned(&generator));
+    let t = run(py, crate::shape::numel(&s), || {
+        r::randn(&s, d, 0.0, 1.0, gen_.as_ref())
+    })?;
     finish(py, t, requires_grad)
 }
 
@@ -196,7 +219,10 @@ pub fn _normal_sized(
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     let s = convert::shape_of(&size)?;
-    let t = r::randn(&s, float_dtype(dtype)?, mean, std, g(&generator))?;
+    let (d, gen_) = (float_dtype(dtype)?, owned(&generator));
+    let t = run(py, crate::shape::numel(&s), || {
+        r::randn(&s, d, mean, std, gen_.as_ref())
+    })?;
     finish(py, t, requires_grad)
 }
 
@@ -214,12 +240,11 @@ pub fn _randint(
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     let s = convert::shape_of(&size)?;
-    let d = dtype_arg(dtype)?.unwrap_or(DType::I64);
-    finish(
-        py,
-        r::randint(low, high, &s, d, g(&generator))?,
-        requires_grad,
-    )
+    let (d, gen_) = (dtype_arg(dtype)?.unwrap_or(DType::I64), owned(&generator));
+    let t = run(py, crate::shape::numel(&s), || {
+        r::randint(low, high, &s, d, gen_.as_ref())
+    })?;
+    finish(py, t, requires_grad)
 }
 
 /// Returns a random permutation of integers from 0 to n - 1.
@@ -241,23 +266,40 @@ pub fn randperm(
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     let _ = device;
-    let d = dtype_arg(dtype)?.unwrap_or(DType::I64);
-    finish(py, r::randperm(n, d, g(&generator))?, requires_grad)
+    let (d, gen_) = (dtype_arg(dtype)?.unwrap_or(DType::I64), owned(&generator));
+    let t = run(py, usize::try_from(n).unwrap_or(0), || {
+        r::randperm(n, d, gen_.as_ref())
+    })?;
+    finish(py, t, requires_grad)
 }
 
 /// `x.uniform_(from, to, generator=)` (the Tensor method is installed from Python).
 #[pyfunction]
 #[pyo3(signature = (x, low, high, generator=None))]
-pub fn _uniform_(x: &Bound<'_, PyTensor>, low: f64, high: f64, generator: Gen<'_>) -> PyResult<()> {
-    r::uniform_(&x.get().t, low, high, g(&generator))?;
+pub fn _uniform_(
+    py: Python<'_>,
+    x: &Bound<'_, PyTensor>,
+    low: f64,
+    high: f64,
+    generator: Gen<'_>,
+) -> PyResult<()> {
+    let (t, gen_) = (x.get().t.clone(), owned(&generator));
+    run(py, t.numel(), || r::uniform_(&t, low, high, gen_.as_ref()))?;
     Ok(())
 }
 
 /// `x.normal_(mean, std, generator=)`.
 #[pyfunction]
 #[pyo3(signature = (x, mean, std, generator=None))]
-pub fn _normal_(x: &Bound<'_, PyTensor>, mean: f64, std: f64, generator: Gen<'_>) -> PyResult<()> {
-    r::normal_(&x.get().t, mean, std, g(&generator))?;
+pub fn _normal_(
+    py: Python<'_>,
+    x: &Bound<'_, PyTensor>,
+    mean: f64,
+    std: f64,
+    generator: Gen<'_>,
+) -> PyResult<()> {
+    let (t, gen_) = (x.get().t.clone(), owned(&generator));
+    run(py, t.numel(), || r::normal_(&t, mean, std, gen_.as_ref()))?;
     Ok(())
 }
 
@@ -270,16 +312,29 @@ pub fn _check_normal_std(std: &Bound<'_, PyTensor>) -> PyResult<()> {
 /// `x.random_(from, to, generator=)`.
 #[pyfunction]
 #[pyo3(signature = (x, low, high, generator=None))]
-pub fn _random_(x: &Bound<'_, PyTensor>, low: i64, high: i64, generator: Gen<'_>) -> PyResult<()> {
-    r::random_(&x.get().t, low, high, g(&generator))?;
+pub fn _random_(
+    py: Python<'_>,
+    x: &Bound<'_, PyTensor>,
+    low: i64,
+    high: i64,
+    generator: Gen<'_>,
+) -> PyResult<()> {
+    let (t, gen_) = (x.get().t.clone(), owned(&generator));
+    run(py, t.numel(), || r::random_(&t, low, high, gen_.as_ref()))?;
     Ok(())
 }
 
 /// `x.bernoulli_(p, generator=)` for a number p.
 #[pyfunction]
 #[pyo3(signature = (x, p, generator=None))]
-pub fn _bernoulli_scalar_(x: &Bound<'_, PyTensor>, p: f64, generator: Gen<'_>) -> PyResult<()> {
-    r::bernoulli_scalar_(&x.get().t, p, g(&generator))?;
+pub fn _bernoulli_scalar_(
+    py: Python<'_>,
+    x: &Bound<'_, PyTensor>,
+    p: f64,
+    generator: Gen<'_>,
+) -> PyResult<()> {
+    let (t, gen_) = (x.get().t.clone(), owned(&generator));
+    run(py, t.numel(), || r::bernoulli_scalar_(&t, p, gen_.as_ref()))?;
     Ok(())
 }
 
@@ -287,11 +342,15 @@ pub fn _bernoulli_scalar_(x: &Bound<'_, PyTensor>, p: f64, generator: Gen<'_>) -
 #[pyfunction]
 #[pyo3(signature = (x, p, generator=None))]
 pub fn _bernoulli_tensor_(
+    py: Python<'_>,
     x: &Bound<'_, PyTensor>,
     p: &Bound<'_, PyTensor>,
     generator: Gen<'_>,
 ) -> PyResult<()> {
-    r::bernoulli_tensor_(&x.get().t, &p.get().t, g(&generator))?;
+    let (t, p, gen_) = (x.get().t.clone(), p.get().t.clone(), owned(&generator));
+    run(py, t.numel(), || {
+        r::bernoulli_tensor_(&t, &p, gen_.as_ref())
+    })?;
     Ok(())
 }
 
