@@ -136,14 +136,17 @@ impl GeneratorState {
     pub fn uniform01_f64(&mut self) -> f64 {
         (self.random64() & ((1u64 << 53) - 1)) as f64 * (1.0 / (1u64 << 53) as f64)
     }
-    /// `uniform_real_distribution<float>(from, to)` (`x * (to - from) + from`, fused).
+    /// `uniform_real_distribution<float>(from, to)`: `x * (to - from) + from` (fused), where
+    /// a result rounded up to `to` becomes `from`, so the range stays [from, to) as in torch.
     #[inline]
     pub fn uniform_f32(&mut self, from: f32, to: f32) -> f32 {
-        self.uniform01_f32().mul_add(to - from, from)
+        let v = self.uniform01_f32().mul_add(to - from, from);
+        if v == to { from } else { v }
     }
     #[inline]
     pub fn uniform_f64(&mut self, from: f64, to: f64) -> f64 {
-        self.uniform01_f64().mul_add(to - from, from)
+        let v = self.uniform01_f64().mul_add(to - from, from);
+        if v == to { from } else { v }
     }
 
     /// `normal_distribution<double>(mean, std)`: Box-Muller on two uniform doubles, the

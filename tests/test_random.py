@@ -178,6 +178,34 @@ def test_multinomial_matches_torch(torch, dtype):
         assert rgrad.multinomial(p_r, 1000, True).tolist() == torch.multinomial(p_t, 1000, True).tolist()
 
 
+def test_uniform_never_returns_to(torch):
+    # x * (to - from) + from can round up to `to`; torch returns `from` then, as we do
+    for dt, top in [("float64", float(np.nextafter(1.0, 2.0))), ("float32", float(np.nextafter(np.float32(1), 2)))]:
+        pair(torch, 1)
+        r = rgrad.zeros(100, dtype=getattr(rgrad, dt)).uniform_(1.0, top)
+        assert set(r.tolist()) == {1.0}
+        assert bits(r) == bits(torch.zeros(100, dtype=getattr(torch, dt)).uniform_(1.0, top))
+    pair(torch, 3189400895550992775)
+    lo, hi = 910510.8583771691, 974536.6000446855
+    assert bits(rgrad.empty(65537).normal_(1.0, 2.0)) == bits(torch.empty(65537).normal_(1.0, 2.0))
+    assert bits(rgrad.empty(65537).uniform_(lo, hi)) == bits(torch.empty(65537).uniform_(lo, hi))
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 8, 20, 33, 64])
+def test_multinomial_ties_follow_torch_topk(torch, k):
+    # Without replacement, zero-probability categories (equal keys p/q = 0) come out in the
+    # order ATen's topk (libstdc++'s nth_element/sort/partial_sort) leaves them.
+    for seed in range(6):
+        pair(torch, seed)
+        p_t = torch.rand(4, 200) * (torch.rand(4, 200) > 0.8)  # k * 64 <= 200: partial_sort
+        p_t[:, 0] += 0.1
+        p_r = rgrad.tensor(p_t.tolist())
+        pair(torch, seed + 100)
+        assert rgrad.multinomial(p_r, k).tolist() == torch.multinomial(p_t, k).tolist()
+        assert rgrad.multinomial(p_r[0], k).tolist() == torch.multinomial(p_t[0], k).tolist()
+        assert rgrad.multinomial(p_r[:, :k], k).tolist() == torch.multinomial(p_t[:, :k], k).tolist()
+
+
 def test_strided_probabilities_match_torch(torch):
     pair(torch, 21)
     w_t, w_r = torch.rand(12, 5), rgrad.rand(12, 5)
