@@ -115,6 +115,15 @@ def test_like_functions_match_torch(torch, dtype):
     assert a.stride() == b.stride()
     assert bits(a) == bits(b)
     assert bits(rgrad.rand_like(r)) == bits(torch.rand_like(t))
+    # a non-dense input: the output is dense, its dims in the input's stride order
+    for perm in [(1, 0, 2), (2, 0, 1), (2, 1, 0)]:
+        pair(torch, 6)
+        r = rgrad.zeros(4, 6, 10, dtype=rd).permute(*perm)[..., ::2]
+        t = torch.zeros(4, 6, 10, dtype=td).permute(*perm)[..., ::2]
+        a, b = rgrad.randn_like(r), torch.randn_like(t)
+        assert a.stride() == b.stride()
+        assert bits(a) == bits(b)
+        assert bits(rgrad.randint_like(r, 100)) == bits(torch.randint_like(t, 100))
 
 
 @pytest.mark.parametrize("size", [(1,), (20,), (3, 4), (1000,)])

@@ -222,24 +222,40 @@ def full_like(input: Tensor, fill_value, *, dtype=None, requires_grad=False, **_
 
 
 def _empty_like(input: Tensor, dtype) -> Tensor:
-    """``empty_like(input)`` with torch's preserve_format: a dense, non-overlapping input
-    that is not contiguous (a transpose, a permute) gives an output with its strides."""
+    """``empty_like(input)`` with torch's preserve_format: a non-contiguous input gives a
+    dense output whose dims are laid out in the order of the input's strides (its own
+    strides when it is dense; ``infer_dense_strides`` otherwise), so random fills visit
+    the elements in the order torch's do."""
     dtype = dtype or input.dtype
     shape = input._shape
     if input.is_contiguous() or input.dim() < 2:
         return _C.empty(shape, dtype=dtype)
     strides = input.stride()
-    # Outermost first: larger strides first; ties (size-1 dims) keep their order.
-    perm = sorted(range(len(shape)), key=lambda d: -strides[d])
-    expected = 1
-    for d in reversed(perm):
-        if shape[d] != 1 and strides[d] != expected:
-            return _C.empty(shape, dtype=dtype)
-        expected *= shape[d]
-    inverse = [0] * len(perm)
-    for i, d in enumerate(perm):
+    nd = len(shape)
+
+    def should_swap(d0, d1):  # ATen's infer_dense_strides / TensorIterator comparator
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    perm = list(range(nd - 1, -1, -1))  # innermost first
+    for i in range(1, nd):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            c = should_swap(perm[dim0], perm[dim1])
+            if c > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif c < 0:
+                break
+    outer = perm[::-1]
+    inverse = [0] * nd
+    for i, d in enumerate(outer):
         inverse[d] = i
-    return _C.empty([shape[d] for d in perm], dtype=dtype).permute(*inverse)
+    return _C.empty([shape[d] for d in outer], dtype=dtype).permute(*inverse)
 
 
 def _finish(t: Tensor, requires_grad) -> Tensor:
