@@ -143,6 +143,19 @@ def test_randint_matches_torch(torch, size):
         )
 
 
+def test_randint_float_bounds_beyond_mantissa_match_torch(torch):
+    # ATen moves bounds a float dtype cannot represent inwards (update_from / update_to);
+    # torch also warns about the range, which rgrad does not.
+    import warnings
+
+    for lo, hi, dt in [(-3, 2**33, "float32"), (0, 2**60, "float64"), (-(2**40), 2**40, "float32")]:
+        pair(torch, 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = torch.randint(lo, hi, (50,), dtype=getattr(torch, dt))
+        assert bits(rgrad.randint(lo, hi, (50,), dtype=getattr(rgrad, dt))) == bits(want)
+
+
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 16, 17, 100, 10000])
 def test_randperm_matches_torch(torch, n):
     for seed in SEEDS:

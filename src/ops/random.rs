@@ -271,10 +271,60 @@ fn random_values(g: &mut GeneratorState, n: usize, dtype: DType, from: i64, to: 
     }
 }
 
-fn check_from_to(from: i64, to: i64, dtype: DType) -> Result<()> {
+/// ATen's `update_from` / `update_to`: for float outputs, bounds that the dtype cannot
+/// represent move inwards to values it can (so every draw is representable).
+fn update_from(from: i64, digits: u32, round: impl Fn(i64) -> i64) -> i64 {
+    let from_plus_1 = round(from + 1);
+    if from_plus_1 < from {
+        let mut f = (from + 1).unsigned_abs();
+        let mut n = 0u32;
+        while {
+            f >>= 1;
+            f != 0
+        } {
+            n += 1;
+        }
+        return from_plus_1 + (1i64 << (n + 1).saturating_sub(digits));
+    }
+    from
+}
+fn update_to(to: i64, digits: u32, round: impl Fn(i64) -> i64) -> i64 {
+    let to_minus_1 = round(to - 1);
+    if to_minus_1 >= to {
+        let mut t = (to - 1).unsigned_abs();
+        let mut n = 0u32;
+        while {
+            t >>= 1;
+            t != 0
+        } {
+            n += 1;
+        }
+        return to_minus_1 - (1i64 << (n + 1).saturating_sub(digits));
+    }
+    to
+}
+
+/// Checks `[from, to)` for `random_`/`randint` and returns the bounds ATen draws between.
+fn check_from_to(from: i64, to: i64, dtype: DType) -> Result<(i64, i64)> {
     if from >= to {
         return Err(Error::runtime(format!(
             "random_ expects 'from' to be less than 'to', but got from={from} >= to={to}"
+        )));
+    }
+    let (from, to) = match dtype {
+        DType::F32 => {
+            let r = |v: i64| v as f32 as i64;
+            (update_from(from, 24, r), update_to(to, 24, r))
+        }
+        DType::F64 => {
+            let r = |v: i64| v as f64 as i64;
+            (update_from(from, 53, r), update_to(to, 53, r))
+        }
+        _ => (from, to),
+    };
+    if from >= to {
+        return Err(Error::runtime(format!(
+            "random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, but got from={from} >= to={to}"
         )));
     }
     if dtype == DType::Bool {
@@ -285,13 +335,13 @@ fn check_from_to(from: i64, to: i64, dtype: DType) -> Result<()> {
             return Err(Error::runtime("to - 1 is out of bounds for bool"));
         }
     }
-    Ok(())
+    Ok((from, to))
 }
 
 /// `x.random_(from, to, generator=)`: integers in [from, to).
 pub fn random_(x: &Tensor, from: i64, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
     let dtype = x.dtype();
-    check_from_to(from, to, dtype)?;
+    let (from, to) = check_from_to(from, to, dtype)?;
     fill_in_place(x, generator, |g, n, _| {
         Ok(random_values(g, n, dtype, from, to))
     })
@@ -305,7 +355,7 @@ pub fn randint(
     dtype: DType,
     generator: Option<&Generator>,
 ) -> Result<Tensor> {
-    check_from_to(low, high, dtype)?;
+    let (low, high) = check_from_to(low, high, dtype)?;
     super::creation::guard(shape, dtype)?;
     apply_nondiff(|| {
         let n = crate::shape::numel(shape);
