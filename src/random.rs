@@ -284,13 +284,13 @@ impl Generator {
     }
 }
 
-/// c10's `getNonDeterministicRandom()` for the CPU: 64 bits from the OS, kept to 53 so the
-/// seed is exact as a double.
+/// c10's `getNonDeterministicRandom()` for the CPU: 64 bits from the OS (torch.seed()
+/// returns full 64-bit values too).
 pub fn non_deterministic_seed() -> u64 {
     use std::io::Read;
     let mut a = [0u8; 8];
     let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut a));
-    let bits = if from_os.is_ok() {
+    if from_os.is_ok() {
         u64::from_le_bytes(a)
     } else {
         let t = std::time::SystemTime::now()
@@ -301,8 +301,7 @@ pub fn non_deterministic_seed() -> u64 {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
-    };
-    bits & 0x1f_ffff_ffff_ffff
+    }
 }
 
 /// `torch.default_generator`, seeded non-deterministically at first use.
