@@ -30,6 +30,7 @@ pub mod random;
 pub mod reduce;
 pub mod shape;
 pub mod special;
+pub(crate) mod topk;
 
 pub use creation::*;
 pub use elementwise::*;
