@@ -15,6 +15,7 @@ pub mod dtype;
 pub mod error;
 pub mod layout;
 pub mod ops;
+pub mod random;
 pub mod runtime;
 pub mod shape;
 pub mod storage;

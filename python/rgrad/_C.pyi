@@ -56,7 +56,18 @@ __all__ = [
     "linspace",
     "eye",
     "_randint",
-    "manual_seed",
+    "Generator",
+    "default_generator",
+    "_normal_sized",
+    "randperm",
+    "_uniform_",
+    "_normal_",
+    "_check_normal_std",
+    "_random_",
+    "_bernoulli_scalar_",
+    "_bernoulli_tensor_",
+    "_bernoulli",
+    "multinomial",
     "cat",
     "stack",
     "where",
@@ -470,10 +481,18 @@ def empty(
     *size: _Size, dtype: _DTypeLike | None = None, device: _Device | None = None, requires_grad: _bool = False
 ) -> Tensor: ...
 def rand(
-    *size: _Size, dtype: _DTypeLike | None = None, device: _Device | None = None, requires_grad: _bool = False
+    *size: _Size,
+    generator: Generator | None = None,
+    dtype: _DTypeLike | None = None,
+    device: _Device | None = None,
+    requires_grad: _bool = False,
 ) -> Tensor: ...
 def randn(
-    *size: _Size, dtype: _DTypeLike | None = None, device: _Device | None = None, requires_grad: _bool = False
+    *size: _Size,
+    generator: Generator | None = None,
+    dtype: _DTypeLike | None = None,
+    device: _Device | None = None,
+    requires_grad: _bool = False,
 ) -> Tensor: ...
 def full(
     size: _Size,
@@ -510,9 +529,56 @@ def eye(
     requires_grad: _bool = False,
 ) -> Tensor: ...
 def _randint(
-    low: _int, high: _int, size: Sequence[_int], *, dtype: _DTypeLike | None = None, requires_grad: _bool = False
+    low: _int,
+    high: _int,
+    size: Sequence[_int],
+    *,
+    generator: Generator | None = None,
+    dtype: _DTypeLike | None = None,
+    requires_grad: _bool = False,
 ) -> Tensor: ...
-def manual_seed(seed: _int) -> None: ...
+
+# ---- random numbers (torch's CPU mt19937 streams)
+
+class Generator:
+    def __new__(cls, device: _Device | None = None) -> Generator: ...
+    def manual_seed(self, seed: Any) -> Generator: ...
+    def seed(self) -> _int: ...
+    def initial_seed(self) -> _int: ...
+    def get_state(self) -> Tensor: ...
+    def set_state(self, new_state: Any) -> Generator: ...
+    @property
+    def device(self) -> Any: ...
+
+default_generator: Generator
+
+def _normal_sized(
+    mean: _float,
+    std: _float,
+    size: Sequence[_int],
+    *,
+    generator: Generator | None = None,
+    dtype: _DTypeLike | None = None,
+    requires_grad: _bool = False,
+) -> Tensor: ...
+def randperm(
+    n: _int,
+    *,
+    generator: Generator | None = None,
+    dtype: _DTypeLike | None = None,
+    device: _Device | None = None,
+    requires_grad: _bool = False,
+) -> Tensor: ...
+def _uniform_(x: Tensor, low: _float, high: _float, generator: Generator | None = None) -> None: ...
+def _normal_(x: Tensor, mean: _float, std: _float, generator: Generator | None = None) -> None: ...
+def _check_normal_std(std: Tensor) -> None: ...
+def _random_(x: Tensor, low: _int, high: _int, generator: Generator | None = None) -> None: ...
+def _bernoulli_scalar_(x: Tensor, p: _float, generator: Generator | None = None) -> None: ...
+def _bernoulli_tensor_(x: Tensor, p: Tensor, generator: Generator | None = None) -> None: ...
+def _bernoulli(input: Tensor, generator: Generator | None = None) -> Tensor: ...
+def multinomial(
+    input: Tensor, num_samples: _int, replacement: _bool = False, *, generator: Generator | None = None
+) -> Tensor: ...
 
 # ---- joining and selecting
 

@@ -17,10 +17,11 @@ from rgrad._C import (
     is_grad_enabled,
     is_inference_mode_enabled,
     linspace,
-    manual_seed,
     ones,
+    multinomial,
     rand,
     randn,
+    randperm,
     set_num_threads,
     stack,
     where,
@@ -29,8 +30,30 @@ from rgrad._C import (
 from rgrad._C import bool as bool  # noqa: A001  (torch exports these names too)
 from rgrad._C import dtype, float32, float64, int64
 from rgrad import _tensor  # noqa: F401  (installs the Python-side Tensor methods)
-from rgrad._tensor import Size, device, from_numpy, full_like, ones_like, rand_like, randint, randn_like, zeros_like
-from rgrad import autograd, nn, return_types, utils  # noqa: F401
+from rgrad._tensor import (
+    Size,
+    bernoulli,
+    device,
+    from_numpy,
+    full_like,
+    normal,
+    ones_like,
+    rand_like,
+    randint,
+    randint_like,
+    randn_like,
+    zeros_like,
+)
+from rgrad.random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
+from rgrad import autograd, nn, random, return_types, utils  # noqa: F401
 from rgrad._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor
 from rgrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
@@ -124,7 +147,9 @@ def square(input: Tensor) -> Tensor:
 __all__ = [
     "Tensor", "Size", "dtype", "device", "float32", "float64", "int64", "bool", "float", "double", "long",
     "tensor", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "rand", "randn", "randint",
-    "rand_like", "randn_like", "arange", "linspace", "eye", "manual_seed", "from_numpy", "cat", "concat", "stack",
+    "rand_like", "randn_like", "randint_like", "randperm", "bernoulli", "multinomial", "normal", "Generator",
+    "default_generator", "seed", "initial_seed", "get_rng_state", "set_rng_state",
+    "arange", "linspace", "eye", "manual_seed", "from_numpy", "cat", "concat", "stack",
     "where", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "autograd", "nn", "is_tensor", "square",
     "FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor",

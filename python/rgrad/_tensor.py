@@ -259,17 +259,80 @@ def full_like(input: Tensor, fill_value, *, dtype=None, requires_grad=False, **_
     return _C.full(input._shape, fill_value, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
-def rand_like(input: Tensor, *, dtype=None, requires_grad=False, **_) -> Tensor:
-    """Uniform [0, 1) random numbers shaped like `input`."""
-    return _C.rand(input._shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+def _empty_like(input: Tensor, dtype) -> Tensor:
+    """``empty_like(input)`` with torch's preserve_format: a non-contiguous input gives a
+    dense output whose dims are laid out in the order of the input's strides (its own
+    strides when it is dense; ``infer_dense_strides`` otherwise), so random fills visit
+    the elements in the order torch's do."""
+    dtype = dtype or input.dtype
+    shape = input._shape
+    if input.is_contiguous() or input.dim() < 2:
+        return _C.empty(shape, dtype=dtype)
+    strides = input.stride()
+    nd = len(shape)
+
+    def should_swap(d0, d1):  # ATen's infer_dense_strides / TensorIterator comparator
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    perm = list(range(nd - 1, -1, -1))  # innermost first
+    for i in range(1, nd):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            c = should_swap(perm[dim0], perm[dim1])
+            if c > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif c < 0:
+                break
+    outer = perm[::-1]
+    inverse = [0] * nd
+    for i, d in enumerate(outer):
+        inverse[d] = i
+    return _C.empty([shape[d] for d in outer], dtype=dtype).permute(*inverse)
 
 
-def randn_like(input: Tensor, *, dtype=None, requires_grad=False, **_) -> Tensor:
-    """Standard normal random numbers shaped like `input`."""
-    return _C.randn(input._shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+def _finish(t: Tensor, requires_grad) -> Tensor:
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
-def randint(*args, size=None, dtype=None, requires_grad=False, **_) -> Tensor:
+def rand_like(input: Tensor, *, generator=None, dtype=None, requires_grad=False, **_) -> Tensor:
+    """Uniform [0, 1) random numbers shaped like `input` (``empty_like(input).uniform_()``)."""
+    out = _empty_like(input, dtype)
+    _C._uniform_(out, 0.0, 1.0, generator)
+    return _finish(out, requires_grad)
+
+
+def randn_like(input: Tensor, *, generator=None, dtype=None, requires_grad=False, **_) -> Tensor:
+    """Standard normal random numbers shaped like `input` (``empty_like(input).normal_()``)."""
+    out = _empty_like(input, dtype)
+    _C._normal_(out, 0.0, 1.0, generator)
+    return _finish(out, requires_grad)
+
+
+def randint_like(input: Tensor, *args, low=None, high=None, generator=None, dtype=None, requires_grad=False,
+                 **_) -> Tensor:
+    """``randint_like(input, high)`` or ``randint_like(input, low, high)``: integers in [low, high)."""
+    if high is None and len(args) == 1:
+        low, high = (0 if low is None else low), args[0]
+    elif len(args) == 2:
+        low, high = args
+    elif high is not None and not args:
+        low = 0 if low is None else low
+    else:
+        raise TypeError("randint_like() received an invalid combination of arguments")
+    out = _empty_like(input, dtype)
+    _C._random_(out, int(low), int(high), generator)
+    return _finish(out, requires_grad)
+
+
+def randint(*args, size=None, generator=None, dtype=None, requires_grad=False, **_) -> Tensor:
     """``randint(high, size)`` or ``randint(low, high, size)``: uniform integers in [low, high)."""
     if size is not None:
         args = (*args, size)
@@ -279,7 +342,121 @@ def randint(*args, size=None, dtype=None, requires_grad=False, **_) -> Tensor:
         low, high, size = args
     else:
         raise TypeError("randint() received an invalid combination of arguments")
-    return _C._randint(int(low), int(high), list(size), dtype=dtype, requires_grad=requires_grad)
+    return _C._randint(int(low), int(high), list(size), generator=generator, dtype=dtype,
+                       requires_grad=requires_grad)
+
+
+def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
+    """Draws binary random numbers (0 or 1) from a Bernoulli distribution.
+
+    Args:
+        input: The probabilities (float tensor), or, with `p`, the tensor whose shape and dtype the result takes.
+        p: A probability used for every element instead of `input`'s values.
+        generator: The generator to draw from.
+
+    Returns:
+        A tensor shaped and typed like `input`.
+    """
+    if p is None:
+        return _C._bernoulli(input, generator)
+    out = _C.empty(input._shape, dtype=input.dtype)
+    if isinstance(p, Tensor):
+        _C._bernoulli_tensor_(out, p, generator)
+    else:
+        _C._bernoulli_scalar_(out, float(p), generator)
+    return out
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False, **_) -> Tensor:
+    """Returns random numbers drawn from normal distributions with the given means and standard deviations.
+
+    Args:
+        mean: A tensor of means, or one mean.
+        std: A tensor of standard deviations, or one standard deviation.
+        size: The output shape when `mean` and `std` are both numbers.
+        generator: The generator to draw from.
+
+    Returns:
+        ``empty.normal_(0, 1) * std + mean`` as torch computes it (broadcast shapes).
+    """
+    mt, st = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not mt and not st:
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments")
+        out = _C._normal_sized(float(mean), float(std), list(size), generator=generator, dtype=dtype)
+        return _finish(out, requires_grad)
+    if st:
+        _C._check_normal_std(std)
+    elif std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    if mt and st:
+        shape = (mean.detach() + std.detach())._shape  # the broadcast shape (and its error)
+        out = _C.empty(shape, dtype=mean.dtype)
+        _C._normal_(out, 0.0, 1.0, generator)
+        return out.mul_(std).add_(mean)
+    if mt:
+        out = _C.empty(mean._shape, dtype=mean.dtype)
+        _C._normal_(out, 0.0, float(std), generator)
+        return out.add_(mean)
+    out = _C.empty(std._shape, dtype=std.dtype)
+    _C._normal_(out, 0.0, 1.0, generator)
+    return out.mul_(std).add_(float(mean))
+
+
+def _normal_(self: Tensor, mean=0.0, std=1.0, *, generator=None) -> Tensor:
+    """Fills `self` with numbers from the normal distribution N(mean, std^2)."""
+    _C._normal_(self, float(mean), float(std), generator)
+    return self
+
+
+def _uniform_(self: Tensor, from_=0.0, to=1.0, *, generator=None, **kwargs) -> Tensor:
+    """Fills `self` with numbers from the uniform distribution on [from, to)."""
+    from_ = kwargs.pop("from", from_)
+    if kwargs:
+        raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    _C._uniform_(self, float(from_), float(to), generator)
+    return self
+
+
+def _random_(self: Tensor, from_=None, to=None, *, generator=None, **kwargs) -> Tensor:
+    """Fills `self` with integers from [from, to) (``random_(to)``: [0, to))."""
+    from_ = kwargs.pop("from", from_)
+    if to is None:
+        if from_ is None:
+            raise TypeError("random_() without bounds is not supported by rgrad")
+        from_, to = 0, from_
+    _C._random_(self, int(from_ or 0), int(to), generator)
+    return self
+
+
+def _bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
+    """Fills `self` with Bernoulli draws: 1 with probability `p` (a number or a tensor)."""
+    if isinstance(p, Tensor):
+        _C._bernoulli_tensor_(self, p, generator)
+    else:
+        _C._bernoulli_scalar_(self, float(p), generator)
+    return self
+
+
+def _bernoulli_method(self: Tensor, p=None, *, generator=None) -> Tensor:
+    """Returns Bernoulli draws with probabilities `self` (or `p` for every element)."""
+    return bernoulli(self, p, generator=generator)
+
+
+def _multinomial(self: Tensor, num_samples, replacement=False, *, generator=None) -> Tensor:
+    """Samples `num_samples` category indices from the distribution(s) in `self`."""
+    return _C.multinomial(self, num_samples, replacement, generator=generator)
+
+
+for _name, _fn in {
+    "normal_": _normal_,
+    "uniform_": _uniform_,
+    "random_": _random_,
+    "bernoulli_": _bernoulli_,
+    "bernoulli": _bernoulli_method,
+    "multinomial": _multinomial,
+}.items():
+    setattr(Tensor, _name, _fn)
 
 
 def from_numpy(ndarray) -> Tensor:

@@ -26,9 +26,11 @@ pub mod indexing;
 pub mod inplace;
 pub mod matmul;
 pub mod nn;
+pub mod random;
 pub mod reduce;
 pub mod shape;
 pub mod special;
+pub(crate) mod topk;
 
 pub use creation::*;
 pub use elementwise::*;

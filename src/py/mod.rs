@@ -7,6 +7,7 @@ mod function;
 mod gil;
 mod node;
 mod pytensor;
+mod random;
 
 use crate::autograd::{engine, grad_mode};
 use crate::dtype::{DType, Scalar};
@@ -89,7 +90,7 @@ fn _from_bytes(
 macro_rules! factory {
     ($name:ident, $default:expr, |$shape:ident, $dtype:ident| $body:expr) => {
         /// Returns a new tensor of the given size, filled as its name says: zeros, ones,
-        /// empty (zero-filled here), rand (uniform on [0, 1)) or randn (standard normal).
+        /// or empty (zero-filled here).
         ///
         /// Args:
         ///     *size: The shape, as ints or as one list, tuple or Size.
@@ -119,8 +120,6 @@ macro_rules! factory {
 factory!(zeros, DType::F32, |s, d| ops::zeros(&s, d));
 factory!(ones, DType::F32, |s, d| ops::ones(&s, d));
 factory!(empty, DType::F32, |s, d| ops::zeros(&s, d));
-factory!(rand, DType::F32, |s, d| ops::rand(&s, d));
-factory!(randn, DType::F32, |s, d| ops::randn(&s, d));
 
 /// Creates a tensor of size `size` filled with `fill_value`.
 ///
@@ -237,32 +236,6 @@ fn eye(
     let _ = device;
     let d = dtype_arg(dtype)?.unwrap_or(DType::F32);
     finish(py, ops::eye(n, m.unwrap_or(n), d)?, requires_grad)
-}
-
-/// Uniform integers in [low, high) of shape `size`: `rgrad.randint` normalises its two call
-/// forms to this one.
-#[pyfunction]
-#[pyo3(signature = (low, high, size, *, dtype=None, requires_grad=false))]
-fn _randint(
-    py: Python<'_>,
-    low: i64,
-    high: i64,
-    size: Vec<i64>,
-    dtype: Option<&Bound<'_, PyAny>>,
-    requires_grad: bool,
-) -> PyResult<Py<PyTensor>> {
-    let s = convert::shape_of(&size)?;
-    let d = dtype_arg(dtype)?.unwrap_or(DType::I64);
-    finish(py, ops::randint(low, high, &s, d)?, requires_grad)
-}
-
-/// Sets the seed for generating random numbers.
-///
-/// Args:
-///     seed: The seed (its 64 bits are used as an unsigned number).
-#[pyfunction]
-fn manual_seed(seed: i64) {
-    ops::manual_seed(seed as u64);
 }
 
 fn tensor_list(seq: &Bound<'_, PyAny>, fname: &str) -> PyResult<Vec<Tensor>> {
@@ -550,14 +523,11 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(ones, m)?)?;
     m.add_function(wrap_pyfunction!(empty, m)?)?;
-    m.add_function(wrap_pyfunction!(rand, m)?)?;
-    m.add_function(wrap_pyfunction!(randn, m)?)?;
     m.add_function(wrap_pyfunction!(full, m)?)?;
     m.add_function(wrap_pyfunction!(arange, m)?)?;
     m.add_function(wrap_pyfunction!(linspace, m)?)?;
     m.add_function(wrap_pyfunction!(eye, m)?)?;
-    m.add_function(wrap_pyfunction!(_randint, m)?)?;
-    m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    random::register(m)?;
     m.add_function(wrap_pyfunction!(cat, m)?)?;
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(where_, m)?)?;

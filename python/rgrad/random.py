@@ -1,0 +1,51 @@
+"""The default generator's seed and state (torch/random.py)."""
+
+from rgrad import _C
+from rgrad._C import Generator, default_generator
+
+
+def manual_seed(seed) -> Generator:
+    """Sets the seed for generating random numbers and returns the default generator.
+
+    Args:
+        seed: The desired seed; ``int(seed)`` is used, negative values wrap to 64 bits.
+
+    Returns:
+        The default generator (``rgrad.default_generator``).
+    """
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    """Sets the seed for generating random numbers to a non-deterministic random number.
+
+    Returns:
+        The 64-bit seed used.
+    """
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    """Returns the initial seed for generating random numbers as a Python int."""
+    return default_generator.initial_seed()
+
+
+def get_rng_state() -> "_C.Tensor":
+    """Returns the random number generator state.
+
+    Returns:
+        torch's 5056 state bytes; an int64 tensor of byte values, as rgrad has no uint8 dtype.
+    """
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state) -> None:
+    """Sets the random number generator state.
+
+    Args:
+        new_state: A state from ``get_rng_state()`` (or the bytes of torch's).
+    """
+    default_generator.set_state(new_state)
+
+
+__all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]

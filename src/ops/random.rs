@@ -1,0 +1,665 @@
+//! Random ops with torch's CPU streams: factories (rand, randn, randint, randperm), the
+//! in-place fills (uniform_, normal_, bernoulli_, random_) and bernoulli / multinomial.
+//!
+//! Each op locks its generator once and draws exactly what ATen's kernel draws, in the
+//! same order: elements in TensorIterator order (`random::iteration_order`), and for
+//! `normal_` the same switch between the vectorised fill (contiguous, 16 elements or more)
+//! and the scalar Box-Muller with its cached second sample.
+
+use super::topk::topk_indices;
+use super::{apply_nondiff, contiguous, expand, new_tensor};
+use crate::dtype::DType;
+use crate::random::{self, Generator, GeneratorState};
+use crate::storage::{Buffer, Element};
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+use std::cmp::Ordering;
+
+fn dtype_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "Float",
+        DType::F64 => "Double",
+        DType::I64 => "Long",
+        DType::Bool => "Bool",
+    }
+}
+
+fn not_float(kernel: &str, d: DType) -> Error {
+    Error::not_implemented(format!(
+        "\"{kernel}\" not implemented for '{}'",
+        dtype_name(d)
+    ))
+}
+
+/// Lays out values drawn in TensorIterator order as a row-major buffer of `x`'s shape.
+fn to_logical(buf: Buffer, order: Option<&[usize]>) -> Buffer {
+    let Some(order) = order else { return buf };
+    crate::with_dtype!(buf.dtype(), T => {
+        let src = T::slice(&buf);
+        let mut out = vec![T::default(); src.len()];
+        for (&pos, &v) in order.iter().zip(src) {
+            out[pos] = v;
+        }
+        T::into_buffer(out)
+    })
+}
+
+/// Writes freshly drawn values into `x`: `draw(generator, n, contiguous)` returns them in
+/// TensorIterator order of `x`'s layout.
+fn fill_in_place(
+    x: &Tensor,
+    generator: Option<&Generator>,
+    draw: impl FnOnce(&mut GeneratorState, usize, bool) -> Result<Buffer>,
+) -> Result<Tensor> {
+    let layout = x.layout();
+    let n = layout.numel();
+    let is_contig = layout.is_contiguous();
+    let order = (!is_contig).then(|| random::iteration_order(&layout.shape, &layout.strides));
+    let shape = layout.shape.clone();
+    super::inplace::commit_checked(x, |_| {
+        let buf = random::or_default(generator).with(|g| draw(g, n, is_contig))?;
+        Ok(new_tensor(to_logical(buf, order.as_deref()), &shape))
+    })?;
+    Ok(x.clone())
+}
+
+// ---- uniform ---------------------------------------------------------------------------
+
+fn check_uniform(from: f64, to: f64, dtype: DType) -> Result<()> {
+    if !dtype.is_float() {
+        return Err(not_float("check_uniform_bounds", dtype));
+    }
+    let (lo, hi) = if dtype == DType::F32 {
+        (f64::from(f32::MIN), f64::from(f32::MAX))
+    } else {
+        (f64::MIN, f64::MAX)
+    };
+    let name = if dtype == DType::F32 {
+        "float"
+    } else {
+        "double"
+    };
+    if !(lo..=hi).contains(&from) {
+        return Err(Error::runtime(format!("from is out of bounds for {name}")));
+    }
+    if !(lo..=hi).contains(&to) {
+        return Err(Error::runtime(format!("to is out of bounds for {name}")));
+    }
+    if from > to {
+        return Err(Error::runtime(format!(
+            "uniform_ expects to return a [from, to) range, but found from={} > to={}",
+            fmt_num(from),
+            fmt_num(to)
+        )));
+    }
+    if to - from > hi {
+        return Err(Error::runtime(format!(
+            "uniform_ expects to-from <= std::numeric_limits<{name}>::max(), but found to={} and from={} which \
+             result in to-from to exceed the limit",
+            fmt_num(to),
+            fmt_num(from)
+        )));
+    }
+    Ok(())
+}
+
+/// A double as C++ streams print it (`%g` with 6 significant digits).
+fn fmt_num(v: f64) -> String {
+    if v == v.trunc() && v.abs() < 1e6 {
+        return format!("{v:.0}");
+    }
+    let s = format!("{v:.6e}");
+    let r: f64 = s.parse().unwrap_or(v);
+    if r.abs() >= 1e-5 && r.abs() < 1e6 {
+        let mut t = format!("{r:.6}");
+        let digits_before = t.find('.').unwrap_or(t.len()) - usize::from(r < 0.0);
+        let keep = 6usize.saturating_sub(digits_before);
+        t = format!("{r:.keep$}");
+        if t.contains('.') {
+            t = t.trim_end_matches('0').trim_end_matches('.').to_string();
+        }
+        t
+    } else {
+        format!("{r:e}")
+    }
+}
+
+fn uniform_values(
+    g: &mut GeneratorState,
+    n: usize,
+    dtype: DType,
+    from: f64,
+    to: f64,
+) -> Result<Buffer> {
+    Ok(match dtype {
+        DType::F32 => {
+            let (f, t) = (from as f32, to as f32);
+            Buffer::F32((0..n).map(|_| g.uniform_f32(f, t)).collect())
+        }
+        DType::F64 => Buffer::F64((0..n).map(|_| g.uniform_f64(from, to)).collect()),
+        d => return Err(not_float("check_uniform_bounds", d)),
+    })
+}
+
+/// `x.uniform_(from, to, generator=)`.
+pub fn uniform_(x: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    let dtype = x.dtype();
+    check_uniform(from, to, dtype)?;
+    fill_in_place(x, generator, |g, n, _| {
+        uniform_values(g, n, dtype, from, to)
+    })
+}
+
+/// `torch.rand(size, dtype=, generator=)`.
+pub fn rand(shape: &[usize], dtype: DType, generator: Option<&Generator>) -> Result<Tensor> {
+    check_uniform(0.0, 1.0, dtype)?;
+    super::creation::guard(shape, dtype)?;
+    apply_nondiff(|| {
+        let n = crate::shape::numel(shape);
+        let buf = random::or_default(generator).with(|g| uniform_values(g, n, dtype, 0.0, 1.0))?;
+        Ok(new_tensor(buf, shape))
+    })
+}
+
+// ---- normal ----------------------------------------------------------------------------
+
+fn check_std(std: f64) -> Result<()> {
+    // `!(std >= 0)` also refuses NaN, as torch's TORCH_CHECK(std >= 0.0) does.
+    if std >= 0.0 {
+        Ok(())
+    } else {
+        Err(Error::runtime(format!(
+            "normal expects std >= 0.0, but found std {}",
+            fmt_num(std)
+        )))
+    }
+}
+
+fn normal_values(
+    g: &mut GeneratorState,
+    n: usize,
+    contiguous: bool,
+    dtype: DType,
+    mean: f64,
+    std: f64,
+) -> Result<Buffer> {
+    let vectorised = contiguous && n >= 16;
+    Ok(match dtype {
+        DType::F32 => {
+            let mut v = vec![0f32; n];
+            if vectorised {
+                random::normal_fill_f32(g, &mut v, mean as f32, std as f32);
+            } else {
+                v.iter_mut()
+                    .for_each(|x| *x = g.normal_f64(mean, std) as f32);
+            }
+            Buffer::F32(v)
+        }
+        DType::F64 => {
+            let mut v = vec![0f64; n];
+            if vectorised {
+                random::normal_fill_f64(g, &mut v, mean, std);
+            } else {
+                v.iter_mut().for_each(|x| *x = g.normal_f64(mean, std));
+            }
+            Buffer::F64(v)
+        }
+        d => return Err(not_float("normal_kernel_cpu", d)),
+    })
+}
+
+/// `x.normal_(mean, std, generator=)`.
+pub fn normal_(x: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    check_std(std)?;
+    let dtype = x.dtype();
+    if !dtype.is_float() {
+        return Err(not_float("normal_kernel_cpu", dtype));
+    }
+    fill_in_place(x, generator, |g, n, c| {
+        normal_values(g, n, c, dtype, mean, std)
+    })
+}
+
+/// `torch.randn(size, dtype=, generator=)` (and `torch.normal(mean, std, size)`).
+pub fn randn(
+    shape: &[usize],
+    dtype: DType,
+    mean: f64,
+    std: f64,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    check_std(std)?;
+    if !dtype.is_float() {
+        return Err(not_float("normal_kernel_cpu", dtype));
+    }
+    super::creation::guard(shape, dtype)?;
+    apply_nondiff(|| {
+        let n = crate::shape::numel(shape);
+        let buf =
+            random::or_default(generator).with(|g| normal_values(g, n, true, dtype, mean, std))?;
+        Ok(new_tensor(buf, shape))
+    })
+}
+
+/// Checks a tensor of standard deviations (`torch.normal(mean, std_tensor)`).
+pub fn check_std_tensor(std: &Tensor) -> Result<()> {
+    let v = values_f64(std)?;
+    if v.iter().all(|&s| s >= 0.0) {
+        Ok(())
+    } else {
+        Err(Error::runtime("normal expects all elements of std >= 0.0"))
+    }
+}
+
+// ---- integers --------------------------------------------------------------------------
+
+fn random_values(g: &mut GeneratorState, n: usize, dtype: DType, from: i64, to: i64) -> Buffer {
+    let range = to.wrapping_sub(from) as u64;
+    let wide = range >= 1 << 32 && dtype != DType::Bool;
+    let mut draw = || -> i64 {
+        let v = if wide {
+            g.random64()
+        } else {
+            u64::from(g.random())
+        };
+        (v % range).wrapping_add(from as u64) as i64
+    };
+    match dtype {
+        DType::I64 => Buffer::I64((0..n).map(|_| draw()).collect()),
+        DType::F32 => Buffer::F32((0..n).map(|_| draw() as f32).collect()),
+        DType::F64 => Buffer::F64((0..n).map(|_| draw() as f64).collect()),
+        DType::Bool => Buffer::Bool((0..n).map(|_| draw() != 0).collect()),
+    }
+}
+
+/// ATen's `update_from` / `update_to`: for float outputs, bounds that the dtype cannot
+/// represent move inwards to values it can (so every draw is representable).
+fn update_from(from: i64, digits: u32, round: impl Fn(i64) -> i64) -> i64 {
+    let from_plus_1 = round(from + 1);
+    if from_plus_1 < from {
+        let mut f = (from + 1).unsigned_abs();
+        let mut n = 0u32;
+        while {
+            f >>= 1;
+            f != 0
+        } {
+            n += 1;
+        }
+        return from_plus_1 + (1i64 << (n + 1).saturating_sub(digits));
+    }
+    from
+}
+fn update_to(to: i64, digits: u32, round: impl Fn(i64) -> i64) -> i64 {
+    let to_minus_1 = round(to - 1);
+    if to_minus_1 >= to {
+        let mut t = (to - 1).unsigned_abs();
+        let mut n = 0u32;
+        while {
+            t >>= 1;
+            t != 0
+        } {
+            n += 1;
+        }
+        return to_minus_1 - (1i64 << (n + 1).saturating_sub(digits));
+    }
+    to
+}
+
+/// Checks `[from, to)` for `random_`/`randint` and returns the bounds ATen draws between.
+fn check_from_to(from: i64, to: i64, dtype: DType) -> Result<(i64, i64)> {
+    if from >= to {
+        return Err(Error::runtime(format!(
+            "random_ expects 'from' to be less than 'to', but got from={from} >= to={to}"
+        )));
+    }
+    let (from, to) = match dtype {
+        DType::F32 => {
+            let r = |v: i64| v as f32 as i64;
+            (update_from(from, 24, r), update_to(to, 24, r))
+        }
+        DType::F64 => {
+            let r = |v: i64| v as f64 as i64;
+            (update_from(from, 53, r), update_to(to, 53, r))
+        }
+        _ => (from, to),
+    };
+    if from >= to {
+        return Err(Error::runtime(format!(
+            "random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, but got from={from} >= to={to}"
+        )));
+    }
+    if dtype == DType::Bool {
+        if !(0..=1).contains(&from) {
+            return Err(Error::runtime("from is out of bounds for bool"));
+        }
+        if !(0..=1).contains(&(to - 1)) {
+            return Err(Error::runtime("to - 1 is out of bounds for bool"));
+        }
+    }
+    Ok((from, to))
+}
+
+/// `x.random_(from, to, generator=)`: integers in [from, to).
+pub fn random_(x: &Tensor, from: i64, to: i64, generator: Option<&Generator>) -> Result<Tensor> {
+    let dtype = x.dtype();
+    let (from, to) = check_from_to(from, to, dtype)?;
+    fill_in_place(x, generator, |g, n, _| {
+        Ok(random_values(g, n, dtype, from, to))
+    })
+}
+
+/// `torch.randint(low, high, size, dtype=, generator=)`.
+pub fn randint(
+    low: i64,
+    high: i64,
+    shape: &[usize],
+    dtype: DType,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    let (low, high) = check_from_to(low, high, dtype)?;
+    super::creation::guard(shape, dtype)?;
+    apply_nondiff(|| {
+        let n = crate::shape::numel(shape);
+        let buf = random::or_default(generator).with(|g| random_values(g, n, dtype, low, high));
+        Ok(new_tensor(buf, shape))
+    })
+}
+
+/// `torch.randperm(n, dtype=, generator=)`: ATen's `randperm_cpu` (a Fisher-Yates shuffle
+/// of 0..n with 32-bit draws, or the inside-out variant with 64-bit draws for huge n).
+pub fn randperm(n: i64, dtype: DType, generator: Option<&Generator>) -> Result<Tensor> {
+    if n < 0 {
+        return Err(Error::runtime(format!(
+            "Trying to create tensor with negative dimension {n}: [{n}]"
+        )));
+    }
+    if dtype == DType::Bool && n > 2 {
+        return Err(Error::runtime(format!(
+            "n must be less than or equal to 2 for bool dtype, but got {n}"
+        )));
+    }
+    let len = n as usize;
+    super::creation::guard(&[len], DType::I64)?;
+    apply_nondiff(|| {
+        let mut r: Vec<i64> = Vec::with_capacity(len);
+        random::or_default(generator).with(|g| {
+            if n < i64::from(u32::MAX / 20) {
+                r.extend(0..n);
+                for i in 0..len.saturating_sub(1) {
+                    let z = (u64::from(g.random()) % (len - i) as u64) as usize;
+                    r.swap(i, z + i);
+                }
+            } else {
+                r.resize(len, 0);
+                for i in 0..len {
+                    let z = (g.random64() % (i as u64 + 1)) as usize;
+                    r[i] = r[z];
+                    r[z] = i as i64;
+                }
+            }
+        });
+        let buf = match dtype {
+            DType::I64 => Buffer::I64(r),
+            DType::F32 => Buffer::F32(r.iter().map(|&v| v as f32).collect()),
+            DType::F64 => Buffer::F64(r.iter().map(|&v| v as f64).collect()),
+            DType::Bool => Buffer::Bool(r.iter().map(|&v| v != 0).collect()),
+        };
+        Ok(new_tensor(buf, &[len]))
+    })
+}
+
+// ---- bernoulli -------------------------------------------------------------------------
+
+fn from_bool(dtype: DType, v: Vec<bool>) -> Buffer {
+    match dtype {
+        DType::Bool => Buffer::Bool(v),
+        DType::I64 => Buffer::I64(v.into_iter().map(i64::from).collect()),
+        DType::F32 => Buffer::F32(v.into_iter().map(|b| f32::from(u8::from(b))).collect()),
+        DType::F64 => Buffer::F64(v.into_iter().map(|b| f64::from(u8::from(b))).collect()),
+    }
+}
+
+/// `x.bernoulli_(p)` for a number p: one uniform double per element, `u < p`.
+pub fn bernoulli_scalar_(x: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(Error::runtime(format!(
+            "bernoulli_ expects p to be in [0, 1], but got p={}",
+            fmt_num(p)
+        )));
+    }
+    let dtype = x.dtype();
+    fill_in_place(x, generator, |g, n, _| {
+        Ok(from_bool(
+            dtype,
+            (0..n).map(|_| g.uniform01_f64() < p).collect(),
+        ))
+    })
+}
+
+/// A tensor's values as f64 in row-major order.
+fn values_f64(t: &Tensor) -> Result<Vec<f64>> {
+    let c = contiguous(&t.detach())?;
+    let s = c.snapshot();
+    let b = s.storage.read();
+    let n = s.layout.numel();
+    let o = s.layout.offset;
+    Ok(
+        crate::with_dtype!(s.dtype, T => T::slice(&b)[o..o + n].iter().map(|v| v.to_f64()).collect()),
+    )
+}
+
+/// `x.bernoulli_(p)` for a tensor p (broadcast to x): `u < p` with a float uniform for
+/// float32 p and a double uniform for float64 p, as ATen does.
+pub fn bernoulli_tensor_(x: &Tensor, p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    let pd = p.dtype();
+    if !pd.is_float() {
+        return Err(not_float("bernoulli_tensor_cpu_p_", pd));
+    }
+    let shape = x.shape();
+    let pe = expand(&p.detach(), &shape)?;
+    let pv = values_f64(&pe)?;
+    if !pv.iter().all(|&v| (0.0..=1.0).contains(&v)) {
+        return Err(Error::runtime(
+            "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message be improved?  \
+             If so, please report an enhancement request to PyTorch.)",
+        ));
+    }
+    let layout = x.layout();
+    let order =
+        (!layout.is_contiguous()).then(|| random::iteration_order(&layout.shape, &layout.strides));
+    let dtype = x.dtype();
+    fill_in_place(x, generator, |g, n, _| {
+        let at = |k: usize| order.as_ref().map_or(k, |o| o[k]);
+        let v: Vec<bool> = if pd == DType::F64 {
+            (0..n).map(|k| g.uniform01_f64() < pv[at(k)]).collect()
+        } else {
+            (0..n)
+                .map(|k| g.uniform01_f32() < pv[at(k)] as f32)
+                .collect()
+        };
+        Ok(from_bool(dtype, v))
+    })
+}
+
+/// `torch.bernoulli(p)`: a new tensor shaped and typed like `p`.
+pub fn bernoulli(p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    if !p.dtype().is_float() {
+        return Err(not_float("bernoulli_tensor_cpu_p_", p.dtype()));
+    }
+    let out = super::creation::zeros(&p.shape(), p.dtype())?;
+    bernoulli_tensor_(&out, p, generator)
+}
+
+// ---- multinomial -----------------------------------------------------------------------
+
+/// `torch.multinomial(input, num_samples, replacement=False, generator=)` (ATen's
+/// `multinomial_out`: without replacement, or for one sample, `argmax`/`topk` of p / q
+/// with q ~ Exp(1); with replacement, a binary search of the normalised cumulative sums).
+pub fn multinomial(
+    p: &Tensor,
+    n_sample: i64,
+    replacement: bool,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    let shape = p.shape();
+    if shape.is_empty() || shape.len() > 2 {
+        return Err(Error::runtime("prob_dist must be 1 or 2 dim"));
+    }
+    let dtype = p.dtype();
+    if !dtype.is_float() {
+        return Err(Error::runtime(format!(
+            "multinomial only supports floating-point dtypes for input, got: {}",
+            dtype_name(dtype)
+        )));
+    }
+    if n_sample <= 0 {
+        return Err(Error::runtime("cannot sample n_sample <= 0 samples"));
+    }
+    let n_cat = shape[shape.len() - 1];
+    let k = n_sample as usize;
+    if !replacement && k > n_cat {
+        return Err(Error::runtime(
+            "cannot sample n_sample > prob_dist.size(-1) samples without replacement",
+        ));
+    }
+    if n_cat > 1 << 24 {
+        return Err(Error::runtime("number of categories cannot exceed 2^24"));
+    }
+    let n_dist = if shape.len() == 2 { shape[0] } else { 1 };
+    let out_shape: Vec<usize> = if shape.len() == 2 {
+        vec![n_dist, k]
+    } else {
+        vec![k]
+    };
+    super::creation::guard(&out_shape, DType::I64)?;
+    if n_dist * k == 0 {
+        return super::creation::zeros(&out_shape, DType::I64);
+    }
+    let pv = values_f64(p)?;
+    let mut out = vec![0i64; n_dist * k];
+    if !replacement || k == 1 {
+        if !pv.iter().all(|v| (0.0..f64::INFINITY).contains(v)) {
+            return Err(Error::runtime(
+                "probability tensor contains either `inf`, `nan` or element < 0",
+            ));
+        }
+        let row_sum_zero = pv.chunks(n_cat.max(1)).any(|r| sum_in(dtype, r) == 0.0);
+        if n_cat == 0 || row_sum_zero {
+            return Err(Error::runtime(
+                "invalid multinomial distribution (sum of probabilities <= 0)",
+            ));
+        }
+        // q = empty_like(p).exponential_(1): one uniform double per element, in p's order.
+        let order = {
+            let l = p.layout();
+            (!l.is_contiguous()).then(|| random::iteration_order(&l.shape, &l.strides))
+        };
+        let mut keys = vec![0f64; pv.len()];
+        random::or_default(generator).with(|g| {
+            for j in 0..pv.len() {
+                let e = -(-g.uniform01_f64()).ln_1p();
+                let pos = order.as_ref().map_or(j, |o| o[j]);
+                // p / q in p's dtype.
+                keys[pos] = if dtype == DType::F32 {
+                    f64::from(pv[pos] as f32 / e as f32)
+                } else {
+                    pv[pos] / e
+                };
+            }
+        });
+        for (ks, o) in keys.chunks(n_cat).zip(out.chunks_mut(k)) {
+            if k == 1 {
+                // argmax: the first maximum (NaN counts as the maximum).
+                let mut best = 0;
+                for (i, &x) in ks.iter().enumerate() {
+                    if x.is_nan() || x > ks[best] {
+                        best = i;
+                        if x.is_nan() {
+                            break;
+                        }
+                    }
+                }
+                o[0] = best as i64;
+            } else {
+                for (dst, i) in o.iter_mut().zip(topk_indices(ks, k)) {
+                    *dst = i as i64;
+                }
+            }
+        }
+        return Ok(new_tensor(Buffer::I64(out), &out_shape));
+    }
+    random::or_default(generator).with(|g| -> Result<()> {
+        for (row, o) in pv.chunks(n_cat).zip(out.chunks_mut(k)) {
+            let cum = cumulative(dtype, row)?;
+            for dst in o.iter_mut() {
+                let u = g.uniform01_f64();
+                let (mut left, mut right) = (0usize, n_cat);
+                while right > left {
+                    let mid = left + (right - left) / 2;
+                    if cum[mid] < u {
+                        left = mid + 1;
+                    } else {
+                        right = mid;
+                    }
+                }
+                *dst = left as i64;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(new_tensor(Buffer::I64(out), &out_shape))
+}
+
+/// A row's sum accumulated in its dtype, as ATen's `self.sum(1) == 0` sees it (only its
+/// zero-ness matters).
+fn sum_in(dtype: DType, row: &[f64]) -> f64 {
+    if dtype == DType::F32 {
+        f64::from(row.iter().map(|&v| v as f32).sum::<f32>())
+    } else {
+        row.iter().sum()
+    }
+}
+
+/// The normalised cumulative distribution of one row, summed and divided in the row's
+/// dtype; its last entry is set to 1 (multinomial_with_replacement_apply).
+fn cumulative(dtype: DType, row: &[f64]) -> Result<Vec<f64>> {
+    fn run<T: Element + std::ops::AddAssign + std::ops::Div<Output = T>>(
+        row: &[f64],
+    ) -> Result<Vec<f64>> {
+        let mut sum = T::from_f64(0.0);
+        let mut cum = Vec::with_capacity(row.len());
+        for &v in row {
+            // `!(v >= 0)` as ATen writes it: NaN gets this message too.
+            if !matches!(
+                v.partial_cmp(&0.0),
+                Some(Ordering::Greater | Ordering::Equal)
+            ) {
+                return Err(Error::runtime(
+                    "invalid multinomial distribution (encountering probability entry < 0)",
+                ));
+            }
+            if !v.is_finite() {
+                return Err(Error::runtime(
+                    "invalid multinomial distribution (encountering probability entry = infinity or NaN)",
+                ));
+            }
+            sum += T::from_f64(v);
+            cum.push(sum);
+        }
+        if sum.to_f64().partial_cmp(&0.0) != Some(Ordering::Greater) {
+            return Err(Error::runtime(
+                "invalid multinomial distribution (sum of probabilities <= 0)",
+            ));
+        }
+        let mut out: Vec<f64> = cum.into_iter().map(|c| (c / sum).to_f64()).collect();
+        if let Some(last) = out.last_mut() {
+            *last = 1.0;
+        }
+        Ok(out)
+    }
+    if dtype == DType::F32 {
+        run::<f32>(row)
+    } else {
+        run::<f64>(row)
+    }
+}
