@@ -16,7 +16,7 @@ import rgrad
 from op_db import op_db
 
 _FACTORY = "factory: makes a tensor from sizes or data, no tensor input (test_api.py)"
-_RANDOM = "random factory or seeding: values are not comparable with numpy or torch (test_seeds.py)"
+_RANDOM = "random numbers or the generator's state: checked bit for bit against torch's streams in test_random.py"
 _QUERY = "queries metadata and returns a python value, not a tensor"
 _AUTOGRAD = "autograd bookkeeping, not an op (test_engine.py, test_function.py)"
 _PROTOCOL = "python protocol: converts to a python value or container (test_api.py)"
@@ -41,6 +41,21 @@ EXCLUDED: dict[str, str] = {
     "rand_like": _RANDOM,
     "randn_like": _RANDOM,
     "manual_seed": _RANDOM,
+    "randint_like": _RANDOM,
+    "randperm": _RANDOM,
+    "bernoulli": _RANDOM,
+    "multinomial": _RANDOM,
+    "normal": _RANDOM,
+    "seed": _RANDOM,
+    "initial_seed": _RANDOM,
+    "get_rng_state": _RANDOM,
+    "set_rng_state": _RANDOM,
+    "Tensor.bernoulli": _RANDOM,
+    "Tensor.bernoulli_": _RANDOM,
+    "Tensor.multinomial": _RANDOM,
+    "Tensor.normal_": _RANDOM,
+    "Tensor.random_": _RANDOM,
+    "Tensor.uniform_": _RANDOM,
     "is_grad_enabled": "grad-mode query (test_grad_mode.py)",
     "is_inference_mode_enabled": "grad-mode query (test_grad_mode.py)",
     "set_num_threads": "thread-pool setting (test_determinism.py)",
