@@ -187,3 +187,35 @@ def test_index_ops_take_the_indices_torch_takes(call, error, message):
     with pytest.raises(error, match=message):
         call(x)
     assert x[rgrad.tensor([-1])].tolist() == x[2:].tolist()
+
+
+# ---- found by the random-program fuzzer (tests/test_fuzz.py, tools/fuzz.py)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: rgrad.zeros(4, 0).index_select(0, rgrad.tensor([2])),
+        lambda: rgrad.zeros(4, 0)[rgrad.tensor([3, 2, -3])],
+        lambda: rgrad.zeros(3, 3).narrow(-1, 0, 0).index_put_((rgrad.tensor([-2]),), rgrad.tensor(1.0), True),
+    ],
+)
+def test_selecting_rows_of_an_empty_tensor_gives_empty_rows(call):
+    # these panicked (a slice of an empty buffer) instead of returning empty rows like torch
+    out = call()
+    assert out.numel() == 0
+
+
+def test_ops_on_empty_views_past_their_buffer_do_not_panic():
+    # an empty slice's offset can lie past the end of an empty buffer; the gather kernel,
+    # the tensor-and-number fast path and the in-place fast path sliced there and panicked
+    x = rgrad.zeros(2, 0)
+    assert x.gather(-1, rgrad.zeros(2, 0, dtype=rgrad.int64)).shape == (2, 0)
+    v = rgrad.zeros(1, 3, 0, requires_grad=True)
+    w = v[1:]
+    (w.pow(-1) * 2).sum().backward()
+    assert v.grad.shape == (1, 3, 0)
+    e = rgrad.zeros(1, 3, 0)[1:]
+    e.add_(1.0)
+    e.mul_(rgrad.zeros(0, 3, 0))
+    assert (e + 1.5).shape == (0, 3, 0)

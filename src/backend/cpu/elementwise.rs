@@ -677,7 +677,12 @@ pub fn binary_scalar(
         return None;
     }
     let n = la.numel();
-    let range = la.offset..la.offset + n;
+    // an empty view's offset may lie past the end of its (empty) buffer
+    let range = if n == 0 {
+        0..0
+    } else {
+        la.offset..la.offset + n
+    };
     Some(match a {
         Buffer::F32(v) => Buffer::F32(float_scalar_map(op, &v[range], s as f32, scalar_first)),
         Buffer::F64(v) => Buffer::F64(float_scalar_map(op, &v[range], s, scalar_first)),
@@ -733,6 +738,9 @@ pub fn arith_in_place(op: BinaryOp, dst: &mut Buffer, ld: &Layout, rhs: InPlaceR
         return false;
     }
     let n = ld.numel();
+    if n == 0 {
+        return true; // nothing to write; an empty view's offset may lie past its buffer's end
+    }
     let range = ld.offset..ld.offset + n;
     match (dst, rhs) {
         (Buffer::F32(d), InPlaceRhs::Slice(Buffer::F32(r), lr))

@@ -475,6 +475,10 @@ pub fn gather(
     with_dtype!(buf.dtype(), T => {
         let data = T::slice(buf);
         let mut out = Vec::with_capacity(index.len());
+        if index.is_empty() {
+            // nothing to read (rows of an empty input may start past its buffer's end)
+            return T::into_buffer(out);
+        }
         let last = layout.ndim().saturating_sub(1);
         if dim == last && layout.strides.get(last) == Some(&1) && index_shape.len() == layout.ndim() {
             // along contiguous rows (a loss picking each row's target): a row at a time
@@ -547,6 +551,8 @@ pub fn index_select(buf: &Buffer, layout: &Layout, dim: usize, index: &[i64]) ->
             for &i in index {
                 let start = base + i as usize * layout.strides[dim];
                 match slab {
+                    // an empty slab may start past the end of an empty buffer
+                    Some(0) => {}
                     Some(len) => out.extend_from_slice(&data[start..start + len]),
                     None => for_each_offset(&sub.shape, &sub.strides, start, |o| out.push(data[o])),
                 }
