@@ -219,3 +219,20 @@ def test_ops_on_empty_views_past_their_buffer_do_not_panic():
     e.add_(1.0)
     e.mul_(rgrad.zeros(0, 3, 0))
     assert (e + 1.5).shape == (0, 3, 0)
+
+
+def test_gather_treats_0d_input_and_index_as_1d_like_torch():
+    # a 0-d input panicked; a 0-d index into a 1-d input raised (torch: ensure_nonempty_dim)
+    x = rgrad.tensor(2.5, requires_grad=True)
+    y = x.gather(0, rgrad.tensor([0, 0]))
+    assert y.tolist() == [2.5, 2.5]
+    y.sum().backward()
+    assert x.grad.tolist() == 2.0
+    assert rgrad.tensor(2.5).gather(-1, rgrad.tensor(0)).shape == ()
+    assert rgrad.tensor([1.0, 2.0]).gather(0, rgrad.tensor(1)).tolist() == 2.0
+    with pytest.raises(RuntimeError, match="Index tensor must have the same number of dimensions"):
+        rgrad.zeros(2, 3).gather(0, rgrad.tensor(0))
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        rgrad.tensor(2.5).gather(0, rgrad.tensor([1]))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        rgrad.tensor(2.5).gather(1, rgrad.tensor(0))

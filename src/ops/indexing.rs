@@ -79,14 +79,33 @@ fn index_values_as(index: &Tensor, size: usize, dim: usize, rule: IndexRule) -> 
 
 /// `torch.gather(x, dim, index)`.
 pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
-    let s = x.snapshot();
-    let d = wrap_dim(dim, s.layout.ndim())?;
-    let ishape = index.shape();
-    if ishape.len() != s.layout.ndim().max(1) && s.layout.ndim() > 0 {
+    let (xd, id) = (x.ndim(), index.ndim());
+    if xd.max(1) != id.max(1) {
         return Err(Error::runtime(
             "Index tensor must have the same number of dimensions as input tensor",
         ));
     }
+    if xd == 0 || id == 0 {
+        // torch treats a 0-d input or index as 1-d of size 1 (ensure_nonempty_dim); the
+        // result has the index's shape
+        wrap_dim(dim, xd)?;
+        let x1 = if xd == 0 {
+            super::reshape(x, &[1])?
+        } else {
+            x.clone()
+        };
+        let i1 = if id == 0 {
+            super::reshape(index, &[1])?
+        } else {
+            index.clone()
+        };
+        let out = gather(&x1, dim, &i1)?;
+        let shape: Vec<i64> = index.shape().iter().map(|&n| n as i64).collect();
+        return super::reshape(&out, &shape);
+    }
+    let s = x.snapshot();
+    let d = wrap_dim(dim, s.layout.ndim())?;
+    let ishape = index.shape();
     for (i, (&a, &b)) in ishape.iter().zip(&s.layout.shape).enumerate() {
         if i != d && a > b {
             return Err(Error::runtime(format!(
