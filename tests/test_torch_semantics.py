@@ -236,3 +236,11 @@ def test_gather_treats_0d_input_and_index_as_1d_like_torch():
         rgrad.tensor(2.5).gather(0, rgrad.tensor([1]))
     with pytest.raises(IndexError, match="Dimension out of range"):
         rgrad.tensor(2.5).gather(1, rgrad.tensor(0))
+
+
+def test_linspace_with_one_step_is_start():
+    # the symmetric fill gave `end` for steps=1; torch gives `start`
+    assert rgrad.linspace(-1, 2, 1).tolist() == [-1.0]
+    assert rgrad.linspace(5, -3, 1, dtype=rgrad.int64).tolist() == [5]
+    assert rgrad.linspace(-1, 2, 0).tolist() == []
+    assert rgrad.linspace(-1, 2, 2).tolist() == [-1.0, 2.0]
