@@ -244,3 +244,14 @@ def test_linspace_with_one_step_is_start():
     assert rgrad.linspace(5, -3, 1, dtype=rgrad.int64).tolist() == [5]
     assert rgrad.linspace(-1, 2, 0).tolist() == []
     assert rgrad.linspace(-1, 2, 2).tolist() == [-1.0, 2.0]
+
+
+def test_several_ellipses_index_like_torch():
+    # torch accepts x[..., ...]: each ellipsis skips the dims the other items leave over
+    x = rgrad.arange(6.0).reshape(2, 3)
+    assert x[..., ...].shape == (2, 3)
+    assert x[0, ..., ...].tolist() == [0.0, 1.0, 2.0]
+    assert x[..., 0, ...].tolist() == [0.0, 3.0]
+    assert x[..., None, ...].shape == (2, 3, 1)
+    with pytest.raises(IndexError):
+        x[..., ..., 0]  # the second ellipsis skips past the last dim, as in torch

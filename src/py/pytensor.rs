@@ -332,16 +332,11 @@ fn apply_index(
     let mut r = x.clone();
     let mut d = 0usize;
     let mut adv: Vec<(usize, Tensor)> = Vec::new();
-    let mut saw_ellipsis = false;
     let mut removed = 0usize; // dims removed by integer indices, for torch's error numbering
     for it in &items {
         if it.is_instance_of::<PyEllipsis>() {
-            if saw_ellipsis {
-                return Err(pyo3::exceptions::PyIndexError::new_err(
-                    "an index can only have a single ellipsis ('...')",
-                ));
-            }
-            saw_ellipsis = true;
+            // torch accepts several ellipses: each one skips the dims no other item takes
+            // (so a second one skips past the end)
             d += ndim - consumed;
         } else if it.is_none() {
             r = ops::unsqueeze(&r, d as i64)?;
