@@ -255,3 +255,14 @@ def test_several_ellipses_index_like_torch():
     assert x[..., None, ...].shape == (2, 3, 1)
     with pytest.raises(IndexError):
         x[..., ..., 0]  # the second ellipsis skips past the last dim, as in torch
+
+
+def test_ipow_is_in_place():
+    # without __ipow__, Python rebound `x **= y` to a new `x ** y` (new dtype, no leaf check)
+    x = rgrad.tensor([1.0, 2.0])
+    y = x
+    x **= rgrad.tensor(2.0, dtype=rgrad.float64)
+    assert y is x and x.dtype == rgrad.float32 and x.tolist() == [1.0, 4.0]
+    w = rgrad.tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
+        w **= 2

@@ -958,6 +958,16 @@ impl PyTensor {
         ops::div_(&slf.get().t, b.operand())?;
         Ok(())
     }
+    /// `self **= other`, in place (as torch; without it Python rebinds to `self ** other`).
+    fn __ipow__(
+        slf: &Bound<'_, Self>,
+        o: &Bound<'_, PyAny>,
+        _modulo: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let b = other_arg(o, "ipow")?;
+        ops::pow_(&slf.get().t, b.operand())?;
+        Ok(())
+    }
 
     // ---- named binary ops -------------------------------------------------------------
     /// Adds `other`, scaled by `alpha`, to this tensor.
