@@ -266,3 +266,16 @@ def test_ipow_is_in_place():
     w = rgrad.tensor([1.0], requires_grad=True)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
         w **= 2
+
+
+def test_index_select_on_a_0d_tensor_follows_torch():
+    # rgrad returned shape [1] for a 1-d index and accepted several indices
+    x = rgrad.tensor(2.5)
+    assert x.index_select(0, rgrad.tensor([0])).shape == ()
+    assert x.index_select(-1, rgrad.tensor(0)).tolist() == 2.5
+    for idx in ([], [0, 0]):
+        with pytest.raises(RuntimeError, match="Index to scalar can have only 1 value"):
+            x.index_select(0, rgrad.tensor(idx, dtype=rgrad.int64))
+    with pytest.raises(IndexError, match="index out of range in self"):
+        x.index_select(0, rgrad.tensor([1]))
+    assert rgrad.tensor([1.0, 2.0]).index_select(0, rgrad.tensor(1)).shape == (1,)

@@ -207,6 +207,12 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     }
     let s = x.snapshot();
     let scalar_input = s.layout.ndim() == 0;
+    if scalar_input && index.numel() != 1 {
+        return Err(Error::runtime(format!(
+            "index_select(): Index to scalar can have only 1 value, got {} value(s)",
+            index.numel()
+        )));
+    }
     let layout = if scalar_input {
         Layout {
             shape: smallvec::smallvec![1],
@@ -220,7 +226,8 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let idx = index_values_as(index, layout.shape[d], d, IndexRule::Select)?;
     let mut out_shape = layout.shape.clone();
     out_shape[d] = idx.len();
-    if scalar_input && index.ndim() == 0 {
+    if scalar_input {
+        // torch: selecting from a 0-d tensor gives a 0-d tensor, whatever the index's shape
         out_shape.clear();
     }
     let in_shape = s.layout.shape.clone();
