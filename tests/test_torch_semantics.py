@@ -279,3 +279,16 @@ def test_index_select_on_a_0d_tensor_follows_torch():
     with pytest.raises(IndexError, match="index out of range in self"):
         x.index_select(0, rgrad.tensor([1]))
     assert rgrad.tensor([1.0, 2.0]).index_select(0, rgrad.tensor(1)).shape == (1,)
+
+
+def test_expand_and_unsqueeze_strides_match_torch():
+    # new leading size-1 dims of expand took stride 0, and unsqueeze never gave stride 0;
+    # torch's inferExpandGeometry / unsqueeze rules give these
+    assert rgrad.zeros(2, 3).expand(1, 1, 2, 3).stride() == (6, 6, 3, 1)
+    assert rgrad.zeros(2, 3).expand(4, 1, 2, 3).stride() == (0, 6, 3, 1)
+    assert rgrad.zeros(2, 3).t().expand(1, 3, 2).stride() == (3, 1, 3)
+    assert rgrad.zeros(3, 1).expand(1, 3, 4).stride() == (3, 1, 0)
+    assert rgrad.tensor(1.0).expand(1, 2).stride() == (0, 0)
+    assert rgrad.zeros(0, 3).unsqueeze(0).stride() == (0, 3, 1)
+    assert rgrad.zeros(3, 1).expand(3, 4).unsqueeze(1).stride() == (1, 0, 0)
+    assert rgrad.zeros(2, 3).expand(1, 2, 3).is_contiguous()
