@@ -292,3 +292,23 @@ def test_expand_and_unsqueeze_strides_match_torch():
     assert rgrad.zeros(0, 3).unsqueeze(0).stride() == (0, 3, 1)
     assert rgrad.zeros(3, 1).expand(3, 4).unsqueeze(1).stride() == (1, 0, 0)
     assert rgrad.zeros(2, 3).expand(1, 2, 3).is_contiguous()
+
+
+@pytest.mark.parametrize("method", ["index_put_", "index_put"])
+def test_index_put_requires_values_of_the_same_dtype(method):
+    # rgrad cast the values silently; torch refuses, also for x[int_tensor] = v (numbers and
+    # basic indexing still cast)
+    x = rgrad.zeros(3)
+    values = (rgrad.tensor(1), "Long"), (rgrad.tensor(1.0, dtype=rgrad.float64), "Double"), (rgrad.tensor(True), "Bool")
+    for v, name in values:
+        with pytest.raises(RuntimeError, match=f"got Float for the destination and {name} for the source"):
+            getattr(x, method)((rgrad.tensor([0]),), v, accumulate=True)
+    with pytest.raises(RuntimeError, match="got Float for the destination and Long for the source"):
+        x[rgrad.tensor([0])] = rgrad.tensor(2)
+    x[rgrad.tensor([0])] = 2
+    x[rgrad.tensor([False, False, True])] = rgrad.tensor([4], dtype=rgrad.int64)  # masked_fill_ casts
+    assert x[2].tolist() == 4.0
+    with pytest.raises(RuntimeError, match="got Float for the destination and Long for the source"):
+        x[rgrad.tensor([True, False, True])] = rgrad.tensor([4, 5])
+    x[1] = rgrad.tensor(3)
+    assert x.tolist() == [2.0, 3.0, 4.0]

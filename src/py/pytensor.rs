@@ -2146,6 +2146,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let me = slf.get();
         let (idx, v) = index_put_args(indices, values, "index_put_")?;
+        index_put_dtypes_match(&me.t, &v)?;
         ops::index_put_(&me.t, &idx, &v, accumulate)?;
         Ok(slf.clone().into_any().unbind())
     }
@@ -2159,6 +2160,7 @@ impl PyTensor {
         accumulate: bool,
     ) -> PyResult<Py<PyTensor>> {
         let (idx, v) = index_put_args(indices, values, "index_put")?;
+        index_put_dtypes_match(&self.t, &v)?;
         wrap(py, ops::index_put(&self.t, &idx, &v, accumulate)?)
     }
     /// `self[index]`: ints, slices, None, Ellipsis and bool give views; int or bool
@@ -2195,10 +2197,32 @@ impl PyTensor {
         if adv.is_empty() {
             ops::copy_(&r, &v)?;
         } else {
+            // torch sends `x[bool_mask] = one_element_tensor` to masked_fill_, which casts
+            let mask_fill = index
+                .cast::<PyTensor>()
+                .is_ok_and(|m| m.get().t.dtype() == DType::Bool)
+                && v.numel() == 1;
+            if value.cast::<PyTensor>().is_ok() && !mask_fill {
+                index_put_dtypes_match(&r, &v)?;
+            }
             ops::index_put_(&r, &adv, &v, false)?;
         }
         Ok(())
     }
+}
+
+/// torch's index_put, index_put_ and `x[advanced] = tensor` take no implicit cast of the values
+/// (a number, or a basic index, is cast).
+fn index_put_dtypes_match(x: &Tensor, v: &Tensor) -> PyResult<()> {
+    if x.dtype() != v.dtype() {
+        return Err(Error::runtime(format!(
+            "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
+            x.dtype().scalar_type_name(),
+            v.dtype().scalar_type_name()
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// The `indices` tuple (tensors or None) and `values` tensor of index_put.
