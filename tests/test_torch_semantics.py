@@ -312,3 +312,18 @@ def test_index_put_requires_values_of_the_same_dtype(method):
         x[rgrad.tensor([True, False, True])] = rgrad.tensor([4, 5])
     x[1] = rgrad.tensor(3)
     assert x.tolist() == [2.0, 3.0, 4.0]
+
+
+def test_view_results_are_leaves_or_not_as_in_torch():
+    # expand/expand_as to the same shape returned the input itself (a leaf), flatten over one
+    # dim returned a new view (not a leaf), and x[...] on a 0-d tensor lost requires_grad
+    x = rgrad.zeros(2, 3, requires_grad=True)
+    assert not x.expand(2, 3).is_leaf and x.expand(2, -1).grad_fn is not None
+    assert not x.expand_as(x).is_leaf
+    assert x.flatten(1, 1).is_leaf and x.flatten(-1, 1).is_leaf
+    assert not x.flatten(0, 1).is_leaf
+    z = rgrad.tensor(1.0, requires_grad=True)
+    w = z[...]
+    assert w.requires_grad and not w.is_leaf and w is not z
+    (w * 3).backward()
+    assert z.grad.tolist() == 3.0

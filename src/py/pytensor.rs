@@ -1994,7 +1994,7 @@ impl PyTensor {
     ///     other: A tensor whose shape is used.
     fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let o = convert::tensor_arg(other, "expand_as", "other", 1)?;
-        wrap(py, ops::expand(&self.t, &o.shape())?)
+        wrap(py, ops::expand_view(&self.t, &o.shape())?)
     }
     /// Repeats this tensor along the specified dimensions (copying the data).
     ///
@@ -2170,11 +2170,14 @@ impl PyTensor {
         if adv.is_empty() {
             // x[...] and x[:] still return a new view object, as in torch
             if r.same(&self.t) {
-                return wrap(
-                    py,
-                    ops::slice(&self.t, 0, None, None, 1)
-                        .unwrap_or_else(|_| self.t.alias_with_layout(self.t.layout())),
-                );
+                // a 0-d tensor has no dim to slice: a differentiable 0-d view keeps its
+                // history (torch: AliasBackward0; a bare alias lost requires_grad)
+                let v = if self.t.ndim() == 0 {
+                    ops::view(&self.t, &[])?
+                } else {
+                    ops::slice(&self.t, 0, None, None, 1)?
+                };
+                return wrap(py, v);
             }
             return wrap(py, r);
         }
