@@ -327,3 +327,10 @@ def test_view_results_are_leaves_or_not_as_in_torch():
     assert w.requires_grad and not w.is_leaf and w is not z
     (w * 3).backward()
     assert z.grad.tolist() == 3.0
+
+
+def test_chunk_of_an_empty_dim_gives_chunks_empty_pieces():
+    # torch returns `chunks` pieces (split_with_sizes); rgrad returned one
+    parts = rgrad.zeros(0, 2).chunk(3, 0)
+    assert len(parts) == 3 and all(p.shape == (0, 2) for p in parts)
+    assert len(rgrad.zeros(5).chunk(3)) == 3 and len(rgrad.zeros(4).chunk(3)) == 2

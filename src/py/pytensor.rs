@@ -2049,8 +2049,12 @@ impl PyTensor {
             ));
         }
         let (_, len) = dim_size(&self.t, dim, "chunk")?;
-        let size = len.div_ceil(chunks).max(1);
-        let sizes = ops::split_sizes(len, size)?;
+        let sizes = if len == 0 {
+            // torch: `chunks` empty pieces (split would give one), via split_with_sizes
+            vec![0; chunks]
+        } else {
+            ops::split_sizes(len, len.div_ceil(chunks))?
+        };
         let parts = ops::split(&self.t, &sizes, dim)?;
         let objs: Vec<Py<PyTensor>> = parts
             .into_iter()
