@@ -334,3 +334,17 @@ def test_chunk_of_an_empty_dim_gives_chunks_empty_pieces():
     parts = rgrad.zeros(0, 2).chunk(3, 0)
     assert len(parts) == 3 and all(p.shape == (0, 2) for p in parts)
     assert len(rgrad.zeros(5).chunk(3)) == 3 and len(rgrad.zeros(4).chunk(3)) == 2
+
+
+def test_setitem_strips_the_values_leading_unit_dims():
+    # torch drops leading size-1 dims of the value (slicePrefix1sDims) before broadcasting
+    x = rgrad.zeros(3)
+    x[1] = rgrad.tensor([[5.0]])
+    assert x.tolist() == [0.0, 5.0, 0.0]
+    x[rgrad.tensor([0, 2])] = rgrad.tensor([[1.0, 2.0]])
+    assert x.tolist() == [1.0, 5.0, 2.0]
+    y = rgrad.zeros(2, 2)
+    y[0] = rgrad.tensor([[[7.0, 8.0]]])
+    assert y.tolist() == [[7.0, 8.0], [0.0, 0.0]]
+    with pytest.raises(RuntimeError):
+        x[0] = rgrad.tensor([1.0, 2.0])

@@ -2201,6 +2201,14 @@ impl PyTensor {
                 }
             },
         };
+        // torch strips the value's leading size-1 dims first (slicePrefix1sDims)
+        let lead = v.shape().iter().take_while(|&&d| d == 1).count();
+        let v = if lead > 0 {
+            let rest: Vec<i64> = v.shape()[lead..].iter().map(|&d| d as i64).collect();
+            ops::reshape(&v, &rest)?
+        } else {
+            v
+        };
         if adv.is_empty() {
             ops::copy_(&r, &v)?;
         } else {
