@@ -348,3 +348,21 @@ def test_setitem_strips_the_values_leading_unit_dims():
     assert y.tolist() == [[7.0, 8.0], [0.0, 0.0]]
     with pytest.raises(RuntimeError):
         x[0] = rgrad.tensor([1.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    "mat, vec, error, message",
+    [
+        ((1, 4, 1), (1,), RuntimeError, "vector \\+ matrix @ vector expected, got 1, 3, 1"),
+        ((3,), (3,), RuntimeError, "vector \\+ matrix @ vector expected, got 1, 1, 1"),
+        ((2, 3), (2, 3), RuntimeError, "vector \\+ matrix @ vector expected, got 1, 2, 2"),
+        ((), (1,), IndexError, "Dimension specified as 0 but tensor has no dimensions"),
+    ],
+)
+def test_mv_takes_only_a_matrix_and_a_vector(mat, vec, error, message):
+    # mv went straight to matmul, which also takes batched and 1-D operands
+    with pytest.raises(error, match=message):
+        rgrad.zeros(mat).mv(rgrad.zeros(vec))
+    with pytest.raises(error, match=message):
+        rgrad.mv(rgrad.zeros(mat), rgrad.zeros(vec))
+    assert rgrad.ones(2, 3).mv(rgrad.ones(3)).tolist() == [3.0, 3.0]

@@ -1855,7 +1855,7 @@ impl PyTensor {
     ///     vec: A 1-D tensor.
     fn mv(&self, py: Python<'_>, vec: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(vec, "mv", "vec", 1)?;
-        wrap(py, ops::matmul(&self.t, &b)?)
+        wrap(py, ops::mv(&self.t, &b)?)
     }
     /// Computes the dot product of two 1-D tensors.
     ///
