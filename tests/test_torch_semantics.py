@@ -383,3 +383,14 @@ def test_in_place_on_a_view_of_a_leaf_view_that_requires_grad_is_rejected():
     v = b[0:1]
     v.add_(rgrad.tensor([1.0], requires_grad=True))  # the view did not require grad yet: fine
     assert b.tolist() == [2.0, 2.0] and b.requires_grad
+
+
+def test_stack_of_mixed_dtypes_gives_each_input_a_gradient_of_its_own_dtype():
+    # the promoted (float64) gradient went back to the float32 input unconverted
+    a = rgrad.tensor([1.0, 2.0], requires_grad=True)
+    b = rgrad.tensor([3.0, 4.0], dtype=rgrad.float64, requires_grad=True)
+    s = rgrad.stack([a, b], -1)
+    assert s.dtype == rgrad.float64
+    (s * rgrad.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=rgrad.float64)).sum().backward()
+    assert a.grad.dtype == rgrad.float32 and a.grad.tolist() == [1.0, 3.0]
+    assert b.grad.dtype == rgrad.float64 and b.grad.tolist() == [2.0, 4.0]

@@ -721,6 +721,7 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
                 StackBackward0 {
                     dim: d,
                     n: tensors.len(),
+                    dtypes: tensors.iter().map(Tensor::dtype).collect(),
                 },
                 saved![],
             )
@@ -732,6 +733,9 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 pub struct StackBackward0 {
     dim: usize,
     n: usize,
+    /// the inputs' dtypes: with mixed dtypes the output is promoted, and each input's
+    /// gradient goes back in its own dtype (torch keeps `tensors_args_scalartypes`)
+    dtypes: Box<[crate::dtype::DType]>,
 }
 impl Backward for StackBackward0 {
     fn name(&self) -> Cow<'static, str> {
@@ -742,7 +746,11 @@ impl Backward for StackBackward0 {
         (0..self.n)
             .map(|i| {
                 if ctx.needs_input_grad(i) {
-                    select(&g, self.dim as i64, i as i64).map(Some)
+                    let gi = select(&g, self.dim as i64, i as i64)?;
+                    match self.dtypes.get(i) {
+                        Some(&d) if d != gi.dtype() => super::to_dtype(&gi, d).map(Some),
+                        _ => Ok(Some(gi)),
+                    }
                 } else {
                     Ok(None)
                 }
