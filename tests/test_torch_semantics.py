@@ -394,3 +394,15 @@ def test_stack_of_mixed_dtypes_gives_each_input_a_gradient_of_its_own_dtype():
     (s * rgrad.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=rgrad.float64)).sum().backward()
     assert a.grad.dtype == rgrad.float32 and a.grad.tolist() == [1.0, 3.0]
     assert b.grad.dtype == rgrad.float64 and b.grad.tolist() == [2.0, 4.0]
+
+
+def test_sign_of_nan_and_zeros_is_positive_zero():
+    # torch computes (0 < x) - (x < 0): +0 for NaN and both zeros; rgrad kept NaN and -0.0
+    x = rgrad.tensor([float("nan")] * 20 + [-0.0, 0.0, 2.0, -3.0])
+    assert x.sign().tolist() == [0.0] * 22 + [1.0, -1.0]
+    assert x.double().sign().tolist() == [0.0] * 22 + [1.0, -1.0]
+    assert x[0].sign().tolist() == 0.0
+    assert str(x[20:22].sign()) == "tensor([0., 0.])"
+    y = x.clone()
+    y.sign_()
+    assert y.tolist() == [0.0] * 22 + [1.0, -1.0]

@@ -251,7 +251,8 @@ macro_rules! float_impl {
                         } else if x < 0.0 {
                             -1.0
                         } else {
-                            x * 0.0 // keeps nan and signed zero like torch
+                            // torch computes (0 < x) - (x < 0): +0 for both zeros and for NaN
+                            0.0
                         }
                     }
                     UnaryOp::Relu => {
