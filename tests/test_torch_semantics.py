@@ -406,3 +406,11 @@ def test_sign_of_nan_and_zeros_is_positive_zero():
     y = x.clone()
     y.sign_()
     assert y.tolist() == [0.0] * 22 + [1.0, -1.0]
+
+
+def test_integer_pow_by_negative_tensor_exponents_follows_torch():
+    # 1 and -1 keep their magnitude under negative exponents; rgrad gave 0 for all bases
+    base = rgrad.tensor([1, -1, -1, 2, 0, -3])
+    exp = rgrad.tensor([-3, -3, -2, -1, -1, -2])
+    assert base.pow(exp).tolist() == [1, -1, 1, 0, 0, 0]
+    assert rgrad.tensor([True, False]).pow(rgrad.tensor([-3, -3])).tolist() == [1, 0]

@@ -180,8 +180,19 @@ impl Num for i64 {
     }
     fn pow(self, o: Self) -> Self {
         if o < 0 {
-            // torch raises for negative integer powers of integers; the op layer checks first.
-            0
+            // torch raises for a negative scalar exponent (the op layer checks first); with a
+            // tensor exponent it computes powi: 1 and -1 keep their magnitude, the rest give 0
+            match self {
+                1 => 1,
+                -1 => {
+                    if o % 2 == 0 {
+                        1
+                    } else {
+                        -1
+                    }
+                }
+                _ => 0,
+            }
         } else {
             self.wrapping_pow(o.min(u32::MAX as i64) as u32)
         }
