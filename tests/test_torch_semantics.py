@@ -414,3 +414,19 @@ def test_integer_pow_by_negative_tensor_exponents_follows_torch():
     exp = rgrad.tensor([-3, -3, -2, -1, -1, -2])
     assert base.pow(exp).tolist() == [1, -1, 1, 0, 0, 0]
     assert rgrad.tensor([True, False]).pow(rgrad.tensor([-3, -3])).tolist() == [1, 0]
+
+
+def test_maximum_and_minimum_gradients_with_nan_and_ties_follow_torch():
+    # derivatives.yaml: where(a == b, g / 2, g) masked where a side loses; a NaN makes no
+    # side lose, so both get the whole gradient (rgrad gave the NaN side 0)
+    nan, inf = float("nan"), float("inf")
+    for op in (rgrad.maximum, rgrad.minimum):
+        a = rgrad.tensor([nan, 1.0, 2.0, -inf, 3.0], requires_grad=True)
+        b = rgrad.tensor([1.0, nan, 2.0, -inf, nan], requires_grad=True)
+        op(a, b).sum().backward()
+        assert a.grad.tolist() == [1.0, 1.0, 0.5, 0.5, 1.0]
+        assert b.grad.tolist() == [1.0, 1.0, 0.5, 0.5, 1.0]
+    a = rgrad.tensor([1.0, 5.0], requires_grad=True)
+    b = rgrad.tensor([3.0], requires_grad=True)
+    rgrad.maximum(a, b).sum().backward()
+    assert a.grad.tolist() == [0.0, 1.0] and b.grad.tolist() == [1.0]

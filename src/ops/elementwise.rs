@@ -1166,26 +1166,29 @@ impl MaximumBackward0 {
     fn into_op(self) -> crate::autograd::function::BackwardOp {
         self.into()
     }
-    // The winner gets the gradient; ties split it in half (torch's convention).
+    // derivatives.yaml: each side gets `where(a == b, grad / 2, grad)` unless it loses:
+    // the winner gets the gradient, ties split it, and where either is NaN (no order) both
+    // get all of it.
     fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], is_max: bool) -> Result<Grads> {
         let g = grad0(g)?;
         let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
-        let wins = if is_max { gt(&a, &b)? } else { lt(&a, &b)? };
-        let ties = eq(&a, &b)?;
-        let wa = add(
-            &to_dtype(&wins, g.dtype())?,
-            &mul_scalar(&to_dtype(&ties, g.dtype())?, Scalar::Float(0.5))?,
-        )?;
+        let half_ties = mul_scalar(&to_dtype(&eq(&a, &b)?, g.dtype())?, Scalar::Float(0.5))?;
+        // 1 - loses - ties / 2
+        let weight = |loses: Tensor| -> Result<Tensor> {
+            rsub_scalar(
+                &add(&to_dtype(&loses, g.dtype())?, &half_ties)?,
+                Scalar::Float(1.0),
+            )
+        };
         let ga = if ctx.needs_input_grad(0) {
-            Some(self.shapes.sum_to(&mul(&g, &wa)?, 0)?)
+            let loses = if is_max { lt(&a, &b)? } else { gt(&a, &b)? };
+            Some(self.shapes.sum_to(&mul(&g, &weight(loses)?)?, 0)?)
         } else {
             None
         };
         let gb = if ctx.needs_input_grad(1) {
-            Some(
-                self.shapes
-                    .sum_to(&mul(&g, &rsub_scalar(&wa, Scalar::Float(1.0))?)?, 1)?,
-            )
+            let loses = if is_max { gt(&a, &b)? } else { lt(&a, &b)? };
+            Some(self.shapes.sum_to(&mul(&g, &weight(loses)?)?, 1)?)
         } else {
             None
         };
