@@ -430,3 +430,12 @@ def test_maximum_and_minimum_gradients_with_nan_and_ties_follow_torch():
     b = rgrad.tensor([3.0], requires_grad=True)
     rgrad.maximum(a, b).sum().backward()
     assert a.grad.tolist() == [0.0, 1.0] and b.grad.tolist() == [1.0]
+
+
+def test_square_is_pow_2():
+    # square was x * x: a bool tensor stayed bool; torch computes pow(x, 2), giving int64
+    assert rgrad.square(rgrad.tensor([True, False])).dtype == rgrad.int64
+    assert rgrad.square(rgrad.tensor([3])).tolist() == [9]
+    x = rgrad.tensor([3.0], requires_grad=True)
+    rgrad.square(x).backward(rgrad.tensor([1.0]))
+    assert x.grad.tolist() == [6.0]

@@ -109,8 +109,8 @@ def numel(input: Tensor) -> int:
 
 
 def square(input: Tensor) -> Tensor:
-    """Returns `input * input`."""
-    return input * input
+    """Returns the square of the elements of `input` (`input.pow(2)`: a bool tensor gives int64, as in torch)."""
+    return input.pow(2)
 
 
 __all__ = [
