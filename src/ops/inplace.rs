@@ -35,11 +35,9 @@ fn check_writable(x: &Tensor) -> Result<()> {
             "a leaf Variable that requires grad is being used in an in-place operation.",
         ));
     }
-    // torch's rule (check_inplace): a view that requires grad, of a base that is a leaf;
-    // the base need not require grad itself (a leaf view of it did: `b.view(..).requires_grad_()`)
     if let Some(b) = x.base()
-        && x.requires_grad()
         && b.is_leaf()
+        && b.requires_grad()
     {
         return Err(Error::runtime(
             "a view of a leaf Variable that requires grad is being used in an in-place operation.",
