@@ -422,3 +422,10 @@ def test_square_is_pow_2():
     x = rgrad.tensor([3.0], requires_grad=True)
     rgrad.square(x).backward(rgrad.tensor([1.0]))
     assert x.grad.tolist() == [6.0]
+
+
+def test_reducing_an_empty_view_past_its_buffer_does_not_panic():
+    # the row-sum fast path sliced the empty buffer at the view's offset
+    v = rgrad.zeros(2, 3, 0).chunk(3, -2)[2]
+    assert v.sum().tolist() == 0.0
+    assert v.sum(-1).shape == (2, 1)

@@ -126,7 +126,12 @@ fn row_sums<T: Copy>(
     if inner != 1 {
         return None;
     }
-    let rows = &data[layout.offset..layout.offset + outer * red];
+    // an empty view's offset may lie past the end of its (empty) buffer
+    let rows = if outer * red == 0 {
+        &data[..0]
+    } else {
+        &data[layout.offset..layout.offset + outer * red]
+    };
     Some(if red == 0 {
         vec![0.0; outer]
     } else {
