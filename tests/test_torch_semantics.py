@@ -429,3 +429,10 @@ def test_reducing_an_empty_view_past_its_buffer_does_not_panic():
     v = rgrad.zeros(2, 3, 0).chunk(3, -2)[2]
     assert v.sum().tolist() == 0.0
     assert v.sum(-1).shape == (2, 1)
+
+
+def test_relu_passes_the_gradient_at_nan_as_torch():
+    # threshold_backward masks where y <= 0, so NaN lets the gradient through ([y > 0] did not)
+    x = rgrad.tensor([float("nan"), -1.0, 0.0, 2.0], requires_grad=True)
+    x.relu().backward(rgrad.tensor([1.0, 1.0, 1.0, 1.0]))
+    assert x.grad.tolist() == [1.0, 0.0, 0.0, 1.0]

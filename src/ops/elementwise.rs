@@ -226,9 +226,11 @@ fn unary_grad(op: UnaryOp, g: &Tensor, x: Option<&Tensor>, y: Option<&Tensor>) -
         UnaryOp::Abs => mul(g, &sign(&need(x)?)?),            // g·sign(x)
         UnaryOp::Sign | UnaryOp::LogicalNot => zeros_like(g), // 0
         UnaryOp::Relu => {
-            // g·[y>0], as torch's threshold_backward: a function of y too (zero derivative)
+            // g·[not y<=0], as torch's threshold_backward (so a NaN passes the gradient): a
+            // function of y too (zero derivative)
             let y = need(y)?;
-            masked_grad(g, &y, &gt_scalar(&y, 0.0)?, "ThresholdBackwardBackward0")
+            let pass = logical_not(&le_scalar(&y, 0.0)?)?;
+            masked_grad(g, &y, &pass, "ThresholdBackwardBackward0")
         }
         UnaryOp::Exp => mul(g, &need(y)?), // g·eʸ
         UnaryOp::Log => div(g, &need(x)?), // g/x

@@ -486,8 +486,9 @@ pub fn unary_backward(
         let zero = T::from_f64(0.0);
         Some(match op {
             UnaryOp::Abs => zip(g, lg, s, ls, move |g, x| g * T::apply(UnaryOp::Sign, x)),
+            // threshold_backward: zero where y <= 0, so a NaN passes the gradient
             UnaryOp::Relu => zip(g, lg, s, ls, move |g, y| {
-                g * if y > zero { one } else { zero }
+                g * if y <= zero { zero } else { one }
             }),
             UnaryOp::Exp => zip(g, lg, s, ls, move |g, y| g * y),
             UnaryOp::Log => zip(g, lg, s, ls, move |g, x: T| g.div(x)),
