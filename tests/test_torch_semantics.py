@@ -436,3 +436,8 @@ def test_relu_passes_the_gradient_at_nan_as_torch():
     x = rgrad.tensor([float("nan"), -1.0, 0.0, 2.0], requires_grad=True)
     x.relu().backward(rgrad.tensor([1.0, 1.0, 1.0, 1.0]))
     assert x.grad.tolist() == [1.0, 0.0, 0.0, 1.0]
+
+
+def test_index_select_checks_the_dim_before_the_index_count():
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        rgrad.tensor(1).index_select(3, rgrad.tensor([0, 0, 0]))

@@ -207,6 +207,7 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     }
     let s = x.snapshot();
     let scalar_input = s.layout.ndim() == 0;
+    wrap_dim(dim, s.layout.ndim())?; // torch checks the dim first
     if scalar_input && index.numel() != 1 {
         return Err(Error::runtime(format!(
             "index_select(): Index to scalar can have only 1 value, got {} value(s)",
