@@ -441,3 +441,12 @@ def test_relu_passes_the_gradient_at_nan_as_torch():
 def test_index_select_checks_the_dim_before_the_index_count():
     with pytest.raises(IndexError, match="Dimension out of range"):
         rgrad.tensor(1).index_select(3, rgrad.tensor([0, 0, 0]))
+
+
+def test_integer_addmm_adds_its_bias():
+    # the integer GEMM zeroed its output, dropping the bias it was to accumulate onto
+    a, b = rgrad.tensor([[1, 2]]), rgrad.tensor([[3], [4]])
+    assert rgrad.addmm(rgrad.tensor([5]), a, b).tolist() == [[16]]
+    assert rgrad.addmm(rgrad.tensor([2**40]), a, b).tolist() == [[2**40 + 11]]
+    eye = rgrad.eye(2, dtype=rgrad.int64)
+    assert rgrad.addmm(rgrad.tensor([[1, 1], [1, 1]]), eye, eye).tolist() == [[2, 1], [1, 2]]
