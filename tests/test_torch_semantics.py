@@ -450,3 +450,9 @@ def test_integer_addmm_adds_its_bias():
     assert rgrad.addmm(rgrad.tensor([2**40]), a, b).tolist() == [[2**40 + 11]]
     eye = rgrad.eye(2, dtype=rgrad.int64)
     assert rgrad.addmm(rgrad.tensor([[1, 1], [1, 1]]), eye, eye).tolist() == [[2, 1], [1, 2]]
+
+
+def test_integer_pow_with_a_huge_exponent_wraps_like_torch():
+    # the exponent was clipped to u32::MAX; torch squares and multiplies over all 64 bits
+    assert rgrad.tensor([3]).pow(rgrad.tensor([2**40 + 1])).tolist() == [-5135550532504518653]
+    assert rgrad.tensor([3]).pow(rgrad.tensor([63])).tolist() == [-3237885987332494933]

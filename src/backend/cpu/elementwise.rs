@@ -194,7 +194,16 @@ impl Num for i64 {
                 _ => 0,
             }
         } else {
-            self.wrapping_pow(o.min(u32::MAX as i64) as u32)
+            // torch's powi_impl: square-and-multiply over every bit of the exponent, wrapping
+            let (mut r, mut base, mut e) = (1i64, self, o as u64);
+            while e > 0 {
+                if e & 1 == 1 {
+                    r = r.wrapping_mul(base);
+                }
+                base = base.wrapping_mul(base);
+                e >>= 1;
+            }
+            r
         }
     }
     fn neg(self) -> Self {
