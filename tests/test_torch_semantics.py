@@ -456,3 +456,19 @@ def test_integer_pow_with_a_huge_exponent_wraps_like_torch():
     # the exponent was clipped to u32::MAX; torch squares and multiplies over all 64 bits
     assert rgrad.tensor([3]).pow(rgrad.tensor([2**40 + 1])).tolist() == [-5135550532504518653]
     assert rgrad.tensor([3]).pow(rgrad.tensor([63])).tolist() == [-3237885987332494933]
+
+
+def test_one_bool_mask_with_a_one_element_value_takes_the_masked_fill_path():
+    # torch's index_put_ sends a single bool mask (after basic indexing), a one-element value
+    # and accumulate=False to masked_fill_, which casts the value
+    x = rgrad.tensor([False, False, False])
+    x[rgrad.tensor([False, True, True]),] = rgrad.tensor(3.25)
+    assert x.tolist() == [False, True, True]
+    y = rgrad.zeros(2, 2, dtype=rgrad.float64)
+    y[rgrad.tensor([True, False]), ...] = rgrad.tensor([1.0])
+    assert y.tolist() == [[1.0, 1.0], [0.0, 0.0]]
+    z = rgrad.zeros(3, dtype=rgrad.float64)
+    z.index_put_((rgrad.tensor([True, False, True]),), rgrad.tensor([2.0]))
+    assert z.tolist() == [2.0, 0.0, 2.0]
+    with pytest.raises(RuntimeError, match="got Double for the destination and Float for the source"):
+        z.index_put_((rgrad.tensor([True, False, True]),), rgrad.tensor([2.0]), accumulate=True)

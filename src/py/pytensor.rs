@@ -2150,7 +2150,9 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let me = slf.get();
         let (idx, v) = index_put_args(indices, values, "index_put_")?;
-        index_put_dtypes_match(&me.t, &v)?;
+        if !masked_fill_path(&idx, &v, accumulate) {
+            index_put_dtypes_match(&me.t, &v)?;
+        }
         ops::index_put_(&me.t, &idx, &v, accumulate)?;
         Ok(slf.clone().into_any().unbind())
     }
@@ -2164,7 +2166,9 @@ impl PyTensor {
         accumulate: bool,
     ) -> PyResult<Py<PyTensor>> {
         let (idx, v) = index_put_args(indices, values, "index_put")?;
-        index_put_dtypes_match(&self.t, &v)?;
+        if !masked_fill_path(&idx, &v, accumulate) {
+            index_put_dtypes_match(&self.t, &v)?;
+        }
         wrap(py, ops::index_put(&self.t, &idx, &v, accumulate)?)
     }
     /// `self[index]`: ints, slices, None, Ellipsis and bool give views; int or bool
@@ -2212,18 +2216,22 @@ impl PyTensor {
         if adv.is_empty() {
             ops::copy_(&r, &v)?;
         } else {
-            // torch sends `x[bool_mask] = one_element_tensor` to masked_fill_, which casts
-            let mask_fill = index
-                .cast::<PyTensor>()
-                .is_ok_and(|m| m.get().t.dtype() == DType::Bool)
-                && v.numel() == 1;
-            if value.cast::<PyTensor>().is_ok() && !mask_fill {
+            if value.cast::<PyTensor>().is_ok() && !masked_fill_path(&adv, &v, false) {
                 index_put_dtypes_match(&r, &v)?;
             }
             ops::index_put_(&r, &adv, &v, false)?;
         }
         Ok(())
     }
+}
+
+/// torch's index_put_ sends one bool mask (after basic indexing) with a one-element value
+/// and no accumulation to masked_fill_, which casts the value.
+fn masked_fill_path(indices: &[Option<Tensor>], v: &Tensor, accumulate: bool) -> bool {
+    let mut adv = indices.iter().flatten();
+    matches!((adv.next(), adv.next()), (Some(m), None) if m.dtype() == DType::Bool)
+        && v.numel() == 1
+        && !accumulate
 }
 
 /// torch's index_put, index_put_ and `x[advanced] = tensor` take no implicit cast of the values
