@@ -472,3 +472,15 @@ def test_one_bool_mask_with_a_one_element_value_takes_the_masked_fill_path():
     assert z.tolist() == [2.0, 0.0, 2.0]
     with pytest.raises(RuntimeError, match="got Double for the destination and Float for the source"):
         z.index_put_((rgrad.tensor([True, False, True]),), rgrad.tensor([2.0]), accumulate=True)
+
+
+def test_reducing_empty_views_over_a_dim_does_not_panic():
+    # the contiguous-block fold and the fused softmax sliced the buffer at an empty view's
+    # offset, which can lie past its end
+    v = rgrad.zeros(4, 2, 0).split(1, 1)[-1]
+    assert v.sum(1).shape == (4, 0)
+    assert rgrad.zeros(3, 4, 0)[1].mean(-2, keepdim=True).shape == (1, 0)
+    w = rgrad.arange(18.0).reshape(2, 3, 3)[::2][1:2, 2]
+    assert w.shape == (0, 3)
+    assert w.amax(-1, keepdim=True).shape == (0, 1)
+    assert w.softmax(-1).shape == (0, 3)

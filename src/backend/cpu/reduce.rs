@@ -46,12 +46,14 @@ fn fold<T: Copy, A: Copy>(
 ) -> Vec<A> {
     // (everything reduced on a contiguous input is the block with outer = inner = 1)
     if let Some((outer, red, inner)) = contiguous_block(layout, dims) {
-        return fold_block(
-            &data[layout.offset..layout.offset + outer * red * inner],
-            (outer, red, inner),
-            init,
-            f,
-        );
+        let n = outer * red * inner;
+        // an empty view's offset may lie past the end of its buffer
+        let block = if n == 0 {
+            &data[..0]
+        } else {
+            &data[layout.offset..layout.offset + n]
+        };
+        return fold_block(block, (outer, red, inner), init, f);
     }
     let ((ks, kst), (rs, rst)) = split(layout, dims);
     let mut out = Vec::with_capacity(crate::shape::numel(&ks));
@@ -175,8 +177,8 @@ pub fn sum_squares(buf: &Buffer, layout: &Layout, dims: &[usize]) -> Option<Buff
 /// one pass per row instead of five over the whole tensor. `None` for other layouts.
 pub fn softmax_last_dim(buf: &Buffer, layout: &Layout, log: bool) -> Option<Buffer> {
     let red = *layout.shape.last()?;
-    if red == 0 || !layout.is_contiguous() {
-        return None;
+    if red == 0 || layout.numel() == 0 || !layout.is_contiguous() {
+        return None; // (an empty view's offset may lie past the end of its buffer)
     }
     let range = layout.offset..layout.offset + layout.numel();
     Some(match buf {
@@ -434,8 +436,9 @@ pub fn arg_reduce(
     dims: &[usize],
     is_max: bool,
 ) -> (Buffer, Vec<i64>) {
-    // rows of a contiguous input, reduced whole (dims = the last ones), none empty
-    let rows = || contiguous_block(layout, dims).filter(|b| b.2 == 1 && b.1 > 0);
+    // rows of a contiguous input, reduced whole (dims = the last ones), none empty, at
+    // least one (an empty view's offset may lie past the end of its buffer)
+    let rows = || contiguous_block(layout, dims).filter(|b| b.2 == 1 && b.1 > 0 && b.0 > 0);
     match buf {
         Buffer::F32(v) if let Some((outer, red, _)) = rows() => {
             let (vals, idx) = arg_reduce_rows(&v[layout.offset..], outer, red, is_max);
