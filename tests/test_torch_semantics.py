@@ -484,3 +484,16 @@ def test_reducing_empty_views_over_a_dim_does_not_panic():
     assert w.shape == (0, 3)
     assert w.amax(-1, keepdim=True).shape == (0, 1)
     assert w.softmax(-1).shape == (0, 3)
+
+
+def test_clamp_with_number_bounds_gives_no_gradient_on_a_bound():
+    # torch 2.15: the gradient passes where min < x < max (rgrad let it through on a bound)
+    x = rgrad.tensor([0.0, 1.0, 0.5, 2.0, -1.0, float("inf"), float("nan")], requires_grad=True)
+    x.clamp(min=0, max=1).backward(rgrad.ones(7))
+    assert x.grad.tolist() == [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    y = rgrad.tensor([0.0, 1.0, -1.0], requires_grad=True)
+    y.clamp(min=0).backward(rgrad.ones(3))
+    assert y.grad.tolist() == [0.0, 1.0, 0.0]
+    z = rgrad.tensor([0.0, 1.0, 2.0], requires_grad=True)
+    z.clamp(max=1).backward(rgrad.ones(3))
+    assert z.grad.tolist() == [1.0, 0.0, 0.0]

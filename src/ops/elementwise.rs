@@ -1552,16 +1552,16 @@ impl Backward for ClampBackward1 {
     fn name(&self) -> Cow<'static, str> {
         "ClampBackward1".into()
     }
-    // gradient passes where min <= x <= max
+    // gradient passes where min < x < max: torch 2.15 gives 0 on a bound (and at NaN)
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
         let x = ctx.saved(0)?;
         let mut mask: Option<Tensor> = None;
         if let Some(lo) = self.min {
-            mask = Some(ge_scalar(&x, lo)?);
+            mask = Some(gt_scalar(&x, lo)?);
         }
         if let Some(hi) = self.max {
-            let m = le_scalar(&x, hi)?;
+            let m = lt_scalar(&x, hi)?;
             mask = Some(match mask {
                 Some(a) => logical_and(&a, &m)?,
                 None => m,
@@ -1671,6 +1671,9 @@ pub fn gt_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
 }
 pub fn ge_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
     compare(BinaryOp::Ge, Operand::T(a), Operand::S(Scalar::Float(v)))
+}
+pub fn lt_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
+    compare(BinaryOp::Lt, Operand::T(a), Operand::S(Scalar::Float(v)))
 }
 pub fn le_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
     compare(BinaryOp::Le, Operand::T(a), Operand::S(Scalar::Float(v)))
