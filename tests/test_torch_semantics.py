@@ -497,3 +497,14 @@ def test_clamp_with_number_bounds_gives_no_gradient_on_a_bound():
     z = rgrad.tensor([0.0, 1.0, 2.0], requires_grad=True)
     z.clamp(max=1).backward(rgrad.ones(3))
     assert z.grad.tolist() == [1.0, 0.0, 0.0]
+
+
+def test_relu_and_clamp_backward_select_rather_than_multiply():
+    # torch's threshold_backward and clamp_backward are selects: an infinite incoming
+    # gradient where the mask is off gives 0 (g * 0 gave NaN)
+    x = rgrad.tensor([-4.0, 0.5, 3.0], dtype=rgrad.float64, requires_grad=True)
+    x.clamp(min=0, max=2.0).reciprocal().sum().backward()
+    assert x.grad.tolist() == [0.0, -4.0, 0.0]
+    y = rgrad.tensor([-1.0, 2.0], requires_grad=True)
+    y.relu().reciprocal().sum().backward()
+    assert y.grad.tolist() == [0.0, -0.25]

@@ -1585,7 +1585,9 @@ pub fn masked_grad(g: &Tensor, x: &Tensor, mask: &Tensor, name: &'static str) ->
     let m = to_dtype(mask, g.dtype())?;
     apply(
         &[g, x],
-        || with_grad_mode(false, || mul(&g.detach(), &m)),
+        // a select, not a product, as torch's threshold_backward and clamp_backward: an
+        // infinite gradient where the mask is off gives 0, not NaN
+        || with_grad_mode(false, || where_(mask, &g.detach(), &zeros_like(g)?)),
         |_| {
             let mut s = Saver::default();
             s.input_if(true, &m);

@@ -496,9 +496,7 @@ pub fn unary_backward(
         Some(match op {
             UnaryOp::Abs => zip(g, lg, s, ls, move |g, x| g * T::apply(UnaryOp::Sign, x)),
             // threshold_backward: zero where y <= 0, so a NaN passes the gradient
-            UnaryOp::Relu => zip(g, lg, s, ls, move |g, y| {
-                g * if y <= zero { zero } else { one }
-            }),
+            UnaryOp::Relu => zip(g, lg, s, ls, move |g, y| if y <= zero { zero } else { g }),
             UnaryOp::Exp => zip(g, lg, s, ls, move |g, y| g * y),
             UnaryOp::Log => zip(g, lg, s, ls, move |g, x: T| g.div(x)),
             UnaryOp::Log1p => zip(g, lg, s, ls, move |g, x: T| g.div(x + one)),
