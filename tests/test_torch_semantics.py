@@ -508,3 +508,11 @@ def test_relu_and_clamp_backward_select_rather_than_multiply():
     y = rgrad.tensor([-1.0, 2.0], requires_grad=True)
     y.relu().reciprocal().sum().backward()
     assert y.grad.tolist() == [0.0, -0.25]
+
+
+def test_pow_by_a_zero_tensor_exponent_has_zero_gradient_at_a_zero_base():
+    # torch: where(b == 0, 0, g * b * a^(b - 1)); rgrad computed 0 * inf = NaN at a = 0
+    a = rgrad.tensor([-0.0, 0.0, 2.0, 0.0], dtype=rgrad.float64, requires_grad=True)
+    b = rgrad.tensor([0, 0, 0, 2])
+    a.pow(b).sum().backward()
+    assert a.grad.tolist() == [0.0, 0.0, 0.0, 0.0]

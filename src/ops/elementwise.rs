@@ -1081,8 +1081,11 @@ impl Backward for PowBackward1 {
         let g = grad0(g)?;
         let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
         let ga = if ctx.needs_input_grad(0) {
+            // torch: where(b == 0, 0, g·b·aᵇ⁻¹), so 0⁰ (whose aᵇ⁻¹ is inf) gives 0, not NaN
             let d = mul(&b, &pow(&a, &sub_scalar(&b, Scalar::Float(1.0))?)?)?;
-            Some(self.shapes.sum_to(&mul(&g, &d)?, 0)?)
+            let gd = mul(&g, &d)?;
+            let gd = where_(&eq_scalar(&b, 0.0)?, &zeros_like(&gd)?, &gd)?;
+            Some(self.shapes.sum_to(&gd, 0)?)
         } else {
             None
         };
