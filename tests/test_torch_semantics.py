@@ -516,3 +516,13 @@ def test_pow_by_a_zero_tensor_exponent_has_zero_gradient_at_a_zero_base():
     b = rgrad.tensor([0, 0, 0, 2])
     a.pow(b).sum().backward()
     assert a.grad.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_in_place_sub_of_a_bool_number_is_rejected_like_the_out_of_place_one():
+    # the float in-place fast path skipped the bool check that x - False makes
+    x = rgrad.tensor([1.5])
+    with pytest.raises(NotImplementedError, match="Subtraction, the `-` operator, with a bool tensor"):
+        x.sub_(False)
+    with pytest.raises(NotImplementedError, match="Subtraction, the `-` operator, with a bool tensor"):
+        x -= True
+    assert x.tolist() == [1.5]

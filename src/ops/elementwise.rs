@@ -641,7 +641,7 @@ pub fn sub_op(a: Operand<'_>, b: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
 }
 
 /// torch refuses subtraction with any bool operand (tensor or Python bool).
-fn check_sub_operands(a: Operand<'_>, b: Operand<'_>) -> Result<()> {
+pub(crate) fn check_sub_operands(a: Operand<'_>, b: Operand<'_>) -> Result<()> {
     let is_bool = |o: Operand<'_>| match o {
         Operand::T(t) => t.dtype() == DType::Bool,
         Operand::S(s) => matches!(s, Scalar::Bool(_)),
