@@ -64,7 +64,7 @@ KNOWN_ISSUES = [
      "K17 cat skips legacy empty 1-d inputs before autograd (the result may alias an input)"),
     (r"invalid shape dimension -2(.|\n)*expand\(", "K18 expand of a 0-d tensor with a -2 size"),
     (r"appears multiple times in the list of dims.*torch IndexError", "K19 amax/amin: duplicate dims checked first"),
-    (r"rgrad no exception / torch NotImplementedError\('Subtraction, the `-` operator, with a bool(.|\n)*backward",
+    (r"rgrad no exception / torch NotImplementedError\('Subtraction, the `-` operator, with (a|two) bool(.|\n)*backward",
      "K20 backward of pow with a bool exponent: torch raises (it computes b - 1 on bool), rgrad differentiates"),
     (r"rgrad no exception / torch RuntimeError\('Autograd not support dtype", "K5b see K5 (torch, later)"),
     (r"rgrad no exception / torch RuntimeError\('a (view of a )?leaf Variable that requires grad",
@@ -1047,6 +1047,9 @@ class Runner:
         )
         if is_tensor(out) and INPLACE_RE.search(step.src) and dname(out.dtype) == "int64" and float_src:
             self.undefined.add(step.target)  # float -> int64 of NaN/inf/out-of-range is undefined
+            receiver = re.match(r"\s*(?:v\d+\s*=\s*)?(v\d+)[.\[ ]", step.src)
+            if receiver:  # `v3 = v0.copy_(...)`: v0 is the same tensor
+                self.undefined.add(receiver.group(1))
         if step.values_undefined or (self.undefined and set(names_read) & self.undefined):
             self.undefined.add(step.target)
             if step.target == "loss":  # gradients flow through the undefined values too
