@@ -172,7 +172,7 @@ impl Layout {
             1
         };
         l.shape.insert(dim, 1);
-        l.strides.insert(dim, stride.max(1));
+        l.strides.insert(dim, stride); // torch: may be 0 (after a size-0 or expanded dim)
         l
     }
 
@@ -192,7 +192,7 @@ impl Layout {
         l
     }
 
-    /// Broadcasts to `shape` (torch.expand): new leading dims and size-1 dims get stride 0.
+    /// Broadcasts to `shape` (torch.expand): expanded dims get stride 0.
     pub fn expand(&self, shape: &[usize]) -> Result<Layout> {
         let n = shape.len();
         if n < self.ndim() {
@@ -215,8 +215,15 @@ impl Layout {
         checked_numel(shape)?;
         let lead = n - self.ndim();
         let mut strides: Shape = smallvec::smallvec![0; n];
-        for i in 0..n {
-            if i >= lead {
+        // right to left, as torch's inferExpandGeometry: a new leading dim of size 1 gets the
+        // stride it would have in a contiguous layout over the dims to its right, so that
+        // `stride()` matches torch (size-1 strides never move through memory anyway)
+        for i in (0..n).rev() {
+            if i < lead {
+                if shape[i] == 1 && i + 1 < n {
+                    strides[i] = shape[i + 1].saturating_mul(strides[i + 1]);
+                }
+            } else {
                 let (d, s) = (self.shape[i - lead], self.strides[i - lead]);
                 if d == shape[i] {
                     strides[i] = s;

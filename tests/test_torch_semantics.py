@@ -247,3 +247,342 @@ def test_square_is_pow_2_as_in_torch():
         assert y.grad_fn.name() == "PowBackward0"
         assert y.tolist() == [2.25, 4.0]
     assert rgrad.square(rgrad.tensor([True, False])).dtype == rgrad.int64
+
+
+# ---- found by the random-program fuzzer (tests/test_fuzz.py, tools/fuzz.py)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: rgrad.zeros(4, 0).index_select(0, rgrad.tensor([2])),
+        lambda: rgrad.zeros(4, 0)[rgrad.tensor([3, 2, -3])],
+        lambda: rgrad.zeros(3, 3).narrow(-1, 0, 0).index_put_((rgrad.tensor([-2]),), rgrad.tensor(1.0), True),
+    ],
+)
+def test_selecting_rows_of_an_empty_tensor_gives_empty_rows(call):
+    # these panicked (a slice of an empty buffer) instead of returning empty rows like torch
+    out = call()
+    assert out.numel() == 0
+
+
+def test_ops_on_empty_views_past_their_buffer_do_not_panic():
+    # an empty slice's offset can lie past the end of an empty buffer; the gather kernel,
+    # the tensor-and-number fast path and the in-place fast path sliced there and panicked
+    x = rgrad.zeros(2, 0)
+    assert x.gather(-1, rgrad.zeros(2, 0, dtype=rgrad.int64)).shape == (2, 0)
+    v = rgrad.zeros(1, 3, 0, requires_grad=True)
+    w = v[1:]
+    (w.pow(-1) * 2).sum().backward()
+    assert v.grad.shape == (1, 3, 0)
+    e = rgrad.zeros(1, 3, 0)[1:]
+    e.add_(1.0)
+    e.mul_(rgrad.zeros(0, 3, 0))
+    assert (e + 1.5).shape == (0, 3, 0)
+
+
+def test_gather_treats_0d_input_and_index_as_1d_like_torch():
+    # a 0-d input panicked; a 0-d index into a 1-d input raised (torch: ensure_nonempty_dim)
+    x = rgrad.tensor(2.5, requires_grad=True)
+    y = x.gather(0, rgrad.tensor([0, 0]))
+    assert y.tolist() == [2.5, 2.5]
+    y.sum().backward()
+    assert x.grad.tolist() == 2.0
+    assert rgrad.tensor(2.5).gather(-1, rgrad.tensor(0)).shape == ()
+    assert rgrad.tensor([1.0, 2.0]).gather(0, rgrad.tensor(1)).tolist() == 2.0
+    with pytest.raises(RuntimeError, match="Index tensor must have the same number of dimensions"):
+        rgrad.zeros(2, 3).gather(0, rgrad.tensor(0))
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        rgrad.tensor(2.5).gather(0, rgrad.tensor([1]))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        rgrad.tensor(2.5).gather(1, rgrad.tensor(0))
+
+
+def test_linspace_with_one_step_is_start():
+    # the symmetric fill gave `end` for steps=1; torch gives `start`
+    assert rgrad.linspace(-1, 2, 1).tolist() == [-1.0]
+    assert rgrad.linspace(5, -3, 1, dtype=rgrad.int64).tolist() == [5]
+    assert rgrad.linspace(-1, 2, 0).tolist() == []
+    assert rgrad.linspace(-1, 2, 2).tolist() == [-1.0, 2.0]
+
+
+def test_several_ellipses_index_like_torch():
+    # torch accepts x[..., ...]: each ellipsis skips the dims the other items leave over
+    x = rgrad.arange(6.0).reshape(2, 3)
+    assert x[..., ...].shape == (2, 3)
+    assert x[0, ..., ...].tolist() == [0.0, 1.0, 2.0]
+    assert x[..., 0, ...].tolist() == [0.0, 3.0]
+    assert x[..., None, ...].shape == (2, 3, 1)
+    with pytest.raises(IndexError):
+        x[..., ..., 0]  # the second ellipsis skips past the last dim, as in torch
+
+
+def test_ipow_is_in_place():
+    # without __ipow__, Python rebound `x **= y` to a new `x ** y` (new dtype, no leaf check)
+    x = rgrad.tensor([1.0, 2.0])
+    y = x
+    x **= rgrad.tensor(2.0, dtype=rgrad.float64)
+    assert y is x and x.dtype == rgrad.float32 and x.tolist() == [1.0, 4.0]
+    w = rgrad.tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
+        w **= 2
+
+
+def test_index_select_on_a_0d_tensor_follows_torch():
+    # rgrad returned shape [1] for a 1-d index and accepted several indices
+    x = rgrad.tensor(2.5)
+    assert x.index_select(0, rgrad.tensor([0])).shape == ()
+    assert x.index_select(-1, rgrad.tensor(0)).tolist() == 2.5
+    for idx in ([], [0, 0]):
+        with pytest.raises(RuntimeError, match="Index to scalar can have only 1 value"):
+            x.index_select(0, rgrad.tensor(idx, dtype=rgrad.int64))
+    with pytest.raises(IndexError, match="index out of range in self"):
+        x.index_select(0, rgrad.tensor([1]))
+    assert rgrad.tensor([1.0, 2.0]).index_select(0, rgrad.tensor(1)).shape == (1,)
+
+
+def test_expand_and_unsqueeze_strides_match_torch():
+    # new leading size-1 dims of expand took stride 0, and unsqueeze never gave stride 0;
+    # torch's inferExpandGeometry / unsqueeze rules give these
+    assert rgrad.zeros(2, 3).expand(1, 1, 2, 3).stride() == (6, 6, 3, 1)
+    assert rgrad.zeros(2, 3).expand(4, 1, 2, 3).stride() == (0, 6, 3, 1)
+    assert rgrad.zeros(2, 3).t().expand(1, 3, 2).stride() == (3, 1, 3)
+    assert rgrad.zeros(3, 1).expand(1, 3, 4).stride() == (3, 1, 0)
+    assert rgrad.tensor(1.0).expand(1, 2).stride() == (0, 0)
+    assert rgrad.zeros(0, 3).unsqueeze(0).stride() == (0, 3, 1)
+    assert rgrad.zeros(3, 1).expand(3, 4).unsqueeze(1).stride() == (1, 0, 0)
+    assert rgrad.zeros(2, 3).expand(1, 2, 3).is_contiguous()
+
+
+@pytest.mark.parametrize("method", ["index_put_", "index_put"])
+def test_index_put_requires_values_of_the_same_dtype(method):
+    # rgrad cast the values silently; torch refuses, also for x[int_tensor] = v (numbers and
+    # basic indexing still cast)
+    x = rgrad.zeros(3)
+    values = (rgrad.tensor(1), "Long"), (rgrad.tensor(1.0, dtype=rgrad.float64), "Double"), (rgrad.tensor(True), "Bool")
+    for v, name in values:
+        with pytest.raises(RuntimeError, match=f"got Float for the destination and {name} for the source"):
+            getattr(x, method)((rgrad.tensor([0]),), v, accumulate=True)
+    with pytest.raises(RuntimeError, match="got Float for the destination and Long for the source"):
+        x[rgrad.tensor([0])] = rgrad.tensor(2)
+    x[rgrad.tensor([0])] = 2
+    x[rgrad.tensor([False, False, True])] = rgrad.tensor([4], dtype=rgrad.int64)  # masked_fill_ casts
+    assert x[2].tolist() == 4.0
+    with pytest.raises(RuntimeError, match="got Float for the destination and Long for the source"):
+        x[rgrad.tensor([True, False, True])] = rgrad.tensor([4, 5])
+    x[1] = rgrad.tensor(3)
+    assert x.tolist() == [2.0, 3.0, 4.0]
+
+
+def test_view_results_are_leaves_or_not_as_in_torch():
+    # expand/expand_as to the same shape returned the input itself (a leaf), flatten over one
+    # dim returned a new view (not a leaf), and x[...] on a 0-d tensor lost requires_grad
+    x = rgrad.zeros(2, 3, requires_grad=True)
+    assert not x.expand(2, 3).is_leaf and x.expand(2, -1).grad_fn is not None
+    assert not x.expand_as(x).is_leaf
+    assert x.flatten(1, 1).is_leaf and x.flatten(-1, 1).is_leaf
+    assert not x.flatten(0, 1).is_leaf
+    z = rgrad.tensor(1.0, requires_grad=True)
+    w = z[...]
+    assert w.requires_grad and not w.is_leaf and w is not z
+    (w * 3).backward()
+    assert z.grad.tolist() == 3.0
+
+
+def test_chunk_of_an_empty_dim_gives_chunks_empty_pieces():
+    # torch returns `chunks` pieces (split_with_sizes); rgrad returned one
+    parts = rgrad.zeros(0, 2).chunk(3, 0)
+    assert len(parts) == 3 and all(p.shape == (0, 2) for p in parts)
+    assert len(rgrad.zeros(5).chunk(3)) == 3 and len(rgrad.zeros(4).chunk(3)) == 2
+
+
+def test_setitem_strips_the_values_leading_unit_dims():
+    # torch drops leading size-1 dims of the value (slicePrefix1sDims) before broadcasting
+    x = rgrad.zeros(3)
+    x[1] = rgrad.tensor([[5.0]])
+    assert x.tolist() == [0.0, 5.0, 0.0]
+    x[rgrad.tensor([0, 2])] = rgrad.tensor([[1.0, 2.0]])
+    assert x.tolist() == [1.0, 5.0, 2.0]
+    y = rgrad.zeros(2, 2)
+    y[0] = rgrad.tensor([[[7.0, 8.0]]])
+    assert y.tolist() == [[7.0, 8.0], [0.0, 0.0]]
+    with pytest.raises(RuntimeError):
+        x[0] = rgrad.tensor([1.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    "mat, vec, error, message",
+    [
+        ((1, 4, 1), (1,), RuntimeError, "vector \\+ matrix @ vector expected, got 1, 3, 1"),
+        ((3,), (3,), RuntimeError, "vector \\+ matrix @ vector expected, got 1, 1, 1"),
+        ((2, 3), (2, 3), RuntimeError, "vector \\+ matrix @ vector expected, got 1, 2, 2"),
+        ((), (1,), IndexError, "Dimension specified as 0 but tensor has no dimensions"),
+    ],
+)
+def test_mv_takes_only_a_matrix_and_a_vector(mat, vec, error, message):
+    # mv went straight to matmul, which also takes batched and 1-D operands
+    with pytest.raises(error, match=message):
+        rgrad.zeros(mat).mv(rgrad.zeros(vec))
+    with pytest.raises(error, match=message):
+        rgrad.mv(rgrad.zeros(mat), rgrad.zeros(vec))
+    assert rgrad.ones(2, 3).mv(rgrad.ones(3)).tolist() == [3.0, 3.0]
+
+
+def test_stack_of_mixed_dtypes_gives_each_input_a_gradient_of_its_own_dtype():
+    # the promoted (float64) gradient went back to the float32 input unconverted
+    a = rgrad.tensor([1.0, 2.0], requires_grad=True)
+    b = rgrad.tensor([3.0, 4.0], dtype=rgrad.float64, requires_grad=True)
+    s = rgrad.stack([a, b], -1)
+    assert s.dtype == rgrad.float64
+    (s * rgrad.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=rgrad.float64)).sum().backward()
+    assert a.grad.dtype == rgrad.float32 and a.grad.tolist() == [1.0, 3.0]
+    assert b.grad.dtype == rgrad.float64 and b.grad.tolist() == [2.0, 4.0]
+
+
+def test_sign_of_nan_and_zeros_is_positive_zero():
+    # torch computes (0 < x) - (x < 0): +0 for NaN and both zeros; rgrad kept NaN and -0.0
+    x = rgrad.tensor([float("nan")] * 20 + [-0.0, 0.0, 2.0, -3.0])
+    assert x.sign().tolist() == [0.0] * 22 + [1.0, -1.0]
+    assert x.double().sign().tolist() == [0.0] * 22 + [1.0, -1.0]
+    assert x[0].sign().tolist() == 0.0
+    assert str(x[20:22].sign()) == "tensor([0., 0.])"
+    y = x.clone()
+    y.sign_()
+    assert y.tolist() == [0.0] * 22 + [1.0, -1.0]
+
+
+def test_integer_pow_by_negative_tensor_exponents_follows_torch():
+    # 1 and -1 keep their magnitude under negative exponents; rgrad gave 0 for all bases
+    base = rgrad.tensor([1, -1, -1, 2, 0, -3])
+    exp = rgrad.tensor([-3, -3, -2, -1, -1, -2])
+    assert base.pow(exp).tolist() == [1, -1, 1, 0, 0, 0]
+    assert rgrad.tensor([True, False]).pow(rgrad.tensor([-3, -3])).tolist() == [1, 0]
+
+
+def test_maximum_and_minimum_gradients_with_nan_and_ties_follow_torch():
+    # derivatives.yaml: where(a == b, g / 2, g) masked where a side loses; a NaN makes no
+    # side lose, so both get the whole gradient (rgrad gave the NaN side 0)
+    nan, inf = float("nan"), float("inf")
+    for op in (rgrad.maximum, rgrad.minimum):
+        a = rgrad.tensor([nan, 1.0, 2.0, -inf, 3.0], requires_grad=True)
+        b = rgrad.tensor([1.0, nan, 2.0, -inf, nan], requires_grad=True)
+        op(a, b).sum().backward()
+        assert a.grad.tolist() == [1.0, 1.0, 0.5, 0.5, 1.0]
+        assert b.grad.tolist() == [1.0, 1.0, 0.5, 0.5, 1.0]
+    a = rgrad.tensor([1.0, 5.0], requires_grad=True)
+    b = rgrad.tensor([3.0], requires_grad=True)
+    rgrad.maximum(a, b).sum().backward()
+    assert a.grad.tolist() == [0.0, 1.0] and b.grad.tolist() == [1.0]
+
+
+def test_square_is_pow_2():
+    # square was x * x: a bool tensor stayed bool; torch computes pow(x, 2), giving int64
+    assert rgrad.square(rgrad.tensor([True, False])).dtype == rgrad.int64
+    assert rgrad.square(rgrad.tensor([3])).tolist() == [9]
+    x = rgrad.tensor([3.0], requires_grad=True)
+    rgrad.square(x).backward(rgrad.tensor([1.0]))
+    assert x.grad.tolist() == [6.0]
+
+
+def test_reducing_an_empty_view_past_its_buffer_does_not_panic():
+    # the row-sum fast path sliced the empty buffer at the view's offset
+    v = rgrad.zeros(2, 3, 0).chunk(3, -2)[2]
+    assert v.sum().tolist() == 0.0
+    assert v.sum(-1).shape == (2, 1)
+
+
+def test_relu_passes_the_gradient_at_nan_as_torch():
+    # threshold_backward masks where y <= 0, so NaN lets the gradient through ([y > 0] did not)
+    x = rgrad.tensor([float("nan"), -1.0, 0.0, 2.0], requires_grad=True)
+    x.relu().backward(rgrad.tensor([1.0, 1.0, 1.0, 1.0]))
+    assert x.grad.tolist() == [1.0, 0.0, 0.0, 1.0]
+
+
+def test_index_select_checks_the_dim_before_the_index_count():
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        rgrad.tensor(1).index_select(3, rgrad.tensor([0, 0, 0]))
+
+
+def test_integer_addmm_adds_its_bias():
+    # the integer GEMM zeroed its output, dropping the bias it was to accumulate onto
+    a, b = rgrad.tensor([[1, 2]]), rgrad.tensor([[3], [4]])
+    assert rgrad.addmm(rgrad.tensor([5]), a, b).tolist() == [[16]]
+    assert rgrad.addmm(rgrad.tensor([2**40]), a, b).tolist() == [[2**40 + 11]]
+    eye = rgrad.eye(2, dtype=rgrad.int64)
+    assert rgrad.addmm(rgrad.tensor([[1, 1], [1, 1]]), eye, eye).tolist() == [[2, 1], [1, 2]]
+
+
+def test_integer_pow_with_a_huge_exponent_wraps_like_torch():
+    # the exponent was clipped to u32::MAX; torch squares and multiplies over all 64 bits
+    assert rgrad.tensor([3]).pow(rgrad.tensor([2**40 + 1])).tolist() == [-5135550532504518653]
+    assert rgrad.tensor([3]).pow(rgrad.tensor([63])).tolist() == [-3237885987332494933]
+
+
+def test_one_bool_mask_with_a_one_element_value_takes_the_masked_fill_path():
+    # torch's index_put_ sends a single bool mask (after basic indexing), a one-element value
+    # and accumulate=False to masked_fill_, which casts the value
+    x = rgrad.tensor([False, False, False])
+    x[rgrad.tensor([False, True, True]),] = rgrad.tensor(3.25)
+    assert x.tolist() == [False, True, True]
+    y = rgrad.zeros(2, 2, dtype=rgrad.float64)
+    y[rgrad.tensor([True, False]), ...] = rgrad.tensor([1.0])
+    assert y.tolist() == [[1.0, 1.0], [0.0, 0.0]]
+    z = rgrad.zeros(3, dtype=rgrad.float64)
+    z.index_put_((rgrad.tensor([True, False, True]),), rgrad.tensor([2.0]))
+    assert z.tolist() == [2.0, 0.0, 2.0]
+    with pytest.raises(RuntimeError, match="got Double for the destination and Float for the source"):
+        z.index_put_((rgrad.tensor([True, False, True]),), rgrad.tensor([2.0]), accumulate=True)
+
+
+def test_reducing_empty_views_over_a_dim_does_not_panic():
+    # the contiguous-block fold and the fused softmax sliced the buffer at an empty view's
+    # offset, which can lie past its end
+    v = rgrad.zeros(4, 2, 0).split(1, 1)[-1]
+    assert v.sum(1).shape == (4, 0)
+    assert rgrad.zeros(3, 4, 0)[1].mean(-2, keepdim=True).shape == (1, 0)
+    w = rgrad.arange(18.0).reshape(2, 3, 3)[::2][1:2, 2]
+    assert w.shape == (0, 3)
+    assert w.amax(-1, keepdim=True).shape == (0, 1)
+    assert w.softmax(-1).shape == (0, 3)
+
+
+def test_clamp_with_number_bounds_gives_no_gradient_on_a_bound():
+    # torch 2.15: the gradient passes where min < x < max (rgrad let it through on a bound)
+    x = rgrad.tensor([0.0, 1.0, 0.5, 2.0, -1.0, float("inf"), float("nan")], requires_grad=True)
+    x.clamp(min=0, max=1).backward(rgrad.ones(7))
+    assert x.grad.tolist() == [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    y = rgrad.tensor([0.0, 1.0, -1.0], requires_grad=True)
+    y.clamp(min=0).backward(rgrad.ones(3))
+    assert y.grad.tolist() == [0.0, 1.0, 0.0]
+    z = rgrad.tensor([0.0, 1.0, 2.0], requires_grad=True)
+    z.clamp(max=1).backward(rgrad.ones(3))
+    assert z.grad.tolist() == [1.0, 0.0, 0.0]
+
+
+def test_relu_and_clamp_backward_select_rather_than_multiply():
+    # torch's threshold_backward and clamp_backward are selects: an infinite incoming
+    # gradient where the mask is off gives 0 (g * 0 gave NaN)
+    x = rgrad.tensor([-4.0, 0.5, 3.0], dtype=rgrad.float64, requires_grad=True)
+    x.clamp(min=0, max=2.0).reciprocal().sum().backward()
+    assert x.grad.tolist() == [0.0, -4.0, 0.0]
+    y = rgrad.tensor([-1.0, 2.0], requires_grad=True)
+    y.relu().reciprocal().sum().backward()
+    assert y.grad.tolist() == [0.0, -0.25]
+
+
+def test_pow_by_a_zero_tensor_exponent_has_zero_gradient_at_a_zero_base():
+    # torch: where(b == 0, 0, g * b * a^(b - 1)); rgrad computed 0 * inf = NaN at a = 0
+    a = rgrad.tensor([-0.0, 0.0, 2.0, 0.0], dtype=rgrad.float64, requires_grad=True)
+    b = rgrad.tensor([0, 0, 0, 2])
+    a.pow(b).sum().backward()
+    assert a.grad.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_in_place_sub_of_a_bool_number_is_rejected_like_the_out_of_place_one():
+    # the float in-place fast path skipped the bool check that x - False makes
+    x = rgrad.tensor([1.5])
+    with pytest.raises(NotImplementedError, match="Subtraction, the `-` operator, with a bool tensor"):
+        x.sub_(False)
+    with pytest.raises(NotImplementedError, match="Subtraction, the `-` operator, with a bool tensor"):
+        x -= True
+    assert x.tolist() == [1.5]

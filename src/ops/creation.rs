@@ -91,6 +91,10 @@ fn linspace_impl(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tenso
     }
     let n = steps as usize;
     alloc_guard(&[n], dtype)?;
+    if n == 1 {
+        // torch fills a single step with `start` (the symmetric fill below would give `end`)
+        return Ok(new_tensor(cast_f64(vec![start], dtype), &[1]));
+    }
     let step = if n > 1 {
         (end - start) / (n - 1) as f64
     } else {
@@ -106,13 +110,16 @@ fn linspace_impl(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tenso
             }
         })
         .collect();
-    let buf = match dtype {
+    Ok(new_tensor(cast_f64(vals, dtype), &[n]))
+}
+
+fn cast_f64(vals: Vec<f64>, dtype: DType) -> Buffer {
+    match dtype {
         DType::F32 => Buffer::F32(vals.iter().map(|&v| v as f32).collect()),
         DType::F64 => Buffer::F64(vals),
         DType::I64 => Buffer::I64(vals.iter().map(|&v| v as i64).collect()),
         DType::Bool => Buffer::Bool(vals.iter().map(|&v| v != 0.0).collect()),
-    };
-    Ok(new_tensor(buf, &[n]))
+    }
 }
 
 pub fn eye(n: usize, m: usize, dtype: DType) -> Result<Tensor> {

@@ -226,9 +226,11 @@ fn unary_grad(op: UnaryOp, g: &Tensor, x: Option<&Tensor>, y: Option<&Tensor>) -
         UnaryOp::Abs => mul(g, &sign(&need(x)?)?),            // g·sign(x)
         UnaryOp::Sign | UnaryOp::LogicalNot => zeros_like(g), // 0
         UnaryOp::Relu => {
-            // g·[y>0], as torch's threshold_backward: a function of y too (zero derivative)
+            // g·[not y<=0], as torch's threshold_backward (so a NaN passes the gradient): a
+            // function of y too (zero derivative)
             let y = need(y)?;
-            masked_grad(g, &y, &gt_scalar(&y, 0.0)?, "ThresholdBackwardBackward0")
+            let pass = logical_not(&le_scalar(&y, 0.0)?)?;
+            masked_grad(g, &y, &pass, "ThresholdBackwardBackward0")
         }
         UnaryOp::Exp => mul(g, &need(y)?), // g·eʸ
         UnaryOp::Log => div(g, &need(x)?), // g/x
@@ -639,7 +641,7 @@ pub fn sub_op(a: Operand<'_>, b: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
 }
 
 /// torch refuses subtraction with any bool operand (tensor or Python bool).
-fn check_sub_operands(a: Operand<'_>, b: Operand<'_>) -> Result<()> {
+pub(crate) fn check_sub_operands(a: Operand<'_>, b: Operand<'_>) -> Result<()> {
     let is_bool = |o: Operand<'_>| match o {
         Operand::T(t) => t.dtype() == DType::Bool,
         Operand::S(s) => matches!(s, Scalar::Bool(_)),
@@ -1079,8 +1081,11 @@ impl Backward for PowBackward1 {
         let g = grad0(g)?;
         let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
         let ga = if ctx.needs_input_grad(0) {
+            // torch: where(b == 0, 0, g·b·aᵇ⁻¹), so 0⁰ (whose aᵇ⁻¹ is inf) gives 0, not NaN
             let d = mul(&b, &pow(&a, &sub_scalar(&b, Scalar::Float(1.0))?)?)?;
-            Some(self.shapes.sum_to(&mul(&g, &d)?, 0)?)
+            let gd = mul(&g, &d)?;
+            let gd = where_(&eq_scalar(&b, 0.0)?, &zeros_like(&gd)?, &gd)?;
+            Some(self.shapes.sum_to(&gd, 0)?)
         } else {
             None
         };
@@ -1166,26 +1171,29 @@ impl MaximumBackward0 {
     fn into_op(self) -> crate::autograd::function::BackwardOp {
         self.into()
     }
-    // The winner gets the gradient; ties split it in half (torch's convention).
+    // derivatives.yaml: each side gets `where(a == b, grad / 2, grad)` unless it loses:
+    // the winner gets the gradient, ties split it, and where either is NaN (no order) both
+    // get all of it.
     fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], is_max: bool) -> Result<Grads> {
         let g = grad0(g)?;
         let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
-        let wins = if is_max { gt(&a, &b)? } else { lt(&a, &b)? };
-        let ties = eq(&a, &b)?;
-        let wa = add(
-            &to_dtype(&wins, g.dtype())?,
-            &mul_scalar(&to_dtype(&ties, g.dtype())?, Scalar::Float(0.5))?,
-        )?;
+        let half_ties = mul_scalar(&to_dtype(&eq(&a, &b)?, g.dtype())?, Scalar::Float(0.5))?;
+        // 1 - loses - ties / 2
+        let weight = |loses: Tensor| -> Result<Tensor> {
+            rsub_scalar(
+                &add(&to_dtype(&loses, g.dtype())?, &half_ties)?,
+                Scalar::Float(1.0),
+            )
+        };
         let ga = if ctx.needs_input_grad(0) {
-            Some(self.shapes.sum_to(&mul(&g, &wa)?, 0)?)
+            let loses = if is_max { lt(&a, &b)? } else { gt(&a, &b)? };
+            Some(self.shapes.sum_to(&mul(&g, &weight(loses)?)?, 0)?)
         } else {
             None
         };
         let gb = if ctx.needs_input_grad(1) {
-            Some(
-                self.shapes
-                    .sum_to(&mul(&g, &rsub_scalar(&wa, Scalar::Float(1.0))?)?, 1)?,
-            )
+            let loses = if is_max { gt(&a, &b)? } else { lt(&a, &b)? };
+            Some(self.shapes.sum_to(&mul(&g, &weight(loses)?)?, 1)?)
         } else {
             None
         };
@@ -1610,16 +1618,16 @@ impl Backward for ClampBackward1 {
     fn name(&self) -> Cow<'static, str> {
         "ClampBackward1".into()
     }
-    // gradient passes where min <= x <= max
+    // gradient passes where min < x < max: torch 2.15 gives 0 on a bound (and at NaN)
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
         let x = ctx.saved(0)?;
         let mut mask: Option<Tensor> = None;
         if let Some(lo) = self.min {
-            mask = Some(ge_scalar(&x, lo)?);
+            mask = Some(gt_scalar(&x, lo)?);
         }
         if let Some(hi) = self.max {
-            let m = le_scalar(&x, hi)?;
+            let m = lt_scalar(&x, hi)?;
             mask = Some(match mask {
                 Some(a) => logical_and(&a, &m)?,
                 None => m,
@@ -1643,7 +1651,9 @@ pub fn masked_grad(g: &Tensor, x: &Tensor, mask: &Tensor, name: &'static str) ->
     let m = to_dtype(mask, g.dtype())?;
     apply(
         &[g, x],
-        || with_grad_mode(false, || mul(&g.detach(), &m)),
+        // a select, not a product, as torch's threshold_backward and clamp_backward: an
+        // infinite gradient where the mask is off gives 0, not NaN
+        || with_grad_mode(false, || where_(mask, &g.detach(), &zeros_like(g)?)),
         |_| {
             let mut s = Saver::default();
             s.input_if(true, &m);
@@ -1729,6 +1739,9 @@ pub fn gt_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
 }
 pub fn ge_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
     compare(BinaryOp::Ge, Operand::T(a), Operand::S(Scalar::Float(v)))
+}
+pub fn lt_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
+    compare(BinaryOp::Lt, Operand::T(a), Operand::S(Scalar::Float(v)))
 }
 pub fn le_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
     compare(BinaryOp::Le, Operand::T(a), Operand::S(Scalar::Float(v)))

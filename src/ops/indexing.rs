@@ -79,14 +79,33 @@ fn index_values_as(index: &Tensor, size: usize, dim: usize, rule: IndexRule) -> 
 
 /// `torch.gather(x, dim, index)`.
 pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
-    let s = x.snapshot();
-    let d = wrap_dim(dim, s.layout.ndim())?;
-    let ishape = index.shape();
-    if ishape.len() != s.layout.ndim().max(1) && s.layout.ndim() > 0 {
+    let (xd, id) = (x.ndim(), index.ndim());
+    if xd.max(1) != id.max(1) {
         return Err(Error::runtime(
             "Index tensor must have the same number of dimensions as input tensor",
         ));
     }
+    if xd == 0 || id == 0 {
+        // torch treats a 0-d input or index as 1-d of size 1 (ensure_nonempty_dim); the
+        // result has the index's shape
+        wrap_dim(dim, xd)?;
+        let x1 = if xd == 0 {
+            super::reshape(x, &[1])?
+        } else {
+            x.clone()
+        };
+        let i1 = if id == 0 {
+            super::reshape(index, &[1])?
+        } else {
+            index.clone()
+        };
+        let out = gather(&x1, dim, &i1)?;
+        let shape: Vec<i64> = index.shape().iter().map(|&n| n as i64).collect();
+        return super::reshape(&out, &shape);
+    }
+    let s = x.snapshot();
+    let d = wrap_dim(dim, s.layout.ndim())?;
+    let ishape = index.shape();
     for (i, (&a, &b)) in ishape.iter().zip(&s.layout.shape).enumerate() {
         if i != d && a > b {
             return Err(Error::runtime(format!(
@@ -188,6 +207,13 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     }
     let s = x.snapshot();
     let scalar_input = s.layout.ndim() == 0;
+    wrap_dim(dim, s.layout.ndim())?; // torch checks the dim first
+    if scalar_input && index.numel() != 1 {
+        return Err(Error::runtime(format!(
+            "index_select(): Index to scalar can have only 1 value, got {} value(s)",
+            index.numel()
+        )));
+    }
     let layout = if scalar_input {
         Layout {
             shape: smallvec::smallvec![1],
@@ -201,7 +227,8 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let idx = index_values_as(index, layout.shape[d], d, IndexRule::Select)?;
     let mut out_shape = layout.shape.clone();
     out_shape[d] = idx.len();
-    if scalar_input && index.ndim() == 0 {
+    if scalar_input {
+        // torch: selecting from a 0-d tensor gives a 0-d tensor, whatever the index's shape
         out_shape.clear();
     }
     let in_shape = s.layout.shape.clone();

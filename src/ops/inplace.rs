@@ -287,6 +287,8 @@ pub fn add_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     inplace(x, |x| add_op(Operand::T(x), other, alpha))
 }
 pub fn sub_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
+    // before the fast path, which would take `x.sub_(False)` on a float tensor
+    super::elementwise::check_sub_operands(Operand::T(x), other)?;
     if let Some(r) = scaled_arith_in_place(x, k::BinaryOp::Sub, other, alpha) {
         return r;
     }

@@ -50,6 +50,24 @@ fn view_of<'a, T: Element>(data: &'a [T], s: &Snapshot, batch_offset: usize) -> 
     }
 }
 
+/// `torch.mv(mat, vec)`: torch's argument checks, then the matrix-vector product (matmul
+/// alone would also take batched or 1-D left operands).
+pub fn mv(mat: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    if mat.ndim() == 0 {
+        return Err(Error::index(
+            "Dimension specified as 0 but tensor has no dimensions",
+        ));
+    }
+    if mat.ndim() != 2 || vec.ndim() != 1 {
+        return Err(Error::runtime(format!(
+            "vector + matrix @ vector expected, got 1, {}, {}",
+            mat.ndim(),
+            vec.ndim()
+        )));
+    }
+    matmul(mat, vec)
+}
+
 /// `C[b] = A[b]·B[b]` for 2-D (no batch) or 3-D inputs of matching batch size.
 fn gemm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.snapshot(), b.snapshot());

@@ -112,6 +112,9 @@ pub fn flatten(x: &Tensor, start: i64, end: i64) -> Result<Tensor> {
             "flatten() has invalid args: start_dim cannot come after end_dim",
         ));
     }
+    if s == e {
+        return Ok(x.clone()); // torch returns the input itself (still a leaf), not a view
+    }
     let mut dims: Vec<i64> = shape[..s].iter().map(|&d| d as i64).collect();
     dims.push(shape[s..=e].iter().product::<usize>() as i64);
     dims.extend(shape[e + 1..].iter().map(|&d| d as i64));
@@ -120,10 +123,16 @@ pub fn flatten(x: &Tensor, start: i64, end: i64) -> Result<Tensor> {
 
 /// `x.expand(*sizes)` (-1 keeps a size).
 pub fn expand(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    let l = x.layout();
-    if l.shape.as_slice() == shape {
+    if x.shape().as_slice() == shape {
         return Ok(x.clone());
     }
+    expand_view(x, shape)
+}
+
+/// `x.expand(*sizes)` as the user calls it: always a new view, even to the same shape
+/// (torch returns a non-leaf alias there; `expand` above skips it for internal broadcasts).
+pub fn expand_view(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let l = x.layout();
     if shape.len() < l.ndim() {
         let list = |s: &[usize]| {
             s.iter()
@@ -184,7 +193,7 @@ pub fn expand_sizes(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
             out.push(s as usize);
         }
     }
-    expand(x, &out)
+    expand_view(x, &out)
 }
 
 #[derive(Clone)]
@@ -738,6 +747,7 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
                 StackBackward0 {
                     dim: d,
                     n: tensors.len(),
+                    dtypes: tensors.iter().map(Tensor::dtype).collect(),
                 },
                 saved![],
             )
@@ -749,6 +759,9 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 pub struct StackBackward0 {
     dim: usize,
     n: usize,
+    /// the inputs' dtypes: with mixed dtypes the output is promoted, and each input's
+    /// gradient goes back in its own dtype (torch keeps `tensors_args_scalartypes`)
+    dtypes: Box<[crate::dtype::DType]>,
 }
 impl Backward for StackBackward0 {
     fn name(&self) -> Cow<'static, str> {
@@ -759,7 +772,11 @@ impl Backward for StackBackward0 {
         (0..self.n)
             .map(|i| {
                 if ctx.needs_input_grad(i) {
-                    select(&g, self.dim as i64, i as i64).map(Some)
+                    let gi = select(&g, self.dim as i64, i as i64)?;
+                    match self.dtypes.get(i) {
+                        Some(&d) if d != gi.dtype() => super::to_dtype(&gi, d).map(Some),
+                        _ => Ok(Some(gi)),
+                    }
                 } else {
                     Ok(None)
                 }

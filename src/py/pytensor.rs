@@ -351,16 +351,11 @@ fn apply_index(
     let mut r = x.clone();
     let mut d = 0usize;
     let mut adv: Vec<(usize, Tensor)> = Vec::new();
-    let mut saw_ellipsis = false;
     let mut removed = 0usize; // dims removed by integer indices, for torch's error numbering
     for it in &items {
         if it.is_instance_of::<PyEllipsis>() {
-            if saw_ellipsis {
-                return Err(pyo3::exceptions::PyIndexError::new_err(
-                    "an index can only have a single ellipsis ('...')",
-                ));
-            }
-            saw_ellipsis = true;
+            // torch accepts several ellipses: each one skips the dims no other item takes
+            // (so a second one skips past the end)
             d += ndim - consumed;
         } else if it.is_none() {
             r = ops::unsqueeze(&r, d as i64)?;
@@ -997,6 +992,16 @@ impl PyTensor {
     fn __itruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         let b = other_arg(o, "itruediv")?;
         ops::div_(&slf.get().t, b.operand())?;
+        Ok(())
+    }
+    /// `self **= other`, in place (as torch; without it Python rebinds to `self ** other`).
+    fn __ipow__(
+        slf: &Bound<'_, Self>,
+        o: &Bound<'_, PyAny>,
+        _modulo: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let b = other_arg(o, "ipow")?;
+        ops::pow_(&slf.get().t, b.operand())?;
         Ok(())
     }
 
@@ -1921,7 +1926,7 @@ impl PyTensor {
     ///     vec: A 1-D tensor.
     fn mv(&self, py: Python<'_>, vec: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let b = convert::tensor_arg(vec, "mv", "vec", 1)?;
-        wrap(py, ops::matmul(&self.t, &b)?)
+        wrap(py, ops::mv(&self.t, &b)?)
     }
     /// Computes the dot product of two 1-D tensors.
     ///
@@ -2060,7 +2065,7 @@ impl PyTensor {
     ///     other: A tensor whose shape is used.
     fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let o = convert::tensor_arg(other, "expand_as", "other", 1)?;
-        wrap(py, ops::expand(&self.t, &o.shape())?)
+        wrap(py, ops::expand_view(&self.t, &o.shape())?)
     }
     /// Repeats this tensor along the specified dimensions (copying the data).
     ///
@@ -2115,8 +2120,12 @@ impl PyTensor {
             ));
         }
         let (_, len) = dim_size(&self.t, dim, "chunk")?;
-        let size = len.div_ceil(chunks).max(1);
-        let sizes = ops::split_sizes(len, size)?;
+        let sizes = if len == 0 {
+            // torch: `chunks` empty pieces (split would give one), via split_with_sizes
+            vec![0; chunks]
+        } else {
+            ops::split_sizes(len, len.div_ceil(chunks))?
+        };
         let parts = ops::split(&self.t, &sizes, dim)?;
         let objs: Vec<Py<PyTensor>> = parts
             .into_iter()
@@ -2215,6 +2224,9 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let me = slf.get();
         let (idx, v) = index_put_args(indices, values, "index_put_")?;
+        if !masked_fill_path(&idx, &v, accumulate) {
+            index_put_dtypes_match(&me.t, &v)?;
+        }
         ops::index_put_(&me.t, &idx, &v, accumulate)?;
         Ok(slf.clone().into_any().unbind())
     }
@@ -2228,6 +2240,9 @@ impl PyTensor {
         accumulate: bool,
     ) -> PyResult<Py<PyTensor>> {
         let (idx, v) = index_put_args(indices, values, "index_put")?;
+        if !masked_fill_path(&idx, &v, accumulate) {
+            index_put_dtypes_match(&self.t, &v)?;
+        }
         wrap(py, ops::index_put(&self.t, &idx, &v, accumulate)?)
     }
     /// `self[index]`: ints, slices, None, Ellipsis and bool give views; int or bool
@@ -2237,11 +2252,14 @@ impl PyTensor {
         if adv.is_empty() {
             // x[...] and x[:] still return a new view object, as in torch
             if r.same(&self.t) {
-                return wrap(
-                    py,
-                    ops::slice(&self.t, 0, None, None, 1)
-                        .unwrap_or_else(|_| self.t.alias_with_layout(self.t.layout())),
-                );
+                // a 0-d tensor has no dim to slice: a differentiable 0-d view keeps its
+                // history (torch: AliasBackward0; a bare alias lost requires_grad)
+                let v = if self.t.ndim() == 0 {
+                    ops::view(&self.t, &[])?
+                } else {
+                    ops::slice(&self.t, 0, None, None, 1)?
+                };
+                return wrap(py, v);
             }
             return wrap(py, r);
         }
@@ -2261,13 +2279,47 @@ impl PyTensor {
                 }
             },
         };
+        // torch strips the value's leading size-1 dims first (slicePrefix1sDims)
+        let lead = v.shape().iter().take_while(|&&d| d == 1).count();
+        let v = if lead > 0 {
+            let rest: Vec<i64> = v.shape()[lead..].iter().map(|&d| d as i64).collect();
+            ops::reshape(&v, &rest)?
+        } else {
+            v
+        };
         if adv.is_empty() {
             ops::copy_(&r, &v)?;
         } else {
+            if value.cast::<PyTensor>().is_ok() && !masked_fill_path(&adv, &v, false) {
+                index_put_dtypes_match(&r, &v)?;
+            }
             ops::index_put_(&r, &adv, &v, false)?;
         }
         Ok(())
     }
+}
+
+/// torch's index_put_ sends one bool mask (after basic indexing) with a one-element value
+/// and no accumulation to masked_fill_, which casts the value.
+fn masked_fill_path(indices: &[Option<Tensor>], v: &Tensor, accumulate: bool) -> bool {
+    let mut adv = indices.iter().flatten();
+    matches!((adv.next(), adv.next()), (Some(m), None) if m.dtype() == DType::Bool)
+        && v.numel() == 1
+        && !accumulate
+}
+
+/// torch's index_put, index_put_ and `x[advanced] = tensor` take no implicit cast of the values
+/// (a number, or a basic index, is cast).
+fn index_put_dtypes_match(x: &Tensor, v: &Tensor) -> PyResult<()> {
+    if x.dtype() != v.dtype() {
+        return Err(Error::runtime(format!(
+            "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
+            x.dtype().scalar_type_name(),
+            v.dtype().scalar_type_name()
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// The `indices` tuple (tensors or None) and `values` tensor of index_put.

@@ -187,10 +187,30 @@ impl Num for i64 {
     }
     fn pow(self, o: Self) -> Self {
         if o < 0 {
-            // torch raises for negative integer powers of integers; the op layer checks first.
-            0
+            // torch raises for a negative scalar exponent (the op layer checks first); with a
+            // tensor exponent it computes powi: 1 and -1 keep their magnitude, the rest give 0
+            match self {
+                1 => 1,
+                -1 => {
+                    if o % 2 == 0 {
+                        1
+                    } else {
+                        -1
+                    }
+                }
+                _ => 0,
+            }
         } else {
-            self.wrapping_pow(o.min(u32::MAX as i64) as u32)
+            // torch's powi_impl: square-and-multiply over every bit of the exponent, wrapping
+            let (mut r, mut base, mut e) = (1i64, self, o as u64);
+            while e > 0 {
+                if e & 1 == 1 {
+                    r = r.wrapping_mul(base);
+                }
+                base = base.wrapping_mul(base);
+                e >>= 1;
+            }
+            r
         }
     }
     fn neg(self) -> Self {
@@ -258,7 +278,8 @@ macro_rules! float_impl {
                         } else if x < 0.0 {
                             -1.0
                         } else {
-                            x * 0.0 // keeps nan and signed zero like torch
+                            // torch computes (0 < x) - (x < 0): +0 for both zeros and for NaN
+                            0.0
                         }
                     }
                     UnaryOp::Relu => {
@@ -481,9 +502,8 @@ pub fn unary_backward(
         let zero = T::from_f64(0.0);
         Some(match op {
             UnaryOp::Abs => zip(g, lg, s, ls, move |g, x| g * T::apply(UnaryOp::Sign, x)),
-            UnaryOp::Relu => zip(g, lg, s, ls, move |g, y| {
-                g * if y > zero { one } else { zero }
-            }),
+            // threshold_backward: zero where y <= 0, so a NaN passes the gradient
+            UnaryOp::Relu => zip(g, lg, s, ls, move |g, y| if y <= zero { zero } else { g }),
             UnaryOp::Exp => zip(g, lg, s, ls, move |g, y| g * y),
             UnaryOp::Log => zip(g, lg, s, ls, move |g, x: T| g.div(x)),
             UnaryOp::Log1p => zip(g, lg, s, ls, move |g, x: T| g.div(x + one)),
@@ -684,7 +704,12 @@ pub fn binary_scalar(
         return None;
     }
     let n = la.numel();
-    let range = la.offset..la.offset + n;
+    // an empty view's offset may lie past the end of its (empty) buffer
+    let range = if n == 0 {
+        0..0
+    } else {
+        la.offset..la.offset + n
+    };
     Some(match a {
         Buffer::F32(v) => Buffer::F32(float_scalar_map(op, &v[range], s as f32, scalar_first)),
         Buffer::F64(v) => Buffer::F64(float_scalar_map(op, &v[range], s, scalar_first)),
@@ -740,6 +765,9 @@ pub fn arith_in_place(op: BinaryOp, dst: &mut Buffer, ld: &Layout, rhs: InPlaceR
         return false;
     }
     let n = ld.numel();
+    if n == 0 {
+        return true; // nothing to write; an empty view's offset may lie past its buffer's end
+    }
     let range = ld.offset..ld.offset + n;
     match (dst, rhs) {
         (Buffer::F32(d), InPlaceRhs::Slice(Buffer::F32(r), lr))

@@ -199,8 +199,8 @@ fn int_gemm(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel:
             .collect();
         (&packed[..], 0, n)
     };
+    // `out` arrives zeroed, or holding the bias to accumulate onto (addmm): no fill here
     let block = |i0: usize, chunk: &mut [i64]| {
-        chunk.fill(0);
         let rows = chunk.len() / n;
         for j0 in (0..n).step_by(JB) {
             let j1 = (j0 + JB).min(n);

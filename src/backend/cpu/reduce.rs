@@ -46,12 +46,14 @@ fn fold<T: Copy, A: Copy>(
 ) -> Vec<A> {
     // (everything reduced on a contiguous input is the block with outer = inner = 1)
     if let Some((outer, red, inner)) = contiguous_block(layout, dims) {
-        return fold_block(
-            &data[layout.offset..layout.offset + outer * red * inner],
-            (outer, red, inner),
-            init,
-            f,
-        );
+        let n = outer * red * inner;
+        // an empty view's offset may lie past the end of its buffer
+        let block = if n == 0 {
+            &data[..0]
+        } else {
+            &data[layout.offset..layout.offset + n]
+        };
+        return fold_block(block, (outer, red, inner), init, f);
     }
     let ((ks, kst), (rs, rst)) = split(layout, dims);
     let mut out = Vec::with_capacity(crate::shape::numel(&ks));
@@ -126,7 +128,12 @@ fn row_sums<T: Copy>(
     if inner != 1 {
         return None;
     }
-    let rows = &data[layout.offset..layout.offset + outer * red];
+    // an empty view's offset may lie past the end of its (empty) buffer
+    let rows = if outer * red == 0 {
+        &data[..0]
+    } else {
+        &data[layout.offset..layout.offset + outer * red]
+    };
     Some(if red == 0 {
         vec![0.0; outer]
     } else {
@@ -170,8 +177,8 @@ pub fn sum_squares(buf: &Buffer, layout: &Layout, dims: &[usize]) -> Option<Buff
 /// one pass per row instead of five over the whole tensor. `None` for other layouts.
 pub fn softmax_last_dim(buf: &Buffer, layout: &Layout, log: bool) -> Option<Buffer> {
     let red = *layout.shape.last()?;
-    if red == 0 || !layout.is_contiguous() {
-        return None;
+    if red == 0 || layout.numel() == 0 || !layout.is_contiguous() {
+        return None; // (an empty view's offset may lie past the end of its buffer)
     }
     let range = layout.offset..layout.offset + layout.numel();
     Some(match buf {
@@ -429,8 +436,9 @@ pub fn arg_reduce(
     dims: &[usize],
     is_max: bool,
 ) -> (Buffer, Vec<i64>) {
-    // rows of a contiguous input, reduced whole (dims = the last ones), none empty
-    let rows = || contiguous_block(layout, dims).filter(|b| b.2 == 1 && b.1 > 0);
+    // rows of a contiguous input, reduced whole (dims = the last ones), none empty, at
+    // least one (an empty view's offset may lie past the end of its buffer)
+    let rows = || contiguous_block(layout, dims).filter(|b| b.2 == 1 && b.1 > 0 && b.0 > 0);
     match buf {
         Buffer::F32(v) if let Some((outer, red, _)) = rows() => {
             let (vals, idx) = arg_reduce_rows(&v[layout.offset..], outer, red, is_max);
@@ -475,6 +483,10 @@ pub fn gather(
     with_dtype!(buf.dtype(), T => {
         let data = T::slice(buf);
         let mut out = Vec::with_capacity(index.len());
+        if index.is_empty() {
+            // nothing to read (rows of an empty input may start past its buffer's end)
+            return T::into_buffer(out);
+        }
         let last = layout.ndim().saturating_sub(1);
         if dim == last && layout.strides.get(last) == Some(&1) && index_shape.len() == layout.ndim() {
             // along contiguous rows (a loss picking each row's target): a row at a time
@@ -547,6 +559,8 @@ pub fn index_select(buf: &Buffer, layout: &Layout, dim: usize, index: &[i64]) ->
             for &i in index {
                 let start = base + i as usize * layout.strides[dim];
                 match slab {
+                    // an empty slab may start past the end of an empty buffer
+                    Some(0) => {}
                     Some(len) => out.extend_from_slice(&data[start..start + len]),
                     None => for_each_offset(&sub.shape, &sub.strides, start, |o| out.push(data[o])),
                 }
