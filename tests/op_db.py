@@ -1161,10 +1161,12 @@ def build_op_db(T) -> list[OpInfo]:
         add(f"__r{opname}__", f, f,
             scalar_self_samples(),
             domain=DEFAULT_DOMAIN if opname != "truediv" else (0.5, 2.0))
-    add("__pow__", lambda a, b: a ** b, lambda a, b: a ** b, variant_binary_samples(mb=_exponent), domain=(0.5, 2.0))
+    add("__pow__", lambda a, b: a ** b, lambda a, b: a ** b, variant_binary_samples(mb=_exponent), domain=(0.5, 2.0),
+        inplace="__ipow__")
     add("__pow__.scalar", lambda a, b: a ** b, lambda a, b: a ** b,
         lambda m, rng: [S(m(3, 4), 2), S(m(3, 4), 3.0), S(_positive(m, 2, 3), 0.5), S(m(), 2),
-                        S(NC(m(4, 3), "t"), 2)])
+                        S(NC(m(4, 3), "t"), 2)],
+        inplace="__ipow__")
     add("__rpow__", lambda a, b: a ** b, lambda a, b: a ** b, scalar_self_samples((2.0, 0.5, 3.0, 2)))
     add("__matmul__", lambda a, b: a @ b, lambda a, b: a @ b,
         lambda m, rng: matmul_samples(m, rng)[1:7:2] + [S(NC(m(4, 3), "t"), NC(m(2, 4), "t"))])
