@@ -586,3 +586,78 @@ def test_in_place_sub_of_a_bool_number_is_rejected_like_the_out_of_place_one():
     with pytest.raises(NotImplementedError, match="Subtraction, the `-` operator, with a bool tensor"):
         x -= True
     assert x.tolist() == [1.5]
+
+
+# ---- found by the 100,000-case fuzz run on the merged tree (issue 13); each checked on torch too
+
+
+@pytest.fixture(params=["rgrad", "torch"])
+def lib(request):
+    return rgrad if request.param == "rgrad" else pytest.importorskip("torch")
+
+
+def test_std_backward_is_zero_where_the_std_is_zero(lib):
+    # torch's std_backward masks 1/(2 std) where std == 0: equal values give 0, not 0/0
+    x = lib.tensor([[1.5, 1.5], [1.0, 3.0]], dtype=lib.float64, requires_grad=True)
+    x.std(1).sum().backward()
+    # row 1: d std/dx = (x - mean) / ((N - 1) std) = [-1, 1] / (1 * sqrt(2))
+    assert x.grad[0].tolist() == [0.0, 0.0]
+    assert x.grad[1].tolist() == pytest.approx([-(0.5**0.5), 0.5**0.5])
+
+
+def test_bool_to_the_power_false_is_true(lib):
+    x = lib.tensor([True, False])
+    assert x.pow(False).tolist() == [True, True]
+    assert x.pow(True).tolist() == [True, False]
+
+
+def test_alpha_is_checked_against_the_result_dtype(lib):
+    with pytest.raises(RuntimeError, match=r"^For integral input tensors, argument alpha must not be a floating"):
+        lib.tensor([1]).add(1, alpha=0.5)
+    with pytest.raises(RuntimeError, match=r"^Boolean alpha only supported for Boolean results\.$"):
+        lib.tensor([1.0]).add(1, alpha=True)
+    assert lib.tensor([True]).add(lib.tensor([True]), alpha=2).tolist() == [True]
+    assert lib.tensor([True]).add(lib.tensor([False]), alpha=0).tolist() == [True]
+
+
+def test_clamp_with_tensor_bounds_splits_the_gradient_on_a_tie(lib):
+    x = lib.tensor([0.0, 1.0, 2.0, 3.0], requires_grad=True)
+    lo = lib.tensor([1.0, 1.0, 1.0, 1.0], requires_grad=True)
+    hi = lib.tensor([2.0, 2.0, 2.0, 2.0], requires_grad=True)
+    lib.clamp(x, lo, hi).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.5, 0.5, 0.0]
+    assert lo.grad.tolist() == [1.0, 0.5, 0.0, 0.0]
+    assert hi.grad.tolist() == [0.0, 0.0, 0.5, 1.0]
+
+
+OVERLAP = r"^unsupported operation: more than one element of the written-to tensor refers to a single memory location"
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda t, lib: t.add_(1),
+        lambda t, lib: t.mul_(2),
+        lambda t, lib: t.exp_(),
+        lambda t, lib: t.clamp_(0, 1),
+        lambda t, lib: t.copy_(lib.ones(3)),
+    ],
+    ids=["add_", "mul_", "exp_", "clamp_", "copy_"],
+)
+def test_in_place_arithmetic_on_an_expanded_tensor_is_refused(lib, write):
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        write(lib.zeros(1).expand(3), lib)
+
+
+def test_fill_and_indexed_writes_on_an_expanded_tensor_are_allowed(lib):
+    assert lib.zeros(1).expand(3).fill_(1).tolist() == [1.0, 1.0, 1.0]
+    assert lib.zeros(1).expand(3).zero_().tolist() == [0.0, 0.0, 0.0]
+    assert lib.zeros(1, 2).expand(3, 2)[0].add_(1).tolist() == [1.0, 1.0]  # a row has no overlap
+    assert lib.zeros(2).expand(0, 2).add_(1).shape == (0, 2)
+
+
+def test_shapes_that_do_not_broadcast_are_found_before_a_missing_bool_kernel(lib):
+    a, b = lib.tensor([True, False]), lib.tensor([True, False, True])
+    for f in (lambda: a.pow(b), lambda: a.fmod(b)):
+        with pytest.raises(RuntimeError, match=r"^The size of tensor a \(2\) must match the size of tensor b \(3\)"):
+            f()

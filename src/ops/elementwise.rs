@@ -703,9 +703,15 @@ fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Res
         }
     }
     let (a, b, dtype) = promote(a, b, false)?;
-    if dtype == DType::Bool && alpha != Scalar::Int(1) && alpha != Scalar::Bool(true) {
+    // torch's alpha_check, on the result dtype
+    if matches!(alpha, Scalar::Bool(_)) && dtype != DType::Bool {
         return Err(Error::runtime(
             "Boolean alpha only supported for Boolean results.",
+        ));
+    }
+    if matches!(alpha, Scalar::Float(_)) && !dtype.is_float() {
+        return Err(Error::runtime(
+            "For integral input tensors, argument alpha must not be a floating point number.",
         ));
     }
     let b_scaled = if alpha.as_f64() == 1.0 {
@@ -941,6 +947,10 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     // torch: a bool tensor to the power of a bool tensor has no kernel (a Python bool
     // exponent is fine)
     let bool_tensor = |o: &Operand<'_>| matches!(o, Operand::T(t) if t.dtype() == DType::Bool);
+    if let (Operand::T(x), Operand::T(y)) = (a, b) {
+        // torch finds shapes that do not broadcast first
+        broadcast_shapes(&x.shape(), &y.shape())?;
+    }
     if bool_tensor(&a) && bool_tensor(&b) {
         return Err(Error::not_implemented("\"pow\" not implemented for 'Bool'"));
     }
@@ -1234,6 +1244,10 @@ fn check_int_divisor(b: &Tensor) -> Result<()> {
 }
 
 fn division_operands(a: Operand<'_>, b: Operand<'_>, what: &str) -> Result<(Tensor, Tensor)> {
+    if let (Operand::T(x), Operand::T(y)) = (a, b) {
+        // torch finds shapes that do not broadcast before the dtype it has no kernel for
+        broadcast_shapes(&x.shape(), &y.shape())?;
+    }
     let (a, b, dtype) = promote(a, b, false)?;
     if dtype == DType::Bool {
         return Err(Error::not_implemented(format!(
@@ -1591,8 +1605,9 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
     )
 }
 
-/// `clamp(x, min, max)` with tensor bounds (broadcast): `where` keeps torch's gradient
-/// routing (x gets the gradient where min <= x <= max, a bound where it was taken).
+/// `clamp(x, min, max)` with tensor bounds (broadcast): `minimum(maximum(x, min), max)`,
+/// which routes the gradient as torch 2.15 does: to x strictly inside, to a bound where
+/// it was taken, split in half between x and a bound it equals.
 pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     if min.is_none() && max.is_none() {
         return Err(Error::runtime(
@@ -1601,10 +1616,10 @@ pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> R
     }
     let mut r = x.clone();
     if let Some(lo) = min {
-        r = where_(&lt(&r, lo)?, lo, &r)?;
+        r = maximum(&r, lo)?;
     }
     if let Some(hi) = max {
-        r = where_(&gt(&r, hi)?, hi, &r)?;
+        r = minimum(&r, hi)?;
     }
     Ok(r)
 }

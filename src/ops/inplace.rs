@@ -275,6 +275,28 @@ fn inplace(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tens
     Ok(x.clone())
 }
 
+/// [`inplace`] for the ops torch runs through its TensorIterator (arithmetic, unary
+/// functions, clamp, copy_): they refuse to write a tensor whose elements share memory
+/// (an expanded dim), as torch's `assert_no_internal_overlap` does. fill_, zero_,
+/// masked_fill_ and index_put_ write such tensors, as in torch.
+fn inplace_no_overlap(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    check_writable(x)?;
+    let l = x.layout();
+    if l.shape
+        .iter()
+        .zip(&l.strides)
+        .any(|(&d, &s)| d > 1 && s == 0)
+    {
+        return Err(Error::runtime(
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory \
+             location. Please clone() the tensor before performing the operation.",
+        ));
+    }
+    let r = f(x)?;
+    commit(x, &r)?;
+    Ok(x.clone())
+}
+
 /// Runs an out-of-place op on `x` and commits it into `x` (for the binding layer).
 pub fn commit_checked(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<()> {
     inplace(x, f).map(|_| ())
@@ -284,7 +306,7 @@ pub fn add_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     if let Some(r) = scaled_arith_in_place(x, k::BinaryOp::Add, other, alpha) {
         return r;
     }
-    inplace(x, |x| add_op(Operand::T(x), other, alpha))
+    inplace_no_overlap(x, |x| add_op(Operand::T(x), other, alpha))
 }
 pub fn sub_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     // before the fast path, which would take `x.sub_(False)` on a float tensor
@@ -292,7 +314,7 @@ pub fn sub_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     if let Some(r) = scaled_arith_in_place(x, k::BinaryOp::Sub, other, alpha) {
         return r;
     }
-    inplace(x, |x| sub_op(Operand::T(x), other, alpha))
+    inplace_no_overlap(x, |x| sub_op(Operand::T(x), other, alpha))
 }
 
 /// [`arith_in_place`] for `x op= alpha * other` (an optimiser's `p.add_(g, alpha=-lr)`):
@@ -323,17 +345,17 @@ pub fn mul_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
     if let Some(r) = arith_in_place(x, k::BinaryOp::Mul, other) {
         return r;
     }
-    inplace(x, |x| mul_op(Operand::T(x), other))
+    inplace_no_overlap(x, |x| mul_op(Operand::T(x), other))
 }
 pub fn div_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
     if let Some(r) = arith_in_place(x, k::BinaryOp::Div, other) {
         return r;
     }
-    inplace(x, |x| div_op(Operand::T(x), other))
+    inplace_no_overlap(x, |x| div_op(Operand::T(x), other))
 }
 /// `x.div_(other, rounding_mode="floor" | "trunc")` (zero gradient, as out of place).
 pub fn div_rounded_(x: &Tensor, other: Operand<'_>, floor: bool) -> Result<Tensor> {
-    inplace(x, |x| crate::ops::div_rounded(Operand::T(x), other, floor))
+    inplace_no_overlap(x, |x| crate::ops::div_rounded(Operand::T(x), other, floor))
 }
 
 /// `x op= other` written straight into x's storage when there is nothing to record
@@ -391,19 +413,19 @@ fn arith_in_place(x: &Tensor, op: k::BinaryOp, other: Operand<'_>) -> Option<Res
     Some(Ok(x.clone()))
 }
 pub fn pow_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
-    inplace(x, |x| pow_op(Operand::T(x), other))
+    inplace_no_overlap(x, |x| pow_op(Operand::T(x), other))
 }
 pub fn clamp_(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
-    inplace(x, |x| clamp(x, min, max))
+    inplace_no_overlap(x, |x| clamp(x, min, max))
 }
 pub fn clamp_tensor_(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
-    inplace(x, |x| clamp_tensor(x, min, max))
+    inplace_no_overlap(x, |x| clamp_tensor(x, min, max))
 }
 pub fn relu_(x: &Tensor) -> Result<Tensor> {
-    inplace(x, relu)
+    inplace_no_overlap(x, relu)
 }
 pub fn unary_(x: &Tensor, op: crate::backend::cpu::elementwise::UnaryOp) -> Result<Tensor> {
-    inplace(x, |x| unary(op, x))
+    inplace_no_overlap(x, |x| unary(op, x))
 }
 
 /// `x.fill_(v)`: the old value gets a zero gradient (masked_fill over everything).
@@ -447,7 +469,7 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
     })?;
     let src_shape = src.shape();
     let dtype = x.dtype();
-    inplace(x, |_| {
+    inplace_no_overlap(x, |_| {
         // x's old history is an input too, as in torch: it gets a zero gradient
         apply(
             &[x, src],

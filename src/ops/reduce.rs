@@ -632,19 +632,22 @@ pub struct VarGrad {
     n: usize,
 }
 impl VarGrad {
-    // d var/dx = 2(x - mean)/(N - c);  d std/dx = (x - mean)/((N - c)·std)
+    // d var/dx = 2(x - mean)/(N - c);  d std/dx = d var/dx / (2 std), taken as 0 where
+    // std = 0 (torch's std_backward masks it, so equal values give 0, not 0/0). Computed
+    // in torch's order: the std's gradient becomes a variance gradient first.
     fn grad(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], is_std: bool) -> Result<Grads> {
         let x = ctx.saved(0)?;
         let di: Vec<i64> = self.r.dims.iter().map(|&i| i as i64).collect();
         let c = sub(&x, &mean(&x, Some(&di), true)?)?;
-        let g = self.r.expand_back(&grad0(g)?)?;
+        let mut g = grad0(g)?;
+        if is_std {
+            let y = ctx.saved(1)?;
+            let gv = div(&g, &mul_scalar(&y, Scalar::Float(2.0))?)?;
+            g = super::masked_fill(&gv, &super::eq_scalar(&y, 0.0)?, Scalar::Float(0.0))?;
+        }
+        let g = self.r.expand_back(&g)?;
         let denom = self.n as f64 - self.correction;
-        let r = if is_std {
-            let y = self.r.expand_back(&ctx.saved(1)?)?;
-            div(&mul(&g, &c)?, &mul_scalar(&y, Scalar::Float(denom))?)?
-        } else {
-            mul(&g, &mul_scalar(&c, Scalar::Float(2.0 / denom))?)?
-        };
+        let r = mul(&mul_scalar(&g, Scalar::Float(2.0 / denom))?, &c)?;
         Ok(smallvec::smallvec![Some(r)])
     }
 }

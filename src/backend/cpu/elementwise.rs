@@ -897,6 +897,8 @@ pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) ->
             |x, y| match op {
                 BinaryOp::Add | BinaryOp::Maximum => x || y,
                 BinaryOp::Mul | BinaryOp::Minimum => x && y,
+                // x^0 = 1, x^1 = x
+                BinaryOp::Pow => x || !y,
                 _ => x,
             },
         )),
