@@ -250,7 +250,9 @@ impl Layout {
     /// (torch's computeStride); `None` means the data must be copied (reshape) or it is an
     /// error (view).
     pub fn view(&self, shape: &[usize]) -> Option<Layout> {
-        if self.is_contiguous() {
+        // Strides exactly row-major (not merely `is_contiguous`, which lets size-1 dims have
+        // any stride): the walk below would give the new shape's row-major strides too.
+        if self.ndim() == 0 || self.strides == contiguous_strides(&self.shape) {
             return Some(Layout {
                 shape: Shape::from_slice(shape),
                 strides: contiguous_strides(shape),
@@ -258,9 +260,15 @@ impl Layout {
             });
         }
         if self.numel() == 0 {
+            // torch: the same shape keeps its strides, another gets row-major ones
+            let strides = if self.shape.as_slice() == shape {
+                self.strides.clone()
+            } else {
+                contiguous_strides(shape)
+            };
             return Some(Layout {
                 shape: Shape::from_slice(shape),
-                strides: contiguous_strides(shape),
+                strides,
                 offset: self.offset,
             });
         }

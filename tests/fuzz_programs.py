@@ -68,6 +68,9 @@ KNOWN_ISSUES = [
     (r"rgrad no exception / torch NotImplementedError\('Subtraction, the `-` operator, with (a|two) bool(.|\n)*backward",
      "K20 backward of pow with a bool exponent: torch raises (it computes b - 1 on bool), rgrad differentiates"),
     (r"rgrad no exception / torch RuntimeError\('Autograd not support dtype", "K5b see K5 (torch, later)"),
+    (r"expected batch1 and batch2 to have the same dtype(.|\n)*(bmm|matmul|@)",
+     "K22 bmm/matmul of empty batches with mixed dtypes: torch skips its dtype check (the result takes the second "
+     "operand's dtype), rgrad refuses"),
     (r"rgrad no exception / torch RuntimeError\('a (view of a )?leaf Variable that requires grad",
      "K21 in-place through a view of a leaf that is itself a view (b.reshape(..).requires_grad_()) is allowed"),
 ]

@@ -1267,6 +1267,15 @@ def build_op_db(T) -> list[OpInfo]:
     add("Tensor.amin", lambda a, **kw: a.amin(**kw), _reduce(np.min), lambda m, rng: amax_samples(m, rng)[:2])
     add("Tensor.argmin", lambda a, **kw: a.argmin(**kw), _arg_ref(np.argmin),
         lambda m, rng: argmax_samples(m, rng)[:2], supports_grad=False, supports_gradgrad=False)
+    def special_value_samples(m, rng):
+        return [S(np.array([1.0, np.nan, np.inf, -np.inf, 0.0, -2.5])), S(m(3, 4)), S(m.ints(5, 2, 3)), S(m.mask(2, 2)),
+                S(np.zeros((0, 2)))]
+
+    for name, ref in (("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite)):
+        add(name, lambda a, _n=name: getattr(T, _n)(a), ref, special_value_samples, supports_grad=False,
+            supports_gradgrad=False)
+        add(f"Tensor.{name}", lambda a, _n=name: getattr(a, _n)(), ref, special_value_samples, supports_grad=False,
+            supports_gradgrad=False)
     for name, ref in (("all", np.all), ("any", np.any)):
         add(name, lambda a, _n=name, **kw: getattr(T, _n)(a, **kw), _reduce(ref), all_any_samples,
             supports_grad=False, supports_gradgrad=False)

@@ -654,6 +654,7 @@ def test_fill_and_indexed_writes_on_an_expanded_tensor_are_allowed(lib):
     assert lib.zeros(1).expand(3).zero_().tolist() == [0.0, 0.0, 0.0]
     assert lib.zeros(1, 2).expand(3, 2)[0].add_(1).tolist() == [1.0, 1.0]  # a row has no overlap
     assert lib.zeros(2).expand(0, 2).add_(1).shape == (0, 2)
+    assert lib.zeros(0, 2).expand(3, 0, 2).sub_(1).shape == (3, 0, 2)  # empty: nothing shared
 
 
 def test_shapes_that_do_not_broadcast_are_found_before_a_missing_bool_kernel(lib):
@@ -661,3 +662,24 @@ def test_shapes_that_do_not_broadcast_are_found_before_a_missing_bool_kernel(lib
     for f in (lambda: a.pow(b), lambda: a.fmod(b)):
         with pytest.raises(RuntimeError, match=r"^The size of tensor a \(2\) must match the size of tensor b \(3\)"):
             f()
+
+
+def test_a_loser_of_maximum_gets_zero_even_where_the_gradient_is_nan(lib):
+    # torch masks the loser's gradient with masked_fill, so a NaN gradient does not leak
+    a = lib.tensor([-2.5], dtype=lib.float64, requires_grad=True)
+    b = lib.tensor([1.0], dtype=lib.float64, requires_grad=True)
+    m = a.minimum(b)
+    (m.sqrt() * 1).sum().backward()  # sqrt(-2.5): the gradient flowing into m is NaN
+    assert b.grad.tolist() == [0.0]
+    assert a.grad.isnan().tolist() == [True]
+
+
+def test_view_strides_follow_torchs_stride_computation(lib):
+    # (3, 1) with strides (1, 3) is contiguous, but torch computes the view's strides from
+    # the actual strides: size-1 dims get 3, not 1
+    v = lib.tensor([[1.0, 2.0, 3.0]]).transpose(-1, -2)
+    assert v.stride() == (1, 3)
+    assert v.view(3, 1, 1).stride() == (1, 3, 3)
+    assert lib.tensor([[1.0, 2.0, 3.0]]).view(3, 1, 1).stride() == (1, 1, 1)
+    e = lib.zeros(0, 2).t()
+    assert e.view(2, 0).stride() == e.stride()

@@ -159,6 +159,25 @@ def _any(self: Tensor, dim=None, keepdim: builtins.bool = False) -> Tensor:
     return (nonzero.sum() if dim is None else nonzero.sum(dim, keepdim=keepdim)) > 0
 
 
+def _isnan(self: Tensor) -> Tensor:
+    """Returns a bool tensor telling which elements are NaN."""
+    return self != self
+
+
+def _isinf(self: Tensor) -> Tensor:
+    """Returns a bool tensor telling which elements are positive or negative infinity."""
+    if not self.dtype.is_floating_point:
+        return _C.zeros(tuple(self._shape), dtype=_C.bool)
+    return self.abs() == float("inf")
+
+
+def _isfinite(self: Tensor) -> Tensor:
+    """Returns a bool tensor telling which elements are finite (neither NaN nor infinite)."""
+    if not self.dtype.is_floating_point:
+        return _C.ones(tuple(self._shape), dtype=_C.bool)
+    return (self == self) & (self.abs() != float("inf"))
+
+
 def _make_max(is_max: builtins.bool):
     from rgrad import return_types
 
@@ -229,6 +248,9 @@ for _name, _fn in {
     "where": _where,
     "type_as": _type_as,
     "all": _all,
+    "isnan": _isnan,
+    "isinf": _isinf,
+    "isfinite": _isfinite,
     "any": _any,
     "square": _square,
     "square_": _square_,

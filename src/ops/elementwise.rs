@@ -1181,29 +1181,24 @@ impl MaximumBackward0 {
     fn into_op(self) -> crate::autograd::function::BackwardOp {
         self.into()
     }
-    // derivatives.yaml: each side gets `where(a == b, grad / 2, grad)` unless it loses:
-    // the winner gets the gradient, ties split it, and where either is NaN (no order) both
-    // get all of it.
+    // derivatives.yaml: each side gets `where(a == b, grad / 2, grad).masked_fill_(loses, 0)`:
+    // the winner gets the gradient, ties split it, where either is NaN (no order) both get
+    // all of it, and a loser gets 0 even where the gradient is NaN or infinite.
     fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], is_max: bool) -> Result<Grads> {
         let g = grad0(g)?;
         let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
-        let half_ties = mul_scalar(&to_dtype(&eq(&a, &b)?, g.dtype())?, Scalar::Float(0.5))?;
-        // 1 - loses - ties / 2
-        let weight = |loses: Tensor| -> Result<Tensor> {
-            rsub_scalar(
-                &add(&to_dtype(&loses, g.dtype())?, &half_ties)?,
-                Scalar::Float(1.0),
-            )
+        let shared = where_(&eq(&a, &b)?, &mul_scalar(&g, Scalar::Float(0.5))?, &g)?;
+        let side = |loses: Tensor, i: usize| -> Result<Tensor> {
+            let gi = super::masked_fill(&shared, &loses, Scalar::Float(0.0))?;
+            self.shapes.sum_to(&gi, i)
         };
         let ga = if ctx.needs_input_grad(0) {
-            let loses = if is_max { lt(&a, &b)? } else { gt(&a, &b)? };
-            Some(self.shapes.sum_to(&mul(&g, &weight(loses)?)?, 0)?)
+            Some(side(if is_max { lt(&a, &b)? } else { gt(&a, &b)? }, 0)?)
         } else {
             None
         };
         let gb = if ctx.needs_input_grad(1) {
-            let loses = if is_max { gt(&a, &b)? } else { lt(&a, &b)? };
-            Some(self.shapes.sum_to(&mul(&g, &weight(loses)?)?, 1)?)
+            Some(side(if is_max { gt(&a, &b)? } else { lt(&a, &b)? }, 1)?)
         } else {
             None
         };

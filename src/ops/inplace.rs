@@ -282,11 +282,9 @@ fn inplace(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tens
 fn inplace_no_overlap(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
     check_writable(x)?;
     let l = x.layout();
-    if l.shape
-        .iter()
-        .zip(&l.strides)
-        .any(|(&d, &s)| d > 1 && s == 0)
-    {
+    // (an empty tensor has no elements to share)
+    let shared = |(&d, &s): (&usize, &usize)| d > 1 && s == 0;
+    if l.numel() > 0 && l.shape.iter().zip(&l.strides).any(shared) {
         return Err(Error::runtime(
             "unsupported operation: more than one element of the written-to tensor refers to a single memory \
              location. Please clone() the tensor before performing the operation.",
