@@ -43,8 +43,12 @@ impl Layout {
     pub fn numel(&self) -> usize {
         numel(&self.shape)
     }
-    /// torch's is_contiguous: dims of size 1 may have any stride.
+    /// torch's is_contiguous: dims of size 1 may have any stride, and an empty tensor is
+    /// contiguous whatever its strides.
     pub fn is_contiguous(&self) -> bool {
+        if self.shape.contains(&0) {
+            return true;
+        }
         let mut expected = 1usize;
         for (&d, &s) in self.shape.iter().zip(&self.strides).rev() {
             if d == 0 {

@@ -683,3 +683,23 @@ def test_view_strides_follow_torchs_stride_computation(lib):
     assert lib.tensor([[1.0, 2.0, 3.0]]).view(3, 1, 1).stride() == (1, 1, 1)
     e = lib.zeros(0, 2).t()
     assert e.view(2, 0).stride() == e.stride()
+
+
+def test_setting_a_number_into_an_expanded_tensor_fills_it(lib):
+    # torch's setitem: a 0-d value is a fill_, which may write an expanded tensor
+    v = lib.tensor(True).expand(1, 2)
+    v[0] = 2
+    assert v.tolist() == [[True, True]]
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        lib.zeros(1).expand(1, 2)[0] = lib.ones(2)
+
+
+def test_an_empty_tensor_is_contiguous_whatever_its_strides(lib):
+    e = lib.zeros(2, 3, 4).transpose(-1, -2).narrow(0, 1, 0)
+    assert e.is_contiguous()
+    assert e.contiguous().stride() == e.stride()
+
+
+def test_in_place_pow_finds_the_output_shape_before_the_bool_kernel(lib):
+    with pytest.raises(RuntimeError, match=r"^output with shape \[2\] doesn't match the broadcast shape \[2, 2\]$"):
+        lib.tensor([True, False]).pow_(lib.tensor([[True, False], [False, True]]))

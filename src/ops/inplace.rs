@@ -411,6 +411,10 @@ fn arith_in_place(x: &Tensor, op: k::BinaryOp, other: Operand<'_>) -> Option<Res
     Some(Ok(x.clone()))
 }
 pub fn pow_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
+    if let Operand::T(o) = other {
+        // before pow's dtype checks, as torch's TensorIterator finds it first
+        broadcasts_to(&x.shape(), &o.shape())?;
+    }
     inplace_no_overlap(x, |x| pow_op(Operand::T(x), other))
 }
 pub fn clamp_(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
@@ -451,20 +455,25 @@ pub fn zero_(x: &Tensor) -> Result<Tensor> {
     fill_(x, Scalar::Int(0))
 }
 
+/// An in-place op's operand of shape `other` broadcasts to its destination's shape `xs`
+/// (torch's message otherwise).
+fn broadcasts_to(xs: &[usize], other: &[usize]) -> Result<()> {
+    let s = crate::shape::broadcast_shapes(xs, other)?;
+    if s.as_slice() == xs {
+        Ok(())
+    } else {
+        Err(Error::runtime(format!(
+            "output with shape {} doesn't match the broadcast shape {}",
+            crate::shape::fmt_shape(xs),
+            crate::shape::fmt_shape(&s)
+        )))
+    }
+}
+
 /// `x.copy_(src)`: src is broadcast to x's shape and cast to its dtype (CopyBackwards).
 pub fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
     let xs = x.shape();
-    crate::shape::broadcast_shapes(&xs, &src.shape()).and_then(|s| {
-        if s == xs {
-            Ok(())
-        } else {
-            Err(Error::runtime(format!(
-                "output with shape {} doesn't match the broadcast shape {}",
-                crate::shape::fmt_shape(&xs),
-                crate::shape::fmt_shape(&s)
-            )))
-        }
-    })?;
+    broadcasts_to(&xs, &src.shape())?;
     let src_shape = src.shape();
     let dtype = x.dtype();
     inplace_no_overlap(x, |_| {

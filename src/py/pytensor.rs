@@ -2279,6 +2279,16 @@ impl PyTensor {
                 }
             },
         };
+        if adv.is_empty() && (r.shape() == v.shape() || v.ndim() == 0) {
+            // torch's copy_to: the same sizes are a copy_, a 0-d value (a number) a fill_,
+            // which may write an expanded tensor
+            if v.ndim() == 0 {
+                ops::fill_tensor_(&r, &v)?;
+            } else {
+                ops::copy_(&r, &v)?;
+            }
+            return Ok(());
+        }
         // torch strips the value's leading size-1 dims first (slicePrefix1sDims)
         let lead = v.shape().iter().take_while(|&&d| d == 1).count();
         let v = if lead > 0 {
