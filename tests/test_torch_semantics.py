@@ -703,3 +703,9 @@ def test_an_empty_tensor_is_contiguous_whatever_its_strides(lib):
 def test_in_place_pow_finds_the_output_shape_before_the_bool_kernel(lib):
     with pytest.raises(RuntimeError, match=r"^output with shape \[2\] doesn't match the broadcast shape \[2, 2\]$"):
         lib.tensor([True, False]).pow_(lib.tensor([[True, False], [False, True]]))
+
+
+def test_nan_and_out_of_range_floats_cast_to_int64_min_as_torch_on_x86(lib):
+    x = lib.tensor([float("nan"), float("inf"), -float("inf"), 1e30, -1e30, 2.7, -2.7])
+    assert x.to(lib.int64).tolist() == [-(2**63)] * 5 + [2, -2]
+    assert x.double().long().tolist() == [-(2**63)] * 5 + [2, -2]

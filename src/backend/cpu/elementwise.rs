@@ -967,6 +967,19 @@ fn select<T: Element>(c: &[bool], a: Choice<'_, T>, b: Choice<'_, T>) -> Vec<T> 
 
 /// Converts a strided buffer into a contiguous buffer of `to` (torch's casting rules:
 /// float->int truncates toward zero, anything->bool is `!= 0`).
+/// A float to int64 as torch's x86 build converts it (`cvttsd2si`): truncated toward zero,
+/// and NaN or a value outside the int64 range gives INT64_MIN (Rust's `as` would saturate,
+/// and give 0 for NaN).
+#[inline(always)]
+fn float_to_i64(x: f64) -> i64 {
+    // 2^63 is exact in f64; NaN fails both comparisons
+    if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&x) {
+        x as i64
+    } else {
+        i64::MIN
+    }
+}
+
 pub fn cast(buf: &Buffer, layout: &Layout, to: DType) -> Buffer {
     fn conv<S: Element, D: Element>(
         src: &[S],
@@ -980,8 +993,10 @@ pub fn cast(buf: &Buffer, layout: &Layout, to: DType) -> Buffer {
         (Buffer::F64(v), DType::F32) => Buffer::F32(conv(v, layout, |x| x as f32)),
         (Buffer::I64(v), DType::F32) => Buffer::F32(conv(v, layout, |x| x as f32)),
         (Buffer::I64(v), DType::F64) => Buffer::F64(conv(v, layout, |x| x as f64)),
-        (Buffer::F32(v), DType::I64) => Buffer::I64(conv(v, layout, |x| x as i64)),
-        (Buffer::F64(v), DType::I64) => Buffer::I64(conv(v, layout, |x| x as i64)),
+        (Buffer::F32(v), DType::I64) => {
+            Buffer::I64(conv(v, layout, |x| float_to_i64(f64::from(x))))
+        }
+        (Buffer::F64(v), DType::I64) => Buffer::I64(conv(v, layout, float_to_i64)),
         (Buffer::Bool(v), _) => {
             with_dtype!(to, T => T::into_buffer(conv(v, layout, |x| T::from_f64(f64::from(u8::from(x))))))
         }
