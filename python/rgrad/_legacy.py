@@ -36,11 +36,11 @@ def _legacy_new(cls: tensortype, args: tuple, kwargs: dict) -> Tensor:
         got = ", ".join([type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
         raise TypeError(
             f"new() received an invalid combination of arguments - got ({got}), but expected one of:\n"
-            " * (*, torch.device device = None)\n"
-            " * (torch.Storage storage)\n"
+            " * (*, rgrad.device device = None)\n"
+            " * (rgrad.Storage storage)\n"
             " * (Tensor other)\n"
-            " * (tuple of ints size, *, torch.device device = None)\n"
-            " * (object data, *, torch.device device = None)\n"
+            " * (tuple of ints size, *, rgrad.device device = None)\n"
+            " * (object data, *, rgrad.device device = None)\n"
         )
     if not args:
         return _C.zeros(0, dtype=cls.dtype)

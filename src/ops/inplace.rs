@@ -269,10 +269,7 @@ impl Backward for CopySlices {
 
 /// Runs an out-of-place op on `x` and commits it into `x`.
 fn inplace(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
-    check_writable(x)?;
-    let r = f(x)?;
-    commit(x, &r)?;
-    Ok(x.clone())
+    inplace_checked(x, false, f)
 }
 
 /// [`inplace`] for the ops torch runs through its TensorIterator (arithmetic, unary
@@ -280,15 +277,27 @@ fn inplace(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tens
 /// (an expanded dim), as torch's `assert_no_internal_overlap` does. fill_, zero_,
 /// masked_fill_ and index_put_ write such tensors, as in torch.
 fn inplace_no_overlap(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    inplace_checked(x, true, f)
+}
+
+/// The autograd checks (first, as torch's autograd layer runs before its kernel), the
+/// overlap check if asked, then the op and the commit.
+fn inplace_checked(
+    x: &Tensor,
+    no_overlap: bool,
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
     check_writable(x)?;
-    let l = x.layout();
-    // (an empty tensor has no elements to share)
-    let shared = |(&d, &s): (&usize, &usize)| d > 1 && s == 0;
-    if l.numel() > 0 && l.shape.iter().zip(&l.strides).any(shared) {
-        return Err(Error::runtime(
-            "unsupported operation: more than one element of the written-to tensor refers to a single memory \
-             location. Please clone() the tensor before performing the operation.",
-        ));
+    if no_overlap {
+        let l = x.layout();
+        // (an empty tensor has no elements to share)
+        let shared = |(&d, &s): (&usize, &usize)| d > 1 && s == 0;
+        if l.numel() > 0 && l.shape.iter().zip(&l.strides).any(shared) {
+            return Err(Error::runtime(
+                "unsupported operation: more than one element of the written-to tensor refers to a single \
+                 memory location. Please clone() the tensor before performing the operation.",
+            ));
+        }
     }
     let r = f(x)?;
     commit(x, &r)?;
