@@ -101,6 +101,26 @@ impl Scalar {
             Scalar::Float(_) => Category::Float,
         }
     }
+    /// Refuses, as torch's `checked_convert` does, a number that `dtype` cannot hold: a
+    /// float that is NaN, infinite or out of range for int64, or finite beyond float32's
+    /// range. (A float's infinity and NaN fit a float; anything fits a bool.)
+    pub fn check_fits(self, dtype: DType) -> crate::Result<()> {
+        // 2**63: the first float past int64's range (i64::MAX as f64 rounds up to it)
+        const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+        let (overflows, name) = match (self, dtype) {
+            (Scalar::Float(f), DType::I64) => (!(-TWO_63..TWO_63).contains(&f), "int64_t"),
+            (Scalar::Float(f), DType::F32) => {
+                (f.is_finite() && f.abs() > f64::from(f32::MAX), "float")
+            }
+            _ => (false, ""),
+        };
+        if overflows {
+            return Err(crate::Error::runtime(format!(
+                "value cannot be converted to type {name} without overflow"
+            )));
+        }
+        Ok(())
+    }
     /// The dtype torch gives a tensor built from this number alone.
     pub fn default_dtype(self) -> DType {
         DType::default_for(self.category())

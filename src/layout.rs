@@ -45,6 +45,28 @@ impl Layout {
     }
     /// torch's is_contiguous: dims of size 1 may have any stride, and an empty tensor is
     /// contiguous whatever its strides.
+    /// torch's `is_non_overlapping_and_dense`: the elements fill a block of memory
+    /// exactly, in some order of the dims.
+    pub fn is_non_overlapping_and_dense(&self) -> bool {
+        if self.is_contiguous() {
+            return true;
+        }
+        if let ([d], [s]) = (&self.shape[..], &self.strides[..]) {
+            return *d < 2 || *s == 1;
+        }
+        let mut perm: Vec<usize> = (0..self.shape.len())
+            .filter(|&i| self.shape[i] >= 2)
+            .collect();
+        perm.sort_by_key(|&i| self.strides[i]);
+        let mut expected = 1usize;
+        for i in perm {
+            if self.strides[i] != expected {
+                return false;
+            }
+            expected *= self.shape[i];
+        }
+        true
+    }
     pub fn is_contiguous(&self) -> bool {
         if self.shape.contains(&0) {
             return true;

@@ -43,12 +43,23 @@ impl Buffer {
             DType::F64 => Buffer::F64(vec![0.0; n]),
         }
     }
-    pub fn full(dtype: DType, n: usize, v: f64) -> Buffer {
-        match dtype {
-            DType::Bool => Buffer::Bool(vec![v != 0.0; n]),
-            DType::I64 => Buffer::I64(vec![v as i64; n]),
-            DType::F32 => Buffer::F32(vec![v as f32; n]),
-            DType::F64 => Buffer::F64(vec![v; n]),
+    /// `n` copies of the number `v` in `dtype` (an int stays exact beyond 2**53).
+    pub fn full(dtype: DType, n: usize, v: crate::dtype::Scalar) -> Buffer {
+        use crate::dtype::Scalar;
+        match (dtype, v) {
+            (DType::Bool, Scalar::Bool(b)) => Buffer::Bool(vec![b; n]),
+            (DType::Bool, Scalar::Int(i)) => Buffer::Bool(vec![i != 0; n]),
+            (DType::I64, Scalar::Int(i)) => Buffer::I64(vec![i; n]),
+            (DType::F32, Scalar::Int(i)) => Buffer::F32(vec![i as f32; n]),
+            (_, v) => {
+                let v = v.as_f64();
+                match dtype {
+                    DType::Bool => Buffer::Bool(vec![v != 0.0; n]),
+                    DType::I64 => Buffer::I64(vec![v as i64; n]),
+                    DType::F32 => Buffer::F32(vec![v as f32; n]),
+                    DType::F64 => Buffer::F64(vec![v; n]),
+                }
+            }
         }
     }
 }

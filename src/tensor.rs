@@ -132,9 +132,21 @@ pub(crate) struct Cold {
     /// the version moves on (an in-place op on the base or a sibling view), the view's
     /// `grad_fn` is regenerated from the base (`ops::refresh_view`), as torch does.
     pub view_version: u64,
+    /// Set on the outputs of an op that returns several views (split, chunk, unbind) and
+    /// on views of them: torch forbids modifying them in place with autograd on.
+    pub multi_output: Option<MultiOutput>,
     /// Opaque slot for the binding layer (a weak reference to the Python object, so that
     /// `x.grad is x.grad` and `AccumulateGrad.variable is x` hold, as in torch).
     pub binding: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+/// A view that comes from an op returning several views (torch's
+/// `CreationMeta::MULTI_OUTPUT_NODE`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MultiOutput {
+    /// The op, as torch's messages name it (`Unbind`), and which of its outputs this is;
+    /// `None` for a view of such an output, which messages name by its own `grad_fn`.
+    pub op: Option<(&'static str, u32)>,
 }
 
 impl Inner {
@@ -440,6 +452,17 @@ impl Tensor {
         let c = g.cold_mut();
         c.view_version = now;
         c.base = base;
+    }
+
+    /// See [`MultiOutput`]; only views can have one.
+    pub(crate) fn multi_output(&self) -> Option<MultiOutput> {
+        if !self.is_view() {
+            return None;
+        }
+        self.lock().cold().and_then(|c| c.multi_output)
+    }
+    pub(crate) fn set_multi_output(&self, m: MultiOutput) {
+        self.lock().cold_mut().multi_output = Some(m);
     }
 
     /// `detach()`: a new leaf sharing storage (and version counter), no history.

@@ -95,7 +95,7 @@ pub fn unpack_saved(node: &NodeRef, s: &SavedTensor, released: bool) -> Result<T
 
 /// The forward op's name of a node, as torch 2.15 names it in messages: `ExpBackward0` is
 /// `Exp`, a custom `MyFnBackward` is `MyFn`; other names stay as they are.
-fn forward_name(node: &str) -> &str {
+pub(crate) fn forward_name(node: &str) -> &str {
     let base = node.trim_end_matches(|c: char| c.is_ascii_digit());
     base.strip_suffix("Backward").unwrap_or(node)
 }

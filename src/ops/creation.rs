@@ -13,9 +13,10 @@ use crate::{Error, Result};
 
 pub fn full(shape: &[usize], v: Scalar, dtype: DType) -> Result<Tensor> {
     guard(shape, dtype)?;
+    v.check_fits(dtype)?;
     super::apply_nondiff(|| {
         Ok(new_tensor(
-            Buffer::full(dtype, crate::shape::numel(shape), v.as_f64()),
+            Buffer::full(dtype, crate::shape::numel(shape), v),
             shape,
         ))
     })

@@ -25,7 +25,7 @@ pub enum Operand<'a> {
 
 /// A 0-d tensor holding `s` as `dtype`.
 pub fn scalar_tensor(s: Scalar, dtype: DType) -> Tensor {
-    new_tensor(Buffer::full(dtype, 1, s.as_f64()), &[])
+    new_tensor(Buffer::full(dtype, 1, s), &[])
 }
 
 /// Tracks which tensors a backward formula needs, by index into the node's saved list.
@@ -1027,6 +1027,7 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
             )
         }
         _ => {
+            let bool_exponent = matches!(b, Operand::T(t) if t.dtype() == DType::Bool);
             let (at, bt, _) = promote(a, b, false)?;
             apply(
                 &[&at, &bt],
@@ -1042,6 +1043,7 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
                             a: ai,
                             b: bi,
                             y: yi,
+                            bool_exponent,
                         },
                         s.list,
                     )
@@ -1081,6 +1083,9 @@ pub struct PowBackward1 {
     a: Option<u8>,
     b: Option<u8>,
     y: u8,
+    /// The exponent was a bool tensor: torch's formula computes `b - 1` with it, which
+    /// refuses bool.
+    bool_exponent: bool,
 }
 impl Backward for PowBackward1 {
     fn name(&self) -> Cow<'static, str> {
@@ -1091,7 +1096,12 @@ impl Backward for PowBackward1 {
         let g = grad0(g)?;
         let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
         let ga = if ctx.needs_input_grad(0) {
-            // torch: where(b == 0, 0, g·b·aᵇ⁻¹), so 0⁰ (whose aᵇ⁻¹ is inf) gives 0, not NaN
+            // torch: where(b == 0, 0, g·b·aᵇ⁻¹), so 0⁰ (whose aᵇ⁻¹ is inf) gives 0, not NaN;
+            // its `b - 1` refuses a bool exponent
+            if self.bool_exponent {
+                let bool_b = Tensor::from_buffer(Buffer::Bool(vec![]), &[0]);
+                check_sub_operands(Operand::T(&bool_b), Operand::S(Scalar::Int(1)))?;
+            }
             let d = mul(&b, &pow(&a, &sub_scalar(&b, Scalar::Float(1.0))?)?)?;
             let gd = mul(&g, &d)?;
             let gd = where_(&eq_scalar(&b, 0.0)?, &zeros_like(&gd)?, &gd)?;
@@ -1249,7 +1259,10 @@ fn division_operands(a: Operand<'_>, b: Operand<'_>, what: &str) -> Result<(Tens
             "\"{what}\" not implemented for 'Bool'"
         )));
     }
-    check_int_divisor(&b)?;
+    // (torch's kernel raises on the first zero it divides by: an empty result has none)
+    if crate::shape::numel(&broadcast_shapes(&a.shape(), &b.shape())?) > 0 {
+        check_int_divisor(&b)?;
+    }
     Ok((a, b))
 }
 
@@ -1577,12 +1590,39 @@ impl Backward for WhereBackward0 {
 }
 
 /// `clamp(x, min, max)` with number bounds.
-pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+pub fn clamp(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     if min.is_none() && max.is_none() {
         return Err(Error::runtime(
             "torch.clamp: At least one of 'min' or 'max' must not be None",
         ));
     }
+    // The bounds take part in type promotion, as numbers do: an int tensor clamped to
+    // 0.5 is float32, a bool tensor clamped to 0 is int64.
+    let dtype = [min, max]
+        .into_iter()
+        .flatten()
+        .fold(ResultType::default().tensor(x.dtype(), x.ndim()), |r, s| {
+            r.scalar(s)
+        })
+        .finish();
+    if dtype == DType::Bool {
+        let kernel = match (min, max) {
+            (Some(_), None) => "clamp_min_scalar_cpu",
+            (None, Some(_)) => "clamp_max_scalar_cpu",
+            _ => "clamp_scalar_cpu",
+        };
+        return Err(Error::not_implemented(format!(
+            "\"{kernel}\" not implemented for 'Bool'"
+        )));
+    }
+    let promoted;
+    let x = if dtype == x.dtype() {
+        x
+    } else {
+        promoted = to_dtype(x, dtype)?;
+        &promoted
+    };
+    let (min, max) = (min.map(Scalar::as_f64), max.map(Scalar::as_f64));
     let s = x.snapshot();
     apply(
         &[x],

@@ -31,6 +31,9 @@ enum IndexRule {
     Gather,
     /// index_select: `0 <= i < size`; IndexError "index out of range in self".
     Select,
+    /// index_select along dim 1, or from an empty tensor, of 2 or more dims (torch's
+    /// other loops): RuntimeError naming the index and the size.
+    SelectDim1,
 }
 
 fn index_values_as(index: &Tensor, size: usize, dim: usize, rule: IndexRule) -> Result<Vec<i64>> {
@@ -72,6 +75,9 @@ fn index_values_as(index: &Tensor, size: usize, dim: usize, rule: IndexRule) -> 
             IndexRule::Wrap => Error::index(bounds),
             IndexRule::Gather => Error::runtime(bounds),
             IndexRule::Select => Error::index("index out of range in self"),
+            IndexRule::SelectDim1 => Error::runtime(format!(
+                "INDICES element is out of DATA bounds, id={i} axis_dim={size}"
+            )),
         });
     }
     Ok(out)
@@ -224,7 +230,18 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
         s.layout.clone()
     };
     let d = wrap_dim(dim, layout.ndim())?;
-    let idx = index_values_as(index, layout.shape[d], d, IndexRule::Select)?;
+    let empty_input = layout.numel() == 0;
+    let rule = if layout.ndim() > 1 && (d == 1 || empty_input) {
+        IndexRule::SelectDim1
+    } else {
+        IndexRule::Select
+    };
+    if layout.ndim() > 1 && empty_input && index.numel() > 0 && layout.shape[d] == 0 {
+        return Err(Error::runtime(
+            "index_select(): self indexing axis dim should be positive",
+        ));
+    }
+    let idx = index_values_as(index, layout.shape[d], d, rule)?;
     let mut out_shape = layout.shape.clone();
     out_shape[d] = idx.len();
     if scalar_input {
@@ -328,6 +345,7 @@ impl Backward for IndexAddBackward0 {
 /// `x.masked_fill(mask, value)`.
 pub fn masked_fill(x: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     check_fill_mask(x, mask)?;
+    value.check_fits(x.dtype())?;
     let v = scalar_tensor(value, x.dtype());
     apply(
         &[x],
@@ -472,8 +490,13 @@ pub fn nonzero_indices(mask: &Tensor) -> Result<Vec<Tensor>> {
 }
 
 fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
-    // expand bool masks into per-dim coordinates
-    let mut per_dim: Vec<(usize, Tensor)> = Vec::new();
+    plan_checked(x_shape, indices, |_, _| Ok(()))
+}
+
+/// The checks torch runs on advanced indices before anything else: their dtypes, each
+/// bool mask's shape against the dims it covers, and their count. (`x[indices] = v` runs
+/// them before autograd's in-place checks.)
+pub fn check_index_structure(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<()> {
     let mut d = 0usize;
     for ix in indices {
         match ix {
@@ -481,18 +504,15 @@ fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
             Some(t) if t.dtype() == DType::Bool => {
                 let ms = t.shape();
                 for (j, &m) in ms.iter().enumerate() {
-                    let have = x_shape.get(d + j).copied();
-                    if have != Some(m) {
+                    if x_shape.get(d + j).copied() != Some(m) {
                         return Err(Error::index(format!(
-                            "The shape of the mask {} at index {j} does not match the shape of the indexed tensor {} at index {}",
+                            "The shape of the mask {} at index {j} does not match the shape of the indexed tensor {} at \
+                             index {}",
                             crate::shape::fmt_shape(&ms),
                             crate::shape::fmt_shape(x_shape),
                             d + j
                         )));
                     }
-                }
-                for (j, c) in nonzero_indices(t)?.into_iter().enumerate() {
-                    per_dim.push((d + j, c));
                 }
                 d += ms.len();
             }
@@ -502,7 +522,6 @@ fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
                         "tensors used as indices must be long, int, byte or bool tensors",
                     ));
                 }
-                per_dim.push((d, t.clone()));
                 d += 1;
             }
         }
@@ -512,6 +531,36 @@ fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
             "too many indices for tensor of dimension {}",
             x_shape.len()
         )));
+    }
+    Ok(())
+}
+
+/// [`plan`], running `before_bounds(broadcast index shape, indexed dims)` after the
+/// indices' own checks and before their bounds are checked (where index_put checks its
+/// values, as torch does).
+fn plan_checked(
+    x_shape: &[usize],
+    indices: &[Option<Tensor>],
+    before_bounds: impl FnOnce(&[usize], &[usize]) -> Result<()>,
+) -> Result<Plan> {
+    check_index_structure(x_shape, indices)?;
+    // expand bool masks into per-dim coordinates
+    let mut per_dim: Vec<(usize, Tensor)> = Vec::new();
+    let mut d = 0usize;
+    for ix in indices {
+        match ix {
+            None => d += 1,
+            Some(t) if t.dtype() == DType::Bool => {
+                for (j, c) in nonzero_indices(t)?.into_iter().enumerate() {
+                    per_dim.push((d + j, c));
+                }
+                d += t.ndim();
+            }
+            Some(t) => {
+                per_dim.push((d, t.clone()));
+                d += 1;
+            }
+        }
     }
     let mut bshape = Shape::new();
     for (_, t) in &per_dim {
@@ -527,12 +576,18 @@ fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
         })?;
     }
     let dims: Vec<usize> = per_dim.iter().map(|p| p.0).collect();
+    before_bounds(&bshape, &dims)?;
     // linear index over the indexed dims (row-major), after bounds checks
     let mut linear: Option<Tensor> = None;
+    // (torch's kernel checks the indices it visits: none when they broadcast to nothing)
+    let visits_none = crate::shape::numel(&bshape) == 0;
     for (dim, t) in &per_dim {
         let size = x_shape[*dim];
-        let vals = index_values(t, size, *dim)?;
-        let t = new_tensor(Buffer::I64(vals), &t.shape());
+        let t = if visits_none {
+            t.clone()
+        } else {
+            new_tensor(Buffer::I64(index_values(t, size, *dim)?), &t.shape())
+        };
         let t = expand(&t, &bshape)?;
         linear = Some(match linear {
             None => t,
@@ -553,6 +608,26 @@ fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
         bshape,
         insert_at,
     })
+}
+
+/// The shape of `x[indices]`: the broadcast index shape `bshape` in place of the indexed
+/// `dims` if they are adjacent, else in front of the other dims.
+fn indexed_shape(x_shape: &[usize], bshape: &[usize], dims: &[usize]) -> Shape {
+    let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
+    let mut out = Shape::new();
+    match (dims.first(), dims.last()) {
+        (Some(&first), Some(&last)) if adjacent => {
+            out.extend_from_slice(&x_shape[..first]);
+            out.extend_from_slice(bshape);
+            out.extend_from_slice(&x_shape[last + 1..]);
+        }
+        _ => {
+            out.extend_from_slice(bshape);
+            let rest = (0..x_shape.len()).filter(|d| !dims.contains(d));
+            out.extend(rest.map(|d| x_shape[d]));
+        }
+    }
+    out
 }
 
 /// Moves the indexed dims of `x` to the front and flattens them: [prod(indexed), rest...].
@@ -641,8 +716,45 @@ pub fn index_put(
     values: &Tensor,
     accumulate: bool,
 ) -> Result<Tensor> {
+    index_put_checked(x, indices, values, accumulate, false)
+}
+
+/// [`index_put`]; `same_dtype`: the values must have x's dtype (torch's index_put and
+/// `x[adv] = tensor` take no implicit cast), checked where torch checks it: after the
+/// indices' structure and the values' shape, before the indices' bounds.
+pub fn index_put_checked(
+    x: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    same_dtype: bool,
+) -> Result<Tensor> {
     let shape = x.shape();
-    let p = plan(&shape, indices)?;
+    let p = plan_checked(&shape, indices, |bshape, dims| {
+        let selected = indexed_shape(&shape, bshape, dims);
+        let vshape = values.shape();
+        if broadcast_shapes(&selected, &vshape).ok().as_deref() != Some(&selected[..]) {
+            return Err(Error::runtime(format!(
+                "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
+                crate::shape::fmt_shape(&vshape),
+                crate::shape::fmt_shape(&selected)
+            )));
+        }
+        if crate::shape::numel(bshape) > 0 && dims.iter().any(|&d| shape[d] == 0) {
+            return Err(Error::index(
+                "index is out of bounds for dimension with size 0",
+            ));
+        }
+        if same_dtype && x.dtype() != values.dtype() {
+            return Err(Error::runtime(format!(
+                "Index put requires the source and destination dtypes match, got {} for the destination and {} for \
+                 the source.",
+                x.dtype().scalar_type_name(),
+                values.dtype().scalar_type_name()
+            )));
+        }
+        Ok(())
+    })?;
     let values = to_dtype(values, x.dtype())?;
     // Positions (row-major over x) of every selected element, via the same gather applied
     // to an arange.

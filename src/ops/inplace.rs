@@ -30,20 +30,51 @@ fn check_writable(x: &Tensor) -> Result<()> {
     if !is_grad_enabled() {
         return Ok(());
     }
-    if x.is_leaf() && x.requires_grad() {
-        return Err(Error::runtime(
-            "a leaf Variable that requires grad is being used in an in-place operation.",
-        ));
+    if x.requires_grad() {
+        check_multi_output_view(x)?;
     }
-    if let Some(b) = x.base()
+    // torch's check_inplace: a view that requires grad, of a leaf (whether or not the
+    // leaf itself requires grad: `b.reshape(2, 2).requires_grad_()` is such a view)
+    if x.requires_grad()
+        && let Some(b) = x.base()
         && b.is_leaf()
-        && b.requires_grad()
     {
         return Err(Error::runtime(
             "a view of a leaf Variable that requires grad is being used in an in-place operation.",
         ));
     }
+    if x.is_leaf() && x.requires_grad() {
+        return Err(Error::runtime(
+            "a leaf Variable that requires grad is being used in an in-place operation.",
+        ));
+    }
     Ok(())
+}
+
+/// torch's `handle_view_on_rebase` for a view returned by an op that returns several
+/// (split, chunk, unbind) or a view of one: it may not be modified in place while
+/// autograd records (the caller checks that something requires grad).
+fn check_multi_output_view(x: &Tensor) -> Result<()> {
+    let Some(m) = x.multi_output() else {
+        return Ok(());
+    };
+    let what = match (m.op, x.grad_fn()) {
+        (_, None) => {
+            "A view was created in no_grad mode and is being modified inplace with grad mode enabled.".to_string()
+        }
+        (Some((op, i)), Some(_)) => {
+            format!("Output {i} of {op} is a view and is being modified inplace.")
+        }
+        (None, Some(f)) => format!(
+            "Output {} of {} is a view and is being modified inplace.",
+            x.output_nr(),
+            crate::autograd::function::forward_name(&f.name())
+        ),
+    };
+    Err(Error::runtime(format!(
+        "{what} This view is the output of a function that returns multiple views. Such functions do not allow the \
+         output views to be modified inplace. You should replace the inplace operation by an out-of-place one."
+    )))
 }
 
 fn can_cast(from: DType, to: DType) -> bool {
@@ -54,6 +85,10 @@ fn can_cast(from: DType, to: DType) -> bool {
 /// Contract: `result` was produced by an op for this commit, so its storage is private
 /// (no other thread can hold its lock); it may alias `x` itself, which is handled.
 pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
+    if is_grad_enabled() && result.requires_grad() {
+        // (an operand that requires grad, written into a multi-output view)
+        check_multi_output_view(x)?;
+    }
     // A value with no history written into a tensor that requires grad: the overwritten
     // elements get a zero gradient, which `where(true, result, x)` expresses as a node.
     let constant;
@@ -98,8 +133,11 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
             if let Some((f, nr)) = &old_history {
                 c.set_history(f.clone(), *nr);
             }
-            for s in node.lock().saved.iter_mut().filter(|s| saves_x(s)) {
-                s.replace_input(c.clone());
+            // Only the first slot: the op's `self`. Where x is also saved as the other
+            // operand (`x *= x`), that slot keeps x, and backward reports it modified, as
+            // torch's (which saves `original_self` alone) does.
+            if let Some(s) = node.lock().saved.iter_mut().find(|s| saves_x(s)) {
+                s.replace_input(c);
             }
         }
     }
@@ -123,7 +161,9 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
     }
     x.bump_version();
 
-    if !result.requires_grad() || !is_grad_enabled() {
+    // (an int or bool tensor never requires grad: a value with history written into
+    // one leaves it without history, as in torch)
+    if !result.requires_grad() || !is_grad_enabled() || !xs.dtype.is_float() {
         return Ok(());
     }
     let (node, nr) = match result.grad_fn() {
@@ -269,7 +309,7 @@ impl Backward for CopySlices {
 
 /// Runs an out-of-place op on `x` and commits it into `x`.
 fn inplace(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
-    inplace_checked(x, false, f)
+    inplace_checked(x, false, &[], f)
 }
 
 /// [`inplace`] for the ops torch runs through its TensorIterator (arithmetic, unary
@@ -277,7 +317,60 @@ fn inplace(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tens
 /// (an expanded dim), as torch's `assert_no_internal_overlap` does. fill_, zero_,
 /// masked_fill_ and index_put_ write such tensors, as in torch.
 fn inplace_no_overlap(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
-    inplace_checked(x, true, f)
+    inplace_checked(x, true, &[], f)
+}
+
+/// [`inplace_no_overlap`] with tensor operands, which may not partly overlap `x` either.
+fn inplace_no_overlap_with(
+    x: &Tensor,
+    operands: &[Option<&Tensor>],
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    inplace_checked(x, true, operands, f)
+}
+
+/// The tensor of an operand, if it is one.
+fn tensor_of<'a>(o: Operand<'a>) -> Option<&'a Tensor> {
+    match o {
+        Operand::T(t) => Some(t),
+        Operand::S(_) => None,
+    }
+}
+
+/// torch's `assert_no_partial_overlap(out, input)` (TensorIterator's check): an input
+/// that covers some of the destination's memory, but not exactly as the destination
+/// does, would be read after parts of it were written. Layouts that are not dense are
+/// "too hard" to judge and pass, as in torch.
+fn check_no_partial_overlap(out: &Tensor, input: &Tensor) -> Result<()> {
+    if out.same(input) {
+        return Ok(());
+    }
+    let (a, b) = (out.snapshot(), input.snapshot());
+    if !Arc::ptr_eq(&a.storage, &b.storage) {
+        return Ok(());
+    }
+    let (la, lb) = (&a.layout, &b.layout);
+    if la.numel() == 0
+        || lb.numel() == 0
+        || !la.is_non_overlapping_and_dense()
+        || !lb.is_non_overlapping_and_dense()
+    {
+        return Ok(());
+    }
+    let (a0, a1) = (la.offset, la.offset + la.numel());
+    let (b0, b1) = (lb.offset, lb.offset + lb.numel());
+    let partial = if (a0, a1) == (b0, b1) {
+        la.strides != lb.strides
+    } else {
+        a0 < b1 && b0 < a1
+    };
+    if partial {
+        return Err(Error::runtime(
+            "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single \
+             memory location. Please clone() the tensor before performing the operation.",
+        ));
+    }
+    Ok(())
 }
 
 /// The autograd checks (first, as torch's autograd layer runs before its kernel), the
@@ -285,9 +378,13 @@ fn inplace_no_overlap(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> 
 fn inplace_checked(
     x: &Tensor,
     no_overlap: bool,
+    operands: &[Option<&Tensor>],
     f: impl FnOnce(&Tensor) -> Result<Tensor>,
 ) -> Result<Tensor> {
     check_writable(x)?;
+    for t in operands.iter().flatten() {
+        check_no_partial_overlap(x, t)?;
+    }
     if no_overlap {
         let l = x.layout();
         // (an empty tensor has no elements to share)
@@ -313,7 +410,9 @@ pub fn add_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     if let Some(r) = scaled_arith_in_place(x, k::BinaryOp::Add, other, alpha) {
         return r;
     }
-    inplace_no_overlap(x, |x| add_op(Operand::T(x), other, alpha))
+    inplace_no_overlap_with(x, &[tensor_of(other)], |x| {
+        add_op(Operand::T(x), other, alpha)
+    })
 }
 pub fn sub_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     // before the fast path, which would take `x.sub_(False)` on a float tensor
@@ -321,7 +420,9 @@ pub fn sub_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     if let Some(r) = scaled_arith_in_place(x, k::BinaryOp::Sub, other, alpha) {
         return r;
     }
-    inplace_no_overlap(x, |x| sub_op(Operand::T(x), other, alpha))
+    inplace_no_overlap_with(x, &[tensor_of(other)], |x| {
+        sub_op(Operand::T(x), other, alpha)
+    })
 }
 
 /// [`arith_in_place`] for `x op= alpha * other` (an optimiser's `p.add_(g, alpha=-lr)`):
@@ -352,17 +453,19 @@ pub fn mul_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
     if let Some(r) = arith_in_place(x, k::BinaryOp::Mul, other) {
         return r;
     }
-    inplace_no_overlap(x, |x| mul_op(Operand::T(x), other))
+    inplace_no_overlap_with(x, &[tensor_of(other)], |x| mul_op(Operand::T(x), other))
 }
 pub fn div_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
     if let Some(r) = arith_in_place(x, k::BinaryOp::Div, other) {
         return r;
     }
-    inplace_no_overlap(x, |x| div_op(Operand::T(x), other))
+    inplace_no_overlap_with(x, &[tensor_of(other)], |x| div_op(Operand::T(x), other))
 }
 /// `x.div_(other, rounding_mode="floor" | "trunc")` (zero gradient, as out of place).
 pub fn div_rounded_(x: &Tensor, other: Operand<'_>, floor: bool) -> Result<Tensor> {
-    inplace_no_overlap(x, |x| crate::ops::div_rounded(Operand::T(x), other, floor))
+    inplace_no_overlap_with(x, &[tensor_of(other)], |x| {
+        crate::ops::div_rounded(Operand::T(x), other, floor)
+    })
 }
 
 /// `x op= other` written straight into x's storage when there is nothing to record
@@ -424,13 +527,13 @@ pub fn pow_(x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
         // before pow's dtype checks, as torch's TensorIterator finds it first
         broadcasts_to(&x.shape(), &o.shape())?;
     }
-    inplace_no_overlap(x, |x| pow_op(Operand::T(x), other))
+    inplace_no_overlap_with(x, &[tensor_of(other)], |x| pow_op(Operand::T(x), other))
 }
-pub fn clamp_(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+pub fn clamp_(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
     inplace_no_overlap(x, |x| clamp(x, min, max))
 }
 pub fn clamp_tensor_(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
-    inplace_no_overlap(x, |x| clamp_tensor(x, min, max))
+    inplace_no_overlap_with(x, &[min, max], |x| clamp_tensor(x, min, max))
 }
 pub fn relu_(x: &Tensor) -> Result<Tensor> {
     inplace_no_overlap(x, relu)
@@ -442,6 +545,7 @@ pub fn unary_(x: &Tensor, op: crate::backend::cpu::elementwise::UnaryOp) -> Resu
 /// `x.fill_(v)`: the old value gets a zero gradient (masked_fill over everything).
 pub fn fill_(x: &Tensor, v: Scalar) -> Result<Tensor> {
     inplace(x, |x| {
+        v.check_fits(x.dtype())?;
         if any_requires_grad(&[x]) {
             let all = new_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
             masked_fill(x, &all, v)
@@ -485,7 +589,7 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
     broadcasts_to(&xs, &src.shape())?;
     let src_shape = src.shape();
     let dtype = x.dtype();
-    inplace_no_overlap(x, |_| {
+    inplace_no_overlap_with(x, &[Some(src)], |_| {
         // x's old history is an input too, as in torch: it gets a zero gradient
         apply(
             &[x, src],
@@ -547,8 +651,11 @@ pub fn index_put_(
     indices: &[Option<Tensor>],
     values: &Tensor,
     accumulate: bool,
+    same_dtype: bool,
 ) -> Result<Tensor> {
-    inplace(x, |x| index_put(x, indices, values, accumulate))
+    inplace(x, |x| {
+        super::index_put_checked(x, indices, values, accumulate, same_dtype)
+    })
 }
 
 /// Gradient accumulation (`grad += new`) with no autograd and no checks.

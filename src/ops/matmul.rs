@@ -21,7 +21,10 @@ fn dtype_name(d: DType) -> &'static str {
     }
 }
 
-fn same_dtype(a: &Tensor, b: &Tensor, what: &str) -> Result<()> {
+/// torch's dtype checks of a product: equal dtypes, and no bool kernel (`kernel` names
+/// it) unless the product has nothing to multiply (`trivial`: an empty result or inner
+/// dim, which torch returns before it dispatches on the dtype).
+fn same_dtype(a: &Tensor, b: &Tensor, what: &str, kernel: &str, trivial: bool) -> Result<()> {
     let (da, db) = (a.dtype(), b.dtype());
     if da != db {
         return Err(Error::runtime(format!(
@@ -30,12 +33,18 @@ fn same_dtype(a: &Tensor, b: &Tensor, what: &str) -> Result<()> {
             dtype_name(db)
         )));
     }
-    if da == DType::Bool {
-        return Err(Error::not_implemented(
-            "\"addmm_impl_cpu_\" not implemented for 'Bool'",
-        ));
+    if da == DType::Bool && !trivial {
+        return Err(Error::not_implemented(format!(
+            "\"{kernel}\" not implemented for 'Bool'"
+        )));
     }
     Ok(())
+}
+
+/// A product of these shapes (`[.., m, k]`, `[.., k, n]`) multiplies nothing.
+fn trivial_product(sa: &[usize], sb: &[usize]) -> bool {
+    let k = sa[sa.len() - 1];
+    k == 0 || sa.contains(&0) || sb.contains(&0)
 }
 
 fn view_of<'a, T: Element>(data: &'a [T], s: &Snapshot, batch_offset: usize) -> MatView<'a, T> {
@@ -86,10 +95,8 @@ fn gemm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             DType::F32 => batched::<f32>(&ra, &sa, &rb, &sb),
             DType::F64 => batched::<f64>(&ra, &sa, &rb, &sb),
             DType::I64 => batched::<i64>(&ra, &sa, &rb, &sb),
-            // `same_dtype` rejects bool before any kernel runs.
-            DType::Bool => Err(Error::not_implemented(
-                "\"addmm_impl_cpu_\" not implemented for 'Bool'",
-            )),
+            // `same_dtype` lets bool through only for a product of nothing: all false
+            DType::Bool => Ok(Buffer::Bool(vec![false; crate::shape::numel(&shape)])),
         }
     })?;
     Ok(new_tensor(buf, &shape))
@@ -156,7 +163,13 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             sa[0], sa[1], sb[0], sb[1]
         )));
     }
-    same_dtype(a, b, "m1 and m2")?;
+    same_dtype(
+        a,
+        b,
+        "m1 and m2",
+        "addmm_impl_cpu_",
+        trivial_product(&sa, &sb),
+    )?;
     apply(
         &[a, b],
         || gemm_kernel(a, b),
@@ -370,7 +383,7 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             sa[0], sa[2], sb[0], sb[1]
         )));
     }
-    same_dtype(a, b, "batch1 and batch2")?;
+    same_dtype(a, b, "batch1 and batch2", "bmm", trivial_product(&sa, &sb))?;
     apply(
         &[a, b],
         || gemm_kernel(a, b),
@@ -495,7 +508,7 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             sa[0], sb[0], sa[0], sb[0]
         )));
     }
-    same_dtype(a, b, "both vectors")?;
+    same_dtype(a, b, "both vectors", "dot", false)?;
     apply(
         &[a, b],
         || {
@@ -572,7 +585,10 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                     sa[0], sb[0], sb[1]
                 )));
             }
-            squeeze(&mm(&unsqueeze(a, 0)?, b)?, Some(&[0]))
+            Ok(fresh_result(squeeze(
+                &mm(&unsqueeze(a, 0)?, b)?,
+                Some(&[0]),
+            )?))
         }
         (2, 1) => {
             if sa[1] != sb[0] {
@@ -581,7 +597,10 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                     sa[0], sa[0], sa[1], sb[0]
                 )));
             }
-            squeeze(&mm(a, &unsqueeze(b, 1)?)?, Some(&[1]))
+            Ok(fresh_result(squeeze(
+                &mm(a, &unsqueeze(b, 1)?)?,
+                Some(&[1]),
+            )?))
         }
         _ => {
             // Promote 1-D operands, broadcast batch dims, run bmm, and drop the added dims.
@@ -615,7 +634,7 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             if nb > 1 {
                 out.push(n as i64);
             }
-            reshape(&r, &out)
+            Ok(fresh_result(reshape(&r, &out)?))
         }
     }
 }

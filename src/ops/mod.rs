@@ -230,11 +230,38 @@ where
     G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
 {
     let out = run_forward(forward)?;
+    own_result(&out, inputs);
     if any_requires_grad(inputs) {
         let (op, saved) = backward(&out);
         attach(op.into(), inputs, saved, &[&out])?;
     }
     Ok(out)
+}
+
+/// A forward that built its result as a view of one of its own temporaries (a keepdim
+/// reduction squeezed, a product reshaped) returns, to the user, a tensor of its own, as
+/// torch's kernels do: it forgets that base, so that in-place ops on it neither rebase
+/// a temporary nor count as writing through a view. A view op's result keeps its base,
+/// which shares an input's storage.
+fn own_result(out: &Tensor, inputs: &[&Tensor]) {
+    if !out.is_view() {
+        return;
+    }
+    let Some(base) = out.base() else { return };
+    let storage = base.storage();
+    if !inputs
+        .iter()
+        .any(|t| std::sync::Arc::ptr_eq(&t.storage(), &storage))
+    {
+        out.set_base(None);
+    }
+}
+
+/// A composite op's result that is a view of the op's own temporary (`squeeze(mm(..))`):
+/// see [`own_result`].
+pub(crate) fn fresh_result(t: Tensor) -> Tensor {
+    t.set_base(None);
+    t
 }
 
 /// The dispatch point of ops that have no derivative (comparisons, logical ops, integer

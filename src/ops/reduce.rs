@@ -401,14 +401,14 @@ pub fn amax(
     is_max: bool,
     full_name: bool,
 ) -> Result<Tensor> {
-    let d = resolve_dims(x, dims)?;
     let name = match (full_name, is_max) {
         (true, true) => "max",
         (true, false) => "min",
         (false, true) => "amax",
         (false, false) => "amin",
     };
-    check_nonempty_reduction(x, dims.is_some(), &d, name)?;
+    check_nonempty_reduction(x, dims, name)?;
+    let d = resolve_dims(x, dims)?;
     let shape = x.shape();
     let op = if is_max { ReduceOp::Max } else { ReduceOp::Min };
     apply(
@@ -457,37 +457,37 @@ impl Backward for AmaxBackward0 {
 }
 
 /// torch's checks for max/min-style reductions of empty tensors: without a dim it is a
-/// RuntimeError; reducing a dim of size zero is an IndexError; other dims are fine.
-fn check_nonempty_reduction(
-    x: &Tensor,
-    explicit_dims: bool,
-    dims: &[usize],
-    name: &str,
-) -> Result<()> {
+/// RuntimeError; reducing a dim of size zero is an IndexError; other dims are fine. The
+/// dims are wrapped and checked one at a time, in the order given, before the reduction
+/// looks for repeats (torch's `zero_numel_check_dims`).
+fn check_nonempty_reduction(x: &Tensor, dims: Option<&[i64]>, name: &str) -> Result<()> {
     if x.numel() > 0 {
         return Ok(());
     }
-    if !explicit_dims {
+    let Some(dims) = dims else {
         return Err(Error::runtime(format!(
             "{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
         )));
-    }
+    };
     let shape = x.shape();
-    match dims
-        .iter()
-        .find(|&&d| shape.get(d).copied().unwrap_or(1) == 0)
-    {
-        Some(d) => Err(Error::index(format!(
-            "{name}(): Expected reduction dim {d} to have non-zero size."
-        ))),
-        None => Ok(()),
+    // an empty list of dims reduces over all of them
+    let all: Vec<i64> = (0..shape.len() as i64).collect();
+    let dims = if dims.is_empty() { &all[..] } else { dims };
+    for &d in dims {
+        let w = crate::shape::wrap_dim(d, shape.len())?;
+        if shape.get(w).copied().unwrap_or(1) == 0 {
+            return Err(Error::index(format!(
+                "{name}(): Expected reduction dim {w} to have non-zero size."
+            )));
+        }
     }
+    Ok(())
 }
 
 /// `max(dim, keepdim)` / `min(dim, keepdim)`: (values, indices).
 pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
+    check_nonempty_reduction(x, Some(&[dim]), if is_max { "max" } else { "min" })?;
     let d = resolve_dims(x, Some(&[dim]))?;
-    check_nonempty_reduction(x, true, &d, if is_max { "max" } else { "min" })?;
     let s = x.snapshot();
     let (vals, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &d, is_max);
     let oshape = out_shape(&s.layout.shape, &d, keepdim);
@@ -565,7 +565,7 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
         )));
     }
     if let Some(d) = dim {
-        check_nonempty_reduction(x, true, &resolve_dims(x, Some(&[d]))?, name)?;
+        check_nonempty_reduction(x, Some(&[d]), name)?;
     }
     match dim {
         None => apply_nondiff(|| {
@@ -830,6 +830,11 @@ impl Backward for LogsumexpBackward0 {
 
 /// softmax / log_softmax along `dim` (integer inputs are computed in float32).
 pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
+    // torch wraps the dim first, and returns an empty input as it is, whatever its dtype
+    let wrapped = crate::shape::wrap_dim(dim, x.ndim())?;
+    if x.numel() == 0 && !x.dtype().is_float() {
+        return zeros(&x.shape(), x.dtype());
+    }
     if !x.dtype().is_float() {
         let name = if x.dtype() == DType::Bool {
             "Bool"
@@ -837,8 +842,7 @@ pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
             "Long"
         };
         let kind = if log_ { "log_softmax" } else { "softmax" };
-        let last = x.ndim() <= 1 || crate::shape::wrap_dim(dim, x.ndim())? == x.ndim() - 1;
-        let kernel = if last {
+        let kernel = if x.ndim() <= 1 || wrapped == x.ndim() - 1 {
             "lastdim_kernel_impl"
         } else {
             "kernel_impl"

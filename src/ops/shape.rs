@@ -8,7 +8,7 @@ use crate::backend::cpu::elementwise as k;
 use crate::layout::Layout;
 use crate::shape::{Shape, infer_size, wrap_dim};
 use crate::storage::Buffer;
-use crate::tensor::Tensor;
+use crate::tensor::{MultiOutput, Tensor};
 use crate::{Error, Result, saved};
 use std::borrow::Cow;
 
@@ -16,7 +16,35 @@ use std::borrow::Cow;
 pub(crate) fn view_of(x: &Tensor, layout: Layout) -> Tensor {
     let v = x.alias_with_layout(layout);
     v.set_base(Some(x.base().unwrap_or_else(|| x.clone())));
+    if x.multi_output().is_some() {
+        v.set_multi_output(MultiOutput { op: None });
+    }
     v
+}
+
+/// Marks the views an op returns together (split, chunk, unbind; `op` as torch's
+/// messages name it): see [`MultiOutput`].
+fn multi_output(views: Vec<Tensor>, op: &'static str) -> Vec<Tensor> {
+    for (i, v) in views.iter().enumerate() {
+        v.set_multi_output(MultiOutput {
+            op: Some((op, i as u32)),
+        });
+    }
+    views
+}
+
+/// `x.unbind(dim)`: the slices along `dim`, as views.
+pub fn unbind(x: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    if x.ndim() == 0 {
+        return Err(Error::index(
+            "Dimension specified as 0 but tensor has no dimensions",
+        ));
+    }
+    let len = x.shape()[wrap_dim(dim, x.ndim())?];
+    let views = (0..len)
+        .map(|i| select(x, dim, i as i64))
+        .collect::<Result<_>>()?;
+    Ok(multi_output(views, "Unbind"))
 }
 
 /// `x.view(*sizes)`: errors when the strides do not allow it, as in torch.
@@ -103,10 +131,10 @@ pub fn contiguous(x: &Tensor) -> Result<Tensor> {
 /// `x.flatten(start_dim, end_dim)`.
 pub fn flatten(x: &Tensor, start: i64, end: i64) -> Result<Tensor> {
     let shape = x.shape();
+    let (s, e) = (wrap_dim(start, shape.len())?, wrap_dim(end, shape.len())?);
     if shape.is_empty() {
         return reshape(x, &[1]);
     }
-    let (s, e) = (wrap_dim(start, shape.len())?, wrap_dim(end, shape.len())?);
     if s > e {
         return Err(Error::runtime(
             "flatten() has invalid args: start_dim cannot come after end_dim",
@@ -618,12 +646,18 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         .iter()
         .map(|t| super::to_dtype(t, dtype))
         .collect::<Result<_>>()?;
-    let keep: Vec<&Tensor> = parts
-        .iter()
-        .filter(|t| !(t.ndim() == 1 && t.numel() == 0))
-        .collect();
+    // torch's legacy rule: 1-d empty inputs are skipped by the shape checks and the
+    // copy, but stay inputs of the node (their gradient is an empty [0])
+    let legacy_empty = |t: &Tensor| t.ndim() == 1 && t.numel() == 0;
+    let keep: Vec<&Tensor> = parts.iter().filter(|t| !legacy_empty(t)).collect();
+    let all: Vec<&Tensor> = parts.iter().collect();
     let Some(first) = keep.first() else {
-        return Ok(parts[0].clone());
+        let sizes = vec![None; parts.len()];
+        return apply(
+            &all,
+            || super::zeros(&[0], dtype),
+            |_| (CatBackward0 { dim: 0, sizes }, saved![]),
+        );
     };
     let ref_shape = first.shape();
     if ref_shape.is_empty() {
@@ -634,7 +668,6 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let d = wrap_dim(dim, ref_shape.len())?;
     let mut out_shape = ref_shape.clone();
     out_shape[d] = 0;
-    let mut sizes = Vec::new();
     for (i, t) in keep.iter().enumerate() {
         let s = t.shape();
         if s.len() != ref_shape.len() {
@@ -670,12 +703,15 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
             )));
         }
         out_shape[d] = sum as usize;
-        sizes.push(s[d]);
     }
     super::creation::guard(&out_shape, dtype)?;
+    let sizes = parts
+        .iter()
+        .map(|t| (!legacy_empty(t)).then(|| t.shape()[d]))
+        .collect();
     let owned: Vec<Tensor> = keep.iter().map(|t| (*t).clone()).collect();
     apply(
-        &keep,
+        &all,
         || concat(&owned, d, &out_shape),
         |_| (CatBackward0 { dim: d, sizes }, saved![]),
     )
@@ -684,7 +720,8 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 #[derive(Clone)]
 pub struct CatBackward0 {
     dim: usize,
-    sizes: Vec<usize>,
+    /// Each input's size along `dim`; `None` for a legacy empty 1-d input.
+    sizes: Vec<Option<usize>>,
 }
 impl Backward for CatBackward0 {
     fn name(&self) -> Cow<'static, str> {
@@ -695,6 +732,14 @@ impl Backward for CatBackward0 {
         let mut out = Grads::new();
         let mut at = 0i64;
         for (i, &n) in self.sizes.iter().enumerate() {
+            let Some(n) = n else {
+                out.push(if ctx.needs_input_grad(i) {
+                    Some(super::zeros(&[0], g.dtype())?)
+                } else {
+                    None
+                });
+                continue;
+            };
             out.push(if ctx.needs_input_grad(i) {
                 Some(narrow(&g, self.dim as i64, at, n as i64)?)
             } else {
@@ -712,6 +757,7 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         .first()
         .ok_or_else(|| Error::runtime("stack expects a non-empty TensorList"))?;
     let shape = first.shape();
+    let d = wrap_dim(dim, shape.len() + 1)?;
     for (i, t) in tensors.iter().enumerate() {
         if t.shape() != shape {
             return Err(Error::runtime(format!(
@@ -721,7 +767,6 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
             )));
         }
     }
-    let d = wrap_dim(dim, shape.len() + 1)?;
     let parts: Vec<Tensor> = crate::autograd::grad_mode::with_grad_mode(false, || {
         tensors
             .iter()
@@ -860,8 +905,9 @@ impl Backward for RepeatBackward0 {
     }
 }
 
-/// `split(split_size_or_sections, dim)`: views along `dim`.
-pub fn split(x: &Tensor, sizes: &[usize], dim: i64) -> Result<Vec<Tensor>> {
+/// `split(split_size_or_sections, dim)`: views along `dim`. `op` names the op in
+/// messages: `Split` (equal sizes: split, chunk) or `SplitWithSizes`.
+pub fn split(x: &Tensor, sizes: &[usize], dim: i64, op: &'static str) -> Result<Vec<Tensor>> {
     let shape = x.shape();
     if shape.is_empty() {
         return Err(Error::runtime(
@@ -882,7 +928,7 @@ pub fn split(x: &Tensor, sizes: &[usize], dim: i64) -> Result<Vec<Tensor>> {
         out.push(narrow(x, d as i64, at, s as i64)?);
         at += s as i64;
     }
-    Ok(out)
+    Ok(multi_output(out, op))
 }
 
 /// Sizes for `split(int)`: equal chunks of `size`, the last one smaller.

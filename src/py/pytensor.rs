@@ -7,7 +7,7 @@ use super::node::node_object;
 use crate::Error;
 use crate::autograd::graph::Hook;
 use crate::backend::cpu::elementwise::{BinaryOp, UnaryOp};
-use crate::dtype::{DType, Scalar};
+use crate::dtype::{DType, ResultType, Scalar};
 use crate::ops::{self, Operand};
 use crate::tensor::Tensor;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
@@ -257,8 +257,8 @@ fn opt_dims(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>> {
     }
 }
 
-/// When either clamp bound is a tensor, both as tensors (numbers become 0-d tensors of
-/// `x`'s dtype); `None` when both bounds are numbers or absent.
+/// When either clamp bound is a tensor, both as tensors (a number becomes a 0-d tensor);
+/// `None` when both bounds are numbers or absent.
 #[allow(clippy::type_complexity)]
 fn tensor_bounds(
     x: &Tensor,
@@ -276,7 +276,15 @@ fn tensor_bounds(
             Some(o) => match o.cast::<PyTensor>() {
                 Ok(t) => Ok(Some(t.get().t.clone())),
                 Err(_) => match scalar(o) {
-                    Some(s) => Ok(Some(ops::scalar_tensor(s, x.dtype()))),
+                    // (the dtype the number gives with x alone: it then promotes as a
+                    // wrapped number would, and keeps its value)
+                    Some(s) => {
+                        let dtype = ResultType::default()
+                            .tensor(x.dtype(), x.ndim())
+                            .scalar(s)
+                            .finish();
+                        Ok(Some(ops::scalar_tensor(s, dtype)))
+                    }
                     None => Err(PyTypeError::new_err(
                         "clamp(): min and max must be numbers or tensors",
                     )),
@@ -287,12 +295,12 @@ fn tensor_bounds(
     Ok(Some((conv(min)?, conv(max)?)))
 }
 
-fn bound_arg(b: Option<&Bound<'_, PyAny>>) -> PyResult<Option<f64>> {
+fn bound_arg(b: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Scalar>> {
     match b {
         None => Ok(None),
         Some(o) if o.is_none() => Ok(None),
         Some(o) => match scalar(o) {
-            Some(s) => Ok(Some(s.as_f64())),
+            Some(s) => Ok(Some(s)),
             None => Err(PyTypeError::new_err("clamp(): min and max must be numbers")),
         },
     }
@@ -371,7 +379,22 @@ fn apply_index(
             let start: Option<i64> = s.getattr("start")?.extract()?;
             let stop: Option<i64> = s.getattr("stop")?.extract()?;
             let step: Option<i64> = s.getattr("step")?.extract()?;
-            r = ops::slice(&r, d as i64, start, stop, step.unwrap_or(1))?;
+            // torch skips a slice that keeps the whole dim (no view is made: `x[:, i] = v`
+            // writes x itself)
+            let whole = |n: usize| {
+                let clamp = |i: i64| {
+                    if i < 0 {
+                        (i + n as i64).max(0)
+                    } else {
+                        i.min(n as i64)
+                    }
+                };
+                clamp(start.unwrap_or(0)) == 0 && clamp(stop.unwrap_or(i64::MAX)) == n as i64
+            };
+            let keeps_all = step.unwrap_or(1) == 1 && r.shape().get(d).is_some_and(|&n| whole(n));
+            if !keeps_all {
+                r = ops::slice(&r, d as i64, start, stop, step.unwrap_or(1))?;
+            }
             d += 1;
         } else if let Some(t) = as_tensor(it)? {
             let n = if t.dtype() == DType::Bool {
@@ -2093,11 +2116,14 @@ impl PyTensor {
         dim: i64,
     ) -> PyResult<Py<PyTuple>> {
         let (_, len) = dim_size(&self.t, dim, "split")?;
-        let sizes = match split_size_or_sections.extract::<usize>() {
-            Ok(s) => ops::split_sizes(len, s)?,
-            Err(_) => split_size_or_sections.extract::<Vec<usize>>()?,
+        let (sizes, op) = match split_size_or_sections.extract::<usize>() {
+            Ok(s) => (ops::split_sizes(len, s)?, "Split"),
+            Err(_) => (
+                split_size_or_sections.extract::<Vec<usize>>()?,
+                "SplitWithSizes",
+            ),
         };
-        let parts = ops::split(&self.t, &sizes, dim)?;
+        let parts = ops::split(&self.t, &sizes, dim, op)?;
         let objs: Vec<Py<PyTensor>> = parts
             .into_iter()
             .map(|p| wrap(py, p))
@@ -2120,13 +2146,13 @@ impl PyTensor {
             ));
         }
         let (_, len) = dim_size(&self.t, dim, "chunk")?;
-        let sizes = if len == 0 {
+        let (sizes, op) = if len == 0 {
             // torch: `chunks` empty pieces (split would give one), via split_with_sizes
-            vec![0; chunks]
+            (vec![0; chunks], "SplitWithSizes")
         } else {
-            ops::split_sizes(len, len.div_ceil(chunks))?
+            (ops::split_sizes(len, len.div_ceil(chunks))?, "Split")
         };
-        let parts = ops::split(&self.t, &sizes, dim)?;
+        let parts = ops::split(&self.t, &sizes, dim, op)?;
         let objs: Vec<Py<PyTensor>> = parts
             .into_iter()
             .map(|p| wrap(py, p))
@@ -2142,14 +2168,9 @@ impl PyTensor {
     ///     A tuple of all slices along `dim`, without it.
     #[pyo3(signature = (dim=0))]
     fn unbind(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTuple>> {
-        if self.t.ndim() == 0 {
-            return Err(pyo3::exceptions::PyIndexError::new_err(
-                "Dimension specified as 0 but tensor has no dimensions",
-            ));
-        }
-        let (_, len) = dim_size(&self.t, dim, "unbind")?;
-        let objs: Vec<Py<PyTensor>> = (0..len)
-            .map(|i| wrap(py, ops::select(&self.t, dim, i as i64)?))
+        let objs: Vec<Py<PyTensor>> = ops::unbind(&self.t, dim)?
+            .into_iter()
+            .map(|p| wrap(py, p))
             .collect::<PyResult<_>>()?;
         Ok(PyTuple::new(py, objs)?.unbind())
     }
@@ -2224,10 +2245,8 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let me = slf.get();
         let (idx, v) = index_put_args(indices, values, "index_put_")?;
-        if !masked_fill_path(&idx, &v, accumulate) {
-            index_put_dtypes_match(&me.t, &v)?;
-        }
-        ops::index_put_(&me.t, &idx, &v, accumulate)?;
+        let same_dtype = !masked_fill_path(&idx, &v, accumulate);
+        ops::index_put_(&me.t, &idx, &v, accumulate, same_dtype)?;
         Ok(slf.clone().into_any().unbind())
     }
     /// Out-of-place `index_put_`: a copy of this tensor with `values` put at `indices`.
@@ -2240,10 +2259,11 @@ impl PyTensor {
         accumulate: bool,
     ) -> PyResult<Py<PyTensor>> {
         let (idx, v) = index_put_args(indices, values, "index_put")?;
-        if !masked_fill_path(&idx, &v, accumulate) {
-            index_put_dtypes_match(&self.t, &v)?;
-        }
-        wrap(py, ops::index_put(&self.t, &idx, &v, accumulate)?)
+        let same_dtype = !masked_fill_path(&idx, &v, accumulate);
+        wrap(
+            py,
+            ops::index_put_checked(&self.t, &idx, &v, accumulate, same_dtype)?,
+        )
     }
     /// `self[index]`: ints, slices, None, Ellipsis and bool give views; int or bool
     /// tensors and lists index as in torch (a copy).
@@ -2272,7 +2292,10 @@ impl PyTensor {
         let v = match value.cast::<PyTensor>() {
             Ok(t) => t.get().t.clone(),
             Err(_) => match scalar(value) {
-                Some(s) => ops::scalar_tensor(s, self.t.dtype()),
+                Some(s) => {
+                    s.check_fits(self.t.dtype())?;
+                    ops::scalar_tensor(s, self.t.dtype())
+                }
                 None => {
                     let (buf, shape) = convert::data_to_buffer(value, Some(self.t.dtype()))?;
                     Tensor::from_buffer(buf, &shape)
@@ -2300,10 +2323,10 @@ impl PyTensor {
         if adv.is_empty() {
             ops::copy_(&r, &v)?;
         } else {
-            if value.cast::<PyTensor>().is_ok() && !masked_fill_path(&adv, &v, false) {
-                index_put_dtypes_match(&r, &v)?;
-            }
-            ops::index_put_(&r, &adv, &v, false)?;
+            // (torch's indexing checks the indices before autograd checks the write)
+            ops::check_index_structure(&r.shape(), &adv)?;
+            let same_dtype = value.cast::<PyTensor>().is_ok() && !masked_fill_path(&adv, &v, false);
+            ops::index_put_(&r, &adv, &v, false, same_dtype)?;
         }
         Ok(())
     }
@@ -2316,20 +2339,6 @@ fn masked_fill_path(indices: &[Option<Tensor>], v: &Tensor, accumulate: bool) ->
     matches!((adv.next(), adv.next()), (Some(m), None) if m.dtype() == DType::Bool)
         && v.numel() == 1
         && !accumulate
-}
-
-/// torch's index_put, index_put_ and `x[advanced] = tensor` take no implicit cast of the values
-/// (a number, or a basic index, is cast).
-fn index_put_dtypes_match(x: &Tensor, v: &Tensor) -> PyResult<()> {
-    if x.dtype() != v.dtype() {
-        return Err(Error::runtime(format!(
-            "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
-            x.dtype().scalar_type_name(),
-            v.dtype().scalar_type_name()
-        ))
-        .into());
-    }
-    Ok(())
 }
 
 /// The `indices` tuple (tensors or None) and `values` tensor of index_put.

@@ -1,0 +1,204 @@
+"""Divergences from torch 2.15 found by the random-program fuzzer (docs/fuzzing.md), one row
+each: a program over the name `torch` and what torch 2.15 does with it.
+
+Each program runs with `torch` bound to rgrad and must end as the row says: raising the
+exception type with a message that starts as written, or printing the same last line. Where
+torch is installed, the same rows run on torch too, so that a row cannot drift from the
+reference it records.
+"""
+
+import importlib.util
+
+import pytest
+
+import rgrad
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+
+class Raises:
+    def __init__(self, exc: type, message: str) -> None:
+        self.exc, self.message = exc, message
+
+    def __repr__(self) -> str:
+        return f"{self.exc.__name__}({self.message!r})"
+
+
+# (id, program, expected): the program's last line is an expression whose repr (with the
+# module named `torch`) is compared, unless `expected` is a Raises.
+ROWS = [
+    # in-place writes through views of leaves (torch's check_inplace)
+    ("view_of_leaf_view", "x = torch.tensor([1., 2., 3., 4.]).reshape(2, 2).requires_grad_()\nx[0:1] = 5.",
+     Raises(RuntimeError, "a view of a leaf Variable that requires grad is being used in an in-place")),
+    ("leaf_view_itself", "x = torch.tensor([1., 2., 3., 4.]).reshape(2, 2).requires_grad_()\nx.add_(1)",
+     Raises(RuntimeError, "a view of a leaf Variable that requires grad is being used in an in-place")),
+    ("composite_results_are_not_views",
+     "x = torch.tensor([[1., 2.], [3., 4.]], requires_grad=True)\nv = torch.ones(2, requires_grad=True) * 1\n"
+     "[r._base is None for r in (x.logsumexp(0), v @ v, v @ x, x @ v, torch.ones(2, 2, 2) @ v)]",
+     "[True, True, True, True, True]"),
+    ("in_place_on_logsumexp", "x = torch.tensor([1., 2.], requires_grad=True)\nx.logsumexp(0).div_(2).grad_fn.name()",
+     "'DivBackward0'"),
+    # multi-output views
+    ("unbind_output_in_place", "y = torch.zeros(2, 2, requires_grad=True) * 1\ny.unbind(0)[1].zero_()",
+     Raises(RuntimeError, "Output 1 of Unbind is a view and is being modified inplace. This view is the output of a "
+            "function that returns multiple views.")),
+    ("split_output_in_place", "y = torch.zeros(4, 2, requires_grad=True) * 1\ny.split(2)[1].mul_(2)",
+     Raises(RuntimeError, "Output 1 of Split is a view")),
+    ("split_with_sizes_output", "y = torch.zeros(4, 2, requires_grad=True) * 1\ny.split([1, 3])[1].zero_()",
+     Raises(RuntimeError, "Output 1 of SplitWithSizes is a view")),
+    ("view_of_unbind_output", "y = torch.zeros(4, 2, requires_grad=True) * 1\ny.unbind(0)[1][0:1].zero_()",
+     Raises(RuntimeError, "Output 0 of Slice is a view")),
+    ("unbind_of_leaf", "x = torch.zeros(4, 2, requires_grad=True)\nx.unbind(0)[1].zero_()",
+     Raises(RuntimeError, "Output 1 of Unbind is a view")),
+    ("unbind_plain_operand_requires_grad",
+     "w = torch.zeros(4, 2)\nw.unbind(0)[1].add_(torch.ones(2, requires_grad=True))",
+     Raises(RuntimeError, "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+            "This view is the output of a function that returns multiple views.")),
+    ("unbind_without_grad_is_writable", "z = torch.zeros(4, 2)\nz.unbind(0)[1].fill_(3)\nz.sum()", "tensor(6.)"),
+    # saved values modified in place
+    ("x_times_x_in_place", "x = torch.tensor([1., 2.], requires_grad=True) * 1\nx *= x\nx.sum().backward()",
+     Raises(RuntimeError, "one of the variables needed for gradient computation has been modified by an inplace "
+            "operation: [torch.FloatTensor [2]], which is output 0 of Mul, is at version 1; expected version 0")),
+    ("self_saved_as_original", "a = torch.tensor([1., 2.], requires_grad=True)\nb = a * 1\nb.mul_(a)\n"
+     "b.sum().backward()\na.grad", "tensor([2., 4.])"),
+    # overlapping operands
+    ("copy_from_a_partly_overlapping_view", "x = torch.tensor(1.875)\nv = x.view(-1)\nv.copy_(x)",
+     Raises(RuntimeError, "unsupported operation: some elements of the input tensor and the written-to tensor refer to "
+            "a single memory location.")),
+    ("add_shifted_view", "x = torch.arange(4.)\nx[1:].add_(x[:3])",
+     Raises(RuntimeError, "unsupported operation: some elements of the input tensor")),
+    ("add_same_view_is_fine", "x = torch.arange(4.)\nx[1:].add_(x[1:])\nx", "tensor([0., 2., 4., 6.])"),
+    # writing values that require grad into int/bool tensors
+    ("copy_grad_into_bool", "torch.zeros(0, 2, dtype=torch.bool).copy_(torch.zeros(0, 2, requires_grad=True))"
+     ".requires_grad", "False"),
+    ("setitem_grad_into_int", "b = torch.zeros(2, dtype=torch.int64)\nb[0] = torch.tensor(2., requires_grad=True)\n"
+     "(b, b.requires_grad)", "(tensor([2, 0]), False)"),
+    # clamp's result type and checked number conversions
+    ("clamp_bool_by_float", "torch.tensor([True]).clamp(min=0.5).dtype", "torch.float32"),
+    ("clamp_int_by_float", "torch.tensor([1]).clamp(min=-2.5, max=1)", "tensor([1.])"),
+    ("clamp_bool_by_int", "torch.tensor([True, False]).clamp(min=0)", "tensor([1, 0])"),
+    ("clamp_bool_by_bool", "torch.tensor([True]).clamp(min=True)",
+     Raises(NotImplementedError, "\"clamp_min_scalar_cpu\" not implemented for 'Bool'")),
+    ("clamp_in_place_promotes", "torch.tensor([True]).clamp_(min=0)",
+     Raises(RuntimeError, "result type Long can't be cast to the desired output type")),
+    ("clamp_tensor_bound_with_number", "torch.tensor([1, 2]).clamp(min=1.5, max=torch.tensor(2))",
+     "tensor([1.5000, 2.0000])"),
+    ("setitem_inf_into_int", "x = torch.zeros(2, dtype=torch.int64)\nx[0:2:2] = float('inf')",
+     Raises(RuntimeError, "value cannot be converted to type int64_t without overflow")),
+    ("fill_nan_into_int", "torch.tensor([1]).fill_(float('nan'))",
+     Raises(RuntimeError, "value cannot be converted to type int64_t without overflow")),
+    ("fill_2_63_into_int", "torch.tensor([1]).fill_(float(2 ** 63))",
+     Raises(RuntimeError, "value cannot be converted to type int64_t without overflow")),
+    ("fill_huge_into_float32", "torch.tensor([1.]).fill_(1e300)",
+     Raises(RuntimeError, "value cannot be converted to type float without overflow")),
+    ("fill_inf_into_float32", "torch.tensor([1.]).fill_(float('inf'))", "tensor([inf])"),
+    ("fill_nan_into_bool", "torch.tensor([True]).fill_(float('nan'))", "tensor([True])"),
+    ("masked_fill_inf_into_int", "torch.tensor([1]).masked_fill_(torch.tensor([True]), float('inf'))",
+     Raises(RuntimeError, "value cannot be converted to type int64_t without overflow")),
+    ("full_keeps_big_ints", "torch.full((1,), 2 ** 60 + 1).item() - 2 ** 60", "1"),
+    # dims checked first, empty inputs returned
+    ("log_softmax_bool_bad_dim", "torch.tensor([True, False]).log_softmax(4)",
+     Raises(IndexError, "Dimension out of range (expected to be in range of [-1, 0], but got 4)")),
+    ("softmax_empty_bool", "torch.zeros(0, dtype=torch.bool).softmax(0)", "tensor([], dtype=torch.bool)"),
+    ("softmax_int", "torch.tensor([1, 2]).softmax(0)",
+     Raises(NotImplementedError, "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'")),
+    ("fmod_empty_by_zero", "torch.zeros(0, dtype=torch.int64).fmod(False)", "tensor([], dtype=torch.int64)"),
+    ("remainder_empty_by_zero", "torch.tensor([1]).remainder(torch.zeros(0, dtype=torch.int64))",
+     "tensor([], dtype=torch.int64)"),
+    ("stack_dim_first", "torch.stack([torch.zeros(2, 3), torch.zeros(3, 2)], 7)",
+     Raises(IndexError, "Dimension out of range (expected to be in range of [-3, 2], but got 7)")),
+    ("flatten_0d_dims", "torch.tensor(1.).flatten(3, 0)",
+     Raises(IndexError, "Dimension out of range (expected to be in range of [-1, 0], but got 3)")),
+    ("flatten_0d", "torch.tensor(1.).flatten(-1, 0)", "tensor([1.])"),
+    ("amin_empty_dim_before_repeats", "torch.zeros(0, 2).amin((0, 0))",
+     Raises(IndexError, "amin(): Expected reduction dim 0 to have non-zero size.")),
+    ("amax_dims_in_order", "torch.zeros(0, 2).amax((0, 5))",
+     Raises(IndexError, "amax(): Expected reduction dim 0 to have non-zero size.")),
+    ("amax_repeats", "torch.zeros(0, 2).amax((1, 1))",
+     Raises(RuntimeError, "dim 1 appears multiple times in the list of dims")),
+    # indexing
+    ("index_select_dim1", "torch.zeros(2, 2, 3).index_select(1, torch.tensor([5]))",
+     Raises(RuntimeError, "INDICES element is out of DATA bounds, id=5 axis_dim=2")),
+    ("index_select_empty_input", "torch.zeros(0, 2, 3).index_select(2, torch.tensor([-1]))",
+     Raises(RuntimeError, "INDICES element is out of DATA bounds, id=-1 axis_dim=3")),
+    ("index_select_empty_axis", "torch.zeros(0, 2).index_select(0, torch.tensor([1]))",
+     Raises(RuntimeError, "index_select(): self indexing axis dim should be positive")),
+    ("index_select_dim2", "torch.zeros(2, 2, 3).index_select(2, torch.tensor([5]))",
+     Raises(IndexError, "index out of range in self")),
+    ("index_that_visits_nothing", "torch.zeros(0, 1, 4)[None, torch.tensor([0]), torch.tensor([False])].shape",
+     "torch.Size([1, 0, 4])"),
+    ("index_put_size_0_dim_first",
+     "torch.zeros(0, dtype=torch.bool).index_put_((torch.tensor([0]),), torch.tensor(4.25), accumulate=True)",
+     Raises(IndexError, "index is out of bounds for dimension with size 0")),
+    ("index_put_values_shape_before_dtype",
+     "torch.zeros(2, dtype=torch.bool).index_put_((torch.tensor([5]),), torch.tensor([4.25, 1.0, 3.0]))",
+     Raises(RuntimeError, "shape mismatch: value tensor of shape [3] cannot be broadcast to indexing result of shape "
+            "[1]")),
+    ("index_put_dtype_before_bounds",
+     "torch.zeros(2, dtype=torch.bool).index_put_((torch.tensor([5]),), torch.tensor(4.25))",
+     Raises(RuntimeError, "Index put requires the source and destination dtypes match, got Bool for the destination "
+            "and Float for the source.")),
+    ("setitem_mask_checked_before_leaf",
+     "x = torch.tensor([[1., 2., 3.]], requires_grad=True)\nx[-1::2, torch.tensor([True, False, True, False])] = 0.",
+     Raises(IndexError, "The shape of the mask [4] at index 0 does not match the shape of the indexed tensor [1, 3] "
+            "at index 1")),
+    ("setitem_bounds_after_leaf", "x = torch.tensor([[1., 2., 3.]], requires_grad=True)\nx[:, torch.tensor([5])] = 0.",
+     Raises(RuntimeError, "a leaf Variable that requires grad is being used in an in-place operation.")),
+    # products of nothing, cat
+    ("empty_bool_matmul", "torch.zeros(0, 1, dtype=torch.bool).matmul(torch.tensor([False]))",
+     "tensor([], dtype=torch.bool)"),
+    ("bool_matmul_inner_0", "torch.zeros(2, 0, dtype=torch.bool) @ torch.zeros(0, 2, dtype=torch.bool)",
+     "tensor([[False, False],\n        [False, False]])"),
+    ("bool_mm", "torch.zeros(2, 1, dtype=torch.bool) @ torch.zeros(1, 3, dtype=torch.bool)",
+     Raises(NotImplementedError, "\"addmm_impl_cpu_\" not implemented for 'Bool'")),
+    ("bool_bmm", "torch.bmm(torch.zeros(1, 2, 2, dtype=torch.bool), torch.zeros(1, 2, 2, dtype=torch.bool))",
+     Raises(NotImplementedError, "\"bmm\" not implemented for 'Bool'")),
+    ("bool_dot", "torch.zeros(0, dtype=torch.bool) @ torch.zeros(0, dtype=torch.bool)",
+     Raises(NotImplementedError, "\"dot\" not implemented for 'Bool'")),
+    ("cat_keeps_legacy_empty_inputs",
+     "torch.cat([torch.tensor([True, True]), torch.zeros(0, dtype=torch.float64, requires_grad=True)]).requires_grad",
+     "True"),
+    ("cat_of_empties_is_a_new_tensor", "e = torch.zeros(0, requires_grad=True)\nr = torch.cat([e, e])\n"
+     "r.sum().backward()\n(r.is_leaf, r.grad_fn.name(), e.grad)", "(False, 'CatBackward0', tensor([]))"),
+    ("cat_legacy_empty_gradient", "e = torch.zeros(0, requires_grad=True)\nx = torch.ones(2, 2, requires_grad=True)\n"
+     "torch.cat([x, e], 1).sum().backward()\n(e.grad, x.grad.shape)", "(tensor([]), torch.Size([2, 2]))"),
+    ("pow_bool_exponent_backward",
+     "x = torch.tensor([1.5, 2.], requires_grad=True)\nx.pow(torch.tensor([True, False])).sum().backward()",
+     Raises(NotImplementedError, "Subtraction, the `-` operator, with a bool tensor is not supported.")),
+]
+
+
+def run(module, program: str):
+    *body, last = program.split("\n")
+    scope = {"torch": module}
+    exec("\n".join(body), scope)
+    try:
+        code = compile(last, "<row>", "eval")
+    except SyntaxError:  # an assignment: nothing to print
+        exec(last, scope)
+        return None
+    return eval(code, scope)
+
+
+def check(module, name: str, program: str, expected) -> None:
+    if isinstance(expected, Raises):
+        with pytest.raises(expected.exc) as info:
+            run(module, program)
+        message = str(info.value).replace(f"[{name}.", "[torch.")
+        assert message.startswith(expected.message), message
+    else:
+        got = repr(run(module, program)).replace(f"{name}.", "torch.")
+        assert got == expected
+
+
+@pytest.mark.parametrize("program, expected", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_rgrad_does_what_torch_2_15_does(program, expected):
+    check(rgrad, "rgrad", program, expected)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed")
+@pytest.mark.parametrize("program, expected", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_each_row_is_what_torch_does(program, expected):
+    import torch
+
+    check(torch, "torch", program, expected)
