@@ -173,10 +173,16 @@ impl Inner {
 /// writes through `.data` are invisible to autograd's checks, as in torch; its views and
 /// aliases share that one. So does a tensor given new data by `x.data = y`, which
 /// keeps its counter (see `Storage::version_moved_out`).
+///
+/// A copy that an op makes of an input to promote its dtype shares the input's counter
+/// (`Of`, by the input's storage, or `Own`), so that what the op saves of the copy is
+/// known to be stale once the input is modified, as torch (which saves the input itself)
+/// knows it.
 #[derive(Clone)]
 pub(crate) enum Version {
     Storage,
     Own(Arc<AtomicU64>),
+    Of(Arc<Storage>),
 }
 
 impl Inner {
@@ -184,6 +190,7 @@ impl Inner {
         match &self.version {
             Version::Storage => self.storage.version(),
             Version::Own(v) => v,
+            Version::Of(storage) => storage.version(),
         }
     }
     /// The version counter's value.
@@ -514,6 +521,47 @@ impl Tensor {
         if let Some(c) = g.cold_mut_if_any() {
             c.base = None;
         }
+    }
+    /// Makes this tensor (a promoted copy of `source`, made by an op) count its versions
+    /// with `source`'s counter (see [`Version`]).
+    pub(crate) fn share_version_of(&self, source: &Tensor) {
+        let v = {
+            let g = source.lock();
+            match &g.version {
+                Version::Storage => Version::Of(g.storage.clone()),
+                other => other.clone(),
+            }
+        };
+        self.lock().version = v;
+    }
+    /// Whether this tensor counts its versions with `other`'s counter (an alias of it, or
+    /// a promoted copy made of it by [`share_version_of`](Self::share_version_of)).
+    pub(crate) fn counts_versions_of(&self, other: &Tensor) -> bool {
+        let a: *const AtomicU64 = self.lock().version_counter();
+        let b: *const AtomicU64 = other.lock().version_counter();
+        std::ptr::eq(a, b)
+    }
+    /// The same data and history with a version counter of its own (a promoted copy that
+    /// no longer follows its source: see [`Version`]).
+    pub(crate) fn with_own_version(&self) -> Tensor {
+        let (storage, layout, dtype, grad_fn, output_nr, requires_grad) = {
+            let g = self.lock();
+            (
+                g.storage.clone(),
+                g.layout.clone(),
+                g.dtype,
+                g.grad_fn.clone(),
+                g.output_nr,
+                g.requires_grad,
+            )
+        };
+        let t = Tensor::from_parts(storage, layout, dtype, Version::Storage);
+        match grad_fn {
+            Some(f) => t.set_history(f, output_nr),
+            None if requires_grad => t.lock().requires_grad = true,
+            None => {}
+        }
+        t
     }
     /// `x.data = other` (torch's set_data): adopt other's storage, layout and dtype while
     /// keeping this tensor's identity and autograd metadata.

@@ -27,52 +27,12 @@ import numpy as np
 MAX_NUMEL = 4096
 MAX_STEPS = 8
 
-# Known rgrad issues being fixed elsewhere; failures on steps tagged with one of these are
-# counted as "known" rather than as mismatches (see docs/fuzzing.md).
-KNOWN_HUGE = "known(a): size overflow checks"
-
 # Open rgrad divergences the fuzzer found (docs/fuzzing.md lists a repro for each). A failure
 # whose message matches one is counted as "known", so CI stays green and the 100k run reports
 # them apart; delete the entry with the fix. Panics are never listed here.
-KNOWN_ISSUES = [
-    (r"Index put requires the source and destination dtypes match.*/ torch IndexError",
-     "K1 index_put_: rgrad checks the values' dtype before the indices, torch after"),
-    (r"rgrad \w+Error\(.*/ torch RuntimeError\('a (view of a )?leaf Variable|"
-     r"rgrad RuntimeError\('a (view of a )?leaf Variable.*/ torch IndexError",
-     "K2 a bad index and an in-place write to a leaf: rgrad and torch check in a different order"),
-    (r"INDICES element is out of DATA bounds", "K3 index_select with a bad index on an empty tensor: error type"),
-    (r"addmm_impl_cpu_", "K4 matmul of bool tensors: torch allows empty ones"),
-    (r"(requires_grad (True|False) vs torch|Autograd not support dtype)(.|\n)*(copy_|\] = )",
-     "K5 writing a value that requires grad into an int/bool tensor (copy_, setitem)"),
-    (r"dtype \w+ vs torch(.|\n)*clamp", "K6 clamp's result dtype with float bounds on int/bool tensors"),
-    (r"value cannot be converted to type|result type \w+ can't be cast to the desired output type",
-     "K7 in-place/setitem value casts torch rejects"),
-    (r"_kernel_impl\\?\" not implemented for \\?'(Bool|Long)",
-     "K8 softmax/log_softmax of int/bool: dtype checked before dim; empty ones rejected"),
-    (r"ZeroDivisionError", "K9 fmod/remainder of an empty int tensor by zero raises"),
-    (r"stack expects each tensor to be equal size.*torch IndexError", "K10 stack: dim checked after sizes"),
-    (r"is a view and is being modified inplace|output of a function that returns multiple views",
-     "K11 in-place on an output of a multi-output view op"),
-    (r"modified by an inplace operation",
-     "K12 values saved by an in-place op, then modified in place, are not detected (x *= x)"),
-    (r"setStorage", "K13 setitem error type"),
-    (r"torch IndexError\('Dimension out of range(.|\n)*flatten", "K14 flatten of a 0-d tensor skips the dim check"),
-    (r"rgrad IndexError\('index -?\d+ is out of bounds.*/ torch no exception",
-     "K15 advanced indices are bounds-checked even when they broadcast to an empty index set"),
-    (r"refer to a single memory location", "K16 copy_ from an overlapping tensor is not rejected"),
-    (r"(is_leaf True vs torch False|requires_grad False vs torch True)(.|\n)*torch.cat",
-     "K17 cat skips legacy empty 1-d inputs before autograd (the result may alias an input)"),
-    (r"(invalid shape dimension -2|numel: integer multiplication overflow'\) / torch no exception)(.|\n)*expand\(",
-     "K18 expand to a negative size after a 0: torch makes a tensor with a negative size (Size([0, -2])), rgrad refuses"),
-    (r"appears multiple times in the list of dims.*torch IndexError", "K19 amax/amin: duplicate dims checked first"),
-    (r"rgrad no exception / torch NotImplementedError\('Subtraction, the `-` operator, with (a|two) bool(.|\n)*backward",
-     "K20 backward of pow with a bool exponent: torch raises (it computes b - 1 on bool), rgrad differentiates"),
-    (r"rgrad no exception / torch RuntimeError\('Autograd not support dtype", "K5b see K5 (torch, later)"),
-    (r"expected batch1 and batch2 to have the same dtype(.|\n)*(bmm|matmul|@)",
-     "K22 bmm/matmul of empty batches with mixed dtypes: torch skips its dtype check (the result takes the second "
-     "operand's dtype), rgrad refuses"),
-    (r"rgrad no exception / torch RuntimeError\('a (view of a )?leaf Variable that requires grad",
-     "K21 in-place through a view of a leaf that is itself a view (b.reshape(..).requires_grad_()) is allowed"),
+KNOWN_ISSUES: list[tuple[str, str]] = [
+    # (regex over the failure message and the program's last line, why). Empty: every
+    # divergence the fuzzer has found is fixed (docs/fuzzing.md lists them).
 ]
 
 
@@ -121,7 +81,6 @@ class Step:
     reads: tuple = ()  # variables the NumPy reference reads (values taken before the step)
     ref: Callable | None = None  # NumPy float64 reference: dict name->ndarray -> ndarray
     kind: str = "elementwise"  # tolerance family: elementwise | reduce | matmul | exact | view
-    known: str | None = None  # tag of a known issue this step may hit
     nan_ok: bool = False  # reference undefined where inputs are non-finite
     pre: list = field(default_factory=list)  # helper lines (new literals) run and checked first
     values_undefined: bool = False  # compare shape/dtype only: the values are platform-defined in torch
@@ -129,7 +88,9 @@ class Step:
 
 @dataclass
 class Failure:
-    category: str  # "mismatch" | "panic" | "known"
+    # "mismatch" | "panic" | "known" | "torch_invalid" (torch made a tensor it calls invalid
+    # itself: the program ends there, and it is not a failure; see docs/fuzzing.md)
+    category: str
     message: str
     program: list = field(default_factory=list)
 
@@ -905,21 +866,20 @@ class Generator:
         v = self.pick()
         if r == 0:
             n = s.choice((2**62, 2**63 - 1, "2**31, 2**31, 4", "2**40, 2**40", "-1", "3, -2"))
-            return Step(f"{t} = torch.zeros({n})", t, known=KNOWN_HUGE)
+            return Step(f"{t} = torch.zeros({n})", t)
         if r == 1:
             src = f"torch.zeros(1, 1).expand({s.choice(('2**32, 2**32', '2**31, 2**31', '2**62, 2**2', '-1, -1'))})"
-            return Step(f"{t} = {src}", t, known=KNOWN_HUGE)
+            return Step(f"{t} = {src}", t)
         if r == 2:
             return Step(f"{t} = {v.name}.view(-1, -1)", t)
         if r == 3:
             shape = s.choice(("-3", "2**62", "2**32, 2**32", "0, -1"))
-            return Step(f"{t} = {v.name}.reshape({shape})", t, known=KNOWN_HUGE)
+            return Step(f"{t} = {v.name}.reshape({shape})", t)
         if r == 4:
-            return Step(f"{t} = torch.full(({s.choice(('2**62', '-2', '0'))},), 1.5)", t, known=KNOWN_HUGE)
+            return Step(f"{t} = torch.full(({s.choice(('2**62', '-2', '0'))},), 1.5)", t)
         if r == 5:
             return Step(f"{t} = {v.name}.sum({s.choice(('-100', '2**40', '(0, 0)', '()'))})", t)
-        return Step(f"{t} = torch.ones(2, 3).repeat({s.choice(('2**31, 2**31', '-1, 1', '0, 5'))})", t,
-                    known=KNOWN_HUGE)  # fmt: skip
+        return Step(f"{t} = torch.ones(2, 3).repeat({s.choice(('2**31, 2**31', '-1, 1', '0, 5'))})", t)  # fmt: skip
 
 
 def broadcastable(a, b) -> bool:
@@ -1026,9 +986,11 @@ class Runner:
         self.raised = er is not None
         if er is not None and is_panic(er):
             return self.fail("panic", f"{type(er).__name__}: {er}")
-        cat = "known" if step.known else "mismatch"
+        cat = "mismatch"
         if self.ns_t is not None:
             et = self.exec(step.src, self.ns_t)
+            if et is None and (bad := self.torch_invalid()):
+                return self.fail("torch_invalid", bad)
             if (er is None) != (et is None) or (er is not None and type(er) is not type(et)):
                 return self.fail(cat, f"exception: rgrad {describe(er)} / torch {describe(et)}")
         if er is not None:
@@ -1092,6 +1054,20 @@ class Runner:
                     msg = close(got, exp, dt, step.kind if step.kind != "view" else "exact")
                     if msg:
                         return self.fail("mismatch", f"{step.target} vs numpy: {msg}")
+        return None
+
+    def torch_invalid(self) -> str | None:
+        """A tensor torch made that torch itself calls invalid: a negative size (expand to
+        -2 after a 0-sized dim) or an int/bool tensor that requires grad (some in-place writes
+        of a value with history). rgrad refuses the first and keeps the second without
+        history; nothing after that point can be compared."""
+        for name, t in self.ns_t.items():
+            if not is_tensor(t):
+                continue
+            if any(d < 0 for d in t.shape):
+                return f"torch made {name} with a negative size {tuple(t.shape)}"
+            if t.requires_grad and dname(t.dtype) not in FLOAT_DTYPES:
+                return f"torch made {name}, a {dname(t.dtype)} tensor, require grad"
         return None
 
     def compare(self, name: str, kind: str) -> str | None:

@@ -59,6 +59,14 @@ ROWS = [
     ("x_times_x_in_place", "x = torch.tensor([1., 2.], requires_grad=True) * 1\nx *= x\nx.sum().backward()",
      Raises(RuntimeError, "one of the variables needed for gradient computation has been modified by an inplace "
             "operation: [torch.FloatTensor [2]], which is output 0 of Mul, is at version 1; expected version 0")),
+    ("promoted_input_modified", "a = torch.tensor([-2, 6])\nb = torch.tensor([0.5], requires_grad=True)\n"
+     "c = torch.div(a, b)\na.zero_()\nc.sum().backward()",
+     Raises(RuntimeError, "one of the variables needed for gradient computation has been modified by an inplace")),
+    ("result_of_in_place_modified", "x = torch.tensor([1.5], dtype=torch.float64, requires_grad=True) * 1\n"
+     "y = x.tanh_()\ny[y > 0] = 0\ny.sum().backward()",
+     Raises(RuntimeError, "one of the variables needed for gradient computation has been modified by an inplace")),
+    ("result_of_in_place_kept", "x0 = torch.tensor([1.5], dtype=torch.float64, requires_grad=True)\nx = x0 * 1\n"
+     "y = x.exp_()\ny.sum().backward()\nx0.grad", "tensor([4.4817], dtype=torch.float64)"),
     ("self_saved_as_original", "a = torch.tensor([1., 2.], requires_grad=True)\nb = a * 1\nb.mul_(a)\n"
      "b.sum().backward()\na.grad", "tensor([2., 4.])"),
     # overlapping operands
@@ -144,7 +152,37 @@ ROWS = [
             "at index 1")),
     ("setitem_bounds_after_leaf", "x = torch.tensor([[1., 2., 3.]], requires_grad=True)\nx[:, torch.tensor([5])] = 0.",
      Raises(RuntimeError, "a leaf Variable that requires grad is being used in an in-place operation.")),
+    ("sub_bool_number_on_leaf", "x = torch.tensor(1.5, requires_grad=True)\nx.sub_(False)",
+     Raises(RuntimeError, "a leaf Variable that requires grad is being used in an in-place operation.")),
+    ("setitem_lone_mask_number_checks_mask_first",
+     "x = torch.zeros(3, 2, requires_grad=True)\nx[:, torch.tensor([True, False, True])] = 1.",
+     Raises(IndexError, "The shape of the mask [3] at index 0 does not match the shape of the indexed tensor [3, 2] at "
+            "index 1")),
+    ("setitem_mask_with_tensor_value_checks_leaf_first",
+     "x = torch.zeros(3, 2, requires_grad=True)\nx[:, torch.tensor([True, False, True])] = torch.tensor(1.)",
+     Raises(RuntimeError, "a leaf Variable that requires grad is being used in an in-place operation.")),
+    ("setitem_float_index_after_leaf", "x = torch.zeros(3, 2, requires_grad=True)\nx[:, torch.tensor([0.5])] = 1.",
+     Raises(RuntimeError, "a leaf Variable that requires grad is being used in an in-place operation.")),
+    ("setitem_number_into_empty_dim", "x = torch.zeros(0, 2)\nx[torch.tensor([0]), -2:2] = 1.",
+     Raises(RuntimeError, "setStorage: sizes [1, 2], strides [0, 1], storage offset 0, and itemsize 4 requiring a "
+            "storage size of 8 are out of bounds for storage of size 0")),
+    ("setitem_tensor_into_empty_dim", "x = torch.zeros(0, 2)\nx[torch.tensor([0])] = torch.tensor(1.)",
+     Raises(IndexError, "index is out of bounds for dimension with size 0")),
+    ("setitem_number_into_empty_dim_3d", "x = torch.zeros(0, 2, 3, dtype=torch.float64)\nx[torch.tensor([0])] = 1.",
+     Raises(RuntimeError, "setStorage: sizes [1, 2, 3], strides [0, 3, 1], storage offset 0, and itemsize 8 requiring "
+            "a storage size of 48")),
     # products of nothing, cat
+    ("bmm_of_nothing_mixed_dtypes", "torch.bmm(torch.zeros(2, 0, 1), torch.zeros(2, 1, 3, dtype=torch.int64))",
+     "tensor([], size=(2, 0, 3), dtype=torch.int64)"),
+    ("bmm_inner_0_mixed_dtypes",
+     "torch.bmm(torch.zeros(1, 2, 0, dtype=torch.float64), torch.zeros(1, 0, 2, dtype=torch.int64))",
+     "tensor([[[0, 0],\n         [0, 0]]])"),
+    ("bmm_of_nothing_autograd", "torch.bmm(torch.zeros(2, 0, 1, requires_grad=True), torch.zeros(2, 1, 3, "
+     "dtype=torch.int64))", Raises(RuntimeError, "Autograd not support dtype: Long")),
+    ("mm_of_nothing_mixed_dtypes", "torch.mm(torch.zeros(0, 2, dtype=torch.float64), torch.zeros(2, 3, "
+     "dtype=torch.int64))", Raises(RuntimeError, "expected m1 and m2 to have the same dtype, but got: double != long int")),
+    ("addmm_of_nothing_bool", "torch.addmm(torch.tensor([True, False, True]), torch.zeros(0, 3, dtype=torch.bool), "
+     "torch.zeros(3, 3, dtype=torch.bool))", "tensor([], size=(0, 3), dtype=torch.bool)"),
     ("empty_bool_matmul", "torch.zeros(0, 1, dtype=torch.bool).matmul(torch.tensor([False]))",
      "tensor([], dtype=torch.bool)"),
     ("bool_matmul_inner_0", "torch.zeros(2, 0, dtype=torch.bool) @ torch.zeros(0, 2, dtype=torch.bool)",

@@ -2,7 +2,7 @@
 crashes and hangs: cases run in worker subprocesses, a chunk at a time; a worker that dies or
 stops answering is replaced and the case is recorded. Prints one summary line:
 
-    cases=N mismatches=M panics=P hangs=H known=K wall=Ss
+    cases=N mismatches=M panics=P hangs=H known=K torch_invalid=I wall=Ss
 
 Usage: python tools/fuzz.py --cases 100000 --seed 0 [--jobs 2] [--timeout 20] [--no-torch]
        python tools/fuzz.py --replay failures.jsonl   (re-run recorded programs' cases)
@@ -155,7 +155,8 @@ def main() -> None:
         print(f"{n:6d}  {key}  (e.g. case {rec['case']})")
     print(
         f"cases={counts['cases']} mismatches={counts['mismatch']} panics={counts['panic']} "
-        f"hangs={counts['hang']} known={counts['known']} harness_errors={counts['harness']} "
+        f"hangs={counts['hang']} known={counts['known']} torch_invalid={counts['torch_invalid']} "
+        f"harness_errors={counts['harness']} "
         f"wall={wall:.0f}s seed={args.seed} "
         f"torch={'no' if args.no_torch else 'yes'}"
     )

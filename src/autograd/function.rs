@@ -49,6 +49,21 @@ impl BackwardCtx<'_> {
         Ok(())
     }
 
+    /// torch's generated backward functions unpack every saved tensor before their formula
+    /// runs, so a node reports any saved tensor modified in place, whether or not its
+    /// formula reads it for the gradients asked for.
+    pub(crate) fn check_saved_versions(&self) -> Result<()> {
+        if self.released {
+            return Ok(()); // (the formula's own unpacking reports the freed graph)
+        }
+        for (i, s) in self.saved.iter().enumerate() {
+            if s.is_stale() {
+                self.saved_data(i)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Saved tensor `i`'s entry: an error if the graph was freed by an earlier backward.
     fn saved_entry(&self, i: usize) -> Result<&SavedTensor> {
         if self.released {

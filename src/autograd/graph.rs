@@ -110,6 +110,33 @@ impl SavedTensor {
         self.version = t.version();
         self.value = SavedValue::Input(t);
     }
+    /// Whether the saved tensor was modified in place since it was saved (its version
+    /// counter moved on).
+    pub(crate) fn is_stale(&self) -> bool {
+        let now = match &self.value {
+            SavedValue::Input(t) | SavedValue::Output(t, _) => t.version(),
+            SavedValue::Fresh(s, _) => s.version().load(std::sync::atomic::Ordering::Acquire),
+        };
+        now != self.version
+    }
+    /// Is a saved output held in `storage`.
+    pub(crate) fn is_output_in(&self, storage: &Arc<Storage>) -> bool {
+        match &self.value {
+            SavedValue::Input(_) => false,
+            SavedValue::Output(t, _) => Arc::ptr_eq(&t.storage(), storage),
+            SavedValue::Fresh(s, _) => Arc::ptr_eq(s, storage),
+        }
+    }
+    /// A saved output now held by `t` (an in-place op wrote its result into `t`): saved
+    /// as `t` at `t`'s version now, so that modifying `t` again is detected, as torch
+    /// detects it (its in-place result is `self`).
+    pub(crate) fn move_output_to(&mut self, t: &Tensor) {
+        if let Some(nr) = self.output_nr() {
+            let (alias, version) = t.detach_with_version();
+            self.value = SavedValue::Output(alias, nr);
+            self.version = version;
+        }
+    }
     /// Whether the node's output metadata is needed to unpack this.
     pub(crate) fn needs_meta(&self) -> bool {
         matches!(self.value, SavedValue::Fresh(..))

@@ -472,7 +472,14 @@ fn promote(a: Operand<'_>, b: Operand<'_>, float_result: bool) -> Result<(Tensor
         dtype = DType::F32;
     }
     let conv = |o: Operand<'_>| match o {
-        Operand::T(t) => to_dtype(t, dtype),
+        Operand::T(t) => {
+            let c = to_dtype(t, dtype)?;
+            if !c.same(t) {
+                // what the op saves of the copy goes stale with t (see `Version`)
+                c.share_version_of(t);
+            }
+            Ok(c)
+        }
         Operand::S(s) => Ok(scalar_tensor(s, dtype)),
     };
     Ok((conv(a)?, conv(b)?, dtype))

@@ -497,6 +497,7 @@ fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
 /// bool mask's shape against the dims it covers, and their count. (`x[indices] = v` runs
 /// them before autograd's in-place checks.)
 pub fn check_index_structure(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<()> {
+    check_index_count(x_shape, indices)?;
     let mut d = 0usize;
     for ix in indices {
         match ix {
@@ -526,7 +527,20 @@ pub fn check_index_structure(x_shape: &[usize], indices: &[Option<Tensor>]) -> R
             }
         }
     }
-    if d > x_shape.len() {
+    Ok(())
+}
+
+/// torch's first check of an index: it names no more dims than `x` has (a bool mask
+/// names as many as it has).
+pub fn check_index_count(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<()> {
+    let named: usize = indices
+        .iter()
+        .map(|ix| match ix {
+            Some(t) if t.dtype() == DType::Bool => t.ndim(),
+            _ => 1,
+        })
+        .sum();
+    if named > x_shape.len() {
         return Err(Error::index(format!(
             "too many indices for tensor of dimension {}",
             x_shape.len()
@@ -630,6 +644,26 @@ fn indexed_shape(x_shape: &[usize], bshape: &[usize], dims: &[usize]) -> Shape {
     out
 }
 
+/// The strides that go with [`indexed_shape`] when the index dims get stride 0.
+fn indexed_strides(x_strides: &[usize], index_ndim: usize, dims: &[usize]) -> Shape {
+    let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
+    let zeros = std::iter::repeat_n(0, index_ndim);
+    let mut out = Shape::new();
+    match (dims.first(), dims.last()) {
+        (Some(&first), Some(&last)) if adjacent => {
+            out.extend_from_slice(&x_strides[..first]);
+            out.extend(zeros);
+            out.extend_from_slice(&x_strides[last + 1..]);
+        }
+        _ => {
+            out.extend(zeros);
+            let rest = (0..x_strides.len()).filter(|d| !dims.contains(d));
+            out.extend(rest.map(|d| x_strides[d]));
+        }
+    }
+    out
+}
+
 /// Moves the indexed dims of `x` to the front and flattens them: [prod(indexed), rest...].
 fn flatten_indexed(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
     let n = x.ndim();
@@ -716,20 +750,32 @@ pub fn index_put(
     values: &Tensor,
     accumulate: bool,
 ) -> Result<Tensor> {
-    index_put_checked(x, indices, values, accumulate, false)
+    index_put_checked(x, indices, values, accumulate, PutValues::Cast)
 }
 
-/// [`index_put`]; `same_dtype`: the values must have x's dtype (torch's index_put and
-/// `x[adv] = tensor` take no implicit cast), checked where torch checks it: after the
-/// indices' structure and the values' shape, before the indices' bounds.
+/// What index_put's values came from, for torch's checks.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum PutValues {
+    /// A tensor, cast to x's dtype (internal uses, masked_fill's path).
+    Cast,
+    /// A tensor that must have x's dtype: torch's index_put and `x[adv] = tensor` take no
+    /// implicit cast (checked after the indices' structure and the values' shape, before
+    /// the indices' bounds).
+    SameDtype,
+    /// A Python number (`x[adv] = 1.5`), made a tensor of x's dtype.
+    Number,
+}
+
+/// [`index_put`], with torch's checks for values of the kind `kind`.
 pub fn index_put_checked(
     x: &Tensor,
     indices: &[Option<Tensor>],
     values: &Tensor,
     accumulate: bool,
-    same_dtype: bool,
+    kind: PutValues,
 ) -> Result<Tensor> {
     let shape = x.shape();
+    let strides = x.layout().strides;
     let p = plan_checked(&shape, indices, |bshape, dims| {
         let selected = indexed_shape(&shape, bshape, dims);
         let vshape = values.shape();
@@ -741,11 +787,32 @@ pub fn index_put_checked(
             )));
         }
         if crate::shape::numel(bshape) > 0 && dims.iter().any(|&d| shape[d] == 0) {
-            return Err(Error::index(
-                "index is out of bounds for dimension with size 0",
-            ));
+            if kind != PutValues::Number {
+                return Err(Error::index(
+                    "index is out of bounds for dimension with size 0",
+                ));
+            }
+            // torch puts a number through a view of x restrided to the indexed shape
+            // (index dims of stride 0), which its storage check refuses
+            let view_strides = indexed_strides(&strides, bshape.len(), dims);
+            if selected.contains(&0) {
+                return Ok(()); // nothing to write: that view needs no storage
+            }
+            let item = x.dtype().size_in_bytes();
+            let span: usize = selected
+                .iter()
+                .zip(&view_strides)
+                .map(|(&n, &st)| (n - 1) * st)
+                .sum();
+            return Err(Error::runtime(format!(
+                "setStorage: sizes {}, strides {}, storage offset 0, and itemsize {item} requiring a storage size of {} are \
+                 out of bounds for storage of size 0",
+                crate::shape::fmt_shape(&selected),
+                crate::shape::fmt_shape(&view_strides),
+                (span + 1) * item
+            )));
         }
-        if same_dtype && x.dtype() != values.dtype() {
+        if kind == PutValues::SameDtype && x.dtype() != values.dtype() {
             return Err(Error::runtime(format!(
                 "Index put requires the source and destination dtypes match, got {} for the destination and {} for \
                  the source.",

@@ -124,8 +124,23 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
             s.input_tensor()
                 .is_some_and(|t| Arc::ptr_eq(&t.storage(), &xs.storage) && t.same(x))
         };
+        // x's `self`, promoted to another dtype by the op: a private copy already, which
+        // only has to stop following x's version counter
+        let promoted_x = |s: &crate::autograd::graph::SavedTensor| {
+            s.input_tensor()
+                .is_some_and(|t| !Arc::ptr_eq(&t.storage(), &xs.storage) && t.counts_versions_of(x))
+        };
+        let mut g = node.lock();
+        if let Some(s) = g.saved.iter_mut().find(|s| promoted_x(s)) {
+            let own = s.input_tensor().map(Tensor::with_own_version);
+            if let Some(t) = own {
+                s.replace_input(t);
+            }
+        }
+        let any_x = g.saved.iter().any(saves_x);
+        drop(g);
         // The copy is made without the node's lock held (reading storage may wait).
-        if node.lock().saved.iter().any(saves_x) {
+        if any_x {
             let c = new_tensor(
                 k::cast(&xs.storage.read(), &xs.layout, xs.dtype),
                 &xs.layout.shape,
@@ -160,6 +175,18 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
         k::copy_into(&mut w, &xs.layout, &src, &rs.layout);
     }
     x.bump_version();
+    if let Some(node) = result.grad_fn()
+        && result.dtype() == xs.dtype
+        && result.has_shape(&xs.layout.shape)
+    {
+        // what the node saved of its result now lives in x
+        let storage = result.storage();
+        for s in node.lock().saved.iter_mut() {
+            if s.is_output_in(&storage) {
+                s.move_output_to(x);
+            }
+        }
+    }
 
     // (an int or bool tensor never requires grad: a value with history written into
     // one leaves it without history, as in torch)
@@ -415,7 +442,9 @@ pub fn add_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     })
 }
 pub fn sub_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
-    // before the fast path, which would take `x.sub_(False)` on a float tensor
+    // after autograd's checks (as in torch), before the fast path, which would take
+    // `x.sub_(False)` on a float tensor
+    check_writable(x)?;
     super::elementwise::check_sub_operands(Operand::T(x), other)?;
     if let Some(r) = scaled_arith_in_place(x, k::BinaryOp::Sub, other, alpha) {
         return r;
@@ -651,10 +680,10 @@ pub fn index_put_(
     indices: &[Option<Tensor>],
     values: &Tensor,
     accumulate: bool,
-    same_dtype: bool,
+    kind: super::PutValues,
 ) -> Result<Tensor> {
     inplace(x, |x| {
-        super::index_put_checked(x, indices, values, accumulate, same_dtype)
+        super::index_put_checked(x, indices, values, accumulate, kind)
     })
 }
 

@@ -232,6 +232,11 @@ pub fn addmm(
         }
     }
     if b.dtype() == DType::Bool {
+        // (an empty result is returned before torch dispatches on the dtype)
+        let out = broadcast_shapes(&input.shape(), &[sa[0], sb[1]])?;
+        if crate::shape::numel(&out) == 0 && out.as_slice() == [sa[0], sb[1]] {
+            return super::zeros(&out, DType::Bool);
+        }
         return Err(Error::not_implemented(
             "\"addmm_impl_cpu_\" not implemented for 'Bool'",
         ));
@@ -383,7 +388,19 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             sa[0], sa[2], sb[0], sb[1]
         )));
     }
-    same_dtype(a, b, "batch1 and batch2", "bmm", trivial_product(&sa, &sb))?;
+    let trivial = trivial_product(&sa, &sb);
+    if trivial && a.dtype() != b.dtype() {
+        // torch returns a product of nothing before it compares dtypes: the result has
+        // batch2's dtype (and autograd refuses it if that is not a float dtype)
+        if !b.dtype().is_float() && super::any_requires_grad(&[a, b]) {
+            return Err(Error::runtime(format!(
+                "Autograd not support dtype: {}",
+                b.dtype().scalar_type_name()
+            )));
+        }
+        return bmm(&to_dtype(a, b.dtype())?, b);
+    }
+    same_dtype(a, b, "batch1 and batch2", "bmm", trivial)?;
     apply(
         &[a, b],
         || gemm_kernel(a, b),

@@ -2245,8 +2245,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let me = slf.get();
         let (idx, v) = index_put_args(indices, values, "index_put_")?;
-        let same_dtype = !masked_fill_path(&idx, &v, accumulate);
-        ops::index_put_(&me.t, &idx, &v, accumulate, same_dtype)?;
+        ops::index_put_(&me.t, &idx, &v, accumulate, put_kind(&idx, &v, accumulate))?;
         Ok(slf.clone().into_any().unbind())
     }
     /// Out-of-place `index_put_`: a copy of this tensor with `values` put at `indices`.
@@ -2259,10 +2258,10 @@ impl PyTensor {
         accumulate: bool,
     ) -> PyResult<Py<PyTensor>> {
         let (idx, v) = index_put_args(indices, values, "index_put")?;
-        let same_dtype = !masked_fill_path(&idx, &v, accumulate);
+        let kind = put_kind(&idx, &v, accumulate);
         wrap(
             py,
-            ops::index_put_checked(&self.t, &idx, &v, accumulate, same_dtype)?,
+            ops::index_put_checked(&self.t, &idx, &v, accumulate, kind)?,
         )
     }
     /// `self[index]`: ints, slices, None, Ellipsis and bool give views; int or bool
@@ -2323,12 +2322,32 @@ impl PyTensor {
         if adv.is_empty() {
             ops::copy_(&r, &v)?;
         } else {
-            // (torch's indexing checks the indices before autograd checks the write)
-            ops::check_index_structure(&r.shape(), &adv)?;
-            let same_dtype = value.cast::<PyTensor>().is_ok() && !masked_fill_path(&adv, &v, false);
-            ops::index_put_(&r, &adv, &v, false, same_dtype)?;
+            // torch checks the number of indices before autograd checks the write, and
+            // a lone bool mask given a number (its masked_fill path) entirely
+            let mut tensors = adv.iter().flatten();
+            let lone_mask = matches!((tensors.next(), tensors.next()), (Some(m), None) if m.dtype() == DType::Bool);
+            if lone_mask && scalar(value).is_some() {
+                ops::check_index_structure(&r.shape(), &adv)?;
+            } else {
+                ops::check_index_count(&r.shape(), &adv)?;
+            }
+            let kind = if value.cast::<PyTensor>().is_err() {
+                ops::PutValues::Number
+            } else {
+                put_kind(&adv, &v, false)
+            };
+            ops::index_put_(&r, &adv, &v, false, kind)?;
         }
         Ok(())
+    }
+}
+
+/// A tensor's values for index_put: cast on masked_fill's path, else of x's dtype.
+fn put_kind(indices: &[Option<Tensor>], v: &Tensor, accumulate: bool) -> ops::PutValues {
+    if masked_fill_path(indices, v, accumulate) {
+        ops::PutValues::Cast
+    } else {
+        ops::PutValues::SameDtype
     }
 }
 
