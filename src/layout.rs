@@ -336,9 +336,139 @@ impl Layout {
     }
 }
 
+/// The memory layout torch's TensorIterator gives the output of an elementwise op (and of
+/// `clone`, `to`) over `inputs`, whose shapes broadcast to `shape`: `None` for row-major;
+/// else the dims from outermost to innermost (a kernel that writes a contiguous buffer
+/// over the inputs permuted into that order writes the output's memory order) and the
+/// output's strides. torch keeps the inputs' memory format:
+/// - inputs of the output's shape: row-major if all are contiguous; the inputs' strides
+///   if all are dense (no gaps, no overlap) with the same strides;
+/// - otherwise the dims are ordered by the inputs' strides, the first input that tells
+///   two dims apart deciding (broadcast dims ignored; equal strides put the smaller dim
+///   inside), and the output is dense in that order.
+pub fn iter_output_order(shape: &[usize], inputs: &[&Layout]) -> Option<(Vec<i64>, Shape)> {
+    let n = shape.len();
+    if n < 2 || inputs.is_empty() {
+        return None;
+    }
+    let outer_first = |strides: &[usize]| -> Vec<i64> {
+        let mut order: Vec<usize> = (0..n).collect();
+        // (a stable sort: dims of size 1, whose strides may tie, keep their order)
+        order.sort_by(|&a, &b| strides[b].cmp(&strides[a]));
+        order.into_iter().map(|d| d as i64).collect()
+    };
+    if inputs.iter().all(|l| l.shape.as_slice() == shape) {
+        if inputs.iter().all(|l| l.is_contiguous()) {
+            return None;
+        }
+        if inputs.iter().all(|l| l.is_non_overlapping_and_dense())
+            && inputs.windows(2).all(|w| w[0].strides == w[1].strides)
+        {
+            let strides = inputs[0].strides.clone();
+            return Some((outer_first(&strides), strides));
+        }
+    }
+    // each input's strides over the output's dims (0 where it is broadcast)
+    let strides: Vec<Shape> = inputs
+        .iter()
+        .map(|l| {
+            let lead = n - l.ndim();
+            (0..n)
+                .map(|i| match i.checked_sub(lead) {
+                    Some(j) if !(l.shape[j] == 1 && shape[i] != 1) => l.strides[j],
+                    _ => 0,
+                })
+                .collect()
+        })
+        .collect();
+    // >0: dim0 goes inside dim1 (torch's `should_swap`)
+    let should_swap = |d0: usize, d1: usize| -> i32 {
+        for st in &strides {
+            let (s0, s1) = (st[d0], st[d1]);
+            if s0 == 0 || s1 == 0 {
+                continue;
+            }
+            if s0 != s1 {
+                return if s0 < s1 { -1 } else { 1 };
+            }
+            if shape[d0] > shape[d1] {
+                return 1;
+            }
+        }
+        0
+    };
+    // innermost first, starting from row-major; torch's insertion sort
+    let mut perm: Vec<usize> = (0..n).rev().collect();
+    for i in 1..n {
+        let mut d1 = i;
+        for d0 in (0..i).rev() {
+            match should_swap(perm[d0], perm[d1]) {
+                c if c > 0 => {
+                    perm.swap(d0, d1);
+                    d1 = d0;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    if perm.iter().enumerate().all(|(j, &d)| d == n - 1 - j) {
+        return None;
+    }
+    let mut out: Shape = smallvec::smallvec![0; n];
+    let mut next = 1usize;
+    for &d in &perm {
+        out[d] = next;
+        next = next.saturating_mul(shape[d]);
+    }
+    Some((perm.iter().rev().map(|&d| d as i64).collect(), out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn l(shape: &[usize], strides: &[usize]) -> Layout {
+        Layout {
+            shape: shape.iter().copied().collect(),
+            strides: strides.iter().copied().collect(),
+            offset: 0,
+        }
+    }
+
+    /// The strides torch 2.15 gives (checked there) the output of an elementwise op.
+    #[test]
+    fn elementwise_outputs_keep_the_inputs_memory_format() {
+        let strides = |shape: &[usize], inputs: &[&Layout]| {
+            iter_output_order(shape, inputs).map(|(_, s)| s.to_vec())
+        };
+        let xt = l(&[3, 2], &[1, 3]); // arange(6).reshape(2, 3).t()
+        assert_eq!(strides(&[3, 2], &[&xt]), Some(vec![1, 3]));
+        assert_eq!(strides(&[3, 2], &[&xt, &xt]), Some(vec![1, 3]));
+        let c = Layout::contiguous(&[3, 2]);
+        assert_eq!(strides(&[3, 2], &[&xt, &c]), Some(vec![1, 3])); // x + contiguous
+        assert_eq!(strides(&[3, 2], &[&c, &xt]), None); // contiguous + x
+        let scalar = Layout::contiguous(&[]);
+        assert_eq!(strides(&[3, 2], &[&xt, &scalar]), Some(vec![1, 3])); // x + 1
+        let row = Layout::contiguous(&[2]);
+        assert_eq!(strides(&[3, 2], &[&xt, &row]), Some(vec![1, 3]));
+        // permute(2, 0, 1) of a (2, 3, 4) tensor
+        let y = l(&[4, 2, 3], &[1, 12, 4]);
+        assert_eq!(strides(&[4, 2, 3], &[&y, &scalar]), Some(vec![1, 12, 4]));
+        // a size-1 dim: reshape(3, 1).t()
+        let s1 = l(&[1, 3], &[1, 1]);
+        assert_eq!(strides(&[1, 3], &[&s1]), None); // (contiguous: unary keeps row-major)
+        assert_eq!(strides(&[1, 3], &[&s1, &scalar]), Some(vec![1, 1]));
+        // permute of a (1, 2, 3) tensor to (3, 1, 2)
+        let z = l(&[3, 1, 2], &[1, 6, 3]);
+        assert_eq!(strides(&[3, 1, 2], &[&z, &scalar]), Some(vec![1, 6, 3]));
+        // not dense: row-major
+        let w = l(&[2, 2], &[3, 2]);
+        assert_eq!(strides(&[2, 2], &[&w]), None);
+        // empty: zeros(0, 3).t() + 1
+        let e = l(&[3, 0], &[1, 3]);
+        assert_eq!(strides(&[3, 0], &[&e, &scalar]), Some(vec![1, 3]));
+    }
 
     #[test]
     fn transpose_and_contiguity() {

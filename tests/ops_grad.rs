@@ -279,15 +279,15 @@ fn clamp_away_from_bounds() -> Result<()> {
     // spread(8, -2, 2) = 0.425, -0.950, 1.275, -0.101, -1.476, 0.749, -0.626, 1.599: none within 0.04 of ±1
     let x = leaf(spread(8, -2.0, 2.0), &[2, 4]);
     both(
-        |x| ops::clamp(&x[0], Some(-1.0), Some(1.0)),
+        |x| ops::clamp(&x[0], Some(Scalar::Float(-1.0)), Some(Scalar::Float(1.0))),
         std::slice::from_ref(&x),
     )?;
     both(
-        |x| ops::clamp(&x[0], Some(0.0), None),
+        |x| ops::clamp(&x[0], Some(Scalar::Float(0.0)), None),
         std::slice::from_ref(&x),
     )?;
     both(
-        |x| ops::clamp(&x[0], None, Some(0.5)),
+        |x| ops::clamp(&x[0], None, Some(Scalar::Float(0.5))),
         std::slice::from_ref(&x),
     )?;
     // d clamp(x, -1, 1)/dx = [-1 <= x <= 1]
@@ -297,7 +297,10 @@ fn clamp_away_from_bounds() -> Result<()> {
         .collect();
     assert_eq!(want, vec![1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0]);
     assert_eq!(
-        grads_of(&ops::clamp(&x, Some(-1.0), Some(1.0))?, &[&x])?[0],
+        grads_of(
+            &ops::clamp(&x, Some(Scalar::Float(-1.0)), Some(Scalar::Float(1.0)))?,
+            &[&x]
+        )?[0],
         want
     );
     Ok(())

@@ -171,6 +171,24 @@ ROWS = [
     ("setitem_number_into_empty_dim_3d", "x = torch.zeros(0, 2, 3, dtype=torch.float64)\nx[torch.tensor([0])] = 1.",
      Raises(RuntimeError, "setStorage: sizes [1, 2, 3], strides [0, 3, 1], storage offset 0, and itemsize 8 requiring "
             "a storage size of 48")),
+    # elementwise outputs keep the inputs' memory format (TensorIterator's rule)
+    ("strides_of_elementwise_outputs",
+     "x = torch.arange(6.).reshape(2, 3).t()\nc = torch.ones(3, 2)\n"
+     "[t.stride() for t in (x + 1, x + x, x.exp(), x > 0, x + c, c + x, x + torch.ones(2), x ** 2, -x, x.sigmoid(), "
+     "x.relu(), x.clamp(0, 1), torch.where(x > 0, x, 0.), x.clone(), x.to(torch.float64), x.bool(), x.masked_fill(x > 2, 0), "
+     "x.contiguous(), x.softmax(0), x.sum(0, keepdim=True))]",
+     "[(1, 3), (1, 3), (1, 3), (1, 3), (1, 3), (2, 1), (1, 3), (1, 3), (1, 3), (1, 3), (1, 3), (1, 3), (1, 3), (1, 3), "
+     "(1, 3), (1, 3), (2, 1), (2, 1), (2, 1), (2, 1)]"),
+    ("strides_of_3d_permuted", "y = torch.arange(24.).reshape(2, 3, 4).permute(2, 0, 1)\n"
+     "[t.stride() for t in (y + 1, y.clone(), y + torch.ones(3), torch.ones(4, 1, 1) + y, y[:, :, ::2] + 1)]",
+     "[(1, 12, 4), (1, 12, 4), (1, 12, 4), (1, 12, 4), (1, 8, 4)]"),
+    ("view_of_a_permuted_result_refused", "x = torch.arange(6.).reshape(2, 3).t()\n(x + 1).view(6)",
+     Raises(RuntimeError, "view size is not compatible with input tensor's size and stride")),
+    ("reshape_of_a_permuted_result_copies", "x = torch.arange(6.).reshape(2, 3).t()\ny = x * 2\nz = y.reshape(6)\n"
+     "z.fill_(0)\ny.sum()", "tensor(30.)"),
+    ("grad_through_permuted_results", "x = torch.arange(6.).reshape(2, 3).t().requires_grad_()\n"
+     "y = (x.exp() * 2 + x ** 2).tanh()\ny.sum().backward()\n(x.grad.shape, x.grad.stride(), round(x.grad.sum().item(), 4))",
+     "(torch.Size([3, 2]), (1, 3), 0.1414)"),
     # products of nothing, cat
     ("bmm_of_nothing_mixed_dtypes", "torch.bmm(torch.zeros(2, 0, 1), torch.zeros(2, 1, 3, dtype=torch.int64))",
      "tensor([], size=(2, 0, 3), dtype=torch.int64)"),

@@ -225,8 +225,9 @@ def test_copy_into_dense_and_strided_destinations(n):
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 def test_fused_softmax_over_the_last_dim_matches_the_composed_ops(shape, dtype, log):
     # A contiguous input takes the fused row kernel; the same values in a transposed
-    # (non-contiguous) layout take the composed ops (amax, sub, exp, sum, div or log):
-    # the bits must agree, special values included.
+    # (non-contiguous) layout take the composed ops (amax, sub, exp, sum, div or log),
+    # whose intermediates keep that layout (as torch's do), so their sums may run in
+    # another order: special values must agree exactly, the rest within a few ulp.
     rgrad.manual_seed(shape[-1])
     x = rgrad.randn(*shape, dtype=dtype) * 30
     flat = x.reshape(-1)
@@ -237,7 +238,15 @@ def test_fused_softmax_over_the_last_dim_matches_the_composed_ops(shape, dtype, 
     strided = x.t().contiguous().t()
     assert x.is_contiguous() and not strided.is_contiguous() or shape[0] == 1 or shape[1] == 1
     f = rgrad.log_softmax if log else rgrad.softmax
-    assert (_bits(f(x, -1)) == _bits(f(strided, -1))).all()
+    a, b = np.array(f(x, -1).tolist()), np.array(f(strided, -1).tolist())
+    assert (np.isnan(a) == np.isnan(b)).all()
+    finite = np.isfinite(a)
+    assert (finite == np.isfinite(b)).all() and (a[~finite & ~np.isnan(a)] == b[~finite & ~np.isnan(b)]).all()
+    # (log_softmax is x - max - log(sum): rounding is relative to the row's magnitudes)
+    xs = np.abs(np.nan_to_num(np.array(x.tolist()), nan=0.0, posinf=0.0, neginf=0.0))
+    scale = xs + xs.max(axis=-1, keepdims=True) + 1.0
+    eps = np.finfo(np.float32 if dtype == rgrad.float32 else np.float64).eps
+    assert (np.abs(a[finite] - b[finite]) <= (16 * eps * scale)[finite]).all()
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (4, 3), (64, 9), (7, 1000)])

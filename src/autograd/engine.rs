@@ -257,7 +257,7 @@ pub fn run_backward(
         opts.create_graph = false;
     }
     for t in outputs.iter().chain(inputs) {
-        ops::refresh_view(t);
+        ops::refresh_view(t)?;
     }
     let mut roots = Vec::with_capacity(outputs.len());
     for (i, out) in outputs.iter().enumerate() {
@@ -851,7 +851,7 @@ pub fn accumulate_grad(t: &Tensor, g: Tensor, create_graph: bool) -> Result<()> 
                     // gradient's history is one CopyBackwards node over g's
                     ops::copy_(&ops::zeros(&g.shape(), g.dtype())?, &g)?
                 } else {
-                    ops::clone_detached_if_shared(g)
+                    ops::clone_detached_if_shared(g, &t.layout())?
                 }
             }
             Some(old) => {

@@ -8,6 +8,7 @@ use crate::autograd::grad_mode::with_grad_mode;
 use crate::autograd::graph::SavedTensor;
 use crate::backend::cpu::elementwise::{self as k, BinaryOp, UnaryOp};
 use crate::dtype::{DType, ResultType, Scalar};
+use crate::layout::Layout;
 use crate::shape::broadcast_shapes;
 use crate::storage::Buffer;
 use crate::tensor::{Snapshot, Tensor};
@@ -26,6 +27,64 @@ pub enum Operand<'a> {
 /// A 0-d tensor holding `s` as `dtype`.
 pub fn scalar_tensor(s: Scalar, dtype: DType) -> Tensor {
     new_tensor(Buffer::full(dtype, 1, s), &[])
+}
+
+/// An elementwise op's output in the layout torch gives it (see
+/// [`iter_output_order`](crate::layout::iter_output_order)): `kernel` writes a contiguous
+/// buffer over the layouts it is given, the inputs' layouts broadcast to `shape`
+/// (`expanded`), permuted into the output's memory order when that is not row-major.
+/// `originals`: the inputs' own layouts, which decide that order.
+pub(crate) fn elementwise_out(
+    shape: &[usize],
+    originals: &[&Layout],
+    expanded: &[Layout],
+    kernel: impl FnOnce(&[Layout]) -> Buffer,
+) -> Result<Tensor> {
+    match crate::layout::iter_output_order(shape, originals) {
+        None => Ok(new_tensor(kernel(expanded), shape)),
+        Some((order, strides)) => {
+            let permuted = expanded
+                .iter()
+                .map(|l| l.permute(&order))
+                .collect::<Result<Vec<_>>>()?;
+            let buf = kernel(&permuted);
+            let dtype = buf.dtype();
+            let layout = Layout {
+                shape: shape.iter().copied().collect(),
+                strides,
+                offset: 0,
+            };
+            Ok(Tensor::from_storage(
+                std::sync::Arc::new(crate::storage::Storage::new(buf)),
+                layout,
+                dtype,
+            ))
+        }
+    }
+}
+
+/// [`elementwise_out`] of one input.
+fn unary_out(layout: &Layout, kernel: impl FnOnce(&Layout) -> Buffer) -> Result<Tensor> {
+    elementwise_out(
+        &layout.shape,
+        &[layout],
+        std::slice::from_ref(layout),
+        |l| kernel(&l[0]),
+    )
+}
+
+/// A copy of `layout`'s elements (`clone`, `to`) in torch's `preserve_format`: the input's
+/// strides if it is dense, else row-major. `kernel` as for [`elementwise_out`].
+fn preserving_format(layout: &Layout, kernel: impl FnOnce(&Layout) -> Buffer) -> Result<Tensor> {
+    if layout.is_contiguous() || !layout.is_non_overlapping_and_dense() {
+        return Ok(new_tensor(kernel(layout), &layout.shape));
+    }
+    elementwise_out(
+        &layout.shape,
+        &[layout],
+        std::slice::from_ref(layout),
+        |l| kernel(&l[0]),
+    )
 }
 
 /// Tracks which tensors a backward formula needs, by index into the node's saved list.
@@ -97,12 +156,8 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
     }
     let s = x.snapshot();
     let from = s.dtype;
-    let fwd = || {
-        Ok(new_tensor(
-            k::cast(&s.storage.read(), &s.layout, dtype),
-            &s.layout.shape,
-        ))
-    };
+    // (torch's `_to_copy` keeps the memory format)
+    let fwd = || preserving_format(&s.layout, |l| k::cast(&s.storage.read(), l, dtype));
     if !dtype.is_float() {
         return super::apply_nondiff(fwd);
     }
@@ -129,35 +184,71 @@ impl Backward for ToCopyBackward0 {
 
 /// `x.clone()`: a contiguous copy with history (CloneBackward0).
 pub fn clone_tensor(x: &Tensor) -> Result<Tensor> {
+    clone_as(x, true)
+}
+
+/// A row-major copy of `x` (`contiguous()`), recorded as `clone`.
+pub fn clone_row_major(x: &Tensor) -> Result<Tensor> {
+    clone_as(x, false)
+}
+
+/// `clone()`: in x's memory format (torch's `preserve_format`) if `keep_format`.
+fn clone_as(x: &Tensor, keep_format: bool) -> Result<Tensor> {
     let s = x.snapshot();
     crate::storage::alloc_guard_strided(&s.layout.shape, s.dtype)?;
     apply(
         &[x],
         || {
-            Ok(new_tensor(
-                k::cast(&s.storage.read(), &s.layout, s.dtype),
-                &s.layout.shape,
-            ))
+            let copy = |l: &Layout| k::cast(&s.storage.read(), l, s.dtype);
+            if keep_format {
+                preserving_format(&s.layout, copy)
+            } else {
+                Ok(new_tensor(copy(&s.layout), &s.layout.shape))
+            }
         },
         |_| (CloneBackward0, saved![]),
     )
 }
 
-/// A detached tensor with its own storage unless `g` is the sole owner of its storage
-/// (then it is reused: torch's AccumulateGrad "steals" such gradients too).
-pub fn clone_detached_if_shared(g: Tensor) -> Tensor {
-    let sole = std::sync::Arc::strong_count(&g.0) == 1
-        && std::sync::Arc::strong_count(&g.storage()) == 1
-        && g.is_contiguous();
-    if sole && g.layout().offset == 0 && g.storage().len() == g.numel() {
+/// A detached gradient for `var`'s `.grad`, in torch's "gradient layout contract": with
+/// `var`'s strides if `var` is dense (row-major otherwise). `g` itself is reused when it is
+/// the sole owner of its storage and already laid out so (torch's AccumulateGrad "steals"
+/// such gradients too).
+pub fn clone_detached_if_shared(g: Tensor, var: &Layout) -> Result<Tensor> {
+    let keep =
+        var.is_non_overlapping_and_dense() && !var.is_contiguous() && var.shape == g.layout().shape;
+    let gl = g.layout();
+    let laid_out = if keep {
+        gl.strides == var.strides
+    } else {
+        gl.is_contiguous()
+    };
+    let sole =
+        std::sync::Arc::strong_count(&g.0) == 1 && std::sync::Arc::strong_count(&g.storage()) == 1;
+    if sole && laid_out && gl.offset == 0 && g.storage().len() == g.numel() {
         g.detach_();
-        return g;
+        return Ok(g);
     }
     let s = g.snapshot();
-    new_tensor(
-        k::cast(&s.storage.read(), &s.layout, s.dtype),
-        &s.layout.shape,
-    )
+    if !keep {
+        return Ok(new_tensor(
+            k::cast(&s.storage.read(), &s.layout, s.dtype),
+            &s.layout.shape,
+        ));
+    }
+    let mut order: Vec<i64> = (0..var.ndim() as i64).collect();
+    order.sort_by(|&a, &b| var.strides[b as usize].cmp(&var.strides[a as usize]));
+    let buf = k::cast(&s.storage.read(), &s.layout.permute(&order)?, s.dtype);
+    let layout = Layout {
+        shape: var.shape.clone(),
+        strides: var.strides.clone(),
+        offset: 0,
+    };
+    Ok(Tensor::from_storage(
+        std::sync::Arc::new(crate::storage::Storage::new(buf)),
+        layout,
+        s.dtype,
+    ))
 }
 
 #[derive(Clone)]
@@ -191,11 +282,22 @@ fn keeps_int(op: UnaryOp) -> bool {
 }
 
 fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    Ok(unary_kernel_on(op, x.snapshot())?.into_tensor())
+    let s = x.snapshot();
+    unary_dtype_check(op, s.dtype)?;
+    unary_out(&s.layout, |l| k::unary(op, &s.storage.read(), l))
 }
 
 fn unary_kernel_on(op: UnaryOp, s: Snapshot) -> Result<Fresh> {
-    if s.dtype == DType::Bool {
+    unary_dtype_check(op, s.dtype)?;
+    Ok(Fresh::new(
+        k::unary(op, &s.storage.read(), &s.layout),
+        &s.layout.shape,
+    ))
+}
+
+/// torch's refusals of bool inputs to the unary ops that have no bool kernel.
+fn unary_dtype_check(op: UnaryOp, dtype: DType) -> Result<()> {
+    if dtype == DType::Bool {
         let msg = match op {
             UnaryOp::Neg => Some(
                 "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
@@ -208,10 +310,7 @@ fn unary_kernel_on(op: UnaryOp, s: Snapshot) -> Result<Fresh> {
             return Err(Error::not_implemented(m));
         }
     }
-    Ok(Fresh::new(
-        k::unary(op, &s.storage.read(), &s.layout),
-        &s.layout.shape,
-    ))
+    Ok(())
 }
 
 /// The unary table: name, kernel, what the backward saves, and the derivative.
@@ -302,13 +401,35 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
         let b = to_dtype(x, DType::Bool)?;
         return super::apply_nondiff(|| unary_kernel(op, &b));
     }
-    let r = read_input(x);
+    let r = read_input(x)?;
     if !keeps_int(op) && !r.snap.dtype.is_float() {
         let xf = to_dtype(x, DType::F32)?;
-        let r = read_input(&xf);
+        let r = read_input(&xf)?;
         return unary_on(op, &xf, r);
     }
+    if crate::layout::iter_output_order(&r.snap.layout.shape, &[&r.snap.layout]).is_some() {
+        return unary_keeping_format(op, x);
+    }
     unary_on(op, x, r)
+}
+
+/// [`unary`] of a permuted (dense, not row-major) input: the output keeps its layout.
+fn unary_keeping_format(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    let s = x.snapshot();
+    unary_dtype_check(op, s.dtype)?;
+    apply(
+        &[x],
+        || unary_out(&s.layout, |l| k::unary(op, &s.storage.read(), l)),
+        |y| {
+            let mut sv = Saver::default();
+            let (xi, yi) = match op {
+                UnaryOp::Neg | UnaryOp::Sign => (None, None),
+                _ if saves_input(op) => (sv.input_if(true, x), None),
+                _ => (None, Some(sv.output(y))),
+            };
+            (UnaryBackward { op, x: xi, y: yi }, sv.list)
+        },
+    )
 }
 
 fn unary_on(op: UnaryOp, x: &Tensor, r: Read) -> Result<Tensor> {
@@ -503,7 +624,10 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
         requires_grad,
         edge,
         ..
-    } = read_input(t);
+    } = match read_input(t) {
+        Ok(r) => r,
+        Err(e) => return Some(Err(e)),
+    };
     if !snap.dtype.is_float() || !snap.layout.is_contiguous() {
         return None;
     }
@@ -543,7 +667,10 @@ fn same_shape_fast_path<B: Into<super::BackwardOp>>(
     y: &Tensor,
     node: impl FnOnce([(&Tensor, u64, bool); 2]) -> (B, SmallVec<[SavedTensor; 2]>),
 ) -> Option<Result<Tensor>> {
-    let (rx, ry) = (read_input(x), read_input(y));
+    let (rx, ry) = match (read_input(x), read_input(y)) {
+        (Ok(rx), Ok(ry)) => (rx, ry),
+        (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
+    };
     let (sx, sy) = (&rx.snap, &ry.snap);
     if sx.dtype != sy.dtype
         || !sx.dtype.is_float()
@@ -629,12 +756,11 @@ fn binary_kernel(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.snapshot(), b.snapshot());
     let shape = broadcast_shapes(&sa.layout.shape, &sb.layout.shape)?;
     super::creation::guard(&shape, sa.dtype)?;
-    let (la, lb) = (sa.layout.expand(&shape)?, sb.layout.expand(&shape)?);
-    let buf = {
-        let (ra, rb) = (sa.storage.read(), sb.storage.read());
-        k::binary(op, &ra, &la, &rb, &lb)
-    };
-    Ok(new_tensor(buf, &shape))
+    let expanded = [sa.layout.expand(&shape)?, sb.layout.expand(&shape)?];
+    let (ra, rb) = (sa.storage.read(), sb.storage.read());
+    elementwise_out(&shape, &[&sa.layout, &sb.layout], &expanded, |l| {
+        k::binary(op, &ra, &l[0], &rb, &l[1])
+    })
 }
 
 /// `a + alpha * b` with broadcasting and type promotion.
@@ -987,7 +1113,12 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
                         // a contiguous float base: the number kernel (small integer
                         // powers as products, as torch computes them)
                         let sx = xt.snapshot();
-                        let buf = sx.dtype.is_float().then(|| {
+                        let row_major = crate::layout::iter_output_order(
+                            &sx.layout.shape,
+                            &[&sx.layout, &Layout::contiguous(&[])],
+                        )
+                        .is_none();
+                        let buf = (sx.dtype.is_float() && row_major).then(|| {
                             k::binary_scalar(
                                 BinaryOp::Pow,
                                 &sx.storage.read(),
@@ -1372,12 +1503,17 @@ pub fn div_rounded(a: Operand<'_>, b: Operand<'_>, floor: bool) -> Result<Tensor
         &[&a, &b],
         || binary_kernel(op, &a, &b),
         |out| {
+            // torch's formula names other (and self), so it saves them, and reports them
+            // modified in place, though the gradient is zero
+            let mut sv = Saver::default();
+            sv.input_if(a.requires_grad(), &b);
+            sv.input_if(b.requires_grad(), &a);
             (
                 ZeroGradBackward {
                     shapes: OperandShapes::new(&a, &b, out),
                     name: "DivBackward2",
                 },
-                saved![],
+                sv.list,
             )
         },
     )
@@ -1518,6 +1654,15 @@ fn bitwise(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, kernel: &str) -> Result
 
 /// `where(cond, a, b)`.
 pub fn where_op(cond: &Tensor, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    where_as(cond, a, b, true)
+}
+
+/// `where` with a row-major result (masked_fill's: torch's is not in the input's format).
+pub(crate) fn where_row_major(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    where_as(c, Operand::T(a), Operand::T(b), false)
+}
+
+fn where_as(cond: &Tensor, a: Operand<'_>, b: Operand<'_>, keep_format: bool) -> Result<Tensor> {
     if cond.dtype() != DType::Bool {
         return Err(Error::runtime(format!(
             "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
@@ -1534,20 +1679,28 @@ pub fn where_op(cond: &Tensor, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor>
                 &sb.layout.shape,
             )?;
             super::creation::guard(&shape, sa.dtype)?;
-            let (lc, la, lb) = (
+            let expanded = [
                 sc.layout.expand(&shape)?,
                 sa.layout.expand(&shape)?,
                 sb.layout.expand(&shape)?,
-            );
+            ];
             let rc = sc.storage.read();
             let c = match &*rc {
                 Buffer::Bool(v) => v,
                 _ => return Err(Error::Internal("where: condition is not bool".into())),
             };
-            Ok(new_tensor(
-                k::where_(c, &lc, &sa.storage.read(), &la, &sb.storage.read(), &lb),
-                &shape,
-            ))
+            let (ra, rb) = (sa.storage.read(), sb.storage.read());
+            let kernel = |l: &[Layout]| k::where_(c, &l[0], &ra, &l[1], &rb, &l[2]);
+            if keep_format {
+                elementwise_out(
+                    &shape,
+                    &[&sc.layout, &sa.layout, &sb.layout],
+                    &expanded,
+                    kernel,
+                )
+            } else {
+                Ok(new_tensor(kernel(&expanded), &shape))
+            }
         },
         |out| {
             let mut s = Saver::default();
@@ -1633,12 +1786,7 @@ pub fn clamp(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Ten
     let s = x.snapshot();
     apply(
         &[x],
-        || {
-            Ok(new_tensor(
-                k::clamp(&s.storage.read(), &s.layout, min, max),
-                &s.layout.shape,
-            ))
-        },
+        || unary_out(&s.layout, |l| k::clamp(&s.storage.read(), l, min, max)),
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, x);

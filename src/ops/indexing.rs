@@ -135,6 +135,9 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, index);
+            // torch's formula takes self (for its sizes): saved, so that modifying x in
+            // place before backward is reported as torch reports it
+            sv.input_if(true, x);
             (GatherBackward0 { shape, dim: d }, sv.list)
         },
     )
@@ -206,6 +209,12 @@ impl Backward for ScatterAddBackward0 {
 
 /// `torch.index_select(x, dim, index)` with a 1-D (or 0-d) int64 index.
 pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    index_select_as(x, dim, index, true)
+}
+
+/// [`index_select`]; `torch_rules`: torch's per-path errors for bad indices (off for
+/// internal uses, whose indices were checked before).
+fn index_select_as(x: &Tensor, dim: i64, index: &Tensor, torch_rules: bool) -> Result<Tensor> {
     if index.ndim() > 1 {
         return Err(Error::index(
             "index_select(): Index is supposed to be a vector",
@@ -231,12 +240,13 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     };
     let d = wrap_dim(dim, layout.ndim())?;
     let empty_input = layout.numel() == 0;
-    let rule = if layout.ndim() > 1 && (d == 1 || empty_input) {
+    let rule = if torch_rules && layout.ndim() > 1 && (d == 1 || empty_input) {
         IndexRule::SelectDim1
     } else {
         IndexRule::Select
     };
-    if layout.ndim() > 1 && empty_input && index.numel() > 0 && layout.shape[d] == 0 {
+    if torch_rules && layout.ndim() > 1 && empty_input && index.numel() > 0 && layout.shape[d] == 0
+    {
         return Err(Error::runtime(
             "index_select(): self indexing axis dim should be positive",
         ));
@@ -334,10 +344,11 @@ impl Backward for IndexAddBackward0 {
         "IndexAddBackward0".into()
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(index_select(
+        Ok(smallvec::smallvec![Some(index_select_as(
             &grad0(g)?,
             self.dim as i64,
-            &ctx.saved(0)?
+            &ctx.saved(0)?,
+            false
         )?)])
     }
 }
@@ -349,7 +360,7 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     let v = scalar_tensor(value, x.dtype());
     apply(
         &[x],
-        || with_grad_mode(false, || where_(mask, &v, &x.detach())),
+        || with_grad_mode(false, || where_row_major(mask, &v, &x.detach())),
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, mask);
@@ -372,7 +383,7 @@ pub fn masked_fill_tensor(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<T
         &[x, value],
         || {
             with_grad_mode(false, || {
-                where_(mask, &to_dtype(&value.detach(), x.dtype())?, &x.detach())
+                where_row_major(mask, &to_dtype(&value.detach(), x.dtype())?, &x.detach())
             })
         },
         |_| {
@@ -460,6 +471,9 @@ struct Plan {
     linear: Tensor,
     bshape: Shape,
     insert_at: usize,
+    /// The result's shape when it has no elements (its indices went unchecked): nothing
+    /// to gather or scatter.
+    empty: Option<Shape>,
 }
 
 /// `mask.nonzero()` as one int64 index tensor per mask dim.
@@ -490,7 +504,15 @@ pub fn nonzero_indices(mask: &Tensor) -> Result<Vec<Tensor>> {
 }
 
 fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
-    plan_checked(x_shape, indices, |_, _| Ok(()))
+    // (torch refuses indices into a dim of size 0 even when the result is empty anyway)
+    plan_checked(x_shape, indices, |bshape, dims| {
+        if crate::shape::numel(bshape) > 0 && dims.iter().any(|&d| x_shape[d] == 0) {
+            return Err(Error::index(
+                "index is out of bounds for dimension with size 0",
+            ));
+        }
+        Ok(())
+    })
 }
 
 /// The checks torch runs on advanced indices before anything else: their dtypes, each
@@ -528,6 +550,39 @@ pub fn check_index_structure(x_shape: &[usize], indices: &[Option<Tensor>]) -> R
         }
     }
     Ok(())
+}
+
+/// The mask checks torch runs first when a number is written through indices: each bool
+/// mask before the first integer index (and only the first mask) must match the dims it
+/// covers (torch's masked_fill dispatch check, which comes before autograd's).
+pub fn check_leading_masks(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<()> {
+    let mut d = 0usize;
+    for ix in indices {
+        match ix {
+            None => d += 1,
+            Some(t) if t.dtype() == DType::Bool => {
+                check_index_structure(&x_shape[d.min(x_shape.len())..], &[Some(t.clone())])
+                    .map_err(|_| mask_mismatch(t, x_shape, d))?;
+                return Ok(());
+            }
+            Some(_) => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
+/// torch's error for a bool mask whose shape does not match the dims from `d` on.
+fn mask_mismatch(mask: &Tensor, x_shape: &[usize], d: usize) -> Error {
+    let ms = mask.shape();
+    let j = (0..ms.len())
+        .find(|&j| x_shape.get(d + j).copied() != Some(ms[j]))
+        .unwrap_or(0);
+    Error::index(format!(
+        "The shape of the mask {} at index {j} does not match the shape of the indexed tensor {} at index {}",
+        crate::shape::fmt_shape(&ms),
+        crate::shape::fmt_shape(x_shape),
+        d + j
+    ))
 }
 
 /// torch's first check of an index: it names no more dims than `x` has (a bool mask
@@ -594,7 +649,7 @@ fn plan_checked(
     // linear index over the indexed dims (row-major), after bounds checks
     let mut linear: Option<Tensor> = None;
     // (torch's kernel checks the indices it visits: none when they broadcast to nothing)
-    let visits_none = crate::shape::numel(&bshape) == 0;
+    let visits_none = crate::shape::numel(&indexed_shape(x_shape, &bshape, &dims)) == 0;
     for (dim, t) in &per_dim {
         let size = x_shape[*dim];
         let t = if visits_none {
@@ -616,11 +671,13 @@ fn plan_checked(
     } else {
         0
     };
+    let empty = visits_none.then(|| indexed_shape(x_shape, &bshape, &dims));
     Ok(Plan {
         dims,
         linear: contiguous(&linear)?,
         bshape,
         insert_at,
+        empty,
     })
 }
 
@@ -679,8 +736,11 @@ fn flatten_indexed(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
 /// Result of the composite gather: [bshape..., rest...] moved so the index dims sit at
 /// `insert_at`.
 fn gather_plan(x: &Tensor, p: &Plan) -> Result<Tensor> {
+    if let Some(shape) = &p.empty {
+        return zeros(shape, x.dtype());
+    }
     let flat = flatten_indexed(x, &p.dims)?;
-    let sel = index_select(&flat, 0, &reshape(&p.linear, &[-1])?)?;
+    let sel = index_select_as(&flat, 0, &reshape(&p.linear, &[-1])?, false)?;
     let rest: Vec<i64> = flat.shape()[1..].iter().map(|&d| d as i64).collect();
     let mut sizes: Vec<i64> = p.bshape.iter().map(|&d| d as i64).collect();
     sizes.extend(&rest);
@@ -778,16 +838,8 @@ pub fn index_put_checked(
     let strides = x.layout().strides;
     let p = plan_checked(&shape, indices, |bshape, dims| {
         let selected = indexed_shape(&shape, bshape, dims);
-        let vshape = values.shape();
-        if broadcast_shapes(&selected, &vshape).ok().as_deref() != Some(&selected[..]) {
-            return Err(Error::runtime(format!(
-                "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
-                crate::shape::fmt_shape(&vshape),
-                crate::shape::fmt_shape(&selected)
-            )));
-        }
         if crate::shape::numel(bshape) > 0 && dims.iter().any(|&d| shape[d] == 0) {
-            if kind != PutValues::Number {
+            if kind != PutValues::Number || dims.len() > 1 {
                 return Err(Error::index(
                     "index is out of bounds for dimension with size 0",
                 ));
@@ -810,6 +862,14 @@ pub fn index_put_checked(
                 crate::shape::fmt_shape(&selected),
                 crate::shape::fmt_shape(&view_strides),
                 (span + 1) * item
+            )));
+        }
+        let vshape = values.shape();
+        if broadcast_shapes(&selected, &vshape).ok().as_deref() != Some(&selected[..]) {
+            return Err(Error::runtime(format!(
+                "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
+                crate::shape::fmt_shape(&vshape),
+                crate::shape::fmt_shape(&selected)
             )));
         }
         if kind == PutValues::SameDtype && x.dtype() != values.dtype() {

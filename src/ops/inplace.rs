@@ -55,26 +55,35 @@ fn check_writable(x: &Tensor) -> Result<()> {
 /// (split, chunk, unbind) or a view of one: it may not be modified in place while
 /// autograd records (the caller checks that something requires grad).
 fn check_multi_output_view(x: &Tensor) -> Result<()> {
-    let Some(m) = x.multi_output() else {
-        return Ok(());
+    match x.multi_output() {
+        Some(m) => Err(multi_output_error(x, m, false)),
+        None => Ok(()),
+    }
+}
+
+/// torch's error for modifying a multi-output view in place (`indirect`: its base or a
+/// sibling was modified, and the view is used afterwards).
+fn multi_output_error(x: &Tensor, m: crate::tensor::MultiOutput, indirect: bool) -> Error {
+    let modified = if indirect {
+        " and its base or another view of its base has been modified inplace"
+    } else {
+        " and is being modified inplace"
     };
     let what = match (m.op, x.grad_fn()) {
         (_, None) => {
-            "A view was created in no_grad mode and is being modified inplace with grad mode enabled.".to_string()
+            format!("A view was created in no_grad mode{modified} with grad mode enabled.")
         }
-        (Some((op, i)), Some(_)) => {
-            format!("Output {i} of {op} is a view and is being modified inplace.")
-        }
+        (Some((op, i)), Some(_)) => format!("Output {i} of {op} is a view{modified}."),
         (None, Some(f)) => format!(
-            "Output {} of {} is a view and is being modified inplace.",
+            "Output {} of {} is a view{modified}.",
             x.output_nr(),
             crate::autograd::function::forward_name(&f.name())
         ),
     };
-    Err(Error::runtime(format!(
+    Error::runtime(format!(
         "{what} This view is the output of a function that returns multiple views. Such functions do not allow the \
          output views to be modified inplace. You should replace the inplace operation by an out-of-place one."
-    )))
+    ))
 }
 
 fn can_cast(from: DType, to: DType) -> bool {
@@ -176,7 +185,6 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
     }
     x.bump_version();
     if let Some(node) = result.grad_fn()
-        && result.dtype() == xs.dtype
         && result.has_shape(&xs.layout.shape)
     {
         // what the node saved of its result now lives in x
@@ -227,11 +235,11 @@ pub fn rebase_history(x: &Tensor, node: crate::autograd::graph::NodeRef, nr: u32
 /// and the rest from the base's old history; the view is then re-derived from the base.
 fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
     let (bl, vl) = (base.layout(), view.layout());
-    if !bl.is_contiguous() {
-        return Err(Error::runtime(
+    let order = storage_order(&bl).ok_or_else(|| {
+        Error::runtime(
             "rgrad: in-place operations on views of non-contiguous tensors that require grad are not supported; call .contiguous() first",
-        ));
-    }
+        )
+    })?;
     let rel = Layout {
         shape: vl.shape.clone(),
         strides: vl.strides.clone(),
@@ -242,7 +250,10 @@ fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
     } else {
         expand(result, &vl.shape)?
     };
-    let base_shape = bl.shape.clone();
+    let base_shape = match &order {
+        Some(o) => bl.permute(o)?.shape,
+        None => bl.shape.clone(),
+    };
     // A node with edges [base's old history, result]; its output is the base.
     let base_input = base.detach();
     if let Some(f) = base.grad_fn() {
@@ -252,7 +263,10 @@ fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
     }
     let op = CopySlices {
         shape: base_shape,
-        rel: Box::new(rel.clone()),
+        view: Box::new(ViewOfBase {
+            rel: rel.clone(),
+            order: order.clone(),
+        }),
     };
     // attach() reads edges from the inputs: base_input carries the base's old history.
     let inputs: [&Tensor; 2] = [&base_input, &r];
@@ -260,7 +274,7 @@ fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
     base.set_history(node, 0);
     base.lock().requires_grad = false;
     // the view now derives from the updated base
-    let fresh = as_strided(base, &rel)?;
+    let fresh = as_strided(&in_storage_order(base, order.as_deref())?, &rel)?;
     if let Some(f) = fresh.grad_fn() {
         view.set_history(f, 0);
     }
@@ -271,8 +285,9 @@ fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
 
 /// Re-derives a view's history from its base if the base's data changed since the view's
 /// history was set (an in-place op on the base or on a sibling view): the view becomes
-/// `as_strided(base)` of the base's current history. Cheap when nothing changed.
-pub fn refresh_view(t: &Tensor) {
+/// `as_strided(base)` of the base's current history. Cheap when nothing changed. A view
+/// from an op returning several views may not be re-derived: torch's error.
+pub fn refresh_view(t: &Tensor) -> Result<()> {
     let (base, stale) = {
         let g = t.lock();
         match g
@@ -280,34 +295,87 @@ pub fn refresh_view(t: &Tensor) {
             .and_then(|c| Some((c.base.as_ref()?, c.view_version)))
         {
             Some((b, seen)) => (b.clone(), seen != g.version()),
-            None => return,
+            None => return Ok(()),
         }
     };
     if !stale {
-        return;
+        return Ok(());
+    }
+    if let Some(m) = t.multi_output()
+        && (t.grad_fn().is_some() || base.requires_grad())
+    {
+        return Err(multi_output_error(t, m, true));
     }
     let now = t.version();
     let (bl, vl) = (base.layout(), t.layout());
-    if base.grad_fn().is_some() && bl.is_contiguous() {
+    if base.grad_fn().is_some()
+        && let Some(order) = storage_order(&bl)
+    {
         let rel = Layout {
             shape: vl.shape.clone(),
             strides: vl.strides.clone(),
             offset: vl.offset - bl.offset,
         };
-        if let Ok(fresh) = with_grad_mode(true, || as_strided(&base, &rel))
+        let fresh = with_grad_mode(true, || {
+            as_strided(&in_storage_order(&base, order.as_deref())?, &rel)
+        });
+        if let Ok(fresh) = fresh
             && let Some(f) = fresh.grad_fn()
         {
             t.set_history(f, 0);
         }
     }
     t.lock().cold_mut().view_version = now;
+    Ok(())
+}
+
+/// A base's dims from outermost to innermost in memory, for re-deriving its views: `None`
+/// when it is row-major (its views' storage strides are strides over its own shape),
+/// `Some(order)` when it is dense in another order (they are strides over the base
+/// permuted by `order`), and no answer for a base with gaps or overlap.
+fn storage_order(l: &Layout) -> Option<Option<Vec<i64>>> {
+    if l.is_contiguous() {
+        return Some(None);
+    }
+    if !l.is_non_overlapping_and_dense() {
+        return None;
+    }
+    let mut order: Vec<i64> = (0..l.ndim() as i64).collect();
+    order.sort_by(|&a, &b| l.strides[b as usize].cmp(&l.strides[a as usize]));
+    Some(Some(order))
+}
+
+/// `base` permuted by a [`storage_order`] (a view, recorded), or `base` itself.
+fn in_storage_order(base: &Tensor, order: Option<&[i64]>) -> Result<Tensor> {
+    match order {
+        Some(o) => permute(base, o),
+        None => Ok(base.clone()),
+    }
+}
+
+/// The permutation that undoes `order`.
+fn inverse_order(order: &[i64]) -> Vec<i64> {
+    let mut inv = vec![0i64; order.len()];
+    for (i, &d) in order.iter().enumerate() {
+        inv[d as usize] = i as i64;
+    }
+    inv
 }
 
 #[derive(Clone)]
 pub struct CopySlices {
+    /// The base's shape, in its storage order when it is not row-major.
     shape: Shape,
     /// Boxed, as the view nodes' (see `SliceBackward0`).
-    rel: Box<Layout>,
+    view: Box<ViewOfBase>,
+}
+
+/// Where a view lies in its base: its layout relative to the base's storage, and the
+/// base's [`storage_order`] when the base is dense but not row-major.
+#[derive(Clone)]
+struct ViewOfBase {
+    rel: Layout,
+    order: Option<Vec<i64>>,
 }
 impl Backward for CopySlices {
     fn name(&self) -> Cow<'static, str> {
@@ -315,13 +383,15 @@ impl Backward for CopySlices {
     }
     // base: g with the region zeroed; result: g's region
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let region = as_strided(&g, &self.rel)?;
+        let ViewOfBase { rel, order } = &*self.view;
+        let g = in_storage_order(&grad0(g)?, order.as_deref())?;
+        let region = as_strided(&g, rel)?;
         let gb = if ctx.needs_input_grad(0) {
-            Some(sub(
-                &g,
-                &as_strided_scatter(&region, &self.shape, &self.rel)?,
-            )?)
+            let gb = sub(&g, &as_strided_scatter(&region, &self.shape, rel)?)?;
+            Some(match order {
+                Some(o) => permute(&gb, &inverse_order(o))?,
+                None => gb,
+            })
         } else {
             None
         };
@@ -587,7 +657,7 @@ pub fn fill_(x: &Tensor, v: Scalar) -> Result<Tensor> {
 /// `x.fill_(value)` with a 0-d tensor `value` that requires grad: the value gets the
 /// sum of the gradient (torch's FillBackward3; recorded here as MaskedFillBackward1).
 pub fn fill_tensor_(x: &Tensor, value: &Tensor) -> Result<Tensor> {
-    inplace(x, |x| {
+    inplace_no_overlap(x, |x| {
         let all = new_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
         crate::ops::masked_fill_tensor(x, &all, value)
     })
@@ -614,6 +684,11 @@ fn broadcasts_to(xs: &[usize], other: &[usize]) -> Result<()> {
 
 /// `x.copy_(src)`: src is broadcast to x's shape and cast to its dtype (CopyBackwards).
 pub fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
+    if is_grad_enabled() && !x.dtype().is_float() {
+        // torch's copy_ records nothing, and so checks nothing, for an int or bool
+        // destination (it is not differentiable), whatever src is
+        return with_grad_mode(false, || copy_(x, src));
+    }
     let xs = x.shape();
     broadcasts_to(&xs, &src.shape())?;
     let src_shape = src.shape();

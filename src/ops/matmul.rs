@@ -4,7 +4,7 @@ use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::backend::cpu::matmul::{GemmElem, MatView, gemm_add, gemm_uninit, splits};
-use crate::dtype::{DType, Scalar};
+use crate::dtype::{DType, ResultType, Scalar};
 use crate::ops::*;
 use crate::shape::{Shape, broadcast_shapes};
 use crate::storage::{Buffer, Element};
@@ -237,6 +237,22 @@ pub fn addmm(
         if crate::shape::numel(&out) == 0 && out.as_slice() == [sa[0], sb[1]] {
             return super::zeros(&out, DType::Bool);
         }
+        if sa[1] == 0 && out.as_slice() == [sa[0], sb[1]] {
+            // a product of nothing is beta * input, which a number beta promotes
+            if beta.as_f64() == 0.0 {
+                return super::zeros(&out, DType::Bool);
+            }
+            let promoted = ResultType::default()
+                .tensor(DType::Bool, 1)
+                .scalar(beta)
+                .finish();
+            if promoted != DType::Bool {
+                return Err(Error::runtime(format!(
+                    "result type {} can't be cast to the desired output type Bool",
+                    promoted.scalar_type_name()
+                )));
+            }
+        }
         return Err(Error::not_implemented(
             "\"addmm_impl_cpu_\" not implemented for 'Bool'",
         ));
@@ -399,6 +415,10 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             )));
         }
         return bmm(&to_dtype(a, b.dtype())?, b);
+    }
+    if a.dtype() == DType::Bool && !trivial {
+        // (torch finds no bool kernel before it compares the dtypes)
+        return Err(Error::not_implemented("\"bmm\" not implemented for 'Bool'"));
     }
     same_dtype(a, b, "batch1 and batch2", "bmm", trivial)?;
     apply(
@@ -583,6 +603,89 @@ pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     mul(&unsqueeze(a, 1)?, &unsqueeze(b, 0)?)
 }
 
+/// Whether torch's matmul folds this batched product into one `mm`/`mv` (its
+/// `should_fold`): the bigger operand has 3+ dims and the other at most 2, and the other
+/// requires grad, or the bigger one's batch dims flatten without a copy.
+fn folds(a: &Tensor, b: &Tensor) -> bool {
+    let (na, nb) = (a.ndim(), b.ndim());
+    let a_larger = na >= nb;
+    let (big, small_grad) = if a_larger {
+        (a, b.requires_grad())
+    } else {
+        (b, a.requires_grad())
+    };
+    if !(big.ndim() >= 3 && na.min(nb) <= 2) {
+        return false;
+    }
+    if small_grad {
+        return true;
+    }
+    if na == 2 {
+        return false;
+    }
+    let l = big.layout();
+    if l.numel() == 0 {
+        return true;
+    }
+    let (mut shape, mut strides) = (l.shape.clone(), l.strides.clone());
+    if !a_larger {
+        // (torch folds b.mT())
+        let n = shape.len();
+        shape.swap(n - 1, n - 2);
+        strides.swap(n - 1, n - 2);
+    }
+    (0..shape.len() - 2).all(|i| strides[i] == strides[i + 1] * shape[i + 1])
+}
+
+/// torch's error for a batched `matmul` of two dtypes, by the path torch takes: folded
+/// into one `mm` or `mv` (see [`folds`]), or a batched product, which checks the dtypes
+/// unless it multiplies nothing (then the result takes the second operand's dtype, see
+/// `bmm`).
+fn matmul_dtype_error(
+    a: &Tensor,
+    b: &Tensor,
+    batch: &[usize],
+    m: usize,
+    k: usize,
+    n: usize,
+) -> Result<()> {
+    let (na, nb) = (a.ndim(), b.ndim());
+    let (da, db) = (a.dtype(), b.dtype());
+    let addmv = |v: DType, mat: DType| {
+        Error::runtime(format!(
+            "addmv input tensors must have the same dtype, but got {}, {}, and {}",
+            v.scalar_type_name(),
+            mat.scalar_type_name(),
+            v.scalar_type_name()
+        ))
+    };
+    if folds(a, b) {
+        return Err(match (na >= nb, na.min(nb)) {
+            (true, 1) => addmv(db, da),
+            (false, 1) => addmv(da, db),
+            (true, _) => Error::runtime(format!(
+                "expected m1 and m2 to have the same dtype, but got: {} != {}",
+                dtype_name(da),
+                dtype_name(db)
+            )),
+            (false, _) => Error::runtime(format!(
+                "expected m1 and m2 to have the same dtype, but got: {} != {}",
+                dtype_name(db),
+                dtype_name(da)
+            )),
+        });
+    }
+    let nothing = k == 0 || crate::shape::numel(batch) * m * n == 0;
+    if !nothing {
+        return Err(Error::runtime(format!(
+            "expected scalar type {} but found {}",
+            da.scalar_type_name(),
+            db.scalar_type_name()
+        )));
+    }
+    Ok(())
+}
+
 /// `torch.matmul(a, b)` with torch's rank rules and batch broadcasting.
 pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());
@@ -633,6 +736,9 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                 )));
             }
             let batch = broadcast_shapes(&s2a[..s2a.len() - 2], &s2b[..s2b.len() - 2])?;
+            if a.dtype() != b.dtype() {
+                matmul_dtype_error(a, b, &batch, m, ka, n)?;
+            }
             let mut full: Shape = batch.clone();
             full.extend([m.max(1), n.max(ka).max(1)]);
             super::creation::guard(&full, a.dtype())?;

@@ -83,15 +83,15 @@ pub(crate) fn any_requires_grad(inputs: &[&Tensor]) -> bool {
 }
 
 /// The edge a gradient for `t` flows along.
-pub(crate) fn edge_of(t: &Tensor) -> Option<Edge> {
+pub(crate) fn edge_of(t: &Tensor) -> Result<Option<Edge>> {
     if t.is_plain() {
-        return None;
+        return Ok(None);
     }
     if t.is_view() {
         // a view whose base moved on gets its history re-derived first
-        refresh_view(t);
+        refresh_view(t)?;
     }
-    edge_in(&t.lock(), t)
+    Ok(edge_in(&t.lock(), t))
 }
 
 /// The edge of `t`, from its locked record `g`.
@@ -118,20 +118,20 @@ pub(crate) struct Read {
 
 /// Reads `t` for an op (see [`Read`]): one lock where a snapshot, `requires_grad()`,
 /// `edge_of` and a saved version would take four.
-pub(crate) fn read_input(t: &Tensor) -> Read {
+pub(crate) fn read_input(t: &Tensor) -> Result<Read> {
     let record = is_grad_enabled();
     if record && t.is_view() {
         // a view: its history may need re-deriving and its requires_grad may come from
         // its base (the general path)
-        let edge = edge_of(t);
+        let edge = edge_of(t)?;
         let requires_grad = t.requires_grad();
         let (snap, version) = t.snapshot_with_version();
-        return Read {
+        return Ok(Read {
             snap,
             version,
             requires_grad,
             edge,
-        };
+        });
     }
     let g = t.lock();
     let snap = crate::tensor::Snapshot {
@@ -141,21 +141,21 @@ pub(crate) fn read_input(t: &Tensor) -> Read {
     };
     let version = g.version();
     if !record {
-        return Read {
+        return Ok(Read {
             snap,
             version,
             requires_grad: false,
             edge: None,
-        };
+        });
     }
     let edge = edge_in(&g, t);
     drop(g);
-    Read {
+    Ok(Read {
         snap,
         version,
         requires_grad: edge.is_some(),
         edge,
-    }
+    })
 }
 
 /// A kernel's result before it is a tensor: a fresh storage, its (contiguous) layout and
@@ -283,7 +283,7 @@ pub(crate) fn attach(
     saved: SmallVec<[SavedTensor; 2]>,
     outputs: &[&Tensor],
 ) -> Result<NodeRef> {
-    let next = inputs.iter().map(|t| edge_of(t)).collect();
+    let next = inputs.iter().map(|t| edge_of(t)).collect::<Result<_>>()?;
     attach_edges(op, next, saved, outputs)
 }
 

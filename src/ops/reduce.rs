@@ -608,9 +608,12 @@ pub fn var_std(
             })
         },
         |y| {
+            // (what torch saves: var's formula reads x, std's also its result)
             let mut s = Saver::default();
             s.input_if(true, x);
-            s.output(y);
+            if is_std {
+                s.output(y);
+            }
             let g = VarGrad {
                 r: ReduceDims::new(shape.clone(), &d, keepdim),
                 correction,
@@ -859,7 +862,7 @@ pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
         || {
             with_grad_mode(false, || {
                 if x.numel() == 0 {
-                    return Ok(x.detach());
+                    return zeros(&x.shape(), x.dtype()); // (a fresh tensor, never an alias)
                 }
                 if d.as_slice() == [x.ndim().saturating_sub(1)] {
                     let s = x.snapshot();
@@ -871,11 +874,13 @@ pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
                 let z = sub(&x, &m)?;
                 let e = exp(&z)?;
                 let s = sum(&e, Some(&di), true)?;
-                if log_ {
-                    sub(&z, &log(&s)?)
+                let r = if log_ {
+                    sub(&z, &log(&s)?)?
                 } else {
-                    div(&e, &s)
-                }
+                    div(&e, &s)?
+                };
+                // (torch's softmax kernels write a row-major result)
+                contiguous(&r)
             })
         },
         |y| {

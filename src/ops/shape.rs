@@ -124,7 +124,7 @@ pub fn contiguous(x: &Tensor) -> Result<Tensor> {
     if x.is_contiguous() {
         Ok(x.clone())
     } else {
-        super::clone_tensor(x)
+        super::clone_row_major(x)
     }
 }
 

@@ -266,14 +266,11 @@ fn function_apply(
         inputs
             .iter()
             .zip(&needs)
-            .map(|(t, &n)| {
-                if n {
-                    t.as_ref().and_then(ops::edge_of)
-                } else {
-                    None
-                }
+            .map(|(t, &n)| match t {
+                Some(t) if n => ops::edge_of(t),
+                _ => Ok(None),
             })
-            .collect()
+            .collect::<crate::Result<_>>()?
     } else {
         SmallVec::new()
     };

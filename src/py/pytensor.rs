@@ -600,9 +600,9 @@ impl PyTensor {
     /// Is True if this tensor is a leaf of the autograd graph: it does not require grad,
     /// or it was created by the user rather than by a recorded op.
     #[getter]
-    fn is_leaf(&self) -> bool {
-        ops::refresh_view(&self.t);
-        self.t.is_leaf()
+    fn is_leaf(&self) -> PyResult<bool> {
+        ops::refresh_view(&self.t)?;
+        Ok(self.t.is_leaf())
     }
     /// None by default; becomes a Tensor the first time a call to `backward()` computes
     /// gradients for this tensor.
@@ -637,7 +637,7 @@ impl PyTensor {
     /// The autograd Node that created this tensor, or None for leaves.
     #[getter]
     fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        ops::refresh_view(&self.t);
+        ops::refresh_view(&self.t)?;
         self.t.grad_fn().map(|n| node_object(py, n)).transpose()
     }
     /// This tensor's position among the outputs of its `grad_fn`.
@@ -654,7 +654,7 @@ impl PyTensor {
     /// Enables this tensor to have its `.grad` populated during `backward()`. This is a no-op
     /// for leaf tensors.
     fn retain_grad(&self) -> PyResult<()> {
-        ops::refresh_view(&self.t);
+        ops::refresh_view(&self.t)?;
         let Some(node) = self.t.grad_fn() else {
             if !self.t.requires_grad() {
                 return Err(PyRuntimeError::new_err(
@@ -699,7 +699,7 @@ impl PyTensor {
                 "cannot register a hook on a tensor that doesn't require gradient",
             ));
         }
-        ops::refresh_view(&self.t);
+        ops::refresh_view(&self.t)?;
         let id = HOOK_IDS.fetch_add(1, Ordering::Relaxed);
         let hook = py_hook(f);
         match self.t.grad_fn() {
@@ -2305,7 +2305,12 @@ impl PyTensor {
             // torch's copy_to: the same sizes are a copy_, a 0-d value (a number) a fill_,
             // which may write an expanded tensor
             if v.ndim() == 0 {
-                ops::fill_tensor_(&r, &v)?;
+                // a number may fill an expanded tensor, a 0-d tensor may not (torch's
+                // fill_ with a tensor checks for shared memory)
+                match scalar(value) {
+                    Some(s) if value.cast::<PyTensor>().is_err() => ops::fill_(&r, s)?,
+                    _ => ops::fill_tensor_(&r, &v)?,
+                };
             } else {
                 ops::copy_(&r, &v)?;
             }
@@ -2322,14 +2327,11 @@ impl PyTensor {
         if adv.is_empty() {
             ops::copy_(&r, &v)?;
         } else {
-            // torch checks the number of indices before autograd checks the write, and
-            // a lone bool mask given a number (its masked_fill path) entirely
-            let mut tensors = adv.iter().flatten();
-            let lone_mask = matches!((tensors.next(), tensors.next()), (Some(m), None) if m.dtype() == DType::Bool);
-            if lone_mask && scalar(value).is_some() {
-                ops::check_index_structure(&r.shape(), &adv)?;
-            } else {
-                ops::check_index_count(&r.shape(), &adv)?;
+            // torch checks the number of indices before autograd checks the write, and,
+            // writing a number, the leading bool mask too
+            ops::check_index_count(&r.shape(), &adv)?;
+            if value.cast::<PyTensor>().is_err() {
+                ops::check_leading_masks(&r.shape(), &adv)?;
             }
             let kind = if value.cast::<PyTensor>().is_err() {
                 ops::PutValues::Number
