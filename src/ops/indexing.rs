@@ -684,38 +684,28 @@ fn plan_checked(
 /// The shape of `x[indices]`: the broadcast index shape `bshape` in place of the indexed
 /// `dims` if they are adjacent, else in front of the other dims.
 fn indexed_shape(x_shape: &[usize], bshape: &[usize], dims: &[usize]) -> Shape {
-    let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
-    let mut out = Shape::new();
-    match (dims.first(), dims.last()) {
-        (Some(&first), Some(&last)) if adjacent => {
-            out.extend_from_slice(&x_shape[..first]);
-            out.extend_from_slice(bshape);
-            out.extend_from_slice(&x_shape[last + 1..]);
-        }
-        _ => {
-            out.extend_from_slice(bshape);
-            let rest = (0..x_shape.len()).filter(|d| !dims.contains(d));
-            out.extend(rest.map(|d| x_shape[d]));
-        }
-    }
-    out
+    place_index_dims(x_shape, bshape, dims)
 }
 
 /// The strides that go with [`indexed_shape`] when the index dims get stride 0.
 fn indexed_strides(x_strides: &[usize], index_ndim: usize, dims: &[usize]) -> Shape {
+    place_index_dims(x_strides, &vec![0; index_ndim], dims)
+}
+
+/// Per-dim values of `x` (sizes or strides) with those of the indexed `dims` replaced by
+/// `index`'s: in their place if the dims are adjacent, else in front (torch's rule).
+fn place_index_dims(x: &[usize], index: &[usize], dims: &[usize]) -> Shape {
     let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
-    let zeros = std::iter::repeat_n(0, index_ndim);
     let mut out = Shape::new();
     match (dims.first(), dims.last()) {
         (Some(&first), Some(&last)) if adjacent => {
-            out.extend_from_slice(&x_strides[..first]);
-            out.extend(zeros);
-            out.extend_from_slice(&x_strides[last + 1..]);
+            out.extend_from_slice(&x[..first]);
+            out.extend_from_slice(index);
+            out.extend_from_slice(&x[last + 1..]);
         }
         _ => {
-            out.extend(zeros);
-            let rest = (0..x_strides.len()).filter(|d| !dims.contains(d));
-            out.extend(rest.map(|d| x_strides[d]));
+            out.extend_from_slice(index);
+            out.extend((0..x.len()).filter(|d| !dims.contains(d)).map(|d| x[d]));
         }
     }
     out
