@@ -681,6 +681,19 @@ fn plan_checked(
     })
 }
 
+/// The first element of `t`, as a number.
+fn element_0(t: &Tensor) -> Scalar {
+    let s = t.snapshot();
+    let b = s.storage.read();
+    let i = s.layout.offset;
+    match &*b {
+        Buffer::F32(v) => Scalar::Float(f64::from(v[i])),
+        Buffer::F64(v) => Scalar::Float(v[i]),
+        Buffer::I64(v) => Scalar::Int(v[i]),
+        Buffer::Bool(v) => Scalar::Bool(v[i]),
+    }
+}
+
 /// The shape of `x[indices]`: the broadcast index shape `bshape` in place of the indexed
 /// `dims` if they are adjacent, else in front of the other dims.
 fn indexed_shape(x_shape: &[usize], bshape: &[usize], dims: &[usize]) -> Shape {
@@ -861,6 +874,10 @@ pub fn index_put_checked(
                 crate::shape::fmt_shape(&vshape),
                 crate::shape::fmt_shape(&selected)
             )));
+        }
+        if kind == PutValues::Cast && values.numel() == 1 {
+            // (torch's masked_fill path takes the value as a number, checked as such)
+            element_0(values).check_fits(x.dtype())?;
         }
         if kind == PutValues::SameDtype && x.dtype() != values.dtype() {
             return Err(Error::runtime(format!(

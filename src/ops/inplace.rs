@@ -515,6 +515,10 @@ pub fn sub_(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
     // after autograd's checks (as in torch), before the fast path, which would take
     // `x.sub_(False)` on a float tensor
     check_writable(x)?;
+    if is_grad_enabled() && tensor_of(other).is_some_and(Tensor::requires_grad) {
+        // (torch's check_inplace looks at every input)
+        check_multi_output_view(x)?;
+    }
     super::elementwise::check_sub_operands(Operand::T(x), other)?;
     if let Some(r) = scaled_arith_in_place(x, k::BinaryOp::Sub, other, alpha) {
         return r;
@@ -693,7 +697,8 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
     broadcasts_to(&xs, &src.shape())?;
     let src_shape = src.shape();
     let dtype = x.dtype();
-    inplace_no_overlap_with(x, &[Some(src)], |_| {
+    // (copying a tensor onto itself is no write that could overlap: torch returns early)
+    inplace_checked(x, !x.same(src), &[Some(src)], |_| {
         // x's old history is an input too, as in torch: it gets a zero gradient
         apply(
             &[x, src],

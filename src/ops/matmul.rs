@@ -722,6 +722,24 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                 Some(&[1]),
             )?))
         }
+        _ if na >= 3 && folds(a, b) => {
+            // torch folds a batch times a matrix or vector into one mm/mv over the batch
+            // flattened (a copy where the batch dims do not flatten as a view)
+            let k = sa[na - 1];
+            let rows: usize = sa[..na - 1].iter().product();
+            let a2 = reshape(a, &[rows as i64, k as i64])?;
+            let mut out: Vec<i64> = sa[..na - 1].iter().map(|&d| d as i64).collect();
+            let r = if nb == 2 {
+                out.push(sb[1] as i64);
+                mm(&a2, b)?
+            } else {
+                if k == sb[0] && a.dtype() != b.dtype() {
+                    matmul_dtype_error(a, b, &[], rows, k, 1)?;
+                }
+                mv(&a2, b)?
+            };
+            Ok(fresh_result(reshape(&r, &out)?))
+        }
         _ => {
             // Promote 1-D operands, broadcast batch dims, run bmm, and drop the added dims.
             let a2 = if na == 1 { unsqueeze(a, 0)? } else { a.clone() };
