@@ -84,6 +84,9 @@ class Step:
     nan_ok: bool = False  # reference undefined where inputs are non-finite
     pre: list = field(default_factory=list)  # helper lines (new literals) run and checked first
     values_undefined: bool = False  # compare shape/dtype only: the values are platform-defined in torch
+    # the result's error scales with the inputs' magnitude, not its own (fmod(a, b) of a b
+    # that carries rounding: |a/b| times b's error)
+    scale_by_reads: bool = False
 
 
 @dataclass
@@ -413,7 +416,10 @@ class Generator:
 
         kind = "exact" if op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or") else "elementwise"
         nan_ok = op in ("remainder", "fmod", "floor_divide", "pow", "div")
-        return Step(line, t, reads, ref, kind=kind, nan_ok=nan_ok, pre=pre)
+        modular = op in ("remainder", "fmod", "floor_divide")
+        if modular:
+            kind = "reduce"  # (its inputs may come from reductions, with their tolerance)
+        return Step(line, t, reads, ref, kind=kind, nan_ok=nan_ok, pre=pre, scale_by_reads=modular)
 
     def reduce(self) -> Step:
         s = self.src
@@ -1035,7 +1041,7 @@ class Runner:
             kind = step.kind
             if kind == "view" and not all(self.same_strides(n) for n in step.reads):
                 kind = "exact"  # the input's strides already differ (see same_strides)
-            msg = self.compare(step.target, kind)
+            msg = self.compare(step.target, kind, self.reads_scale(step) if step.scale_by_reads else None)
             if msg:
                 return self.fail(cat, msg)
         if np_in is not None and is_tensor(out) and numel(tuple(out.shape)) <= MAX_NUMEL:
@@ -1099,13 +1105,20 @@ class Runner:
                 return f"torch made {name}, a {dname(t.dtype)} tensor, require grad"
         return None
 
-    def compare(self, name: str, kind: str) -> str | None:
+    def reads_scale(self, step: Step) -> float | None:
+        """The largest finite magnitude among the step's float inputs."""
+        vals = [to_np(self.ns_r[n]) for n in step.reads if is_tensor(self.ns_r.get(n))]
+        finite = [np.abs(v[np.isfinite(v)]) for v in vals if v.dtype.kind == "f"]
+        finite = [v for v in finite if v.size]
+        return float(max(np.max(v) for v in finite)) if finite else None
+
+    def compare(self, name: str, kind: str, scale: float | None = None) -> str | None:
         try:
-            return self._compare(name, kind)
+            return self._compare(name, kind, scale)
         except Exception as e:  # noqa: BLE001 - reading .is_leaf etc. can raise in torch
             return f"{name}: reading it raised {type(e).__name__}: {str(e)[:200]}"
 
-    def _compare(self, name: str, kind: str) -> str | None:
+    def _compare(self, name: str, kind: str, scale: float | None = None) -> str | None:
         a, b = self.ns_r.get(name), self.ns_t.get(name)
         if not is_tensor(a) or b is None:
             return None
@@ -1130,7 +1143,8 @@ class Runner:
         if numel(tuple(a.shape)) > MAX_NUMEL or name in self.undefined:
             return None
         # (the loss sums terms that may cancel: its tolerance scales with their magnitude)
-        scale = self.loss_scale if name == "loss" else None
+        if name == "loss":
+            scale = self.loss_scale
         m = close(
             to_np(a), to_np(b), self.tol_dtype(a), "elementwise" if kind in ("exact", "view") else kind, scale
         )

@@ -1140,6 +1140,7 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
                         PowBackward0 {
                             exponent: e.as_f64(),
                             x: xi,
+                            bool_exponent: matches!(e, Scalar::Bool(_)),
                         },
                         s.list,
                     )
@@ -1195,6 +1196,9 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
 pub struct PowBackward0 {
     exponent: f64,
     x: Option<u8>,
+    /// The exponent was a Python bool: torch's `exponent == 0` test is false for a bool
+    /// scalar, so `False` takes the general formula (0·x⁻¹, NaN at 0 and NaN).
+    bool_exponent: bool,
 }
 impl Backward for PowBackward0 {
     fn name(&self) -> Cow<'static, str> {
@@ -1203,7 +1207,7 @@ impl Backward for PowBackward0 {
     // d xᵉ/dx = e·xᵉ⁻¹ (0 when e == 0)
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        if self.exponent == 0.0 {
+        if self.exponent == 0.0 && !self.bool_exponent {
             return Ok(smallvec::smallvec![Some(zeros_like(&g)?)]);
         }
         let x = get(ctx, self.x)?;

@@ -661,6 +661,9 @@ pub fn fill_(x: &Tensor, v: Scalar) -> Result<Tensor> {
 /// `x.fill_(value)` with a 0-d tensor `value` that requires grad: the value gets the
 /// sum of the gradient (torch's FillBackward3; recorded here as MaskedFillBackward1).
 pub fn fill_tensor_(x: &Tensor, value: &Tensor) -> Result<Tensor> {
+    if is_grad_enabled() && value.requires_grad() {
+        check_multi_output_view(x)?;
+    }
     inplace_no_overlap(x, |x| {
         let all = new_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
         crate::ops::masked_fill_tensor(x, &all, value)
@@ -762,6 +765,10 @@ pub fn index_put_(
     accumulate: bool,
     kind: super::PutValues,
 ) -> Result<Tensor> {
+    if is_grad_enabled() && values.requires_grad() {
+        // (torch's check_inplace looks at every input)
+        check_multi_output_view(x)?;
+    }
     inplace(x, |x| {
         super::index_put_checked(x, indices, values, accumulate, kind)
     })

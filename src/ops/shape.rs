@@ -104,6 +104,30 @@ pub fn reshape(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     )
 }
 
+/// torch's `_unsafe_view`: a composite op's fresh result `x` under a new shape, recorded
+/// as UnsafeViewBackward0 and not a view of `x` (nothing else can reach `x`).
+pub fn unsafe_view(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    let l = x.layout();
+    let shape = infer_size(sizes, l.numel())?;
+    let nl = l
+        .view(&shape)
+        .ok_or_else(|| Error::Internal("unsafe_view of a tensor that cannot be viewed".into()))?;
+    let in_shape = l.shape.clone();
+    apply(
+        &[x],
+        || Ok(x.alias_with_layout(nl)),
+        |_| {
+            (
+                ViewBackward {
+                    shape: in_shape,
+                    name: "UnsafeViewBackward0",
+                },
+                saved![],
+            )
+        },
+    )
+}
+
 #[derive(Clone)]
 pub struct ViewBackward {
     shape: Shape,
