@@ -1044,6 +1044,10 @@ class Runner:
             msg = self.compare(step.target, kind, self.reads_scale(step) if step.scale_by_reads else None)
             if msg:
                 return self.fail(cat, msg)
+            if step.scale_by_reads and self.compare(step.target, kind):
+                # equal only up to the inputs' rounding, which fmod amplified: what is
+                # computed from it is not compared
+                self.undefined.add(step.target)
         if np_in is not None and is_tensor(out) and numel(tuple(out.shape)) <= MAX_NUMEL:
             with np.errstate(all="ignore"):
                 try:

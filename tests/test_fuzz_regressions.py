@@ -212,6 +212,10 @@ ROWS = [
     ("masked_setitem_into_multi_output_view",
      "v = torch.tensor([False, True, True]).chunk(2, 0)[1]\nv[v > 0] = torch.tensor(-3.0, requires_grad=True)",
      Raises(RuntimeError, "A view was created in no_grad mode and is being modified inplace with grad mode enabled.")),
+    ("stale_view_of_a_base_without_history",
+     "v0 = torch.arange(12.).reshape(6, 2)[::2].requires_grad_()\nv3 = v0[0:, ...]\nv0.detach()[0, 0] = 5.\n"
+     "((v0 * 1).sum() + (v3 * 1).sum()).backward()\n(v0.grad.tolist(), v3.is_leaf)",
+     "([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]], False)"),
     # products of nothing, cat
     ("bmm_of_nothing_mixed_dtypes", "torch.bmm(torch.zeros(2, 0, 1), torch.zeros(2, 1, 3, dtype=torch.int64))",
      "tensor([], size=(2, 0, 3), dtype=torch.int64)"),

@@ -13,7 +13,7 @@
 //! only be modified under `no_grad`.
 
 use super::elementwise::{Operand, grad0};
-use super::{apply, attach, new_tensor, sum_to};
+use super::{apply, attach, attach_edges, new_tensor, sum_to};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::{is_grad_enabled, with_grad_mode};
 use crate::backend::cpu::elementwise as k;
@@ -308,7 +308,18 @@ pub fn refresh_view(t: &Tensor) -> Result<()> {
     }
     let now = t.version();
     let (bl, vl) = (base.layout(), t.layout());
-    if base.grad_fn().is_some()
+    if base.grad_fn().is_none() && !base.requires_grad() && t.grad_fn().is_some() {
+        // A view with history over a base without any (a view of a tensor that was
+        // itself a view when it came to require grad): torch re-derives it from that
+        // base, so its history ends there and no gradient passes.
+        let rel = Layout {
+            shape: vl.shape.clone(),
+            strides: vl.strides.clone(),
+            offset: vl.offset - bl.offset,
+        };
+        let node = super::as_strided_node(bl.shape.clone(), rel);
+        attach_edges(node, smallvec::smallvec![None], saved![], &[t])?;
+    } else if base.grad_fn().is_some()
         && let Some(order) = storage_order(&bl)
     {
         let rel = Layout {

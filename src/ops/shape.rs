@@ -495,6 +495,16 @@ pub fn as_strided(x: &Tensor, rel: &Layout) -> Result<Tensor> {
     )
 }
 
+/// An `AsStridedBackward0` over a base of `shape` (a view re-derived from a base that
+/// has no history: see `refresh_view`).
+pub(crate) fn as_strided_node(shape: Shape, rel: Layout) -> super::BackwardOp {
+    AsStridedBackward0 {
+        shape,
+        rel: Box::new(rel),
+    }
+    .into()
+}
+
 #[derive(Clone)]
 pub struct AsStridedBackward0 {
     shape: Shape,
