@@ -216,6 +216,10 @@ ROWS = [
      "v0 = torch.arange(12.).reshape(6, 2)[::2].requires_grad_()\nv3 = v0[0:, ...]\nv0.detach()[0, 0] = 5.\n"
      "((v0 * 1).sum() + (v3 * 1).sum()).backward()\n(v0.grad.tolist(), v3.is_leaf)",
      "([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]], False)"),
+    ("backward_through_a_write_into_an_expanded_view",
+     "x = torch.ones(2, 1, requires_grad=True) * 1\nv = x.expand(2, 3)\nv.fill_(0)\nx.sum().backward()",
+     Raises(RuntimeError, "unsupported operation: more than one element of the written-to tensor refers to a single "
+            "memory location.")),
     # products of nothing, cat
     ("bmm_of_nothing_mixed_dtypes", "torch.bmm(torch.zeros(2, 0, 1), torch.zeros(2, 1, 3, dtype=torch.int64))",
      "tensor([], size=(2, 0, 3), dtype=torch.int64)"),

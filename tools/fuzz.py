@@ -5,7 +5,6 @@ stops answering is replaced and the case is recorded. Prints one summary line:
     cases=N mismatches=M panics=P hangs=H known=K torch_invalid=I wall=Ss
 
 Usage: python tools/fuzz.py --cases 100000 --seed 0 [--jobs 2] [--timeout 20] [--no-torch]
-       python tools/fuzz.py --replay failures.jsonl   (re-run recorded programs' cases)
 Failures go to --out (JSON lines: case, category, message, program). See docs/fuzzing.md.
 """
 

@@ -395,6 +395,19 @@ impl Backward for CopySlices {
     // base: g with the region zeroed; result: g's region
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let ViewOfBase { rel, order } = &*self.view;
+        if rel
+            .shape
+            .iter()
+            .zip(&rel.strides)
+            .any(|(&n, &st)| n > 1 && st == 0)
+        {
+            // torch copies the view's gradient into the same region of the base's, which
+            // an expanded view covers more than once: its copy_ refuses that
+            return Err(Error::runtime(
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory \
+                 location. Please clone() the tensor before performing the operation.",
+            ));
+        }
         let g = in_storage_order(&grad0(g)?, order.as_deref())?;
         let region = as_strided(&g, rel)?;
         let gb = if ctx.needs_input_grad(0) {
