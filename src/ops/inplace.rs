@@ -395,11 +395,12 @@ impl Backward for CopySlices {
     // base: g with the region zeroed; result: g's region
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let ViewOfBase { rel, order } = &*self.view;
-        if rel
-            .shape
-            .iter()
-            .zip(&rel.strides)
-            .any(|(&n, &st)| n > 1 && st == 0)
+        if rel.numel() > 0
+            && rel
+                .shape
+                .iter()
+                .zip(&rel.strides)
+                .any(|(&n, &st)| n > 1 && st == 0)
         {
             // torch copies the view's gradient into the same region of the base's, which
             // an expanded view covers more than once: its copy_ refuses that
