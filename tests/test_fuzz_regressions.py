@@ -252,6 +252,50 @@ ROWS = [
     ("pow_bool_exponent_backward",
      "x = torch.tensor([1.5, 2.], requires_grad=True)\nx.pow(torch.tensor([True, False])).sum().backward()",
      Raises(NotImplementedError, "Subtraction, the `-` operator, with a bool tensor is not supported.")),
+    # fuzzer seed 2
+    ("copy_slices_zeroes_a_nan_gradient",
+     "x = torch.tensor([[0.001, 100.], [-float('inf'), 3.67]], requires_grad=True)\ny = x * 1\ny[0] = 2\n"
+     "y.std(0).sum().backward()\nx.grad[0].tolist()", "[0.0, 0.0]"),
+    ("matmul_folds_size_one_batch", "a = torch.tensor([[[1, 2], [3, 4]]]).transpose(-1, -2)\n"
+     "torch.matmul(a, torch.ones(2, 0, dtype=torch.bool))",
+     Raises(RuntimeError, "expected m1 and m2 to have the same dtype, but got: long int != bool")),
+    ("matmul_folds_size_one_batch_grad_fn", "a = torch.ones(1, 2, 2).transpose(-1, -2).requires_grad_()\n"
+     "torch.matmul(a, torch.ones(2, 3)).grad_fn.next_functions[0][0].name()", "'MmBackward0'"),
+    ("bmm_bool_first_small", "torch.bmm(torch.ones(2, 2, 2, dtype=torch.bool), torch.ones(2, 2, 2))",
+     Raises(NotImplementedError, "\"bmm\" not implemented for 'Bool'")),
+    ("bmm_dtypes_small", "torch.bmm(torch.ones(2, 2, 2, dtype=torch.int64), torch.ones(2, 2, 2))",
+     Raises(RuntimeError, "expected scalar type Long but found Float")),
+    ("bmm_dtypes_large_float_second", "torch.bmm(torch.ones(2, 20, 1, dtype=torch.int64), torch.ones(2, 1, 20))",
+     Raises(RuntimeError, "expected scalar type Float but found Long")),
+    ("bmm_dtypes_large_int_second", "torch.bmm(torch.ones(2, 20, 1), torch.ones(2, 1, 20, dtype=torch.int64))",
+     Raises(RuntimeError, "expected m1 and m2 to have the same dtype, but got: float != long int")),
+    ("bmm_bool_large", "torch.bmm(torch.ones(2, 20, 1, dtype=torch.bool), torch.ones(2, 1, 20, dtype=torch.bool))",
+     Raises(NotImplementedError, "\"addmm_impl_cpu_\" not implemented for 'Bool'")),
+    ("matmul_bool_batch_unfolded",
+     "a = torch.ones(3, 2, 3, 3, dtype=torch.bool).transpose(-1, -2)\n"
+     "torch.matmul(a, torch.ones(3, 1, dtype=torch.int64))",
+     Raises(NotImplementedError, "\"bmm\" not implemented for 'Bool'")),
+    ("int_unbind_outputs_are_writable",
+     "v = torch.tensor([6, 1, 2]).unbind(-1)[1]\nv[...] = torch.tensor(0.5, requires_grad=True)\nv", "tensor(0)"),
+    ("int_chunk_outputs_are_not",
+     "v = torch.tensor([6, 1, 2]).chunk(2)[1]\nv[...] = torch.tensor(0.5, requires_grad=True)",
+     Raises(RuntimeError, "A view was created in no_grad mode and is being modified inplace with grad mode enabled.")),
+    ("scalar_setitem_into_empty_backward",
+     "x = torch.zeros(2, 4, 2, requires_grad=True)\ny = x[-1:-1, 0::2, torch.tensor([], dtype=torch.int64)]\n"
+     "y[torch.tensor([0]), -1:2:2, ...] = -2\ny.sum().backward()\nx.grad.shape", "torch.Size([2, 4, 2])"),
+    ("index_result_keeps_memory_order",
+     "x = torch.zeros(2, 3, 2).transpose(-1, -2)\n"
+     "[x[torch.tensor([1, 0])].stride(), x[:, torch.tensor([1, 0])].stride(), x[..., torch.tensor([2, 0])].stride()]",
+     "[(6, 1, 2), (6, 3, 1), (4, 2, 1)]"),
+    ("index_result_view_refused", "x = torch.zeros(2, 3, 2).transpose(-1, -2)[torch.tensor([0, 1])]\nx.view(4, -1)",
+     Raises(RuntimeError, "view size is not compatible with input tensor's size and stride")),
+    ("clone_of_non_dense_keeps_order",
+     "a = torch.zeros(4, 6).t()[::2]\nb = torch.zeros(3, 1, 2).transpose(0, 2).expand(2, 5, 3)\n"
+     "[a.clone().stride(), a.double().stride(), b.clone().stride(), (b + torch.zeros(3, dtype=torch.float64)).stride()]",
+     "[(1, 3), (1, 3), (1, 2, 10), (1, 2, 10)]"),
+    ("compare_after_promotion_keeps_order",
+     "b = torch.ones(2, 3, 3, dtype=torch.bool).transpose(-1, -2).expand(3, 2, 3, 3)\n"
+     "(b <= torch.zeros(1, 3, 1)).stride()", "(18, 9, 1, 3)"),
 ]
 
 

@@ -74,17 +74,11 @@ fn unary_out(layout: &Layout, kernel: impl FnOnce(&Layout) -> Buffer) -> Result<
 }
 
 /// A copy of `layout`'s elements (`clone`, `to`) in torch's `preserve_format`: the input's
-/// strides if it is dense, else row-major. `kernel` as for [`elementwise_out`].
+/// strides if it is dense, else dense strides in the input's memory order (torch's
+/// `infer_dense_strides`, the one-operand case of `iter_output_order`). `kernel` as for
+/// [`elementwise_out`].
 fn preserving_format(layout: &Layout, kernel: impl FnOnce(&Layout) -> Buffer) -> Result<Tensor> {
-    if layout.is_contiguous() || !layout.is_non_overlapping_and_dense() {
-        return Ok(new_tensor(kernel(layout), &layout.shape));
-    }
-    elementwise_out(
-        &layout.shape,
-        &[layout],
-        std::slice::from_ref(layout),
-        |l| kernel(&l[0]),
-    )
+    unary_out(layout, kernel)
 }
 
 /// Tracks which tensors a backward formula needs, by index into the node's saved list.

@@ -474,6 +474,9 @@ struct Plan {
     /// The result's shape when it has no elements (its indices went unchecked): nothing
     /// to gather or scatter.
     empty: Option<Shape>,
+    /// Each index tensor's layout broadcast to `bshape` (a bool mask's coordinates as
+    /// torch's `nonzero().select(1, j)` lays them out), for the result's memory order.
+    index_layouts: Vec<Layout>,
 }
 
 /// `mask.nonzero()` as one int64 index tensor per mask dim.
@@ -646,6 +649,16 @@ fn plan_checked(
     }
     let dims: Vec<usize> = per_dim.iter().map(|p| p.0).collect();
     before_bounds(&bshape, &dims)?;
+    let index_layouts = per_dim
+        .iter()
+        .map(|(d, t)| {
+            let mut l = t.layout();
+            if let Some(mask) = mask_covering(indices, *d) {
+                l.strides = smallvec::smallvec![mask.ndim(); 1];
+            }
+            broadcast_layout(&l, &bshape)
+        })
+        .collect();
     // linear index over the indexed dims (row-major), after bounds checks
     let mut linear: Option<Tensor> = None;
     // (torch's kernel checks the indices it visits: none when they broadcast to nothing)
@@ -678,7 +691,72 @@ fn plan_checked(
         bshape,
         insert_at,
         empty,
+        index_layouts,
     })
+}
+
+/// The bool mask among `indices` that covers dim `d`, if one does.
+fn mask_covering(indices: &[Option<Tensor>], d: usize) -> Option<&Tensor> {
+    let mut at = 0usize;
+    for ix in indices {
+        let width = match ix {
+            Some(t) if t.dtype() == DType::Bool => t.ndim(),
+            _ => 1,
+        };
+        if d < at + width {
+            return ix.as_ref().filter(|t| t.dtype() == DType::Bool);
+        }
+        at += width;
+    }
+    None
+}
+
+/// `l` broadcast to `shape` (stride 0 along the dims it is broadcast over).
+fn broadcast_layout(l: &Layout, shape: &[usize]) -> Layout {
+    let lead = shape.len() - l.ndim().min(shape.len());
+    let strides = (0..shape.len())
+        .map(|i| match i.checked_sub(lead) {
+            Some(j) if l.shape[j] == shape[i] => l.strides[j],
+            _ => 0,
+        })
+        .collect();
+    Layout {
+        shape: Shape::from_slice(shape),
+        strides,
+        offset: 0,
+    }
+}
+
+/// The memory order torch gives `x[indices]` (`None`: row-major). torch gathers with a
+/// TensorIterator over `x` restrided to the result's shape (stride 0 along the index
+/// dims) and the index tensors (size 1 along the others), so the result follows their
+/// strides as an elementwise op's output does (see `iter_output_order`).
+fn index_result_order(x: &Layout, p: &Plan, out_shape: &[usize]) -> Option<(Vec<i64>, Shape)> {
+    let n = out_shape.len();
+    let nb = p.bshape.len();
+    let src = Layout {
+        shape: Shape::from_slice(out_shape),
+        strides: indexed_strides(&x.strides, nb, &p.dims),
+        offset: 0,
+    };
+    let indices: Vec<Layout> = p
+        .index_layouts
+        .iter()
+        .map(|l| {
+            let mut shape: Shape = smallvec::smallvec![1; n];
+            let mut strides: Shape = smallvec::smallvec![0; n];
+            shape[p.insert_at..p.insert_at + nb].copy_from_slice(&l.shape);
+            strides[p.insert_at..p.insert_at + nb].copy_from_slice(&l.strides);
+            Layout {
+                shape,
+                strides,
+                offset: 0,
+            }
+        })
+        .collect();
+    let mut operands = vec![&src];
+    operands.extend(indices.iter());
+    crate::layout::iter_output_order(out_shape, &operands)
 }
 
 /// The first element of `t`, as a number.
@@ -767,7 +845,19 @@ pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
         &[x],
         || {
             with_grad_mode(false, || {
-                Ok(contiguous(&gather_plan(&x.detach(), &p)?)?.detach())
+                let r = contiguous(&gather_plan(&x.detach(), &p)?)?;
+                if p.empty.is_some() {
+                    return Ok(r.detach());
+                }
+                Ok(match index_result_order(&x.layout(), &p, &r.shape()) {
+                    // (the gathered values rewritten in that order)
+                    Some((order, _)) => permute(
+                        &contiguous(&permute(&r, &order)?)?,
+                        &super::inplace::inverse_order(&order),
+                    )?,
+                    None => r,
+                }
+                .detach())
             })
         },
         |_| {
@@ -948,7 +1038,9 @@ impl Backward for IndexPutBackward0 {
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
         let gx = if ctx.needs_input_grad(0) {
-            Some(if self.accumulate {
+            // (a gradient with no elements has nothing to zero; its indices were never
+            // checked against the empty dims: torch's scalar setitem is an index_fill)
+            Some(if self.accumulate || g.numel() == 0 {
                 g.clone()
             } else {
                 let z = zeros(&[], g.dtype())?;

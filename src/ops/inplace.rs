@@ -365,7 +365,7 @@ fn in_storage_order(base: &Tensor, order: Option<&[i64]>) -> Result<Tensor> {
 }
 
 /// The permutation that undoes `order`.
-fn inverse_order(order: &[i64]) -> Vec<i64> {
+pub(crate) fn inverse_order(order: &[i64]) -> Vec<i64> {
     let mut inv = vec![0i64; order.len()];
     for (i, &d) in order.iter().enumerate() {
         inv[d as usize] = i as i64;
@@ -412,7 +412,11 @@ impl Backward for CopySlices {
         let g = in_storage_order(&grad0(g)?, order.as_deref())?;
         let region = as_strided(&g, rel)?;
         let gb = if ctx.needs_input_grad(0) {
-            let gb = sub(&g, &as_strided_scatter(&region, &self.shape, rel)?)?;
+            // (masked, not `g - scatter(region)`: a NaN or infinite gradient in the region
+            // must become 0 as well)
+            let inside = full(&rel.shape, Scalar::Bool(true), DType::Bool)?;
+            let mask = as_strided_scatter(&inside, &self.shape, rel)?;
+            let gb = masked_fill(&g, &mask, Scalar::Float(0.0))?;
             Some(match order {
                 Some(o) => permute(&gb, &inverse_order(o))?,
                 None => gb,

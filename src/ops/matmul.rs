@@ -392,6 +392,38 @@ impl Backward for AddmmBackward0 {
     }
 }
 
+/// torch's error for a `bmm` of `[m, k]` by `[k, n]` matrices whose dtypes differ or are
+/// bool, which depends on the path its CPU kernel takes: products under 400
+/// multiply-adds a matrix run a loop dispatched on batch1's dtype (no bool kernel; batch2
+/// read as that type), larger ones one `addmm` per batch, whose checks name the operands
+/// in another order.
+fn bmm_dtype_error(da: DType, db: DType, m: usize, k: usize, n: usize) -> Error {
+    let small = (m as u128) * (k as u128) * (n as u128) < 400;
+    let kernel = if small { "bmm" } else { "addmm_impl_cpu_" };
+    if da == db || (small && da == DType::Bool) {
+        return Error::not_implemented(format!("\"{kernel}\" not implemented for 'Bool'"));
+    }
+    if small {
+        return Error::runtime(format!(
+            "expected scalar type {} but found {}",
+            da.scalar_type_name(),
+            db.scalar_type_name()
+        ));
+    }
+    if db.is_float() {
+        return Error::runtime(format!(
+            "expected scalar type {} but found {}",
+            db.scalar_type_name(),
+            da.scalar_type_name()
+        ));
+    }
+    Error::runtime(format!(
+        "expected m1 and m2 to have the same dtype, but got: {} != {}",
+        dtype_name(da),
+        dtype_name(db)
+    ))
+}
+
 /// `torch.bmm(a, b)` for 3-D tensors of equal batch size.
 pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());
@@ -416,11 +448,9 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         }
         return bmm(&to_dtype(a, b.dtype())?, b);
     }
-    if a.dtype() == DType::Bool && !trivial {
-        // (torch finds no bool kernel before it compares the dtypes)
-        return Err(Error::not_implemented("\"bmm\" not implemented for 'Bool'"));
+    if !trivial && (a.dtype() != b.dtype() || a.dtype() == DType::Bool) {
+        return Err(bmm_dtype_error(a.dtype(), b.dtype(), sa[1], sa[2], sb[2]));
     }
-    same_dtype(a, b, "batch1 and batch2", "bmm", trivial)?;
     apply(
         &[a, b],
         || gemm_kernel(a, b),
@@ -605,7 +635,7 @@ pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// Whether torch's matmul folds this batched product into one `mm`/`mv` (its
 /// `should_fold`): the bigger operand has 3+ dims and the other at most 2, and the other
-/// requires grad, or the bigger one's batch dims flatten without a copy.
+/// requires grad, or the bigger one's leading dims flatten without a copy.
 fn folds(a: &Tensor, b: &Tensor) -> bool {
     let (na, nb) = (a.ndim(), b.ndim());
     let a_larger = na >= nb;
@@ -634,7 +664,11 @@ fn folds(a: &Tensor, b: &Tensor) -> bool {
         shape.swap(n - 1, n - 2);
         strides.swap(n - 1, n - 2);
     }
-    (0..shape.len() - 2).all(|i| strides[i] == strides[i + 1] * shape[i + 1])
+    // the leading dims flatten as a view: each stride spans the next dim, ignoring dims
+    // of size 1 (whose strides address nothing)
+    let lead: Vec<usize> = (0..shape.len() - 1).filter(|&i| shape[i] != 1).collect();
+    lead.windows(2)
+        .all(|w| strides[w[0]] == strides[w[1]] * shape[w[1]])
 }
 
 /// torch's error for a batched `matmul` of two dtypes, by the path torch takes: folded
@@ -677,11 +711,7 @@ fn matmul_dtype_error(
     }
     let nothing = k == 0 || crate::shape::numel(batch) * m * n == 0;
     if !nothing {
-        return Err(Error::runtime(format!(
-            "expected scalar type {} but found {}",
-            da.scalar_type_name(),
-            db.scalar_type_name()
-        )));
+        return Err(bmm_dtype_error(da, db, m, k, n));
     }
     Ok(())
 }

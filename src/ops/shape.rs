@@ -23,9 +23,13 @@ pub(crate) fn view_of(x: &Tensor, layout: Layout) -> Tensor {
 }
 
 /// Marks the views an op returns together (split, chunk, unbind; `op` as torch's
-/// messages name it): see [`MultiOutput`].
+/// messages name it): see [`MultiOutput`]. torch 2.15 leaves `unbind`'s int and bool
+/// outputs unmarked (split's and chunk's it marks, whatever the dtype).
 fn multi_output(views: Vec<Tensor>, op: &'static str) -> Vec<Tensor> {
     for (i, v) in views.iter().enumerate() {
+        if op == "Unbind" && !v.dtype().is_float() {
+            break;
+        }
         v.set_multi_output(MultiOutput {
             op: Some((op, i as u32)),
         });
