@@ -412,7 +412,11 @@ class Generator:
         def ref(n, fn=fn, alpha=alpha):
             b = n[oname] if oname else np.float64(float(eval(oval, {"nan": math.nan, "inf": math.inf})))
             if alpha is not None:
-                b = b * alpha
+                o = self.vars.get(oname) if oname else None
+                o_bool = (o is not None and o.dtype == "bool") or any("dtype=torch.bool" in p for p in pre)
+                # bools add as `or`: alpha * b is b or nothing, whatever alpha's sign
+                logical = v.dtype == "bool" and o_bool
+                b = b * (abs(alpha) if logical else alpha)
             with np.errstate(all="ignore"):
                 return fn(n[v.name], b)
 

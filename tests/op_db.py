@@ -260,6 +260,10 @@ class OpInfo:
     supports_gradgrad: bool = True
     # torch records a node whose backward raises "derivative for aten::X is not implemented"
     grad_not_implemented: str | None = None
+    not_implemented_node: str = "NotImplemented"  # that node's name
+    # False: torch has no derivative for the in-place form (it overwrites what the
+    # derivative needs): its entry expects the backward to raise
+    inplace_grad: bool = True
     domain: tuple = DEFAULT_DOMAIN
     # the Tensor method (``"add_"``) or in-place operator (``"__iadd__"``) doing this op in
     # place: build_op_db adds an entry for it, see ``inplace_variant``
@@ -339,8 +343,11 @@ def inplace_variant(op: OpInfo) -> OpInfo:
                 keep.append(s)
         return keep
 
+    no_grad = {} if op.inplace_grad else dict(
+        supports_grad=False, supports_gradgrad=False, grad_not_implemented=f"'inplace version of {op.name}'",
+        not_implemented_node=op.name.capitalize() + "Backward1")
     return dataclasses.replace(op, name=_inplace_name(op), op=_inplace_op(op.inplace), sample_inputs=samples,
-                               inplace=None, _samples=None)
+                               inplace=None, _samples=None, **no_grad)
 
 
 # --------------------------------------------------------------------------
@@ -1195,10 +1202,22 @@ def build_op_db(T) -> list[OpInfo]:
         ("sign", np.sign, DEFAULT_DOMAIN, [0.0, INF, -INF, 1.5, -2.5]),
         ("neg", np.negative, DEFAULT_DOMAIN, SPECIAL),
         ("reciprocal", np.reciprocal, DEFAULT_DOMAIN, SPECIAL),
+        ("sinh", np.sinh, DEFAULT_DOMAIN, SPECIAL),
+        ("cosh", np.cosh, DEFAULT_DOMAIN, SPECIAL),
+        ("asin", np.arcsin, (-0.9, 0.9), list(SPECIAL) + [1.0, -1.0, 1.5]),
+        ("acos", np.arccos, (-0.9, 0.9), list(SPECIAL) + [1.0, -1.0, 1.5]),
+        ("atan", np.arctan, DEFAULT_DOMAIN, SPECIAL),
+        ("asinh", np.arcsinh, DEFAULT_DOMAIN, SPECIAL),
+        ("acosh", np.arccosh, (1.1, 3.0), list(SPECIAL) + [1.0, 0.5]),
+        ("atanh", np.arctanh, (-0.9, 0.9), list(SPECIAL) + [1.0, -1.0, 1.5]),
+        ("erf", np.vectorize(math.erf, otypes=[float]), DEFAULT_DOMAIN, SPECIAL),
+        ("erfc", np.vectorize(math.erfc, otypes=[float]), DEFAULT_DOMAIN, SPECIAL),
+        ("trunc", np.trunc, DEFAULT_DOMAIN, list(SPECIAL) + [2.5, -2.5, -0.5]),
+        ("frac", lambda x: x - np.trunc(x), DEFAULT_DOMAIN, list(SPECIAL) + [2.5, -2.5, -0.5]),
     ]
     for name, ref, domain, special in unary:
         add(name, (lambda n: lambda a: getattr(T, n)(a))(name), ref, unary_samples(special), domain=domain,
-            inplace=f"{name}_")
+            inplace=f"{name}_", inplace_grad=name not in ("asinh", "acosh", "atanh"))
         add(f"Tensor.{name}", (lambda n: lambda a: getattr(a, n)())(name), ref, variant_unary_samples,
             domain=domain)
     add("square", lambda a: T.square(a), np.square, unary_samples(SPECIAL), inplace="square_")

@@ -66,12 +66,12 @@ __version__ = "0.1.0"
 # Function forms of Tensor methods: the method descriptors themselves, so that
 # ``rgrad.exp(x)`` costs exactly what ``x.exp()`` costs.
 _METHOD_FUNCTIONS = (
-    "add sub mul div neg abs sign relu exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid reciprocal "
+    "add sub mul div "
     "logical_not logical_and logical_or clamp clip maximum minimum sum mean prod var std norm amax amin argmax "
     "argmin logsumexp softmax log_softmax matmul mm addmm bmm mv dot outer t transpose permute reshape flatten squeeze "
     "unsqueeze gather index_select masked_fill eq ne lt le gt ge detach clone split chunk unbind narrow select "
     "numel max min remainder fmod floor_divide all any isnan isinf isfinite"
-).split()
+).split() + list(_C._UNARY_OPS)  # the op table's unary ops
 for _name in _METHOD_FUNCTIONS:
     globals()[_name] = getattr(Tensor, _name)
 del _name

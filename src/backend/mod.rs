@@ -2,3 +2,52 @@
 //! backend is the only one today (a CUDA backend behind a `cuda` feature comes later).
 
 pub mod cpu;
+
+use crate::Result;
+
+macro_rules! unary_op_ids {
+    ($($name:ident $name_:ident $V:ident $node:literal { $($row:tt)* })*) => {
+        /// The elementwise unary ops, one per row of the op table (`ops::table`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum UnaryOp {
+            $($V,)*
+        }
+        impl UnaryOp {
+            /// Every op, in table order.
+            pub const ALL: &[UnaryOp] = &[$(UnaryOp::$V,)*];
+        }
+    };
+}
+crate::ops::table::unary_op_table!(unary_op_ids);
+
+/// The elementwise arithmetic the op table's derivatives (`df`) are written with. It is
+/// implemented over tensors (`ops::unary`: recorded ops, so a backward can itself be
+/// differentiated) and over single float elements (each backend's fused kernels), so one
+/// formula gives both, with the same roundings.
+pub trait Calc: Sized {
+    fn mul(&self, o: &Self) -> Result<Self>;
+    fn div(&self, o: &Self) -> Result<Self>;
+    fn neg(&self) -> Result<Self>;
+    /// `self + c`
+    fn add_s(&self, c: f64) -> Result<Self>;
+    /// `self * c`
+    fn mul_s(&self, c: f64) -> Result<Self>;
+    /// `c - self`
+    fn rsub_s(&self, c: f64) -> Result<Self>;
+    /// `self ** c`
+    fn pow_s(&self, c: f64) -> Result<Self>;
+    fn sign(&self) -> Result<Self>;
+    fn sin(&self) -> Result<Self>;
+    fn cos(&self) -> Result<Self>;
+    fn sinh(&self) -> Result<Self>;
+    fn cosh(&self) -> Result<Self>;
+    fn exp(&self) -> Result<Self>;
+    fn rsqrt(&self) -> Result<Self>;
+    fn zeros_like(&self) -> Result<Self>;
+    /// `self`, unchanged (a gradient passed on as it is).
+    fn unchanged(&self) -> Result<Self>;
+    /// `self` where `y > 0` (or is NaN), else 0: torch's threshold_backward at 0.
+    fn threshold_backward(&self, y: &Self) -> Result<Self>;
+    /// `self * (1 - y²)`: torch's tanh_backward.
+    fn tanh_backward(&self, y: &Self) -> Result<Self>;
+}

@@ -1,17 +1,19 @@
-//! Elementwise ops: the unary table, broadcasting binary arithmetic, comparisons,
-//! where, clamp, casts and clone.
+//! Elementwise ops: broadcasting binary arithmetic, comparisons, where, clamp, casts and
+//! clone (the unary ops are in `unary.rs`).
 
 use super::creation::zeros_like;
+use super::unary::{log, neg, unary_kernel};
 use super::{Fresh, OperandShapes, Read, apply, apply_fresh, new_tensor, read_input};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
 use crate::autograd::graph::SavedTensor;
-use crate::backend::cpu::elementwise::{self as k, BinaryOp, UnaryOp};
+use crate::backend::UnaryOp;
+use crate::backend::cpu::elementwise::{self as k, BinaryOp};
 use crate::dtype::{DType, ResultType, Scalar};
 use crate::layout::Layout;
 use crate::shape::broadcast_shapes;
 use crate::storage::Buffer;
-use crate::tensor::{Snapshot, Tensor};
+use crate::tensor::Tensor;
 use crate::{Error, Result, saved};
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -64,7 +66,7 @@ pub(crate) fn elementwise_out(
 }
 
 /// [`elementwise_out`] of one input.
-fn unary_out(layout: &Layout, kernel: impl FnOnce(&Layout) -> Buffer) -> Result<Tensor> {
+pub(super) fn unary_out(layout: &Layout, kernel: impl FnOnce(&Layout) -> Buffer) -> Result<Tensor> {
     elementwise_out(
         &layout.shape,
         &[layout],
@@ -111,7 +113,7 @@ impl Saver {
     }
 }
 
-fn get(ctx: &BackwardCtx<'_>, i: Option<u8>) -> Result<Tensor> {
+pub(super) fn get(ctx: &BackwardCtx<'_>, i: Option<u8>) -> Result<Tensor> {
     ctx.saved(saved_index(i)?)
 }
 
@@ -263,312 +265,6 @@ pub(crate) fn grad0(g: &[Option<Tensor>]) -> Result<Tensor> {
         .cloned()
         .flatten()
         .ok_or_else(|| Error::Internal("missing output gradient".into()))
-}
-
-// ---- unary ops ------------------------------------------------------------------------
-
-/// Which inputs a unary op accepts without promotion to float.
-fn keeps_int(op: UnaryOp) -> bool {
-    matches!(
-        op,
-        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Relu
-    )
-}
-
-fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    let s = x.snapshot();
-    unary_dtype_check(op, s.dtype)?;
-    unary_out(&s.layout, |l| k::unary(op, &s.storage.read(), l))
-}
-
-fn unary_kernel_on(op: UnaryOp, s: Snapshot) -> Result<Fresh> {
-    unary_dtype_check(op, s.dtype)?;
-    Ok(Fresh::new(
-        k::unary(op, &s.storage.read(), &s.layout),
-        &s.layout.shape,
-    ))
-}
-
-/// torch's refusals of bool inputs to the unary ops that have no bool kernel.
-fn unary_dtype_check(op: UnaryOp, dtype: DType) -> Result<()> {
-    if dtype == DType::Bool {
-        let msg = match op {
-            UnaryOp::Neg => Some(
-                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
-            ),
-            UnaryOp::Abs => Some("\"abs_cpu\" not implemented for 'Bool'"),
-            UnaryOp::Relu => Some("Boolean inputs not supported for relu"),
-            _ => None,
-        };
-        if let Some(m) = msg {
-            return Err(Error::not_implemented(m));
-        }
-    }
-    Ok(())
-}
-
-/// The unary table: name, kernel, what the backward saves, and the derivative.
-/// (g = grad of output, x = input, y = output)
-fn unary_grad(op: UnaryOp, g: &Tensor, x: Option<&Tensor>, y: Option<&Tensor>) -> Result<Tensor> {
-    let need = |t: Option<&Tensor>| {
-        t.cloned()
-            .ok_or_else(|| Error::Internal("unary backward operand missing".into()))
-    };
-    match op {
-        UnaryOp::Neg => neg(g),                               // -g
-        UnaryOp::Abs => mul(g, &sign(&need(x)?)?),            // g·sign(x)
-        UnaryOp::Sign | UnaryOp::LogicalNot => zeros_like(g), // 0
-        UnaryOp::Relu => {
-            // g·[not y<=0], as torch's threshold_backward (so a NaN passes the gradient): a
-            // function of y too (zero derivative)
-            let y = need(y)?;
-            let pass = logical_not(&le_scalar(&y, 0.0)?)?;
-            masked_grad(g, &y, &pass, "ThresholdBackwardBackward0")
-        }
-        UnaryOp::Exp => mul(g, &need(y)?), // g·eʸ
-        UnaryOp::Log => div(g, &need(x)?), // g/x
-        UnaryOp::Log1p => div(g, &add_scalar(&need(x)?, Scalar::Float(1.0))?), // g/(1+x)
-        UnaryOp::Expm1 => mul(g, &add_scalar(&need(y)?, Scalar::Float(1.0))?), // g·(y+1)
-        UnaryOp::Sqrt => div(g, &mul_scalar(&need(y)?, Scalar::Float(2.0))?), // g/(2√x)
-        UnaryOp::Rsqrt => {
-            // d/dx x^-1/2 = -1/2·y³
-            let y = need(y)?;
-            mul(
-                g,
-                &mul_scalar(&pow_scalar(&y, Scalar::Float(3.0))?, Scalar::Float(-0.5))?,
-            )
-        }
-        UnaryOp::Sin => mul(g, &cos(&need(x)?)?), // g·cos x
-        UnaryOp::Cos => neg(&mul(g, &sin(&need(x)?)?)?), // -g·sin x
-        UnaryOp::Tan => {
-            // g·(1 + y²)
-            let y = need(y)?;
-            mul(g, &add_scalar(&mul(&y, &y)?, Scalar::Float(1.0))?)
-        }
-        UnaryOp::Tanh => tanh_backward(g, &need(y)?), // g·(1 - y²)
-        UnaryOp::Sigmoid => {
-            // g·y·(1 - y)
-            let y = need(y)?;
-            mul(g, &mul(&y, &rsub_scalar(&y, Scalar::Float(1.0))?)?)
-        }
-        UnaryOp::Reciprocal => {
-            // -g·y²
-            let y = need(y)?;
-            neg(&mul(g, &mul(&y, &y)?)?)
-        }
-    }
-}
-
-/// Whether the derivative of `op` is computed from its input (else from its output).
-fn saves_input(op: UnaryOp) -> bool {
-    matches!(
-        op,
-        UnaryOp::Abs | UnaryOp::Log | UnaryOp::Log1p | UnaryOp::Sin | UnaryOp::Cos
-    )
-}
-
-fn unary_name(op: UnaryOp) -> &'static str {
-    match op {
-        UnaryOp::Neg => "NegBackward0",
-        UnaryOp::Abs => "AbsBackward0",
-        UnaryOp::Sign => "SignBackward0",
-        UnaryOp::Relu => "ReluBackward0",
-        UnaryOp::Exp => "ExpBackward0",
-        UnaryOp::Log => "LogBackward0",
-        UnaryOp::Log1p => "Log1PBackward0",
-        UnaryOp::Expm1 => "Expm1Backward0",
-        UnaryOp::Sqrt => "SqrtBackward0",
-        UnaryOp::Rsqrt => "RsqrtBackward0",
-        UnaryOp::Sin => "SinBackward0",
-        UnaryOp::Cos => "CosBackward0",
-        UnaryOp::Tan => "TanBackward0",
-        UnaryOp::Tanh => "TanhBackward0",
-        UnaryOp::Sigmoid => "SigmoidBackward0",
-        UnaryOp::Reciprocal => "ReciprocalBackward0",
-        UnaryOp::LogicalNot => "LogicalNotBackward0",
-    }
-}
-
-/// Applies a unary op (promoting integer inputs to float32 for float-valued ops).
-pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    if op == UnaryOp::LogicalNot {
-        let b = to_dtype(x, DType::Bool)?;
-        return super::apply_nondiff(|| unary_kernel(op, &b));
-    }
-    let r = read_input(x)?;
-    if !keeps_int(op) && !r.snap.dtype.is_float() {
-        let xf = to_dtype(x, DType::F32)?;
-        let r = read_input(&xf)?;
-        return unary_on(op, &xf, r);
-    }
-    if crate::layout::iter_output_order(&r.snap.layout.shape, &[&r.snap.layout]).is_some() {
-        return unary_keeping_format(op, x);
-    }
-    unary_on(op, x, r)
-}
-
-/// [`unary`] of a permuted (dense, not row-major) input: the output keeps its layout.
-fn unary_keeping_format(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    let s = x.snapshot();
-    unary_dtype_check(op, s.dtype)?;
-    apply(
-        &[x],
-        || unary_out(&s.layout, |l| k::unary(op, &s.storage.read(), l)),
-        |y| {
-            let mut sv = Saver::default();
-            let (xi, yi) = match op {
-                UnaryOp::Neg | UnaryOp::Sign => (None, None),
-                _ if saves_input(op) => (sv.input_if(true, x), None),
-                _ => (None, Some(sv.output(y))),
-            };
-            (UnaryBackward { op, x: xi, y: yi }, sv.list)
-        },
-    )
-}
-
-fn unary_on(op: UnaryOp, x: &Tensor, r: Read) -> Result<Tensor> {
-    let Read {
-        snap,
-        version,
-        requires_grad,
-        edge,
-    } = r;
-    apply_fresh(
-        requires_grad,
-        || smallvec::smallvec![edge],
-        || unary_kernel_on(op, snap),
-        |y| {
-            let mut s = Saver::default();
-            let (xi, yi) = match op {
-                UnaryOp::Neg | UnaryOp::Sign => (None, None),
-                _ if saves_input(op) => (s.input_read(true, x, version), None),
-                _ => (None, Some(s.output_fresh(y))),
-            };
-            (UnaryBackward { op, x: xi, y: yi }, s.list)
-        },
-    )
-}
-
-#[derive(Clone)]
-pub struct UnaryBackward {
-    op: UnaryOp,
-    x: Option<u8>,
-    y: Option<u8>,
-}
-impl Backward for UnaryBackward {
-    fn name(&self) -> Cow<'static, str> {
-        unary_name(self.op).into()
-    }
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        if !crate::autograd::grad_mode::is_grad_enabled() {
-            // nothing recorded: the fused kernel straight from the saved data
-            if let Some(i) = self.x.or(self.y) {
-                let s = ctx.saved_data(i as usize)?;
-                if let Some(r) = unary_backward_kernel(self.op, &g.snapshot(), &s) {
-                    return Ok(smallvec::smallvec![Some(r)]);
-                }
-            }
-        }
-        let x = self.x.map(|i| ctx.saved(i as usize)).transpose()?;
-        let y = self.y.map(|i| ctx.saved(i as usize)).transpose()?;
-        let fused = x
-            .as_ref()
-            .or(y.as_ref())
-            .and_then(|s| fused_unary_grad(self.op, &g, s));
-        Ok(smallvec::smallvec![Some(match fused {
-            Some(r) => r,
-            None => unary_grad(self.op, &g, x.as_ref(), y.as_ref())?,
-        })])
-    }
-}
-
-/// torch's `tanh_backward(grad, y)` = grad·(1 - y²) as one op with a derivative of its
-/// own (`TanhBackwardBackward0`, as in torch), so that a recorded tanh backward (double
-/// backward) is one node and one kernel instead of three of each.
-pub fn tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
-    let (sg, sy) = (g.snapshot(), y.snapshot());
-    if sg.dtype != sy.dtype || !sg.dtype.is_float() || sg.layout.shape != sy.layout.shape {
-        return mul(g, &rsub_scalar(&mul(y, y)?, Scalar::Float(1.0))?);
-    }
-    apply(
-        &[g, y],
-        || {
-            unary_backward_kernel(UnaryOp::Tanh, &sg, &sy)
-                .ok_or_else(|| Error::Internal("tanh_backward kernel refused float input".into()))
-        },
-        |_| {
-            let mut s = Saver::default();
-            let gi = s.input_if(y.requires_grad(), g);
-            let yi = s.input_if(true, y);
-            (TanhBackwardBackward0 { g: gi, y: yi }, s.list)
-        },
-    )
-}
-
-#[derive(Clone)]
-pub struct TanhBackwardBackward0 {
-    g: Option<u8>,
-    y: Option<u8>,
-}
-impl Backward for TanhBackwardBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        "TanhBackwardBackward0".into()
-    }
-    // d/dg = 1 - y² (so: tanh_backward(gg, y)); d/dy = -2·y·g
-    fn apply(&self, ctx: &BackwardCtx<'_>, grads: &[Option<Tensor>]) -> Result<Grads> {
-        let gg = grad0(grads)?;
-        let y = get(ctx, self.y)?;
-        let dg = if ctx.needs_input_grad(0) {
-            Some(tanh_backward(&gg, &y)?)
-        } else {
-            None
-        };
-        let dy = if ctx.needs_input_grad(1) {
-            let g = get(ctx, self.g)?;
-            Some(mul(&gg, &mul(&mul_scalar(&y, Scalar::Float(-2.0))?, &g)?)?)
-        } else {
-            None
-        };
-        Ok(smallvec::smallvec![dg, dy])
-    }
-}
-
-/// `unary_grad` in one kernel when nothing is to be recorded (the usual backward, without
-/// `create_graph`): same values bit for bit, one tensor instead of two to four.
-fn fused_unary_grad(op: UnaryOp, g: &Tensor, s: &Tensor) -> Option<Tensor> {
-    if crate::autograd::grad_mode::is_grad_enabled() && (g.requires_grad() || s.requires_grad()) {
-        return None;
-    }
-    unary_backward_kernel(op, &g.snapshot(), &s.snapshot())
-}
-
-/// `g·f'(x)` by the fused kernel (`s`: what the op saved), or `None` where the kernel
-/// does not apply (dtypes or shapes that differ, non-float buffers, ops it lacks).
-fn unary_backward_kernel(op: UnaryOp, sg: &Snapshot, ss: &Snapshot) -> Option<Tensor> {
-    if sg.dtype != ss.dtype {
-        return None;
-    }
-    let buf = k::unary_backward(
-        op,
-        &sg.storage.read(),
-        &sg.layout,
-        &ss.storage.read(),
-        &ss.layout,
-    )?;
-    Some(new_tensor(buf, &sg.layout.shape))
-}
-
-macro_rules! unary_fns {
-    ($($name:ident => $op:ident),* $(,)?) => {
-        $(#[doc = concat!("torch.", stringify!($name))]
-        pub fn $name(x: &Tensor) -> Result<Tensor> { unary(UnaryOp::$op, x) })*
-    };
-}
-unary_fns! {
-    neg => Neg, abs => Abs, sign => Sign, relu => Relu, exp => Exp, log => Log, log1p => Log1p,
-    expm1 => Expm1, sqrt => Sqrt, rsqrt => Rsqrt, sin => Sin, cos => Cos, tan => Tan, tanh => Tanh,
-    sigmoid => Sigmoid, reciprocal => Reciprocal, logical_not => LogicalNot,
 }
 
 // ---- binary ops -----------------------------------------------------------------------

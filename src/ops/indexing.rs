@@ -759,6 +759,11 @@ fn index_result_order(x: &Layout, p: &Plan, out_shape: &[usize]) -> Option<(Vec<
     crate::layout::iter_output_order(out_shape, &operands)
 }
 
+/// The index tensor among `indices` (one per dim, no bool masks) that indexes dim `d`.
+fn indices_for_dim(indices: &[Option<Tensor>], d: usize) -> Option<&Tensor> {
+    indices.get(d).and_then(Option::as_ref)
+}
+
 /// The first element of `t`, as a number.
 fn element_0(t: &Tensor) -> Scalar {
     let s = t.snapshot();
@@ -937,24 +942,35 @@ pub fn index_put_checked(
                     "index is out of bounds for dimension with size 0",
                 ));
             }
-            // torch puts a number through a view of x restrided to the indexed shape
-            // (index dims of stride 0), which its storage check refuses
+            // torch puts a number through index_fill_: a view of x restrided to the
+            // indexed shape (index dims of stride 0), which its storage check may refuse,
+            // then the index kernel, which refuses the index
             let view_strides = indexed_strides(&strides, bshape.len(), dims);
             if selected.contains(&0) {
                 return Ok(()); // nothing to write: that view needs no storage
             }
-            let item = x.dtype().size_in_bytes();
+            let snap = x.snapshot();
+            let (item, offset) = (x.dtype().size_in_bytes(), snap.layout.offset);
             let span: usize = selected
                 .iter()
                 .zip(&view_strides)
                 .map(|(&n, &st)| (n - 1) * st)
                 .sum();
-            return Err(Error::runtime(format!(
-                "setStorage: sizes {}, strides {}, storage offset 0, and itemsize {item} requiring a storage size of {} are \
-                 out of bounds for storage of size 0",
-                crate::shape::fmt_shape(&selected),
-                crate::shape::fmt_shape(&view_strides),
-                (span + 1) * item
+            let storage = snap.storage.len() * item;
+            let needed = (offset + span + 1) * item;
+            if needed > storage {
+                return Err(Error::runtime(format!(
+                    "setStorage: sizes {}, strides {}, storage offset {offset}, and itemsize {item} requiring a \
+                     storage size of {needed} are out of bounds for storage of size {storage}",
+                    crate::shape::fmt_shape(&selected),
+                    crate::shape::fmt_shape(&view_strides),
+                )));
+            }
+            let d = dims[0];
+            let first = indices_for_dim(indices, d).map_or(Scalar::Int(0), element_0);
+            return Err(Error::index(format!(
+                "index {} is out of bounds for dimension {d} with size 0",
+                first.as_f64() as i64
             )));
         }
         let vshape = values.shape();

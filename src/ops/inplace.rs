@@ -670,8 +670,8 @@ pub fn clamp_tensor_(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> 
 pub fn relu_(x: &Tensor) -> Result<Tensor> {
     inplace_no_overlap(x, relu)
 }
-pub fn unary_(x: &Tensor, op: crate::backend::cpu::elementwise::UnaryOp) -> Result<Tensor> {
-    inplace_no_overlap(x, |x| unary(op, x))
+pub fn unary_(x: &Tensor, op: crate::backend::UnaryOp) -> Result<Tensor> {
+    inplace_no_overlap(x, |x| super::unary::unary_for_inplace(op, x))
 }
 
 /// `x.fill_(v)`: the old value gets a zero gradient (masked_fill over everything).

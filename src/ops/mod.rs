@@ -30,7 +30,9 @@ pub mod random;
 pub mod reduce;
 pub mod shape;
 pub mod special;
+pub(crate) mod table;
 pub(crate) mod topk;
+pub mod unary;
 
 pub use creation::*;
 pub use elementwise::*;
@@ -41,6 +43,7 @@ pub use nn::*;
 pub use reduce::*;
 pub use shape::*;
 pub use special::*;
+pub use unary::*;
 
 use crate::Result;
 use crate::autograd::grad_mode::is_grad_enabled;
@@ -54,7 +57,7 @@ crate::backward_ops! {
     AddBackward0, RsubBackward1, MulBackward0, MulScalarBackward, DivBackward0, DivScalarBackward, PowBackward0, PowBackward1,
     PowBackward2, MaximumBackward0, MinimumBackward0, WhereBackward0, ClampBackward1, UnaryBackward,
     MaskedGradBackward, TanhBackwardBackward0, RemainderBackward0, ZeroGradBackward, NotImplementedBackward,
-    ToCopyBackward0, CloneBackward0,
+    ToCopyBackward0, CloneBackward0, InplaceNotImplemented,
     // reduce.rs
     SumBackward0, SumBackward1, MeanBackward0, MeanBackward1, ProdBackward0, ProdBackward1, MaxBackward0,
     AmaxBackward0, SoftmaxBackward0, LogSoftmaxBackward0, LogsumexpBackward0, VarBackward0,

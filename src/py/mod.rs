@@ -8,6 +8,7 @@ mod gil;
 mod node;
 mod pytensor;
 mod random;
+mod unary;
 
 use crate::autograd::{engine, grad_mode};
 use crate::dtype::{DType, Scalar};
@@ -518,6 +519,7 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for d in [DType::F32, DType::F64, DType::I64, DType::Bool] {
         m.add(d.name(), PyDType { d })?;
     }
+    m.add("_UNARY_OPS", PyTuple::new(m.py(), unary::names())?)?;
     m.add_function(wrap_pyfunction!(tensor, m)?)?;
     m.add_function(wrap_pyfunction!(_from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;

@@ -16,28 +16,7 @@ use std::hint::select_unpredictable;
 pub(crate) const PAR_MIN: usize = 1 << 16;
 /// The same for the vectorised transcendental functions (about 1 ns per element instead
 /// of 0.1): worth splitting from 16K elements.
-const PAR_MIN_VMATH: usize = 1 << 14;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UnaryOp {
-    Neg,
-    Abs,
-    Sign,
-    Relu,
-    Exp,
-    Log,
-    Log1p,
-    Expm1,
-    Sqrt,
-    Rsqrt,
-    Sin,
-    Cos,
-    Tan,
-    Tanh,
-    Sigmoid,
-    Reciprocal,
-    LogicalNot,
-}
+pub(super) const PAR_MIN_VMATH: usize = 1 << 14;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinaryOp {
@@ -259,108 +238,7 @@ impl Num for i64 {
     }
 }
 
-/// Floating point element types.
-pub trait Float: Num {
-    fn apply(op: UnaryOp, x: Self) -> Self;
-}
-
-macro_rules! float_impl {
-    ($t:ty) => {
-        impl Float for $t {
-            #[inline(always)]
-            fn apply(op: UnaryOp, x: Self) -> Self {
-                match op {
-                    UnaryOp::Neg => -x,
-                    UnaryOp::Abs => x.abs(),
-                    UnaryOp::Sign => {
-                        if x > 0.0 {
-                            1.0
-                        } else if x < 0.0 {
-                            -1.0
-                        } else {
-                            // torch computes (0 < x) - (x < 0): +0 for both zeros and for NaN
-                            0.0
-                        }
-                    }
-                    UnaryOp::Relu => {
-                        if x < 0.0 {
-                            0.0
-                        } else {
-                            x
-                        }
-                    }
-                    UnaryOp::Exp => x.exp(),
-                    UnaryOp::Log => x.ln(),
-                    UnaryOp::Log1p => x.ln_1p(),
-                    UnaryOp::Expm1 => x.exp_m1(),
-                    UnaryOp::Sqrt => x.sqrt(),
-                    UnaryOp::Rsqrt => 1.0 / x.sqrt(),
-                    UnaryOp::Sin => x.sin(),
-                    UnaryOp::Cos => x.cos(),
-                    UnaryOp::Tan => x.tan(),
-                    UnaryOp::Tanh => x.tanh(),
-                    UnaryOp::Sigmoid => {
-                        // stable for large |x|
-                        if x >= 0.0 {
-                            1.0 / (1.0 + (-x).exp())
-                        } else {
-                            let e = x.exp();
-                            e / (1.0 + e)
-                        }
-                    }
-                    UnaryOp::Reciprocal => 1.0 / x,
-                    UnaryOp::LogicalNot => {
-                        if x == 0.0 {
-                            1.0
-                        } else {
-                            0.0
-                        }
-                    }
-                }
-            }
-        }
-    };
-}
-float_impl!(f32);
-float_impl!(f64);
-
-/// A float unary op over a slice, with the most common ops fixed outside the loop (so
-/// that it vectorises) and the rest dispatched per element.
-fn float_unary<T: Num + Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
-    let zero = T::from_f64(0.0);
-    // One loop per op with the op a constant in it: the branch-free ones (abs, sign,
-    // sqrt, reciprocal...) vectorise, and none dispatches per element.
-    macro_rules! fixed {
-        ($($o:ident),*) => {
-            match op {
-                $(UnaryOp::$o => return map(x, move |a| T::apply(UnaryOp::$o, a)),)*
-                _ => {}
-            }
-        };
-    }
-    fixed!(
-        Abs, Sign, Sqrt, Rsqrt, Reciprocal, Exp, Log, Log1p, Expm1, Sin, Cos, Tan, Tanh, Sigmoid
-    );
-    match op {
-        UnaryOp::Neg => map(x, move |a| a.neg()),
-        // As torch's relu: NaN and -0 stay (one compare: both fail `< 0`). (`move`: a
-        // captured reference to `zero` is reloaded after every store, which keeps the
-        // loop scalar.)
-        UnaryOp::Relu => map(x, move |a| if a < zero { zero } else { a }),
-        _ => map(x, move |a| T::apply(op, a)),
-    }
-}
-
-/// A slice function over `src` into a new vector, in fixed-size chunks on the pool for
-/// large inputs (each element's value does not depend on the split).
-fn map_slices(src: &[f32], f: super::vmath::SliceFn) -> Vec<f32> {
-    fill_chunks_from(PAR_MIN_VMATH, src.len(), |start, out| {
-        let end = start + out.len();
-        f(&src[start..end], out)
-    })
-}
-
-fn map<T: Copy + Sync, U: Send>(src: &[T], f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
+pub(super) fn map<T: Copy + Sync, U: Send>(src: &[T], f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
     fill_chunks(src.len(), |start, out| {
         let end = start + out.len();
         for (o, &x) in out.iter_mut().zip(&src[start..end]) {
@@ -376,7 +254,7 @@ const CHUNK: usize = 1 << 13;
 /// A new vector of `n` elements, each chunk written by `fill(start, chunk)` (which must
 /// initialise every element of its chunk), in parallel for large `n`. Writing straight
 /// into uninitialised memory avoids a zeroing pass, and plain per-chunk loops vectorise.
-fn fill_chunks<U: Send>(
+pub(super) fn fill_chunks<U: Send>(
     n: usize,
     fill: impl Fn(usize, &mut [std::mem::MaybeUninit<U>]) + Sync + Send,
 ) -> Vec<U> {
@@ -384,7 +262,7 @@ fn fill_chunks<U: Send>(
 }
 
 /// [`fill_chunks`], split across the pool from `par_min` elements.
-fn fill_chunks_from<U: Send>(
+pub(super) fn fill_chunks_from<U: Send>(
     par_min: usize,
     n: usize,
     fill: impl Fn(usize, &mut [std::mem::MaybeUninit<U>]) + Sync + Send,
@@ -429,126 +307,6 @@ pub(crate) fn for_each_chunk_of<U: Send>(
         f(start, chunk);
     };
     crate::runtime::for_each_index_with_caller(n.div_ceil(size), &run_chunk);
-}
-
-/// Unary map producing a contiguous buffer. Float ops require a float buffer; integer
-/// buffers support neg/abs/sign/relu (the op layer promotes the rest to float first).
-pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
-    match buf {
-        Buffer::F32(v) => {
-            let x = contiguous(v, layout);
-            let fast: Option<super::vmath::SliceFn> = match op {
-                UnaryOp::Exp => Some(super::vmath::exp),
-                UnaryOp::Expm1 => Some(super::vmath::expm1),
-                UnaryOp::Log => Some(super::vmath::log),
-                UnaryOp::Log1p => Some(super::vmath::log1p),
-                UnaryOp::Tanh => Some(super::vmath::tanh),
-                UnaryOp::Sigmoid => Some(super::vmath::sigmoid),
-                UnaryOp::Sin => Some(super::vmath::sin),
-                UnaryOp::Cos => Some(super::vmath::cos),
-                _ => None,
-            };
-            match fast {
-                Some(f) => Buffer::F32(map_slices(&x, f)),
-                None => Buffer::F32(float_unary(op, &x)),
-            }
-        }
-        Buffer::F64(v) => {
-            let x = contiguous(v, layout);
-            Buffer::F64(float_unary(op, &x))
-        }
-        Buffer::I64(v) => {
-            let x = contiguous(v, layout);
-            Buffer::I64(map(&x, move |a: i64| match op {
-                UnaryOp::Neg => a.wrapping_neg(),
-                UnaryOp::Abs => a.wrapping_abs(),
-                UnaryOp::Sign => a.signum(),
-                UnaryOp::Relu => a.max(0),
-                UnaryOp::LogicalNot => i64::from(a == 0),
-                _ => a,
-            }))
-        }
-        Buffer::Bool(v) => {
-            let x = contiguous(v, layout);
-            Buffer::Bool(map(&x, move |a: bool| match op {
-                UnaryOp::LogicalNot => !a,
-                _ => a,
-            }))
-        }
-    }
-}
-
-/// The gradient of a unary op, `g·f'(x)`, in one pass instead of the two to four tensor
-/// ops of the composite formula (`ops::elementwise::unary_grad`, used when the backward
-/// itself is recorded). `s` is what the op saved: the input for Abs/Log/Log1p/Sin/Cos,
-/// the output otherwise; it has `g`'s shape and dtype. Every element takes exactly the
-/// roundings of the composite formula, so the two paths agree bit for bit. `None` for
-/// the cases it does not cover (non-float buffers, Neg/Sign/Rsqrt/LogicalNot).
-pub fn unary_backward(
-    op: UnaryOp,
-    g: &Buffer,
-    lg: &Layout,
-    s: &Buffer,
-    ls: &Layout,
-) -> Option<Buffer> {
-    fn go<T: Num + Float>(
-        op: UnaryOp,
-        g: &[T],
-        lg: &Layout,
-        s: &[T],
-        ls: &Layout,
-    ) -> Option<Vec<T>> {
-        let (one, two) = (T::from_f64(1.0), T::from_f64(2.0));
-        let zero = T::from_f64(0.0);
-        Some(match op {
-            UnaryOp::Abs => zip(g, lg, s, ls, move |g, x| g * T::apply(UnaryOp::Sign, x)),
-            // threshold_backward: zero where y <= 0, so a NaN passes the gradient
-            UnaryOp::Relu => zip(g, lg, s, ls, move |g, y| if y <= zero { zero } else { g }),
-            UnaryOp::Exp => zip(g, lg, s, ls, move |g, y| g * y),
-            UnaryOp::Log => zip(g, lg, s, ls, move |g, x: T| g.div(x)),
-            UnaryOp::Log1p => zip(g, lg, s, ls, move |g, x: T| g.div(x + one)),
-            UnaryOp::Expm1 => zip(g, lg, s, ls, move |g, y| g * (y + one)),
-            UnaryOp::Sqrt => zip(g, lg, s, ls, move |g, y| g.div(y * two)),
-            UnaryOp::Sin => zip(g, lg, s, ls, move |g, x| g * T::apply(UnaryOp::Cos, x)),
-            UnaryOp::Cos => zip(g, lg, s, ls, move |g, x| {
-                (g * T::apply(UnaryOp::Sin, x)).neg()
-            }),
-            UnaryOp::Tan => zip(g, lg, s, ls, move |g, y| g * (y * y + one)),
-            UnaryOp::Tanh => zip(g, lg, s, ls, move |g, y| g * (one - y * y)),
-            UnaryOp::Sigmoid => zip(g, lg, s, ls, move |g, y| g * (y * (one - y))),
-            UnaryOp::Reciprocal => zip(g, lg, s, ls, move |g, y| (g * (y * y)).neg()),
-            UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Rsqrt | UnaryOp::LogicalNot => return None,
-        })
-    }
-    if lg.shape != ls.shape {
-        return None;
-    }
-    match (g, s) {
-        // float32 sin/cos go through the vectorised kernels, as the forward ops do
-        (Buffer::F32(gv), Buffer::F32(_)) if matches!(op, UnaryOp::Sin | UnaryOp::Cos) => {
-            let other = if op == UnaryOp::Sin {
-                UnaryOp::Cos
-            } else {
-                UnaryOp::Sin
-            };
-            let Buffer::F32(mut d) = unary(other, s, ls) else {
-                return None;
-            };
-            let gc = contiguous(gv, lg);
-            let neg = op == UnaryOp::Cos;
-            for_chunks_in_place(&mut d, |start, chunk| {
-                let end = start + chunk.len();
-                for (o, &g) in chunk.iter_mut().zip(&gc[start..end]) {
-                    let v = g * *o;
-                    *o = if neg { -v } else { v };
-                }
-            });
-            Some(Buffer::F32(d))
-        }
-        (Buffer::F32(gv), Buffer::F32(sv)) => go(op, gv, lg, sv, ls).map(Buffer::F32),
-        (Buffer::F64(gv), Buffer::F64(sv)) => go(op, gv, lg, sv, ls).map(Buffer::F64),
-        _ => None,
-    }
 }
 
 /// `x.clamp(lo, hi)` for float/int buffers (bounds already in the buffer's type domain).
@@ -719,7 +477,13 @@ pub fn binary_scalar(
 
 /// Float arithmetic with the op fixed outside the loop (one instantiation per common op,
 /// so the loops vectorise).
-fn float_zip<T: Num>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Vec<T> {
+pub(super) fn float_zip<T: Num>(
+    op: BinaryOp,
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+) -> Vec<T> {
     match op {
         BinaryOp::Add => zip(a, la, b, lb, move |x, y| x + y),
         BinaryOp::Sub => zip(a, la, b, lb, move |x, y| x - y),
@@ -732,7 +496,7 @@ fn float_zip<T: Num>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -
 }
 
 /// `op(x, s)` or `op(s, x)` over a slice, with the op fixed outside the loop.
-fn float_scalar_map<T: Num>(op: BinaryOp, v: &[T], s: T, scalar_first: bool) -> Vec<T> {
+pub(super) fn float_scalar_map<T: Num>(op: BinaryOp, v: &[T], s: T, scalar_first: bool) -> Vec<T> {
     match (op, scalar_first) {
         (BinaryOp::Add, _) => map(v, move |x| x + s),
         (BinaryOp::Mul, _) => map(v, move |x| x * s),
@@ -1035,6 +799,7 @@ pub fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::UnaryOp;
 
     #[test]
     fn broadcast_add_matches_scalar_loop() {
@@ -1052,13 +817,13 @@ mod tests {
     fn unary_kernels_match_std() {
         let x = Buffer::F64(vec![-1.5, 0.0, 2.0]);
         let l = Layout::contiguous(&[3]);
-        let Buffer::F64(out) = unary(UnaryOp::Sigmoid, &x, &l) else {
+        let Buffer::F64(out) = super::super::unary::unary(UnaryOp::Sigmoid, &x, &l) else {
             unreachable!()
         };
         for (o, v) in out.iter().zip([-1.5f64, 0.0, 2.0]) {
             assert!((o - 1.0 / (1.0 + (-v).exp())).abs() < 1e-15);
         }
-        let Buffer::F64(out) = unary(UnaryOp::Relu, &x, &l) else {
+        let Buffer::F64(out) = super::super::unary::unary(UnaryOp::Relu, &x, &l) else {
             unreachable!()
         };
         assert_eq!(out, vec![0.0, 0.0, 2.0]);

@@ -4,4 +4,5 @@ pub mod elementwise;
 pub mod matmul;
 pub mod reduce;
 pub mod strided;
+pub mod unary;
 pub mod vmath;

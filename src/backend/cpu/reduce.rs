@@ -1,8 +1,8 @@
 //! Reduction kernels (sum, prod, max/min with indices) over any set of dims, plus the
 //! index kernels (gather, scatter-add, index_select) that reductions' backwards need.
 
-use super::elementwise::Float;
 use super::strided::{contiguous, for_each_offset};
+use super::unary::Float;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::shape::Shape;

@@ -68,7 +68,7 @@ fn reduce_exp(x: f64) -> (f64, f64) {
 }
 
 #[inline(always)]
-fn exp1(x: f32) -> f32 {
+pub(crate) fn exp1(x: f32) -> f32 {
     // computed in float64, rounded once to float32
     let xd = f64::from(x).clamp(-110.0, 100.0);
     let (n, p) = reduce_exp(xd);
@@ -77,7 +77,7 @@ fn exp1(x: f32) -> f32 {
 }
 
 #[inline(always)]
-fn tanh1(x: f32) -> f32 {
+pub(crate) fn tanh1(x: f32) -> f32 {
     // tanh x = expm1(2x) / (expm1(2x) + 2), in float64 (no cancellation near 0)
     let xd = f64::from(x).clamp(-20.0, 20.0);
     let (n, p) = reduce_exp(2.0 * xd);
@@ -117,7 +117,7 @@ fn ln_pos(v: f64) -> f64 {
 }
 
 #[inline(always)]
-fn log1(x: f32) -> f32 {
+pub(crate) fn log1(x: f32) -> f32 {
     let v = f64::from(x);
     let y = ln_pos(if v > 0.0 { v } else { 1.0 }) as f32;
     if v > 0.0 && v < f64::INFINITY {
@@ -132,7 +132,7 @@ fn log1(x: f32) -> f32 {
 }
 
 #[inline(always)]
-fn log1p1(x: f32) -> f32 {
+pub(crate) fn log1p1(x: f32) -> f32 {
     // ln(1 + x) with u = 1 + x rounded in float64 and the rounding put back to first
     // order: ln u + (x - (u - 1)) / u (tiny x: u = 1, the result is x)
     let v = f64::from(x);
@@ -152,7 +152,7 @@ fn log1p1(x: f32) -> f32 {
 }
 
 #[inline(always)]
-fn expm11(x: f32) -> f32 {
+pub(crate) fn expm11(x: f32) -> f32 {
     // e^x - 1 = 2^n (1 + p) - 1 = 2^n p + (2^n - 1) in float64: no cancellation near 0
     // (n = 0 there), and float64's spare bits absorb it elsewhere
     let (n, p) = reduce_exp(f64::from(x).clamp(-110.0, 100.0));
@@ -163,7 +163,7 @@ fn expm11(x: f32) -> f32 {
 }
 
 #[inline(always)]
-fn sigmoid1(x: f32) -> f32 {
+pub(crate) fn sigmoid1(x: f32) -> f32 {
     // 1 / (1 + e^-x) in float64 (beyond |x| = 110 the float32 result is already 0 or 1)
     let (n, p) = reduce_exp((-f64::from(x)).clamp(-110.0, 110.0));
     let e = pow2i(n) * (1.0 + p);
@@ -221,6 +221,24 @@ const FIX_FROM: f32 = 8192.0;
 /// A finite input beyond the reduction's range (recomputed with libm).
 fn huge(x: f32) -> bool {
     x.abs() > FIX_FROM && x.is_finite()
+}
+
+/// sin of one element, as the `sin` slice function computes it (same bits).
+pub(crate) fn sin1(x: f32) -> f32 {
+    if huge(x) {
+        f64::from(x).sin() as f32
+    } else {
+        sincos1(x, false)
+    }
+}
+
+/// cos of one element, as the `cos` slice function computes it (same bits).
+pub(crate) fn cos1(x: f32) -> f32 {
+    if huge(x) {
+        f64::from(x).cos() as f32
+    } else {
+        sincos1(x, true)
+    }
 }
 
 /// Defines each slice function in a module of its own (`body` is per function), with

@@ -1,0 +1,248 @@
+//! The op table: every elementwise unary op, one row each, in the spirit of PyTorch's
+//! derivatives.yaml. A row holds all there is to know about its op; nothing about a
+//! table op is written anywhere else. The rows are read by:
+//! - `backend` (the `UnaryOp` ids) and `backend::cpu::unary` (the forward kernel from
+//!   `f`, the fused backward kernel from `df`);
+//! - `ops::unary` (the `rgrad::ops::exp`-style functions, dtype rules, what the node
+//!   saves, its name, and the recorded backward from `df`);
+//! - `py::unary` (the `Tensor.exp` / `Tensor.exp_` methods and their docstrings) and,
+//!   through `_C._unary_ops()`, the `rgrad.exp` functions; tests/test_op_table.py checks
+//!   the stubs, the op test table and the docs against the same list.
+//!
+//! Each row:
+//! ```text
+//! name name_ Variant "TorchNode" {        (name_: the in-place method)
+//!     ints: promote | keep(|a| i64 expr) | refuse("kernel"),  int64 inputs
+//!     bool: None | Some("message"),                           bool inputs, when ints keep
+//!     f: |x| expr,                       the value, for one float element (`Real` methods)
+//!     df(input | output | none): |g, s| expr,
+//!                                        the gradient g·f'(x), written once over `Calc`:
+//!                                        `s` is what the node saves (the input x or the
+//!                                        output y). Over tensors it is the recorded
+//!                                        backward (double backward works); over single
+//!                                        elements it is the fused kernel (bit for bit
+//!                                        the same values);
+//!     inplace: recorded | not_implemented("TorchNode1"),
+//!                                        `x.name_()`: recorded as the row says, or (torch
+//!                                        has no derivative for the in-place form, which
+//!                                        overwrites the input `df` needs) a node whose
+//!                                        backward raises;
+//!     doc: "the Python docstring",
+//! }
+//! ```
+//! Adding a unary op is one row here, plus a `Real` method if `f` needs a new scalar
+//! function, plus its entry in tests/op_db.py.
+
+/// Calls `$then! { rows }` with the table's rows (see the module docs for their form).
+macro_rules! unary_op_table {
+    ($then:ident) => {
+        $then! {
+            neg neg_ Neg "NegBackward0" {
+                ints: keep(|a| a.wrapping_neg()),
+                bool: Some("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."),
+                f: |x| -x,
+                df(none): |g| g.neg(),
+                inplace: recorded,
+                doc: "Returns a new tensor with the negative of the elements.",
+            }
+            abs abs_ Abs "AbsBackward0" {
+                ints: keep(|a| a.wrapping_abs()),
+                bool: Some("\"abs_cpu\" not implemented for 'Bool'"),
+                f: |x| x.abs(),
+                df(input): |g, x| g.mul(&x.sign()?),
+                inplace: recorded,
+                doc: "Computes the absolute value of each element.",
+            }
+            sign sign_ Sign "SignBackward0" {
+                ints: keep(|a| a.signum()),
+                bool: None,
+                f: |x| x.sign(),
+                df(none): |g| g.zeros_like(),
+                inplace: recorded,
+                doc: "Returns a new tensor with the signs (-1, 0 or 1) of the elements.",
+            }
+            relu relu_ Relu "ReluBackward0" {
+                ints: keep(|a| a.max(0)),
+                bool: Some("Boolean inputs not supported for relu"),
+                f: |x| x.relu(),
+                // torch's threshold_backward: 0 where y <= 0, so a NaN passes the gradient
+                df(output): |g, y| g.threshold_backward(y),
+                inplace: recorded,
+                doc: "Applies the rectified linear unit function element-wise: max(x, 0).",
+            }
+            exp exp_ Exp "ExpBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.exp(),
+                df(output): |g, y| g.mul(y),
+                inplace: recorded,
+                doc: "Returns a new tensor with the exponential of the elements.",
+            }
+            log log_ Log "LogBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.ln(),
+                df(input): |g, x| g.div(x),
+                inplace: recorded,
+                doc: "Returns a new tensor with the natural logarithm of the elements.",
+            }
+            log1p log1p_ Log1p "Log1PBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.ln_1p(),
+                df(input): |g, x| g.div(&x.add_s(1.0)?),
+                inplace: recorded,
+                doc: "Returns a new tensor with the natural logarithm of (1 + the elements).",
+            }
+            expm1 expm1_ Expm1 "Expm1Backward0" {
+                ints: promote, bool: None,
+                f: |x| x.exp_m1(),
+                df(output): |g, y| g.mul(&y.add_s(1.0)?),
+                inplace: recorded,
+                doc: "Computes the exponential of the elements minus 1.",
+            }
+            sqrt sqrt_ Sqrt "SqrtBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.sqrt(),
+                df(output): |g, y| g.div(&y.mul_s(2.0)?),
+                inplace: recorded,
+                doc: "Returns a new tensor with the square-root of the elements.",
+            }
+            rsqrt rsqrt_ Rsqrt "RsqrtBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.rsqrt(),
+                df(output): |g, y| g.mul(&y.pow_s(3.0)?.mul_s(-0.5)?),
+                inplace: recorded,
+                doc: "Returns a new tensor with the reciprocal of the square-root of each of the elements.",
+            }
+            sin sin_ Sin "SinBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.sin(),
+                df(input): |g, x| g.mul(&x.cos()?),
+                inplace: recorded,
+                doc: "Returns a new tensor with the sine of the elements.",
+            }
+            cos cos_ Cos "CosBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.cos(),
+                df(input): |g, x| g.mul(&x.sin()?)?.neg(),
+                inplace: recorded,
+                doc: "Returns a new tensor with the cosine of the elements.",
+            }
+            tan tan_ Tan "TanBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.tan(),
+                df(output): |g, y| g.mul(&y.mul(y)?.add_s(1.0)?),
+                inplace: recorded,
+                doc: "Returns a new tensor with the tangent of the elements.",
+            }
+            tanh tanh_ Tanh "TanhBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.tanh(),
+                // g·(1 - y²), as one recorded op (TanhBackwardBackward0)
+                df(output): |g, y| g.tanh_backward(y),
+                inplace: recorded,
+                doc: "Returns a new tensor with the hyperbolic tangent of the elements.",
+            }
+            sigmoid sigmoid_ Sigmoid "SigmoidBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.sigmoid(),
+                df(output): |g, y| g.mul(&y.mul(&y.rsub_s(1.0)?)?),
+                inplace: recorded,
+                doc: "Computes the logistic sigmoid function of the elements.",
+            }
+            reciprocal reciprocal_ Reciprocal "ReciprocalBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.recip(),
+                df(output): |g, y| g.mul(&y.mul(y)?)?.neg(),
+                inplace: recorded,
+                doc: "Returns a new tensor with the reciprocal of the elements.",
+            }
+            sinh sinh_ Sinh "SinhBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.sinh(),
+                df(input): |g, x| g.mul(&x.cosh()?),
+                inplace: recorded,
+                doc: "Returns a new tensor with the hyperbolic sine of the elements.",
+            }
+            cosh cosh_ Cosh "CoshBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.cosh(),
+                df(input): |g, x| g.mul(&x.sinh()?),
+                inplace: recorded,
+                doc: "Returns a new tensor with the hyperbolic cosine of the elements.",
+            }
+            asin asin_ Asin "AsinBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.asin(),
+                // g·(1 - x²)^-1/2, as torch: (-x·x + 1).rsqrt()
+                df(input): |g, x| g.mul(&x.neg()?.mul(x)?.add_s(1.0)?.rsqrt()?),
+                inplace: recorded,
+                doc: "Returns a new tensor with the arcsine of the elements.",
+            }
+            acos acos_ Acos "AcosBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.acos(),
+                df(input): |g, x| g.mul(&x.neg()?.mul(x)?.add_s(1.0)?.rsqrt()?.neg()?),
+                inplace: recorded,
+                doc: "Returns a new tensor with the inverse cosine of the elements.",
+            }
+            atan atan_ Atan "AtanBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.atan(),
+                df(input): |g, x| g.div(&x.mul(x)?.add_s(1.0)?),
+                inplace: recorded,
+                doc: "Returns a new tensor with the arctangent of the elements.",
+            }
+            asinh asinh_ Asinh "AsinhBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.asinh(),
+                df(input): |g, x| g.mul(&x.mul(x)?.add_s(1.0)?.rsqrt()?),
+                inplace: not_implemented("AsinhBackward1"),
+                doc: "Returns a new tensor with the inverse hyperbolic sine of the elements.",
+            }
+            acosh acosh_ Acosh "AcoshBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.acosh(),
+                df(input): |g, x| g.mul(&x.mul(x)?.add_s(-1.0)?.rsqrt()?),
+                inplace: not_implemented("AcoshBackward1"),
+                doc: "Returns a new tensor with the inverse hyperbolic cosine of the elements.",
+            }
+            atanh atanh_ Atanh "AtanhBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.atanh(),
+                df(input): |g, x| g.div(&x.mul(x)?.rsub_s(1.0)?),
+                inplace: not_implemented("AtanhBackward1"),
+                doc: "Returns a new tensor with the inverse hyperbolic tangent of the elements.",
+            }
+            erf erf_ Erf "ErfBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.erf(),
+                // 2/√π·exp(-x²)·g
+                df(input): |g, x| x.mul(x)?.neg()?.exp()?.mul_s(std::f64::consts::FRAC_2_SQRT_PI)?.mul(g),
+                inplace: recorded,
+                doc: "Computes the error function of each element.",
+            }
+            erfc erfc_ Erfc "ErfcBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.erfc(),
+                df(input): |g, x| x.mul(x)?.neg()?.exp()?.mul_s(-std::f64::consts::FRAC_2_SQRT_PI)?.mul(g),
+                inplace: recorded,
+                doc: "Computes the complementary error function of each element.",
+            }
+            trunc trunc_ Trunc "TruncBackward0" {
+                ints: keep(|a| a),
+                bool: Some("\"trunc_vml_cpu\" not implemented for 'Bool'"),
+                f: |x| x.trunc(),
+                df(none): |g| g.zeros_like(),
+                inplace: recorded,
+                doc: "Returns a new tensor with the truncated integer values of the elements.",
+            }
+            frac frac_ Frac "FracBackward0" {
+                ints: refuse("frac_cpu"), bool: None,
+                f: |x| x.frac(),
+                df(none): |g| g.unchanged(),
+                inplace: recorded,
+                doc: "Computes the fractional portion of each element: x - trunc(x).",
+            }
+        }
+    };
+}
+pub(crate) use unary_op_table;
