@@ -88,6 +88,10 @@ class Step:
     # that carries rounding: |a/b| times b's error; sin(x) of a large x that carries
     # rounding: |x| times its relative error)
     scale_by_reads: bool = False
+    # piecewise constant or with jumps (trunc, frac, sign): an input equal only within
+    # tolerance can land on the other side of a jump, so the result is compared only when
+    # the inputs are exactly equal
+    discontinuous: bool = False
 
 
 @dataclass
@@ -187,10 +191,19 @@ UNARY = {
     "reciprocal": lambda x: 1.0 / x,
     "relu": lambda x: np.where(np.isnan(x), x, np.maximum(x, 0)),
     "sign": np.sign,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
+    "erf": np.vectorize(math.erf, otypes=[float]),
+    "erfc": np.vectorize(math.erfc, otypes=[float]),
+    "trunc": np.trunc,
+    "frac": lambda x: x - np.trunc(x),
 }
-# ops with an in-place method in rgrad's API
-UNARY_INPLACE = {"abs", "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
-                 "sigmoid", "reciprocal", "relu", "sign"}  # fmt: skip
 
 BINARY = {
     "add": np.add,
@@ -378,7 +391,8 @@ class Generator:
         else:
             src = f"{t} = {v.name}.{op}_()"
         periodic = op in ("sin", "cos", "tan")
-        return Step(src, t, (v.name,), lambda n: fn(n[v.name]), nan_ok=nan_ok, scale_by_reads=periodic)
+        return Step(src, t, (v.name,), lambda n: fn(n[v.name]), nan_ok=nan_ok, scale_by_reads=periodic,
+                    discontinuous=op in ("trunc", "frac", "sign"))
 
     def binary(self) -> Step:
         s = self.src
@@ -1039,6 +1053,8 @@ class Runner:
             # order-dependent values in torch, which reads elements it has already written
             # (torch raises only where it can tell cheaply: see check_no_partial_overlap)
             self.undefined.update(n for n in self.ns_r if re.fullmatch(r"v\d+", n))
+        if step.discontinuous and self.ns_t is not None and not all(self.bitwise_equal(n) for n in step.reads):
+            self.undefined.add(step.target)  # (see Step.discontinuous)
         if step.values_undefined or (self.undefined and set(names_read) & self.undefined):
             self.undefined.add(step.target)
             if step.target == "loss":  # gradients flow through the undefined values too
@@ -1092,6 +1108,14 @@ class Runner:
                     if msg:
                         return self.fail("mismatch", f"{step.target} vs numpy: {msg}")
         return None
+
+    def bitwise_equal(self, name: str) -> bool:
+        """rgrad's and torch's values of `name` are the same numbers (NaNs alike)."""
+        a, b = self.ns_r.get(name), self.ns_t.get(name)
+        if not (is_tensor(a) and is_tensor(b)):
+            return True
+        x, y = to_np(a), to_np(b)
+        return x.shape == y.shape and bool(np.all((x == y) | (np.isnan(x) & np.isnan(y))))
 
     def zero_signs_differ(self, name: str) -> bool:
         a, b = self.ns_r.get(name), self.ns_t.get(name)

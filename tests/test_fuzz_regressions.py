@@ -296,6 +296,23 @@ ROWS = [
     ("compare_after_promotion_keeps_order",
      "b = torch.ones(2, 3, 3, dtype=torch.bool).transpose(-1, -2).expand(3, 2, 3, 3)\n"
      "(b <= torch.zeros(1, 3, 1)).stride()", "(18, 9, 1, 3)"),
+    # fuzzer seeds 0, 1 and 3 after the op table
+    ("exp_of_permuted_bool_keeps_its_format", "(torch.zeros(2, 3, 4).transpose(-1, -2) < 1).exp().stride()",
+     "(12, 1, 4)"),
+    ("number_setitem_into_empty_narrow", "v = torch.zeros(2, 4, 1, dtype=torch.bool).narrow(0, 0, 0)\n"
+     "v[torch.tensor([0]), ..., ...] = True",
+     Raises(IndexError, "index 0 is out of bounds for dimension 0 with size 0")),
+    ("number_setitem_past_the_storage", "v = torch.zeros(4, 6)[4:]\nv[torch.tensor([0])] = 2.5",
+     Raises(RuntimeError, "setStorage: sizes [1, 6], strides [0, 1], storage offset 24, and itemsize 4 requiring "
+            "a storage size of 120 are out of bounds for storage of size 96")),
+    ("bool_add_with_negative_alpha_is_or", "torch.tensor([False, True]).add(torch.tensor([True]), alpha=-1)",
+     "tensor([True, True])"),
+    ("comparison_reads_no_history_of_a_stale_view",
+     "x = torch.zeros(1, 2, requires_grad=True) * 1\nv = x.chunk(2, 0)[0]\nx.sigmoid_()\n"
+     "v.lt(torch.zeros(1, 2, dtype=torch.float64))", "tensor([[False, False]])"),
+    ("repeat_reports_the_result_size", "torch.ones(2, 3).repeat(-1, 1)",
+     Raises(RuntimeError, "Trying to create tensor with negative dimension -2: [-2, 3]")),
+    ("repeat_of_an_empty_dim_by_a_negative_count", "torch.ones(0, 3).repeat(-1, 1).shape", "torch.Size([0, 3])"),
 ]
 
 

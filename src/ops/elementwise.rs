@@ -1313,13 +1313,17 @@ impl Backward for ZeroGradBackward {
 
 /// Comparison (no grad): returns a bool tensor.
 pub fn compare(op: BinaryOp, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
-    let (a, b, _) = promote(a, b, false)?;
+    // (casts inside the kernel, as torch's TensorIterator: no autograd, so an input's
+    // history is never read, nor a stale view's re-derived)
+    let (a, b, _) = with_grad_mode(false, || promote(a, b, false))?;
     super::apply_nondiff(|| binary_kernel(op, &a, &b))
 }
 
 /// Logical and/or of two tensors (no grad).
 pub fn logical(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let (a, b) = (to_dtype(a, DType::Bool)?, to_dtype(b, DType::Bool)?);
+    let (a, b) = with_grad_mode(false, || {
+        Ok::<_, Error>((to_dtype(a, DType::Bool)?, to_dtype(b, DType::Bool)?))
+    })?;
     super::apply_nondiff(|| binary_kernel(op, &a, &b))
 }
 
@@ -1337,7 +1341,7 @@ pub fn bitwise_xor(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
 }
 
 fn bitwise(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, kernel: &str) -> Result<Tensor> {
-    let (a, b, dtype) = promote(a, b, false)?;
+    let (a, b, dtype) = with_grad_mode(false, || promote(a, b, false))?;
     if dtype.is_float() {
         return Err(Error::not_implemented(format!(
             "\"{kernel}\" not implemented for 'Float'"

@@ -30,6 +30,7 @@ pub mod random;
 pub mod reduce;
 pub mod shape;
 pub mod special;
+pub mod subscript;
 pub(crate) mod table;
 pub(crate) mod topk;
 pub mod unary;
@@ -43,6 +44,7 @@ pub use nn::*;
 pub use reduce::*;
 pub use shape::*;
 pub use special::*;
+pub use subscript::*;
 pub use unary::*;
 
 use crate::Result;

@@ -869,7 +869,7 @@ impl Backward for StackBackward0 {
 }
 
 /// `x.repeat(*repeats)`.
-pub fn repeat(x: &Tensor, repeats: &[usize]) -> Result<Tensor> {
+pub fn repeat(x: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let shape = x.shape();
     if repeats.len() < shape.len() {
         return Err(Error::runtime(
@@ -879,12 +879,25 @@ pub fn repeat(x: &Tensor, repeats: &[usize]) -> Result<Tensor> {
     let lead = repeats.len() - shape.len();
     let mut padded: Shape = smallvec::smallvec![1; lead];
     padded.extend(shape.iter().copied());
+    // torch checks the result's sizes: a negative repeat of a non-empty dim is refused
+    let target: Vec<i64> = padded
+        .iter()
+        .zip(repeats)
+        .map(|(&s, &r)| (s as i64).saturating_mul(r))
+        .collect();
+    if let Some(&neg) = target.iter().find(|&&t| t < 0) {
+        return Err(Error::runtime(format!(
+            "Trying to create tensor with negative dimension {neg}: {target:?}"
+        )));
+    }
+    // (a negative repeat of an empty dim gives an empty dim)
+    let repeats: Vec<usize> = repeats.iter().map(|&r| r.max(0) as usize).collect();
     // view as [1, s0, 1, s1, ...], expand to [r0, s0, r1, s1, ...], copy, reshape
     let mut inter = Vec::new();
     let mut expanded = Vec::new();
     let mut out = Vec::new();
     let mut out_shape = Shape::new();
-    for (&s, &r) in padded.iter().zip(repeats) {
+    for (&s, &r) in padded.iter().zip(&repeats) {
         inter.extend([1i64, s as i64]);
         expanded.extend([r, s]);
         out_shape.push(r.saturating_mul(s));

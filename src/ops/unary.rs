@@ -235,12 +235,15 @@ pub fn logical_not(x: &Tensor) -> Result<Tensor> {
 
 /// Applies a unary op (promoting integer inputs to float32 where its row says so).
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    let promoted;
+    let x = if matches!(row(op).ints, Ints::Promote) && !x.dtype().is_float() {
+        // (the cast keeps a permuted input's memory format, and so does the result)
+        promoted = super::to_dtype(x, DType::F32)?;
+        &promoted
+    } else {
+        x
+    };
     let r = read_input(x)?;
-    if matches!(row(op).ints, Ints::Promote) && !r.snap.dtype.is_float() {
-        let xf = super::to_dtype(x, DType::F32)?;
-        let r = read_input(&xf)?;
-        return unary_on(op, &xf, r);
-    }
     if crate::layout::iter_output_order(&r.snap.layout.shape, &[&r.snap.layout]).is_some() {
         return unary_keeping_format(op, x);
     }

@@ -8,6 +8,11 @@ mod gil;
 mod node;
 mod pytensor;
 mod random;
+mod tensor_arith;
+mod tensor_autograd;
+mod tensor_index;
+mod tensor_reduce;
+mod tensor_shape;
 mod unary;
 
 use crate::autograd::{engine, grad_mode};

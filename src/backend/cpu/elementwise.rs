@@ -377,7 +377,7 @@ fn compare<T: PartialOrd>(op: BinaryOp, a: T, b: T) -> bool {
 }
 
 /// Applies `f` to two same-dtype inputs broadcast to `out_shape` (layouts already expanded).
-fn zip<T: Element, U: Element>(
+pub(super) fn zip<T: Element, U: Element>(
     a: &[T],
     la: &Layout,
     b: &[T],

@@ -4,7 +4,7 @@
 //! one (same bits as their per-element forms, which `Float` uses).
 
 use super::elementwise::{
-    BinaryOp, PAR_MIN_VMATH, fill_chunks, fill_chunks_from, float_scalar_map, float_zip, map,
+    BinaryOp, PAR_MIN_VMATH, fill_chunks, fill_chunks_from, float_scalar_map, float_zip, map, zip,
 };
 use super::strided::contiguous;
 use super::vmath;
@@ -12,6 +12,7 @@ use crate::Result;
 use crate::backend::{Calc, UnaryOp};
 use crate::layout::Layout;
 use crate::storage::Buffer;
+use std::borrow::Cow;
 
 /// The scalar functions the table's `f` column is written with, for one float element.
 /// float32's transcendental functions are `vmath`'s per-element forms, so a scalar
@@ -48,11 +49,14 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     fn frac(self) -> Self;
     /// The forward kernel of `op` over a contiguous slice.
     fn unary_slice(op: UnaryOp, x: &[Self]) -> Vec<Self>;
+    /// Whether some forward kernels are `vmath`'s slice functions (float32).
+    const VMATH: bool;
 }
 
 macro_rules! float_impl {
-    ($t:ty, $slice:expr, $($name:ident: $f:expr),* $(,)?) => {
+    ($t:ty, $vmath:expr, $slice:expr, $($name:ident: $f:expr),* $(,)?) => {
         impl Float for $t {
+            const VMATH: bool = $vmath;
             fn unary_slice(op: UnaryOp, x: &[Self]) -> Vec<Self> {
                 let f: fn(UnaryOp, &[$t]) -> Vec<$t> = $slice;
                 f(op, x)
@@ -103,7 +107,7 @@ macro_rules! float_impl {
         }
     };
 }
-float_impl!(f32, |op, x| match vmath_fn(op) {
+float_impl!(f32, true, |op, x| match vmath_fn(op) {
         Some(f) => map_slices(x, f),
         None => float_map(op, x),
     },
@@ -116,7 +120,7 @@ float_impl!(f32, |op, x| match vmath_fn(op) {
     exp: vmath::exp1, ln: vmath::log1, ln_1p: vmath::log1p1, exp_m1: vmath::expm11,
     sin: vmath::sin1, cos: vmath::cos1, tanh: vmath::tanh1, sigmoid: vmath::sigmoid1,
 );
-float_impl!(f64, float_map,
+float_impl!(f64, false, float_map,
     sinh: f64::sinh, cosh: f64::cosh, asin: f64::asin, acos: f64::acos, atan: f64::atan,
     // (libm's pure-Rust asinh/acosh/atanh: std's call glibc's hypot@GLIBC_2.35, which
     // would raise the wheel's manylinux floor)
@@ -127,36 +131,186 @@ float_impl!(f64, float_map,
     sigmoid: |x| if x >= 0.0 { 1.0 / (1.0 + (-x).exp()) } else { let e = x.exp(); e / (1.0 + e) },
 );
 
-/// A block of contiguous elements: the table's `df` evaluated over blocks is the fused
-/// backward kernel. Each `Calc` step is one loop over a block that stays in L1, and
-/// the transcendental functions run the forward kernels (float32: `vmath`'s slice
-/// functions), so every element takes the roundings of the recorded formula. Never fails.
-struct Block<T>(Vec<T>);
+/// One element: the table's `df` over single elements is the fused backward kernel, one
+/// pass over `g` and the saved value. Each step rounds as the tensor op's kernel does
+/// (`pow_s` as `float_scalar_map`'s powers). Never fails.
+#[derive(Clone, Copy)]
+struct E<T>(T);
 
-impl<T: Float> Block<T> {
-    /// Runs the binary kernels the tensor ops run (`float_zip`, `float_scalar_map`), so
-    /// each step rounds exactly as the recorded formula's op does.
+impl<T: Float> Calc for E<T> {
+    fn mul(&self, o: &Self) -> Result<Self> {
+        Ok(E(self.0 * o.0))
+    }
+    fn div(&self, o: &Self) -> Result<Self> {
+        Ok(E(self.0.div(o.0)))
+    }
+    fn neg(&self) -> Result<Self> {
+        Ok(E(-self.0))
+    }
+    fn add_s(&self, c: f64) -> Result<Self> {
+        Ok(E(self.0 + T::from_f64(c)))
+    }
+    fn mul_s(&self, c: f64) -> Result<Self> {
+        Ok(E(self.0 * T::from_f64(c)))
+    }
+    fn rsub_s(&self, c: f64) -> Result<Self> {
+        Ok(E(T::from_f64(c) - self.0))
+    }
+    fn pow_s(&self, c: f64) -> Result<Self> {
+        let x = self.0;
+        Ok(E(match c {
+            1.0 => x,
+            2.0 => x * x,
+            3.0 => x * x * x,
+            -2.0 => T::from_f64(1.0).div(x * x),
+            _ => x.pow(T::from_f64(c)),
+        }))
+    }
+    fn sign(&self) -> Result<Self> {
+        Ok(E(Float::sign(self.0)))
+    }
+    fn sin(&self) -> Result<Self> {
+        Ok(E(Float::sin(self.0)))
+    }
+    fn cos(&self) -> Result<Self> {
+        Ok(E(Float::cos(self.0)))
+    }
+    fn sinh(&self) -> Result<Self> {
+        Ok(E(Float::sinh(self.0)))
+    }
+    fn cosh(&self) -> Result<Self> {
+        Ok(E(Float::cosh(self.0)))
+    }
+    fn exp(&self) -> Result<Self> {
+        Ok(E(Float::exp(self.0)))
+    }
+    fn rsqrt(&self) -> Result<Self> {
+        Ok(E(Float::rsqrt(self.0)))
+    }
+    fn zeros_like(&self) -> Result<Self> {
+        Ok(E(T::from_f64(0.0)))
+    }
+    fn unchanged(&self) -> Result<Self> {
+        Ok(*self)
+    }
+    fn threshold_backward(&self, y: &Self) -> Result<Self> {
+        Ok(if y.0 <= T::from_f64(0.0) {
+            E(T::from_f64(0.0))
+        } else {
+            *self
+        })
+    }
+    fn tanh_backward(&self, y: &Self) -> Result<Self> {
+        Ok(E(self.0 * (T::from_f64(1.0) - y.0 * y.0)))
+    }
+}
+
+/// Whether a derivative calls a function that float32 computes with `vmath` (sin, cos,
+/// exp): per element, those are slow (no vector code), so such a `df` runs over
+/// [`Block`]s, which call the slice kernels. Found by evaluating `df` on this type.
+#[derive(Clone, Copy)]
+struct Probe(bool);
+
+impl Probe {
+    fn with(&self, o: &Self) -> Result<Self> {
+        Ok(Probe(self.0 || o.0))
+    }
+}
+
+impl Calc for Probe {
+    fn mul(&self, o: &Self) -> Result<Self> {
+        self.with(o)
+    }
+    fn div(&self, o: &Self) -> Result<Self> {
+        self.with(o)
+    }
+    fn neg(&self) -> Result<Self> {
+        Ok(*self)
+    }
+    fn add_s(&self, _: f64) -> Result<Self> {
+        Ok(*self)
+    }
+    fn mul_s(&self, _: f64) -> Result<Self> {
+        Ok(*self)
+    }
+    fn rsub_s(&self, _: f64) -> Result<Self> {
+        Ok(*self)
+    }
+    fn pow_s(&self, _: f64) -> Result<Self> {
+        Ok(*self)
+    }
+    fn sign(&self) -> Result<Self> {
+        Ok(*self)
+    }
+    fn sin(&self) -> Result<Self> {
+        Ok(Probe(true))
+    }
+    fn cos(&self) -> Result<Self> {
+        Ok(Probe(true))
+    }
+    fn sinh(&self) -> Result<Self> {
+        Ok(*self)
+    }
+    fn cosh(&self) -> Result<Self> {
+        Ok(*self)
+    }
+    fn exp(&self) -> Result<Self> {
+        Ok(Probe(true))
+    }
+    fn rsqrt(&self) -> Result<Self> {
+        Ok(*self)
+    }
+    fn zeros_like(&self) -> Result<Self> {
+        Ok(*self)
+    }
+    fn unchanged(&self) -> Result<Self> {
+        Ok(*self)
+    }
+    fn threshold_backward(&self, y: &Self) -> Result<Self> {
+        self.with(y)
+    }
+    fn tanh_backward(&self, y: &Self) -> Result<Self> {
+        self.with(y)
+    }
+}
+
+/// A block of contiguous elements: `df` over blocks, each step one loop over a block
+/// that stays in L1 (the same binary kernels the tensor ops run), and sin/cos/exp the
+/// forward slice kernels, so every element takes the roundings of the recorded formula.
+struct Block<'a, T: Clone>(Cow<'a, [T]>);
+
+impl<T: Float> Block<'_, T> {
     fn zip(&self, o: &Self, op: BinaryOp) -> Result<Self> {
         let l = Layout::contiguous(&[self.0.len()]);
-        Ok(Block(float_zip(op, &self.0, &l, &o.0, &l)))
+        Ok(Block(Cow::Owned(float_zip(op, &self.0, &l, &o.0, &l))))
     }
     fn scalar(&self, op: BinaryOp, c: f64, scalar_first: bool) -> Result<Self> {
-        Ok(Block(float_scalar_map(
+        Ok(Block(Cow::Owned(float_scalar_map(
             op,
             &self.0,
             T::from_f64(c),
             scalar_first,
-        )))
+        ))))
     }
-    fn map(&self, f: impl Fn(T) -> T) -> Result<Self> {
-        Ok(Block(self.0.iter().map(|&a| f(a)).collect()))
+    fn each(&self, f: impl Fn(T) -> Result<T>) -> Result<Self> {
+        let v: Result<Vec<T>> = self.0.iter().map(|&a| f(a)).collect();
+        Ok(Block(Cow::Owned(v?)))
+    }
+    fn each2(&self, o: &Self, f: impl Fn(T, T) -> Result<T>) -> Result<Self> {
+        let v: Result<Vec<T>> = self
+            .0
+            .iter()
+            .zip(o.0.iter())
+            .map(|(&a, &b)| f(a, b))
+            .collect();
+        Ok(Block(Cow::Owned(v?)))
     }
     fn unary(&self, op: UnaryOp) -> Result<Self> {
-        Ok(Block(T::unary_slice(op, &self.0)))
+        Ok(Block(Cow::Owned(T::unary_slice(op, &self.0))))
     }
 }
 
-impl<T: Float> Calc for Block<T> {
+impl<T: Float> Calc for Block<'_, T> {
     fn mul(&self, o: &Self) -> Result<Self> {
         self.zip(o, BinaryOp::Mul)
     }
@@ -200,57 +354,55 @@ impl<T: Float> Calc for Block<T> {
         self.unary(UnaryOp::Rsqrt)
     }
     fn zeros_like(&self) -> Result<Self> {
-        self.map(|_| T::from_f64(0.0))
+        self.each(|a| Ok(E(a).zeros_like()?.0))
     }
     fn unchanged(&self) -> Result<Self> {
         Ok(Block(self.0.clone()))
     }
     fn threshold_backward(&self, y: &Self) -> Result<Self> {
-        let zero = T::from_f64(0.0);
-        Ok(Block(
-            self.0
-                .iter()
-                .zip(&y.0)
-                .map(|(&g, &y)| if y <= zero { zero } else { g })
-                .collect(),
-        ))
+        self.each2(y, |g, y| Ok(E(g).threshold_backward(&E(y))?.0))
     }
     fn tanh_backward(&self, y: &Self) -> Result<Self> {
-        let one = T::from_f64(1.0);
-        Ok(Block(
-            self.0
-                .iter()
-                .zip(&y.0)
-                .map(|(&g, &y)| g * (one - y * y))
-                .collect(),
-        ))
+        self.each2(y, |g, y| Ok(E(g).tanh_backward(&E(y))?.0))
     }
 }
 
-/// Elements per block of the fused backward (16 KiB of float64: the operands and a few
-/// temporaries stay in L1).
+/// Elements per block (16 KiB of float64: the operands and a few temporaries stay in L1).
 const BLOCK: usize = 2048;
 
 /// `df(g, s)` block by block into a new vector (in parallel chunks for large inputs).
 fn fused_blocks<T: Float>(
     g: &[T],
-    lg: &Layout,
     s: &[T],
-    ls: &Layout,
-    df: impl Fn(&Block<T>, &Block<T>) -> Result<Block<T>> + Sync + Send,
+    df: impl for<'a> Fn(&Block<'a, T>, &Block<'a, T>) -> Result<Block<'a, T>> + Sync + Send,
 ) -> Vec<T> {
-    let (g, s) = (contiguous(g, lg), contiguous(s, ls));
     fill_chunks(g.len(), |start, out| {
         for (i, o) in out.chunks_mut(BLOCK).enumerate() {
             let a = start + i * BLOCK;
             let b = a + o.len();
-            let r = df(&Block(g[a..b].to_vec()), &Block(s[a..b].to_vec()));
+            let r = df(
+                &Block(Cow::Borrowed(&g[a..b])),
+                &Block(Cow::Borrowed(&s[a..b])),
+            );
             // (a block never fails; should one, its elements stay g, never uninitialised)
-            let r = r.map_or_else(|_| g[a..b].to_vec(), |r| r.0);
-            for (o, v) in o.iter_mut().zip(r) {
+            let r = r.map_or(Cow::Borrowed(&g[a..b]), |r| r.0);
+            for (o, &v) in o.iter_mut().zip(r.iter()) {
                 o.write(v);
             }
         }
+    })
+}
+
+/// `df(g, s)` element by element, in one pass.
+fn fused_elements<T: Float>(
+    g: &[T],
+    lg: &Layout,
+    s: &[T],
+    ls: &Layout,
+    df: impl Fn(&E<T>, &E<T>) -> Result<E<T>> + Sync + Send,
+) -> Vec<T> {
+    zip(g, lg, s, ls, move |g: T, s: T| {
+        df(&E(g), &E(s)).map_or(g, |r| r.0)
     })
 }
 
@@ -323,16 +475,26 @@ macro_rules! int_kernel {
     };
 }
 
-/// The fused kernel of a row: `df` over `g` and the saved value, or nothing for rows
-/// that save nothing (their recorded backward is a single op already).
+/// The fused kernel of a row: `df` over `g` and the saved value (element by element, or
+/// over blocks where float32 would call `vmath` per element), or nothing for rows that
+/// save nothing (their recorded backward is a single op already).
 macro_rules! fused_row {
     (none, $g:ident, $lg:ident, $s:ident, $ls:ident, |$gv:ident| $df:expr) => {{
         let _ = ($g, $lg, $s, $ls);
         None
     }};
-    ($saves:ident, $g:ident, $lg:ident, $s:ident, $ls:ident, |$gv:ident, $sv:ident| $df:expr) => {
-        Some(fused_blocks($g, $lg, $s, $ls, |$gv, $sv| $df))
-    };
+    ($saves:ident, $g:ident, $lg:ident, $s:ident, $ls:ident, |$gv:ident, $sv:ident| $df:expr) => {{
+        let vmath = T::VMATH && {
+            let probe = |$gv: &Probe, $sv: &Probe| -> Result<Probe> { $df };
+            probe(&Probe(false), &Probe(false)).is_ok_and(|p| p.0)
+        };
+        Some(if vmath {
+            let (gc, sc) = (contiguous($g, $lg), contiguous($s, $ls));
+            fused_blocks(&gc, &sc, |$gv, $sv| $df)
+        } else {
+            fused_elements($g, $lg, $s, $ls, |$gv, $sv| $df)
+        })
+    }};
 }
 
 crate::ops::table::unary_op_table!(kernels);

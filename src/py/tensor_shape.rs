@@ -1,0 +1,234 @@
+//! `rgrad.Tensor`'s shape and view methods.
+
+use super::convert::{self};
+use super::pytensor::*;
+use crate::ops;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+#[pymethods]
+impl PyTensor {
+    // ---- shape ----------------------------------------------------------------------------
+    /// Expects this tensor to be <= 2-D and transposes dimensions 0 and 1.
+    fn t(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::t(&self.t)?)
+    }
+    /// Returns a view of this tensor with its dimensions reversed.
+    #[getter(T)]
+    fn big_t(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        let n = self.t.ndim() as i64;
+        let dims: Vec<i64> = (0..n).rev().collect();
+        wrap(py, ops::permute(&self.t, &dims)?)
+    }
+    /// Returns a view in which the dimensions `dim0` and `dim1` are swapped.
+    ///
+    /// Args:
+    ///     dim0: The first dimension.
+    ///     dim1: The second dimension.
+    fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::transpose(&self.t, dim0, dim1)?)
+    }
+    /// Returns a view of this tensor with its dimensions permuted.
+    ///
+    /// Args:
+    ///     *dims: The new order of the dimensions, as ints or as one list or tuple.
+    #[pyo3(signature = (*dims))]
+    fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        wrap(
+            py,
+            ops::permute(&self.t, &convert::sizes(dims, "permute")?)?,
+        )
+    }
+    /// Returns a tensor with the same data and number of elements, but with the specified
+    /// shape: a view when possible, else a copy.
+    ///
+    /// Args:
+    ///     *shape: The new shape, as ints or as one list or tuple; one entry may be -1.
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        wrap(
+            py,
+            ops::reshape(&self.t, &convert::sizes(shape, "reshape")?)?,
+        )
+    }
+    /// Returns a new tensor with the same data as this tensor but of a different shape.
+    ///
+    /// Args:
+    ///     *shape: The new shape, as ints or as one list or tuple; one entry may be -1.
+    #[pyo3(signature = (*shape))]
+    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        if shape.len() == 1
+            && let Some(d) = dtype_arg(Some(&shape.get_item(0)?)).ok().flatten()
+        {
+            if d != self.t.dtype() {
+                return Err(PyRuntimeError::new_err(
+                    "view(dtype) is not supported by rgrad",
+                ));
+            }
+            return wrap(py, self.t.clone());
+        }
+        wrap(py, ops::view(&self.t, &convert::sizes(shape, "view")?)?)
+    }
+    /// Views this tensor as the same size as `other`.
+    ///
+    /// Args:
+    ///     other: A tensor whose shape is used.
+    fn view_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let o = convert::tensor_arg(other, "view_as", "other", 1)?;
+        let s: Vec<i64> = o.shape().iter().map(|&d| d as i64).collect();
+        wrap(py, ops::view(&self.t, &s)?)
+    }
+    /// Returns this tensor as the same shape as `other`.
+    ///
+    /// Args:
+    ///     other: A tensor whose shape is used.
+    fn reshape_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let o = convert::tensor_arg(other, "reshape_as", "other", 1)?;
+        let s: Vec<i64> = o.shape().iter().map(|&d| d as i64).collect();
+        wrap(py, ops::reshape(&self.t, &s)?)
+    }
+    /// Flattens dimensions `start_dim` to `end_dim` into one dimension.
+    ///
+    /// Args:
+    ///     start_dim: The first dim to flatten.
+    ///     end_dim: The last dim to flatten.
+    #[pyo3(signature = (start_dim=0, end_dim=-1))]
+    fn flatten(&self, py: Python<'_>, start_dim: i64, end_dim: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::flatten(&self.t, start_dim, end_dim)?)
+    }
+    /// Returns a tensor with the specified dimensions of size 1 removed.
+    ///
+    /// Args:
+    ///     dim: A dim or tuple of dims; all dims of size 1 when None.
+    #[pyo3(signature = (dim=None))]
+    fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::squeeze(&self.t, opt_dims(dim)?.as_deref())?)
+    }
+    /// Returns a new tensor with a dimension of size one inserted at the specified position.
+    ///
+    /// Args:
+    ///     dim: The index at which to insert the dimension.
+    fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::unsqueeze(&self.t, dim)?)
+    }
+    /// Returns a new view of this tensor with singleton dimensions expanded to a larger size.
+    ///
+    /// Args:
+    ///     *sizes: The desired size, as ints or as one list or tuple; -1 keeps a dimension.
+    #[pyo3(signature = (*sizes))]
+    fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        wrap(
+            py,
+            ops::expand_sizes(&self.t, &convert::sizes(sizes, "expand")?)?,
+        )
+    }
+    /// Expands this tensor to the same size as `other`.
+    ///
+    /// Args:
+    ///     other: A tensor whose shape is used.
+    fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let o = convert::tensor_arg(other, "expand_as", "other", 1)?;
+        wrap(py, ops::expand_view(&self.t, &o.shape())?)
+    }
+    /// Repeats this tensor along the specified dimensions (copying the data).
+    ///
+    /// Args:
+    ///     *sizes: The number of times to repeat along each dimension.
+    #[pyo3(signature = (*sizes))]
+    fn repeat(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::repeat(&self.t, &convert::sizes(sizes, "repeat")?)?)
+    }
+    /// Splits the tensor into chunks, each a view of this tensor.
+    ///
+    /// Args:
+    ///     split_size_or_sections: The size of each chunk (the last may be smaller), or a
+    ///         list of sizes.
+    ///     dim: The dimension along which to split.
+    ///
+    /// Returns:
+    ///     A tuple of tensors.
+    #[pyo3(signature = (split_size_or_sections, dim=0))]
+    fn split(
+        &self,
+        py: Python<'_>,
+        split_size_or_sections: &Bound<'_, PyAny>,
+        dim: i64,
+    ) -> PyResult<Py<PyTuple>> {
+        let (_, len) = dim_size(&self.t, dim, "split")?;
+        let (sizes, op) = match split_size_or_sections.extract::<usize>() {
+            Ok(s) => (ops::split_sizes(len, s)?, "Split"),
+            Err(_) => (
+                split_size_or_sections.extract::<Vec<usize>>()?,
+                "SplitWithSizes",
+            ),
+        };
+        let parts = ops::split(&self.t, &sizes, dim, op)?;
+        let objs: Vec<Py<PyTensor>> = parts
+            .into_iter()
+            .map(|p| wrap(py, p))
+            .collect::<PyResult<_>>()?;
+        Ok(PyTuple::new(py, objs)?.unbind())
+    }
+    /// Attempts to split a tensor into the specified number of chunks.
+    ///
+    /// Args:
+    ///     chunks: The number of chunks; fewer may be returned.
+    ///     dim: The dimension along which to split.
+    ///
+    /// Returns:
+    ///     A tuple of tensors.
+    #[pyo3(signature = (chunks, dim=0))]
+    fn chunk(&self, py: Python<'_>, chunks: usize, dim: i64) -> PyResult<Py<PyTuple>> {
+        if chunks == 0 {
+            return Err(PyRuntimeError::new_err(
+                "chunk expects `chunks` to be greater than 0, got: 0",
+            ));
+        }
+        let (_, len) = dim_size(&self.t, dim, "chunk")?;
+        let (sizes, op) = if len == 0 {
+            // torch: `chunks` empty pieces (split would give one), via split_with_sizes
+            (vec![0; chunks], "SplitWithSizes")
+        } else {
+            (ops::split_sizes(len, len.div_ceil(chunks))?, "Split")
+        };
+        let parts = ops::split(&self.t, &sizes, dim, op)?;
+        let objs: Vec<Py<PyTensor>> = parts
+            .into_iter()
+            .map(|p| wrap(py, p))
+            .collect::<PyResult<_>>()?;
+        Ok(PyTuple::new(py, objs)?.unbind())
+    }
+    /// Removes a tensor dimension.
+    ///
+    /// Args:
+    ///     dim: The dimension to remove.
+    ///
+    /// Returns:
+    ///     A tuple of all slices along `dim`, without it.
+    #[pyo3(signature = (dim=0))]
+    fn unbind(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTuple>> {
+        let objs: Vec<Py<PyTensor>> = ops::unbind(&self.t, dim)?
+            .into_iter()
+            .map(|p| wrap(py, p))
+            .collect::<PyResult<_>>()?;
+        Ok(PyTuple::new(py, objs)?.unbind())
+    }
+    /// Returns a new tensor that is a narrowed version of this tensor (a view).
+    ///
+    /// Args:
+    ///     dim: The dimension along which to narrow.
+    ///     start: The index of the first element kept.
+    ///     length: The number of elements kept.
+    fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::narrow(&self.t, dim, start, length)?)
+    }
+    /// Slices this tensor along the selected dimension at the given index (a view).
+    ///
+    /// Args:
+    ///     dim: The dimension to slice.
+    ///     index: The index to select.
+    fn select(&self, py: Python<'_>, dim: i64, index: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::select(&self.t, dim, index)?)
+    }
+}
