@@ -174,6 +174,21 @@ def sigmoid(x):
         return 1.0 / (1.0 + np.exp(-x))
 
 
+def _erfinv(y: float) -> float:
+    """The inverse of math.erf, by bisection (NaN outside [-1, 1])."""
+    if math.isnan(y) or abs(y) > 1:
+        return math.nan
+    if abs(y) == 1:
+        return math.copysign(math.inf, y)
+    lo, hi = -6.0, 6.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if math.erf(mid) < y else (lo, mid)
+    return (lo + hi) / 2
+
+
 UNARY = {
     "abs": np.abs,
     "neg": np.negative,
@@ -201,6 +216,7 @@ UNARY = {
     "atanh": np.arctanh,
     "erf": np.vectorize(math.erf, otypes=[float]),
     "erfc": np.vectorize(math.erfc, otypes=[float]),
+    "erfinv": lambda x: np.vectorize(_erfinv, otypes=[float])(x),
     "trunc": np.trunc,
     "frac": lambda x: x - np.trunc(x),
 }

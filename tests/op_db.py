@@ -555,6 +555,21 @@ def away_from(x, points, gap=0.05):
     return x
 
 
+def erfinv_ref(y: float) -> float:
+    """The inverse of math.erf, by bisection (NaN outside [-1, 1])."""
+    if math.isnan(y) or abs(y) > 1:
+        return math.nan
+    if abs(y) == 1:
+        return math.copysign(math.inf, y)
+    lo, hi = -6.0, 6.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if math.erf(mid) < y else (lo, mid)
+    return (lo + hi) / 2
+
+
 def unary_samples(special=SPECIAL):
     def gen(m, rng):
         out = [
@@ -1212,6 +1227,7 @@ def build_op_db(T) -> list[OpInfo]:
         ("atanh", np.arctanh, (-0.9, 0.9), list(SPECIAL) + [1.0, -1.0, 1.5]),
         ("erf", np.vectorize(math.erf, otypes=[float]), DEFAULT_DOMAIN, SPECIAL),
         ("erfc", np.vectorize(math.erfc, otypes=[float]), DEFAULT_DOMAIN, SPECIAL),
+        ("erfinv", np.vectorize(erfinv_ref, otypes=[float]), (-0.9, 0.9), list(SPECIAL) + [1.0, -1.0, 0.999]),
         ("trunc", np.trunc, DEFAULT_DOMAIN, list(SPECIAL) + [2.5, -2.5, -0.5]),
         ("frac", lambda x: x - np.trunc(x), DEFAULT_DOMAIN, list(SPECIAL) + [2.5, -2.5, -0.5]),
     ]

@@ -227,6 +227,14 @@ macro_rules! unary_op_table {
                 inplace: recorded,
                 doc: "Computes the complementary error function of each element.",
             }
+            erfinv erfinv_ Erfinv "ErfinvBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.erfinv(),
+                // √π/2·exp(y²)·g
+                df(output): |g, y| y.mul(y)?.exp()?.mul_s(0.886_226_925_452_758)?.mul(g),
+                inplace: recorded,
+                doc: "Computes the inverse error function of each element.",
+            }
             trunc trunc_ Trunc "TruncBackward0" {
                 ints: keep(|a| a),
                 bool: Some("\"trunc_vml_cpu\" not implemented for 'Bool'"),

@@ -44,6 +44,7 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     fn atanh(self) -> Self;
     fn erf(self) -> Self;
     fn erfc(self) -> Self;
+    fn erfinv(self) -> Self;
     fn trunc(self) -> Self;
     /// `x - trunc(x)`, as torch computes it.
     fn frac(self) -> Self;
@@ -117,6 +118,7 @@ float_impl!(f32, true, |op, x| match vmath_fn(op) {
     atan: |x| f64::from(x).atan() as f32, asinh: |x| libm::asinh(f64::from(x)) as f32,
     acosh: |x| libm::acosh(f64::from(x)) as f32, atanh: |x| libm::atanh(f64::from(x)) as f32,
     erf: |x| libm::erf(f64::from(x)) as f32, erfc: |x| libm::erfc(f64::from(x)) as f32,
+    erfinv: |x| erfinv(f64::from(x)) as f32,
     exp: vmath::exp1, ln: vmath::log1, ln_1p: vmath::log1p1, exp_m1: vmath::expm11,
     sin: vmath::sin1, cos: vmath::cos1, tanh: vmath::tanh1, sigmoid: vmath::sigmoid1,
 );
@@ -125,6 +127,7 @@ float_impl!(f64, false, float_map,
     // (libm's pure-Rust asinh/acosh/atanh: std's call glibc's hypot@GLIBC_2.35, which
     // would raise the wheel's manylinux floor)
     asinh: libm::asinh, acosh: libm::acosh, atanh: libm::atanh, erf: libm::erf, erfc: libm::erfc,
+    erfinv: erfinv,
     exp: f64::exp, ln: f64::ln, ln_1p: f64::ln_1p, exp_m1: f64::exp_m1, sin: f64::sin,
     cos: f64::cos, tanh: f64::tanh,
     // stable for large |x|
@@ -404,6 +407,62 @@ fn fused_elements<T: Float>(
     zip(g, lg, s, ls, move |g: T, s: T| {
         df(&E(g), &E(s)).map_or(g, |r| r.0)
     })
+}
+
+/// The inverse error function: Giles' single-precision approximation ("Approximating the
+/// erfinv function", 2010), then two Newton steps on erf (erfc near ±1, where erf has no
+/// digits left), which bring it to float64's precision.
+fn erfinv(y: f64) -> f64 {
+    let a = y.abs();
+    if y.is_nan() || a > 1.0 {
+        return f64::NAN;
+    }
+    if a == 1.0 {
+        return f64::INFINITY.copysign(y);
+    }
+    let w = -((1.0 - a) * (1.0 + a)).ln();
+    let p = if w < 5.0 {
+        let w = w - 2.5;
+        [
+            2.810_226_36e-08,
+            3.432_739_39e-07,
+            -3.523_387_7e-06,
+            -4.391_506_54e-06,
+            0.000_218_580_87,
+            -0.001_253_725_03,
+            -0.004_177_681_64,
+            0.246_640_727,
+            1.501_409_41,
+        ]
+        .iter()
+        .fold(0.0, |p, &c| p * w + c)
+    } else {
+        let w = w.sqrt() - 3.0;
+        [
+            -0.000_200_214_257,
+            0.000_100_950_558,
+            0.001_349_343_22,
+            -0.003_673_428_44,
+            0.005_739_507_73,
+            -0.007_622_461_3,
+            0.009_438_870_47,
+            1.001_674_06,
+            2.832_976_82,
+        ]
+        .iter()
+        .fold(0.0, |p, &c| p * w + c)
+    };
+    let mut x = p * a;
+    for _ in 0..2 {
+        // f(x) = erf(x) - a, written with erfc where a is near 1
+        let f = if a > 0.5 {
+            (1.0 - a) - libm::erfc(x)
+        } else {
+            libm::erf(x) - a
+        };
+        x -= f / (std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp());
+    }
+    x.copysign(y)
 }
 
 /// A float32 slice function of `vmath` for the op, where there is one.
