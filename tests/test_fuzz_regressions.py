@@ -313,6 +313,17 @@ ROWS = [
     ("repeat_reports_the_result_size", "torch.ones(2, 3).repeat(-1, 1)",
      Raises(RuntimeError, "Trying to create tensor with negative dimension -2: [-2, 3]")),
     ("repeat_of_an_empty_dim_by_a_negative_count", "torch.ones(0, 3).repeat(-1, 1).shape", "torch.Size([0, 3])"),
+    # fuzzer seed 4 (after the op table)
+    ("gradient_through_a_stale_expanded_view_adds_up",
+     "v0 = torch.tensor([1., 2., 3., 4.], requires_grad=True)\nv1 = (v0 * 1).reshape(2, 2)\n"
+     "v3 = v1.expand(3, 2, 2)\nv1[1, 0] = -2\n(v3 * torch.arange(12.).reshape(3, 2, 2)).sum().backward()\nv0.grad",
+     "tensor([12., 15.,  0., 21.])"),
+    ("setitem_checks_the_mask_before_the_value", "v = torch.tensor([-2])\nv[torch.tensor([True, True]), None] = float('nan')",
+     Raises(IndexError, "The shape of the mask [2] at index 0 does not match the shape of the indexed tensor [1, 1]")),
+    ("erfinv_saves_its_input", "x = torch.tensor([0.5, -0.25], requires_grad=True)\ny = torch.erfinv(x)\ny.fill_(1)\n"
+     "y.sum().backward()\n[round(v, 6) for v in x.grad.tolist()]", "[0.0, 0.0]"),
+    ("erfinv_near_one", "torch.erfinv(torch.tensor([0.9999999999999999, -0.9999999999990485], dtype=torch.float64))",
+     "tensor([ 5.8636, -5.0469], dtype=torch.float64)"),
 ]
 
 

@@ -20,6 +20,53 @@ macro_rules! unary_op_ids {
 }
 crate::ops::table::unary_op_table!(unary_op_ids);
 
+/// The elementwise binary ops (device-agnostic ids; each backend has their kernels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Maximum,
+    Minimum,
+    /// Python's `%`: the result takes the divisor's sign (torch.remainder).
+    Remainder,
+    /// C's `fmod`: the result takes the dividend's sign (torch.fmod).
+    Fmod,
+    /// `a // b` (div with rounding_mode="floor").
+    FloorDiv,
+    /// div with rounding_mode="trunc".
+    TruncDiv,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    LogicalAnd,
+    LogicalOr,
+    /// Bitwise `&`, `|`, `^` of integers and bools (floats are refused before the kernel).
+    BitAnd,
+    BitOr,
+    BitXor,
+}
+
+impl BinaryOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
+        )
+    }
+    pub fn is_logical(self) -> bool {
+        matches!(self, BinaryOp::LogicalAnd | BinaryOp::LogicalOr)
+    }
+    pub fn is_bitwise(self) -> bool {
+        matches!(self, BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor)
+    }
+}
+
 /// The elementwise arithmetic the op table's derivatives (`df`) are written with. It is
 /// implemented over tensors (`ops::unary`: recorded ops, so a backward can itself be
 /// differentiated) and over single float elements (each backend's fused kernels), so one
@@ -43,6 +90,7 @@ pub trait Calc: Sized {
     fn cosh(&self) -> Result<Self>;
     fn exp(&self) -> Result<Self>;
     fn rsqrt(&self) -> Result<Self>;
+    fn erfinv(&self) -> Result<Self>;
     fn zeros_like(&self) -> Result<Self>;
     /// `self`, unchanged (a gradient passed on as it is).
     fn unchanged(&self) -> Result<Self>;

@@ -26,6 +26,14 @@ pub enum Operand<'a> {
     S(Scalar),
 }
 
+/// `x`'s elements in row-major order, as a new buffer of its dtype (what `numpy()` and
+/// `tensor(x)` copy out).
+pub fn contiguous_buffer(x: &Tensor) -> Buffer {
+    let s = x.snapshot();
+    let r = s.storage.read();
+    k::cast(&r, &s.layout, s.dtype)
+}
+
 /// A 0-d tensor holding `s` as `dtype`.
 pub fn scalar_tensor(s: Scalar, dtype: DType) -> Tensor {
     new_tensor(Buffer::full(dtype, 1, s), &[])

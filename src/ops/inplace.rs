@@ -26,7 +26,7 @@ use crate::{Error, Result, saved};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-fn check_writable(x: &Tensor) -> Result<()> {
+pub(crate) fn check_writable(x: &Tensor) -> Result<()> {
     if !is_grad_enabled() {
         return Ok(());
     }

@@ -422,11 +422,31 @@ impl Backward for SliceBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "SliceBackward0".into()
     }
+    // the view's gradient placed in its region of the base; where the view repeats an
+    // element (an expanded dim: stride 0), the copies' gradients add up
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let rel = &*self.rel;
+        let repeated: Vec<i64> = (0..rel.ndim())
+            .filter(|&d| rel.strides[d] == 0 && rel.shape[d] > 1)
+            .map(|d| d as i64)
+            .collect();
+        if repeated.is_empty() {
+            return Ok(smallvec::smallvec![Some(as_strided_scatter(
+                &g,
+                &self.shape,
+                rel
+            )?)]);
+        }
+        let g = super::sum_dims(&g, &repeated, true)?;
+        let mut once = rel.clone();
+        for &d in &repeated {
+            once.shape[d as usize] = 1;
+        }
         Ok(smallvec::smallvec![Some(as_strided_scatter(
-            &grad0(g)?,
+            &g,
             &self.shape,
-            &self.rel
+            &once
         )?)])
     }
 }
@@ -468,11 +488,31 @@ impl Backward for SelectBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "SelectBackward0".into()
     }
+    // the view's gradient placed in its region of the base; where the view repeats an
+    // element (an expanded dim: stride 0), the copies' gradients add up
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let rel = &*self.rel;
+        let repeated: Vec<i64> = (0..rel.ndim())
+            .filter(|&d| rel.strides[d] == 0 && rel.shape[d] > 1)
+            .map(|d| d as i64)
+            .collect();
+        if repeated.is_empty() {
+            return Ok(smallvec::smallvec![Some(as_strided_scatter(
+                &g,
+                &self.shape,
+                rel
+            )?)]);
+        }
+        let g = super::sum_dims(&g, &repeated, true)?;
+        let mut once = rel.clone();
+        for &d in &repeated {
+            once.shape[d as usize] = 1;
+        }
         Ok(smallvec::smallvec![Some(as_strided_scatter(
-            &grad0(g)?,
+            &g,
             &self.shape,
-            &self.rel
+            &once
         )?)])
     }
 }
@@ -520,11 +560,31 @@ impl Backward for AsStridedBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "AsStridedBackward0".into()
     }
+    // the view's gradient placed in its region of the base; where the view repeats an
+    // element (an expanded dim: stride 0), the copies' gradients add up
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let rel = &*self.rel;
+        let repeated: Vec<i64> = (0..rel.ndim())
+            .filter(|&d| rel.strides[d] == 0 && rel.shape[d] > 1)
+            .map(|d| d as i64)
+            .collect();
+        if repeated.is_empty() {
+            return Ok(smallvec::smallvec![Some(as_strided_scatter(
+                &g,
+                &self.shape,
+                rel
+            )?)]);
+        }
+        let g = super::sum_dims(&g, &repeated, true)?;
+        let mut once = rel.clone();
+        for &d in &repeated {
+            once.shape[d as usize] = 1;
+        }
         Ok(smallvec::smallvec![Some(as_strided_scatter(
-            &grad0(g)?,
+            &g,
             &self.shape,
-            &self.rel
+            &once
         )?)])
     }
 }

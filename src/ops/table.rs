@@ -230,8 +230,12 @@ macro_rules! unary_op_table {
             erfinv erfinv_ Erfinv "ErfinvBackward0" {
                 ints: promote, bool: None,
                 f: |x| x.erfinv(),
-                // √π/2·exp(y²)·g
-                df(output): |g, y| y.mul(y)?.exp()?.mul_s(0.886_226_925_452_758)?.mul(g),
+                // √π/2·exp(erfinv(x)²)·g: torch saves the input and computes erfinv again
+                // (so writing the output in place does not spoil the gradient)
+                df(input): |g, x| {
+                    let y = x.erfinv()?;
+                    y.mul(&y)?.exp()?.mul_s(0.886_226_925_452_758)?.mul(g)
+                },
                 inplace: recorded,
                 doc: "Computes the inverse error function of each element.",
             }

@@ -175,6 +175,9 @@ impl Calc for Tensor {
     fn rsqrt(&self) -> Result<Self> {
         rsqrt(self)
     }
+    fn erfinv(&self) -> Result<Self> {
+        erfinv(self)
+    }
     fn zeros_like(&self) -> Result<Self> {
         super::zeros_like(self)
     }

@@ -244,11 +244,7 @@ pub fn data_to_buffer(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<
         let t = t.get().t.detach();
         let d = dtype.unwrap_or(t.dtype());
         let c = crate::ops::to_dtype(&t, d)?;
-        let s = c.snapshot();
-        return Ok((
-            crate::backend::cpu::elementwise::cast(&s.storage.read(), &s.layout, d),
-            s.layout.shape,
-        ));
+        return Ok((crate::ops::contiguous_buffer(&c), c.shape()));
     }
     let mut shape = Shape::new();
     let mut flat = Vec::new();

@@ -3,7 +3,7 @@
 
 use super::convert::{self, Arg, arg, scalar};
 use super::gil;
-use crate::backend::cpu::elementwise::BinaryOp;
+use crate::backend::BinaryOp;
 use crate::dtype::{DType, ResultType, Scalar};
 use crate::ops::{self, Operand};
 use crate::tensor::Tensor;
@@ -415,9 +415,7 @@ impl PyTensor {
     }
     /// Contiguous bytes of the data (for numpy()).
     fn _bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-        let s = self.t.snapshot();
-        let r = s.storage.read();
-        let c = crate::backend::cpu::elementwise::cast(&r, &s.layout, s.dtype);
+        let c = ops::contiguous_buffer(&self.t);
         let bytes: Vec<u8> = match &c {
             crate::storage::Buffer::F32(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
             crate::storage::Buffer::F64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),

@@ -3,7 +3,7 @@
 use super::convert::{self, Arg, arg, scalar};
 use super::gil;
 use super::pytensor::*;
-use crate::backend::cpu::elementwise::BinaryOp;
+use crate::backend::BinaryOp;
 use crate::dtype::{DType, Scalar};
 use crate::ops::{self, Operand};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};

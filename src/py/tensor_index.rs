@@ -209,7 +209,15 @@ impl PyTensor {
             Ok(t) => t.get().t.clone(),
             Err(_) => match scalar(value) {
                 Some(s) => {
-                    s.check_fits(self.t.dtype())?;
+                    if let Err(e) = s.check_fits(self.t.dtype()) {
+                        if !adv.is_empty() {
+                            // torch converts the number last: after autograd's checks
+                            // of the target and the index tensors' own
+                            ops::check_writable(&r)?;
+                            ops::check_index_structure(&r.shape(), &adv)?;
+                        }
+                        return Err(e.into());
+                    }
                     ops::scalar_tensor(s, self.t.dtype())
                 }
                 None => {

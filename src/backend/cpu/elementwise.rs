@@ -18,51 +18,7 @@ pub(crate) const PAR_MIN: usize = 1 << 16;
 /// of 0.1): worth splitting from 16K elements.
 pub(super) const PAR_MIN_VMATH: usize = 1 << 14;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Pow,
-    Maximum,
-    Minimum,
-    /// Python's `%`: the result takes the divisor's sign (torch.remainder).
-    Remainder,
-    /// C's `fmod`: the result takes the dividend's sign (torch.fmod).
-    Fmod,
-    /// `a // b` (div with rounding_mode="floor").
-    FloorDiv,
-    /// div with rounding_mode="trunc".
-    TruncDiv,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    LogicalAnd,
-    LogicalOr,
-    /// Bitwise `&`, `|`, `^` of integers and bools (floats are refused before the kernel).
-    BitAnd,
-    BitOr,
-    BitXor,
-}
-
-impl BinaryOp {
-    pub fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
-        )
-    }
-    pub fn is_logical(self) -> bool {
-        matches!(self, BinaryOp::LogicalAnd | BinaryOp::LogicalOr)
-    }
-    pub fn is_bitwise(self) -> bool {
-        matches!(self, BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor)
-    }
-}
+pub use crate::backend::BinaryOp;
 
 /// Arithmetic every non-bool element type supports.
 pub trait Num:

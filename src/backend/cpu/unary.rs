@@ -190,6 +190,9 @@ impl<T: Float> Calc for E<T> {
     fn rsqrt(&self) -> Result<Self> {
         Ok(E(Float::rsqrt(self.0)))
     }
+    fn erfinv(&self) -> Result<Self> {
+        Ok(E(Float::erfinv(self.0)))
+    }
     fn zeros_like(&self) -> Result<Self> {
         Ok(E(T::from_f64(0.0)))
     }
@@ -261,6 +264,9 @@ impl Calc for Probe {
         Ok(Probe(true))
     }
     fn rsqrt(&self) -> Result<Self> {
+        Ok(*self)
+    }
+    fn erfinv(&self) -> Result<Self> {
         Ok(*self)
     }
     fn zeros_like(&self) -> Result<Self> {
@@ -356,6 +362,9 @@ impl<T: Float> Calc for Block<'_, T> {
     fn rsqrt(&self) -> Result<Self> {
         self.unary(UnaryOp::Rsqrt)
     }
+    fn erfinv(&self) -> Result<Self> {
+        self.unary(UnaryOp::Erfinv)
+    }
     fn zeros_like(&self) -> Result<Self> {
         self.each(|a| Ok(E(a).zeros_like()?.0))
     }
@@ -410,8 +419,8 @@ fn fused_elements<T: Float>(
 }
 
 /// The inverse error function: Giles' single-precision approximation ("Approximating the
-/// erfinv function", 2010), then two Newton steps on erf (erfc near ±1, where erf has no
-/// digits left), which bring it to float64's precision.
+/// erfinv function", 2010), then Newton steps on erf (on ln erfc near ±1, where erf has
+/// no digits left), which bring it to float64's precision.
 fn erfinv(y: f64) -> f64 {
     let a = y.abs();
     if y.is_nan() || a > 1.0 {
@@ -453,14 +462,16 @@ fn erfinv(y: f64) -> f64 {
         .fold(0.0, |p, &c| p * w + c)
     };
     let mut x = p * a;
-    for _ in 0..2 {
-        // f(x) = erf(x) - a, written with erfc where a is near 1
-        let f = if a > 0.5 {
-            (1.0 - a) - libm::erfc(x)
+    for _ in 0..4 {
+        let d = std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp(); // erf'(x)
+        x -= if a > 0.5 {
+            // on ln(erfc(x)) = ln(1 - a): erfc keeps the digits erf has lost near 1, and
+            // its logarithm is nearly quadratic, where Giles' start is too far for erf
+            let c = libm::erfc(x);
+            (c.ln() - (1.0 - a).ln()) / (-d / c)
         } else {
-            libm::erf(x) - a
+            (libm::erf(x) - a) / d
         };
-        x -= f / (std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp());
     }
     x.copysign(y)
 }
