@@ -324,6 +324,9 @@ ROWS = [
      "y.sum().backward()\n[round(v, 6) for v in x.grad.tolist()]", "[0.0, 0.0]"),
     ("erfinv_near_one", "torch.erfinv(torch.tensor([0.9999999999999999, -0.9999999999990485], dtype=torch.float64))",
      "tensor([ 5.8636, -5.0469], dtype=torch.float64)"),
+    ("setitem_converts_the_number_before_the_index_dtype_check",
+     "v = torch.tensor([], dtype=torch.int64)\nv[torch.tensor([]),] = float('nan')",
+     Raises(RuntimeError, "value cannot be converted to type int64_t without overflow")),
 ]
 
 

@@ -211,10 +211,11 @@ impl PyTensor {
                 Some(s) => {
                     if let Err(e) = s.check_fits(self.t.dtype()) {
                         if !adv.is_empty() {
-                            // torch converts the number last: after autograd's checks
-                            // of the target and the index tensors' own
+                            // torch converts the number after its leading-mask check and
+                            // autograd's checks of the target (the index tensors' dtypes
+                            // come later)
+                            ops::check_leading_masks(&r.shape(), &adv)?;
                             ops::check_writable(&r)?;
-                            ops::check_index_structure(&r.shape(), &adv)?;
                         }
                         return Err(e.into());
                     }
