@@ -422,31 +422,11 @@ impl Backward for SliceBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "SliceBackward0".into()
     }
-    // the view's gradient placed in its region of the base; where the view repeats an
-    // element (an expanded dim: stride 0), the copies' gradients add up
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let rel = &*self.rel;
-        let repeated: Vec<i64> = (0..rel.ndim())
-            .filter(|&d| rel.strides[d] == 0 && rel.shape[d] > 1)
-            .map(|d| d as i64)
-            .collect();
-        if repeated.is_empty() {
-            return Ok(smallvec::smallvec![Some(as_strided_scatter(
-                &g,
-                &self.shape,
-                rel
-            )?)]);
-        }
-        let g = super::sum_dims(&g, &repeated, true)?;
-        let mut once = rel.clone();
-        for &d in &repeated {
-            once.shape[d as usize] = 1;
-        }
-        Ok(smallvec::smallvec![Some(as_strided_scatter(
-            &g,
+        Ok(smallvec::smallvec![Some(view_grad_in_base(
+            &grad0(g)?,
             &self.shape,
-            &once
+            &self.rel
         )?)])
     }
 }
@@ -488,31 +468,11 @@ impl Backward for SelectBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "SelectBackward0".into()
     }
-    // the view's gradient placed in its region of the base; where the view repeats an
-    // element (an expanded dim: stride 0), the copies' gradients add up
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let rel = &*self.rel;
-        let repeated: Vec<i64> = (0..rel.ndim())
-            .filter(|&d| rel.strides[d] == 0 && rel.shape[d] > 1)
-            .map(|d| d as i64)
-            .collect();
-        if repeated.is_empty() {
-            return Ok(smallvec::smallvec![Some(as_strided_scatter(
-                &g,
-                &self.shape,
-                rel
-            )?)]);
-        }
-        let g = super::sum_dims(&g, &repeated, true)?;
-        let mut once = rel.clone();
-        for &d in &repeated {
-            once.shape[d as usize] = 1;
-        }
-        Ok(smallvec::smallvec![Some(as_strided_scatter(
-            &g,
+        Ok(smallvec::smallvec![Some(view_grad_in_base(
+            &grad0(g)?,
             &self.shape,
-            &once
+            &self.rel
         )?)])
     }
 }
@@ -560,33 +520,32 @@ impl Backward for AsStridedBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "AsStridedBackward0".into()
     }
-    // the view's gradient placed in its region of the base; where the view repeats an
-    // element (an expanded dim: stride 0), the copies' gradients add up
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let rel = &*self.rel;
-        let repeated: Vec<i64> = (0..rel.ndim())
-            .filter(|&d| rel.strides[d] == 0 && rel.shape[d] > 1)
-            .map(|d| d as i64)
-            .collect();
-        if repeated.is_empty() {
-            return Ok(smallvec::smallvec![Some(as_strided_scatter(
-                &g,
-                &self.shape,
-                rel
-            )?)]);
-        }
-        let g = super::sum_dims(&g, &repeated, true)?;
-        let mut once = rel.clone();
-        for &d in &repeated {
-            once.shape[d as usize] = 1;
-        }
-        Ok(smallvec::smallvec![Some(as_strided_scatter(
-            &g,
+        Ok(smallvec::smallvec![Some(view_grad_in_base(
+            &grad0(g)?,
             &self.shape,
-            &once
+            &self.rel
         )?)])
     }
+}
+
+/// The gradient of a view of a base of `shape`: `g` placed in the view's region `rel`;
+/// where the view repeats an element (an expanded dim: stride 0, as an as_strided
+/// re-derived from an expanded view has), the copies' gradients add up.
+fn view_grad_in_base(g: &Tensor, shape: &[usize], rel: &Layout) -> Result<Tensor> {
+    let repeated: Vec<i64> = (0..rel.ndim())
+        .filter(|&d| rel.strides[d] == 0 && rel.shape[d] > 1)
+        .map(|d| d as i64)
+        .collect();
+    if repeated.is_empty() {
+        return as_strided_scatter(g, shape, rel);
+    }
+    let g = super::sum_dims(g, &repeated, true)?;
+    let mut once = rel.clone();
+    for &d in &repeated {
+        once.shape[d as usize] = 1;
+    }
+    as_strided_scatter(&g, shape, &once)
 }
 
 /// `zeros(shape)` with the (non-overlapping) strided region `rel` set to `g`: the
