@@ -570,6 +570,49 @@ def erfinv_ref(y: float) -> float:
     return (lo + hi) / 2
 
 
+def _lgamma_ref(x: float) -> float:
+    """ln|Γ(x)|, +inf at the poles (C's lgamma; math.lgamma raises there)."""
+    if math.isnan(x):
+        return math.nan
+    if math.isinf(x) or (x <= 0 and x == math.floor(x)):
+        return math.inf
+    return math.lgamma(x)
+
+
+# Bernoulli numbers B_2k, k = 1..10, for the asymptotic series of the polygamma functions
+_B2K = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798, -174611 / 330]
+
+
+def polygamma_ref(n: int, x: float) -> float:
+    """ψ⁽ⁿ⁾(x) in float64 from its definition: the recurrence ψ⁽ⁿ⁾(x) = ψ⁽ⁿ⁾(x + 1) -
+    (-1)ⁿ n!/xⁿ⁺¹ up to x ≥ 20, then the asymptotic (Bernoulli) series; the reflection
+    formula for digamma at negative x. torch's conventions at the poles and infinities."""
+    if math.isnan(x) or x == -math.inf:
+        return math.nan
+    if x == math.inf:
+        return math.inf if n == 0 else 0.0 if n == 1 else math.nan  # (torch's ζ(n + 1, ∞) is NaN)
+    if x == 0:
+        return -math.copysign(math.inf, x) if n == 0 else (math.inf if n % 2 else -math.inf)
+    if x < 0 and x == math.floor(x):
+        return math.nan if n == 0 else (math.inf if n % 2 else -math.inf)
+    if n == 0 and x < 0:
+        return polygamma_ref(0, 1 - x) - math.pi / math.tan(math.pi * (x - math.trunc(x)))
+    fact = math.factorial(n)
+    sign = -1.0 if n % 2 == 0 else 1.0  # (-1)^(n+1)
+    acc = 0.0
+    while x < 20:
+        acc += (sign * fact / x ** (n + 1)) if n > 0 else -1 / x
+        x += 1
+    if n == 0:
+        series = math.log(x) - 1 / (2 * x) - sum(b / (2 * k * x ** (2 * k)) for k, b in enumerate(_B2K, 1))
+    else:
+        series = math.factorial(n - 1) / x**n + fact / (2 * x ** (n + 1))
+        series += sum(b * math.factorial(2 * k + n - 1) / (math.factorial(2 * k) * x ** (2 * k + n))
+                      for k, b in enumerate(_B2K, 1))
+        series *= sign
+    return acc + series
+
+
 def unary_samples(special=SPECIAL):
     def gen(m, rng):
         out = [
@@ -1149,6 +1192,25 @@ def build_op_db(T) -> list[OpInfo]:
                         S(m(3, 1), _denominator(m, 1, 4), rounding_mode="trunc").bc(),
                         S(m(3, 4), _denominator(m, 4), rounding_mode="trunc").bc()],
         inplace="div_")
+    # the binary op table (src/ops/table.rs): the function, the method and the in-place method
+    def xlogy_ref(a, b):
+        with np.errstate(all="ignore"):
+            return np.where(np.isnan(b), np.nan, np.where(a == 0, 0.0, a * np.log(b)))
+
+    binary_table = [
+        # name, reference, samples' second operand, special values
+        ("atan2", np.arctan2, None, ([0.0, 0.0, -0.0, INF, -INF, NAN, 1.0, 2.0], [0.0, -0.0, -1.0, INF, 1.0, 1.0, NAN, -INF])),
+        ("hypot", np.hypot, None, ([INF, NAN, 0.0, 3.0, -INF], [NAN, INF, 0.0, -4.0, 1.0])),
+        ("logaddexp", np.logaddexp, None, ([INF, -INF, INF, NAN, 1.0, -800.0], [INF, -INF, -INF, 1.0, NAN, -800.0])),
+        ("xlogy", xlogy_ref, _positive, ([0.0, 0.0, 1.0, 0.0, 2.0, 0.0], [NAN, 0.0, 0.0, -1.0, INF, INF])),
+    ]
+    for name, ref, mb, special in binary_table:
+        extra = (lambda m, b, rng: [S(m(3, 4), 2.5), S(1.5, _positive(m, 3, 4)), S(m(2, 3), 3),
+                                    S(0, _positive(m, 2, 3))]) if name == "xlogy" else None
+        add(name, (lambda n: lambda a, b: getattr(T, n)(a, b))(name), ref,
+            binary_samples(mb=mb, special=special, extra=extra),
+            inplace=None if name == "logaddexp" else f"{name}_")
+        add(f"Tensor.{name}", (lambda n: lambda a, b: getattr(a, n)(b))(name), ref, variant_binary_samples(mb=mb))
     add("where", lambda c, a, b: T.where(c, a, b), np.where, where_samples)
     add("Tensor.where", lambda c, a, b: a.where(c, b), np.where,
         lambda m, rng: [S(m.mask(3, 4), m(3, 4), m(3, 4)), S(m.mask(3, 1), m(1, 4), m(3, 4)).bc()])
@@ -1236,6 +1298,20 @@ def build_op_db(T) -> list[OpInfo]:
             inplace=f"{name}_", inplace_grad=name not in ("asinh", "acosh", "atanh"))
         add(f"Tensor.{name}", (lambda n: lambda a: getattr(a, n)())(name), ref, variant_unary_samples,
             domain=domain)
+    gamma_special = [0.0, -0.0, -1.0, -2.5, INF, -INF, NAN, 1e-30, 0.5, 25.0]
+    for name, ref in (("lgamma", _lgamma_ref), ("digamma", lambda x: polygamma_ref(0, x))):
+        ref = np.vectorize(ref, otypes=[float])
+        add(name, (lambda n: lambda a: getattr(T, n)(a))(name), ref, unary_samples(gamma_special), domain=POSITIVE,
+            inplace=f"{name}_")
+        add(f"Tensor.{name}", (lambda n: lambda a: getattr(a, n)())(name), ref, variant_unary_samples,
+            domain=POSITIVE)
+    polygamma_np = np.vectorize(polygamma_ref, otypes=[float])
+    add("polygamma", lambda n, a: T.polygamma(n, a), polygamma_np,
+        lambda m, rng: [S(0, m(3, 4)), S(1, m(2, 3)), S(2, m()), S(3, NC(m(4, 3), "t")), S(1, m(0)),
+                        S(2, np.array([0.0, -0.0, 1e-3, 0.5, 25.0, INF, NAN])).fwd("special values")],
+        domain=POSITIVE, rtol=1e-6)
+    add("Tensor.polygamma", lambda a, n: a.polygamma(n), lambda a, n: polygamma_np(n, a),
+        lambda m, rng: [S(m(2, 3), 1), S(NC(m(4, 3), "t"), 2)], domain=POSITIVE, inplace="polygamma_", rtol=1e-6)
     add("square", lambda a: T.square(a), np.square, unary_samples(SPECIAL), inplace="square_")
     add("Tensor.square", lambda a: a.square(), np.square, variant_unary_samples)
     for name in ("relu", "sigmoid", "tanh"):

@@ -19,6 +19,7 @@ TABLE_OPS = tuple(rgrad._C._UNARY_OPS)
 
 def _table_rows() -> list[str]:
     src = (ROOT / "src" / "ops" / "table.rs").read_text()
+    src = src[: src.index("macro_rules! binary_op_table")]
     return re.findall(r'^\s+(\w+) \w+_ \w+ "\w+" \{$', src, re.M)
 
 
@@ -58,3 +59,65 @@ def test_row_records_its_torch_node(name):
     row = re.search(rf'^\s+{name} \w+_ \w+ "(\w+)" \{{$', (ROOT / "src/ops/table.rs").read_text(), re.M)
     assert node is not None and row is not None
     assert node.name() == row.group(1)
+
+
+# ---- the binary op table ------------------------------------------------------------
+
+BINARY_OPS = tuple(rgrad._C._BINARY_OPS)
+
+
+def _binary_rows() -> list[tuple[str, str, str, str]]:
+    """(name, in-place form, torch node, in-place rule) of each binary row."""
+    src = (ROOT / "src" / "ops" / "table.rs").read_text()
+    src = src[src.index("macro_rules! binary_op_table"):]
+    rows = re.findall(r'^\s+(\w+) (\w+_) \w+ "(\w+)" \{$(.*?)^\s+\}$', src, re.M | re.S)
+    return [(n, n_, node, re.search(r"inplace: (\w+)", body).group(1)) for n, n_, node, body in rows]
+
+
+def test_the_binding_exports_every_binary_row_in_table_order():
+    assert BINARY_OPS == tuple(r[0] for r in _binary_rows())
+    assert len(BINARY_OPS) >= 4
+
+
+@pytest.mark.parametrize("name,name_,node,inplace", _binary_rows())
+def test_binary_row_has_method_function_stubs_docs_and_op_db(name, name_, node, inplace):
+    assert callable(getattr(rgrad.Tensor, name)) and getattr(rgrad.Tensor, name).__doc__
+    assert callable(getattr(rgrad, name)) and name in rgrad.__all__
+    stubs = _stub_methods()
+    assert name in stubs
+    assert re.search(rf"^def {name}\(", (ROOT / "python" / "rgrad" / "_C.pyi").read_text(), re.M)
+    assert re.search(rf"^\| `{name}` \| `?(none|{name_})`? \| `{node}`", (ROOT / "docs" / "ops.md").read_text(), re.M)
+    names = {op.name for op in op_db}
+    assert {name, f"Tensor.{name}"} <= names
+    if inplace == "recorded":
+        assert callable(getattr(rgrad.Tensor, name_)) and name_ in stubs
+        assert f"Tensor.{name_}" in names
+    else:
+        assert not hasattr(rgrad.Tensor, name_)
+    a = rgrad.tensor([1.25, 1.5], requires_grad=True)
+    assert getattr(rgrad, name)(a, rgrad.tensor([0.5, 2.0])).grad_fn.name() == node
+
+
+@pytest.mark.parametrize("call,exc,msg", [
+    (lambda t: rgrad.atan2(t, 2), TypeError, "atan2(): argument 'other' (position 2) must be Tensor, not int"),
+    (lambda t: t.atan2(2), TypeError, "atan2(): argument 'other' (position 1) must be Tensor, not int"),
+    (lambda t: rgrad.hypot(1, t), TypeError, "hypot(): argument 'input' (position 1) must be Tensor, not int"),
+    (lambda t: rgrad.xlogy(2, 3), TypeError, "xlogy() received an invalid combination of arguments - got (int, int)"),
+    (lambda t: rgrad.hypot(t.long(), t.long()), NotImplementedError, "\"hypot_cpu\" not implemented for 'Long'"),
+    (lambda t: rgrad.logaddexp(t.bool(), t.bool()), NotImplementedError, "\"logaddexp_cpu\" not implemented for 'Bool'"),
+    (lambda t: t.long().atan2_(t.long()), RuntimeError, "result type Float can't be cast to the desired output type Long"),
+    (lambda t: t.atan2_(t.unsqueeze(0)), RuntimeError, "output with shape [2] doesn't match the broadcast shape [1, 2]"),
+    (lambda t: rgrad.polygamma(-1, t), RuntimeError, "polygamma(n, x) does not support negative n."),
+])
+def test_binary_rows_refuse_as_torch(call, exc, msg):
+    with pytest.raises(exc) as e:
+        call(rgrad.tensor([1.0, 2.0]))
+    assert str(e.value).startswith(msg)
+
+
+def test_number_operands_record_torch_nodes_without_an_edge():
+    t = rgrad.tensor([1.5, 2.5], requires_grad=True)
+    for y, node in ((rgrad.xlogy(2, t), "XlogyBackward1"), (rgrad.xlogy(t, 2.5), "XlogyBackward2"),
+                    (t.clone().polygamma_(1), "PolygammaBackward1"), (rgrad.polygamma(2, t), "PolygammaBackward0")):
+        assert y.grad_fn.name() == node
+        assert len(y.grad_fn.next_functions) == 1

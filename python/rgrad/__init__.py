@@ -74,6 +74,10 @@ _METHOD_FUNCTIONS = (
 ).split() + list(_C._UNARY_OPS)  # the op table's unary ops
 for _name in _METHOD_FUNCTIONS:
     globals()[_name] = getattr(Tensor, _name)
+# the binary op table's functions take a number for an operand where torch does
+_BINARY_FUNCTIONS = (*_C._BINARY_OPS, "polygamma")
+for _name in _BINARY_FUNCTIONS:
+    globals()[_name] = getattr(_C, _name)
 del _name
 
 sub = Tensor.sub
@@ -153,5 +157,5 @@ __all__ = [
     "where", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "autograd", "nn", "is_tensor", "square",
     "FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor",
-    *_METHOD_FUNCTIONS,
+    *_METHOD_FUNCTIONS, *_BINARY_FUNCTIONS,
 ]

@@ -20,6 +20,21 @@ macro_rules! unary_op_ids {
 }
 crate::ops::table::unary_op_table!(unary_op_ids);
 
+macro_rules! binary_fn_ids {
+    ($($name:ident $name_:ident $V:ident $node:literal { $($row:tt)* })*) => {
+        /// The binary op table's functions of two float tensors (`ops::table`), one per row.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum BinaryFn {
+            $($V,)*
+        }
+        impl BinaryFn {
+            /// Every op, in table order.
+            pub const ALL: &[BinaryFn] = &[$(BinaryFn::$V,)*];
+        }
+    };
+}
+crate::ops::table::binary_op_table!(binary_fn_ids);
+
 /// The elementwise binary ops (device-agnostic ids; each backend has their kernels).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinaryOp {
@@ -91,6 +106,9 @@ pub trait Calc: Sized {
     fn exp(&self) -> Result<Self>;
     fn rsqrt(&self) -> Result<Self>;
     fn erfinv(&self) -> Result<Self>;
+    fn digamma(&self) -> Result<Self>;
+    /// ψ⁽ⁿ⁾(self)
+    fn polygamma(&self, n: u32) -> Result<Self>;
     fn zeros_like(&self) -> Result<Self>;
     /// `self`, unchanged (a gradient passed on as it is).
     fn unchanged(&self) -> Result<Self>;

@@ -278,7 +278,11 @@ pub(crate) fn grad0(g: &[Option<Tensor>]) -> Result<Tensor> {
 // ---- binary ops -----------------------------------------------------------------------
 
 /// Result dtype and tensors of both operands, scalars materialised as 0-d tensors.
-fn promote(a: Operand<'_>, b: Operand<'_>, float_result: bool) -> Result<(Tensor, Tensor, DType)> {
+pub(crate) fn promote(
+    a: Operand<'_>,
+    b: Operand<'_>,
+    float_result: bool,
+) -> Result<(Tensor, Tensor, DType)> {
     let mut rt = ResultType::default();
     for o in [a, b] {
         rt = match o {
@@ -451,13 +455,23 @@ impl Backward for DivScalarBackward {
 }
 
 fn binary_kernel(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    broadcast_kernel(a, b, |ra, la, rb, lb| k::binary(op, ra, la, rb, lb))
+}
+
+/// `kernel` over `a` and `b` broadcast to one shape (their dtypes already promoted to
+/// one), the output in the layout torch gives it.
+pub(crate) fn broadcast_kernel(
+    a: &Tensor,
+    b: &Tensor,
+    kernel: impl FnOnce(&Buffer, &Layout, &Buffer, &Layout) -> Buffer,
+) -> Result<Tensor> {
     let (sa, sb) = (a.snapshot(), b.snapshot());
     let shape = broadcast_shapes(&sa.layout.shape, &sb.layout.shape)?;
     super::creation::guard(&shape, sa.dtype)?;
     let expanded = [sa.layout.expand(&shape)?, sb.layout.expand(&shape)?];
     let (ra, rb) = (sa.storage.read(), sb.storage.read());
     elementwise_out(&shape, &[&sa.layout, &sb.layout], &expanded, |l| {
-        k::binary(op, &ra, &l[0], &rb, &l[1])
+        kernel(&ra, &l[0], &rb, &l[1])
     })
 }
 

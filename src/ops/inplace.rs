@@ -442,12 +442,15 @@ fn inplace(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tens
 /// functions, clamp, copy_): they refuse to write a tensor whose elements share memory
 /// (an expanded dim), as torch's `assert_no_internal_overlap` does. fill_, zero_,
 /// masked_fill_ and index_put_ write such tensors, as in torch.
-fn inplace_no_overlap(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+pub(crate) fn inplace_no_overlap(
+    x: &Tensor,
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
     inplace_checked(x, true, &[], f)
 }
 
 /// [`inplace_no_overlap`] with tensor operands, which may not partly overlap `x` either.
-fn inplace_no_overlap_with(
+pub(crate) fn inplace_no_overlap_with(
     x: &Tensor,
     operands: &[Option<&Tensor>],
     f: impl FnOnce(&Tensor) -> Result<Tensor>,
@@ -705,7 +708,7 @@ pub fn zero_(x: &Tensor) -> Result<Tensor> {
 
 /// An in-place op's operand of shape `other` broadcasts to its destination's shape `xs`
 /// (torch's message otherwise).
-fn broadcasts_to(xs: &[usize], other: &[usize]) -> Result<()> {
+pub(crate) fn broadcasts_to(xs: &[usize], other: &[usize]) -> Result<()> {
     let s = crate::shape::broadcast_shapes(xs, other)?;
     if s.as_slice() == xs {
         Ok(())

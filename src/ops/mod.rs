@@ -20,6 +20,7 @@
 //! forward fn + a `Backward` struct here, a line in `backward_ops!`, a method in
 //! `src/py/`, and an entry in `tests/op_db.py`.
 
+pub mod binary;
 pub mod creation;
 pub mod elementwise;
 pub mod indexing;
@@ -35,6 +36,7 @@ pub(crate) mod table;
 pub(crate) mod topk;
 pub mod unary;
 
+pub use binary::*;
 pub use creation::*;
 pub use elementwise::*;
 pub use indexing::*;
@@ -59,7 +61,9 @@ crate::backward_ops! {
     AddBackward0, RsubBackward1, MulBackward0, MulScalarBackward, DivBackward0, DivScalarBackward, PowBackward0, PowBackward1,
     PowBackward2, MaximumBackward0, MinimumBackward0, WhereBackward0, ClampBackward1, UnaryBackward,
     MaskedGradBackward, TanhBackwardBackward0, RemainderBackward0, ZeroGradBackward, NotImplementedBackward,
-    ToCopyBackward0, CloneBackward0, InplaceNotImplemented,
+    ToCopyBackward0, CloneBackward0, InplaceNotImplemented, PolygammaBackward,
+    // binary.rs
+    BinaryFnBackward,
     // reduce.rs
     SumBackward0, SumBackward1, MeanBackward0, MeanBackward1, ProdBackward0, ProdBackward1, MaxBackward0,
     AmaxBackward0, SoftmaxBackward0, LogSoftmaxBackward0, LogsumexpBackward0, VarBackward0,

@@ -178,6 +178,12 @@ impl Calc for Tensor {
     fn erfinv(&self) -> Result<Self> {
         erfinv(self)
     }
+    fn digamma(&self) -> Result<Self> {
+        digamma(self)
+    }
+    fn polygamma(&self, n: u32) -> Result<Self> {
+        polygamma(i64::from(n), self)
+    }
     fn zeros_like(&self) -> Result<Self> {
         super::zeros_like(self)
     }
@@ -360,6 +366,63 @@ impl Backward for UnaryBackward {
             return Ok(smallvec::smallvec![Some(r)]);
         }
         Ok(smallvec::smallvec![Some(recorded(self.op, &g, s)?)])
+    }
+}
+
+/// `torch.polygamma(n, x)`: ψ⁽ⁿ⁾(x), the n-th derivative of digamma (integer and bool
+/// inputs compute in float32).
+pub fn polygamma(n: i64, x: &Tensor) -> Result<Tensor> {
+    polygamma_as(n, x, "PolygammaBackward0")
+}
+
+/// `x.polygamma_(n)` (torch records it as the in-place overload, `PolygammaBackward1`).
+pub fn polygamma_(x: &Tensor, n: i64) -> Result<Tensor> {
+    super::inplace::inplace_no_overlap(x, |x| polygamma_as(n, x, "PolygammaBackward1"))
+}
+
+fn polygamma_as(n: i64, x: &Tensor, node: &'static str) -> Result<Tensor> {
+    if n < 0 {
+        return Err(Error::runtime(
+            "polygamma(n, x) does not support negative n.",
+        ));
+    }
+    // (an order beyond u32 is far past where ψ⁽ⁿ⁾ is representable: infinite or zero)
+    let n = u32::try_from(n).unwrap_or(u32::MAX);
+    let promoted;
+    let x = if x.dtype().is_float() {
+        x
+    } else {
+        promoted = super::to_dtype(x, DType::F32)?;
+        &promoted
+    };
+    let s = x.snapshot();
+    apply(
+        &[x],
+        || unary_out(&s.layout, |l| k::polygamma(n, &s.storage.read(), l)),
+        |_| {
+            let mut sv = Saver::default();
+            let xi = sv.input_if(true, x);
+            (PolygammaBackward { n, node, x: xi }, sv.list)
+        },
+    )
+}
+
+/// Backward of `polygamma(n, x)`: g·ψ⁽ⁿ⁺¹⁾(x).
+#[derive(Clone)]
+pub struct PolygammaBackward {
+    n: u32,
+    node: &'static str,
+    x: Option<u8>,
+}
+impl Backward for PolygammaBackward {
+    fn name(&self) -> Cow<'static, str> {
+        self.node.into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let x = get(ctx, self.x)?;
+        let d = polygamma(i64::from(self.n.saturating_add(1)), &x)?;
+        Ok(smallvec::smallvec![Some(super::mul(&g, &d)?)])
     }
 }
 

@@ -81,8 +81,18 @@ pub fn tensor_arg(
     pname: &str,
     pos: usize,
 ) -> PyResult<Tensor> {
+    tensor_ref(obj, fname, pname, pos).cloned()
+}
+
+/// [`tensor_arg`], borrowed.
+pub fn tensor_ref<'a>(
+    obj: &'a Bound<'_, PyAny>,
+    fname: &str,
+    pname: &str,
+    pos: usize,
+) -> PyResult<&'a Tensor> {
     match obj.cast::<PyTensor>() {
-        Ok(t) => Ok(t.get().t.clone()),
+        Ok(t) => Ok(&t.get().t),
         Err(_) => Err(PyTypeError::new_err(format!(
             "{fname}(): argument '{pname}' (position {pos}) must be Tensor, not {}",
             type_name(obj)

@@ -1,6 +1,7 @@
 //! The `rgrad._C` extension module: the only code that uses PyO3. It converts
 //! arguments, calls the core, and converts results and errors back.
 
+mod binary;
 mod convert;
 mod error;
 mod function;
@@ -525,6 +526,9 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(d.name(), PyDType { d })?;
     }
     m.add("_UNARY_OPS", PyTuple::new(m.py(), unary::names())?)?;
+    m.add("_BINARY_OPS", PyTuple::new(m.py(), binary::names())?)?;
+    binary::register(m)?;
+    m.add_function(wrap_pyfunction!(unary::polygamma, m)?)?;
     m.add_function(wrap_pyfunction!(tensor, m)?)?;
     m.add_function(wrap_pyfunction!(_from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;

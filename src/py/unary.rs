@@ -36,3 +36,22 @@ crate::ops::table::unary_op_table!(py_methods);
 pub fn names() -> Vec<&'static str> {
     ops::UNARY_OPS.iter().map(|(name, _, _)| *name).collect()
 }
+
+#[pymethods]
+impl PyTensor {
+    /// Computes the n-th derivative of the digamma function of each element.
+    fn polygamma(&self, py: Python<'_>, n: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::polygamma(n, &self.t))?)
+    }
+    /// In-place version of `polygamma()`. Returns this tensor.
+    fn polygamma_(slf: &Bound<'_, Self>, n: i64) -> PyResult<Py<PyTensor>> {
+        ops::polygamma_(&slf.get().t, n)?;
+        Ok(slf.clone().unbind())
+    }
+}
+
+/// `rgrad.polygamma(n, input)`: the n-th derivative of the digamma function.
+#[pyfunction]
+pub fn polygamma(py: Python<'_>, n: i64, input: PyRef<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
+    input.polygamma(py, n)
+}

@@ -48,6 +48,44 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     fn trunc(self) -> Self;
     /// `x - trunc(x)`, as torch computes it.
     fn frac(self) -> Self;
+    fn lgamma(self) -> Self {
+        super::special::lgamma(self)
+    }
+    fn digamma(self) -> Self {
+        super::special::digamma(self)
+    }
+    /// ψ⁽ⁿ⁾(x).
+    fn polygamma(self, n: u32) -> Self {
+        super::special::polygamma(n, self)
+    }
+    // The binary table's functions (`f` of its rows). atan2 and hypot in float64 with
+    // libm's pure-Rust code, float32 rounded once from it (std's call glibc's, whose
+    // hypot would raise the wheel's manylinux floor).
+    fn atan2(self, o: Self) -> Self {
+        Self::from_f64(libm::atan2(self.to_f64(), o.to_f64()))
+    }
+    fn hypot(self, o: Self) -> Self {
+        Self::from_f64(libm::hypot(self.to_f64(), o.to_f64()))
+    }
+    /// ln(eˢᵉˡᶠ + eᵒ) as torch computes it: the larger plus log1p(e^-|difference|), and
+    /// an infinity of both signs' own value.
+    fn logaddexp(self, o: Self) -> Self {
+        if self == o && self.abs().to_f64() == f64::INFINITY {
+            return self;
+        }
+        let m = if self < o { o } else { self };
+        m + (-(self - o).abs()).exp().ln_1p()
+    }
+    /// `self · ln(o)`, 0 where `self` is 0 unless `o` is NaN (torch's xlogy).
+    fn xlogy(self, o: Self) -> Self {
+        if o.is_nan() {
+            o
+        } else if self == Self::from_f64(0.0) {
+            self * Self::from_f64(0.0)
+        } else {
+            self * o.ln()
+        }
+    }
     /// The forward kernel of `op` over a contiguous slice.
     fn unary_slice(op: UnaryOp, x: &[Self]) -> Vec<Self>;
     /// Whether some forward kernels are `vmath`'s slice functions (float32).
@@ -193,6 +231,12 @@ impl<T: Float> Calc for E<T> {
     fn erfinv(&self) -> Result<Self> {
         Ok(E(Float::erfinv(self.0)))
     }
+    fn digamma(&self) -> Result<Self> {
+        Ok(E(Float::digamma(self.0)))
+    }
+    fn polygamma(&self, n: u32) -> Result<Self> {
+        Ok(E(Float::polygamma(self.0, n)))
+    }
     fn zeros_like(&self) -> Result<Self> {
         Ok(E(T::from_f64(0.0)))
     }
@@ -267,6 +311,12 @@ impl Calc for Probe {
         Ok(*self)
     }
     fn erfinv(&self) -> Result<Self> {
+        Ok(*self)
+    }
+    fn digamma(&self) -> Result<Self> {
+        Ok(*self)
+    }
+    fn polygamma(&self, _: u32) -> Result<Self> {
         Ok(*self)
     }
     fn zeros_like(&self) -> Result<Self> {
@@ -364,6 +414,12 @@ impl<T: Float> Calc for Block<'_, T> {
     }
     fn erfinv(&self) -> Result<Self> {
         self.unary(UnaryOp::Erfinv)
+    }
+    fn digamma(&self) -> Result<Self> {
+        self.unary(UnaryOp::Digamma)
+    }
+    fn polygamma(&self, n: u32) -> Result<Self> {
+        self.each(|a| Ok(a.polygamma(n)))
     }
     fn zeros_like(&self) -> Result<Self> {
         self.each(|a| Ok(E(a).zeros_like()?.0))
@@ -584,6 +640,15 @@ pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
             }
         }
         Buffer::Bool(v) => Buffer::Bool(contiguous(v, layout).into_owned()),
+    }
+}
+
+/// `polygamma(n, x)` of a float buffer (the op layer promotes other dtypes first).
+pub fn polygamma(n: u32, buf: &Buffer, layout: &Layout) -> Buffer {
+    match buf {
+        Buffer::F32(v) => Buffer::F32(map(&contiguous(v, layout), |x: f32| x.polygamma(n))),
+        Buffer::F64(v) => Buffer::F64(map(&contiguous(v, layout), |x: f64| x.polygamma(n))),
+        other => other.clone(),
     }
 }
 

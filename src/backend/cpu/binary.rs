@@ -1,0 +1,40 @@
+//! The binary op table's forward kernels (`ops::table::binary_op_table!`): each row's `f`
+//! over two float buffers broadcast to one shape. No op's math is written here.
+
+use super::elementwise::zip;
+use super::unary::Float;
+use crate::backend::BinaryFn;
+use crate::layout::Layout;
+use crate::storage::Buffer;
+
+/// `f` of two float buffers whose layouts are already broadcast to the output's shape.
+fn map2<T: Float>(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout, f: fn(T, T) -> T) -> Vec<T> {
+    zip(T::slice(a), la, T::slice(b), lb, f)
+}
+
+macro_rules! kernels {
+    ($($name:ident $name_:ident $V:ident $node:literal {
+        dtypes: $dt:ident $(($k:literal))?,
+        numbers: $num:ident $(($n1:literal, $n2:literal))?,
+        f: |$a:ident, $b:ident| $f:expr,
+        $($rest:tt)*
+    })*) => {
+        /// The forward kernel of `op` (the op layer has promoted both operands to one
+        /// float dtype).
+        pub fn binary_fn(op: BinaryFn, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer {
+            match op {
+                $(BinaryFn::$V => {
+                    fn f<T: Float>($a: T, $b: T) -> T {
+                        $f
+                    }
+                    match a {
+                        Buffer::F32(_) => Buffer::F32(map2(a, la, b, lb, f::<f32>)),
+                        Buffer::F64(_) => Buffer::F64(map2(a, la, b, lb, f::<f64>)),
+                        other => other.clone(),
+                    }
+                })*
+            }
+        }
+    };
+}
+crate::ops::table::binary_op_table!(kernels);

@@ -1,0 +1,332 @@
+//! The binary op table's ops (`table::binary_op_table!`): dtype rules, number operands,
+//! what the node saves, its name, and the recorded backward from the row's `da` / `db`.
+//! Nothing here is specific to one op; the arithmetic operators with fast paths of their
+//! own (`add`, `mul`, `pow`, ...) live in `elementwise.rs`.
+
+use super::OperandShapes;
+use super::elementwise::{Operand, Saver, get, grad0, promote};
+use super::{apply, apply_nondiff};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::backend::cpu::binary as k;
+use crate::backend::{BinaryFn, BinaryOp, Calc};
+#[cfg(test)]
+use crate::dtype::DType;
+use crate::dtype::Scalar;
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+use std::borrow::Cow;
+
+/// The facts of one row the op layer needs.
+struct Row {
+    name: &'static str,
+    node: &'static str,
+    /// integer and bool operands compute in the default float dtype
+    float_result: bool,
+    /// else: the kernel torch names when it refuses a non-float dtype
+    kernel: &'static str,
+    /// the nodes torch records when a number stands for the first or the second operand
+    number_nodes: Option<(&'static str, &'static str)>,
+    saves_output: bool,
+}
+
+/// The tensor operations the rows' derivatives use besides [`Calc`]'s.
+trait BinaryCalc: Sized {
+    fn add(&self, o: &Self) -> Result<Self>;
+    fn sub(&self, o: &Self) -> Result<Self>;
+    fn reciprocal(&self) -> Result<Self>;
+    fn xlogy(&self, o: &Self) -> Result<Self>;
+    /// `self`, with 0 where `a == 0` and `b <= 0` (broadcast).
+    fn zero_where_zero_and_nonpositive(&self, a: &Self, b: &Self) -> Result<Self>;
+}
+
+impl BinaryCalc for Tensor {
+    fn add(&self, o: &Self) -> Result<Self> {
+        super::add(self, o)
+    }
+    fn sub(&self, o: &Self) -> Result<Self> {
+        super::sub(self, o)
+    }
+    fn reciprocal(&self) -> Result<Self> {
+        super::reciprocal(self)
+    }
+    fn xlogy(&self, o: &Self) -> Result<Self> {
+        binary_fn(BinaryFn::Xlogy, Operand::T(self), Operand::T(o))
+    }
+    fn zero_where_zero_and_nonpositive(&self, a: &Self, b: &Self) -> Result<Self> {
+        let mask = super::logical(
+            BinaryOp::LogicalAnd,
+            &super::eq_scalar(a, 0.0)?,
+            &super::le_scalar(b, 0.0)?,
+        )?;
+        super::masked_fill(self, &mask, Scalar::Float(0.0))
+    }
+}
+
+macro_rules! dtype_rule {
+    (float) => {
+        (true, "")
+    };
+    (floats($k:literal)) => {
+        (false, $k)
+    };
+}
+
+macro_rules! numbers_rule {
+    (none) => {
+        None::<(&'static str, &'static str)>
+    };
+    (either($n1:literal, $n2:literal)) => {
+        Some(($n1, $n2))
+    };
+}
+
+macro_rules! saves_output {
+    ($a:ident, $b:ident) => {
+        false
+    };
+    ($a:ident, $b:ident, $y:ident) => {
+        true
+    };
+}
+
+macro_rules! op_layer {
+    ($($name:ident $name_:ident $V:ident $node:literal {
+        dtypes: $dt:ident $(($k:literal))?,
+        numbers: $num:ident $(($n1:literal, $n2:literal))?,
+        f: |$fa:ident, $fb:ident| $f:expr,
+        saves($($sv:ident),*):
+            da: |$ga:ident, $($da_args:ident),*| $da:expr,
+            db: |$gb:ident, $($db_args:ident),*| $db:expr,
+        inplace: $inplace:ident,
+        doc: $doc:literal,
+    })*) => {
+        fn row(op: BinaryFn) -> Row {
+            match op {
+                $(BinaryFn::$V => {
+                    let (float_result, kernel) = dtype_rule!($dt $(($k))?);
+                    Row {
+                        name: stringify!($name),
+                        node: $node,
+                        float_result,
+                        kernel,
+                        number_nodes: numbers_rule!($num $(($n1, $n2))?),
+                        saves_output: saves_output!($($sv),*),
+                    }
+                })*
+            }
+        }
+
+        /// The row's gradient of operand `i` (0: `a`, 1: `b`) over tensors; `saved`: what
+        /// the row saves, in its order (a, b and, where saved, the output y).
+        fn recorded(op: BinaryFn, i: usize, g: &Tensor, saved: &[Tensor]) -> Result<Tensor> {
+            let missing = || Error::Internal("binary backward: saved value missing".into());
+            match (op, i) {
+                $((BinaryFn::$V, 0) => {
+                    let mut it = saved.iter();
+                    let $ga = g;
+                    $(#[allow(unused_variables)] let $da_args = it.next().ok_or_else(missing)?;)*
+                    $da
+                }
+                (BinaryFn::$V, _) => {
+                    let mut it = saved.iter();
+                    let $gb = g;
+                    $(#[allow(unused_variables)] let $db_args = it.next().ok_or_else(missing)?;)*
+                    $db
+                })*
+            }
+        }
+
+        $(#[doc = concat!("`torch.", stringify!($name), "`: ", $doc)]
+        pub fn $name(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+            binary_fn(BinaryFn::$V, a, b)
+        })*
+
+        /// Each op's Python name, id, whether it has an in-place form, whether a number
+        /// may stand for an operand, and its docstring, in table order.
+        pub const BINARY_OPS: &[(&str, BinaryFn, bool, bool, &str)] = &[$((
+            stringify!($name),
+            BinaryFn::$V,
+            stringify!($inplace).len() != 4, // (not `none`)
+            numbers_rule!($num $(($n1, $n2))?).is_some(),
+            $doc,
+        ),)*];
+    };
+}
+super::table::binary_op_table!(op_layer);
+
+/// Applies a binary table op: type promotion (Python numbers as wrapped numbers),
+/// broadcasting, the dtype rule, and the node.
+pub fn binary_fn(op: BinaryFn, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    let r = row(op);
+    let number_node = match (a, b) {
+        (Operand::T(_), Operand::T(_)) => None,
+        (Operand::S(_), Operand::T(_)) => r.number_nodes.map(|n| n.0),
+        (Operand::T(_), Operand::S(_)) => r.number_nodes.map(|n| n.1),
+        (Operand::S(_), Operand::S(_)) => None,
+    };
+    if number_node.is_none() && !matches!((a, b), (Operand::T(_), Operand::T(_))) {
+        return Err(Error::Internal(format!("{}: a number operand", r.name)));
+    }
+    if let (Operand::T(x), Operand::T(y)) = (a, b) {
+        // torch finds shapes that do not broadcast before the dtype it has no kernel for
+        crate::shape::broadcast_shapes(&x.shape(), &y.shape())?;
+    }
+    let (ta, tb, dtype) = promote(a, b, r.float_result)?;
+    if !dtype.is_float() {
+        return Err(Error::not_implemented(format!(
+            "\"{}\" not implemented for '{}'",
+            r.kernel,
+            dtype.scalar_type_name()
+        )));
+    }
+    let forward = || {
+        super::elementwise::broadcast_kernel(&ta, &tb, |ra, la, rb, lb| {
+            k::binary_fn(op, ra, la, rb, lb)
+        })
+    };
+    // A number is no input of the node (torch records the Scalar overload).
+    let inputs: &[&Tensor] = match (a, b) {
+        (Operand::S(_), _) => &[&tb],
+        (_, Operand::S(_)) => &[&ta],
+        _ => &[&ta, &tb],
+    };
+    if inputs.iter().all(|t| !t.requires_grad()) {
+        return apply_nondiff(forward);
+    }
+    apply(inputs, forward, |y| {
+        let mut s = Saver::default();
+        let mut saved = [None; 3];
+        saved[0] = s.input_if(true, &ta);
+        saved[1] = s.input_if(true, &tb);
+        if r.saves_output {
+            saved[2] = Some(s.output(y));
+        }
+        let node = BinaryFnBackward {
+            op,
+            node: number_node.unwrap_or(r.node),
+            number_at: match (a, b) {
+                (Operand::S(_), _) => Some(0),
+                (_, Operand::S(_)) => Some(1),
+                _ => None,
+            },
+            shapes: OperandShapes::new(&ta, &tb, y),
+            saved,
+        };
+        (node, s.list)
+    })
+}
+
+/// `x.op_(other)`: the op computed and written into `x`.
+pub fn binary_fn_inplace(op: BinaryFn, x: &Tensor, other: Operand<'_>) -> Result<Tensor> {
+    if let Operand::T(o) = other {
+        // before the dtype checks, as torch's TensorIterator finds it first
+        super::inplace::broadcasts_to(&x.shape(), &o.shape())?;
+    }
+    let o = match other {
+        Operand::T(t) => Some(t),
+        Operand::S(_) => None,
+    };
+    super::inplace::inplace_no_overlap_with(x, &[o], |x| binary_fn(op, Operand::T(x), other))
+}
+
+/// The node of every binary table op: its name and derivatives come from the op's row.
+#[derive(Clone)]
+pub struct BinaryFnBackward {
+    op: BinaryFn,
+    node: &'static str,
+    /// which operand was a Python number (it has no edge)
+    number_at: Option<usize>,
+    shapes: OperandShapes,
+    /// a, b and the output, where saved
+    saved: [Option<u8>; 3],
+}
+impl Backward for BinaryFnBackward {
+    fn name(&self) -> Cow<'static, str> {
+        self.node.into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let saved: Vec<Tensor> = self
+            .saved
+            .iter()
+            .flatten()
+            .map(|&i| get(ctx, Some(i)))
+            .collect::<Result<_>>()?;
+        let mut out = Grads::new();
+        for i in 0..2 {
+            if self.number_at == Some(i) {
+                continue; // (no edge)
+            }
+            let edge = if self.number_at.is_some() { 0 } else { i };
+            out.push(if ctx.needs_input_grad(edge) {
+                Some(self.shapes.sum_to(&recorded(self.op, i, &g, &saved)?, i)?)
+            } else {
+                None
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{assert_values, gradcheck, gradgradcheck, leaf, tensor, tensor_i64};
+
+    #[test]
+    fn values_and_dtypes_follow_the_rows() {
+        let a = tensor(vec![1.0, -1.0, 0.0], &[3]);
+        let b = tensor(vec![1.0, 1.0, 0.5], &[3]);
+        let y = atan2(Operand::T(&a), Operand::T(&b)).unwrap();
+        let q = std::f64::consts::FRAC_PI_4;
+        assert_values(&y, &[q, -q, 0.0], 1e-15, 0.0);
+        let i = tensor_i64(vec![0, 1, 2], &[3]);
+        assert_eq!(
+            atan2(Operand::T(&i), Operand::T(&i)).unwrap().dtype(),
+            DType::F32
+        );
+        let e = hypot(Operand::T(&i), Operand::T(&i)).unwrap_err();
+        assert_eq!(e.to_string(), "\"hypot_cpu\" not implemented for 'Long'");
+        let z = xlogy(Operand::S(Scalar::Float(0.0)), Operand::T(&b)).unwrap();
+        assert_values(&z, &[0.0, 0.0, 0.0], 0.0, 0.0);
+        let l = logaddexp(Operand::T(&a), Operand::T(&b)).unwrap();
+        assert_values(
+            &l,
+            &[
+                1.0 + 2f64.ln(),
+                1.0 + (-2f64).exp().ln_1p(),
+                0.5 + (-0.5f64).exp().ln_1p(),
+            ],
+            1e-15,
+            1e-15,
+        );
+    }
+
+    #[test]
+    fn first_and_second_derivatives_match_finite_differences() {
+        let a = leaf(vec![0.5, -1.2, 2.0, 0.7, 1.5, -0.3], &[2, 3]);
+        let b = leaf(vec![1.1, 0.4, -0.8], &[3]);
+        for &(name, op, ..) in BINARY_OPS {
+            let f = |x: &[Tensor]| {
+                let b = if op == BinaryFn::Xlogy {
+                    super::super::abs(&x[1])?
+                } else {
+                    x[1].clone()
+                };
+                binary_fn(op, Operand::T(&x[0]), Operand::T(&b))
+            };
+            gradcheck(f, &[a.clone(), b.clone()]).unwrap_or_else(|e| panic!("{name}: {e}"));
+            gradgradcheck(f, &[a.clone(), b.clone()]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        // a number operand has no edge and no gradient
+        let y = xlogy(Operand::T(&a), Operand::S(Scalar::Float(2.0))).unwrap();
+        assert_eq!(y.grad_fn().unwrap().name(), "XlogyBackward2");
+        let f = |x: &[Tensor]| {
+            xlogy(
+                Operand::S(Scalar::Float(1.5)),
+                Operand::T(&super::super::abs(&x[0])?),
+            )
+        };
+        gradcheck(f, std::slice::from_ref(&b)).unwrap();
+    }
+}
