@@ -11,6 +11,8 @@
 
 pub mod autograd;
 pub mod backend;
+pub mod device;
+pub mod dispatch;
 pub mod dtype;
 pub mod error;
 pub mod layout;

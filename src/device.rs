@@ -1,0 +1,55 @@
+//! Where a tensor's storage lives. Device is a property of the storage (its buffer's
+//! backend); an op on tensors of two devices is refused before any kernel runs, with
+//! torch's message. The CPU is the only backend today; the CUDA backend adds
+//! `Device::Cuda(ordinal)` buffers behind the same kernel interface (`backend`).
+
+use crate::{Error, Result};
+
+/// A device, printed as torch prints it (`cpu`, `cuda:0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Device {
+    Cpu,
+    /// An NVIDIA GPU by ordinal (no storage lives there yet: the CUDA backend's issue).
+    Cuda(u32),
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Device::Cpu => f.write_str("cpu"),
+            Device::Cuda(i) => write!(f, "cuda:{i}"),
+        }
+    }
+}
+
+/// The one device of an op's operands, or torch's error naming the first device and the
+/// first that differs from it, in operand order (TensorIterator's check, run before any
+/// kernel).
+pub fn common_device(devices: impl IntoIterator<Item = Device>) -> Result<Device> {
+    let mut it = devices.into_iter();
+    let first = it.next().unwrap_or(Device::Cpu);
+    match it.find(|d| *d != first) {
+        None => Ok(first),
+        Some(other) => Err(Error::runtime(format!(
+            "Expected all tensors to be on the same device, but found at least two devices, {first} and {other}!"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_device_passes_two_are_refused_with_torchs_message() {
+        assert_eq!(common_device([Device::Cpu, Device::Cpu]).unwrap(), Device::Cpu);
+        assert_eq!(common_device([]).unwrap(), Device::Cpu);
+        let e = common_device([Device::Cuda(0), Device::Cpu]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+        );
+        let e = common_device([Device::Cuda(1), Device::Cuda(0)]).unwrap_err();
+        assert!(e.to_string().ends_with("cuda:1 and cuda:0!"));
+    }
+}
