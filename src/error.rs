@@ -62,6 +62,12 @@ pub enum Error {
     #[error("a leaf Variable that requires grad has been used in an in-place operation.")]
     DirtyLeafRequiresGrad,
 
+    #[error("cannot register a hook on a tensor that doesn't require gradient")]
+    HookWithoutGrad,
+
+    #[error("can't retain_grad on Tensor that has requires_grad=False")]
+    RetainGradWithoutGrad,
+
     // ---- IndexError --------------------------------------------------------------------
     #[error("Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")]
     DimOutOfRange { dim: i64, lo: i64, hi: i64 },
@@ -141,6 +147,19 @@ impl Error {
             fmt_shape(got),
             fmt_shape(expected)
         ))
+    }
+
+    // ---- tensor hooks (`autograd::hooks`) ----
+    /// Hook `hook` returned a gradient of dtype `got` for one of dtype `was` (torch's
+    /// legacy type names, `FloatTensor`).
+    pub fn hook_changed_type(hook: &str, was: &str, got: &str) -> Self {
+        Error::Runtime(format!(
+            "hook '{hook}' has changed the type of value (was rgrad.{was} got rgrad.{got})"
+        ))
+    }
+    /// Hook `hook` returned a gradient of another shape.
+    pub fn hook_changed_size(hook: &str) -> Self {
+        Error::Runtime(format!("hook '{hook}' has changed the size of value"))
     }
 }
 

@@ -5,3 +5,4 @@ pub mod engine;
 pub mod function;
 pub mod grad_mode;
 pub mod graph;
+pub mod hooks;

@@ -41,6 +41,8 @@ impl From<Error> for PyErr {
             | Error::RequiresGradDtype(_)
             | Error::DirtyNotReturned
             | Error::DirtyLeafRequiresGrad
+            | Error::HookWithoutGrad
+            | Error::RetainGradWithoutGrad
             | Error::Internal(_) => PyRuntimeError::new_err(msg),
             Error::DimOutOfRange { .. } | Error::Index(_) => PyIndexError::new_err(msg),
             Error::Type(_) => PyTypeError::new_err(msg),

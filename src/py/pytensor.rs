@@ -11,7 +11,6 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 /// A multi-dimensional matrix containing elements of a single data type: `rgrad.Tensor`.
 #[pyclass(name = "Tensor", module = "rgrad", subclass, frozen, weakref)]
@@ -140,8 +139,6 @@ pub fn dtype_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
         }
     }
 }
-
-pub(super) static HOOK_IDS: AtomicU64 = AtomicU64::new(1);
 
 pub(super) fn binop(
     py: Python<'_>,
