@@ -4,6 +4,7 @@
 //! matches on torch's wording keeps working. Only `src/py/error.rs` maps variants to
 //! Python exception types, with an exhaustive match.
 
+use crate::shape::fmt_shape;
 use std::sync::Arc;
 
 /// Result alias used throughout the core.
@@ -50,6 +51,23 @@ pub enum Error {
     #[error("rgrad internal error: {0}; please report")]
     Internal(String),
 
+    /// A custom Function's `ctx.mark_dirty` named a tensor that forward did not return.
+    #[error(
+        "Some elements marked as dirty during the forward method were not returned as output. The inputs that are \
+         modified inplace must all be outputs of the Function."
+    )]
+    DirtyNotReturned,
+
+    /// A custom Function modified in place (`ctx.mark_dirty`) a leaf that requires grad.
+    #[error("a leaf Variable that requires grad has been used in an in-place operation.")]
+    DirtyLeafRequiresGrad,
+
+    #[error("cannot register a hook on a tensor that doesn't require gradient")]
+    HookWithoutGrad,
+
+    #[error("can't retain_grad on Tensor that has requires_grad=False")]
+    RetainGradWithoutGrad,
+
     // ---- IndexError --------------------------------------------------------------------
     #[error("Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")]
     DimOutOfRange { dim: i64, lo: i64, hi: i64 },
@@ -94,6 +112,54 @@ impl Error {
     }
     pub fn not_implemented(msg: impl Into<String>) -> Self {
         Error::NotImplemented(msg.into())
+    }
+}
+
+/// torch's messages with arguments, as RuntimeErrors built here (a variant holding them
+/// would make every `Result` of the crate larger).
+impl Error {
+    // ---- custom Functions (`autograd::custom_function`) ----
+    /// The backward of Function `name` returned `got` values for `expected` inputs.
+    pub fn wrong_grad_count(name: &str, expected: usize, got: usize) -> Self {
+        Error::Runtime(format!(
+            "function {name} returned an incorrect number of gradients (expected {expected}, got {got})"
+        ))
+    }
+    /// The backward of Function `name` returned a gradient for a non-tensor input
+    /// (`position` counts from 1, as torch's message does).
+    pub fn grad_for_non_tensor_input(name: &str, position: usize) -> Self {
+        Error::Runtime(format!(
+            "function {name} returned a gradient different than None at position {position}, but the \
+             corresponding forward input was not a Variable"
+        ))
+    }
+    /// A custom Function's backward returned something that is neither a Tensor nor None
+    /// (`type_name`: its type's name).
+    pub fn grad_not_tensor(type_name: &str) -> Self {
+        Error::Runtime(format!("expected Variable or None (got {type_name})"))
+    }
+    /// The gradient for input `index` of Function `name` does not broadcast to the
+    /// input's shape (torch's validate_outputs).
+    pub fn invalid_grad_shape(name: &str, index: usize, got: &[usize], expected: &[usize]) -> Self {
+        Error::Runtime(format!(
+            "Function {name} returned an invalid gradient at index {index} - got {} but expected shape compatible \
+             with {}",
+            fmt_shape(got),
+            fmt_shape(expected)
+        ))
+    }
+
+    // ---- tensor hooks (`autograd::hooks`) ----
+    /// Hook `hook` returned a gradient of dtype `got` for one of dtype `was` (torch's
+    /// legacy type names, `FloatTensor`).
+    pub fn hook_changed_type(hook: &str, was: &str, got: &str) -> Self {
+        Error::Runtime(format!(
+            "hook '{hook}' has changed the type of value (was rgrad.{was} got rgrad.{got})"
+        ))
+    }
+    /// Hook `hook` returned a gradient of another shape.
+    pub fn hook_changed_size(hook: &str) -> Self {
+        Error::Runtime(format!("hook '{hook}' has changed the size of value"))
     }
 }
 

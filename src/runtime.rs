@@ -191,10 +191,13 @@ fn pool_and_warm() -> Result<(Arc<rayon::ThreadPool>, Arc<Warm>)> {
     Ok(r)
 }
 
-/// Replaces the pool with one of `n` threads, at least 1 and at most [`MAX_THREADS`]
-/// (torch.set_num_threads). Work already running keeps its old pool until it finishes.
+/// Replaces the pool with one of `n` threads, at most [`MAX_THREADS`] (torch.set_num_threads;
+/// 0 is an error, as in torch). Work already running keeps its old pool until it finishes.
 pub fn set_num_threads(n: usize) -> Result<()> {
-    let n = n.clamp(1, MAX_THREADS);
+    if n == 0 {
+        return Err(Error::runtime("set_num_threads expects a positive integer"));
+    }
+    let n = n.min(MAX_THREADS);
     let p = build(n)?;
     THREADS.store(n, Ordering::Relaxed);
     *POOL.write() = Some(p);

@@ -135,6 +135,21 @@ pub fn fmt_shape(shape: &[usize]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
+/// The shape of a new tensor given as sizes (torch's check_size_nonnegative): none may be
+/// negative.
+pub fn sizes_to_shape(sizes: &[i64]) -> Result<Shape> {
+    sizes
+        .iter()
+        .map(|&s| {
+            usize::try_from(s).map_err(|_| {
+                Error::runtime(format!(
+                    "Trying to create tensor with negative dimension {s}: {sizes:?}"
+                ))
+            })
+        })
+        .collect()
+}
+
 /// Resolves a `view`/`reshape` size list with at most one `-1`.
 pub fn infer_size(sizes: &[i64], numel: usize) -> Result<Shape> {
     let mut out: Shape = Shape::with_capacity(sizes.len());

@@ -11,7 +11,7 @@
 //! `snapshot()` copies out what an op needs.
 
 use crate::autograd::graph::{Hook, NodeRef};
-use crate::dtype::DType;
+use crate::dtype::{DType, Scalar};
 use crate::layout::Layout;
 use crate::shape::Shape;
 use crate::storage::{Buffer, Storage};
@@ -353,6 +353,38 @@ impl Tensor {
     }
     pub fn version(&self) -> u64 {
         self.lock().version()
+    }
+
+    // ---- values --------------------------------------------------------------------
+    /// The single element of a one-element tensor (torch's `item()`).
+    pub fn item(&self) -> Result<Scalar> {
+        let n = self.numel();
+        if n != 1 {
+            return Err(Error::runtime(format!(
+                "a Tensor with {n} elements cannot be converted to Scalar"
+            )));
+        }
+        let s = self.snapshot();
+        let r = s.storage.read();
+        let o = s.layout.offset;
+        Ok(match &*r {
+            Buffer::F32(v) => Scalar::Float(f64::from(v[o])),
+            Buffer::F64(v) => Scalar::Float(v[o]),
+            Buffer::I64(v) => Scalar::Int(v[o]),
+            Buffer::Bool(v) => Scalar::Bool(v[o]),
+        })
+    }
+    /// Whether a one-element tensor's element is not zero (torch's `is_nonzero`, what
+    /// `bool(x)` asks); with no element or several the answer is ambiguous: an error.
+    pub fn is_nonzero(&self) -> Result<bool> {
+        let n = self.numel();
+        if n != 1 {
+            return Err(Error::runtime(format!(
+                "Boolean value of Tensor with {} values is ambiguous",
+                if n == 0 { "no" } else { "more than one" }
+            )));
+        }
+        Ok(self.item()?.as_f64() != 0.0)
     }
 
     // ---- autograd metadata -----------------------------------------------------------

@@ -1,6 +1,8 @@
 //! Autograd: the node arena, backward ops' interface, the executor and grad mode.
 
+pub mod custom_function;
 pub mod engine;
 pub mod function;
 pub mod grad_mode;
 pub mod graph;
+pub mod hooks;

@@ -2,6 +2,7 @@
 
 use super::new_tensor;
 use crate::dtype::{DType, Scalar};
+use crate::shape::Shape;
 use crate::storage::{Buffer, alloc_guard};
 
 /// A tensor of `shape` and `dtype` can be allocated (see [`alloc_guard`]).
@@ -10,6 +11,17 @@ pub(crate) fn guard(shape: &[usize], dtype: DType) -> Result<()> {
 }
 use crate::tensor::Tensor;
 use crate::{Error, Result};
+
+/// The shape of factory `name`'s result, given as sizes (none negative); torch 2.15's
+/// `zeros` words a negative size its own way.
+pub fn factory_shape(name: &str, sizes: &[i64]) -> Result<Shape> {
+    if name == "zeros" && sizes.iter().any(|&s| s < 0) {
+        return Err(Error::runtime(
+            "zeros: Dimension size must be non-negative.",
+        ));
+    }
+    crate::shape::sizes_to_shape(sizes)
+}
 
 pub fn full(shape: &[usize], v: Scalar, dtype: DType) -> Result<Tensor> {
     guard(shape, dtype)?;

@@ -373,12 +373,7 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
 /// the filled positions' gradient goes to `value`, summed.
 pub fn masked_fill_tensor(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
     check_fill_mask(x, mask)?;
-    if value.ndim() != 0 {
-        return Err(Error::runtime(format!(
-            "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
-            value.ndim()
-        )));
-    }
+    check_fill_value(value)?;
     apply(
         &[x, value],
         || {
@@ -397,6 +392,24 @@ pub fn masked_fill_tensor(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<T
             )
         },
     )
+}
+
+/// masked_fill's `value` given as a tensor that needs no gradient: its one element, which
+/// `masked_fill` then takes as a number (a tensor of another rank is an error, as in
+/// torch).
+pub fn masked_fill_value(value: &Tensor) -> Result<Scalar> {
+    check_fill_value(value)?;
+    value.item()
+}
+
+fn check_fill_value(value: &Tensor) -> Result<()> {
+    if value.ndim() != 0 {
+        return Err(Error::runtime(format!(
+            "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+            value.ndim()
+        )));
+    }
+    Ok(())
 }
 
 fn check_fill_mask(x: &Tensor, mask: &Tensor) -> Result<()> {

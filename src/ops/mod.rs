@@ -400,6 +400,32 @@ impl OperandShapes {
     }
 }
 
+/// div's `rounding_mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoundingMode {
+    /// No rounding: true division (`rounding_mode=None`).
+    True,
+    /// Rounded toward zero (`"trunc"`).
+    Trunc,
+    /// Rounded down (`"floor"`).
+    Floor,
+}
+
+impl RoundingMode {
+    /// torch's `rounding_mode` argument: None, "trunc" or "floor"; torch's message for
+    /// another value names `div`, for `div_` too.
+    pub fn parse(mode: Option<&str>) -> Result<RoundingMode> {
+        match mode {
+            None => Ok(RoundingMode::True),
+            Some("trunc") => Ok(RoundingMode::Trunc),
+            Some("floor") => Ok(RoundingMode::Floor),
+            Some(m) => Err(crate::Error::runtime(format!(
+                "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
+            ))),
+        }
+    }
+}
+
 /// A fresh tensor for a kernel's output buffer.
 pub(crate) fn new_tensor(buf: Buffer, shape: &[usize]) -> Tensor {
     Tensor::from_buffer(buf, shape)

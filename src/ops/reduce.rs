@@ -675,6 +675,15 @@ impl Backward for StdBackward0 {
     }
 }
 
+/// norm's `p` given as a string: "fro", the Frobenius norm (the 2-norm of the elements),
+/// is the one rgrad has.
+pub fn norm_order(p: &str) -> Result<f64> {
+    match p {
+        "fro" => Ok(2.0),
+        _ => Err(Error::runtime(format!("norm: unsupported p '{p}'"))),
+    }
+}
+
 /// Vector p-norm over `dims` (torch.norm / linalg.vector_norm) for p in {1, 2, other
 /// finite p, inf}.
 pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {

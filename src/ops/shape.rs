@@ -51,6 +51,15 @@ pub fn unbind(x: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     Ok(multi_output(views, "Unbind"))
 }
 
+/// `x.view(dtype)`: rgrad reinterprets no bits, so only `x`'s own dtype is accepted
+/// (the result is `x` itself).
+pub fn view_dtype(x: &Tensor, dtype: crate::dtype::DType) -> Result<Tensor> {
+    if dtype != x.dtype() {
+        return Err(Error::runtime("view(dtype) is not supported by rgrad"));
+    }
+    Ok(x.clone())
+}
+
 /// `x.view(*sizes)`: errors when the strides do not allow it, as in torch.
 pub fn view(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     let l = x.layout();
@@ -999,6 +1008,35 @@ pub fn split(x: &Tensor, sizes: &[usize], dim: i64, op: &'static str) -> Result<
         at += s as i64;
     }
     Ok(multi_output(out, op))
+}
+
+/// The size of `dim` of `x`, for an op that splits `x` along it (`op` names the op in
+/// torch's message): `x` must have a dim.
+pub fn split_dim_size(x: &Tensor, dim: i64, op: &str) -> Result<usize> {
+    let shape = x.shape();
+    if shape.is_empty() {
+        return Err(Error::runtime(format!(
+            "{op} expects at least a 1-dimensional tensor"
+        )));
+    }
+    Ok(shape[wrap_dim(dim, shape.len())?])
+}
+
+/// `x.chunk(chunks, dim)`: at most `chunks` views along `dim`, of equal size but the
+/// last; along a dim of size 0, `chunks` empty views (where split would give one), as
+/// torch gives them through split_with_sizes.
+pub fn chunk(x: &Tensor, chunks: usize, dim: i64) -> Result<Vec<Tensor>> {
+    if chunks == 0 {
+        return Err(Error::runtime(
+            "chunk expects `chunks` to be greater than 0, got: 0",
+        ));
+    }
+    let len = split_dim_size(x, dim, "chunk")?;
+    if len == 0 {
+        split(x, &vec![0; chunks], dim, "SplitWithSizes")
+    } else {
+        split(x, &split_sizes(len, len.div_ceil(chunks))?, dim, "Split")
+    }
 }
 
 /// Sizes for `split(int)`: equal chunks of `size`, the last one smaller.

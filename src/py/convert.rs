@@ -7,7 +7,7 @@ use crate::ops::Operand;
 use crate::shape::Shape;
 use crate::storage::{Buffer, Element};
 use crate::tensor::Tensor;
-use crate::{Error, with_dtype};
+use crate::with_dtype;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PySequence, PyTuple};
@@ -157,30 +157,6 @@ pub fn sizes(args: &Bound<'_, PyTuple>, fname: &str) -> PyResult<Vec<i64>> {
     Ok(out)
 }
 
-/// Non-negative sizes for factories.
-pub fn shape_of(sizes: &[i64]) -> PyResult<Shape> {
-    sizes
-        .iter()
-        .map(|&s| {
-            if s < 0 {
-                Err(PyErr::from(Error::runtime(format!(
-                    "Trying to create tensor with negative dimension {s}: {sizes:?}"
-                ))))
-            } else {
-                Ok(s as usize)
-            }
-        })
-        .collect()
-}
-
-/// [`shape_of`] for the factory `name`: torch 2.15's `zeros` has a message of its own.
-pub fn factory_shape(name: &str, sizes: &[i64]) -> PyResult<Shape> {
-    if name == "zeros" && sizes.iter().any(|&s| s < 0) {
-        return Err(Error::runtime("zeros: Dimension size must be non-negative.").into());
-    }
-    shape_of(sizes)
-}
-
 /// `dim` given as an int or a sequence of ints (None handled by the caller).
 pub fn dims(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     if let Ok(d) = obj.extract::<i64>() {
@@ -205,7 +181,7 @@ fn walk(
     if let Ok(t) = obj.cast::<PyTensor>() {
         let t = &t.get().t;
         if t.ndim() == 0 {
-            let v = item(t)?;
+            let v = t.item()?;
             *cat = (*cat).max(v.category());
             flat.push(v);
             return check_leaf(depth, shape);
@@ -282,26 +258,6 @@ pub fn data_to_buffer(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<
         }
     };
     Ok((buf, shape))
-}
-
-/// The single element of a tensor as a core scalar.
-pub fn item(t: &Tensor) -> PyResult<Scalar> {
-    let n = t.numel();
-    if n != 1 {
-        return Err(Error::runtime(format!(
-            "a Tensor with {n} elements cannot be converted to Scalar"
-        ))
-        .into());
-    }
-    let s = t.snapshot();
-    let r = s.storage.read();
-    let o = s.layout.offset;
-    Ok(match &*r {
-        Buffer::F32(v) => Scalar::Float(f64::from(v[o])),
-        Buffer::F64(v) => Scalar::Float(v[o]),
-        Buffer::I64(v) => Scalar::Int(v[o]),
-        Buffer::Bool(v) => Scalar::Bool(v[o]),
-    })
 }
 
 pub fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<Py<PyAny>> {

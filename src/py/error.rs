@@ -39,6 +39,10 @@ impl From<Error> for PyErr {
             | Error::ImplicitGradNonScalar
             | Error::GraphFreed
             | Error::RequiresGradDtype(_)
+            | Error::DirtyNotReturned
+            | Error::DirtyLeafRequiresGrad
+            | Error::HookWithoutGrad
+            | Error::RetainGradWithoutGrad
             | Error::Internal(_) => PyRuntimeError::new_err(msg),
             Error::DimOutOfRange { .. } | Error::Index(_) => PyIndexError::new_err(msg),
             Error::Type(_) => PyTypeError::new_err(msg),

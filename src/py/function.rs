@@ -6,6 +6,9 @@
 //! Python face (`y.grad_fn is ctx`, type `<Name>Backward`, as in torch). The node owns
 //! the ctx (its backward needs it); the ctx reaches the node through a weak reference.
 //!
+//! What a call does to the graph, and the checks on what backward returns, are the core's
+//! (`autograd::custom_function`): this file calls the user's code and converts.
+//!
 //! Threads: the engine runs the node on a worker thread with the GIL released; the
 //! node takes the GIL only around the Python call, and validates and reduces the
 //! returned gradients after letting it go.
@@ -14,15 +17,17 @@ use super::convert;
 use super::error::external;
 use super::node::PyNode;
 use super::pytensor::{PyTensor, wrap, wrap_cached};
-use crate::autograd::function::{Backward, BackwardCtx, Grads, unpack_saved};
-use crate::autograd::grad_mode::{is_grad_enabled, with_grad_mode};
-use crate::autograd::graph::{Edge, Node, NodeRef, OutputMeta, SavedTensor};
-use crate::ops::{self, BackwardOp};
-use crate::shape::fmt_shape;
+use crate::Result;
+use crate::autograd::custom_function::{
+    self as custom, CtxMarks, InputFlags, ReturnedGrad, WrappedOutputs,
+};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::autograd::grad_mode::with_grad_mode;
+use crate::autograd::graph::{OutputMeta, SavedTensor};
+use crate::ops;
 use crate::tensor::Tensor;
-use crate::{Error, Result};
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
@@ -40,12 +45,12 @@ pub struct PyFunctionBase {
 }
 
 struct CtxState {
-    /// What `save_for_backward` was given (until `apply` packs it into the node).
-    to_save: Option<SmallVec<[Option<Tensor>; 2]>>,
+    /// What `mark_dirty`, `mark_non_differentiable` and `save_for_backward` were given
+    /// (until `apply` hands them to the core; `to_save` is given back when the call
+    /// recorded no node).
+    marks: CtxMarks,
     /// After `apply`: for each saved slot, its index in the node's saved list.
     saved_slots: SmallVec<[Option<u32>; 2]>,
-    dirty: SmallVec<[Tensor; 1]>,
-    non_differentiable: SmallVec<[Tensor; 1]>,
     materialize_grads: bool,
     needs_input_grad: Option<Py<PyTuple>>,
     /// While the node's backward runs: the saved tensors the engine handed it (the node's
@@ -56,10 +61,8 @@ struct CtxState {
 impl Default for CtxState {
     fn default() -> Self {
         CtxState {
-            to_save: None,
+            marks: CtxMarks::default(),
             saved_slots: SmallVec::new(),
-            dirty: SmallVec::new(),
-            non_differentiable: SmallVec::new(),
             materialize_grads: true,
             needs_input_grad: None,
             in_backward: None,
@@ -110,7 +113,7 @@ impl PyFunctionBase {
                 )));
             }
         }
-        self.st.lock().to_save = Some(out);
+        self.st.lock().marks.to_save = Some(out);
         Ok(())
     }
 
@@ -121,10 +124,10 @@ impl PyFunctionBase {
         let me = slf.get();
         let node = slf.as_super().get().node();
         let st = me.st.lock();
-        let mut out: SmallVec<[Option<Tensor>; 2]> = SmallVec::new();
-        match (&node, &st.to_save) {
-            // before apply has packed them (inside forward / setup_context)
-            (_, Some(ts)) => out.extend(ts.iter().cloned()),
+        let out: SmallVec<[Option<Tensor>; 2]> = match (&node, &st.marks.to_save) {
+            // before apply has packed them (inside forward / setup_context), or when the
+            // call recorded no node
+            (_, Some(ts)) => ts.clone(),
             (Some(node), None) => {
                 let from_node;
                 let (saved, released): (&[SavedTensor], bool) = match &st.in_backward {
@@ -135,23 +138,10 @@ impl PyFunctionBase {
                         (&from_node.0, from_node.1)
                     }
                 };
-                if released && st.saved_slots.iter().any(Option::is_some) {
-                    return Err(Error::GraphFreed.into());
-                }
-                for slot in &st.saved_slots {
-                    out.push(match slot {
-                        None => None,
-                        Some(i) => {
-                            let s = saved
-                                .get(*i as usize)
-                                .ok_or_else(|| Error::Internal("saved tensor missing".into()))?;
-                            Some(unpack_saved(node, s, released)?)
-                        }
-                    });
-                }
+                custom::unpack_saved_slots(node, saved, released, &st.saved_slots)?
             }
-            (None, None) => {}
-        }
+            (None, None) => SmallVec::new(),
+        };
         drop(st);
         let items: Vec<Py<PyAny>> = out
             .into_iter()
@@ -188,7 +178,7 @@ impl PyFunctionBase {
     /// Marks inputs that `forward` modified in place (they must also be returned).
     #[pyo3(signature = (*args))]
     fn mark_dirty(&self, args: &Bound<'_, PyTuple>) -> PyResult<()> {
-        self.st.lock().dirty = tensors_of(args, "mark_dirty")?;
+        self.st.lock().marks.dirty = tensors_of(args, "mark_dirty")?;
         Ok(())
     }
 
@@ -196,7 +186,7 @@ impl PyFunctionBase {
     /// in backward is zeros (or None without materialized grads).
     #[pyo3(signature = (*args))]
     fn mark_non_differentiable(&self, args: &Bound<'_, PyTuple>) -> PyResult<()> {
-        self.st.lock().non_differentiable = tensors_of(args, "mark_non_differentiable")?;
+        self.st.lock().marks.non_differentiable = tensors_of(args, "mark_non_differentiable")?;
         Ok(())
     }
 
@@ -255,25 +245,9 @@ fn function_apply(
         .iter()
         .map(|a| a.cast::<PyTensor>().ok().map(|t| t.get().t.clone()))
         .collect();
-    let executable = is_grad_enabled() && inputs.iter().flatten().any(Tensor::requires_grad);
-    let needs: SmallVec<[bool; 4]> = inputs
-        .iter()
-        .map(|t| executable && t.as_ref().is_some_and(Tensor::requires_grad))
-        .collect();
-    ctx.get().st.lock().needs_input_grad = Some(PyTuple::new(py, &needs)?.unbind());
-    // Edges are taken before forward runs, as torch does (forward may modify inputs).
-    let next: SmallVec<[Option<Edge>; 2]> = if executable {
-        inputs
-            .iter()
-            .zip(&needs)
-            .map(|(t, &n)| match t {
-                Some(t) if n => ops::edge_of(t),
-                _ => Ok(None),
-            })
-            .collect::<crate::Result<_>>()?
-    } else {
-        SmallVec::new()
-    };
+    let flags = InputFlags::new(&inputs)?;
+    ctx.get().st.lock().needs_input_grad =
+        Some(PyTuple::new(py, &flags.needs_input_grad)?.unbind());
 
     let output = with_grad_mode(false, || -> PyResult<Bound<'_, PyAny>> {
         if setup_ctx {
@@ -300,121 +274,45 @@ fn function_apply(
         .iter()
         .map(|o| o.cast::<PyTensor>().ok().map(|t| t.get().t.clone()))
         .collect();
-    let (dirty, non_diff, to_save) = {
-        let mut st = ctx.get().st.lock();
-        (
-            std::mem::take(&mut st.dirty),
-            std::mem::take(&mut st.non_differentiable),
-            st.to_save.take(),
-        )
+    let marks = std::mem::take(&mut ctx.get().st.lock().marks);
+    let backward = || -> Result<Arc<dyn Backward>> {
+        Ok(Arc::new(PyFunctionBackward {
+            ctx: ctx.clone().unbind(),
+            name: backward_cls
+                .cast::<PyType>()
+                .map_err(|e| external(e.into()))?
+                .name()
+                .map_err(external)?
+                .to_string(),
+            backward_fn: cls
+                .getattr(intern!(py, "_user_backward"))
+                .map_err(external)?
+                .unbind(),
+            inputs: custom::metas(&inputs),
+            outputs: custom::metas(&out_tensors),
+        }))
     };
-    if dirty
-        .iter()
-        .any(|d| !out_tensors.iter().flatten().any(|o| o.same(d)))
-    {
-        return Err(PyRuntimeError::new_err(
-            "Some elements marked as dirty during the forward method were not returned as output. The inputs that are \
-             modified inplace must all be outputs of the Function.",
-        ));
-    }
-    let is_dirty = |t: &Tensor| dirty.iter().any(|d| d.same(t));
-    if !executable {
-        for o in out_tensors.iter().flatten().filter(|o| is_dirty(o)) {
-            o.bump_version();
-        }
-        ctx.get().st.lock().to_save = to_save;
+    let WrappedOutputs {
+        node,
+        replaced,
+        saved_slots,
+        unsaved,
+    } = custom::wrap_outputs(flags, &inputs, &out_tensors, marks, backward)?;
+    let Some(node) = node else {
+        // no node: forward's outputs as they are, its saved tensors kept by the ctx
+        ctx.get().st.lock().marks.to_save = unsaved;
         return Ok(output.unbind());
-    }
-
-    let meta = |t: &Tensor| OutputMeta {
-        shape: t.shape(),
-        dtype: t.dtype(),
     };
-    let name = backward_cls.cast::<PyType>()?.name()?.to_string();
-    let backward_fn = cls.getattr(intern!(py, "_user_backward"))?.unbind();
-    let op = PyFunctionBackward {
-        ctx: ctx.clone().unbind(),
-        backward_fn,
-        name,
-        inputs: inputs.iter().map(|t| t.as_ref().map(meta)).collect(),
-        outputs: out_tensors.iter().map(|t| t.as_ref().map(meta)).collect(),
-    };
-    let metas = out_tensors
-        .iter()
-        .map(|t| {
-            t.as_ref().map(meta).unwrap_or(OutputMeta {
-                shape: Default::default(),
-                dtype: crate::dtype::DType::F32,
-            })
-        })
-        .collect();
-    let node = NodeRef::new(Node::new(BackwardOp::Custom(Arc::new(op)), next, metas))?;
     ctx.as_super().get().attach(&node);
+    ctx.get().st.lock().saved_slots = saved_slots;
 
-    // Wire each output to the node (torch's _wrap_outputs).
-    let mut results: SmallVec<[Py<PyAny>; 2]> = SmallVec::new();
-    let mut history: SmallVec<[Option<Tensor>; 2]> = SmallVec::new();
-    for (i, (obj, t)) in items.iter().zip(&out_tensors).enumerate() {
-        let nr = i as u32;
-        let Some(t) = t else {
-            results.push(obj.clone().unbind());
-            history.push(None);
-            continue;
-        };
-        let differentiable = t.dtype().is_float() && !non_diff.iter().any(|n| n.same(t));
-        let is_input = inputs.iter().flatten().any(|x| x.same(t));
-        if is_dirty(t) {
-            if t.is_leaf() && t.requires_grad() {
-                return Err(PyRuntimeError::new_err(
-                    "a leaf Variable that requires grad has been used in an in-place operation.",
-                ));
-            }
-            t.bump_version();
-            if differentiable {
-                ops::rebase_history(t, node.clone(), nr)?;
-            }
-            results.push(obj.clone().unbind());
-            history.push(differentiable.then(|| t.clone()));
-        } else if is_input {
-            // An input returned as is: the output is a new view of it, as in torch.
-            let alias = if differentiable {
-                let a = ops::view_of(t, t.layout());
-                a.set_history(node.clone(), nr);
-                a
-            } else {
-                t.detach()
-            };
-            results.push(wrap(py, alias.clone())?.into_any());
-            history.push(differentiable.then_some(alias));
-        } else {
-            if differentiable {
-                t.set_history(node.clone(), nr);
-            }
-            results.push(obj.clone().unbind());
-            history.push(differentiable.then(|| t.clone()));
-        }
+    let mut results: SmallVec<[Py<PyAny>; 2]> = SmallVec::with_capacity(items.len());
+    for (obj, new) in items.iter().zip(replaced) {
+        results.push(match new {
+            Some(t) => wrap(py, t)?.into_any(),
+            None => obj.clone().unbind(),
+        });
     }
-
-    // Saved tensors: outputs of this node are saved without history (no cycle).
-    if let Some(to_save) = to_save {
-        let mut saved: SmallVec<[SavedTensor; 2]> = SmallVec::new();
-        let mut slots: SmallVec<[Option<u32>; 2]> = SmallVec::new();
-        for t in to_save {
-            slots.push(t.map(|t| {
-                let out_nr = history
-                    .iter()
-                    .position(|h| h.as_ref().is_some_and(|h| h.same(&t)));
-                saved.push(match out_nr {
-                    Some(nr) => SavedTensor::output(&t, nr as u32),
-                    None => SavedTensor::input(&t),
-                });
-                (saved.len() - 1) as u32
-            }));
-        }
-        node.lock().saved = saved;
-        ctx.get().st.lock().saved_slots = slots;
-    }
-
     if is_tuple {
         Ok(PyTuple::new(py, results)?.into_any().unbind())
     } else {
@@ -446,62 +344,28 @@ impl Backward for PyFunctionBackward {
     fn apply(&self, ctx: &BackwardCtx<'_>, grads: &[Option<Tensor>]) -> Result<Grads> {
         let state = &self.ctx.get().st;
         let materialize = state.lock().materialize_grads;
-        let mut grad_args: SmallVec<[Option<Tensor>; 2]> = SmallVec::new();
-        for (g, meta) in grads.iter().zip(&self.outputs) {
-            grad_args.push(match (g, meta) {
-                (Some(g), _) => Some(g.clone()),
-                (None, Some(m)) if materialize => Some(ops::zeros(&m.shape, m.dtype)?),
-                (None, _) => None,
-            });
-        }
-        let returned = super::gil::attach(|py| -> Result<SmallVec<[Option<Tensor>; 2]>> {
+        let grad_args = custom::materialize_grads(grads, &self.outputs, materialize)?;
+        let returned = super::gil::attach(|py| -> Result<SmallVec<[ReturnedGrad; 2]>> {
             state.lock().in_backward = Some((ctx.saved.iter().cloned().collect(), ctx.released));
             let result = self.call_backward(py, &grad_args);
             state.lock().in_backward = None;
             result
         })?;
-        // Validate like any node's outputs: reduce broadcast gradients to the input's
-        // shape, cast to its dtype (GIL released here).
-        let mut out = Grads::new();
-        for (i, (g, meta)) in returned.into_iter().zip(&self.inputs).enumerate() {
-            let (Some(g), Some(m)) = (g, meta) else {
-                out.push(None);
-                continue;
-            };
-            if !ctx.needs_input_grad(i) {
-                out.push(None);
-                continue;
-            }
-            let mut g = g;
-            if g.shape() != m.shape {
-                if !expandable_to(&m.shape, &g.shape()) {
-                    return Err(Error::runtime(format!(
-                        "Function {} returned an invalid gradient at index {i} - got {} but expected shape \
-                         compatible with {}",
-                        self.name,
-                        fmt_shape(&g.shape()),
-                        fmt_shape(&m.shape)
-                    )));
-                }
-                g = ops::sum_to(&g, &m.shape)?;
-            }
-            if g.dtype() != m.dtype {
-                g = ops::to_dtype(&g, m.dtype)?;
-            }
-            out.push(Some(g));
-        }
-        Ok(out)
+        // checked, reduced and cast with the GIL released
+        custom::validate_grads(&self.name, &self.inputs, returned, |i| {
+            ctx.needs_input_grad(i)
+        })
     }
 }
 
 impl PyFunctionBackward {
-    /// Calls the user's backward under the GIL and checks what it returned: one
-    /// gradient (Tensor or None) per forward input, None for non-tensor inputs.
+    /// Calls the user's backward under the GIL; what it returned, as core values (a
+    /// tuple's items, or the one value).
     fn call_backward(
         &self,
         py: Python<'_>,
         grads: &[Option<Tensor>],
-    ) -> Result<SmallVec<[Option<Tensor>; 2]>> {
+    ) -> Result<SmallVec<[ReturnedGrad; 2]>> {
         let mut args: SmallVec<[Py<PyAny>; 3]> = SmallVec::new();
         args.push(self.ctx.clone_ref(py).into_any());
         for g in grads {
@@ -512,58 +376,21 @@ impl PyFunctionBackward {
         }
         let args = PyTuple::new(py, args).map_err(external)?;
         let r = self.backward_fn.bind(py).call1(args).map_err(external)?;
-        let mut items: SmallVec<[Bound<'_, PyAny>; 2]> = match r.cast::<PyTuple>() {
-            Ok(t) => t.iter().collect(),
-            Err(_) => smallvec::smallvec![r],
-        };
-        let expected = self.inputs.len();
-        if items.len() > expected && items[expected..].iter().all(|x| x.is_none()) {
-            items.truncate(expected);
-        }
-        if items.len() != expected {
-            return Err(Error::runtime(format!(
-                "function {} returned an incorrect number of gradients (expected {expected}, got {})",
-                self.name,
-                items.len()
-            )));
-        }
-        let mut out = SmallVec::new();
-        for (i, (item, meta)) in items.iter().zip(&self.inputs).enumerate() {
+        let returned = |item: Bound<'_, PyAny>| {
             if item.is_none() {
-                out.push(None);
-            } else if meta.is_none() {
-                return Err(Error::runtime(format!(
-                    "function {} returned a gradient different than None at position {}, but the corresponding \
-                     forward input was not a Variable",
-                    self.name,
-                    i + 1
-                )));
+                ReturnedGrad::None
             } else {
                 match item.cast::<PyTensor>() {
-                    Ok(t) => out.push(Some(t.get().t.clone())),
-                    Err(_) => {
-                        return Err(Error::runtime(format!(
-                            "expected Variable or None (got {})",
-                            convert::type_name(item)
-                        )));
-                    }
+                    Ok(t) => ReturnedGrad::Tensor(t.get().t.clone()),
+                    Err(_) => ReturnedGrad::Other(convert::type_name(&item)),
                 }
             }
-        }
-        Ok(out)
+        };
+        Ok(match r.cast::<PyTuple>() {
+            Ok(t) => t.iter().map(returned).collect(),
+            Err(_) => smallvec::smallvec![returned(r)],
+        })
     }
-}
-
-/// Whether `shape` broadcasts to `target` (torch's is_expandable_to).
-fn expandable_to(shape: &[usize], target: &[usize]) -> bool {
-    if shape.len() > target.len() {
-        return false;
-    }
-    shape
-        .iter()
-        .rev()
-        .zip(target.iter().rev())
-        .all(|(&s, &t)| s == t || s == 1)
 }
 
 /// `_C._delayed_error(msg, tensors)`: aliases whose backward raises `msg`

@@ -114,10 +114,8 @@ macro_rules! factory {
             requires_grad: bool,
         ) -> PyResult<Py<PyTensor>> {
             let _ = device;
-            let $shape = convert::factory_shape(
-                stringify!($name),
-                &convert::sizes(size, stringify!($name))?,
-            )?;
+            let $shape =
+                ops::factory_shape(stringify!($name), &convert::sizes(size, stringify!($name))?)?;
             let $dtype = dtype_arg(dtype)?.unwrap_or($default);
             let t: Tensor = $body?;
             finish(py, t, requires_grad)
@@ -147,7 +145,7 @@ fn full(
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     let _ = device;
-    let s = convert::shape_of(&convert::sizes(&PyTuple::new(py, [size])?, "full")?)?;
+    let s = crate::shape::sizes_to_shape(&convert::sizes(&PyTuple::new(py, [size])?, "full")?)?;
     let v = scalar(fill_value)
         .ok_or_else(|| PyTypeError::new_err("full(): argument 'fill_value' must be Number"))?;
     let d = dtype_arg(dtype)?.unwrap_or_else(|| v.default_dtype());
@@ -385,12 +383,8 @@ fn set_num_threads(n: &Bound<'_, PyAny>) -> PyResult<()> {
             "Overflow when unpacking long",
         ));
     }
-    if n <= 0 {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err(
-            "set_num_threads expects a positive integer",
-        ));
-    }
-    crate::runtime::set_num_threads(n as usize)?;
+    // a negative count is refused as 0 is, with the core's message
+    crate::runtime::set_num_threads(usize::try_from(n).unwrap_or(0))?;
     Ok(())
 }
 

@@ -7,11 +7,10 @@ use crate::backend::BinaryOp;
 use crate::dtype::{DType, ResultType, Scalar};
 use crate::ops::{self, Operand};
 use crate::tensor::Tensor;
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 /// A multi-dimensional matrix containing elements of a single data type: `rgrad.Tensor`.
 #[pyclass(name = "Tensor", module = "rgrad", subclass, frozen, weakref)]
@@ -141,8 +140,6 @@ pub fn dtype_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
     }
 }
 
-pub(super) static HOOK_IDS: AtomicU64 = AtomicU64::new(1);
-
 pub(super) fn binop(
     py: Python<'_>,
     a: &Tensor,
@@ -271,7 +268,7 @@ impl PyTensor {
         if first.is_instance_of::<pyo3::types::PyInt>()
             && !first.is_instance_of::<pyo3::types::PyBool>()
         {
-            let s = convert::shape_of(&convert::sizes(args, "Tensor")?)?;
+            let s = crate::shape::sizes_to_shape(&convert::sizes(args, "Tensor")?)?;
             return Ok(PyTensor {
                 t: ops::zeros(&s, DType::F32)?,
             });
@@ -375,15 +372,15 @@ impl PyTensor {
     /// Returns the value of this tensor as a standard Python number. This only works for
     /// tensors with one element.
     fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        convert::scalar_to_py(py, convert::item(&self.t)?)
+        convert::scalar_to_py(py, self.t.item()?)
     }
     /// `float(x)` for a one-element tensor.
     fn __float__(&self) -> PyResult<f64> {
-        Ok(convert::item(&self.t)?.as_f64())
+        Ok(self.t.item()?.as_f64())
     }
     /// `int(x)` for a one-element tensor (floats are truncated).
     fn __int__(&self) -> PyResult<i64> {
-        Ok(match convert::item(&self.t)? {
+        Ok(match self.t.item()? {
             Scalar::Int(i) => i,
             Scalar::Bool(b) => i64::from(b),
             Scalar::Float(f) => f.trunc() as i64,
@@ -391,7 +388,7 @@ impl PyTensor {
     }
     /// Lets a one-element integer tensor be used as a Python index.
     fn __index__(&self) -> PyResult<i64> {
-        match convert::item(&self.t) {
+        match self.t.item() {
             Ok(Scalar::Int(i)) => Ok(i),
             Ok(Scalar::Bool(b)) => Ok(i64::from(b)),
             _ => Err(PyTypeError::new_err(
@@ -401,17 +398,7 @@ impl PyTensor {
     }
     /// `bool(x)` for a one-element tensor; more elements are ambiguous, as in torch.
     fn __bool__(&self) -> PyResult<bool> {
-        if self.t.numel() != 1 {
-            return Err(PyRuntimeError::new_err(format!(
-                "Boolean value of Tensor with {} values is ambiguous",
-                if self.t.numel() == 0 {
-                    "no"
-                } else {
-                    "more than one"
-                }
-            )));
-        }
-        Ok(convert::item(&self.t)?.as_f64() != 0.0)
+        Ok(self.t.is_nonzero()?)
     }
     /// Contiguous bytes of the data (for numpy()).
     fn _bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
@@ -478,18 +465,6 @@ impl PyTensor {
         }
         wrap(slf.py(), ops::contiguous(t)?)
     }
-}
-
-/// The size of `dim` of a tensor that must have at least one dimension.
-pub(super) fn dim_size(t: &Tensor, dim: i64, op: &str) -> PyResult<(usize, usize)> {
-    let shape = t.shape();
-    if shape.is_empty() {
-        return Err(PyRuntimeError::new_err(format!(
-            "{op} expects at least a 1-dimensional tensor"
-        )));
-    }
-    let d = crate::shape::wrap_dim(dim, shape.len())?;
-    Ok((d, shape[d]))
 }
 
 impl PyTensor {
@@ -559,16 +534,7 @@ pub(super) fn grad_value(value: &Bound<'_, PyAny>) -> Option<Tensor> {
 
 pub(super) fn scalar_or_item(value: &Bound<'_, PyAny>) -> PyResult<Scalar> {
     match value.cast::<PyTensor>() {
-        Ok(t) => {
-            let t = &t.get().t;
-            if t.ndim() != 0 {
-                return Err(PyRuntimeError::new_err(format!(
-                    "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
-                    t.ndim()
-                )));
-            }
-            convert::item(t)
-        }
+        Ok(t) => Ok(ops::masked_fill_value(&t.get().t)?),
         Err(_) => scalar(value).ok_or_else(|| {
             PyTypeError::new_err(format!(
                 "value must be a number, not {}",

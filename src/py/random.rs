@@ -171,7 +171,7 @@ pub fn rand(
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     let _ = device;
-    let s = convert::shape_of(&convert::sizes(size, "rand")?)?;
+    let s = crate::shape::sizes_to_shape(&convert::sizes(size, "rand")?)?;
     let (d, gen_) = (float_dtype(dtype)?, owned(&generator));
     let t = run(py, crate::shape::numel(&s), || {
         r::rand(&s, d, gen_.as_ref())
@@ -198,7 +198,7 @@ pub fn randn(
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     let _ = device;
-    let s = convert::shape_of(&convert::sizes(size, "randn")?)?;
+    let s = crate::shape::sizes_to_shape(&convert::sizes(size, "randn")?)?;
     let (d, gen_) = (float_dtype(dtype)?, owned(&generator));
     let t = run(py, crate::shape::numel(&s), || {
         r::randn(&s, d, 0.0, 1.0, gen_.as_ref())
@@ -218,7 +218,7 @@ pub fn _normal_sized(
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let s = convert::shape_of(&size)?;
+    let s = crate::shape::sizes_to_shape(&size)?;
     let (d, gen_) = (float_dtype(dtype)?, owned(&generator));
     let t = run(py, crate::shape::numel(&s), || {
         r::randn(&s, d, mean, std, gen_.as_ref())
@@ -239,7 +239,7 @@ pub fn _randint(
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let s = convert::shape_of(&size)?;
+    let s = crate::shape::sizes_to_shape(&size)?;
     let (d, gen_) = (dtype_arg(dtype)?.unwrap_or(DType::I64), owned(&generator));
     let t = run(py, crate::shape::numel(&s), || {
         r::randint(low, high, &s, d, gen_.as_ref())

@@ -5,8 +5,8 @@ use super::gil;
 use super::pytensor::*;
 use crate::backend::BinaryOp;
 use crate::dtype::{DType, Scalar};
-use crate::ops::{self, Operand};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use crate::ops::{self, Operand, RoundingMode};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 #[pymethods]
@@ -317,24 +317,21 @@ impl PyTensor {
         rounding_mode: Option<&str>,
     ) -> PyResult<Py<PyTensor>> {
         let b = other_arg(other, "div")?;
-        match rounding_mode {
-            None => wrap(
+        match RoundingMode::parse(rounding_mode)? {
+            RoundingMode::True => wrap(
                 py,
                 run2(py, &self.t, &b, || {
                     ops::div_op(Operand::T(&self.t), b.operand())
                 })?,
             ),
-            Some("floor") => wrap(
+            RoundingMode::Floor => wrap(
                 py,
                 ops::div_rounded(Operand::T(&self.t), b.operand(), true)?,
             ),
-            Some("trunc") => wrap(
+            RoundingMode::Trunc => wrap(
                 py,
                 ops::div_rounded(Operand::T(&self.t), b.operand(), false)?,
             ),
-            Some(m) => Err(PyRuntimeError::new_err(format!(
-                "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
-            ))),
         }
     }
 
@@ -541,16 +538,10 @@ impl PyTensor {
     ) -> PyResult<Py<PyTensor>> {
         let b = other_arg(other, "div_")?;
         let x = &slf.get().t;
-        match rounding_mode {
-            None => ops::div_(x, b.operand())?,
-            Some("floor") => ops::div_rounded_(x, b.operand(), true)?,
-            Some("trunc") => ops::div_rounded_(x, b.operand(), false)?,
-            Some(m) => {
-                // torch's wording names div for div_ too
-                return Err(PyRuntimeError::new_err(format!(
-                    "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
-                )));
-            }
+        match RoundingMode::parse(rounding_mode)? {
+            RoundingMode::True => ops::div_(x, b.operand())?,
+            RoundingMode::Floor => ops::div_rounded_(x, b.operand(), true)?,
+            RoundingMode::Trunc => ops::div_rounded_(x, b.operand(), false)?,
         };
         Ok(slf.clone().unbind())
     }
@@ -585,7 +576,7 @@ impl PyTensor {
                 ops::fill_tensor_(&slf.get().t, &t.get().t)?;
                 return Ok(slf.clone().unbind());
             }
-            Ok(t) => convert::item(&t.get().t)?,
+            Ok(t) => t.get().t.item()?,
             Err(_) => scalar(value)
                 .ok_or_else(|| PyTypeError::new_err("fill_(): argument 'value' must be Number"))?,
         };

@@ -7,12 +7,12 @@ use super::node::node_object;
 use super::pytensor::*;
 use crate::Error;
 use crate::autograd::graph::Hook;
+use crate::autograd::hooks;
 use crate::ops;
 use crate::tensor::Tensor;
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 /// A Python callable as a core hook: called with the gradient under the GIL; `None`
 /// keeps the gradient, a Tensor replaces it; an exception propagates out of backward.
@@ -35,27 +35,12 @@ fn py_hook(f: Py<PyAny>) -> Hook {
                     )));
                 }
             };
-            // torch's check: a hook may change the values, not the type or the size
-            let name = || {
+            hooks::check_hook_result(g, &new, || {
                 f.bind(py)
                     .getattr("__name__")
                     .and_then(|n| n.extract::<String>())
                     .unwrap_or_else(|_| "<unknown>".into())
-            };
-            if new.dtype() != g.dtype() {
-                return Err(Error::runtime(format!(
-                    "hook '{}' has changed the type of value (was rgrad.{} got rgrad.{})",
-                    name(),
-                    g.dtype().legacy_type_name(),
-                    new.dtype().legacy_type_name()
-                )));
-            }
-            if new.shape() != g.shape() {
-                return Err(Error::runtime(format!(
-                    "hook '{}' has changed the size of value",
-                    name()
-                )));
-            }
+            })?;
             Ok(Some(new))
         })
     })
@@ -167,22 +152,7 @@ impl PyTensor {
     /// Enables this tensor to have its `.grad` populated during `backward()`. This is a no-op
     /// for leaf tensors.
     fn retain_grad(&self) -> PyResult<()> {
-        ops::refresh_view(&self.t)?;
-        let Some(node) = self.t.grad_fn() else {
-            if !self.t.requires_grad() {
-                return Err(PyRuntimeError::new_err(
-                    "can't retain_grad on Tensor that has requires_grad=False",
-                ));
-            }
-            return Ok(());
-        };
-        let nr = self.t.output_nr();
-        let mut g = self.t.lock();
-        if !g.cold().is_some_and(|c| c.retains_grad) {
-            g.cold_mut().retains_grad = true;
-            node.lock().retains_mut().push((nr, self.t.downgrade()));
-        }
-        Ok(())
+        Ok(hooks::retain_grad(&self.t)?)
     }
     /// This tensor's data without autograd history (a detached alias).
     #[getter]
@@ -207,30 +177,10 @@ impl PyTensor {
     }
     /// Registers a gradient hook; returns its id (the Python wrapper makes the handle).
     fn _register_hook(&self, f: Py<PyAny>) -> PyResult<u64> {
-        if !self.t.requires_grad() {
-            return Err(PyRuntimeError::new_err(
-                "cannot register a hook on a tensor that doesn't require gradient",
-            ));
-        }
-        ops::refresh_view(&self.t)?;
-        let id = HOOK_IDS.fetch_add(1, Ordering::Relaxed);
-        let hook = py_hook(f);
-        match self.t.grad_fn() {
-            Some(node) => node
-                .lock()
-                .pre_hooks_mut()
-                .push((self.t.output_nr(), id, hook)),
-            None => self.t.lock().cold_mut().hooks.push((id, hook)),
-        }
-        Ok(id)
+        Ok(hooks::register_hook(&self.t, py_hook(f))?)
     }
     /// Removes the hook with this id (called by the handle's `remove()`).
     fn _remove_hook(&self, id: u64) {
-        if let Some(node) = self.t.grad_fn() {
-            node.lock().pre_hooks_mut().retain(|h| h.1 != id);
-        }
-        if let Some(c) = self.t.lock().cold_mut_if_any() {
-            c.hooks.retain(|h| h.0 != id);
-        }
+        hooks::remove_hook(&self.t, id)
     }
 }

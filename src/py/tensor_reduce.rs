@@ -5,7 +5,7 @@ use super::gil;
 use super::pytensor::*;
 use crate::dtype::Scalar;
 use crate::ops;
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 #[pymethods]
@@ -127,14 +127,7 @@ impl PyTensor {
             Some(o) if o.is_none() => 2.0,
             Some(o) => {
                 if let Ok(s) = o.extract::<String>() {
-                    match s.as_str() {
-                        "fro" => 2.0,
-                        _ => {
-                            return Err(PyRuntimeError::new_err(format!(
-                                "norm: unsupported p '{s}'"
-                            )));
-                        }
-                    }
+                    ops::norm_order(&s)?
                 } else {
                     scalar(o)
                         .map(Scalar::as_f64)

@@ -3,7 +3,6 @@
 use super::convert::{self};
 use super::pytensor::*;
 use crate::ops;
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -61,12 +60,7 @@ impl PyTensor {
         if shape.len() == 1
             && let Some(d) = dtype_arg(Some(&shape.get_item(0)?)).ok().flatten()
         {
-            if d != self.t.dtype() {
-                return Err(PyRuntimeError::new_err(
-                    "view(dtype) is not supported by rgrad",
-                ));
-            }
-            return wrap(py, self.t.clone());
+            return wrap(py, ops::view_dtype(&self.t, d)?);
         }
         wrap(py, ops::view(&self.t, &convert::sizes(shape, "view")?)?)
     }
@@ -155,7 +149,7 @@ impl PyTensor {
         split_size_or_sections: &Bound<'_, PyAny>,
         dim: i64,
     ) -> PyResult<Py<PyTuple>> {
-        let (_, len) = dim_size(&self.t, dim, "split")?;
+        let len = ops::split_dim_size(&self.t, dim, "split")?;
         let (sizes, op) = match split_size_or_sections.extract::<usize>() {
             Ok(s) => (ops::split_sizes(len, s)?, "Split"),
             Err(_) => (
@@ -180,20 +174,7 @@ impl PyTensor {
     ///     A tuple of tensors.
     #[pyo3(signature = (chunks, dim=0))]
     fn chunk(&self, py: Python<'_>, chunks: usize, dim: i64) -> PyResult<Py<PyTuple>> {
-        if chunks == 0 {
-            return Err(PyRuntimeError::new_err(
-                "chunk expects `chunks` to be greater than 0, got: 0",
-            ));
-        }
-        let (_, len) = dim_size(&self.t, dim, "chunk")?;
-        let (sizes, op) = if len == 0 {
-            // torch: `chunks` empty pieces (split would give one), via split_with_sizes
-            (vec![0; chunks], "SplitWithSizes")
-        } else {
-            (ops::split_sizes(len, len.div_ceil(chunks))?, "Split")
-        };
-        let parts = ops::split(&self.t, &sizes, dim, op)?;
-        let objs: Vec<Py<PyTensor>> = parts
+        let objs: Vec<Py<PyTensor>> = ops::chunk(&self.t, chunks, dim)?
             .into_iter()
             .map(|p| wrap(py, p))
             .collect::<PyResult<_>>()?;
