@@ -32,7 +32,6 @@ pub mod shape;
 pub mod special;
 pub mod subscript;
 pub(crate) mod table;
-pub(crate) mod topk;
 pub mod unary;
 
 pub use creation::*;

@@ -6,8 +6,8 @@
 //! `normal_` the same switch between the vectorised fill (contiguous, 16 elements or more)
 //! and the scalar Box-Muller with its cached second sample.
 
-use super::topk::topk_indices;
 use super::{apply_nondiff, contiguous, expand, new_tensor};
+use crate::backend::cpu::topk::topk_indices;
 use crate::dtype::DType;
 use crate::random::{self, Generator, GeneratorState};
 use crate::storage::{Buffer, Element};

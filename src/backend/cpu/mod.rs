@@ -4,5 +4,6 @@ pub mod elementwise;
 pub mod matmul;
 pub mod reduce;
 pub mod strided;
+pub mod topk;
 pub mod unary;
 pub mod vmath;
