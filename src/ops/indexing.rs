@@ -6,7 +6,7 @@ use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor, sum_to};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
-use crate::backend::cpu::reduce as k;
+use crate::backend::cpu::index as k;
 use crate::dtype::{DType, Scalar};
 use crate::layout::Layout;
 use crate::ops::*;

@@ -1,6 +1,7 @@
 //! The CPU backend: strided walks, elementwise maps, reductions, index kernels, GEMM.
 
 pub mod elementwise;
+pub mod index;
 pub mod matmul;
 pub mod reduce;
 pub mod strided;
