@@ -48,39 +48,17 @@ fn index_values_as(index: &Tensor, size: usize, dim: usize, rule: IndexRule) -> 
     let Buffer::I64(v) = &*r else {
         return Err(Error::Internal("index buffer is not int64".into()));
     };
-    let vals = crate::backend::cpu::strided::contiguous(v, &s.layout);
-    let n = size as i64;
-    // One branch-free pass: with wrapping, a negative index wraps once, and [-n, n) is
-    // exactly what lands in [0, n); the first bad index is searched for only when there
-    // is one.
-    let wrap = if rule == IndexRule::Wrap { n } else { 0 };
-    let mut bad = false;
-    let out: Vec<i64> = vals
-        .iter()
-        .map(|&i| {
-            let w = i.wrapping_add(wrap & (i >> 63));
-            bad |= w as u64 >= size as u64;
-            w
-        })
-        .collect();
-    if bad {
-        let lo = -wrap;
-        let i = vals
-            .iter()
-            .copied()
-            .find(|&i| i < lo || i >= n)
-            .unwrap_or_default();
+    k::index_values(v, &s.layout, size, rule == IndexRule::Wrap).map_err(|i| {
         let bounds = format!("index {i} is out of bounds for dimension {dim} with size {size}");
-        return Err(match rule {
+        match rule {
             IndexRule::Wrap => Error::index(bounds),
             IndexRule::Gather => Error::runtime(bounds),
             IndexRule::Select => Error::index("index out of range in self"),
             IndexRule::SelectDim1 => Error::runtime(format!(
                 "INDICES element is out of DATA bounds, id={i} axis_dim={size}"
             )),
-        });
-    }
-    Ok(out)
+        }
+    })
 }
 
 /// `torch.gather(x, dim, index)`.
@@ -486,18 +464,7 @@ pub fn nonzero_indices(mask: &Tensor) -> Result<Vec<Tensor>> {
     let Buffer::Bool(v) = &*r else {
         return Err(Error::Internal("mask is not bool".into()));
     };
-    let vals = crate::backend::cpu::strided::contiguous(v, &s.layout);
-    let shape = &s.layout.shape;
-    let strides = crate::shape::contiguous_strides(shape);
-    let mut cols: Vec<Vec<i64>> = vec![Vec::new(); shape.len()];
-    for (i, &b) in vals.iter().enumerate() {
-        if b {
-            for (d, c) in cols.iter_mut().enumerate() {
-                c.push(((i / strides[d]) % shape[d]) as i64);
-            }
-        }
-    }
-    Ok(cols
+    Ok(k::nonzero(v, &s.layout)
         .into_iter()
         .map(|c| {
             let n = c.len();
@@ -767,14 +734,7 @@ fn indices_for_dim(indices: &[Option<Tensor>], d: usize) -> Option<&Tensor> {
 /// The first element of `t`, as a number.
 fn element_0(t: &Tensor) -> Scalar {
     let s = t.snapshot();
-    let b = s.storage.read();
-    let i = s.layout.offset;
-    match &*b {
-        Buffer::F32(v) => Scalar::Float(f64::from(v[i])),
-        Buffer::F64(v) => Scalar::Float(v[i]),
-        Buffer::I64(v) => Scalar::Int(v[i]),
-        Buffer::Bool(v) => Scalar::Bool(v[i]),
-    }
+    k::element(&s.storage.read(), s.layout.offset)
 }
 
 /// The shape of `x[indices]`: the broadcast index shape `bshape` in place of the indexed
@@ -1013,18 +973,15 @@ pub fn index_put_checked(
     apply(
         &[x, &values],
         || {
-            let mut out =
-                crate::backend::cpu::elementwise::cast(&xs.storage.read(), &xs.layout, xs.dtype);
-            let src = vs.storage.read();
-            crate::with_dtype!(xs.dtype, T => {
-                use crate::storage::Element;
-                let o = T::slice_mut(&mut out);
-                let s = T::slice(&src);
-                for (k, &p) in pos_vals.iter().enumerate() {
-                    let v = s[vs.layout.offset + k];
-                    o[p as usize] = if accumulate { T::from_f64(o[p as usize].to_f64() + v.to_f64()) } else { v };
-                }
-            });
+            let out = k::index_put(
+                &xs.storage.read(),
+                &xs.layout,
+                xs.dtype,
+                &pos_vals,
+                &vs.storage.read(),
+                &vs.layout,
+                accumulate,
+            );
             Ok(new_tensor(out, &shape))
         },
         |_| {

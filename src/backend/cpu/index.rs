@@ -1,9 +1,96 @@
-//! Index kernels: gather / scatter-add, index_select / index_add.
+//! Index kernels: gather / scatter-add, index_select / index_add, and advanced
+//! indexing's pieces (checking and wrapping index values, a mask's nonzero coordinates,
+//! index_put's writes).
 
 use super::strided::{contiguous, for_each_offset};
+use crate::dtype::{DType, Scalar};
 use crate::layout::Layout;
 use crate::storage::{Buffer, Element};
 use crate::with_dtype;
+
+/// An int64 index's values (`v` over `layout`, row-major), negative ones counting from
+/// the end when `wrap` (advanced indexing's rule; gather and index_select take none),
+/// each checked against `size`: `Err` holds the first one out of range.
+pub fn index_values(v: &[i64], layout: &Layout, size: usize, wrap: bool) -> Result<Vec<i64>, i64> {
+    let vals = contiguous(v, layout);
+    let n = size as i64;
+    // One branch-free pass: with wrapping, a negative index wraps once, and [-n, n) is
+    // exactly what lands in [0, n); the first bad index is searched for only when there
+    // is one.
+    let wrap = if wrap { n } else { 0 };
+    let mut bad = false;
+    let out: Vec<i64> = vals
+        .iter()
+        .map(|&i| {
+            let w = i.wrapping_add(wrap & (i >> 63));
+            bad |= w as u64 >= size as u64;
+            w
+        })
+        .collect();
+    if bad {
+        let lo = -wrap;
+        let i = vals
+            .iter()
+            .copied()
+            .find(|&i| i < lo || i >= n)
+            .unwrap_or_default();
+        return Err(i);
+    }
+    Ok(out)
+}
+
+/// `mask.nonzero()`: the coordinates of a bool mask's true elements (`v` over `layout`,
+/// row-major), one column per dim.
+pub fn nonzero(v: &[bool], layout: &Layout) -> Vec<Vec<i64>> {
+    let vals = contiguous(v, layout);
+    let shape = &layout.shape;
+    let strides = crate::shape::contiguous_strides(shape);
+    let mut cols: Vec<Vec<i64>> = vec![Vec::new(); shape.len()];
+    for (i, &b) in vals.iter().enumerate() {
+        if b {
+            for (d, c) in cols.iter_mut().enumerate() {
+                c.push(((i / strides[d]) % shape[d]) as i64);
+            }
+        }
+    }
+    cols
+}
+
+/// The element at `offset`, as a number.
+pub fn element(buf: &Buffer, offset: usize) -> Scalar {
+    let i = offset;
+    match buf {
+        Buffer::F32(v) => Scalar::Float(f64::from(v[i])),
+        Buffer::F64(v) => Scalar::Float(v[i]),
+        Buffer::I64(v) => Scalar::Int(v[i]),
+        Buffer::Bool(v) => Scalar::Bool(v[i]),
+    }
+}
+
+/// index_put: `x` (over `lx`) copied row-major as `dtype`, with the element at each
+/// row-major position `positions[k]` set to (`accumulate`: increased by) `values[k]`
+/// (`values` over `lv`, of `dtype`, row-major). Positions are written in order: of
+/// repeated ones the last value wins, or all add up.
+pub fn index_put(
+    x: &Buffer,
+    lx: &Layout,
+    dtype: DType,
+    positions: &[i64],
+    values: &Buffer,
+    lv: &Layout,
+    accumulate: bool,
+) -> Buffer {
+    let mut out = super::elementwise::cast(x, lx, dtype);
+    with_dtype!(dtype, T => {
+        let o = T::slice_mut(&mut out);
+        let s = contiguous(T::slice(values), lv);
+        for (k, &p) in positions.iter().enumerate() {
+            let v = s[k];
+            o[p as usize] = if accumulate { T::from_f64(o[p as usize].to_f64() + v.to_f64()) } else { v };
+        }
+    });
+    out
+}
 
 /// `out[..., i, ...] = src[..., index[..., i, ...], ...]` along `dim` (torch.gather).
 /// `index` is contiguous with the output's shape; bounds are checked by the caller.
