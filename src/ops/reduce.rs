@@ -320,25 +320,11 @@ fn exclusive_prod(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
         prod(&m, Some(-1), false)?
     } else {
         // prefix and suffix products, in f64
-        let v = work_values(&work)?;
-        let mut out = vec![0.0f64; rows * n];
-        for r in 0..rows {
-            let row = &v[r * n..(r + 1) * n];
-            let mut acc = 1.0;
-            for i in 0..n {
-                out[r * n + i] = acc;
-                acc *= row[i];
-            }
-            acc = 1.0;
-            for i in (0..n).rev() {
-                out[r * n + i] *= acc;
-                acc *= row[i];
-            }
-        }
-        to_dtype(
-            &new_tensor(crate::storage::Buffer::F64(out), &[rows, n]),
-            x.dtype(),
-        )?
+        let w = to_dtype(&contiguous(&work)?, DType::F64)?;
+        let s = w.snapshot();
+        let out = k::exclusive_prod_rows(&s.storage.read(), &s.layout)
+            .ok_or_else(|| Error::Internal("exclusive_prod: expected float64 values".into()))?;
+        to_dtype(&new_tensor(out, &[rows, n]), x.dtype())?
     };
     back(&e)
 }
@@ -346,30 +332,7 @@ fn exclusive_prod(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
 /// Whether any element of a tensor is nonzero (torch's `any()`, as a Rust bool).
 pub fn any_true(t: &Tensor) -> Result<bool> {
     let s = t.snapshot();
-    let r = s.storage.read();
-    let mut found = false;
-    crate::with_dtype!(s.dtype, T => {
-        use crate::storage::Element;
-        let v = T::slice(&r);
-        crate::backend::cpu::strided::for_each_offset(&s.layout.shape, &s.layout.strides, s.layout.offset, |o| {
-            found |= v[o].to_f64() != 0.0;
-        });
-    });
-    Ok(found)
-}
-
-fn work_values(t: &Tensor) -> Result<Vec<f64>> {
-    let t = to_dtype(&contiguous(t)?, DType::F64)?;
-    let s = t.snapshot();
-    let r = s.storage.read();
-    match &*r {
-        crate::storage::Buffer::F64(v) => {
-            Ok(v[s.layout.offset..s.layout.offset + s.layout.numel()].to_vec())
-        }
-        _ => Err(Error::Internal(
-            "exclusive_prod: expected float64 values".into(),
-        )),
-    }
+    Ok(k::any_nonzero(&s.storage.read(), &s.layout))
 }
 
 #[derive(Clone)]

@@ -1,7 +1,7 @@
 //! Reduction kernels (sum, prod, max/min with indices) over any set of dims (the index
 //! kernels gather, scatter-add and index_select are in `index.rs`).
 
-use super::strided::for_each_offset;
+use super::strided::{contiguous, for_each_offset};
 use super::unary::Float;
 use crate::dtype::DType;
 use crate::layout::Layout;
@@ -469,6 +469,44 @@ pub fn arg_reduce(
         let vals: Vec<T> = r.iter().map(|p| p.0).collect();
         (T::into_buffer(vals), r.iter().map(|p| p.1.max(0)).collect())
     })
+}
+
+/// Whether any element (over `layout`) is nonzero (torch's `any()`, as a Rust bool).
+pub fn any_nonzero(buf: &Buffer, layout: &Layout) -> bool {
+    let mut found = false;
+    with_dtype!(buf.dtype(), T => {
+        let v = T::slice(buf);
+        for_each_offset(&layout.shape, &layout.strides, layout.offset, |o| {
+            found |= v[o].to_f64() != 0.0;
+        });
+    });
+    found
+}
+
+/// `E[r, i] = Π_{j≠i} x[r, j]` along the rows of a [rows, n] float64 layout (prod's
+/// gradient where the input has zeros), by prefix and suffix products: no division.
+/// `None` for another dtype.
+pub fn exclusive_prod_rows(buf: &Buffer, layout: &Layout) -> Option<Buffer> {
+    let Buffer::F64(data) = buf else {
+        return None;
+    };
+    let v = contiguous(data, layout);
+    let (rows, n) = (layout.shape[0], layout.shape[1]);
+    let mut out = vec![0.0f64; rows * n];
+    for r in 0..rows {
+        let row = &v[r * n..(r + 1) * n];
+        let mut acc = 1.0;
+        for i in 0..n {
+            out[r * n + i] = acc;
+            acc *= row[i];
+        }
+        acc = 1.0;
+        for i in (0..n).rev() {
+            out[r * n + i] *= acc;
+            acc *= row[i];
+        }
+    }
+    Some(Buffer::F64(out))
 }
 
 /// The dtype a sum of `d` produces (torch: integral and bool sums give int64).
