@@ -3,6 +3,7 @@
 pub mod elementwise;
 pub mod index;
 pub mod matmul;
+pub mod nn;
 pub mod reduce;
 pub mod strided;
 pub mod topk;
