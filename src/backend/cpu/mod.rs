@@ -1,5 +1,6 @@
 //! The CPU backend: strided walks, elementwise maps, reductions, index kernels, GEMM.
 
+pub mod creation;
 pub mod elementwise;
 pub mod index;
 pub mod matmul;
