@@ -5,6 +5,7 @@ pub mod elementwise;
 pub mod index;
 pub mod matmul;
 pub mod nn;
+pub mod random;
 pub mod reduce;
 pub mod strided;
 pub mod topk;
