@@ -20,6 +20,7 @@
 //! forward fn + a `Backward` struct here, a line in `backward_ops!`, a method in
 //! `src/py/`, and an entry in `tests/op_db.py`.
 
+pub mod advanced_indexing;
 pub mod creation;
 pub mod elementwise;
 pub mod indexing;
@@ -34,6 +35,7 @@ pub mod subscript;
 pub(crate) mod table;
 pub mod unary;
 
+pub use advanced_indexing::*;
 pub use creation::*;
 pub use elementwise::*;
 pub use indexing::*;
@@ -70,9 +72,10 @@ crate::backward_ops! {
     // matmul.rs
     MmBackward0, AddmmBackward0, BmmBackward0, DotBackward0,
     // indexing.rs
-    GatherBackward0, ScatterAddBackward0, IndexSelectBackward0, IndexAddBackward0, IndexBackward0, MaskedFillBackward0,
+    GatherBackward0, ScatterAddBackward0, IndexSelectBackward0, IndexAddBackward0, MaskedFillBackward0,
     MaskedFillBackward1,
-    IndexPutBackward0,
+    // advanced_indexing.rs
+    IndexBackward0, IndexPutBackward0,
     // inplace.rs
     CopySlices, CopyBackwards,
     // nn.rs
