@@ -21,6 +21,7 @@
 //! `src/py/`, and an entry in `tests/op_db.py`.
 
 pub mod advanced_indexing;
+pub mod concat;
 pub mod creation;
 pub mod elementwise;
 pub mod indexing;
@@ -36,6 +37,7 @@ pub(crate) mod table;
 pub mod unary;
 
 pub use advanced_indexing::*;
+pub use concat::*;
 pub use creation::*;
 pub use elementwise::*;
 pub use indexing::*;
@@ -67,8 +69,9 @@ crate::backward_ops! {
     StdBackward0, NormBackward0,
     // shape.rs
     ViewBackward, ExpandBackward0, PermuteBackward0, TransposeBackward0, SliceBackward0, SelectBackward0,
-    SqueezeBackward, UnsqueezeBackward0, CatBackward0, StackBackward0, RepeatBackward0, AsStridedBackward0,
-    AsStridedScatterBackward0,
+    SqueezeBackward, UnsqueezeBackward0, AsStridedBackward0, AsStridedScatterBackward0,
+    // concat.rs
+    CatBackward0, StackBackward0, RepeatBackward0,
     // matmul.rs
     MmBackward0, AddmmBackward0, BmmBackward0, DotBackward0,
     // indexing.rs
