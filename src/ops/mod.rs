@@ -27,10 +27,12 @@ pub mod elementwise;
 pub mod indexing;
 pub mod inplace;
 pub mod matmul;
+pub mod minmax;
 pub mod nn;
 pub mod random;
 pub mod reduce;
 pub mod shape;
+pub mod softmax;
 pub mod special;
 pub mod subscript;
 pub(crate) mod table;
@@ -43,9 +45,11 @@ pub use elementwise::*;
 pub use indexing::*;
 pub use inplace::*;
 pub use matmul::*;
+pub use minmax::*;
 pub use nn::*;
 pub use reduce::*;
 pub use shape::*;
+pub use softmax::*;
 pub use special::*;
 pub use subscript::*;
 pub use unary::*;
@@ -64,9 +68,12 @@ crate::backward_ops! {
     MaskedGradBackward, TanhBackwardBackward0, RemainderBackward0, ZeroGradBackward, NotImplementedBackward,
     ToCopyBackward0, CloneBackward0, InplaceNotImplemented,
     // reduce.rs
-    SumBackward0, SumBackward1, MeanBackward0, MeanBackward1, ProdBackward0, ProdBackward1, MaxBackward0,
-    AmaxBackward0, SoftmaxBackward0, LogSoftmaxBackward0, LogsumexpBackward0, VarBackward0,
-    StdBackward0, NormBackward0,
+    SumBackward0, SumBackward1, MeanBackward0, MeanBackward1, ProdBackward0, ProdBackward1, LogsumexpBackward0,
+    VarBackward0, StdBackward0, NormBackward0,
+    // minmax.rs
+    MaxBackward0, AmaxBackward0,
+    // softmax.rs
+    SoftmaxBackward0, LogSoftmaxBackward0,
     // shape.rs
     ViewBackward, ExpandBackward0, PermuteBackward0, TransposeBackward0, SliceBackward0, SelectBackward0,
     SqueezeBackward, UnsqueezeBackward0, AsStridedBackward0, AsStridedScatterBackward0,
