@@ -395,7 +395,7 @@ pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
                     // (the gathered values rewritten in that order)
                     Some((order, _)) => permute(
                         &contiguous(&permute(&r, &order)?)?,
-                        &super::inplace::inverse_order(&order),
+                        &super::rebase::inverse_order(&order),
                     )?,
                     None => r,
                 }

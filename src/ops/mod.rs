@@ -10,7 +10,7 @@
 //! - non-differentiable inputs (indices, masks, Python numbers) get no edge.
 //! - views (transpose, slicing, expand, view...) share storage with their input and
 //!   remember it as their `base`; in-place ops on them rebase the base's history
-//!   (`inplace.rs`).
+//!   (`inplace.rs`, `rebase.rs`).
 //! - Backward formulas are written with these same ops, never raw kernels, so that with
 //!   `create_graph=True` they are recorded and can be differentiated again.
 //! - Every broadcasting op reduces its gradients to the input shape with [`sum_to`].
@@ -30,6 +30,7 @@ pub mod matmul;
 pub mod minmax;
 pub mod nn;
 pub mod random;
+pub mod rebase;
 pub mod reduce;
 pub mod shape;
 pub mod softmax;
@@ -47,6 +48,7 @@ pub use inplace::*;
 pub use matmul::*;
 pub use minmax::*;
 pub use nn::*;
+pub use rebase::*;
 pub use reduce::*;
 pub use shape::*;
 pub use softmax::*;
@@ -87,7 +89,9 @@ crate::backward_ops! {
     // advanced_indexing.rs
     IndexBackward0, IndexPutBackward0,
     // inplace.rs
-    CopySlices, CopyBackwards,
+    CopyBackwards,
+    // rebase.rs
+    CopySlices,
     // nn.rs
     MseLossBackward0, NllLossBackward0,
     // special.rs
