@@ -42,7 +42,10 @@ mod tests {
 
     #[test]
     fn one_device_passes_two_are_refused_with_torchs_message() {
-        assert_eq!(common_device([Device::Cpu, Device::Cpu]).unwrap(), Device::Cpu);
+        assert_eq!(
+            common_device([Device::Cpu, Device::Cpu]).unwrap(),
+            Device::Cpu
+        );
         assert_eq!(common_device([]).unwrap(), Device::Cpu);
         let e = common_device([Device::Cuda(0), Device::Cpu]).unwrap_err();
         assert_eq!(

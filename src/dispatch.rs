@@ -38,7 +38,11 @@ pub trait Hook: Send + Sync {
     /// The op that [`Hook::start`] returned `token` for has ended: `outputs` are a backward
     /// node's gradients (empty for a forward op) or the op's error. An error returned here
     /// fails the op (anomaly mode's check for NaN gradients).
-    fn end(&self, token: u64, outputs: std::result::Result<&[Option<Tensor>], &Error>) -> Result<()>;
+    fn end(
+        &self,
+        token: u64,
+        outputs: std::result::Result<&[Option<Tensor>], &Error>,
+    ) -> Result<()>;
 }
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -124,8 +128,14 @@ pub(crate) mod tests {
             s.push((op.name.to_string(), op.phase, op.sequence_nr));
             s.len() as u64
         }
-        fn end(&self, token: u64, outputs: std::result::Result<&[Option<Tensor>], &Error>) -> Result<()> {
-            self.ended.lock().push((token, outputs.map(|o| o.len()).unwrap_or(usize::MAX)));
+        fn end(
+            &self,
+            token: u64,
+            outputs: std::result::Result<&[Option<Tensor>], &Error>,
+        ) -> Result<()> {
+            self.ended
+                .lock()
+                .push((token, outputs.map(|o| o.len()).unwrap_or(usize::MAX)));
             Ok(())
         }
     }

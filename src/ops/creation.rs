@@ -1,6 +1,7 @@
 //! Factory functions: zeros/ones/full, ranges and eye (random tensors: `random.rs`).
 
 use super::new_tensor;
+use crate::backend::cpu::creation as k;
 use crate::dtype::{DType, Scalar};
 use crate::shape::Shape;
 use crate::storage::{Buffer, alloc_guard};
@@ -80,16 +81,8 @@ fn arange_impl(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> 
     }
     let n = n as usize;
     alloc_guard(&[n], dtype)?;
-    let buf = match dtype {
-        DType::F32 => Buffer::F32((0..n).map(|i| (start + i as f64 * step) as f32).collect()),
-        DType::F64 => Buffer::F64((0..n).map(|i| start + i as f64 * step).collect()),
-        DType::I64 => Buffer::I64((0..n).map(|i| (start + i as f64 * step) as i64).collect()),
-        DType::Bool => {
-            return Err(Error::not_implemented(
-                "\"arange_cpu\" not implemented for 'Bool'",
-            ));
-        }
-    };
+    let buf = k::arange(start, step, n, dtype)
+        .ok_or_else(|| Error::not_implemented("\"arange_cpu\" not implemented for 'Bool'"))?;
     Ok(new_tensor(buf, &[n]))
 }
 
@@ -104,35 +97,7 @@ fn linspace_impl(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tenso
     }
     let n = steps as usize;
     alloc_guard(&[n], dtype)?;
-    if n == 1 {
-        // torch fills a single step with `start` (the symmetric fill below would give `end`)
-        return Ok(new_tensor(cast_f64(vec![start], dtype), &[1]));
-    }
-    let step = if n > 1 {
-        (end - start) / (n - 1) as f64
-    } else {
-        0.0
-    };
-    let half = n / 2;
-    let vals: Vec<f64> = (0..n)
-        .map(|i| {
-            if i < half {
-                start + step * i as f64
-            } else {
-                end - step * (n - 1 - i) as f64
-            }
-        })
-        .collect();
-    Ok(new_tensor(cast_f64(vals, dtype), &[n]))
-}
-
-fn cast_f64(vals: Vec<f64>, dtype: DType) -> Buffer {
-    match dtype {
-        DType::F32 => Buffer::F32(vals.iter().map(|&v| v as f32).collect()),
-        DType::F64 => Buffer::F64(vals),
-        DType::I64 => Buffer::I64(vals.iter().map(|&v| v as i64).collect()),
-        DType::Bool => Buffer::Bool(vals.iter().map(|&v| v != 0.0).collect()),
-    }
+    Ok(new_tensor(k::linspace(start, end, n, dtype), &[n]))
 }
 
 pub fn eye(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
@@ -141,13 +106,5 @@ pub fn eye(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
 
 fn eye_impl(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
     guard(&[n, m], dtype)?;
-    let mut b = Buffer::zeros(dtype, n * m);
-    crate::with_dtype!(dtype, T => {
-        use crate::storage::Element;
-        let s = T::slice_mut(&mut b);
-        for i in 0..n.min(m) {
-            s[i * m + i] = T::from_f64(1.0);
-        }
-    });
-    Ok(new_tensor(b, &[n, m]))
+    Ok(new_tensor(k::eye(n, m, dtype), &[n, m]))
 }

@@ -3,12 +3,11 @@
 use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::backend::cpu::matmul::{GemmElem, MatView, gemm_add, gemm_uninit, splits};
+use crate::backend::cpu::matmul::{self as kmm, splits};
 use crate::dtype::{DType, ResultType, Scalar};
 use crate::ops::*;
 use crate::shape::{Shape, broadcast_shapes};
-use crate::storage::{Buffer, Element};
-use crate::tensor::{Snapshot, Tensor};
+use crate::tensor::Tensor;
 use crate::{Error, Result};
 use std::borrow::Cow;
 
@@ -47,18 +46,6 @@ fn trivial_product(sa: &[usize], sb: &[usize]) -> bool {
     k == 0 || sa.contains(&0) || sb.contains(&0)
 }
 
-fn view_of<'a, T: Element>(data: &'a [T], s: &Snapshot, batch_offset: usize) -> MatView<'a, T> {
-    let n = s.layout.ndim();
-    MatView {
-        data,
-        offset: s.layout.offset + batch_offset,
-        rows: s.layout.shape[n - 2],
-        cols: s.layout.shape[n - 1],
-        row_stride: s.layout.strides[n - 2],
-        col_stride: s.layout.strides[n - 1],
-    }
-}
-
 /// `torch.mv(mat, vec)`: torch's argument checks, then the matrix-vector product (matmul
 /// alone would also take batched or 1-D left operands).
 pub fn mv(mat: &Tensor, vec: &Tensor) -> Result<Tensor> {
@@ -91,14 +78,9 @@ fn gemm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     );
     let buf = on_pool_if_split(m, n, k, || {
         let (ra, rb) = (sa.storage.read(), sb.storage.read());
-        match sa.dtype {
-            DType::F32 => batched::<f32>(&ra, &sa, &rb, &sb),
-            DType::F64 => batched::<f64>(&ra, &sa, &rb, &sb),
-            DType::I64 => batched::<i64>(&ra, &sa, &rb, &sb),
-            // `same_dtype` lets bool through only for a product of nothing: all false
-            DType::Bool => Ok(Buffer::Bool(vec![false; crate::shape::numel(&shape)])),
-        }
-    })?;
+        // (`same_dtype` lets bool through only for a product of nothing: all false)
+        kmm::bmm(&ra, &sa.layout, &rb, &sb.layout)
+    });
     Ok(new_tensor(buf, &shape))
 }
 
@@ -112,40 +94,6 @@ fn on_pool_if_split<R: Send>(m: usize, n: usize, k: usize, f: impl FnOnce() -> R
     } else {
         f()
     }
-}
-
-fn batched<T: Element + GemmElem>(
-    ra: &Buffer,
-    sa: &Snapshot,
-    rb: &Buffer,
-    sb: &Snapshot,
-) -> Result<Buffer> {
-    let nd = sa.layout.ndim();
-    let (m, n) = (sa.layout.shape[nd - 2], sb.layout.shape[nd - 1]);
-    let batch = if nd == 3 { sa.layout.shape[0] } else { 1 };
-    // Not zeroed first: the GEMM writes every element (zeroing was 2.6% of a linear
-    // layer's backward).
-    let len = batch * m * n;
-    let mut out: Vec<T> = Vec::with_capacity(len);
-    let spare = &mut out.spare_capacity_mut()[..len];
-    let (da, db) = (T::slice(ra), T::slice(rb));
-    let parallel = crate::runtime::intra_op_parallel();
-    for i in 0..batch {
-        let (oa, ob) = if nd == 3 {
-            (i * sa.layout.strides[0], i * sb.layout.strides[0])
-        } else {
-            (0, 0)
-        };
-        gemm_uninit(
-            view_of(da, sa, oa),
-            view_of(db, sb, ob),
-            &mut spare[i * m * n..(i + 1) * m * n],
-            parallel,
-        );
-    }
-    // SAFETY: each batch's GEMM wrote all of its m*n elements, so all `len` are set.
-    unsafe { out.set_len(len) };
-    Ok(T::into_buffer(out))
 }
 
 /// `torch.mm(a, b)` for 2-D tensors.
@@ -316,45 +264,13 @@ pub fn addmm(
 fn gemm_add_kernel(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sc, sa, sb) = (bias.snapshot(), a.snapshot(), b.snapshot());
     let shape: Shape = sc.layout.shape.clone();
-    fn go<T: Element + GemmElem>(
-        c: &Buffer,
-        sc: &Snapshot,
-        a: &Buffer,
-        sa: &Snapshot,
-        b: &Buffer,
-        sb: &Snapshot,
-    ) -> Buffer {
-        let mut out = rows_of(T::slice(c), &sc.layout);
-        let (va, vb) = (view_of(T::slice(a), sa, 0), view_of(T::slice(b), sb, 0));
-        gemm_add(va, vb, &mut out, crate::runtime::intra_op_parallel());
-        T::into_buffer(out)
-    }
     let (m, k, n) = (sa.layout.shape[0], sa.layout.shape[1], sb.layout.shape[1]);
     let buf = on_pool_if_split(m, n, k, || {
         let (rc, ra, rb) = (sc.storage.read(), sa.storage.read(), sb.storage.read());
-        match sc.dtype {
-            DType::F32 => Ok(go::<f32>(&rc, &sc, &ra, &sa, &rb, &sb)),
-            DType::F64 => Ok(go::<f64>(&rc, &sc, &ra, &sa, &rb, &sb)),
-            DType::I64 => Ok(go::<i64>(&rc, &sc, &ra, &sa, &rb, &sb)),
-            DType::Bool => Err(Error::Internal("addmm: bool reached the kernel".into())),
-        }
+        kmm::addmm(&rc, &sc.layout, &ra, &sa.layout, &rb, &sb.layout)
+            .ok_or_else(|| Error::Internal("addmm: bool reached the kernel".into()))
     })?;
     Ok(new_tensor(buf, &shape))
-}
-
-/// A 2-D (possibly broadcast) layout's elements in row-major order: a bias broadcast
-/// down the rows is copied a row at a time.
-fn rows_of<T: Copy>(data: &[T], l: &crate::layout::Layout) -> Vec<T> {
-    let (rows, cols) = (l.shape[0], l.shape[1]);
-    if cols > 0 && l.strides[0] == 0 && l.strides[1] == 1 {
-        let row = &data[l.offset..l.offset + cols];
-        let mut out = Vec::with_capacity(rows * cols);
-        for _ in 0..rows {
-            out.extend_from_slice(row);
-        }
-        return out;
-    }
-    crate::backend::cpu::strided::contiguous(data, l).into_owned()
 }
 
 #[derive(Clone)]

@@ -10,7 +10,7 @@
 //! - non-differentiable inputs (indices, masks, Python numbers) get no edge.
 //! - views (transpose, slicing, expand, view...) share storage with their input and
 //!   remember it as their `base`; in-place ops on them rebase the base's history
-//!   (`inplace.rs`).
+//!   (`inplace.rs`, `rebase.rs`).
 //! - Backward formulas are written with these same ops, never raw kernels, so that with
 //!   `create_graph=True` they are recorded and can be differentiated again.
 //! - Every broadcasting op reduces its gradients to the input shape with [`sum_to`].
@@ -20,31 +20,40 @@
 //! forward fn + a `Backward` struct here, a line in `backward_ops!`, a method in
 //! `src/py/`, and an entry in `tests/op_db.py`.
 
+pub mod advanced_indexing;
 pub mod binary;
+pub mod concat;
 pub mod creation;
 pub mod elementwise;
 pub mod indexing;
 pub mod inplace;
 pub mod matmul;
+pub mod minmax;
 pub mod nn;
 pub mod random;
+pub mod rebase;
 pub mod reduce;
 pub mod shape;
+pub mod softmax;
 pub mod special;
 pub mod subscript;
 pub(crate) mod table;
-pub(crate) mod topk;
 pub mod unary;
 
+pub use advanced_indexing::*;
 pub use binary::*;
+pub use concat::*;
 pub use creation::*;
 pub use elementwise::*;
 pub use indexing::*;
 pub use inplace::*;
 pub use matmul::*;
+pub use minmax::*;
 pub use nn::*;
+pub use rebase::*;
 pub use reduce::*;
 pub use shape::*;
+pub use softmax::*;
 pub use special::*;
 pub use subscript::*;
 pub use unary::*;
@@ -65,21 +74,28 @@ crate::backward_ops! {
     // binary.rs
     BinaryFnBackward,
     // reduce.rs
-    SumBackward0, SumBackward1, MeanBackward0, MeanBackward1, ProdBackward0, ProdBackward1, MaxBackward0,
-    AmaxBackward0, SoftmaxBackward0, LogSoftmaxBackward0, LogsumexpBackward0, VarBackward0,
-    StdBackward0, NormBackward0,
+    SumBackward0, SumBackward1, MeanBackward0, MeanBackward1, ProdBackward0, ProdBackward1, LogsumexpBackward0,
+    VarBackward0, StdBackward0, NormBackward0,
+    // minmax.rs
+    MaxBackward0, AmaxBackward0,
+    // softmax.rs
+    SoftmaxBackward0, LogSoftmaxBackward0,
     // shape.rs
     ViewBackward, ExpandBackward0, PermuteBackward0, TransposeBackward0, SliceBackward0, SelectBackward0,
-    SqueezeBackward, UnsqueezeBackward0, CatBackward0, StackBackward0, RepeatBackward0, AsStridedBackward0,
-    AsStridedScatterBackward0,
+    SqueezeBackward, UnsqueezeBackward0, AsStridedBackward0, AsStridedScatterBackward0,
+    // concat.rs
+    CatBackward0, StackBackward0, RepeatBackward0,
     // matmul.rs
     MmBackward0, AddmmBackward0, BmmBackward0, DotBackward0,
     // indexing.rs
-    GatherBackward0, ScatterAddBackward0, IndexSelectBackward0, IndexAddBackward0, IndexBackward0, MaskedFillBackward0,
+    GatherBackward0, ScatterAddBackward0, IndexSelectBackward0, IndexAddBackward0, MaskedFillBackward0,
     MaskedFillBackward1,
-    IndexPutBackward0,
+    // advanced_indexing.rs
+    IndexBackward0, IndexPutBackward0,
     // inplace.rs
-    CopySlices, CopyBackwards,
+    CopyBackwards,
+    // rebase.rs
+    CopySlices,
     // nn.rs
     MseLossBackward0, NllLossBackward0,
     // special.rs

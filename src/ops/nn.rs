@@ -130,33 +130,18 @@ pub fn nll_loss(
     }
     // valid targets: class index in range, or ignore_index
     let tv = t.snapshot();
-    let tvals: Vec<i64> = {
+    let (safe, keep, kept) = {
         let r = tv.storage.read();
         let crate::storage::Buffer::I64(v) = &*r else {
             return Err(Error::Internal("target not int64".into()));
         };
-        crate::backend::cpu::strided::contiguous(v, &tv.layout).to_vec()
+        crate::backend::cpu::nn::nll_targets(v, &tv.layout, c, ignore_index)
+            .map_err(|v| Error::index(format!("Target {v} is out of bounds.")))?
     };
-    for &v in &tvals {
-        if v != ignore_index && (v < 0 || v >= c as i64) {
-            return Err(Error::index(format!("Target {v} is out of bounds.")));
-        }
-    }
-    let keep: Vec<f64> = tvals
-        .iter()
-        .map(|&v| if v == ignore_index { 0.0 } else { 1.0 })
-        .collect();
-    let safe: Vec<i64> = tvals
-        .iter()
-        .map(|&v| if v == ignore_index { 0 } else { v })
-        .collect();
-    let idx = crate::ops::new_tensor(crate::storage::Buffer::I64(safe), &[n, 1]);
-    let w = to_dtype(
-        &crate::ops::new_tensor(crate::storage::Buffer::F64(keep), &[n]),
-        x.dtype(),
-    )?;
+    let idx = crate::ops::new_tensor(safe, &[n, 1]);
+    let w = to_dtype(&crate::ops::new_tensor(keep, &[n]), x.dtype())?;
     // the mean divides by the number of targets that are not ignored (torch's weight sum)
-    let denom = tvals.iter().filter(|&&v| v != ignore_index).count() as f64;
+    let denom = kept as f64;
     let single = input.ndim() == 1;
     let out = apply(
         &[&x],

@@ -6,14 +6,13 @@
 //! `normal_` the same switch between the vectorised fill (contiguous, 16 elements or more)
 //! and the scalar Box-Muller with its cached second sample.
 
-use super::topk::topk_indices;
 use super::{apply_nondiff, contiguous, expand, new_tensor};
+use crate::backend::cpu::random as rk;
 use crate::dtype::DType;
 use crate::random::{self, Generator, GeneratorState};
-use crate::storage::{Buffer, Element};
+use crate::storage::Buffer;
 use crate::tensor::Tensor;
 use crate::{Error, Result};
-use std::cmp::Ordering;
 
 fn dtype_name(d: DType) -> &'static str {
     match d {
@@ -31,19 +30,6 @@ fn not_float(kernel: &str, d: DType) -> Error {
     ))
 }
 
-/// Lays out values drawn in TensorIterator order as a row-major buffer of `x`'s shape.
-fn to_logical(buf: Buffer, order: Option<&[usize]>) -> Buffer {
-    let Some(order) = order else { return buf };
-    crate::with_dtype!(buf.dtype(), T => {
-        let src = T::slice(&buf);
-        let mut out = vec![T::default(); src.len()];
-        for (&pos, &v) in order.iter().zip(src) {
-            out[pos] = v;
-        }
-        T::into_buffer(out)
-    })
-}
-
 /// Writes freshly drawn values into `x`: `draw(generator, n, contiguous)` returns them in
 /// TensorIterator order of `x`'s layout.
 fn fill_in_place(
@@ -58,7 +44,7 @@ fn fill_in_place(
     let shape = layout.shape.clone();
     super::inplace::commit_checked(x, |_| {
         let buf = random::or_default(generator).with(|g| draw(g, n, is_contig))?;
-        Ok(new_tensor(to_logical(buf, order.as_deref()), &shape))
+        Ok(new_tensor(rk::to_logical(buf, order.as_deref()), &shape))
     })?;
     Ok(x.clone())
 }
@@ -124,29 +110,12 @@ fn fmt_num(v: f64) -> String {
     }
 }
 
-fn uniform_values(
-    g: &mut GeneratorState,
-    n: usize,
-    dtype: DType,
-    from: f64,
-    to: f64,
-) -> Result<Buffer> {
-    Ok(match dtype {
-        DType::F32 => {
-            let (f, t) = (from as f32, to as f32);
-            Buffer::F32((0..n).map(|_| g.uniform_f32(f, t)).collect())
-        }
-        DType::F64 => Buffer::F64((0..n).map(|_| g.uniform_f64(from, to)).collect()),
-        d => return Err(not_float("check_uniform_bounds", d)),
-    })
-}
-
 /// `x.uniform_(from, to, generator=)`.
 pub fn uniform_(x: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let dtype = x.dtype();
     check_uniform(from, to, dtype)?;
     fill_in_place(x, generator, |g, n, _| {
-        uniform_values(g, n, dtype, from, to)
+        rk::uniform(g, n, dtype, from, to).ok_or_else(|| not_float("check_uniform_bounds", dtype))
     })
 }
 
@@ -156,7 +125,9 @@ pub fn rand(shape: &[usize], dtype: DType, generator: Option<&Generator>) -> Res
     super::creation::guard(shape, dtype)?;
     apply_nondiff(|| {
         let n = crate::shape::numel(shape);
-        let buf = random::or_default(generator).with(|g| uniform_values(g, n, dtype, 0.0, 1.0))?;
+        let buf = random::or_default(generator)
+            .with(|g| rk::uniform(g, n, dtype, 0.0, 1.0))
+            .ok_or_else(|| not_float("check_uniform_bounds", dtype))?;
         Ok(new_tensor(buf, shape))
     })
 }
@@ -175,39 +146,6 @@ fn check_std(std: f64) -> Result<()> {
     }
 }
 
-fn normal_values(
-    g: &mut GeneratorState,
-    n: usize,
-    contiguous: bool,
-    dtype: DType,
-    mean: f64,
-    std: f64,
-) -> Result<Buffer> {
-    let vectorised = contiguous && n >= 16;
-    Ok(match dtype {
-        DType::F32 => {
-            let mut v = vec![0f32; n];
-            if vectorised {
-                random::normal_fill_f32(g, &mut v, mean as f32, std as f32);
-            } else {
-                v.iter_mut()
-                    .for_each(|x| *x = g.normal_f64(mean, std) as f32);
-            }
-            Buffer::F32(v)
-        }
-        DType::F64 => {
-            let mut v = vec![0f64; n];
-            if vectorised {
-                random::normal_fill_f64(g, &mut v, mean, std);
-            } else {
-                v.iter_mut().for_each(|x| *x = g.normal_f64(mean, std));
-            }
-            Buffer::F64(v)
-        }
-        d => return Err(not_float("normal_kernel_cpu", d)),
-    })
-}
-
 /// `x.normal_(mean, std, generator=)`.
 pub fn normal_(x: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -> Result<Tensor> {
     check_std(std)?;
@@ -216,7 +154,7 @@ pub fn normal_(x: &Tensor, mean: f64, std: f64, generator: Option<&Generator>) -
         return Err(not_float("normal_kernel_cpu", dtype));
     }
     fill_in_place(x, generator, |g, n, c| {
-        normal_values(g, n, c, dtype, mean, std)
+        rk::normal(g, n, c, dtype, mean, std).ok_or_else(|| not_float("normal_kernel_cpu", dtype))
     })
 }
 
@@ -235,8 +173,9 @@ pub fn randn(
     super::creation::guard(shape, dtype)?;
     apply_nondiff(|| {
         let n = crate::shape::numel(shape);
-        let buf =
-            random::or_default(generator).with(|g| normal_values(g, n, true, dtype, mean, std))?;
+        let buf = random::or_default(generator)
+            .with(|g| rk::normal(g, n, true, dtype, mean, std))
+            .ok_or_else(|| not_float("normal_kernel_cpu", dtype))?;
         Ok(new_tensor(buf, shape))
     })
 }
@@ -252,25 +191,6 @@ pub fn check_std_tensor(std: &Tensor) -> Result<()> {
 }
 
 // ---- integers --------------------------------------------------------------------------
-
-fn random_values(g: &mut GeneratorState, n: usize, dtype: DType, from: i64, to: i64) -> Buffer {
-    let range = to.wrapping_sub(from) as u64;
-    let wide = range >= 1 << 32 && dtype != DType::Bool;
-    let mut draw = || -> i64 {
-        let v = if wide {
-            g.random64()
-        } else {
-            u64::from(g.random())
-        };
-        (v % range).wrapping_add(from as u64) as i64
-    };
-    match dtype {
-        DType::I64 => Buffer::I64((0..n).map(|_| draw()).collect()),
-        DType::F32 => Buffer::F32((0..n).map(|_| draw() as f32).collect()),
-        DType::F64 => Buffer::F64((0..n).map(|_| draw() as f64).collect()),
-        DType::Bool => Buffer::Bool((0..n).map(|_| draw() != 0).collect()),
-    }
-}
 
 /// ATen's `update_from` / `update_to`: for float outputs, bounds that the dtype cannot
 /// represent move inwards to values it can (so every draw is representable).
@@ -344,7 +264,7 @@ pub fn random_(x: &Tensor, from: i64, to: i64, generator: Option<&Generator>) ->
     let dtype = x.dtype();
     let (from, to) = check_from_to(from, to, dtype)?;
     fill_in_place(x, generator, |g, n, _| {
-        Ok(random_values(g, n, dtype, from, to))
+        Ok(rk::random(g, n, dtype, from, to))
     })
 }
 
@@ -360,7 +280,7 @@ pub fn randint(
     super::creation::guard(shape, dtype)?;
     apply_nondiff(|| {
         let n = crate::shape::numel(shape);
-        let buf = random::or_default(generator).with(|g| random_values(g, n, dtype, low, high));
+        let buf = random::or_default(generator).with(|g| rk::random(g, n, dtype, low, high));
         Ok(new_tensor(buf, shape))
     })
 }
@@ -381,43 +301,12 @@ pub fn randperm(n: i64, dtype: DType, generator: Option<&Generator>) -> Result<T
     let len = n as usize;
     super::creation::guard(&[len], DType::I64)?;
     apply_nondiff(|| {
-        let mut r: Vec<i64> = Vec::with_capacity(len);
-        random::or_default(generator).with(|g| {
-            if n < i64::from(u32::MAX / 20) {
-                r.extend(0..n);
-                for i in 0..len.saturating_sub(1) {
-                    let z = (u64::from(g.random()) % (len - i) as u64) as usize;
-                    r.swap(i, z + i);
-                }
-            } else {
-                r.resize(len, 0);
-                for i in 0..len {
-                    let z = (g.random64() % (i as u64 + 1)) as usize;
-                    r[i] = r[z];
-                    r[z] = i as i64;
-                }
-            }
-        });
-        let buf = match dtype {
-            DType::I64 => Buffer::I64(r),
-            DType::F32 => Buffer::F32(r.iter().map(|&v| v as f32).collect()),
-            DType::F64 => Buffer::F64(r.iter().map(|&v| v as f64).collect()),
-            DType::Bool => Buffer::Bool(r.iter().map(|&v| v != 0).collect()),
-        };
-        Ok(new_tensor(buf, &[len]))
+        let r = random::or_default(generator).with(|g| rk::randperm(g, len));
+        Ok(new_tensor(rk::from_i64(dtype, r), &[len]))
     })
 }
 
 // ---- bernoulli -------------------------------------------------------------------------
-
-fn from_bool(dtype: DType, v: Vec<bool>) -> Buffer {
-    match dtype {
-        DType::Bool => Buffer::Bool(v),
-        DType::I64 => Buffer::I64(v.into_iter().map(i64::from).collect()),
-        DType::F32 => Buffer::F32(v.into_iter().map(|b| f32::from(u8::from(b))).collect()),
-        DType::F64 => Buffer::F64(v.into_iter().map(|b| f64::from(u8::from(b))).collect()),
-    }
-}
 
 /// `x.bernoulli_(p)` for a number p: one uniform double per element, `u < p`.
 pub fn bernoulli_scalar_(x: &Tensor, p: f64, generator: Option<&Generator>) -> Result<Tensor> {
@@ -429,10 +318,7 @@ pub fn bernoulli_scalar_(x: &Tensor, p: f64, generator: Option<&Generator>) -> R
     }
     let dtype = x.dtype();
     fill_in_place(x, generator, |g, n, _| {
-        Ok(from_bool(
-            dtype,
-            (0..n).map(|_| g.uniform01_f64() < p).collect(),
-        ))
+        Ok(rk::bernoulli_scalar(g, n, p, dtype))
     })
 }
 
@@ -440,12 +326,7 @@ pub fn bernoulli_scalar_(x: &Tensor, p: f64, generator: Option<&Generator>) -> R
 fn values_f64(t: &Tensor) -> Result<Vec<f64>> {
     let c = contiguous(&t.detach())?;
     let s = c.snapshot();
-    let b = s.storage.read();
-    let n = s.layout.numel();
-    let o = s.layout.offset;
-    Ok(
-        crate::with_dtype!(s.dtype, T => T::slice(&b)[o..o + n].iter().map(|v| v.to_f64()).collect()),
-    )
+    Ok(rk::values_f64(&s.storage.read(), &s.layout))
 }
 
 /// `x.bernoulli_(p)` for a tensor p (broadcast to x): `u < p` with a float uniform for
@@ -469,15 +350,7 @@ pub fn bernoulli_tensor_(x: &Tensor, p: &Tensor, generator: Option<&Generator>) 
         (!layout.is_contiguous()).then(|| random::iteration_order(&layout.shape, &layout.strides));
     let dtype = x.dtype();
     fill_in_place(x, generator, |g, n, _| {
-        let at = |k: usize| order.as_ref().map_or(k, |o| o[k]);
-        let v: Vec<bool> = if pd == DType::F64 {
-            (0..n).map(|k| g.uniform01_f64() < pv[at(k)]).collect()
-        } else {
-            (0..n)
-                .map(|k| g.uniform01_f32() < pv[at(k)] as f32)
-                .collect()
-        };
-        Ok(from_bool(dtype, v))
+        Ok(rk::bernoulli_tensor(g, n, &pv, pd, order.as_deref(), dtype))
     })
 }
 
@@ -543,7 +416,7 @@ pub fn multinomial(
                 "probability tensor contains either `inf`, `nan` or element < 0",
             ));
         }
-        let row_sum_zero = pv.chunks(n_cat.max(1)).any(|r| sum_in(dtype, r) == 0.0);
+        let row_sum_zero = pv.chunks(n_cat.max(1)).any(|r| rk::sum_in(dtype, r) == 0.0);
         if n_cat == 0 || row_sum_zero {
             return Err(Error::runtime(
                 "invalid multinomial distribution (sum of probabilities <= 0)",
@@ -554,112 +427,25 @@ pub fn multinomial(
             let l = p.layout();
             (!l.is_contiguous()).then(|| random::iteration_order(&l.shape, &l.strides))
         };
-        let mut keys = vec![0f64; pv.len()];
-        random::or_default(generator).with(|g| {
-            for j in 0..pv.len() {
-                let e = -(-g.uniform01_f64()).ln_1p();
-                let pos = order.as_ref().map_or(j, |o| o[j]);
-                // p / q in p's dtype.
-                keys[pos] = if dtype == DType::F32 {
-                    f64::from(pv[pos] as f32 / e as f32)
-                } else {
-                    pv[pos] / e
-                };
-            }
-        });
-        for (ks, o) in keys.chunks(n_cat).zip(out.chunks_mut(k)) {
-            if k == 1 {
-                // argmax: the first maximum (NaN counts as the maximum).
-                let mut best = 0;
-                for (i, &x) in ks.iter().enumerate() {
-                    if x.is_nan() || x > ks[best] {
-                        best = i;
-                        if x.is_nan() {
-                            break;
-                        }
-                    }
-                }
-                o[0] = best as i64;
-            } else {
-                for (dst, i) in o.iter_mut().zip(topk_indices(ks, k)) {
-                    *dst = i as i64;
-                }
-            }
-        }
+        let keys = random::or_default(generator)
+            .with(|g| rk::exponential_keys(g, &pv, dtype, order.as_deref()));
+        rk::top_k_rows(&keys, n_cat, k, &mut out);
         return Ok(new_tensor(Buffer::I64(out), &out_shape));
     }
-    random::or_default(generator).with(|g| -> Result<()> {
-        for (row, o) in pv.chunks(n_cat).zip(out.chunks_mut(k)) {
-            let cum = cumulative(dtype, row)?;
-            for dst in o.iter_mut() {
-                let u = g.uniform01_f64();
-                let (mut left, mut right) = (0usize, n_cat);
-                while right > left {
-                    let mid = left + (right - left) / 2;
-                    if cum[mid] < u {
-                        left = mid + 1;
-                    } else {
-                        right = mid;
-                    }
+    random::or_default(generator)
+        .with(|g| rk::multinomial_with_replacement(g, &pv, dtype, n_cat, k, &mut out))
+        .map_err(|bad| {
+            Error::runtime(match bad {
+                rk::BadDistribution::Negative => {
+                    "invalid multinomial distribution (encountering probability entry < 0)"
                 }
-                *dst = left as i64;
-            }
-        }
-        Ok(())
-    })?;
+                rk::BadDistribution::NotFinite => {
+                    "invalid multinomial distribution (encountering probability entry = infinity or NaN)"
+                }
+                rk::BadDistribution::SumNotPositive => {
+                    "invalid multinomial distribution (sum of probabilities <= 0)"
+                }
+            })
+        })?;
     Ok(new_tensor(Buffer::I64(out), &out_shape))
-}
-
-/// A row's sum accumulated in its dtype, as ATen's `self.sum(1) == 0` sees it (only its
-/// zero-ness matters).
-fn sum_in(dtype: DType, row: &[f64]) -> f64 {
-    if dtype == DType::F32 {
-        f64::from(row.iter().map(|&v| v as f32).sum::<f32>())
-    } else {
-        row.iter().sum()
-    }
-}
-
-/// The normalised cumulative distribution of one row, summed and divided in the row's
-/// dtype; its last entry is set to 1 (multinomial_with_replacement_apply).
-fn cumulative(dtype: DType, row: &[f64]) -> Result<Vec<f64>> {
-    fn run<T: Element + std::ops::AddAssign + std::ops::Div<Output = T>>(
-        row: &[f64],
-    ) -> Result<Vec<f64>> {
-        let mut sum = T::from_f64(0.0);
-        let mut cum = Vec::with_capacity(row.len());
-        for &v in row {
-            // `!(v >= 0)` as ATen writes it: NaN gets this message too.
-            if !matches!(
-                v.partial_cmp(&0.0),
-                Some(Ordering::Greater | Ordering::Equal)
-            ) {
-                return Err(Error::runtime(
-                    "invalid multinomial distribution (encountering probability entry < 0)",
-                ));
-            }
-            if !v.is_finite() {
-                return Err(Error::runtime(
-                    "invalid multinomial distribution (encountering probability entry = infinity or NaN)",
-                ));
-            }
-            sum += T::from_f64(v);
-            cum.push(sum);
-        }
-        if sum.to_f64().partial_cmp(&0.0) != Some(Ordering::Greater) {
-            return Err(Error::runtime(
-                "invalid multinomial distribution (sum of probabilities <= 0)",
-            ));
-        }
-        let mut out: Vec<f64> = cum.into_iter().map(|c| (c / sum).to_f64()).collect();
-        if let Some(last) = out.last_mut() {
-            *last = 1.0;
-        }
-        Ok(out)
-    }
-    if dtype == DType::F32 {
-        run::<f32>(row)
-    } else {
-        run::<f64>(row)
-    }
 }

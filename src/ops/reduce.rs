@@ -1,8 +1,9 @@
-//! Reductions: sum, mean, prod, max/min (full, along a dim, amax/amin), arg-reductions,
-//! var/std, norm, logsumexp, softmax and log_softmax.
+//! Reductions: sum, mean, prod, var/std, norm, logsumexp, and the pieces every reduction
+//! shares (dims, output shapes, bringing a gradient back); max/min and the
+//! arg-reductions are `minmax.rs`, softmax and log_softmax `softmax.rs`.
 
 use super::elementwise::{Saver, grad0};
-use super::{apply, apply_nondiff, new_tensor};
+use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
 use crate::backend::cpu::reduce::{self as k, ReduceOp};
@@ -15,7 +16,7 @@ use crate::{Error, Result, saved};
 use std::borrow::Cow;
 
 /// Wrapped, sorted dims; an empty list means all dims (torch's `dim=None`).
-fn resolve_dims(x: &Tensor, dims: Option<&[i64]>) -> Result<Vec<usize>> {
+pub(super) fn resolve_dims(x: &Tensor, dims: Option<&[i64]>) -> Result<Vec<usize>> {
     let n = x.ndim();
     let mut d: Vec<usize> = match dims {
         None => (0..n).collect(),
@@ -29,7 +30,7 @@ fn resolve_dims(x: &Tensor, dims: Option<&[i64]>) -> Result<Vec<usize>> {
     Ok(d)
 }
 
-fn out_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Shape {
+pub(super) fn out_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Shape {
     let mut s = Shape::new();
     for (i, &d) in shape.iter().enumerate() {
         if dims.contains(&i) {
@@ -43,7 +44,12 @@ fn out_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Shape {
     s
 }
 
-fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: &[usize], keepdim: bool) -> Result<Tensor> {
+pub(super) fn reduce_kernel(
+    op: ReduceOp,
+    x: &Tensor,
+    dims: &[usize],
+    keepdim: bool,
+) -> Result<Tensor> {
     let s = x.snapshot();
     let buf = k::reduce(op, &s.storage.read(), &s.layout, dims);
     Ok(new_tensor(buf, &out_shape(&s.layout.shape, dims, keepdim)))
@@ -54,13 +60,13 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: &[usize], keepdim: bool) -> Res
 /// bytes in every node of the arena; a reduction allocates its output anyway).
 #[derive(Clone)]
 pub struct ReduceDims {
-    shape: Shape,
-    dims: Shape,
+    pub(super) shape: Shape,
+    pub(super) dims: Shape,
     keepdim: bool,
 }
 
 impl ReduceDims {
-    fn new(shape: Shape, dims: &[usize], keepdim: bool) -> Box<ReduceDims> {
+    pub(super) fn new(shape: Shape, dims: &[usize], keepdim: bool) -> Box<ReduceDims> {
         Box::new(ReduceDims {
             shape,
             dims: crate::shape::copy(dims),
@@ -68,7 +74,7 @@ impl ReduceDims {
         })
     }
     /// A gradient (or saved output) of the reduction's shape, brought back to the input's.
-    fn expand_back(&self, g: &Tensor) -> Result<Tensor> {
+    pub(super) fn expand_back(&self, g: &Tensor) -> Result<Tensor> {
         expand_back(g, &self.shape, &self.dims, self.keepdim)
     }
 }
@@ -320,25 +326,11 @@ fn exclusive_prod(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
         prod(&m, Some(-1), false)?
     } else {
         // prefix and suffix products, in f64
-        let v = work_values(&work)?;
-        let mut out = vec![0.0f64; rows * n];
-        for r in 0..rows {
-            let row = &v[r * n..(r + 1) * n];
-            let mut acc = 1.0;
-            for i in 0..n {
-                out[r * n + i] = acc;
-                acc *= row[i];
-            }
-            acc = 1.0;
-            for i in (0..n).rev() {
-                out[r * n + i] *= acc;
-                acc *= row[i];
-            }
-        }
-        to_dtype(
-            &new_tensor(crate::storage::Buffer::F64(out), &[rows, n]),
-            x.dtype(),
-        )?
+        let w = to_dtype(&contiguous(&work)?, DType::F64)?;
+        let s = w.snapshot();
+        let out = k::exclusive_prod_rows(&s.storage.read(), &s.layout)
+            .ok_or_else(|| Error::Internal("exclusive_prod: expected float64 values".into()))?;
+        to_dtype(&new_tensor(out, &[rows, n]), x.dtype())?
     };
     back(&e)
 }
@@ -346,30 +338,7 @@ fn exclusive_prod(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
 /// Whether any element of a tensor is nonzero (torch's `any()`, as a Rust bool).
 pub fn any_true(t: &Tensor) -> Result<bool> {
     let s = t.snapshot();
-    let r = s.storage.read();
-    let mut found = false;
-    crate::with_dtype!(s.dtype, T => {
-        use crate::storage::Element;
-        let v = T::slice(&r);
-        crate::backend::cpu::strided::for_each_offset(&s.layout.shape, &s.layout.strides, s.layout.offset, |o| {
-            found |= v[o].to_f64() != 0.0;
-        });
-    });
-    Ok(found)
-}
-
-fn work_values(t: &Tensor) -> Result<Vec<f64>> {
-    let t = to_dtype(&contiguous(t)?, DType::F64)?;
-    let s = t.snapshot();
-    let r = s.storage.read();
-    match &*r {
-        crate::storage::Buffer::F64(v) => {
-            Ok(v[s.layout.offset..s.layout.offset + s.layout.numel()].to_vec())
-        }
-        _ => Err(Error::Internal(
-            "exclusive_prod: expected float64 values".into(),
-        )),
-    }
+    Ok(k::any_nonzero(&s.storage.read(), &s.layout))
 }
 
 #[derive(Clone)]
@@ -390,196 +359,6 @@ impl Backward for ProdBackward1 {
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         self.0.grad(ctx, g)
-    }
-}
-
-/// Full `max()`/`min()` and `amax`/`amin`: the gradient is shared evenly among ties.
-pub fn amax(
-    x: &Tensor,
-    dims: Option<&[i64]>,
-    keepdim: bool,
-    is_max: bool,
-    full_name: bool,
-) -> Result<Tensor> {
-    let name = match (full_name, is_max) {
-        (true, true) => "max",
-        (true, false) => "min",
-        (false, true) => "amax",
-        (false, false) => "amin",
-    };
-    check_nonempty_reduction(x, dims, name)?;
-    let d = resolve_dims(x, dims)?;
-    let shape = x.shape();
-    let op = if is_max { ReduceOp::Max } else { ReduceOp::Min };
-    apply(
-        &[x],
-        || reduce_kernel(op, x, &d, keepdim),
-        |y| {
-            let mut s = Saver::default();
-            s.input_if(true, x);
-            s.output(y);
-            let name = match (full_name, is_max) {
-                (true, true) => "MaxBackward1",
-                (true, false) => "MinBackward1",
-                (false, true) => "AmaxBackward0",
-                (false, false) => "AminBackward0",
-            };
-            (
-                AmaxBackward0 {
-                    r: ReduceDims::new(shape.clone(), &d, keepdim),
-                    name,
-                },
-                s.list,
-            )
-        },
-    )
-}
-
-#[derive(Clone)]
-pub struct AmaxBackward0 {
-    r: Box<ReduceDims>,
-    name: &'static str,
-}
-impl Backward for AmaxBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        self.name.into()
-    }
-    // grad flows to the positions equal to the max, split evenly among them
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
-        let y = self.r.expand_back(&y)?;
-        let mask = to_dtype(&eq(&x, &y)?, x.dtype())?;
-        let dims: Vec<i64> = self.r.dims.iter().map(|&d| d as i64).collect();
-        let count = expand(&sum(&mask, Some(&dims), true)?, &self.r.shape)?;
-        let g = self.r.expand_back(&grad0(g)?)?;
-        Ok(smallvec::smallvec![Some(div(&mul(&g, &mask)?, &count)?)])
-    }
-}
-
-/// torch's checks for max/min-style reductions of empty tensors: without a dim it is a
-/// RuntimeError; reducing a dim of size zero is an IndexError; other dims are fine. The
-/// dims are wrapped and checked one at a time, in the order given, before the reduction
-/// looks for repeats (torch's `zero_numel_check_dims`).
-fn check_nonempty_reduction(x: &Tensor, dims: Option<&[i64]>, name: &str) -> Result<()> {
-    if x.numel() > 0 {
-        return Ok(());
-    }
-    let Some(dims) = dims else {
-        return Err(Error::runtime(format!(
-            "{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
-        )));
-    };
-    let shape = x.shape();
-    // an empty list of dims reduces over all of them
-    let all: Vec<i64> = (0..shape.len() as i64).collect();
-    let dims = if dims.is_empty() { &all[..] } else { dims };
-    for &d in dims {
-        let w = crate::shape::wrap_dim(d, shape.len())?;
-        if shape.get(w).copied().unwrap_or(1) == 0 {
-            return Err(Error::index(format!(
-                "{name}(): Expected reduction dim {w} to have non-zero size."
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// `max(dim, keepdim)` / `min(dim, keepdim)`: (values, indices).
-pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
-    check_nonempty_reduction(x, Some(&[dim]), if is_max { "max" } else { "min" })?;
-    let d = resolve_dims(x, Some(&[dim]))?;
-    let s = x.snapshot();
-    let (vals, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &d, is_max);
-    let oshape = out_shape(&s.layout.shape, &d, keepdim);
-    let indices = new_tensor(crate::storage::Buffer::I64(idx), &oshape);
-    let shape = s.layout.shape.clone();
-    let ind = indices.clone();
-    let values = apply(
-        &[x],
-        || Ok(new_tensor(vals, &oshape)),
-        |_| {
-            let mut sv = Saver::default();
-            sv.input_if(true, &ind);
-            (
-                MaxBackward0 {
-                    shape,
-                    dim: d.first().copied().unwrap_or(0),
-                    keepdim,
-                    is_max,
-                },
-                sv.list,
-            )
-        },
-    )?;
-    Ok((values, indices))
-}
-
-#[derive(Clone)]
-pub struct MaxBackward0 {
-    shape: Shape,
-    dim: usize,
-    keepdim: bool,
-    is_max: bool,
-}
-impl Backward for MaxBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        if self.is_max {
-            "MaxBackward0"
-        } else {
-            "MinBackward0"
-        }
-        .into()
-    }
-    // the gradient goes to the selected index of each slice
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let mut idx = ctx.saved(0)?;
-        let mut g = grad0(g)?;
-        if self.shape.is_empty() {
-            return Ok(smallvec::smallvec![Some(g)]);
-        }
-        if !self.keepdim {
-            idx = unsqueeze(&idx, self.dim as i64)?;
-            g = unsqueeze(&g, self.dim as i64)?;
-        }
-        Ok(smallvec::smallvec![Some(scatter_add_zeros(
-            &self.shape,
-            self.dim,
-            &idx,
-            &g
-        )?)])
-    }
-}
-
-/// argmax / argmin (no grad); `dim=None` flattens.
-pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Result<Tensor> {
-    if x.dtype() == DType::Bool {
-        return Err(Error::not_implemented(format!(
-            "{}(): does not support bool input",
-            if is_max { "argmax" } else { "argmin" }
-        )));
-    }
-    let name = if is_max { "argmax" } else { "argmin" };
-    if x.numel() == 0 && dim.is_none() {
-        return Err(Error::index(format!(
-            "{name}(): Expected reduction dim to be specified for input.numel() == 0."
-        )));
-    }
-    if let Some(d) = dim {
-        check_nonempty_reduction(x, Some(&[d]), name)?;
-    }
-    match dim {
-        None => apply_nondiff(|| {
-            let flat = reshape(&x.detach(), &[-1])?;
-            let s = flat.snapshot();
-            let (_, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &[0], is_max);
-            let shape: Shape = if keepdim {
-                smallvec::smallvec![1; x.ndim()]
-            } else {
-                Shape::new()
-            };
-            Ok(new_tensor(crate::storage::Buffer::I64(idx), &shape))
-        }),
-        Some(d) => Ok(max_dim(&x.detach(), d, keepdim, is_max)?.1),
     }
 }
 
@@ -837,102 +616,5 @@ impl Backward for LogsumexpBackward0 {
         let g = self.r.expand_back(&grad0(g)?)?;
         let y = self.r.expand_back(&y)?;
         Ok(smallvec::smallvec![Some(mul(&g, &exp(&sub(&x, &y)?)?)?)])
-    }
-}
-
-/// softmax / log_softmax along `dim` (integer inputs are computed in float32).
-pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
-    // torch wraps the dim first, and returns an empty input as it is, whatever its dtype
-    let wrapped = crate::shape::wrap_dim(dim, x.ndim())?;
-    if x.numel() == 0 && !x.dtype().is_float() {
-        return zeros(&x.shape(), x.dtype());
-    }
-    if !x.dtype().is_float() {
-        let name = if x.dtype() == DType::Bool {
-            "Bool"
-        } else {
-            "Long"
-        };
-        let kind = if log_ { "log_softmax" } else { "softmax" };
-        let kernel = if x.ndim() <= 1 || wrapped == x.ndim() - 1 {
-            "lastdim_kernel_impl"
-        } else {
-            "kernel_impl"
-        };
-        return Err(Error::not_implemented(format!(
-            "\"{kind}_{kernel}\" not implemented for '{name}'"
-        )));
-    }
-    let x = x.clone();
-    let d = resolve_dims(&x, Some(&[dim]))?;
-    let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();
-    apply(
-        &[&x],
-        || {
-            with_grad_mode(false, || {
-                if x.numel() == 0 {
-                    return zeros(&x.shape(), x.dtype()); // (a fresh tensor, never an alias)
-                }
-                if d.as_slice() == [x.ndim().saturating_sub(1)] {
-                    let s = x.snapshot();
-                    if let Some(buf) = k::softmax_last_dim(&s.storage.read(), &s.layout, log_) {
-                        return Ok(new_tensor(buf, &s.layout.shape));
-                    }
-                }
-                let m = amax(&x, Some(&di), true, true, false)?;
-                let z = sub(&x, &m)?;
-                let e = exp(&z)?;
-                let s = sum(&e, Some(&di), true)?;
-                let r = if log_ {
-                    sub(&z, &log(&s)?)?
-                } else {
-                    div(&e, &s)?
-                };
-                // (torch's softmax kernels write a row-major result)
-                contiguous(&r)
-            })
-        },
-        |y| {
-            let mut s = Saver::default();
-            s.output(y);
-            let dim = di.first().copied().unwrap_or(0);
-            if log_ {
-                (BackwardOp::from(LogSoftmaxBackward0 { dim }), s.list)
-            } else {
-                (BackwardOp::from(SoftmaxBackward0 { dim }), s.list)
-            }
-        },
-    )
-}
-
-#[derive(Clone)]
-pub struct SoftmaxBackward0 {
-    dim: i64,
-}
-impl Backward for SoftmaxBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        "SoftmaxBackward0".into()
-    }
-    // dx = y·(g - Σ g·y)
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let (g, y) = (grad0(g)?, ctx.saved(0)?);
-        let s = sum(&mul(&g, &y)?, Some(&[self.dim]), true)?;
-        Ok(smallvec::smallvec![Some(mul(&y, &sub(&g, &s)?)?)])
-    }
-}
-
-#[derive(Clone)]
-pub struct LogSoftmaxBackward0 {
-    dim: i64,
-}
-impl Backward for LogSoftmaxBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        "LogSoftmaxBackward0".into()
-    }
-    // dx = g - exp(y)·Σ g
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let (g, y) = (grad0(g)?, ctx.saved(0)?);
-        let s = sum(&g, Some(&[self.dim]), true)?;
-        Ok(smallvec::smallvec![Some(sub(&g, &mul(&exp(&y)?, &s)?)?)])
     }
 }

@@ -1,5 +1,5 @@
-//! Reduction kernels (sum, prod, max/min with indices) over any set of dims, plus the
-//! index kernels (gather, scatter-add, index_select) that reductions' backwards need.
+//! Reduction kernels (sum, prod, max/min with indices) over any set of dims (the index
+//! kernels gather, scatter-add and index_select are in `index.rs`).
 
 use super::strided::{contiguous, for_each_offset};
 use super::unary::Float;
@@ -471,132 +471,42 @@ pub fn arg_reduce(
     })
 }
 
-/// `out[..., i, ...] = src[..., index[..., i, ...], ...]` along `dim` (torch.gather).
-/// `index` is contiguous with the output's shape; bounds are checked by the caller.
-pub fn gather(
-    buf: &Buffer,
-    layout: &Layout,
-    dim: usize,
-    index: &[i64],
-    index_shape: &[usize],
-) -> Buffer {
+/// Whether any element (over `layout`) is nonzero (torch's `any()`, as a Rust bool).
+pub fn any_nonzero(buf: &Buffer, layout: &Layout) -> bool {
+    let mut found = false;
     with_dtype!(buf.dtype(), T => {
-        let data = T::slice(buf);
-        let mut out = Vec::with_capacity(index.len());
-        if index.is_empty() {
-            // nothing to read (rows of an empty input may start past its buffer's end)
-            return T::into_buffer(out);
-        }
-        let last = layout.ndim().saturating_sub(1);
-        if dim == last && layout.strides.get(last) == Some(&1) && index_shape.len() == layout.ndim() {
-            // along contiguous rows (a loss picking each row's target): a row at a time
-            let (cols, k) = (layout.shape[last], index_shape[last]);
-            let mut outer = layout.clone();
-            outer.shape.truncate(last);
-            outer.strides.truncate(last);
-            outer.shape.clone_from_slice(&index_shape[..last]);
-            let mut rows = index.chunks_exact(k.max(1));
-            for_each_offset(&outer.shape, &outer.strides, layout.offset, |base| {
-                let row = &data[base..base + cols];
-                if let Some(ix) = rows.next() {
-                    out.extend(ix.iter().map(|&j| row[j as usize]));
-                }
-            });
-            return T::into_buffer(out);
-        }
-        // walk the index positions using the source strides for all dims but `dim`
-        let mut strides = layout.strides.clone();
-        strides[dim] = 0;
-        let mut k = 0;
-        for_each_offset(index_shape, &strides, layout.offset, |o| {
-            out.push(data[o + index[k] as usize * layout.strides[dim]]);
-            k += 1;
+        let v = T::slice(buf);
+        for_each_offset(&layout.shape, &layout.strides, layout.offset, |o| {
+            found |= v[o].to_f64() != 0.0;
         });
-        T::into_buffer(out)
-    })
+    });
+    found
 }
 
-/// `out = zeros(shape); out[..., index[..., i, ...], ...] += src[..., i, ...]` along `dim`
-/// (torch.scatter_add on a fresh zero tensor). Accumulates in index order: deterministic.
-pub fn scatter_add(
-    shape: &[usize],
-    dim: usize,
-    index: &[i64],
-    index_shape: &[usize],
-    src: &Buffer,
-    src_layout: &Layout,
-) -> Buffer {
-    let out_layout = Layout::contiguous(shape);
-    with_dtype!(src.dtype(), T => {
-        let s = contiguous(T::slice(src), src_layout);
-        let mut out = vec![T::default(); out_layout.numel()];
-        let mut strides = out_layout.strides.clone();
-        strides[dim] = 0;
-        let mut k = 0;
-        for_each_offset(index_shape, &strides, 0, |o| {
-            let t = o + index[k] as usize * out_layout.strides[dim];
-            out[t] = T::from_f64(out[t].to_f64() + s[k].to_f64());
-            k += 1;
-        });
-        T::into_buffer(out)
-    })
-}
-
-/// Selects entries `index` along `dim` (torch.index_select), contiguous result.
-pub fn index_select(buf: &Buffer, layout: &Layout, dim: usize, index: &[i64]) -> Buffer {
-    with_dtype!(buf.dtype(), T => {
-        let data = T::slice(buf);
-        let mut out = Vec::with_capacity(layout.numel() / layout.shape[dim].max(1) * index.len());
-        let mut sub = layout.clone();
-        sub.shape.drain(..=dim);
-        sub.strides.drain(..=dim);
-        let mut outer_l = layout.clone();
-        outer_l.shape.truncate(dim);
-        outer_l.strides.truncate(dim);
-        // the selected slabs (dims after `dim`) are copied whole when dense
-        let slab = sub.is_contiguous().then(|| sub.numel());
-        for_each_offset(&outer_l.shape, &outer_l.strides, layout.offset, |base| {
-            for &i in index {
-                let start = base + i as usize * layout.strides[dim];
-                match slab {
-                    // an empty slab may start past the end of an empty buffer
-                    Some(0) => {}
-                    Some(len) => out.extend_from_slice(&data[start..start + len]),
-                    None => for_each_offset(&sub.shape, &sub.strides, start, |o| out.push(data[o])),
-                }
-            }
-        });
-        T::into_buffer(out)
-    })
-}
-
-/// Zero-filled buffer of `n` elements with `index`-selected rows accumulated from
-/// `src` (the backward of index_select: index_add on zeros). Deterministic order.
-pub fn index_add(
-    shape: &[usize],
-    dim: usize,
-    index: &[i64],
-    src: &Buffer,
-    src_layout: &Layout,
-) -> Buffer {
-    let out_layout = Layout::contiguous(shape);
-    with_dtype!(src.dtype(), T => {
-        let s = contiguous(T::slice(src), src_layout);
-        let mut out = vec![T::default(); out_layout.numel()];
-        let outer: usize = shape[..dim].iter().product();
-        let inner: usize = shape[dim + 1..].iter().product();
-        let mut k = 0;
-        for o in 0..outer {
-            for &i in index {
-                let base = o * shape[dim] * inner + i as usize * inner;
-                for j in 0..inner {
-                    out[base + j] = T::from_f64(out[base + j].to_f64() + s[k].to_f64());
-                    k += 1;
-                }
-            }
+/// `E[r, i] = Π_{j≠i} x[r, j]` along the rows of a [rows, n] float64 layout (prod's
+/// gradient where the input has zeros), by prefix and suffix products: no division.
+/// `None` for another dtype.
+pub fn exclusive_prod_rows(buf: &Buffer, layout: &Layout) -> Option<Buffer> {
+    let Buffer::F64(data) = buf else {
+        return None;
+    };
+    let v = contiguous(data, layout);
+    let (rows, n) = (layout.shape[0], layout.shape[1]);
+    let mut out = vec![0.0f64; rows * n];
+    for r in 0..rows {
+        let row = &v[r * n..(r + 1) * n];
+        let mut acc = 1.0;
+        for i in 0..n {
+            out[r * n + i] = acc;
+            acc *= row[i];
         }
-        T::into_buffer(out)
-    })
+        acc = 1.0;
+        for i in (0..n).rev() {
+            out[r * n + i] *= acc;
+            acc *= row[i];
+        }
+    }
+    Some(Buffer::F64(out))
 }
 
 /// The dtype a sum of `d` produces (torch: integral and bool sums give int64).
@@ -719,28 +629,5 @@ mod tests {
         assert_eq!(idx, vec![1]);
         let (_, idx) = arg_reduce(&Buffer::F32(vec![1.0, f32::NAN, 3.0, 0.0]), &l, &[0], true);
         assert_eq!(idx, vec![1]);
-    }
-
-    #[test]
-    fn gather_and_scatter_add_are_adjoint() {
-        let l = Layout::contiguous(&[2, 3]);
-        let src = Buffer::F64(vec![1., 2., 3., 4., 5., 6.]);
-        let idx = [2i64, 0, 1, 1];
-        let Buffer::F64(g) = gather(&src, &l, 1, &idx, &[2, 2]) else {
-            unreachable!()
-        };
-        assert_eq!(g, vec![3., 1., 5., 5.]);
-        let ones = Buffer::F64(vec![1.; 4]);
-        let Buffer::F64(s) = scatter_add(
-            &[2, 3],
-            1,
-            &idx,
-            &[2, 2],
-            &ones,
-            &Layout::contiguous(&[2, 2]),
-        ) else {
-            unreachable!()
-        };
-        assert_eq!(s, vec![1., 0., 1., 0., 2., 0.]);
     }
 }

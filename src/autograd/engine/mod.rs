@@ -11,68 +11,25 @@
 //! position in the discovery order, then the edge index) and a node sums its incoming
 //! gradients in key order once all have arrived. The sum is therefore the same, bit for
 //! bit, whatever the thread count or timing.
+//!
+//! Discovery (numbering, pruning, dependency counts) is `discover.rs`; storing into a
+//! tensor's `.grad` (AccumulateGrad) is `accumulate.rs`.
 
 use crate::autograd::function::Grads;
 use crate::autograd::grad_mode::with_grad_mode;
 use crate::autograd::graph::{Edge, NodeRef, SavedTensor, ctx_for};
 use crate::tensor::Tensor;
 use crate::{Error, Result, ops};
+use accumulate::accumulate_retained;
+use discover::{Chunked, IdMap, SlotMap};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// Keys here are node ids and tensor addresses, already well spread: one multiply
-/// instead of SipHash (discovery hashes every node of the graph).
-#[derive(Default)]
-struct IdHasher(u64);
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-    fn write_usize(&mut self, x: usize) {
-        self.write_u64(x as u64);
-    }
-}
-type IdMap<K> = HashMap<K, usize, BuildHasherDefault<IdHasher>>;
-
-/// Node -> local index for one backward call, keyed by arena slot: pages of 64 entries
-/// (4 bytes each) found through a small map, so a graph's nodes, which sit together in
-/// the arena, cost 4 bytes each instead of a hash entry (16 bytes, more while the table
-/// grows). Every node of the call stays alive while it runs (its `NodeState` holds it),
-/// so a slot names one node.
-#[derive(Default)]
-struct SlotMap {
-    pages: HashMap<u32, Box<[u32; SlotMap::PAGE]>, BuildHasherDefault<IdHasher>>,
-}
-
-impl SlotMap {
-    const PAGE: usize = 64;
-    const NONE: u32 = u32::MAX;
-    fn get(&self, n: &NodeRef) -> Option<usize> {
-        let i = n.slot_index() as usize;
-        let page = self.pages.get(&((i / Self::PAGE) as u32))?;
-        let l = page[i % Self::PAGE];
-        (l != Self::NONE).then_some(l as usize)
-    }
-    fn insert(&mut self, n: &NodeRef, local: usize) {
-        let i = n.slot_index() as usize;
-        let page = self
-            .pages
-            .entry((i / Self::PAGE) as u32)
-            .or_insert_with(|| Box::new([Self::NONE; Self::PAGE]));
-        page[i % Self::PAGE] = local as u32;
-    }
-}
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+mod accumulate;
+mod discover;
+
+pub use accumulate::accumulate_grad;
 
 /// Options of one backward call (torch.autograd.backward / grad).
 #[derive(Clone, Copy, Debug, Default)]
@@ -159,58 +116,6 @@ const _: () = assert!(std::mem::size_of::<NodeState>() == 48);
 impl NodeState {
     fn targets(&self) -> impl Iterator<Item = Option<Target>> + '_ {
         self.targets.iter().map(|t| t.get())
-    }
-}
-
-/// A growable array in chunks of 4096: growing never copies what is there, so a big
-/// graph's node table is not held twice while it grows (as a doubling `Vec` would).
-struct Chunked<T> {
-    chunks: Vec<Vec<T>>,
-    len: usize,
-}
-
-impl<T> Chunked<T> {
-    const BITS: u32 = 12;
-    fn new() -> Self {
-        Chunked {
-            chunks: Vec::new(),
-            len: 0,
-        }
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn push(&mut self, v: T) {
-        let size = 1usize << Self::BITS;
-        match self.chunks.last_mut() {
-            Some(c) if c.len() < size => c.push(v),
-            _ => {
-                // the first chunk grows as a Vec (small graphs stay small), later ones
-                // are allocated whole
-                let mut c = Vec::with_capacity(if self.chunks.is_empty() { 4 } else { size });
-                c.push(v);
-                self.chunks.push(c);
-            }
-        }
-        self.len += 1;
-    }
-    fn iter(&self) -> impl Iterator<Item = &T> {
-        self.chunks.iter().flatten()
-    }
-    fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
-        self.chunks.iter_mut().flatten()
-    }
-}
-
-impl<T> std::ops::Index<usize> for Chunked<T> {
-    type Output = T;
-    fn index(&self, i: usize) -> &T {
-        &self.chunks[i >> Self::BITS][i & ((1 << Self::BITS) - 1)]
-    }
-}
-impl<T> std::ops::IndexMut<usize> for Chunked<T> {
-    fn index_mut(&mut self, i: usize) -> &mut T {
-        &mut self.chunks[i >> Self::BITS][i & ((1 << Self::BITS) - 1)]
     }
 }
 
@@ -338,217 +243,6 @@ pub fn run_backward(
 }
 
 impl Task {
-    fn discover(roots: &[Edge], inputs: &[Tensor], opts: Options) -> Result<Task> {
-        let mut nodes: Chunked<NodeState> = Chunked::new();
-        let mut node_index = SlotMap::default();
-        let mut leaves: Vec<LeafState> = Vec::new();
-        let mut leaf_index: IdMap<usize> = IdMap::default();
-
-        let mut add_leaf = |t: &Tensor, leaves: &mut Vec<LeafState>| -> usize {
-            *leaf_index.entry(t.id()).or_insert_with(|| {
-                leaves.push(LeafState {
-                    tensor: t.clone(),
-                    deps: AtomicU32::new(0),
-                    incoming: Mutex::new(SmallVec::new()),
-                    needed: false,
-                    accumulate: false,
-                    capture: None,
-                });
-                leaves.len() - 1
-            })
-        };
-
-        // Depth-first discovery; locals are numbered in discovery order (deterministic).
-        // A node is locked once, when it is expanded; its edges are read in place.
-        let mut stack: Vec<usize> = Vec::new();
-        let visit = |n: &NodeRef,
-                     node_index: &mut SlotMap,
-                     nodes: &mut Chunked<NodeState>,
-                     stack: &mut Vec<usize>|
-         -> usize {
-            if let Some(l) = node_index.get(n) {
-                return l;
-            }
-            nodes.push(NodeState {
-                node: n.clone(),
-                targets: SmallVec::new(),
-                n_outputs: 1,
-                deps: AtomicU32::new(0),
-                incoming: NO_BUFFER,
-                needed: false,
-                execute: false,
-                captures: false,
-                direct: false,
-            });
-            let local = nodes.len() - 1;
-            node_index.insert(n, local);
-            stack.push(local);
-            local
-        };
-        for r in roots {
-            match r {
-                Edge::Node { node, .. } => {
-                    visit(node, &mut node_index, &mut nodes, &mut stack);
-                }
-                Edge::Leaf(t) => {
-                    add_leaf(t, &mut leaves);
-                }
-            }
-        }
-        while let Some(local) = stack.pop() {
-            // (nodes[local] keeps the node alive while `nodes` grows)
-            let data = nodes[local].node.lock_unborrowed();
-            let mut targets = SmallVec::with_capacity(data.next.len());
-            for e in &data.next {
-                targets.push(PackedTarget::new(match e {
-                    None => None,
-                    Some(Edge::Node { node, input_nr }) => {
-                        let l = visit(node, &mut node_index, &mut nodes, &mut stack);
-                        Some(Target::Node {
-                            local: l,
-                            input_nr: *input_nr,
-                        })
-                    }
-                    Some(Edge::Leaf(t)) => Some(Target::Leaf(add_leaf(t, &mut leaves))),
-                }));
-            }
-            let st = &mut nodes[local];
-            st.n_outputs = data.outputs.len().max(1) as u32;
-            st.targets = targets;
-        }
-
-        // What is wanted: captures for grad()/backward(inputs=...), else every leaf.
-        let mut captured = Vec::new();
-        let mut captures = Vec::new();
-        if inputs.is_empty() {
-            for l in &mut leaves {
-                l.needed = true;
-                l.accumulate = true;
-            }
-        } else {
-            for (i, t) in inputs.iter().enumerate() {
-                captured.push(Mutex::new(None));
-                match t.grad_fn() {
-                    Some(f) => {
-                        if let Some(l) = node_index.get(&f) {
-                            captures.push((l, t.output_nr(), i));
-                            nodes[l].captures = true;
-                            nodes[l].needed = true;
-                        }
-                    }
-                    None => {
-                        if !t.requires_grad() {
-                            return Err(Error::runtime(
-                                "One of the differentiated Tensors does not require grad",
-                            ));
-                        }
-                        if let Some(&l) = leaf_index.get(&t.id()) {
-                            leaves[l].needed = true;
-                            if opts.accumulate {
-                                leaves[l].accumulate = true;
-                            } else {
-                                leaves[l].capture = Some(i);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-
-        // Topological order (parents before children) by simulated dependency counting,
-        // then needed/execute flags children-first.
-        let mut indeg = vec![0u32; nodes.len()];
-        for n in nodes.iter() {
-            for t in n.targets().flatten() {
-                if let Target::Node { local, .. } = t {
-                    indeg[local] += 1;
-                }
-            }
-        }
-        let mut order: Vec<u32> = (0..nodes.len() as u32)
-            .filter(|&i| indeg[i as usize] == 0)
-            .collect();
-        let mut k = 0;
-        while k < order.len() {
-            let n = order[k] as usize;
-            k += 1;
-            for t in nodes[n].targets().flatten() {
-                if let Target::Node { local, .. } = t {
-                    indeg[local] -= 1;
-                    if indeg[local] == 0 {
-                        order.push(local as u32);
-                    }
-                }
-            }
-        }
-        for n in order.iter().rev().map(|&n| n as usize) {
-            let child_needed = nodes[n].targets().flatten().any(|t| match t {
-                Target::Node { local, .. } => nodes[local].needed,
-                Target::Leaf(l) => leaves[l].needed,
-            });
-            nodes[n].execute = child_needed;
-            nodes[n].needed |= child_needed;
-        }
-        // Dependencies: one per edge from a node that will execute (counted, then
-        // stored without atomic operations; `indeg`'s buffer reused).
-        let mut deps = indeg;
-        deps.fill(0);
-        let mut leaf_deps = vec![0u32; leaves.len()];
-        for n in nodes.iter() {
-            if !n.execute {
-                continue;
-            }
-            for t in n.targets().flatten() {
-                match t {
-                    Target::Node { local, .. } if nodes[local].needed => deps[local] += 1,
-                    Target::Leaf(l) if leaves[l].needed => leaf_deps[l] += 1,
-                    _ => {}
-                }
-            }
-        }
-        for (n, d) in nodes.iter_mut().zip(deps) {
-            *n.deps.get_mut() = d;
-        }
-        for (l, d) in leaves.iter_mut().zip(leaf_deps) {
-            *l.deps.get_mut() = d;
-        }
-        let mut task = Task {
-            nodes,
-            incoming: Vec::new(),
-            leaves,
-            node_index,
-            leaf_index,
-            captured,
-            captures,
-            opts,
-            failed: AtomicBool::new(false),
-            error: Mutex::new(None),
-        };
-        // Root edges count as one dependency each.
-        for r in roots {
-            match task.resolve(r) {
-                Target::Node { local, .. } => {
-                    task.nodes[local].needed = true;
-                    task.nodes[local].deps.fetch_add(1, Ordering::Relaxed);
-                }
-                Target::Leaf(l) => {
-                    task.leaves[l].deps.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-        // A node with one dependency gets its gradient directly; one with several, a
-        // buffer.
-        for n in task.nodes.iter_mut() {
-            let deps = *n.deps.get_mut();
-            n.direct = deps == 1;
-            if n.needed && deps > 1 {
-                n.incoming = task.incoming.len() as u32;
-                task.incoming.push(Mutex::new(SmallVec::new()));
-            }
-        }
-        Ok(task)
-    }
-
     /// The local target of a root edge (every root was discovered, so both maps hold it).
     fn resolve(&self, e: &Edge) -> Target {
         match e {
@@ -808,82 +502,4 @@ impl Task {
             Ok(())
         })
     }
-}
-
-/// Serialises the read-modify-write of one tensor's `.grad`, as the mutex of torch's
-/// `AccumulateGrad` node does: two backward calls (or two workers of one) that finish a
-/// leaf at the same time would otherwise both read the old gradient, and one sum would be
-/// lost, or both would add into the same buffer at once.
-///
-/// Why a table of 64 striped locks instead of a lock in every tensor: only leaves and
-/// retained tensors ever take one, and a field would cost every tensor memory. Two
-/// tensors that share a stripe only wait for each other; nothing takes two stripes, runs
-/// Python or waits on another thread's stripe while it holds one, so there is no cycle.
-/// The arithmetic under the lock runs its kernels on this thread alone
-/// ([`runtime::serial`]): a pool worker that split a kernel would run other pool jobs
-/// while waiting for its pieces, and one of them may accumulate into a tensor of the
-/// same stripe, which would then wait on its own thread.
-fn lock_grad(t: &Tensor) -> parking_lot::MutexGuard<'static, ()> {
-    const STRIPES: usize = 64;
-    static LOCKS: [Mutex<()>; STRIPES] = [const { Mutex::new(()) }; STRIPES];
-    let addr = std::sync::Arc::as_ptr(&t.0) as usize as u64;
-    // Fibonacci hashing: the allocator's alignment leaves the low bits of addresses equal.
-    let stripe = (addr.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize;
-    let lock = &LOCKS[stripe % STRIPES];
-    match lock.try_lock() {
-        Some(guard) => guard,
-        // Through the blocking hook: a thread holding the interpreter lock lets it go
-        // while it waits.
-        None => crate::runtime::blocking(|| lock.lock()),
-    }
-}
-
-/// torch's AccumulateGrad: the first gradient is stored (stolen when nothing else holds
-/// it, cloned otherwise); later ones are added in place, or out of place with history
-/// when create_graph is set. Atomic per tensor (see [`lock_grad`]).
-pub fn accumulate_grad(t: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
-    let _guard = lock_grad(t);
-    crate::runtime::serial(|| {
-        let new = match t.grad() {
-            None => {
-                if create_graph {
-                    // torch's clone_obey_contract: a new tensor with `g` copied in, so the
-                    // gradient's history is one CopyBackwards node over g's
-                    ops::copy_(&ops::zeros(&g.shape(), g.dtype())?, &g)?
-                } else {
-                    ops::clone_detached_if_shared(g, &t.layout())?
-                }
-            }
-            Some(old) => {
-                if create_graph || old.requires_grad() {
-                    ops::add(&old, &g)?
-                } else {
-                    with_grad_mode(false, || ops::inplace_add(&old, &g))?;
-                    return Ok(());
-                }
-            }
-        };
-        t.lock().cold_mut().grad = Some(new);
-        Ok(())
-    })
-}
-
-/// `retain_grad`'s accumulation into a non-leaf's `.grad`: always out of place, as in
-/// torch. Atomic per tensor like [`accumulate_grad`].
-fn accumulate_retained(t: &Tensor, g: &Tensor, create_graph: bool) -> Result<()> {
-    let _guard = lock_grad(t);
-    crate::runtime::serial(|| {
-        let new = match t.grad() {
-            None => {
-                if create_graph {
-                    g.clone()
-                } else {
-                    ops::clone_tensor(&g.detach())?
-                }
-            }
-            Some(old) => ops::add(&old, g)?,
-        };
-        t.lock().cold_mut().grad = Some(new);
-        Ok(())
-    })
 }

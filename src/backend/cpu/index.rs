@@ -1,0 +1,249 @@
+//! Index kernels: gather / scatter-add, index_select / index_add, and advanced
+//! indexing's pieces (checking and wrapping index values, a mask's nonzero coordinates,
+//! index_put's writes).
+
+use super::strided::{contiguous, for_each_offset};
+use crate::dtype::{DType, Scalar};
+use crate::layout::Layout;
+use crate::storage::{Buffer, Element};
+use crate::with_dtype;
+
+/// An int64 index's values (`v` over `layout`, row-major), negative ones counting from
+/// the end when `wrap` (advanced indexing's rule; gather and index_select take none),
+/// each checked against `size`: `Err` holds the first one out of range.
+pub fn index_values(v: &[i64], layout: &Layout, size: usize, wrap: bool) -> Result<Vec<i64>, i64> {
+    let vals = contiguous(v, layout);
+    let n = size as i64;
+    // One branch-free pass: with wrapping, a negative index wraps once, and [-n, n) is
+    // exactly what lands in [0, n); the first bad index is searched for only when there
+    // is one.
+    let wrap = if wrap { n } else { 0 };
+    let mut bad = false;
+    let out: Vec<i64> = vals
+        .iter()
+        .map(|&i| {
+            let w = i.wrapping_add(wrap & (i >> 63));
+            bad |= w as u64 >= size as u64;
+            w
+        })
+        .collect();
+    if bad {
+        let lo = -wrap;
+        let i = vals
+            .iter()
+            .copied()
+            .find(|&i| i < lo || i >= n)
+            .unwrap_or_default();
+        return Err(i);
+    }
+    Ok(out)
+}
+
+/// `mask.nonzero()`: the coordinates of a bool mask's true elements (`v` over `layout`,
+/// row-major), one column per dim.
+pub fn nonzero(v: &[bool], layout: &Layout) -> Vec<Vec<i64>> {
+    let vals = contiguous(v, layout);
+    let shape = &layout.shape;
+    let strides = crate::shape::contiguous_strides(shape);
+    let mut cols: Vec<Vec<i64>> = vec![Vec::new(); shape.len()];
+    for (i, &b) in vals.iter().enumerate() {
+        if b {
+            for (d, c) in cols.iter_mut().enumerate() {
+                c.push(((i / strides[d]) % shape[d]) as i64);
+            }
+        }
+    }
+    cols
+}
+
+/// The element at `offset`, as a number.
+pub fn element(buf: &Buffer, offset: usize) -> Scalar {
+    let i = offset;
+    match buf {
+        Buffer::F32(v) => Scalar::Float(f64::from(v[i])),
+        Buffer::F64(v) => Scalar::Float(v[i]),
+        Buffer::I64(v) => Scalar::Int(v[i]),
+        Buffer::Bool(v) => Scalar::Bool(v[i]),
+    }
+}
+
+/// index_put: `x` (over `lx`) copied row-major as `dtype`, with the element at each
+/// row-major position `positions[k]` set to (`accumulate`: increased by) `values[k]`
+/// (`values` over `lv`, of `dtype`, row-major). Positions are written in order: of
+/// repeated ones the last value wins, or all add up.
+pub fn index_put(
+    x: &Buffer,
+    lx: &Layout,
+    dtype: DType,
+    positions: &[i64],
+    values: &Buffer,
+    lv: &Layout,
+    accumulate: bool,
+) -> Buffer {
+    let mut out = super::elementwise::cast(x, lx, dtype);
+    with_dtype!(dtype, T => {
+        let o = T::slice_mut(&mut out);
+        let s = contiguous(T::slice(values), lv);
+        for (k, &p) in positions.iter().enumerate() {
+            let v = s[k];
+            o[p as usize] = if accumulate { T::from_f64(o[p as usize].to_f64() + v.to_f64()) } else { v };
+        }
+    });
+    out
+}
+
+/// `out[..., i, ...] = src[..., index[..., i, ...], ...]` along `dim` (torch.gather).
+/// `index` is contiguous with the output's shape; bounds are checked by the caller.
+pub fn gather(
+    buf: &Buffer,
+    layout: &Layout,
+    dim: usize,
+    index: &[i64],
+    index_shape: &[usize],
+) -> Buffer {
+    with_dtype!(buf.dtype(), T => {
+        let data = T::slice(buf);
+        let mut out = Vec::with_capacity(index.len());
+        if index.is_empty() {
+            // nothing to read (rows of an empty input may start past its buffer's end)
+            return T::into_buffer(out);
+        }
+        let last = layout.ndim().saturating_sub(1);
+        if dim == last && layout.strides.get(last) == Some(&1) && index_shape.len() == layout.ndim() {
+            // along contiguous rows (a loss picking each row's target): a row at a time
+            let (cols, k) = (layout.shape[last], index_shape[last]);
+            let mut outer = layout.clone();
+            outer.shape.truncate(last);
+            outer.strides.truncate(last);
+            outer.shape.clone_from_slice(&index_shape[..last]);
+            let mut rows = index.chunks_exact(k.max(1));
+            for_each_offset(&outer.shape, &outer.strides, layout.offset, |base| {
+                let row = &data[base..base + cols];
+                if let Some(ix) = rows.next() {
+                    out.extend(ix.iter().map(|&j| row[j as usize]));
+                }
+            });
+            return T::into_buffer(out);
+        }
+        // walk the index positions using the source strides for all dims but `dim`
+        let mut strides = layout.strides.clone();
+        strides[dim] = 0;
+        let mut k = 0;
+        for_each_offset(index_shape, &strides, layout.offset, |o| {
+            out.push(data[o + index[k] as usize * layout.strides[dim]]);
+            k += 1;
+        });
+        T::into_buffer(out)
+    })
+}
+
+/// `out = zeros(shape); out[..., index[..., i, ...], ...] += src[..., i, ...]` along `dim`
+/// (torch.scatter_add on a fresh zero tensor). Accumulates in index order: deterministic.
+pub fn scatter_add(
+    shape: &[usize],
+    dim: usize,
+    index: &[i64],
+    index_shape: &[usize],
+    src: &Buffer,
+    src_layout: &Layout,
+) -> Buffer {
+    let out_layout = Layout::contiguous(shape);
+    with_dtype!(src.dtype(), T => {
+        let s = contiguous(T::slice(src), src_layout);
+        let mut out = vec![T::default(); out_layout.numel()];
+        let mut strides = out_layout.strides.clone();
+        strides[dim] = 0;
+        let mut k = 0;
+        for_each_offset(index_shape, &strides, 0, |o| {
+            let t = o + index[k] as usize * out_layout.strides[dim];
+            out[t] = T::from_f64(out[t].to_f64() + s[k].to_f64());
+            k += 1;
+        });
+        T::into_buffer(out)
+    })
+}
+
+/// Selects entries `index` along `dim` (torch.index_select), contiguous result.
+pub fn index_select(buf: &Buffer, layout: &Layout, dim: usize, index: &[i64]) -> Buffer {
+    with_dtype!(buf.dtype(), T => {
+        let data = T::slice(buf);
+        let mut out = Vec::with_capacity(layout.numel() / layout.shape[dim].max(1) * index.len());
+        let mut sub = layout.clone();
+        sub.shape.drain(..=dim);
+        sub.strides.drain(..=dim);
+        let mut outer_l = layout.clone();
+        outer_l.shape.truncate(dim);
+        outer_l.strides.truncate(dim);
+        // the selected slabs (dims after `dim`) are copied whole when dense
+        let slab = sub.is_contiguous().then(|| sub.numel());
+        for_each_offset(&outer_l.shape, &outer_l.strides, layout.offset, |base| {
+            for &i in index {
+                let start = base + i as usize * layout.strides[dim];
+                match slab {
+                    // an empty slab may start past the end of an empty buffer
+                    Some(0) => {}
+                    Some(len) => out.extend_from_slice(&data[start..start + len]),
+                    None => for_each_offset(&sub.shape, &sub.strides, start, |o| out.push(data[o])),
+                }
+            }
+        });
+        T::into_buffer(out)
+    })
+}
+
+/// Zero-filled buffer of `n` elements with `index`-selected rows accumulated from
+/// `src` (the backward of index_select: index_add on zeros). Deterministic order.
+pub fn index_add(
+    shape: &[usize],
+    dim: usize,
+    index: &[i64],
+    src: &Buffer,
+    src_layout: &Layout,
+) -> Buffer {
+    let out_layout = Layout::contiguous(shape);
+    with_dtype!(src.dtype(), T => {
+        let s = contiguous(T::slice(src), src_layout);
+        let mut out = vec![T::default(); out_layout.numel()];
+        let outer: usize = shape[..dim].iter().product();
+        let inner: usize = shape[dim + 1..].iter().product();
+        let mut k = 0;
+        for o in 0..outer {
+            for &i in index {
+                let base = o * shape[dim] * inner + i as usize * inner;
+                for j in 0..inner {
+                    out[base + j] = T::from_f64(out[base + j].to_f64() + s[k].to_f64());
+                    k += 1;
+                }
+            }
+        }
+        T::into_buffer(out)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gather_and_scatter_add_are_adjoint() {
+        let l = Layout::contiguous(&[2, 3]);
+        let src = Buffer::F64(vec![1., 2., 3., 4., 5., 6.]);
+        let idx = [2i64, 0, 1, 1];
+        let Buffer::F64(g) = gather(&src, &l, 1, &idx, &[2, 2]) else {
+            unreachable!()
+        };
+        assert_eq!(g, vec![3., 1., 5., 5.]);
+        let ones = Buffer::F64(vec![1.; 4]);
+        let Buffer::F64(s) = scatter_add(
+            &[2, 3],
+            1,
+            &idx,
+            &[2, 2],
+            &ones,
+            &Layout::contiguous(&[2, 2]),
+        ) else {
+            unreachable!()
+        };
+        assert_eq!(s, vec![1., 0., 1., 0., 2., 0.]);
+    }
+}

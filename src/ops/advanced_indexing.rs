@@ -1,0 +1,609 @@
+//! torch's advanced indexing: `x[indices]` (aten::index) with int64 index tensors, bool
+//! masks (their nonzero coordinates) or several index tensors broadcast together, its
+//! writing counterpart index_put (`x[indices] = v`), and the checks torch runs on such
+//! indices before anything else.
+
+use super::elementwise::grad0;
+use super::indexing::{index_select_as, index_values};
+use super::{apply, new_tensor, sum_to};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::autograd::grad_mode::with_grad_mode;
+use crate::backend::cpu::index as k;
+use crate::dtype::{DType, Scalar};
+use crate::layout::Layout;
+use crate::ops::*;
+use crate::shape::{Shape, broadcast_shapes};
+use crate::storage::Buffer;
+use crate::tensor::Tensor;
+use crate::{Error, Result, saved};
+use std::borrow::Cow;
+
+/// A resolved advanced index: one int64 tensor per indexed dim (bool masks expanded to
+/// their nonzero coordinates), the dims they index, and where the result's broadcast
+/// index dims go.
+struct Plan {
+    dims: Vec<usize>,
+    linear: Tensor,
+    bshape: Shape,
+    insert_at: usize,
+    /// The result's shape when it has no elements (its indices went unchecked): nothing
+    /// to gather or scatter.
+    empty: Option<Shape>,
+    /// Each index tensor's layout broadcast to `bshape` (a bool mask's coordinates as
+    /// torch's `nonzero().select(1, j)` lays them out), for the result's memory order.
+    index_layouts: Vec<Layout>,
+}
+
+/// `mask.nonzero()` as one int64 index tensor per mask dim.
+pub fn nonzero_indices(mask: &Tensor) -> Result<Vec<Tensor>> {
+    let s = mask.snapshot();
+    let r = s.storage.read();
+    let Buffer::Bool(v) = &*r else {
+        return Err(Error::Internal("mask is not bool".into()));
+    };
+    Ok(k::nonzero(v, &s.layout)
+        .into_iter()
+        .map(|c| {
+            let n = c.len();
+            new_tensor(Buffer::I64(c), &[n])
+        })
+        .collect())
+}
+
+fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
+    // (torch refuses indices into a dim of size 0 even when the result is empty anyway)
+    plan_checked(x_shape, indices, |bshape, dims| {
+        if crate::shape::numel(bshape) > 0 && dims.iter().any(|&d| x_shape[d] == 0) {
+            return Err(Error::index(
+                "index is out of bounds for dimension with size 0",
+            ));
+        }
+        Ok(())
+    })
+}
+
+/// The checks torch runs on advanced indices before anything else: their dtypes, each
+/// bool mask's shape against the dims it covers, and their count. (`x[indices] = v` runs
+/// them before autograd's in-place checks.)
+pub fn check_index_structure(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<()> {
+    check_index_count(x_shape, indices)?;
+    let mut d = 0usize;
+    for ix in indices {
+        match ix {
+            None => d += 1,
+            Some(t) if t.dtype() == DType::Bool => {
+                let ms = t.shape();
+                for (j, &m) in ms.iter().enumerate() {
+                    if x_shape.get(d + j).copied() != Some(m) {
+                        return Err(Error::index(format!(
+                            "The shape of the mask {} at index {j} does not match the shape of the indexed tensor {} at \
+                             index {}",
+                            crate::shape::fmt_shape(&ms),
+                            crate::shape::fmt_shape(x_shape),
+                            d + j
+                        )));
+                    }
+                }
+                d += ms.len();
+            }
+            Some(t) => {
+                if t.dtype() != DType::I64 {
+                    return Err(Error::index(
+                        "tensors used as indices must be long, int, byte or bool tensors",
+                    ));
+                }
+                d += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The mask checks torch runs first when a number is written through indices: each bool
+/// mask before the first integer index (and only the first mask) must match the dims it
+/// covers (torch's masked_fill dispatch check, which comes before autograd's).
+pub fn check_leading_masks(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<()> {
+    let mut d = 0usize;
+    for ix in indices {
+        match ix {
+            None => d += 1,
+            Some(t) if t.dtype() == DType::Bool => {
+                check_index_structure(&x_shape[d.min(x_shape.len())..], &[Some(t.clone())])
+                    .map_err(|_| mask_mismatch(t, x_shape, d))?;
+                return Ok(());
+            }
+            Some(_) => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
+/// torch's error for a bool mask whose shape does not match the dims from `d` on.
+fn mask_mismatch(mask: &Tensor, x_shape: &[usize], d: usize) -> Error {
+    let ms = mask.shape();
+    let j = (0..ms.len())
+        .find(|&j| x_shape.get(d + j).copied() != Some(ms[j]))
+        .unwrap_or(0);
+    Error::index(format!(
+        "The shape of the mask {} at index {j} does not match the shape of the indexed tensor {} at index {}",
+        crate::shape::fmt_shape(&ms),
+        crate::shape::fmt_shape(x_shape),
+        d + j
+    ))
+}
+
+/// torch's first check of an index: it names no more dims than `x` has (a bool mask
+/// names as many as it has).
+pub fn check_index_count(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<()> {
+    let named: usize = indices
+        .iter()
+        .map(|ix| match ix {
+            Some(t) if t.dtype() == DType::Bool => t.ndim(),
+            _ => 1,
+        })
+        .sum();
+    if named > x_shape.len() {
+        return Err(Error::index(format!(
+            "too many indices for tensor of dimension {}",
+            x_shape.len()
+        )));
+    }
+    Ok(())
+}
+
+/// [`plan`], running `before_bounds(broadcast index shape, indexed dims)` after the
+/// indices' own checks and before their bounds are checked (where index_put checks its
+/// values, as torch does).
+fn plan_checked(
+    x_shape: &[usize],
+    indices: &[Option<Tensor>],
+    before_bounds: impl FnOnce(&[usize], &[usize]) -> Result<()>,
+) -> Result<Plan> {
+    check_index_structure(x_shape, indices)?;
+    // expand bool masks into per-dim coordinates
+    let mut per_dim: Vec<(usize, Tensor)> = Vec::new();
+    let mut d = 0usize;
+    for ix in indices {
+        match ix {
+            None => d += 1,
+            Some(t) if t.dtype() == DType::Bool => {
+                for (j, c) in nonzero_indices(t)?.into_iter().enumerate() {
+                    per_dim.push((d + j, c));
+                }
+                d += t.ndim();
+            }
+            Some(t) => {
+                per_dim.push((d, t.clone()));
+                d += 1;
+            }
+        }
+    }
+    let mut bshape = Shape::new();
+    for (_, t) in &per_dim {
+        bshape = broadcast_shapes(&bshape, &t.shape()).map_err(|_| {
+            Error::index(format!(
+                "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
+                per_dim
+                    .iter()
+                    .map(|(_, t)| crate::shape::fmt_shape(&t.shape()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+    }
+    let dims: Vec<usize> = per_dim.iter().map(|p| p.0).collect();
+    before_bounds(&bshape, &dims)?;
+    let index_layouts = per_dim
+        .iter()
+        .map(|(d, t)| {
+            let mut l = t.layout();
+            if let Some(mask) = mask_covering(indices, *d) {
+                l.strides = smallvec::smallvec![mask.ndim(); 1];
+            }
+            broadcast_layout(&l, &bshape)
+        })
+        .collect();
+    // linear index over the indexed dims (row-major), after bounds checks
+    let mut linear: Option<Tensor> = None;
+    // (torch's kernel checks the indices it visits: none when they broadcast to nothing)
+    let visits_none = crate::shape::numel(&indexed_shape(x_shape, &bshape, &dims)) == 0;
+    for (dim, t) in &per_dim {
+        let size = x_shape[*dim];
+        let t = if visits_none {
+            t.clone()
+        } else {
+            new_tensor(Buffer::I64(index_values(t, size, *dim)?), &t.shape())
+        };
+        let t = expand(&t, &bshape)?;
+        linear = Some(match linear {
+            None => t,
+            Some(l) => add(&mul_scalar(&l, Scalar::Int(size as i64))?, &t)?,
+        });
+    }
+    let linear =
+        linear.ok_or_else(|| Error::Internal("advanced index without index tensors".into()))?;
+    let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
+    let insert_at = if adjacent {
+        dims.first().copied().unwrap_or(0)
+    } else {
+        0
+    };
+    let empty = visits_none.then(|| indexed_shape(x_shape, &bshape, &dims));
+    Ok(Plan {
+        dims,
+        linear: contiguous(&linear)?,
+        bshape,
+        insert_at,
+        empty,
+        index_layouts,
+    })
+}
+
+/// The bool mask among `indices` that covers dim `d`, if one does.
+fn mask_covering(indices: &[Option<Tensor>], d: usize) -> Option<&Tensor> {
+    let mut at = 0usize;
+    for ix in indices {
+        let width = match ix {
+            Some(t) if t.dtype() == DType::Bool => t.ndim(),
+            _ => 1,
+        };
+        if d < at + width {
+            return ix.as_ref().filter(|t| t.dtype() == DType::Bool);
+        }
+        at += width;
+    }
+    None
+}
+
+/// `l` broadcast to `shape` (stride 0 along the dims it is broadcast over).
+fn broadcast_layout(l: &Layout, shape: &[usize]) -> Layout {
+    let lead = shape.len() - l.ndim().min(shape.len());
+    let strides = (0..shape.len())
+        .map(|i| match i.checked_sub(lead) {
+            Some(j) if l.shape[j] == shape[i] => l.strides[j],
+            _ => 0,
+        })
+        .collect();
+    Layout {
+        shape: Shape::from_slice(shape),
+        strides,
+        offset: 0,
+    }
+}
+
+/// The memory order torch gives `x[indices]` (`None`: row-major). torch gathers with a
+/// TensorIterator over `x` restrided to the result's shape (stride 0 along the index
+/// dims) and the index tensors (size 1 along the others), so the result follows their
+/// strides as an elementwise op's output does (see `iter_output_order`).
+fn index_result_order(x: &Layout, p: &Plan, out_shape: &[usize]) -> Option<(Vec<i64>, Shape)> {
+    let n = out_shape.len();
+    let nb = p.bshape.len();
+    let src = Layout {
+        shape: Shape::from_slice(out_shape),
+        strides: indexed_strides(&x.strides, nb, &p.dims),
+        offset: 0,
+    };
+    let indices: Vec<Layout> = p
+        .index_layouts
+        .iter()
+        .map(|l| {
+            let mut shape: Shape = smallvec::smallvec![1; n];
+            let mut strides: Shape = smallvec::smallvec![0; n];
+            shape[p.insert_at..p.insert_at + nb].copy_from_slice(&l.shape);
+            strides[p.insert_at..p.insert_at + nb].copy_from_slice(&l.strides);
+            Layout {
+                shape,
+                strides,
+                offset: 0,
+            }
+        })
+        .collect();
+    let mut operands = vec![&src];
+    operands.extend(indices.iter());
+    crate::layout::iter_output_order(out_shape, &operands)
+}
+
+/// The index tensor among `indices` (one per dim, no bool masks) that indexes dim `d`.
+fn indices_for_dim(indices: &[Option<Tensor>], d: usize) -> Option<&Tensor> {
+    indices.get(d).and_then(Option::as_ref)
+}
+
+/// The first element of `t`, as a number.
+fn element_0(t: &Tensor) -> Scalar {
+    let s = t.snapshot();
+    k::element(&s.storage.read(), s.layout.offset)
+}
+
+/// The shape of `x[indices]`: the broadcast index shape `bshape` in place of the indexed
+/// `dims` if they are adjacent, else in front of the other dims.
+fn indexed_shape(x_shape: &[usize], bshape: &[usize], dims: &[usize]) -> Shape {
+    place_index_dims(x_shape, bshape, dims)
+}
+
+/// The strides that go with [`indexed_shape`] when the index dims get stride 0.
+fn indexed_strides(x_strides: &[usize], index_ndim: usize, dims: &[usize]) -> Shape {
+    place_index_dims(x_strides, &vec![0; index_ndim], dims)
+}
+
+/// Per-dim values of `x` (sizes or strides) with those of the indexed `dims` replaced by
+/// `index`'s: in their place if the dims are adjacent, else in front (torch's rule).
+fn place_index_dims(x: &[usize], index: &[usize], dims: &[usize]) -> Shape {
+    let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
+    let mut out = Shape::new();
+    match (dims.first(), dims.last()) {
+        (Some(&first), Some(&last)) if adjacent => {
+            out.extend_from_slice(&x[..first]);
+            out.extend_from_slice(index);
+            out.extend_from_slice(&x[last + 1..]);
+        }
+        _ => {
+            out.extend_from_slice(index);
+            out.extend((0..x.len()).filter(|d| !dims.contains(d)).map(|d| x[d]));
+        }
+    }
+    out
+}
+
+/// Moves the indexed dims of `x` to the front and flattens them: [prod(indexed), rest...].
+fn flatten_indexed(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    let n = x.ndim();
+    let mut perm: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+    perm.extend((0..n).filter(|d| !dims.contains(d)).map(|d| d as i64));
+    let p = permute(x, &perm)?;
+    let ps = p.shape();
+    let mut sizes = vec![ps[..dims.len()].iter().product::<usize>() as i64];
+    sizes.extend(ps[dims.len()..].iter().map(|&d| d as i64));
+    reshape(&p, &sizes)
+}
+
+/// Result of the composite gather: [bshape..., rest...] moved so the index dims sit at
+/// `insert_at`.
+fn gather_plan(x: &Tensor, p: &Plan) -> Result<Tensor> {
+    if let Some(shape) = &p.empty {
+        return zeros(shape, x.dtype());
+    }
+    let flat = flatten_indexed(x, &p.dims)?;
+    let sel = index_select_as(&flat, 0, &reshape(&p.linear, &[-1])?, false)?;
+    let rest: Vec<i64> = flat.shape()[1..].iter().map(|&d| d as i64).collect();
+    let mut sizes: Vec<i64> = p.bshape.iter().map(|&d| d as i64).collect();
+    sizes.extend(&rest);
+    let r = reshape(&sel, &sizes)?;
+    if p.insert_at == 0 {
+        return Ok(r);
+    }
+    let (nb, nr) = (p.bshape.len(), rest.len());
+    let mut perm: Vec<i64> = (nb..nb + p.insert_at).map(|d| d as i64).collect();
+    perm.extend((0..nb).map(|d| d as i64));
+    perm.extend((nb + p.insert_at..nb + nr).map(|d| d as i64));
+    permute(&r, &perm)
+}
+
+/// `x[indices]` where `indices[d]` indexes dim d (None: the whole dim), torch's aten::index.
+pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
+    let shape = x.shape();
+    let p = plan(&shape, indices)?;
+    let idx_list: Vec<Option<Tensor>> = indices.to_vec();
+    apply(
+        &[x],
+        || {
+            with_grad_mode(false, || {
+                let r = contiguous(&gather_plan(&x.detach(), &p)?)?;
+                if p.empty.is_some() {
+                    return Ok(r.detach());
+                }
+                Ok(match index_result_order(&x.layout(), &p, &r.shape()) {
+                    // (the gathered values rewritten in that order)
+                    Some((order, _)) => permute(
+                        &contiguous(&permute(&r, &order)?)?,
+                        &super::rebase::inverse_order(&order),
+                    )?,
+                    None => r,
+                }
+                .detach())
+            })
+        },
+        |_| {
+            (
+                IndexBackward0 {
+                    shape: shape.clone(),
+                    indices: idx_list.into_boxed_slice(),
+                },
+                saved![],
+            )
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct IndexBackward0 {
+    shape: Shape,
+    indices: Box<[Option<Tensor>]>,
+}
+impl Backward for IndexBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "IndexBackward0".into()
+    }
+    // zeros(shape) with the indexed positions accumulating g (repeated indices add up)
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let z = zeros(&self.shape, g.dtype())?;
+        Ok(smallvec::smallvec![Some(index_put(
+            &z,
+            &self.indices,
+            &g,
+            true
+        )?)])
+    }
+}
+
+/// Out-of-place `index_put(x, indices, values, accumulate)`: x with the indexed
+/// positions set to (or, with accumulate, increased by) `values` broadcast to the
+/// indexed shape. `x[indices] = v` is its in-place form.
+pub fn index_put(
+    x: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<Tensor> {
+    index_put_checked(x, indices, values, accumulate, PutValues::Cast)
+}
+
+/// What index_put's values came from, for torch's checks.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum PutValues {
+    /// A tensor, cast to x's dtype (internal uses, masked_fill's path).
+    Cast,
+    /// A tensor that must have x's dtype: torch's index_put and `x[adv] = tensor` take no
+    /// implicit cast (checked after the indices' structure and the values' shape, before
+    /// the indices' bounds).
+    SameDtype,
+    /// A Python number (`x[adv] = 1.5`), made a tensor of x's dtype.
+    Number,
+}
+
+/// [`index_put`], with torch's checks for values of the kind `kind`.
+pub fn index_put_checked(
+    x: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    kind: PutValues,
+) -> Result<Tensor> {
+    let shape = x.shape();
+    let strides = x.layout().strides;
+    let p = plan_checked(&shape, indices, |bshape, dims| {
+        let selected = indexed_shape(&shape, bshape, dims);
+        if crate::shape::numel(bshape) > 0 && dims.iter().any(|&d| shape[d] == 0) {
+            if kind != PutValues::Number || dims.len() > 1 {
+                return Err(Error::index(
+                    "index is out of bounds for dimension with size 0",
+                ));
+            }
+            // torch puts a number through index_fill_: a view of x restrided to the
+            // indexed shape (index dims of stride 0), which its storage check may refuse,
+            // then the index kernel, which refuses the index
+            let view_strides = indexed_strides(&strides, bshape.len(), dims);
+            if selected.contains(&0) {
+                return Ok(()); // nothing to write: that view needs no storage
+            }
+            let snap = x.snapshot();
+            let (item, offset) = (x.dtype().size_in_bytes(), snap.layout.offset);
+            let span: usize = selected
+                .iter()
+                .zip(&view_strides)
+                .map(|(&n, &st)| (n - 1) * st)
+                .sum();
+            let storage = snap.storage.len() * item;
+            let needed = (offset + span + 1) * item;
+            if needed > storage {
+                return Err(Error::runtime(format!(
+                    "setStorage: sizes {}, strides {}, storage offset {offset}, and itemsize {item} requiring a \
+                     storage size of {needed} are out of bounds for storage of size {storage}",
+                    crate::shape::fmt_shape(&selected),
+                    crate::shape::fmt_shape(&view_strides),
+                )));
+            }
+            let d = dims[0];
+            let first = indices_for_dim(indices, d).map_or(Scalar::Int(0), element_0);
+            return Err(Error::index(format!(
+                "index {} is out of bounds for dimension {d} with size 0",
+                first.as_f64() as i64
+            )));
+        }
+        let vshape = values.shape();
+        if broadcast_shapes(&selected, &vshape).ok().as_deref() != Some(&selected[..]) {
+            return Err(Error::runtime(format!(
+                "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
+                crate::shape::fmt_shape(&vshape),
+                crate::shape::fmt_shape(&selected)
+            )));
+        }
+        if kind == PutValues::Cast && values.numel() == 1 {
+            // (torch's masked_fill path takes the value as a number, checked as such)
+            element_0(values).check_fits(x.dtype())?;
+        }
+        if kind == PutValues::SameDtype && x.dtype() != values.dtype() {
+            return Err(Error::runtime(format!(
+                "Index put requires the source and destination dtypes match, got {} for the destination and {} for \
+                 the source.",
+                x.dtype().scalar_type_name(),
+                values.dtype().scalar_type_name()
+            )));
+        }
+        Ok(())
+    })?;
+    let values = to_dtype(values, x.dtype())?;
+    // Positions (row-major over x) of every selected element, via the same gather applied
+    // to an arange.
+    let n = crate::shape::numel(&shape);
+    let pos = with_grad_mode(false, || {
+        let ar = new_tensor(Buffer::I64((0..n as i64).collect()), &shape);
+        contiguous(&gather_plan(&ar, &p)?)
+    })?;
+    let sel_shape = pos.shape();
+    let pos_vals = index_values(&pos, n.max(1), 0)?;
+    let vb = with_grad_mode(false, || contiguous(&expand(&values.detach(), &sel_shape)?))?;
+    let xs = x.snapshot();
+    let vs = vb.snapshot();
+    let vshape = values.shape();
+    let idx_list: Vec<Option<Tensor>> = indices.to_vec();
+    apply(
+        &[x, &values],
+        || {
+            let out = k::index_put(
+                &xs.storage.read(),
+                &xs.layout,
+                xs.dtype,
+                &pos_vals,
+                &vs.storage.read(),
+                &vs.layout,
+                accumulate,
+            );
+            Ok(new_tensor(out, &shape))
+        },
+        |_| {
+            (
+                IndexPutBackward0 {
+                    indices: idx_list.into_boxed_slice(),
+                    values_shape: vshape.into_iter().collect(),
+                    accumulate,
+                },
+                saved![],
+            )
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct IndexPutBackward0 {
+    indices: Box<[Option<Tensor>]>,
+    values_shape: Box<[usize]>,
+    accumulate: bool,
+}
+impl Backward for IndexPutBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "IndexPutBackward0".into()
+    }
+    // dx = g with overwritten positions zeroed (kept when accumulating); dv = sum_to(g[idx])
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let gx = if ctx.needs_input_grad(0) {
+            // (a gradient with no elements has nothing to zero; its indices were never
+            // checked against the empty dims: torch's scalar setitem is an index_fill)
+            Some(if self.accumulate || g.numel() == 0 {
+                g.clone()
+            } else {
+                let z = zeros(&[], g.dtype())?;
+                index_put(&g, &self.indices, &z, false)?
+            })
+        } else {
+            None
+        };
+        let gv = if ctx.needs_input_grad(1) {
+            Some(sum_to(&index(&g, &self.indices)?, &self.values_shape)?)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![gx, gv])
+    }
+}

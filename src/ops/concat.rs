@@ -1,0 +1,324 @@
+//! The shape ops that copy: cat and stack (tensors joined along a dim) and repeat (a
+//! tensor tiled).
+
+use super::elementwise::grad0;
+use super::shape::{narrow, reshape, select, unsqueeze};
+use super::{apply, new_tensor};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::backend::cpu::elementwise as k;
+use crate::layout::Layout;
+use crate::shape::{Shape, wrap_dim};
+use crate::storage::Buffer;
+use crate::tensor::Tensor;
+use crate::{Error, Result, saved};
+use std::borrow::Cow;
+
+/// Copies `parts` side by side along `dim` into one contiguous buffer.
+fn concat(parts: &[Tensor], dim: usize, out_shape: &[usize]) -> Result<Tensor> {
+    let dtype = parts
+        .first()
+        .map(|p| p.dtype())
+        .ok_or_else(|| Error::runtime("torch.cat(): expected a non-empty list of Tensors"))?;
+    let mut buf = Buffer::zeros(dtype, crate::shape::numel(out_shape));
+    let out_l = Layout::contiguous(out_shape);
+    let mut at = 0usize;
+    for p in parts {
+        let s = p.snapshot();
+        let len = if s.layout.ndim() == 0 {
+            1
+        } else {
+            s.layout.shape[dim]
+        };
+        let dst = out_l.narrow(dim, at, len)?;
+        k::copy_into(&mut buf, &dst, &s.storage.read(), &s.layout);
+        at += len;
+    }
+    Ok(new_tensor(buf, out_shape))
+}
+
+/// `torch.cat(tensors, dim)` (1-D empty tensors are skipped, as in torch).
+pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    if tensors.is_empty() {
+        return Err(Error::runtime(
+            "torch.cat(): expected a non-empty list of Tensors",
+        ));
+    }
+    let mut dtype = tensors[0].dtype();
+    for t in tensors {
+        dtype = crate::dtype::DType::promote(dtype, t.dtype());
+    }
+    let parts: Vec<Tensor> = tensors
+        .iter()
+        .map(|t| super::to_dtype(t, dtype))
+        .collect::<Result<_>>()?;
+    // torch's legacy rule: 1-d empty inputs are skipped by the shape checks and the
+    // copy, but stay inputs of the node (their gradient is an empty [0])
+    let legacy_empty = |t: &Tensor| t.ndim() == 1 && t.numel() == 0;
+    let keep: Vec<&Tensor> = parts.iter().filter(|t| !legacy_empty(t)).collect();
+    let all: Vec<&Tensor> = parts.iter().collect();
+    let Some(first) = keep.first() else {
+        let sizes = vec![None; parts.len()];
+        return apply(
+            &all,
+            || super::zeros(&[0], dtype),
+            |_| (CatBackward0 { dim: 0, sizes }, saved![]),
+        );
+    };
+    let ref_shape = first.shape();
+    if ref_shape.is_empty() {
+        return Err(Error::runtime(
+            "zero-dimensional tensor (at position 0) cannot be concatenated",
+        ));
+    }
+    let d = wrap_dim(dim, ref_shape.len())?;
+    let mut out_shape = ref_shape.clone();
+    out_shape[d] = 0;
+    for (i, t) in keep.iter().enumerate() {
+        let s = t.shape();
+        if s.len() != ref_shape.len() {
+            return Err(Error::runtime(format!(
+                "Tensors must have same number of dimensions: got {} and {}",
+                ref_shape.len(),
+                s.len()
+            )));
+        }
+        for j in 0..s.len() {
+            if j != d && s[j] != ref_shape[j] {
+                return Err(Error::runtime(format!(
+                    "Sizes of tensors must match except in dimension {d}. Expected size {} but got size {} for tensor number {i} in the list.",
+                    ref_shape[j], s[j]
+                )));
+            }
+        }
+        // torch adds the sizes in int64 and refuses a negative sum as a negative size
+        let sum = (out_shape[d] as i64).wrapping_add(s[d] as i64);
+        if sum < 0 {
+            let dims: Vec<String> = (0..out_shape.len())
+                .map(|j| {
+                    if j == d {
+                        sum.to_string()
+                    } else {
+                        out_shape[j].to_string()
+                    }
+                })
+                .collect();
+            return Err(Error::runtime(format!(
+                "Trying to create tensor with negative dimension {sum}: [{}]",
+                dims.join(", ")
+            )));
+        }
+        out_shape[d] = sum as usize;
+    }
+    super::creation::guard(&out_shape, dtype)?;
+    let sizes = parts
+        .iter()
+        .map(|t| (!legacy_empty(t)).then(|| t.shape()[d]))
+        .collect();
+    let owned: Vec<Tensor> = keep.iter().map(|t| (*t).clone()).collect();
+    apply(
+        &all,
+        || concat(&owned, d, &out_shape),
+        |_| (CatBackward0 { dim: d, sizes }, saved![]),
+    )
+}
+
+#[derive(Clone)]
+pub struct CatBackward0 {
+    dim: usize,
+    /// Each input's size along `dim`; `None` for a legacy empty 1-d input.
+    sizes: Vec<Option<usize>>,
+}
+impl Backward for CatBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "CatBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let mut out = Grads::new();
+        let mut at = 0i64;
+        for (i, &n) in self.sizes.iter().enumerate() {
+            let Some(n) = n else {
+                out.push(if ctx.needs_input_grad(i) {
+                    Some(super::zeros(&[0], g.dtype())?)
+                } else {
+                    None
+                });
+                continue;
+            };
+            out.push(if ctx.needs_input_grad(i) {
+                Some(narrow(&g, self.dim as i64, at, n as i64)?)
+            } else {
+                None
+            });
+            at += n as i64;
+        }
+        Ok(out)
+    }
+}
+
+/// `torch.stack(tensors, dim)`.
+pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    let first = tensors
+        .first()
+        .ok_or_else(|| Error::runtime("stack expects a non-empty TensorList"))?;
+    let shape = first.shape();
+    let d = wrap_dim(dim, shape.len() + 1)?;
+    for (i, t) in tensors.iter().enumerate() {
+        if t.shape() != shape {
+            return Err(Error::runtime(format!(
+                "stack expects each tensor to be equal size, but got {} at entry 0 and {} at entry {i}",
+                crate::shape::fmt_shape(&shape),
+                crate::shape::fmt_shape(&t.shape())
+            )));
+        }
+    }
+    let parts: Vec<Tensor> = crate::autograd::grad_mode::with_grad_mode(false, || {
+        tensors
+            .iter()
+            .map(|t| unsqueeze(&t.detach(), d as i64))
+            .collect::<Result<_>>()
+    })?;
+    let mut out_shape = shape.clone();
+    out_shape.insert(d, tensors.len());
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    let mut dtype = first.dtype();
+    for t in tensors {
+        dtype = crate::dtype::DType::promote(dtype, t.dtype());
+    }
+    let parts: Vec<Tensor> = parts
+        .iter()
+        .map(|p| super::to_dtype(p, dtype))
+        .collect::<Result<_>>()?;
+    apply(
+        &refs,
+        || concat(&parts, d, &out_shape),
+        |_| {
+            (
+                StackBackward0 {
+                    dim: d,
+                    n: tensors.len(),
+                    dtypes: tensors.iter().map(Tensor::dtype).collect(),
+                },
+                saved![],
+            )
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct StackBackward0 {
+    dim: usize,
+    n: usize,
+    /// the inputs' dtypes: with mixed dtypes the output is promoted, and each input's
+    /// gradient goes back in its own dtype (torch keeps `tensors_args_scalartypes`)
+    dtypes: Box<[crate::dtype::DType]>,
+}
+impl Backward for StackBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "StackBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        (0..self.n)
+            .map(|i| {
+                if ctx.needs_input_grad(i) {
+                    let gi = select(&g, self.dim as i64, i as i64)?;
+                    match self.dtypes.get(i) {
+                        Some(&d) if d != gi.dtype() => super::to_dtype(&gi, d).map(Some),
+                        _ => Ok(Some(gi)),
+                    }
+                } else {
+                    Ok(None)
+                }
+            })
+            .collect()
+    }
+}
+
+/// `x.repeat(*repeats)`.
+pub fn repeat(x: &Tensor, repeats: &[i64]) -> Result<Tensor> {
+    let shape = x.shape();
+    if repeats.len() < shape.len() {
+        return Err(Error::runtime(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
+        ));
+    }
+    let lead = repeats.len() - shape.len();
+    let mut padded: Shape = smallvec::smallvec![1; lead];
+    padded.extend(shape.iter().copied());
+    // torch checks the result's sizes: a negative repeat of a non-empty dim is refused
+    let target: Vec<i64> = padded
+        .iter()
+        .zip(repeats)
+        .map(|(&s, &r)| (s as i64).saturating_mul(r))
+        .collect();
+    if let Some(&neg) = target.iter().find(|&&t| t < 0) {
+        return Err(Error::runtime(format!(
+            "Trying to create tensor with negative dimension {neg}: {target:?}"
+        )));
+    }
+    // (a negative repeat of an empty dim gives an empty dim)
+    let repeats: Vec<usize> = repeats.iter().map(|&r| r.max(0) as usize).collect();
+    // view as [1, s0, 1, s1, ...], expand to [r0, s0, r1, s1, ...], copy, reshape
+    let mut inter = Vec::new();
+    let mut expanded = Vec::new();
+    let mut out = Vec::new();
+    let mut out_shape = Shape::new();
+    for (&s, &r) in padded.iter().zip(&repeats) {
+        inter.extend([1i64, s as i64]);
+        expanded.extend([r, s]);
+        out_shape.push(r.saturating_mul(s));
+    }
+    crate::storage::alloc_guard(&out_shape, x.dtype())?;
+    out.extend(out_shape.iter().map(|&d| d as i64));
+    let src = crate::autograd::grad_mode::with_grad_mode(false, || reshape(&x.detach(), &inter))?;
+    let el = src.layout().expand(&expanded)?;
+    let s = src.snapshot();
+    let in_shape = shape.clone();
+    let reps = repeats.to_vec();
+    apply(
+        &[x],
+        || {
+            let buf = k::cast(&s.storage.read(), &el, s.dtype);
+            Ok(new_tensor(
+                buf,
+                &out.iter().map(|&d| d as usize).collect::<Vec<_>>(),
+            ))
+        },
+        |_| {
+            (
+                RepeatBackward0 {
+                    shape: in_shape,
+                    repeats: reps.into_boxed_slice(),
+                },
+                saved![],
+            )
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct RepeatBackward0 {
+    shape: Shape,
+    repeats: Box<[usize]>,
+}
+impl Backward for RepeatBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "RepeatBackward0".into()
+    }
+    // sum the copies: view g as [r0, s0, r1, s1, ...] and sum the r dims
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let lead = self.repeats.len() - self.shape.len();
+        let mut inter = Vec::new();
+        let mut sum_dims = Vec::new();
+        for (i, &r) in self.repeats.iter().enumerate() {
+            let s = if i < lead { 1 } else { self.shape[i - lead] };
+            sum_dims.push((2 * i) as i64);
+            inter.extend([r as i64, s as i64]);
+        }
+        let r = super::sum(&reshape(&g, &inter)?, Some(&sum_dims), false)?;
+        let dims: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
+        Ok(smallvec::smallvec![Some(reshape(&r, &dims)?)])
+    }
+}

@@ -1,0 +1,271 @@
+//! Views' history when their data changes (torch's `rebase_history`): an in-place write
+//! through a view gives its base a `CopySlices` node and re-derives the view from it;
+//! other views of that base notice through the version counter and are re-derived when
+//! their history is next read (`refresh_view`); views from an op that returns several
+//! may do neither (torch's `handle_view_on_rebase`).
+
+use super::elementwise::grad0;
+use super::{attach, attach_edges};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::autograd::grad_mode::with_grad_mode;
+use crate::dtype::{DType, Scalar};
+use crate::layout::Layout;
+use crate::ops::*;
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+use crate::{Error, Result, saved};
+use std::borrow::Cow;
+
+/// torch's `handle_view_on_rebase` for a view returned by an op that returns several
+/// (split, chunk, unbind) or a view of one: it may not be modified in place while
+/// autograd records (the caller checks that something requires grad).
+pub(super) fn check_multi_output_view(x: &Tensor) -> Result<()> {
+    match x.multi_output() {
+        Some(m) => Err(multi_output_error(x, m, false)),
+        None => Ok(()),
+    }
+}
+
+/// torch's error for modifying a multi-output view in place (`indirect`: its base or a
+/// sibling was modified, and the view is used afterwards).
+fn multi_output_error(x: &Tensor, m: crate::tensor::MultiOutput, indirect: bool) -> Error {
+    let modified = if indirect {
+        " and its base or another view of its base has been modified inplace"
+    } else {
+        " and is being modified inplace"
+    };
+    let what = match (m.op, x.grad_fn()) {
+        (_, None) => {
+            format!("A view was created in no_grad mode{modified} with grad mode enabled.")
+        }
+        (Some((op, i)), Some(_)) => format!("Output {i} of {op} is a view{modified}."),
+        (None, Some(f)) => format!(
+            "Output {} of {} is a view{modified}.",
+            x.output_nr(),
+            crate::autograd::function::forward_name(&f.name())
+        ),
+    };
+    Error::runtime(format!(
+        "{what} This view is the output of a function that returns multiple views. Such functions do not allow the \
+         output views to be modified inplace. You should replace the inplace operation by an out-of-place one."
+    ))
+}
+
+/// Makes output `nr` of `node` the history of `x`, which was just modified in place
+/// (a custom Function's `mark_dirty`): on a view, through CopySlices as for built-in
+/// in-place ops.
+pub fn rebase_history(x: &Tensor, node: crate::autograd::graph::NodeRef, nr: u32) -> Result<()> {
+    match x.base() {
+        None => {
+            x.set_history(node, nr);
+            Ok(())
+        }
+        Some(base) => {
+            let result = x.detach();
+            result.set_history(node, nr);
+            rebase_view(x, &base, &result)
+        }
+    }
+}
+
+/// CopySlices: the base's new history takes the view region's gradient from `result`
+/// and the rest from the base's old history; the view is then re-derived from the base.
+pub(super) fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
+    let (bl, vl) = (base.layout(), view.layout());
+    let order = storage_order(&bl).ok_or_else(|| {
+        Error::runtime(
+            "rgrad: in-place operations on views of non-contiguous tensors that require grad are not supported; call .contiguous() first",
+        )
+    })?;
+    let rel = Layout {
+        shape: vl.shape.clone(),
+        strides: vl.strides.clone(),
+        offset: vl.offset - bl.offset,
+    };
+    let r = if result.shape() == vl.shape {
+        result.clone()
+    } else {
+        expand(result, &vl.shape)?
+    };
+    let base_shape = match &order {
+        Some(o) => bl.permute(o)?.shape,
+        None => bl.shape.clone(),
+    };
+    // A node with edges [base's old history, result]; its output is the base.
+    let base_input = base.detach();
+    if let Some(f) = base.grad_fn() {
+        base_input.set_history(f, base.output_nr());
+    } else if base.requires_grad() {
+        base_input.lock().requires_grad = true;
+    }
+    let op = CopySlices {
+        shape: base_shape,
+        view: Box::new(ViewOfBase {
+            rel: rel.clone(),
+            order: order.clone(),
+        }),
+    };
+    // attach() reads edges from the inputs: base_input carries the base's old history.
+    let inputs: [&Tensor; 2] = [&base_input, &r];
+    let node = attach(super::BackwardOp::from(op), &inputs, saved![], &[])?;
+    base.set_history(node, 0);
+    base.lock().requires_grad = false;
+    // the view now derives from the updated base
+    let fresh = as_strided(&in_storage_order(base, order.as_deref())?, &rel)?;
+    if let Some(f) = fresh.grad_fn() {
+        view.set_history(f, 0);
+    }
+    let now = view.version();
+    view.lock().cold_mut().view_version = now;
+    Ok(())
+}
+
+/// Re-derives a view's history from its base if the base's data changed since the view's
+/// history was set (an in-place op on the base or on a sibling view): the view becomes
+/// `as_strided(base)` of the base's current history. Cheap when nothing changed. A view
+/// from an op returning several views may not be re-derived: torch's error.
+pub fn refresh_view(t: &Tensor) -> Result<()> {
+    let (base, stale) = {
+        let g = t.lock();
+        match g
+            .cold()
+            .and_then(|c| Some((c.base.as_ref()?, c.view_version)))
+        {
+            Some((b, seen)) => (b.clone(), seen != g.version()),
+            None => return Ok(()),
+        }
+    };
+    if !stale {
+        return Ok(());
+    }
+    if let Some(m) = t.multi_output()
+        && (t.grad_fn().is_some() || base.requires_grad())
+    {
+        return Err(multi_output_error(t, m, true));
+    }
+    let now = t.version();
+    let (bl, vl) = (base.layout(), t.layout());
+    if base.grad_fn().is_none() && !base.requires_grad() && t.grad_fn().is_some() {
+        // A view with history over a base without any (a view of a tensor that was
+        // itself a view when it came to require grad): torch re-derives it from that
+        // base, so its history ends there and no gradient passes.
+        let rel = Layout {
+            shape: vl.shape.clone(),
+            strides: vl.strides.clone(),
+            offset: vl.offset - bl.offset,
+        };
+        let node = super::as_strided_node(bl.shape.clone(), rel);
+        attach_edges(node, smallvec::smallvec![None], saved![], &[t])?;
+    } else if base.grad_fn().is_some()
+        && let Some(order) = storage_order(&bl)
+    {
+        let rel = Layout {
+            shape: vl.shape.clone(),
+            strides: vl.strides.clone(),
+            offset: vl.offset - bl.offset,
+        };
+        let fresh = with_grad_mode(true, || {
+            as_strided(&in_storage_order(&base, order.as_deref())?, &rel)
+        });
+        if let Ok(fresh) = fresh
+            && let Some(f) = fresh.grad_fn()
+        {
+            t.set_history(f, 0);
+        }
+    }
+    t.lock().cold_mut().view_version = now;
+    Ok(())
+}
+
+/// A base's dims from outermost to innermost in memory, for re-deriving its views: `None`
+/// when it is row-major (its views' storage strides are strides over its own shape),
+/// `Some(order)` when it is dense in another order (they are strides over the base
+/// permuted by `order`), and no answer for a base with gaps or overlap.
+fn storage_order(l: &Layout) -> Option<Option<Vec<i64>>> {
+    if l.is_contiguous() {
+        return Some(None);
+    }
+    if !l.is_non_overlapping_and_dense() {
+        return None;
+    }
+    let mut order: Vec<i64> = (0..l.ndim() as i64).collect();
+    order.sort_by(|&a, &b| l.strides[b as usize].cmp(&l.strides[a as usize]));
+    Some(Some(order))
+}
+
+/// `base` permuted by a [`storage_order`] (a view, recorded), or `base` itself.
+fn in_storage_order(base: &Tensor, order: Option<&[i64]>) -> Result<Tensor> {
+    match order {
+        Some(o) => permute(base, o),
+        None => Ok(base.clone()),
+    }
+}
+
+/// The permutation that undoes `order`.
+pub(crate) fn inverse_order(order: &[i64]) -> Vec<i64> {
+    let mut inv = vec![0i64; order.len()];
+    for (i, &d) in order.iter().enumerate() {
+        inv[d as usize] = i as i64;
+    }
+    inv
+}
+
+#[derive(Clone)]
+pub struct CopySlices {
+    /// The base's shape, in its storage order when it is not row-major.
+    shape: Shape,
+    /// Boxed, as the view nodes' (see `SliceBackward0`).
+    view: Box<ViewOfBase>,
+}
+
+/// Where a view lies in its base: its layout relative to the base's storage, and the
+/// base's [`storage_order`] when the base is dense but not row-major.
+#[derive(Clone)]
+struct ViewOfBase {
+    rel: Layout,
+    order: Option<Vec<i64>>,
+}
+impl Backward for CopySlices {
+    fn name(&self) -> Cow<'static, str> {
+        "CopySlices".into()
+    }
+    // base: g with the region zeroed; result: g's region
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let ViewOfBase { rel, order } = &*self.view;
+        if rel.numel() > 0
+            && rel
+                .shape
+                .iter()
+                .zip(&rel.strides)
+                .any(|(&n, &st)| n > 1 && st == 0)
+        {
+            // torch copies the view's gradient into the same region of the base's, which
+            // an expanded view covers more than once: its copy_ refuses that
+            return Err(Error::runtime(
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory \
+                 location. Please clone() the tensor before performing the operation.",
+            ));
+        }
+        let g = in_storage_order(&grad0(g)?, order.as_deref())?;
+        let region = as_strided(&g, rel)?;
+        let gb = if ctx.needs_input_grad(0) {
+            // (masked, not `g - scatter(region)`: a NaN or infinite gradient in the region
+            // must become 0 as well)
+            let inside = full(&rel.shape, Scalar::Bool(true), DType::Bool)?;
+            let mask = as_strided_scatter(&inside, &self.shape, rel)?;
+            let gb = masked_fill(&g, &mask, Scalar::Float(0.0))?;
+            Some(match order {
+                Some(o) => permute(&gb, &inverse_order(o))?,
+                None => gb,
+            })
+        } else {
+            None
+        };
+        let gr = if ctx.needs_input_grad(1) {
+            Some(region)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![gb, gr])
+    }
+}

@@ -1,0 +1,111 @@
+//! softmax and log_softmax along a dim, with their backward nodes.
+
+use super::elementwise::{Saver, grad0};
+use super::reduce::resolve_dims;
+use super::{apply, new_tensor};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::autograd::grad_mode::with_grad_mode;
+use crate::backend::cpu::reduce as k;
+use crate::dtype::DType;
+use crate::ops::BackwardOp;
+use crate::ops::*;
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+use std::borrow::Cow;
+
+/// softmax / log_softmax along `dim` (integer inputs are computed in float32).
+pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
+    // torch wraps the dim first, and returns an empty input as it is, whatever its dtype
+    let wrapped = crate::shape::wrap_dim(dim, x.ndim())?;
+    if x.numel() == 0 && !x.dtype().is_float() {
+        return zeros(&x.shape(), x.dtype());
+    }
+    if !x.dtype().is_float() {
+        let name = if x.dtype() == DType::Bool {
+            "Bool"
+        } else {
+            "Long"
+        };
+        let kind = if log_ { "log_softmax" } else { "softmax" };
+        let kernel = if x.ndim() <= 1 || wrapped == x.ndim() - 1 {
+            "lastdim_kernel_impl"
+        } else {
+            "kernel_impl"
+        };
+        return Err(Error::not_implemented(format!(
+            "\"{kind}_{kernel}\" not implemented for '{name}'"
+        )));
+    }
+    let x = x.clone();
+    let d = resolve_dims(&x, Some(&[dim]))?;
+    let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();
+    apply(
+        &[&x],
+        || {
+            with_grad_mode(false, || {
+                if x.numel() == 0 {
+                    return zeros(&x.shape(), x.dtype()); // (a fresh tensor, never an alias)
+                }
+                if d.as_slice() == [x.ndim().saturating_sub(1)] {
+                    let s = x.snapshot();
+                    if let Some(buf) = k::softmax_last_dim(&s.storage.read(), &s.layout, log_) {
+                        return Ok(new_tensor(buf, &s.layout.shape));
+                    }
+                }
+                let m = amax(&x, Some(&di), true, true, false)?;
+                let z = sub(&x, &m)?;
+                let e = exp(&z)?;
+                let s = sum(&e, Some(&di), true)?;
+                let r = if log_ {
+                    sub(&z, &log(&s)?)?
+                } else {
+                    div(&e, &s)?
+                };
+                // (torch's softmax kernels write a row-major result)
+                contiguous(&r)
+            })
+        },
+        |y| {
+            let mut s = Saver::default();
+            s.output(y);
+            let dim = di.first().copied().unwrap_or(0);
+            if log_ {
+                (BackwardOp::from(LogSoftmaxBackward0 { dim }), s.list)
+            } else {
+                (BackwardOp::from(SoftmaxBackward0 { dim }), s.list)
+            }
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct SoftmaxBackward0 {
+    dim: i64,
+}
+impl Backward for SoftmaxBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "SoftmaxBackward0".into()
+    }
+    // dx = y·(g - Σ g·y)
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let (g, y) = (grad0(g)?, ctx.saved(0)?);
+        let s = sum(&mul(&g, &y)?, Some(&[self.dim]), true)?;
+        Ok(smallvec::smallvec![Some(mul(&y, &sub(&g, &s)?)?)])
+    }
+}
+
+#[derive(Clone)]
+pub struct LogSoftmaxBackward0 {
+    dim: i64,
+}
+impl Backward for LogSoftmaxBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "LogSoftmaxBackward0".into()
+    }
+    // dx = g - exp(y)·Σ g
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let (g, y) = (grad0(g)?, ctx.saved(0)?);
+        let s = sum(&g, Some(&[self.dim]), true)?;
+        Ok(smallvec::smallvec![Some(sub(&g, &mul(&exp(&y)?, &s)?)?)])
+    }
+}
