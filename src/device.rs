@@ -22,6 +22,11 @@ impl std::fmt::Display for Device {
     }
 }
 
+/// Where factories allocate when no device is given (torch's `get_default_device()`).
+pub fn default_device() -> Device {
+    Device::Cpu
+}
+
 /// The one device of an op's operands, or torch's error naming the first device and the
 /// first that differs from it, in operand order (TensorIterator's check, run before any
 /// kernel).

@@ -27,7 +27,8 @@ pub struct OpStart<'a> {
     /// a backward node
     pub name: &'a str,
     pub phase: Phase,
-    /// for a backward node: the sequence number of the forward op that recorded it
+    /// for a backward node: the sequence number of the forward op that recorded it (the
+    /// profiler's link between the two; not numbered yet: `None`)
     pub sequence_nr: Option<u64>,
 }
 
@@ -88,12 +89,10 @@ fn forward_hooked<R>(h: &dyn Hook, name: &'static str, f: impl FnOnce() -> Resul
     r
 }
 
-/// Runs the backward node `name` (`sequence_nr`: that of its forward op); `f` returns the
-/// gradients of its inputs.
+/// Runs the backward node `name`; `f` returns the gradients of its inputs.
 #[inline]
 pub fn backward(
     name: impl FnOnce() -> std::borrow::Cow<'static, str>,
-    sequence_nr: u64,
     f: impl FnOnce() -> Result<crate::autograd::function::Grads>,
 ) -> Result<crate::autograd::function::Grads> {
     let Some(h) = hook() else { return f() };
@@ -101,7 +100,7 @@ pub fn backward(
     let token = h.start(&OpStart {
         name: &name,
         phase: Phase::Backward,
-        sequence_nr: Some(sequence_nr),
+        sequence_nr: None,
     });
     let r = f();
     match &r {
@@ -112,15 +111,15 @@ pub fn backward(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use parking_lot::Mutex;
 
     /// A hook that writes down what it saw.
     #[derive(Default)]
-    pub struct Recorder {
-        pub seen: Mutex<Vec<(String, Phase, Option<u64>)>>,
-        pub ended: Mutex<Vec<(u64, usize)>>,
+    struct Recorder {
+        seen: Mutex<Vec<(String, Phase, Option<u64>)>>,
+        ended: Mutex<Vec<(u64, usize)>>,
     }
     impl Hook for Recorder {
         fn start(&self, op: &OpStart<'_>) -> u64 {
@@ -140,6 +139,35 @@ pub(crate) mod tests {
         }
     }
 
-    /// Hooks are process-wide: the tests that install one take turns.
-    pub static HOOK_TESTS: Mutex<()> = Mutex::new(());
+    #[test]
+    fn every_forward_op_and_backward_node_passes_the_hook() {
+        use crate::ops;
+        use crate::testing::leaf;
+        let rec = Arc::new(Recorder::default());
+        let prev = set_hook(Some(rec.clone()));
+        let x = leaf(vec![1.0, 2.0, 3.0], &[3]);
+        let y = ops::exp(&ops::mul(&x, &x).unwrap()).unwrap();
+        let s = ops::sum(&y, None, false).unwrap();
+        let g = crate::autograd::engine::run_backward(
+            std::slice::from_ref(&s),
+            &[ops::ones(&[], s.dtype()).unwrap()],
+            &[],
+            Default::default(),
+        );
+        set_hook(prev);
+        g.unwrap();
+        let seen = rec.seen.lock().clone();
+        // (other tests run beside this one and may show up too: only what must be there)
+        let has = |n: &str, p: Phase| seen.iter().any(|(name, ph, _)| name == n && *ph == p);
+        for op in ["aten::mul", "aten::exp", "aten::sum", "aten::full"] {
+            assert!(has(op, Phase::Forward), "{op} not seen: {seen:?}");
+        }
+        for node in ["SumBackward0", "ExpBackward0", "MulBackward0"] {
+            assert!(has(node, Phase::Backward), "{node} not seen: {seen:?}");
+        }
+        // each start has its end, and a backward node ends with its gradients
+        let ended = rec.ended.lock().clone();
+        assert!(ended.len() >= 7);
+        assert!(ended.iter().any(|&(_, n)| n == 2)); // MulBackward0: two inputs
+    }
 }

@@ -16,6 +16,10 @@ pub enum Buffer {
 }
 
 impl Buffer {
+    /// Where the buffer's memory is (every variant is host memory today).
+    pub fn device(&self) -> crate::device::Device {
+        crate::device::Device::Cpu
+    }
     pub fn dtype(&self) -> DType {
         match self {
             Buffer::Bool(_) => DType::Bool,

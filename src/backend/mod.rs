@@ -1,9 +1,23 @@
-//! Kernel backends. Kernels take buffers plus `Layout`s and never see the graph; the CPU
-//! backend is the only one today (a CUDA backend behind a `cuda` feature comes later).
+//! Kernel backends: the seam between the ops (`ops/`: checks, dtypes, shapes, the graph)
+//! and the kernels that compute. Kernels take buffers plus `Layout`s and return new
+//! buffers; they never see the graph or a `Tensor`. `ops/` reaches them only through
+//! [`Backend`], found from the operands' buffers by [`of`] (which refuses operands on two
+//! devices with torch's error), and, for what always runs on the host (indices read to
+//! plan an op, random draws from torch's CPU generator), through [`host`].
+//!
+//! The CPU backend (`cpu/`) is the only one today. The interface is shaped for the CUDA
+//! one: a kernel allocates its own output (on its device), nothing assumes a host
+//! pointer behind a `Buffer`, and nothing waits for a result (a device backend enqueues
+//! on its stream; reading a value back goes through `to_host`).
 
 pub mod cpu;
+pub mod host;
 
-use crate::Result;
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::layout::Layout;
+use crate::storage::Buffer;
+use crate::{Error, Result};
 
 macro_rules! unary_op_ids {
     ($($name:ident $name_:ident $V:ident $node:literal { $($row:tt)* })*) => {
@@ -68,6 +82,32 @@ pub enum BinaryOp {
 }
 
 impl BinaryOp {
+    /// torch's name for the op (what the profiler shows).
+    pub fn aten_name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "aten::add",
+            BinaryOp::Sub => "aten::sub",
+            BinaryOp::Mul => "aten::mul",
+            BinaryOp::Div | BinaryOp::TruncDiv => "aten::div",
+            BinaryOp::Pow => "aten::pow",
+            BinaryOp::Maximum => "aten::maximum",
+            BinaryOp::Minimum => "aten::minimum",
+            BinaryOp::Remainder => "aten::remainder",
+            BinaryOp::Fmod => "aten::fmod",
+            BinaryOp::FloorDiv => "aten::floor_divide",
+            BinaryOp::Eq => "aten::eq",
+            BinaryOp::Ne => "aten::ne",
+            BinaryOp::Lt => "aten::lt",
+            BinaryOp::Le => "aten::le",
+            BinaryOp::Gt => "aten::gt",
+            BinaryOp::Ge => "aten::ge",
+            BinaryOp::LogicalAnd => "aten::logical_and",
+            BinaryOp::LogicalOr => "aten::logical_or",
+            BinaryOp::BitAnd => "aten::bitwise_and",
+            BinaryOp::BitOr => "aten::bitwise_or",
+            BinaryOp::BitXor => "aten::bitwise_xor",
+        }
+    }
     pub fn is_comparison(self) -> bool {
         matches!(
             self,
@@ -79,6 +119,152 @@ impl BinaryOp {
     }
     pub fn is_bitwise(self) -> bool {
         matches!(self, BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor)
+    }
+}
+
+/// The reductions `reduce` computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    Sum,
+    Prod,
+    Max,
+    Min,
+    ArgMax,
+    ArgMin,
+}
+
+/// The right-hand side of an in-place arithmetic kernel: a buffer (broadcast to the
+/// destination's layout) or a number.
+pub enum InPlaceRhs<'a> {
+    Slice(&'a Buffer, &'a Layout),
+    Number(f64),
+}
+
+/// Declares [`Backend`] and its CPU implementation from one list: each kernel's signature
+/// and the CPU function that implements it. A kernel marked `on x` also gets a free
+/// function here that runs it on the backend of its buffer `x` (the op layer has checked
+/// that every operand is on that device: [`check_same_device`]); the others (factories)
+/// are called on [`on`]`(device)`.
+macro_rules! backend_kernels {
+    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty => $cpu:path $(, on $on:ident)?;)*) => {
+        /// The kernels of one device. Every buffer handed to a backend is on its device
+        /// (see [`of`]); the layouts say which of its elements an operand is.
+        #[allow(clippy::too_many_arguments)] // (index_put's, as the op's)
+        pub trait Backend: Send + Sync {
+            fn device(&self) -> Device;
+            $($(#[$doc])* fn $name(&self, $($arg: $ty),*) -> $ret;)*
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        impl Backend for cpu::Cpu {
+            fn device(&self) -> Device {
+                Device::Cpu
+            }
+            $(#[inline]
+            fn $name(&self, $($arg: $ty),*) -> $ret {
+                $cpu($($arg),*)
+            })*
+        }
+
+        $(backend_kernels!(@free $(#[$doc])* fn $name($($arg: $ty),*) -> $ret $(, on $on)?);)*
+    };
+    (@free $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty) => {};
+    (@free $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty, on $on:ident) => {
+        $(#[$doc])*
+        #[inline]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $name($($arg: $ty),*) -> $ret {
+            backend_of(&*$on).$name($($arg),*)
+        }
+    };
+}
+
+backend_kernels! {
+    // ---- elementwise
+    /// The op table's unary op `op` (integers and bools as the row says).
+    fn unary(op: UnaryOp, x: &Buffer, lx: &Layout) -> Buffer => cpu::unary::unary, on x;
+    /// `g·f'(s)` of a table op in one pass (`s`: what its node saved), where it applies.
+    fn unary_backward(op: UnaryOp, g: &Buffer, lg: &Layout, s: &Buffer, ls: &Layout) -> Option<Buffer> => cpu::unary::unary_backward, on g;
+    fn polygamma(n: u32, x: &Buffer, lx: &Layout) -> Buffer => cpu::unary::polygamma, on x;
+    fn logical_not(x: &Buffer, lx: &Layout) -> Buffer => cpu::unary::logical_not, on x;
+    fn clamp(x: &Buffer, lx: &Layout, lo: Option<f64>, hi: Option<f64>) -> Buffer => cpu::elementwise::clamp, on x;
+    /// `a op b`, both laid out over the output's shape (broadcast), of one dtype.
+    fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::elementwise::binary, on a;
+    /// `a op s` (or `s op a`) for a contiguous float `a`, where it applies.
+    fn binary_scalar(op: BinaryOp, a: &Buffer, la: &Layout, s: f64, scalar_first: bool) -> Option<Buffer> => cpu::elementwise::binary_scalar, on a;
+    /// The binary op table's function `op`.
+    fn binary_fn(op: BinaryFn, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::binary::binary_fn, on a;
+    /// `dst op= rhs` in place; false where the kernel does not apply.
+    fn arith_in_place(op: BinaryOp, dst: &mut Buffer, ld: &Layout, rhs: InPlaceRhs<'_>) -> bool => cpu::elementwise::arith_in_place, on dst;
+    fn where_(cond: &Buffer, lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::elementwise::where_, on a;
+    fn cast(x: &Buffer, lx: &Layout, to: DType) -> Buffer => cpu::elementwise::cast, on x;
+    /// Writes `src` (cast to `dst`'s dtype) into the elements `ld` names of `dst`.
+    fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) -> () => cpu::elementwise::copy_into, on dst;
+
+    // ---- reductions
+    /// `op` over `dims` (kept as size-1 dims of the result's layout order).
+    fn reduce(op: ReduceOp, x: &Buffer, lx: &Layout, dims: &[usize]) -> Buffer => cpu::reduce::reduce, on x;
+    /// max/min over `dims` and the index of each (first of equals).
+    fn arg_reduce(x: &Buffer, lx: &Layout, dims: &[usize], is_max: bool) -> (Buffer, Vec<i64>) => cpu::reduce::arg_reduce, on x;
+    fn sum_squares(x: &Buffer, lx: &Layout, dims: &[usize]) -> Option<Buffer> => cpu::reduce::sum_squares, on x;
+    fn softmax_last_dim(x: &Buffer, lx: &Layout, log: bool) -> Option<Buffer> => cpu::reduce::softmax_last_dim, on x;
+    fn any_nonzero(x: &Buffer, lx: &Layout) -> bool => cpu::reduce::any_nonzero, on x;
+    /// Per row, the product of every other element (prod's gradient through zeros).
+    fn exclusive_prod_rows(x: &Buffer, lx: &Layout) -> Option<Buffer> => cpu::reduce::exclusive_prod_rows, on x;
+
+    // ---- indexing (index lists are host data the op layer has checked)
+    fn gather(x: &Buffer, lx: &Layout, dim: usize, index: &[i64], index_shape: &[usize]) -> Buffer => cpu::index::gather, on x;
+    fn scatter_add(shape: &[usize], dim: usize, index: &[i64], index_shape: &[usize], src: &Buffer, ls: &Layout) -> Buffer => cpu::index::scatter_add, on src;
+    fn index_select(x: &Buffer, lx: &Layout, dim: usize, index: &[i64]) -> Buffer => cpu::index::index_select, on x;
+    fn index_add(shape: &[usize], dim: usize, index: &[i64], src: &Buffer, ls: &Layout) -> Buffer => cpu::index::index_add, on src;
+    fn index_put(x: &Buffer, lx: &Layout, dtype: DType, positions: &[i64], values: &Buffer, lv: &Layout,
+        accumulate: bool) -> Buffer => cpu::index::index_put, on x;
+
+    // ---- products
+    /// `C[b] = A[b]·B[b]` of 2-D or 3-D operands.
+    fn bmm(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::matmul::bmm, on a;
+    /// `c + A·B` (`c` laid out over the result); `None` for bool.
+    fn addmm(c: &Buffer, lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Option<Buffer> => cpu::matmul::addmm, on a;
+    /// Whether a product this size is split across threads (the op runs it on the pool).
+    fn splits_product(m: usize, n: usize, k: usize) -> bool => cpu::matmul::splits;
+
+    // ---- factories
+    fn arange(start: f64, step: f64, n: usize, dtype: DType) -> Option<Buffer> => cpu::creation::arange;
+    fn linspace(start: f64, end: f64, n: usize, dtype: DType) -> Buffer => cpu::creation::linspace;
+    fn eye(n: usize, m: usize, dtype: DType) -> Buffer => cpu::creation::eye;
+    fn zeros(dtype: DType, n: usize) -> Buffer => Buffer::zeros;
+    /// `n` copies of `v` (an integer stays exact beyond 2**53).
+    fn full(dtype: DType, n: usize, v: crate::dtype::Scalar) -> Buffer => Buffer::full;
+
+    // ---- moving data
+    /// The elements `lx` names, row-major, as a host buffer (what an op reads to plan
+    /// its work: index values, a mask; `item()`; `tolist()`).
+    fn to_host(x: &Buffer, lx: &Layout) -> Buffer => cpu::elementwise::to_host, on x;
+    /// A host buffer moved to this device.
+    fn upload(x: Buffer) -> Buffer => std::convert::identity;
+}
+
+/// The backend a buffer's device has (a buffer is only ever made by its device's
+/// backend, so there is one).
+#[inline]
+pub fn backend_of(buf: &Buffer) -> &'static dyn Backend {
+    match buf.device() {
+        Device::Cpu | Device::Cuda(_) => &cpu::Cpu,
+    }
+}
+
+/// torch's device check of an op's operands (TensorIterator's, run before any kernel).
+pub fn check_same_device(bufs: &[&Buffer]) -> Result<Device> {
+    crate::device::common_device(bufs.iter().map(|b| b.device()))
+}
+
+/// The backend of `device` (where a factory allocates).
+pub fn on(device: Device) -> Result<&'static dyn Backend> {
+    match device {
+        Device::Cpu => Ok(&cpu::Cpu),
+        d @ Device::Cuda(_) => Err(Error::runtime(format!(
+            "rgrad has no kernels for {d} (the CUDA backend is not built)"
+        ))),
     }
 }
 

@@ -8,7 +8,7 @@ use super::indexing::{index_select_as, index_values};
 use super::{apply, new_tensor, sum_to};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
-use crate::backend::cpu::index as k;
+use crate::backend::{self as k, host};
 use crate::dtype::{DType, Scalar};
 use crate::layout::Layout;
 use crate::ops::*;
@@ -41,7 +41,7 @@ pub fn nonzero_indices(mask: &Tensor) -> Result<Vec<Tensor>> {
     let Buffer::Bool(v) = &*r else {
         return Err(Error::Internal("mask is not bool".into()));
     };
-    Ok(k::nonzero(v, &s.layout)
+    Ok(host::nonzero(v, &s.layout)
         .into_iter()
         .map(|c| {
             let n = c.len();
@@ -311,7 +311,7 @@ fn indices_for_dim(indices: &[Option<Tensor>], d: usize) -> Option<&Tensor> {
 /// The first element of `t`, as a number.
 fn element_0(t: &Tensor) -> Scalar {
     let s = t.snapshot();
-    k::element(&s.storage.read(), s.layout.offset)
+    host::element(&s.storage.read(), s.layout.offset)
 }
 
 /// The shape of `x[indices]`: the broadcast index shape `bshape` in place of the indexed
@@ -384,6 +384,7 @@ pub fn index(x: &Tensor, indices: &[Option<Tensor>]) -> Result<Tensor> {
     let p = plan(&shape, indices)?;
     let idx_list: Vec<Option<Tensor>> = indices.to_vec();
     apply(
+        "aten::index",
         &[x],
         || {
             with_grad_mode(false, || {
@@ -548,6 +549,7 @@ pub fn index_put_checked(
     let vshape = values.shape();
     let idx_list: Vec<Option<Tensor>> = indices.to_vec();
     apply(
+        "aten::index_put_",
         &[x, &values],
         || {
             let out = k::index_put(

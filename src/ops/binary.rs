@@ -7,7 +7,7 @@ use super::OperandShapes;
 use super::elementwise::{Operand, Saver, get, grad0, promote};
 use super::{apply, apply_nondiff};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::backend::cpu::binary as k;
+use crate::backend as k;
 use crate::backend::{BinaryFn, BinaryOp, Calc};
 #[cfg(test)]
 use crate::dtype::DType;
@@ -19,6 +19,8 @@ use std::borrow::Cow;
 /// The facts of one row the op layer needs.
 struct Row {
     name: &'static str,
+    /// torch's op name (`aten::atan2`)
+    aten: &'static str,
     node: &'static str,
     /// integer and bool operands compute in the default float dtype
     float_result: bool,
@@ -106,6 +108,7 @@ macro_rules! op_layer {
                     let (float_result, kernel) = dtype_rule!($dt $(($k))?);
                     Row {
                         name: stringify!($name),
+                        aten: concat!("aten::", stringify!($name)),
                         node: $node,
                         float_result,
                         kernel,
@@ -191,9 +194,9 @@ pub fn binary_fn(op: BinaryFn, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor>
         _ => &[&ta, &tb],
     };
     if inputs.iter().all(|t| !t.requires_grad()) {
-        return apply_nondiff(forward);
+        return apply_nondiff(r.aten, forward);
     }
-    apply(inputs, forward, |y| {
+    apply(r.aten, inputs, forward, |y| {
         let mut s = Saver::default();
         let mut saved = [None; 3];
         saved[0] = s.input_if(true, &ta);

@@ -5,7 +5,7 @@ use super::elementwise::grad0;
 use super::shape::{narrow, reshape, select, unsqueeze};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::backend::cpu::elementwise as k;
+use crate::backend as k;
 use crate::layout::Layout;
 use crate::shape::{Shape, wrap_dim};
 use crate::storage::Buffer;
@@ -59,6 +59,7 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let Some(first) = keep.first() else {
         let sizes = vec![None; parts.len()];
         return apply(
+            "aten::cat",
             &all,
             || super::zeros(&[0], dtype),
             |_| (CatBackward0 { dim: 0, sizes }, saved![]),
@@ -116,6 +117,7 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         .collect();
     let owned: Vec<Tensor> = keep.iter().map(|t| (*t).clone()).collect();
     apply(
+        "aten::cat",
         &all,
         || concat(&owned, d, &out_shape),
         |_| (CatBackward0 { dim: d, sizes }, saved![]),
@@ -190,6 +192,7 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         .map(|p| super::to_dtype(p, dtype))
         .collect::<Result<_>>()?;
     apply(
+        "aten::stack",
         &refs,
         || concat(&parts, d, &out_shape),
         |_| {
@@ -277,6 +280,7 @@ pub fn repeat(x: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let in_shape = shape.clone();
     let reps = repeats.to_vec();
     apply(
+        "aten::repeat",
         &[x],
         || {
             let buf = k::cast(&s.storage.read(), &el, s.dtype);

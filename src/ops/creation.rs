@@ -1,10 +1,11 @@
 //! Factory functions: zeros/ones/full, ranges and eye (random tensors: `random.rs`).
 
 use super::new_tensor;
-use crate::backend::cpu::creation as k;
+use crate::backend;
+use crate::device::default_device;
 use crate::dtype::{DType, Scalar};
 use crate::shape::Shape;
-use crate::storage::{Buffer, alloc_guard};
+use crate::storage::alloc_guard;
 
 /// A tensor of `shape` and `dtype` can be allocated (see [`alloc_guard`]).
 pub(crate) fn guard(shape: &[usize], dtype: DType) -> Result<()> {
@@ -27,23 +28,19 @@ pub fn factory_shape(name: &str, sizes: &[i64]) -> Result<Shape> {
 pub fn full(shape: &[usize], v: Scalar, dtype: DType) -> Result<Tensor> {
     guard(shape, dtype)?;
     v.check_fits(dtype)?;
-    super::apply_nondiff(|| {
-        Ok(new_tensor(
-            Buffer::full(dtype, crate::shape::numel(shape), v),
-            shape,
-        ))
+    super::apply_nondiff("aten::full", || {
+        let buf = backend::on(default_device())?.full(dtype, crate::shape::numel(shape), v);
+        Ok(new_tensor(buf, shape))
     })
 }
 pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
-    super::apply_nondiff(|| zeros_impl(shape, dtype))
+    super::apply_nondiff("aten::zeros", || zeros_impl(shape, dtype))
 }
 
 fn zeros_impl(shape: &[usize], dtype: DType) -> Result<Tensor> {
     guard(shape, dtype)?;
-    Ok(new_tensor(
-        Buffer::zeros(dtype, crate::shape::numel(shape)),
-        shape,
-    ))
+    let buf = backend::on(default_device())?.zeros(dtype, crate::shape::numel(shape));
+    Ok(new_tensor(buf, shape))
 }
 pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
     full(shape, Scalar::Int(1), dtype)
@@ -57,7 +54,7 @@ pub fn ones_like(x: &Tensor) -> Result<Tensor> {
 
 /// `torch.arange(start, end, step)`; the dtype is int64 when all arguments are integers.
 pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
-    super::apply_nondiff(|| arange_impl(start, end, step, dtype))
+    super::apply_nondiff("aten::arange", || arange_impl(start, end, step, dtype))
 }
 
 fn arange_impl(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
@@ -81,14 +78,15 @@ fn arange_impl(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> 
     }
     let n = n as usize;
     alloc_guard(&[n], dtype)?;
-    let buf = k::arange(start, step, n, dtype)
+    let buf = backend::on(default_device())?
+        .arange(start, step, n, dtype)
         .ok_or_else(|| Error::not_implemented("\"arange_cpu\" not implemented for 'Bool'"))?;
     Ok(new_tensor(buf, &[n]))
 }
 
 /// `torch.linspace(start, end, steps)` (symmetric fill, as torch does, so both ends are exact).
 pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor> {
-    super::apply_nondiff(|| linspace_impl(start, end, steps, dtype))
+    super::apply_nondiff("aten::linspace", || linspace_impl(start, end, steps, dtype))
 }
 
 fn linspace_impl(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor> {
@@ -97,14 +95,16 @@ fn linspace_impl(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tenso
     }
     let n = steps as usize;
     alloc_guard(&[n], dtype)?;
-    Ok(new_tensor(k::linspace(start, end, n, dtype), &[n]))
+    let buf = backend::on(default_device())?.linspace(start, end, n, dtype);
+    Ok(new_tensor(buf, &[n]))
 }
 
 pub fn eye(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
-    super::apply_nondiff(|| eye_impl(n, m, dtype))
+    super::apply_nondiff("aten::eye", || eye_impl(n, m, dtype))
 }
 
 fn eye_impl(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
     guard(&[n, m], dtype)?;
-    Ok(new_tensor(k::eye(n, m, dtype), &[n, m]))
+    let buf = backend::on(default_device())?.eye(n, m, dtype);
+    Ok(new_tensor(buf, &[n, m]))
 }

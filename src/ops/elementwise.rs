@@ -8,7 +8,7 @@ use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
 use crate::autograd::graph::SavedTensor;
 use crate::backend::UnaryOp;
-use crate::backend::cpu::elementwise::{self as k, BinaryOp};
+use crate::backend::{self as k, BinaryOp};
 use crate::dtype::{DType, ResultType, Scalar};
 use crate::layout::Layout;
 use crate::shape::broadcast_shapes;
@@ -163,9 +163,11 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
     // (torch's `_to_copy` keeps the memory format)
     let fwd = || preserving_format(&s.layout, |l| k::cast(&s.storage.read(), l, dtype));
     if !dtype.is_float() {
-        return super::apply_nondiff(fwd);
+        return super::apply_nondiff("aten::to", fwd);
     }
-    apply(&[x], fwd, |_| (ToCopyBackward0 { from }, saved![]))
+    apply("aten::to", &[x], fwd, |_| {
+        (ToCopyBackward0 { from }, saved![])
+    })
 }
 
 #[derive(Clone)]
@@ -201,6 +203,7 @@ fn clone_as(x: &Tensor, keep_format: bool) -> Result<Tensor> {
     let s = x.snapshot();
     crate::storage::alloc_guard_strided(&s.layout.shape, s.dtype)?;
     apply(
+        "aten::clone",
         &[x],
         || {
             let copy = |l: &Layout| k::cast(&s.storage.read(), l, s.dtype);
@@ -334,6 +337,7 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
         return None;
     }
     Some(apply_fresh(
+        op.aten_name(),
         requires_grad,
         || {
             if scalar_first {
@@ -387,6 +391,7 @@ fn same_shape_fast_path<B: Into<super::BackwardOp>>(
         (y, ry.version, ry.requires_grad),
     ];
     Some(apply_fresh(
+        op.aten_name(),
         rx.requires_grad || ry.requires_grad,
         || smallvec::smallvec![rx.edge, ry.edge],
         || {
@@ -470,6 +475,7 @@ pub(crate) fn broadcast_kernel(
     super::creation::guard(&shape, sa.dtype)?;
     let expanded = [sa.layout.expand(&shape)?, sb.layout.expand(&shape)?];
     let (ra, rb) = (sa.storage.read(), sb.storage.read());
+    k::check_same_device(&[&ra, &rb])?;
     elementwise_out(&shape, &[&sa.layout, &sb.layout], &expanded, |l| {
         kernel(&ra, &l[0], &rb, &l[1])
     })
@@ -570,6 +576,7 @@ fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Res
         BinaryOp::Add
     };
     apply(
+        op.aten_name(),
         &[&a, &b],
         || binary_kernel(op, &a, &b_scaled),
         |out| {
@@ -628,6 +635,7 @@ pub fn rsub_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
     check_sub_operands(Operand::S(s), Operand::T(x))?;
     let (sv, xt, _) = promote(Operand::S(s), Operand::T(x), false)?;
     apply(
+        "aten::rsub",
         &[&xt],
         || binary_kernel(BinaryOp::Sub, &sv, &xt),
         |_| (RsubBackward1, saved![]),
@@ -683,6 +691,7 @@ pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     }
     let (a, b, _) = promote(a, b, false)?;
     apply(
+        "aten::mul",
         &[&a, &b],
         || binary_kernel(BinaryOp::Mul, &a, &b),
         |out| {
@@ -737,6 +746,7 @@ pub fn div_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     }
     let (a, b, _) = promote(a, b, true)?;
     apply(
+        "aten::div",
         &[&a, &b],
         || binary_kernel(BinaryOp::Div, &a, &b),
         |out| {
@@ -818,6 +828,7 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
                 _ => None,
             };
             apply(
+                "aten::pow",
                 &[&xt],
                 || match special {
                     Some(op) => unary_kernel(op, &xt),
@@ -862,6 +873,7 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
         (Operand::S(base), Operand::T(_)) => {
             let (bt, xt, _) = promote(a, b, false)?;
             apply(
+                "aten::pow",
                 &[&xt],
                 || binary_kernel(BinaryOp::Pow, &bt, &xt),
                 |y| {
@@ -881,6 +893,7 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
             let bool_exponent = matches!(b, Operand::T(t) if t.dtype() == DType::Bool);
             let (at, bt, _) = promote(a, b, false)?;
             apply(
+                "aten::pow",
                 &[&at, &bt],
                 || binary_kernel(BinaryOp::Pow, &at, &bt),
                 |y| {
@@ -1004,6 +1017,11 @@ pub fn extremum(a: &Tensor, b: &Tensor, is_max: bool) -> Result<Tensor> {
         BinaryOp::Minimum
     };
     apply(
+        if is_max {
+            "aten::maximum"
+        } else {
+            "aten::minimum"
+        },
         &[&a, &b],
         || binary_kernel(op, &a, &b),
         |out| {
@@ -1146,6 +1164,7 @@ fn mod_op(a: Operand<'_>, b: Operand<'_>, python_style: bool) -> Result<Tensor> 
         BinaryOp::Fmod
     };
     apply(
+        op.aten_name(),
         &[&a, &b],
         || binary_kernel(op, &a, &b),
         |out| {
@@ -1216,6 +1235,7 @@ pub fn div_rounded(a: Operand<'_>, b: Operand<'_>, floor: bool) -> Result<Tensor
         BinaryOp::TruncDiv
     };
     apply(
+        "aten::div",
         &[&a, &b],
         || binary_kernel(op, &a, &b),
         |out| {
@@ -1240,6 +1260,7 @@ pub fn div_rounded(a: Operand<'_>, b: Operand<'_>, floor: bool) -> Result<Tensor
 pub fn floor_divide(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     let (a, b) = division_operands(a, b, "div_floor_cpu")?;
     apply(
+        "aten::floor_divide",
         &[&a, &b],
         || binary_kernel(BinaryOp::FloorDiv, &a, &b),
         |_| {
@@ -1287,6 +1308,7 @@ fn reflected_not_differentiable(
 ) -> Result<Tensor> {
     let (sv, xt) = division_operands(Operand::S(s), Operand::T(x), kernel)?;
     apply(
+        op.aten_name(),
         &[&xt],
         || binary_kernel(op, &sv, &xt),
         |_| (NotImplementedBackward { op: aten }, saved![]),
@@ -1338,7 +1360,7 @@ pub fn compare(op: BinaryOp, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     // (casts inside the kernel, as torch's TensorIterator: no autograd, so an input's
     // history is never read, nor a stale view's re-derived)
     let (a, b, _) = with_grad_mode(false, || promote(a, b, false))?;
-    super::apply_nondiff(|| binary_kernel(op, &a, &b))
+    super::apply_nondiff(op.aten_name(), || binary_kernel(op, &a, &b))
 }
 
 /// Logical and/or of two tensors (no grad).
@@ -1346,7 +1368,7 @@ pub fn logical(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (a, b) = with_grad_mode(false, || {
         Ok::<_, Error>((to_dtype(a, DType::Bool)?, to_dtype(b, DType::Bool)?))
     })?;
-    super::apply_nondiff(|| binary_kernel(op, &a, &b))
+    super::apply_nondiff(op.aten_name(), || binary_kernel(op, &a, &b))
 }
 
 /// `a & b`: bitwise AND of integer or bool tensors and numbers (torch.bitwise_and).
@@ -1369,7 +1391,7 @@ fn bitwise(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, kernel: &str) -> Result
             "\"{kernel}\" not implemented for 'Float'"
         )));
     }
-    super::apply_nondiff(|| binary_kernel(op, &a, &b))
+    super::apply_nondiff(op.aten_name(), || binary_kernel(op, &a, &b))
 }
 
 /// `where(cond, a, b)`.
@@ -1391,6 +1413,7 @@ fn where_as(cond: &Tensor, a: Operand<'_>, b: Operand<'_>, keep_format: bool) ->
     }
     let (a, b, _) = promote(a, b, false)?;
     apply(
+        "aten::where",
         &[&a, &b],
         || {
             let (sc, sa, sb) = (cond.snapshot(), a.snapshot(), b.snapshot());
@@ -1404,13 +1427,12 @@ fn where_as(cond: &Tensor, a: Operand<'_>, b: Operand<'_>, keep_format: bool) ->
                 sa.layout.expand(&shape)?,
                 sb.layout.expand(&shape)?,
             ];
-            let rc = sc.storage.read();
-            let c = match &*rc {
-                Buffer::Bool(v) => v,
-                _ => return Err(Error::Internal("where: condition is not bool".into())),
-            };
-            let (ra, rb) = (sa.storage.read(), sb.storage.read());
-            let kernel = |l: &[Layout]| k::where_(c, &l[0], &ra, &l[1], &rb, &l[2]);
+            let (rc, ra, rb) = (sc.storage.read(), sa.storage.read(), sb.storage.read());
+            if rc.dtype() != DType::Bool {
+                return Err(Error::Internal("where: condition is not bool".into()));
+            }
+            k::check_same_device(&[&rc, &ra, &rb])?;
+            let kernel = |l: &[Layout]| k::where_(&rc, &l[0], &ra, &l[1], &rb, &l[2]);
             if keep_format {
                 elementwise_out(
                     &shape,
@@ -1505,6 +1527,7 @@ pub fn clamp(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Ten
     let (min, max) = (min.map(Scalar::as_f64), max.map(Scalar::as_f64));
     let s = x.snapshot();
     apply(
+        "aten::clamp",
         &[x],
         || unary_out(&s.layout, |l| k::clamp(&s.storage.read(), l, min, max)),
         |_| {
@@ -1575,6 +1598,7 @@ impl Backward for ClampBackward1 {
 pub fn masked_grad(g: &Tensor, x: &Tensor, mask: &Tensor, name: &'static str) -> Result<Tensor> {
     let m = to_dtype(mask, g.dtype())?;
     apply(
+        name,
         &[g, x],
         // a select, not a product, as torch's threshold_backward and clamp_backward: an
         // infinite gradient where the mask is off gives 0, not NaN

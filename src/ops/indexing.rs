@@ -5,7 +5,7 @@ use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
-use crate::backend::cpu::index as k;
+use crate::backend::{self as k, host};
 use crate::dtype::{DType, Scalar};
 use crate::layout::Layout;
 use crate::ops::*;
@@ -47,7 +47,7 @@ fn index_values_as(index: &Tensor, size: usize, dim: usize, rule: IndexRule) -> 
     let Buffer::I64(v) = &*r else {
         return Err(Error::Internal("index buffer is not int64".into()));
     };
-    k::index_values(v, &s.layout, size, rule == IndexRule::Wrap).map_err(|i| {
+    host::index_values(v, &s.layout, size, rule == IndexRule::Wrap).map_err(|i| {
         let bounds = format!("index {i} is out of bounds for dimension {dim} with size {size}");
         match rule {
             IndexRule::Wrap => Error::index(bounds),
@@ -102,6 +102,7 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let idx = index_values_as(index, size, d, IndexRule::Gather)?;
     let shape = s.layout.shape.clone();
     apply(
+        "aten::gather",
         &[x],
         || {
             Ok(new_tensor(
@@ -151,6 +152,7 @@ pub fn scatter_add_zeros(
     let idx = index_values(index, shape.get(dim).copied().unwrap_or(1), dim)?;
     let s = src.snapshot();
     apply(
+        "aten::scatter_add",
         &[src],
         || {
             let src_view = s.layout.clone();
@@ -242,6 +244,7 @@ pub(super) fn index_select_as(
     }
     let in_shape = s.layout.shape.clone();
     apply(
+        "aten::index_select",
         &[x],
         || {
             Ok(new_tensor(
@@ -302,6 +305,7 @@ pub fn index_add_zeros(
         s.layout.clone()
     };
     apply(
+        "aten::index_add",
         &[src],
         || {
             Ok(new_tensor(
@@ -341,6 +345,7 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     value.check_fits(x.dtype())?;
     let v = scalar_tensor(value, x.dtype());
     apply(
+        "aten::masked_fill",
         &[x],
         || with_grad_mode(false, || where_row_major(mask, &v, &x.detach())),
         |_| {
@@ -357,6 +362,7 @@ pub fn masked_fill_tensor(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<T
     check_fill_mask(x, mask)?;
     check_fill_value(value)?;
     apply(
+        "aten::masked_fill",
         &[x, value],
         || {
             with_grad_mode(false, || {

@@ -17,7 +17,7 @@ use super::rebase::{check_multi_output_view, rebase_view};
 use super::{apply, new_tensor, sum_to};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::{is_grad_enabled, with_grad_mode};
-use crate::backend::cpu::elementwise as k;
+use crate::backend as k;
 use crate::dtype::{DType, Scalar};
 use crate::layout::Layout;
 use crate::ops::*;
@@ -483,6 +483,7 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
     inplace_checked(x, !x.same(src), &[Some(src)], |_| {
         // x's old history is an input too, as in torch: it gets a zero gradient
         apply(
+            "aten::copy_",
             &[x, src],
             || {
                 // Always a fresh buffer: `commit` relies on results never aliasing a

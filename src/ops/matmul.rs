@@ -3,7 +3,7 @@
 use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::backend::cpu::matmul::{self as kmm, splits};
+use crate::backend::Backend;
 use crate::dtype::{DType, ResultType, Scalar};
 use crate::ops::*;
 use crate::shape::{Shape, broadcast_shapes};
@@ -76,10 +76,11 @@ fn gemm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         sa.layout.shape[nd - 1],
         shape[nd - 1],
     );
-    let buf = on_pool_if_split(m, n, k, || {
+    let be = super::backend_for(&[&sa, &sb])?;
+    let buf = on_pool_if_split(be, m, n, k, || {
         let (ra, rb) = (sa.storage.read(), sb.storage.read());
         // (`same_dtype` lets bool through only for a product of nothing: all false)
-        kmm::bmm(&ra, &sa.layout, &rb, &sb.layout)
+        be.bmm(&ra, &sa.layout, &rb, &sb.layout)
     });
     Ok(new_tensor(buf, &shape))
 }
@@ -88,8 +89,14 @@ fn gemm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// threads are the pool's), else right here: handing a small product to the pool costs
 /// a wait for a worker to wake (10-20 µs), more than the product itself (a 256x256
 /// matrix-vector product takes 4).
-fn on_pool_if_split<R: Send>(m: usize, n: usize, k: usize, f: impl FnOnce() -> R + Send) -> R {
-    if crate::runtime::intra_op_parallel() && splits(m, n, k) {
+fn on_pool_if_split<R: Send>(
+    be: &dyn Backend,
+    m: usize,
+    n: usize,
+    k: usize,
+    f: impl FnOnce() -> R + Send,
+) -> R {
+    if crate::runtime::intra_op_parallel() && be.splits_product(m, n, k) {
         crate::runtime::run(f)
     } else {
         f()
@@ -119,6 +126,7 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         trivial_product(&sa, &sb),
     )?;
     apply(
+        "aten::mm",
         &[a, b],
         || gemm_kernel(a, b),
         |_| {
@@ -218,6 +226,7 @@ pub fn addmm(
     let unit = |s: Scalar| s.as_f64() == 1.0;
     let fused = unit(beta) && unit(alpha);
     apply(
+        "aten::addmm",
         &[input, a, b],
         || {
             if fused {
@@ -265,9 +274,10 @@ fn gemm_add_kernel(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sc, sa, sb) = (bias.snapshot(), a.snapshot(), b.snapshot());
     let shape: Shape = sc.layout.shape.clone();
     let (m, k, n) = (sa.layout.shape[0], sa.layout.shape[1], sb.layout.shape[1]);
-    let buf = on_pool_if_split(m, n, k, || {
+    let be = super::backend_for(&[&sc, &sa, &sb])?;
+    let buf = on_pool_if_split(be, m, n, k, || {
         let (rc, ra, rb) = (sc.storage.read(), sa.storage.read(), sb.storage.read());
-        kmm::addmm(&rc, &sc.layout, &ra, &sa.layout, &rb, &sb.layout)
+        be.addmm(&rc, &sc.layout, &ra, &sa.layout, &rb, &sb.layout)
             .ok_or_else(|| Error::Internal("addmm: bool reached the kernel".into()))
     })?;
     Ok(new_tensor(buf, &shape))
@@ -368,6 +378,7 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         return Err(bmm_dtype_error(a.dtype(), b.dtype(), sa[1], sa[2], sb[2]));
     }
     apply(
+        "aten::bmm",
         &[a, b],
         || gemm_kernel(a, b),
         |_| {
@@ -493,6 +504,7 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     same_dtype(a, b, "both vectors", "dot", false)?;
     apply(
+        "aten::dot",
         &[a, b],
         || {
             let r = crate::autograd::grad_mode::with_grad_mode(false, || {

@@ -5,7 +5,7 @@ use super::elementwise::{Saver, grad0};
 use super::reduce::{ReduceDims, out_shape, reduce_kernel, resolve_dims};
 use super::{apply, apply_nondiff, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::backend::cpu::reduce::{self as k, ReduceOp};
+use crate::backend::{self as k, ReduceOp};
 use crate::dtype::DType;
 use crate::ops::*;
 use crate::shape::Shape;
@@ -32,6 +32,7 @@ pub fn amax(
     let shape = x.shape();
     let op = if is_max { ReduceOp::Max } else { ReduceOp::Min };
     apply(
+        if is_max { "aten::amax" } else { "aten::amin" },
         &[x],
         || reduce_kernel(op, x, &d, keepdim),
         |y| {
@@ -115,6 +116,7 @@ pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Ten
     let shape = s.layout.shape.clone();
     let ind = indices.clone();
     let values = apply(
+        if is_max { "aten::max" } else { "aten::min" },
         &[x],
         || Ok(new_tensor(vals, &oshape)),
         |_| {
@@ -188,17 +190,24 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
         check_nonempty_reduction(x, Some(&[d]), name)?;
     }
     match dim {
-        None => apply_nondiff(|| {
-            let flat = reshape(&x.detach(), &[-1])?;
-            let s = flat.snapshot();
-            let (_, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &[0], is_max);
-            let shape: Shape = if keepdim {
-                smallvec::smallvec![1; x.ndim()]
+        None => apply_nondiff(
+            if is_max {
+                "aten::argmax"
             } else {
-                Shape::new()
-            };
-            Ok(new_tensor(crate::storage::Buffer::I64(idx), &shape))
-        }),
+                "aten::argmin"
+            },
+            || {
+                let flat = reshape(&x.detach(), &[-1])?;
+                let s = flat.snapshot();
+                let (_, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &[0], is_max);
+                let shape: Shape = if keepdim {
+                    smallvec::smallvec![1; x.ndim()]
+                } else {
+                    Shape::new()
+                };
+                Ok(new_tensor(crate::storage::Buffer::I64(idx), &shape))
+            },
+        ),
         Some(d) => Ok(max_dim(&x.detach(), d, keepdim, is_max)?.1),
     }
 }

@@ -215,6 +215,7 @@ impl Fresh {
 /// [`Fresh`] result: records when `record` (some input requires grad), with `edges`
 /// taken from the reads.
 pub(crate) fn apply_fresh<B, F, G>(
+    name: &'static str,
     record: bool,
     edges: impl FnOnce() -> SmallVec<[Option<Edge>; 2]>,
     forward: F,
@@ -225,7 +226,7 @@ where
     F: FnOnce() -> Result<Fresh>,
     G: FnOnce(&Fresh) -> (B, SmallVec<[SavedTensor; 2]>),
 {
-    let out = run_forward(forward)?;
+    let out = crate::dispatch::forward(name, forward)?;
     if !record {
         return Ok(out.into_tensor());
     }
@@ -248,13 +249,18 @@ where
 /// The one dispatch point. Runs `forward`; if grad mode is on and an input requires
 /// grad, calls `backward` to build the node (op + saved tensors) and attaches it to the
 /// output. Inputs listed in `inputs` are the differentiable ones, in edge order.
-pub(crate) fn apply<B, F, G>(inputs: &[&Tensor], forward: F, backward: G) -> Result<Tensor>
+pub(crate) fn apply<B, F, G>(
+    name: &'static str,
+    inputs: &[&Tensor],
+    forward: F,
+    backward: G,
+) -> Result<Tensor>
 where
     B: Into<BackwardOp>,
     F: FnOnce() -> Result<Tensor>,
     G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
 {
-    let out = run_forward(forward)?;
+    let out = crate::dispatch::forward(name, forward)?;
     own_result(&out, inputs);
     if any_requires_grad(inputs) {
         let (op, saved) = backward(&out);
@@ -291,14 +297,21 @@ pub(crate) fn fresh_result(t: Tensor) -> Tensor {
 
 /// The dispatch point of ops that have no derivative (comparisons, logical ops, integer
 /// casts, arg-reductions, factories): they run through the same forward path as `apply`.
-pub(crate) fn apply_nondiff(forward: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
-    run_forward(forward)
+pub(crate) fn apply_nondiff(
+    name: &'static str,
+    forward: impl FnOnce() -> Result<Tensor>,
+) -> Result<Tensor> {
+    crate::dispatch::forward(name, forward)
 }
 
-/// Where every op's forward runs (the profiler and anomaly mode will time and tag it here).
-#[inline]
-fn run_forward<R>(forward: impl FnOnce() -> Result<R>) -> Result<R> {
-    forward()
+/// The backend of the operands' device (torch's error if they are on two).
+pub(crate) fn backend_for(
+    operands: &[&crate::tensor::Snapshot],
+) -> Result<&'static dyn crate::backend::Backend> {
+    let bufs: SmallVec<[_; 3]> = operands.iter().map(|s| s.storage.read()).collect();
+    let refs: SmallVec<[&Buffer; 3]> = bufs.iter().map(|b| &**b).collect();
+    crate::backend::check_same_device(&refs)?;
+    Ok(crate::backend::backend_of(refs[0]))
 }
 
 /// Records a node with `inputs` as edges and `outputs` as its outputs.

@@ -46,6 +46,7 @@ pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result
         return mul(&d, &d);
     }
     apply(
+        "aten::mse_loss",
         &[input, target],
         || {
             with_grad_mode(false, || {
@@ -135,7 +136,7 @@ pub fn nll_loss(
         let crate::storage::Buffer::I64(v) = &*r else {
             return Err(Error::Internal("target not int64".into()));
         };
-        crate::backend::cpu::nn::nll_targets(v, &tv.layout, c, ignore_index)
+        crate::backend::host::nll_targets(v, &tv.layout, c, ignore_index)
             .map_err(|v| Error::index(format!("Target {v} is out of bounds.")))?
     };
     let idx = crate::ops::new_tensor(safe, &[n, 1]);
@@ -144,6 +145,7 @@ pub fn nll_loss(
     let denom = kept as f64;
     let single = input.ndim() == 1;
     let out = apply(
+        "aten::nll_loss",
         &[&x],
         || {
             with_grad_mode(false, || {

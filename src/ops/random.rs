@@ -7,7 +7,7 @@
 //! and the scalar Box-Muller with its cached second sample.
 
 use super::{apply_nondiff, contiguous, expand, new_tensor};
-use crate::backend::cpu::random as rk;
+use crate::backend::host::random as rk;
 use crate::dtype::DType;
 use crate::random::{self, Generator, GeneratorState};
 use crate::storage::Buffer;
@@ -123,7 +123,7 @@ pub fn uniform_(x: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -
 pub fn rand(shape: &[usize], dtype: DType, generator: Option<&Generator>) -> Result<Tensor> {
     check_uniform(0.0, 1.0, dtype)?;
     super::creation::guard(shape, dtype)?;
-    apply_nondiff(|| {
+    apply_nondiff("aten::rand", || {
         let n = crate::shape::numel(shape);
         let buf = random::or_default(generator)
             .with(|g| rk::uniform(g, n, dtype, 0.0, 1.0))
@@ -171,7 +171,7 @@ pub fn randn(
         return Err(not_float("normal_kernel_cpu", dtype));
     }
     super::creation::guard(shape, dtype)?;
-    apply_nondiff(|| {
+    apply_nondiff("aten::randn", || {
         let n = crate::shape::numel(shape);
         let buf = random::or_default(generator)
             .with(|g| rk::normal(g, n, true, dtype, mean, std))
@@ -278,7 +278,7 @@ pub fn randint(
 ) -> Result<Tensor> {
     let (low, high) = check_from_to(low, high, dtype)?;
     super::creation::guard(shape, dtype)?;
-    apply_nondiff(|| {
+    apply_nondiff("aten::randint", || {
         let n = crate::shape::numel(shape);
         let buf = random::or_default(generator).with(|g| rk::random(g, n, dtype, low, high));
         Ok(new_tensor(buf, shape))
@@ -300,7 +300,7 @@ pub fn randperm(n: i64, dtype: DType, generator: Option<&Generator>) -> Result<T
     }
     let len = n as usize;
     super::creation::guard(&[len], DType::I64)?;
-    apply_nondiff(|| {
+    apply_nondiff("aten::randperm", || {
         let r = random::or_default(generator).with(|g| rk::randperm(g, len));
         Ok(new_tensor(rk::from_i64(dtype, r), &[len]))
     })

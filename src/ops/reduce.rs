@@ -6,7 +6,7 @@ use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
-use crate::backend::cpu::reduce::{self as k, ReduceOp};
+use crate::backend::{self as k, ReduceOp};
 use crate::dtype::{DType, Scalar};
 use crate::ops::BackwardOp;
 use crate::ops::*;
@@ -97,6 +97,7 @@ pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     let shape = x.shape();
     let full = dims.is_none();
     apply(
+        "aten::sum",
         &[x],
         || reduce_kernel(ReduceOp::Sum, x, &d, keepdim),
         |_| {
@@ -178,6 +179,7 @@ pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     let n: usize = d.iter().map(|&i| shape[i]).product();
     let full = dims.is_none();
     apply(
+        "aten::mean",
         &[x],
         || {
             let s = reduce_kernel(ReduceOp::Sum, x, &d, keepdim)?;
@@ -242,6 +244,7 @@ pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     let d = resolve_dims(x, dl.as_ref().map(|a| a.as_slice()))?;
     let shape = x.shape();
     apply(
+        "aten::prod",
         &[x],
         || reduce_kernel(ReduceOp::Prod, x, &d, keepdim),
         |y| {
@@ -376,6 +379,7 @@ pub fn var_std(
     let n: usize = d.iter().map(|&i| shape[i]).product();
     let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();
     apply(
+        if is_std { "aten::std" } else { "aten::var" },
         &[x],
         || {
             with_grad_mode(false, || {
@@ -471,6 +475,7 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
     let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();
     let shape = x.shape();
     apply(
+        "aten::linalg_vector_norm",
         &[x],
         || {
             with_grad_mode(false, || {
@@ -559,6 +564,7 @@ pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();
     let shape = x.shape();
     apply(
+        "aten::logsumexp",
         &[&x],
         || {
             with_grad_mode(false, || {

@@ -5,7 +5,7 @@
 use super::elementwise::grad0;
 use super::{apply, new_tensor, sum_to};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::backend::cpu::elementwise as k;
+use crate::backend as k;
 use crate::layout::Layout;
 use crate::shape::{Shape, infer_size, wrap_dim};
 use crate::storage::Buffer;
@@ -73,6 +73,7 @@ pub fn view(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     })?;
     let in_shape = l.shape.clone();
     apply(
+        "aten::view",
         &[x],
         || Ok(view_of(x, nl)),
         |_| {
@@ -98,6 +99,7 @@ pub fn reshape(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     let in_shape = l.shape.clone();
     let cl = c.layout();
     apply(
+        "aten::reshape",
         &[&c],
         || {
             Ok(c.alias_with_layout(Layout {
@@ -128,6 +130,7 @@ pub fn unsafe_view(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
         .ok_or_else(|| Error::Internal("unsafe_view of a tensor that cannot be viewed".into()))?;
     let in_shape = l.shape.clone();
     apply(
+        "aten::_unsafe_view",
         &[x],
         || Ok(x.alias_with_layout(nl)),
         |_| {
@@ -218,6 +221,7 @@ pub fn expand_view(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let nl = l.expand(shape)?;
     let in_shape = l.shape.clone();
     apply(
+        "aten::expand",
         &[x],
         || Ok(view_of(x, nl)),
         |_| (ExpandBackward0 { shape: in_shape }, saved![]),
@@ -287,6 +291,7 @@ pub fn permute(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
         inverse[d] = i as i64;
     }
     apply(
+        "aten::permute",
         &[x],
         || Ok(view_of(x, nl)),
         |_| (PermuteBackward0 { inverse }, saved![]),
@@ -323,6 +328,7 @@ pub fn t(x: &Tensor) -> Result<Tensor> {
     }
     if n < 2 {
         return apply(
+            "aten::t",
             &[x],
             || Ok(view_of(x, x.layout())),
             |_| {
@@ -343,6 +349,7 @@ pub fn t(x: &Tensor) -> Result<Tensor> {
 fn transpose_named(x: &Tensor, d0: i64, d1: i64, name: &'static str) -> Result<Tensor> {
     let nl = x.layout().transpose(d0, d1)?;
     apply(
+        "aten::transpose",
         &[x],
         || Ok(view_of(x, nl)),
         |_| (TransposeBackward0 { d0, d1, name }, saved![]),
@@ -386,6 +393,7 @@ pub fn slice(
     let nl = l.slice(d, start, stop, step)?;
     let rel = Layout::contiguous(&l.shape).slice(d, start, stop, step)?;
     apply(
+        "aten::slice",
         &[x],
         || Ok(view_of(x, nl)),
         |_| {
@@ -453,6 +461,7 @@ pub fn select(x: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     let nl = l.select(d, index)?;
     let rel = Layout::contiguous(&l.shape).select(d, index)?;
     apply(
+        "aten::select",
         &[x],
         || Ok(view_of(x, nl)),
         |_| {
@@ -500,6 +509,7 @@ pub fn as_strided(x: &Tensor, rel: &Layout) -> Result<Tensor> {
     let shape = base.shape.clone();
     let rel = rel.clone();
     apply(
+        "aten::as_strided",
         &[&c],
         || Ok(view_of(&c, nl)),
         |_| {
@@ -564,6 +574,7 @@ pub fn as_strided_scatter(g: &Tensor, shape: &[usize], rel: &Layout) -> Result<T
     let s = g.snapshot();
     let rel2 = rel.clone();
     apply(
+        "aten::as_strided_scatter",
         &[g],
         || {
             let mut buf = Buffer::zeros(s.dtype, crate::shape::numel(shape));
@@ -615,6 +626,7 @@ pub fn squeeze(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
         "SqueezeBackward1"
     };
     apply(
+        "aten::squeeze",
         &[x],
         || Ok(view_of(x, nl)),
         |_| {
@@ -653,6 +665,7 @@ pub fn unsqueeze(x: &Tensor, dim: i64) -> Result<Tensor> {
     let d = wrap_dim(dim, l.ndim() + 1)?;
     let nl = l.unsqueeze(d);
     apply(
+        "aten::unsqueeze",
         &[x],
         || Ok(view_of(x, nl)),
         |_| (UnsqueezeBackward0 { dim: d as i64 }, saved![]),

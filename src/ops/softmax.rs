@@ -5,7 +5,7 @@ use super::reduce::resolve_dims;
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
-use crate::backend::cpu::reduce as k;
+use crate::backend as k;
 use crate::dtype::DType;
 use crate::ops::BackwardOp;
 use crate::ops::*;
@@ -40,6 +40,11 @@ pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
     let d = resolve_dims(&x, Some(&[dim]))?;
     let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();
     apply(
+        if log_ {
+            "aten::_log_softmax"
+        } else {
+            "aten::_softmax"
+        },
         &[&x],
         || {
             with_grad_mode(false, || {

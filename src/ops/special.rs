@@ -57,6 +57,7 @@ impl Backward for UndefinedGradBackward {
 /// An alias of `x` whose backward sends no gradient on.
 pub fn undefined_grad(x: &Tensor) -> Result<Tensor> {
     apply(
+        "aten::_undefined_grad",
         &[x],
         || Ok(x.detach()),
         |_| (UndefinedGradBackward, saved![]),

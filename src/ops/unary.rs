@@ -6,7 +6,7 @@
 use super::elementwise::{Saver, get, grad0, unary_out};
 use super::{Fresh, Read, apply, apply_fresh, new_tensor, read_input};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::backend::cpu::unary as k;
+use crate::backend as k;
 use crate::backend::{Calc, UnaryOp};
 use crate::dtype::{DType, Scalar};
 use crate::tensor::{Snapshot, Tensor};
@@ -35,6 +35,8 @@ enum Ints {
 /// The facts of one row the op layer needs, by op.
 struct Row {
     name: &'static str,
+    /// torch's op name (`aten::exp`)
+    aten: &'static str,
     node: &'static str,
     ints: Ints,
     bool_msg: Option<&'static str>,
@@ -103,6 +105,7 @@ macro_rules! op_layer {
             match op {
                 $(UnaryOp::$V => Row {
                     name: stringify!($name),
+                    aten: concat!("aten::", stringify!($name)),
                     node: $node,
                     inplace_not_implemented: inplace_rule!($inplace $(($inode))?),
                     ints: ints_rule!($ints $(($($iargs)*))?),
@@ -236,7 +239,7 @@ fn unary_kernel_on(op: UnaryOp, s: Snapshot) -> Result<Fresh> {
 /// `!x` as bool (`torch.logical_not`): not differentiable.
 pub fn logical_not(x: &Tensor) -> Result<Tensor> {
     let b = super::to_dtype(x, DType::Bool)?;
-    super::apply_nondiff(|| {
+    super::apply_nondiff("aten::logical_not", || {
         let s = b.snapshot();
         unary_out(&s.layout, |l| k::logical_not(&s.storage.read(), l))
     })
@@ -264,6 +267,7 @@ fn unary_keeping_format(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let s = x.snapshot();
     unary_dtype_check(op, s.dtype)?;
     apply(
+        row(op).aten,
         &[x],
         || unary_out(&s.layout, |l| k::unary(op, &s.storage.read(), l)),
         |y| {
@@ -286,6 +290,7 @@ fn unary_on(op: UnaryOp, x: &Tensor, r: Read) -> Result<Tensor> {
         edge,
     } = r;
     apply_fresh(
+        row(op).aten,
         requires_grad,
         || smallvec::smallvec![edge],
         || unary_kernel_on(op, snap),
@@ -313,6 +318,7 @@ pub(crate) fn unary_for_inplace(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
         return unary(op, x); // (an int input: the cast back to it fails first)
     }
     apply(
+        r.aten,
         &[x],
         || unary_kernel(op, x),
         |_| (InplaceNotImplemented { node, op: r.name }, crate::saved![]),
@@ -397,6 +403,7 @@ fn polygamma_as(n: i64, x: &Tensor, node: &'static str) -> Result<Tensor> {
     };
     let s = x.snapshot();
     apply(
+        "aten::polygamma",
         &[x],
         || unary_out(&s.layout, |l| k::polygamma(n, &s.storage.read(), l)),
         |_| {
@@ -438,6 +445,7 @@ pub fn tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
         );
     }
     apply(
+        "aten::tanh_backward",
         &[g, y],
         || {
             unary_backward_kernel(UnaryOp::Tanh, &sg, &sy)

@@ -447,11 +447,17 @@ impl Task {
             let needs: SmallVec<[bool; 4]> = st.targets().map(|t| t.is_some()).collect();
             let ctx = ctx_for(&st.node, &saved, released, needs, meta);
             let formula = op.as_backward();
-            if formula.as_any().is_none() {
-                // a built-in formula (a custom Function checks what it unpacks itself)
-                ctx.check_saved_versions()?;
-            }
-            formula.apply(&ctx, &grads)?
+            // (the one dispatch point of backward: a fused kernel runs inside its node)
+            crate::dispatch::backward(
+                || formula.name(),
+                || {
+                    if formula.as_any().is_none() {
+                        // a built-in formula (a custom Function checks what it unpacks itself)
+                        ctx.check_saved_versions()?;
+                    }
+                    formula.apply(&ctx, &grads)
+                },
+            )?
         };
         if outs.len() != st.targets.len() {
             return Err(Error::Internal(format!(

@@ -1,6 +1,7 @@
 //! Elementwise CPU kernels: unary maps, broadcasting binary maps, casts, where.
 
 use super::strided::{contiguous, for_each_offset2};
+pub use crate::backend::InPlaceRhs;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::storage::{Buffer, Element};
@@ -507,12 +508,6 @@ pub fn arith_in_place(op: BinaryOp, dst: &mut Buffer, ld: &Layout, rhs: InPlaceR
     true
 }
 
-/// The right-hand side of [`arith_in_place`].
-pub enum InPlaceRhs<'a> {
-    Slice(&'a Buffer, &'a Layout),
-    Number(f64),
-}
-
 fn for_chunks_in_place<T: Num>(d: &mut [T], f: impl Fn(usize, &mut [T]) + Sync + Send) {
     if d.len() >= PAR_MIN && crate::runtime::intra_op_parallel() {
         for_each_chunk_of(d, CHUNK, &f);
@@ -627,14 +622,15 @@ pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) ->
 
 /// `where(cond, a, b)` with all three layouts broadcast to the output shape.
 pub fn where_(
-    cond: &[bool],
+    cond: &Buffer,
     lc: &Layout,
     a: &Buffer,
     la: &Layout,
     b: &Buffer,
     lb: &Layout,
 ) -> Buffer {
-    let c = contiguous(cond, lc);
+    // (the op layer casts the condition to bool)
+    let c = contiguous(bool::slice(cond), lc);
     with_dtype!(a.dtype(), T => T::into_buffer(select(&c, Choice::of(T::slice(a), la), Choice::of(T::slice(b), lb))))
 }
 
@@ -698,6 +694,11 @@ fn float_to_i64(x: f64) -> i64 {
     } else {
         i64::MIN
     }
+}
+
+/// The elements `layout` names, row-major, in a buffer of their own (the CPU is the host).
+pub fn to_host(buf: &Buffer, layout: &Layout) -> Buffer {
+    cast(buf, layout, buf.dtype())
 }
 
 pub fn cast(buf: &Buffer, layout: &Layout, to: DType) -> Buffer {

@@ -1,4 +1,11 @@
-//! The CPU backend: strided walks, elementwise maps, reductions, index kernels, GEMM.
+//! The CPU backend: strided walks, elementwise maps (`elementwise`, the op tables'
+//! `unary` and `binary`, the gamma family in `special`, float32 transcendentals in
+//! `vmath`), reductions, index kernels, GEMM (`matmul`, faer), factories (`creation`),
+//! nll's target pass (`nn`), random draws (`random`, torch's generator) and topk's tie
+//! order (`topk`). `Cpu` implements `backend::Backend` with these functions.
+
+/// The CPU backend (see `backend::Backend`).
+pub struct Cpu;
 
 pub mod binary;
 pub mod creation;

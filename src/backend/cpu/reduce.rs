@@ -10,15 +10,7 @@ use crate::storage::{Buffer, Element};
 use crate::with_dtype;
 use std::mem::MaybeUninit;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReduceOp {
-    Sum,
-    Prod,
-    Max,
-    Min,
-    ArgMax,
-    ArgMin,
-}
+pub use crate::backend::ReduceOp;
 
 /// Splits a layout into (kept dims, reduced dims) sub-layouts.
 fn split(layout: &Layout, dims: &[usize]) -> ((Shape, Shape), (Shape, Shape)) {
