@@ -283,6 +283,10 @@ impl Storage {
     pub fn len(&self) -> usize {
         self.read().len()
     }
+    /// The device the data lives on (the buffer's).
+    pub fn device(&self) -> crate::device::Device {
+        self.read().device()
+    }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -339,6 +339,10 @@ impl Tensor {
     pub fn dtype(&self) -> DType {
         self.lock().dtype
     }
+    /// The device of the tensor's storage.
+    pub fn device(&self) -> crate::device::Device {
+        self.storage().device()
+    }
     pub fn ndim(&self) -> usize {
         self.lock().layout.ndim()
     }

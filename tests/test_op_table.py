@@ -121,3 +121,19 @@ def test_number_operands_record_torch_nodes_without_an_edge():
                     (t.clone().polygamma_(1), "PolygammaBackward1"), (rgrad.polygamma(2, t), "PolygammaBackward0")):
         assert y.grad_fn.name() == node
         assert len(y.grad_fn.next_functions) == 1
+
+
+def test_autograd_reaches_the_ops_only_through_their_interface():
+    """src/autograd/ uses ops/autograd_api.rs of the ops, and the rest of the crate
+    names no CPU kernel outside src/backend/ (the seam a second backend plugs into)."""
+    for path in (ROOT / "src" / "autograd").rglob("*.rs"):
+        code = path.read_text().split("#[cfg(test)]")[0]
+        for line in code.splitlines():
+            if "crate::ops" in line:
+                assert "crate::ops::autograd_api" in line, f"{path}: {line.strip()}"
+    for path in (ROOT / "src").rglob("*.rs"):
+        rel = path.relative_to(ROOT / "src").as_posix()
+        if rel.startswith("backend/"):
+            continue
+        code = "\n".join(ln for ln in path.read_text().splitlines() if not ln.lstrip().startswith("//"))
+        assert "backend::cpu" not in code, f"{rel} names the CPU backend"

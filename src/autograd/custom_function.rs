@@ -16,7 +16,7 @@ use crate::autograd::function::{Backward, Grads, unpack_saved};
 use crate::autograd::grad_mode::is_grad_enabled;
 use crate::autograd::graph::{Edge, Node, NodeRef, OutputMeta, SavedTensor};
 use crate::dtype::DType;
-use crate::ops::{self, BackwardOp};
+use crate::ops::autograd_api::{self as ops, BackwardOp};
 use crate::tensor::Tensor;
 use crate::{Error, Result};
 use smallvec::SmallVec;
@@ -372,6 +372,7 @@ mod tests {
     use crate::autograd::function::BackwardCtx;
     use crate::autograd::grad_mode::with_grad_mode;
     use crate::dtype::Scalar;
+    use crate::ops::mul_scalar;
     use crate::testing::{leaf, tensor, to_vec};
     use std::borrow::Cow;
 
@@ -469,7 +470,7 @@ mod tests {
     #[test]
     fn a_dirty_non_leaf_is_rebased_onto_the_node() {
         let x = leaf(vec![1.0, 2.0], &[2]);
-        let y = ops::mul_scalar(&x, Scalar::Float(2.0)).unwrap();
+        let y = mul_scalar(&x, Scalar::Float(2.0)).unwrap();
         let before = y.version();
         let marks = CtxMarks {
             dirty: smallvec::smallvec![y.clone()],
@@ -529,8 +530,8 @@ mod tests {
         let x = leaf(vec![1.0, 2.0], &[2]);
         let (a, b, i) = with_grad_mode(false, || {
             (
-                ops::mul_scalar(&x, Scalar::Float(2.0)).unwrap(),
-                ops::mul_scalar(&x, Scalar::Float(3.0)).unwrap(),
+                mul_scalar(&x, Scalar::Float(2.0)).unwrap(),
+                mul_scalar(&x, Scalar::Float(3.0)).unwrap(),
                 crate::testing::tensor_i64(vec![0, 1], &[2]),
             )
         });
@@ -559,7 +560,7 @@ mod tests {
     #[test]
     fn saved_outputs_are_saved_as_outputs_of_the_node() {
         let x = leaf(vec![1.0, 2.0], &[2]);
-        let y = with_grad_mode(false, || ops::mul_scalar(&x, Scalar::Float(2.0))).unwrap();
+        let y = with_grad_mode(false, || mul_scalar(&x, Scalar::Float(2.0))).unwrap();
         let marks = CtxMarks {
             to_save: Some(smallvec::smallvec![Some(x.clone()), None, Some(y.clone())]),
             ..CtxMarks::default()

@@ -172,7 +172,7 @@ macro_rules! backward_ops {
     };
 }
 
-pub use crate::ops::BackwardOp;
+pub use crate::ops::autograd_api::BackwardOp;
 
 impl From<Arc<dyn Backward>> for BackwardOp {
     fn from(o: Arc<dyn Backward>) -> Self {

@@ -4,8 +4,9 @@
 //! so does its retain_grad record.
 
 use crate::autograd::graph::Hook;
+use crate::ops::autograd_api as ops;
 use crate::tensor::Tensor;
-use crate::{Error, Result, ops};
+use crate::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Ids of registered hooks, unique in the process (the handle's `remove()` names one).

@@ -21,6 +21,7 @@
 //! `src/py/`, and an entry in `tests/op_db.py`.
 
 pub mod advanced_indexing;
+pub mod autograd_api;
 pub mod binary;
 pub mod concat;
 pub mod creation;

@@ -1,9 +1,10 @@
 //! AccumulateGrad: a leaf's (or a retained tensor's) gradient stored or added into its
 //! `.grad`, one tensor at a time.
 
+use crate::Result;
 use crate::autograd::grad_mode::with_grad_mode;
+use crate::ops::autograd_api as ops;
 use crate::tensor::Tensor;
-use crate::{Result, ops};
 use parking_lot::Mutex;
 
 /// Serialises the read-modify-write of one tensor's `.grad`, as the mutex of torch's

@@ -18,8 +18,9 @@
 use crate::autograd::function::Grads;
 use crate::autograd::grad_mode::with_grad_mode;
 use crate::autograd::graph::{Edge, NodeRef, SavedTensor, ctx_for};
+use crate::ops::autograd_api as ops;
 use crate::tensor::Tensor;
-use crate::{Error, Result, ops};
+use crate::{Error, Result};
 use accumulate::accumulate_retained;
 use discover::{Chunked, IdMap, SlotMap};
 use parking_lot::Mutex;
