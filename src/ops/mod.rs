@@ -24,16 +24,20 @@ pub mod advanced_indexing;
 pub mod autograd_api;
 pub mod binary;
 pub mod concat;
+pub mod copy;
 pub mod creation;
+pub mod division;
 pub mod elementwise;
 pub mod indexing;
 pub mod inplace;
 pub mod matmul;
 pub mod minmax;
 pub mod nn;
+pub mod pow;
 pub mod random;
 pub mod rebase;
 pub mod reduce;
+pub mod select;
 pub mod shape;
 pub mod softmax;
 pub mod special;
@@ -44,15 +48,19 @@ pub mod unary;
 pub use advanced_indexing::*;
 pub use binary::*;
 pub use concat::*;
+pub use copy::*;
 pub use creation::*;
+pub use division::*;
 pub use elementwise::*;
 pub use indexing::*;
 pub use inplace::*;
 pub use matmul::*;
 pub use minmax::*;
 pub use nn::*;
+pub use pow::*;
 pub use rebase::*;
 pub use reduce::*;
+pub use select::*;
 pub use shape::*;
 pub use softmax::*;
 pub use special::*;
@@ -68,12 +76,17 @@ use smallvec::SmallVec;
 
 crate::backward_ops! {
     // elementwise.rs
-    AddBackward0, RsubBackward1, MulBackward0, MulScalarBackward, DivBackward0, DivScalarBackward, PowBackward0, PowBackward1,
-    PowBackward2, MaximumBackward0, MinimumBackward0, WhereBackward0, ClampBackward1, UnaryBackward,
-    MaskedGradBackward, TanhBackwardBackward0, RemainderBackward0, ZeroGradBackward, NotImplementedBackward,
-    ToCopyBackward0, CloneBackward0, InplaceNotImplemented, PolygammaBackward,
-    // binary.rs
-    BinaryFnBackward,
+    AddBackward0, RsubBackward1, MulBackward0, MulScalarBackward, DivBackward0, DivScalarBackward,
+    // pow.rs
+    PowBackward0, PowBackward1, PowBackward2,
+    // division.rs
+    RemainderBackward0, ZeroGradBackward, NotImplementedBackward,
+    // select.rs
+    MaximumBackward0, MinimumBackward0, WhereBackward0, ClampBackward1, MaskedGradBackward,
+    // copy.rs
+    ToCopyBackward0, CloneBackward0,
+    // unary.rs, binary.rs (the op tables)
+    UnaryBackward, InplaceNotImplemented, PolygammaBackward, TanhBackwardBackward0, BinaryFnBackward,
     // reduce.rs
     SumBackward0, SumBackward1, MeanBackward0, MeanBackward1, ProdBackward0, ProdBackward1, LogsumexpBackward0,
     VarBackward0, StdBackward0, NormBackward0,

@@ -1,0 +1,130 @@
+//! Casts and copies: `to` (ToCopyBackward0), `clone` (CloneBackward0) in torch's
+//! memory formats, and the gradient layout contract's copy for `.grad`.
+
+use super::elementwise::*;
+use super::{apply, new_tensor};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::backend as k;
+use crate::dtype::DType;
+use crate::layout::Layout;
+use crate::tensor::Tensor;
+use crate::{Result, saved};
+use std::borrow::Cow;
+
+// ---- casts and copies -----------------------------------------------------------------
+
+/// `x.to(dtype)`: returns `x` itself when the dtype already matches, as torch does.
+pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    if x.dtype() == dtype {
+        return Ok(x.clone());
+    }
+    let s = x.snapshot();
+    let from = s.dtype;
+    // (torch's `_to_copy` keeps the memory format)
+    let fwd = || preserving_format(&s.layout, |l| k::cast(&s.storage.read(), l, dtype));
+    if !dtype.is_float() {
+        return super::apply_nondiff("aten::to", fwd);
+    }
+    apply("aten::to", &[x], fwd, |_| {
+        (ToCopyBackward0 { from }, saved![])
+    })
+}
+
+#[derive(Clone)]
+pub struct ToCopyBackward0 {
+    from: DType,
+}
+impl Backward for ToCopyBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "ToCopyBackward0".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        Ok(smallvec::smallvec![Some(if self.from.is_float() {
+            to_dtype(&g, self.from)?
+        } else {
+            g
+        })])
+    }
+}
+
+/// `x.clone()`: a contiguous copy with history (CloneBackward0).
+pub fn clone_tensor(x: &Tensor) -> Result<Tensor> {
+    clone_as(x, true)
+}
+
+/// A row-major copy of `x` (`contiguous()`), recorded as `clone`.
+pub fn clone_row_major(x: &Tensor) -> Result<Tensor> {
+    clone_as(x, false)
+}
+
+/// `clone()`: in x's memory format (torch's `preserve_format`) if `keep_format`.
+fn clone_as(x: &Tensor, keep_format: bool) -> Result<Tensor> {
+    let s = x.snapshot();
+    crate::storage::alloc_guard_strided(&s.layout.shape, s.dtype)?;
+    apply(
+        "aten::clone",
+        &[x],
+        || {
+            let copy = |l: &Layout| k::cast(&s.storage.read(), l, s.dtype);
+            if keep_format {
+                preserving_format(&s.layout, copy)
+            } else {
+                Ok(new_tensor(copy(&s.layout), &s.layout.shape))
+            }
+        },
+        |_| (CloneBackward0, saved![]),
+    )
+}
+
+/// A detached gradient for `var`'s `.grad`, in torch's "gradient layout contract": with
+/// `var`'s strides if `var` is dense (row-major otherwise). `g` itself is reused when it is
+/// the sole owner of its storage and already laid out so (torch's AccumulateGrad "steals"
+/// such gradients too).
+pub fn clone_detached_if_shared(g: Tensor, var: &Layout) -> Result<Tensor> {
+    let keep =
+        var.is_non_overlapping_and_dense() && !var.is_contiguous() && var.shape == g.layout().shape;
+    let gl = g.layout();
+    let laid_out = if keep {
+        gl.strides == var.strides
+    } else {
+        gl.is_contiguous()
+    };
+    let sole =
+        std::sync::Arc::strong_count(&g.0) == 1 && std::sync::Arc::strong_count(&g.storage()) == 1;
+    if sole && laid_out && gl.offset == 0 && g.storage().len() == g.numel() {
+        g.detach_();
+        return Ok(g);
+    }
+    let s = g.snapshot();
+    if !keep {
+        return Ok(new_tensor(
+            k::cast(&s.storage.read(), &s.layout, s.dtype),
+            &s.layout.shape,
+        ));
+    }
+    let mut order: Vec<i64> = (0..var.ndim() as i64).collect();
+    order.sort_by(|&a, &b| var.strides[b as usize].cmp(&var.strides[a as usize]));
+    let buf = k::cast(&s.storage.read(), &s.layout.permute(&order)?, s.dtype);
+    let layout = Layout {
+        shape: var.shape.clone(),
+        strides: var.strides.clone(),
+        offset: 0,
+    };
+    Ok(Tensor::from_storage(
+        std::sync::Arc::new(crate::storage::Storage::new(buf)),
+        layout,
+        s.dtype,
+    ))
+}
+
+#[derive(Clone)]
+pub struct CloneBackward0;
+impl Backward for CloneBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "CloneBackward0".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(grad0(g)?)])
+    }
+}

@@ -1,0 +1,401 @@
+//! Comparisons and selection: maximum/minimum, comparison, logical and bitwise ops
+//! (no derivative), where, clamp, and the masked gradient of piecewise ops.
+
+use super::copy::to_dtype;
+use super::creation::zeros_like;
+use super::elementwise::*;
+use super::{OperandShapes, apply, new_tensor};
+use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::autograd::grad_mode::with_grad_mode;
+use crate::backend::{self as k, BinaryOp};
+use crate::dtype::{DType, ResultType, Scalar};
+use crate::layout::Layout;
+use crate::shape::broadcast_shapes;
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+use std::borrow::Cow;
+
+/// torch.maximum / torch.minimum.
+pub fn extremum(a: &Tensor, b: &Tensor, is_max: bool) -> Result<Tensor> {
+    let (a, b, _) = promote(Operand::T(a), Operand::T(b), false)?;
+    let op = if is_max {
+        BinaryOp::Maximum
+    } else {
+        BinaryOp::Minimum
+    };
+    apply(
+        if is_max {
+            "aten::maximum"
+        } else {
+            "aten::minimum"
+        },
+        &[&a, &b],
+        || binary_kernel(op, &a, &b),
+        |out| {
+            let mut s = Saver::default();
+            let ai = s.input_if(true, &a);
+            let bi = s.input_if(true, &b);
+            if is_max {
+                (
+                    MaximumBackward0 {
+                        shapes: OperandShapes::new(&a, &b, out),
+                        a: ai,
+                        b: bi,
+                    }
+                    .into_op(),
+                    s.list,
+                )
+            } else {
+                (
+                    MinimumBackward0(MaximumBackward0 {
+                        shapes: OperandShapes::new(&a, &b, out),
+                        a: ai,
+                        b: bi,
+                    })
+                    .into_op(),
+                    s.list,
+                )
+            }
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct MaximumBackward0 {
+    shapes: OperandShapes,
+    a: Option<u8>,
+    b: Option<u8>,
+}
+impl MaximumBackward0 {
+    fn into_op(self) -> crate::autograd::function::BackwardOp {
+        self.into()
+    }
+    // derivatives.yaml: each side gets `where(a == b, grad / 2, grad).masked_fill_(loses, 0)`:
+    // the winner gets the gradient, ties split it, where either is NaN (no order) both get
+    // all of it, and a loser gets 0 even where the gradient is NaN or infinite.
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], is_max: bool) -> Result<Grads> {
+        let g = grad0(g)?;
+        let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
+        let shared = where_(&eq(&a, &b)?, &mul_scalar(&g, Scalar::Float(0.5))?, &g)?;
+        let side = |loses: Tensor, i: usize| -> Result<Tensor> {
+            let gi = super::masked_fill(&shared, &loses, Scalar::Float(0.0))?;
+            self.shapes.sum_to(&gi, i)
+        };
+        let ga = if ctx.needs_input_grad(0) {
+            Some(side(if is_max { lt(&a, &b)? } else { gt(&a, &b)? }, 0)?)
+        } else {
+            None
+        };
+        let gb = if ctx.needs_input_grad(1) {
+            Some(side(if is_max { gt(&a, &b)? } else { lt(&a, &b)? }, 1)?)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![ga, gb])
+    }
+}
+impl Backward for MaximumBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "MaximumBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, true)
+    }
+}
+
+#[derive(Clone)]
+pub struct MinimumBackward0(MaximumBackward0);
+impl MinimumBackward0 {
+    fn into_op(self) -> crate::autograd::function::BackwardOp {
+        self.into()
+    }
+}
+impl Backward for MinimumBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "MinimumBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.0.grads(ctx, g, false)
+    }
+}
+
+/// Comparison (no grad): returns a bool tensor.
+pub fn compare(op: BinaryOp, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    // (casts inside the kernel, as torch's TensorIterator: no autograd, so an input's
+    // history is never read, nor a stale view's re-derived)
+    let (a, b, _) = with_grad_mode(false, || promote(a, b, false))?;
+    super::apply_nondiff(op.aten_name(), || binary_kernel(op, &a, &b))
+}
+
+/// Logical and/or of two tensors (no grad).
+pub fn logical(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (a, b) = with_grad_mode(false, || {
+        Ok::<_, Error>((to_dtype(a, DType::Bool)?, to_dtype(b, DType::Bool)?))
+    })?;
+    super::apply_nondiff(op.aten_name(), || binary_kernel(op, &a, &b))
+}
+
+/// `a & b`: bitwise AND of integer or bool tensors and numbers (torch.bitwise_and).
+pub fn bitwise_and(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    bitwise(BinaryOp::BitAnd, a, b, "bitwise_and_cpu")
+}
+/// `a | b` (torch.bitwise_or).
+pub fn bitwise_or(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    bitwise(BinaryOp::BitOr, a, b, "bitwise_or_cpu")
+}
+/// `a ^ b` (torch.bitwise_xor).
+pub fn bitwise_xor(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    bitwise(BinaryOp::BitXor, a, b, "bitwise_xor_cpu")
+}
+
+fn bitwise(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, kernel: &str) -> Result<Tensor> {
+    let (a, b, dtype) = with_grad_mode(false, || promote(a, b, false))?;
+    if dtype.is_float() {
+        return Err(Error::not_implemented(format!(
+            "\"{kernel}\" not implemented for 'Float'"
+        )));
+    }
+    super::apply_nondiff(op.aten_name(), || binary_kernel(op, &a, &b))
+}
+
+/// `where(cond, a, b)`.
+pub fn where_op(cond: &Tensor, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    where_as(cond, a, b, true)
+}
+
+/// `where` with a row-major result (masked_fill's: torch's is not in the input's format).
+pub(crate) fn where_row_major(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    where_as(c, Operand::T(a), Operand::T(b), false)
+}
+
+fn where_as(cond: &Tensor, a: Operand<'_>, b: Operand<'_>, keep_format: bool) -> Result<Tensor> {
+    if cond.dtype() != DType::Bool {
+        return Err(Error::runtime(format!(
+            "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+            pretty_dtype(cond.dtype())
+        )));
+    }
+    let (a, b, _) = promote(a, b, false)?;
+    apply(
+        "aten::where",
+        &[&a, &b],
+        || {
+            let (sc, sa, sb) = (cond.snapshot(), a.snapshot(), b.snapshot());
+            let shape = broadcast_shapes(
+                &broadcast_shapes(&sc.layout.shape, &sa.layout.shape)?,
+                &sb.layout.shape,
+            )?;
+            super::creation::guard(&shape, sa.dtype)?;
+            let expanded = [
+                sc.layout.expand(&shape)?,
+                sa.layout.expand(&shape)?,
+                sb.layout.expand(&shape)?,
+            ];
+            let (rc, ra, rb) = (sc.storage.read(), sa.storage.read(), sb.storage.read());
+            if rc.dtype() != DType::Bool {
+                return Err(Error::Internal("where: condition is not bool".into()));
+            }
+            k::check_same_device(&[&rc, &ra, &rb])?;
+            let kernel = |l: &[Layout]| k::where_(&rc, &l[0], &ra, &l[1], &rb, &l[2]);
+            if keep_format {
+                elementwise_out(
+                    &shape,
+                    &[&sc.layout, &sa.layout, &sb.layout],
+                    &expanded,
+                    kernel,
+                )
+            } else {
+                Ok(new_tensor(kernel(&expanded), &shape))
+            }
+        },
+        |out| {
+            let mut s = Saver::default();
+            s.input_if(true, cond);
+            (
+                WhereBackward0 {
+                    shapes: OperandShapes::new(&a, &b, out),
+                },
+                s.list,
+            )
+        },
+    )
+}
+
+fn pretty_dtype(d: DType) -> String {
+    let n = d.name();
+    let mut c = n.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
+}
+
+#[derive(Clone)]
+pub struct WhereBackward0 {
+    shapes: OperandShapes,
+}
+impl Backward for WhereBackward0 {
+    fn name(&self) -> Cow<'static, str> {
+        "WhereBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let c = ctx.saved(0)?;
+        let z = zeros_like(&g)?;
+        let ga = if ctx.needs_input_grad(0) {
+            Some(self.shapes.sum_to(&where_(&c, &g, &z)?, 0)?)
+        } else {
+            None
+        };
+        let gb = if ctx.needs_input_grad(1) {
+            Some(self.shapes.sum_to(&where_(&c, &z, &g)?, 1)?)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![ga, gb])
+    }
+}
+
+/// `clamp(x, min, max)` with number bounds.
+pub fn clamp(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+    if min.is_none() && max.is_none() {
+        return Err(Error::runtime(
+            "torch.clamp: At least one of 'min' or 'max' must not be None",
+        ));
+    }
+    // The bounds take part in type promotion, as numbers do: an int tensor clamped to
+    // 0.5 is float32, a bool tensor clamped to 0 is int64.
+    let dtype = [min, max]
+        .into_iter()
+        .flatten()
+        .fold(ResultType::default().tensor(x.dtype(), x.ndim()), |r, s| {
+            r.scalar(s)
+        })
+        .finish();
+    if dtype == DType::Bool {
+        let kernel = match (min, max) {
+            (Some(_), None) => "clamp_min_scalar_cpu",
+            (None, Some(_)) => "clamp_max_scalar_cpu",
+            _ => "clamp_scalar_cpu",
+        };
+        return Err(Error::not_implemented(format!(
+            "\"{kernel}\" not implemented for 'Bool'"
+        )));
+    }
+    let promoted;
+    let x = if dtype == x.dtype() {
+        x
+    } else {
+        promoted = to_dtype(x, dtype)?;
+        &promoted
+    };
+    let (min, max) = (min.map(Scalar::as_f64), max.map(Scalar::as_f64));
+    let s = x.snapshot();
+    apply(
+        "aten::clamp",
+        &[x],
+        || unary_out(&s.layout, |l| k::clamp(&s.storage.read(), l, min, max)),
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, x);
+            (ClampBackward1 { min, max }, sv.list)
+        },
+    )
+}
+
+/// `clamp(x, min, max)` with tensor bounds (broadcast): `minimum(maximum(x, min), max)`,
+/// which routes the gradient as torch 2.15 does: to x strictly inside, to a bound where
+/// it was taken, split in half between x and a bound it equals.
+pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    if min.is_none() && max.is_none() {
+        return Err(Error::runtime(
+            "torch.clamp: At least one of 'min' or 'max' must not be None",
+        ));
+    }
+    let mut r = x.clone();
+    if let Some(lo) = min {
+        r = maximum(&r, lo)?;
+    }
+    if let Some(hi) = max {
+        r = minimum(&r, hi)?;
+    }
+    Ok(r)
+}
+
+#[derive(Clone)]
+pub struct ClampBackward1 {
+    min: Option<f64>,
+    max: Option<f64>,
+}
+impl Backward for ClampBackward1 {
+    fn name(&self) -> Cow<'static, str> {
+        "ClampBackward1".into()
+    }
+    // gradient passes where min < x < max: torch 2.15 gives 0 on a bound (and at NaN)
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let x = ctx.saved(0)?;
+        let mut mask: Option<Tensor> = None;
+        if let Some(lo) = self.min {
+            mask = Some(gt_scalar(&x, lo)?);
+        }
+        if let Some(hi) = self.max {
+            let m = lt_scalar(&x, hi)?;
+            mask = Some(match mask {
+                Some(a) => logical_and(&a, &m)?,
+                None => m,
+            });
+        }
+        let mask = mask.ok_or_else(|| Error::Internal("clamp without bounds".into()))?;
+        Ok(smallvec::smallvec![Some(masked_grad(
+            &g,
+            &x,
+            &mask,
+            "ClampBackwardBackward0"
+        )?)])
+    }
+}
+
+/// `g·mask` where `mask` was computed from `x` (relu's and clamp's backward). Like torch's
+/// threshold_backward it is recorded as a function of both `g` and `x`, with a zero
+/// derivative for `x`, so under create_graph the result requires grad whenever `x` does
+/// (a second `grad()` then gives zeros instead of raising).
+pub fn masked_grad(g: &Tensor, x: &Tensor, mask: &Tensor, name: &'static str) -> Result<Tensor> {
+    let m = to_dtype(mask, g.dtype())?;
+    apply(
+        name,
+        &[g, x],
+        // a select, not a product, as torch's threshold_backward and clamp_backward: an
+        // infinite gradient where the mask is off gives 0, not NaN
+        || with_grad_mode(false, || where_(mask, &g.detach(), &zeros_like(g)?)),
+        |_| {
+            let mut s = Saver::default();
+            s.input_if(true, &m);
+            (MaskedGradBackward { name }, s.list)
+        },
+    )
+}
+
+#[derive(Clone)]
+pub struct MaskedGradBackward {
+    name: &'static str,
+}
+impl Backward for MaskedGradBackward {
+    fn name(&self) -> Cow<'static, str> {
+        self.name.into()
+    }
+    // d(g·m)/dg = m; d/dx = 0 (the mask is piecewise constant in x)
+    fn apply(&self, ctx: &BackwardCtx<'_>, grads: &[Option<Tensor>]) -> Result<Grads> {
+        let gg = grad0(grads)?;
+        let dg = if ctx.needs_input_grad(0) {
+            Some(mul(&gg, &ctx.saved(0)?)?)
+        } else {
+            None
+        };
+        let dx = if ctx.needs_input_grad(1) {
+            Some(zeros_like(&gg)?)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![dg, dx])
+    }
+}
