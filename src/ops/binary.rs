@@ -95,12 +95,12 @@ macro_rules! op_layer {
     ($($name:ident $name_:ident $V:ident $node:literal {
         dtypes: $dt:ident $(($k:literal))?,
         numbers: $num:ident $(($n1:literal, $n2:literal))?,
+        inplace: $inplace:ident,
+        doc: $doc:literal,
         f: |$fa:ident, $fb:ident| $f:expr,
         saves($($sv:ident),*):
             da: |$ga:ident, $($da_args:ident),*| $da:expr,
             db: |$gb:ident, $($db_args:ident),*| $db:expr,
-        inplace: $inplace:ident,
-        doc: $doc:literal,
     })*) => {
         fn row(op: BinaryFn) -> Row {
             match op {

@@ -285,6 +285,8 @@ pub(crate) use unary_op_table;
 ///                                          whether a Python number may stand for either
 ///                                          operand (not both), and the node torch records
 ///                                          when it is the first or the second
+///     inplace: recorded | none,            `a.name_(b)`, or no in-place form (as torch)
+///     doc: "the Python docstring",
 ///     f: |a, b| expr,                      the value for one float element (`Float`)
 ///     saves(a, b) | saves(a, b, y):        what the node saves: the operands, and the
 ///                                          output `y`
@@ -292,8 +294,6 @@ pub(crate) use unary_op_table;
 ///         db: |g, a, b[, y]| expr,         g·∂f/∂b, over tensors with rgrad's ops (so a
 ///                                          backward is recorded and can be differentiated);
 ///                                          broadcasting is undone by the op layer
-///     inplace: recorded,                   `a.name_(b)`
-///     doc: "the Python docstring",
 /// }
 /// ```
 macro_rules! binary_op_table {
@@ -302,44 +302,44 @@ macro_rules! binary_op_table {
             atan2 atan2_ Atan2 "Atan2Backward0" {
                 dtypes: float,
                 numbers: none,
+                inplace: recorded,
+                doc: "Element-wise arctangent of input / other, with the quadrant chosen by the signs of both.",
                 f: |a, b| a.atan2(b),
                 // torch's atan2_backward: 1/(a² + b²) once, times b and -a
                 saves(a, b):
                     da: |g, a, b| g.mul(b)?.mul(&a.mul(a)?.add(&b.mul(b)?)?.reciprocal()?),
                     db: |g, a, b| g.mul(&a.neg()?)?.mul(&a.mul(a)?.add(&b.mul(b)?)?.reciprocal()?),
-                inplace: recorded,
-                doc: "Element-wise arctangent of input / other, with the quadrant chosen by the signs of both.",
             }
             hypot hypot_ Hypot "HypotBackward0" {
                 dtypes: floats("hypot_cpu"),
                 numbers: none,
+                inplace: recorded,
+                doc: "Element-wise hypotenuse: sqrt(input² + other²), without undue overflow or underflow.",
                 f: |a, b| a.hypot(b),
                 saves(a, b, y):
                     da: |g, a, b, y| g.mul(a)?.div(y),
                     db: |g, a, b, y| g.mul(b)?.div(y),
-                inplace: recorded,
-                doc: "Element-wise hypotenuse: sqrt(input² + other²), without undue overflow or underflow.",
             }
             logaddexp logaddexp_ Logaddexp "LogaddexpBackward0" {
                 dtypes: floats("logaddexp_cpu"),
                 numbers: none,
+                inplace: none,
+                doc: "Logarithm of the sum of exponentiations of the inputs: log(exp(input) + exp(other)).",
                 f: |a, b| a.logaddexp(b),
                 saves(a, b):
                     da: |g, a, b| g.div(&b.sub(a)?.exp()?.add_s(1.0)?),
                     db: |g, a, b| g.div(&a.sub(b)?.exp()?.add_s(1.0)?),
-                inplace: none,
-                doc: "Logarithm of the sum of exponentiations of the inputs: log(exp(input) + exp(other)).",
             }
             xlogy xlogy_ Xlogy "XlogyBackward0" {
                 dtypes: float,
                 numbers: either("XlogyBackward1", "XlogyBackward2"),
+                inplace: recorded,
+                doc: "Computes input * log(other), with 0 where input is 0 (unless other is NaN).",
                 f: |a, b| a.xlogy(b),
                 // 0 where a = 0 and b <= 0, where the value is the constant 0 (torch's mask)
                 saves(a, b):
                     da: |g, a, b| g.xlogy(b)?.zero_where_zero_and_nonpositive(a, b),
                     db: |g, a, b| g.mul(a)?.div(b),
-                inplace: recorded,
-                doc: "Computes input * log(other), with 0 where input is 0 (unless other is NaN).",
             }
         }
     };

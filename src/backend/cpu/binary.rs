@@ -16,6 +16,8 @@ macro_rules! kernels {
     ($($name:ident $name_:ident $V:ident $node:literal {
         dtypes: $dt:ident $(($k:literal))?,
         numbers: $num:ident $(($n1:literal, $n2:literal))?,
+        inplace: $inplace:ident,
+        doc: $doc:literal,
         f: |$a:ident, $b:ident| $f:expr,
         $($rest:tt)*
     })*) => {
