@@ -22,6 +22,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from op_db import _lgamma_ref, polygamma_ref  # (the op test table's independent references)
+
 # Tensors with more elements than this are kept as shapes only: ops on them would be slow,
 # and the huge-size paths (expand to 2**62 elements) exist to test size checks, not kernels.
 MAX_NUMEL = 4096
@@ -222,6 +224,8 @@ UNARY = {
     "erfinv": lambda x: np.vectorize(_erfinv, otypes=[float])(x),
     "trunc": np.trunc,
     "frac": lambda x: x - np.trunc(x),
+    "lgamma": np.vectorize(_lgamma_ref, otypes=[float]),
+    "digamma": np.vectorize(lambda x: polygamma_ref(0, x), otypes=[float]),
 }
 
 BINARY = {
@@ -243,6 +247,11 @@ BINARY = {
     "pow": np.power,
     "logical_and": lambda a, b: np.logical_and(a != 0, b != 0),
     "logical_or": lambda a, b: np.logical_or(a != 0, b != 0),
+    # the binary op table's functions
+    "atan2": np.arctan2,
+    "hypot": np.hypot,
+    "logaddexp": np.logaddexp,
+    "xlogy": lambda a, b: np.where(np.isnan(b), np.nan, np.where(a == 0, 0.0, a * np.log(b))),
 }
 BINARY_OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/", "remainder": "%", "floor_divide": "//",
                    "pow": "**", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}  # fmt: skip

@@ -293,6 +293,9 @@ ERROR_TABLE = [
         r"a leaf Variable that requires grad is being used in an in-place operation\.",
     ),
     # ---- sizes that overflow: refused at once, before any allocation or loop (issue 13)
+    ("invert-float", lambda t: ~t.ones(2), TypeError,
+     r"^~ \(operator\.invert\) is only implemented on integer and Boolean-type tensors$"),
+    ("invert-double", lambda t: ~t.ones(2, dtype=t.float64), TypeError, r"operator\.invert"),
     ("expand-numel-overflow", lambda t: t.ones(1, 1).expand(2**32, 2**32), RuntimeError, NUMEL_OVERFLOW),
     ("expand-numel-overflow-2", lambda t: t.ones(1, 1).expand(2**62, 4), RuntimeError, NUMEL_OVERFLOW),
     ("expand-negative-size", lambda t: t.ones(1).expand(-2), RuntimeError, NUMEL_OVERFLOW),

@@ -711,6 +711,11 @@ pub fn sub_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
 pub fn mul_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     mul_op(Operand::T(a), Operand::S(s))
 }
+/// `s / x` for a number `s` (Python's reflected `/`): torch computes it as
+/// `reciprocal(x) * s`, and so records ReciprocalBackward0 and MulBackward0.
+pub fn rdiv_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
+    mul_scalar(&super::reciprocal(x)?, s)
+}
 pub fn div_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     div_op(Operand::T(a), Operand::S(s))
 }

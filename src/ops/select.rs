@@ -399,3 +399,50 @@ impl Backward for MaskedGradBackward {
         Ok(smallvec::smallvec![dg, dx])
     }
 }
+
+/// `~x` (torch.bitwise_not): logical NOT of a bool tensor, two's complement `-x - 1` of an
+/// integer one; floats have no kernel.
+pub fn bitwise_not(x: &Tensor) -> Result<Tensor> {
+    match x.dtype() {
+        DType::Bool => super::logical_not(x),
+        DType::I64 => sub_scalar(&super::neg(x)?, Scalar::Int(1)),
+        d => Err(Error::not_implemented(format!(
+            "\"bitwise_not_cpu\" not implemented for '{}'",
+            d.scalar_type_name()
+        ))),
+    }
+}
+
+/// `~x` (Python's operator): [`bitwise_not`] of an integer or bool tensor; torch refuses a
+/// float one with a TypeError before any kernel.
+pub fn invert(x: &Tensor) -> Result<Tensor> {
+    if x.dtype().is_float() {
+        return Err(Error::Type(
+            "~ (operator.invert) is only implemented on integer and Boolean-type tensors".into(),
+        ));
+    }
+    bitwise_not(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{tensor, tensor_bool, tensor_i64, to_vec};
+
+    #[test]
+    fn bitwise_not_by_dtype_as_torch() {
+        let i = bitwise_not(&tensor_i64(vec![0, 5, -3], &[3])).unwrap();
+        assert_eq!(to_vec(&i), vec![-1.0, -6.0, 2.0]);
+        let b = bitwise_not(&tensor_bool(vec![true, false], &[2])).unwrap();
+        assert_eq!(to_vec(&b), vec![0.0, 1.0]);
+        let e = bitwise_not(&tensor(vec![1.0], &[1])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "\"bitwise_not_cpu\" not implemented for 'Double'"
+        );
+        assert!(matches!(
+            invert(&tensor(vec![1.0], &[1])),
+            Err(Error::Type(_))
+        ));
+    }
+}

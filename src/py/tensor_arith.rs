@@ -4,7 +4,7 @@ use super::convert::{self, Arg, arg, scalar};
 use super::gil;
 use super::pytensor::*;
 use crate::backend::BinaryOp;
-use crate::dtype::{DType, Scalar};
+use crate::dtype::Scalar;
 use crate::ops::{self, Operand, RoundingMode};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -49,10 +49,7 @@ impl PyTensor {
     /// `other / self`, for a number or tensor on the left.
     fn __rtruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match arg(o) {
-            // torch computes s / x as reciprocal(x) * s
-            Some(Arg::S(s)) => {
-                Ok(wrap(py, ops::mul_scalar(&ops::reciprocal(&self.t)?, s)?)?.into_any())
-            }
+            Some(Arg::S(s)) => Ok(wrap(py, ops::rdiv_scalar(&self.t, s)?)?.into_any()),
             Some(Arg::T(t)) => Ok(wrap(py, ops::div(t, &self.t)?)?.into_any()),
             None => Ok(py.NotImplemented()),
         }
@@ -107,16 +104,9 @@ impl PyTensor {
     fn __abs__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::abs(&self.t)?)
     }
-    /// `~self`: logical NOT of a bool tensor.
+    /// `~self`: logical NOT of a bool tensor, bitwise NOT of an integer one.
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        match self.t.dtype() {
-            DType::Bool => wrap(py, ops::logical_not(&self.t)?),
-            // two's complement: ~x == -x - 1
-            DType::I64 => wrap(py, ops::sub_scalar(&ops::neg(&self.t)?, Scalar::Int(1))?),
-            _ => Err(pyo3::exceptions::PyNotImplementedError::new_err(
-                "\"bitwise_not_cpu\" not implemented for 'Float'",
-            )),
-        }
+        wrap(py, ops::invert(&self.t)?)
     }
     /// `self & other`: bitwise AND of integer or bool tensors (logical AND for bools).
     fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
