@@ -27,6 +27,27 @@ class Raises:
 # (id, program, expected): the program's last line is an expression whose repr (with the
 # module named `torch`) is compared, unless `expected` is a Raises.
 ROWS = [
+    # the binary op table's nodes (seed 5): atan2's 1/(a² + b²) is 0 where both are 0; the
+    # node saves the operands as given (a bool one makes the formula fail, as torch's);
+    # hypot saves an operand only when its gradient is needed
+    ("atan2_at_origin", "x = torch.tensor([0., 2.], requires_grad=True)\ntorch.atan2(x, x).sum().backward()\nx.grad",
+     "tensor([0., 0.])"),
+    ("atan2_origin_two_leaves",
+     "a = torch.zeros(1, requires_grad=True)\nb = torch.zeros(1, requires_grad=True)\n"
+     "torch.atan2(a, b).sum().backward()\n(a.grad, b.grad)", "(tensor([0.]), tensor([-0.]))"),
+    ("logaddexp_bool_operand_backward",
+     "x = torch.tensor([1., 2.], requires_grad=True)\ny = x.logaddexp(torch.tensor([False, True]))\ny.sum().backward()",
+     Raises(NotImplementedError, "Subtraction, the `-` operator, with a bool tensor is not supported")),
+    ("atan2_bool_operand_backward",
+     "x = torch.tensor([1., 2.], requires_grad=True)\ny = torch.tensor([True, False]).atan2(x)\ny.sum().backward()",
+     Raises(NotImplementedError, "Negation, the `-` operator, on a bool tensor is not supported")),
+    ("hypot_saves_only_what_it_needs",
+     "x = torch.tensor([3.], requires_grad=True)\nc = torch.tensor([4.])\ny = torch.hypot(x, c)\nc.mul_(2)\n"
+     "y.backward()\nx.grad", "tensor([0.6000])"),
+    ("xlogy_saves_both",
+     "x = torch.tensor([3.], requires_grad=True)\nc = torch.tensor([4.])\ny = torch.xlogy(x, c)\nc.mul_(2)\n"
+     "y.backward()",
+     Raises(RuntimeError, "one of the variables needed for gradient computation has been modified by an inplace")),
     # in-place writes through views of leaves (torch's check_inplace)
     ("view_of_leaf_view", "x = torch.tensor([1., 2., 3., 4.]).reshape(2, 2).requires_grad_()\nx[0:1] = 5.",
      Raises(RuntimeError, "a view of a leaf Variable that requires grad is being used in an in-place")),

@@ -28,14 +28,26 @@ struct Row {
     kernel: &'static str,
     /// the nodes torch records when a number stands for the first or the second operand
     number_nodes: Option<(&'static str, &'static str)>,
-    saves_output: bool,
+    /// what each derivative reads of `a`, `b` and the output `y`
+    da_reads: &'static [&'static str],
+    db_reads: &'static [&'static str],
+}
+
+impl Row {
+    /// Whether the node saves `v` (`a`, `b` or `y`): when a derivative that reads it is
+    /// needed (torch's generated nodes save a value read by one formula only when that
+    /// formula's input needs a gradient).
+    fn saves(&self, v: &str, needs: [bool; 2]) -> bool {
+        (needs[0] && self.da_reads.contains(&v)) || (needs[1] && self.db_reads.contains(&v))
+    }
 }
 
 /// The tensor operations the rows' derivatives use besides [`Calc`]'s.
 trait BinaryCalc: Sized {
     fn add(&self, o: &Self) -> Result<Self>;
     fn sub(&self, o: &Self) -> Result<Self>;
-    fn reciprocal(&self) -> Result<Self>;
+    /// `1 / self`, 0 where `self` is 0.
+    fn reciprocal_or_zero(&self) -> Result<Self>;
     fn xlogy(&self, o: &Self) -> Result<Self>;
     /// `self`, with 0 where `a == 0` and `b <= 0` (broadcast).
     fn zero_where_zero_and_nonpositive(&self, a: &Self, b: &Self) -> Result<Self>;
@@ -48,8 +60,9 @@ impl BinaryCalc for Tensor {
     fn sub(&self, o: &Self) -> Result<Self> {
         super::sub(self, o)
     }
-    fn reciprocal(&self) -> Result<Self> {
-        super::reciprocal(self)
+    fn reciprocal_or_zero(&self) -> Result<Self> {
+        let r = super::reciprocal(self)?;
+        super::masked_fill(&r, &super::eq_scalar(self, 0.0)?, Scalar::Float(0.0))
     }
     fn xlogy(&self, o: &Self) -> Result<Self> {
         binary_fn(BinaryFn::Xlogy, Operand::T(self), Operand::T(o))
@@ -82,15 +95,6 @@ macro_rules! numbers_rule {
     };
 }
 
-macro_rules! saves_output {
-    ($a:ident, $b:ident) => {
-        false
-    };
-    ($a:ident, $b:ident, $y:ident) => {
-        true
-    };
-}
-
 macro_rules! op_layer {
     ($($name:ident $name_:ident $V:ident $node:literal {
         dtypes: $dt:ident $(($k:literal))?,
@@ -98,9 +102,8 @@ macro_rules! op_layer {
         inplace: $inplace:ident,
         doc: $doc:literal,
         f: |$fa:ident, $fb:ident| $f:expr,
-        saves($($sv:ident),*):
-            da: |$ga:ident, $($da_args:ident),*| $da:expr,
-            db: |$gb:ident, $($db_args:ident),*| $db:expr,
+        da: |$ga:ident, $($da_args:ident),*| $da:expr,
+        db: |$gb:ident, $($db_args:ident),*| $db:expr,
     })*) => {
         fn row(op: BinaryFn) -> Row {
             match op {
@@ -113,27 +116,25 @@ macro_rules! op_layer {
                         float_result,
                         kernel,
                         number_nodes: numbers_rule!($num $(($n1, $n2))?),
-                        saves_output: saves_output!($($sv),*),
+                        da_reads: &[$(stringify!($da_args)),*],
+                        db_reads: &[$(stringify!($db_args)),*],
                     }
                 })*
             }
         }
 
         /// The row's gradient of operand `i` (0: `a`, 1: `b`) over tensors; `saved`: what
-        /// the row saves, in its order (a, b and, where saved, the output y).
-        fn recorded(op: BinaryFn, i: usize, g: &Tensor, saved: &[Tensor]) -> Result<Tensor> {
-            let missing = || Error::Internal("binary backward: saved value missing".into());
+        /// the node saved of `a`, `b` and the output `y`.
+        fn recorded(op: BinaryFn, i: usize, g: &Tensor, saved: &Saved) -> Result<Tensor> {
             match (op, i) {
                 $((BinaryFn::$V, 0) => {
-                    let mut it = saved.iter();
                     let $ga = g;
-                    $(#[allow(unused_variables)] let $da_args = it.next().ok_or_else(missing)?;)*
+                    $(let $da_args = saved.get(stringify!($da_args))?;)*
                     $da
                 }
                 (BinaryFn::$V, _) => {
-                    let mut it = saved.iter();
                     let $gb = g;
-                    $(#[allow(unused_variables)] let $db_args = it.next().ok_or_else(missing)?;)*
+                    $(let $db_args = saved.get(stringify!($db_args))?;)*
                     $db
                 })*
             }
@@ -196,22 +197,31 @@ pub fn binary_fn(op: BinaryFn, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor>
     if inputs.iter().all(|t| !t.requires_grad()) {
         return apply_nondiff(r.aten, forward);
     }
+    // The node saves the operands as they were given (torch's `self` and `other`, before
+    // promotion: a bool operand makes the formula fail as torch's does), a number as
+    // its 0-d tensor.
+    let given = |o: Operand<'_>, promoted: &Tensor| match o {
+        Operand::T(t) => t.clone(),
+        Operand::S(_) => promoted.clone(),
+    };
+    let (ga, gb) = (given(a, &ta), given(b, &tb));
+    let number_at = match (a, b) {
+        (Operand::S(_), _) => Some(0),
+        (_, Operand::S(_)) => Some(1),
+        _ => None,
+    };
+    let needs = [0, 1].map(|i| number_at != Some(i) && [&ta, &tb][i].requires_grad());
     apply(r.aten, inputs, forward, |y| {
         let mut s = Saver::default();
-        let mut saved = [None; 3];
-        saved[0] = s.input_if(true, &ta);
-        saved[1] = s.input_if(true, &tb);
-        if r.saves_output {
-            saved[2] = Some(s.output(y));
-        }
+        let saved = [
+            s.input_if(r.saves("a", needs), &ga),
+            s.input_if(r.saves("b", needs), &gb),
+            r.saves("y", needs).then(|| s.output(y)),
+        ];
         let node = BinaryFnBackward {
             op,
             node: number_node.unwrap_or(r.node),
-            number_at: match (a, b) {
-                (Operand::S(_), _) => Some(0),
-                (_, Operand::S(_)) => Some(1),
-                _ => None,
-            },
+            number_at,
             shapes: OperandShapes::new(&ta, &tb, y),
             saved,
         };
@@ -232,6 +242,26 @@ pub fn binary_fn_inplace(op: BinaryFn, x: &Tensor, other: Operand<'_>) -> Result
     super::inplace::inplace_no_overlap_with(x, &[o], |x| binary_fn(op, Operand::T(x), other))
 }
 
+/// What a binary table node saved, unpacked for its derivatives.
+struct Saved {
+    a: Option<Tensor>,
+    b: Option<Tensor>,
+    y: Option<Tensor>,
+}
+
+impl Saved {
+    /// The saved `a`, `b` or `y` (a derivative reads only what the node saved for it).
+    fn get(&self, v: &str) -> Result<&Tensor> {
+        let t = match v {
+            "a" => &self.a,
+            "b" => &self.b,
+            _ => &self.y,
+        };
+        t.as_ref()
+            .ok_or_else(|| Error::Internal(format!("binary backward: `{v}` was not saved")))
+    }
+}
+
 /// The node of every binary table op: its name and derivatives come from the op's row.
 #[derive(Clone)]
 pub struct BinaryFnBackward {
@@ -249,12 +279,12 @@ impl Backward for BinaryFnBackward {
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        let saved: Vec<Tensor> = self
-            .saved
-            .iter()
-            .flatten()
-            .map(|&i| get(ctx, Some(i)))
-            .collect::<Result<_>>()?;
+        let [a, b, y] = self.saved.map(|i| i.map(|i| get(ctx, Some(i))).transpose());
+        let saved = Saved {
+            a: a?,
+            b: b?,
+            y: y?,
+        };
         let mut out = Grads::new();
         for i in 0..2 {
             if self.number_at == Some(i) {

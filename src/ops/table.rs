@@ -288,12 +288,14 @@ pub(crate) use unary_op_table;
 ///     inplace: recorded | none,            `a.name_(b)`, or no in-place form (as torch)
 ///     doc: "the Python docstring",
 ///     f: |a, b| expr,                      the value for one float element (`Float`)
-///     saves(a, b) | saves(a, b, y):        what the node saves: the operands, and the
-///                                          output `y`
-///         da: |g, a, b[, y]| expr,         the gradient of each operand, g·∂f/∂a and
-///         db: |g, a, b[, y]| expr,         g·∂f/∂b, over tensors with rgrad's ops (so a
+///     da: |g, a, b| expr,                  the gradient of each operand, g·∂f/∂a and
+///     db: |g, a, b| expr,                  g·∂f/∂b, over tensors with rgrad's ops (so a
 ///                                          backward is recorded and can be differentiated);
-///                                          broadcasting is undone by the op layer
+///                                          broadcasting is undone by the op layer. Each
+///                                          names what it reads of `a`, `b` and the output
+///                                          `y`: the node saves a value that both read, and
+///                                          one that only one reads when that operand needs
+///                                          a gradient (as torch's generated nodes save)
 /// }
 /// ```
 macro_rules! binary_op_table {
@@ -305,10 +307,9 @@ macro_rules! binary_op_table {
                 inplace: recorded,
                 doc: "Element-wise arctangent of input / other, with the quadrant chosen by the signs of both.",
                 f: |a, b| a.atan2(b),
-                // torch's atan2_backward: 1/(a² + b²) once, times b and -a
-                saves(a, b):
-                    da: |g, a, b| g.mul(b)?.mul(&a.mul(a)?.add(&b.mul(b)?)?.reciprocal()?),
-                    db: |g, a, b| g.mul(&a.neg()?)?.mul(&a.mul(a)?.add(&b.mul(b)?)?.reciprocal()?),
+                // torch's atan2_backward: 1/(a² + b²), 0 where a = b = 0, times b and -a
+                da: |g, a, b| g.mul(b)?.mul(&a.mul(a)?.add(&b.mul(b)?)?.reciprocal_or_zero()?),
+                db: |g, a, b| g.mul(&a.neg()?)?.mul(&a.mul(a)?.add(&b.mul(b)?)?.reciprocal_or_zero()?),
             }
             hypot hypot_ Hypot "HypotBackward0" {
                 dtypes: floats("hypot_cpu"),
@@ -316,9 +317,8 @@ macro_rules! binary_op_table {
                 inplace: recorded,
                 doc: "Element-wise hypotenuse: sqrt(input² + other²), without undue overflow or underflow.",
                 f: |a, b| a.hypot(b),
-                saves(a, b, y):
-                    da: |g, a, b, y| g.mul(a)?.div(y),
-                    db: |g, a, b, y| g.mul(b)?.div(y),
+                da: |g, a, y| g.mul(a)?.div(y),
+                db: |g, b, y| g.mul(b)?.div(y),
             }
             logaddexp logaddexp_ Logaddexp "LogaddexpBackward0" {
                 dtypes: floats("logaddexp_cpu"),
@@ -326,9 +326,8 @@ macro_rules! binary_op_table {
                 inplace: none,
                 doc: "Logarithm of the sum of exponentiations of the inputs: log(exp(input) + exp(other)).",
                 f: |a, b| a.logaddexp(b),
-                saves(a, b):
-                    da: |g, a, b| g.div(&b.sub(a)?.exp()?.add_s(1.0)?),
-                    db: |g, a, b| g.div(&a.sub(b)?.exp()?.add_s(1.0)?),
+                da: |g, a, b| g.div(&b.sub(a)?.exp()?.add_s(1.0)?),
+                db: |g, a, b| g.div(&a.sub(b)?.exp()?.add_s(1.0)?),
             }
             xlogy xlogy_ Xlogy "XlogyBackward0" {
                 dtypes: float,
@@ -337,9 +336,8 @@ macro_rules! binary_op_table {
                 doc: "Computes input * log(other), with 0 where input is 0 (unless other is NaN).",
                 f: |a, b| a.xlogy(b),
                 // 0 where a = 0 and b <= 0, where the value is the constant 0 (torch's mask)
-                saves(a, b):
-                    da: |g, a, b| g.xlogy(b)?.zero_where_zero_and_nonpositive(a, b),
-                    db: |g, a, b| g.mul(a)?.div(b),
+                da: |g, a, b| g.xlogy(b)?.zero_where_zero_and_nonpositive(a, b),
+                db: |g, a, b| g.mul(a)?.div(b),
             }
         }
     };
