@@ -159,7 +159,7 @@ mod tests {
         let seen = rec.seen.lock().clone();
         // (other tests run beside this one and may show up too: only what must be there)
         let has = |n: &str, p: Phase| seen.iter().any(|(name, ph, _)| name == n && *ph == p);
-        for op in ["aten::mul", "aten::exp", "aten::sum", "aten::full"] {
+        for op in ["aten::mul", "aten::exp", "aten::sum", "aten::ones"] {
             assert!(has(op, Phase::Forward), "{op} not seen: {seen:?}");
         }
         for node in ["SumBackward0", "ExpBackward0", "MulBackward0"] {

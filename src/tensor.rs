@@ -384,8 +384,12 @@ impl Tensor {
         let n = self.numel();
         if n != 1 {
             return Err(Error::runtime(format!(
-                "Boolean value of Tensor with {} values is ambiguous",
-                if n == 0 { "no" } else { "more than one" }
+                "Boolean value of Tensor with {} is ambiguous",
+                if n == 0 {
+                    "no values"
+                } else {
+                    "more than one value"
+                }
             )));
         }
         Ok(self.item()?.as_f64() != 0.0)

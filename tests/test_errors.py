@@ -293,6 +293,9 @@ ERROR_TABLE = [
         r"a leaf Variable that requires grad is being used in an in-place operation\.",
     ),
     # ---- sizes that overflow: refused at once, before any allocation or loop (issue 13)
+    ("bool-of-two-elements", lambda t: bool(t.ones(2)), RuntimeError,
+     r"^Boolean value of Tensor with more than one value is ambiguous$"),
+    ("bool-of-no-element", lambda t: bool(t.ones(0)), RuntimeError, r"^Boolean value of Tensor with no values is ambiguous$"),
     ("invert-float", lambda t: ~t.ones(2), TypeError,
      r"^~ \(operator\.invert\) is only implemented on integer and Boolean-type tensors$"),
     ("invert-double", lambda t: ~t.ones(2, dtype=t.float64), TypeError, r"operator\.invert"),

@@ -44,6 +44,7 @@ ROWS = [
     ("hypot_saves_only_what_it_needs",
      "x = torch.tensor([3.], requires_grad=True)\nc = torch.tensor([4.])\ny = torch.hypot(x, c)\nc.mul_(2)\n"
      "y.backward()\nx.grad", "tensor([0.6000])"),
+    ("xlogy_of_negative_zero", "torch.xlogy(torch.tensor([-0.0]), torch.tensor([2.0])).digamma()", "tensor([-inf])"),
     ("xlogy_saves_both",
      "x = torch.tensor([3.], requires_grad=True)\nc = torch.tensor([4.])\ny = torch.xlogy(x, c)\nc.mul_(2)\n"
      "y.backward()",

@@ -67,7 +67,7 @@ __version__ = "0.1.0"
 # ``rgrad.exp(x)`` costs exactly what ``x.exp()`` costs.
 _METHOD_FUNCTIONS = (
     "add sub mul div "
-    "logical_not logical_and logical_or clamp clip maximum minimum sum mean prod var std norm amax amin argmax "
+    "logical_not logical_and logical_or clamp clip sum mean prod var std norm amax amin argmax "
     "argmin logsumexp softmax log_softmax matmul mm addmm bmm mv dot outer t transpose permute reshape flatten squeeze "
     "unsqueeze gather index_select masked_fill eq ne lt le gt ge detach clone split chunk unbind narrow select "
     "numel max min remainder fmod floor_divide all any isnan isinf isfinite"

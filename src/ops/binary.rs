@@ -51,6 +51,10 @@ trait BinaryCalc: Sized {
     fn xlogy(&self, o: &Self) -> Result<Self>;
     /// `self`, with 0 where `a == 0` and `b <= 0` (broadcast).
     fn zero_where_zero_and_nonpositive(&self, a: &Self, b: &Self) -> Result<Self>;
+    /// `self / 2` where `a == b`, else `self` (torch's `where(a == b, grad / 2, grad)`).
+    fn ties_halved(&self, a: &Self, b: &Self) -> Result<Self>;
+    /// `self`, with 0 where `a < b`.
+    fn zero_where_less(&self, a: &Self, b: &Self) -> Result<Self>;
 }
 
 impl BinaryCalc for Tensor {
@@ -75,11 +79,24 @@ impl BinaryCalc for Tensor {
         )?;
         super::masked_fill(self, &mask, Scalar::Float(0.0))
     }
+    fn ties_halved(&self, a: &Self, b: &Self) -> Result<Self> {
+        super::where_(
+            &super::eq(a, b)?,
+            &super::mul_scalar(self, Scalar::Float(0.5))?,
+            self,
+        )
+    }
+    fn zero_where_less(&self, a: &Self, b: &Self) -> Result<Self> {
+        super::masked_fill(self, &super::lt(a, b)?, Scalar::Float(0.0))
+    }
 }
 
 macro_rules! dtype_rule {
     (float) => {
         (true, "")
+    };
+    (any $kernels:tt) => {
+        (false, "")
     };
     (floats($k:literal)) => {
         (false, $k)
@@ -97,7 +114,7 @@ macro_rules! numbers_rule {
 
 macro_rules! op_layer {
     ($($name:ident $name_:ident $V:ident $node:literal {
-        dtypes: $dt:ident $(($k:literal))?,
+        dtypes: $dt:ident $(($($dtargs:tt)*))?,
         numbers: $num:ident $(($n1:literal, $n2:literal))?,
         inplace: $inplace:ident,
         doc: $doc:literal,
@@ -108,7 +125,7 @@ macro_rules! op_layer {
         fn row(op: BinaryFn) -> Row {
             match op {
                 $(BinaryFn::$V => {
-                    let (float_result, kernel) = dtype_rule!($dt $(($k))?);
+                    let (float_result, kernel) = dtype_rule!($dt $(($($dtargs)*))?);
                     Row {
                         name: stringify!($name),
                         aten: concat!("aten::", stringify!($name)),
@@ -176,7 +193,7 @@ pub fn binary_fn(op: BinaryFn, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor>
         crate::shape::broadcast_shapes(&x.shape(), &y.shape())?;
     }
     let (ta, tb, dtype) = promote(a, b, r.float_result)?;
-    if !dtype.is_float() {
+    if !dtype.is_float() && !r.kernel.is_empty() {
         return Err(Error::not_implemented(format!(
             "\"{}\" not implemented for '{}'",
             r.kernel,

@@ -26,9 +26,14 @@ pub fn factory_shape(name: &str, sizes: &[i64]) -> Result<Shape> {
 }
 
 pub fn full(shape: &[usize], v: Scalar, dtype: DType) -> Result<Tensor> {
+    full_as("aten::full", shape, v, dtype)
+}
+
+/// [`full`] under the name of the factory that asked (`aten::ones`).
+fn full_as(name: &'static str, shape: &[usize], v: Scalar, dtype: DType) -> Result<Tensor> {
     guard(shape, dtype)?;
     v.check_fits(dtype)?;
-    super::apply_nondiff("aten::full", || {
+    super::apply_nondiff(name, || {
         let buf = backend::on(default_device())?.full(dtype, crate::shape::numel(shape), v);
         Ok(new_tensor(buf, shape))
     })
@@ -43,7 +48,7 @@ fn zeros_impl(shape: &[usize], dtype: DType) -> Result<Tensor> {
     Ok(new_tensor(buf, shape))
 }
 pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
-    full(shape, Scalar::Int(1), dtype)
+    full_as("aten::ones", shape, Scalar::Int(1), dtype)
 }
 pub fn zeros_like(x: &Tensor) -> Result<Tensor> {
     zeros(&x.shape(), x.dtype())

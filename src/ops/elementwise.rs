@@ -752,9 +752,3 @@ pub fn le_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
 pub fn logical_and(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     logical(BinaryOp::LogicalAnd, a, b)
 }
-pub fn maximum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    extremum(a, b, true)
-}
-pub fn minimum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    extremum(a, b, false)
-}

@@ -82,7 +82,7 @@ crate::backward_ops! {
     // division.rs
     RemainderBackward0, ZeroGradBackward, NotImplementedBackward,
     // select.rs
-    MaximumBackward0, MinimumBackward0, WhereBackward0, ClampBackward1, MaskedGradBackward,
+    WhereBackward0, ClampBackward1, MaskedGradBackward,
     // copy.rs
     ToCopyBackward0, CloneBackward0,
     // unary.rs, binary.rs (the op tables)

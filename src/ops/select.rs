@@ -15,108 +15,14 @@ use crate::tensor::Tensor;
 use crate::{Error, Result};
 use std::borrow::Cow;
 
-/// torch.maximum / torch.minimum.
+/// `torch.maximum` / `torch.minimum` (`x.max(other)`): the binary table's rows.
 pub fn extremum(a: &Tensor, b: &Tensor, is_max: bool) -> Result<Tensor> {
-    let (a, b, _) = promote(Operand::T(a), Operand::T(b), false)?;
     let op = if is_max {
-        BinaryOp::Maximum
+        crate::backend::BinaryFn::Maximum
     } else {
-        BinaryOp::Minimum
+        crate::backend::BinaryFn::Minimum
     };
-    apply(
-        if is_max {
-            "aten::maximum"
-        } else {
-            "aten::minimum"
-        },
-        &[&a, &b],
-        || binary_kernel(op, &a, &b),
-        |out| {
-            let mut s = Saver::default();
-            let ai = s.input_if(true, &a);
-            let bi = s.input_if(true, &b);
-            if is_max {
-                (
-                    MaximumBackward0 {
-                        shapes: OperandShapes::new(&a, &b, out),
-                        a: ai,
-                        b: bi,
-                    }
-                    .into_op(),
-                    s.list,
-                )
-            } else {
-                (
-                    MinimumBackward0(MaximumBackward0 {
-                        shapes: OperandShapes::new(&a, &b, out),
-                        a: ai,
-                        b: bi,
-                    })
-                    .into_op(),
-                    s.list,
-                )
-            }
-        },
-    )
-}
-
-#[derive(Clone)]
-pub struct MaximumBackward0 {
-    shapes: OperandShapes,
-    a: Option<u8>,
-    b: Option<u8>,
-}
-impl MaximumBackward0 {
-    fn into_op(self) -> crate::autograd::function::BackwardOp {
-        self.into()
-    }
-    // derivatives.yaml: each side gets `where(a == b, grad / 2, grad).masked_fill_(loses, 0)`:
-    // the winner gets the gradient, ties split it, where either is NaN (no order) both get
-    // all of it, and a loser gets 0 even where the gradient is NaN or infinite.
-    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], is_max: bool) -> Result<Grads> {
-        let g = grad0(g)?;
-        let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
-        let shared = where_(&eq(&a, &b)?, &mul_scalar(&g, Scalar::Float(0.5))?, &g)?;
-        let side = |loses: Tensor, i: usize| -> Result<Tensor> {
-            let gi = super::masked_fill(&shared, &loses, Scalar::Float(0.0))?;
-            self.shapes.sum_to(&gi, i)
-        };
-        let ga = if ctx.needs_input_grad(0) {
-            Some(side(if is_max { lt(&a, &b)? } else { gt(&a, &b)? }, 0)?)
-        } else {
-            None
-        };
-        let gb = if ctx.needs_input_grad(1) {
-            Some(side(if is_max { gt(&a, &b)? } else { lt(&a, &b)? }, 1)?)
-        } else {
-            None
-        };
-        Ok(smallvec::smallvec![ga, gb])
-    }
-}
-impl Backward for MaximumBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        "MaximumBackward0".into()
-    }
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        self.grads(ctx, g, true)
-    }
-}
-
-#[derive(Clone)]
-pub struct MinimumBackward0(MaximumBackward0);
-impl MinimumBackward0 {
-    fn into_op(self) -> crate::autograd::function::BackwardOp {
-        self.into()
-    }
-}
-impl Backward for MinimumBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        "MinimumBackward0".into()
-    }
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        self.0.grads(ctx, g, false)
-    }
+    super::binary_fn(op, Operand::T(a), Operand::T(b))
 }
 
 /// Comparison (no grad): returns a bool tensor.
@@ -313,10 +219,10 @@ pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> R
     }
     let mut r = x.clone();
     if let Some(lo) = min {
-        r = maximum(&r, lo)?;
+        r = extremum(&r, lo, true)?;
     }
     if let Some(hi) = max {
-        r = minimum(&r, hi)?;
+        r = extremum(&r, hi, false)?;
     }
     Ok(r)
 }

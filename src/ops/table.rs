@@ -277,10 +277,13 @@ pub(crate) use unary_op_table;
 /// tensors (`atan2(a, b)`), in the form of the unary table:
 /// ```text
 /// name name_ Variant "TorchNode" {
-///     dtypes: float | floats("kernel"),    float: integer and bool operands compute in
+///     dtypes: float | floats("kernel") | any(|a, b| i64 expr, |a, b| bool expr),
+///                                          float: integer and bool operands compute in
 ///                                          the default float dtype; floats: the promoted
 ///                                          dtype, refused unless float (torch's message
-///                                          names the kernel)
+///                                          names the kernel); any: the promoted dtype,
+///                                          whatever it is, with these int64 and bool
+///                                          kernels
 ///     numbers: none | either("Node1", "Node2"),
 ///                                          whether a Python number may stand for either
 ///                                          operand (not both), and the node torch records
@@ -301,6 +304,26 @@ pub(crate) use unary_op_table;
 macro_rules! binary_op_table {
     ($then:ident) => {
         $then! {
+            maximum maximum_ Maximum "MaximumBackward0" {
+                dtypes: any(|a, b| a.max(b), |a, b| a || b),
+                numbers: none,
+                inplace: none,
+                doc: "Computes the element-wise maximum of input and other (NaN if either is NaN).",
+                f: |a, b| a.max_nan(b),
+                // derivatives.yaml: the winner gets the gradient, ties split it, a loser gets
+                // 0 (even where the gradient is NaN), where either is NaN both get all of it
+                da: |g, a, b| g.ties_halved(a, b)?.zero_where_less(a, b),
+                db: |g, a, b| g.ties_halved(a, b)?.zero_where_less(b, a),
+            }
+            minimum minimum_ Minimum "MinimumBackward0" {
+                dtypes: any(|a, b| a.min(b), |a, b| a && b),
+                numbers: none,
+                inplace: none,
+                doc: "Computes the element-wise minimum of input and other (NaN if either is NaN).",
+                f: |a, b| a.min_nan(b),
+                da: |g, a, b| g.ties_halved(a, b)?.zero_where_less(b, a),
+                db: |g, a, b| g.ties_halved(a, b)?.zero_where_less(a, b),
+            }
             atan2 atan2_ Atan2 "Atan2Backward0" {
                 dtypes: float,
                 numbers: none,

@@ -67,7 +67,7 @@ macro_rules! py_inplace {
 
 macro_rules! py_layer {
     ($($name:ident $name_:ident $V:ident $node:literal {
-        dtypes: $dt:ident $(($k:literal))?,
+        dtypes: $dt:ident $(($($dtargs:tt)*))?,
         numbers: $num:ident $(($n1:literal, $n2:literal))?,
         inplace: $inplace:ident,
         doc: $doc:literal,

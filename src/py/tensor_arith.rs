@@ -338,22 +338,6 @@ impl PyTensor {
             })?,
         )
     }
-    /// Computes the element-wise maximum of this tensor and `other`.
-    ///
-    /// Args:
-    ///     other: A tensor, broadcast with this tensor.
-    fn maximum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let b = convert::tensor_arg(other, "maximum", "other", 1)?;
-        wrap(py, ops::maximum(&self.t, &b)?)
-    }
-    /// Computes the element-wise minimum of this tensor and `other`.
-    ///
-    /// Args:
-    ///     other: A tensor, broadcast with this tensor.
-    fn minimum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-        let b = convert::tensor_arg(other, "minimum", "other", 1)?;
-        wrap(py, ops::minimum(&self.t, &b)?)
-    }
     /// Computes `self == other` element-wise, as a bool tensor.
     ///
     /// Args:

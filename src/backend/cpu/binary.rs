@@ -5,16 +5,34 @@ use super::elementwise::zip;
 use super::unary::Float;
 use crate::backend::BinaryFn;
 use crate::layout::Layout;
-use crate::storage::Buffer;
+use crate::storage::{Buffer, Element};
 
 /// `f` of two float buffers whose layouts are already broadcast to the output's shape.
 fn map2<T: Float>(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout, f: fn(T, T) -> T) -> Vec<T> {
     zip(T::slice(a), la, T::slice(b), lb, f)
 }
 
+/// The integer and bool kernels of an `any` row (other rows compute floats only).
+macro_rules! int_kernels {
+    ($a:ident, $la:ident, $b:ident, $lb:ident, any(|$ia:ident, $ib:ident| $fi:expr, |$ba:ident, $bb:ident| $fb:expr)) => {
+        match $a {
+            Buffer::I64(x) => {
+                return Buffer::I64(zip(x, $la, i64::slice($b), $lb, |$ia: i64, $ib: i64| $fi));
+            }
+            Buffer::Bool(x) => {
+                return Buffer::Bool(zip(x, $la, bool::slice($b), $lb, |$ba: bool, $bb: bool| {
+                    $fb
+                }));
+            }
+            _ => {}
+        }
+    };
+    ($a:ident, $la:ident, $b:ident, $lb:ident, $($other:tt)*) => {};
+}
+
 macro_rules! kernels {
     ($($name:ident $name_:ident $V:ident $node:literal {
-        dtypes: $dt:ident $(($k:literal))?,
+        dtypes: $dt:ident $(($($dtargs:tt)*))?,
         numbers: $num:ident $(($n1:literal, $n2:literal))?,
         inplace: $inplace:ident,
         doc: $doc:literal,
@@ -29,6 +47,7 @@ macro_rules! kernels {
                     fn f<T: Float>($a: T, $b: T) -> T {
                         $f
                     }
+                    int_kernels!(a, la, b, lb, $dt $(($($dtargs)*))?);
                     match a {
                         Buffer::F32(_) => Buffer::F32(map2(a, la, b, lb, f::<f32>)),
                         Buffer::F64(_) => Buffer::F64(map2(a, la, b, lb, f::<f64>)),

@@ -76,12 +76,12 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
         let m = if self < o { o } else { self };
         m + (-(self - o).abs()).exp().ln_1p()
     }
-    /// `self · ln(o)`, 0 where `self` is 0 unless `o` is NaN (torch's xlogy).
+    /// `self · ln(o)`, +0 where `self` is ±0 unless `o` is NaN (torch's xlogy).
     fn xlogy(self, o: Self) -> Self {
         if o.is_nan() {
             o
         } else if self == Self::from_f64(0.0) {
-            self * Self::from_f64(0.0)
+            Self::from_f64(0.0)
         } else {
             self * o.ln()
         }
