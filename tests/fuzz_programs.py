@@ -420,7 +420,9 @@ class Generator:
             src = f"{t} = {v.name}.{op}_()"
         periodic = op in ("sin", "cos", "tan")
         return Step(src, t, (v.name,), lambda n: fn(n[v.name]), nan_ok=nan_ok, scale_by_reads=periodic,
-                    discontinuous=op in ("trunc", "frac", "sign"))
+                    # (digamma and lgamma: poles at the non-positive integers, near which an
+                    # input one ulp apart moves the value by far more than any tolerance)
+                    discontinuous=op in ("trunc", "frac", "sign", "digamma", "lgamma"))
 
     def binary(self) -> Step:
         s = self.src
