@@ -44,6 +44,14 @@ ROWS = [
     ("hypot_saves_only_what_it_needs",
      "x = torch.tensor([3.], requires_grad=True)\nc = torch.tensor([4.])\ny = torch.hypot(x, c)\nc.mul_(2)\n"
      "y.backward()\nx.grad", "tensor([0.6000])"),
+    # seed 1: relu_/neg_ refuse a bool tensor before the overlap check, as their meta
+    # functions do; abs_'s kernel error comes after it
+    ("relu_bool_expanded", "torch.tensor([True]).expand(2).relu_()",
+     Raises(NotImplementedError, "Boolean inputs not supported for relu")),
+    ("neg_bool_expanded", "torch.tensor([True]).expand(2).neg_()",
+     Raises(NotImplementedError, "Negation, the `-` operator, on a bool tensor is not supported")),
+    ("abs_bool_expanded", "torch.tensor([True]).expand(2).abs_()",
+     Raises(RuntimeError, "unsupported operation: more than one element of the written-to tensor")),
     ("xlogy_of_negative_zero", "torch.xlogy(torch.tensor([-0.0]), torch.tensor([2.0])).digamma()", "tensor([-inf])"),
     ("xlogy_saves_both",
      "x = torch.tensor([3.], requires_grad=True)\nc = torch.tensor([4.])\ny = torch.xlogy(x, c)\nc.mul_(2)\n"

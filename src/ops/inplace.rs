@@ -421,6 +421,7 @@ pub fn relu_(x: &Tensor) -> Result<Tensor> {
     inplace_no_overlap(x, relu)
 }
 pub fn unary_(x: &Tensor, op: crate::backend::UnaryOp) -> Result<Tensor> {
+    super::unary::refuse_bool_first(op, x.dtype())?;
     inplace_no_overlap(x, |x| super::unary::unary_for_inplace(op, x))
 }
 

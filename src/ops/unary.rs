@@ -221,6 +221,17 @@ fn unary_dtype_check(op: UnaryOp, dtype: DType) -> Result<()> {
     }
 }
 
+/// The refusal of a bool input that torch makes before it builds its TensorIterator (so
+/// before the in-place overlap check): the ops whose own meta function checks (`neg`,
+/// `relu`: messages of their own). A kernel's `"abs_cpu" not implemented` comes from the
+/// dispatch after it, as [`unary_dtype_check`] gives it.
+pub(crate) fn refuse_bool_first(op: UnaryOp, dtype: DType) -> Result<()> {
+    match (dtype, row(op).bool_msg) {
+        (DType::Bool, Some(m)) if !m.starts_with('"') => Err(Error::not_implemented(m)),
+        _ => Ok(()),
+    }
+}
+
 /// The op's kernel on `x`, with no node (for ops computed as a table op, as `pow(x, 0.5)`).
 pub(crate) fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let s = x.snapshot();
