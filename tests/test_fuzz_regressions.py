@@ -53,6 +53,12 @@ ROWS = [
     ("abs_bool_expanded", "torch.tensor([True]).expand(2).abs_()",
      Raises(RuntimeError, "unsupported operation: more than one element of the written-to tensor")),
     ("xlogy_of_negative_zero", "torch.xlogy(torch.tensor([-0.0]), torch.tensor([2.0])).digamma()", "tensor([-inf])"),
+    ("xlogy_nan_number_masks_zeros",
+     "x = torch.tensor([1.5, 0.0, -2.0], requires_grad=True)\nx.xlogy(float('nan')).sum().backward()\nx.grad",
+     "tensor([nan, 0., nan])"),
+    ("xlogy_nan_tensor_does_not",
+     "x = torch.tensor([1.5, 0.0, -2.0], requires_grad=True)\ntorch.xlogy(x, torch.tensor(float('nan'))).sum().backward()\nx.grad",
+     "tensor([nan, nan, nan])"),
     ("xlogy_saves_both",
      "x = torch.tensor([3.], requires_grad=True)\nc = torch.tensor([4.])\ny = torch.xlogy(x, c)\nc.mul_(2)\n"
      "y.backward()",

@@ -55,6 +55,8 @@ trait BinaryCalc: Sized {
     fn ties_halved(&self, a: &Self, b: &Self) -> Result<Self>;
     /// `self`, with 0 where `a < b`.
     fn zero_where_less(&self, a: &Self, b: &Self) -> Result<Self>;
+    /// `self`, with 0 where `a == 0` unless `b > 0` (so also where `b` is NaN).
+    fn zero_where_zero_unless_positive(&self, a: &Self, b: &Self) -> Result<Self>;
 }
 
 impl BinaryCalc for Tensor {
@@ -89,6 +91,14 @@ impl BinaryCalc for Tensor {
     fn zero_where_less(&self, a: &Self, b: &Self) -> Result<Self> {
         super::masked_fill(self, &super::lt(a, b)?, Scalar::Float(0.0))
     }
+    fn zero_where_zero_unless_positive(&self, a: &Self, b: &Self) -> Result<Self> {
+        let mask = super::logical(
+            BinaryOp::LogicalAnd,
+            &super::eq_scalar(a, 0.0)?,
+            &super::logical_not(&super::gt_scalar(b, 0.0)?)?,
+        )?;
+        super::masked_fill(self, &mask, Scalar::Float(0.0))
+    }
 }
 
 macro_rules! dtype_rule {
@@ -121,6 +131,7 @@ macro_rules! op_layer {
         f: |$fa:ident, $fb:ident| $f:expr,
         da: |$ga:ident, $($da_args:ident),*| $da:expr,
         db: |$gb:ident, $($db_args:ident),*| $db:expr,
+        $(da_when_b_is_a_number: |$gn:ident, $($dn_args:ident),*| $dn:expr,)?
     })*) => {
         fn row(op: BinaryFn) -> Row {
             match op {
@@ -133,7 +144,7 @@ macro_rules! op_layer {
                         float_result,
                         kernel,
                         number_nodes: numbers_rule!($num $(($n1, $n2))?),
-                        da_reads: &[$(stringify!($da_args)),*],
+                        da_reads: &[$(stringify!($da_args),)* $($(stringify!($dn_args),)*)?],
                         db_reads: &[$(stringify!($db_args)),*],
                     }
                 })*
@@ -144,7 +155,12 @@ macro_rules! op_layer {
         /// the node saved of `a`, `b` and the output `y`.
         fn recorded(op: BinaryFn, i: usize, g: &Tensor, saved: &Saved) -> Result<Tensor> {
             match (op, i) {
-                $((BinaryFn::$V, 0) => {
+                $($((BinaryFn::$V, 0) if saved.b_is_number => {
+                    let $gn = g;
+                    $(let $dn_args = saved.get(stringify!($dn_args))?;)*
+                    $dn
+                })?
+                (BinaryFn::$V, 0) => {
                     let $ga = g;
                     $(let $da_args = saved.get(stringify!($da_args))?;)*
                     $da
@@ -264,6 +280,9 @@ struct Saved {
     a: Option<Tensor>,
     b: Option<Tensor>,
     y: Option<Tensor>,
+    /// `b` was a Python number (torch records the Scalar overload, whose formula may
+    /// differ: the row's `da_when_b_is_a_number`)
+    b_is_number: bool,
 }
 
 impl Saved {
@@ -301,6 +320,7 @@ impl Backward for BinaryFnBackward {
             a: a?,
             b: b?,
             y: y?,
+            b_is_number: self.number_at == Some(1),
         };
         let mut out = Grads::new();
         for i in 0..2 {

@@ -299,6 +299,9 @@ pub(crate) use unary_op_table;
 ///                                          `y`: the node saves a value that both read, and
 ///                                          one that only one reads when that operand needs
 ///                                          a gradient (as torch's generated nodes save)
+///     da_when_b_is_a_number: |g, a, b| expr,   (optional) `da` of the overload torch
+///                                          records when `b` is a Python number, where its
+///                                          formula differs
 /// }
 /// ```
 macro_rules! binary_op_table {
@@ -361,6 +364,9 @@ macro_rules! binary_op_table {
                 // 0 where a = 0 and b <= 0, where the value is the constant 0 (torch's mask)
                 da: |g, a, b| g.xlogy(b)?.zero_where_zero_and_nonpositive(a, b),
                 db: |g, a, b| g.mul(a)?.div(b),
+                // torch's Scalar_Other overload: `other > 0 ? xlogy(grad, other) : ...
+                // .masked_fill(self == 0, 0)`, which masks for a NaN number too
+                da_when_b_is_a_number: |g, a, b| g.xlogy(b)?.zero_where_zero_unless_positive(a, b),
             }
         }
     };
