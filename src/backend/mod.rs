@@ -8,7 +8,8 @@
 //! The CPU backend (`cpu/`) is the only one today. The interface is shaped for the CUDA
 //! one: a kernel allocates its own output (on its device), nothing assumes a host
 //! pointer behind a `Buffer`, and nothing waits for a result (a device backend enqueues
-//! on its stream; reading a value back goes through `to_host`).
+//! on its stream). What reads values on the host (`host.rs`) reads host buffers, which
+//! every buffer is today; a device backend adds the copy to the host there.
 
 pub mod cpu;
 pub mod host;
@@ -235,22 +236,13 @@ backend_kernels! {
     fn zeros(dtype: DType, n: usize) -> Buffer => Buffer::zeros;
     /// `n` copies of `v` (an integer stays exact beyond 2**53).
     fn full(dtype: DType, n: usize, v: crate::dtype::Scalar) -> Buffer => Buffer::full;
-
-    // ---- moving data
-    /// The elements `lx` names, row-major, as a host buffer (what an op reads to plan
-    /// its work: index values, a mask; `item()`; `tolist()`).
-    fn to_host(x: &Buffer, lx: &Layout) -> Buffer => cpu::elementwise::to_host, on x;
-    /// A host buffer moved to this device.
-    fn upload(x: Buffer) -> Buffer => std::convert::identity;
 }
 
-/// The backend a buffer's device has (a buffer is only ever made by its device's
-/// backend, so there is one).
+/// The backend a buffer's device has. Every `Buffer` is host memory today
+/// (`Buffer::device` is always the CPU); the CUDA backend's buffers add their arm here.
 #[inline]
-pub fn backend_of(buf: &Buffer) -> &'static dyn Backend {
-    match buf.device() {
-        Device::Cpu | Device::Cuda(_) => &cpu::Cpu,
-    }
+pub fn backend_of(_buf: &Buffer) -> &'static dyn Backend {
+    &cpu::Cpu
 }
 
 /// torch's device check of an op's operands (TensorIterator's, run before any kernel).

@@ -696,11 +696,6 @@ fn float_to_i64(x: f64) -> i64 {
     }
 }
 
-/// The elements `layout` names, row-major, in a buffer of their own (the CPU is the host).
-pub fn to_host(buf: &Buffer, layout: &Layout) -> Buffer {
-    cast(buf, layout, buf.dtype())
-}
-
 pub fn cast(buf: &Buffer, layout: &Layout, to: DType) -> Buffer {
     fn conv<S: Element, D: Element>(
         src: &[S],
