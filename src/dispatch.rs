@@ -1,15 +1,23 @@
 //! The one dispatch point. Every op's forward (`ops::apply`, `apply_fresh`,
-//! `apply_nondiff`, which all end in [`forward`]) and every backward node the engine
-//! runs ([`backward`]) pass through here, under their torch names (`aten::mul`,
-//! `MulBackward0`); a fused backward kernel runs inside its node's scope. A [`Hook`] (the
-//! profiler, anomaly mode) sees each op start and end. Without a hook the cost is one
-//! relaxed atomic load per op.
+//! `apply_nondiff`, which all end in [`forward`]), every node the engine evaluates
+//! ([`evaluate`]) and every backward formula it runs ([`backward`]) pass through here,
+//! under their torch names (`aten::mul`, `MulBackward0`); a fused backward kernel runs
+//! inside its node's scope. Three observers can watch: the profiler (`crate::profiler`),
+//! anomaly mode (`crate::autograd::anomaly`) and a [`Hook`] installed with [`set_hook`].
+//! With none on, the cost is one relaxed atomic load per op.
+//!
+//! Nodes are numbered here too: [`node_origin`] gives each node its thread's next
+//! sequence number (torch's `sequence_nr`, the profiler's link from a forward op to its
+//! backward node) and, under anomaly mode, where in Python it was made.
 
+use crate::autograd::graph::{NodeRef, Origin};
 use crate::tensor::Tensor;
 use crate::{Error, Result};
 use parking_lot::RwLock;
+use std::borrow::Cow;
+use std::cell::Cell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Which pass an op runs in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,8 +35,7 @@ pub struct OpStart<'a> {
     /// a backward node
     pub name: &'a str,
     pub phase: Phase,
-    /// for a backward node: the sequence number of the forward op that recorded it (the
-    /// profiler's link between the two; not numbered yet: `None`)
+    /// for a backward node: the sequence number of the forward op that recorded it
     pub sequence_nr: Option<u64>,
 }
 
@@ -38,7 +45,7 @@ pub trait Hook: Send + Sync {
     fn start(&self, op: &OpStart<'_>) -> u64;
     /// The op that [`Hook::start`] returned `token` for has ended: `outputs` are a backward
     /// node's gradients (empty for a forward op) or the op's error. An error returned here
-    /// fails the op (anomaly mode's check for NaN gradients).
+    /// fails the op.
     fn end(
         &self,
         token: u64,
@@ -46,36 +53,124 @@ pub trait Hook: Send + Sync {
     ) -> Result<()>;
 }
 
-static ENABLED: AtomicBool = AtomicBool::new(false);
-static HOOK: RwLock<Option<Arc<dyn Hook>>> = RwLock::new(None);
+/// The observers that are on, one bit each.
+pub(crate) const HOOK: u8 = 1;
+pub(crate) const PROFILER: u8 = 2;
+pub(crate) const ANOMALY: u8 = 4;
+
+static OBSERVED: AtomicU8 = AtomicU8::new(0);
+static HOOK_SLOT: RwLock<Option<Arc<dyn Hook>>> = RwLock::new(None);
+
+/// Turns one observer's bit on or off.
+pub(crate) fn observe(bit: u8, on: bool) {
+    if on {
+        OBSERVED.fetch_or(bit, Ordering::AcqRel);
+    } else {
+        OBSERVED.fetch_and(!bit, Ordering::AcqRel);
+    }
+}
+
+/// The observers that are on (one relaxed load).
+#[inline(always)]
+fn observed() -> u8 {
+    OBSERVED.load(Ordering::Relaxed)
+}
 
 /// Installs `hook` (or removes the current one), returning the previous one.
 pub fn set_hook(hook: Option<Arc<dyn Hook>>) -> Option<Arc<dyn Hook>> {
-    let mut h = HOOK.write();
-    ENABLED.store(hook.is_some(), Ordering::Release);
+    let mut h = HOOK_SLOT.write();
+    observe(HOOK, hook.is_some());
     std::mem::replace(&mut *h, hook)
 }
 
-/// The hook to call, if one is installed (one relaxed load when none is).
-#[inline(always)]
 fn hook() -> Option<Arc<dyn Hook>> {
-    if !ENABLED.load(Ordering::Relaxed) {
-        return None;
-    }
-    HOOK.read().clone()
+    HOOK_SLOT.read().clone()
 }
 
-/// Runs the forward of the op `name` (`aten::mul`).
+// ---- node numbering --------------------------------------------------------------------
+
+thread_local! {
+    static NEXT_SEQUENCE_NR: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The origin of a node being made on this thread: its sequence number (each thread
+/// counts from 0, as torch's do), the thread, and what the observers that are on keep
+/// (the Python traceback under anomaly mode, the user range under the profiler).
 #[inline]
-pub fn forward<R>(name: &'static str, f: impl FnOnce() -> Result<R>) -> Result<R> {
-    match hook() {
-        None => f(),
-        Some(h) => forward_hooked(&*h, name, f),
+pub(crate) fn node_origin() -> Origin {
+    let seq = NEXT_SEQUENCE_NR.with(|c| {
+        let n = c.get();
+        c.set(n + 1);
+        n
+    });
+    let bits = observed();
+    let extra = if bits & (PROFILER | ANOMALY) != 0 {
+        origin_extra(bits, seq)
+    } else {
+        None
+    };
+    Origin {
+        seq,
+        thread: crate::profiler::thread_id(),
+        extra,
     }
 }
 
 #[inline(never)]
-fn forward_hooked<R>(h: &dyn Hook, name: &'static str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+fn origin_extra(bits: u8, seq: u64) -> Option<Arc<crate::autograd::graph::OriginExtra>> {
+    let mut range = None;
+    if bits & PROFILER != 0 {
+        crate::profiler::made_node(seq);
+        range = crate::profiler::current_user_range();
+    }
+    let anomaly = if bits & ANOMALY != 0 {
+        crate::autograd::anomaly::capture()
+    } else {
+        None
+    };
+    (range.is_some() || anomaly.is_some())
+        .then(|| Arc::new(crate::autograd::graph::OriginExtra { anomaly, range }))
+}
+
+/// The sequence number the next node made on this thread will get.
+pub fn peek_sequence_nr() -> u64 {
+    NEXT_SEQUENCE_NR.with(Cell::get)
+}
+
+// ---- the dispatch points ---------------------------------------------------------------
+
+/// Runs the forward of the op `name` (`aten::mul`); `shapes` gives its tensor inputs'
+/// shapes, asked for only by a profiler that records them.
+#[inline]
+pub fn forward<R>(
+    name: &'static str,
+    shapes: impl FnOnce() -> Vec<Box<[usize]>>,
+    f: impl FnOnce() -> Result<R>,
+) -> Result<R> {
+    match observed() & (HOOK | PROFILER) {
+        0 => f(),
+        bits => forward_observed(bits, name, shapes, f),
+    }
+}
+
+#[inline(never)]
+fn forward_observed<R>(
+    bits: u8,
+    name: &'static str,
+    shapes: impl FnOnce() -> Vec<Box<[usize]>>,
+    f: impl FnOnce() -> Result<R>,
+) -> Result<R> {
+    let _range = if bits & PROFILER != 0 {
+        crate::profiler::begin(
+            Cow::Borrowed(name),
+            crate::profiler::Scope::Function,
+            shapes,
+        )
+    } else {
+        None
+    };
+    let hook = if bits & HOOK != 0 { hook() } else { None };
+    let Some(h) = hook else { return f() };
     let token = h.start(&OpStart {
         name,
         phase: Phase::Forward,
@@ -89,25 +184,113 @@ fn forward_hooked<R>(h: &dyn Hook, name: &'static str, f: impl FnOnce() -> Resul
     r
 }
 
-/// Runs the backward node `name`; `f` returns the gradients of its inputs.
+/// Runs a user's range (`record_function`) or any named range of work: `f` inside it.
+pub fn range<R>(name: Cow<'static, str>, f: impl FnOnce() -> R) -> R {
+    let _range = if observed() & PROFILER != 0 {
+        crate::profiler::begin(name, crate::profiler::Scope::UserScope, Vec::new)
+    } else {
+        None
+    };
+    f()
+}
+
+/// The engine's evaluation of `node` (its gradients summed, its hooks, its formula):
+/// torch's `autograd::engine::evaluate_function` range. Under anomaly mode an error
+/// raised in it carries where the node was made, and the nodes it makes remember it as
+/// their parent.
+#[inline]
+pub fn evaluate<R>(node: &NodeRef, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    match observed() & (PROFILER | ANOMALY) {
+        0 => f(),
+        bits => evaluate_observed(bits, node, f),
+    }
+}
+
+#[inline(never)]
+fn evaluate_observed<R>(bits: u8, node: &NodeRef, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    let origin = node.origin();
+    let user = origin.extra.as_ref().and_then(|e| e.range.clone());
+    let profiling = bits & PROFILER != 0;
+    // a node made inside a `record_function` range is reported under it in backward too
+    let _user = match user {
+        Some(r) if profiling => crate::profiler::begin(
+            Cow::Owned(format!("{r} (backward)")),
+            crate::profiler::Scope::UserScope,
+            Vec::new,
+        ),
+        _ => None,
+    };
+    let _range = if profiling {
+        crate::profiler::begin_node(node.op().name(), true, origin.seq as i64, origin.thread)
+    } else {
+        None
+    };
+    if bits & ANOMALY == 0 {
+        return f();
+    }
+    crate::autograd::anomaly::evaluating(node, f)
+}
+
+/// Runs the accumulation of a leaf's gradient into `.grad` (torch's `AccumulateGrad`
+/// node, which rgrad's engine does without a node).
+#[inline]
+pub fn accumulate<R>(f: impl FnOnce() -> R) -> R {
+    if observed() & PROFILER == 0 {
+        return f();
+    }
+    const NAME: &str = "torch::autograd::AccumulateGrad";
+    let _evaluate = crate::profiler::begin_node(Cow::Borrowed(NAME), true, -1, 0);
+    let _node = crate::profiler::begin_node(Cow::Borrowed(NAME), false, -1, 0);
+    f()
+}
+
+/// Runs the backward formula of `node`; `f` returns the gradients of its inputs. Under
+/// anomaly mode (with its NaN check on) a NaN gradient fails the node.
 #[inline]
 pub fn backward(
-    name: impl FnOnce() -> std::borrow::Cow<'static, str>,
+    node: &NodeRef,
     f: impl FnOnce() -> Result<crate::autograd::function::Grads>,
 ) -> Result<crate::autograd::function::Grads> {
-    let Some(h) = hook() else { return f() };
-    let name = name();
-    let token = h.start(&OpStart {
-        name: &name,
-        phase: Phase::Backward,
-        sequence_nr: None,
-    });
-    let r = f();
-    match &r {
-        Ok(g) => h.end(token, Ok(g))?,
-        Err(e) => h.end(token, Err(e))?,
+    match observed() {
+        0 => f(),
+        bits => backward_observed(bits, node, f),
     }
-    r
+}
+
+#[inline(never)]
+fn backward_observed(
+    bits: u8,
+    node: &NodeRef,
+    f: impl FnOnce() -> Result<crate::autograd::function::Grads>,
+) -> Result<crate::autograd::function::Grads> {
+    let origin = node.origin();
+    let _range = if bits & PROFILER != 0 {
+        crate::profiler::begin_node(node.op().name(), false, origin.seq as i64, origin.thread)
+    } else {
+        None
+    };
+    let hook = if bits & HOOK != 0 { hook() } else { None };
+    let grads = match hook {
+        None => f()?,
+        Some(h) => {
+            let name = node.op().name();
+            let token = h.start(&OpStart {
+                name: &name,
+                phase: Phase::Backward,
+                sequence_nr: Some(origin.seq),
+            });
+            let r = f();
+            match &r {
+                Ok(g) => h.end(token, Ok(g))?,
+                Err(e) => h.end(token, Err(e))?,
+            }
+            r?
+        }
+    };
+    if bits & ANOMALY != 0 {
+        crate::autograd::anomaly::check_outputs(node, &grads)?;
+    }
+    Ok(grads)
 }
 
 #[cfg(test)]
@@ -159,6 +342,10 @@ mod tests {
         let seen = rec.seen.lock().clone();
         // (other tests run beside this one and may show up too: only what must be there)
         let has = |n: &str, p: Phase| seen.iter().any(|(name, ph, _)| name == n && *ph == p);
+        // a backward node carries its forward op's sequence number
+        assert!(seen.iter().any(|(name, ph, seq)| name == "MulBackward0"
+            && *ph == Phase::Backward
+            && seq.is_some()));
         for op in ["aten::mul", "aten::exp", "aten::sum", "aten::ones"] {
             assert!(has(op, Phase::Forward), "{op} not seen: {seen:?}");
         }

@@ -19,6 +19,11 @@ pub trait ExternalError: std::fmt::Display + std::fmt::Debug + Send + Sync + std
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
+    /// An error raised in a backward node under anomaly mode: the error itself (what the
+    /// user gets), with where the node was made (what the binding warns about first).
+    #[error("{}", .0.inner)]
+    Anomaly(Box<crate::autograd::anomaly::AnomalyError>),
+
     // ---- RuntimeError ------------------------------------------------------------------
     /// A free-form RuntimeError whose text is torch's wording for the failure.
     #[error("{0}")]

@@ -17,6 +17,7 @@ pub mod dtype;
 pub mod error;
 pub mod layout;
 pub mod ops;
+pub mod profiler;
 pub mod random;
 pub mod runtime;
 pub mod shape;

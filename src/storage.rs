@@ -242,8 +242,27 @@ pub struct Storage {
     moved_version: OnceLock<Arc<AtomicU64>>,
 }
 
+impl Buffer {
+    /// The buffer's size in bytes.
+    pub fn nbytes(&self) -> usize {
+        match self {
+            Buffer::Bool(v) => v.len(),
+            Buffer::I64(v) => v.len() * 8,
+            Buffer::F32(v) => v.len() * 4,
+            Buffer::F64(v) => v.len() * 8,
+        }
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        crate::profiler::memory(-(self.buf.get_mut().nbytes() as i64));
+    }
+}
+
 impl Storage {
     pub fn new(buf: Buffer) -> Self {
+        crate::profiler::memory(buf.nbytes() as i64);
         Storage {
             buf: RwLock::new(buf),
             version: AtomicU64::new(0),

@@ -14,6 +14,8 @@ from rgrad._C import (
     eye,
     full,
     get_num_threads,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
     is_grad_enabled,
     is_inference_mode_enabled,
     linspace,
@@ -55,6 +57,7 @@ from rgrad.random import (
 )
 from rgrad import autograd, nn, random, return_types, utils  # noqa: F401
 from rgrad._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor
+from rgrad.autograd.anomaly_mode import set_anomaly_enabled
 from rgrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
 float = float32  # noqa: A001
@@ -155,6 +158,7 @@ __all__ = [
     "default_generator", "seed", "initial_seed", "get_rng_state", "set_rng_state",
     "arange", "linspace", "eye", "manual_seed", "from_numpy", "cat", "concat", "stack",
     "where", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "autograd", "nn", "is_tensor", "square",
     "FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor",
     *_METHOD_FUNCTIONS, *_BINARY_FUNCTIONS,

@@ -290,6 +290,25 @@ impl NodeData {
     }
 }
 
+/// Where and when a node was made (see `dispatch::node_origin`): fixed for its life.
+pub struct Origin {
+    /// the making thread's sequence number for it (torch's `sequence_nr`)
+    pub seq: u64,
+    /// the making thread (the profiler's thread id)
+    pub thread: u32,
+    /// what an observer that was on kept (rare: boxed)
+    pub extra: Option<Arc<OriginExtra>>,
+}
+
+/// What the observers keep of a node's making.
+pub struct OriginExtra {
+    /// anomaly mode: the Python traceback of the forward call, and the node whose
+    /// backward made this one
+    pub anomaly: Option<Arc<crate::autograd::anomaly::Made>>,
+    /// the profiler: the innermost `record_function` range it was made in
+    pub range: Option<Arc<str>>,
+}
+
 // ---- the arena -------------------------------------------------------------------------
 
 const CHUNK_BITS: u32 = 10;
@@ -303,6 +322,8 @@ struct Slot {
     /// is published, by the last `NodeRef`'s drop after it reached zero), so a `NodeRef`
     /// holder may read it without a lock.
     op: UnsafeCell<Option<BackwardOp>>,
+    /// Written with `op`, under the same rule.
+    origin: UnsafeCell<Origin>,
     node: Mutex<Option<NodeData>>,
 }
 
@@ -454,6 +475,11 @@ impl Arena {
                         refs: AtomicU32::new(0),
                         generation: AtomicU32::new(0),
                         op: UnsafeCell::new(None),
+                        origin: UnsafeCell::new(Origin {
+                            seq: 0,
+                            thread: 0,
+                            extra: None,
+                        }),
                         node: Mutex::new(None),
                     })
                     .collect();
@@ -482,8 +508,10 @@ impl Arena {
         // is 0, so no NodeRef reads `op` or locks `node`, and `WeakNodeRef::upgrade`
         // refuses a count of 0) until the count is published below (Release: the writes
         // are seen by whoever takes a count).
+        let origin = crate::dispatch::node_origin();
         unsafe {
             *slot.op.get() = Some(op);
+            *slot.origin.get() = origin;
             *slot.node.data_ptr() = Some(NodeData {
                 saved,
                 released: false,
@@ -565,6 +593,15 @@ impl NodeRef {
             Some(op) => op,
             None => unreachable_dead_node(),
         }
+    }
+    /// Where and when the node was made (fixed for its life; no lock needed).
+    pub fn origin(&self) -> &Origin {
+        // SAFETY: as for `op`: written by `alloc` before the count was published.
+        unsafe { &*self.slot().origin.get() }
+    }
+    /// torch's `sequence_nr` of the node.
+    pub fn sequence_nr(&self) -> u64 {
+        self.origin().seq
     }
     /// Gives up this reference without releasing the node: the slot index if this was
     /// the last one (the caller then clears the slot), else `None`.
@@ -742,7 +779,10 @@ fn clear_slot(idx: u32, dead: &mut SmallVec<[u32; 16]>) {
     }
     *data = None;
     // SAFETY: as above.
-    unsafe { *slot.op.get() = None };
+    unsafe {
+        *slot.op.get() = None;
+        (*slot.origin.get()).extra = None;
+    }
     // (no other writer: a plain increment; upgrade's Acquire load pairs with the
     // Release store of the count that republishes the slot)
     let g = slot.generation.load(Ordering::Relaxed);

@@ -1,5 +1,6 @@
 //! Autograd: the node arena, backward ops' interface, the executor and grad mode.
 
+pub mod anomaly;
 pub mod custom_function;
 pub mod engine;
 pub mod function;

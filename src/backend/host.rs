@@ -7,3 +7,27 @@
 pub use super::cpu::index::{element, index_values, nonzero};
 pub use super::cpu::nn::nll_targets;
 pub use super::cpu::random;
+
+/// Whether a float buffer's elements under `layout` hold a NaN, and an infinity (anomaly
+/// mode's check of every backward output).
+pub fn non_finite(buf: &crate::storage::Buffer, layout: &crate::layout::Layout) -> (bool, bool) {
+    use super::cpu::strided::contiguous;
+    use crate::storage::Buffer;
+    match buf {
+        Buffer::F32(v) => {
+            let v = contiguous(v, layout);
+            (
+                v.iter().any(|x| x.is_nan()),
+                v.iter().any(|x| x.is_infinite()),
+            )
+        }
+        Buffer::F64(v) => {
+            let v = contiguous(v, layout);
+            (
+                v.iter().any(|x| x.is_nan()),
+                v.iter().any(|x| x.is_infinite()),
+            )
+        }
+        Buffer::Bool(_) | Buffer::I64(_) => (false, false),
+    }
+}

@@ -226,6 +226,7 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
     }
     Some(apply_fresh(
         op.aten_name(),
+        &[t],
         requires_grad,
         || {
             if scalar_first {
@@ -280,6 +281,7 @@ fn same_shape_fast_path<B: Into<super::BackwardOp>>(
     ];
     Some(apply_fresh(
         op.aten_name(),
+        &[x, y],
         rx.requires_grad || ry.requires_grad,
         || smallvec::smallvec![rx.edge, ry.edge],
         || {

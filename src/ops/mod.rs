@@ -230,6 +230,7 @@ impl Fresh {
 /// taken from the reads.
 pub(crate) fn apply_fresh<B, F, G>(
     name: &'static str,
+    inputs: &[&Tensor],
     record: bool,
     edges: impl FnOnce() -> SmallVec<[Option<Edge>; 2]>,
     forward: F,
@@ -240,7 +241,7 @@ where
     F: FnOnce() -> Result<Fresh>,
     G: FnOnce(&Fresh) -> (B, SmallVec<[SavedTensor; 2]>),
 {
-    let out = crate::dispatch::forward(name, forward)?;
+    let out = crate::dispatch::forward(name, || shapes_of(inputs), forward)?;
     if !record {
         return Ok(out.into_tensor());
     }
@@ -274,7 +275,7 @@ where
     F: FnOnce() -> Result<Tensor>,
     G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
 {
-    let out = crate::dispatch::forward(name, forward)?;
+    let out = crate::dispatch::forward(name, || shapes_of(inputs), forward)?;
     own_result(&out, inputs);
     if any_requires_grad(inputs) {
         let (op, saved) = backward(&out);
@@ -315,7 +316,12 @@ pub(crate) fn apply_nondiff(
     name: &'static str,
     forward: impl FnOnce() -> Result<Tensor>,
 ) -> Result<Tensor> {
-    crate::dispatch::forward(name, forward)
+    crate::dispatch::forward(name, Vec::new, forward)
+}
+
+/// The shapes of an op's tensor inputs, for a profiler that records them.
+fn shapes_of(inputs: &[&Tensor]) -> Vec<Box<[usize]>> {
+    inputs.iter().map(|t| t.shape().to_vec().into()).collect()
 }
 
 /// The backend of the operands' device (torch's error if they are on two).

@@ -302,6 +302,7 @@ fn unary_on(op: UnaryOp, x: &Tensor, r: Read) -> Result<Tensor> {
     } = r;
     apply_fresh(
         row(op).aten,
+        &[x],
         requires_grad,
         || smallvec::smallvec![edge],
         || unary_kernel_on(op, snap),

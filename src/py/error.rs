@@ -33,6 +33,13 @@ impl From<Error> for PyErr {
     fn from(e: Error) -> PyErr {
         let msg = e.to_string();
         match e {
+            Error::Anomaly(a) => {
+                let warned = Python::attach(|py| super::profiler::warn_anomaly(py, &a));
+                match warned {
+                    Ok(()) => PyErr::from(a.inner),
+                    Err(w) => w,
+                }
+            }
             Error::Runtime(_)
             | Error::BroadcastMismatch { .. }
             | Error::NoGradFn { .. }

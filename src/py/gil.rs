@@ -27,7 +27,7 @@ thread_local! {
     static STATE: Cell<Gil> = const { Cell::new(Gil::Default) };
 }
 
-fn holds_gil() -> bool {
+pub(crate) fn holds_gil() -> bool {
     match STATE.with(Cell::get) {
         Gil::Held => true,
         Gil::Released => false,

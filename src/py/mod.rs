@@ -7,6 +7,7 @@ mod error;
 mod function;
 mod gil;
 mod node;
+mod profiler;
 mod pytensor;
 mod random;
 mod tensor_arith;
@@ -533,6 +534,7 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(linspace, m)?)?;
     m.add_function(wrap_pyfunction!(eye, m)?)?;
     random::register(m)?;
+    profiler::register(m)?;
     m.add_function(wrap_pyfunction!(cat, m)?)?;
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(where_, m)?)?;

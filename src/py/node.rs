@@ -124,6 +124,11 @@ fn edge_tuple(py: Python<'_>, e: &Option<Edge>) -> PyResult<Py<PyAny>> {
 
 #[pymethods]
 impl PyNode {
+    /// The node's sequence number: the order in which its thread made it (torch's; the
+    /// profiler's link from a forward op to this node).
+    fn _sequence_nr(&self) -> u64 {
+        self.node().map_or(u64::MAX, |n| n.sequence_nr())
+    }
     /// Returns the name of this node, e.g. `MulBackward0`.
     fn name(slf: &Bound<'_, Self>) -> PyResult<String> {
         match slf.get().node() {
@@ -180,6 +185,10 @@ impl PyAccumulateGrad {
     /// Returns the name of this node, as torch names it.
     fn name(&self) -> &'static str {
         "torch::autograd::AccumulateGrad"
+    }
+    /// torch numbers no AccumulateGrad node: the largest u64.
+    fn _sequence_nr(&self) -> u64 {
+        u64::MAX
     }
     /// The leaf tensor whose `.grad` this node accumulates into.
     #[getter]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from rgrad import _C
 from rgrad._C import Tensor
+from rgrad.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from rgrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
 __all__ = [
@@ -23,6 +24,8 @@ __all__ = [
     "function",
     "gradcheck",
     "gradgradcheck",
+    "detect_anomaly",
+    "set_detect_anomaly",
 ]
 
 

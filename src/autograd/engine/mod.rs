@@ -353,9 +353,13 @@ impl Task {
 
     /// Runs one node with grad mode = create_graph for all of it (summing, hooks, the
     /// backward formula), so that a double-backward graph is recorded exactly then.
+    /// (the engine's `evaluate_function`, a range of the dispatch point's)
     fn run_node(&self, node: ReadyNode, ready: &mut Ready) -> Result<()> {
-        with_grad_mode(self.opts.create_graph, || {
-            self.run_node_in_mode(node, ready)
+        let n = &self.nodes[node.0].node;
+        crate::dispatch::evaluate(n, || {
+            with_grad_mode(self.opts.create_graph, || {
+                self.run_node_in_mode(node, ready)
+            })
         })
     }
 
@@ -449,16 +453,13 @@ impl Task {
             let ctx = ctx_for(&st.node, &saved, released, needs, meta);
             let formula = op.as_backward();
             // (the one dispatch point of backward: a fused kernel runs inside its node)
-            crate::dispatch::backward(
-                || formula.name(),
-                || {
-                    if formula.as_any().is_none() {
-                        // a built-in formula (a custom Function checks what it unpacks itself)
-                        ctx.check_saved_versions()?;
-                    }
-                    formula.apply(&ctx, &grads)
-                },
-            )?
+            crate::dispatch::backward(&st.node, || {
+                if formula.as_any().is_none() {
+                    // a built-in formula (a custom Function checks what it unpacks itself)
+                    ctx.check_saved_versions()?;
+                }
+                formula.apply(&ctx, &grads)
+            })?
         };
         if outs.len() != st.targets.len() {
             return Err(Error::Internal(format!(
@@ -479,6 +480,14 @@ impl Task {
     fn finish_leaf(&self, leaf: &LeafState) -> Result<()> {
         let mut incoming = std::mem::take(&mut *leaf.incoming.lock());
         incoming.sort_by_key(|x| x.0);
+        crate::dispatch::accumulate(|| self.accumulate_leaf(leaf, incoming))
+    }
+
+    fn accumulate_leaf(
+        &self,
+        leaf: &LeafState,
+        incoming: SmallVec<[(u64, u32, Tensor); 1]>,
+    ) -> Result<()> {
         with_grad_mode(self.opts.create_graph, || -> Result<()> {
             let mut acc: Option<Tensor> = None;
             for (_, _, g) in incoming {
