@@ -184,6 +184,21 @@ fn forward_observed<R>(
     r
 }
 
+/// Runs the forward of an op whose name is known only at run time (a custom Function:
+/// its class name, as torch records it); `name` is asked for only by the profiler.
+pub fn forward_named<R>(name: impl FnOnce() -> String, f: impl FnOnce() -> R) -> R {
+    let _range = if observed() & PROFILER != 0 {
+        crate::profiler::begin(
+            Cow::Owned(name()),
+            crate::profiler::Scope::Function,
+            Vec::new,
+        )
+    } else {
+        None
+    };
+    f()
+}
+
 /// Runs a user's range (`record_function`) or any named range of work: `f` inside it.
 pub fn range<R>(name: Cow<'static, str>, f: impl FnOnce() -> R) -> R {
     let _range = if observed() & PROFILER != 0 {

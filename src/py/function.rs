@@ -211,7 +211,8 @@ impl PyFunctionBase {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        function_apply(cls, args, kwargs)
+        let name = || cls.name().map(|n| n.to_string()).unwrap_or_default();
+        crate::dispatch::forward_named(name, || function_apply(cls, args, kwargs))
     }
 }
 
