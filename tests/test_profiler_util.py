@@ -333,7 +333,6 @@ def test_export_stacks_matches_torch(tmp_path):
 
 
 def test_deprecated_aliases_warn_like_torch():
-    torch = pytest.importorskip("torch")  # noqa: F841
     ours, theirs = build("plain", "cuda")[0], torch_event_list("plain", "cuda")[0]
     for attr in ["cuda_time_total", "self_cuda_time_total", "self_cuda_memory_usage", "cuda_time"]:
         with pytest.warns(FutureWarning) as ours_warnings:
@@ -370,6 +369,17 @@ def test_tree_invariants(config):
     assert 10 not in by_id and by_id[11].cpu_parent is by_id[9]
     assert by_id[1].name == "ProfilerStep*" and by_id[1].trace_name == "ProfilerStep#1"
     assert by_id[2].scope == 7 and by_id[2].is_user_annotation and not by_id[3].is_user_annotation
+
+
+def test_recorder_order_does_not_matter():
+    """Events are sorted by start (longer first); the averages' rows follow that order, not the recorder's."""
+    raw, mem = recording()
+    forward = build("everything")
+    backward = pu.build_event_list(raw[::-1], mem, profile_memory=True, with_flops=True)
+    assert [e.id for e in backward] == [e.id for e in forward]
+    assert str(backward) == str(forward)
+    assert str(backward.key_averages()) == str(forward.key_averages())
+    assert pu.rows_from_raw_events(raw[::-1], mem) == pu.rows_from_raw_events(raw, mem)
 
 
 def test_memory_attribution_and_memory_events():

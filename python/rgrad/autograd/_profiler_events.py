@@ -10,7 +10,8 @@ swap columns). ``EventList`` and the constructors from the recorder's raw data l
 
 Where rgrad differs: ``DeviceType`` is a small Python enum (torch's is a pybind11 enum
 from ``torch._C``); events carry no Kineto metadata (``event_metadata``, ``kernels``
-from a GPU trace), since rgrad records only CPU ranges.
+from a GPU trace), since rgrad records only CPU ranges; the table counts the
+``[memory]`` events' ``flops`` (None) as 0 where torch's raises TypeError.
 """
 
 from __future__ import annotations

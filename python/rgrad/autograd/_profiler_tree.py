@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from rgrad.autograd._profiler_events import (
     SCOPE_BACKWARD_FUNCTION,
+    SCOPE_FUNCTION,
     SCOPE_USER,
     DeviceType,
     FunctionEvent,
@@ -277,7 +278,7 @@ def _parse_raw(raw_events: Iterable[RawEvent], mem_records: Sequence[MemRecord],
             fwd_thread=thread,
             input_shapes=[],
             stack=[],
-            scope=0,
+            scope=SCOPE_FUNCTION,
             cpu_memory_usage=nbytes,
             sequence_nr=-1,
             flops=None,
