@@ -302,11 +302,16 @@ def _fwd_bwd_links(events: Iterable[FunctionEvent]) -> list[tuple[FunctionEvent,
 
 
 def _chrome_trace_events(events: Sequence[FunctionEvent], mem_records: Sequence[MemRecord], pid: int) -> list[dict]:
-    out: list[dict] = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "python"}}]
+    # metadata events carry a ts too, as Kineto's do: some viewers require one on every event
+    out: list[dict] = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "ts": 0, "args": {"name": "python"}}]
     threads = sorted({evt.thread for evt in events} | {thread for _, _, thread in mem_records})
     for thread in threads:
-        out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": thread, "args": {"name": f"thread {thread}"}})
-        out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": thread, "args": {"sort_index": thread}})
+        out.append(
+            {"ph": "M", "name": "thread_name", "pid": pid, "tid": thread, "ts": 0, "args": {"name": f"thread {thread}"}}
+        )
+        out.append(
+            {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": thread, "ts": 0, "args": {"sort_index": thread}}
+        )
     for evt in events:
         if evt.trace_name is None:  # the [memory] events: written below from the records
             continue
