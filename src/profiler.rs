@@ -420,8 +420,8 @@ pub fn made_node(seq: u64) {
             && o.scope == Scope::Function
             && o.seq < 0
         {
+            // (torch gives a forward op no fwd_thread: that field marks backward events)
             o.seq = seq as i64;
-            o.fwd_thread = thread_id();
         }
     })
 }
@@ -494,21 +494,26 @@ pub struct Recording {
     pub memory: Vec<MemRecord>,
 }
 
-/// One key's totals (see [`Recording::averages`]).
+/// One key's totals (see [`Recording::averages`]), in torch's units: times in float
+/// microseconds summed in torch's order, so that they compare equal to what torch's
+/// `key_averages` computes from the same events.
 #[derive(Clone, Debug, Default)]
 pub struct Average {
     pub key: String,
-    /// the grouping's input shapes (only when grouped by them)
-    pub shapes: Option<Box<[Box<[usize]>]>>,
     pub count: u64,
-    pub total_ns: u64,
-    pub self_ns: u64,
+    pub total_us: f64,
+    pub self_us: f64,
     pub memory: i64,
     pub self_memory: i64,
     pub flops: u64,
-    /// every event of the key had this scope and thread-less flags: torch reports the
-    /// first event's `is_legacy`/`scope`-derived fields, kept here as the first's scope
+    /// a `record_function` range (part of the key)
+    pub user: bool,
+    /// the first event's scope
     pub scope: u8,
+    /// the first event's input shapes (only when grouped by them)
+    pub shapes: Option<Box<[Box<[usize]>]>>,
+    /// the first event's parent: (id, name)
+    pub parent: Option<(u64, String)>,
 }
 
 impl Event {
@@ -559,48 +564,117 @@ impl Recording {
         (total, used)
     }
 
-    /// torch's `key_averages()`: totals per key (the name, and the input shapes when
-    /// `by_shapes`), keys in order of first appearance.
+    /// torch's `key_averages()`: totals per key (the name, whether it is a user range,
+    /// and the input shapes when `by_shapes`), keys in the order of their first event.
+    /// Memory records that fall inside no event are torch's `[memory]` events.
     pub fn averages(&self, by_shapes: bool) -> Vec<Average> {
-        let index: HashMap<u64, usize> = self
+        const MEMORY: &str = "[memory]";
+        let (memory, used) = self.memory_usage();
+        // the events and the [memory] events, in torch's order: by (start, -end), events
+        // before memory records on ties (a stable sort of events then records)
+        struct Item<'a> {
+            name: Cow<'a, str>,
+            start_us: f64,
+            end_us: f64,
+            memory: i64,
+            event: Option<&'a Event>,
+        }
+        let mut items: Vec<Item<'_>> = self
             .events
             .iter()
-            .enumerate()
-            .map(|(i, e)| (e.id, i))
+            .zip(&memory)
+            .map(|(e, &m)| Item {
+                name: key_name(e.full_name()),
+                start_us: e.start as f64 / 1000.0,
+                end_us: e.end as f64 / 1000.0,
+                memory: m,
+                event: Some(e),
+            })
             .collect();
-        let mut children_ns = vec![0u64; self.events.len()];
-        let (memory, _) = self.memory_usage();
-        let mut children_memory = vec![0i64; self.events.len()];
-        for (i, e) in self.events.iter().enumerate() {
-            if let Some(&p) = index.get(&e.parent) {
-                children_ns[p] += e.end - e.start;
-                children_memory[p] += memory[i];
+        for (m, &u) in self.memory.iter().zip(&used) {
+            if !u {
+                let at = m.at as f64 / 1000.0;
+                items.push(Item {
+                    name: Cow::Borrowed(MEMORY),
+                    start_us: at,
+                    end_us: at,
+                    memory: m.bytes,
+                    event: None,
+                });
+            }
+        }
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (x, y) = (&items[a], &items[b]);
+            x.start_us
+                .total_cmp(&y.start_us)
+                .then(y.end_us.total_cmp(&x.end_us))
+        });
+        let index: HashMap<u64, usize> = items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, it)| Some((it.event?.id, i)))
+            .collect();
+        // children's totals, summed in start order
+        let mut children_us = vec![0f64; items.len()];
+        let mut children_memory = vec![0i64; items.len()];
+        for &i in &order {
+            if let Some(e) = items[i].event
+                && let Some(&p) = index.get(&e.parent)
+            {
+                children_us[p] += items[i].end_us - items[i].start_us;
+                children_memory[p] += items[i].memory;
             }
         }
         let mut out: Vec<Average> = Vec::new();
-        type Key<'a> = (Cow<'a, str>, Option<&'a [Box<[usize]>]>);
+        type Key<'a> = (&'a str, bool, Option<&'a [Box<[usize]>]>);
         let mut slot: HashMap<Key<'_>, usize> = HashMap::new();
-        for (i, e) in self.events.iter().enumerate() {
-            let shapes = if by_shapes { e.shapes.as_deref() } else { None };
-            let k = *slot.entry((e.full_name(), shapes)).or_insert_with(|| {
+        for &i in &order {
+            let it = &items[i];
+            let user = it.event.is_some_and(|e| e.scope == Scope::UserScope);
+            let shapes = if by_shapes {
+                it.event.and_then(|e| e.shapes.as_deref())
+            } else {
+                None
+            };
+            let k = *slot.entry((&it.name, user, shapes)).or_insert_with(|| {
+                let parent = it.event.and_then(|e| {
+                    let p = items[*index.get(&e.parent)?].event?;
+                    Some((p.id, key_name(p.full_name()).into_owned()))
+                });
                 out.push(Average {
-                    key: e.full_name().into_owned(),
-                    shapes: shapes.map(|s| s.to_vec().into_boxed_slice()),
-                    scope: e.scope as u8,
+                    key: it.name.clone().into_owned(),
+                    user,
+                    scope: it.event.map_or(0, |e| e.scope as u8),
+                    shapes: by_shapes.then(|| {
+                        shapes
+                            .map(|s| s.to_vec().into_boxed_slice())
+                            .unwrap_or_default()
+                    }),
+                    parent,
                     ..Average::default()
                 });
                 out.len() - 1
             });
             let a = &mut out[k];
-            let total = e.end - e.start;
+            let total = it.end_us - it.start_us;
             a.count += 1;
-            a.total_ns += total;
-            a.self_ns += total.saturating_sub(children_ns[i]);
-            a.memory += memory[i];
-            a.self_memory += memory[i] - children_memory[i];
-            a.flops += e.flops.unwrap_or(0);
+            a.total_us += total;
+            a.self_us += total - children_us[i];
+            a.memory += it.memory;
+            a.self_memory += it.memory - children_memory[i];
+            a.flops += it.event.and_then(|e| e.flops).unwrap_or(0);
         }
         out
+    }
+}
+
+/// The name torch groups an event under: `ProfilerStep#3` is `ProfilerStep*`.
+fn key_name(name: Cow<'_, str>) -> Cow<'_, str> {
+    if name.starts_with("ProfilerStep#") {
+        Cow::Borrowed("ProfilerStep*")
+    } else {
+        name
     }
 }
 
@@ -627,11 +701,14 @@ mod tests {
         assert_eq!(outer.parent, 0);
         assert!(outer.start <= inner.start && inner.end <= outer.end);
         assert_eq!(inner.seq, 7);
-        assert_eq!(inner.fwd_thread, thread_id());
+        assert_eq!(inner.fwd_thread, 0);
         let avg = r.averages(false);
         let o = avg.iter().find(|a| a.key == "outer").unwrap();
-        assert!(o.self_ns <= o.total_ns);
+        assert!(o.self_us <= o.total_us);
         assert_eq!(o.count, 1);
+        assert!(o.user);
+        let m = avg.iter().find(|a| a.key == "aten::mul").unwrap();
+        assert_eq!(m.parent.as_ref().map(|p| p.1.as_str()), Some("outer"));
     }
 
     #[test]

@@ -55,7 +55,7 @@ from rgrad.random import (
     seed,
     set_rng_state,
 )
-from rgrad import autograd, nn, random, return_types, utils  # noqa: F401
+from rgrad import autograd, nn, profiler, random, return_types, utils  # noqa: F401
 from rgrad._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor
 from rgrad.autograd.anomaly_mode import set_anomaly_enabled
 from rgrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled

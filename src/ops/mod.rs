@@ -243,26 +243,30 @@ where
 {
     // (the op's range covers its recording, as torch's does: the node made here carries
     // the op's sequence number)
-    crate::dispatch::forward(name, || shapes_of(inputs), || {
-        let out = forward()?;
-        if !record {
-            return Ok(out.into_tensor());
-        }
-        let (op, saved) = backward(&out);
-        let meta = OutputMeta {
-            shape: crate::shape::copy(&out.layout.shape),
-            dtype: out.dtype,
-        };
-        let mut node = Node::new(op.into(), edges(), smallvec::smallvec![meta]);
-        node.saved = saved;
-        let node = NodeRef::new(node)?;
-        Ok(Tensor::with_history(
-            out.storage,
-            out.layout,
-            out.dtype,
-            node,
-        ))
-    })
+    crate::dispatch::forward(
+        name,
+        || shapes_of(inputs),
+        || {
+            let out = forward()?;
+            if !record {
+                return Ok(out.into_tensor());
+            }
+            let (op, saved) = backward(&out);
+            let meta = OutputMeta {
+                shape: crate::shape::copy(&out.layout.shape),
+                dtype: out.dtype,
+            };
+            let mut node = Node::new(op.into(), edges(), smallvec::smallvec![meta]);
+            node.saved = saved;
+            let node = NodeRef::new(node)?;
+            Ok(Tensor::with_history(
+                out.storage,
+                out.layout,
+                out.dtype,
+                node,
+            ))
+        },
+    )
 }
 
 /// The one dispatch point. Runs `forward`; if grad mode is on and an input requires
@@ -279,15 +283,19 @@ where
     F: FnOnce() -> Result<Tensor>,
     G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
 {
-    crate::dispatch::forward(name, || shapes_of(inputs), || {
-        let out = forward()?;
-        own_result(&out, inputs);
-        if any_requires_grad(inputs) {
-            let (op, saved) = backward(&out);
-            attach(op.into(), inputs, saved, &[&out])?;
-        }
-        Ok(out)
-    })
+    crate::dispatch::forward(
+        name,
+        || shapes_of(inputs),
+        || {
+            let out = forward()?;
+            own_result(&out, inputs);
+            if any_requires_grad(inputs) {
+                let (op, saved) = backward(&out);
+                attach(op.into(), inputs, saved, &[&out])?;
+            }
+            Ok(out)
+        },
+    )
 }
 
 /// A forward that built its result as a view of one of its own temporaries (a keepdim

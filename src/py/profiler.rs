@@ -106,9 +106,10 @@ impl PyRecording {
     fn __len__(&self) -> usize {
         self.r.events.len()
     }
-    /// key_averages' rows, keys in order of first appearance: `(key, count,
-    /// cpu_time_total_ns, self_cpu_time_total_ns, cpu_memory_usage,
-    /// self_cpu_memory_usage, input_shapes, flops, scope)`.
+    /// key_averages' rows, keys in order of first appearance (the row format of
+    /// `profiler_util.averages_from_rows`): `(key, count, cpu_time_total_us,
+    /// self_cpu_time_total_us, cpu_memory_usage, self_cpu_memory_usage, flops,
+    /// is_user_annotation, scope, input_shapes, stack, parent)`.
     #[pyo3(signature = (group_by_input_shape=false))]
     fn averages<'py>(
         &self,
@@ -122,13 +123,16 @@ impl PyRecording {
                 [
                     a.key.into_pyobject(py)?.into_any(),
                     a.count.into_pyobject(py)?.into_any(),
-                    a.total_ns.into_pyobject(py)?.into_any(),
-                    a.self_ns.into_pyobject(py)?.into_any(),
+                    a.total_us.into_pyobject(py)?.into_any(),
+                    a.self_us.into_pyobject(py)?.into_any(),
                     a.memory.into_pyobject(py)?.into_any(),
                     a.self_memory.into_pyobject(py)?.into_any(),
-                    shapes_list(py, a.shapes.as_deref())?,
                     a.flops.into_pyobject(py)?.into_any(),
+                    pyo3::types::PyBool::new(py, a.user).to_owned().into_any(),
                     a.scope.into_pyobject(py)?.into_any(),
+                    shapes_list(py, a.shapes.as_deref())?,
+                    PyList::empty(py).into_any(),
+                    a.parent.into_pyobject(py)?.into_any(),
                 ],
             )?;
             out.append(t)?;

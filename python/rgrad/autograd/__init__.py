@@ -8,7 +8,9 @@ from collections.abc import Sequence
 
 from rgrad import _C
 from rgrad._C import Tensor
+from rgrad.autograd import profiler  # noqa: F401  (rgrad.autograd.profiler, as torch's)
 from rgrad.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
+from rgrad.autograd.profiler_util import DeviceType  # noqa: F401
 from rgrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
 __all__ = [
