@@ -52,7 +52,7 @@ pub struct Event {
     pub id: u64,
     /// the enclosing event on the same thread, 0 for none
     pub parent: u64,
-    pub name: Cow<'static, str>,
+    pub name: &'static str,
     /// the engine's evaluation of a node: its name reads
     /// `autograd::engine::evaluate_function: <name>`
     pub evaluate: bool,
@@ -67,12 +67,59 @@ pub struct Event {
     /// the thread that made that node, 0 for none
     pub fwd_thread: u32,
     pub scope: Scope,
+    /// what only some sessions record (one pointer in every event)
+    extra: Option<Box<EventExtra>>,
+}
+
+/// The parts of an event that only some sessions record.
+#[derive(Clone, Debug, Default)]
+struct EventExtra {
     /// the op's tensor inputs' shapes (`record_shapes`)
-    pub shapes: Option<Box<[Box<[usize]>]>>,
+    shapes: Option<Box<[Box<[usize]>]>>,
     /// floating-point operations (`with_flops`, ops with a formula)
-    pub flops: Option<u64>,
+    flops: Option<u64>,
     /// the Python stack it was called from (`with_stack`)
-    pub stack: Option<Arc<dyn crate::autograd::anomaly::Traceback>>,
+    stack: Option<Arc<dyn crate::autograd::anomaly::Traceback>>,
+}
+
+// 1,000,000 events must fit in 100 MB while recorded
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Event>() <= 80);
+
+impl Event {
+    /// The op's tensor inputs' shapes (`record_shapes`).
+    pub fn shapes(&self) -> Option<&[Box<[usize]>]> {
+        self.extra.as_ref()?.shapes.as_deref()
+    }
+    /// Floating-point operations (`with_flops`, ops with a formula).
+    pub fn flops(&self) -> Option<u64> {
+        self.extra.as_ref()?.flops
+    }
+    /// The Python stack it was called from (`with_stack`).
+    pub fn stack(&self) -> Option<&Arc<dyn crate::autograd::anomaly::Traceback>> {
+        self.extra.as_ref()?.stack.as_ref()
+    }
+}
+
+/// A name as a `&'static str`: built-in names are; a run-time name (a custom Function's,
+/// a user range's) is interned once per distinct name for the life of the process.
+fn intern(name: Cow<'static, str>) -> &'static str {
+    match name {
+        Cow::Borrowed(s) => s,
+        Cow::Owned(s) => {
+            static NAMES: Mutex<Option<std::collections::HashSet<&'static str>>> = Mutex::new(None);
+            let mut names = NAMES.lock();
+            let names = names.get_or_insert_with(Default::default);
+            match names.get(s.as_str()) {
+                Some(&n) => n,
+                None => {
+                    let n: &'static str = Box::leak(s.into_boxed_str());
+                    names.insert(n);
+                    n
+                }
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for dyn crate::autograd::anomaly::Traceback {
@@ -138,10 +185,27 @@ struct Session {
     buffers: Vec<Arc<Mutex<Buffer>>>,
 }
 
+/// A thread's records. Events go in fixed-size chunks: no reallocation copies a
+/// growing buffer, and no doubling leaves half of one unused.
 #[derive(Default)]
 struct Buffer {
-    events: Vec<Event>,
+    events: Vec<Vec<Event>>,
     memory: Vec<MemRecord>,
+}
+
+const CHUNK_EVENTS: usize = 8192;
+
+impl Buffer {
+    fn push(&mut self, e: Event) {
+        match self.events.last_mut() {
+            Some(c) if c.len() < CHUNK_EVENTS => c.push(e),
+            _ => {
+                let mut c = Vec::with_capacity(CHUNK_EVENTS);
+                c.push(e);
+                self.events.push(c);
+            }
+        }
+    }
 }
 
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
@@ -268,15 +332,22 @@ pub fn stop() -> crate::Result<Recording> {
     let span = end_ticks.saturating_sub(session.start_ticks).max(1);
     let ns_per_tick = elapsed.as_nanos() as f64 / span as f64;
     let to_ns = |t: u64| (t.saturating_sub(session.start_ticks) as f64 * ns_per_tick) as u64;
-    let mut events = Vec::new();
+    let buffers: Vec<_> = session
+        .buffers
+        .iter()
+        .map(|b| std::mem::take(&mut *b.lock()))
+        .collect();
+    let n: usize = buffers.iter().flat_map(|b| &b.events).map(Vec::len).sum();
+    let mut events = Vec::with_capacity(n);
     let mut memory = Vec::new();
-    for b in &session.buffers {
-        let mut b = b.lock();
-        events.extend(b.events.drain(..).map(|mut e| {
-            e.start = to_ns(e.start);
-            e.end = to_ns(e.end);
-            e
-        }));
+    for mut b in buffers {
+        for chunk in b.events.drain(..) {
+            events.extend(chunk.into_iter().map(|mut e| {
+                e.start = to_ns(e.start);
+                e.end = to_ns(e.end);
+                e
+            }));
+        }
         memory.extend(b.memory.drain(..).map(|mut m| {
             m.at = to_ns(m.at);
             m
@@ -390,10 +461,17 @@ pub fn end() {
         } else {
             None
         };
+        let extra = (o.shapes.is_some() || flops.is_some() || o.stack.is_some()).then(|| {
+            Box::new(EventExtra {
+                shapes: o.shapes,
+                flops,
+                stack: o.stack,
+            })
+        });
         let event = Event {
             id: o.id,
             parent,
-            name: o.name,
+            name: intern(o.name),
             evaluate: o.evaluate,
             thread: thread_id(),
             start: o.start,
@@ -401,12 +479,10 @@ pub fn end() {
             seq: o.seq,
             fwd_thread: o.fwd_thread,
             scope: o.scope,
-            shapes: o.shapes,
-            flops,
-            stack: o.stack,
+            extra,
         };
         if let Some(b) = &l.buffer {
-            b.lock().events.push(event);
+            b.lock().push(event);
         }
     });
 }
@@ -525,7 +601,7 @@ impl Event {
                 self.name
             ))
         } else {
-            Cow::Borrowed(&self.name)
+            Cow::Borrowed(self.name)
         }
     }
 }
@@ -633,7 +709,7 @@ impl Recording {
             let it = &items[i];
             let user = it.event.is_some_and(|e| e.scope == Scope::UserScope);
             let shapes = if by_shapes {
-                it.event.and_then(|e| e.shapes.as_deref())
+                it.event.and_then(Event::shapes)
             } else {
                 None
             };
@@ -663,7 +739,7 @@ impl Recording {
             a.self_us += total - children_us[i];
             a.memory += it.memory;
             a.self_memory += it.memory - children_memory[i];
-            a.flops += it.event.and_then(|e| e.flops).unwrap_or(0);
+            a.flops += it.event.and_then(Event::flops).unwrap_or(0);
         }
         out
     }

@@ -9,25 +9,40 @@ pub use super::cpu::nn::nll_targets;
 pub use super::cpu::random;
 
 /// Whether a float buffer's elements under `layout` hold a NaN, and an infinity (anomaly
-/// mode's check of every backward output).
+/// mode's check of every backward output). One vectorizable pass (`x * 0` is NaN exactly
+/// for a NaN or an infinity, summed in independent lanes); a second pass only when it
+/// finds one.
 pub fn non_finite(buf: &crate::storage::Buffer, layout: &crate::layout::Layout) -> (bool, bool) {
     use super::cpu::strided::contiguous;
     use crate::storage::Buffer;
+    fn scan<
+        T: Copy + Into<f64> + std::ops::Mul<Output = T> + std::ops::Add<Output = T> + Default,
+    >(
+        v: &[T],
+    ) -> (bool, bool) {
+        const LANES: usize = 16;
+        let mut acc = [T::default(); LANES];
+        let chunks = v.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for (a, &x) in acc.iter_mut().zip(c) {
+                *a = *a + x * T::default();
+            }
+        }
+        let clean = acc
+            .iter()
+            .chain(rest)
+            .all(|&a| (a * T::default()).into() == 0.0);
+        if clean {
+            return (false, false);
+        }
+        let nan = v.iter().any(|&x| x.into().is_nan());
+        let inf = v.iter().any(|&x| x.into().is_infinite());
+        (nan, inf)
+    }
     match buf {
-        Buffer::F32(v) => {
-            let v = contiguous(v, layout);
-            (
-                v.iter().any(|x| x.is_nan()),
-                v.iter().any(|x| x.is_infinite()),
-            )
-        }
-        Buffer::F64(v) => {
-            let v = contiguous(v, layout);
-            (
-                v.iter().any(|x| x.is_nan()),
-                v.iter().any(|x| x.is_infinite()),
-            )
-        }
+        Buffer::F32(v) => scan(&contiguous(v, layout)),
+        Buffer::F64(v) => scan(&contiguous(v, layout)),
         Buffer::Bool(_) | Buffer::I64(_) => (false, false),
     }
 }

@@ -90,9 +90,9 @@ impl PyRecording {
                 e.seq,
                 e.fwd_thread,
                 e.scope as u8,
-                shapes_list(py, e.shapes.as_deref())?,
-                e.stack.as_ref().map(|s| s.entries()),
-                e.flops,
+                shapes_list(py, e.shapes())?,
+                e.stack().map(|s| s.entries()),
+                e.flops(),
             );
             out.append(t.into_pyobject(py)?)?;
         }
@@ -258,6 +258,13 @@ fn format_frames(py: Python<'_>, frames: &[(Py<PyAny>, i32)]) -> PyResult<Vec<St
     Ok(out)
 }
 
+unsafe extern "C" {
+    /// CPython's (3.9 and later, every version the abi3 wheel runs on): the calling frame
+    /// as a new reference, or null. Not in the limited API's headers, but exported by
+    /// every interpreter; the `f_back` attribute would cost a lookup per frame.
+    fn PyFrame_GetBack(frame: *mut pyo3::ffi::PyFrameObject) -> *mut pyo3::ffi::PyFrameObject;
+}
+
 /// The capture anomaly mode runs as each node is made: only on a thread that holds the
 /// GIL (a backward worker making a double-backward node records its parent instead).
 fn capture() -> Option<Arc<dyn anomaly::Traceback>> {
@@ -274,25 +281,27 @@ fn capture() -> Option<Arc<dyn anomaly::Traceback>> {
     if frame.is_null() {
         return None;
     }
-    // SAFETY: `frame` is a live frame object (above).
+    // SAFETY: `frame` is a live frame object (above); we own a new reference to it.
     let mut frame: Bound<'_, PyAny> =
         unsafe { Bound::from_borrowed_ptr(py, frame.cast::<pyo3::ffi::PyObject>()) };
     loop {
         let f = frame.as_ptr().cast::<pyo3::ffi::PyFrameObject>();
-        // SAFETY: `f` is a live frame (we hold a reference); GetCode returns a new
-        // reference, GetLineNumber a plain int.
-        let (code, line) = unsafe {
+        // SAFETY: `f` is a live frame (we hold a reference); GetCode and GetBack return
+        // new references (GetBack: null for the outermost frame), GetLineNumber an int.
+        let (code, line, back) = unsafe {
             let code = pyo3::ffi::PyFrame_GetCode(f);
             (
                 Bound::<PyAny>::from_owned_ptr(py, code.cast::<pyo3::ffi::PyObject>()).unbind(),
                 pyo3::ffi::PyFrame_GetLineNumber(f),
+                PyFrame_GetBack(f),
             )
         };
         frames.push((code, line));
-        match frame.getattr("f_back") {
-            Ok(b) if !b.is_none() => frame = b,
-            _ => break,
+        if back.is_null() {
+            break;
         }
+        // SAFETY: a new reference to a live frame (above).
+        frame = unsafe { Bound::from_owned_ptr(py, back.cast::<pyo3::ffi::PyObject>()) };
     }
     Some(Arc::new(PyTraceback { frames }))
 }
