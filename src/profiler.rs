@@ -4,7 +4,7 @@
 //! [`Event`] in its thread's own buffer; allocations and frees are [`MemRecord`]s.
 //!
 //! Cost: off, one relaxed atomic load per op (in `dispatch`). On, an event is two reads
-//! of the time-stamp counter and one uncontended lock of the thread's buffer; names are
+//! of the time-stamp counter and one atomic exchange on the thread's own buffer; names are
 //! `&'static str` for built-in ops and nodes (a custom Function's node name is the only
 //! one that allocates). Nesting is kept on a thread-local stack, so each event knows its
 //! parent without the reader re-deriving it from times. [`stop`] gathers every thread's
@@ -14,7 +14,7 @@
 
 use parking_lot::Mutex;
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{RefCell, UnsafeCell};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -182,7 +182,46 @@ struct Session {
     config: Config,
     started: Instant,
     start_ticks: u64,
-    buffers: Vec<Arc<Mutex<Buffer>>>,
+    buffers: Vec<Arc<ThreadBuffer>>,
+}
+
+/// A thread's records, written by that thread alone, without a lock: one atomic
+/// exchange per event (`write`); [`stop`] reads them once no write is under way.
+struct ThreadBuffer {
+    busy: AtomicBool,
+    data: UnsafeCell<Buffer>,
+}
+
+// SAFETY: `data` is written only by the owning thread inside `write`, and read only by
+// `take`, whose protocol (below) excludes a concurrent `write`.
+unsafe impl Sync for ThreadBuffer {}
+
+impl ThreadBuffer {
+    /// Runs `f` on the records if they still belong to the session `generation`.
+    #[inline]
+    fn write(&self, generation: u64, f: impl FnOnce(&mut Buffer)) {
+        // Dekker's pattern with `take`: whichever of this store and `take`'s load of
+        // `busy` comes first in the single order of SeqCst operations, either `take` waits
+        // for this write, or this thread sees the new generation and does not write.
+        self.busy.store(true, Ordering::SeqCst);
+        if GENERATION.load(Ordering::SeqCst) == generation {
+            // SAFETY: only the owning thread calls `write`; `take` does not read while
+            // `busy` is set (see above).
+            f(unsafe { &mut *self.data.get() });
+        }
+        self.busy.store(false, Ordering::Release);
+    }
+    /// The records; called by `stop` after it bumped `GENERATION`, so that no write
+    /// starts after the wait below.
+    fn take(&self) -> Buffer {
+        while self.busy.load(Ordering::SeqCst) {
+            std::hint::spin_loop();
+        }
+        // SAFETY: no write is under way (busy is clear) and none will start (the
+        // generation moved on before the wait); the Acquire of the load orders this read
+        // after the last write's Release.
+        std::mem::take(unsafe { &mut *self.data.get() })
+    }
 }
 
 /// A thread's records. Events go in fixed-size chunks: no reallocation copies a
@@ -195,16 +234,27 @@ struct Buffer {
 
 const CHUNK_EVENTS: usize = 8192;
 
+/// Emptied chunks kept for the next sessions (a fresh chunk costs a page fault per 51
+/// events on first touch); at most `POOL_CHUNKS` of them (5 MB).
+static CHUNK_POOL: Mutex<Vec<Vec<Event>>> = Mutex::new(Vec::new());
+const POOL_CHUNKS: usize = 8;
+
 impl Buffer {
+    #[inline]
     fn push(&mut self, e: Event) {
         match self.events.last_mut() {
             Some(c) if c.len() < CHUNK_EVENTS => c.push(e),
-            _ => {
-                let mut c = Vec::with_capacity(CHUNK_EVENTS);
-                c.push(e);
-                self.events.push(c);
-            }
+            _ => self.push_in_new_chunk(e),
         }
+    }
+    #[cold]
+    fn push_in_new_chunk(&mut self, e: Event) {
+        let mut c = CHUNK_POOL
+            .lock()
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(CHUNK_EVENTS));
+        c.push(e);
+        self.events.push(c);
     }
 }
 
@@ -226,7 +276,9 @@ struct Open {
 struct Local {
     generation: u64,
     config: Config,
-    buffer: Option<Arc<Mutex<Buffer>>>,
+    buffer: Option<Arc<ThreadBuffer>>,
+    /// this thread's id (see [`thread_id`])
+    thread: u32,
     open: Vec<Open>,
     /// ids are taken from the global counter in blocks, so that threads do not share a
     /// cache line per event
@@ -245,6 +297,7 @@ thread_local! {
                 with_stack: false,
             },
             buffer: None,
+            thread: 0,
             open: Vec::new(),
             next_id: 0,
             last_id: 0,
@@ -266,10 +319,14 @@ impl Local {
         let Some(session) = s.as_mut() else {
             return false;
         };
-        let buffer = Arc::new(Mutex::new(Buffer::default()));
+        let buffer = Arc::new(ThreadBuffer {
+            busy: AtomicBool::new(false),
+            data: UnsafeCell::new(Buffer::default()),
+        });
         session.buffers.push(buffer.clone());
         self.config = session.config;
         self.buffer = Some(buffer);
+        self.thread = thread_id();
         self.generation = generation;
         self.open.clear();
         self.next_id = 0;
@@ -326,35 +383,39 @@ pub fn stop() -> crate::Result<Recording> {
     ACTIVE.store(false, Ordering::Release);
     MEMORY.store(false, Ordering::Relaxed);
     crate::dispatch::observe(crate::dispatch::PROFILER, false);
-    GENERATION.fetch_add(1, Ordering::AcqRel);
+    GENERATION.fetch_add(1, Ordering::SeqCst);
     drop(s);
     let (end_ticks, elapsed) = (ticks(), session.started.elapsed());
     let span = end_ticks.saturating_sub(session.start_ticks).max(1);
     let ns_per_tick = elapsed.as_nanos() as f64 / span as f64;
     let to_ns = |t: u64| (t.saturating_sub(session.start_ticks) as f64 * ns_per_tick) as u64;
-    let buffers: Vec<_> = session
-        .buffers
-        .iter()
-        .map(|b| std::mem::take(&mut *b.lock()))
-        .collect();
-    let n: usize = buffers.iter().flat_map(|b| &b.events).map(Vec::len).sum();
-    let mut events = Vec::with_capacity(n);
+    let buffers: Vec<_> = session.buffers.iter().map(|b| b.take()).collect();
+    // the chunks stay where they are (no second copy of a million events); an index
+    // gives the order
+    let mut chunks = Vec::new();
     let mut memory = Vec::new();
     for mut b in buffers {
-        for chunk in b.events.drain(..) {
-            events.extend(chunk.into_iter().map(|mut e| {
+        for mut chunk in b.events.drain(..) {
+            for e in &mut chunk {
                 e.start = to_ns(e.start);
                 e.end = to_ns(e.end);
-                e
-            }));
+            }
+            chunks.push(chunk);
         }
         memory.extend(b.memory.drain(..).map(|mut m| {
             m.at = to_ns(m.at);
             m
         }));
     }
+    let mut order: Vec<(u32, u32)> = chunks
+        .iter()
+        .enumerate()
+        .flat_map(|(c, chunk)| (0..chunk.len()).map(move |i| (c as u32, i as u32)))
+        .collect();
     // torch's order: by start, the longer (the parent) first
-    events.sort_by(|a, b| {
+    let at = |&(c, i): &(u32, u32)| &chunks[c as usize][i as usize];
+    order.sort_by(|x, y| {
+        let (a, b) = (at(x), at(y));
         a.start
             .cmp(&b.start)
             .then(b.end.cmp(&a.end))
@@ -363,9 +424,51 @@ pub fn stop() -> crate::Result<Recording> {
     memory.sort_by_key(|m| m.at);
     Ok(Recording {
         config: session.config,
-        events,
+        events: Events { chunks, order },
         memory,
     })
+}
+
+/// A session's events, in order (see [`Recording`]).
+pub struct Events {
+    chunks: Vec<Vec<Event>>,
+    order: Vec<(u32, u32)>,
+}
+
+impl Events {
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &Event> + '_ {
+        self.order
+            .iter()
+            .map(|&(c, i)| &self.chunks[c as usize][i as usize])
+    }
+}
+
+impl<'a> IntoIterator for &'a Events {
+    type Item = &'a Event;
+    type IntoIter = Box<dyn ExactSizeIterator<Item = &'a Event> + 'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        // emptied chunks go back to the pool for the next session
+        let mut pool = CHUNK_POOL.lock();
+        for mut chunk in self.chunks.drain(..) {
+            if pool.len() >= POOL_CHUNKS {
+                break;
+            }
+            chunk.clear();
+            pool.push(chunk);
+        }
+    }
 }
 
 /// An open range, ended when dropped (on every path out of the op, errors included).
@@ -452,9 +555,6 @@ pub fn end() {
     LOCAL.with(|l| {
         let mut l = l.borrow_mut();
         let Some(o) = l.open.pop() else { return };
-        if GENERATION.load(Ordering::Acquire) != l.generation {
-            return; // the session ended while this event was open
-        }
         let parent = l.open.last().map_or(0, |p| p.id);
         let flops = if l.config.with_flops {
             o.shapes.as_deref().and_then(|s| flops(&o.name, s))
@@ -473,7 +573,7 @@ pub fn end() {
             parent,
             name: intern(o.name),
             evaluate: o.evaluate,
-            thread: thread_id(),
+            thread: l.thread,
             start: o.start,
             end,
             seq: o.seq,
@@ -482,7 +582,7 @@ pub fn end() {
             extra,
         };
         if let Some(b) = &l.buffer {
-            b.lock().push(event);
+            b.write(l.generation, |buf| buf.push(event));
         }
     });
 }
@@ -532,11 +632,10 @@ fn memory_slow(bytes: i64) {
         if !l.attach() {
             return;
         }
+        let thread = l.thread;
         if let Some(b) = &l.buffer {
-            b.lock().memory.push(MemRecord {
-                at,
-                bytes,
-                thread: thread_id(),
+            b.write(l.generation, |buf| {
+                buf.memory.push(MemRecord { at, bytes, thread })
             });
         }
     })
@@ -566,7 +665,7 @@ fn flops(name: &str, shapes: &[Box<[usize]>]) -> Option<u64> {
 /// start time (a parent before its children).
 pub struct Recording {
     pub config: Config,
-    pub events: Vec<Event>,
+    pub events: Events,
     pub memory: Vec<MemRecord>,
 }
 
@@ -796,6 +895,64 @@ mod tests {
         let r = stop().unwrap();
         assert!(r.events.is_empty());
         assert!(stop().is_err());
+    }
+
+    #[test]
+    fn sessions_start_and_stop_while_other_threads_record() {
+        let _g = SERIAL.lock();
+        let stop_flag = Arc::new(AtomicBool::new(false));
+        let running = Arc::new(AtomicU32::new(0));
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let (stop_flag, running) = (stop_flag.clone(), running.clone());
+                std::thread::spawn(move || {
+                    let mut n = 0u64;
+                    running.fetch_add(1, Ordering::SeqCst);
+                    while !stop_flag.load(Ordering::Relaxed) {
+                        let _outer = begin("outer".into(), Scope::UserScope, Vec::new);
+                        let _inner = begin("inner".into(), Scope::Function, Vec::new);
+                        memory(4);
+                        n += 1;
+                        if n.is_multiple_of(64) {
+                            std::thread::sleep(std::time::Duration::from_micros(50));
+                        }
+                    }
+                    n
+                })
+            })
+            .collect();
+        while running.load(Ordering::SeqCst) < 4 {
+            std::thread::yield_now();
+        }
+        let mut recorded = 0;
+        for _ in 0..100 {
+            start(Config {
+                profile_memory: true,
+                ..Config::default()
+            })
+            .unwrap();
+            std::thread::sleep(std::time::Duration::from_micros(100));
+            let r = stop().unwrap();
+            recorded += r.events.len();
+            let ids: std::collections::HashSet<u64> = r.events.iter().map(|e| e.id).collect();
+            assert_eq!(ids.len(), r.events.len());
+            for e in &r.events {
+                assert!(e.start <= e.end);
+                // (a parent still open at `stop` is left out: its child is then top-level)
+                if e.name == "inner"
+                    && let Some(p) = r.events.iter().find(|p| p.id == e.parent)
+                {
+                    assert_eq!(p.name, "outer");
+                    assert_eq!(p.thread, e.thread);
+                    assert!(p.start <= e.start && e.end <= p.end);
+                }
+            }
+        }
+        stop_flag.store(true, Ordering::Relaxed);
+        for w in workers {
+            assert!(w.join().unwrap() > 0);
+        }
+        assert!(recorded > 0);
     }
 
     #[test]

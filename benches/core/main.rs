@@ -1,5 +1,6 @@
 //! Criterion benches of the Rust core, no Python: physical floors, elementwise, reduce,
-//! matmul, graph (build / backward / free, wide backward at 1 and N threads, arena reuse).
+//! matmul, graph (build / backward / free, wide backward at 1 and N threads, arena reuse),
+//! the profiler's cost per event.
 //!
 //! Ids follow STYLE.md §9: `family/op/dtype/shape/device`, with a `/1t` or `/Nt` suffix
 //! where the thread count is part of the question. Throughputs: GB/s (decimal) for
@@ -21,6 +22,7 @@ mod elementwise;
 mod floors;
 mod graph;
 mod matmul;
+mod profiler;
 mod reduce;
 mod util;
 
@@ -34,6 +36,7 @@ criterion_group!(
     elementwise::bench,
     reduce::bench,
     graph::bench,
+    profiler::bench,
     matmul::bench
 );
 criterion_main!(benches);

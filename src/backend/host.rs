@@ -40,9 +40,21 @@ pub fn non_finite(buf: &crate::storage::Buffer, layout: &crate::layout::Layout) 
         let inf = v.iter().any(|&x| x.into().is_infinite());
         (nan, inf)
     }
+    // (a dense layout in any order, a transposed gradient say, is scanned in place: the
+    // answer does not depend on the order)
+    let dense = layout.is_non_overlapping_and_dense().then(|| {
+        let (lo, hi) = layout.storage_span();
+        lo..hi
+    });
     match buf {
-        Buffer::F32(v) => scan(&contiguous(v, layout)),
-        Buffer::F64(v) => scan(&contiguous(v, layout)),
+        Buffer::F32(v) => match dense.and_then(|r| v.get(r)) {
+            Some(d) => scan(d),
+            None => scan(&contiguous(v, layout)),
+        },
+        Buffer::F64(v) => match dense.and_then(|r| v.get(r)) {
+            Some(d) => scan(d),
+            None => scan(&contiguous(v, layout)),
+        },
         Buffer::Bool(_) | Buffer::I64(_) => (false, false),
     }
 }

@@ -183,16 +183,42 @@ fn _is_anomaly_check_inf_enabled() -> bool {
 /// The Python stack where a node was made: each frame's code object and line,
 /// innermost first; formatted only when an error is reported.
 struct PyTraceback {
+    /// (code object, the frame's last instruction offset `f_lasti`): the line is looked
+    /// up only when the traceback is formatted
     frames: Vec<(Py<PyAny>, i32)>,
 }
 
 impl anomaly::Traceback for PyTraceback {
     fn format(&self) -> Vec<String> {
-        super::gil::attach(|py| format_frames(py, &self.frames).unwrap_or_default())
+        super::gil::attach(|py| format_frames(py, &lines(py, &self.frames)).unwrap_or_default())
     }
     fn entries(&self) -> Vec<String> {
-        super::gil::attach(|py| stack_entries(py, &self.frames).unwrap_or_default())
+        super::gil::attach(|py| stack_entries(py, &lines(py, &self.frames)).unwrap_or_default())
     }
+}
+
+/// Each frame's line, from its code object's line table (`co_lines`) and `f_lasti`.
+fn lines(py: Python<'_>, frames: &[(Py<PyAny>, i32)]) -> Vec<(Py<PyAny>, i32)> {
+    let line_of = |code: &Bound<'_, PyAny>, lasti: i32| -> PyResult<i32> {
+        let mut line = code.getattr("co_firstlineno")?.extract::<i32>()?;
+        for entry in code.call_method0("co_lines")?.try_iter()? {
+            let (start, end, l): (i32, i32, Option<i32>) = entry?.extract()?;
+            if start <= lasti && lasti < end {
+                if let Some(l) = l {
+                    line = l;
+                }
+                break;
+            }
+        }
+        Ok(line)
+    };
+    frames
+        .iter()
+        .map(|(code, lasti)| {
+            let line = line_of(code.bind(py), *lasti).unwrap_or(0);
+            (code.clone_ref(py), line)
+        })
+        .collect()
 }
 
 /// The directory of rgrad's own Python code, whose frames tracebacks leave out (torch's
@@ -263,6 +289,9 @@ unsafe extern "C" {
     /// as a new reference, or null. Not in the limited API's headers, but exported by
     /// every interpreter; the `f_back` attribute would cost a lookup per frame.
     fn PyFrame_GetBack(frame: *mut pyo3::ffi::PyFrameObject) -> *mut pyo3::ffi::PyFrameObject;
+    /// CPython's (3.11 and later): the frame's `f_lasti`, the byte offset of its last
+    /// instruction (cheap, where the line number walks the code's line table).
+    fn PyFrame_GetLasti(frame: *mut pyo3::ffi::PyFrameObject) -> std::ffi::c_int;
 }
 
 /// The capture anomaly mode runs as each node is made: only on a thread that holds the
@@ -287,16 +316,16 @@ fn capture() -> Option<Arc<dyn anomaly::Traceback>> {
     loop {
         let f = frame.as_ptr().cast::<pyo3::ffi::PyFrameObject>();
         // SAFETY: `f` is a live frame (we hold a reference); GetCode and GetBack return
-        // new references (GetBack: null for the outermost frame), GetLineNumber an int.
-        let (code, line, back) = unsafe {
+        // new references (GetBack: null for the outermost frame), GetLasti an int.
+        let (code, lasti, back) = unsafe {
             let code = pyo3::ffi::PyFrame_GetCode(f);
             (
                 Bound::<PyAny>::from_owned_ptr(py, code.cast::<pyo3::ffi::PyObject>()).unbind(),
-                pyo3::ffi::PyFrame_GetLineNumber(f),
+                PyFrame_GetLasti(f),
                 PyFrame_GetBack(f),
             )
         };
-        frames.push((code, line));
+        frames.push((code, lasti));
         if back.is_null() {
             break;
         }
