@@ -57,6 +57,7 @@ pub trait Hook: Send + Sync {
 pub(crate) const HOOK: u8 = 1;
 pub(crate) const PROFILER: u8 = 2;
 pub(crate) const ANOMALY: u8 = 4;
+pub(crate) const NVTX: u8 = 8;
 
 static OBSERVED: AtomicU8 = AtomicU8::new(0);
 static HOOK_SLOT: RwLock<Option<Arc<dyn Hook>>> = RwLock::new(None);
@@ -144,10 +145,10 @@ pub fn peek_sequence_nr() -> u64 {
 #[inline]
 pub fn forward<R>(
     name: &'static str,
-    shapes: impl FnOnce() -> Vec<Box<[usize]>>,
+    shapes: impl Fn() -> Vec<Box<[usize]>>,
     f: impl FnOnce() -> Result<R>,
 ) -> Result<R> {
-    match observed() & (HOOK | PROFILER) {
+    match observed() & (HOOK | PROFILER | NVTX) {
         0 => f(),
         bits => forward_observed(bits, name, shapes, f),
     }
@@ -157,14 +158,15 @@ pub fn forward<R>(
 fn forward_observed<R>(
     bits: u8,
     name: &'static str,
-    shapes: impl FnOnce() -> Vec<Box<[usize]>>,
+    shapes: impl Fn() -> Vec<Box<[usize]>>,
     f: impl FnOnce() -> Result<R>,
 ) -> Result<R> {
+    let _nvtx = (bits & NVTX != 0).then(|| crate::profiler::nvtx::op(name, &shapes));
     let _range = if bits & PROFILER != 0 {
         crate::profiler::begin(
             Cow::Borrowed(name),
             crate::profiler::Scope::Function,
-            shapes,
+            &shapes,
         )
     } else {
         None
@@ -279,6 +281,8 @@ fn backward_observed(
     f: impl FnOnce() -> Result<crate::autograd::function::Grads>,
 ) -> Result<crate::autograd::function::Grads> {
     let origin = node.origin();
+    let _nvtx = (bits & NVTX != 0)
+        .then(|| crate::profiler::nvtx::node(&node.op().name(), origin.seq as i64));
     let _range = if bits & PROFILER != 0 {
         crate::profiler::begin_node(node.op().name(), false, origin.seq as i64, origin.thread)
     } else {

@@ -308,3 +308,36 @@ def test_schedule_matches_torch():
             ours = rgrad.profiler.schedule(**kw)
             theirs = torch.profiler.schedule(**kw)
             assert [ours(i).name for i in range(20)] == [theirs(i).name for i in range(20)]
+
+
+def test_emit_nvtx_ranges_carry_torchs_names_and_sequence_numbers():
+    """The ranges emit_nvtx sends (captured here instead of going to NVTX): one push/pop
+    per op and per backward node, ``seq = N`` linking a forward op to its node."""
+    x = rgrad.ones(2, 3, requires_grad=True)
+    _ = rgrad._C._nvtx_capture(True)
+    try:
+        with profiler.emit_nvtx(record_shapes=True):
+            y = (x * 2).sum()
+            y.backward()
+    finally:
+        ranges = rgrad._C._nvtx_capture(False)
+    pushes = [r[len("push ") :] for r in ranges if r.startswith("push ")]
+    assert ranges.count("pop") == len(pushes)
+    mul_seq = y.grad_fn._sequence_nr() - 1
+    assert f"aten::mul, seq = {mul_seq}, sizes = [[2, 3]]" in pushes
+    assert f"aten::sum, seq = {mul_seq + 1}, sizes = [[2, 3]]" in pushes
+    assert f"MulBackward0, seq = {mul_seq}" in pushes
+    assert f"SumBackward0, seq = {mul_seq + 1}" in pushes
+    # ops inside another op, and ops without grad mode, carry no number
+    with rgrad.no_grad():
+        rgrad._C._nvtx_capture(True)
+        with profiler.emit_nvtx():
+            x * 2
+        assert rgrad._C._nvtx_capture(False) == ["push aten::mul", "pop"]
+    # off: nothing
+    rgrad._C._nvtx_capture(True)
+    x * 2
+    assert rgrad._C._nvtx_capture(False) == []
+    with profiler.emit_nvtx() as e:
+        with pytest.raises(RuntimeError, match="NVTX annotation context manager is not reentrant"):
+            e.__enter__()

@@ -152,6 +152,48 @@ impl PyRecording {
     }
 }
 
+// ---- emit_nvtx ----------------------------------------------------------------------------
+
+/// Turns NVTX ranges per op on or off (`emit_nvtx`).
+#[pyfunction]
+#[pyo3(signature = (enabled, record_shapes=false))]
+fn _nvtx_enable(enabled: bool, record_shapes: bool) {
+    profiler::nvtx::set_enabled(enabled, record_shapes);
+}
+
+/// A sink that keeps the ranges (`_nvtx_capture`).
+#[derive(Default)]
+struct Capture(parking_lot::Mutex<Vec<String>>);
+
+impl profiler::nvtx::Sink for Capture {
+    fn push(&self, message: &str) {
+        self.0.lock().push(format!("push {message}"));
+    }
+    fn pop(&self) {
+        self.0.lock().push("pop".into());
+    }
+}
+
+static CAPTURE_SINK: parking_lot::Mutex<Option<Arc<Capture>>> = parking_lot::Mutex::new(None);
+
+/// For tests (no NVTX library is needed): `True` sends the ranges to a list instead of
+/// NVTX; `False` stops and returns that list (`"push <text>"` / `"pop"` entries).
+#[pyfunction]
+fn _nvtx_capture(on: bool) -> Vec<String> {
+    let mut slot = CAPTURE_SINK.lock();
+    if on {
+        let c = Arc::new(Capture::default());
+        profiler::nvtx::set_sink(Some(c.clone()));
+        *slot = Some(c);
+        Vec::new()
+    } else {
+        profiler::nvtx::set_sink(None);
+        slot.take()
+            .map(|c| std::mem::take(&mut *c.0.lock()))
+            .unwrap_or_default()
+    }
+}
+
 // ---- anomaly mode ------------------------------------------------------------------------
 
 #[pyfunction]
@@ -354,6 +396,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_profiler_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_record_function_enter, m)?)?;
     m.add_function(wrap_pyfunction!(_record_function_exit, m)?)?;
+    m.add_function(wrap_pyfunction!(_nvtx_enable, m)?)?;
+    m.add_function(wrap_pyfunction!(_nvtx_capture, m)?)?;
     m.add_function(wrap_pyfunction!(_set_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(is_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(is_anomaly_check_nan_enabled, m)?)?;
