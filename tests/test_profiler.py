@@ -341,3 +341,34 @@ def test_emit_nvtx_ranges_carry_torchs_names_and_sequence_numbers():
     with profiler.emit_nvtx() as e:
         with pytest.raises(RuntimeError, match="NVTX annotation context manager is not reentrant"):
             e.__enter__()
+
+
+def test_chrome_trace_schema_as_torchs(tmp_path):
+    """The trace's structure is torch's (Kineto's): its top-level keys, the keys of complete
+    events and of their args, and forward→backward flow events."""
+    torch = _torch()
+
+    def trace(lib, path):
+        x = lib.ones(2, 3, requires_grad=True)
+        with lib.autograd.profiler.profile(record_shapes=True) as prof:
+            (x * 2).sum().backward()
+        prof.export_chrome_trace(str(path))
+        return json.loads(path.read_text())
+
+    ours, theirs = trace(rgrad, tmp_path / "r.json"), trace(torch, tmp_path / "t.json")
+    assert set(ours) <= set(theirs)
+    assert {"traceEvents", "schemaVersion", "deviceProperties", "displayTimeUnit"} <= set(ours)
+
+    def complete(t):
+        return [e for e in t["traceEvents"] if e.get("ph") == "X"]
+
+    keys = lambda t: set().union(*(set(e) for e in complete(t)))  # noqa: E731
+    args = lambda t: set().union(*(set(e.get("args", {})) for e in complete(t)))  # noqa: E731
+    assert keys(ours) == keys(theirs)
+    assert {"Input Dims", "Sequence number", "Fwd thread id", "External id"} <= args(ours) <= args(theirs)
+    flows = lambda t: [e for e in t["traceEvents"] if e.get("cat") == "fwdbwd"]  # noqa: E731
+    assert {e["ph"] for e in flows(ours)} == {"s", "f"}
+    flow_keys = lambda t, ph: {frozenset(e) for e in flows(t) if e["ph"] == ph}  # noqa: E731
+    assert flow_keys(ours, "s") == flow_keys(theirs, "s")
+    # one flow pair per node the backward ran: MulBackward0 and SumBackward0
+    assert len([e for e in flows(ours) if e["ph"] == "s"]) == 2
