@@ -274,7 +274,37 @@ class record_function:
         return wrapper  # type: ignore[return-value]
 
 
-class emit_nvtx:
+class _RangeEmitter:
+    """What emit_nvtx and emit_itt share: torch's enabled/entered protocol around a switch."""
+
+    _what = ""
+
+    def __init__(self, enabled: bool = True, record_shapes: bool = False) -> None:
+        self.enabled = enabled
+        self.entered = False
+        self.record_shapes = record_shapes
+
+    def _switch(self, on: bool) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        if not self.enabled:
+            return None
+        if self.entered:
+            raise RuntimeError(f"{self._what} annotation context manager is not reentrant")
+        self.entered = True
+        self._switch(True)
+        return self
+
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
+        if not self.enabled:
+            return False
+        self._switch(False)
+        self.entered = False
+        return False
+
+
+class emit_nvtx(_RangeEmitter):
     """Context manager that makes every autograd operation emit an NVTX range.
 
     Each op's range reads ``aten::mul, seq = N`` (N: the sequence number of the node it
@@ -285,48 +315,17 @@ class emit_nvtx:
     raises there), so the same script runs everywhere.
     """
 
-    def __init__(self, enabled: bool = True, record_shapes: bool = False) -> None:
-        self.enabled = enabled
-        self.entered = False
-        self.record_shapes = record_shapes
+    _what = "NVTX"
 
-    def __enter__(self) -> emit_nvtx | None:
-        if not self.enabled:
-            return None
-        if self.entered:
-            raise RuntimeError("NVTX annotation context manager is not reentrant")
-        self.entered = True
-        _C._nvtx_enable(True, self.record_shapes)
-        return self
-
-    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
-        if not self.enabled:
-            return False
-        _C._nvtx_enable(False)
-        self.entered = False
-        return False
+    def _switch(self, on: bool) -> None:
+        _C._nvtx_enable(on, self.record_shapes)
 
 
-class emit_itt:
+class emit_itt(_RangeEmitter):
     """Context manager that makes every autograd operation emit an ITT range (a no-op in
     rgrad, which has no ITT support)."""
 
-    def __init__(self, enabled: bool = True, record_shapes: bool = False) -> None:
-        self.enabled = enabled
-        self.entered = False
-        self.record_shapes = record_shapes
+    _what = "ITT"
 
-    def __enter__(self) -> emit_itt | None:
-        if not self.enabled:
-            return None
-        if self.entered:
-            raise RuntimeError("ITT annotation context manager is not reentrant")
-        self.entered = True
-        return self
-
-    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
-        if not self.enabled:
-            return False
-        self.entered = False
-        return False
-
+    def _switch(self, on: bool) -> None:
+        pass
