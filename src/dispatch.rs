@@ -91,7 +91,8 @@ fn hook() -> Option<Arc<dyn Hook>> {
 // ---- node numbering --------------------------------------------------------------------
 
 thread_local! {
-    static NEXT_SEQUENCE_NR: Cell<u64> = const { Cell::new(0) };
+    /// This thread's next sequence number, and its id (0 until first asked).
+    static NEXT_SEQUENCE_NR: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
 }
 
 /// The origin of a node being made on this thread: its sequence number (each thread
@@ -99,10 +100,13 @@ thread_local! {
 /// (the Python traceback under anomaly mode, the user range under the profiler).
 #[inline]
 pub(crate) fn node_origin() -> Origin {
-    let seq = NEXT_SEQUENCE_NR.with(|c| {
-        let n = c.get();
-        c.set(n + 1);
-        n
+    let (seq, thread) = NEXT_SEQUENCE_NR.with(|c| {
+        let (n, mut thread) = c.get();
+        if thread == 0 {
+            thread = crate::profiler::thread_id();
+        }
+        c.set((n + 1, thread));
+        (n, thread)
     });
     let bits = observed();
     let extra = if bits & (PROFILER | ANOMALY) != 0 {
@@ -110,11 +114,7 @@ pub(crate) fn node_origin() -> Origin {
     } else {
         None
     };
-    Origin {
-        seq,
-        thread: crate::profiler::thread_id(),
-        extra,
-    }
+    Origin { seq, thread, extra }
 }
 
 #[inline(never)]
@@ -135,7 +135,7 @@ fn origin_extra(bits: u8, seq: u64) -> Option<Arc<crate::autograd::graph::Origin
 
 /// The sequence number the next node made on this thread will get.
 pub fn peek_sequence_nr() -> u64 {
-    NEXT_SEQUENCE_NR.with(Cell::get)
+    NEXT_SEQUENCE_NR.with(|c| c.get().0)
 }
 
 // ---- the dispatch points ---------------------------------------------------------------
