@@ -4,6 +4,7 @@
 //! in `division.rs`, comparisons, where and clamp in `select.rs`, casts and clones in
 //! `copy.rs`, the table ops in `unary.rs` and `binary.rs`.
 
+use super::arith::{self, ArithBackward, ArithOp};
 use super::copy::*;
 use super::pow::*;
 use super::select::*;
@@ -260,7 +261,7 @@ fn same_shape_fast_path<B: Into<super::BackwardOp>>(
     op: BinaryOp,
     x: &Tensor,
     y: &Tensor,
-    node: impl FnOnce([(&Tensor, u64, bool); 2]) -> (B, SmallVec<[SavedTensor; 2]>),
+    node: impl FnOnce([(&Tensor, u64, bool); 2], &Fresh) -> (B, SmallVec<[SavedTensor; 2]>),
 ) -> Option<Result<Tensor>> {
     let (rx, ry) = match (read_input(x), read_input(y)) {
         (Ok(rx), Ok(ry)) => (rx, ry),
@@ -294,7 +295,7 @@ fn same_shape_fast_path<B: Into<super::BackwardOp>>(
             };
             Ok(Fresh::new(buf, &sx.layout.shape))
         },
-        |_| node(operands),
+        |y| node(operands, y),
     ))
 }
 
@@ -404,44 +405,22 @@ fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Res
     if subtract {
         check_sub_operands(a, b)?;
     }
+    let op = if subtract { ArithOp::Sub } else { ArithOp::Add };
     if let (Operand::T(x), Operand::T(y)) = (a, b)
         && alpha == Scalar::Int(1)
+        && let Some(r) = same_shape_fast_path(op.kernel(), x, y, |o, y| {
+            ArithBackward::same_shape(op, o, y)
+        })
     {
-        let op = if subtract {
-            BinaryOp::Sub
-        } else {
-            BinaryOp::Add
-        };
-        let node = |_: [(&Tensor, u64, bool); 2]| {
-            (
-                AddBackward0 {
-                    shapes: OperandShapes::SAME,
-                    alpha: if subtract { -1.0 } else { 1.0 },
-                    subtract,
-                },
-                saved![],
-            )
-        };
-        if let Some(r) = same_shape_fast_path(op, x, y, node) {
-            return r;
-        }
+        return r;
     }
     if let (Operand::T(t), Operand::S(s)) = (a, b)
         && alpha == Scalar::Int(1)
+        && let Some(r) = scalar_fast_path(op.kernel(), t, s, false, || {
+            ArithBackward::with_number(op, s, 1, true)
+        })
     {
-        let op = if subtract {
-            BinaryOp::Sub
-        } else {
-            BinaryOp::Add
-        };
-        let node = || AddBackward0 {
-            shapes: OperandShapes::SAME,
-            alpha: if subtract { -1.0 } else { 1.0 },
-            subtract,
-        };
-        if let Some(r) = scalar_fast_path(op, t, s, false, node) {
-            return r;
-        }
+        return r;
     }
     let (a, b, dtype) = promote(a, b, false)?;
     // torch's alpha_check, on the result dtype
@@ -460,96 +439,17 @@ fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Res
     } else {
         binary_kernel(BinaryOp::Mul, &b, &scalar_tensor(alpha, dtype))?
     };
-    let op = if subtract {
-        BinaryOp::Sub
-    } else {
-        BinaryOp::Add
-    };
-    apply(
-        op.aten_name(),
-        &[&a, &b],
-        || binary_kernel(op, &a, &b_scaled),
-        |out| {
-            let alpha = if subtract {
-                -alpha.as_f64()
-            } else {
-                alpha.as_f64()
-            };
-            (
-                AddBackward0 {
-                    shapes: OperandShapes::new(&a, &b, out),
-                    alpha,
-                    subtract,
-                },
-                saved![],
-            )
-        },
-    )
-}
-
-/// Backward of `a + αb` and `a - αb` (SubBackward0 is the same node with α negated).
-#[derive(Clone)]
-pub struct AddBackward0 {
-    shapes: OperandShapes,
-    alpha: f64,
-    subtract: bool,
-}
-impl Backward for AddBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        if self.subtract {
-            "SubBackward0"
-        } else {
-            "AddBackward0"
-        }
-        .into()
-    }
-    // d(a + αb)/da = 1, /db = α
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let ga = if ctx.needs_input_grad(0) {
-            Some(self.shapes.sum_to(&g, 0)?)
-        } else {
-            None
-        };
-        let gb = if ctx.needs_input_grad(1) {
-            Some(self.shapes.sum_to(&scale(&g, self.alpha)?, 1)?)
-        } else {
-            None
-        };
-        Ok(smallvec::smallvec![ga, gb])
-    }
+    arith::record(op, &a, &b, alpha.as_f64(), || {
+        binary_kernel(op.kernel(), &a, &b_scaled)
+    })
 }
 
 /// `s - x` for a Python number s (torch's rsub; RsubBackward1).
 pub fn rsub_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
     check_sub_operands(Operand::S(s), Operand::T(x))?;
     let (sv, xt, _) = promote(Operand::S(s), Operand::T(x), false)?;
-    apply(
-        "aten::rsub",
-        &[&xt],
-        || binary_kernel(BinaryOp::Sub, &sv, &xt),
-        |_| (RsubBackward1, saved![]),
-    )
-}
-
-#[derive(Clone)]
-pub struct RsubBackward1;
-impl Backward for RsubBackward1 {
-    fn name(&self) -> Cow<'static, str> {
-        "RsubBackward1".into()
-    }
-    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(neg(&grad0(g)?)?)])
-    }
-}
-
-/// `g * alpha` (skips the op for alpha == 1).
-fn scale(g: &Tensor, alpha: f64) -> Result<Tensor> {
-    if alpha == 1.0 {
-        Ok(g.clone())
-    } else {
-        mul_scalar(g, Scalar::Float(alpha))
-    }
+    let op = ArithOp::Rsub;
+    arith::record_with_number(op, &xt, s, 1, || binary_kernel(op.kernel(), &sv, &xt))
 }
 
 /// `a * b`.
@@ -561,7 +461,7 @@ pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
         (Operand::S(s), Operand::T(t)) => scalar_fast_path(BinaryOp::Mul, t, s, true, || {
             MulScalarBackward { s, tensor_at: 1 }
         }),
-        (Operand::T(x), Operand::T(y)) => same_shape_fast_path(BinaryOp::Mul, x, y, |[x, y]| {
+        (Operand::T(x), Operand::T(y)) => same_shape_fast_path(BinaryOp::Mul, x, y, |[x, y], _| {
             let mut s = Saver::default();
             let sa = s.input_read(y.2, x.0, x.1);
             let sb = s.input_read(x.2, y.0, y.1);
