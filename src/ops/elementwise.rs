@@ -137,27 +137,6 @@ fn saved_index(i: Option<u8>) -> Result<usize> {
         .ok_or_else(|| Error::Internal("saved tensor was not recorded".into()))
 }
 
-/// `g * saved[i]`, as `mul` computes it; when nothing is recorded and both are
-/// contiguous float tensors of one dtype and shape, straight from the kernel with the
-/// saved data read under one lock (what `mul` would do, bit for bit).
-fn mul_saved(ctx: &BackwardCtx<'_>, g: &Tensor, i: Option<u8>) -> Result<Tensor> {
-    if !crate::autograd::grad_mode::is_grad_enabled() {
-        let s = ctx.saved_data(saved_index(i)?)?;
-        let sg = g.snapshot();
-        if sg.dtype == s.dtype
-            && sg.dtype.is_float()
-            && sg.layout.shape == s.layout.shape
-            && sg.layout.is_contiguous()
-            && s.layout.is_contiguous()
-        {
-            let (rg, rs) = (sg.storage.read(), s.storage.read());
-            let buf = k::binary(BinaryOp::Mul, &rg, &sg.layout, &rs, &s.layout);
-            return Ok(new_tensor(buf, &sg.layout.shape));
-        }
-    }
-    mul(g, &get(ctx, i)?)
-}
-
 /// The gradient of a single-output node (always present: the engine does not run a
 /// node that received nothing).
 pub(crate) fn grad0(g: &[Option<Tensor>]) -> Result<Tensor> {
@@ -299,35 +278,6 @@ fn same_shape_fast_path<B: Into<super::BackwardOp>>(
     ))
 }
 
-/// Backward of `t * s` for a Python number `s` (torch's MulBackward0 with a number).
-#[derive(Clone)]
-pub struct MulScalarBackward {
-    s: Scalar,
-    /// Position of the tensor among the op's two operands.
-    tensor_at: u8,
-}
-impl Backward for MulScalarBackward {
-    fn name(&self) -> Cow<'static, str> {
-        "MulBackward0".into()
-    }
-    // d(ts)/dt = s
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        ctx.check_saved_number()?; // torch saves s as a tensor
-        let g = grad0(g)?;
-        let at = usize::from(self.tensor_at);
-        let gt = if ctx.needs_input_grad(at) {
-            Some(mul_scalar(&g, self.s)?)
-        } else {
-            None
-        };
-        Ok(if at == 0 {
-            smallvec::smallvec![gt, None]
-        } else {
-            smallvec::smallvec![None, gt]
-        })
-    }
-}
-
 /// Backward of `t / s` for a Python number `s` (torch's DivBackward0 with a number).
 #[derive(Clone)]
 pub struct DivScalarBackward {
@@ -454,25 +404,16 @@ pub fn rsub_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
 
 /// `a * b`.
 pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    let op = ArithOp::Mul;
     let fast = match (a, b) {
-        (Operand::T(t), Operand::S(s)) => scalar_fast_path(BinaryOp::Mul, t, s, false, || {
-            MulScalarBackward { s, tensor_at: 0 }
+        (Operand::T(t), Operand::S(s)) => scalar_fast_path(op.kernel(), t, s, false, || {
+            ArithBackward::with_number(op, s, 1, true)
         }),
-        (Operand::S(s), Operand::T(t)) => scalar_fast_path(BinaryOp::Mul, t, s, true, || {
-            MulScalarBackward { s, tensor_at: 1 }
+        (Operand::S(s), Operand::T(t)) => scalar_fast_path(op.kernel(), t, s, true, || {
+            ArithBackward::with_number(op, s, 0, true)
         }),
-        (Operand::T(x), Operand::T(y)) => same_shape_fast_path(BinaryOp::Mul, x, y, |[x, y], _| {
-            let mut s = Saver::default();
-            let sa = s.input_read(y.2, x.0, x.1);
-            let sb = s.input_read(x.2, y.0, y.1);
-            (
-                MulBackward0 {
-                    shapes: OperandShapes::SAME,
-                    a: sa,
-                    b: sb,
-                },
-                s.list,
-            )
+        (Operand::T(x), Operand::T(y)) => same_shape_fast_path(op.kernel(), x, y, |o, y| {
+            ArithBackward::same_shape(op, o, y)
         }),
         _ => None,
     };
@@ -480,51 +421,7 @@ pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
         return r;
     }
     let (a, b, _) = promote(a, b, false)?;
-    apply(
-        "aten::mul",
-        &[&a, &b],
-        || binary_kernel(BinaryOp::Mul, &a, &b),
-        |out| {
-            let mut s = Saver::default();
-            let sa = s.input_if(b.requires_grad(), &a);
-            let sb = s.input_if(a.requires_grad(), &b);
-            (
-                MulBackward0 {
-                    shapes: OperandShapes::new(&a, &b, out),
-                    a: sa,
-                    b: sb,
-                },
-                s.list,
-            )
-        },
-    )
-}
-
-#[derive(Clone)]
-pub struct MulBackward0 {
-    shapes: OperandShapes,
-    a: Option<u8>,
-    b: Option<u8>,
-}
-impl Backward for MulBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        "MulBackward0".into()
-    }
-    // d(ab)/da = b, d(ab)/db = a
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let ga = if ctx.needs_input_grad(0) {
-            Some(self.shapes.sum_to(&mul_saved(ctx, &g, self.b)?, 0)?)
-        } else {
-            None
-        };
-        let gb = if ctx.needs_input_grad(1) {
-            Some(self.shapes.sum_to(&mul_saved(ctx, &g, self.a)?, 1)?)
-        } else {
-            None
-        };
-        Ok(smallvec::smallvec![ga, gb])
-    }
+    arith::record(op, &a, &b, 1.0, || binary_kernel(op.kernel(), &a, &b))
 }
 
 /// `a / b` (true division: integer inputs give float32).

@@ -78,7 +78,7 @@ use smallvec::SmallVec;
 
 crate::backward_ops! {
     // elementwise.rs, arith.rs (the arithmetic table)
-    ArithBackward, MulBackward0, MulScalarBackward, DivBackward0, DivScalarBackward,
+    ArithBackward, DivBackward0, DivScalarBackward,
     // pow.rs
     PowBackward0, PowBackward1, PowBackward2,
     // division.rs

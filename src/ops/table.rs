@@ -427,6 +427,13 @@ macro_rules! arith_op_table {
                 da: |g| g.neg(),
                 db: |g| g.unchanged(),
             }
+            mul Mul "MulBackward0" {
+                kernel: Mul,
+                aten: "aten::mul",
+                inplace: mul_,
+                da: |g, b| g.mul(b),
+                db: |g, a| g.mul(a),
+            }
         }
     };
 }
