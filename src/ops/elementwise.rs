@@ -8,9 +8,8 @@ use super::arith::{self, ArithBackward, ArithOp};
 use super::copy::*;
 use super::pow::*;
 use super::select::*;
-use super::unary::neg;
-use super::{Fresh, OperandShapes, Read, apply, apply_fresh, new_tensor, read_input};
-use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use super::{Fresh, Read, apply_fresh, new_tensor, read_input};
+use crate::autograd::function::BackwardCtx;
 use crate::autograd::graph::SavedTensor;
 use crate::backend::{self as k, BinaryOp};
 use crate::dtype::{DType, ResultType, Scalar};
@@ -20,7 +19,6 @@ use crate::storage::Buffer;
 use crate::tensor::Tensor;
 use crate::{Error, Result, saved};
 use smallvec::SmallVec;
-use std::borrow::Cow;
 
 /// One operand of a binary op: a tensor, or a Python number (a "wrapped number" for
 /// type promotion: it never widens a tensor's dtype within its category).
@@ -183,14 +181,13 @@ pub(crate) fn promote(
 /// keeps the tensor's dtype (torch's promotion), so it is applied straight from the
 /// kernel instead of being materialised as a 0-d tensor and broadcast. Bitwise the same
 /// result and gradients as the general path; `None` when the general path is needed.
-/// The number gets no edge but keeps its position, as in torch (`(x * 2).grad_fn` has two `next_functions`, the
-/// second `(None, 0)`).
-fn scalar_fast_path<B: Into<super::BackwardOp>>(
-    op: BinaryOp,
+/// The number gets no edge but keeps its position, as in torch (`(x * 2).grad_fn` has two
+/// `next_functions`, the second `(None, 0)`); the node keeps it for the derivatives.
+fn scalar_fast_path(
+    op: ArithOp,
     t: &Tensor,
     s: Scalar,
     scalar_first: bool,
-    node: impl FnOnce() -> B,
 ) -> Option<Result<Tensor>> {
     let Read {
         snap,
@@ -205,7 +202,7 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
         return None;
     }
     Some(apply_fresh(
-        op.aten_name(),
+        op.aten(),
         &[t],
         requires_grad,
         || {
@@ -217,7 +214,7 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
         },
         || {
             let buf = k::binary_scalar(
-                op,
+                op.kernel(),
                 &snap.storage.read(),
                 &snap.layout,
                 s.as_f64(),
@@ -228,20 +225,18 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
             })?;
             Ok(Fresh::new(buf, &snap.layout.shape))
         },
-        |_| (node(), saved![]),
+        |_| {
+            let number_at = if scalar_first { 0 } else { 1 };
+            (ArithBackward::with_number(op, s, number_at, true), saved![])
+        },
     ))
 }
 
 /// `x op y` for two contiguous float tensors of the same dtype and shape: no promotion,
 /// no broadcasting, one read per input. Bitwise the same as the general path; `None`
-/// when that is needed. `node` gets both operands with the version each was read at, and
-/// which of them require grad.
-fn same_shape_fast_path<B: Into<super::BackwardOp>>(
-    op: BinaryOp,
-    x: &Tensor,
-    y: &Tensor,
-    node: impl FnOnce([(&Tensor, u64, bool); 2], &Fresh) -> (B, SmallVec<[SavedTensor; 2]>),
-) -> Option<Result<Tensor>> {
+/// when that is needed. The node saves what the row's derivatives read of the operands,
+/// at the version each was read at.
+fn same_shape_fast_path(op: ArithOp, x: &Tensor, y: &Tensor) -> Option<Result<Tensor>> {
     let (rx, ry) = match (read_input(x), read_input(y)) {
         (Ok(rx), Ok(ry)) => (rx, ry),
         (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
@@ -259,45 +254,24 @@ fn same_shape_fast_path<B: Into<super::BackwardOp>>(
         (x, rx.version, rx.requires_grad),
         (y, ry.version, ry.requires_grad),
     ];
+    let kernel = op.kernel();
     Some(apply_fresh(
-        op.aten_name(),
+        op.aten(),
         &[x, y],
         rx.requires_grad || ry.requires_grad,
         || smallvec::smallvec![rx.edge, ry.edge],
         || {
             let buf = if std::sync::Arc::ptr_eq(&sx.storage, &sy.storage) {
                 let r = sx.storage.read();
-                k::binary(op, &r, &sx.layout, &r, &sy.layout)
+                k::binary(kernel, &r, &sx.layout, &r, &sy.layout)
             } else {
                 let (rx, ry) = (sx.storage.read(), sy.storage.read());
-                k::binary(op, &rx, &sx.layout, &ry, &sy.layout)
+                k::binary(kernel, &rx, &sx.layout, &ry, &sy.layout)
             };
             Ok(Fresh::new(buf, &sx.layout.shape))
         },
-        |y| node(operands, y),
+        |y| ArithBackward::same_shape(op, operands, y),
     ))
-}
-
-/// Backward of `t / s` for a Python number `s` (torch's DivBackward0 with a number).
-#[derive(Clone)]
-pub struct DivScalarBackward {
-    s: Scalar,
-}
-impl Backward for DivScalarBackward {
-    fn name(&self) -> Cow<'static, str> {
-        "DivBackward0".into()
-    }
-    // d(t/s)/dt = 1/s
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        ctx.check_saved_number()?; // torch saves s as a tensor
-        let g = grad0(g)?;
-        let gt = if ctx.needs_input_grad(0) {
-            Some(div_scalar(&g, self.s)?)
-        } else {
-            None
-        };
-        Ok(smallvec::smallvec![gt, None])
-    }
 }
 
 pub(super) fn binary_kernel(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -358,17 +332,13 @@ fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Res
     let op = if subtract { ArithOp::Sub } else { ArithOp::Add };
     if let (Operand::T(x), Operand::T(y)) = (a, b)
         && alpha == Scalar::Int(1)
-        && let Some(r) = same_shape_fast_path(op.kernel(), x, y, |o, y| {
-            ArithBackward::same_shape(op, o, y)
-        })
+        && let Some(r) = same_shape_fast_path(op, x, y)
     {
         return r;
     }
     if let (Operand::T(t), Operand::S(s)) = (a, b)
         && alpha == Scalar::Int(1)
-        && let Some(r) = scalar_fast_path(op.kernel(), t, s, false, || {
-            ArithBackward::with_number(op, s, 1, true)
-        })
+        && let Some(r) = scalar_fast_path(op, t, s, false)
     {
         return r;
     }
@@ -406,15 +376,9 @@ pub fn rsub_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
 pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     let op = ArithOp::Mul;
     let fast = match (a, b) {
-        (Operand::T(t), Operand::S(s)) => scalar_fast_path(op.kernel(), t, s, false, || {
-            ArithBackward::with_number(op, s, 1, true)
-        }),
-        (Operand::S(s), Operand::T(t)) => scalar_fast_path(op.kernel(), t, s, true, || {
-            ArithBackward::with_number(op, s, 0, true)
-        }),
-        (Operand::T(x), Operand::T(y)) => same_shape_fast_path(op.kernel(), x, y, |o, y| {
-            ArithBackward::same_shape(op, o, y)
-        }),
+        (Operand::T(t), Operand::S(s)) => scalar_fast_path(op, t, s, false),
+        (Operand::S(s), Operand::T(t)) => scalar_fast_path(op, t, s, true),
+        (Operand::T(x), Operand::T(y)) => same_shape_fast_path(op, x, y),
         _ => None,
     };
     if let Some(r) = fast {
@@ -426,62 +390,14 @@ pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
 
 /// `a / b` (true division: integer inputs give float32).
 pub fn div_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    let op = ArithOp::Div;
     if let (Operand::T(t), Operand::S(s)) = (a, b)
-        && let Some(r) = scalar_fast_path(BinaryOp::Div, t, s, false, || DivScalarBackward { s })
+        && let Some(r) = scalar_fast_path(op, t, s, false)
     {
         return r;
     }
     let (a, b, _) = promote(a, b, true)?;
-    apply(
-        "aten::div",
-        &[&a, &b],
-        || binary_kernel(BinaryOp::Div, &a, &b),
-        |out| {
-            let mut s = Saver::default();
-            let sa = s.input_if(b.requires_grad(), &a);
-            let sb = s.input_if(true, &b);
-            (
-                DivBackward0 {
-                    shapes: OperandShapes::new(&a, &b, out),
-                    a: sa,
-                    b: sb,
-                },
-                s.list,
-            )
-        },
-    )
-}
-
-#[derive(Clone)]
-pub struct DivBackward0 {
-    shapes: OperandShapes,
-    a: Option<u8>,
-    b: Option<u8>,
-}
-impl Backward for DivBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        "DivBackward0".into()
-    }
-    // d(a/b)/da = 1/b, d(a/b)/db = -a/b²
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let b = get(ctx, self.b)?;
-        let ga = if ctx.needs_input_grad(0) {
-            Some(self.shapes.sum_to(&div(&g, &b)?, 0)?)
-        } else {
-            None
-        };
-        let gb = if ctx.needs_input_grad(1) {
-            let a = get(ctx, self.a)?;
-            Some(
-                self.shapes
-                    .sum_to(&neg(&div(&mul(&g, &a)?, &mul(&b, &b)?)?)?, 1)?,
-            )
-        } else {
-            None
-        };
-        Ok(smallvec::smallvec![ga, gb])
-    }
+    arith::record(op, &a, &b, 1.0, || binary_kernel(op.kernel(), &a, &b))
 }
 
 // ---- short forms used by backward formulas and the binding layer --------------------

@@ -78,7 +78,7 @@ use smallvec::SmallVec;
 
 crate::backward_ops! {
     // elementwise.rs, arith.rs (the arithmetic table)
-    ArithBackward, DivBackward0, DivScalarBackward,
+    ArithBackward,
     // pow.rs
     PowBackward0, PowBackward1, PowBackward2,
     // division.rs

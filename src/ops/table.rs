@@ -434,6 +434,14 @@ macro_rules! arith_op_table {
                 da: |g, b| g.mul(b),
                 db: |g, a| g.mul(a),
             }
+            div Div "DivBackward0" {
+                kernel: Div,
+                aten: "aten::div",
+                inplace: div_,
+                // true division (integer operands give the default float dtype)
+                da: |g, b| g.div(b),
+                db: |g, a, b| g.mul(a)?.div(&b.mul(b)?)?.neg(),
+            }
         }
     };
 }
