@@ -4,10 +4,11 @@
 //! operand). The forwards themselves, with their checks and fast paths, are in
 //! `elementwise.rs` and `division.rs`; they build their nodes here.
 
-use super::elementwise::{Saver, div, div_scalar, grad0, mul, mul_scalar};
+use super::elementwise::{Saver, binary_kernel, div, div_scalar, grad0, mul, mul_scalar};
 use super::unary::neg;
 use super::{Fresh, OperandShapes, apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use crate::autograd::grad_mode::with_grad_mode;
 use crate::autograd::graph::SavedTensor;
 use crate::backend::{self as k, BinaryOp};
 use crate::dtype::Scalar;
@@ -180,6 +181,19 @@ impl Term<'_> {
             (x, Term::N(s)) => mul_scalar(&x.tensor()?, *s)?,
             (x, y) => mul(&x.tensor()?, &y.tensor()?)?,
         }))
+    }
+    /// `floor(self / o)`, as a constant (no history, whatever grad mode is).
+    pub fn floor_divide_constant(&self, o: &Term<'_>) -> Result<Term<'static>> {
+        self.quotient(BinaryOp::FloorDiv, o)
+    }
+    /// `trunc(self / o)`, as a constant.
+    pub fn trunc_divide_constant(&self, o: &Term<'_>) -> Result<Term<'static>> {
+        self.quotient(BinaryOp::TruncDiv, o)
+    }
+    fn quotient(&self, rounded: BinaryOp, o: &Term<'_>) -> Result<Term<'static>> {
+        let (a, b) = (self.tensor()?.detach(), o.tensor()?.detach());
+        let q = with_grad_mode(false, || binary_kernel(rounded, &a, &b))?;
+        Ok(Term::T(q))
     }
     pub fn div(&self, o: &Term<'_>) -> Result<Term<'static>> {
         Ok(Term::T(match (self, o) {

@@ -82,7 +82,7 @@ crate::backward_ops! {
     // pow.rs
     PowBackward0, PowBackward1, PowBackward2,
     // division.rs
-    RemainderBackward0, ZeroGradBackward, NotImplementedBackward,
+    ZeroGradBackward, NotImplementedBackward,
     // select.rs
     WhereBackward0, ClampBackward1, MaskedGradBackward,
     // copy.rs

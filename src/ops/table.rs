@@ -442,6 +442,23 @@ macro_rules! arith_op_table {
                 da: |g, b| g.div(b),
                 db: |g, a, b| g.mul(a)?.div(&b.mul(b)?)?.neg(),
             }
+            remainder Remainder "RemainderBackward0" {
+                kernel: Remainder,
+                aten: "aten::remainder",
+                inplace: none,
+                // a - b·floor(a/b), with the sign of b (Python's `%`); the quotient is
+                // piecewise constant
+                da: |g| g.unchanged(),
+                db: |g, a, b| g.mul(&a.floor_divide_constant(b)?)?.neg(),
+            }
+            fmod Fmod "FmodBackward0" {
+                kernel: Fmod,
+                aten: "aten::fmod",
+                inplace: none,
+                // a - b·trunc(a/b), with the sign of a (C's fmod)
+                da: |g| g.unchanged(),
+                db: |g, a, b| g.mul(&a.trunc_divide_constant(b)?)?.neg(),
+            }
         }
     };
 }
