@@ -384,3 +384,61 @@ impl Backward for ArithBackward {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{add_op, div_op, fmod_op, mul_op, remainder_op, rsub_scalar, sub_op};
+    use super::*;
+    use crate::ops::Operand;
+    use crate::testing::{gradcheck, gradgradcheck, leaf};
+
+    /// Each row's op over tensors (`b` broadcast) and with a number for `b`, through the
+    /// general path and the fast paths alike.
+    fn call(op: ArithOp, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+        let alpha = Scalar::Float(1.5);
+        match op {
+            ArithOp::Add => add_op(a, b, alpha),
+            ArithOp::Sub => sub_op(a, b, alpha),
+            ArithOp::Rsub => match (a, b) {
+                (Operand::T(x), Operand::S(s)) => rsub_scalar(x, s),
+                _ => sub_op(b, a, Scalar::Int(1)),
+            },
+            ArithOp::Mul => mul_op(a, b),
+            ArithOp::Div => div_op(a, b),
+            ArithOp::Remainder => remainder_op(a, b),
+            ArithOp::Fmod => fmod_op(a, b),
+        }
+    }
+
+    #[test]
+    fn first_and_second_derivatives_match_finite_differences() {
+        let a = leaf(vec![0.5, -1.2, 2.3, 0.7, 1.6, -0.3], &[2, 3]);
+        let b = leaf(vec![1.1, 0.45, -0.8], &[3]);
+        let same = leaf(vec![1.3, -0.45, 0.9, 2.2, -1.7, 0.35], &[2, 3]);
+        for &op in ArithOp::ALL {
+            let name = op.name();
+            for other in [&b, &same] {
+                let f = |x: &[Tensor]| call(op, Operand::T(&x[0]), Operand::T(&x[1]));
+                let xs = [a.clone(), other.clone()];
+                gradcheck(f, &xs).unwrap_or_else(|e| panic!("{name}: {e}"));
+                gradgradcheck(f, &xs).unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
+            let f = |x: &[Tensor]| call(op, Operand::T(&x[0]), Operand::S(Scalar::Float(0.75)));
+            gradcheck(f, std::slice::from_ref(&a)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            gradgradcheck(f, std::slice::from_ref(&a)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn a_number_kept_in_the_node_has_an_edge_only_where_torch_gives_it_one() {
+        let x = leaf(vec![1.0, 2.0], &[2]);
+        let y = mul_op(Operand::S(Scalar::Float(2.0)), Operand::T(&x)).unwrap();
+        let node = y.grad_fn().unwrap();
+        assert_eq!(node.name(), "MulBackward0");
+        assert_eq!(node.lock().next.len(), 2);
+        let y = rsub_scalar(&x, Scalar::Float(2.0)).unwrap();
+        let node = y.grad_fn().unwrap();
+        assert_eq!(node.name(), "RsubBackward1");
+        assert_eq!(node.lock().next.len(), 1);
+    }
+}

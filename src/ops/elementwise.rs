@@ -1,5 +1,6 @@
 //! Elementwise arithmetic: what binary ops share (operands, promotion, broadcasting, the
-//! output's layout, saving), add/sub/mul/div with their fast paths, and the short forms
+//! output's layout, saving), the forwards of add/sub/mul/div with their fast paths (their
+//! nodes are the arithmetic table's, `arith.rs`), and the short forms
 //! backward formulas use. Powers are in `pow.rs`, division with rounding and remainders
 //! in `division.rs`, comparisons, where and clamp in `select.rs`, casts and clones in
 //! `copy.rs`, the table ops in `unary.rs` and `binary.rs`.
