@@ -123,6 +123,39 @@ def test_number_operands_record_torch_nodes_without_an_edge():
         assert len(y.grad_fn.next_functions) == 1
 
 
+# ---- the arithmetic op table --------------------------------------------------------
+
+
+def _arith_rows() -> list[tuple[str, str, str]]:
+    """(name, torch node, in-place method or "none") of each arithmetic row."""
+    src = (ROOT / "src" / "ops" / "table.rs").read_text()
+    src = src[src.index("macro_rules! arith_op_table"):]
+    rows = re.findall(r'^\s+(\w+) \w+ "(\w+)" \{$(.*?)^\s+\}$', src, re.M | re.S)
+    return [(n, node, re.search(r"inplace: (\w+)", body).group(1)) for n, node, body in rows]
+
+
+def test_the_arithmetic_table_has_its_rows():
+    assert [r[0] for r in _arith_rows()] == ["add", "sub", "rsub", "mul", "div", "remainder", "fmod"]
+
+
+@pytest.mark.parametrize("name,node,inplace", _arith_rows())
+def test_arith_row_has_methods_docs_op_db_and_records_its_node(name, node, inplace):
+    a = rgrad.tensor([1.25, 1.5], requires_grad=True)
+    if name == "rsub":  # (only with a number on the left: `2 - x`)
+        y = 2 - a
+    else:
+        assert callable(getattr(rgrad.Tensor, name)) and getattr(rgrad.Tensor, name).__doc__
+        assert callable(getattr(rgrad, name)) and name in rgrad.__all__
+        assert name in _stub_methods()
+        assert {name, f"Tensor.{name}"} <= {op.name for op in op_db}
+        y = getattr(a, name)(rgrad.tensor([0.5, 2.0]))
+    assert y.grad_fn.name() == node
+    assert re.search(rf"^\| `{name}` \| `?(none|{inplace})`? \| `{node}`", (ROOT / "docs" / "ops.md").read_text(), re.M)
+    if inplace != "none":
+        assert callable(getattr(rgrad.Tensor, inplace)) and inplace in _stub_methods()
+        assert getattr(a.clone(), inplace)(rgrad.tensor([0.5, 2.0])).grad_fn.name() == node
+
+
 def test_autograd_reaches_the_ops_only_through_their_interface():
     """src/autograd/ uses ops/autograd_api.rs of the ops, and the rest of the crate
     names no CPU kernel outside src/backend/ (the seam a second backend plugs into)."""

@@ -1,7 +1,8 @@
 //! The binary op table's ops (`table::binary_op_table!`): dtype rules, number operands,
 //! what the node saves, its name, and the recorded backward from the row's `da` / `db`.
-//! Nothing here is specific to one op; the arithmetic operators with fast paths of their
-//! own (`add`, `mul`, `pow`, ...) live in `elementwise.rs`.
+//! Nothing here is specific to one op; the arithmetic operators, with fast paths of
+//! their own, are the arithmetic table's (`arith.rs`; their forwards in `elementwise.rs`
+//! and `division.rs`), powers are `pow.rs`.
 
 use super::OperandShapes;
 use super::elementwise::{Operand, Saver, get, grad0, promote};

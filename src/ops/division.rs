@@ -2,11 +2,10 @@
 //! `div(rounding_mode=...)`, the reflected forms with a number on the left, and the nodes
 //! of ops torch gives a zero or no derivative.
 
+use super::arith::ArithOp;
 use super::elementwise::*;
-use super::unary::neg;
 use super::{OperandShapes, apply};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::autograd::grad_mode::with_grad_mode;
 use crate::backend::BinaryOp;
 use crate::dtype::{DType, Scalar};
 use crate::shape::broadcast_shapes;
@@ -51,80 +50,13 @@ pub fn fmod_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
 }
 
 fn mod_op(a: Operand<'_>, b: Operand<'_>, python_style: bool) -> Result<Tensor> {
-    let (a, b) = division_operands(
-        a,
-        b,
-        if python_style {
-            "remainder_cpu"
-        } else {
-            "fmod_cpu"
-        },
-    )?;
-    let op = if python_style {
-        BinaryOp::Remainder
+    let (op, kernel_name) = if python_style {
+        (ArithOp::Remainder, "remainder_cpu")
     } else {
-        BinaryOp::Fmod
+        (ArithOp::Fmod, "fmod_cpu")
     };
-    apply(
-        op.aten_name(),
-        &[&a, &b],
-        || binary_kernel(op, &a, &b),
-        |out| {
-            let mut s = Saver::default();
-            let ai = s.input_if(b.requires_grad(), &a);
-            let bi = s.input_if(b.requires_grad(), &b);
-            (
-                RemainderBackward0 {
-                    shapes: OperandShapes::new(&a, &b, out),
-                    a: ai,
-                    b: bi,
-                    python_style,
-                },
-                s.list,
-            )
-        },
-    )
-}
-
-#[derive(Clone)]
-pub struct RemainderBackward0 {
-    shapes: OperandShapes,
-    a: Option<u8>,
-    b: Option<u8>,
-    python_style: bool,
-}
-impl Backward for RemainderBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        if self.python_style {
-            "RemainderBackward0"
-        } else {
-            "FmodBackward0"
-        }
-        .into()
-    }
-    // r = a - b·q with q = floor(a/b) (remainder) or trunc(a/b) (fmod), piecewise constant:
-    // dr/da = 1, dr/db = -q
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let ga = if ctx.needs_input_grad(0) {
-            Some(self.shapes.sum_to(&g, 0)?)
-        } else {
-            None
-        };
-        let gb = if ctx.needs_input_grad(1) {
-            let (a, b) = (get(ctx, self.a)?, get(ctx, self.b)?);
-            let op = if self.python_style {
-                BinaryOp::FloorDiv
-            } else {
-                BinaryOp::TruncDiv
-            };
-            let q = with_grad_mode(false, || binary_kernel(op, &a.detach(), &b.detach()))?;
-            Some(self.shapes.sum_to(&neg(&mul(&g, &q)?)?, 1)?)
-        } else {
-            None
-        };
-        Ok(smallvec::smallvec![ga, gb])
-    }
+    let (a, b) = division_operands(a, b, kernel_name)?;
+    super::arith::record(op, &a, &b, 1.0, || binary_kernel(op.kernel(), &a, &b))
 }
 
 /// `div(a, b, rounding_mode="floor" | "trunc")` (`a // b` is the floor form). The result

@@ -1,15 +1,16 @@
 //! Elementwise arithmetic: what binary ops share (operands, promotion, broadcasting, the
-//! output's layout, saving), add/sub/mul/div with their fast paths, and the short forms
+//! output's layout, saving), the forwards of add/sub/mul/div with their fast paths (their
+//! nodes are the arithmetic table's, `arith.rs`), and the short forms
 //! backward formulas use. Powers are in `pow.rs`, division with rounding and remainders
 //! in `division.rs`, comparisons, where and clamp in `select.rs`, casts and clones in
 //! `copy.rs`, the table ops in `unary.rs` and `binary.rs`.
 
+use super::arith::{self, ArithBackward, ArithOp};
 use super::copy::*;
 use super::pow::*;
 use super::select::*;
-use super::unary::neg;
-use super::{Fresh, OperandShapes, Read, apply, apply_fresh, new_tensor, read_input};
-use crate::autograd::function::{Backward, BackwardCtx, Grads};
+use super::{Fresh, Read, apply_fresh, new_tensor, read_input};
+use crate::autograd::function::BackwardCtx;
 use crate::autograd::graph::SavedTensor;
 use crate::backend::{self as k, BinaryOp};
 use crate::dtype::{DType, ResultType, Scalar};
@@ -19,7 +20,6 @@ use crate::storage::Buffer;
 use crate::tensor::Tensor;
 use crate::{Error, Result, saved};
 use smallvec::SmallVec;
-use std::borrow::Cow;
 
 /// One operand of a binary op: a tensor, or a Python number (a "wrapped number" for
 /// type promotion: it never widens a tensor's dtype within its category).
@@ -136,27 +136,6 @@ fn saved_index(i: Option<u8>) -> Result<usize> {
         .ok_or_else(|| Error::Internal("saved tensor was not recorded".into()))
 }
 
-/// `g * saved[i]`, as `mul` computes it; when nothing is recorded and both are
-/// contiguous float tensors of one dtype and shape, straight from the kernel with the
-/// saved data read under one lock (what `mul` would do, bit for bit).
-fn mul_saved(ctx: &BackwardCtx<'_>, g: &Tensor, i: Option<u8>) -> Result<Tensor> {
-    if !crate::autograd::grad_mode::is_grad_enabled() {
-        let s = ctx.saved_data(saved_index(i)?)?;
-        let sg = g.snapshot();
-        if sg.dtype == s.dtype
-            && sg.dtype.is_float()
-            && sg.layout.shape == s.layout.shape
-            && sg.layout.is_contiguous()
-            && s.layout.is_contiguous()
-        {
-            let (rg, rs) = (sg.storage.read(), s.storage.read());
-            let buf = k::binary(BinaryOp::Mul, &rg, &sg.layout, &rs, &s.layout);
-            return Ok(new_tensor(buf, &sg.layout.shape));
-        }
-    }
-    mul(g, &get(ctx, i)?)
-}
-
 /// The gradient of a single-output node (always present: the engine does not run a
 /// node that received nothing).
 pub(crate) fn grad0(g: &[Option<Tensor>]) -> Result<Tensor> {
@@ -203,14 +182,13 @@ pub(crate) fn promote(
 /// keeps the tensor's dtype (torch's promotion), so it is applied straight from the
 /// kernel instead of being materialised as a 0-d tensor and broadcast. Bitwise the same
 /// result and gradients as the general path; `None` when the general path is needed.
-/// The number gets no edge but keeps its position, as in torch (`(x * 2).grad_fn` has two `next_functions`, the
-/// second `(None, 0)`).
-fn scalar_fast_path<B: Into<super::BackwardOp>>(
-    op: BinaryOp,
+/// The number gets no edge but keeps its position, as in torch (`(x * 2).grad_fn` has two
+/// `next_functions`, the second `(None, 0)`); the node keeps it for the derivatives.
+fn scalar_fast_path(
+    op: ArithOp,
     t: &Tensor,
     s: Scalar,
     scalar_first: bool,
-    node: impl FnOnce() -> B,
 ) -> Option<Result<Tensor>> {
     let Read {
         snap,
@@ -225,7 +203,7 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
         return None;
     }
     Some(apply_fresh(
-        op.aten_name(),
+        op.aten(),
         &[t],
         requires_grad,
         || {
@@ -237,7 +215,7 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
         },
         || {
             let buf = k::binary_scalar(
-                op,
+                op.kernel(),
                 &snap.storage.read(),
                 &snap.layout,
                 s.as_f64(),
@@ -248,20 +226,18 @@ fn scalar_fast_path<B: Into<super::BackwardOp>>(
             })?;
             Ok(Fresh::new(buf, &snap.layout.shape))
         },
-        |_| (node(), saved![]),
+        |_| {
+            let number_at = if scalar_first { 0 } else { 1 };
+            (ArithBackward::with_number(op, s, number_at, true), saved![])
+        },
     ))
 }
 
 /// `x op y` for two contiguous float tensors of the same dtype and shape: no promotion,
 /// no broadcasting, one read per input. Bitwise the same as the general path; `None`
-/// when that is needed. `node` gets both operands with the version each was read at, and
-/// which of them require grad.
-fn same_shape_fast_path<B: Into<super::BackwardOp>>(
-    op: BinaryOp,
-    x: &Tensor,
-    y: &Tensor,
-    node: impl FnOnce([(&Tensor, u64, bool); 2]) -> (B, SmallVec<[SavedTensor; 2]>),
-) -> Option<Result<Tensor>> {
+/// when that is needed. The node saves what the row's derivatives read of the operands,
+/// at the version each was read at.
+fn same_shape_fast_path(op: ArithOp, x: &Tensor, y: &Tensor) -> Option<Result<Tensor>> {
     let (rx, ry) = match (read_input(x), read_input(y)) {
         (Ok(rx), Ok(ry)) => (rx, ry),
         (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
@@ -279,74 +255,24 @@ fn same_shape_fast_path<B: Into<super::BackwardOp>>(
         (x, rx.version, rx.requires_grad),
         (y, ry.version, ry.requires_grad),
     ];
+    let kernel = op.kernel();
     Some(apply_fresh(
-        op.aten_name(),
+        op.aten(),
         &[x, y],
         rx.requires_grad || ry.requires_grad,
         || smallvec::smallvec![rx.edge, ry.edge],
         || {
             let buf = if std::sync::Arc::ptr_eq(&sx.storage, &sy.storage) {
                 let r = sx.storage.read();
-                k::binary(op, &r, &sx.layout, &r, &sy.layout)
+                k::binary(kernel, &r, &sx.layout, &r, &sy.layout)
             } else {
                 let (rx, ry) = (sx.storage.read(), sy.storage.read());
-                k::binary(op, &rx, &sx.layout, &ry, &sy.layout)
+                k::binary(kernel, &rx, &sx.layout, &ry, &sy.layout)
             };
             Ok(Fresh::new(buf, &sx.layout.shape))
         },
-        |_| node(operands),
+        |y| ArithBackward::same_shape(op, operands, y),
     ))
-}
-
-/// Backward of `t * s` for a Python number `s` (torch's MulBackward0 with a number).
-#[derive(Clone)]
-pub struct MulScalarBackward {
-    s: Scalar,
-    /// Position of the tensor among the op's two operands.
-    tensor_at: u8,
-}
-impl Backward for MulScalarBackward {
-    fn name(&self) -> Cow<'static, str> {
-        "MulBackward0".into()
-    }
-    // d(ts)/dt = s
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        ctx.check_saved_number()?; // torch saves s as a tensor
-        let g = grad0(g)?;
-        let at = usize::from(self.tensor_at);
-        let gt = if ctx.needs_input_grad(at) {
-            Some(mul_scalar(&g, self.s)?)
-        } else {
-            None
-        };
-        Ok(if at == 0 {
-            smallvec::smallvec![gt, None]
-        } else {
-            smallvec::smallvec![None, gt]
-        })
-    }
-}
-
-/// Backward of `t / s` for a Python number `s` (torch's DivBackward0 with a number).
-#[derive(Clone)]
-pub struct DivScalarBackward {
-    s: Scalar,
-}
-impl Backward for DivScalarBackward {
-    fn name(&self) -> Cow<'static, str> {
-        "DivBackward0".into()
-    }
-    // d(t/s)/dt = 1/s
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        ctx.check_saved_number()?; // torch saves s as a tensor
-        let g = grad0(g)?;
-        let gt = if ctx.needs_input_grad(0) {
-            Some(div_scalar(&g, self.s)?)
-        } else {
-            None
-        };
-        Ok(smallvec::smallvec![gt, None])
-    }
 }
 
 pub(super) fn binary_kernel(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -404,44 +330,18 @@ fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Res
     if subtract {
         check_sub_operands(a, b)?;
     }
+    let op = if subtract { ArithOp::Sub } else { ArithOp::Add };
     if let (Operand::T(x), Operand::T(y)) = (a, b)
         && alpha == Scalar::Int(1)
+        && let Some(r) = same_shape_fast_path(op, x, y)
     {
-        let op = if subtract {
-            BinaryOp::Sub
-        } else {
-            BinaryOp::Add
-        };
-        let node = |_: [(&Tensor, u64, bool); 2]| {
-            (
-                AddBackward0 {
-                    shapes: OperandShapes::SAME,
-                    alpha: if subtract { -1.0 } else { 1.0 },
-                    subtract,
-                },
-                saved![],
-            )
-        };
-        if let Some(r) = same_shape_fast_path(op, x, y, node) {
-            return r;
-        }
+        return r;
     }
     if let (Operand::T(t), Operand::S(s)) = (a, b)
         && alpha == Scalar::Int(1)
+        && let Some(r) = scalar_fast_path(op, t, s, false)
     {
-        let op = if subtract {
-            BinaryOp::Sub
-        } else {
-            BinaryOp::Add
-        };
-        let node = || AddBackward0 {
-            shapes: OperandShapes::SAME,
-            alpha: if subtract { -1.0 } else { 1.0 },
-            subtract,
-        };
-        if let Some(r) = scalar_fast_path(op, t, s, false, node) {
-            return r;
-        }
+        return r;
     }
     let (a, b, dtype) = promote(a, b, false)?;
     // torch's alpha_check, on the result dtype
@@ -460,231 +360,45 @@ fn add_sub(a: Operand<'_>, b: Operand<'_>, alpha: Scalar, subtract: bool) -> Res
     } else {
         binary_kernel(BinaryOp::Mul, &b, &scalar_tensor(alpha, dtype))?
     };
-    let op = if subtract {
-        BinaryOp::Sub
-    } else {
-        BinaryOp::Add
-    };
-    apply(
-        op.aten_name(),
-        &[&a, &b],
-        || binary_kernel(op, &a, &b_scaled),
-        |out| {
-            let alpha = if subtract {
-                -alpha.as_f64()
-            } else {
-                alpha.as_f64()
-            };
-            (
-                AddBackward0 {
-                    shapes: OperandShapes::new(&a, &b, out),
-                    alpha,
-                    subtract,
-                },
-                saved![],
-            )
-        },
-    )
-}
-
-/// Backward of `a + αb` and `a - αb` (SubBackward0 is the same node with α negated).
-#[derive(Clone)]
-pub struct AddBackward0 {
-    shapes: OperandShapes,
-    alpha: f64,
-    subtract: bool,
-}
-impl Backward for AddBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        if self.subtract {
-            "SubBackward0"
-        } else {
-            "AddBackward0"
-        }
-        .into()
-    }
-    // d(a + αb)/da = 1, /db = α
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let ga = if ctx.needs_input_grad(0) {
-            Some(self.shapes.sum_to(&g, 0)?)
-        } else {
-            None
-        };
-        let gb = if ctx.needs_input_grad(1) {
-            Some(self.shapes.sum_to(&scale(&g, self.alpha)?, 1)?)
-        } else {
-            None
-        };
-        Ok(smallvec::smallvec![ga, gb])
-    }
+    arith::record(op, &a, &b, alpha.as_f64(), || {
+        binary_kernel(op.kernel(), &a, &b_scaled)
+    })
 }
 
 /// `s - x` for a Python number s (torch's rsub; RsubBackward1).
 pub fn rsub_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
     check_sub_operands(Operand::S(s), Operand::T(x))?;
     let (sv, xt, _) = promote(Operand::S(s), Operand::T(x), false)?;
-    apply(
-        "aten::rsub",
-        &[&xt],
-        || binary_kernel(BinaryOp::Sub, &sv, &xt),
-        |_| (RsubBackward1, saved![]),
-    )
-}
-
-#[derive(Clone)]
-pub struct RsubBackward1;
-impl Backward for RsubBackward1 {
-    fn name(&self) -> Cow<'static, str> {
-        "RsubBackward1".into()
-    }
-    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        Ok(smallvec::smallvec![Some(neg(&grad0(g)?)?)])
-    }
-}
-
-/// `g * alpha` (skips the op for alpha == 1).
-fn scale(g: &Tensor, alpha: f64) -> Result<Tensor> {
-    if alpha == 1.0 {
-        Ok(g.clone())
-    } else {
-        mul_scalar(g, Scalar::Float(alpha))
-    }
+    let op = ArithOp::Rsub;
+    arith::record_with_number(op, &xt, s, 1, || binary_kernel(op.kernel(), &sv, &xt))
 }
 
 /// `a * b`.
 pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    let op = ArithOp::Mul;
     let fast = match (a, b) {
-        (Operand::T(t), Operand::S(s)) => scalar_fast_path(BinaryOp::Mul, t, s, false, || {
-            MulScalarBackward { s, tensor_at: 0 }
-        }),
-        (Operand::S(s), Operand::T(t)) => scalar_fast_path(BinaryOp::Mul, t, s, true, || {
-            MulScalarBackward { s, tensor_at: 1 }
-        }),
-        (Operand::T(x), Operand::T(y)) => same_shape_fast_path(BinaryOp::Mul, x, y, |[x, y]| {
-            let mut s = Saver::default();
-            let sa = s.input_read(y.2, x.0, x.1);
-            let sb = s.input_read(x.2, y.0, y.1);
-            (
-                MulBackward0 {
-                    shapes: OperandShapes::SAME,
-                    a: sa,
-                    b: sb,
-                },
-                s.list,
-            )
-        }),
+        (Operand::T(t), Operand::S(s)) => scalar_fast_path(op, t, s, false),
+        (Operand::S(s), Operand::T(t)) => scalar_fast_path(op, t, s, true),
+        (Operand::T(x), Operand::T(y)) => same_shape_fast_path(op, x, y),
         _ => None,
     };
     if let Some(r) = fast {
         return r;
     }
     let (a, b, _) = promote(a, b, false)?;
-    apply(
-        "aten::mul",
-        &[&a, &b],
-        || binary_kernel(BinaryOp::Mul, &a, &b),
-        |out| {
-            let mut s = Saver::default();
-            let sa = s.input_if(b.requires_grad(), &a);
-            let sb = s.input_if(a.requires_grad(), &b);
-            (
-                MulBackward0 {
-                    shapes: OperandShapes::new(&a, &b, out),
-                    a: sa,
-                    b: sb,
-                },
-                s.list,
-            )
-        },
-    )
-}
-
-#[derive(Clone)]
-pub struct MulBackward0 {
-    shapes: OperandShapes,
-    a: Option<u8>,
-    b: Option<u8>,
-}
-impl Backward for MulBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        "MulBackward0".into()
-    }
-    // d(ab)/da = b, d(ab)/db = a
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let ga = if ctx.needs_input_grad(0) {
-            Some(self.shapes.sum_to(&mul_saved(ctx, &g, self.b)?, 0)?)
-        } else {
-            None
-        };
-        let gb = if ctx.needs_input_grad(1) {
-            Some(self.shapes.sum_to(&mul_saved(ctx, &g, self.a)?, 1)?)
-        } else {
-            None
-        };
-        Ok(smallvec::smallvec![ga, gb])
-    }
+    arith::record(op, &a, &b, 1.0, || binary_kernel(op.kernel(), &a, &b))
 }
 
 /// `a / b` (true division: integer inputs give float32).
 pub fn div_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    let op = ArithOp::Div;
     if let (Operand::T(t), Operand::S(s)) = (a, b)
-        && let Some(r) = scalar_fast_path(BinaryOp::Div, t, s, false, || DivScalarBackward { s })
+        && let Some(r) = scalar_fast_path(op, t, s, false)
     {
         return r;
     }
     let (a, b, _) = promote(a, b, true)?;
-    apply(
-        "aten::div",
-        &[&a, &b],
-        || binary_kernel(BinaryOp::Div, &a, &b),
-        |out| {
-            let mut s = Saver::default();
-            let sa = s.input_if(b.requires_grad(), &a);
-            let sb = s.input_if(true, &b);
-            (
-                DivBackward0 {
-                    shapes: OperandShapes::new(&a, &b, out),
-                    a: sa,
-                    b: sb,
-                },
-                s.list,
-            )
-        },
-    )
-}
-
-#[derive(Clone)]
-pub struct DivBackward0 {
-    shapes: OperandShapes,
-    a: Option<u8>,
-    b: Option<u8>,
-}
-impl Backward for DivBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        "DivBackward0".into()
-    }
-    // d(a/b)/da = 1/b, d(a/b)/db = -a/b²
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let b = get(ctx, self.b)?;
-        let ga = if ctx.needs_input_grad(0) {
-            Some(self.shapes.sum_to(&div(&g, &b)?, 0)?)
-        } else {
-            None
-        };
-        let gb = if ctx.needs_input_grad(1) {
-            let a = get(ctx, self.a)?;
-            Some(
-                self.shapes
-                    .sum_to(&neg(&div(&mul(&g, &a)?, &mul(&b, &b)?)?)?, 1)?,
-            )
-        } else {
-            None
-        };
-        Ok(smallvec::smallvec![ga, gb])
-    }
+    arith::record(op, &a, &b, 1.0, || binary_kernel(op.kernel(), &a, &b))
 }
 
 // ---- short forms used by backward formulas and the binding layer --------------------

@@ -21,6 +21,7 @@
 //! `src/py/`, and an entry in `tests/op_db.py`.
 
 pub mod advanced_indexing;
+pub mod arith;
 pub mod autograd_api;
 pub mod binary;
 pub mod concat;
@@ -46,6 +47,7 @@ pub(crate) mod table;
 pub mod unary;
 
 pub use advanced_indexing::*;
+pub use arith::{ArithBackward, ArithOp};
 pub use binary::*;
 pub use concat::*;
 pub use copy::*;
@@ -75,12 +77,12 @@ use crate::tensor::Tensor;
 use smallvec::SmallVec;
 
 crate::backward_ops! {
-    // elementwise.rs
-    AddBackward0, RsubBackward1, MulBackward0, MulScalarBackward, DivBackward0, DivScalarBackward,
+    // elementwise.rs, arith.rs (the arithmetic table)
+    ArithBackward,
     // pow.rs
     PowBackward0, PowBackward1, PowBackward2,
     // division.rs
-    RemainderBackward0, ZeroGradBackward, NotImplementedBackward,
+    ZeroGradBackward, NotImplementedBackward,
     // select.rs
     WhereBackward0, ClampBackward1, MaskedGradBackward,
     // copy.rs

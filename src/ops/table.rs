@@ -372,3 +372,94 @@ macro_rules! binary_op_table {
     };
 }
 pub(crate) use binary_op_table;
+
+/// Calls `$then! { rows }` with the arithmetic table's rows: torch's arithmetic operators
+/// (`+ - * / %` and their named forms). Their kernels are the backend's [`BinaryOp`]s
+/// (integer, bool and in-place kernels, number operands straight from the kernel) and
+/// their forwards keep fast paths of their own (`ops/elementwise.rs`, `ops/division.rs`:
+/// checks, promotion, the fast paths and the in-place forms); what the node is, what it
+/// saves and each operand's derivative are the row's, read by `ops/arith.rs` for every
+/// path, so a derivative is written once.
+/// ```text
+/// name Variant "TorchNode" {
+///     kernel: BinaryOp,                    the backend kernel (`backend::BinaryOp`)
+///     aten: "aten::name",                  torch's op (what dispatch and profilers see)
+///     inplace: name_ | none,               the in-place method (`ops/inplace.rs`)
+///     da: |g, ..| expr,                    the gradient of each operand, g·∂f/∂a and
+///     db: |g, ..| expr,                    g·∂f/∂b, over `ops::arith::Term`s with rgrad's
+///                                          ops (so a backward is recorded and can be
+///                                          differentiated); broadcasting is undone by
+///                                          the op layer. Each names what it reads: `a`,
+///                                          `b` (a saved operand, or a Python number the
+///                                          node keeps: `x * 2`'s 2, torch's wrapped
+///                                          number), the output `y`, add's `alpha`; the
+///                                          node saves an operand that a needed
+///                                          derivative reads (as torch's generated nodes)
+/// }
+/// ```
+///
+/// [`BinaryOp`]: crate::backend::BinaryOp
+macro_rules! arith_op_table {
+    ($then:ident) => {
+        $then! {
+            add Add "AddBackward0" {
+                kernel: Add,
+                aten: "aten::add",
+                inplace: add_,
+                // a + α·b
+                da: |g| g.unchanged(),
+                db: |g, alpha| g.scale(alpha),
+            }
+            sub Sub "SubBackward0" {
+                kernel: Sub,
+                aten: "aten::sub",
+                inplace: sub_,
+                // a - α·b (rgrad multiplies by -α where torch negates: the same values)
+                da: |g| g.unchanged(),
+                db: |g, alpha| g.scale(&alpha.neg()?),
+            }
+            rsub Rsub "RsubBackward1" {
+                kernel: Sub,
+                aten: "aten::rsub",
+                inplace: none,
+                // rsub(a, b) = b - a, with a Python number b (`2 - x`): the number has no
+                // edge (torch's Scalar overload)
+                da: |g| g.neg(),
+                db: |g| g.unchanged(),
+            }
+            mul Mul "MulBackward0" {
+                kernel: Mul,
+                aten: "aten::mul",
+                inplace: mul_,
+                da: |g, b| g.mul(b),
+                db: |g, a| g.mul(a),
+            }
+            div Div "DivBackward0" {
+                kernel: Div,
+                aten: "aten::div",
+                inplace: div_,
+                // true division (integer operands give the default float dtype)
+                da: |g, b| g.div(b),
+                db: |g, a, b| g.mul(a)?.div(&b.mul(b)?)?.neg(),
+            }
+            remainder Remainder "RemainderBackward0" {
+                kernel: Remainder,
+                aten: "aten::remainder",
+                inplace: none,
+                // a - b·floor(a/b), with the sign of b (Python's `%`); the quotient is
+                // piecewise constant
+                da: |g| g.unchanged(),
+                db: |g, a, b| g.mul(&a.floor_divide_constant(b)?)?.neg(),
+            }
+            fmod Fmod "FmodBackward0" {
+                kernel: Fmod,
+                aten: "aten::fmod",
+                inplace: none,
+                // a - b·trunc(a/b), with the sign of a (C's fmod)
+                da: |g| g.unchanged(),
+                db: |g, a, b| g.mul(&a.trunc_divide_constant(b)?)?.neg(),
+            }
+        }
+    };
+}
+pub(crate) use arith_op_table;
