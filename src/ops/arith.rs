@@ -23,20 +23,42 @@ struct Row {
     aten: &'static str,
     kernel: BinaryOp,
     /// what each operand's derivative reads of `a`, `b`, the output `y` and `alpha`
-    reads: [&'static [&'static str]; 2],
+    /// (a mask of [`A`], [`B`], [`Y`], [`ALPHA`])
+    reads: [u8; 2],
 }
 
 impl Row {
     /// Whether the node saves `v` (`a`, `b` or `y`): when a derivative that reads it is
     /// needed (torch's generated nodes save a value read by one formula only when that
     /// formula's input needs a gradient).
-    fn saves(&self, v: &str, needs: [bool; 2]) -> bool {
-        (needs[0] && self.reads[0].contains(&v)) || (needs[1] && self.reads[1].contains(&v))
+    fn saves(&self, v: u8, needs: [bool; 2]) -> bool {
+        (needs[0] && self.reads[0] & v != 0) || (needs[1] && self.reads[1] & v != 0)
     }
 }
 
-/// The operands' names in the formulas, by position.
-const OPERANDS: [&str; 2] = ["a", "b"];
+/// What the formulas may read, as bits of [`Row::reads`] (named in the rows `a`, `b`,
+/// `y`, `alpha`).
+const A: u8 = 1;
+const B: u8 = 2;
+const Y: u8 = 4;
+const ALPHA: u8 = 8;
+/// The operands' bits, by position.
+const OPERANDS: [u8; 2] = [A, B];
+
+macro_rules! bit {
+    (a) => {
+        A
+    };
+    (b) => {
+        B
+    };
+    (y) => {
+        Y
+    };
+    (alpha) => {
+        ALPHA
+    };
+}
 
 macro_rules! arith_layer {
     ($($name:ident $V:ident $node:literal {
@@ -70,16 +92,14 @@ macro_rules! arith_layer {
                 }
             }
 
+            #[inline]
             fn row(self) -> Row {
                 match self {
                     $(ArithOp::$V => Row {
                         node: $node,
                         aten: $aten,
                         kernel: BinaryOp::$kernel,
-                        reads: [
-                            &[$(stringify!($da_args)),*],
-                            &[$(stringify!($db_args)),*],
-                        ],
+                        reads: [0 $(| bit!($da_args))*, 0 $(| bit!($db_args))*],
                     },)*
                 }
             }
@@ -90,12 +110,12 @@ macro_rules! arith_layer {
             match (op, i) {
                 $((ArithOp::$V, 0) => {
                     let $ga = g;
-                    $(let $da_args = &v.get(stringify!($da_args))?;)*
+                    $(let $da_args = &v.get(bit!($da_args))?;)*
                     $da
                 }
                 (ArithOp::$V, _) => {
                     let $gb = g;
-                    $(let $db_args = &v.get(stringify!($db_args))?;)*
+                    $(let $db_args = &v.get(bit!($db_args))?;)*
                     $db
                 })*
             }
@@ -144,6 +164,13 @@ impl Term<'_> {
             Term::N(_) => Err(Error::Internal(
                 "arithmetic backward: a number where a tensor is needed".into(),
             )),
+        }
+    }
+    /// The tensor this term is, without a new reference where it holds one.
+    fn into_tensor(self) -> Result<Tensor> {
+        match self {
+            Term::T(t) => Ok(t),
+            t => t.tensor(),
         }
     }
     /// The number this term is.
@@ -231,12 +258,12 @@ struct Values<'c> {
 }
 
 impl<'c> Values<'c> {
-    fn get(&self, v: &str) -> Result<Term<'c>> {
+    fn get(&self, v: u8) -> Result<Term<'c>> {
         let n = self.node;
         let at = match v {
-            "alpha" => return Ok(Term::N(Scalar::Float(n.alpha))),
-            "a" => 0,
-            "b" => 1,
+            ALPHA => return Ok(Term::N(Scalar::Float(n.alpha))),
+            A => 0,
+            B => 1,
             _ => 2,
         };
         if at < 2
@@ -247,7 +274,9 @@ impl<'c> Values<'c> {
         }
         n.saved[at]
             .map(|i| Term::Saved(self.ctx, i))
-            .ok_or_else(|| Error::Internal(format!("arithmetic backward: `{v}` was not saved")))
+            .ok_or_else(|| {
+                Error::Internal(format!("arithmetic backward: operand {at} was not saved"))
+            })
     }
 }
 
@@ -309,9 +338,9 @@ impl ArithBackward {
         let needs = operands.map(|o| o.2);
         let mut s = Saver::default();
         let saved = [
-            s.input_read(r.saves("a", needs), operands[0].0, operands[0].1),
-            s.input_read(r.saves("b", needs), operands[1].0, operands[1].1),
-            r.saves("y", needs).then(|| s.output_fresh(y)),
+            s.input_read(r.saves(A, needs), operands[0].0, operands[0].1),
+            s.input_read(r.saves(B, needs), operands[1].0, operands[1].1),
+            r.saves(Y, needs).then(|| s.output_fresh(y)),
         ];
         (Self::new(op, OperandShapes::SAME, saved, 1.0), s.list)
     }
@@ -331,9 +360,9 @@ pub(crate) fn record(
         let needs = [a.requires_grad(), b.requires_grad()];
         let mut s = Saver::default();
         let saved = [
-            s.input_if(r.saves("a", needs), a),
-            s.input_if(r.saves("b", needs), b),
-            r.saves("y", needs).then(|| s.output(y)),
+            s.input_if(r.saves(A, needs), a),
+            s.input_if(r.saves(B, needs), b),
+            r.saves(Y, needs).then(|| s.output(y)),
         ];
         let shapes = OperandShapes::new(a, b, y);
         (ArithBackward::new(op, shapes, saved, alpha), s.list)
@@ -362,7 +391,7 @@ impl Backward for ArithBackward {
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let number_at = usize::from(self.number_at);
         let number = self.number.is_some() && number_at < 2;
-        if number && self.op.row().reads[1 - number_at].contains(&OPERANDS[number_at]) {
+        if number && self.op.row().reads[1 - number_at] & OPERANDS[number_at] != 0 {
             ctx.check_saved_number()?; // torch saves the number as a tensor
         }
         let g = Term::T(grad0(g)?);
@@ -375,7 +404,7 @@ impl Backward for ArithBackward {
             }
             let edge = if number && !self.number_edge { 0 } else { i };
             out.push(if !is_number && ctx.needs_input_grad(edge) {
-                let d = derivative(self.op, i, &g, &values)?.tensor()?;
+                let d = derivative(self.op, i, &g, &values)?.into_tensor()?;
                 Some(self.shapes.sum_to(&d, i)?)
             } else {
                 None
