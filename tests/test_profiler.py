@@ -372,3 +372,30 @@ def test_chrome_trace_schema_as_torchs(tmp_path):
     assert flow_keys(ours, "s") == flow_keys(theirs, "s")
     # one flow pair per node the backward ran: MulBackward0 and SumBackward0
     assert len([e for e in flows(ours) if e["ph"] == "s"]) == 2
+
+
+def test_key_averages_in_rust_equal_the_event_lists():
+    """``profile.key_averages()`` averages in Rust before any event object exists; the same
+    figures come from the FunctionEvents built one by one (``function_events.key_averages``)."""
+    x = rgrad.randn(32, 32, requires_grad=True)
+    with profiler.profile(record_shapes=True, profile_memory=True, with_flops=True) as prof:
+        with profiler.record_function("block"):
+            y = (x @ x).tanh() * 2
+        y.sum().backward()
+    for by_shapes in (False, True):
+        fast = prof.key_averages(group_by_input_shape=by_shapes)
+        prof._function_events = None
+        slow = prof.function_events.key_averages(by_shapes)
+        prof._function_events = None
+        assert [a.key for a in fast] == [a.key for a in slow]
+        for a, b in zip(fast, slow):
+            assert (a.count, a.cpu_memory_usage, a.self_cpu_memory_usage, a.flops) == (
+                b.count,
+                b.cpu_memory_usage,
+                b.self_cpu_memory_usage,
+                b.flops,
+            ), a.key
+            assert a.cpu_time_total == pytest.approx(b.cpu_time_total, rel=1e-9, abs=1e-9), a.key
+            assert a.self_cpu_time_total == pytest.approx(b.self_cpu_time_total, rel=1e-9, abs=1e-6), a.key
+            assert str(a.input_shapes) == str(b.input_shapes), a.key
+        assert fast.table() == slow.table()

@@ -28,10 +28,10 @@ fn _profiler_start(
 
 /// Ends the session and returns what it recorded.
 #[pyfunction]
-fn _profiler_stop() -> PyResult<PyRecording> {
-    Ok(PyRecording {
-        r: Arc::new(profiler::stop()?),
-    })
+fn _profiler_stop(py: Python<'_>) -> PyResult<PyRecording> {
+    // (gathering and sorting a long session's events needs no Python: the GIL is let go)
+    let r = super::gil::detach(py, profiler::stop)?;
+    Ok(PyRecording { r: Arc::new(r) })
 }
 
 /// Whether a profiling session is on.
@@ -117,7 +117,8 @@ impl PyRecording {
         group_by_input_shape: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
-        for a in self.r.averages(group_by_input_shape) {
+        let r = &self.r;
+        for a in super::gil::detach(py, || r.averages(group_by_input_shape)) {
             let t = PyTuple::new(
                 py,
                 [
