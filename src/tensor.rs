@@ -66,6 +66,10 @@ pub struct TensorImpl {
 const HINT_REQUIRES_GRAD: u8 = 1;
 const HINT_GRAD_FN: u8 = 2;
 const HINT_BASE: u8 = 4;
+/// Has a forward-mode tangent (`autograd::forward_ad`); says nothing about reverse mode.
+const HINT_TANGENT: u8 = 8;
+/// The bits that give a tensor an edge in the reverse-mode graph.
+const HINT_REVERSE: u8 = HINT_REQUIRES_GRAD | HINT_GRAD_FN | HINT_BASE;
 
 impl Inner {
     fn hint(&self) -> u8 {
@@ -73,6 +77,7 @@ impl Inner {
         bit(self.requires_grad, HINT_REQUIRES_GRAD)
             | bit(self.grad_fn.is_some(), HINT_GRAD_FN)
             | bit(self.base().is_some(), HINT_BASE)
+            | bit(self.tangent().is_some(), HINT_TANGENT)
     }
 }
 
@@ -135,6 +140,9 @@ pub(crate) struct Cold {
     /// Set on the outputs of an op that returns several views (split, chunk, unbind) and
     /// on views of them: torch forbids modifying them in place with autograd on.
     pub multi_output: Option<MultiOutput>,
+    /// The forward-mode tangent at the dual level (`autograd::forward_ad`), of this
+    /// tensor's shape and dtype.
+    pub tangent: Option<Tensor>,
     /// Opaque slot for the binding layer (a weak reference to the Python object, so that
     /// `x.grad is x.grad` and `AccumulateGrad.variable is x` hold, as in torch).
     pub binding: Option<Arc<dyn std::any::Any + Send + Sync>>,
@@ -161,6 +169,10 @@ impl Inner {
     }
     pub(crate) fn base(&self) -> Option<&Tensor> {
         self.cold()?.base.as_ref()
+    }
+    /// The forward-mode tangent, if any.
+    pub(crate) fn tangent(&self) -> Option<&Tensor> {
+        self.cold()?.tangent.as_ref()
     }
     /// A leaf's hooks.
     pub(crate) fn hooks(&self) -> &[(u64, Hook)] {
@@ -397,7 +409,7 @@ impl Tensor {
 
     // ---- autograd metadata -----------------------------------------------------------
     pub fn requires_grad(&self) -> bool {
-        match self.0.hint.load(Ordering::Acquire) {
+        match self.0.hint.load(Ordering::Acquire) & HINT_REVERSE {
             0 => return false,
             HINT_BASE => {}
             _ => return true,
@@ -421,7 +433,27 @@ impl Tensor {
     /// Neither requires grad, nor has history, nor is a view: such a tensor has no edge
     /// (read without the lock).
     pub(crate) fn is_plain(&self) -> bool {
-        self.0.hint.load(Ordering::Acquire) == 0
+        self.0.hint.load(Ordering::Acquire) & HINT_REVERSE == 0
+    }
+    /// Has a forward-mode tangent (read without the lock).
+    pub(crate) fn has_tangent(&self) -> bool {
+        self.0.hint.load(Ordering::Acquire) & HINT_TANGENT != 0
+    }
+    /// The forward-mode tangent (`autograd::forward_ad` sets it).
+    pub fn tangent(&self) -> Option<Tensor> {
+        if !self.has_tangent() {
+            return None;
+        }
+        self.lock().tangent().cloned()
+    }
+    /// Sets or clears the tangent, returning the old one (dropped by the caller, not
+    /// under the lock).
+    pub(crate) fn replace_tangent(&self, t: Option<Tensor>) -> Option<Tensor> {
+        let mut g = self.lock();
+        match t {
+            Some(t) => g.cold_mut().tangent.replace(t),
+            None => g.cold_mut_if_any().and_then(|c| c.tangent.take()),
+        }
     }
     pub fn grad_fn(&self) -> Option<NodeRef> {
         self.lock().grad_fn.clone()

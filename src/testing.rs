@@ -300,6 +300,7 @@ fn jacobian_of(y: &Tensor, inputs: &[Tensor]) -> Result<Vec<Vec<f64>>> {
         create_graph: false,
         accumulate: false,
         allow_unused: true,
+        forward_ad_off: false,
     };
     for r in 0..n_out {
         let grads = run_backward(std::slice::from_ref(y), &[one_hot(y, r)?], &diff, opts)?;
@@ -472,6 +473,7 @@ pub fn gradgradcheck_with(
             create_graph: true,
             accumulate: false,
             allow_unused: true,
+            forward_ad_off: false,
         };
         let grads = run_backward(
             std::slice::from_ref(&y),
@@ -530,6 +532,7 @@ mod tests {
                 create_graph: false,
                 accumulate: true,
                 allow_unused: false,
+                forward_ad_off: false,
             },
         )
     }

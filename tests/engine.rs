@@ -37,6 +37,7 @@ fn backward(y: &Tensor, retain_graph: bool) -> Result<()> {
         create_graph: false,
         accumulate: true,
         allow_unused: false,
+        ..Options::default()
     };
     run_backward(std::slice::from_ref(y), &[ones_like(y)], &[], opts).map(|_| ())
 }
@@ -48,6 +49,7 @@ fn grad(y: &Tensor, inputs: &[Tensor], allow_unused: bool) -> Result<Vec<Option<
         create_graph: false,
         accumulate: false,
         allow_unused,
+        ..Options::default()
     };
     run_backward(std::slice::from_ref(y), &[ones_like(y)], inputs, opts)
 }

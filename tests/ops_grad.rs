@@ -25,6 +25,7 @@ fn grads_of(y: &Tensor, xs: &[&Tensor]) -> Result<Vec<Vec<f64>>> {
         create_graph: false,
         accumulate: false,
         allow_unused: false,
+        ..Options::default()
     };
     let gs = run_backward(std::slice::from_ref(y), &[ones], &inputs, opts)?;
     gs.into_iter()
@@ -433,6 +434,7 @@ fn prod_with_one_zero_second_order() -> Result<()> {
         create_graph: true,
         accumulate: false,
         allow_unused: false,
+        ..Options::default()
     };
     let g = run_backward(
         std::slice::from_ref(&y),
@@ -453,6 +455,7 @@ fn prod_with_one_zero_second_order() -> Result<()> {
         create_graph: false,
         accumulate: false,
         allow_unused: true,
+        ..Options::default()
     };
     let h1 = run_backward(
         std::slice::from_ref(&g),

@@ -51,3 +51,20 @@ def test_gradgradcheck_fast_mode_non_contiguous_grad_outputs(op, sample):
     assert gradgradcheck(
         fn, leaves, atol=op.grad_atol, rtol=op.grad_rtol, fast_mode=True, gen_non_contig_grad_outputs=True
     )
+
+
+@pytest.mark.parametrize("op,sample", GRAD)
+def test_forward_ad_gradcheck(op, sample):
+    """Every differentiable op's forward-mode derivative against finite differences."""
+    fn, leaves = _problem(op, sample)
+    assert gradcheck(fn, leaves, atol=op.grad_atol, rtol=op.grad_rtol, check_forward_ad=True, check_backward_ad=False)
+
+
+@pytest.mark.parametrize("op,sample", GRADGRAD)
+def test_fwd_over_rev_gradgradcheck(op, sample):
+    """Second derivatives by forward-over-reverse (the tangents of the gradients)."""
+    fn, leaves = _problem(op, sample)
+    assert gradgradcheck(
+        fn, leaves, atol=op.grad_atol, rtol=op.grad_rtol, check_fwd_over_rev=True, check_rev_over_rev=False,
+        check_undefined_grad=False,
+    )

@@ -16,6 +16,12 @@ pub type Grads = SmallVec<[Option<Tensor>; 2]>;
 pub trait Backward: Send + Sync {
     fn name(&self) -> Cow<'static, str>;
     fn apply(&self, ctx: &BackwardCtx<'_>, grads: &[Option<Tensor>]) -> Result<Grads>;
+    /// The forward-mode derivative (derivatives.yaml's `result:`): the tangents of the
+    /// node's outputs from its inputs' `tangents` (`None`: zero), computed with recorded
+    /// ops. `None`: no rule of its own; `ops::jvp` then differentiates `apply` instead.
+    fn jvp(&self, _ctx: &BackwardCtx<'_>, _tangents: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        None
+    }
     /// For node types defined outside the core (the binding's custom Functions): the
     /// concrete value, so that its owner can reach its own data.
     fn as_any(&self) -> Option<&dyn std::any::Any> {
@@ -32,6 +38,9 @@ pub struct BackwardCtx<'a> {
     /// The node's output metadata when a saved output needs it to be unpacked (taken
     /// with the saved tensors, under the node's lock); else empty.
     pub(crate) outputs: SmallVec<[OutputMeta; 1]>,
+    /// The node was made for forward AD alone (`ops::jvp`): no edges, so a saved output
+    /// unpacked from it gets no history.
+    pub(crate) forward_only: bool,
 }
 
 impl BackwardCtx<'_> {
@@ -89,9 +98,19 @@ impl BackwardCtx<'_> {
         let s = self.saved_entry(i)?;
         // When nothing is recorded a built-in formula only reads the values: a saved
         // output needs no alias carrying the node as grad_fn.
-        let with_history = crate::autograd::grad_mode::is_grad_enabled();
-        let t = s.unpack(self.node, &self.outputs, with_history)?;
+        // A node made for forward AD alone has no edges: its outputs get no history.
+        let with_history = crate::autograd::grad_mode::is_grad_enabled() && !self.forward_only;
+        let mut t = s.unpack(self.node, &self.outputs, with_history)?;
         check_version(self.node, s, t.version(), &self.outputs)?;
+        // A saved output has the tangent its tensor had (forward-over-reverse reads it).
+        if let Some(nr) = s.output_nr()
+            && let Some(tangent) = crate::autograd::forward_ad::output_tangent(self.node, nr)
+        {
+            if !with_history {
+                t = t.detach(); // (not the saved alias itself)
+            }
+            crate::autograd::forward_ad::set_tangent(&t, Some(tangent));
+        }
         Ok(t)
     }
 }

@@ -803,5 +803,6 @@ pub(crate) fn ctx_for<'a>(
         released,
         needs_input_grad: needs,
         outputs,
+        forward_only: false,
     }
 }

@@ -3,6 +3,7 @@
 pub mod anomaly;
 pub mod custom_function;
 pub mod engine;
+pub mod forward_ad;
 pub mod function;
 pub mod grad_mode;
 pub mod graph;

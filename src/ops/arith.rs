@@ -234,7 +234,7 @@ impl Term<'_> {
 /// contiguous float tensors of one dtype and shape, straight from the kernel with the
 /// saved data read under one lock (what `mul` would do, bit for bit).
 fn mul_saved(ctx: &BackwardCtx<'_>, g: &Tensor, i: u8) -> Result<Tensor> {
-    if !crate::autograd::grad_mode::is_grad_enabled() {
+    if crate::ops::unrecorded() {
         let s = ctx.saved_data(usize::from(i))?;
         let sg = g.snapshot();
         if sg.dtype == s.dtype
@@ -357,7 +357,7 @@ pub(crate) fn record(
 ) -> Result<Tensor> {
     apply(op.aten(), &[a, b], forward, |y| {
         let r = op.row();
-        let needs = [a.requires_grad(), b.requires_grad()];
+        let needs = [crate::ops::wants_grad(a), crate::ops::wants_grad(b)];
         let mut s = Saver::default();
         let saved = [
             s.input_if(r.saves(A, needs), a),

@@ -228,7 +228,7 @@ pub fn binary_fn(op: BinaryFn, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor>
         (_, Operand::S(_)) => &[&ta],
         _ => &[&ta, &tb],
     };
-    if inputs.iter().all(|t| !t.requires_grad()) {
+    if inputs.iter().all(|t| !crate::ops::wants_grad(t)) {
         return apply_nondiff(r.aten, forward);
     }
     // The node saves the operands as they were given (torch's `self` and `other`, before
@@ -244,7 +244,7 @@ pub fn binary_fn(op: BinaryFn, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor>
         (_, Operand::S(_)) => Some(1),
         _ => None,
     };
-    let needs = [0, 1].map(|i| number_at != Some(i) && [&ta, &tb][i].requires_grad());
+    let needs = [0, 1].map(|i| number_at != Some(i) && crate::ops::wants_grad([&ta, &tb][i]));
     apply(r.aten, inputs, forward, |y| {
         let mut s = Saver::default();
         let saved = [

@@ -76,8 +76,8 @@ pub fn div_rounded(a: Operand<'_>, b: Operand<'_>, floor: bool) -> Result<Tensor
             // torch's formula names other (and self), so it saves them, and reports them
             // modified in place, though the gradient is zero
             let mut sv = Saver::default();
-            sv.input_if(a.requires_grad(), &b);
-            sv.input_if(b.requires_grad(), &a);
+            sv.input_if(crate::ops::wants_grad(&a), &b);
+            sv.input_if(crate::ops::wants_grad(&b), &a);
             (
                 ZeroGradBackward {
                     shapes: OperandShapes::new(&a, &b, out),

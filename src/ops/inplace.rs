@@ -52,6 +52,89 @@ pub(crate) fn check_writable(x: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// `x` or `other` has a tangent to propagate (an in-place fast path would lose it).
+fn any_dual_operand(x: &Tensor, other: Operand<'_>) -> bool {
+    crate::autograd::forward_ad::any_dual(&[x])
+        || tensor_of(other).is_some_and(crate::autograd::forward_ad::is_dual)
+}
+
+/// Forward AD of an in-place op: `x` takes the tangent of the value written into it
+/// (in `x`'s dtype and shape), or a zero tangent if it had one and the value has none.
+fn commit_tangent(x: &Tensor, result: &Tensor, xs: &crate::tensor::Snapshot) -> Result<()> {
+    if !xs.dtype.is_float() {
+        return Ok(());
+    }
+    let tangent = match result.tangent() {
+        Some(t) => crate::autograd::forward_ad::with_enabled(false, || -> Result<Tensor> {
+            let t = if t.dtype() == xs.dtype {
+                t
+            } else {
+                to_dtype(&t, xs.dtype)?
+            };
+            if t.has_shape(&xs.layout.shape) {
+                Ok(t)
+            } else {
+                contiguous(&expand(&t, &xs.layout.shape)?)
+            }
+        })?,
+        None if x.has_tangent() => zeros(&xs.layout.shape, xs.dtype)?,
+        None => return Ok(()),
+    };
+    // x's tangent is written in place, so that its views' tangents (views of it) and its
+    // base's see the new values, as torch's do
+    let target = match x.tangent() {
+        Some(old) if old.dtype() == xs.dtype => Some(old),
+        Some(_) => None,
+        None => tangent_through_base(x, xs)?,
+    };
+    match target {
+        Some(t) => {
+            crate::autograd::forward_ad::with_enabled(false, || copy_(&t, &tangent))?;
+        }
+        None => crate::autograd::forward_ad::set_tangent(x, Some(tangent)),
+    }
+    Ok(())
+}
+
+/// A view without a tangent, written with a value that has one: its tangent becomes the
+/// same view of its base's (a zero tangent given to the base if it has none), so that the
+/// base sees the write, as in torch. `None` where the base's layout does not allow it (its
+/// tangent then stays its own).
+fn tangent_through_base(x: &Tensor, xs: &crate::tensor::Snapshot) -> Result<Option<Tensor>> {
+    let Some(base) = x.base() else {
+        return Ok(None);
+    };
+    let bl = base.layout();
+    if base.dtype() != xs.dtype || bl.offset != 0 {
+        return Ok(None);
+    }
+    let bt = match base.tangent() {
+        Some(t)
+            if t.dtype() == xs.dtype
+                && t.layout().strides == bl.strides
+                && t.layout().offset == 0 =>
+        {
+            t
+        }
+        Some(_) => return Ok(None),
+        None => {
+            // zeros laid out as the base is (a clone keeps a dense tensor's strides)
+            let z = with_grad_mode(false, || {
+                crate::autograd::forward_ad::with_enabled(false, || clone_tensor(&base.detach()))
+            })?;
+            if z.layout().strides != bl.strides {
+                return Ok(None);
+            }
+            with_grad_mode(false, || fill_(&z, Scalar::Int(0)))?;
+            crate::autograd::forward_ad::set_tangent(&base, Some(z.clone()));
+            z
+        }
+    };
+    let t = bt.alias_with_layout(xs.layout.clone());
+    crate::autograd::forward_ad::set_tangent(x, Some(t.clone()));
+    Ok(Some(t))
+}
+
 fn can_cast(from: DType, to: DType) -> bool {
     from.category() <= to.category()
 }
@@ -123,6 +206,13 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
             if let Some((f, nr)) = &old_history {
                 c.set_history(f.clone(), *nr);
             }
+            if crate::autograd::forward_ad::propagates()
+                && let Some(t) = x.tangent()
+            {
+                // (x's old value keeps its old tangent: x's is about to be overwritten)
+                let t = crate::autograd::forward_ad::with_enabled(false, || clone_tensor(&t))?;
+                crate::autograd::forward_ad::set_tangent(&c, Some(t));
+            }
             // Only the first slot: the op's `self`. Where x is also saved as the other
             // operand (`x *= x`), that slot keeps x, and backward reports it modified, as
             // torch's (which saves `original_self` alone) does.
@@ -150,6 +240,9 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
         k::copy_into(&mut w, &xs.layout, &src, &rs.layout);
     }
     x.bump_version();
+    if crate::autograd::forward_ad::propagates() {
+        commit_tangent(x, result, &xs)?;
+    }
     if let Some(node) = result.grad_fn()
         && result.has_shape(&xs.layout.shape)
     {
@@ -323,7 +416,12 @@ fn scaled_arith_in_place(
         return None;
     };
     let records = is_grad_enabled() && (x.requires_grad() || t.requires_grad());
-    if records || t.dtype() != x.dtype() || !x.dtype().is_float() || !t.has_shape(&x.shape()) {
+    if records
+        || any_dual_operand(x, other)
+        || t.dtype() != x.dtype()
+        || !x.dtype().is_float()
+        || !t.has_shape(&x.shape())
+    {
         return None;
     }
     match with_grad_mode(false, || mul_scalar(t, alpha)) {
@@ -356,7 +454,7 @@ pub fn div_rounded_(x: &Tensor, other: Operand<'_>, floor: bool) -> Result<Tenso
 /// values are those of the general path (same float operation per element).
 fn arith_in_place(x: &Tensor, op: k::BinaryOp, other: Operand<'_>) -> Option<Result<Tensor>> {
     let other_grad = matches!(other, Operand::T(t) if t.requires_grad());
-    if is_grad_enabled() && (x.requires_grad() || other_grad) {
+    if is_grad_enabled() && (x.requires_grad() || other_grad) || any_dual_operand(x, other) {
         return None;
     }
     let sx = x.snapshot();

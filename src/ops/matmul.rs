@@ -131,8 +131,8 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         || gemm_kernel(a, b),
         |_| {
             let mut s = Saver::default();
-            let ai = s.input_if(b.requires_grad(), a);
-            let bi = s.input_if(a.requires_grad(), b);
+            let ai = s.input_if(crate::ops::wants_grad(b), a);
+            let bi = s.input_if(crate::ops::wants_grad(a), b);
             (
                 MmBackward0 {
                     a: ai,
@@ -247,8 +247,8 @@ pub fn addmm(
         },
         |_| {
             let mut s = Saver::default();
-            let ai = s.input_if(b.requires_grad(), a);
-            let bi = s.input_if(a.requires_grad(), b);
+            let ai = s.input_if(crate::ops::wants_grad(b), a);
+            let bi = s.input_if(crate::ops::wants_grad(a), b);
             let in_shape = input.shape();
             (
                 AddmmBackward0 {
@@ -383,8 +383,8 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         || gemm_kernel(a, b),
         |_| {
             let mut s = Saver::default();
-            let ai = s.input_if(b.requires_grad(), a);
-            let bi = s.input_if(a.requires_grad(), b);
+            let ai = s.input_if(crate::ops::wants_grad(b), a);
+            let bi = s.input_if(crate::ops::wants_grad(a), b);
             (
                 BmmBackward0(MmBackward0 {
                     a: ai,
@@ -514,8 +514,8 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         },
         |_| {
             let mut s = Saver::default();
-            let ai = s.input_if(b.requires_grad(), a);
-            let bi = s.input_if(a.requires_grad(), b);
+            let ai = s.input_if(crate::ops::wants_grad(b), a);
+            let bi = s.input_if(crate::ops::wants_grad(a), b);
             (DotBackward0 { a: ai, b: bi }, s.list)
         },
     )
@@ -568,9 +568,9 @@ fn folds(a: &Tensor, b: &Tensor) -> bool {
     let (na, nb) = (a.ndim(), b.ndim());
     let a_larger = na >= nb;
     let (big, small_grad) = if a_larger {
-        (a, b.requires_grad())
+        (a, crate::ops::wants_grad(b))
     } else {
-        (b, a.requires_grad())
+        (b, crate::ops::wants_grad(a))
     };
     if !(big.ndim() >= 3 && na.min(nb) <= 2) {
         return false;

@@ -31,6 +31,7 @@ pub mod division;
 pub mod elementwise;
 pub mod indexing;
 pub mod inplace;
+pub mod jvp;
 pub mod matmul;
 pub mod minmax;
 pub mod nn;
@@ -123,6 +124,26 @@ pub(crate) fn any_requires_grad(inputs: &[&Tensor]) -> bool {
     is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
 }
 
+/// An op on `inputs` records a node: for reverse mode, or for forward AD (an input has
+/// a tangent it propagates).
+pub(crate) fn records(inputs: &[&Tensor]) -> bool {
+    any_requires_grad(inputs) || crate::autograd::forward_ad::any_dual(inputs)
+}
+
+/// Nothing this thread computes now is recorded, for either mode: grad mode is off and
+/// no dual level propagates tangents. A backward formula may then use a fused kernel
+/// where, else, it must run recorded ops.
+pub(crate) fn unrecorded() -> bool {
+    !is_grad_enabled() && !crate::autograd::forward_ad::propagates()
+}
+
+/// Whether an op's node must be able to compute `t`'s share: `t` requires grad, or has a
+/// tangent forward AD propagates (what a node saves for input `i` is what the
+/// derivatives of `i` read, whichever mode runs them).
+pub(crate) fn wants_grad(t: &Tensor) -> bool {
+    t.requires_grad() || crate::autograd::forward_ad::is_dual(t)
+}
+
 /// The edge a gradient for `t` flows along.
 pub(crate) fn edge_of(t: &Tensor) -> Result<Option<Edge>> {
     if t.is_plain() {
@@ -152,7 +173,8 @@ fn edge_in(g: &crate::tensor::Inner, t: &Tensor) -> Option<Edge> {
 pub(crate) struct Read {
     pub snap: crate::tensor::Snapshot,
     pub version: u64,
-    /// Grad mode is on and the input requires grad.
+    /// The op's node needs this input's share: grad mode is on and the input requires
+    /// grad, or it has a tangent that forward AD propagates.
     pub requires_grad: bool,
     pub edge: Option<Edge>,
 }
@@ -165,7 +187,7 @@ pub(crate) fn read_input(t: &Tensor) -> Result<Read> {
         // a view: its history may need re-deriving and its requires_grad may come from
         // its base (the general path)
         let edge = edge_of(t)?;
-        let requires_grad = t.requires_grad();
+        let requires_grad = t.requires_grad() || crate::autograd::forward_ad::is_dual(t);
         let (snap, version) = t.snapshot_with_version();
         return Ok(Read {
             snap,
@@ -182,10 +204,11 @@ pub(crate) fn read_input(t: &Tensor) -> Result<Read> {
     };
     let version = g.version();
     if !record {
+        drop(g);
         return Ok(Read {
             snap,
             version,
-            requires_grad: false,
+            requires_grad: crate::autograd::forward_ad::is_dual(t),
             edge: None,
         });
     }
@@ -194,7 +217,7 @@ pub(crate) fn read_input(t: &Tensor) -> Result<Read> {
     Ok(Read {
         snap,
         version,
-        requires_grad: edge.is_some(),
+        requires_grad: edge.is_some() || crate::autograd::forward_ad::is_dual(t),
         edge,
     })
 }
@@ -258,15 +281,21 @@ where
                 shape: crate::shape::copy(&out.layout.shape),
                 dtype: out.dtype,
             };
-            let mut node = Node::new(op.into(), edges(), smallvec::smallvec![meta]);
+            let next = edges();
+            let reverse = next.iter().any(Option::is_some);
+            let mut node = Node::new(op.into(), next, smallvec::smallvec![meta]);
             node.saved = saved;
             let node = NodeRef::new(node)?;
-            Ok(Tensor::with_history(
-                out.storage,
-                out.layout,
-                out.dtype,
-                node,
-            ))
+            let dual = crate::autograd::forward_ad::any_dual(inputs);
+            let out = if reverse {
+                Tensor::with_history(out.storage, out.layout, out.dtype, node.clone())
+            } else {
+                out.into_tensor() // (recorded for forward AD alone)
+            };
+            if dual {
+                jvp::propagate(&node, inputs, &[&out])?;
+            }
+            Ok(out)
         },
     )
 }
@@ -291,9 +320,10 @@ where
         || {
             let out = forward()?;
             own_result(&out, inputs);
-            if any_requires_grad(inputs) {
+            let reverse = any_requires_grad(inputs);
+            if reverse || crate::autograd::forward_ad::any_dual(inputs) {
                 let (op, saved) = backward(&out);
-                attach(op.into(), inputs, saved, &[&out])?;
+                record(op.into(), inputs, saved, &[&out], reverse)?;
             }
             Ok(out)
         },
@@ -359,6 +389,33 @@ pub(crate) fn attach(
 ) -> Result<NodeRef> {
     let next = inputs.iter().map(|t| edge_of(t)).collect::<Result<_>>()?;
     attach_edges(op, next, saved, outputs)
+}
+
+/// Records a node for `inputs` → `outputs`: attached to the outputs when `reverse`
+/// (reverse mode needs it), and used to compute the outputs' tangents when an input has
+/// one (forward AD; then, without `reverse`, the node serves that alone).
+pub(crate) fn record(
+    op: BackwardOp,
+    inputs: &[&Tensor],
+    saved: SmallVec<[SavedTensor; 2]>,
+    outputs: &[&Tensor],
+    reverse: bool,
+) -> Result<()> {
+    let node = if reverse {
+        attach(op, inputs, saved, outputs)?
+    } else {
+        let metas = outputs.iter().map(|o| {
+            let (shape, dtype) = o.shape_and_dtype();
+            OutputMeta { shape, dtype }
+        });
+        let mut node = Node::new(op, smallvec::smallvec![None; inputs.len()], metas.collect());
+        node.saved = saved;
+        NodeRef::new(node)?
+    };
+    if crate::autograd::forward_ad::any_dual(inputs) {
+        jvp::propagate(&node, inputs, outputs)?;
+    }
+    Ok(())
 }
 
 /// Records a node with the given edges and `outputs` as its outputs.

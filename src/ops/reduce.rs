@@ -320,7 +320,7 @@ fn exclusive_prod(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
     };
     let ws = work.shape();
     let (rows, n) = (ws[0], ws[1]);
-    let e = if crate::autograd::grad_mode::is_grad_enabled() {
+    let e = if !crate::ops::unrecorded() {
         // M[r, i, j] = x[r, j] with the diagonal set to 1; E = Π_j M[r, i, j]
         let a = expand(&unsqueeze(&work, 1)?, &[rows, n, n])?;
         let eye_mask = to_dtype(&eye(n, n, DType::F64)?, DType::Bool)?;

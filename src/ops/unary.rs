@@ -368,7 +368,7 @@ impl Backward for UnaryBackward {
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        if !crate::autograd::grad_mode::is_grad_enabled()
+        if crate::ops::unrecorded()
             && let Some(i) = self.saved
         {
             // nothing recorded: the fused kernel straight from the saved data
@@ -465,7 +465,7 @@ pub fn tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
         },
         |_| {
             let mut s = Saver::default();
-            let gi = s.input_if(y.requires_grad(), g);
+            let gi = s.input_if(crate::ops::wants_grad(y), g);
             let yi = s.input_if(true, y);
             (TanhBackwardBackward0 { g: gi, y: yi }, s.list)
         },
@@ -506,7 +506,7 @@ impl Backward for TanhBackwardBackward0 {
 /// The row's `df` in one kernel when nothing is to be recorded (the usual backward,
 /// without `create_graph`): same values bit for bit, one tensor instead of two to four.
 fn fused_unary_grad(op: UnaryOp, g: &Tensor, s: &Tensor) -> Option<Tensor> {
-    if crate::autograd::grad_mode::is_grad_enabled() && (g.requires_grad() || s.requires_grad()) {
+    if crate::ops::records(&[g, s]) {
         return None;
     }
     unary_backward_kernel(op, &g.snapshot(), &s.snapshot())

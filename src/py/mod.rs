@@ -4,6 +4,7 @@
 mod binary;
 mod convert;
 mod error;
+mod forward_ad;
 mod function;
 mod gil;
 mod node;
@@ -332,6 +333,7 @@ fn _run_backward(
         create_graph,
         accumulate,
         allow_unused,
+        forward_ad_off: false,
     };
     let r = gil::detach(py, || engine::run_backward(&outs, &grads, &ins, opts))?;
     r.into_iter()
@@ -535,6 +537,7 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(eye, m)?)?;
     random::register(m)?;
     profiler::register(m)?;
+    forward_ad::register(m)?;
     m.add_function(wrap_pyfunction!(cat, m)?)?;
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(where_, m)?)?;

@@ -523,13 +523,14 @@ pub(super) fn same_or_cast(slf: &Bound<'_, PyTensor>, d: DType) -> PyResult<Py<P
     wrap(slf.py(), ops::to_dtype(t, d)?)
 }
 
-/// masked_fill's `value` when it is a tensor that requires grad (it then gets a gradient).
+/// masked_fill's `value` when it is a tensor that requires grad or has a tangent (it then
+/// gets a gradient, or passes its tangent on).
 pub(super) fn grad_value(value: &Bound<'_, PyAny>) -> Option<Tensor> {
     value
         .cast::<PyTensor>()
         .ok()
         .map(|t| t.get().t.clone())
-        .filter(|t| t.requires_grad())
+        .filter(crate::ops::wants_grad)
 }
 
 pub(super) fn scalar_or_item(value: &Bound<'_, PyAny>) -> PyResult<Scalar> {

@@ -546,7 +546,7 @@ impl PyTensor {
     fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let v = match value.cast::<PyTensor>() {
             // a 0-d value that requires grad gets the gradient (summed)
-            Ok(t) if t.get().t.ndim() == 0 && t.get().t.requires_grad() => {
+            Ok(t) if t.get().t.ndim() == 0 && crate::ops::wants_grad(&t.get().t) => {
                 ops::fill_tensor_(&slf.get().t, &t.get().t)?;
                 return Ok(slf.clone().unbind());
             }

@@ -197,7 +197,7 @@ def grad(
     return tuple(result)
 
 
-from rgrad.autograd import function, graph  # noqa: E402,F401
+from rgrad.autograd import forward_ad, function, graph  # noqa: E402,F401
 from rgrad.autograd.function import Function  # noqa: E402
 from rgrad.autograd.gradcheck import gradcheck, gradgradcheck  # noqa: E402
 from rgrad.autograd.variable import Variable  # noqa: E402

@@ -13,9 +13,8 @@ element with respect to input element ``k``. rgrad stores them in float64 whatev
 dtypes of the inputs (torch keeps the output's dtype for the numerical one); for the
 float64 inputs gradcheck is meant for this changes nothing.
 
-Not supported (rgrad has no vmap, no forward-mode AD, no complex and no sparse tensors):
-``check_batched_grad``, ``check_batched_forward_grad``, ``check_forward_ad`` and
-``check_fwd_over_rev`` raise NotImplementedError; ``masked`` only selects how the
+Not supported (rgrad has no vmap, no complex and no sparse tensors):
+``check_batched_grad`` and ``check_batched_forward_grad`` raise NotImplementedError; ``masked`` only selects how the
 "backward multiplied by grad_output" check compares with zero. Only the top-level
 tensors of ``inputs`` are differentiated: a tensor inside a list or tuple argument is
 passed through as a constant (torch half-supports them: its numerical and analytical
@@ -323,9 +322,12 @@ def _checked_vjp_matrices(
     return first
 
 
-def _notallclose_msg(analytical: Tensor, numerical: Tensor, output_idx: int, input_idx: int) -> str:
+def _notallclose_msg(
+    analytical: Tensor, numerical: Tensor, output_idx: int, input_idx: int, is_forward_ad: bool = False
+) -> str:
+    mode = "computed with forward mode " if is_forward_ad else ""
     return (
-        f"Jacobian mismatch for output {output_idx:d} with respect to input {input_idx:d},\n"
+        f"Jacobian {mode}mismatch for output {output_idx:d} with respect to input {input_idx:d},\n"
         f"numerical:{numerical}\nanalytical:{analytical}\n"
     )
 
@@ -456,6 +458,63 @@ def _fast_gradcheck(
 
 
 # ---------------------------------------------------------------------------------------
+# forward-mode AD: Jacobian-vector products of dual inputs
+# ---------------------------------------------------------------------------------------
+
+
+def _forward_ad_jvps(func: Callable, inputs: tuple, inp: Tensor, tangent: Tensor) -> list[Tensor | None]:
+    """The tangents of ``func``'s float outputs when input ``inp`` (detached) is made dual
+    with ``tangent`` and the other inputs are left as they are, flattened to float64."""
+    from rgrad.autograd import forward_ad as fwAD
+
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(inp.detach(), tangent)
+        outs = _float_outputs(func(*(dual if x is inp else x for x in inputs)))
+        tangents = [fwAD.unpack_dual(o).tangent for o in outs]
+        return [None if t is None else t.double().reshape(-1) for t in tangents]
+
+
+def _slow_forward_ad_check(
+    func: Callable, func_out: tuple, inputs: tuple, eps: float, rtol: float, atol: float
+) -> None:
+    """Each input's Jacobian, column by column from one-hot tangents, against the
+    central differences (torch's ``_get_analytical_jacobian_forward_ad``)."""
+    float_outs = _float_outputs(func_out)
+    numerical = _numerical_jacobians(func, inputs, float_outs, eps)
+    for i, inp in enumerate(_diff_inputs(inputs)):
+        analytical = [_zeros((inp.numel(), o.numel())) for o in float_outs]
+        tangent = _zeros(inp.shape, inp.dtype)
+        flat = tangent.view(-1)
+        for e in range(inp.numel()):
+            flat.zero_()
+            flat[e] = 1.0
+            for a, t in zip(analytical, _forward_ad_jvps(func, inputs, inp, tangent)):
+                if t is not None:
+                    a[e] = t
+        for k, (a, n) in enumerate(zip(analytical, numerical[i])):
+            if not _allclose(a, n, rtol, atol):
+                raise GradcheckError(_notallclose_msg(a, n, k, i, is_forward_ad=True))
+
+
+def _fast_forward_ad_check(
+    func: Callable, func_out: tuple, inputs: tuple, eps: float, rtol: float, atol: float
+) -> None:
+    """``v . (J u)`` from one dual evaluation per input against central differences along
+    ``u`` (torch's fast mode for forward AD)."""
+    rng = random.Random(_FAST_MODE_SEED)
+    float_outs = _float_outputs(func_out)
+    all_v = [_random_unit_vector(o.numel(), rng) for o in float_outs]
+    for i, inp in enumerate(_diff_inputs(inputs)):
+        u = _random_unit_vector(inp.numel(), rng)
+        numerical = _numerical_jvps(func, inputs, inp, u, eps)
+        analytical = _forward_ad_jvps(func, inputs, inp, u.to(inp.dtype).reshape(inp.shape))
+        for k, (v, n, a) in enumerate(zip(all_v, numerical, analytical)):
+            a = _zeros(n.shape) if a is None else a
+            if not _allclose((v * a).sum(), (v * n).sum(), rtol, atol * float(u.sum()) * float(v.sum())):
+                raise GradcheckError(_notallclose_msg(a, n, k, i, is_forward_ad=True))
+
+
+# ---------------------------------------------------------------------------------------
 # checks of the backward function itself
 # ---------------------------------------------------------------------------------------
 
@@ -533,9 +592,7 @@ def _test_undefined_backward_mode(func: Callable, outputs: tuple[Tensor, ...], i
 def _reject_unsupported(**flags: bool) -> None:
     reasons = {
         "check_batched_grad": "it needs vmap, which rgrad does not have yet",
-        "check_batched_forward_grad": "it needs vmap and forward-mode AD, which rgrad does not have yet",
-        "check_forward_ad": "rgrad has no forward-mode AD yet",
-        "check_fwd_over_rev": "rgrad has no forward-mode AD yet",
+        "check_batched_forward_grad": "it needs vmap, which rgrad does not have yet",
     }
     for name, value in flags.items():
         if value:
@@ -555,6 +612,8 @@ def _gradcheck(
     check_grad_dtypes: bool,
     fast_mode: bool,
     masked: bool | None,
+    check_forward_ad: bool = False,
+    check_backward_ad: bool = True,
 ) -> bool:
     """gradcheck's body once its flags are validated; shared with gradgradcheck, so that
     the dtype warning points at the user's call in both (hence the fixed stack level)."""
@@ -568,11 +627,16 @@ def _gradcheck(
         _check_inputs(tupled_inputs)
         func_out = _as_tuple(func(*tupled_inputs))
         outputs = _differentiable_outputs(func_out)
-        check = _fast_gradcheck if fast_mode else _slow_gradcheck
-        check(func, func_out, tupled_inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol)
-        _test_backward_mul_by_grad_output(outputs, tupled_inputs, masked)
-        if check_undefined_grad:
-            _test_undefined_backward_mode(func, outputs, tupled_inputs)
+        if check_backward_ad:
+            check = _fast_gradcheck if fast_mode else _slow_gradcheck
+            check(func, func_out, tupled_inputs, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol)
+        if check_forward_ad:
+            fw_check = _fast_forward_ad_check if fast_mode else _slow_forward_ad_check
+            fw_check(func, func_out, tupled_inputs, eps, rtol, atol)
+        if check_backward_ad:
+            _test_backward_mul_by_grad_output(outputs, tupled_inputs, masked)
+            if check_undefined_grad:
+                _test_undefined_backward_mode(func, outputs, tupled_inputs)
         return True
     except GradcheckError:
         if raise_exception:
@@ -619,8 +683,9 @@ def gradcheck(
         check_grad_dtypes: Check that the gradients have their inputs' dtypes.
         check_batched_grad: Not supported by rgrad (needs vmap); must be False.
         check_batched_forward_grad: Not supported by rgrad (needs vmap); must be False.
-        check_forward_ad: Not supported by rgrad (no forward-mode AD); must be False.
-        check_backward_ad: Check reverse-mode gradients (must be True in rgrad).
+        check_forward_ad: Check the Jacobian computed with forward-mode AD
+            (:mod:`rgrad.autograd.forward_ad`) against the numerical one.
+        check_backward_ad: Check reverse-mode gradients.
         fast_mode: Compare ``v^T J u`` for random unit vectors ``u`` and ``v`` instead of
             the whole Jacobians: one backward per output and one pair of function
             evaluations per input.
@@ -640,7 +705,6 @@ def gradcheck(
     _reject_unsupported(
         check_batched_grad=check_batched_grad,
         check_batched_forward_grad=check_batched_forward_grad,
-        check_forward_ad=check_forward_ad,
     )
     return _gradcheck(
         func,
@@ -654,6 +718,8 @@ def gradcheck(
         check_grad_dtypes=check_grad_dtypes,
         fast_mode=fast_mode,
         masked=masked,
+        check_forward_ad=check_forward_ad,
+        check_backward_ad=check_backward_ad,
     )
 
 
@@ -713,8 +779,9 @@ def gradgradcheck(
         check_undefined_grad: Check that undefined output gradients are supported.
         check_grad_dtypes: Check that the gradients have their inputs' dtypes.
         check_batched_grad: Not supported by rgrad (needs vmap); must be False.
-        check_fwd_over_rev: Not supported by rgrad (no forward-mode AD); must be False.
-        check_rev_over_rev: Check reverse-over-reverse second derivatives (must be True).
+        check_fwd_over_rev: Check the second derivatives computed with forward-over-reverse
+            AD (the gradients' tangents).
+        check_rev_over_rev: Check reverse-over-reverse second derivatives.
         fast_mode: Use gradcheck's fast mode.
         masked: See :func:`gradcheck`.
 
@@ -728,7 +795,7 @@ def gradgradcheck(
         raise AssertionError("Setting check_undefined_grad=True requires check_rev_over_rev to be True")
     if check_batched_grad and not check_rev_over_rev:
         raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to be True")
-    _reject_unsupported(check_batched_grad=check_batched_grad, check_fwd_over_rev=check_fwd_over_rev)
+    _reject_unsupported(check_batched_grad=check_batched_grad)
 
     tupled_inputs = _as_tuple(inputs)
     if grad_outputs is None:
@@ -768,4 +835,6 @@ def gradgradcheck(
         check_grad_dtypes=check_grad_dtypes,
         fast_mode=fast_mode,
         masked=masked,
+        check_forward_ad=check_fwd_over_rev,
+        check_backward_ad=check_rev_over_rev,
     )

@@ -40,6 +40,10 @@ pub struct Options {
     /// backward(): accumulate into `.grad`; grad(): return the gradients instead.
     pub accumulate: bool,
     pub allow_unused: bool,
+    /// Run with forward-mode AD off (`ops::jvp` differentiating a backward formula: the
+    /// run computes a tangent and must not propagate tangents itself). Taken from the
+    /// calling thread's switch at the start.
+    pub forward_ad_off: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -162,6 +166,7 @@ pub fn run_backward(
     if crate::autograd::grad_mode::is_inference_mode_enabled() {
         opts.create_graph = false;
     }
+    opts.forward_ad_off |= !crate::autograd::forward_ad::is_enabled();
     for t in outputs.iter().chain(inputs) {
         ops::refresh_view(t)?;
     }
@@ -356,10 +361,17 @@ impl Task {
     /// (the engine's `evaluate_function`, a range of the dispatch point's)
     fn run_node(&self, node: ReadyNode, ready: &mut Ready) -> Result<()> {
         let n = &self.nodes[node.0].node;
-        crate::dispatch::evaluate(n, || {
+        let run = || {
             with_grad_mode(self.opts.create_graph, || {
                 self.run_node_in_mode(node, ready)
             })
+        };
+        crate::dispatch::evaluate(n, || {
+            if self.opts.forward_ad_off {
+                crate::autograd::forward_ad::with_enabled(false, run)
+            } else {
+                run()
+            }
         })
     }
 
