@@ -159,3 +159,43 @@ def test_many_threads_propagate_their_own_tangents():
         for th in threads:
             th.join()
     assert not errors, errors[0]
+
+
+def _custom_function(lib):
+    fw = lib.autograd.forward_ad
+    seen = []
+
+    class F(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y, k):
+            ctx.save_for_forward(x)
+            return x * y * k
+
+        @staticmethod
+        def jvp(ctx, tx, ty, tk):
+            seen.append((tx.tolist(), ty.tolist(), tk, [t.tolist() for t in ctx.saved_for_forward]))
+            return tx * 2 + ty
+
+    class G(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    out = []
+    with fw.dual_level():
+        d = fw.make_dual(lib.ones(2), lib.ones(2))
+        out.append(fw.unpack_dual(F.apply(d, lib.ones(2), 3)).tangent.tolist())
+        with pytest.raises(NotImplementedError) as e:
+            G.apply(d)
+        out.append(str(e.value))
+        out.append(fw.unpack_dual(G.apply(lib.ones(2))).tangent)
+    return out, seen
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_custom_function_jvp_matches_torch():
+    assert _custom_function(rgrad) == _custom_function(torch)

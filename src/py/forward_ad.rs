@@ -40,6 +40,24 @@ fn _unpack_dual(
     Ok((wrap(py, primal)?, tangent.map(|t| wrap(py, t)).transpose()?))
 }
 
+/// Gives `tensor` the tangent a custom Function's `jvp` returned for it.
+#[pyfunction]
+fn _set_fw_grad(tensor: PyRef<'_, PyTensor>, tangent: PyRef<'_, PyTensor>) -> PyResult<()> {
+    let (t, tan) = (&tensor.t, &tangent.t);
+    if t.shape() != tan.shape() {
+        return Err(crate::Error::runtime(format!(
+            "Trying to set a forward gradient that has a different size than that of the original Tensor, this is not supported. Tensor is of size {} while the given forward gradient is of size {}.",
+            crate::shape::fmt_shape(&t.shape()),
+            crate::shape::fmt_shape(&tan.shape())
+        ))
+        .into());
+    }
+    if forward_ad::is_active() && t.dtype().is_float() {
+        forward_ad::set_tangent(t, Some(tan.clone()));
+    }
+    Ok(())
+}
+
 #[pyfunction]
 fn _is_fwd_grad_enabled() -> bool {
     forward_ad::is_enabled()
@@ -55,6 +73,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_exit_dual_level, m)?)?;
     m.add_function(wrap_pyfunction!(_make_dual, m)?)?;
     m.add_function(wrap_pyfunction!(_unpack_dual, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_fw_grad, m)?)?;
     m.add_function(wrap_pyfunction!(_is_fwd_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_set_fwd_grad_enabled, m)?)?;
     Ok(())

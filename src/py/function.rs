@@ -250,21 +250,49 @@ fn function_apply(
     ctx.get().st.lock().needs_input_grad =
         Some(PyTuple::new(py, &flags.needs_input_grad)?.unbind());
 
-    let output = with_grad_mode(false, || -> PyResult<Bound<'_, PyAny>> {
-        if setup_ctx {
-            let out = forward.call(&args, kwargs.as_ref())?;
-            cls.getattr(intern!(py, "setup_context"))?
-                .call1((&ctx_obj, &args, &out))?;
-            Ok(out)
-        } else {
-            let mut full: SmallVec<[Bound<'_, PyAny>; 4]> = SmallVec::with_capacity(args.len() + 1);
-            full.push(ctx_obj.clone());
-            full.extend(args.iter());
-            let full = PyTuple::new(py, full)?;
-            forward.call(full, kwargs.as_ref())
-        }
+    // forward runs with grad mode and forward AD off: its outputs' tangents are jvp's
+    let dual = crate::autograd::forward_ad::propagates()
+        && inputs.iter().flatten().any(Tensor::has_tangent);
+    let output = with_fw_grad(false, || {
+        with_grad_mode(false, || -> PyResult<Bound<'_, PyAny>> {
+            if setup_ctx {
+                let out = forward.call(&args, kwargs.as_ref())?;
+                cls.getattr(intern!(py, "setup_context"))?
+                    .call1((&ctx_obj, &args, &out))?;
+                Ok(out)
+            } else {
+                let mut full: SmallVec<[Bound<'_, PyAny>; 4]> =
+                    SmallVec::with_capacity(args.len() + 1);
+                full.push(ctx_obj.clone());
+                full.extend(args.iter());
+                let full = PyTuple::new(py, full)?;
+                forward.call(full, kwargs.as_ref())
+            }
+        })
     })?;
+    let result = wrap_function_outputs(py, cls, &backward_cls, ctx, &inputs, flags, output)?;
+    if dual {
+        static JVP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        JVP.import(py, "rgrad.autograd.function", "_forward_ad_jvp")?
+            .call1((cls, &ctx_obj, &args, result.bind(py)))?;
+    }
+    Ok(result)
+}
 
+fn with_fw_grad<R>(on: bool, f: impl FnOnce() -> R) -> R {
+    crate::autograd::forward_ad::with_enabled(on, f)
+}
+
+/// What `apply` returns: forward's outputs wired into the graph by `custom::wrap_outputs`.
+fn wrap_function_outputs(
+    py: Python<'_>,
+    cls: &Bound<'_, PyType>,
+    backward_cls: &Bound<'_, PyAny>,
+    ctx: &Bound<'_, PyFunctionBase>,
+    inputs: &[Option<Tensor>],
+    flags: InputFlags,
+    output: Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
     let is_tuple = output.is_instance_of::<PyTuple>();
     let items: SmallVec<[Bound<'_, PyAny>; 2]> = if is_tuple {
         output.cast::<PyTuple>()?.iter().collect()
@@ -289,7 +317,7 @@ fn function_apply(
                 .getattr(intern!(py, "_user_backward"))
                 .map_err(external)?
                 .unbind(),
-            inputs: custom::metas(&inputs),
+            inputs: custom::metas(inputs),
             outputs: custom::metas(&out_tensors),
         }))
     };
@@ -298,7 +326,7 @@ fn function_apply(
         replaced,
         saved_slots,
         unsaved,
-    } = custom::wrap_outputs(flags, &inputs, &out_tensors, marks, backward)?;
+    } = custom::wrap_outputs(flags, inputs, &out_tensors, marks, backward)?;
     let Some(node) = node else {
         // no node: forward's outputs as they are, its saved tensors kept by the ctx
         ctx.get().st.lock().marks.to_save = unsaved;

@@ -44,6 +44,16 @@ class FunctionCtx:
     Any other attribute set on ``ctx`` in forward can be read in backward.
     """
 
+    def save_for_forward(self, *tensors: Any) -> None:
+        """Keeps tensors for ``jvp`` (as ``ctx.saved_for_forward``), as torch's does."""
+        for tensor in tensors:
+            if not (isinstance(tensor, _C.Tensor) or tensor is None):
+                raise AssertionError(
+                    "save_for_forward expects all arguments to be tensors; you should save non-tensors as "
+                    "attributes on ctx."
+                )
+        self.saved_for_forward = tensors
+
 
 class BackwardCFunction(_FunctionBase, FunctionCtx):
     """The type of a custom Function's ctx, which is also its graph node
@@ -122,7 +132,10 @@ class _SingleLevelFunction(_FunctionBase, FunctionCtx, metaclass=FunctionMeta):
 
     @staticmethod
     def jvp(ctx: Any, *grad_inputs: Any) -> Any:
-        """Forward-mode derivative (rgrad has no forward-mode AD yet)."""
+        """Forward-mode derivative: given one tangent per forward input (zeros for a tensor
+        without one, None for a non-tensor), returns one tangent per output. Runs with
+        forward AD off; tensors saved with ``ctx.save_for_forward`` are
+        ``ctx.saved_for_forward``."""
         raise NotImplementedError(
             "You must implement the jvp function for custom autograd.Function to use it with forward mode AD."
         )
@@ -222,3 +235,30 @@ def once_differentiable(fn: Callable) -> Callable:
         return result[0] if single else tuple(result)
 
     return wrapper
+
+
+def _forward_ad_jvp(cls: Any, ctx: Any, args: tuple, result: Any) -> None:
+    """A custom Function called on dual inputs: its outputs' tangents are what the user's
+    ``jvp`` returns for the inputs' tangents (``apply`` calls this after forward)."""
+    from rgrad.autograd import forward_ad
+
+    tangents = []
+    for a in args:
+        if isinstance(a, _C.Tensor):
+            t = forward_ad.unpack_dual(a).tangent
+            tangents.append(t if t is not None or not a.is_floating_point() else a.new_zeros(a.shape))
+        else:
+            tangents.append(None)
+    with forward_ad._set_fwd_grad_enabled(False):
+        out_tangents = cls.jvp(ctx, *tangents)
+    outputs = result if isinstance(result, tuple) else (result,)
+    if not isinstance(out_tangents, tuple):
+        out_tangents = (out_tangents,)
+    if len(out_tangents) != len(outputs):
+        raise RuntimeError(
+            f"jvp function returned an incorrect number of tangents (expected {len(outputs)}, "
+            f"got {len(out_tangents)})"
+        )
+    for o, t in zip(outputs, out_tangents):
+        if isinstance(o, _C.Tensor) and t is not None:
+            _C._set_fw_grad(o, t)
