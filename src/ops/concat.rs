@@ -134,6 +134,25 @@ impl Backward for CatBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "CatBackward0".into()
     }
+    // the tangent of a concatenation is the concatenation of the tangents
+    fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let out = ctx.outputs.first()?;
+        let sizes: Option<Vec<usize>> = self.sizes.iter().copied().collect();
+        let sizes = sizes?; // (a legacy empty input: by transposition)
+        let run = || -> Result<Grads> {
+            let parts = sizes
+                .iter()
+                .zip(t)
+                .map(|(&n, ti)| {
+                    let mut shape = out.shape.clone();
+                    shape[self.dim] = n;
+                    tangent_or_zeros(ti.as_ref(), &shape, out.dtype)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(smallvec::smallvec![Some(cat(&parts, self.dim as i64)?)])
+        };
+        Some(run())
+    }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
         let mut out = Grads::new();
@@ -219,6 +238,18 @@ pub struct StackBackward0 {
 impl Backward for StackBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "StackBackward0".into()
+    }
+    fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let out = ctx.outputs.first()?;
+        let mut shape = out.shape.clone();
+        shape.remove(self.dim);
+        let run = || -> Result<Grads> {
+            let parts = (0..self.n)
+                .map(|i| tangent_or_zeros(t.get(i).and_then(Option::as_ref), &shape, out.dtype))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(smallvec::smallvec![Some(stack(&parts, self.dim as i64)?)])
+        };
+        Some(run())
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
@@ -324,5 +355,18 @@ impl Backward for RepeatBackward0 {
         let r = super::sum(&reshape(&g, &inter)?, Some(&sum_dims), false)?;
         let dims: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
         Ok(smallvec::smallvec![Some(reshape(&r, &dims)?)])
+    }
+}
+
+/// An input's tangent in the output's dtype, or zeros of `shape` for an input without one.
+fn tangent_or_zeros(
+    t: Option<&Tensor>,
+    shape: &[usize],
+    dtype: crate::dtype::DType,
+) -> Result<Tensor> {
+    match t {
+        Some(t) if t.dtype() == dtype => Ok(t.clone()),
+        Some(t) => super::to_dtype(t, dtype),
+        None => super::zeros(shape, dtype),
     }
 }

@@ -295,6 +295,30 @@ impl Backward for AddmmBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "AddmmBackward0".into()
     }
+    // tangent: beta·t_input (broadcast) + alpha·(tA·B + A·tB)
+    fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let out = ctx.outputs.first()?;
+        let run = || -> Result<Grads> {
+            let scaled = |x: Tensor, i: usize| match &self.scales {
+                Some(s) => mul_scalar(&x, s[i]),
+                None => Ok(x),
+            };
+            let ti = match t.first().and_then(Option::as_ref) {
+                Some(ti) => Some(scaled(expand(ti, &out.shape)?, 0)?),
+                None => None,
+            };
+            let tm = self
+                .mm
+                .tangent(ctx, t, [1, 2])?
+                .map(|x| scaled(x, 1))
+                .transpose()?;
+            Ok(smallvec::smallvec![match (ti, tm) {
+                (Some(x), Some(y)) => Some(add(&x, &y)?),
+                (x, y) => x.or(y),
+            }])
+        };
+        Some(run())
+    }
     // d input = sum_to(beta·G), dA = alpha·G·Bᵀ, dB = alpha·Aᵀ·G
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
@@ -466,9 +490,37 @@ impl MmBackward0 {
         Ok((da, db))
     }
 }
+impl MmBackward0 {
+    /// d(A·B) = dA·B + A·dB, A and B at inputs `at` of the node.
+    fn tangent(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        t: &[Option<Tensor>],
+        at: [usize; 2],
+    ) -> Result<Option<Tensor>> {
+        let saved = |i: Option<u8>| {
+            ctx.saved(i.ok_or_else(|| Error::Internal("mm operand not saved".into()))? as usize)
+        };
+        let ta = match t.get(at[0]).and_then(Option::as_ref) {
+            Some(ta) => Some(self.prod(ta, &saved(self.b)?)?),
+            None => None,
+        };
+        let tb = match t.get(at[1]).and_then(Option::as_ref) {
+            Some(tb) => Some(self.prod(&saved(self.a)?, tb)?),
+            None => None,
+        };
+        Ok(match (ta, tb) {
+            (Some(x), Some(y)) => Some(add(&x, &y)?),
+            (x, y) => x.or(y),
+        })
+    }
+}
 impl Backward for MmBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "MmBackward0".into()
+    }
+    fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        Some(self.tangent(ctx, t, [0, 1]).map(|t| smallvec::smallvec![t]))
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         self.grads(ctx, g)
@@ -480,6 +532,13 @@ pub struct BmmBackward0(MmBackward0);
 impl Backward for BmmBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "BmmBackward0".into()
+    }
+    fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        Some(
+            self.0
+                .tangent(ctx, t, [0, 1])
+                .map(|t| smallvec::smallvec![t]),
+        )
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         self.0.grads(ctx, g)

@@ -73,6 +73,12 @@ impl ReduceDims {
             keepdim,
         })
     }
+    /// The sum of `t` (of the input's shape) over the reduced dims: the reduction's
+    /// forward derivative.
+    pub(super) fn reduce(&self, t: &Tensor) -> Result<Tensor> {
+        let dims: Vec<i64> = self.dims.iter().map(|&d| d as i64).collect();
+        sum(t, Some(&dims), self.keepdim)
+    }
     /// A gradient (or saved output) of the reduction's shape, brought back to the input's.
     pub(super) fn expand_back(&self, g: &Tensor) -> Result<Tensor> {
         expand_back(g, &self.shape, &self.dims, self.keepdim)
@@ -133,6 +139,10 @@ impl Backward for SumBackward0 {
         "SumBackward0".into()
     }
     // d sum(x)/dx = 1 everywhere
+    fn jvp(&self, _ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let t = t.first()?.as_ref()?;
+        Some(sum(t, None, false).map(|s| smallvec::smallvec![Some(s)]))
+    }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         Ok(smallvec::smallvec![Some(expand(&grad0(g)?, &self.shape)?)])
     }
@@ -145,6 +155,10 @@ pub struct SumBackward1 {
 impl Backward for SumBackward1 {
     fn name(&self) -> Cow<'static, str> {
         "SumBackward1".into()
+    }
+    fn jvp(&self, _ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let t = t.first()?.as_ref()?;
+        Some(self.r.reduce(t).map(|s| smallvec::smallvec![Some(s)]))
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         Ok(smallvec::smallvec![Some(self.r.expand_back(&grad0(g)?)?)])
@@ -217,6 +231,11 @@ impl Backward for MeanBackward0 {
         "MeanBackward0".into()
     }
     // d mean(x)/dx = 1/N
+    fn jvp(&self, _ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let t = t.first()?.as_ref()?;
+        let m = sum(t, None, false).and_then(|s| div_scalar(&s, Scalar::Int(self.n as i64)));
+        Some(m.map(|m| smallvec::smallvec![Some(m)]))
+    }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = div_scalar(&grad0(g)?, Scalar::Float(self.n as f64))?;
         Ok(smallvec::smallvec![Some(expand(&g, &self.shape)?)])
@@ -231,6 +250,14 @@ pub struct MeanBackward1 {
 impl Backward for MeanBackward1 {
     fn name(&self) -> Cow<'static, str> {
         "MeanBackward1".into()
+    }
+    fn jvp(&self, _ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let t = t.first()?.as_ref()?;
+        let m = self
+            .r
+            .reduce(t)
+            .and_then(|s| div_scalar(&s, Scalar::Int(self.n as i64)));
+        Some(m.map(|m| smallvec::smallvec![Some(m)]))
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = div_scalar(&grad0(g)?, Scalar::Float(self.n as f64))?;

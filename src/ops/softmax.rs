@@ -91,7 +91,10 @@ impl Backward for SoftmaxBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "SoftmaxBackward0".into()
     }
-    // dx = y·(g - Σ g·y)
+    // dx = y·(g - Σ g·y); the Jacobian diag(y) - y·yᵀ is symmetric: the tangent is the same
+    fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        Some(self.apply(ctx, t))
+    }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let (g, y) = (grad0(g)?, ctx.saved(0)?);
         let s = sum(&mul(&g, &y)?, Some(&[self.dim]), true)?;
@@ -107,7 +110,16 @@ impl Backward for LogSoftmaxBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "LogSoftmaxBackward0".into()
     }
-    // dx = g - exp(y)·Σ g
+    // dx = g - exp(y)·Σ g; the tangent is t - Σ t·exp(y)
+    fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let t = t.first()?.as_ref()?;
+        let run = || -> Result<Grads> {
+            let p = exp(&ctx.saved(0)?)?;
+            let s = sum(&mul(t, &p)?, Some(&[self.dim]), true)?;
+            Ok(smallvec::smallvec![Some(sub(t, &s)?)])
+        };
+        Some(run())
+    }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let (g, y) = (grad0(g)?, ctx.saved(0)?);
         let s = sum(&g, Some(&[self.dim]), true)?;
