@@ -77,7 +77,7 @@ impl Inner {
         bit(self.requires_grad, HINT_REQUIRES_GRAD)
             | bit(self.grad_fn.is_some(), HINT_GRAD_FN)
             | bit(self.base().is_some(), HINT_BASE)
-            | bit(self.tangent().is_some(), HINT_TANGENT)
+            | bit(self.has_tangent, HINT_TANGENT)
     }
 }
 
@@ -117,6 +117,8 @@ pub(crate) struct Inner {
     pub dtype: DType,
     /// Set on leaves by the user; derived for non-leaves (grad_fn.is_some()).
     pub requires_grad: bool,
+    /// `cold.tangent` is set (kept here so that republishing the hint reads no cold part).
+    has_tangent: bool,
     pub grad_fn: Option<NodeRef>,
     /// Which output of `grad_fn` this tensor is.
     pub output_nr: u32,
@@ -266,6 +268,7 @@ impl Tensor {
                 layout,
                 dtype,
                 requires_grad: false,
+                has_tangent: false,
                 grad_fn,
                 output_nr: 0,
                 cold: None,
@@ -450,6 +453,7 @@ impl Tensor {
     /// under the lock).
     pub(crate) fn replace_tangent(&self, t: Option<Tensor>) -> Option<Tensor> {
         let mut g = self.lock();
+        g.has_tangent = t.is_some();
         match t {
             Some(t) => g.cold_mut().tangent.replace(t),
             None => g.cold_mut_if_any().and_then(|c| c.tangent.take()),

@@ -281,20 +281,26 @@ where
                 shape: crate::shape::copy(&out.layout.shape),
                 dtype: out.dtype,
             };
-            let next = edges();
-            let reverse = next.iter().any(Option::is_some);
-            let mut node = Node::new(op.into(), next, smallvec::smallvec![meta]);
+            let mut node = Node::new(op.into(), edges(), smallvec::smallvec![meta]);
             node.saved = saved;
             let node = NodeRef::new(node)?;
-            let dual = crate::autograd::forward_ad::any_dual(inputs);
+            if !crate::autograd::forward_ad::any_dual(inputs) {
+                return Ok(Tensor::with_history(
+                    out.storage,
+                    out.layout,
+                    out.dtype,
+                    node,
+                ));
+            }
+            // forward AD: the node gives the output's tangent, and becomes its history
+            // only if some input has an edge (else it was recorded for forward AD alone)
+            let reverse = node.lock().next.iter().any(Option::is_some);
             let out = if reverse {
                 Tensor::with_history(out.storage, out.layout, out.dtype, node.clone())
             } else {
-                out.into_tensor() // (recorded for forward AD alone)
+                out.into_tensor()
             };
-            if dual {
-                jvp::propagate(&node, inputs, &[&out])?;
-            }
+            jvp::propagate(&node, inputs, &[&out])?;
             Ok(out)
         },
     )
