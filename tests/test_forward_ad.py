@@ -173,7 +173,7 @@ def _custom_function(lib):
 
         @staticmethod
         def jvp(ctx, tx, ty, tk):
-            seen.append((tx.tolist(), ty.tolist(), tk, [t.tolist() for t in ctx.saved_for_forward]))
+            seen.append((tx.tolist(), ty.tolist(), tk, [t.tolist() for t in ctx.saved_tensors]))
             return tx * 2 + ty
 
     class G(lib.autograd.Function):

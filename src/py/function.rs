@@ -56,6 +56,9 @@ struct CtxState {
     /// While the node's backward runs: the saved tensors the engine handed it (the node's
     /// own list may already be cleared when the graph is not retained).
     in_backward: Option<(SmallVec<[SavedTensor; 2]>, bool)>,
+    /// While the Function's `jvp` runs: what `save_for_forward` kept, which
+    /// `saved_tensors` then returns (as torch's does).
+    in_jvp: Option<Py<PyTuple>>,
 }
 
 impl Default for CtxState {
@@ -66,6 +69,7 @@ impl Default for CtxState {
             materialize_grads: true,
             needs_input_grad: None,
             in_backward: None,
+            in_jvp: None,
         }
     }
 }
@@ -117,11 +121,20 @@ impl PyFunctionBase {
         Ok(())
     }
 
+    /// For `rgrad.autograd.function._forward_ad_jvp`: what `saved_tensors` returns while
+    /// the Function's `jvp` runs (`None` afterwards).
+    fn _set_jvp_saved(&self, saved: Option<Py<PyTuple>>) {
+        self.st.lock().in_jvp = saved;
+    }
+
     /// The tensors given to `save_for_backward`, checked against in-place changes since.
     #[getter]
     fn saved_tensors(slf: &Bound<'_, Self>) -> PyResult<Py<PyTuple>> {
         let py = slf.py();
         let me = slf.get();
+        if let Some(saved) = &me.st.lock().in_jvp {
+            return Ok(saved.clone_ref(py));
+        }
         let node = slf.as_super().get().node();
         let st = me.st.lock();
         let out: SmallVec<[Option<Tensor>; 2]> = match (&node, &st.marks.to_save) {

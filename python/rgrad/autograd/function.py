@@ -45,7 +45,7 @@ class FunctionCtx:
     """
 
     def save_for_forward(self, *tensors: Any) -> None:
-        """Keeps tensors for ``jvp`` (as ``ctx.saved_for_forward``), as torch's does."""
+        """Keeps tensors for ``jvp``, which reads them as ``ctx.saved_tensors`` (as torch's)."""
         for tensor in tensors:
             if not (isinstance(tensor, _C.Tensor) or tensor is None):
                 raise AssertionError(
@@ -134,8 +134,7 @@ class _SingleLevelFunction(_FunctionBase, FunctionCtx, metaclass=FunctionMeta):
     def jvp(ctx: Any, *grad_inputs: Any) -> Any:
         """Forward-mode derivative: given one tangent per forward input (zeros for a tensor
         without one, None for a non-tensor), returns one tangent per output. Runs with
-        forward AD off; tensors saved with ``ctx.save_for_forward`` are
-        ``ctx.saved_for_forward``."""
+        forward AD off; ``ctx.saved_tensors`` gives what ``ctx.save_for_forward`` kept."""
         raise NotImplementedError(
             "You must implement the jvp function for custom autograd.Function to use it with forward mode AD."
         )
@@ -249,8 +248,12 @@ def _forward_ad_jvp(cls: Any, ctx: Any, args: tuple, result: Any) -> None:
             tangents.append(t if t is not None or not a.is_floating_point() else a.new_zeros(a.shape))
         else:
             tangents.append(None)
-    with forward_ad._set_fwd_grad_enabled(False):
-        out_tangents = cls.jvp(ctx, *tangents)
+    ctx._set_jvp_saved(tuple(getattr(ctx, "saved_for_forward", ())))
+    try:
+        with forward_ad._set_fwd_grad_enabled(False):
+            out_tangents = cls.jvp(ctx, *tangents)
+    finally:
+        ctx._set_jvp_saved(None)
     outputs = result if isinstance(result, tuple) else (result,)
     if not isinstance(out_tangents, tuple):
         out_tangents = (out_tangents,)
