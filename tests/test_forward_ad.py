@@ -199,3 +199,20 @@ def _custom_function(lib):
 @pytest.mark.filterwarnings("ignore::FutureWarning")
 def test_custom_function_jvp_matches_torch():
     assert _custom_function(rgrad) == _custom_function(torch)
+
+
+def _printed(lib):
+    fw = lib.autograd.forward_ad
+    with fw.dual_level():
+        d = fw.make_dual(lib.ones(2), lib.tensor([1.0, 0.0]))
+        return [
+            str(d),
+            repr(d * lib.tensor([[1.0], [2.0]])),
+            repr(fw.make_dual(lib.ones(2, requires_grad=True), lib.ones(2, dtype=lib.float64))),
+            str(fw.unpack_dual(d).primal),
+        ]
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_dual_tensors_print_their_tangent_as_torch():
+    assert _printed(rgrad) == [s.replace("torch.", "rgrad.") for s in _printed(torch)]

@@ -11,6 +11,7 @@ done on the nested Python lists.
 """
 
 import math
+import sys
 
 __all__ = ["get_printoptions", "set_printoptions", "tensor_repr"]
 
@@ -278,4 +279,19 @@ def tensor_repr(t):
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
 
+    tangent = _tangent(t)
+    if tangent is not None:
+        suffixes.append(f"tangent={tangent}")
+
     return _add_suffixes(prefix + body, suffixes, indent)
+
+
+def _tangent(t):
+    """The forward-mode tangent of ``t`` at the current dual level, if any (torch prints it)."""
+    forward_ad = sys.modules.get("rgrad.autograd.forward_ad")
+    if forward_ad is None or forward_ad._current_level < 0:
+        return None
+    try:
+        return forward_ad.unpack_dual(t).tangent
+    except TypeError:  # (not an rgrad tensor: the printing rules are used on stand-ins too)
+        return None
