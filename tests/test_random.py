@@ -98,6 +98,48 @@ def test_in_place_on_views_match_torch(torch, make, dtype):
     assert bits(rb) == bits(tb)
 
 
+SAMPLERS = [
+    ("exponential_", (1.0,)), ("exponential_", (2.5,)), ("exponential_", (float("inf"),)),
+    ("cauchy_", ()), ("cauchy_", (0.5, 2.5)),
+    ("geometric_", (0.3,)), ("geometric_", (0.999,)),
+    ("log_normal_", ()), ("log_normal_", (0.0, 0.25)),
+    ("random_", ()),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m, d: m.zeros(1, dtype=d),
+        lambda m, d: m.zeros(37, dtype=d),
+        lambda m, d: m.zeros(6, 8, dtype=d).t(),  # drawn in memory order, as TensorIterator does
+        lambda m, d: m.zeros(10, 40, dtype=d)[:, ::2],
+    ],
+)
+@pytest.mark.parametrize("name,args", SAMPLERS, ids=[f"{n}{a}" for n, a in SAMPLERS])
+def test_samplers_match_torch(torch, make, dtype, name, args):
+    """exponential_, cauchy_, geometric_, log_normal_ and random_() draw torch's values
+    bit for bit, and leave the stream (the cached normal sample included) where torch's
+    does."""
+    td, rd = getattr(torch, dtype), getattr(rgrad, dtype)
+    for seed in SEEDS:
+        pair(torch, seed)
+        r, t = make(rgrad, rd), make(torch, td)
+        assert bits(getattr(r, name)(*args)) == bits(getattr(t, name)(*args))
+        assert bits(rgrad.randn(3, dtype=rd)) == bits(torch.randn(3, dtype=td))
+
+
+@pytest.mark.parametrize("name,args", [("geometric_", (0.4,)), ("random_", ())])
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_integer_samplers_match_torch(torch, name, args, dtype):
+    if (name, dtype) == ("geometric_", "bool"):
+        return  # an error, checked with the others
+    pair(torch, 4)
+    r, t = rgrad.zeros(9, dtype=getattr(rgrad, dtype)), torch.zeros(9, dtype=getattr(torch, dtype))
+    assert getattr(r, name)(*args).tolist() == getattr(t, name)(*args).tolist()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_like_functions_match_torch(torch, dtype):
     td, rd = getattr(torch, dtype), getattr(rgrad, dtype)
@@ -369,6 +411,28 @@ ERRORS = [
     ("set_rng_state(M.zeros(5056))", TypeError, "RNG state must be a torch.ByteTensor"),
     ("set_rng_state([1, 2])", TypeError, "expected a torch.ByteTensor, but got list"),
     ("randint(3, (2,), dtype=M.bool)", RuntimeError, "to - 1 is out of bounds for bool"),
+    ("empty(2).exponential_(0.)", RuntimeError, "exponential_ expects lambda > 0.0, but found lambda=0"),
+    ("empty(2).exponential_(float('nan'))", RuntimeError, "exponential_ expects lambda > 0.0, but found lambda=nan"),
+    ("empty(2, dtype=M.int64).exponential_()", RuntimeError,
+     "Exponential distribution is a continuous probability distribution. dtype must be a floating point but you "
+     "specified Long"),
+    ("empty(2, dtype=M.bool).exponential_()", RuntimeError,
+     "Exponential distribution is a continuous probability distribution. dtype must be a floating point but you "
+     "specified Bool"),
+    ("empty(2).cauchy_(0, -1)", RuntimeError, "cauchy_ expects sigma > 0.0, but found sigma=-1"),
+    ("empty(2, dtype=M.int64).cauchy_()", RuntimeError,
+     "Cauchy distribution is a continuous probability distribution. dtype must be a floating point but you "
+     "specified long int"),
+    ("empty(2, dtype=M.bool).cauchy_()", RuntimeError,
+     "Cauchy distribution is a continuous probability distribution. dtype must be a floating point but you "
+     "specified bool"),
+    ("empty(2).geometric_(1.0)", RuntimeError, "geometric_ expects p to be in (0, 1), but got p=1"),
+    ("empty(2).geometric_(0.0)", RuntimeError, "geometric_ expects p to be in (0, 1), but got p=0"),
+    ("empty(2, dtype=M.bool).geometric_(0.5)", NotImplementedError, "\"geometric_cpu\" not implemented for 'Bool'"),
+    ("empty(2).log_normal_(0, 0)", RuntimeError, "log_normal_ expects std > 0.0, but found std=0"),
+    ("empty(2, dtype=M.int64).log_normal_()", NotImplementedError, "\"log_normal_cpu\" not implemented for 'Long'"),
+    ("empty(2, requires_grad=True).exponential_()", RuntimeError,
+     "a leaf Variable that requires grad is being used in an in-place operation."),
 ]
 
 

@@ -445,9 +445,34 @@ def _random_(self: Tensor, from_=None, to=None, *, generator=None, **kwargs) -> 
     from_ = kwargs.pop("from", from_)
     if to is None:
         if from_ is None:
-            raise TypeError("random_() without bounds is not supported by rgrad")
+            _C._random_full_(self, generator)
+            return self
         from_, to = 0, from_
     _C._random_(self, int(from_ or 0), int(to), generator)
+    return self
+
+
+def _exponential_(self: Tensor, lambd=1.0, *, generator=None) -> Tensor:
+    """Fills `self` with draws from the exponential distribution of rate `lambd`."""
+    _C._sample_(self, "exponential", float(lambd), 0.0, generator)
+    return self
+
+
+def _cauchy_(self: Tensor, median=0.0, sigma=1.0, *, generator=None) -> Tensor:
+    """Fills `self` with draws from the Cauchy distribution."""
+    _C._sample_(self, "cauchy", float(median), float(sigma), generator)
+    return self
+
+
+def _geometric_(self: Tensor, p, *, generator=None) -> Tensor:
+    """Fills `self` with draws from the geometric distribution of success probability `p`."""
+    _C._sample_(self, "geometric", float(p), 0.0, generator)
+    return self
+
+
+def _log_normal_(self: Tensor, mean=1.0, std=2.0, *, generator=None) -> Tensor:
+    """Fills `self` with draws from the log-normal distribution exp(N(mean, std^2))."""
+    _C._sample_(self, "log_normal", float(mean), float(std), generator)
     return self
 
 
@@ -474,6 +499,10 @@ for _name, _fn in {
     "normal_": _normal_,
     "uniform_": _uniform_,
     "random_": _random_,
+    "exponential_": _exponential_,
+    "cauchy_": _cauchy_,
+    "geometric_": _geometric_,
+    "log_normal_": _log_normal_,
     "bernoulli_": _bernoulli_,
     "bernoulli": _bernoulli_method,
     "multinomial": _multinomial,

@@ -1,5 +1,6 @@
 //! Random ops with torch's CPU streams: factories (rand, randn, randint, randperm), the
-//! in-place fills (uniform_, normal_, bernoulli_, random_) and bernoulli / multinomial.
+//! in-place fills (uniform_, normal_, bernoulli_, random_, exponential_, cauchy_,
+//! geometric_, log_normal_) and bernoulli / multinomial.
 //!
 //! Each op locks its generator once and draws exactly what ATen's kernel draws, in the
 //! same order: elements in TensorIterator order (`random::iteration_order`), and for
@@ -91,6 +92,12 @@ fn check_uniform(from: f64, to: f64, dtype: DType) -> Result<()> {
 
 /// A double as C++ streams print it (`%g` with 6 significant digits).
 fn fmt_num(v: f64) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf" } else { "-inf" }.into();
+    }
     if v == v.trunc() && v.abs() < 1e6 {
         return format!("{v:.0}");
     }
@@ -304,6 +311,97 @@ pub fn randperm(n: i64, dtype: DType, generator: Option<&Generator>) -> Result<T
         let r = random::or_default(generator).with(|g| rk::randperm(g, len));
         Ok(new_tensor(rk::from_i64(dtype, r), &[len]))
     })
+}
+
+// ---- exponential_, cauchy_, geometric_, log_normal_, random_() ---------------------------
+
+/// A distribution an in-place sampler draws from, with its parameters.
+#[derive(Clone, Copy, Debug)]
+pub enum Distribution {
+    Exponential { lambda: f64 },
+    Cauchy { median: f64, sigma: f64 },
+    Geometric { p: f64 },
+    LogNormal { mean: f64, std: f64 },
+}
+
+impl Distribution {
+    /// torch's check of the parameters (before anything else, an empty tensor included).
+    fn check(self) -> Result<()> {
+        let bad = match self {
+            Distribution::Exponential { lambda } if lambda.is_nan() || lambda <= 0.0 => {
+                format!(
+                    "exponential_ expects lambda > 0.0, but found lambda={}",
+                    fmt_num(lambda)
+                )
+            }
+            Distribution::Cauchy { sigma, .. } if sigma.is_nan() || sigma <= 0.0 => {
+                format!(
+                    "cauchy_ expects sigma > 0.0, but found sigma={}",
+                    fmt_num(sigma)
+                )
+            }
+            Distribution::Geometric { p } if p.is_nan() || p <= 0.0 || p >= 1.0 => {
+                format!(
+                    "geometric_ expects p to be in (0, 1), but got p={}",
+                    fmt_num(p)
+                )
+            }
+            Distribution::LogNormal { std, .. } if std.is_nan() || std <= 0.0 => {
+                format!(
+                    "log_normal_ expects std > 0.0, but found std={}",
+                    fmt_num(std)
+                )
+            }
+            _ => return Ok(()),
+        };
+        Err(Error::runtime(bad))
+    }
+
+    /// torch's check of the tensor's dtype (its kernels' messages differ).
+    fn check_dtype(self, d: DType) -> Result<()> {
+        let continuous = |name: &str, spelled: &str| {
+            Err(Error::runtime(format!(
+                "{name} distribution is a continuous probability distribution. dtype must be a floating point but \
+                 you specified {spelled}"
+            )))
+        };
+        match (self, d) {
+            (_, DType::F32 | DType::F64) => Ok(()),
+            (Distribution::Exponential { .. }, _) => continuous("Exponential", dtype_name(d)),
+            (Distribution::Cauchy { .. }, DType::I64) => continuous("Cauchy", "long int"),
+            (Distribution::Cauchy { .. }, _) => continuous("Cauchy", "bool"),
+            (Distribution::Geometric { .. }, DType::I64) => Ok(()),
+            (Distribution::Geometric { .. }, _) => Err(not_float("geometric_cpu", d)),
+            (Distribution::LogNormal { .. }, _) => Err(not_float("log_normal_cpu", d)),
+        }
+    }
+}
+
+/// `x.exponential_(lambd)`, `x.cauchy_(median, sigma)`, `x.geometric_(p)`,
+/// `x.log_normal_(mean, std)`: one draw per element in TensorIterator order, as ATen's CPU
+/// kernels (a uniform double transformed, or a double normal exponentiated).
+pub fn sample_(x: &Tensor, d: Distribution, generator: Option<&Generator>) -> Result<Tensor> {
+    d.check()?;
+    if x.numel() == 0 {
+        return Ok(x.clone());
+    }
+    let dtype = x.dtype();
+    d.check_dtype(dtype)?;
+    fill_in_place(x, generator, |g, n, _| {
+        Ok(match d {
+            Distribution::Exponential { lambda } => rk::exponential(g, n, dtype, lambda),
+            Distribution::Cauchy { median, sigma } => rk::cauchy(g, n, dtype, median, sigma),
+            Distribution::Geometric { p } => rk::geometric(g, n, dtype, p),
+            Distribution::LogNormal { mean, std } => rk::log_normal(g, n, dtype, mean, std),
+        })
+    })
+}
+
+/// `x.random_()` without bounds: integers from 0 to the largest the dtype holds exactly
+/// (2^24 for float32, 2^53 for float64, 2^63 - 1 for int64; 0 or 1 for bool).
+pub fn random_full_(x: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
+    let dtype = x.dtype();
+    fill_in_place(x, generator, |g, n, _| Ok(rk::random_full(g, n, dtype)))
 }
 
 // ---- bernoulli -------------------------------------------------------------------------

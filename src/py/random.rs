@@ -324,6 +324,48 @@ pub fn _random_(
     Ok(())
 }
 
+/// `x.random_()` without bounds.
+#[pyfunction]
+#[pyo3(signature = (x, generator=None))]
+pub fn _random_full_(py: Python<'_>, x: &Bound<'_, PyTensor>, generator: Gen<'_>) -> PyResult<()> {
+    let (t, gen_) = (x.get().t.clone(), owned(&generator));
+    run(py, t.numel(), || r::random_full_(&t, gen_.as_ref()))?;
+    Ok(())
+}
+
+/// `x.exponential_(lambd)`, `x.cauchy_(median, sigma)`, `x.geometric_(p)`,
+/// `x.log_normal_(mean, std)`: `name` is the distribution, `a` and `b` its parameters in
+/// that order (`b` unused by the one-parameter ones).
+#[pyfunction]
+#[pyo3(signature = (x, name, a, b, generator=None))]
+pub fn _sample_(
+    py: Python<'_>,
+    x: &Bound<'_, PyTensor>,
+    name: &str,
+    a: f64,
+    b: f64,
+    generator: Gen<'_>,
+) -> PyResult<()> {
+    use crate::ops::random::Distribution as D;
+    let d = match name {
+        "exponential" => D::Exponential { lambda: a },
+        "cauchy" => D::Cauchy {
+            median: a,
+            sigma: b,
+        },
+        "geometric" => D::Geometric { p: a },
+        "log_normal" => D::LogNormal { mean: a, std: b },
+        _ => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "unknown distribution {name}"
+            )));
+        }
+    };
+    let (t, gen_) = (x.get().t.clone(), owned(&generator));
+    run(py, t.numel(), || r::sample_(&t, d, gen_.as_ref()))?;
+    Ok(())
+}
+
 /// `x.bernoulli_(p, generator=)` for a number p.
 #[pyfunction]
 #[pyo3(signature = (x, p, generator=None))]
@@ -399,6 +441,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_normal_, m)?)?;
     m.add_function(wrap_pyfunction!(_check_normal_std, m)?)?;
     m.add_function(wrap_pyfunction!(_random_, m)?)?;
+    m.add_function(wrap_pyfunction!(_random_full_, m)?)?;
+    m.add_function(wrap_pyfunction!(_sample_, m)?)?;
     m.add_function(wrap_pyfunction!(_bernoulli_scalar_, m)?)?;
     m.add_function(wrap_pyfunction!(_bernoulli_tensor_, m)?)?;
     m.add_function(wrap_pyfunction!(_bernoulli, m)?)?;

@@ -100,6 +100,71 @@ pub fn random(g: &mut GeneratorState, n: usize, dtype: DType, from: i64, to: i64
     }
 }
 
+/// One value per element from a uniform double `u` in [0, 1) (ATen's
+/// `uniform_real_distribution<double>`, then a transformation computed in double), cast
+/// to `dtype` (an integer dtype takes the truncated value, bool its non-zeroness).
+fn from_uniform(g: &mut GeneratorState, n: usize, dtype: DType, f: impl Fn(f64) -> f64) -> Buffer {
+    let mut draw = || f(g.uniform01_f64());
+    match dtype {
+        DType::F32 => Buffer::F32((0..n).map(|_| draw() as f32).collect()),
+        DType::F64 => Buffer::F64((0..n).map(|_| draw()).collect()),
+        DType::I64 => Buffer::I64((0..n).map(|_| draw() as i64).collect()),
+        DType::Bool => Buffer::Bool((0..n).map(|_| draw() != 0.0).collect()),
+    }
+}
+
+/// exponential_(lambda): ATen's CPU transformation `-1/lambda * log1p(-u)`.
+pub fn exponential(g: &mut GeneratorState, n: usize, dtype: DType, lambda: f64) -> Buffer {
+    from_uniform(g, n, dtype, |u| (-1.0 / lambda) * (-u).ln_1p())
+}
+
+/// cauchy_(median, sigma): `median + sigma * tan(pi * (u - 0.5))`, the multiply-add fused
+/// as the compiler fuses ATen's (its CPU kernels are built for FMA machines).
+pub fn cauchy(g: &mut GeneratorState, n: usize, dtype: DType, median: f64, sigma: f64) -> Buffer {
+    from_uniform(g, n, dtype, |u| {
+        sigma.mul_add((std::f64::consts::PI * (u - 0.5)).tan(), median)
+    })
+}
+
+/// geometric_(p): `ceil(log(u) / log1p(-p))`.
+pub fn geometric(g: &mut GeneratorState, n: usize, dtype: DType, p: f64) -> Buffer {
+    from_uniform(g, n, dtype, |u| (u.ln() / (-p).ln_1p()).ceil())
+}
+
+/// log_normal_(mean, std): `exp` of `normal_distribution<double>(mean, std)` (with the
+/// generator's cached second sample), element by element.
+pub fn log_normal(g: &mut GeneratorState, n: usize, dtype: DType, mean: f64, std: f64) -> Buffer {
+    let v = (0..n).map(|_| g.normal_f64(mean, std).exp());
+    match dtype {
+        DType::F32 => Buffer::F32(v.map(|x| x as f32).collect()),
+        _ => Buffer::F64(v.collect()),
+    }
+}
+
+/// random_() without bounds: ATen's `uniform_int_distribution<T>`: a 64-bit draw for
+/// double and int64, else a 32-bit one, reduced to the integers T represents exactly
+/// (`% (2^digits + 1)` for floats, `% 2^63` for int64, the low bit for bool).
+pub fn random_full(g: &mut GeneratorState, n: usize, dtype: DType) -> Buffer {
+    match dtype {
+        DType::F32 => Buffer::F32(
+            (0..n)
+                .map(|_| (u64::from(g.random()) % ((1u64 << 24) + 1)) as f32)
+                .collect(),
+        ),
+        DType::F64 => Buffer::F64(
+            (0..n)
+                .map(|_| (g.random64() % ((1u64 << 53) + 1)) as f64)
+                .collect(),
+        ),
+        DType::I64 => Buffer::I64(
+            (0..n)
+                .map(|_| (g.random64() % (i64::MAX as u64 + 1)) as i64)
+                .collect(),
+        ),
+        DType::Bool => Buffer::Bool((0..n).map(|_| g.random() & 1 == 1).collect()),
+    }
+}
+
 /// ATen's `randperm_cpu`: a Fisher-Yates shuffle of 0..len with 32-bit draws, or the
 /// inside-out variant with 64-bit draws for huge lengths.
 pub fn randperm(g: &mut GeneratorState, len: usize) -> Vec<i64> {
