@@ -1,6 +1,6 @@
 """Forward-mode AD: rgrad against torch, in one process, alternating (issue 17).
 
-    python benches/forward_ad_bench.py [--reps N]
+    python benches/forward_ad_bench.py [--reps N] [--threads N]
 
 - jvp: the tangent of an MLP 256-256-256-10 (tanh) on a batch of 128, by dual tensors;
 - hvp: a Hessian-vector product of the MLP's loss w.r.t. its input by forward-over-reverse
@@ -69,8 +69,11 @@ def setup(lib):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--threads", type=int, default=None, help="both libraries' thread counts (default: theirs)")
     args = ap.parse_args()
-    torch.set_num_threads(rgrad.get_num_threads() if hasattr(rgrad, "get_num_threads") else 2)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+        rgrad.set_num_threads(args.threads)
     cases = {"rgrad": setup(rgrad), "torch": setup(torch)}
     times: dict = {}
     for rep in range(args.reps + 3):  # (3 warm-up rounds)
