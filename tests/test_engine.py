@@ -189,3 +189,17 @@ def test_retained_grad_accumulates_without_history_unless_create_graph():
     # d Σy²/dy = 2y = [4, 8] carries history under create_graph (same in torch)
     (y * y).sum().backward(create_graph=True)
     assert y.grad.tolist() == [6.0, 10.0] and y.grad.requires_grad
+
+
+
+def test_root_gradient_is_cast_to_the_output_dtype():
+    """torch's engine casts a gradient to the dtype its edge expects: a float32
+    grad_output for a float64 output gives float64 gradients (and the reverse)."""
+    x = rgrad.tensor([1.0, 2.0], dtype=rgrad.float64, requires_grad=True)
+    (g,) = rgrad.autograd.grad(x * 3, x, rgrad.ones(2, dtype=rgrad.float32))
+    assert g.dtype == rgrad.float64 and g.tolist() == [3.0, 3.0]
+    (x * 3).sum().backward(rgrad.tensor(1.0, dtype=rgrad.float32))
+    assert x.grad.dtype == rgrad.float64
+    y = rgrad.tensor([1.0, 2.0], requires_grad=True)
+    (g,) = rgrad.autograd.grad(y * 2, y, rgrad.ones(2, dtype=rgrad.float64))
+    assert g.dtype == rgrad.float32

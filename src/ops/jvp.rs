@@ -84,6 +84,11 @@ fn view_tangents(
     if !outputs.iter().all(|o| shares_storage(o, input)) {
         return None;
     }
+    if tangent.requires_grad() && crate::autograd::grad_mode::is_grad_enabled() {
+        // (an alias would drop the tangent's history: reverse-over-forward needs the
+        // recorded rule, at the price of the aliasing)
+        return None;
+    }
     let (il, tl) = (input.layout(), tangent.layout());
     if il.strides != tl.strides || il.offset != tl.offset || tangent.dtype() != input.dtype() {
         return None;

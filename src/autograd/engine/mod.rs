@@ -181,6 +181,27 @@ pub fn run_backward(
             None => return Err(Error::NoGradFn { index: i }),
         }
     }
+    // A root gradient of another float dtype is cast to its output's (torch's engine
+    // casts every gradient to the dtype its edge expects).
+    let mut cast: Vec<Tensor> = Vec::new();
+    let grad_outputs: &[Tensor] = if outputs
+        .iter()
+        .zip(grad_outputs)
+        .any(|(o, g)| o.dtype() != g.dtype() && o.dtype().is_float() && g.dtype().is_float())
+    {
+        for (o, g) in outputs.iter().zip(grad_outputs) {
+            cast.push(
+                if o.dtype() != g.dtype() && o.dtype().is_float() && g.dtype().is_float() {
+                    with_grad_mode(opts.create_graph, || ops::to_dtype(g, o.dtype()))?
+                } else {
+                    g.clone()
+                },
+            );
+        }
+        &cast
+    } else {
+        grad_outputs
+    };
     let task = Task::discover(&roots, inputs, opts)?;
     let pool = crate::runtime::pool()?;
     let seed = |ready: &mut Ready| {
