@@ -516,7 +516,8 @@ def test_functional_call_strict():
     assert RF.functional_call(_linear, {"weight": w, "bias": b}, (x,), strict=True).tolist() == [[3.0, 3.0]]
     with pytest.raises(RuntimeError) as e:
         RF.functional_call(_linear, {"weight": w, "scale": b}, (x,), strict=True)
-    assert str(e.value) == "Error(s) in reparametrizing for _linear:\n\tUnexpected key(s): 'scale'.\n\tMissing key(s): 'bias'."
+    assert str(e.value) == ("Error(s) in reparametrizing for _linear:\n\tUnexpected key(s): 'scale'.\n\t"
+                            "Missing key(s): 'bias'.")
     # not strict: names the function does not take are left out, missing ones are Python's TypeError
     assert RF.functional_call(_linear, {"weight": w, "bias": b, "scale": b}, (x,)).tolist() == [[3.0, 3.0]]
     with pytest.raises(TypeError, match="bias"):

@@ -33,7 +33,6 @@ through ``jacfwd(jacrev(f))`` (what ``hessian`` does), ``jacrev(jacrev(f))`` or
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -44,9 +43,6 @@ from rgrad.autograd import forward_ad as fwAD
 from rgrad.utils._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten, treespec_pprint
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
-
-argnums_t = "int | tuple[int, ...]"
-
 
 # ---------------------------------------------------------------------------------------
 # Levels without levels: a transform's own leaves, and unwrapping its results
@@ -76,7 +72,8 @@ class _Level:
         self.own[id(leaf)] = leaf
         return leaf
 
-    def unwrap(self, t: Any, *, keep_tangent: bool = True, outer_grad: bool | None = None) -> Any:
+    def unwrap(self, t: Any, *, keep_tangent: bool = True, outer_grad: bool | None = None,
+               clean: set | None = None) -> Any:
         """A result as seen outside the transform (torch.func's ``_undo_create_differentiable``).
 
         ``keep_tangent=False`` drops the tangent of the current forward-AD level (jvp's aux);
@@ -88,23 +85,26 @@ class _Level:
             primal, tangent = fwAD.unpack_dual(t)
             if tangent is not None:
                 if not keep_tangent:
-                    return self._prune(primal, outer_grad)
-                new_primal, new_tangent = self._prune(primal, outer_grad), self._prune(tangent, outer_grad)
+                    return self._prune(primal, outer_grad, clean)
+                new_primal = self._prune(primal, outer_grad, clean)
+                new_tangent = self._prune(tangent, outer_grad, clean)
                 if new_primal is primal and new_tangent is tangent:
                     return t
                 return fwAD.make_dual(new_primal, new_tangent)
-        return self._prune(t, outer_grad)
+        return self._prune(t, outer_grad, clean)
 
-    def unwrap_tree(self, tree: Any, *, keep_tangent: bool = True) -> Any:
-        return tree_map(lambda t: self.unwrap(t, keep_tangent=keep_tangent), tree)
+    def unwrap_tree(self, tree: Any, *, keep_tangent: bool = True, outer_grad: bool | None = None) -> Any:
+        """``unwrap`` on every leaf of ``tree`` (all alive at once: one walk cache for them)."""
+        clean: set = set()
+        return tree_map(lambda t: self.unwrap(t, keep_tangent=keep_tangent, outer_grad=outer_grad, clean=clean), tree)
 
-    def _prune(self, t: Tensor, outer_grad: bool | None = None) -> Tensor:
+    def _prune(self, t: Tensor, outer_grad: bool | None = None, clean: set | None = None) -> Tensor:
         """``t``, or ``t.detach()`` when it depends on nothing outside the transform."""
         if not t.requires_grad:
             return t
         if outer_grad is None:
             outer_grad = self.outer_grad
-        if outer_grad and (not self.own or _reaches_other_leaves(t, self.own)):
+        if outer_grad and (not self.own or _reaches_other_leaves(t, self.own, clean)):
             return t
         return t.detach()
 
@@ -118,27 +118,42 @@ def _detach_keep_tangent(x: Tensor) -> Tensor:
     return x.detach()
 
 
-def _reaches_other_leaves(t: Tensor, own: dict[int, Tensor]) -> bool:
-    """Whether the graph of ``t`` (which requires grad) reaches a leaf that is not in ``own``."""
+def _node_key(node: Any) -> int:
+    return node._id() if hasattr(node, "_id") else id(node)
+
+
+def _reaches_other_leaves(t: Tensor, own: dict[int, Tensor], clean: set | None = None) -> bool:
+    """Whether the graph of ``t`` (which requires grad) reaches a leaf that is not in ``own``.
+
+    ``clean`` holds the nodes already found to reach only ``own`` leaves; a walk that finds
+    none adds its nodes to it, so the results of one transform (whose graphs share most
+    nodes) are walked in about the time of one. It must not outlive the graphs it names
+    (node ids are reused once a graph is freed): one set per batch of results held at once.
+    """
     fn = t.grad_fn
     if fn is None:
         return id(t) not in own
+    if clean is None:
+        clean = set()
+    key = _node_key(fn)
+    if key in clean:
+        return False
     stack = [fn]
-    seen = {fn._id()}
+    seen = {key}
     while stack:
         node = stack.pop()
         for nxt, _ in node.next_functions:
             if nxt is None:
                 continue
-            variable = getattr(nxt, "variable", None)
-            if variable is not None:  # AccumulateGrad: a leaf
-                if id(variable) not in own:
+            if hasattr(nxt, "variable"):  # AccumulateGrad: a leaf
+                if id(nxt.variable) not in own:
                     return True
                 continue
-            key = nxt._id()
-            if key not in seen:
+            key = _node_key(nxt)
+            if key not in seen and key not in clean:
                 seen.add(key)
                 stack.append(nxt)
+    clean |= seen
     return False
 
 
@@ -298,7 +313,7 @@ def _vjp_with_argnums(func: Callable[..., Any], *primals: Any, argnums=None, has
         if create_graph:
             # the products depend on the transform's own leaves (drop that graph) and maybe on
             # outer tensors (primals or cotangents that require grad: keep it)
-            result = [level.unwrap(r, outer_grad=True) for r in result]
+            result = level.unwrap_tree(list(result), outer_grad=True)
         return tree_unflatten(list(result), primals_spec)
 
     if has_aux:
@@ -651,7 +666,9 @@ def jacfwd(func: Callable[..., Any], argnums=0, has_aux: bool = False, *, random
 
 
 def hessian(func: Callable[..., Any], argnums=0) -> Callable[..., Any]:
-    """The Hessian of the scalar ``func`` w.r.t. the arguments at ``argnums``: ``jacfwd(jacrev(func, argnums), argnums)``.
+    """The Hessian of the scalar ``func`` w.r.t. the arguments at ``argnums``, as ``torch.func.hessian``.
+
+    ``jacfwd(jacrev(func, argnums), argnums)``.
 
     Forward-over-reverse, as torch.func's; shaped ``input.shape + input.shape`` (nested tuples
     for tuple ``argnums``).
