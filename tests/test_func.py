@@ -475,6 +475,9 @@ def test_functional_call_calls_with_parameters_by_name(torch):
     theirs = torch.func.functional_call(lin, {"weight": torch.tensor(w), "bias": torch.tensor(b)},
                                         (torch.tensor(x),))
     assert np.allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-14)
+    # a module (torch's) is refused clearly: rgrad has no nn.Module yet
+    with pytest.raises(TypeError, match="got a Linear \\(an nn.Module\\); rgrad has no nn.Module yet"):
+        RF.functional_call(lin, {"weight": _t(rgrad, w.tolist())}, (_t(rgrad, x.tolist()),))
     # a list of dicts, a single non-tuple argument, kwargs
     ours2 = RF.functional_call(_linear, [{"weight": _t(rgrad, w.tolist())}, {"bias": _t(rgrad, b.tolist())}],
                                _t(rgrad, x.tolist()))
