@@ -24,6 +24,7 @@ __all__ = [
     "Function",
     "Variable",
     "function",
+    "functional",
     "gradcheck",
     "gradgradcheck",
     "detect_anomaly",
@@ -197,7 +198,7 @@ def grad(
     return tuple(result)
 
 
-from rgrad.autograd import forward_ad, function, graph  # noqa: E402,F401
+from rgrad.autograd import forward_ad, function, functional, graph  # noqa: E402,F401
 from rgrad.autograd.function import Function  # noqa: E402
 from rgrad.autograd.gradcheck import gradcheck, gradgradcheck  # noqa: E402
 from rgrad.autograd.variable import Variable  # noqa: E402

@@ -1,0 +1,530 @@
+"""rgrad.autograd.functional: torch.autograd.functional's higher-level API.
+
+``vjp``, ``jvp``, ``jacobian``, ``hessian``, ``vhp`` and ``hvp`` take a function and its
+inputs (a Tensor or a tuple of Tensors) and return derivatives of the function's outputs,
+with torch's rules for tuples, ``create_graph`` and ``strict`` mode, and torch's errors.
+
+``jvp`` and ``hvp`` use the double-backward trick, as torch does (a reverse pass whose
+result is differentiated again with respect to its grad_outputs), so their results and
+their strict-mode errors are torch's. ``jacobian`` and ``hessian`` compute one row per
+output element with a backward pass each. ``vectorize=True`` (and so
+``strategy="forward-mode"``, which torch allows only with it) needs ``rgrad.func.vmap``,
+which rgrad does not have yet: it raises ``NotImplementedError`` once torch's own
+argument checks have passed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import rgrad
+from rgrad._C import Tensor
+
+__all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers (the same checks, in the same order, as torch's)
+# ---------------------------------------------------------------------------------------
+
+def _as_tuple_nocheck(x):
+    if isinstance(x, tuple):
+        return x
+    if isinstance(x, list):
+        return tuple(x)
+    return (x,)
+
+
+def _as_tuple(inp, arg_name=None, fn_name=None):
+    """``(was it a tuple, the tuple)``; every element must be a Tensor (torch's TypeError otherwise)."""
+    if arg_name is None and fn_name is None:
+        return _as_tuple_nocheck(inp)
+    is_tuple = isinstance(inp, tuple)
+    if not is_tuple:
+        inp = (inp,)
+    for i, el in enumerate(inp):
+        if not isinstance(el, Tensor):
+            if is_tuple:
+                raise TypeError(
+                    f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors but the"
+                    f" value at index {i} has type {type(el)}."
+                )
+            raise TypeError(
+                f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors but the"
+                f" given {arg_name} has type {type(el)}."
+            )
+    return is_tuple, inp
+
+
+def _tuple_postprocess(res, to_unpack):
+    """Unpacks one-element tuples that the user did not give as tuples (two levels for Jacobians)."""
+    if isinstance(to_unpack, tuple):
+        if not to_unpack[1]:
+            res = tuple(el[0] for el in res)
+        if not to_unpack[0]:
+            res = res[0]
+    elif not to_unpack:
+        res = res[0]
+    return res
+
+
+def _grad_preprocess(inputs, create_graph, need_graph):
+    """Inputs the function is run on: with create_graph, a differentiable alias of an input that
+    requires grad (so that the result stays differentiable w.r.t. it); otherwise a detached copy
+    that requires grad when ``need_graph``."""
+    res = []
+    for inp in inputs:
+        if create_graph and inp.requires_grad:
+            res.append(inp.view_as(inp))
+        else:
+            res.append(inp.detach().requires_grad_(need_graph))
+    return tuple(res)
+
+
+def _grad_postprocess(inputs, create_graph):
+    """Detaches the results unless create_graph (nested tuples for Jacobians)."""
+    if isinstance(inputs[0], Tensor):
+        if not create_graph:
+            return tuple(inp.detach() for inp in inputs)
+        return inputs
+    return tuple(_grad_postprocess(inp, create_graph) for inp in inputs)
+
+
+def _validate_v(v, other, is_other_tuple):
+    if len(other) != len(v):
+        if is_other_tuple:
+            raise RuntimeError(f"v is a tuple of invalid length: should be {len(other)} but got {len(v)}.")
+        raise RuntimeError("The given v should contain a single Tensor.")
+    for idx, (el_v, el_other) in enumerate(zip(v, other)):
+        if el_v.size() != el_other.size():
+            prepend = f"Entry {idx} in " if is_other_tuple else ""
+            raise RuntimeError(f"{prepend}v has invalid size: should be {el_other.size()} but got {el_v.size()}.")
+
+
+def _check_requires_grad(inputs, input_type, strict):
+    """In strict mode, every tensor of ``inputs`` must require grad (torch's message per stage)."""
+    if not strict:
+        return
+    if input_type not in ("outputs", "grad_inputs", "jacobian", "hessian"):
+        raise RuntimeError("Invalid input_type to _check_requires_grad")
+    for i, inp in enumerate(inputs):
+        if inp is None:
+            raise RuntimeError(
+                f"The output of the user-provided function is independent of input {i}."
+                " This is not allowed in strict mode."
+            )
+        if inp.requires_grad:
+            continue
+        if input_type == "hessian":
+            raise RuntimeError(
+                f"The hessian of the user-provided function with respect to input {i}"
+                " is independent of the input. This is not allowed in strict mode."
+                " You should ensure that your function is thrice differentiable and that"
+                " the hessian depends on the inputs."
+            )
+        if input_type == "jacobian":
+            raise RuntimeError(
+                "While computing the hessian, found that the jacobian of the user-provided"
+                f" function with respect to input {i} is independent of the input. This is not"
+                " allowed in strict mode. You should ensure that your function is twice"
+                " differentiable and that the jacobian depends on the inputs (this would be"
+                " violated by a linear function for example)."
+            )
+        if input_type == "grad_inputs":
+            raise RuntimeError(
+                f"The gradient with respect to input {i} is independent of the inputs of the"
+                " user-provided function. This is not allowed in strict mode."
+            )
+        raise RuntimeError(
+            f"Output {i} of the user-provided function does not require gradients."
+            " The outputs must be computed in a differentiable manner from the input"
+            " when running in strict mode."
+        )
+
+
+def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
+    """``autograd.grad`` over the outputs that require grad (None for every input when none does)."""
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    kept_outputs, kept_grads = [], []
+    for out, grad_out in zip(outputs, grad_outputs):
+        if out is not None and out.requires_grad:
+            kept_outputs.append(out)
+            kept_grads.append(grad_out)
+    if not kept_outputs:
+        return (None,) * len(inputs)
+    return rgrad.autograd.grad(kept_outputs, inputs, kept_grads, allow_unused=True, create_graph=create_graph,
+                               retain_graph=retain_graph)
+
+
+def _fill_in_zeros(grads, refs, strict, create_graph, stage):
+    """Zeros for the None gradients (an error in strict mode, worded for the stage)."""
+    if stage not in ("back", "back_trick", "double_back", "double_back_trick"):
+        raise RuntimeError(f"Invalid stage argument '{stage}' to _fill_in_zeros")
+    res = []
+    for i, grads_i in enumerate(grads):
+        if grads_i is None:
+            if strict:
+                if stage == "back":
+                    raise RuntimeError(
+                        f"The output of the user-provided function is independent of input {i}. This is not "
+                        "allowed in strict mode."
+                    )
+                if stage == "back_trick":
+                    raise RuntimeError(
+                        f"The gradient with respect to the input is independent of entry {i}"
+                        " in the grad_outputs when using the double backward trick to compute"
+                        " forward mode gradients. This is not allowed in strict mode."
+                    )
+                if stage == "double_back":
+                    raise RuntimeError(
+                        f"The jacobian of the user-provided function is independent of input {i}. This is not "
+                        "allowed in strict mode."
+                    )
+                raise RuntimeError(
+                    "The hessian of the user-provided function is independent of "
+                    f"entry {i} in the grad_jacobian. This is not allowed in strict "
+                    "mode as it prevents from using the double backward trick to "
+                    "replace forward mode AD."
+                )
+            grads_i = rgrad.zeros_like(refs[i])
+        elif strict and create_graph and not grads_i.requires_grad:
+            if "double" not in stage:
+                raise RuntimeError(
+                    f"The jacobian of the user-provided function is independent of input {i}. This is not allowed "
+                    "in strict mode when create_graph=True."
+                )
+            raise RuntimeError(
+                f"The hessian of the user-provided function is independent of input {i}. This is not allowed in "
+                "strict mode when create_graph=True."
+            )
+        res.append(grads_i)
+    return tuple(res)
+
+
+def _no_vmap(api: str):
+    return NotImplementedError(
+        f"rgrad.autograd.functional.{api}: vectorize=True needs rgrad.func.vmap, which rgrad does not have yet. "
+        "Use vectorize=False (the default, and strategy=\"reverse-mode\"): it computes the same result one "
+        "backward pass per output element."
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# The API
+# ---------------------------------------------------------------------------------------
+
+def vjp(func, inputs, v=None, create_graph=False, strict=False):
+    r"""The dot product of a vector ``v`` with the Jacobian of ``func`` at ``inputs``.
+
+    Args:
+        func: A function of Tensors returning a Tensor or a tuple of Tensors.
+        inputs: The inputs of ``func`` (a Tensor or a tuple of Tensors).
+        v: The vector, shaped as ``func``'s outputs; may be None only when ``func`` returns a
+            single one-element Tensor.
+        create_graph: Make the results differentiable (w.r.t. inputs that require grad).
+        strict: Raise when an output does not depend on the inputs instead of returning zeros.
+
+    Returns:
+        ``(func_output, vjp)``: the outputs, and one gradient per input (shaped as ``inputs``).
+    """
+    with rgrad.enable_grad():
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        outputs = func(*inputs)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "vjp")
+        _check_requires_grad(outputs, "outputs", strict=strict)
+        if v is not None:
+            _, v = _as_tuple(v, "v", "vjp")
+            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+            _validate_v(v, outputs, is_outputs_tuple)
+        elif len(outputs) != 1 or outputs[0].nelement() != 1:
+            raise RuntimeError(
+                "The vector v can only be None if the user-provided function returns a single Tensor with a "
+                "single element."
+            )
+    with rgrad.set_grad_enabled(True if create_graph else rgrad.is_grad_enabled()):
+        grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)
+
+
+def jvp(func, inputs, v=None, create_graph=False, strict=False):
+    r"""The product of the Jacobian of ``func`` at ``inputs`` with a vector ``v``.
+
+    Computed with the double-backward trick, as torch does: a backward pass with a
+    grad_output ``u`` that requires grad gives ``J^T u``, a function of ``u`` whose gradient
+    with ``v`` as grad_output is ``J v``.
+
+    Args:
+        func: A function of Tensors returning a Tensor or a tuple of Tensors.
+        inputs: The inputs of ``func`` (a Tensor or a tuple of Tensors).
+        v: The vector, shaped as ``inputs``; may be None only for a single one-element input.
+        create_graph: Make the results differentiable (w.r.t. inputs that require grad).
+        strict: Raise when an output does not depend on the inputs instead of returning zeros.
+
+    Returns:
+        ``(func_output, jvp)``: the outputs, and one product per output.
+    """
+    with rgrad.enable_grad():
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        if v is not None:
+            _, v = _as_tuple(v, "v", "jvp")
+            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+            _validate_v(v, inputs, is_inputs_tuple)
+        elif len(inputs) != 1 or inputs[0].nelement() != 1:
+            raise RuntimeError(
+                "The vector v can only be None if the input to the user-provided function is a single Tensor "
+                "with a single element."
+            )
+        outputs = func(*inputs)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
+        _check_requires_grad(outputs, "outputs", strict=strict)
+        # The double-backward trick: grad_inputs = J^T u is linear in u; its vjp with v is J v.
+        grad_outputs = tuple(rgrad.zeros_like(out, requires_grad=True) for out in outputs)
+        grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
+        _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
+    with rgrad.set_grad_enabled(True) if create_graph else contextlib.nullcontext():
+        grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_outputs_tuple)
+
+
+def _jacfwd(func, inputs, strict, vectorize, api):
+    if strict:
+        raise RuntimeError(
+            "rgrad.autograd.functional.jacobian: `strict=True` "
+            'and `strategy="forward-mode"` are not supported together (yet). '
+            "Please either set `strict=False` or "
+            '`strategy="reverse-mode"`.'
+        )
+    _as_tuple(inputs, "inputs", "jacobian")
+    if vectorize:
+        raise _no_vmap(api)
+    # torch's message, missing space included
+    raise NotImplementedError(
+        "Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
+        "only implemented for `vectorize=True`."
+    )
+
+
+def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
+    r"""The Jacobian of ``func`` at ``inputs``.
+
+    One backward pass per output element (``vectorize=False``). Entry ``[i][j]`` (unpacked
+    where ``func``'s output or ``inputs`` is not a tuple) is the Jacobian of output ``i``
+    w.r.t. input ``j``, shaped ``output_i.shape + input_j.shape``.
+
+    Args:
+        func: A function of Tensors returning a Tensor or a tuple of Tensors.
+        inputs: The inputs of ``func`` (a Tensor or a tuple of Tensors).
+        create_graph: Make the Jacobian differentiable (w.r.t. inputs that require grad).
+        strict: Raise when an output does not depend on an input instead of returning zeros.
+        vectorize: Batch the backward passes through vmap; needs ``rgrad.func.vmap``, which
+            rgrad does not have yet (NotImplementedError, after torch's argument checks).
+        strategy: ``"reverse-mode"``, or ``"forward-mode"`` (torch allows it only with
+            ``vectorize=True``, so it too raises NotImplementedError here).
+    """
+    return _jacobian(func, inputs, create_graph, strict, vectorize, strategy, "jacobian")
+
+
+def _jacobian(func, inputs, create_graph, strict, vectorize, strategy, api):
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError(
+            'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
+            'function has more outputs than inputs, "forward-mode" tends to be more performant. '
+            'Otherwise, prefer to use "reverse-mode".'
+        )
+    if strategy == "forward-mode":
+        if create_graph:
+            raise NotImplementedError(
+                "rgrad.autograd.functional.jacobian: `create_graph=True` "
+                'and `strategy="forward-mode"` are not supported together (yet). '
+                "Please either set `create_graph=False` or "
+                '`strategy="reverse-mode"`.'
+            )
+        return _jacfwd(func, inputs, strict, vectorize, api)
+
+    with rgrad.enable_grad():
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        outputs = func(*inputs)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jacobian")
+        _check_requires_grad(outputs, "outputs", strict=strict)
+
+        if vectorize:
+            if strict:
+                raise RuntimeError(
+                    "rgrad.autograd.functional.jacobian: `strict=True` "
+                    "and `vectorized=True` are not supported together. "
+                    "Please either set `strict=False` or "
+                    "`vectorize=False`."
+                )
+            raise _no_vmap(api)
+
+        jacobian_rows = []
+        for i, out in enumerate(outputs):
+            per_input = tuple([] for _ in range(len(inputs)))
+            flat_out = out.reshape(-1)
+            for j in range(out.nelement()):
+                vj = _autograd_grad((flat_out[j],), inputs, retain_graph=True, create_graph=create_graph)
+                for el_idx, (rows, vj_el, inp_el) in enumerate(zip(per_input, vj, inputs)):
+                    if vj_el is not None:
+                        if strict and create_graph and not vj_el.requires_grad:
+                            raise RuntimeError(
+                                "The jacobian of the user-provided function is "
+                                f"independent of input {i}. This is not allowed in "
+                                "strict mode when create_graph=True."
+                            )
+                        rows.append(vj_el)
+                    else:
+                        if strict:
+                            raise RuntimeError(
+                                f"Output {i} of the user-provided function is "
+                                f"independent of input {el_idx}. This is not allowed in "
+                                "strict mode."
+                            )
+                        rows.append(rgrad.zeros_like(inp_el))
+            jacobian_rows.append(tuple(
+                rgrad.stack(rows, dim=0).view(tuple(out.size()) + tuple(inputs[el_idx].size()))
+                for el_idx, rows in enumerate(per_input)
+            ))
+        result = _grad_postprocess(tuple(jacobian_rows), create_graph)
+        return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
+
+
+def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):
+    r"""The Hessian of the scalar function ``func`` at ``inputs``.
+
+    The Jacobian of ``func``'s gradient: entry ``[i][j]`` (unpacked where ``inputs`` is not a
+    tuple) is shaped ``input_i.shape + input_j.shape``.
+
+    Args:
+        func: A function of Tensors returning a Tensor with a single element.
+        inputs: The inputs of ``func`` (a Tensor or a tuple of Tensors).
+        create_graph: Make the Hessian differentiable (w.r.t. inputs that require grad).
+        strict: Raise when the Hessian does not depend on an input instead of returning zeros.
+        vectorize: Needs ``rgrad.func.vmap``, which rgrad does not have yet (NotImplementedError
+            after torch's argument checks).
+        outer_jacobian_strategy: ``"reverse-mode"``, or ``"forward-mode"`` (torch allows it only
+            with ``vectorize=True``).
+    """
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+
+    def ensure_single_output_function(*inp):
+        out = func(*inp)
+        is_out_tuple, t_out = _as_tuple(out, "outputs of the user-provided function", "hessian")
+        _check_requires_grad(t_out, "outputs", strict=strict)
+        if is_out_tuple or not isinstance(out, Tensor):
+            raise RuntimeError("The function given to hessian should return a single Tensor")
+        if out.nelement() != 1:
+            raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
+        return out.squeeze()
+
+    def jac_func(*inp):
+        if outer_jacobian_strategy == "forward-mode":
+            inp = tuple(t.requires_grad_(True) for t in inp)
+        jac = jacobian(ensure_single_output_function, inp, create_graph=True)
+        _check_requires_grad(jac, "jacobian", strict=strict)
+        return jac
+
+    res = _jacobian(jac_func, inputs, create_graph, strict, vectorize, outer_jacobian_strategy, "hessian")
+    return _tuple_postprocess(res, (is_inputs_tuple, is_inputs_tuple))
+
+
+def _check_scalar_function(outputs, is_outputs_tuple, api):
+    if is_outputs_tuple or not isinstance(outputs[0], Tensor):
+        raise RuntimeError(f"The function given to {api} should return a single Tensor")
+    if outputs[0].nelement() != 1:
+        raise RuntimeError(f"The Tensor returned by the function given to {api} should contain a single element")
+
+
+def vhp(func, inputs, v=None, create_graph=False, strict=False):
+    r"""The dot product of a vector ``v`` with the Hessian of the scalar function ``func`` at ``inputs``.
+
+    Args:
+        func: A function of Tensors returning a Tensor with a single element.
+        inputs: The inputs of ``func`` (a Tensor or a tuple of Tensors).
+        v: The vector, shaped as ``inputs``; may be None only for a single one-element input.
+        create_graph: Make the results differentiable (w.r.t. inputs that require grad).
+        strict: Raise when the Hessian does not depend on an input instead of returning zeros.
+
+    Returns:
+        ``(func_output, vhp)``.
+    """
+    with rgrad.enable_grad():
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        if v is not None:
+            _, v = _as_tuple(v, "v", "vhp")
+            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+            _validate_v(v, inputs, is_inputs_tuple)
+        elif len(inputs) != 1 or inputs[0].nelement() != 1:
+            raise RuntimeError(
+                "The vector v can only be None if the input to the user-provided function is a single Tensor "
+                "with a single element."
+            )
+        outputs = func(*inputs)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "vhp")
+        _check_requires_grad(outputs, "outputs", strict=strict)
+        _check_scalar_function(outputs, is_outputs_tuple, "vhp")
+        jac = _autograd_grad(outputs, inputs, create_graph=True)
+        _check_requires_grad(jac, "jacobian", strict=strict)
+    with rgrad.set_grad_enabled(True if create_graph else rgrad.is_grad_enabled()):
+        grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)
+
+
+def hvp(func, inputs, v=None, create_graph=False, strict=False):
+    r"""The product of the Hessian of the scalar function ``func`` at ``inputs`` with a vector ``v``.
+
+    Computed with the double-backward trick on the gradient, as torch does.
+
+    Args:
+        func: A function of Tensors returning a Tensor with a single element.
+        inputs: The inputs of ``func`` (a Tensor or a tuple of Tensors).
+        v: The vector, shaped as ``inputs``; may be None only for a single one-element input.
+        create_graph: Make the results differentiable (w.r.t. inputs that require grad).
+        strict: Raise when the Hessian does not depend on an input instead of returning zeros.
+
+    Returns:
+        ``(func_output, hvp)``.
+    """
+    with rgrad.enable_grad():
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
+        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        if v is not None:
+            _, v = _as_tuple(v, "v", "hvp")
+            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+            _validate_v(v, inputs, is_inputs_tuple)
+        elif len(inputs) != 1 or inputs[0].nelement() != 1:
+            raise RuntimeError(
+                "The vector v can only be None if the input to the user-provided function is a single Tensor "
+                "with a single element."
+            )
+        outputs = func(*inputs)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "hvp")
+        _check_requires_grad(outputs, "outputs", strict=strict)
+        _check_scalar_function(outputs, is_outputs_tuple, "hvp")
+        jac = _autograd_grad(outputs, inputs, create_graph=True)
+        _check_requires_grad(jac, "jacobian", strict=strict)
+        grad_jac = tuple(rgrad.zeros_like(inp, requires_grad=True) for inp in inputs)
+        double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
+        # torch checks `jac` again here (not `double_back`); kept as is
+        _check_requires_grad(jac, "hessian", strict=strict)
+    with rgrad.set_grad_enabled(True if create_graph else rgrad.is_grad_enabled()):
+        grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
+    outputs = _grad_postprocess(outputs, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)

@@ -1,0 +1,676 @@
+"""The function transforms of ``rgrad.func``: grad, grad_and_value, vjp, jvp, jacrev, jacfwd, hessian.
+
+torch.func gives each transform a *level*: it wraps the inputs in tensors of that level, so
+that the transform's graph is kept apart from any other. rgrad has no levels; a transform
+here works on the one autograd graph, like ``torch.autograd.functional``, and gets torch.func's
+results with two rules:
+
+* An input to differentiate is replaced by a **new leaf of the transform** (a detached alias
+  that requires grad), or, when it already requires grad (and grad mode is on), by a
+  differentiable alias of it (``x.view_as(x)``), so that the results stay differentiable
+  w.r.t. it: ``grad(f)(x)`` is then a function of ``x`` that outer autograd (or an outer
+  transform) differentiates again; this is how ``grad(grad(f))`` works.
+* Every result is computed with ``create_graph=True`` and then **unwrapped**: a result whose
+  graph reaches no leaf other than the transform's own leaves is detached (it depends on
+  nothing outside the transform, as torch.func's results at the outer level), and a result
+  whose graph does reach another leaf (an input that requires grad, a closed-over tensor
+  that does, an outer transform's leaf) keeps its graph. Under ``no_grad`` every result is
+  detached. Inside a forward-AD level the primal and the tangent of a result are unwrapped
+  separately, so that ``jacfwd(jacrev(f))`` (forward-over-reverse) keeps its tangents.
+
+Deciding which leaves a result reaches walks its graph once per result.
+
+There is no vmap yet: ``jacrev`` computes the Jacobian one row at a time (one vjp with a
+one-hot cotangent per output element) and ``jacfwd`` one column at a time (one jvp with a
+one-hot tangent per input element, calling ``f`` again each time); the results have
+torch's shapes. They will batch through ``rgrad.func.vmap`` once it exists.
+
+Forward-mode AD has one dual level in rgrad, so a jvp inside a jvp (``jacfwd(jacfwd(f))``,
+``jvp`` inside ``forward_ad.dual_level``) raises a RuntimeError; second derivatives go
+through ``jacfwd(jacrev(f))`` (what ``hessian`` does), ``jacrev(jacrev(f))`` or
+``jacrev(jacfwd(f))``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import rgrad
+from rgrad._C import Tensor
+from rgrad.autograd import forward_ad as fwAD
+from rgrad.utils._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten, treespec_pprint
+
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
+
+# ---------------------------------------------------------------------------------------
+# Levels without levels: a transform's own leaves, and unwrapping its results
+# ---------------------------------------------------------------------------------------
+
+class _Level:
+    """The leaves one call of a transform created, and whether grad mode was on outside it."""
+
+    def __init__(self) -> None:
+        self.outer_grad = rgrad.is_grad_enabled()
+        self.own: dict[int, Tensor] = {}  # id -> leaf (kept alive so that ids stay unique)
+
+    def differentiable(self, x: Any) -> Tensor:
+        """The tensor the transform runs ``f`` on in place of the input ``x``."""
+        if not isinstance(x, Tensor):
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
+        if self.outer_grad and x.requires_grad:
+            # an alias in x's graph: the results stay differentiable w.r.t. x (a copy when x's
+            # tangent requires grad: rgrad's views drop the graph of a tangent)
+            if fwAD._current_level >= 0:
+                tangent = fwAD.unpack_dual(x).tangent
+                if tangent is not None and tangent.requires_grad:
+                    return x.clone()
+            return x.view_as(x)
+        leaf = _detach_keep_tangent(x)
+        leaf.requires_grad_()
+        self.own[id(leaf)] = leaf
+        return leaf
+
+    def unwrap(self, t: Any, *, keep_tangent: bool = True, outer_grad: bool | None = None,
+               clean: set | None = None) -> Any:
+        """A result as seen outside the transform (torch.func's ``_undo_create_differentiable``).
+
+        ``keep_tangent=False`` drops the tangent of the current forward-AD level (jvp's aux);
+        ``outer_grad`` overrides the grad mode recorded when the transform was entered.
+        """
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(t)}")
+        if fwAD._current_level >= 0:
+            primal, tangent = fwAD.unpack_dual(t)
+            if tangent is not None:
+                if not keep_tangent:
+                    return self._prune(primal, outer_grad, clean)
+                new_primal = self._prune(primal, outer_grad, clean)
+                new_tangent = self._prune(tangent, outer_grad, clean)
+                if new_primal is primal and new_tangent is tangent:
+                    return t
+                return fwAD.make_dual(new_primal, new_tangent)
+        return self._prune(t, outer_grad, clean)
+
+    def unwrap_tree(self, tree: Any, *, keep_tangent: bool = True, outer_grad: bool | None = None) -> Any:
+        """``unwrap`` on every leaf of ``tree`` (all alive at once: one walk cache for them)."""
+        clean: set = set()
+        return tree_map(lambda t: self.unwrap(t, keep_tangent=keep_tangent, outer_grad=outer_grad, clean=clean), tree)
+
+    def _prune(self, t: Tensor, outer_grad: bool | None = None, clean: set | None = None) -> Tensor:
+        """``t``, or ``t.detach()`` when it depends on nothing outside the transform."""
+        if not t.requires_grad:
+            return t
+        if outer_grad is None:
+            outer_grad = self.outer_grad
+        if outer_grad and (not self.own or _reaches_other_leaves(t, self.own, clean)):
+            return t
+        return t.detach()
+
+
+def _detach_keep_tangent(x: Tensor) -> Tensor:
+    """``x.detach()``, keeping x's forward-AD tangent (``detach`` drops it)."""
+    if fwAD._current_level >= 0:
+        tangent = fwAD.unpack_dual(x).tangent
+        if tangent is not None:
+            return fwAD.make_dual(x.detach(), tangent)
+    return x.detach()
+
+
+def _node_key(node: Any) -> int:
+    return node._id() if hasattr(node, "_id") else id(node)
+
+
+def _reaches_other_leaves(t: Tensor, own: dict[int, Tensor], clean: set | None = None) -> bool:
+    """Whether the graph of ``t`` (which requires grad) reaches a leaf that is not in ``own``.
+
+    ``clean`` holds the nodes already found to reach only ``own`` leaves; a walk that finds
+    none adds its nodes to it, so the results of one transform (whose graphs share most
+    nodes) are walked in about the time of one. It must not outlive the graphs it names
+    (node ids are reused once a graph is freed): one set per batch of results held at once.
+    """
+    fn = t.grad_fn
+    if fn is None:
+        return id(t) not in own
+    if clean is None:
+        clean = set()
+    key = _node_key(fn)
+    if key in clean:
+        return False
+    stack = [fn]
+    seen = {key}
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            if hasattr(nxt, "variable"):  # AccumulateGrad: a leaf
+                if id(nxt.variable) not in own:
+                    return True
+                continue
+            key = _node_key(nxt)
+            if key not in seen and key not in clean:
+                seen.add(key)
+                stack.append(nxt)
+    clean |= seen
+    return False
+
+
+def _autograd_grad(outputs, inputs, grad_outputs=None, retain_graph=True, create_graph=True) -> tuple:
+    """Gradients of the outputs that require grad (zeros for unused inputs and when none does).
+
+    ``retain_graph`` defaults to True (torch.func: False): the transform's graph is the one
+    outer autograd sees, and a result that keeps its graph (the value of ``grad_and_value``)
+    must stay differentiable after the gradient is taken.
+    """
+    if grad_outputs is None:
+        diff_outputs = tuple(out for out in outputs if out.requires_grad)
+    else:
+        pairs = tuple((out, go) for out, go in zip(outputs, grad_outputs) if out.requires_grad)
+        diff_outputs = tuple(p[0] for p in pairs)
+        grad_outputs = tuple(p[1] for p in pairs)
+    if len(diff_outputs) == 0:
+        return tuple(rgrad.zeros_like(inp) for inp in inputs)
+    grads = rgrad.autograd.grad(diff_outputs, inputs, grad_outputs, retain_graph=retain_graph,
+                                create_graph=create_graph, allow_unused=True)
+    return tuple(rgrad.zeros_like(inp) if g is None else g for g, inp in zip(grads, inputs))
+
+
+# ---------------------------------------------------------------------------------------
+# argnums and argument checks (torch's messages)
+# ---------------------------------------------------------------------------------------
+
+def _validate_and_wrap_argnum(argnum: int, num_args: int) -> int:
+    if not isinstance(argnum, int):
+        raise RuntimeError(f"argnum must be int, got: {type(argnum)}")
+    if 0 <= argnum < num_args:
+        return argnum
+    if -num_args <= argnum < 0:
+        return argnum + num_args
+    raise RuntimeError(f"Got argnum={argnum}, but only {num_args} positional inputs")
+
+
+def _slice_argnums(args: tuple, argnums, as_tuple: bool = True) -> Any:
+    if not isinstance(argnums, (int, tuple)):
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    if isinstance(argnums, int):
+        argnums = _validate_and_wrap_argnum(argnums, len(args))
+        return (args[argnums],) if as_tuple else args[argnums]
+    argnums = tuple(_validate_and_wrap_argnum(a, len(args)) for a in argnums)
+    if len(argnums) == 0:
+        raise RuntimeError("argnums must be non-empty")
+    if len(set(argnums)) != len(argnums):
+        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+    return tuple(args[i] for i in argnums)
+
+
+def _replace_args(old_args: tuple, new_args: tuple, argnums) -> tuple:
+    """``old_args`` with the arguments at ``argnums`` replaced by ``new_args`` (one per argnum)."""
+    if isinstance(argnums, int):
+        argnums = _validate_and_wrap_argnum(argnums, len(old_args))
+        return tuple(new_args[0] if i == argnums else a for i, a in enumerate(old_args))
+    argnums = tuple(_validate_and_wrap_argnum(a, len(old_args)) for a in argnums)
+    return tuple(new_args[argnums.index(i)] if i in argnums else a for i, a in enumerate(old_args))
+
+
+def _assert_non_empty_tensor_output(output: list, api: str) -> None:
+    if (len(output) == 1 and output[0] is None) or len(output) < 1:
+        raise RuntimeError(f"{api}: Expected f to be a function that has non-empty output (got output = {output})")
+    for o in output:
+        if not isinstance(o, Tensor):
+            raise RuntimeError(f"{api}: expected f(*primals) to return only tensors, got unsupported type {type(o)}")
+
+
+def _assert_non_empty_list_of_tensors(output: list, api: str, argname: str) -> None:
+    if len(output) == 0:
+        raise RuntimeError(f"{api}: Expected {argname} to contain at least one Tensor.")
+    for out in output:
+        if not isinstance(out, Tensor):
+            raise RuntimeError(f"{api}: Expected {argname} to only contain Tensors, got {type(out)}")
+
+
+def _wraps(func: Callable) -> Callable:
+    """functools.wraps that tolerates callables without a __name__ (partials, instances)."""
+    def deco(wrapper: Callable) -> Callable:
+        try:
+            return functools.wraps(func)(wrapper)
+        except (AttributeError, TypeError):
+            return wrapper
+    return deco
+
+
+# ---------------------------------------------------------------------------------------
+# vjp, grad
+# ---------------------------------------------------------------------------------------
+
+def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False):
+    """``(func(*primals), vjp_fn)`` (and ``aux`` with ``has_aux``), as ``torch.func.vjp``.
+
+    ``vjp_fn(cotangents, retain_graph=True, create_graph=None)`` takes cotangents with the
+    structure of ``func``'s output (a pytree of Tensors) and returns the vector-Jacobian
+    product w.r.t. every primal, with the structure of ``primals`` (a tuple). It can be
+    called many times. ``create_graph`` defaults to whether grad mode is on at the call, so
+    that the products are differentiable again (w.r.t. primals that require grad, and in
+    nested transforms).
+
+    Args:
+        func: A function of ``primals`` returning a pytree of floating-point Tensors, or
+            ``(output, aux)`` with ``has_aux``.
+        primals: The inputs of ``func``: Tensors or pytrees (tuples, lists, dicts) of Tensors.
+        has_aux: ``func`` returns ``(output, aux)``; aux (a pytree of Tensors) is returned
+            as is, not differentiated.
+    """
+    return _vjp_with_argnums(func, *primals, has_aux=has_aux)
+
+
+def _vjp_with_argnums(func: Callable[..., Any], *primals: Any, argnums=None, has_aux: bool = False):
+    level = _Level()
+    with rgrad.enable_grad():
+        if argnums is None:
+            flat_primals, primals_spec = tree_flatten(primals)
+            flat_diff = [level.differentiable(p) for p in flat_primals]
+            diff_primals = tree_unflatten(flat_diff, primals_spec)
+            call_args = diff_primals
+        else:
+            diff = _slice_argnums(primals, argnums, as_tuple=False)
+            flat_primals, primals_spec = tree_flatten(diff)
+            flat_diff = [level.differentiable(p) for p in flat_primals]
+            diff_primals = tree_unflatten(flat_diff, primals_spec)
+            new = (diff_primals,) if isinstance(argnums, int) else diff_primals
+            call_args = _replace_args(primals, new, argnums)
+        primals_out = func(*call_args)
+        aux = None
+        if has_aux:
+            if not (isinstance(primals_out, tuple) and len(primals_out) == 2):
+                raise RuntimeError(
+                    "vjp(f, *primals): output of function f should be a tuple: (output, aux) if has_aux is True"
+                )
+            primals_out, aux = primals_out
+            aux = level.unwrap_tree(aux)
+        flat_primals_out, primals_out_spec = tree_flatten(primals_out)
+        _assert_non_empty_tensor_output(flat_primals_out, "vjp(f, *primals)")
+        results = level.unwrap_tree(primals_out)
+        for primal_out in flat_primals_out:
+            if not primal_out.is_floating_point():
+                raise RuntimeError(
+                    "vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got Tensor "
+                    f"with dtype {primal_out.dtype}"
+                )
+
+    def vjp_fn(cotangents: Any, retain_graph: bool = True, create_graph: bool | None = None) -> Any:
+        if create_graph is None:
+            create_graph = rgrad.is_grad_enabled()
+        flat_cotangents, cotangents_spec = tree_flatten(cotangents)
+        if primals_out_spec != cotangents_spec:
+            raise RuntimeError(
+                "Expected pytree structure of cotangents to be the same as pytree structure of outputs to the "
+                f"function. cotangents: {treespec_pprint(cotangents_spec)}, "
+                f"primal output: {treespec_pprint(primals_out_spec)}"
+            )
+        result = _autograd_grad(flat_primals_out, flat_diff, flat_cotangents, retain_graph=retain_graph,
+                                create_graph=create_graph)
+        if create_graph:
+            # the products depend on the transform's own leaves (drop that graph) and maybe on
+            # outer tensors (primals or cotangents that require grad: keep it)
+            result = level.unwrap_tree(list(result), outer_grad=True)
+        return tree_unflatten(list(result), primals_spec)
+
+    if has_aux:
+        return results, vjp_fn, aux
+    return results, vjp_fn
+
+
+def grad_and_value(func: Callable[..., Any], argnums=0, has_aux: bool = False) -> Callable[..., Any]:
+    """``grad_and_value(func)(*args)`` is ``(gradient, value)``, as ``torch.func.grad_and_value``.
+
+    ``func`` must return a scalar (0-dim) Tensor (or ``(scalar, aux)`` with ``has_aux``, and
+    then the value is ``(scalar, aux)``). The gradient is w.r.t. the positional arguments in
+    ``argnums`` (an int, or a tuple of ints for a tuple of gradients); an argument may be a
+    pytree of Tensors, and its gradient has the same structure.
+
+    The gradient is computed with ``create_graph=True``: it is differentiable w.r.t. inputs
+    that require grad and tensors ``func`` closes over, so ``grad(grad(f))`` and outer
+    autograd on ``grad(f)(x)`` work; a result that depends on nothing outside the transform
+    does not require grad.
+    """
+    @_wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        return _grad_and_value_impl(func, argnums, has_aux, args, kwargs)
+
+    return wrapper
+
+
+def grad(func: Callable[..., Any], argnums=0, has_aux: bool = False) -> Callable[..., Any]:
+    """``grad(func)(*args)`` is the gradient of the scalar ``func(*args)``, as ``torch.func.grad``.
+
+    See :func:`grad_and_value` for ``argnums`` and ``has_aux`` (with ``has_aux`` the result
+    is ``(gradient, aux)``). Nest it for higher derivatives: ``grad(grad(f))(x)``.
+    """
+    @_wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        gradient, value = _grad_and_value_impl(func, argnums, has_aux, args, kwargs)
+        if has_aux:
+            return gradient, value[1]
+        return gradient
+
+    return wrapper
+
+
+def _grad_and_value_impl(func, argnums, has_aux: bool, args: tuple, kwargs: dict) -> tuple[Any, Any]:
+    level = _Level()
+    with rgrad.enable_grad():
+        diff_args = _slice_argnums(args, argnums, as_tuple=False)
+        flat_diff_args, spec = tree_flatten(diff_args)
+        flat_diff = [level.differentiable(a) for a in flat_diff_args]
+        new_diff = tree_unflatten(flat_diff, spec)
+        args = _replace_args(args, (new_diff,) if isinstance(argnums, int) else new_diff, argnums)
+        output = func(*args, **kwargs)
+        aux = None
+        if has_aux:
+            if not (isinstance(output, tuple) and len(output) == 2):
+                raise RuntimeError(
+                    "grad_and_value(f)(*args): output of function f should be a tuple: (output, aux) "
+                    "if has_aux is True"
+                )
+            output, aux = output
+        if not isinstance(output, Tensor):
+            raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(output)}")
+        if output.dim() != 0:
+            raise RuntimeError(
+                "grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor with "
+                f"{output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?"
+            )
+        flat_grad = _autograd_grad((output,), flat_diff, create_graph=True)
+        grad_input = level.unwrap_tree(tree_unflatten(list(flat_grad), spec))
+        output = level.unwrap(output)
+        if has_aux:
+            aux = level.unwrap_tree(aux)
+    if has_aux:
+        return grad_input, (output, aux)
+    return grad_input, output
+
+
+# ---------------------------------------------------------------------------------------
+# jvp
+# ---------------------------------------------------------------------------------------
+
+_JVP_STR = "jvp(f, primals, tangents)"
+
+
+def _safe_unpack_dual(dual: Any, strict: bool) -> tuple[Tensor, Tensor]:
+    if not isinstance(dual, Tensor):
+        raise RuntimeError(f"{_JVP_STR}: expected f(*args) to return only tensors, got unsupported type {type(dual)}")
+    primal, tangent = fwAD.unpack_dual(dual)
+    if tangent is None:
+        if strict:
+            raise RuntimeError(
+                "jvp(f, primals, tangents, strict=True): The output of f is independent of the inputs. This is not "
+                "allowed with strict=True."
+            )
+        tangent = rgrad.zeros_like(primal)
+    return primal, tangent
+
+
+def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool = False, has_aux: bool = False):
+    """``(func(*primals), J @ tangents)`` (and ``aux`` with ``has_aux``), as ``torch.func.jvp``.
+
+    Computed with forward-mode AD (``rgrad.autograd.forward_ad``): one evaluation of ``func``
+    on dual tensors. ``primals`` is a tuple (of Tensors or pytrees of Tensors) and
+    ``tangents`` has the same structure. The outputs (a pytree of Tensors) and their
+    tangents are differentiable w.r.t. primals that require grad (reverse-over-forward).
+
+    rgrad has a single forward-AD level: a jvp inside another jvp (``jacfwd(jacfwd(f))``,
+    or a jvp inside ``rgrad.autograd.forward_ad.dual_level()``) raises a RuntimeError; for
+    second derivatives use ``jacfwd(jacrev(f))`` (``hessian``) or ``jacrev(jacfwd(f))``.
+
+    Args:
+        strict: Raise when an output does not depend on the primals instead of giving a
+            zero tangent.
+        has_aux: ``func`` returns ``(output, aux)``; aux is returned as is.
+    """
+    return _jvp_with_argnums(func, primals, tangents, argnums=None, strict=strict, has_aux=has_aux)
+
+
+def _jvp_with_argnums(func, primals: Any, tangents: Any, argnums, *, strict: bool = False, has_aux: bool):
+    if not isinstance(primals, tuple):
+        raise RuntimeError(f"{_JVP_STR}: Expected primals to be a tuple. E.g. it should be valid to call f(*primals).")
+    diff_args = primals if argnums is None else _slice_argnums(primals, argnums)
+    flat_primals, primals_spec = tree_flatten(diff_args)
+    flat_tangents, tangents_spec = tree_flatten(tangents)
+    if primals_spec != tangents_spec:
+        raise RuntimeError(
+            f"{_JVP_STR}: Expected primals and tangents to have the same python structure. For example, if primals "
+            f"is a tuple of 3 tensors, tangents also must be. Got primals with structure {primals_spec} and tangents "
+            f"with structure {tangents_spec}"
+        )
+    _assert_non_empty_list_of_tensors(flat_primals, _JVP_STR, "primals")
+    _assert_non_empty_list_of_tensors(flat_tangents, _JVP_STR, "tangents")
+    if fwAD._current_level >= 0:
+        raise RuntimeError(
+            f"{_JVP_STR}: rgrad supports a single forward-mode AD level, and one is already active (a jvp inside "
+            "another jvp, e.g. jacfwd(jacfwd(f)), or a jvp inside rgrad.autograd.forward_ad.dual_level()). For "
+            "second derivatives use jacfwd(jacrev(f)) (what rgrad.func.hessian does), jacrev(jacfwd(f)) or "
+            "jacrev(jacrev(f))."
+        )
+    level = _Level()
+    with fwAD._set_fwd_grad_enabled(True), fwAD.dual_level():
+        flat_duals = tuple(fwAD.make_dual(p, t) for p, t in zip(flat_primals, flat_tangents))
+        duals = tree_unflatten(list(flat_duals), primals_spec)
+        if argnums is not None:
+            duals = _replace_args(primals, duals, argnums)
+        result_duals = func(*duals)
+        aux = None
+        if has_aux:
+            if not (isinstance(result_duals, tuple) and len(result_duals) == 2):
+                raise RuntimeError(
+                    f"{_JVP_STR}: output of function f should be a tuple: (output, aux) if has_aux is True"
+                )
+            result_duals, aux = result_duals
+            aux = level.unwrap_tree(aux, keep_tangent=False)
+        flat_results, spec = tree_flatten(result_duals)
+        _assert_non_empty_tensor_output(flat_results, _JVP_STR)
+        unpacked = [_safe_unpack_dual(dual, strict) for dual in flat_results]
+        primals_out = tree_unflatten([level.unwrap(p) for p, _ in unpacked], spec)
+        tangents_out = tree_unflatten([level.unwrap(t) for _, t in unpacked], spec)
+    if has_aux:
+        return primals_out, tangents_out, aux
+    return primals_out, tangents_out
+
+
+# ---------------------------------------------------------------------------------------
+# jacrev, jacfwd, hessian (no vmap yet: a loop over one-hot vectors)
+# ---------------------------------------------------------------------------------------
+
+def _one_hot_basis(tensors: list, numels: tuple, k: int) -> list:
+    """The k-th standard basis vector of the concatenated flattened ``tensors``, split back into their shapes."""
+    basis = []
+    offset = 0
+    for t, n in zip(tensors, numels):
+        e = t.new_zeros((n,))
+        if offset <= k < offset + n:
+            with rgrad.no_grad():
+                e[k - offset] = 1
+        basis.append(e.view(t.shape))
+        offset += n
+    return basis
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+# The Jacobians are assembled with nested stacks, not with split/view/reshape: rgrad's views
+# of a dual tensor drop the autograd graph of its tangent (reverse-over-forward through a
+# view loses it), and a Jacobian's tangent must stay differentiable for hessian(f)(x) with x
+# requiring grad.
+
+def _stack_leading(items: list, shape: tuple, like: Tensor) -> Tensor:
+    """``items`` (``prod(shape)`` tensors shaped as ``like``, row-major) as one tensor shaped ``shape + like.shape``."""
+    if _numel(shape) == 0:
+        return like.new_zeros(tuple(shape) + tuple(like.shape))
+    if len(shape) == 0:
+        return items[0]
+    inner = _numel(shape[1:])
+    return rgrad.stack([_stack_leading(items[i * inner:(i + 1) * inner], shape[1:], like)
+                        for i in range(shape[0])], dim=0)
+
+
+def _stack_trailing(items: list, shape: tuple, like: Tensor) -> Tensor:
+    """``items`` (``prod(shape)`` tensors shaped as ``like``, row-major) as one tensor shaped ``like.shape + shape``."""
+    if _numel(shape) == 0:
+        return like.new_zeros(tuple(like.shape) + tuple(shape))
+    if len(shape) == 0:
+        return items[0]
+    inner = _numel(shape[1:])
+    return rgrad.stack([_stack_trailing(items[i * inner:(i + 1) * inner], shape[1:], like)
+                        for i in range(shape[0])], dim=-len(shape))
+
+
+def jacrev(func: Callable[..., Any], argnums=0, *, has_aux: bool = False, chunk_size: int | None = None,
+           _preallocate_and_copy: bool = False) -> Callable[..., Any]:
+    """The Jacobian of ``func`` w.r.t. the arguments at ``argnums``, by reverse-mode AD, as ``torch.func.jacrev``.
+
+    ``jacrev(func)(*args)`` has, for each output tensor (a pytree of outputs gives a pytree of
+    Jacobians) and each differentiated argument (a tuple for tuple ``argnums``), a tensor
+    shaped ``output.shape + input.shape``. Rows are computed one at a time, a vjp with a
+    one-hot cotangent per output element (rgrad has no vmap yet, so ``chunk_size`` is
+    checked as torch checks it and otherwise ignored).
+
+    Args:
+        has_aux: ``func`` returns ``(output, aux)``; the result is ``(jacobian, aux)``.
+    """
+    if not (chunk_size is None or chunk_size > 0):
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
+
+    @_wraps(func)
+    def wrapper_fn(*args: Any) -> Any:
+        vjp_out = _vjp_with_argnums(func, *args, argnums=argnums, has_aux=has_aux)
+        if has_aux:
+            output, vjp_fn, aux = vjp_out
+        else:
+            output, vjp_fn = vjp_out
+        flat_output, output_spec = tree_flatten(output)
+        flat_output_numels = tuple(out.numel() for out in flat_output)
+        primals = _slice_argnums(args, argnums)
+        flat_primals, primals_spec = tree_flatten(primals)
+
+        total = sum(flat_output_numels)
+        rows: list[list[Tensor]] = [[] for _ in flat_primals]  # per input: one row per output element
+        for k in range(total):
+            basis = tree_unflatten(_one_hot_basis(flat_output, flat_output_numels, k), output_spec)
+            for acc, r in zip(rows, tree_leaves(vjp_fn(basis))):
+                acc.append(r)
+        flat_output_flat_input = []
+        offset = 0
+        for out, n in zip(flat_output, flat_output_numels):
+            flat_output_flat_input.append(tuple(
+                _stack_leading(acc[offset:offset + n], tuple(out.shape), primal)
+                for acc, primal in zip(rows, flat_primals)
+            ))
+            offset += n
+        flat_output_input = tuple(tree_unflatten(list(flat_input), primals_spec)
+                                  for flat_input in flat_output_flat_input)
+        if isinstance(argnums, int):
+            flat_output_input = tuple(flat_input[0] for flat_input in flat_output_input)
+        output_input = tree_unflatten(list(flat_output_input), output_spec)
+        if has_aux:
+            return output_input, aux
+        return output_input
+
+    return wrapper_fn
+
+
+def _check_randomness_arg(randomness: str) -> None:
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+
+
+def _same_state(a: Tensor, b: Tensor) -> bool:
+    return a.shape == b.shape and bool((a == b).all())
+
+
+def jacfwd(func: Callable[..., Any], argnums=0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
+    """The Jacobian of ``func`` w.r.t. the arguments at ``argnums``, by forward-mode AD, as ``torch.func.jacfwd``.
+
+    Same result structure and shapes as :func:`jacrev`. Columns are computed one at a time,
+    a jvp with a one-hot tangent per input element (rgrad has no vmap yet), so ``func`` runs
+    once per input element. ``randomness`` says what random ops in ``func`` may do, as vmap's
+    flag: ``"error"`` (the default) raises torch's vmap error when ``func`` draws from the
+    default generator, ``"same"`` replays the same random numbers for every column, and
+    ``"different"`` lets every column draw its own.
+
+    Args:
+        has_aux: ``func`` returns ``(output, aux)``; the result is ``(jacobian, aux)`` (aux from
+            the first column's call).
+    """
+    @_wraps(func)
+    def wrapper_fn(*args: Any) -> Any:
+        primals = args if argnums is None else _slice_argnums(args, argnums)
+        flat_primals, primals_spec = tree_flatten(primals)
+        flat_primals_numels = tuple(p.numel() for p in flat_primals)
+        _check_randomness_arg(randomness)
+
+        total = sum(flat_primals_numels)
+        columns: list[list[Tensor]] | None = None
+        spec = None
+        aux = None
+        start_state = rgrad.random.get_rng_state()
+        # no input element: one call with zero tangents gives the outputs' shapes (no column)
+        for k in range(max(total, 1)):
+            if randomness == "same" and k > 0:
+                rgrad.random.set_rng_state(start_state)
+            if total == 0:
+                basis = tree_unflatten([p.new_zeros(tuple(p.shape)) for p in flat_primals], primals_spec)
+            else:
+                basis = tree_unflatten(_one_hot_basis(flat_primals, flat_primals_numels, k), primals_spec)
+            output = _jvp_with_argnums(func, args, basis, argnums=argnums, has_aux=has_aux)
+            if randomness == "error" and k == 0 and not _same_state(start_state, rgrad.random.get_rng_state()):
+                rgrad.random.set_rng_state(start_state)
+                raise RuntimeError(
+                    "vmap: called random operation while in randomness error mode. Please either use the 'same' or "
+                    "'different' randomness flags on vmap or perform the randomness operation out of vmap"
+                )
+            if has_aux:
+                _, jvp_out, this_aux = output
+                if k == 0:
+                    aux = this_aux
+            else:
+                _, jvp_out = output
+            flat_jvp, spec = tree_flatten(jvp_out)
+            if columns is None:
+                columns = [[] for _ in flat_jvp]
+                flat_outputs = flat_jvp
+            if total > 0:
+                for acc, col in zip(columns, flat_jvp):
+                    acc.append(col)
+        starts = [sum(flat_primals_numels[:i]) for i in range(len(flat_primals))]
+        jac_outs_ins = tuple(
+            tuple(
+                _stack_trailing(acc[start:start + n], tuple(primal.shape), like)
+                for primal, start, n in zip(flat_primals, starts, flat_primals_numels)
+            )
+            for acc, like in zip(columns, flat_outputs)
+        )
+        jac_outs_ins = tuple(tree_unflatten(list(jac_ins), primals_spec) for jac_ins in jac_outs_ins)
+        if isinstance(argnums, int):
+            jac_outs_ins = tuple(jac_ins[0] for jac_ins in jac_outs_ins)
+        if has_aux:
+            return tree_unflatten(list(jac_outs_ins), spec), aux
+        return tree_unflatten(list(jac_outs_ins), spec)
+
+    return wrapper_fn
+
+
+def hessian(func: Callable[..., Any], argnums=0) -> Callable[..., Any]:
+    """The Hessian of the scalar ``func`` w.r.t. the arguments at ``argnums``, as ``torch.func.hessian``.
+
+    ``jacfwd(jacrev(func, argnums), argnums)``.
+
+    Forward-over-reverse, as torch.func's; shaped ``input.shape + input.shape`` (nested tuples
+    for tuple ``argnums``).
+    """
+    return jacfwd(jacrev(func, argnums), argnums)
