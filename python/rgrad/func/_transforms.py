@@ -61,7 +61,7 @@ class _Level:
             raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
         if self.outer_grad and x.requires_grad:
             # an alias in x's graph: the results stay differentiable w.r.t. x (a copy when x's
-            # tangent requires grad: rgrad's views drop the graph of a tangent)
+            # tangent requires grad: a view's tangent is then computed afresh, not aliased)
             if fwAD._current_level >= 0:
                 tangent = fwAD.unpack_dual(x).tangent
                 if tangent is not None and tangent.requires_grad:
