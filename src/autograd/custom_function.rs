@@ -226,6 +226,8 @@ pub fn wrap_outputs(
                 (saved.len() - 1) as u32
             }));
         }
+        // (under saved-tensor hooks, each is packed now: the outputs carry the node)
+        crate::autograd::saved_hooks::pack_list(&node, &mut saved)?;
         node.lock().saved = saved;
     }
     Ok(WrappedOutputs {
