@@ -239,7 +239,7 @@ pub fn will_execute_leaf(leaf: &Tensor) -> Result<bool> {
 }
 
 fn not_in_backward() -> Error {
-    Error::runtime("_will_engine_execute_node should only be called during the backward pass")
+    Error::runtime("_get_should_execute_nodes should only be called during the backward pass")
 }
 
 /// Runs backward from `outputs` seeded with `grad_outputs` (already validated by the
