@@ -423,3 +423,40 @@ def test_checkpointed_backward_from_eight_threads(trial):
         raise errors[0]
     for (i, _), g in results.items():
         assert g == [6.0 * (i + 1) + 1] * 3
+
+
+def test_graph_exec_group_and_an_exception_in_forward():
+    def program(T):
+        c = ck(T)
+        calls = []
+
+        def f(x):
+            calls.append(1)
+            return x.sin().sum(), x.cos().sum()
+
+        x = T.tensor([0.1, 0.2], requires_grad=True)
+        a, b = c.checkpoint(f, x, use_reentrant=False)
+        with c.GraphExecGroup() as group:
+            a.backward(retain_graph=True)
+            b.backward(retain_graph=True)
+            nested = caught(lambda: c.GraphExecGroup().__enter__())
+        outside = c.GraphExecGroup._get_current_group()
+
+        def bad(x):
+            raise ValueError("inside")
+
+        C = T._C if T is rgrad else T._C._autograd
+        return (
+            len(calls),
+            x.grad,
+            str(nested).split(" <")[0],
+            group is not None and outside is None,
+            caught(lambda: c.checkpoint(bad, x, use_reentrant=False)),
+            caught(lambda: c.checkpoint(bad, x, use_reentrant=True)),
+            C._top_saved_tensors_default_hooks(False),
+        )
+
+    r = both(program)
+    assert r[0] == 2  # the forward, and one recomputation for both backward calls
+    assert r[2] == "GraphExecGroup contexts cannot be nested. Already inside group"
+    assert r[4] == ("E", "ValueError", "inside") and r[6] is None

@@ -65,10 +65,8 @@ fn count_thread(delta: isize) {
     crate::dispatch::observe(crate::dispatch::SAVED_HOOKS, *n > 0);
 }
 
-/// Replaces this thread's stack, keeping the thread count right.
-fn set_stack(st: &mut HookState, stack: Vec<Arc<dyn SavedTensorHooks>>) {
-    let (was, now) = (!st.stack.is_empty(), !stack.is_empty());
-    st.stack = stack;
+/// Counts this thread in or out when its stack goes from empty to not or back.
+fn recount(was: bool, now: bool) {
     if was != now {
         count_thread(if now { 1 } else { -1 });
     }
@@ -88,13 +86,9 @@ pub fn push(hooks: Arc<dyn SavedTensorHooks>) -> Result<()> {
         if let Some(msg) = &s.disabled {
             return Err(Error::runtime(msg.to_string()));
         }
-        let mut stack = std::mem::take(&mut s.stack);
-        let was_empty = stack.is_empty();
-        stack.push(hooks);
-        s.stack = stack;
-        if was_empty {
-            count_thread(1);
-        }
+        let was = !s.stack.is_empty();
+        s.stack.push(hooks);
+        recount(was, true);
         Ok(())
     })
 }
@@ -103,12 +97,9 @@ pub fn push(hooks: Arc<dyn SavedTensorHooks>) -> Result<()> {
 pub fn pop() -> Result<Arc<dyn SavedTensorHooks>> {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
-        let mut stack = std::mem::take(&mut s.stack);
-        let top = stack.pop();
-        let was_empty = stack.is_empty();
-        s.stack = stack;
-        if was_empty && top.is_some() {
-            count_thread(-1);
+        let top = s.stack.pop();
+        if top.is_some() {
+            recount(true, !s.stack.is_empty());
         }
         top.ok_or_else(|| Error::runtime("no saved tensors default hooks to pop"))
     })
@@ -162,30 +153,24 @@ pub(crate) fn capture() -> Option<HookState> {
 
 /// Runs `f` with `state` as this thread's hook state, then restores the thread's own.
 pub(crate) fn with_state<R>(state: &HookState, f: impl FnOnce() -> R) -> R {
+    /// Puts the thread's own state back, also when `f` unwinds.
     struct Restore(Option<HookState>);
     impl Drop for Restore {
         fn drop(&mut self) {
             if let Some(old) = self.0.take() {
                 let _ = STATE.try_with(|s| {
                     let mut s = s.borrow_mut();
-                    set_stack(&mut s, old.stack);
-                    s.disabled = old.disabled;
+                    let was = !s.stack.is_empty();
+                    *s = old;
+                    recount(was, !s.stack.is_empty());
                 });
             }
         }
     }
     let old = STATE.with(|s| {
         let mut s = s.borrow_mut();
-        let old = HookState {
-            stack: std::mem::take(&mut s.stack),
-            disabled: s.disabled.take(),
-        };
-        // (take() left the stack empty: count the thread as if it went from empty)
-        if !old.stack.is_empty() {
-            count_thread(-1);
-        }
-        set_stack(&mut s, state.stack.clone());
-        s.disabled = state.disabled.clone();
+        let old = std::mem::replace(&mut *s, state.clone());
+        recount(!old.stack.is_empty(), !s.stack.is_empty());
         old
     });
     let _restore = Restore(Some(old));
@@ -198,13 +183,25 @@ pub(crate) fn with_state<R>(state: &HookState, f: impl FnOnce() -> R) -> R {
 /// packs their saved tensors when the outermost scope ends. Called only when
 /// [`maybe_active`].
 pub(crate) fn scope<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
+    /// Leaves the scope, also when `f` unwinds (an outermost scope left by a panic
+    /// forgets the nodes it collected).
+    struct Leave(u32);
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            let _ = DEPTH.try_with(|d| d.set(self.0 - 1));
+            if self.0 == 1 && std::thread::panicking() {
+                let _ = PENDING.try_with(|p| p.borrow_mut().clear());
+            }
+        }
+    }
     let depth = DEPTH.with(|d| {
         let v = d.get() + 1;
         d.set(v);
         v
     });
+    let leave = Leave(depth);
     let r = f();
-    DEPTH.with(|d| d.set(depth - 1));
+    drop(leave);
     if depth != 1 {
         return r;
     }
