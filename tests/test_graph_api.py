@@ -453,9 +453,11 @@ def test_hook_handles_remove_and_metadata_persists():
             acc is b.grad_fn.next_functions[0][0],
             acc.metadata,
             type(h).__name__,
+            isinstance(acc, T.autograd.graph.Node),
+            isinstance(b.grad_fn, T.autograd.graph.Node),
         )
 
-    assert both(program) == (["post", "acc"], {"k": 1}, True, True, {}, "RemovableHandle")
+    assert both(program) == (["post", "acc"], {"k": 1}, True, True, {}, "RemovableHandle", True, True)
 
 
 def test_metadata_lives_with_the_node_not_its_python_object():

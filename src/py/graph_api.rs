@@ -423,14 +423,15 @@ pub fn _current_graph_task_id() -> i64 {
 /// Whether the running backward will execute `node` (a grad_fn or AccumulateGrad).
 #[pyfunction]
 pub fn _will_engine_execute_node(node: &Bound<'_, PyAny>) -> PyResult<bool> {
+    // (an AccumulateGrad is a Node too: asked first)
+    if let Ok(a) = node.cast::<PyAccumulateGrad>() {
+        return Ok(crate::autograd::engine::will_execute_leaf(&a.get().leaf)?);
+    }
     if let Ok(n) = node.cast::<PyNode>() {
         let Some(n) = n.get().node() else {
             return Ok(false);
         };
         return Ok(crate::autograd::engine::will_execute_node(&n)?);
-    }
-    if let Ok(a) = node.cast::<PyAccumulateGrad>() {
-        return Ok(crate::autograd::engine::will_execute_leaf(&a.get().leaf)?);
     }
     Err(PyTypeError::new_err(format!(
         "_will_engine_execute_node expects an grad_fn, got {}",
@@ -495,6 +496,9 @@ pub fn _pop_mutation_hook() -> PyResult<()> {
 pub(crate) fn gradient_edge(obj: &Bound<'_, PyAny>) -> PyResult<crate::autograd::graph::Edge> {
     let node = obj.get_item(0)?;
     let nr: u32 = obj.get_item(1)?.extract()?;
+    if let Ok(a) = node.cast::<PyAccumulateGrad>() {
+        return Ok(crate::autograd::graph::Edge::Leaf(a.get().leaf.clone()));
+    }
     if let Ok(n) = node.cast::<PyNode>() {
         let n = n.get().node().ok_or_else(|| {
             pyo3::exceptions::PyRuntimeError::new_err("GradientEdge's node is no longer alive")
@@ -503,9 +507,6 @@ pub(crate) fn gradient_edge(obj: &Bound<'_, PyAny>) -> PyResult<crate::autograd:
             node: n,
             input_nr: nr,
         });
-    }
-    if let Ok(a) = node.cast::<PyAccumulateGrad>() {
-        return Ok(crate::autograd::graph::Edge::Leaf(a.get().leaf.clone()));
     }
     Err(PyTypeError::new_err(format!(
         "GradientEdge's first object must be an autograd.graph.Node but got {}",

@@ -55,8 +55,8 @@ impl PyNode {
 #[pyclass(
     name = "AccumulateGrad",
     module = "rgrad.autograd.graph",
-    frozen,
-    weakref
+    extends = PyNode,
+    frozen
 )]
 pub struct PyAccumulateGrad {
     pub leaf: Tensor,
@@ -78,13 +78,13 @@ pub fn accumulate_grad_object(py: Python<'_>, leaf: &Tensor) -> PyResult<Py<PyAn
     {
         return Ok(obj.unbind());
     }
-    let obj = Bound::new(
-        py,
-        PyAccumulateGrad {
+    // (a Node, as torch's AccumulateGrad is, whose graph-node handle stays empty)
+    let init =
+        pyo3::PyClassInitializer::from(PyNode::unattached()).add_subclass(PyAccumulateGrad {
             leaf: leaf.clone(),
             metadata: pyo3::sync::PyOnceLock::new(),
-        },
-    )?;
+        });
+    let obj = Bound::new(py, init)?;
     let weak = pyo3::types::PyWeakrefReference::new(&obj)?;
     leaf.set_acc_binding(std::sync::Arc::new(AccBinding(weak.unbind())));
     Ok(obj.into_any().unbind())
