@@ -228,7 +228,9 @@ pub fn wrap_outputs(
         }
         // (under saved-tensor hooks, each is packed now: the outputs carry the node)
         crate::autograd::saved_hooks::pack_list(&node, &mut saved)?;
-        node.lock().saved = saved;
+        let mut n = node.lock();
+        n.packed = saved.iter().any(SavedTensor::is_packed);
+        n.saved = saved;
     }
     Ok(WrappedOutputs {
         node: Some(node),

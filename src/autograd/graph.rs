@@ -426,6 +426,8 @@ pub struct NodeData {
     pub(crate) saved: SmallVec<[SavedTensor; 2]>,
     /// Saved tensors were freed by a backward without retain_graph.
     pub(crate) released: bool,
+    /// Some saved tensor was packed by a saved-tensor hook (backward unpacks them).
+    pub(crate) packed: bool,
     /// One entry per differentiable input of the forward op (`None`: no grad needed).
     pub(crate) next: SmallVec<[Option<Edge>; 2]>,
     pub(crate) outputs: SmallVec<[OutputMeta; 1]>,
@@ -726,6 +728,7 @@ impl Arena {
             *slot.node.data_ptr() = Some(NodeData {
                 saved,
                 released: false,
+                packed: false,
                 next,
                 outputs,
                 extra: None,

@@ -220,6 +220,8 @@ pub(crate) fn scope<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
 /// A node with saved tensors was made while [`maybe_active`]: its tensors are packed when
 /// the op ends, if this thread has hooks. (A node made outside any op scope, a custom
 /// Function's, is packed by its maker with [`pack_list`].)
+#[cold]
+#[inline(never)]
 pub(crate) fn register(node: &NodeRef) {
     if DEPTH.with(Cell::get) == 0 {
         return;
@@ -277,6 +279,7 @@ fn pack_node(node: &NodeRef, hooks: &Arc<dyn SavedTensorHooks>) -> Result<()> {
         let mut n = node.lock();
         if let Some(slot) = n.saved.get_mut(i) {
             *slot = s;
+            n.packed = true;
         }
     }
     Ok(())

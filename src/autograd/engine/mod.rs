@@ -534,10 +534,11 @@ impl Task {
         // marked released, as torch does after a node ran.
         let execute = st.execute;
         let retain = self.opts.retain_graph;
-        // (with the output metadata when a saved output is kept by its storage alone)
+        // (with the output metadata when a saved output is kept by its storage alone, and
+        // whether some were packed by saved-tensor hooks)
         let take_saved = |n: &mut crate::autograd::graph::NodeData| {
             if !execute {
-                return (SmallVec::new(), n.released, SmallVec::new());
+                return (SmallVec::new(), n.released, SmallVec::new(), false);
             }
             let saved: SmallVec<[SavedTensor; 2]> = if retain {
                 n.saved.clone()
@@ -551,16 +552,16 @@ impl Task {
             };
             let released = n.released;
             n.released = released || !retain;
-            (saved, released, meta)
+            (saved, released, meta, n.packed && !released)
         };
-        let (saved, released, meta, node_hooks) = {
+        let (saved, released, meta, packed, node_hooks) = {
             let mut n = st.node.lock();
             if !n.has_engine_hooks() {
-                let (saved, released, meta) = take_saved(&mut n);
-                (saved, released, meta, None)
+                let (saved, released, meta, packed) = take_saved(&mut n);
+                (saved, released, meta, packed, None)
             } else {
                 let (hooks, retains) = (n.pre_hooks().to_vec(), n.retains().to_vec());
-                let node_hooks = n.node_hooks().cloned();
+                let node_hooks = n.node_hooks().map(|h| Box::new(h.clone()));
                 drop(n);
                 // Tensor hooks of this node's outputs, then retain_grad.
                 for (nr, _, hook) in &hooks {
@@ -575,8 +576,8 @@ impl Task {
                         accumulate_retained(&t, g, self.opts.create_graph)?;
                     }
                 }
-                let (saved, released, meta) = take_saved(&mut st.node.lock());
-                (saved, released, meta, node_hooks)
+                let (saved, released, meta, packed) = take_saved(&mut st.node.lock());
+                (saved, released, meta, packed, node_hooks)
             }
         };
         if st.captures {
@@ -589,57 +590,99 @@ impl Task {
         if !execute {
             return Ok(());
         }
-
-        // The node's own pre-hooks (after the tensor hooks and retain_grad, as torch's
-        // `call_function` runs them).
-        if let Some(h) = &node_hooks {
-            for (_, pre) in &h.pre {
-                if let Some(new) = pre(&grads)? {
-                    grads = new.into_iter().collect();
-                }
-            }
+        if node_hooks.is_some() || packed {
+            let hooks = node_hooks.map(|h| *h).unwrap_or_default();
+            return self
+                .run_formula_hooked(local, grads, &saved, released, meta, packed, &hooks, ready);
         }
 
         let op = st.node.op();
-        // (an unpack hook may give back a tensor of another dtype: the gradients are then
-        // cast to their inputs' dtypes, as torch's validate_outputs casts them)
-        let mut packed = false;
-        let mut outs: Grads = if grads.iter().all(Option::is_none) {
+        let outs: Grads = if grads.iter().all(Option::is_none) {
             smallvec::smallvec![None; st.targets.len()]
         } else {
             let needs: SmallVec<[bool; 4]> = st.targets().map(|t| t.is_some()).collect();
+            let ctx = ctx_for(&st.node, &saved, released, needs, meta);
             let formula = op.as_backward();
-            let builtin = formula.as_any().is_none();
-            packed = builtin && !released && saved.iter().any(SavedTensor::is_packed);
             // (the one dispatch point of backward: a fused kernel runs inside its node)
             crate::dispatch::backward(&st.node, || {
-                // Tensors packed by saved-tensor hooks are unpacked once each, first, as
-                // torch's generated formulas unpack every saved variable (a custom
-                // Function unpacks when its backward reads `saved_tensors`).
-                let unpacked;
-                let saved: &[SavedTensor] = if packed {
-                    unpacked = unpack_packed(&st.node, &saved)?;
-                    &unpacked
-                } else {
-                    &saved
-                };
-                let ctx = ctx_for(&st.node, saved, released, needs, meta);
-                if builtin {
+                if formula.as_any().is_none() {
                     // a built-in formula (a custom Function checks what it unpacks itself)
                     ctx.check_saved_versions()?;
                 }
                 formula.apply(&ctx, &grads)
             })?
         };
-        if outs.len() != st.targets.len() {
-            return Err(Error::Internal(format!(
-                "{} returned {} gradients for {} inputs",
-                op.name(),
-                outs.len(),
-                st.targets.len()
-            )));
+        self.check_count(local, &outs)?;
+        for (i, (t, g)) in st.targets().zip(outs).enumerate() {
+            if let Some(t) = t {
+                self.send(t, ((local as u64 + 1) << 16) | i as u64, g, ready)?;
+            }
         }
-        if packed {
+        Ok(())
+    }
+
+    /// A formula returned one gradient per input of its op.
+    #[inline(always)]
+    fn check_count(&self, local: usize, outs: &Grads) -> Result<()> {
+        let st = &self.nodes[local];
+        if outs.len() != st.targets.len() {
+            return Err(wrong_count(&st.node, outs.len(), st.targets.len()));
+        }
+        Ok(())
+    }
+
+    /// The rest of [`run_node_in_mode`](Self::run_node_in_mode) for a node with hooks of
+    /// its own or saved tensors packed by saved-tensor hooks: its pre-hooks (after the
+    /// tensor hooks and retain_grad, as torch's `call_function` runs them), the formula
+    /// (packed tensors unpacked first, once each, as torch's generated formulas unpack
+    /// every saved variable; a custom Function unpacks when its backward reads
+    /// `saved_tensors`), the gradients cast to their inputs' dtypes where an unpack hook
+    /// gave back another (torch's validate_outputs casts them), then its post-hooks.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn run_formula_hooked(
+        &self,
+        local: usize,
+        mut grads: SmallVec<[Option<Tensor>; 1]>,
+        saved: &[SavedTensor],
+        released: bool,
+        meta: SmallVec<[crate::autograd::graph::OutputMeta; 1]>,
+        packed: bool,
+        hooks: &crate::autograd::graph::NodeHooks,
+        ready: &mut Ready,
+    ) -> Result<()> {
+        let st = &self.nodes[local];
+        for (_, pre) in &hooks.pre {
+            if let Some(new) = pre(&grads)? {
+                grads = new.into_iter().collect();
+            }
+        }
+        let op = st.node.op();
+        let formula = op.as_backward();
+        let builtin = formula.as_any().is_none();
+        let unpack = packed && builtin;
+        let mut outs: Grads = if grads.iter().all(Option::is_none) {
+            smallvec::smallvec![None; st.targets.len()]
+        } else {
+            let needs: SmallVec<[bool; 4]> = st.targets().map(|t| t.is_some()).collect();
+            crate::dispatch::backward(&st.node, || {
+                let unpacked;
+                let saved: &[SavedTensor] = if unpack {
+                    unpacked = unpack_packed(&st.node, saved)?;
+                    &unpacked
+                } else {
+                    saved
+                };
+                let ctx = ctx_for(&st.node, saved, released, needs, meta);
+                if builtin {
+                    ctx.check_saved_versions()?;
+                }
+                formula.apply(&ctx, &grads)
+            })?
+        };
+        self.check_count(local, &outs)?;
+        if unpack {
             for (t, g) in st.targets().zip(outs.iter_mut()) {
                 if let (Some(t), Some(grad)) = (t, g.as_ref()) {
                     let want = self.input_dtype(t);
@@ -649,12 +692,9 @@ impl Task {
                 }
             }
         }
-        // The node's own post-hooks: (grad_inputs, grad_outputs).
-        if let Some(h) = &node_hooks {
-            for (_, post) in &h.post {
-                if let Some(new) = post(&outs, &grads)? {
-                    outs = new.into_iter().collect();
-                }
+        for (_, post) in &hooks.post {
+            if let Some(new) = post(&outs, &grads)? {
+                outs = new.into_iter().collect();
             }
         }
         for (i, (t, g)) in st.targets().zip(outs).enumerate() {
@@ -742,4 +782,12 @@ fn unpack_packed(node: &NodeRef, saved: &[SavedTensor]) -> Result<SmallVec<[Save
             }
         })
         .collect()
+}
+
+#[cold]
+fn wrong_count(node: &NodeRef, got: usize, inputs: usize) -> Error {
+    Error::Internal(format!(
+        "{} returned {got} gradients for {inputs} inputs",
+        node.op().name()
+    ))
 }
