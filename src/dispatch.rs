@@ -58,6 +58,9 @@ pub(crate) const HOOK: u8 = 1;
 pub(crate) const PROFILER: u8 = 2;
 pub(crate) const ANOMALY: u8 = 4;
 pub(crate) const NVTX: u8 = 8;
+/// Some thread has saved-tensor hooks (`autograd::saved_hooks`): ops collect the nodes
+/// they make, whose saved tensors are packed when the op ends.
+pub(crate) const SAVED_HOOKS: u8 = 16;
 
 static OBSERVED: AtomicU8 = AtomicU8::new(0);
 static HOOK_SLOT: RwLock<Option<Arc<dyn Hook>>> = RwLock::new(None);
@@ -73,7 +76,7 @@ pub(crate) fn observe(bit: u8, on: bool) {
 
 /// The observers that are on (one relaxed load).
 #[inline(always)]
-fn observed() -> u8 {
+pub(crate) fn observed() -> u8 {
     OBSERVED.load(Ordering::Relaxed)
 }
 
@@ -148,7 +151,7 @@ pub fn forward<R>(
     shapes: impl Fn() -> Vec<Box<[usize]>>,
     f: impl FnOnce() -> Result<R>,
 ) -> Result<R> {
-    match observed() & (HOOK | PROFILER | NVTX) {
+    match observed() & (HOOK | PROFILER | NVTX | SAVED_HOOKS) {
         0 => f(),
         bits => forward_observed(bits, name, shapes, f),
     }
@@ -156,6 +159,22 @@ pub fn forward<R>(
 
 #[inline(never)]
 fn forward_observed<R>(
+    bits: u8,
+    name: &'static str,
+    shapes: impl Fn() -> Vec<Box<[usize]>>,
+    f: impl FnOnce() -> Result<R>,
+) -> Result<R> {
+    if bits & SAVED_HOOKS == 0 {
+        return forward_watched(bits, name, shapes, f);
+    }
+    // the nodes made by the op get their saved tensors packed when it ends
+    crate::autograd::saved_hooks::scope(|| match bits & !SAVED_HOOKS {
+        0 => f(),
+        rest => forward_watched(rest, name, shapes, f),
+    })
+}
+
+fn forward_watched<R>(
     bits: u8,
     name: &'static str,
     shapes: impl Fn() -> Vec<Box<[usize]>>,

@@ -148,6 +148,14 @@ pub(crate) struct Cold {
     /// Opaque slot for the binding layer (a weak reference to the Python object, so that
     /// `x.grad is x.grad` and `AccumulateGrad.variable is x` hold, as in torch).
     pub binding: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// A leaf unpacked from a saved-tensor hook: the leaf whose `.grad` its gradients
+    /// reach (torch gives it the saved leaf's grad accumulator).
+    pub grad_leaf: Option<Weak<TensorImpl>>,
+    /// Hooks of this leaf's AccumulateGrad node (`register_prehook` / `register_hook` on
+    /// `next_functions`' AccumulateGrad): they live with the leaf.
+    pub acc_hooks: Option<Box<crate::autograd::graph::NodeHooks>>,
+    /// The binding's object for this leaf's AccumulateGrad node (held weakly).
+    acc_binding: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// A view that comes from an op returning several views (torch's
@@ -179,6 +187,13 @@ impl Inner {
     /// A leaf's hooks.
     pub(crate) fn hooks(&self) -> &[(u64, Hook)] {
         self.cold().map_or(&[], |c| &c.hooks)
+    }
+    /// See [`Tensor::leaf_target`] (`t`: the tensor this is the record of).
+    pub(crate) fn leaf_target(&self, t: &Tensor) -> Tensor {
+        match self.cold().and_then(|c| c.grad_leaf.as_ref()) {
+            Some(w) => Tensor::upgrade(w).unwrap_or_else(|| t.clone()),
+            None => t.clone(),
+        }
     }
 }
 
@@ -548,6 +563,22 @@ impl Tensor {
         self.lock().cold_mut().multi_output = Some(m);
     }
 
+    /// Makes this tensor (a fresh alias, no history) a leaf that requires grad whose
+    /// gradients reach `leaf` (when it is still alive), as torch's unpacked saved leaf.
+    pub(crate) fn set_leaf_requires_grad(&self, leaf: Option<Weak<TensorImpl>>) {
+        let mut g = self.lock();
+        g.requires_grad = true;
+        if leaf.is_some() {
+            g.cold_mut().grad_leaf = leaf;
+        }
+    }
+    /// The leaf whose `.grad` this leaf's gradients reach: itself, or the leaf it was
+    /// unpacked from (see `Cold::grad_leaf`).
+    pub fn leaf_target(&self) -> Tensor {
+        let g = self.lock();
+        g.leaf_target(self)
+    }
+
     /// `detach()`: a new leaf sharing storage (and version counter), no history.
     pub fn detach(&self) -> Tensor {
         self.detach_with_version().0
@@ -662,6 +693,13 @@ impl Tensor {
     }
     pub fn binding(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
         self.lock().cold().and_then(|c| c.binding.clone())
+    }
+    /// The binding layer's object for this leaf's AccumulateGrad node, if set.
+    pub fn acc_binding(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        self.lock().cold().and_then(|c| c.acc_binding.clone())
+    }
+    pub fn set_acc_binding(&self, b: Arc<dyn std::any::Any + Send + Sync>) {
+        self.lock().cold_mut().acc_binding = Some(b);
     }
     pub fn set_binding(&self, b: Option<Arc<dyn std::any::Any + Send + Sync>>) {
         let mut g = self.lock();

@@ -91,6 +91,7 @@ EXCLUDED: dict[str, str] = {
     "Tensor.new_tensor": _FACTORY,
     "Tensor.new_zeros": _FACTORY,
     "Tensor.new_ones": _FACTORY,
+    "Tensor.cpu": "device move to the CPU, rgrad's only device: returns the tensor itself (test_graph_api.py)",
     # dtype conversions that the float64 finite-difference checks cannot cover: to float32
     # loses the precision they need, torch's int() is int32, which rgrad does not have
     "Tensor.float": "dtype conversion to float32: test_ops.py::test_dtype_conversion_grads",

@@ -230,6 +230,11 @@ def _type_as(self: Tensor, other: Tensor) -> Tensor:
     return self.to(other.dtype)
 
 
+def _cpu(self: Tensor, memory_format=None) -> Tensor:
+    """Returns a copy of this tensor in CPU memory: the tensor itself, which is there."""
+    return self
+
+
 for _name, _fn in {
     "__repr__": tensor_repr,
     "__str__": tensor_repr,
@@ -240,6 +245,7 @@ for _name, _fn in {
     "numpy": _numpy,
     "size": _size,
     "to": _to,
+    "cpu": _cpu,
     "max": _make_max(True),
     "min": _make_max(False),
     "new_tensor": _new_tensor,

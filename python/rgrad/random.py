@@ -1,5 +1,8 @@
 """The default generator's seed and state (torch/random.py)."""
 
+import contextlib
+from collections.abc import Generator as _Gen
+
 from rgrad import _C
 from rgrad._C import Generator, default_generator
 
@@ -48,4 +51,42 @@ def set_rng_state(new_state) -> None:
     default_generator.set_state(new_state)
 
 
-__all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type=None) -> _Gen:
+    """Forks the RNG, so that when you return, the RNG is reset to the state that it was
+    previously in.
+
+    Args:
+        devices (iterable of Device IDs): devices for which to fork the RNG. CPU RNG state
+            is always forked. rgrad runs on the CPU only: a device other than the CPU
+            cannot be named.
+        enabled (bool): if ``False``, the RNG is not forked.
+        device_type (str): device type str (torch's default, ``"cuda"``, has no devices
+            here).
+    """
+    if device_type == "meta":
+        yield
+        return
+    if not enabled:
+        yield
+        return
+    devices = [] if devices is None else list(devices)
+    if devices:
+        raise RuntimeError(f"rgrad was built without support for device '{device_type or 'cuda'}'")
+    cpu_rng_state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(cpu_rng_state)
+
+
+__all__ = [
+    "Generator",
+    "default_generator",
+    "manual_seed",
+    "seed",
+    "initial_seed",
+    "get_rng_state",
+    "set_rng_state",
+    "fork_rng",
+]

@@ -226,7 +226,11 @@ pub fn wrap_outputs(
                 (saved.len() - 1) as u32
             }));
         }
-        node.lock().saved = saved;
+        // (under saved-tensor hooks, each is packed now: the outputs carry the node)
+        crate::autograd::saved_hooks::pack_list(&node, &mut saved)?;
+        let mut n = node.lock();
+        n.packed = saved.iter().any(SavedTensor::is_packed);
+        n.saved = saved;
     }
     Ok(WrappedOutputs {
         node: Some(node),

@@ -137,31 +137,44 @@ pub(crate) fn forward_name(node: &str) -> &str {
 /// torch's check that a saved tensor was not modified in place since it was saved
 /// (`now`: its version counter's value now; `meta` as for [`SavedTensor::unpack`]).
 fn check_version(node: &NodeRef, s: &SavedTensor, now: u64, meta: &[OutputMeta]) -> Result<()> {
-    if now != s.version {
+    // (through hooks, torch checks no version: the hooks own the data)
+    if now != s.version && !s.is_packed() {
         let t = s.unpack(node, meta, false)?;
-        let dtype = t.dtype().legacy_type_name();
-        let shape = crate::shape::fmt_shape(&t.shape());
-        let origin = match (s.output_nr(), t.grad_fn()) {
-            (Some(nr), _) => format!(", which is output {nr} of {}", forward_name(&node.name())),
-            (None, Some(f)) => {
-                let name = f.name();
-                format!(
-                    ", which is output {} of {}",
-                    t.output_nr(),
-                    forward_name(&name)
-                )
-            }
-            (None, None) => String::new(),
-        };
-        return Err(Error::runtime(format!(
-            "one of the variables needed for gradient computation has been modified by an inplace operation: \
-             [rgrad.{dtype} {shape}]{origin}, is at version {now}; expected version {} instead. Hint: enable anomaly \
-             detection to find the operation that failed to compute its gradient, with \
-             torch.autograd.set_detect_anomaly(True, check_nan=False).",
-            s.version
-        )));
+        let output_of = s.output_nr().map(|nr| (nr, node.name()));
+        return Err(version_error(&t, output_of, now, s.version));
     }
     Ok(())
+}
+
+/// torch's error for a saved tensor `t` modified in place: at version `now`, saved at
+/// `expected`; `output_of`: (output number, node name) when it is an output of the node
+/// that saved it (else its own grad_fn, if any, is named).
+pub(crate) fn version_error(
+    t: &Tensor,
+    output_of: Option<(u32, String)>,
+    now: u64,
+    expected: u64,
+) -> Error {
+    let dtype = t.dtype().legacy_type_name();
+    let shape = crate::shape::fmt_shape(&t.shape());
+    let origin = match (output_of, t.grad_fn()) {
+        (Some((nr, name)), _) => format!(", which is output {nr} of {}", forward_name(&name)),
+        (None, Some(f)) => {
+            let name = f.name();
+            format!(
+                ", which is output {} of {}",
+                t.output_nr(),
+                forward_name(&name)
+            )
+        }
+        (None, None) => String::new(),
+    };
+    Error::runtime(format!(
+        "one of the variables needed for gradient computation has been modified by an inplace operation: \
+         [rgrad.{dtype} {shape}]{origin}, is at version {now}; expected version {expected} instead. Hint: enable anomaly \
+         detection to find the operation that failed to compute its gradient, with \
+         torch.autograd.set_detect_anomaly(True, check_nan=False)."
+    ))
 }
 
 /// Declares the enum of built-in backward ops (stored inline in arena slots, no Box) and

@@ -28,6 +28,37 @@ use std::sync::{Arc, OnceLock, Weak};
 /// A gradient hook: may return a replacement gradient.
 pub type Hook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 
+/// Gradients as node hooks see and replace them: one per output of the node (pre-hooks)
+/// or per input of its op (post-hooks); `None`: no gradient.
+pub type HookGrads = SmallVec<[Option<Tensor>; 2]>;
+
+/// A node pre-hook (`Node.register_prehook`): sees the gradients of the node's outputs
+/// before its formula runs; may return replacements (checked by its maker).
+pub type NodePreHook = Arc<dyn Fn(&[Option<Tensor>]) -> Result<Option<HookGrads>> + Send + Sync>;
+
+/// A node post-hook (`Node.register_hook`): sees (grad_inputs, grad_outputs), what the
+/// formula returned and what it was given; may return replacement grad_inputs.
+pub type NodePostHook =
+    Arc<dyn Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<HookGrads>> + Send + Sync>;
+
+/// A node's own hooks (a graph node's, or a leaf's AccumulateGrad's), by registration id.
+#[derive(Default, Clone)]
+pub struct NodeHooks {
+    pub pre: Vec<(u64, NodePreHook)>,
+    pub post: Vec<(u64, NodePostHook)>,
+}
+
+impl NodeHooks {
+    pub fn is_empty(&self) -> bool {
+        self.pre.is_empty() && self.post.is_empty()
+    }
+    /// Removes the hook `id` (pre or post).
+    pub fn remove(&mut self, id: u64) {
+        self.pre.retain(|h| h.0 != id);
+        self.post.retain(|h| h.0 != id);
+    }
+}
+
 /// Where a gradient flows: into input `input_nr` of another node, or into a leaf's `.grad`.
 #[derive(Clone)]
 pub enum Edge {
@@ -62,6 +93,28 @@ enum SavedValue {
     /// shape and dtype are the node's output metadata), so no alias record exists until
     /// it is unpacked. Most saved outputs are these (exp, tanh, sigmoid, pow...).
     Fresh(Arc<Storage>, u32),
+    /// What a saved-tensor pack hook returned for it (`autograd::saved_hooks`).
+    Packed(Arc<Packed>),
+}
+
+/// A tensor saved through a pack hook: what the hook returned, and the history its
+/// unpacked tensor gets back (torch's SavedVariable with hooks keeps the same).
+pub(crate) struct Packed {
+    data: Arc<dyn crate::autograd::saved_hooks::PackedTensor>,
+    history: PackedHistory,
+}
+
+enum PackedHistory {
+    /// Output `nr` of the node that saved it (held by the node: no reference back).
+    Output(u32),
+    /// An input with history: its grad_fn and output number, as they were when saved.
+    NonLeaf(NodeRef, u32),
+    /// A leaf: whether it required grad, and the leaf (weakly) whose `.grad` gradients of
+    /// the unpacked tensor reach, as torch's saved grad accumulator.
+    Leaf {
+        requires_grad: bool,
+        leaf: Option<Weak<TensorImpl>>,
+    },
 }
 
 impl SavedTensor {
@@ -93,10 +146,81 @@ impl SavedTensor {
     }
     /// Which output of its node this is (`None`: an input).
     pub fn output_nr(&self) -> Option<u32> {
-        match self.value {
+        match &self.value {
             SavedValue::Input(_) => None,
-            SavedValue::Output(_, nr) | SavedValue::Fresh(_, nr) => Some(nr),
+            SavedValue::Output(_, nr) | SavedValue::Fresh(_, nr) => Some(*nr),
+            SavedValue::Packed(p) => match p.history {
+                PackedHistory::Output(nr) => Some(nr),
+                _ => None,
+            },
         }
+    }
+    /// A tensor an unpack hook gave back, for the formula that runs now (checked against
+    /// nothing: torch checks no version through hooks).
+    pub(crate) fn unpacked(t: Tensor) -> SavedTensor {
+        let version = t.version();
+        SavedTensor {
+            value: SavedValue::Input(t),
+            version,
+        }
+    }
+    /// Was packed by a saved-tensor hook.
+    pub(crate) fn is_packed(&self) -> bool {
+        matches!(self.value, SavedValue::Packed(_))
+    }
+    /// The tensor a pack hook is given for this entry (`None`: packed already): an input
+    /// as it is, an output of `node` with `node` as its grad_fn (`outputs`: the node's
+    /// output metadata).
+    pub(crate) fn to_pack(&self, node: &NodeRef, outputs: &[OutputMeta]) -> Option<Result<Tensor>> {
+        match &self.value {
+            SavedValue::Packed(_) => None,
+            _ => Some(self.unpack(node, outputs, true)),
+        }
+    }
+    /// `t` (this entry's tensor, as [`to_pack`](Self::to_pack) gave it) saved as what a
+    /// pack hook returned for it.
+    pub(crate) fn packed(
+        t: &Tensor,
+        node: &NodeRef,
+        data: Arc<dyn crate::autograd::saved_hooks::PackedTensor>,
+    ) -> Result<SavedTensor> {
+        let (grad_fn, nr) = {
+            let g = t.lock();
+            (g.grad_fn.clone(), g.output_nr)
+        };
+        let history = match grad_fn {
+            Some(f) if f.ptr_eq(node) => PackedHistory::Output(nr),
+            _ => return Self::packed_input(t, data),
+        };
+        Ok(SavedTensor {
+            value: SavedValue::Packed(Arc::new(Packed { data, history })),
+            version: t.version(),
+        })
+    }
+    /// Input `t` saved as what a pack hook returned for it.
+    pub(crate) fn packed_input(
+        t: &Tensor,
+        data: Arc<dyn crate::autograd::saved_hooks::PackedTensor>,
+    ) -> Result<SavedTensor> {
+        crate::ops::autograd_api::refresh_view(t)?;
+        let (grad_fn, nr) = {
+            let g = t.lock();
+            (g.grad_fn.clone(), g.output_nr)
+        };
+        let history = match grad_fn {
+            Some(f) => PackedHistory::NonLeaf(f, nr),
+            None => {
+                let requires_grad = t.requires_grad();
+                PackedHistory::Leaf {
+                    requires_grad,
+                    leaf: requires_grad.then(|| t.leaf_target().downgrade()),
+                }
+            }
+        };
+        Ok(SavedTensor {
+            value: SavedValue::Packed(Arc::new(Packed { data, history })),
+            version: t.version(),
+        })
     }
     /// The saved input, if this is one.
     pub(crate) fn input_tensor(&self) -> Option<&Tensor> {
@@ -116,13 +240,15 @@ impl SavedTensor {
         let now = match &self.value {
             SavedValue::Input(t) | SavedValue::Output(t, _) => t.version(),
             SavedValue::Fresh(s, _) => s.version().load(std::sync::atomic::Ordering::Acquire),
+            // (torch checks no version through hooks)
+            SavedValue::Packed(_) => return false,
         };
         now != self.version
     }
     /// Is a saved output held in `storage`.
     pub(crate) fn is_output_in(&self, storage: &Arc<Storage>) -> bool {
         match &self.value {
-            SavedValue::Input(_) => false,
+            SavedValue::Input(_) | SavedValue::Packed(_) => false,
             SavedValue::Output(t, _) => Arc::ptr_eq(&t.storage(), storage),
             SavedValue::Fresh(s, _) => Arc::ptr_eq(s, storage),
         }
@@ -170,6 +296,7 @@ impl SavedTensor {
                 }
                 a
             }
+            SavedValue::Packed(p) => p.unpack(Some(node))?,
         })
     }
     /// The saved data and the version counter's value now.
@@ -190,7 +317,63 @@ impl SavedTensor {
                 };
                 (snap, now)
             }
+            SavedValue::Packed(p) => {
+                let t = p.unpack(Some(node))?;
+                (t.snapshot(), self.version)
+            }
         })
+    }
+}
+
+impl Packed {
+    /// torch's `SavedVariable::unpack` with hooks: the unpack hook's tensor with the saved
+    /// history (`node`: the node that saved it, for an output).
+    fn unpack(&self, node: Option<&NodeRef>) -> Result<Tensor> {
+        let data = self.data.unpack()?;
+        let (grad_fn, requires_grad) = match &self.history {
+            PackedHistory::Output(nr) => {
+                let node =
+                    node.ok_or_else(|| Error::Internal("a saved output without its node".into()))?;
+                (Some((node.clone(), *nr)), false)
+            }
+            PackedHistory::NonLeaf(f, nr) => (Some((f.clone(), *nr)), false),
+            PackedHistory::Leaf { requires_grad, .. } => (None, *requires_grad),
+        };
+        if grad_fn.is_none() && !requires_grad && !data.requires_grad() {
+            return Ok(data);
+        }
+        // (a new tensor on the same data and version counter, not a view)
+        let var = data.detach();
+        match grad_fn {
+            Some((f, nr)) => var.set_history(f, nr),
+            None if requires_grad => {
+                let leaf = match &self.history {
+                    PackedHistory::Leaf { leaf, .. } => leaf.clone(),
+                    _ => None,
+                };
+                var.set_leaf_requires_grad(leaf);
+            }
+            None => {}
+        }
+        Ok(var)
+    }
+}
+
+/// A tensor saved outside any node (`_make_saved_tensor`): `unpack` gives it back with
+/// torch's checks (freed, modified in place), through the unpack hook if it was packed.
+pub fn unpack_unowned(s: &SavedTensor) -> Result<Tensor> {
+    match &s.value {
+        SavedValue::Input(t) => {
+            let now = t.version();
+            if now != s.version {
+                return Err(crate::autograd::function::version_error(
+                    t, None, now, s.version,
+                ));
+            }
+            Ok(t.clone())
+        }
+        SavedValue::Packed(p) => p.unpack(None),
+        _ => Err(Error::Internal("an unowned saved output".into())),
     }
 }
 
@@ -243,6 +426,8 @@ pub struct NodeData {
     pub(crate) saved: SmallVec<[SavedTensor; 2]>,
     /// Saved tensors were freed by a backward without retain_graph.
     pub(crate) released: bool,
+    /// Some saved tensor was packed by a saved-tensor hook (backward unpacks them).
+    pub(crate) packed: bool,
     /// One entry per differentiable input of the forward op (`None`: no grad needed).
     pub(crate) next: SmallVec<[Option<Edge>; 2]>,
     pub(crate) outputs: SmallVec<[OutputMeta; 1]>,
@@ -261,6 +446,10 @@ struct NodeExtra {
     /// Opaque slot for the binding layer (a weak reference to the node's Python object,
     /// so that `y.grad_fn is y.grad_fn`, as in torch).
     binding: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// The node's own hooks (`register_prehook`, `register_hook`).
+    node_hooks: NodeHooks,
+    /// The binding's `Node.metadata` dict (kept for the node's life, as in torch).
+    metadata: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl NodeData {
@@ -287,6 +476,30 @@ impl NodeData {
     }
     pub fn set_binding(&mut self, b: Option<Arc<dyn std::any::Any + Send + Sync>>) {
         self.extra_mut().binding = b;
+    }
+    /// The node's own hooks, if it has any.
+    pub fn node_hooks(&self) -> Option<&NodeHooks> {
+        self.extra
+            .as_ref()
+            .map(|e| &e.node_hooks)
+            .filter(|h| !h.is_empty())
+    }
+    pub fn node_hooks_mut(&mut self) -> &mut NodeHooks {
+        &mut self.extra_mut().node_hooks
+    }
+    /// The binding's metadata object for this node, if made.
+    pub fn metadata(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        self.extra.as_ref().and_then(|e| e.metadata.clone())
+    }
+    pub fn set_metadata(&mut self, m: Arc<dyn std::any::Any + Send + Sync>) {
+        self.extra_mut().metadata = Some(m);
+    }
+    /// Whether the engine has hooks to run for this node (tensor hooks of its outputs,
+    /// retain_grad records, its own hooks).
+    pub(crate) fn has_engine_hooks(&self) -> bool {
+        self.extra.as_ref().is_some_and(|e| {
+            !e.pre_hooks.is_empty() || !e.retains.is_empty() || !e.node_hooks.is_empty()
+        })
     }
 }
 
@@ -515,6 +728,7 @@ impl Arena {
             *slot.node.data_ptr() = Some(NodeData {
                 saved,
                 released: false,
+                packed: false,
                 next,
                 outputs,
                 extra: None,

@@ -3,7 +3,7 @@
 //! itself; a non-leaf's live on its `grad_fn` as pre-hooks of its output, as in torch, and
 //! so does its retain_grad record.
 
-use crate::autograd::graph::Hook;
+use crate::autograd::graph::{Hook, NodePostHook, NodePreHook, NodeRef};
 use crate::ops::autograd_api as ops;
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -76,4 +76,68 @@ pub fn retain_grad(t: &Tensor) -> Result<()> {
         node.lock().retains_mut().push((nr, t.downgrade()));
     }
     Ok(())
+}
+
+// ---- node hooks ------------------------------------------------------------------------
+
+/// `node.register_prehook(hook)`: runs before the node's formula, after the tensor hooks
+/// of its outputs and retain_grad (torch's order). Returns the id [`remove_node_hook`]
+/// takes.
+pub fn register_node_prehook(node: &NodeRef, hook: NodePreHook) -> u64 {
+    let id = HOOK_IDS.fetch_add(1, Ordering::Relaxed);
+    node.lock().node_hooks_mut().pre.push((id, hook));
+    id
+}
+
+/// `node.register_hook(hook)`: runs after the node's formula with (grad_inputs,
+/// grad_outputs).
+pub fn register_node_posthook(node: &NodeRef, hook: NodePostHook) -> u64 {
+    let id = HOOK_IDS.fetch_add(1, Ordering::Relaxed);
+    node.lock().node_hooks_mut().post.push((id, hook));
+    id
+}
+
+/// Removes the node hook `id` (nothing if there is none).
+pub fn remove_node_hook(node: &NodeRef, id: u64) {
+    node.lock().node_hooks_mut().remove(id);
+}
+
+/// `register_prehook` on the AccumulateGrad node of `leaf`: runs (after the leaf's tensor
+/// hooks) when backward accumulates into `leaf.grad`, not when grad() returns its
+/// gradient. The hooks live with the leaf.
+pub fn register_acc_prehook(leaf: &Tensor, hook: NodePreHook) -> u64 {
+    let id = HOOK_IDS.fetch_add(1, Ordering::Relaxed);
+    let mut g = leaf.lock();
+    g.cold_mut()
+        .acc_hooks
+        .get_or_insert_with(Default::default)
+        .pre
+        .push((id, hook));
+    id
+}
+
+/// `register_hook` on the AccumulateGrad node of `leaf`: runs after the accumulation with
+/// (grad_inputs=(), grad_outputs=(grad,)).
+pub fn register_acc_posthook(leaf: &Tensor, hook: NodePostHook) -> u64 {
+    let id = HOOK_IDS.fetch_add(1, Ordering::Relaxed);
+    let mut g = leaf.lock();
+    g.cold_mut()
+        .acc_hooks
+        .get_or_insert_with(Default::default)
+        .post
+        .push((id, hook));
+    id
+}
+
+/// Removes the AccumulateGrad hook `id` of `leaf`.
+pub fn remove_acc_hook(leaf: &Tensor, id: u64) {
+    let mut g = leaf.lock();
+    if let Some(c) = g.cold_mut_if_any()
+        && let Some(h) = c.acc_hooks.as_mut()
+    {
+        h.remove(id);
+        if h.is_empty() {
+            c.acc_hooks = None;
+        }
+    }
 }

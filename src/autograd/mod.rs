@@ -8,3 +8,4 @@ pub mod function;
 pub mod grad_mode;
 pub mod graph;
 pub mod hooks;
+pub mod saved_hooks;

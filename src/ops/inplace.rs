@@ -365,8 +365,17 @@ fn inplace_checked(
             ));
         }
     }
-    let r = f(x)?;
-    commit(x, &r)?;
+    crate::autograd::saved_hooks::before_mutation(x)?;
+    if crate::autograd::saved_hooks::maybe_active() {
+        // what the op's node saves is packed after the commit: the tensors it keeps then
+        crate::autograd::saved_hooks::scope(|| {
+            let r = f(x)?;
+            commit(x, &r)
+        })?;
+    } else {
+        let r = f(x)?;
+        commit(x, &r)?;
+    }
     Ok(x.clone())
 }
 
@@ -460,6 +469,9 @@ fn arith_in_place(x: &Tensor, op: k::BinaryOp, other: Operand<'_>) -> Option<Res
     let sx = x.snapshot();
     if !sx.dtype.is_float() {
         return None;
+    }
+    if let Err(e) = crate::autograd::saved_hooks::before_mutation(x) {
+        return Some(Err(e));
     }
     let done = match other {
         // a float tensor and a number: the number is rounded to the tensor's dtype

@@ -163,7 +163,7 @@ fn edge_in(g: &crate::tensor::Inner, t: &Tensor) -> Option<Edge> {
             node: node.clone(),
             input_nr: g.output_nr,
         }),
-        None if g.requires_grad => Some(Edge::Leaf(t.clone())),
+        None if g.requires_grad => Some(Edge::Leaf(g.leaf_target(t))),
         None => None,
     }
 }
@@ -281,9 +281,13 @@ where
                 shape: crate::shape::copy(&out.layout.shape),
                 dtype: out.dtype,
             };
+            let any_saved = !saved.is_empty();
             let mut node = Node::new(op.into(), edges(), smallvec::smallvec![meta]);
             node.saved = saved;
             let node = NodeRef::new(node)?;
+            if any_saved && crate::autograd::saved_hooks::maybe_active() {
+                crate::autograd::saved_hooks::register(&node);
+            }
             if !crate::autograd::forward_ad::any_dual(inputs) {
                 return Ok(Tensor::with_history(
                     out.storage,
@@ -426,6 +430,21 @@ pub(crate) fn record(
 
 /// Records a node with the given edges and `outputs` as its outputs.
 pub(crate) fn attach_edges(
+    op: BackwardOp,
+    next: SmallVec<[Option<Edge>; 2]>,
+    saved: SmallVec<[SavedTensor; 2]>,
+    outputs: &[&Tensor],
+) -> Result<NodeRef> {
+    let any_saved = !saved.is_empty();
+    let node = attach_edges_unpacked(op, next, saved, outputs)?;
+    if any_saved && crate::autograd::saved_hooks::maybe_active() {
+        crate::autograd::saved_hooks::register(&node);
+    }
+    Ok(node)
+}
+
+#[inline(always)]
+fn attach_edges_unpacked(
     op: BackwardOp,
     next: SmallVec<[Option<Edge>; 2]>,
     saved: SmallVec<[SavedTensor; 2]>,

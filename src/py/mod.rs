@@ -7,6 +7,7 @@ mod error;
 mod forward_ad;
 mod function;
 mod gil;
+mod graph_api;
 mod node;
 mod profiler;
 mod pytensor;
@@ -317,17 +318,30 @@ fn where_(
 #[allow(clippy::too_many_arguments)]
 fn _run_backward(
     py: Python<'_>,
-    tensors: Vec<PyRef<'_, PyTensor>>,
+    tensors: Vec<Bound<'_, PyAny>>,
     grad_tensors: Vec<PyRef<'_, PyTensor>>,
     retain_graph: bool,
     create_graph: bool,
-    inputs: Vec<PyRef<'_, PyTensor>>,
+    inputs: Vec<Bound<'_, PyAny>>,
     accumulate: bool,
     allow_unused: bool,
 ) -> PyResult<Vec<Option<Py<PyTensor>>>> {
-    let outs: Vec<Tensor> = tensors.iter().map(|t| t.t.clone()).collect();
+    // a Tensor, or a GradientEdge (node, output_nr)
+    let parse = |o: &Bound<'_, PyAny>| -> PyResult<engine::Input> {
+        if let Ok(t) = o.cast::<PyTensor>() {
+            return Ok(engine::Input::Tensor(t.get().t.clone()));
+        }
+        if o.cast::<pyo3::types::PyTuple>().is_ok() {
+            return Ok(engine::Input::Edge(graph_api::gradient_edge(o)?));
+        }
+        Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "all inputs have to be Tensors or GradientEdges, but got {}",
+            convert::type_name(o)
+        )))
+    };
+    let outs: Vec<engine::Input> = tensors.iter().map(parse).collect::<PyResult<_>>()?;
     let grads: Vec<Tensor> = grad_tensors.iter().map(|t| t.t.clone()).collect();
-    let ins: Vec<Tensor> = inputs.iter().map(|t| t.t.clone()).collect();
+    let ins: Vec<engine::Input> = inputs.iter().map(parse).collect::<PyResult<_>>()?;
     let opts = engine::Options {
         retain_graph,
         create_graph,
@@ -335,7 +349,7 @@ fn _run_backward(
         allow_unused,
         forward_ad_off: false,
     };
-    let r = gil::detach(py, || engine::run_backward(&outs, &grads, &ins, opts))?;
+    let r = gil::detach(py, || engine::run_backward_from(&outs, &grads, &ins, opts))?;
     r.into_iter()
         .map(|g| g.map(|g| wrap(py, g)).transpose())
         .collect()
@@ -542,6 +556,43 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(where_, m)?)?;
     m.add_function(wrap_pyfunction!(_run_backward, m)?)?;
+    m.add_class::<graph_api::PyNodeHookOwner>()?;
+    m.add_class::<graph_api::PySavedTensor>()?;
+    m.add_function(wrap_pyfunction!(
+        graph_api::_push_saved_tensors_default_hooks,
+        m
+    )?)?;
+    m.add_function(wrap_pyfunction!(
+        graph_api::_pop_saved_tensors_default_hooks,
+        m
+    )?)?;
+    m.add_function(wrap_pyfunction!(
+        graph_api::_top_saved_tensors_default_hooks,
+        m
+    )?)?;
+    m.add_function(wrap_pyfunction!(
+        graph_api::_saved_tensors_hooks_disable,
+        m
+    )?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_saved_tensors_hooks_enable, m)?)?;
+    m.add_function(wrap_pyfunction!(
+        graph_api::_saved_tensors_hooks_is_enabled,
+        m
+    )?)?;
+    m.add_function(wrap_pyfunction!(
+        graph_api::_saved_tensors_hooks_get_disabled_error_message,
+        m
+    )?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_make_saved_tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_current_graph_task_id, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_will_engine_execute_node, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_is_checkpoint_valid, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_increment_version, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_grad_accumulator, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_push_mutation_hook, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_pop_mutation_hook, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_push_op_log, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_pop_op_log, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;

@@ -51,10 +51,43 @@ impl PyNode {
 }
 
 /// The graph node at a leaf that requires grad: backward accumulates into the leaf's
-/// `.grad`.
-#[pyclass(name = "AccumulateGrad", module = "rgrad.autograd.graph", frozen)]
+/// `.grad`. One object per leaf while it is alive (`acc is acc`, as torch's node).
+#[pyclass(
+    name = "AccumulateGrad",
+    module = "rgrad.autograd.graph",
+    extends = PyNode,
+    frozen
+)]
 pub struct PyAccumulateGrad {
     pub leaf: Tensor,
+    /// `metadata`, made on first access.
+    pub metadata: pyo3::sync::PyOnceLock<Py<pyo3::types::PyDict>>,
+}
+
+/// A weak reference from a leaf to its AccumulateGrad object.
+struct AccBinding(Py<pyo3::types::PyWeakrefReference>);
+
+/// The AccumulateGrad object of `leaf`: the live one if any, else a new one (remembered
+/// weakly by the leaf).
+pub fn accumulate_grad_object(py: Python<'_>, leaf: &Tensor) -> PyResult<Py<PyAny>> {
+    let cached = leaf.acc_binding();
+    if let Some(obj) = cached
+        .as_ref()
+        .and_then(|b| b.downcast_ref::<AccBinding>())
+        .and_then(|w| w.0.bind(py).upgrade())
+    {
+        return Ok(obj.unbind());
+    }
+    // (a Node, as torch's AccumulateGrad is, whose graph-node handle stays empty)
+    let init =
+        pyo3::PyClassInitializer::from(PyNode::unattached()).add_subclass(PyAccumulateGrad {
+            leaf: leaf.clone(),
+            metadata: pyo3::sync::PyOnceLock::new(),
+        });
+    let obj = Bound::new(py, init)?;
+    let weak = pyo3::types::PyWeakrefReference::new(&obj)?;
+    leaf.set_acc_binding(std::sync::Arc::new(AccBinding(weak.unbind())));
+    Ok(obj.into_any().unbind())
 }
 
 static NODE_CLASS: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
@@ -110,10 +143,7 @@ fn edge_tuple(py: Python<'_>, e: &Option<Edge>) -> PyResult<Py<PyAny>> {
     let (obj, nr): (Py<PyAny>, u32) = match e {
         None => (py.None(), 0),
         Some(Edge::Node { node, input_nr }) => (node_object(py, node.clone())?, *input_nr),
-        Some(Edge::Leaf(t)) => (
-            Py::new(py, PyAccumulateGrad { leaf: t.clone() })?.into_any(),
-            0,
-        ),
+        Some(Edge::Leaf(t)) => (accumulate_grad_object(py, t)?, 0),
     };
     Ok(
         PyTuple::new(py, [obj, nr.into_pyobject(py)?.into_any().unbind()])?

@@ -35,9 +35,20 @@ __all__ = [
 def _as_tuple(x) -> tuple:
     if x is None:
         return ()
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, graph.GradientEdge)):
         return (x,)
     return tuple(x)
+
+
+def _out_meta(out) -> tuple:
+    """(shape, dtype, requires_grad) of an output: a tensor, or a GradientEdge's node's
+    output (which always wants a gradient)."""
+    from rgrad._tensor import Size
+
+    if isinstance(out, graph.GradientEdge):
+        m = out.node._input_metadata[out.output_nr]
+        return Size(m.shape), m.dtype, True
+    return out.shape, out.dtype, out.requires_grad
 
 
 def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) -> list:
@@ -46,25 +57,26 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
 
     new_grads = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
+        out_shape, out_dtype, out_requires_grad = _out_meta(out)
         if isinstance(g, Tensor):
-            if g.shape != out.shape:
+            if g.shape != out_shape:
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of {Size(g.shape)!r} and output[{i}] has a "
-                    f"shape of {Size(out.shape)!r}."
+                    f"shape of {Size(out_shape)!r}."
                 )
-            if out.dtype.is_floating_point != g.dtype.is_floating_point:
+            if out_dtype.is_floating_point != g.dtype.is_floating_point:
                 raise RuntimeError(
                     f"For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch "
-                    f"in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] has a dtype of {out.dtype}."
+                    f"in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] has a dtype of {out_dtype}."
                 )
             new_grads.append(g)
         elif g is None:
-            if out.requires_grad:
-                if out.numel() != 1:
+            if out_requires_grad:
+                if Size(out_shape).numel() != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if not out.dtype.is_floating_point:
-                    raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-                new_grads.append(_C.ones(out._shape, dtype=out.dtype))
+                if not out_dtype.is_floating_point:
+                    raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out_dtype}")
+                new_grads.append(_C.ones(tuple(out_shape), dtype=out_dtype))
             else:
                 new_grads.append(None)
         else:
@@ -74,6 +86,8 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
 
 def _check_outputs(outputs: tuple, grads: list) -> None:
     for i, (out, g) in enumerate(zip(outputs, grads)):
+        if isinstance(out, graph.GradientEdge):
+            continue
         if not out.requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
 
@@ -107,7 +121,7 @@ def backward(
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     outputs = _as_tuple(tensors)
     for t in outputs:
-        if not isinstance(t, Tensor):
+        if not isinstance(t, (Tensor, graph.GradientEdge)):
             raise TypeError(f"backward(): tensors must be Tensors, not {type(t).__name__}")
     grads = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(outputs)
     if len(grads) != len(outputs):
@@ -182,7 +196,7 @@ def grad(
     outs = _as_tuple(outputs)
     ins = _as_tuple(inputs)
     for t in (*outs, *ins):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, (Tensor, graph.GradientEdge)):
             raise TypeError(f"grad(): expected Tensors, but got {type(t).__name__}")
     gouts = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
     if len(gouts) != len(outs):
@@ -194,8 +208,16 @@ def grad(
     result = _C._run_backward(list(outs), gouts, _c_bool(retain_graph), _c_bool(create_graph), list(ins), False,
                               bool(allow_unused))
     if materialize_grads:
+        if any(r is None and not isinstance(i, Tensor) for r, i in zip(result, ins)):
+            raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
         result = [g if g is not None else _C.zeros(i._shape, dtype=i.dtype) for g, i in zip(result, ins)]
     return tuple(result)
+
+
+def _is_checkpoint_valid() -> bool:
+    """Whether a reentrant checkpoint may run here: False inside a backward given
+    ``inputs`` (``grad()``, ``backward(inputs=...)``)."""
+    return _C._is_checkpoint_valid()
 
 
 from rgrad.autograd import forward_ad, function, functional, graph  # noqa: E402,F401

@@ -5,7 +5,9 @@ class RemovableHandle:
     """A handle which provides the capability to remove a hook."""
 
     def __init__(self, tensor, hook_id: int) -> None:
-        # A strong reference: Python wrappers of one tensor come and go, the hook stays.
+        # What the hook is removed from: a tensor (a strong reference: Python wrappers of
+        # one tensor come and go, the hook stays), or a node's hook owner (which holds its
+        # node weakly).
         self._tensor = tensor
         self.id = hook_id
 

@@ -2,7 +2,7 @@
 //! is needed (pruned to the wanted tensors for grad() and `backward(inputs=...)`), each
 //! node's and leaf's dependency count, and the per-call tables that hold them.
 
-use super::{LeafState, NO_BUFFER, NodeState, Options, PackedTarget, Target, Task};
+use super::{Input, LeafState, NO_BUFFER, NodeState, Options, PackedTarget, Target, Task};
 use crate::autograd::graph::{Edge, NodeRef};
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -116,7 +116,7 @@ impl<T> std::ops::IndexMut<usize> for Chunked<T> {
 }
 
 impl Task {
-    pub(super) fn discover(roots: &[Edge], inputs: &[Tensor], opts: Options) -> Result<Task> {
+    pub(super) fn discover(roots: &[Edge], inputs: &[Input], opts: Options) -> Result<Task> {
         let mut nodes: Chunked<NodeState> = Chunked::new();
         let mut node_index = SlotMap::default();
         let mut leaves: Vec<LeafState> = Vec::new();
@@ -198,28 +198,46 @@ impl Task {
         // What is wanted: captures for grad()/backward(inputs=...), else every leaf.
         let mut captured = Vec::new();
         let mut captures = Vec::new();
+        let mut forced: Vec<usize> = Vec::new();
         if inputs.is_empty() {
             for l in &mut leaves {
                 l.needed = true;
                 l.accumulate = true;
             }
         } else {
-            for (i, t) in inputs.iter().enumerate() {
+            for (i, input) in inputs.iter().enumerate() {
                 captured.push(Mutex::new(None));
-                match t.grad_fn() {
-                    Some(f) => {
-                        if let Some(l) = node_index.get(&f) {
-                            captures.push((l, t.output_nr(), i));
+                // where its gradient is caught: an output of a node, or a leaf
+                let edge = match input {
+                    Input::Edge(e) => e.clone(),
+                    Input::Tensor(t) => match t.grad_fn() {
+                        Some(node) => Edge::Node {
+                            node,
+                            input_nr: t.output_nr(),
+                        },
+                        None => {
+                            if !t.requires_grad() {
+                                return Err(Error::runtime(
+                                    "One of the differentiated Tensors does not require grad",
+                                ));
+                            }
+                            Edge::Leaf(t.leaf_target())
+                        }
+                    },
+                };
+                match edge {
+                    Edge::Node { node, input_nr } => {
+                        if let Some(l) = node_index.get(&node) {
+                            captures.push((l, input_nr, i));
                             nodes[l].captures = true;
                             nodes[l].needed = true;
+                            if opts.accumulate && matches!(input, Input::Edge(_)) {
+                                // backward(inputs=[GradientEdge]): torch runs that node
+                                forced.push(l);
+                            }
                         }
                     }
-                    None => {
-                        if !t.requires_grad() {
-                            return Err(Error::runtime(
-                                "One of the differentiated Tensors does not require grad",
-                            ));
-                        }
+                    Edge::Leaf(t) => {
                         if let Some(&l) = leaf_index.get(&t.id()) {
                             leaves[l].needed = true;
                             if opts.accumulate {
@@ -267,6 +285,9 @@ impl Task {
             nodes[n].execute = child_needed;
             nodes[n].needed |= child_needed;
         }
+        for l in forced {
+            nodes[l].execute = true;
+        }
         // Dependencies: one per edge from a node that will execute (counted, then
         // stored without atomic operations; `indeg`'s buffer reused).
         let mut deps = indeg;
@@ -301,6 +322,9 @@ impl Task {
             opts,
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
+            id: 0,
+            can_checkpoint: true,
+            saved_hooks: None,
         };
         // Root edges count as one dependency each.
         for r in roots {

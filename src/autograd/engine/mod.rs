@@ -17,7 +17,7 @@
 
 use crate::autograd::function::Grads;
 use crate::autograd::grad_mode::with_grad_mode;
-use crate::autograd::graph::{Edge, NodeRef, SavedTensor, ctx_for};
+use crate::autograd::graph::{Edge, HookGrads, NodeRef, SavedTensor, ctx_for};
 use crate::ops::autograd_api as ops;
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -150,6 +150,100 @@ struct Task {
     opts: Options,
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
+    /// torch's graph task id (`_current_graph_task_id`).
+    id: u64,
+    /// No inputs were given and the backward that runs this one (if any) could checkpoint
+    /// too (torch's `can_checkpoint`, read by `_is_checkpoint_valid`).
+    can_checkpoint: bool,
+    /// The caller's saved-tensor hooks, which nodes run under (on any thread), as torch
+    /// propagates its thread-local state to the threads that run the graph.
+    saved_hooks: Option<crate::autograd::saved_hooks::HookState>,
+}
+
+/// What a gradient is wanted of (grad()'s `inputs`, backward()'s `inputs`), or where
+/// backward starts: a tensor, or an edge of the graph (`GradientEdge`: a node's output,
+/// or a leaf's AccumulateGrad).
+#[derive(Clone)]
+pub enum Input {
+    Tensor(Tensor),
+    Edge(Edge),
+}
+
+static TASK_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+thread_local! {
+    /// The backward call whose nodes this thread runs now (null: none).
+    static CURRENT: std::cell::Cell<*const Task> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+/// Makes `task` this thread's current one until dropped (the previous one comes back:
+/// backward calls nest, and a worker waiting in one may run another's nodes).
+struct Current(*const Task);
+
+impl Current {
+    fn enter(task: &Task) -> Current {
+        Current(CURRENT.with(|c| c.replace(task as *const Task)))
+    }
+}
+
+impl Drop for Current {
+    fn drop(&mut self) {
+        let _ = CURRENT.try_with(|c| c.set(self.0));
+    }
+}
+
+/// Runs `f` with the backward call this thread is running nodes of, if any.
+fn with_current<R>(f: impl FnOnce(Option<&Task>) -> R) -> R {
+    let p = CURRENT.with(std::cell::Cell::get);
+    // SAFETY: the pointer is set only by `Current::enter` from a live `&Task` and reset
+    // when that guard drops; every guard lives within the `run_backward` call that owns
+    // the task (in `run_backward` itself or in `work`, which runs inside its scope), so a
+    // non-null pointer names a task that is alive for this call.
+    f(unsafe { p.as_ref() })
+}
+
+/// torch's `_current_graph_task_id`: the id of the backward call this thread is running
+/// (hooks, custom backwards), or -1.
+pub fn current_task_id() -> i64 {
+    with_current(|t| t.map_or(-1, |t| t.id as i64))
+}
+
+/// torch's `is_checkpoint_valid`: false inside a backward given `inputs` (grad(),
+/// backward(inputs=...)) or nested in one.
+pub fn is_checkpoint_valid() -> bool {
+    with_current(|t| t.is_none_or(|t| t.can_checkpoint))
+}
+
+/// torch's `_will_engine_execute_node` for a graph node: whether the current backward
+/// runs it (it is in the graph and needed).
+pub fn will_execute_node(node: &NodeRef) -> Result<bool> {
+    with_current(|t| {
+        let t = t.ok_or_else(not_in_backward)?;
+        Ok(t.node_index.get(node).is_some_and(|l| t.nodes[l].needed))
+    })
+}
+
+/// `_will_engine_execute_node` for the AccumulateGrad node of `leaf`.
+pub fn will_execute_leaf(leaf: &Tensor) -> Result<bool> {
+    with_current(|t| {
+        let t = t.ok_or_else(not_in_backward)?;
+        match t.leaf_index.get(&leaf.id()) {
+            Some(&l) if t.leaves[l].needed => {
+                if t.leaves[l].capture.is_some() {
+                    return Err(Error::runtime(
+                        "A leaf node was passed to _will_engine_execute_node but we are currently running \
+                         autograd.grad(). This is currently not supported.",
+                    ));
+                }
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    })
+}
+
+fn not_in_backward() -> Error {
+    Error::runtime("_get_should_execute_nodes should only be called during the backward pass")
 }
 
 /// Runs backward from `outputs` seeded with `grad_outputs` (already validated by the
@@ -159,6 +253,19 @@ pub fn run_backward(
     outputs: &[Tensor],
     grad_outputs: &[Tensor],
     inputs: &[Tensor],
+    opts: Options,
+) -> Result<Vec<Option<Tensor>>> {
+    let outputs: Vec<Input> = outputs.iter().cloned().map(Input::Tensor).collect();
+    let inputs: Vec<Input> = inputs.iter().cloned().map(Input::Tensor).collect();
+    run_backward_from(&outputs, grad_outputs, &inputs, opts)
+}
+
+/// [`run_backward`] where outputs and inputs may also be edges of the graph
+/// (`GradientEdge`s).
+pub fn run_backward_from(
+    outputs: &[Input],
+    grad_outputs: &[Tensor],
+    inputs: &[Input],
     mut opts: Options,
 ) -> Result<Vec<Option<Tensor>>> {
     // torch runs the backward under the caller's thread-local state: in inference mode
@@ -167,42 +274,60 @@ pub fn run_backward(
         opts.create_graph = false;
     }
     opts.forward_ad_off |= !crate::autograd::forward_ad::is_enabled();
-    for t in outputs.iter().chain(inputs) {
-        ops::refresh_view(t)?;
+    for i in outputs.iter().chain(inputs) {
+        if let Input::Tensor(t) = i {
+            ops::refresh_view(t)?;
+        }
     }
     let mut roots = Vec::with_capacity(outputs.len());
     for (i, out) in outputs.iter().enumerate() {
+        let out = match out {
+            Input::Edge(e) => {
+                roots.push(e.clone());
+                continue;
+            }
+            Input::Tensor(t) => t,
+        };
         match out.grad_fn() {
             Some(node) => roots.push(Edge::Node {
                 node,
                 input_nr: out.output_nr(),
             }),
-            None if out.requires_grad() => roots.push(Edge::Leaf(out.clone())),
+            None if out.requires_grad() => roots.push(Edge::Leaf(out.leaf_target())),
             None => return Err(Error::NoGradFn { index: i }),
         }
     }
     // A root gradient of another float dtype is cast to its output's (torch's engine
     // casts every gradient to the dtype its edge expects).
+    let out_dtype = |o: &Input| match o {
+        Input::Tensor(t) => Some(t.dtype()),
+        Input::Edge(_) => None,
+    };
+    let needs_cast = |o: &Input, g: &Tensor| {
+        out_dtype(o).is_some_and(|d| d != g.dtype() && d.is_float() && g.dtype().is_float())
+    };
     let mut cast: Vec<Tensor> = Vec::new();
     let grad_outputs: &[Tensor] = if outputs
         .iter()
         .zip(grad_outputs)
-        .any(|(o, g)| o.dtype() != g.dtype() && o.dtype().is_float() && g.dtype().is_float())
+        .any(|(o, g)| needs_cast(o, g))
     {
         for (o, g) in outputs.iter().zip(grad_outputs) {
-            cast.push(
-                if o.dtype() != g.dtype() && o.dtype().is_float() && g.dtype().is_float() {
-                    with_grad_mode(opts.create_graph, || ops::to_dtype(g, o.dtype()))?
-                } else {
-                    g.clone()
-                },
-            );
+            cast.push(match out_dtype(o) {
+                Some(d) if needs_cast(o, g) => {
+                    with_grad_mode(opts.create_graph, || ops::to_dtype(g, d))?
+                }
+                _ => g.clone(),
+            });
         }
         &cast
     } else {
         grad_outputs
     };
-    let task = Task::discover(&roots, inputs, opts)?;
+    let mut task = Task::discover(&roots, inputs, opts)?;
+    task.id = TASK_IDS.fetch_add(1, Ordering::Relaxed);
+    task.can_checkpoint = inputs.is_empty() && is_checkpoint_valid();
+    task.saved_hooks = crate::autograd::saved_hooks::capture();
     let pool = crate::runtime::pool()?;
     let seed = |ready: &mut Ready| {
         for (i, (edge, g)) in roots.iter().zip(grad_outputs).enumerate() {
@@ -215,6 +340,7 @@ pub fn run_backward(
     if rayon::current_thread_index().is_some() {
         // reentrant backward (from a node running on a worker): work-first on the pool
         pool.scope(|s| {
+            let _current = Current::enter(&task);
             let mut ready = Ready::new();
             seed(&mut ready);
             for r in ready {
@@ -230,6 +356,7 @@ pub fn run_backward(
         // ever busy.
         crate::runtime::blocking(|| {
             pool.in_place_scope(|s| {
+                let _current = Current::enter(&task);
                 let mut ready = Ready::new();
                 seed(&mut ready);
                 let t = &task;
@@ -254,9 +381,10 @@ pub fn run_backward(
         if opts.accumulate {
             // backward(inputs=[non-leaf]) accumulates into the non-leaf's .grad
             if let Some(g) = &g
-                && !inputs[i].is_leaf()
+                && let Input::Tensor(t) = &inputs[i]
+                && !t.is_leaf()
             {
-                accumulate_grad(&inputs[i], g.clone(), opts.create_graph)?;
+                accumulate_grad(t, g.clone(), opts.create_graph)?;
             }
         } else if g.is_none() && !opts.allow_unused {
             return Err(Error::runtime(format!(
@@ -287,6 +415,19 @@ impl Task {
             *g = Some(e);
         }
         self.failed.store(true, Ordering::Release);
+    }
+
+    /// The dtype of the gradient `target` takes (its node's output, or its leaf).
+    fn input_dtype(&self, target: Target) -> crate::dtype::DType {
+        match target {
+            Target::Node { local, input_nr } => {
+                let n = self.nodes[local].node.lock();
+                n.outputs
+                    .get(input_nr as usize)
+                    .map_or(crate::dtype::DType::F32, |m| m.dtype)
+            }
+            Target::Leaf(l) => self.leaves[l].tensor.dtype(),
+        }
     }
 
     /// Delivers one gradient (or the news that none is coming) to a target.
@@ -338,6 +479,7 @@ impl Task {
     /// calling thread): keep going only while exactly one child is ready; else spawn
     /// them all and return.
     fn work<'s>(&'s self, scope: &rayon::Scope<'s>, mut node: ReadyNode, inline: bool) {
+        let _current = Current::enter(self);
         loop {
             if self.failed.load(Ordering::Acquire) {
                 return;
@@ -383,17 +525,23 @@ impl Task {
     fn run_node(&self, node: ReadyNode, ready: &mut Ready) -> Result<()> {
         let n = &self.nodes[node.0].node;
         let run = || {
-            with_grad_mode(self.opts.create_graph, || {
-                self.run_node_in_mode(node, ready)
+            crate::dispatch::evaluate(n, || {
+                with_grad_mode(self.opts.create_graph, || {
+                    self.run_node_in_mode(node, ready)
+                })
             })
         };
-        crate::dispatch::evaluate(n, || {
+        let run = || {
             if self.opts.forward_ad_off {
                 crate::autograd::forward_ad::with_enabled(false, run)
             } else {
                 run()
             }
-        })
+        };
+        match &self.saved_hooks {
+            None => run(),
+            Some(state) => crate::autograd::saved_hooks::with_state(state, run),
+        }
     }
 
     fn run_node_in_mode(&self, (local, direct): ReadyNode, ready: &mut Ready) -> Result<()> {
@@ -425,10 +573,11 @@ impl Task {
         // marked released, as torch does after a node ran.
         let execute = st.execute;
         let retain = self.opts.retain_graph;
-        // (with the output metadata when a saved output is kept by its storage alone)
+        // (with the output metadata when a saved output is kept by its storage alone, and
+        // whether some were packed by saved-tensor hooks)
         let take_saved = |n: &mut crate::autograd::graph::NodeData| {
             if !execute {
-                return (SmallVec::new(), n.released, SmallVec::new());
+                return (SmallVec::new(), n.released, SmallVec::new(), false);
             }
             let saved: SmallVec<[SavedTensor; 2]> = if retain {
                 n.saved.clone()
@@ -442,14 +591,16 @@ impl Task {
             };
             let released = n.released;
             n.released = released || !retain;
-            (saved, released, meta)
+            (saved, released, meta, n.packed && !released)
         };
-        let (saved, released, meta) = {
+        let (saved, released, meta, packed, node_hooks) = {
             let mut n = st.node.lock();
-            if n.pre_hooks().is_empty() && n.retains().is_empty() {
-                take_saved(&mut n)
+            if !n.has_engine_hooks() {
+                let (saved, released, meta, packed) = take_saved(&mut n);
+                (saved, released, meta, packed, None)
             } else {
                 let (hooks, retains) = (n.pre_hooks().to_vec(), n.retains().to_vec());
+                let node_hooks = n.node_hooks().map(|h| Box::new(h.clone()));
                 drop(n);
                 // Tensor hooks of this node's outputs, then retain_grad.
                 for (nr, _, hook) in &hooks {
@@ -464,7 +615,8 @@ impl Task {
                         accumulate_retained(&t, g, self.opts.create_graph)?;
                     }
                 }
-                take_saved(&mut st.node.lock())
+                let (saved, released, meta, packed) = take_saved(&mut st.node.lock());
+                (saved, released, meta, packed, node_hooks)
             }
         };
         if st.captures {
@@ -476,6 +628,11 @@ impl Task {
         }
         if !execute {
             return Ok(());
+        }
+        if node_hooks.is_some() || packed {
+            let hooks = node_hooks.map(|h| *h).unwrap_or_default();
+            return self
+                .run_formula_hooked(local, grads, &saved, released, meta, packed, &hooks, ready);
         }
 
         let op = st.node.op();
@@ -494,13 +651,90 @@ impl Task {
                 formula.apply(&ctx, &grads)
             })?
         };
+        self.check_count(local, &outs)?;
+        for (i, (t, g)) in st.targets().zip(outs).enumerate() {
+            if let Some(t) = t {
+                self.send(t, ((local as u64 + 1) << 16) | i as u64, g, ready)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A formula returned one gradient per input of its op.
+    #[inline(always)]
+    fn check_count(&self, local: usize, outs: &Grads) -> Result<()> {
+        let st = &self.nodes[local];
         if outs.len() != st.targets.len() {
-            return Err(Error::Internal(format!(
-                "{} returned {} gradients for {} inputs",
-                op.name(),
-                outs.len(),
-                st.targets.len()
-            )));
+            return Err(wrong_count(&st.node, outs.len(), st.targets.len()));
+        }
+        Ok(())
+    }
+
+    /// The rest of [`run_node_in_mode`](Self::run_node_in_mode) for a node with hooks of
+    /// its own or saved tensors packed by saved-tensor hooks: its pre-hooks (after the
+    /// tensor hooks and retain_grad, as torch's `call_function` runs them), the formula
+    /// (packed tensors unpacked first, once each, as torch's generated formulas unpack
+    /// every saved variable; a custom Function unpacks when its backward reads
+    /// `saved_tensors`), the gradients cast to their inputs' dtypes where an unpack hook
+    /// gave back another (torch's validate_outputs casts them), then its post-hooks.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn run_formula_hooked(
+        &self,
+        local: usize,
+        mut grads: SmallVec<[Option<Tensor>; 1]>,
+        saved: &[SavedTensor],
+        released: bool,
+        meta: SmallVec<[crate::autograd::graph::OutputMeta; 1]>,
+        packed: bool,
+        hooks: &crate::autograd::graph::NodeHooks,
+        ready: &mut Ready,
+    ) -> Result<()> {
+        let st = &self.nodes[local];
+        for (_, pre) in &hooks.pre {
+            if let Some(new) = pre(&grads)? {
+                grads = new.into_iter().collect();
+            }
+        }
+        let op = st.node.op();
+        let formula = op.as_backward();
+        let builtin = formula.as_any().is_none();
+        let unpack = packed && builtin;
+        let mut outs: Grads = if grads.iter().all(Option::is_none) {
+            smallvec::smallvec![None; st.targets.len()]
+        } else {
+            let needs: SmallVec<[bool; 4]> = st.targets().map(|t| t.is_some()).collect();
+            crate::dispatch::backward(&st.node, || {
+                let unpacked;
+                let saved: &[SavedTensor] = if unpack {
+                    unpacked = unpack_packed(&st.node, saved)?;
+                    &unpacked
+                } else {
+                    saved
+                };
+                let ctx = ctx_for(&st.node, saved, released, needs, meta);
+                if builtin {
+                    ctx.check_saved_versions()?;
+                }
+                formula.apply(&ctx, &grads)
+            })?
+        };
+        self.check_count(local, &outs)?;
+        if unpack {
+            for (t, g) in st.targets().zip(outs.iter_mut()) {
+                if let (Some(t), Some(grad)) = (t, g.as_ref()) {
+                    let want = self.input_dtype(t);
+                    if want != grad.dtype() {
+                        *g = Some(ops::to_dtype(grad, want)?);
+                    }
+                }
+            }
+        }
+        for (_, post) in &hooks.post {
+            if let Some(new) = post(&outs, &grads)? {
+                outs = new.into_iter().collect();
+            }
         }
         for (i, (t, g)) in st.targets().zip(outs).enumerate() {
             if let Some(t) = t {
@@ -546,9 +780,53 @@ impl Task {
             if let Some(i) = leaf.capture {
                 *self.captured[i].lock() = Some(g);
             } else if leaf.accumulate {
-                accumulate_grad(&leaf.tensor, g, self.opts.create_graph)?;
+                // the AccumulateGrad node's own hooks: pre-hooks, the accumulation, then
+                // post-hooks with (grad_inputs=(), grad_outputs=(grad,))
+                let acc_hooks = leaf
+                    .tensor
+                    .lock()
+                    .cold()
+                    .and_then(|c| c.acc_hooks.as_deref().cloned());
+                let Some(acc_hooks) = acc_hooks else {
+                    return accumulate_grad(&leaf.tensor, g, self.opts.create_graph);
+                };
+                let mut grads: HookGrads = smallvec::smallvec![Some(g)];
+                for (_, pre) in &acc_hooks.pre {
+                    if let Some(new) = pre(&grads)? {
+                        grads = new;
+                    }
+                }
+                if let Some(g) = grads.first().cloned().flatten() {
+                    accumulate_grad(&leaf.tensor, g, self.opts.create_graph)?;
+                }
+                for (_, post) in &acc_hooks.post {
+                    post(&[], &grads)?;
+                }
             }
             Ok(())
         })
     }
+}
+
+/// The saved tensors of a node about to run, those packed by hooks unpacked (each once).
+fn unpack_packed(node: &NodeRef, saved: &[SavedTensor]) -> Result<SmallVec<[SavedTensor; 2]>> {
+    saved
+        .iter()
+        .map(|s| {
+            if s.is_packed() {
+                let t = crate::autograd::function::unpack_saved(node, s, false)?;
+                Ok(SavedTensor::unpacked(t))
+            } else {
+                Ok(s.clone())
+            }
+        })
+        .collect()
+}
+
+#[cold]
+fn wrong_count(node: &NodeRef, got: usize, inputs: usize) -> Error {
+    Error::Internal(format!(
+        "{} returned {got} gradients for {inputs} inputs",
+        node.op().name()
+    ))
 }
