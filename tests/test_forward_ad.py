@@ -237,3 +237,26 @@ def _reverse_over_forward_through_views(lib):
 @pytest.mark.filterwarnings("ignore::FutureWarning")
 def test_reverse_over_forward_through_views_matches_torch():
     assert _rounded(_reverse_over_forward_through_views(rgrad)) == _rounded(_reverse_over_forward_through_views(torch))
+
+
+def _packs_under_forward_ad(lib):
+    """Saved-tensor hooks see the nodes reverse mode keeps, not those made for a tangent
+    alone (torch makes none then)."""
+    fw = lib.autograd.forward_ad
+    packed = []
+    with lib.autograd.graph.saved_tensors_hooks(lambda t: packed.append(tuple(t.shape)) or t, lambda t: t):
+        with fw.dual_level():
+            d = fw.make_dual(lib.ones(3), lib.ones(3))
+            y = (d.exp() * d).sum()
+            n_dual_only = len(packed)
+            x = lib.ones(3, requires_grad=True)
+            z = (fw.make_dual(x, lib.ones(3)).exp() * 2).sum()
+            tangent = fw.unpack_dual(z).tangent.item()
+    return n_dual_only, len(packed) > 0, tangent, fw.unpack_dual(y).tangent
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_saved_tensor_hooks_skip_nodes_made_for_tangents_alone():
+    r, t = _packs_under_forward_ad(rgrad), _packs_under_forward_ad(torch)
+    assert r[0] == t[0] == 0 and r[1] == t[1] is True
+    assert abs(r[2] - t[2]) < 1e-5

@@ -285,10 +285,14 @@ where
             let mut node = Node::new(op.into(), edges(), smallvec::smallvec![meta]);
             node.saved = saved;
             let node = NodeRef::new(node)?;
-            if any_saved && crate::autograd::saved_hooks::maybe_active() {
+            let dual = crate::autograd::forward_ad::any_dual(inputs);
+            // (forward AD alone: no edges, the node is dropped once the tangent is made,
+            // and its saved tensors are not packed, as torch makes no node then)
+            let reverse = !dual || node.lock().next.iter().any(Option::is_some);
+            if reverse && any_saved && crate::autograd::saved_hooks::maybe_active() {
                 crate::autograd::saved_hooks::register(&node);
             }
-            if !crate::autograd::forward_ad::any_dual(inputs) {
+            if !dual {
                 return Ok(Tensor::with_history(
                     out.storage,
                     out.layout,
@@ -298,7 +302,6 @@ where
             }
             // forward AD: the node gives the output's tangent, and becomes its history
             // only if some input has an edge (else it was recorded for forward AD alone)
-            let reverse = node.lock().next.iter().any(Option::is_some);
             let out = if reverse {
                 Tensor::with_history(out.storage, out.layout, out.dtype, node.clone())
             } else {
