@@ -531,9 +531,12 @@ impl Task {
                 })
             })
         };
+        // The forward-AD switch is the task's, set around each node: a worker waiting in
+        // a nested backward (a tangent computed by transposition turns the switch off
+        // on its thread) may steal this task's nodes meanwhile.
         let run = || {
-            if self.opts.forward_ad_off {
-                crate::autograd::forward_ad::with_enabled(false, run)
+            if crate::autograd::forward_ad::is_active() {
+                crate::autograd::forward_ad::with_enabled(!self.opts.forward_ad_off, run)
             } else {
                 run()
             }
@@ -747,7 +750,12 @@ impl Task {
     fn finish_leaf(&self, leaf: &LeafState) -> Result<()> {
         let mut incoming = std::mem::take(&mut *leaf.incoming.lock());
         incoming.sort_by_key(|x| x.0);
-        crate::dispatch::accumulate(|| self.accumulate_leaf(leaf, incoming))
+        let run = || crate::dispatch::accumulate(|| self.accumulate_leaf(leaf, incoming));
+        if crate::autograd::forward_ad::is_active() {
+            crate::autograd::forward_ad::with_enabled(!self.opts.forward_ad_off, run)
+        } else {
+            run()
+        }
     }
 
     fn accumulate_leaf(
