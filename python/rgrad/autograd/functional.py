@@ -446,6 +446,29 @@ def _check_scalar_function(outputs, is_outputs_tuple, api):
         raise RuntimeError(f"The Tensor returned by the function given to {api} should contain a single element")
 
 
+def _hessian_product_start(api, func, inputs, v, create_graph, strict):
+    """What vhp and hvp do first, with torch's checks in torch's order: the inputs and
+    ``v`` prepared, ``func`` run, and its gradient w.r.t. the inputs (with its graph)."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", api)
+    inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+    if v is not None:
+        _, v = _as_tuple(v, "v", api)
+        v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
+        _validate_v(v, inputs, is_inputs_tuple)
+    elif len(inputs) != 1 or inputs[0].nelement() != 1:
+        raise RuntimeError(
+            "The vector v can only be None if the input to the user-provided function is a single Tensor "
+            "with a single element."
+        )
+    outputs = func(*inputs)
+    is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", api)
+    _check_requires_grad(outputs, "outputs", strict=strict)
+    _check_scalar_function(outputs, is_outputs_tuple, api)
+    jac = _autograd_grad(outputs, inputs, create_graph=True)
+    _check_requires_grad(jac, "jacobian", strict=strict)
+    return is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac
+
+
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     r"""The dot product of a vector ``v`` with the Hessian of the scalar function ``func`` at ``inputs``.
 
@@ -460,23 +483,9 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
         ``(func_output, vhp)``.
     """
     with rgrad.enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "vhp")
-            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
-        elif len(inputs) != 1 or inputs[0].nelement() != 1:
-            raise RuntimeError(
-                "The vector v can only be None if the input to the user-provided function is a single Tensor "
-                "with a single element."
-            )
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "vhp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
-        _check_scalar_function(outputs, is_outputs_tuple, "vhp")
-        jac = _autograd_grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict=strict)
+        is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _hessian_product_start(
+            "vhp", func, inputs, v, create_graph, strict
+        )
     with rgrad.set_grad_enabled(True if create_graph else rgrad.is_grad_enabled()):
         grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
@@ -501,23 +510,9 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         ``(func_output, hvp)``.
     """
     with rgrad.enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        if v is not None:
-            _, v = _as_tuple(v, "v", "hvp")
-            v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
-        elif len(inputs) != 1 or inputs[0].nelement() != 1:
-            raise RuntimeError(
-                "The vector v can only be None if the input to the user-provided function is a single Tensor "
-                "with a single element."
-            )
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "hvp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
-        _check_scalar_function(outputs, is_outputs_tuple, "hvp")
-        jac = _autograd_grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict=strict)
+        is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _hessian_product_start(
+            "hvp", func, inputs, v, create_graph, strict
+        )
         grad_jac = tuple(rgrad.zeros_like(inp, requires_grad=True) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         # torch checks `jac` again here (not `double_back`); kept as is
