@@ -77,12 +77,8 @@ use crate::tensor::Tensor;
 use smallvec::SmallVec;
 
 crate::backward_ops! {
-    // elementwise.rs, arith.rs (the arithmetic table)
+    // arith.rs (the arithmetic table: elementwise.rs, division.rs, pow.rs)
     ArithBackward,
-    // pow.rs
-    PowBackward0, PowBackward1, PowBackward2,
-    // division.rs
-    ZeroGradBackward, NotImplementedBackward,
     // select.rs
     WhereBackward0, ClampBackward1, MaskedGradBackward,
     // copy.rs
