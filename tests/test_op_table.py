@@ -129,7 +129,7 @@ def test_number_operands_record_torch_nodes_without_an_edge():
 def _arith_rows() -> list[tuple[str, str, str, tuple[str, str]]]:
     """(name, torch node, in-place method or "none", numbers) of each arithmetic row."""
     src = (ROOT / "src" / "ops" / "table.rs").read_text()
-    src = src[src.index("macro_rules! arith_op_table"):]
+    src = src[src.index("macro_rules! arith_op_table"):src.index("macro_rules! select_op_table")]
     rows = re.findall(r'^\s+(\w+) \w+ "(\w+)" \{$(.*?)^\s+\}$', src, re.M | re.S)
     out = []
     for n, node, body in rows:
@@ -199,6 +199,56 @@ def test_arith_row_numbers_record_what_the_row_says(name, node, inplace, numbers
         if rule == "not_implemented" or node == "NotImplemented":
             with pytest.raises(RuntimeError, match="is not implemented"):
                 y.sum().backward()
+
+
+# ---- the selection table ---------------------------------------------------------
+
+
+def _select_rows() -> list[tuple[str, str, list[str]]]:
+    """(name, torch node, differentiable inputs in edge order) of each selection row."""
+    src = (ROOT / "src" / "ops" / "table.rs").read_text()
+    src = src[src.index("macro_rules! select_op_table"):]
+    rows = re.findall(r'^\s+(\w+) \w+ "(\w+)" \{$(.*?)^            \}$', src, re.M | re.S)
+    return [(n, node, re.findall(r"^\s+(\w+): \|g", body, re.M)) for n, node, body in rows]
+
+
+# how each row is called, with x = [0.5, 1.5, 2.5] and bounds / operands that require grad
+_SELECT_CALLS = {
+    "where_": lambda x, a, b: rgrad.where(x > 1, a, b),
+    "clamp": lambda x, a, b: x.clamp(1, 2),
+    "clamp_tensor": lambda x, a, b: x.clamp(a, b),
+}
+
+
+def test_the_selection_table_has_its_rows():
+    assert _select_rows() == [
+        ("where_", "WhereBackward0", ["self_", "other"]),
+        ("clamp", "ClampBackward1", ["self_"]),
+        ("clamp_tensor", "ClampBackward0", ["self_", "min", "max"]),
+    ]
+
+
+@pytest.mark.parametrize("name,node,inputs", _select_rows())
+def test_select_row_records_its_node_with_an_edge_per_input_and_has_docs(name, node, inputs):
+    x = rgrad.tensor([0.5, 1.5, 2.5], requires_grad=True)
+    a = rgrad.tensor([1.0, 1.0, 1.0], requires_grad=True)
+    b = rgrad.tensor([2.0, 2.0, 2.0], requires_grad=True)
+    y = _SELECT_CALLS[name](x, a, b)
+    assert y.grad_fn.name() == node
+    assert len(y.grad_fn.next_functions) == len(inputs)
+    assert re.search(rf"^\| `{name}` \| `{node}` \|", (ROOT / "docs" / "ops.md").read_text(), re.M)
+    base = {"where_": "where", "clamp": "clamp", "clamp_tensor": "clamp"}[name]
+    names = {op.name for op in op_db}
+    assert {base, f"Tensor.{base}"} <= names
+
+
+def test_clamp_with_one_tensor_bound_has_an_edge_none_for_the_other():
+    x = rgrad.tensor([0.5, 1.5, 2.5], requires_grad=True)
+    lo = rgrad.tensor([1.0, 1.0, 1.0], requires_grad=True)
+    for y, fns in ((x.clamp(min=lo), ["AccumulateGrad", "AccumulateGrad", None]),
+                   (x.clamp(max=lo), ["AccumulateGrad", None, "AccumulateGrad"])):
+        assert y.grad_fn.name() == "ClampBackward0"
+        assert [None if f is None else type(f).__name__ for f, _ in y.grad_fn.next_functions] == fns
 
 
 def test_autograd_reaches_the_ops_only_through_their_interface():

@@ -39,6 +39,7 @@ pub mod random;
 pub mod rebase;
 pub mod reduce;
 pub mod select;
+pub mod selection;
 pub mod shape;
 pub mod softmax;
 pub mod special;
@@ -63,6 +64,7 @@ pub use pow::*;
 pub use rebase::*;
 pub use reduce::*;
 pub use select::*;
+pub use selection::{SelectBackward, SelectOp};
 pub use shape::*;
 pub use softmax::*;
 pub use special::*;
@@ -79,8 +81,10 @@ use smallvec::SmallVec;
 crate::backward_ops! {
     // arith.rs (the arithmetic table: elementwise.rs, division.rs, pow.rs)
     ArithBackward,
+    // selection.rs (the selection table: select.rs's where and clamp)
+    SelectBackward,
     // select.rs
-    WhereBackward0, ClampBackward1, MaskedGradBackward,
+    MaskedGradBackward,
     // copy.rs
     ToCopyBackward0, CloneBackward0,
     // unary.rs, binary.rs (the op tables)
@@ -313,6 +317,43 @@ fn own_result(out: &Tensor, inputs: &[&Tensor]) {
     {
         out.set_base(None);
     }
+}
+
+/// [`apply`] for an op whose inputs may be absent (clamp's None bound): an absent input
+/// has the edge `(None, 0)`.
+pub(crate) fn apply_optional<B, F, G>(
+    name: &'static str,
+    inputs: &[Option<&Tensor>],
+    forward: F,
+    backward: G,
+) -> Result<Tensor>
+where
+    B: Into<BackwardOp>,
+    F: FnOnce() -> Result<Tensor>,
+    G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
+{
+    let present: SmallVec<[&Tensor; 3]> = inputs.iter().flatten().copied().collect();
+    crate::dispatch::forward(
+        name,
+        || {
+            let none: Box<[usize]> = Box::new([]);
+            let shape = |t: &Option<&Tensor>| t.map_or(none.clone(), |t| t.shape().to_vec().into());
+            inputs.iter().map(shape).collect()
+        },
+        || {
+            let out = forward()?;
+            own_result(&out, &present);
+            if any_requires_grad(&present) {
+                let (op, saved) = backward(&out);
+                let next = inputs
+                    .iter()
+                    .map(|t| Ok(t.map(edge_of).transpose()?.flatten()))
+                    .collect::<Result<_>>()?;
+                attach_edges(op.into(), next, saved, &[&out])?;
+            }
+            Ok(out)
+        },
+    )
 }
 
 /// A composite op's result that is a view of the op's own temporary (`squeeze(mm(..))`):

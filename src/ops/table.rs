@@ -536,3 +536,58 @@ macro_rules! arith_op_table {
     };
 }
 pub(crate) use arith_op_table;
+
+/// Calls `$then! { rows }` with the selection table's rows: ops whose output picks each
+/// element from one of their inputs (`where`, `clamp`), so that each derivative routes
+/// the gradient by a mask. Their forwards keep their checks, promotion and kernels
+/// (`ops/select.rs`); what the node is, what it saves and each input's derivative are
+/// the row's, read by `ops/selection.rs`.
+/// ```text
+/// name Variant "TorchNode" {
+///     aten: "aten::name",                  torch's op (what dispatch and profilers see)
+///     input: |g, ..| expr,                 the gradient of each differentiable input, in
+///                                          edge order (`self_`, `other`, `min`, `max`),
+///                                          over tensors with rgrad's ops (so a backward
+///                                          is recorded and can be differentiated);
+///                                          broadcasting is undone by the op layer. Each
+///                                          names what it reads: `condition`, `self_`
+///                                          (tensors, as given), clamp's bounds `min`,
+///                                          `max` (`Bound`s: a tensor, a Python number
+///                                          the node keeps, or None); the node saves a
+///                                          tensor that a needed derivative reads
+/// }
+/// ```
+macro_rules! select_op_table {
+    ($then:ident) => {
+        $then! {
+            where_ Where "WhereBackward0" {
+                aten: "aten::where",
+                // where(condition, self, other): the condition is a bool tensor, no edge
+                self_: |g, condition| g.kept_where(condition),
+                other: |g, condition| g.zeroed_where(condition),
+            }
+            clamp Clamp "ClampBackward1" {
+                aten: "aten::clamp",
+                // Python numbers for bounds (one may be None), kept in the node: the
+                // gradient passes strictly inside them, 0 on a bound and at NaN (torch
+                // 2.15's clamp_backward), recorded as a function of g and x
+                self_: |g, self_, min, max| {
+                    g.masked_grad(self_, &self_.strictly_between(min, max)?, "ClampBackwardBackward0")
+                },
+            }
+            clamp_tensor ClampTensor "ClampBackward0" {
+                aten: "aten::clamp",
+                // tensor bounds (one may be None: its edge is `(None, 0)`), broadcast
+                // with x. torch 2.15's clamp_backward / clamp_backward_min_max: with one
+                // bound, maximum's / minimum's derivatives (ties halved, NaN passes to
+                // both); with both, x's gradient passes where min <= x <= max and the
+                // bound's where x is beyond it (min's only while min <= max; max's also
+                // wherever max < min), halved on a tie when min < max (see selection.rs)
+                self_: |g, self_, min, max| g.clamp_backward(self_, min, max),
+                min: |g, self_, min, max| g.clamp_backward_min(self_, min, max),
+                max: |g, self_, min, max| g.clamp_backward_max(self_, min, max),
+            }
+        }
+    };
+}
+pub(crate) use select_op_table;
