@@ -80,7 +80,7 @@ fn where_as(cond: &Tensor, a: Operand<'_>, b: Operand<'_>, keep_format: bool) ->
     if cond.dtype() != DType::Bool {
         return Err(Error::runtime(format!(
             "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
-            pretty_dtype(cond.dtype())
+            cond.dtype().scalar_type_name()
         )));
     }
     let (a, b, _) = promote(a, b, false)?;
@@ -117,14 +117,6 @@ fn where_as(cond: &Tensor, a: Operand<'_>, b: Operand<'_>, keep_format: bool) ->
             Ok(new_tensor(kernel(&expanded), &shape))
         }
     })
-}
-
-fn pretty_dtype(d: DType) -> String {
-    let n = d.name();
-    let mut c = n.chars();
-    c.next()
-        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
-        .unwrap_or_default()
 }
 
 /// `clamp(x, min, max)` with number bounds.
