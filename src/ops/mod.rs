@@ -285,19 +285,64 @@ where
     F: FnOnce() -> Result<Tensor>,
     G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
 {
-    crate::dispatch::forward(
-        name,
-        || shapes_of(inputs),
-        || {
-            let out = forward()?;
-            own_result(&out, inputs);
-            if any_requires_grad(inputs) {
-                let (op, saved) = backward(&out);
-                attach(op.into(), inputs, saved, &[&out])?;
-            }
-            Ok(out)
-        },
-    )
+    let edges = || inputs.iter().map(|t| edge_of(t)).collect();
+    recorded(name, || shapes_of(inputs), inputs, edges, forward, backward)
+}
+
+/// [`apply`] for an op whose inputs may be absent (clamp's None bound): an absent input
+/// has the edge `(None, 0)` (and, for a profiler, the shape `[]`).
+pub(crate) fn apply_optional<B, F, G>(
+    name: &'static str,
+    inputs: &[Option<&Tensor>],
+    forward: F,
+    backward: G,
+) -> Result<Tensor>
+where
+    B: Into<BackwardOp>,
+    F: FnOnce() -> Result<Tensor>,
+    G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
+{
+    let present: SmallVec<[&Tensor; 3]> = inputs.iter().flatten().copied().collect();
+    let shapes = || {
+        let shape = |t: &Option<&Tensor>| {
+            t.map_or_else(
+                || Box::new([]) as Box<[usize]>,
+                |t| t.shape().to_vec().into(),
+            )
+        };
+        inputs.iter().map(shape).collect()
+    };
+    let edges = || {
+        let edge = |t: &Option<&Tensor>| Ok(t.map(edge_of).transpose()?.flatten());
+        inputs.iter().map(edge).collect()
+    };
+    recorded(name, shapes, &present, edges, forward, backward)
+}
+
+/// What [`apply`] does, its inputs' shapes (for a profiler) and edges given by `shapes`
+/// and `edges`, `present`: the inputs there are.
+fn recorded<B, F, G>(
+    name: &'static str,
+    shapes: impl Fn() -> Vec<Box<[usize]>>,
+    present: &[&Tensor],
+    edges: impl FnOnce() -> Result<SmallVec<[Option<Edge>; 2]>>,
+    forward: F,
+    backward: G,
+) -> Result<Tensor>
+where
+    B: Into<BackwardOp>,
+    F: FnOnce() -> Result<Tensor>,
+    G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
+{
+    crate::dispatch::forward(name, shapes, || {
+        let out = forward()?;
+        own_result(&out, present);
+        if any_requires_grad(present) {
+            let (op, saved) = backward(&out);
+            attach_edges(op.into(), edges()?, saved, &[&out])?;
+        }
+        Ok(out)
+    })
 }
 
 /// A forward that built its result as a view of one of its own temporaries (a keepdim
@@ -317,43 +362,6 @@ fn own_result(out: &Tensor, inputs: &[&Tensor]) {
     {
         out.set_base(None);
     }
-}
-
-/// [`apply`] for an op whose inputs may be absent (clamp's None bound): an absent input
-/// has the edge `(None, 0)`.
-pub(crate) fn apply_optional<B, F, G>(
-    name: &'static str,
-    inputs: &[Option<&Tensor>],
-    forward: F,
-    backward: G,
-) -> Result<Tensor>
-where
-    B: Into<BackwardOp>,
-    F: FnOnce() -> Result<Tensor>,
-    G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
-{
-    let present: SmallVec<[&Tensor; 3]> = inputs.iter().flatten().copied().collect();
-    crate::dispatch::forward(
-        name,
-        || {
-            let none: Box<[usize]> = Box::new([]);
-            let shape = |t: &Option<&Tensor>| t.map_or(none.clone(), |t| t.shape().to_vec().into());
-            inputs.iter().map(shape).collect()
-        },
-        || {
-            let out = forward()?;
-            own_result(&out, &present);
-            if any_requires_grad(&present) {
-                let (op, saved) = backward(&out);
-                let next = inputs
-                    .iter()
-                    .map(|t| Ok(t.map(edge_of).transpose()?.flatten()))
-                    .collect::<Result<_>>()?;
-                attach_edges(op.into(), next, saved, &[&out])?;
-            }
-            Ok(out)
-        },
-    )
 }
 
 /// A composite op's result that is a view of the op's own temporary (`squeeze(mm(..))`):
