@@ -500,7 +500,11 @@ pub(crate) fn record(
             s.input_if(r.saves(B, needs, [true; 2]), b),
             r.saves(Y, needs, [true; 2]).then(|| s.output(y)),
         ];
-        let shapes = OperandShapes::new(a, b, y);
+        let shapes = if r.underived {
+            OperandShapes::SAME // (its backward raises: no gradient to bring back)
+        } else {
+            OperandShapes::new(a, b, y)
+        };
         (ArithBackward::new(op, shapes, saved, alpha), s.list)
     })
 }

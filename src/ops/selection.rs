@@ -6,7 +6,7 @@
 use super::elementwise::{Operand, grad0, logical_and, lt, mul_scalar, where_};
 use super::select::{compare, logical, masked_grad, where_op};
 use super::unary::logical_not;
-use super::{apply_optional, masked_fill, sum_to};
+use super::{apply, apply_optional, masked_fill, sum_to};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::graph::SavedTensor;
 use crate::backend::BinaryOp;
@@ -170,7 +170,7 @@ pub(crate) fn record(
 ) -> Result<Tensor> {
     let r = op.row();
     debug_assert_eq!(edges.len(), r.reads.len());
-    apply_optional(r.aten, edges, forward, |y| {
+    let node = |y: &Tensor| {
         let needed = edges
             .iter()
             .zip(r.reads)
@@ -193,7 +193,13 @@ pub(crate) fn record(
             shapes: InputShapes::new(edges, y),
         };
         (node, list)
-    })
+    };
+    // (every input there: `apply`, which needs no list of the present ones)
+    match edges {
+        [Some(x)] => apply(r.aten, &[x], forward, node),
+        [Some(a), Some(b)] => apply(r.aten, &[a, b], forward, node),
+        _ => apply_optional(r.aten, edges, forward, node),
+    }
 }
 
 /// The shapes of a node's inputs, for bringing their gradients back to them: kept
@@ -203,7 +209,11 @@ struct InputShapes(Option<Box<[Shape; 3]>>);
 
 impl InputShapes {
     fn new(inputs: &[Option<&Tensor>], out: &Tensor) -> InputShapes {
-        if inputs.iter().flatten().all(|t| out.has_shape(&t.shape())) {
+        if let [Some(_)] = inputs {
+            return InputShapes(None); // (one input: the op is elementwise in it, clamp)
+        }
+        let shape = out.shape();
+        if inputs.iter().flatten().all(|t| t.has_shape(&shape)) {
             return InputShapes(None);
         }
         let mut shapes: [Shape; 3] = Default::default();
