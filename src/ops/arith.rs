@@ -6,8 +6,8 @@
 
 use super::creation::zeros_like;
 use super::elementwise::{
-    Saver, binary_kernel, div, div_scalar, eq_scalar, grad0, le_scalar, logical_and, mul,
-    mul_scalar, pow, pow_scalar, sub_scalar, where_,
+    Saver, binary_kernel, div, div_scalar, eq_scalar, ge_scalar, grad0, le_scalar, logical_and,
+    mul, mul_scalar, pow, pow_scalar, sub_scalar, where_,
 };
 use super::unary::{abs, log, neg};
 use super::{Fresh, OperandShapes, apply, new_tensor};
@@ -36,6 +36,8 @@ struct Row {
     /// what each operand's derivative reads of `a`, `b`, the output `y` and `alpha`
     /// (a mask of [`A`], [`B`], [`Y`], [`ALPHA`])
     reads: [u8; 2],
+    /// what `b`'s reads when `a` is a Python number (`db_when_a_is_a_number`)
+    reads_b_when_a_is_a_number: u8,
 }
 
 /// What a Python number operand records (a row's `numbers`).
@@ -110,6 +112,7 @@ macro_rules! arith_layer {
         $(saves: $saves:ident,)?
         da: $($da_none:ident)? $(|$ga:ident $(, $da_args:ident)*| $da:expr)?,
         db: $($db_none:ident)? $(|$gb:ident $(, $db_args:ident)*| $db:expr)?,
+        $(db_when_a_is_a_number: |$gn:ident $(, $dn_args:ident)*| $dn:expr,)?
     })*) => {
         /// The arithmetic table's ops, one per row.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,6 +149,9 @@ macro_rules! arith_layer {
                         saves_always: false $(|| saves_always!($saves))?,
                         underived: false $(|| underived!($da_none))?,
                         reads: [0 $($(| bit!($da_args))*)?, 0 $($(| bit!($db_args))*)?],
+                        reads_b_when_a_is_a_number: or_else!(
+                            0 $($(| bit!($db_args))*)? $(, 0 $(| bit!($dn_args))*)?
+                        ),
                     },)*
                 }
             }
@@ -154,7 +160,12 @@ macro_rules! arith_layer {
         /// The row's gradient of operand `i` (0: `a`, 1: `b`); `v`: what the formulas read.
         fn derivative(op: ArithOp, i: usize, g: &Term<'_>, v: &Values<'_>) -> Result<Term<'static>> {
             match (op, i) {
-                $((ArithOp::$V, 0) => {
+                $($((ArithOp::$V, 1) if v.a_is_a_number() => {
+                    let $gn = g;
+                    $(let $dn_args = &v.get(bit!($dn_args))?;)*
+                    $dn
+                })?
+                (ArithOp::$V, 0) => {
                     $(return Err(Error::Internal(
                         concat!("arithmetic backward: ", stringify!($da_none)).into(),
                     ));)?
@@ -172,6 +183,16 @@ macro_rules! arith_layer {
                 })*
             }
         }
+    };
+}
+
+/// The second expression where there is one, else the first.
+macro_rules! or_else {
+    ($default:expr) => {
+        $default
+    };
+    ($default:expr, $instead:expr) => {
+        $instead
     };
 }
 
@@ -318,22 +339,28 @@ impl Term<'_> {
         let z = zeros_like(&v)?;
         Ok(Term::T(where_(&eq_scalar(&b.tensor()?, 0.0)?, &z, &v)?))
     }
-    /// `self`, with 0 where the base `a` is 0 and the power `y` finite (pow's exponent
-    /// gradient: there the exponent was >= 0); a number `a` that is not 0 masks nothing.
+    /// `self`, with 0 where `a == 0` and `b >= 0` (torch's pow_backward_exponent).
+    pub fn zero_where_zero_and_nonnegative(
+        &self,
+        a: &Term<'_>,
+        b: &Term<'_>,
+    ) -> Result<Term<'static>> {
+        let v = self.tensor()?;
+        let (a, b) = (a.tensor()?, b.tensor()?);
+        let mask = logical_and(&eq_scalar(&a, 0.0)?, &ge_scalar(&b, 0.0)?)?;
+        Ok(Term::T(where_(&mask, &zeros_like(&v)?, &v)?))
+    }
+    /// `self`, with 0 where the power `y` is finite if the number `a`, its base, is 0
+    /// (see [`Term::is_zero_number`]): there the exponent was >= 0 (0 or 1, where a
+    /// negative exponent gives ±inf and a NaN one NaN). Another `a` masks nothing.
     pub fn zero_where_zero_base(&self, a: &Term<'_>, y: &Term<'_>) -> Result<Term<'static>> {
         let v = self.tensor()?;
-        let zero_base = match a {
-            Term::N(_) if !a.is_zero_number() => return Ok(Term::T(v)),
-            Term::N(_) => None,
-            t => Some(eq_scalar(&t.tensor()?, 0.0)?),
-        };
+        if !a.is_zero_number() {
+            return Ok(Term::T(v));
+        }
         // |y| <= 1: 0, -0 and 1 are, ±inf and NaN are not (a comparison: not recorded)
         let finite = le_scalar(&abs(&y.tensor()?.detach())?, 1.0)?;
-        let mask = match zero_base {
-            Some(z) => logical_and(&z, &finite)?,
-            None => finite,
-        };
-        Ok(Term::T(where_(&mask, &zeros_like(&v)?, &v)?))
+        Ok(Term::T(where_(&finite, &zeros_like(&v)?, &v)?))
     }
     /// A zero gradient (a piecewise-constant op's), of this gradient's shape and dtype.
     /// `named`: what torch's formula names, though the result does not depend on it;
@@ -392,6 +419,10 @@ struct Values<'c> {
 }
 
 impl<'c> Values<'c> {
+    /// `a` is a Python number the node keeps (a row's `db_when_a_is_a_number`).
+    fn a_is_a_number(&self) -> bool {
+        self.node.number_at == 0 && self.node.number.is_some()
+    }
     fn get(&self, v: u8) -> Result<Term<'c>> {
         let n = self.node;
         let at = match v {
@@ -520,7 +551,10 @@ pub(crate) fn record_with_number(
     forward: impl FnOnce() -> Result<Tensor>,
 ) -> Result<Tensor> {
     apply(op.aten(), &[x], forward, |y| {
-        let r = op.row();
+        let mut r = op.row();
+        if number_at == 0 {
+            r.reads[1] = r.reads_b_when_a_is_a_number;
+        }
         debug_assert!(matches!(
             r.numbers[number_at],
             Number::Scalar(_) | Number::NotImplemented

@@ -71,13 +71,6 @@ macro_rules! select_layer {
                 }
             }
 
-            /// Its inputs with an edge, in order (`self_`, `other`).
-            pub fn inputs(self) -> &'static [&'static str] {
-                match self {
-                    $(SelectOp::$V => &[$(stringify!($input)),+],)*
-                }
-            }
-
             fn row(self) -> Row {
                 match self {
                     $(SelectOp::$V => Row {
@@ -478,6 +471,9 @@ mod tests {
                 vec![x.clone(), lo.clone(), hi.clone()],
             ),
         ];
+        for op in SelectOp::ALL {
+            assert!(cases.iter().any(|c| c.0 == *op), "{}: no case", op.name());
+        }
         for (op, f, xs) in cases {
             let name = op.name();
             let g = |t: &[Tensor]| f(t, &c);

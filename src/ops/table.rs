@@ -410,6 +410,8 @@ pub(crate) use binary_op_table;
 ///                                          derivative reads (as torch's generated nodes).
 ///                                          `not_implemented`: torch has no derivative
 ///                                          (the node is `NotImplemented`; backward raises)
+///     db_when_a_is_a_number: |g, ..| expr, (optional) `db` of the Scalar overload with a
+///                                          number for `a`, where its formula differs
 /// }
 /// ```
 ///
@@ -526,11 +528,12 @@ macro_rules! arith_op_table {
                 // `exponent.equal(0)`, false for a Python bool). A bool b fails at `b - 1`,
                 // as torch's does
                 da: |g, a, b| g.zero_where_zero(b, |g| g.mul(&b.mul(&a.pow(&b.sub_s(1.0)?)?)?)),
-                // torch's pow_backward_exponent: g·where(a == 0 and b >= 0, 0, y·ln a).
-                // Where a == 0, b >= 0 is y finite (0 or 1; b < 0 gives ±inf, a NaN b NaN),
-                // so the node needs no b for it (a number a: pow.Scalar's, and only where
-                // it is 0, which a Python bool is not for torch)
-                db: |g, a, y| g.mul(&y.mul(&a.log()?)?.zero_where_zero_base(a, y)?),
+                // torch's pow_backward_exponent: g·where(a == 0 and b >= 0, 0, y·ln a)
+                db: |g, a, b, y| g.mul(&y.mul(&a.log()?)?.zero_where_zero_and_nonnegative(a, b)?),
+                // pow.Scalar's (a number a): masked only where a is 0 (not a Python bool,
+                // for torch), where b >= 0 is y finite (0 or 1; b < 0 gives ±inf, a NaN b
+                // NaN), so the node needs no b
+                db_when_a_is_a_number: |g, a, y| g.mul(&y.mul(&a.log()?)?.zero_where_zero_base(a, y)?),
             }
         }
     };
