@@ -20,6 +20,7 @@ use crate::tensor::Tensor;
 use crate::{Error, Result};
 use smallvec::SmallVec;
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
 /// The facts of one row the op layer needs.
 struct Row {
@@ -166,17 +167,15 @@ macro_rules! arith_layer {
                     $dn
                 })?
                 (ArithOp::$V, 0) => {
-                    $(return Err(Error::Internal(
-                        concat!("arithmetic backward: ", stringify!($da_none)).into(),
-                    ));)?
+                    $(underived!($da_none);
+                    return Err(not_implemented(op));)?
                     $(let $ga = g;
                     $(let $da_args = &v.get(bit!($da_args))?;)*
                     $da)?
                 }
                 (ArithOp::$V, _) => {
-                    $(return Err(Error::Internal(
-                        concat!("arithmetic backward: ", stringify!($db_none)).into(),
-                    ));)?
+                    $(underived!($db_none);
+                    return Err(not_implemented(op));)?
                     $(let $gb = g;
                     $(let $db_args = &v.get(bit!($db_args))?;)*
                     $db)?
@@ -210,6 +209,11 @@ macro_rules! underived {
     };
 }
 
+/// torch's error for an op it does not differentiate.
+fn not_implemented(op: ArithOp) -> Error {
+    Error::runtime(format!("derivative for {} is not implemented", op.aten()))
+}
+
 macro_rules! inplace_name {
     (none) => {
         None
@@ -233,21 +237,28 @@ impl ArithOp {
 }
 
 /// A value the derivatives compute with: a tensor, a tensor the node saved (unpacked
-/// where it is used: a product with it reads its data in place when nothing is
-/// recorded), or a number (a Python number operand the node keeps, or `alpha`).
+/// where it is first used, once for all the node's formulas: a product with it reads
+/// its data in place when nothing is recorded), or a number (a Python number operand
+/// the node keeps, or `alpha`).
 #[derive(Clone)]
 pub enum Term<'c> {
     T(Tensor),
-    Saved(&'c BackwardCtx<'c>, u8),
+    Saved(&'c BackwardCtx<'c>, u8, &'c OnceCell<Tensor>),
     N(Scalar),
 }
 
 impl Term<'_> {
     /// The tensor this term is (a number is not one: the formulas never ask for it).
-    pub fn tensor(&self) -> Result<Tensor> {
+    pub fn tensor(&self) -> Result<&Tensor> {
         match self {
-            Term::T(t) => Ok(t.clone()),
-            Term::Saved(ctx, i) => ctx.saved(usize::from(*i)),
+            Term::T(t) => Ok(t),
+            Term::Saved(ctx, i, unpacked) => match unpacked.get() {
+                Some(t) => Ok(t),
+                None => {
+                    let t = ctx.saved(usize::from(*i))?;
+                    Ok(unpacked.get_or_init(|| t))
+                }
+            },
             Term::N(_) => Err(Error::Internal(
                 "arithmetic backward: a number where a tensor is needed".into(),
             )),
@@ -257,7 +268,7 @@ impl Term<'_> {
     fn into_tensor(self) -> Result<Tensor> {
         match self {
             Term::T(t) => Ok(t),
-            t => t.tensor(),
+            t => t.tensor().cloned(),
         }
     }
     /// The number this term is.
@@ -271,12 +282,12 @@ impl Term<'_> {
     }
     /// This value, unchanged (a gradient passed on as it is).
     pub fn unchanged(&self) -> Result<Term<'static>> {
-        Ok(Term::T(self.tensor()?))
+        Ok(Term::T(self.tensor()?.clone()))
     }
     pub fn neg(&self) -> Result<Term<'static>> {
         match self {
             Term::N(_) => Ok(Term::N(Scalar::Float(-self.number()?))),
-            t => Ok(Term::T(neg(&t.tensor()?)?)),
+            t => Ok(Term::T(neg(t.tensor()?)?)),
         }
     }
     /// `self * alpha` for a number `alpha`, skipped where it is 1.
@@ -284,37 +295,37 @@ impl Term<'_> {
         let alpha = alpha.number()?;
         let t = self.tensor()?;
         Ok(Term::T(if alpha == 1.0 {
-            t
+            t.clone()
         } else {
-            mul_scalar(&t, Scalar::Float(alpha))?
+            mul_scalar(t, Scalar::Float(alpha))?
         }))
     }
     pub fn mul(&self, o: &Term<'_>) -> Result<Term<'static>> {
         Ok(Term::T(match (self, o) {
-            (Term::T(x), Term::Saved(ctx, i)) => mul_saved(ctx, x, *i)?,
-            (x, Term::N(s)) | (Term::N(s), x) => mul_scalar(&x.tensor()?, *s)?,
-            (x, y) => mul(&x.tensor()?, &y.tensor()?)?,
+            (Term::T(x), s @ Term::Saved(ctx, i, _)) => mul_saved(ctx, x, *i, s)?,
+            (x, Term::N(s)) | (Term::N(s), x) => mul_scalar(x.tensor()?, *s)?,
+            (x, y) => mul(x.tensor()?, y.tensor()?)?,
         }))
     }
     /// `self - c`.
     pub fn sub_s(&self, c: f64) -> Result<Term<'static>> {
         Ok(match self {
             Term::N(_) => Term::N(Scalar::Float(self.number()? - c)),
-            t => Term::T(sub_scalar(&t.tensor()?, Scalar::Float(c))?),
+            t => Term::T(sub_scalar(t.tensor()?, Scalar::Float(c))?),
         })
     }
     /// `self ** o` (a tensor to a tensor or a number power).
     pub fn pow(&self, o: &Term<'_>) -> Result<Term<'static>> {
         Ok(Term::T(match o {
-            Term::N(s) => pow_scalar(&self.tensor()?, *s)?,
-            e => pow(&self.tensor()?, &e.tensor()?)?,
+            Term::N(s) => pow_scalar(self.tensor()?, *s)?,
+            e => pow(self.tensor()?, e.tensor()?)?,
         }))
     }
     /// The natural logarithm (of a number: a number).
     pub fn log(&self) -> Result<Term<'static>> {
         Ok(match self {
             Term::N(_) => Term::N(Scalar::Float(self.number()?.ln())),
-            t => Term::T(log(&t.tensor()?)?),
+            t => Term::T(log(t.tensor()?)?),
         })
     }
     /// Whether this is a number torch's `Scalar::equal(0)` finds 0: not a bool.
@@ -330,14 +341,14 @@ impl Term<'_> {
     ) -> Result<Term<'static>> {
         if let Term::N(_) = b {
             return if b.is_zero_number() {
-                Ok(Term::T(zeros_like(&self.tensor()?)?))
+                Ok(Term::T(zeros_like(self.tensor()?)?))
             } else {
                 f(self)
             };
         }
         let v = f(self)?.into_tensor()?;
         let z = zeros_like(&v)?;
-        Ok(Term::T(where_(&eq_scalar(&b.tensor()?, 0.0)?, &z, &v)?))
+        Ok(Term::T(where_(&eq_scalar(b.tensor()?, 0.0)?, &z, &v)?))
     }
     /// `self`, with 0 where `a == 0` and `b >= 0` (torch's pow_backward_exponent).
     pub fn zero_where_zero_and_nonnegative(
@@ -346,9 +357,8 @@ impl Term<'_> {
         b: &Term<'_>,
     ) -> Result<Term<'static>> {
         let v = self.tensor()?;
-        let (a, b) = (a.tensor()?, b.tensor()?);
-        let mask = logical_and(&eq_scalar(&a, 0.0)?, &ge_scalar(&b, 0.0)?)?;
-        Ok(Term::T(where_(&mask, &zeros_like(&v)?, &v)?))
+        let mask = logical_and(&eq_scalar(a.tensor()?, 0.0)?, &ge_scalar(b.tensor()?, 0.0)?)?;
+        Ok(Term::T(where_(&mask, &zeros_like(v)?, v)?))
     }
     /// `self`, with 0 where the power `y` is finite if the number `a`, its base, is 0
     /// (see [`Term::is_zero_number`]): there the exponent was >= 0 (0 or 1, where a
@@ -356,11 +366,11 @@ impl Term<'_> {
     pub fn zero_where_zero_base(&self, a: &Term<'_>, y: &Term<'_>) -> Result<Term<'static>> {
         let v = self.tensor()?;
         if !a.is_zero_number() {
-            return Ok(Term::T(v));
+            return Ok(Term::T(v.clone()));
         }
         // |y| <= 1: 0, -0 and 1 are, ±inf and NaN are not (a comparison: not recorded)
         let finite = le_scalar(&abs(&y.tensor()?.detach())?, 1.0)?;
-        Ok(Term::T(where_(&finite, &zeros_like(&v)?, &v)?))
+        Ok(Term::T(where_(&finite, &zeros_like(v)?, v)?))
     }
     /// A zero gradient (a piecewise-constant op's), of this gradient's shape and dtype.
     /// `named`: what torch's formula names, though the result does not depend on it;
@@ -368,7 +378,7 @@ impl Term<'_> {
     /// it (a second backward through a freed graph raises).
     pub fn zeros_naming(&self, named: &Term<'_>) -> Result<Term<'static>> {
         named.tensor()?;
-        Ok(Term::T(zeros_like(&self.tensor()?)?))
+        Ok(Term::T(zeros_like(self.tensor()?)?))
     }
     /// `floor(self / o)`, as a constant (no history, whatever grad mode is).
     pub fn floor_divide_constant(&self, o: &Term<'_>) -> Result<Term<'static>> {
@@ -385,8 +395,8 @@ impl Term<'_> {
     }
     pub fn div(&self, o: &Term<'_>) -> Result<Term<'static>> {
         Ok(Term::T(match (self, o) {
-            (x, Term::N(s)) => div_scalar(&x.tensor()?, *s)?,
-            (x, y) => div(&x.tensor()?, &y.tensor()?)?,
+            (x, Term::N(s)) => div_scalar(x.tensor()?, *s)?,
+            (x, y) => div(x.tensor()?, y.tensor()?)?,
         }))
     }
 }
@@ -394,7 +404,7 @@ impl Term<'_> {
 /// `g * saved[i]`, as `mul` computes it; when nothing is recorded and both are
 /// contiguous float tensors of one dtype and shape, straight from the kernel with the
 /// saved data read under one lock (what `mul` would do, bit for bit).
-fn mul_saved(ctx: &BackwardCtx<'_>, g: &Tensor, i: u8) -> Result<Tensor> {
+fn mul_saved(ctx: &BackwardCtx<'_>, g: &Tensor, i: u8, saved: &Term<'_>) -> Result<Tensor> {
     if !crate::autograd::grad_mode::is_grad_enabled() {
         let s = ctx.saved_data(usize::from(i))?;
         let sg = g.snapshot();
@@ -409,13 +419,15 @@ fn mul_saved(ctx: &BackwardCtx<'_>, g: &Tensor, i: u8) -> Result<Tensor> {
             return Ok(new_tensor(buf, &sg.layout.shape));
         }
     }
-    mul(g, &ctx.saved(usize::from(i))?)
+    mul(g, saved.tensor()?)
 }
 
 /// What a node's formulas may read, by name.
 struct Values<'c> {
     ctx: &'c BackwardCtx<'c>,
     node: &'c ArithBackward,
+    /// a, b and the output, once unpacked
+    unpacked: [OnceCell<Tensor>; 3],
 }
 
 impl<'c> Values<'c> {
@@ -423,7 +435,7 @@ impl<'c> Values<'c> {
     fn a_is_a_number(&self) -> bool {
         self.node.number_at == 0 && self.node.number.is_some()
     }
-    fn get(&self, v: u8) -> Result<Term<'c>> {
+    fn get(&'c self, v: u8) -> Result<Term<'c>> {
         let n = self.node;
         let at = match v {
             ALPHA => return Ok(Term::N(Scalar::Float(n.alpha))),
@@ -438,7 +450,7 @@ impl<'c> Values<'c> {
             return Ok(Term::N(s));
         }
         n.saved[at]
-            .map(|i| Term::Saved(self.ctx, i))
+            .map(|i| Term::Saved(self.ctx, i, &self.unpacked[at]))
             .ok_or_else(|| {
                 Error::Internal(format!("arithmetic backward: operand {at} was not saved"))
             })
@@ -595,11 +607,10 @@ impl Backward for ArithBackward {
         }
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        if self.underived() {
-            return Err(Error::runtime(format!(
-                "derivative for {} is not implemented",
-                self.op.aten()
-            )));
+        // (an op torch does not differentiate raises from its formulas; a Scalar overload
+        // it does not differentiate, here)
+        if !self.number_edge && self.underived() {
+            return Err(not_implemented(self.op));
         }
         let number_at = usize::from(self.number_at);
         let number = self.number.is_some() && number_at < 2;
@@ -610,7 +621,11 @@ impl Backward for ArithBackward {
             ctx.check_saved_number()?; // torch saves a wrapped number as a tensor
         }
         let g = Term::T(grad0(g)?);
-        let values = Values { ctx, node: self };
+        let values = Values {
+            ctx,
+            node: self,
+            unpacked: Default::default(),
+        };
         let mut out = Grads::new();
         for i in 0..2 {
             let is_number = number && number_at == i;

@@ -16,6 +16,7 @@ use crate::tensor::Tensor;
 use crate::{Error, Result};
 use smallvec::SmallVec;
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
 /// What the formulas may read, as bits of [`Row::reads`] (named in the rows `condition`,
 /// `self_`, `min`, `max`), and their places in [`SelectBackward::saved`].
@@ -230,14 +231,20 @@ impl InputShapes {
 struct Values<'c> {
     ctx: &'c BackwardCtx<'c>,
     node: &'c SelectBackward,
+    /// condition, self, min and max, once unpacked (for all the formulas)
+    unpacked: [OnceCell<Tensor>; 4],
 }
 
 impl Values<'_> {
     fn saved(&self, at: usize) -> Result<Tensor> {
+        if let Some(t) = self.unpacked[at].get() {
+            return Ok(t.clone());
+        }
         let i = self.node.saved[at].ok_or_else(|| {
             Error::Internal(format!("{}: value {at} was not saved", self.node.name()))
         })?;
-        self.ctx.saved(usize::from(i))
+        let t = self.ctx.saved(usize::from(i))?;
+        Ok(self.unpacked[at].get_or_init(|| t).clone())
     }
     fn condition(&self) -> Result<Tensor> {
         self.saved(0)
@@ -279,7 +286,11 @@ impl Backward for SelectBackward {
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        let values = Values { ctx, node: self };
+        let values = Values {
+            ctx,
+            node: self,
+            unpacked: Default::default(),
+        };
         let mut out = Grads::new();
         for i in 0..self.op.row().reads.len() {
             out.push(if ctx.needs_input_grad(i) {
