@@ -837,6 +837,29 @@ def clamp_samples(m, rng):
     ]
 
 
+def clamp_tensor_samples(m, rng):
+    """Tensor bounds (ClampBackward0): x kept away from the bounds (the gradient jumps
+    there), bounds broadcast, one bound None, min > max (max is taken everywhere)."""
+
+    def mk(*shape):
+        return away_from(m(*shape), (-0.5, 0.5))
+
+    lo, hi = np.full((3, 4), -0.5), np.full((3, 4), 0.5)
+    return [
+        S(mk(3, 4), lo, hi),
+        S(mk(3, 4), np.full(4, -0.5), np.full((3, 1), 0.5)).bc(),
+        S(mk(4), np.full((3, 1), -0.5), None).bc(),
+        S(mk(3, 4), None, np.full(4, 0.5)).bc(),
+        S(mk(3, 4), np.array(-0.5), np.array(0.5)).bc(),
+        S(mk(3, 4), hi.copy(), lo.copy()),  # min > max
+        S(mk(), np.array(-0.5), np.array(0.5)),
+        S(mk(0), np.full(0, -0.5), None),
+        S(NC(mk(4, 3), "t"), lo, NC(np.full((4, 3), 0.5), "t")),
+        S(np.array([0.0, INF, -INF, NAN, 0.5, -0.5, 1.0]), np.array([0.0, 0.0, NAN, 0.0, 0.5, 1.0, -INF]),
+          np.array([1.0, INF, 1.0, 1.0, 0.5, 0.0, NAN])).fwd("special values, ties"),
+    ]
+
+
 def clamp_variant_samples(m, rng):
     return [S(away_from(m(2, 3), (-0.5, 0.5)), -0.5, 0.5), S(NC(away_from(m(4, 3), (-0.5, 0.5)), "t"), -0.5, 0.5)]
 
@@ -1157,6 +1180,12 @@ def build_op_db(T) -> list[OpInfo]:
         ], inplace="pow_")
     add("pow.scalar_base", lambda s, e: T.pow(s, e), np.power,
         lambda m, rng: [S(2.0, m(3, 4)), S(0.5, m(2, 3)), S(math.e, m()), S(3, NC(m(4, 3), "t"))])
+    # a base 0: torch's exponent gradient is 0 where the exponent is >= 0 (not 0·-inf);
+    # its double backward is NaN there (torch's too: the masked branch is y·log 0)
+    add("pow.scalar_base_zero", lambda s, e: T.pow(s, e), np.power,
+        lambda m, rng: [S(0.0, _positive(m, 3, 4)), S(0, _positive(m, 2)),
+                        S(0.0, np.array([0.0, -1.0, 2.0, INF, -INF, NAN])).fwd("special values")],
+        supports_gradgrad=False)
     add("maximum", lambda a, b: T.maximum(a, b), np.maximum,
         binary_samples(special=([NAN, 1.0, INF, -INF], [1.0, NAN, -INF, 0.0])))
     add("minimum", lambda a, b: T.minimum(a, b), np.minimum,
@@ -1214,6 +1243,8 @@ def build_op_db(T) -> list[OpInfo]:
     add("where", lambda c, a, b: T.where(c, a, b), np.where, where_samples)
     add("Tensor.where", lambda c, a, b: a.where(c, b), np.where,
         lambda m, rng: [S(m.mask(3, 4), m(3, 4), m(3, 4)), S(m.mask(3, 1), m(1, 4), m(3, 4)).bc()])
+    add("where.scalar", lambda c, a, b: T.where(c, a, b), np.where,
+        lambda m, rng: [S(m.mask(3, 4), m(3, 4), 2.5), S(m.mask(3, 1), -1.5, m(4)).bc(), S(m.mask(2, 3), m(), 0).bc()])
 
     # methods
     add("Tensor.add", lambda a, b, **kw: a.add(b, **kw), lambda a, b, alpha=1: a + alpha * b,
@@ -1322,6 +1353,10 @@ def build_op_db(T) -> list[OpInfo]:
     clamp_ref = lambda a, min=None, max=None: np.clip(a, min, max)  # noqa: E731
     add("clamp", lambda a, **kw: T.clamp(a, **kw), clamp_ref, clamp_samples, inplace="clamp_")
     add("clip", lambda a, **kw: T.clip(a, **kw), clamp_ref, clamp_samples)
+    add("clamp.tensor_bounds", lambda a, lo, hi: T.clamp(a, lo, hi), clamp_ref, clamp_tensor_samples,
+        inplace="clamp_")
+    add("Tensor.clamp.tensor_bounds", lambda a, lo, hi: a.clamp(min=lo, max=hi), clamp_ref,
+        lambda m, rng: clamp_tensor_samples(m, rng)[:2])
     add("Tensor.clamp", lambda a, lo, hi: a.clamp(lo, hi), lambda a, lo, hi: np.clip(a, lo, hi),
         clamp_variant_samples)
     add("Tensor.clip", lambda a, lo, hi: a.clip(min=lo, max=hi), lambda a, lo, hi: np.clip(a, lo, hi),

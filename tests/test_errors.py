@@ -469,6 +469,43 @@ ERROR_TABLE = [
         TypeError,
         r"len\(\) of a 0-d tensor",
     ),
+    (
+        "where-double-condition",
+        lambda t: t.where(t.ones(2, dtype=t.float64), t.ones(2), t.zeros(2)),
+        RuntimeError,
+        r"^where expected condition to be a boolean tensor, but got a tensor with dtype Double$",
+    ),
+    (
+        "where-long-condition",
+        lambda t: t.where(t.tensor([1, 0]), t.ones(2), t.zeros(2)),
+        RuntimeError,
+        r"^where expected condition to be a boolean tensor, but got a tensor with dtype Long$",
+    ),
+    (
+        "clamp-bool-with-two-tensor-bounds",
+        lambda t: t.tensor([True]).clamp(t.tensor([True]), t.tensor([True])),
+        NotImplementedError,
+        r"^\"clamp_cpu\" not implemented for 'Bool'$",
+    ),
+    (
+        "div-trunc-bool",
+        lambda t: t.div(t.tensor([True]), t.tensor([True]), rounding_mode="trunc"),
+        NotImplementedError,
+        r"^\"div_trunc_cpu\" not implemented for 'Bool'$",
+    ),
+    (
+        "pow-bool-exponent-tensor-backward",
+        lambda t: (t.ones(2, requires_grad=True) ** t.tensor([True, False])).sum().backward(),
+        NotImplementedError,
+        r"^Subtraction, the `-` operator, with a bool tensor is not supported",
+    ),
+    (
+        "div-floor-second-backward",
+        lambda t: (lambda y: (y.backward(), y.backward()))(
+            t.ones(2, requires_grad=True).div(t.ones(2, requires_grad=True), rounding_mode="floor").sum()),
+        RuntimeError,
+        r"^Trying to backward through the graph a second time",
+    ),
 ]
 
 IDS = [row[0] for row in ERROR_TABLE]

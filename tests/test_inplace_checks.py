@@ -236,3 +236,15 @@ def test_concurrent_inplace_updates_in_opposite_directions_do_not_deadlock():
         t.join(timeout=120)
     assert not any(t.is_alive() for t in ts)
     assert a._version == b._version == 400
+
+
+def test_modified_saved_input_without_history_has_no_comma_in_torchs_message():
+    # (torch: "[torch.DoubleTensor [2]] is at version 1"; with history the clause
+    # ", which is output 0 of Add," carries its own commas)
+    b = rgrad.tensor([0.5, 3.0], dtype=rgrad.float64)
+    x = rgrad.tensor([1.5, 2.0], dtype=rgrad.float64, requires_grad=True)
+    y = x * b
+    b.add_(1)
+    with pytest.raises(RuntimeError) as e:
+        y.sum().backward()
+    assert "[rgrad.DoubleTensor [2]] is at version 1; expected version 0 instead." in str(e.value)

@@ -126,34 +126,129 @@ def test_number_operands_record_torch_nodes_without_an_edge():
 # ---- the arithmetic op table --------------------------------------------------------
 
 
-def _arith_rows() -> list[tuple[str, str, str]]:
-    """(name, torch node, in-place method or "none") of each arithmetic row."""
+def _arith_rows() -> list[tuple[str, str, str, tuple[str, str]]]:
+    """(name, torch node, in-place method or "none", numbers) of each arithmetic row."""
     src = (ROOT / "src" / "ops" / "table.rs").read_text()
-    src = src[src.index("macro_rules! arith_op_table"):]
+    src = src[src.index("macro_rules! arith_op_table"):src.index("macro_rules! select_op_table")]
     rows = re.findall(r'^\s+(\w+) \w+ "(\w+)" \{$(.*?)^\s+\}$', src, re.M | re.S)
-    return [(n, node, re.search(r"inplace: (\w+)", body).group(1)) for n, node, body in rows]
+    out = []
+    for n, node, body in rows:
+        numbers = re.search(r"numbers: \((\S+), (\S+)\),", body).groups()
+        out.append((n, node, re.search(r"inplace: (\w+)", body).group(1), numbers))
+    return out
+
+
+# rows that are not a method of their own name: how they are called (a rounding mode,
+# a number on the left)
+_ARITH_CALLS = {
+    "rsub": lambda a, b: 2 - a,
+    "div_floor": lambda a, b: a.div(b, rounding_mode="floor"),
+    "div_trunc": lambda a, b: a.div(b, rounding_mode="trunc"),
+}
+_ARITH_INPLACE_CALLS = {
+    "div_floor": lambda a, b: a.div_(b, rounding_mode="floor"),
+    "div_trunc": lambda a, b: a.div_(b, rounding_mode="trunc"),
+}
+# a Python number first and second, by operator, where Python has one
+_ARITH_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "remainder": "%", "floor_divide": "//", "pow": "**"}
 
 
 def test_the_arithmetic_table_has_its_rows():
-    assert [r[0] for r in _arith_rows()] == ["add", "sub", "rsub", "mul", "div", "remainder", "fmod"]
+    assert [r[0] for r in _arith_rows()] == [
+        "add", "sub", "rsub", "mul", "div", "remainder", "fmod", "div_floor", "div_trunc", "floor_divide", "pow",
+    ]
 
 
-@pytest.mark.parametrize("name,node,inplace", _arith_rows())
-def test_arith_row_has_methods_docs_op_db_and_records_its_node(name, node, inplace):
+@pytest.mark.parametrize("name,node,inplace,numbers", _arith_rows())
+def test_arith_row_has_methods_docs_op_db_and_records_its_node(name, node, inplace, numbers):
     a = rgrad.tensor([1.25, 1.5], requires_grad=True)
-    if name == "rsub":  # (only with a number on the left: `2 - x`)
-        y = 2 - a
+    b = rgrad.tensor([0.5, 2.0])
+    if name in _ARITH_CALLS:
+        y = _ARITH_CALLS[name](a, b)
     else:
         assert callable(getattr(rgrad.Tensor, name)) and getattr(rgrad.Tensor, name).__doc__
         assert callable(getattr(rgrad, name)) and name in rgrad.__all__
         assert name in _stub_methods()
         assert {name, f"Tensor.{name}"} <= {op.name for op in op_db}
-        y = getattr(a, name)(rgrad.tensor([0.5, 2.0]))
+        y = getattr(a, name)(b)
     assert y.grad_fn.name() == node
     assert re.search(rf"^\| `{name}` \| `?(none|{inplace})`? \| `{node}`", (ROOT / "docs" / "ops.md").read_text(), re.M)
     if inplace != "none":
         assert callable(getattr(rgrad.Tensor, inplace)) and inplace in _stub_methods()
-        assert getattr(a.clone(), inplace)(rgrad.tensor([0.5, 2.0])).grad_fn.name() == node
+        call = _ARITH_INPLACE_CALLS.get(name, lambda x, o: getattr(x, inplace)(o))
+        assert call(a.clone(), b).grad_fn.name() == node
+
+
+@pytest.mark.parametrize("name,node,inplace,numbers", _arith_rows())
+def test_arith_row_numbers_record_what_the_row_says(name, node, inplace, numbers):
+    """A Python number operand: a wrapped number (the row's node; an edge `(None, 0)`), a
+    Scalar overload (its node, no edge for the number) or no derivative (NotImplemented)."""
+    x = rgrad.tensor([1.25, 1.5], requires_grad=True).sin()
+    op = _ARITH_OPERATORS.get(name)
+    for first, rule in ((True, numbers[0]), (False, numbers[1])):
+        if rule == "none" or op is None:
+            continue
+        y = eval(f"2 {op} x" if first else f"x {op} 2")
+        fns = [None if f is None else f.name() for f, _ in y.grad_fn.next_functions]
+        if rule == "wrapped":
+            assert y.grad_fn.name() == node
+            assert fns == ["SinBackward0", None]  # (`2 + x` is recorded as `x + 2`)
+        else:
+            assert y.grad_fn.name() == ("NotImplemented" if rule == "not_implemented" else rule.strip('"'))
+            assert fns == ["SinBackward0"]
+        if rule == "not_implemented" or node == "NotImplemented":
+            with pytest.raises(RuntimeError, match="is not implemented"):
+                y.sum().backward()
+
+
+# ---- the selection table ---------------------------------------------------------
+
+
+def _select_rows() -> list[tuple[str, str, list[str]]]:
+    """(name, torch node, differentiable inputs in edge order) of each selection row."""
+    src = (ROOT / "src" / "ops" / "table.rs").read_text()
+    src = src[src.index("macro_rules! select_op_table"):]
+    rows = re.findall(r'^\s+(\w+) \w+ "(\w+)" \{$(.*?)^            \}$', src, re.M | re.S)
+    return [(n, node, re.findall(r"^\s+(\w+): \|g", body, re.M)) for n, node, body in rows]
+
+
+# how each row is called, with x = [0.5, 1.5, 2.5] and bounds / operands that require grad
+_SELECT_CALLS = {
+    "where_": lambda x, a, b: rgrad.where(x > 1, a, b),
+    "clamp": lambda x, a, b: x.clamp(1, 2),
+    "clamp_tensor": lambda x, a, b: x.clamp(a, b),
+}
+
+
+def test_the_selection_table_has_its_rows():
+    assert _select_rows() == [
+        ("where_", "WhereBackward0", ["self_", "other"]),
+        ("clamp", "ClampBackward1", ["self_"]),
+        ("clamp_tensor", "ClampBackward0", ["self_", "min", "max"]),
+    ]
+
+
+@pytest.mark.parametrize("name,node,inputs", _select_rows())
+def test_select_row_records_its_node_with_an_edge_per_input_and_has_docs(name, node, inputs):
+    x = rgrad.tensor([0.5, 1.5, 2.5], requires_grad=True)
+    a = rgrad.tensor([1.0, 1.0, 1.0], requires_grad=True)
+    b = rgrad.tensor([2.0, 2.0, 2.0], requires_grad=True)
+    y = _SELECT_CALLS[name](x, a, b)
+    assert y.grad_fn.name() == node
+    assert len(y.grad_fn.next_functions) == len(inputs)
+    assert re.search(rf"^\| `{name}` \| `{node}` \|", (ROOT / "docs" / "ops.md").read_text(), re.M)
+    base = {"where_": "where", "clamp": "clamp", "clamp_tensor": "clamp"}[name]
+    names = {op.name for op in op_db}
+    assert {base, f"Tensor.{base}"} <= names
+
+
+def test_clamp_with_one_tensor_bound_has_an_edge_none_for_the_other():
+    x = rgrad.tensor([0.5, 1.5, 2.5], requires_grad=True)
+    lo = rgrad.tensor([1.0, 1.0, 1.0], requires_grad=True)
+    for y, fns in ((x.clamp(min=lo), ["AccumulateGrad", "AccumulateGrad", None]),
+                   (x.clamp(max=lo), ["AccumulateGrad", None, "AccumulateGrad"])):
+        assert y.grad_fn.name() == "ClampBackward0"
+        assert [None if f is None else type(f).__name__ for f, _ in y.grad_fn.next_functions] == fns
 
 
 def test_autograd_reaches_the_ops_only_through_their_interface():

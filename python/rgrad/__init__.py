@@ -161,6 +161,7 @@ __all__ = [
     "where", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "autograd", "func", "nn", "is_tensor", "square",
+    "pow",
     "FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor",
     *_METHOD_FUNCTIONS, *_BINARY_FUNCTIONS,
 ]

@@ -158,20 +158,21 @@ pub(crate) fn version_error(
     let dtype = t.dtype().legacy_type_name();
     let shape = crate::shape::fmt_shape(&t.shape());
     let origin = match (output_of, t.grad_fn()) {
-        (Some((nr, name)), _) => format!(", which is output {nr} of {}", forward_name(&name)),
+        (Some((nr, name)), _) => format!(", which is output {nr} of {},", forward_name(&name)),
         (None, Some(f)) => {
             let name = f.name();
             format!(
-                ", which is output {} of {}",
+                ", which is output {} of {},",
                 t.output_nr(),
                 forward_name(&name)
             )
         }
+        // (a leaf, or a tensor without history: torch writes no comma then)
         (None, None) => String::new(),
     };
     Error::runtime(format!(
         "one of the variables needed for gradient computation has been modified by an inplace operation: \
-         [rgrad.{dtype} {shape}]{origin}, is at version {now}; expected version {expected} instead. Hint: enable anomaly \
+         [rgrad.{dtype} {shape}]{origin} is at version {now}; expected version {expected} instead. Hint: enable anomaly \
          detection to find the operation that failed to compute its gradient, with \
          torch.autograd.set_detect_anomaly(True, check_nan=False)."
     ))

@@ -1,17 +1,13 @@
 //! Division with rounding and remainders: remainder (Python's `%`), fmod, `//` and
-//! `div(rounding_mode=...)`, the reflected forms with a number on the left, and the nodes
-//! of ops torch gives a zero or no derivative.
+//! `div(rounding_mode=...)`, and the reflected forms with a number on the left: their
+//! checks; their nodes are the arithmetic table's rows (`arith.rs`).
 
 use super::arith::ArithOp;
 use super::elementwise::*;
-use super::{OperandShapes, apply};
-use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::backend::BinaryOp;
 use crate::dtype::{DType, Scalar};
 use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
-use crate::{Error, Result, saved};
-use std::borrow::Cow;
+use crate::{Error, Result};
 
 /// Integer division and remainder refuse a zero divisor, as torch does.
 fn check_int_divisor(b: &Tensor) -> Result<()> {
@@ -60,131 +56,45 @@ fn mod_op(a: Operand<'_>, b: Operand<'_>, python_style: bool) -> Result<Tensor> 
 }
 
 /// `div(a, b, rounding_mode="floor" | "trunc")` (`a // b` is the floor form). The result
-/// is piecewise constant, so its gradient is zero, as in torch.
+/// is piecewise constant, so its gradient is zero, as in torch (the table's `div_floor`
+/// and `div_trunc` rows).
 pub fn div_rounded(a: Operand<'_>, b: Operand<'_>, floor: bool) -> Result<Tensor> {
-    let (a, b) = division_operands(a, b, "div_floor_cpu")?;
-    let op = if floor {
-        BinaryOp::FloorDiv
+    let (op, kernel_name) = if floor {
+        (ArithOp::DivFloor, "div_floor_cpu")
     } else {
-        BinaryOp::TruncDiv
+        (ArithOp::DivTrunc, "div_trunc_cpu")
     };
-    apply(
-        "aten::div",
-        &[&a, &b],
-        || binary_kernel(op, &a, &b),
-        |out| {
-            // torch's formula names other (and self), so it saves them, and reports them
-            // modified in place, though the gradient is zero
-            let mut sv = Saver::default();
-            sv.input_if(crate::ops::wants_grad(&a), &b);
-            sv.input_if(crate::ops::wants_grad(&b), &a);
-            (
-                ZeroGradBackward {
-                    shapes: OperandShapes::new(&a, &b, out),
-                    name: "DivBackward2",
-                },
-                sv.list,
-            )
-        },
-    )
+    let (a, b) = division_operands(a, b, kernel_name)?;
+    super::arith::record(op, &a, &b, 1.0, || binary_kernel(op.kernel(), &a, &b))
 }
 
 /// `a // b` (torch.floor_divide): torch gives it no derivative, so its node raises when
 /// backward reaches it (`div(..., rounding_mode="floor")` is the differentiable form).
 pub fn floor_divide(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    let op = ArithOp::FloorDivide;
     let (a, b) = division_operands(a, b, "div_floor_cpu")?;
-    apply(
-        "aten::floor_divide",
-        &[&a, &b],
-        || binary_kernel(BinaryOp::FloorDiv, &a, &b),
-        |_| {
-            (
-                NotImplementedBackward {
-                    op: "aten::floor_divide",
-                },
-                saved![],
-            )
-        },
-    )
+    super::arith::record(op, &a, &b, 1.0, || binary_kernel(op.kernel(), &a, &b))
 }
 
 /// `s // x` and `s % x` with a number on the left (Python's reflected `//` and `%`).
 /// torch records these as the Scalar-Tensor overloads, whose derivative it does not
-/// implement: a `NotImplemented` node over `x` alone, so that `1.7 % x` records a graph
-/// and backward through it fails, as in torch.
+/// implement: a `NotImplemented` node over `x` alone (the rows' `numbers`), so that
+/// `1.7 % x` records a graph and backward through it fails, as in torch.
 pub fn rfloor_divide_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
-    reflected_not_differentiable(
-        x,
-        s,
-        BinaryOp::FloorDiv,
-        "div_floor_cpu",
-        "aten::floor_divide",
-    )
+    reflected_not_differentiable(x, s, ArithOp::FloorDivide, "div_floor_cpu")
 }
 
 /// `s % x` (see [`rfloor_divide_scalar`]).
 pub fn rremainder_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
-    reflected_not_differentiable(
-        x,
-        s,
-        BinaryOp::Remainder,
-        "remainder_cpu",
-        "aten::remainder",
-    )
+    reflected_not_differentiable(x, s, ArithOp::Remainder, "remainder_cpu")
 }
 
 fn reflected_not_differentiable(
     x: &Tensor,
     s: Scalar,
-    op: BinaryOp,
+    op: ArithOp,
     kernel: &str,
-    aten: &'static str,
 ) -> Result<Tensor> {
     let (sv, xt) = division_operands(Operand::S(s), Operand::T(x), kernel)?;
-    apply(
-        op.aten_name(),
-        &[&xt],
-        || binary_kernel(op, &sv, &xt),
-        |_| (NotImplementedBackward { op: aten }, saved![]),
-    )
-}
-
-/// The node of an op torch does not differentiate: backward through it is an error.
-#[derive(Clone)]
-pub struct NotImplementedBackward {
-    op: &'static str,
-}
-impl Backward for NotImplementedBackward {
-    fn name(&self) -> Cow<'static, str> {
-        "NotImplemented".into()
-    }
-    fn apply(&self, _ctx: &BackwardCtx<'_>, _g: &[Option<Tensor>]) -> Result<Grads> {
-        Err(Error::runtime(format!(
-            "derivative for {} is not implemented",
-            self.op
-        )))
-    }
-}
-
-/// A node whose inputs get zero gradients (piecewise-constant ops).
-#[derive(Clone)]
-pub struct ZeroGradBackward {
-    shapes: OperandShapes,
-    name: &'static str,
-}
-impl Backward for ZeroGradBackward {
-    fn name(&self) -> Cow<'static, str> {
-        self.name.into()
-    }
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let z = |i: usize| -> Result<Option<Tensor>> {
-            if ctx.needs_input_grad(i) {
-                Ok(Some(super::zeros(&self.shapes.shape(&g, i), g.dtype())?))
-            } else {
-                Ok(None)
-            }
-        };
-        Ok(smallvec::smallvec![z(0)?, z(1)?])
-    }
+    super::arith::record_with_number(op, &xt, s, 0, || binary_kernel(op.kernel(), &sv, &xt))
 }

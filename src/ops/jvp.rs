@@ -27,6 +27,17 @@ use smallvec::SmallVec;
 /// are `inputs`: called by the op layer when [`crate::autograd::forward_ad::any_dual`].
 pub(crate) fn propagate(node: &NodeRef, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let tangents: Grads = inputs.iter().map(|t| t.tangent()).collect();
+    propagate_slots(node, tangents, inputs, outputs)
+}
+
+/// [`propagate`] with the inputs' tangents given, one per input slot of the node (an
+/// absent optional input has none); `inputs`: the inputs there are.
+pub(crate) fn propagate_slots(
+    node: &NodeRef,
+    tangents: Grads,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+) -> Result<()> {
     if tangents.iter().all(Option::is_none) {
         return Ok(());
     }
@@ -135,11 +146,7 @@ fn is_elementwise(op: &BackwardOp) -> bool {
             | B::BinaryFnBackward(_)
             | B::PolygammaBackward(_)
             | B::TanhBackwardBackward0(_)
-            | B::PowBackward0(_)
-            | B::PowBackward1(_)
-            | B::PowBackward2(_)
-            | B::WhereBackward0(_)
-            | B::ClampBackward1(_)
+            | B::SelectBackward(_)
             | B::ToCopyBackward0(_)
             | B::CloneBackward0(_)
     )

@@ -40,6 +40,7 @@ pub mod random;
 pub mod rebase;
 pub mod reduce;
 pub mod select;
+pub mod selection;
 pub mod shape;
 pub mod softmax;
 pub mod special;
@@ -64,6 +65,7 @@ pub use pow::*;
 pub use rebase::*;
 pub use reduce::*;
 pub use select::*;
+pub use selection::{SelectBackward, SelectOp};
 pub use shape::*;
 pub use softmax::*;
 pub use special::*;
@@ -71,6 +73,7 @@ pub use subscript::*;
 pub use unary::*;
 
 use crate::Result;
+use crate::autograd::function::Grads;
 use crate::autograd::grad_mode::is_grad_enabled;
 use crate::autograd::graph::{Edge, Node, NodeRef, OutputMeta, SavedTensor};
 use crate::storage::Buffer;
@@ -78,14 +81,12 @@ use crate::tensor::Tensor;
 use smallvec::SmallVec;
 
 crate::backward_ops! {
-    // elementwise.rs, arith.rs (the arithmetic table)
+    // arith.rs (the arithmetic table: elementwise.rs, division.rs, pow.rs)
     ArithBackward,
-    // pow.rs
-    PowBackward0, PowBackward1, PowBackward2,
-    // division.rs
-    ZeroGradBackward, NotImplementedBackward,
+    // selection.rs (the selection table: select.rs's where and clamp)
+    SelectBackward,
     // select.rs
-    WhereBackward0, ClampBackward1, MaskedGradBackward,
+    MaskedGradBackward,
     // copy.rs
     ToCopyBackward0, CloneBackward0,
     // unary.rs, binary.rs (the op tables)
@@ -327,20 +328,80 @@ where
     F: FnOnce() -> Result<Tensor>,
     G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
 {
-    crate::dispatch::forward(
+    let edges = || inputs.iter().map(|t| edge_of(t)).collect();
+    let tangents = || inputs.iter().map(|t| t.tangent()).collect();
+    recorded(
         name,
         || shapes_of(inputs),
-        || {
-            let out = forward()?;
-            own_result(&out, inputs);
-            let reverse = any_requires_grad(inputs);
-            if reverse || crate::autograd::forward_ad::any_dual(inputs) {
-                let (op, saved) = backward(&out);
-                record(op.into(), inputs, saved, &[&out], reverse)?;
-            }
-            Ok(out)
-        },
+        inputs,
+        edges,
+        tangents,
+        forward,
+        backward,
     )
+}
+
+/// [`apply`] for an op whose inputs may be absent (clamp's None bound): an absent input
+/// has the edge `(None, 0)` (and, for a profiler, the shape `[]`).
+pub(crate) fn apply_optional<B, F, G>(
+    name: &'static str,
+    inputs: &[Option<&Tensor>],
+    forward: F,
+    backward: G,
+) -> Result<Tensor>
+where
+    B: Into<BackwardOp>,
+    F: FnOnce() -> Result<Tensor>,
+    G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
+{
+    let present: SmallVec<[&Tensor; 3]> = inputs.iter().flatten().copied().collect();
+    let shapes = || {
+        let shape = |t: &Option<&Tensor>| {
+            t.map_or_else(
+                || Box::new([]) as Box<[usize]>,
+                |t| t.shape().to_vec().into(),
+            )
+        };
+        inputs.iter().map(shape).collect()
+    };
+    let edges = || {
+        let edge = |t: &Option<&Tensor>| Ok(t.map(edge_of).transpose()?.flatten());
+        inputs.iter().map(edge).collect()
+    };
+    let tangents = || inputs.iter().map(|t| t.and_then(Tensor::tangent)).collect();
+    recorded(name, shapes, &present, edges, tangents, forward, backward)
+}
+
+/// What [`apply`] does, its inputs' shapes (for a profiler), edges and tangents (one per
+/// input slot, absent inputs included) given by `shapes`, `edges` and `tangents`,
+/// `present`: the inputs there are.
+fn recorded<B, F, G>(
+    name: &'static str,
+    shapes: impl Fn() -> Vec<Box<[usize]>>,
+    present: &[&Tensor],
+    edges: impl FnOnce() -> Result<SmallVec<[Option<Edge>; 2]>>,
+    tangents: impl FnOnce() -> Grads,
+    forward: F,
+    backward: G,
+) -> Result<Tensor>
+where
+    B: Into<BackwardOp>,
+    F: FnOnce() -> Result<Tensor>,
+    G: FnOnce(&Tensor) -> (B, SmallVec<[SavedTensor; 2]>),
+{
+    crate::dispatch::forward(name, shapes, || {
+        let out = forward()?;
+        own_result(&out, present);
+        let reverse = any_requires_grad(present);
+        if reverse || crate::autograd::forward_ad::any_dual(present) {
+            let (op, saved) = backward(&out);
+            let node = record_edges(op.into(), edges()?, saved, &[&out], reverse)?;
+            if crate::autograd::forward_ad::any_dual(present) {
+                jvp::propagate_slots(&node, tangents(), present, &[&out])?;
+            }
+        }
+        Ok(out)
+    })
 }
 
 /// A forward that built its result as a view of one of its own temporaries (a keepdim
@@ -404,31 +465,26 @@ pub(crate) fn attach(
     attach_edges(op, next, saved, outputs)
 }
 
-/// Records a node for `inputs` → `outputs`: attached to the outputs when `reverse`
-/// (reverse mode needs it), and used to compute the outputs' tangents when an input has
-/// one (forward AD; then, without `reverse`, the node serves that alone).
-pub(crate) fn record(
+/// Records a node with the edges `next` (one per input slot) → `outputs`: attached to the
+/// outputs when `reverse` (reverse mode needs it); else a node with no edges that serves
+/// forward AD alone (it computes the outputs' tangents).
+fn record_edges(
     op: BackwardOp,
-    inputs: &[&Tensor],
+    next: SmallVec<[Option<Edge>; 2]>,
     saved: SmallVec<[SavedTensor; 2]>,
     outputs: &[&Tensor],
     reverse: bool,
-) -> Result<()> {
-    let node = if reverse {
-        attach(op, inputs, saved, outputs)?
-    } else {
-        let metas = outputs.iter().map(|o| {
-            let (shape, dtype) = o.shape_and_dtype();
-            OutputMeta { shape, dtype }
-        });
-        let mut node = Node::new(op, smallvec::smallvec![None; inputs.len()], metas.collect());
-        node.saved = saved;
-        NodeRef::new(node)?
-    };
-    if crate::autograd::forward_ad::any_dual(inputs) {
-        jvp::propagate(&node, inputs, outputs)?;
+) -> Result<NodeRef> {
+    if reverse {
+        return attach_edges(op, next, saved, outputs);
     }
-    Ok(())
+    let metas = outputs.iter().map(|o| {
+        let (shape, dtype) = o.shape_and_dtype();
+        OutputMeta { shape, dtype }
+    });
+    let mut node = Node::new(op, smallvec::smallvec![None; next.len()], metas.collect());
+    node.saved = saved;
+    NodeRef::new(node)
 }
 
 /// Records a node with the given edges and `outputs` as its outputs.

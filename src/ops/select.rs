@@ -1,13 +1,15 @@
 //! Comparisons and selection: maximum/minimum, comparison, logical and bitwise ops
-//! (no derivative), where, clamp, and the masked gradient of piecewise ops.
+//! (no derivative), where and clamp (their nodes: the selection table's rows,
+//! `selection.rs`), and the masked gradient of piecewise ops.
 
 use super::copy::to_dtype;
 use super::creation::zeros_like;
 use super::elementwise::*;
-use super::{OperandShapes, apply, new_tensor};
+use super::selection::{BoundArg, Reads, SelectOp, record};
+use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
-use crate::backend::{self as k, BinaryOp};
+use crate::backend::{self as k, BinaryFn, BinaryOp};
 use crate::dtype::{DType, ResultType, Scalar};
 use crate::layout::Layout;
 use crate::shape::broadcast_shapes;
@@ -78,87 +80,43 @@ fn where_as(cond: &Tensor, a: Operand<'_>, b: Operand<'_>, keep_format: bool) ->
     if cond.dtype() != DType::Bool {
         return Err(Error::runtime(format!(
             "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
-            pretty_dtype(cond.dtype())
+            cond.dtype().scalar_type_name()
         )));
     }
     let (a, b, _) = promote(a, b, false)?;
-    apply(
-        "aten::where",
-        &[&a, &b],
-        || {
-            let (sc, sa, sb) = (cond.snapshot(), a.snapshot(), b.snapshot());
-            let shape = broadcast_shapes(
-                &broadcast_shapes(&sc.layout.shape, &sa.layout.shape)?,
-                &sb.layout.shape,
-            )?;
-            super::creation::guard(&shape, sa.dtype)?;
-            let expanded = [
-                sc.layout.expand(&shape)?,
-                sa.layout.expand(&shape)?,
-                sb.layout.expand(&shape)?,
-            ];
-            let (rc, ra, rb) = (sc.storage.read(), sa.storage.read(), sb.storage.read());
-            if rc.dtype() != DType::Bool {
-                return Err(Error::Internal("where: condition is not bool".into()));
-            }
-            k::check_same_device(&[&rc, &ra, &rb])?;
-            let kernel = |l: &[Layout]| k::where_(&rc, &l[0], &ra, &l[1], &rb, &l[2]);
-            if keep_format {
-                elementwise_out(
-                    &shape,
-                    &[&sc.layout, &sa.layout, &sb.layout],
-                    &expanded,
-                    kernel,
-                )
-            } else {
-                Ok(new_tensor(kernel(&expanded), &shape))
-            }
-        },
-        |out| {
-            let mut s = Saver::default();
-            s.input_if(true, cond);
-            (
-                WhereBackward0 {
-                    shapes: OperandShapes::new(&a, &b, out),
-                },
-                s.list,
+    let reads = Reads {
+        condition: Some(cond),
+        ..Reads::NONE
+    };
+    record(SelectOp::Where, &[Some(&a), Some(&b)], reads, || {
+        let (sc, sa, sb) = (cond.snapshot(), a.snapshot(), b.snapshot());
+        let shape = broadcast_shapes(
+            &broadcast_shapes(&sc.layout.shape, &sa.layout.shape)?,
+            &sb.layout.shape,
+        )?;
+        super::creation::guard(&shape, sa.dtype)?;
+        let expanded = [
+            sc.layout.expand(&shape)?,
+            sa.layout.expand(&shape)?,
+            sb.layout.expand(&shape)?,
+        ];
+        let (rc, ra, rb) = (sc.storage.read(), sa.storage.read(), sb.storage.read());
+        if rc.dtype() != DType::Bool {
+            return Err(Error::Internal("where: condition is not bool".into()));
+        }
+        k::check_same_device(&[&rc, &ra, &rb])?;
+        let kernel = |l: &[Layout]| k::where_(&rc, &l[0], &ra, &l[1], &rb, &l[2]);
+        if keep_format {
+            elementwise_out(
+                &shape,
+                &[&sc.layout, &sa.layout, &sb.layout],
+                &expanded,
+                kernel,
             )
-        },
-    )
-}
-
-fn pretty_dtype(d: DType) -> String {
-    let n = d.name();
-    let mut c = n.chars();
-    c.next()
-        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
-        .unwrap_or_default()
-}
-
-#[derive(Clone)]
-pub struct WhereBackward0 {
-    shapes: OperandShapes,
-}
-impl Backward for WhereBackward0 {
-    fn name(&self) -> Cow<'static, str> {
-        "WhereBackward0".into()
-    }
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let c = ctx.saved(0)?;
-        let z = zeros_like(&g)?;
-        let ga = if ctx.needs_input_grad(0) {
-            Some(self.shapes.sum_to(&where_(&c, &g, &z)?, 0)?)
         } else {
-            None
-        };
-        let gb = if ctx.needs_input_grad(1) {
-            Some(self.shapes.sum_to(&where_(&c, &z, &g)?, 1)?)
-        } else {
-            None
-        };
-        Ok(smallvec::smallvec![ga, gb])
-    }
+            Ok(new_tensor(kernel(&expanded), &shape))
+        }
+    })
 }
 
 /// `clamp(x, min, max)` with number bounds.
@@ -196,69 +154,72 @@ pub fn clamp(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<Ten
     };
     let (min, max) = (min.map(Scalar::as_f64), max.map(Scalar::as_f64));
     let s = x.snapshot();
-    apply(
-        "aten::clamp",
-        &[x],
-        || unary_out(&s.layout, |l| k::clamp(&s.storage.read(), l, min, max)),
-        |_| {
-            let mut sv = Saver::default();
-            sv.input_if(true, x);
-            (ClampBackward1 { min, max }, sv.list)
-        },
-    )
+    let bound = |b: Option<f64>| b.map_or(BoundArg::None, BoundArg::Number);
+    let reads = Reads {
+        self_: Some(x),
+        min: bound(min),
+        max: bound(max),
+        ..Reads::NONE
+    };
+    record(SelectOp::Clamp, &[Some(x)], reads, || {
+        unary_out(&s.layout, |l| k::clamp(&s.storage.read(), l, min, max))
+    })
 }
 
-/// `clamp(x, min, max)` with tensor bounds (broadcast): `minimum(maximum(x, min), max)`,
-/// which routes the gradient as torch 2.15 does: to x strictly inside, to a bound where
-/// it was taken, split in half between x and a bound it equals.
+/// `clamp(x, min, max)` with tensor bounds (broadcast): `minimum(maximum(x, min), max)`
+/// in the dtype of all three, as one op (ClampBackward0, with torch's derivatives: the
+/// selection table's `clamp_tensor` row).
 pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
     if min.is_none() && max.is_none() {
         return Err(Error::runtime(
             "torch.clamp: At least one of 'min' or 'max' must not be None",
         ));
     }
-    let mut r = x.clone();
-    if let Some(lo) = min {
-        r = extremum(&r, lo, true)?;
+    let dtype = [Some(x), min, max]
+        .into_iter()
+        .flatten()
+        .fold(ResultType::default(), |r, t| r.tensor(t.dtype(), t.ndim()))
+        .finish();
+    if dtype == DType::Bool && min.is_some() && max.is_some() {
+        return Err(Error::not_implemented(
+            "\"clamp_cpu\" not implemented for 'Bool'",
+        ));
     }
-    if let Some(hi) = max {
-        r = extremum(&r, hi, false)?;
-    }
-    Ok(r)
-}
-
-#[derive(Clone)]
-pub struct ClampBackward1 {
-    min: Option<f64>,
-    max: Option<f64>,
-}
-impl Backward for ClampBackward1 {
-    fn name(&self) -> Cow<'static, str> {
-        "ClampBackward1".into()
-    }
-    // gradient passes where min < x < max: torch 2.15 gives 0 on a bound (and at NaN)
-    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
-        let x = ctx.saved(0)?;
-        let mut mask: Option<Tensor> = None;
-        if let Some(lo) = self.min {
-            mask = Some(gt_scalar(&x, lo)?);
+    // (the casts are recorded ops, as `promote`'s: what a cast input saves goes stale
+    // with the input)
+    let cast = |t: &Tensor| -> Result<Tensor> {
+        let c = to_dtype(t, dtype)?;
+        if !c.same(t) {
+            c.share_version_of(t);
         }
-        if let Some(hi) = self.max {
-            let m = lt_scalar(&x, hi)?;
-            mask = Some(match mask {
-                Some(a) => logical_and(&a, &m)?,
-                None => m,
-            });
-        }
-        let mask = mask.ok_or_else(|| Error::Internal("clamp without bounds".into()))?;
-        Ok(smallvec::smallvec![Some(masked_grad(
-            &g,
-            &x,
-            &mask,
-            "ClampBackwardBackward0"
-        )?)])
-    }
+        Ok(c)
+    };
+    let xc = cast(x)?;
+    let (lo, hi) = (min.map(cast).transpose()?, max.map(cast).transpose()?);
+    let reads = Reads {
+        self_: Some(x),
+        min: min.map_or(BoundArg::None, BoundArg::Tensor),
+        max: max.map_or(BoundArg::None, BoundArg::Tensor),
+        ..Reads::NONE
+    };
+    let extremum = |a: &Tensor, b: &Tensor, f: BinaryFn| {
+        broadcast_kernel(a, b, |ra, la, rb, lb| k::binary_fn(f, ra, la, rb, lb))
+    };
+    record(
+        SelectOp::ClampTensor,
+        &[Some(&xc), lo.as_ref(), hi.as_ref()],
+        reads,
+        || {
+            let mut r = xc.clone();
+            if let Some(lo) = &lo {
+                r = extremum(&r, lo, BinaryFn::Maximum)?;
+            }
+            if let Some(hi) = &hi {
+                r = extremum(&r, hi, BinaryFn::Minimum)?;
+            }
+            Ok(r)
+        },
+    )
 }
 
 /// `g·mask` where `mask` was computed from `x` (relu's and clamp's backward). Like torch's

@@ -374,17 +374,30 @@ macro_rules! binary_op_table {
 pub(crate) use binary_op_table;
 
 /// Calls `$then! { rows }` with the arithmetic table's rows: torch's arithmetic operators
-/// (`+ - * / %` and their named forms). Their kernels are the backend's [`BinaryOp`]s
-/// (integer, bool and in-place kernels, number operands straight from the kernel) and
-/// their forwards keep fast paths of their own (`ops/elementwise.rs`, `ops/division.rs`:
-/// checks, promotion, the fast paths and the in-place forms); what the node is, what it
-/// saves and each operand's derivative are the row's, read by `ops/arith.rs` for every
-/// path, so a derivative is written once.
+/// (`+ - * / % // **` and their named forms). Their kernels are the backend's
+/// [`BinaryOp`]s (integer, bool and in-place kernels, number operands straight from the
+/// kernel) and their forwards keep fast paths of their own (`ops/elementwise.rs`,
+/// `ops/division.rs`, `ops/pow.rs`: checks, promotion, the fast paths and the in-place
+/// forms); what the node is, what it saves and each operand's derivative are the row's,
+/// read by `ops/arith.rs` for every path, so a derivative is written once.
 /// ```text
 /// name Variant "TorchNode" {
 ///     kernel: BinaryOp,                    the backend kernel (`backend::BinaryOp`)
 ///     aten: "aten::name",                  torch's op (what dispatch and profilers see)
 ///     inplace: name_ | none,               the in-place method (`ops/inplace.rs`)
+///     numbers: (first, second),            what a Python number operand records, first
+///                                          or second: `wrapped` (torch's wrapped number:
+///                                          this node, the number an edge `(None, 0)`);
+///                                          `"Node"` (torch's Scalar overload: that node,
+///                                          the number no edge, the same formulas);
+///                                          `not_implemented` (a Scalar overload torch
+///                                          gives no derivative: a `NotImplemented` node
+///                                          whose backward raises); `none` (no such form
+///                                          here: `2 - x` is rsub, `2 / x` reciprocal)
+///     saves: always,                       (optional) the node saves what the formulas
+///                                          of its tensor operands read, whichever needs
+///                                          a gradient (torch's PowBackward1); without
+///                                          it, a value only a needed formula reads
 ///     da: |g, ..| expr,                    the gradient of each operand, g·∂f/∂a and
 ///     db: |g, ..| expr,                    g·∂f/∂b, over `ops::arith::Term`s with rgrad's
 ///                                          ops (so a backward is recorded and can be
@@ -394,7 +407,11 @@ pub(crate) use binary_op_table;
 ///                                          node keeps: `x * 2`'s 2, torch's wrapped
 ///                                          number), the output `y`, add's `alpha`; the
 ///                                          node saves an operand that a needed
-///                                          derivative reads (as torch's generated nodes)
+///                                          derivative reads (as torch's generated nodes).
+///                                          `not_implemented`: torch has no derivative
+///                                          (the node is `NotImplemented`; backward raises)
+///     db_when_a_is_a_number: |g, ..| expr, (optional) `db` of the Scalar overload with a
+///                                          number for `a`, where its formula differs
 /// }
 /// ```
 ///
@@ -406,6 +423,7 @@ macro_rules! arith_op_table {
                 kernel: Add,
                 aten: "aten::add",
                 inplace: add_,
+                numbers: (wrapped, wrapped),
                 // a + α·b
                 da: |g| g.unchanged(),
                 db: |g, alpha| g.scale(alpha),
@@ -414,6 +432,7 @@ macro_rules! arith_op_table {
                 kernel: Sub,
                 aten: "aten::sub",
                 inplace: sub_,
+                numbers: (none, wrapped),
                 // a - α·b (rgrad multiplies by -α where torch negates: the same values)
                 da: |g| g.unchanged(),
                 db: |g, alpha| g.scale(&alpha.neg()?),
@@ -422,8 +441,9 @@ macro_rules! arith_op_table {
                 kernel: Sub,
                 aten: "aten::rsub",
                 inplace: none,
-                // rsub(a, b) = b - a, with a Python number b (`2 - x`): the number has no
-                // edge (torch's Scalar overload)
+                numbers: (none, "RsubBackward1"),
+                // rsub(a, b) = b - a, with a Python number b (`2 - x`, torch's Scalar
+                // overload: the number has no edge)
                 da: |g| g.neg(),
                 db: |g| g.unchanged(),
             }
@@ -431,6 +451,7 @@ macro_rules! arith_op_table {
                 kernel: Mul,
                 aten: "aten::mul",
                 inplace: mul_,
+                numbers: (wrapped, wrapped),
                 da: |g, b| g.mul(b),
                 db: |g, a| g.mul(a),
             }
@@ -438,6 +459,7 @@ macro_rules! arith_op_table {
                 kernel: Div,
                 aten: "aten::div",
                 inplace: div_,
+                numbers: (none, wrapped),
                 // true division (integer operands give the default float dtype)
                 da: |g, b| g.div(b),
                 db: |g, a, b| g.mul(a)?.div(&b.mul(b)?)?.neg(),
@@ -446,8 +468,9 @@ macro_rules! arith_op_table {
                 kernel: Remainder,
                 aten: "aten::remainder",
                 inplace: none,
+                numbers: (not_implemented, wrapped),
                 // a - b·floor(a/b), with the sign of b (Python's `%`); the quotient is
-                // piecewise constant
+                // piecewise constant. `2 % x` is remainder.Scalar_Tensor, underived
                 da: |g| g.unchanged(),
                 db: |g, a, b| g.mul(&a.floor_divide_constant(b)?)?.neg(),
             }
@@ -455,11 +478,119 @@ macro_rules! arith_op_table {
                 kernel: Fmod,
                 aten: "aten::fmod",
                 inplace: none,
+                numbers: (none, wrapped),
                 // a - b·trunc(a/b), with the sign of a (C's fmod)
                 da: |g| g.unchanged(),
                 db: |g, a, b| g.mul(&a.trunc_divide_constant(b)?)?.neg(),
+            }
+            div_floor DivFloor "DivBackward2" {
+                kernel: FloorDiv,
+                aten: "aten::div",
+                inplace: div_,
+                numbers: (none, wrapped),
+                // div(a, b, rounding_mode="floor"): piecewise constant, a zero gradient;
+                // torch's formulas (div_tensor_self_backward / _other_backward) name b
+                // and a, so the node saves them (and reports them modified in place)
+                da: |g, b| g.zeros_naming(b),
+                db: |g, a| g.zeros_naming(a),
+            }
+            div_trunc DivTrunc "DivBackward2" {
+                kernel: TruncDiv,
+                aten: "aten::div",
+                inplace: div_,
+                numbers: (none, wrapped),
+                // div(a, b, rounding_mode="trunc"), as div_floor
+                da: |g, b| g.zeros_naming(b),
+                db: |g, a| g.zeros_naming(a),
+            }
+            floor_divide FloorDivide "NotImplemented" {
+                kernel: FloorDiv,
+                aten: "aten::floor_divide",
+                inplace: none,
+                numbers: (not_implemented, wrapped),
+                // `a // b`: torch gives it no derivative (div(rounding_mode="floor") is the
+                // differentiable form), so backward through it raises
+                da: not_implemented,
+                db: not_implemented,
+            }
+            pow Pow "PowBackward1" {
+                kernel: Pow,
+                aten: "aten::pow",
+                inplace: pow_,
+                // a Python number is torch's Scalar overload: `2 ** x` is pow.Scalar,
+                // `x ** 2` pow.Tensor_Scalar (whose pow_backward is da with a number b)
+                numbers: ("PowBackward2", "PowBackward0"),
+                // torch's PowBackward1 saves a, b and the output whichever operand needs
+                // a gradient (a's alone modified in place fails its backward too)
+                saves: always,
+                // torch's pow_backward_self: where(b == 0, 0, g·b·a^(b-1)), so 0⁰ gives 0,
+                // not 0·inf; a number b that is 0 gives zeros without the rest (torch's
+                // `exponent.equal(0)`, false for a Python bool). A bool b fails at `b - 1`,
+                // as torch's does
+                da: |g, a, b| g.zero_where_zero(b, |g| g.mul(&b.mul(&a.pow(&b.sub_s(1.0)?)?)?)),
+                // torch's pow_backward_exponent: g·where(a == 0 and b >= 0, 0, y·ln a)
+                db: |g, a, b, y| g.mul(&y.mul(&a.log()?)?.zero_where_zero_and_nonnegative(a, b)?),
+                // pow.Scalar's (a number a): masked only where a is 0 (not a Python bool,
+                // for torch), where b >= 0 is y finite (0 or 1; b < 0 gives ±inf, a NaN b
+                // NaN), so the node needs no b
+                db_when_a_is_a_number: |g, a, y| g.mul(&y.mul(&a.log()?)?.zero_where_zero_base(a, y)?),
             }
         }
     };
 }
 pub(crate) use arith_op_table;
+
+/// Calls `$then! { rows }` with the selection table's rows: ops whose output picks each
+/// element from one of their inputs (`where`, `clamp`), so that each derivative routes
+/// the gradient by a mask. Their forwards keep their checks, promotion and kernels
+/// (`ops/select.rs`); what the node is, what it saves and each input's derivative are
+/// the row's, read by `ops/selection.rs`.
+/// ```text
+/// name Variant "TorchNode" {
+///     aten: "aten::name",                  torch's op (what dispatch and profilers see)
+///     input: |g, ..| expr,                 the gradient of each differentiable input, in
+///                                          edge order (`self_`, `other`, `min`, `max`),
+///                                          over tensors with rgrad's ops (so a backward
+///                                          is recorded and can be differentiated);
+///                                          broadcasting is undone by the op layer. Each
+///                                          names what it reads: `condition`, `self_`
+///                                          (tensors, as given), clamp's bounds `min`,
+///                                          `max` (`Bound`s: a tensor, a Python number
+///                                          the node keeps, or None); the node saves a
+///                                          tensor that a needed derivative reads
+/// }
+/// ```
+macro_rules! select_op_table {
+    ($then:ident) => {
+        $then! {
+            where_ Where "WhereBackward0" {
+                aten: "aten::where",
+                // where(condition, self, other): the condition is a bool tensor, no edge
+                self_: |g, condition| g.kept_where(condition),
+                other: |g, condition| g.zeroed_where(condition),
+            }
+            clamp Clamp "ClampBackward1" {
+                aten: "aten::clamp",
+                // Python numbers for bounds (one may be None), kept in the node: the
+                // gradient passes strictly inside them, 0 on a bound and at NaN (torch
+                // 2.15's clamp_backward), recorded as a function of g and x
+                self_: |g, self_, min, max| {
+                    g.masked_grad(self_, &self_.strictly_between(min, max)?, "ClampBackwardBackward0")
+                },
+            }
+            clamp_tensor ClampTensor "ClampBackward0" {
+                aten: "aten::clamp",
+                // tensor bounds (one may be None: its edge is `(None, 0)`), broadcast
+                // with x. torch 2.15's clamp_backward / clamp_backward_min_max: with one
+                // bound, maximum's / minimum's derivatives (ties halved, NaN passes to
+                // both); with both, x's gradient passes where min <= x <= max and the
+                // bound's where x is beyond it (min's only while min <= max; max's also
+                // wherever max < min), halved on a tie when min < max (see selection.rs)
+                self_: |g, self_, min, max| g.clamp_backward(self_, min, max),
+                min: |g, self_, min, max| g.clamp_backward_min(self_, min, max),
+                max: |g, self_, min, max| g.clamp_backward_max(self_, min, max),
+            }
+        }
+    };
+}
+pub(crate) use select_op_table;
