@@ -8,4 +8,5 @@ pub mod function;
 pub mod grad_mode;
 pub mod graph;
 pub mod hooks;
+pub mod saved;
 pub mod saved_hooks;
