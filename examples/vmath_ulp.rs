@@ -55,7 +55,9 @@ fn run<T: Copy + Default>(f: vmath::AtFn<T>, level: Level, xs: &[T]) -> Vec<T> {
     let mut out = vec![MaybeUninit::<T>::uninit(); xs.len()];
     f(level, xs, &mut out);
     // SAFETY: slice functions initialise every element
-    out.into_iter().map(|v| unsafe { v.assume_init() }).collect()
+    out.into_iter()
+        .map(|v| unsafe { v.assume_init() })
+        .collect()
 }
 
 fn same32(a: f32, b: f32) -> bool {
@@ -73,10 +75,17 @@ fn check_f32(f: &Func<f32>, exact: fn(f64) -> f64, stride: u64, levels: &[Level]
                 .collect();
             let top = *levels.last().unwrap();
             let out = run(f.at, top, &xs);
-            let mut found = Found { count: xs.len() as u64, ..Found::default() };
+            let mut found = Found {
+                count: xs.len() as u64,
+                ..Found::default()
+            };
             for &l in &levels[..levels.len() - 1] {
                 let o = run(f.at, l, &xs);
-                found.level_mismatch += out.iter().zip(&o).filter(|(a, b)| !same32(**a, **b)).count() as u64;
+                found.level_mismatch += out
+                    .iter()
+                    .zip(&o)
+                    .filter(|(a, b)| !same32(**a, **b))
+                    .count() as u64;
             }
             for (i, (&x, &y)) in xs.iter().zip(&out).enumerate() {
                 if i % 61 == 0 && !same32((f.one)(x), y) {
@@ -99,7 +108,7 @@ fn check_f32(f: &Func<f32>, exact: fn(f64) -> f64, stride: u64, levels: &[Level]
         .reduce(Found::default, Found::merge)
 }
 
-fn check_f64(f: &Func<f64>, exact: reference::Exact64, samples: u64, levels: &[Level]) -> Found {
+fn check_f64(f: &Func<f64>, exact: &reference::Exact64, samples: u64, levels: &[Level]) -> Found {
     let chunk = 1u64 << 14;
     (0..samples.div_ceil(chunk))
         .into_par_iter()
@@ -107,7 +116,10 @@ fn check_f64(f: &Func<f64>, exact: reference::Exact64, samples: u64, levels: &[L
             let xs = reference::sample_f64(f.name, c, chunk as usize);
             let top = *levels.last().unwrap();
             let out = run(f.at, top, &xs);
-            let mut found = Found { count: xs.len() as u64, ..Found::default() };
+            let mut found = Found {
+                count: xs.len() as u64,
+                ..Found::default()
+            };
             for &l in &levels[..levels.len() - 1] {
                 let o = run(f.at, l, &xs);
                 found.level_mismatch += out
@@ -143,7 +155,11 @@ fn main() {
     };
     let stride: u64 = take("--stride").map_or(1, |s| s.parse().unwrap());
     let samples: u64 = take("--samples").map_or(10_000_000, |s| s.parse().unwrap());
-    let f64_mode = args.iter().position(|a| a == "--f64").map(|i| args.remove(i)).is_some();
+    let f64_mode = args
+        .iter()
+        .position(|a| a == "--f64")
+        .map(|i| args.remove(i))
+        .is_some();
     let levels = vmath::supported();
     println!(
         "levels compared: {:?}; CPU threads: {}",
@@ -156,21 +172,29 @@ fn main() {
     );
     let t0 = std::time::Instant::now();
     if f64_mode {
-        for f in vmath::float64::FUNCS.iter().filter(|f| args.is_empty() || args.contains(&f.name.to_string())) {
-            let found = check_f64(f, reference::exact_f64(f.name), samples, &levels);
+        for f in vmath::float64::FUNCS
+            .iter()
+            .filter(|f| args.is_empty() || args.contains(&f.name.to_string()))
+        {
+            let t = std::time::Instant::now();
+            let found = check_f64(f, &reference::exact_f64(f.name), samples, &levels);
             println!(
-                "{:<9} {:>14} {:>10.4} {:>14e} {:>12} {:>9} {:>9}",
+                "{:<9} {:>14} {:>10.4} {:>14e} {:>12} {:>9} {:>9} ({:.1} s)",
                 f.name,
                 found.count,
                 found.worst,
                 f64::from_bits(found.at),
                 found.over_half,
                 found.over_one,
-                found.level_mismatch + found.one_mismatch
+                found.level_mismatch + found.one_mismatch,
+                t.elapsed().as_secs_f64()
             );
         }
     } else {
-        for f in vmath::float32::FUNCS.iter().filter(|f| args.is_empty() || args.contains(&f.name.to_string())) {
+        for f in vmath::float32::FUNCS
+            .iter()
+            .filter(|f| args.is_empty() || args.contains(&f.name.to_string()))
+        {
             let found = check_f32(f, reference::exact_f32(f.name), stride, &levels);
             println!(
                 "{:<9} {:>14} {:>10.4} {:>14e} {:>12} {:>9} {:>9}",

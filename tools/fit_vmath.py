@@ -93,58 +93,82 @@ SQ = mp.sqrt(2)
 PI4 = mp.pi / 4 * (1 + mp.mpf(2) ** -20)
 
 
+def odd(f, at0):
+    """f(x) - x over x^3, as a function of z = x^2 (the tail of an odd series)."""
+    return safe(lambda z: (f(mp.sqrt(z)) - mp.sqrt(z)) / mp.sqrt(z) ** 3, at0)
+
+
+def rel_odd(f):
+    """The weight that makes the error of x^3 P(x^2) relative to f(x)."""
+    return safe(lambda z: mp.sqrt(z) ** 3 / abs(f(mp.sqrt(z))), mp.mpf(0))
+
+
 def polys():
+    T8 = mp.tan(mp.pi / 8) * (1 + mp.mpf(2) ** -20)
+    expu = safe(lambda r: (mp.exp(r) - 1 - r) / r**2, mp.mpf(1) / 2)
+    expv = safe(lambda r: (mp.exp(r) - 1 - r - r * r / 2) / r**3, mp.mpf(1) / 6)
+    logq = safe(lambda f: (mp.log1p(f) - f) / f**2, -mp.mpf(1) / 2)
+    flo, fhi = 1 / SQ - 1 - mp.mpf(2) ** -20, SQ - 1 + mp.mpf(2) ** -20
+    smax = (SQ - 1) / (SQ + 1) * (1 + mp.mpf(2) ** -20)
+    sinz = odd(mp.sin, -mp.mpf(1) / 6)
+    cosz = safe(lambda z: (mp.cos(mp.sqrt(z)) - 1 + z / 2) / z**2, mp.mpf(1) / 24)
+    cosw = lambda z: z * z / mp.cos(mp.sqrt(z))
     return {
-        # e^r = 1 + r + r^2/2 + r^3 v(r): the error of r^3 v relative to e^r
-        "exp_f32": (
-            "e^r = 1 + r + r^2/2 + r^3 v(r), |r| <= ln2/2",
-            safe(lambda r: (mp.exp(r) - 1 - r - r * r / 2) / r**3, mp.mpf(1) / 6),
-            -H_LN2, H_LN2, 4, lambda r: abs(r) ** 3 / mp.exp(r), "f32",
-        ),
+        # float32 ---------------------------------------------------------------
         # e^r = 1 + r + r^2 u(r): the error of r^2 u relative to e^r
-        "expu_f32": (
-            "e^r = 1 + r + r^2 u(r), |r| <= ln2/2",
-            safe(lambda r: (mp.exp(r) - 1 - r) / r**2, mp.mpf(1) / 2),
-            -H_LN2, H_LN2, 5, lambda r: r * r / mp.exp(r), "f32",
-        ),
-        # log(1 + f) = f + f^2 Q(f) on [sqrt(1/2) - 1, sqrt(2) - 1]: relative to log1p(f)
-        "log_f32": (
-            "log(1 + f) = f + f^2 Q(f), f in [sqrt(1/2) - 1, sqrt(2) - 1]",
-            safe(lambda f: (mp.log1p(f) - f) / f**2, -mp.mpf(1) / 2),
-            1 / SQ - 1 - mp.mpf(2) ** -20, SQ - 1 + mp.mpf(2) ** -20, 9,
-            safe(lambda f: f * f / abs(mp.log1p(f)), mp.mpf(0)), "f32",
-        ),
-        # sin r = r + r z S(z), z = r^2 <= (pi/4)^2: relative to sin r
-        "sin_f32": (
-            "sin r = r + r z S(z), z = r^2, |r| <= pi/4",
-            safe(lambda z: (mp.sin(mp.sqrt(z)) - mp.sqrt(z)) / mp.sqrt(z) ** 3, -mp.mpf(1) / 6),
-            mp.mpf(0), PI4**2, 3,
-            safe(lambda z: mp.sqrt(z) ** 3 / mp.sin(mp.sqrt(z)), mp.mpf(0)), "f32",
-        ),
-        # cos r = 1 - z/2 + z^2 C(z): relative to cos r
-        "cos_f32": (
-            "cos r = 1 - z/2 + z^2 C(z), z = r^2, |r| <= pi/4",
-            safe(lambda z: (mp.cos(mp.sqrt(z)) - 1 + z / 2) / z**2, mp.mpf(1) / 24),
-            mp.mpf(0), PI4**2, 3, lambda z: z * z / mp.cos(mp.sqrt(z)), "f32",
-        ),
-        # tanh x = x + x^3 P(x^2), |x| <= 0.55: relative to tanh x
-        "tanh_f32": (
-            "tanh x = x + x^3 P(x^2), |x| <= 0.55",
-            safe(lambda z: (mp.tanh(mp.sqrt(z)) - mp.sqrt(z)) / mp.sqrt(z) ** 3, -mp.mpf(1) / 3),
-            mp.mpf(0), mp.mpf("0.5500001") ** 2, 6,
-            safe(lambda z: mp.sqrt(z) ** 3 / mp.tanh(mp.sqrt(z)), mp.mpf(0)), "f32",
-        ),
+        "exp_f32": ("e^r = 1 + r + r^2 u(r), |r| <= ln2/2", expu, -H_LN2, H_LN2, 5,
+                    lambda r: r * r / mp.exp(r), "f32"),
+        # e^r = 1 + r + r^2/2 + r^3 v(r)
+        "expv_f32": ("e^r = 1 + r + r^2/2 + r^3 v(r), |r| <= ln2/2", expv, -H_LN2, H_LN2, 4,
+                     lambda r: abs(r) ** 3 / mp.exp(r), "f32"),
+        # log(1 + f) = f + f^2 Q(f): relative to log1p(f)
+        "log_f32": ("log(1 + f) = f + f^2 Q(f), f in [sqrt(1/2) - 1, sqrt(2) - 1]", logq, flo, fhi, 9,
+                    safe(lambda f: f * f / abs(mp.log1p(f)), mp.mpf(0)), "f32"),
+        "sin_f32": ("sin r = r + r z S(z), z = r^2, |r| <= pi/4", sinz, mp.mpf(0), PI4**2, 3,
+                    rel_odd(mp.sin), "f32"),
+        "cos_f32": ("cos r = 1 - z/2 + z^2 C(z), z = r^2, |r| <= pi/4", cosz, mp.mpf(0), PI4**2, 3,
+                    cosw, "f32"),
+        "tanh_f32": ("tanh x = x + x^3 P(x^2), |x| <= 0.55", odd(mp.tanh, -mp.mpf(1) / 3),
+                     mp.mpf(0), mp.mpf("0.5500001") ** 2, 5, rel_odd(mp.tanh), "f32"),
+        "atan_f32": ("atan u = u + u^3 A(u^2), |u| <= tan(pi/8)", odd(mp.atan, -mp.mpf(1) / 3),
+                     mp.mpf(0), T8**2, 6, rel_odd(mp.atan), "f32"),
+        "asin_f32": ("asin x = x + x^3 B(x^2), |x| <= 1/2", odd(mp.asin, mp.mpf(1) / 6),
+                     mp.mpf(0), mp.mpf("0.2500001"), 6, rel_odd(mp.asin), "f32"),
+        # float64 ---------------------------------------------------------------
+        "exp_f64": ("e^r = 1 + r + r^2 u(r), |r| <= ln2/2", expu, -H_LN2, H_LN2, 10,
+                    lambda r: r * r / mp.exp(r), "f64"),
+        "expv_f64": ("e^r = 1 + r + r^2/2 + r^3 v(r), |r| <= ln2/2", expv, -H_LN2, H_LN2, 9,
+                     lambda r: abs(r) ** 3 / mp.exp(r), "f64"),
+        # log1p(f) = f - f^2/2 + s (f^2/2 + R(s^2)), s = f/(2 + f): R(z) = 2 atanh(s)/s - 2
+        "log_f64": ("2 atanh(s) = 2s + s R(z), z = s^2 <= ((sqrt2-1)/(sqrt2+1))^2",
+                    safe(lambda z: 2 * mp.atanh(mp.sqrt(z)) / mp.sqrt(z) - 2, mp.mpf(0)),
+                    mp.mpf(0), smax**2, 7, lambda z: mp.mpf(1) / 2, "f64", 1),
+        "sin_f64": ("sin r = r + r z S(z), |r| <= pi/4", sinz, mp.mpf(0), PI4**2, 6, rel_odd(mp.sin), "f64"),
+        "cos_f64": ("cos r = 1 - z/2 + z^2 C(z), |r| <= pi/4", cosz, mp.mpf(0), PI4**2, 6, cosw, "f64"),
+        "tanh_f64": ("tanh x = x + x^3 P(x^2), |x| <= 1/16", odd(mp.tanh, -mp.mpf(1) / 3),
+                     mp.mpf(0), mp.mpf("0.0625001") ** 2, 6, rel_odd(mp.tanh), "f64"),
+        "atan_f64": ("atan u = u + u^3 A(u^2), |u| <= tan(pi/8)", odd(mp.atan, -mp.mpf(1) / 3),
+                     mp.mpf(0), T8**2, 11, rel_odd(mp.atan), "f64"),
+        "asin_f64": ("asin x = x + x^3 B(x^2), |x| <= 1/2", odd(mp.asin, mp.mpf(1) / 6),
+                     mp.mpf(0), mp.mpf("0.2500001"), 12, rel_odd(mp.asin), "f64"),
+        "sinh_f64": ("sinh x = x + x^3 P(x^2), |x| <= 1", odd(mp.sinh, mp.mpf(1) / 6),
+                     mp.mpf(0), mp.mpf("1.000001"), 6, rel_odd(mp.sinh), "f64"),
+        "asinh_f64": ("asinh x = x + x^3 P(x^2), |x| <= 1/4", odd(mp.asinh, -mp.mpf(1) / 6),
+                      mp.mpf(0), mp.mpf("0.0625001"), 9, rel_odd(mp.asinh), "f64"),
+        "atanh_f64": ("atanh x = x + x^3 P(x^2), |x| <= 1/4", odd(mp.atanh, mp.mpf(1) / 3),
+                      mp.mpf(0), mp.mpf("0.0625001"), 9, rel_odd(mp.atanh), "f64"),
     }
 
 
 if __name__ == "__main__":
     want = sys.argv[1:]
-    for name, (desc, g, a, b, deg, weight, prec) in polys().items():
+    for name, (desc, g, a, b, deg, weight, prec, *first) in polys().items():
         if want and name not in want:
             continue
-        c = fit(g, a, b, deg, weight, prec)
-        e = worst(g, a, b, c, weight)
+        first = first[0] if first else 0
+        c = fit(g, a, b, deg, weight, prec, first)
+        e = worst(g, a, b, c, weight, first)
         print(f"{name}: {desc}; degree {deg}, {prec}, weighted error {mp.nstr(e, 3)} "
               f"(2^{mp.nstr(mp.log(e, 2), 4) if e else '-inf'})")
         for j, cj in enumerate(c):
-            print(f"    c{j} = {cj!r}")
+            print(f"    c{j + first} = {cj!r}")

@@ -34,6 +34,10 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 pub mod float32;
 pub mod float64;
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+mod tests;
 
 pub use float32::{
     cos, cos1, exp, exp1, expm1, expm11, log, log1, log1p, log1p1, sigmoid, sigmoid1, sin, sin1,
@@ -140,13 +144,25 @@ pub fn set_level(l: Level) -> Level {
     l
 }
 
+/// Elements per block, where a function checks its block for a fast path or a fixup.
+pub(crate) const BLOCK: usize = 1024;
+
 /// Defines each slice function: a module `name` with `at(level, src, dst)` (the body
-/// compiled per level) and the function `name(src, dst)` at [`level`]. A fixup, where
-/// given, recomputes the elements the formula's reduction does not cover (`|x|` above
-/// the limit, or not finite: found by a vectorised scan of each 1024-element block, so
-/// a rare such input costs a scalar pass over its block only).
+/// compiled per level) and the function `name(src, dst)` at [`level`].
+///
+/// `fast(|x| cond => expr)`, where given, is the same function on the common part of its
+/// domain without the steps only the rest needs (clamps, two-step scaling into the
+/// subnormals, special values): a block whose inputs all satisfy `cond` (a vectorised
+/// and-reduction over data then in L1) runs it. It must give the same bits as the body
+/// wherever `cond` holds (the tests and `examples/vmath_ulp.rs` compare them).
+///
+/// `fixup(limit, fix)`, where given, recomputes the elements the body's reduction does
+/// not cover (`|x|` above the limit, or not finite: found by a vectorised scan of each
+/// block, so a rare such input costs a scalar pass over its block only).
 macro_rules! slice_fns {
-    ($t:ty; $($name:ident: |$x:ident| $body:expr $(, fixup($limit:expr, $fix:expr))?;)*) => {$(
+    ($t:ty; $($name:ident: |$x:ident| $body:expr
+        $(, fast(|$fx:ident| $fcond:expr => $fbody:expr))?
+        $(, fixup($limit:expr, $fix:expr))?;)*) => {$(
         pub mod $name {
             #[allow(unused_imports)]
             use super::*;
@@ -156,48 +172,53 @@ macro_rules! slice_fns {
             /// `dst[i] = f(src[i])` for a block; returns whether some input needs the
             /// fixup, found in the same pass.
             #[inline(always)]
-            fn body(src: &[$t], dst: &mut [MaybeUninit<$t>], scan: bool) -> bool {
+            fn body(src: &[$t], dst: &mut [MaybeUninit<$t>]) -> bool {
+                $(
+                    if src.iter().fold(true, |all, &$fx| all & ($fcond)) {
+                        for (d, &$fx) in dst.iter_mut().zip(src) {
+                            d.write($fbody);
+                        }
+                        return false;
+                    }
+                )?
                 for (d, &$x) in dst.iter_mut().zip(src) {
                     d.write($body);
                 }
                 $(
-                    // a branch-free or-reduction of compares, over data still in L1 (NaN
-                    // fails `<=`, so it is flagged too)
+                    // a branch-free or-reduction of compares (NaN fails `<=`, so it is
+                    // flagged too)
                     #[allow(clippy::neg_cmp_op_on_partial_ord)]
                     let needs_fix = |x: $t| !(x.abs() <= $limit);
-                    return scan && src.iter().fold(false, |acc, &x| acc | needs_fix(x));
+                    return src.iter().fold(false, |acc, &x| acc | needs_fix(x));
                 )?
                 #[allow(unreachable_code)]
-                {
-                    let _ = scan;
-                    false
-                }
+                false
             }
 
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx512f,fma")]
-            fn wide(src: &[$t], dst: &mut [MaybeUninit<$t>], scan: bool) -> bool {
-                body(src, dst, scan)
+            fn wide(src: &[$t], dst: &mut [MaybeUninit<$t>]) -> bool {
+                body(src, dst)
             }
 
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2,fma")]
-            fn mid(src: &[$t], dst: &mut [MaybeUninit<$t>], scan: bool) -> bool {
-                body(src, dst, scan)
+            fn mid(src: &[$t], dst: &mut [MaybeUninit<$t>]) -> bool {
+                body(src, dst)
             }
 
-            fn run(level: Level, src: &[$t], dst: &mut [MaybeUninit<$t>], scan: bool) -> bool {
+            fn run(level: Level, src: &[$t], dst: &mut [MaybeUninit<$t>]) -> bool {
                 #[cfg(target_arch = "x86_64")]
                 match level.min(crate::backend::cpu::vmath::detected()) {
                     // SAFETY: the CPU has AVX-512F and FMA (the level is capped by
                     // what it has).
-                    Level::Avx512 => return unsafe { wide(src, dst, scan) },
+                    Level::Avx512 => return unsafe { wide(src, dst) },
                     // SAFETY: the CPU has AVX2 and FMA (as above).
-                    Level::Avx2 => return unsafe { mid(src, dst, scan) },
+                    Level::Avx2 => return unsafe { mid(src, dst) },
                     Level::Baseline => {}
                 }
                 let _ = level;
-                body(src, dst, scan)
+                body(src, dst)
             }
 
             /// `dst[i] = f(src[i])` with the build of `level` (capped by the CPU's);
@@ -205,15 +226,21 @@ macro_rules! slice_fns {
             pub fn at(level: Level, src: &[$t], dst: &mut [MaybeUninit<$t>]) {
                 assert_eq!(src.len(), dst.len());
                 let fix: Option<fn($t) -> Option<$t>> = None $(.or(Some($fix)))?;
-                let Some(fix) = fix else {
-                    run(level, src, dst, false);
+                let blocks = fix.is_some() $(|| { let _ = stringify!($fcond); true })?;
+                if !blocks {
+                    run(level, src, dst);
                     return;
-                };
-                for (s, d) in src.chunks(1024).zip(dst.chunks_mut(1024)) {
-                    if run(level, s, d, true) {
-                        for (d, &x) in d.iter_mut().zip(s) {
-                            if let Some(v) = fix(x) {
-                                d.write(v);
+                }
+                for (s, d) in src
+                    .chunks(crate::backend::cpu::vmath::BLOCK)
+                    .zip(dst.chunks_mut(crate::backend::cpu::vmath::BLOCK))
+                {
+                    if run(level, s, d) {
+                        if let Some(fix) = fix {
+                            for (d, &x) in d.iter_mut().zip(s) {
+                                if let Some(v) = fix(x) {
+                                    d.write(v);
+                                }
                             }
                         }
                     }
