@@ -134,6 +134,8 @@ def polys():
                      mp.mpf(0), T8**2, 6, rel_odd(mp.atan), "f32"),
         "asin_f32": ("asin x = x + x^3 B(x^2), |x| <= 1/2", odd(mp.asin, mp.mpf(1) / 6),
                      mp.mpf(0), mp.mpf("0.2500001"), 6, rel_odd(mp.asin), "f32"),
+        "atanh_f32": ("atanh x = x + x^3 P(x^2), |x| <= 1/4", odd(mp.atanh, mp.mpf(1) / 3),
+                      mp.mpf(0), mp.mpf("0.0625001"), 3, rel_odd(mp.atanh), "f32"),
         # float64 ---------------------------------------------------------------
         "exp_f64": ("e^r = 1 + r + r^2 u(r), |r| <= ln2/2", expu, -H_LN2, H_LN2, 10,
                     lambda r: r * r / mp.exp(r), "f64"),

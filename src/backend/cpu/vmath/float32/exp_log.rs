@@ -37,14 +37,23 @@ fn reduce(a: f32) -> (f32, f32, f32) {
 
 /// e^a = 2^k (w + lo) (k from `t`), |lo| <= ulp(w)/2, to about 2^-27 relative: 1 + rh
 /// as an exact sum, the rest (rh^2 u(rh) and rl e^rh) added to it, renormalised.
+/// e^a = 2^k (w + rest) (k from `t`), unnormalised (|rest| <= 0.07): 1 + rh as an
+/// exact sum, the rest (rh^2 u(rh) and rl e^rh) beside it.
 #[inline(always)]
-fn exp_light(a: f32) -> (f32, f32, f32) {
+fn exp_sum(a: f32) -> (f32, f32, f32) {
     let (t, rh, rl) = reduce(a);
     // e^(rh + rl) = e^rh + rl e^rh, e^rh = 1 + rh + q
     let q = (rh * rh) * poly(rh, EXP_U);
     let (w, e) = fast_two_sum(1.0, rh);
-    let c = rl.mul_add(w + q, q);
-    let (w, lo) = fast_two_sum(w, e + c);
+    (t, w, e + rl.mul_add(w + q, q))
+}
+
+/// [`exp_sum`] renormalised: e^a = 2^k (w + lo), |lo| <= ulp(w)/2, to about 2^-27
+/// relative.
+#[inline(always)]
+fn exp_light(a: f32) -> (f32, f32, f32) {
+    let (t, w, rest) = exp_sum(a);
+    let (w, lo) = fast_two_sum(w, rest);
     (t, w, lo)
 }
 
@@ -95,14 +104,14 @@ fn scale1(m: f32, t: f32) -> f32 {
 pub(super) fn exp_full(x: f32) -> f32 {
     // beyond this range the result is 0 or inf anyway; NaN stays NaN through clamp
     let a = x.clamp(-105.0, 89.5);
-    let (t, w, lo) = exp_light(a);
-    scale2(w + lo, magic_int(t))
+    let (t, w, rest) = exp_sum(a);
+    scale2(w + rest, magic_int(t))
 }
 
 #[inline(always)]
 pub(super) fn exp_fast(x: f32) -> f32 {
-    let (t, w, lo) = exp_light(x);
-    scale1(w + lo, t)
+    let (t, w, rest) = exp_sum(x);
+    scale1(w + rest, t)
 }
 
 #[inline(always)]
@@ -182,30 +191,37 @@ pub(super) fn tanh_fast(x: f32) -> f32 {
 /// exact sum and one corrected division; returns the quotient and k (the x < 0 result
 /// is the quotient times 2^k, applied by the caller). `sk` is 2^k, or any power of two
 /// below 2^-100 when k is smaller (1 + E is 1 then).
+/// 1/(1 + E) for |x| <= `EXP_FAST`, E = e^-x = 2^k (w + lo) a normal float: 1 + E as
+/// an exact sum (the larger term first), one corrected division.
 #[inline(always)]
-fn sigmoid_parts(x: f32, w: f32, lo: f32, sk: f32) -> f32 {
-    let (ew, el) = (sk * w, sk * lo);
-    let (dh, de) = fast_two_sum(1.0, ew);
-    let neg = x < 0.0;
-    let (nh, nl) = if neg { (w, lo) } else { (1.0, 0.0) };
-    div_pairs(nh, nl, dh, de + el)
+pub(super) fn sigmoid_fast(x: f32) -> f32 {
+    let (t, w, lo) = exp_light(-x);
+    let s = pow2i(magic_int(t));
+    let (ew, el) = (s * w, s * lo);
+    let (a, b) = if ew > 1.0 { (ew, 1.0) } else { (1.0, ew) };
+    let (dh, de) = fast_two_sum(a, b);
+    div_pairs(1.0, 0.0, dh, de + el)
 }
 
 #[inline(always)]
 pub(super) fn sigmoid_full(x: f32) -> f32 {
-    let a = -x.abs();
-    let a = if a < -105.0 { -105.0 } else { a };
-    let (t, w, lo) = exp_light(a);
-    let k = magic_int(t);
-    let q = sigmoid_parts(x, w, lo, pow2i(if k < -100 { -100 } else { k }));
-    scale2(q, if x < 0.0 { k } else { 0 })
-}
-
-#[inline(always)]
-pub(super) fn sigmoid_fast(x: f32) -> f32 {
-    let (t, w, lo) = exp_light(-x.abs());
-    let q = sigmoid_parts(x, w, lo, pow2i(magic_int(t)));
-    if x < 0.0 { scale1(q, t) } else { q }
+    // below -EXP_FAST, e^x (1 + e^x)^-1 is e^x to the last bit (e^x < 2^-124); above,
+    // 1; NaN takes the formula's NaN
+    let a = if x < -EXP_FAST {
+        -EXP_FAST
+    } else if x > EXP_FAST {
+        EXP_FAST
+    } else {
+        x
+    };
+    let y = sigmoid_fast(a);
+    if x < -EXP_FAST {
+        exp_full(x)
+    } else if x > EXP_FAST {
+        1.0
+    } else {
+        y
+    }
 }
 
 // ln 2 = LOG_LN2_HI + LOG_LN2_LO, LOG_LN2_HI with 15 bits: k LOG_LN2_HI is exact for
@@ -297,5 +313,42 @@ pub(super) fn log1p_full(x: f32) -> f32 {
         y
     } else {
         f32::NAN // below -1, or NaN
+    }
+}
+
+#[inline(always)]
+pub(super) fn atanh_f32(x: f32) -> f32 {
+    let ax = x.abs();
+    // |x| < 1/4: x + x^3 P(x^2) (`tools/fit_vmath.py atanh_f32`)
+    let z = x * x;
+    let p = poly(
+        z,
+        [
+            0.333_333_224_058_151_25,
+            0.200_017_005_205_154_42,
+            0.142_043_292_522_430_42,
+            0.126_211_419_701_576_23,
+        ],
+    );
+    let small = (x * z).mul_add(p, x);
+    // else log((1 + |x|)/(1 - |x|))/2, the quotient as an exact sum
+    let (nh, nl) = two_sum(1.0, ax);
+    let (dh, dl) = two_sum(1.0, -ax);
+    let inv = 1.0 / dh;
+    let uh = nh * inv;
+    let ul = (-uh).mul_add(dl, nl + (-uh).mul_add(dh, nh)) * inv;
+    let (uh, ul) = fast_two_sum(uh, ul);
+    let ok = uh > 0.0 && uh < f32::INFINITY;
+    let (uh, ul) = if ok { (uh, ul) } else { (1.0, 0.0) };
+    let (k, m) = split_log(uh);
+    let big = (0.5 * log_tail(k as f32, m - 1.0, ul * recip_approx(uh))).copysign(x);
+    if ax < 0.25 {
+        small
+    } else if ax < 1.0 {
+        big
+    } else if ax == 1.0 {
+        f32::INFINITY.copysign(x)
+    } else {
+        f32::NAN // beyond 1, or NaN
     }
 }

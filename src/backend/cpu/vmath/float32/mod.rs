@@ -1,7 +1,7 @@
-//! The float32 functions. exp, expm1, log, log1p, tanh, sigmoid (`exp_log`) and sin,
+//! The float32 functions. exp, expm1, log, log1p, tanh, sigmoid, atanh (`exp_log`) and sin,
 //! cos, tan, atan, asin, acos (`trig`) are evaluated in float32, with the few steps
 //! that need more than float32's precision carried as unevaluated sums of two floats;
-//! sinh, cosh, asinh, acosh and atanh, which torch evaluates one
+//! sinh, cosh, asinh and acosh, which torch evaluates one
 //! element at a time or in float32 kernels no faster than these, are the float64
 //! kernels' formulas rounded once to float32 (within 0.5 ulp plus 2^-29). sqrt and
 //! rsqrt are IEEE operations (correctly rounded, and `1 / sqrt` rounded twice, as
@@ -98,7 +98,6 @@ via_f64! {
     cosh_f32 = f64k::cosh_f64;
     asinh_f32 = f64k::asinh_f64;
     acosh_f32 = f64k::acosh_f64;
-    atanh_f32 = f64k::atanh_f64;
 }
 
 #[inline(always)]

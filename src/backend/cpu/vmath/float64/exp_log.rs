@@ -39,15 +39,23 @@ fn reduce(a: f64) -> (f64, f64, f64) {
     (t, kf.mul_add(-LN2_HI, a), kf * -LN2_LO)
 }
 
-/// e^a = 2^k (w + lo), |lo| <= ulp(w)/2, to about 2^-56 relative.
+/// e^a = 2^k (w + rest) (k from `t`), unnormalised (|rest| <= 0.07): 1 + rh as an
+/// exact sum, the rest (rh^2 u(rh) and rl e^rh) beside it.
 #[inline(always)]
-pub(super) fn exp_light(a: f64) -> (f64, f64, f64) {
+fn exp_sum(a: f64) -> (f64, f64, f64) {
     let (t, rh, rl) = reduce(a);
     // e^(rh + rl) = e^rh + rl e^rh, e^rh = 1 + rh + q
     let q = (rh * rh) * poly(rh, EXP_U);
     let (w, e) = fast_two_sum(1.0, rh);
-    let c = rl.mul_add(w + q, q);
-    let (w, lo) = fast_two_sum(w, e + c);
+    (t, w, e + rl.mul_add(w + q, q))
+}
+
+/// [`exp_sum`] renormalised: e^a = 2^k (w + lo), |lo| <= ulp(w)/2, to about 2^-56
+/// relative.
+#[inline(always)]
+pub(super) fn exp_light(a: f64) -> (f64, f64, f64) {
+    let (t, w, rest) = exp_sum(a);
+    let (w, lo) = fast_two_sum(w, rest);
     (t, w, lo)
 }
 
@@ -102,14 +110,14 @@ fn scale1(m: f64, t: f64) -> f64 {
 #[inline(always)]
 pub(super) fn exp_full(x: f64) -> f64 {
     let a = x.clamp(-746.0, 710.0);
-    let (t, w, lo) = exp_light(a);
-    scale2(w + lo, magic_int(t))
+    let (t, w, rest) = exp_sum(a);
+    scale2(w + rest, magic_int(t))
 }
 
 #[inline(always)]
 pub(super) fn exp_fast(x: f64) -> f64 {
-    let (t, w, lo) = exp_light(x);
-    scale1(w + lo, t)
+    let (t, w, rest) = exp_sum(x);
+    scale1(w + rest, t)
 }
 
 #[inline(always)]
@@ -179,30 +187,37 @@ pub(super) fn tanh_fast(x: f64) -> f64 {
     if ax < TANH_SMALL { tanh_small(x) } else { big }
 }
 
+/// 1/(1 + E) for |x| <= `EXP_FAST`, E = e^-x = 2^k (w + lo) a normal float: 1 + E as
+/// an exact sum (the larger term first), one corrected division.
 #[inline(always)]
-fn sigmoid_parts(x: f64, w: f64, lo: f64, sk: f64) -> f64 {
-    let (ew, el) = (sk * w, sk * lo);
-    let (dh, de) = fast_two_sum(1.0, ew);
-    let neg = x < 0.0;
-    let (nh, nl) = if neg { (w, lo) } else { (1.0, 0.0) };
-    div_pairs(nh, nl, dh, de + el)
+pub(super) fn sigmoid_fast(x: f64) -> f64 {
+    let (t, w, lo) = exp_light(-x);
+    let s = pow2i(magic_int(t));
+    let (ew, el) = (s * w, s * lo);
+    let (a, b) = if ew > 1.0 { (ew, 1.0) } else { (1.0, ew) };
+    let (dh, de) = fast_two_sum(a, b);
+    div_pairs(1.0, 0.0, dh, de + el)
 }
 
 #[inline(always)]
 pub(super) fn sigmoid_full(x: f64) -> f64 {
-    let a = -x.abs();
-    let a = if a < -746.0 { -746.0 } else { a };
-    let (t, w, lo) = exp_light(a);
-    let k = magic_int(t);
-    let q = sigmoid_parts(x, w, lo, pow2i(if k < -1000 { -1000 } else { k }));
-    scale2(q, if x < 0.0 { k } else { 0 })
-}
-
-#[inline(always)]
-pub(super) fn sigmoid_fast(x: f64) -> f64 {
-    let (t, w, lo) = exp_light(-x.abs());
-    let q = sigmoid_parts(x, w, lo, pow2i(magic_int(t)));
-    if x < 0.0 { scale1(q, t) } else { q }
+    // below -EXP_FAST, e^x (1 + e^x)^-1 is e^x to the last bit (e^x < 2^-124); above,
+    // 1; NaN takes the formula's NaN
+    let a = if x < -EXP_FAST {
+        -EXP_FAST
+    } else if x > EXP_FAST {
+        EXP_FAST
+    } else {
+        x
+    };
+    let y = sigmoid_fast(a);
+    if x < -EXP_FAST {
+        exp_full(x)
+    } else if x > EXP_FAST {
+        1.0
+    } else {
+        y
+    }
 }
 
 // ln 2 = LOG_LN2_HI + LOG_LN2_LO, LOG_LN2_HI with 32 bits (fdlibm's): k LOG_LN2_HI is
