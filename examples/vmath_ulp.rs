@@ -146,6 +146,31 @@ fn check_f64(f: &Func<f64>, exact: &reference::Exact64, samples: u64, levels: &[
         .reduce(Found::default, Found::merge)
 }
 
+/// `powf::at` with the exponent fixed (the tool checks one exponent at a time).
+fn pow_at(y: f32) -> vmath::AtFn<f32> {
+    macro_rules! fixed {
+        ($($v:literal),*) => {
+            $(if y == $v {
+                return |l, s, d| vmath::float32::powf::at(l, s, $v, d);
+            })*
+        };
+    }
+    fixed!(2.5, -1.5, 0.7, 10.0, -7.3, 3.0, 1e-3, 40.5);
+    |l, s, d| vmath::float32::powf::at(l, s, 1.0 / 3.0, d)
+}
+
+fn pow_ref(y: f32) -> fn(f64) -> f64 {
+    macro_rules! fixed {
+        ($($v:literal),*) => {
+            $(if y == $v {
+                return |x| x.powf(f64::from($v as f32));
+            })*
+        };
+    }
+    fixed!(2.5, -1.5, 0.7, 10.0, -7.3, 3.0, 1e-3, 40.5);
+    |x| x.powf(f64::from(1.0f32 / 3.0))
+}
+
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut take = |flag: &str| -> Option<String> {
@@ -160,6 +185,11 @@ fn main() {
         .position(|a| a == "--f64")
         .map(|i| args.remove(i))
         .is_some();
+    let pow_mode = args
+        .iter()
+        .position(|a| a == "--pow")
+        .map(|i| args.remove(i))
+        .is_some();
     let levels = vmath::supported();
     println!(
         "levels compared: {:?}; CPU threads: {}",
@@ -171,7 +201,28 @@ fn main() {
         "function", "inputs", "max ulp", "at", "> 0.5 ulp", "> 1 ulp", "mismatch"
     );
     let t0 = std::time::Instant::now();
-    if f64_mode {
+    if pow_mode {
+        // float32 x^y: every x for a few exponents y
+        for y in [2.5f32, -1.5, 1.0 / 3.0, 0.7, 10.0, -7.3, 3.0, 1e-3, 40.5] {
+            let f = Func::<f32> {
+                name: "pow",
+                at: pow_at(y),
+                one: |x| x,
+            };
+            let exact: fn(f64) -> f64 = pow_ref(y);
+            let found = check_f32(&f, exact, stride, &levels);
+            println!(
+                "{:<9} {:>14} {:>10.4} {:>14e} {:>12} {:>9} {:>9}",
+                format!("pow {y}"),
+                found.count,
+                found.worst,
+                f32::from_bits(found.at as u32),
+                found.over_half,
+                found.over_one,
+                found.level_mismatch
+            );
+        }
+    } else if f64_mode {
         for f in vmath::float64::FUNCS
             .iter()
             .filter(|f| args.is_empty() || args.contains(&f.name.to_string()))

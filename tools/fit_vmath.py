@@ -136,6 +136,15 @@ def polys():
                      mp.mpf(0), mp.mpf("0.2500001"), 6, rel_odd(mp.asin), "f32"),
         "atanh_f32": ("atanh x = x + x^3 P(x^2), |x| <= 1/4", odd(mp.atanh, mp.mpf(1) / 3),
                       mp.mpf(0), mp.mpf("0.0625001"), 3, rel_odd(mp.atanh), "f32"),
+        # erfc x = t exp(-x^2 + G(t)), t = 1/(1 + x/2), x in [0, 10.06]: G's absolute
+        # error is erfc's relative error (evaluated in float64 for float32 results)
+        "erfc_f32": ("erfc x = t exp(-x^2 + G(t)), t = 1/(1 + x/2), 0 <= x <= 10.06",
+                     lambda t: mp.log(mp.erfc(2 / t - 2) * mp.exp((2 / t - 2) ** 2) / t),
+                     1 / (1 + mp.mpf("10.06") / 2), mp.mpf(1), 12, lambda t: mp.mpf(1), "f64"),
+        "erf_f32": ("erf x = x + x P(x^2), |x| <= 1/2 (P(0) = 2/sqrt(pi) - 1)",
+                    safe(lambda z: mp.erf(mp.sqrt(z)) / mp.sqrt(z) - 1, 2 / mp.sqrt(mp.pi) - 1),
+                    mp.mpf(0), mp.mpf("0.2500001"), 6,
+                    safe(lambda z: mp.sqrt(z) / mp.erf(mp.sqrt(z)), 1 / (2 / mp.sqrt(mp.pi))), "f64"),
         # float64 ---------------------------------------------------------------
         "exp_f64": ("e^r = 1 + r + r^2 u(r), |r| <= ln2/2", expu, -H_LN2, H_LN2, 10,
                     lambda r: r * r / mp.exp(r), "f64"),

@@ -27,6 +27,10 @@ pub trait Num:
 {
     fn div(self, o: Self) -> Self;
     fn pow(self, o: Self) -> Self;
+    /// `x.pow(s)` for every element of `v` (the same bits).
+    fn pow_each(v: &[Self], s: Self) -> Vec<Self> {
+        map(v, move |x: Self| x.pow(s))
+    }
     fn neg(self) -> Self;
     fn abs(self) -> Self;
     fn max_nan(self, o: Self) -> Self;
@@ -40,7 +44,7 @@ pub trait Num:
 }
 
 macro_rules! float_num {
-    ($t:ty) => {
+    ($t:ty, $pow:expr, $pow_each:expr) => {
         impl Num for $t {
             #[inline(always)]
             fn div(self, o: Self) -> Self {
@@ -48,7 +52,12 @@ macro_rules! float_num {
             }
             #[inline(always)]
             fn pow(self, o: Self) -> Self {
-                self.powf(o)
+                let f: fn($t, $t) -> $t = $pow;
+                f(self, o)
+            }
+            fn pow_each(v: &[Self], s: Self) -> Vec<Self> {
+                let f: fn(&[$t], $t) -> Vec<$t> = $pow_each;
+                f(v, s)
             }
             #[inline(always)]
             fn neg(self) -> Self {
@@ -113,8 +122,13 @@ macro_rules! float_num {
         }
     };
 }
-float_num!(f32);
-float_num!(f64);
+// float32 powers: vmath's kernel (float64 ln and exp), per element and over slices
+float_num!(f32, super::vmath::float32::pow1, |v, s| {
+    fill_chunks_from(PAR_MIN_VMATH, v.len(), |start, out| {
+        super::vmath::float32::powf(&v[start..start + out.len()], s, out)
+    })
+});
+float_num!(f64, f64::powf, |v, s| map(v, move |x: f64| x.powf(s)));
 
 impl Num for i64 {
     fn div(self, o: Self) -> Self {
@@ -468,6 +482,7 @@ pub(super) fn float_scalar_map<T: Num>(op: BinaryOp, v: &[T], s: T, scalar_first
             let one = T::from_f64(1.0);
             map(v, move |x: T| one.div(x * x))
         }
+        (BinaryOp::Pow, false) => T::pow_each(v, s),
         (_, true) => map(v, move |x| arith(op, s, x)),
         (_, false) => map(v, move |x| arith(op, x, s)),
     }

@@ -146,9 +146,8 @@ float_impl!(f32, true, |op, x| match vmath_fn::<f32>(op) {
         Some(f) => map_slices(x, f),
         None => float_map(op, x),
     },
-    // (erf, erfc and erfinv: float64 libm and Newton steps, rounded once)
-    erf: |x| libm::erf(f64::from(x)) as f32, erfc: |x| libm::erfc(f64::from(x)) as f32,
-    erfinv: |x| erfinv(f64::from(x)) as f32,
+    // (erfinv: float64 Newton steps, rounded once)
+    erf: v32::erf1, erfc: v32::erfc1, erfinv: |x| erfinv(f64::from(x)) as f32,
     exp: v32::exp1, ln: v32::log1, ln_1p: v32::log1p1, exp_m1: v32::expm11,
     sin: v32::sin1, cos: v32::cos1, tan: v32::tan1, tanh: v32::tanh1, sigmoid: v32::sigmoid1,
     sinh: v32::sinh1, cosh: v32::cosh1, asin: v32::asin1, acos: v32::acos1, atan: v32::atan1,
@@ -531,10 +530,11 @@ trait VmathSlices: Sized + 'static {
 }
 
 macro_rules! vmath_slices {
-    ($t:ty, $m:ident) => {
+    ($t:ty, $m:ident $(, $extra:ident => $f:ident)*) => {
         impl VmathSlices for $t {
             fn slice_fn(op: UnaryOp) -> Option<vmath::SliceFn<$t>> {
                 Some(match op {
+                    $(UnaryOp::$extra => $m::$f,)*
                     UnaryOp::Exp => $m::exp,
                     UnaryOp::Expm1 => $m::expm1,
                     UnaryOp::Log => $m::log,
@@ -560,7 +560,7 @@ macro_rules! vmath_slices {
         }
     };
 }
-vmath_slices!(f32, v32);
+vmath_slices!(f32, v32, Erf => erf, Erfc => erfc);
 vmath_slices!(f64, v64);
 
 /// The `vmath` slice function for the op, where there is one.

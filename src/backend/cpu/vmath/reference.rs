@@ -27,6 +27,8 @@ pub fn exact_f32(name: &str) -> fn(f64) -> f64 {
         "atanh" => libm::atanh,
         "sqrt" => f64::sqrt,
         "rsqrt" => |x| 1.0 / x.sqrt(),
+        "erf" => libm::erf,
+        "erfc" => libm::erfc,
         _ => panic!("no float32 reference for {name}"),
     }
 }

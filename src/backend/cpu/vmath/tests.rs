@@ -329,3 +329,73 @@ fn fast_paths_match_the_full_formulas() {
         }
     }
 }
+
+#[test]
+fn float32_pow_is_within_1_ulp_with_c_pow_special_values() {
+    let dense: Vec<f32> = (0..(1u64 << 32) / (STRIDE * 4))
+        .map(|i| f32::from_bits((i * STRIDE * 4) as u32))
+        .collect();
+    let mut xs = dense;
+    xs.extend(specials32());
+    let ys = [
+        2.5f32,
+        -1.5,
+        1.0 / 3.0,
+        0.7,
+        10.0,
+        -7.3,
+        3.0,
+        -3.0,
+        4.0,
+        1e-3,
+        40.5,
+    ];
+    let special_ys = [
+        0.0f32,
+        -0.0,
+        1.0,
+        -1.0,
+        2.0,
+        0.5,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ];
+    for &y in ys.iter().chain(&special_ys) {
+        let levels = supported();
+        let mut out = vec![MaybeUninit::<f32>::uninit(); xs.len()];
+        float32::powf::at(*levels.last().unwrap(), &xs, y, &mut out);
+        // SAFETY: the slice function initialises every element
+        let out: Vec<f32> = out
+            .into_iter()
+            .map(|v| unsafe { v.assume_init() })
+            .collect();
+        for (&x, &got) in xs.iter().zip(&out) {
+            let exact = f64::from(x).powf(f64::from(y));
+            let u = ulps_f32(got, exact);
+            assert!(u <= 1.0, "pow({x:e}, {y:e}) = {got:e}: {u} ulp ({exact:e})");
+            let want = exact as f32;
+            if want.is_nan() || want.is_infinite() || want == 0.0 || want == 1.0 {
+                assert!(
+                    same32(got, want),
+                    "pow({x:e}, {y:e}) = {got:e}, not {want:e}"
+                );
+            }
+        }
+        for &l in &levels {
+            let mut o = vec![MaybeUninit::<f32>::uninit(); xs.len()];
+            float32::powf::at(l, &xs, y, &mut o);
+            for (i, v) in o.into_iter().enumerate() {
+                // SAFETY: as above
+                let v = unsafe { v.assume_init() };
+                assert!(same32(v, out[i]), "pow({:e}, {y:e}) at {l:?}", xs[i]);
+            }
+        }
+        for (&x, &v) in xs.iter().zip(&out).step_by(11) {
+            assert!(
+                same32(float32::pow1(x, y), v),
+                "pow({x:e}, {y:e}) per element"
+            );
+        }
+    }
+}

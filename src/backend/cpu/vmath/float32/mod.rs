@@ -13,11 +13,14 @@
 #![allow(clippy::excessive_precision)]
 
 mod exp_log;
+mod special;
 mod trig;
 
 use super::float64 as f64k;
 use super::{Func, scalar_fns, slice_fns};
 use exp_log::*;
+use special::{erf_f32, erfc_f32};
+pub use special::{pow1, powf};
 use trig::*;
 
 /// 1.5 * 2^23: adding it rounds a float32 of magnitude below 2^22 to an integer, which
@@ -130,6 +133,8 @@ slice_fns! { f32;
     atanh: |x| atanh_f32(x);
     sqrt: |x| sqrt_f32(x);
     rsqrt: |x| rsqrt_f32(x);
+    erf: |x| erf_f32(x);
+    erfc: |x| erfc_f32(x);
 }
 
 scalar_fns! { f32;
@@ -165,6 +170,10 @@ scalar_fns! { f32;
     asinh1 = asinh_f32;
     /// acosh x of one element.
     acosh1 = acosh_f32;
+    /// erf x of one element.
+    erf1 = erf_f32;
+    /// erfc x of one element.
+    erfc1 = erfc_f32;
     /// atanh x of one element.
     atanh1 = atanh_f32;
 }
@@ -256,6 +265,16 @@ pub const FUNCS: &[Func<f32>] = &[
         name: "atanh",
         at: atanh::at,
         one: atanh1,
+    },
+    Func {
+        name: "erf",
+        at: erf::at,
+        one: erf1,
+    },
+    Func {
+        name: "erfc",
+        at: erfc::at,
+        one: erfc1,
     },
     Func {
         name: "sqrt",

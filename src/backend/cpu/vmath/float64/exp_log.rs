@@ -108,14 +108,14 @@ fn scale1(m: f64, t: f64) -> f64 {
 }
 
 #[inline(always)]
-pub(super) fn exp_full(x: f64) -> f64 {
+pub(crate) fn exp_full(x: f64) -> f64 {
     let a = x.clamp(-746.0, 710.0);
     let (t, w, rest) = exp_sum(a);
     scale2(w + rest, magic_int(t))
 }
 
 #[inline(always)]
-pub(super) fn exp_fast(x: f64) -> f64 {
+pub(crate) fn exp_fast(x: f64) -> f64 {
     let (t, w, rest) = exp_sum(x);
     scale1(w + rest, t)
 }
@@ -269,7 +269,7 @@ pub(super) fn log_fast(x: f64) -> f64 {
 }
 
 #[inline(always)]
-pub(super) fn log_full(x: f64) -> f64 {
+pub(crate) fn log_full(x: f64) -> f64 {
     let sub = x < f64::MIN_POSITIVE;
     let v = if sub { x * 4_503_599_627_370_496.0 } else { x }; // 2^52
     let (k, m) = split_log(v);
