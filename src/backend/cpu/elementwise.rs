@@ -27,10 +27,6 @@ pub trait Num:
 {
     fn div(self, o: Self) -> Self;
     fn pow(self, o: Self) -> Self;
-    /// `x.pow(s)` for every element of `v` (the same bits).
-    fn pow_each(v: &[Self], s: Self) -> Vec<Self> {
-        map(v, move |x: Self| x.pow(s))
-    }
     fn neg(self) -> Self;
     fn abs(self) -> Self;
     fn max_nan(self, o: Self) -> Self;
@@ -44,7 +40,7 @@ pub trait Num:
 }
 
 macro_rules! float_num {
-    ($t:ty, $pow:expr, $pow_each:expr) => {
+    ($t:ty, $pow:expr) => {
         impl Num for $t {
             #[inline(always)]
             fn div(self, o: Self) -> Self {
@@ -52,12 +48,7 @@ macro_rules! float_num {
             }
             #[inline(always)]
             fn pow(self, o: Self) -> Self {
-                let f: fn($t, $t) -> $t = $pow;
-                f(self, o)
-            }
-            fn pow_each(v: &[Self], s: Self) -> Vec<Self> {
-                let f: fn(&[$t], $t) -> Vec<$t> = $pow_each;
-                f(v, s)
+                $pow(self, o)
             }
             #[inline(always)]
             fn neg(self) -> Self {
@@ -122,13 +113,8 @@ macro_rules! float_num {
         }
     };
 }
-// float32 powers: vmath's kernel (float64 ln and exp), per element and over slices
-float_num!(f32, super::vmath::float32::pow1, |v, s| {
-    fill_chunks_from(PAR_MIN_VMATH, v.len(), |start, out| {
-        super::vmath::float32::powf(&v[start..start + out.len()], s, out)
-    })
-});
-float_num!(f64, f64::powf, |v, s| map(v, move |x: f64| x.powf(s)));
+float_num!(f32, super::vmath::float32::pow1); // (float64 ln and exp: see vmath)
+float_num!(f64, f64::powf);
 
 impl Num for i64 {
     fn div(self, o: Self) -> Self {
@@ -440,7 +426,7 @@ pub fn binary_scalar(
         la.offset..la.offset + n
     };
     Some(match a {
-        Buffer::F32(v) => Buffer::F32(float_scalar_map(op, &v[range], s as f32, scalar_first)),
+        Buffer::F32(v) => Buffer::F32(super::unary::scalar_map_f32(op, &v[range], s, scalar_first)),
         Buffer::F64(v) => Buffer::F64(float_scalar_map(op, &v[range], s, scalar_first)),
         _ => return None,
     })
@@ -482,7 +468,6 @@ pub(super) fn float_scalar_map<T: Num>(op: BinaryOp, v: &[T], s: T, scalar_first
             let one = T::from_f64(1.0);
             map(v, move |x: T| one.div(x * x))
         }
-        (BinaryOp::Pow, false) => T::pow_each(v, s),
         (_, true) => map(v, move |x| arith(op, s, x)),
         (_, false) => map(v, move |x| arith(op, x, s)),
     }

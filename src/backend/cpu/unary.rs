@@ -88,17 +88,24 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     }
     /// The forward kernel of `op` over a contiguous slice.
     fn unary_slice(op: UnaryOp, x: &[Self]) -> Vec<Self>;
+    /// `op(x, c)` (or `op(c, x)`) over a slice, the number rounded to the dtype: the
+    /// binary kernel of a tensor and a number.
+    fn scalar_slice(op: BinaryOp, x: &[Self], c: f64, scalar_first: bool) -> Vec<Self>;
     /// Whether some forward kernels are `vmath`'s slice functions.
     const VMATH: bool;
 }
 
 macro_rules! float_impl {
-    ($t:ty, $vmath:expr, $slice:expr, $($name:ident: $f:expr),* $(,)?) => {
+    ($t:ty, $vmath:expr, $slice:expr, $scalar:expr, $($name:ident: $f:expr),* $(,)?) => {
         impl Float for $t {
             const VMATH: bool = $vmath;
             fn unary_slice(op: UnaryOp, x: &[Self]) -> Vec<Self> {
                 let f: fn(UnaryOp, &[$t]) -> Vec<$t> = $slice;
                 f(op, x)
+            }
+            fn scalar_slice(op: BinaryOp, x: &[Self], c: f64, first: bool) -> Vec<Self> {
+                let f: fn(BinaryOp, &[$t], f64, bool) -> Vec<$t> = $scalar;
+                f(op, x, c, first)
             }
             $(#[inline(always)]
             fn $name(self) -> Self {
@@ -146,6 +153,7 @@ float_impl!(f32, true, |op, x| match vmath_fn::<f32>(op) {
         Some(f) => map_slices(x, f),
         None => float_map(op, x),
     },
+    scalar_map_f32,
     // (erfinv: float64 Newton steps, rounded once)
     erf: v32::erf1, erfc: v32::erfc1, erfinv: |x| erfinv(f64::from(x)) as f32,
     exp: v32::exp1, ln: v32::log1, ln_1p: v32::log1p1, exp_m1: v32::expm11,
@@ -157,6 +165,7 @@ float_impl!(f64, true, |op, x| match vmath_fn::<f64>(op) {
         Some(f) => map_slices(x, f),
         None => float_map(op, x),
     },
+    |op, x, c, first| float_scalar_map(op, x, c, first),
     erf: libm::erf, erfc: libm::erfc, erfinv: erfinv,
     exp: v64::exp1, ln: v64::log1, ln_1p: v64::log1p1, exp_m1: v64::expm11,
     sin: v64::sin1, cos: v64::cos1, tan: v64::tan1, tanh: v64::tanh1, sigmoid: v64::sigmoid1,
@@ -336,10 +345,10 @@ impl<T: Float> Block<'_, T> {
         Ok(Block(Cow::Owned(float_zip(op, &self.0, &l, &o.0, &l))))
     }
     fn scalar(&self, op: BinaryOp, c: f64, scalar_first: bool) -> Result<Self> {
-        Ok(Block(Cow::Owned(float_scalar_map(
+        Ok(Block(Cow::Owned(T::scalar_slice(
             op,
             &self.0,
-            T::from_f64(c),
+            c,
             scalar_first,
         ))))
     }
@@ -574,6 +583,19 @@ fn map_slices<T: Copy + Send + Sync>(src: &[T], f: vmath::SliceFn<T>) -> Vec<T> 
     fill_chunks_from(PAR_MIN_VMATH, src.len(), |start, out| {
         let end = start + out.len();
         f(&src[start..end], out)
+    })
+}
+
+/// `op(x, s)` (or `op(s, x)`) for a float32 slice and a number rounded to float32, as
+/// `float_scalar_map`, with powers other than the small integer ones (products there)
+/// from vmath's slice kernel, on the pool for large inputs: the bits of `Num::pow`.
+pub(super) fn scalar_map_f32(op: BinaryOp, v: &[f32], s: f64, scalar_first: bool) -> Vec<f32> {
+    let s = s as f32;
+    if op != BinaryOp::Pow || scalar_first || [1.0, 2.0, 3.0, -2.0].contains(&s) {
+        return float_scalar_map(op, v, s, scalar_first);
+    }
+    fill_chunks_from(PAR_MIN_VMATH, v.len(), |start, out| {
+        vmath::float32::powf(&v[start..start + out.len()], s, out)
     })
 }
 

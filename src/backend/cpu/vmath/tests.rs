@@ -86,8 +86,8 @@ fn specials32() -> Vec<f32> {
         17.328_68,
         -88.722_83,
         // trig: near multiples of pi/2, and the reduction's limit
-        1.570_796_4,
-        3.141_592_7,
+        std::f32::consts::FRAC_PI_2,
+        std::f32::consts::PI,
         4.712_389,
         65_536.0,
         65_536.01,

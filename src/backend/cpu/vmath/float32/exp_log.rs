@@ -207,13 +207,7 @@ pub(super) fn sigmoid_fast(x: f32) -> f32 {
 pub(super) fn sigmoid_full(x: f32) -> f32 {
     // below -EXP_FAST, e^x (1 + e^x)^-1 is e^x to the last bit (e^x < 2^-124); above,
     // 1; NaN takes the formula's NaN
-    let a = if x < -EXP_FAST {
-        -EXP_FAST
-    } else if x > EXP_FAST {
-        EXP_FAST
-    } else {
-        x
-    };
+    let a = x.clamp(-EXP_FAST, EXP_FAST);
     let y = sigmoid_fast(a);
     if x < -EXP_FAST {
         exp_full(x)

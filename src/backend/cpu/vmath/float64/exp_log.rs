@@ -10,7 +10,7 @@ use super::{
 };
 
 // ln 2 = LN2_HI + LN2_LO: LN2_HI is float64's ln 2 (k LN2_HI is exact inside an fma)
-const LN2_HI: f64 = 0.693_147_180_559_945_3;
+const LN2_HI: f64 = std::f64::consts::LN_2;
 const LN2_LO: f64 = 2.319_046_813_846_299_6e-17;
 
 /// e^r = 1 + r + r^2 u(r) on |r| <= ln2/2 (`tools/fit_vmath.py exp_f64`).
@@ -203,13 +203,7 @@ pub(super) fn sigmoid_fast(x: f64) -> f64 {
 pub(super) fn sigmoid_full(x: f64) -> f64 {
     // below -EXP_FAST, e^x (1 + e^x)^-1 is e^x to the last bit (e^x < 2^-124); above,
     // 1; NaN takes the formula's NaN
-    let a = if x < -EXP_FAST {
-        -EXP_FAST
-    } else if x > EXP_FAST {
-        EXP_FAST
-    } else {
-        x
-    };
+    let a = x.clamp(-EXP_FAST, EXP_FAST);
     let y = sigmoid_fast(a);
     if x < -EXP_FAST {
         exp_full(x)

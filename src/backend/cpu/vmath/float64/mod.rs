@@ -116,7 +116,7 @@ fn rsqrt_f64(x: f64) -> f64 {
 slice_fns! { f64;
     exp: |x| exp_full(x), fast(|x| x.abs() <= EXP_FAST => exp_fast(x));
     expm1: |x| expm1_full(x);
-    log: |x| log_full(x), fast(|x| x >= f64::MIN_POSITIVE && x <= f64::MAX => log_fast(x));
+    log: |x| log_full(x), fast(|x| (f64::MIN_POSITIVE..=f64::MAX).contains(&x) => log_fast(x));
     log1p: |x| log1p_full(x);
     tanh: |x| tanh_full(x), fast(|x| x.abs() <= TANH_FAST => tanh_fast(x));
     sigmoid: |x| sigmoid_full(x), fast(|x| x.abs() <= EXP_FAST => sigmoid_fast(x));

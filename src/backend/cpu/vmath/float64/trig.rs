@@ -6,14 +6,14 @@
 use super::{MAGIC, div_pairs2, fast_two_sum, magic_int, poly, recip_approx, two_sum};
 
 // pi/2 = P1 + P2 + P3 (each float64's nearest to what remains)
-const P1: f64 = 1.570_796_326_794_896_6;
+const P1: f64 = std::f64::consts::FRAC_PI_2;
 const P2: f64 = 6.123_233_995_736_766e-17;
 const P3: f64 = -1.497_384_904_859_169_8e-33;
 const PIO2_HI: f64 = P1;
 const PIO2_LO: f64 = P2;
-const PIO4_HI: f64 = 0.785_398_163_397_448_3;
+const PIO4_HI: f64 = std::f64::consts::FRAC_PI_4;
 const PIO4_LO: f64 = 3.061_616_997_868_383e-17;
-const PI_HI: f64 = 3.141_592_653_589_793;
+const PI_HI: f64 = std::f64::consts::PI;
 const PI_LO: f64 = 1.224_646_799_147_353_2e-16;
 
 /// sin/cos/tan of |x| above this are recomputed with libm (fixup).
