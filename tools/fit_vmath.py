@@ -103,6 +103,14 @@ def rel_odd(f):
     return safe(lambda z: mp.sqrt(z) ** 3 / abs(f(mp.sqrt(z))), mp.mpf(0))
 
 
+def erfinv_ratio(w):
+    """erfinv(y)/y at y = sqrt(1 - e^-w)."""
+    if w == 0:
+        return mp.sqrt(mp.pi) / 2
+    y = mp.sqrt(-mp.expm1(-w))
+    return mp.erfinv(y) / y
+
+
 def polys():
     T8 = mp.tan(mp.pi / 8) * (1 + mp.mpf(2) ** -20)
     expu = safe(lambda r: (mp.exp(r) - 1 - r) / r**2, mp.mpf(1) / 2)
@@ -145,6 +153,14 @@ def polys():
                     safe(lambda z: mp.erf(mp.sqrt(z)) / mp.sqrt(z) - 1, 2 / mp.sqrt(mp.pi) - 1),
                     mp.mpf(0), mp.mpf("0.2500001"), 6,
                     safe(lambda z: mp.sqrt(z) / mp.erf(mp.sqrt(z)), 1 / (2 / mp.sqrt(mp.pi))), "f64"),
+        # erfinv y = y P(w), w = -ln(1 - y^2): on w < 5 in w - 2.5, on 5 <= w <= 16 (float32's
+        # |y| <= 1 - 2^-24) in sqrt(w) - 3 (Giles' variables; refitted to 2^-32 relative)
+        "erfinv_f32_a": ("erfinv y = y P(w - 2.5), w = -ln(1 - y^2) < 5",
+                         lambda v: erfinv_ratio(v + mp.mpf("2.5")), mp.mpf("-2.5"), mp.mpf("2.5"), 14,
+                         lambda v: mp.mpf(1) / abs(erfinv_ratio(v + mp.mpf("2.5"))), "f64"),
+        "erfinv_f32_b": ("erfinv y = y P(sqrt(w) - 3), 5 <= w <= 16",
+                         lambda v: erfinv_ratio((v + 3) ** 2), mp.sqrt(5) - 3, mp.mpf(1), 10,
+                         lambda v: mp.mpf(1) / abs(erfinv_ratio((v + 3) ** 2)), "f64"),
         # float64 ---------------------------------------------------------------
         "exp_f64": ("e^r = 1 + r + r^2 u(r), |r| <= ln2/2", expu, -H_LN2, H_LN2, 10,
                     lambda r: r * r / mp.exp(r), "f64"),

@@ -154,8 +154,7 @@ float_impl!(f32, true, |op, x| match vmath_fn::<f32>(op) {
         None => float_map(op, x),
     },
     scalar_map_f32,
-    // (erfinv: float64 Newton steps, rounded once)
-    erf: v32::erf1, erfc: v32::erfc1, erfinv: |x| erfinv(f64::from(x)) as f32,
+    erf: v32::erf1, erfc: v32::erfc1, erfinv: v32::erfinv1,
     exp: v32::exp1, ln: v32::log1, ln_1p: v32::log1p1, exp_m1: v32::expm11,
     sin: v32::sin1, cos: v32::cos1, tan: v32::tan1, tanh: v32::tanh1, sigmoid: v32::sigmoid1,
     sinh: v32::sinh1, cosh: v32::cosh1, asin: v32::asin1, acos: v32::acos1, atan: v32::atan1,
@@ -569,7 +568,7 @@ macro_rules! vmath_slices {
         }
     };
 }
-vmath_slices!(f32, v32, Erf => erf, Erfc => erfc);
+vmath_slices!(f32, v32, Erf => erf, Erfc => erfc, Erfinv => erfinv);
 vmath_slices!(f64, v64);
 
 /// The `vmath` slice function for the op, where there is one.

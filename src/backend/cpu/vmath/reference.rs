@@ -29,8 +29,41 @@ pub fn exact_f32(name: &str) -> fn(f64) -> f64 {
         "rsqrt" => |x| 1.0 / x.sqrt(),
         "erf" => libm::erf,
         "erfc" => libm::erfc,
+        "erfinv" => erfinv_ref,
         _ => panic!("no float32 reference for {name}"),
     }
+}
+
+/// erfinv in float64: Newton steps on erf (on erfc near +-1, where erf has no digits
+/// left), from a rough start, to float64's precision.
+fn erfinv_ref(y: f64) -> f64 {
+    let a = y.abs();
+    if y.is_nan() || a > 1.0 {
+        return f64::NAN;
+    }
+    if a == 1.0 {
+        return f64::INFINITY.copysign(y);
+    }
+    // start: the bisection-free guess sqrt(-ln((1 - a)(1 + a))) scaled, then Newton
+    let w = -((1.0 - a) * (1.0 + a)).ln();
+    let mut x = if a < 0.7 {
+        a * 0.886_226_925_452_758 * (1.0 + 0.2 * a * a)
+    } else {
+        (w - 0.5 * w.ln()).sqrt() * 0.9
+    };
+    for _ in 0..60 {
+        let d = std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp();
+        let step = if a > 0.5 {
+            (libm::erfc(x) - (1.0 - a)) / d
+        } else {
+            (a - libm::erf(x)) / d
+        };
+        x += step;
+        if step.abs() <= x * 1e-17 {
+            break;
+        }
+    }
+    x.copysign(y)
 }
 
 /// Distance from `got` to the exact value in float32 ulps: ulps of the exact value's

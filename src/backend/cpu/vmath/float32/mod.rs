@@ -19,7 +19,7 @@ mod trig;
 use super::float64 as f64k;
 use super::{Func, scalar_fns, slice_fns};
 use exp_log::*;
-use special::{erf_f32, erfc_f32};
+use special::{ERFINV_FAST, erf_f32, erfc_f32, erfinv_f32, erfinv_fast};
 pub use special::{pow1, powf};
 use trig::*;
 
@@ -135,6 +135,7 @@ slice_fns! { f32;
     rsqrt: |x| rsqrt_f32(x);
     erf: |x| erf_f32(x);
     erfc: |x| erfc_f32(x);
+    erfinv: |x| erfinv_f32(x), fast(|x| x.abs() <= ERFINV_FAST => erfinv_fast(x));
 }
 
 scalar_fns! { f32;
@@ -174,6 +175,8 @@ scalar_fns! { f32;
     erf1 = erf_f32;
     /// erfc x of one element.
     erfc1 = erfc_f32;
+    /// erfinv x of one element.
+    erfinv1 = erfinv_f32;
     /// atanh x of one element.
     atanh1 = atanh_f32;
 }
@@ -275,6 +278,11 @@ pub const FUNCS: &[Func<f32>] = &[
         name: "erfc",
         at: erfc::at,
         one: erfc1,
+    },
+    Func {
+        name: "erfinv",
+        at: erfinv::at,
+        one: erfinv1,
     },
     Func {
         name: "sqrt",

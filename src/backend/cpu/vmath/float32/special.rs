@@ -91,6 +91,75 @@ pub(super) fn erf_f32(x: f32) -> f32 {
     if x.abs() < 0.5 { small } else { big }
 }
 
+/// erfinv is computed with the first polynomial below this |y| (w < 5): the fast path.
+pub(super) const ERFINV_FAST: f32 = 0.9966;
+
+/// erfinv y = y P(w) with w = -ln(1 - y^2) (float64's log1p: 1 - y^2 loses nothing),
+/// P in w - 2.5 for w < 5 (`tools/fit_vmath.py erfinv_f32_a`), rounded once.
+#[inline(always)]
+pub(super) fn erfinv_fast(y: f32) -> f32 {
+    let yd = f64::from(y);
+    let w = -f64k::log1p_f64(-yd * yd);
+    (yd * erfinv_a(w)) as f32
+}
+
+#[inline(always)]
+fn erfinv_a(w: f64) -> f64 {
+    poly64(
+        w - 2.5,
+        [
+            1.501_409_351_146_352_7,
+            0.246_640_276_740_643_18,
+            -0.004_177_318_237_370_906,
+            -0.001_252_707_928_985_081_2,
+            0.000_218_251_474_006_917_25,
+            -4.996_028_570_980_714e-6,
+            -3.417_693_630_159_000_2e-6,
+            4.787_012_006_873_14e-7,
+            1.387_400_307_076_424_4e-8,
+            -1.086_375_993_818_974_8e-8,
+            8.062_539_272_891_243e-10,
+            1.235_904_881_619_995_3e-10,
+            -1.977_053_292_021_453e-11,
+        ],
+    )
+}
+
+/// erfinv y for every y: above, and for w >= 5 (up to float32's 1 - 2^-24, w = 16.6)
+/// y P(sqrt(w) - 3) (`tools/fit_vmath.py erfinv_f32_b`); +-1: +-inf, beyond: NaN.
+#[inline(always)]
+pub(super) fn erfinv_f32(y: f32) -> f32 {
+    let yd = f64::from(y);
+    let w = -f64k::log1p_f64(-yd * yd);
+    let b = poly64(
+        w.sqrt() - 3.0,
+        [
+            2.832_976_798_561_122,
+            1.001_675_276_531_284_6,
+            0.009_445_541_077_751_553,
+            -0.007_643_798_280_169_093,
+            0.005_684_826_656_951_976,
+            -0.003_558_837_378_486_177_3,
+            0.001_486_222_373_075_339_4,
+            -0.000_149_113_184_651_822_62,
+            -0.000_291_282_717_431_065_5,
+            0.000_207_718_870_859_638_73,
+            -3.322_453_434_362_813_4e-5,
+            -2.867_073_802_345_558_3e-5,
+            1.234_042_663_687_354_9e-5,
+        ],
+    );
+    let p = if w < 5.0 { erfinv_a(w) } else { b };
+    let v = (yd * p) as f32;
+    if y.abs() == 1.0 {
+        f32::INFINITY.copysign(y)
+    } else if y.abs() < 1.0 {
+        v
+    } else {
+        f32::NAN // beyond 1, or NaN
+    }
+}
+
 /// x^y with C pow's special values: |x|^y = e^(y ln|x|) in float64 with the float64
 /// kernels (the exponent's relative error, at most 150 x 2^-52, is far below float32's
 /// resolution), rounded once to float32.

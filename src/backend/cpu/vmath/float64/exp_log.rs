@@ -290,7 +290,7 @@ pub(super) fn log_pair(uh: f64, ul: f64, kadd: f64) -> f64 {
 }
 
 #[inline(always)]
-pub(super) fn log1p_full(x: f64) -> f64 {
+pub(crate) fn log1p_full(x: f64) -> f64 {
     // as float32's: the polynomial at f = x for small |x|, else log(1 + x) with 1 + x
     // an exact sum
     let (u, ue) = two_sum(1.0, x);
