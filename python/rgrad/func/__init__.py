@@ -11,5 +11,6 @@ in ``rgrad/func/_transforms.py``'s docstring and in each function's.
 
 from rgrad.func._functional_call import functional_call
 from rgrad.func._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
+from rgrad.func._vmap import vmap
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call"]
+__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call"]

@@ -40,6 +40,8 @@ from typing import Any
 import rgrad
 from rgrad._C import Tensor
 from rgrad.autograd import forward_ad as fwAD
+from rgrad.func._batched_tensor import current_layers
+from rgrad.func._vmap import materialize, physical
 from rgrad.utils._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten, treespec_pprint
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
@@ -56,9 +58,16 @@ class _Level:
         self.own: dict[int, Tensor] = {}  # id -> leaf (kept alive so that ids stay unique)
 
     def differentiable(self, x: Any) -> Tensor:
-        """The tensor the transform runs ``f`` on in place of the input ``x``."""
+        """The tensor the transform runs ``f`` on in place of the input ``x``.
+
+        Inside vmap, ``x`` is first batched at every active vmap level (a stride-0 expand
+        where it is not), so that each sample has a leaf of its own and the transform's
+        results are per sample (see ``_vmap``).
+        """
         if not isinstance(x, Tensor):
             raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
+        if current_layers():
+            x = materialize(x)
         if self.outer_grad and x.requires_grad:
             # an alias in x's graph: the results stay differentiable w.r.t. x (a copy when x's
             # tangent requires grad: a view's tangent is then computed afresh, not aliased)
@@ -69,7 +78,8 @@ class _Level:
             return x.view_as(x)
         leaf = _detach_keep_tangent(x)
         leaf.requires_grad_()
-        self.own[id(leaf)] = leaf
+        phys = physical(leaf)
+        self.own[id(phys)] = phys
         return leaf
 
     def unwrap(self, t: Any, *, keep_tangent: bool = True, outer_grad: bool | None = None,
@@ -132,7 +142,7 @@ def _reaches_other_leaves(t: Tensor, own: dict[int, Tensor], clean: set | None =
     """
     fn = t.grad_fn
     if fn is None:
-        return id(t) not in own
+        return id(physical(t)) not in own
     if clean is None:
         clean = set()
     key = _node_key(fn)
