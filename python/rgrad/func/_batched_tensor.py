@@ -118,9 +118,20 @@ _BACKWARD_ERROR = (
 )
 
 
+# how torch names the in-place op in that error (its batching rules differ in this)
+_INPLACE_ARITHMETIC = {"add_", "sub_", "mul_", "div_", "copy_", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+                       "__setitem__", "logical_and_", "logical_or_"}
+_INPLACE_BARE = {"fill_", "masked_fill_", "index_put_"}
+
+
 def inplace_error(op: str) -> RuntimeError:
     """torch's error for an in-place op whose ``self`` is not batched but another argument is."""
-    what = "fill_" if op == "fill_" else "inplace arithmetic"
+    if op in _INPLACE_ARITHMETIC:
+        what = "inplace arithmetic"
+    elif op in _INPLACE_BARE:
+        what = op
+    else:
+        what = "aten::" + {"__ipow__": "pow_"}.get(op, op)
     return RuntimeError(
         f"vmap: {what}(self, *extra_args) is not possible because there exists a Tensor `other` in extra_args that "
         "has more elements than `self`. This happened due to `other` being vmapped over but `self` not being "

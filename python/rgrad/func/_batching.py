@@ -95,7 +95,8 @@ def _numel(shape: Any) -> int:
 def _probe(x: Any) -> Any:
     """A plain stand-in for ``x`` with its logical shape and dtype (a stride-0 view: no memory)."""
     if type(x) is BT:
-        return _C.zeros((), dtype=x.dtype).expand(*x.shape)
+        shape = tuple(x.shape)
+        return _C.zeros((), dtype=x.dtype).expand(*shape) if shape else _C.zeros((), dtype=x.dtype)
     if isinstance(x, (list, tuple)):
         return type(x)(_probe(i) for i in x)
     return x
@@ -332,10 +333,6 @@ def _reduce(name: str, level: int, args: tuple, kwargs: dict) -> Any:
         dim, where = rest[pos], "arg"
     else:
         dim, where = kwargs.get("dim"), "kw"
-    if name in ("var", "std") and isinstance(dim, bool):
-        # the legacy var(unbiased) overload
-        kwargs["unbiased"], dim = dim, None
-        rest = rest[:pos] + [None] + rest[pos + 1:] if where == "arg" else rest
     if name in ("softmax", "log_softmax"):
         d = wrap_dim(dim, r)
         if r == 0:
@@ -473,6 +470,8 @@ def _permute(name: str, level: int, args: tuple, kwargs: dict) -> Any:
         return fallback(name, level, args, kwargs)
     v = args[0]._value
     r = v.dim() - 1
+    if len(args) == 1 and "dims" not in kwargs:
+        PLAIN[name](_probe(args[0]))  # its TypeError: dims missing
     dims = _shape_arg(args[1:]) if len(args) > 1 else tuple(kwargs["dims"])
     if len(dims) != r:
         raise _final(RuntimeError(
@@ -1110,7 +1109,7 @@ def method_names() -> list:
     names = [n for n, f in Tensor.__dict__.items()
              if not n.startswith("_") and callable(f) and not isinstance(f, (property, type))
              and n not in BT.__dict__]
-    return names + [n for n in _OPERATOR_DUNDERS if n in Tensor.__dict__ and n not in ("__setitem__",)]
+    return names + ["_to_dtype"] + [n for n in _OPERATOR_DUNDERS if n in Tensor.__dict__ and n != "__setitem__"]
 
 
 for _n in method_names():

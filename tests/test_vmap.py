@@ -1,0 +1,649 @@
+"""rgrad.func.vmap: every op with a batching rule against the loop it stands for
+(``stack([f(x[i]) for i in ...])``) over several in_dims / out_dims in float64, with no
+fallback warning; the fallback (a loop, warned once per op); torch.func.vmap's errors and
+messages; nested vmap; vmap with grad / vjp / jvp / jacrev / jacfwd and grad(vmap); per-sample
+gradients of a 2-layer MLP against torch.func; autograd.functional.jacobian / hessian with
+vectorize=True against torch; randomness against torch's draws; threads."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import rgrad
+import rgrad.nn.functional as F
+from rgrad.func import _batching, _vmap, grad, jacfwd, jacrev, jvp, vjp, vmap
+from rgrad.func._batched_tensor import BatchedTensor
+
+# torch.func.jvp / jacfwd load torch's decompositions, which warn about torch.jit.script
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
+
+B = 4  # batch size
+
+
+@pytest.fixture
+def torch():
+    return pytest.importorskip("torch")
+
+
+# ---------------------------------------------------------------------------------------
+# The checker: vmap against the loop
+# ---------------------------------------------------------------------------------------
+
+_counter = itertools.count()
+
+
+def _rand(shape, low=-1.0, high=1.0, dtype=rgrad.float64):
+    """Deterministic values in [low, high) (a fresh generator per call)."""
+    g = rgrad.Generator().manual_seed(1000 + next(_counter))
+    return (rgrad.rand(tuple(shape), generator=g, dtype=rgrad.float64) * (high - low) + low).to(dtype)
+
+
+def _batched(logical_shape, in_dim, **kw):
+    """A tensor with batch size B at in_dim (None: the logical shape itself)."""
+    if in_dim is None:
+        return _rand(logical_shape, **kw)
+    shape = list(logical_shape)
+    shape.insert(in_dim if in_dim >= 0 else len(shape) + 1 + in_dim, B)
+    return _rand(shape, **kw)
+
+
+def _loop(f, args, in_dims, out_dims, kwargs):
+    """What vmap stands for: f on each sample, outputs stacked at out_dims."""
+    flat_dims = in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(args)
+    results = []
+    for b in range(B):
+        sample = [a if d is None else a.select(d, b) for a, d in zip(args, flat_dims)]
+        results.append(f(*sample, **kwargs))
+
+    def stack(items, od):
+        first = items[0]
+        if isinstance(first, (tuple, list)):
+            ods = od if isinstance(od, tuple) else (od,) * len(first)
+            parts = [stack([it[i] for it in items], ods[i]) for i in range(len(first))]
+            return type(first)(*parts) if hasattr(type(first), "_fields") else type(first)(parts)
+        if od is None:
+            return first
+        return rgrad.stack(items, dim=od)
+
+    return stack(results, out_dims)
+
+
+def _assert_same(ours, expected, atol=1e-12):
+    if isinstance(expected, (tuple, list)):
+        assert type(ours) is type(expected) or isinstance(ours, tuple) and isinstance(expected, tuple)
+        assert len(ours) == len(expected)
+        for a, b in zip(ours, expected):
+            _assert_same(a, b, atol)
+        return
+    assert type(ours) is rgrad.Tensor, f"vmap returned a {type(ours).__name__}"
+    assert tuple(ours.shape) == tuple(expected.shape), (ours.shape, expected.shape)
+    assert ours.dtype == expected.dtype, (ours.dtype, expected.dtype)
+    a, b = np.asarray(ours.detach().tolist(), dtype=np.float64), np.asarray(expected.detach().tolist(),
+                                                                             dtype=np.float64)
+    np.testing.assert_allclose(a, b, rtol=1e-10, atol=atol, equal_nan=True)
+
+
+def check(f, *args, in_dims=0, out_dims=0, kwargs=None, fallback_ok=False):
+    """vmap(f) equals the loop, with no fallback warning (every op used has a rule)."""
+    kwargs = kwargs or {}
+    try:
+        expected = _loop(f, args, in_dims, out_dims, kwargs)
+    except Exception as e:  # noqa: BLE001  (the loop's error is what vmap must raise)
+        with pytest.raises(type(e)) as ours:
+            vmap(f, in_dims, out_dims)(*args, **kwargs)
+        assert str(ours.value) == str(e)
+        return None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = vmap(f, in_dims, out_dims)(*args, **kwargs)
+    perf = [w for w in caught if "performance drop" in str(w.message)]
+    if not fallback_ok:
+        assert not perf, f"fallback used: {[str(w.message) for w in perf]}"
+    _assert_same(ours, expected)
+    return ours
+
+
+# ---------------------------------------------------------------------------------------
+# The op table: elementwise ops come from rgrad's own op tables
+# ---------------------------------------------------------------------------------------
+
+# the domain of each unary op's input (default [-0.9, 0.9])
+_UNARY_DOMAIN = {"log": (0.1, 3.0), "sqrt": (0.1, 3.0), "rsqrt": (0.1, 3.0), "acosh": (1.1, 3.0),
+                 "lgamma": (0.1, 3.0), "digamma": (0.1, 3.0), "reciprocal": (0.2, 2.0)}
+_UNARY_EXTRA = ["sign", "logical_not", "isnan", "isinf", "isfinite", "bool", "float", "double", "long", "int",
+                "clone", "detach", "contiguous", "square", "relu", "sigmoid", "tanh"]
+
+
+def _unary_cases():
+    for name in (*rgrad._C._UNARY_OPS, *_UNARY_EXTRA):
+        yield pytest.param(name, id=name)
+
+
+@pytest.mark.parametrize("name", list(_unary_cases()))
+@pytest.mark.parametrize("shape,in_dim,out_dim", [((3, 2), 0, 0), ((3, 2), 1, -1), ((3, 2), -1, 1), ((), 0, 0)])
+def test_unary(name, shape, in_dim, out_dim):
+    low, high = _UNARY_DOMAIN.get(name, (-0.9, 0.9))
+    x = _batched(shape, in_dim, low=low, high=high)
+    method = lambda t: getattr(t, name)()  # noqa: E731
+    check(method, x, in_dims=in_dim, out_dims=out_dim)
+    if hasattr(rgrad, name) and name in rgrad._METHOD_FUNCTIONS:
+        check(lambda t: getattr(rgrad, name)(t), x, in_dims=in_dim, out_dims=out_dim)
+    if f"{name}_" in rgrad.Tensor.__dict__:
+        check(lambda t: getattr(t.clone(), f"{name}_")(), x, in_dims=in_dim, out_dims=out_dim)
+
+
+def test_unary_rows_have_the_elementwise_rule():
+    """Every row of rgrad's unary op table (and its in-place form) gets the elementwise rule."""
+    for name in rgrad._C._UNARY_OPS:
+        assert _batching.TABLE[name] is _batching._unary
+        if f"{name}_" in rgrad.Tensor.__dict__:
+            assert _batching.TABLE[f"{name}_"] is _batching._unary
+    for name in rgrad._C._BINARY_OPS:
+        assert _batching.TABLE[name] is _batching._broadcast
+
+
+_BINARY = {
+    **{name: (lambda n: lambda a, b: getattr(rgrad, n)(a, b))(name) for name in rgrad._C._BINARY_OPS},
+    "add": lambda a, b: a + b, "add_alpha": lambda a, b: rgrad.add(a, b, alpha=2.0), "sub": lambda a, b: a - b,
+    "rsub": lambda a, b: b.sub(a), "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
+    "div_floor": lambda a, b: a.div(b, rounding_mode="floor"), "pow": lambda a, b: a.abs() ** b,
+    "remainder": lambda a, b: a % b, "fmod": lambda a, b: rgrad.fmod(a, b), "floor_divide": lambda a, b: a // b,
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "eq_fn": lambda a, b: rgrad.eq(a, b),
+    "logical_and": lambda a, b: rgrad.logical_and(a > 0, b > 0), "logical_or": lambda a, b: (a > 0).logical_or(b > 0),
+    "and": lambda a, b: (a > 0) & (b > 0), "or": lambda a, b: (a > 0) | (b > 0), "xor": lambda a, b: (a > 0) ^ (b > 0),
+    "where": lambda a, b: rgrad.where(a > b, a, b), "where_method": lambda a, b: a.where(a > 0, b),
+    "clamp_tensors": lambda a, b: a.clamp(min=b, max=b + 0.5), "max_other": lambda a, b: a.max(b),
+    "min_other": lambda a, b: rgrad.min(a, b), "masked_fill": lambda a, b: a.masked_fill(b > 0, 3.0),
+    "masked_fill_tensor": lambda a, b: a.masked_fill(a > 0, b.sum()), "copy_": lambda a, b: a.clone().copy_(b),
+    "add_": lambda a, b: a.clone().add_(b), "mul_": lambda a, b: a.clone().mul_(b),
+    "iadd": lambda a, b: _iadd(a.clone(), b), "masked_fill_": lambda a, b: a.clone().masked_fill_(b > 0, -1.0),
+    "clamp_": lambda a, b: a.clone().clamp_(min=b),
+}
+
+
+def _iadd(a, b):
+    a += b
+    return a
+
+
+# (logical shape of a, logical shape of b): the rank padding cases
+_BINARY_SHAPES = [((3, 2), (3, 2)), ((2,), (3, 2)), ((3, 2), ()), ((), (3, 2))]
+_BINARY_DIMS = [(0, 0), (0, None), (None, 0), (1, -1)]
+
+
+@pytest.mark.parametrize("name", list(_BINARY))
+@pytest.mark.parametrize("shapes", _BINARY_SHAPES, ids=lambda s: f"{s[0]}-{s[1]}")
+@pytest.mark.parametrize("in_dims", _BINARY_DIMS, ids=str)
+def test_binary(name, shapes, in_dims):
+    f = _BINARY[name]
+    sa, sb = shapes
+    if name in ("copy_", "add_", "mul_", "iadd", "masked_fill_", "clamp_", "masked_fill_tensor", "masked_fill") and (
+            len(sb) > len(sa) or in_dims[0] is None):
+        pytest.skip("in-place into a smaller or unbatched self, a mask larger than self: an error (tested below)")
+    dims = tuple(d if (d is None or len(s) > 0 or d in (0, -1)) else 0 for d, s in zip(in_dims, shapes))
+    a = _batched(sa, dims[0], low=0.2, high=2.0)
+    b = _batched(sb, dims[1], low=-1.5, high=1.5)
+    if name in ("fmod", "remainder", "floor_divide", "div_floor", "atan2"):
+        b = b.abs() + 0.3
+    check(f, a, b, in_dims=dims)
+
+
+def test_binary_with_numbers():
+    x = _batched((3, 2), 0, low=0.2, high=2.0)
+    for f in (lambda t: t + 2, lambda t: 2 - t, lambda t: 3 * t, lambda t: 1 / t, lambda t: t ** 2, lambda t: 2 ** t,
+              lambda t: t.pow(0.5), lambda t: t % 0.7, lambda t: 1.5 // t, lambda t: rgrad.atan2(t, t * 2),
+              lambda t: rgrad.maximum(t, rgrad.tensor(1.0, dtype=rgrad.float64)), lambda t: t.clamp(0.5, 1.5),
+              lambda t: t.clip(max=1.0), lambda t: -t, lambda t: abs(t), lambda t: ~(t > 1), lambda t: +t,
+              lambda t: rgrad.polygamma(1, t), lambda t: t.polygamma(2), lambda t: t > 1, lambda t: 1 < t,
+              lambda t: t == 1.0, lambda t: rgrad.pow(2.0, t), lambda t: rgrad.pow(t, 3), rgrad.square):
+        check(f, x)
+
+
+def test_type_promotion_of_batched_scalars(torch):
+    """A batched 0-dim operand promotes as a 0-dim tensor (float32 [2] + batched float64 scalar: float32)."""
+    a = _rand((B,), dtype=rgrad.float64)
+    v = _rand((B, 2), dtype=rgrad.float32)
+    out = vmap(lambda s, w: s + w)(a, v)
+    ta = torch.tensor(a.tolist(), dtype=torch.float64)
+    tv = torch.tensor(v.tolist(), dtype=torch.float32)
+    expected = torch.func.vmap(lambda s, w: s + w)(ta, tv)
+    assert out.dtype == rgrad.float32 and expected.dtype == torch.float32
+    np.testing.assert_allclose(out.tolist(), expected.tolist(), rtol=0, atol=0)
+    check(lambda s, w: s * w, a, v)
+    check(lambda s, w: (w > s), a, v)
+    check(lambda s, w: w.pow(s), a, v.abs())
+    ints = rgrad.tensor([[1, 2], [3, 4], [5, 6], [7, 8]])
+    check(lambda s, w: s + w, a, ints)
+
+
+# ---------------------------------------------------------------------------------------
+# Reductions and softmax
+# ---------------------------------------------------------------------------------------
+
+_REDUCTION_CALLS = {
+    "sum": ["()", "(0)", "(-1)", "((0, 1))", "(1, keepdim=True)", "(dim=None, keepdim=True)", "(dtype=rgrad.float32)"],
+    "mean": ["()", "(0)", "((0, 1), keepdim=True)", "(-1)"],
+    "prod": ["()", "(0)", "(1, keepdim=True)"],
+    "var": ["()", "(0)", "(1, unbiased=False)", "(correction=0)", "((0, 1))", "(dim=None, unbiased=False)"],
+    "std": ["()", "(1)", "(0, keepdim=True)", "(correction=2)"],
+    "norm": ["()", "(1)", "(2, 0)", "(1, 1, True)", "(p=3, dim=(0, 1))"],
+    "amax": ["()", "(0)", "((0, 1))", "(1, keepdim=True)"],
+    "amin": ["()", "(-1)", "((1,))"],
+    "argmax": ["()", "(0)", "(1, keepdim=True)", "(dim=None, keepdim=True)"],
+    "argmin": ["()", "(1)"],
+    "logsumexp": ["(0)", "(1, keepdim=True)", "((0, 1))"],
+    "max": ["()", "(0)", "(1, keepdim=True)"],
+    "min": ["()", "(1)"],
+    "all": ["()", "(0)", "(1, keepdim=True)"],
+    "any": ["()", "(1)"],
+    "softmax": ["(0)", "(-1)", "(1, dtype=rgrad.float32)"],
+    "log_softmax": ["(0)", "(1)"],
+}
+
+
+def _reduction_cases():
+    for name, calls in _REDUCTION_CALLS.items():
+        for call in calls:
+            yield pytest.param(name, call, id=f"{name}{call}")
+
+
+@pytest.mark.parametrize("name,call", list(_reduction_cases()))
+@pytest.mark.parametrize("in_dim", [0, 1, -1])
+def test_reduction(name, call, in_dim):
+    x = _batched((3, 2), in_dim)
+    if name in ("all", "any"):
+        x = x > 0.3
+    f = eval(f"lambda t: t.{name}{call}")  # noqa: S307  (the table's calls)
+    check(f, x, in_dims=in_dim)
+    if name in rgrad._METHOD_FUNCTIONS and name != "norm":
+        g = eval(f"lambda t: rgrad.{name}(t, {call[1:-1]})" if call != "()" else f"lambda t: rgrad.{name}(t)")  # noqa: S307
+        check(g, x, in_dims=in_dim)
+
+
+@pytest.mark.parametrize("name", list(_REDUCTION_CALLS))
+def test_reduction_of_a_0_dim_sample(name):
+    x = _rand((B,))
+    if name in ("all", "any"):
+        x = x > 0
+    calls = ["()", "(0)", "(-1)"] if name not in ("softmax", "log_softmax", "logsumexp") else ["(0)", "(-1)"]
+    if name in ("var", "std"):
+        pytest.skip("the variance of one element is nan with a warning (tested through sum/mean)")
+    for call in calls:
+        check(eval(f"lambda t: t.{name}{call}"), x)  # noqa: S307
+
+
+def test_softmax_functional():
+    x = _batched((3, 2), 1)
+    check(lambda t: F.softmax(t, dim=0), x, in_dims=1)
+    check(lambda t: F.log_softmax(t, -1), x, in_dims=1)
+    check(lambda t: rgrad.softmax(t, 1), x, in_dims=1)
+
+
+# ---------------------------------------------------------------------------------------
+# Shape ops
+# ---------------------------------------------------------------------------------------
+
+_SHAPE_OPS = {
+    "view": lambda t: t.view(6), "view2": lambda t: t.view(2, 3), "view_infer": lambda t: t.view(-1, 2),
+    "view_tuple": lambda t: t.view((3, 2)), "reshape": lambda t: t.reshape(2, -1), "rgrad.reshape":
+        lambda t: rgrad.reshape(t, (-1,)), "flatten": lambda t: t.flatten(), "flatten01": lambda t: t.flatten(0, 1),
+    "transpose": lambda t: t.transpose(0, 1), "rgrad.transpose": lambda t: rgrad.transpose(t, -1, -2),
+    "t": lambda t: t.t(), "rgrad.t": lambda t: rgrad.t(t), "T": lambda t: t.T, "permute": lambda t: t.permute(1, 0),
+    "rgrad.permute": lambda t: rgrad.permute(t, (1, 0)), "unsqueeze0": lambda t: t.unsqueeze(0),
+    "unsqueeze-1": lambda t: t.unsqueeze(-1), "squeeze": lambda t: t.unsqueeze(1).squeeze(),
+    "squeeze_dim": lambda t: t.unsqueeze(0).squeeze(0), "squeeze_noop": lambda t: t.squeeze(1),
+    "expand": lambda t: t.unsqueeze(0).expand(2, 3, 2), "expand_new_dims": lambda t: t.expand(5, 3, 2),
+    "expand_minus1": lambda t: t[:, :1].expand(-1, 4), "contiguous": lambda t: t.t().contiguous(),
+    "select": lambda t: t.select(0, 1), "select_neg": lambda t: t.select(-1, -1), "rgrad.select":
+        lambda t: rgrad.select(t, 1, 0), "narrow": lambda t: t.narrow(0, 1, 2), "rgrad.narrow":
+        lambda t: rgrad.narrow(t, 1, 0, 1), "split": lambda t: t.split(2), "split_sizes": lambda t: t.split([1, 2]),
+    "split_dim": lambda t: rgrad.split(t, 1, dim=1), "chunk": lambda t: t.chunk(2, 1), "rgrad.chunk":
+        lambda t: rgrad.chunk(t, 3), "unbind": lambda t: t.unbind(1), "rgrad.unbind": lambda t: rgrad.unbind(t),
+    "repeat": lambda t: t.repeat(2, 1), "repeat_more": lambda t: t.repeat(2, 1, 3), "clone": lambda t: t.clone(),
+    "rgrad.flatten": lambda t: rgrad.flatten(t), "iter": lambda t: rgrad.stack(list(t)),
+    "len": lambda t: t * len(t), "size": lambda t: t.new_zeros(t.size()) + t.size(0) + t.shape[1] + t.dim(),
+}
+
+
+@pytest.mark.parametrize("name", list(_SHAPE_OPS))
+@pytest.mark.parametrize("in_dim,out_dim", [(0, 0), (1, 1), (-1, -1), (2, 0)])
+def test_shape_op(name, in_dim, out_dim):
+    x = _batched((3, 2), in_dim)
+    check(_SHAPE_OPS[name], x, in_dims=in_dim, out_dims=out_dim)
+
+
+def test_shape_ops_of_0_dim_samples():
+    x = _rand((B,))
+    for f in (lambda t: t.view(1), lambda t: t.reshape(-1), lambda t: t.flatten(), lambda t: t.unsqueeze(0),
+              lambda t: t.unsqueeze(-1), lambda t: t.squeeze(), lambda t: t.squeeze(0), lambda t: t.expand(3),
+              lambda t: t.t(), lambda t: t.transpose(0, -1), lambda t: t.permute(), lambda t: t.repeat(2),
+              lambda t: t.view(()), lambda t: t.expand(2, 2)):
+        check(f, x)
+
+
+def test_view_keeps_sharing_memory():
+    x = _rand((B, 3, 2))
+
+    def f(t):
+        v = t.view(6)
+        v.mul_(2)
+        return t
+
+    out = vmap(f)(x.clone())
+    _assert_same(out, x * 2)
+
+
+def test_as_other_ops():
+    x = _batched((3, 1), 0)
+    y = _batched((3, 4), 1)
+    check(lambda a, b: a.expand_as(b), x, y, in_dims=(0, 1))
+    check(lambda a, b: b.view_as(a.expand(3, 4)).sum(1), x, y, in_dims=(0, 1))
+    check(lambda a, b: b.reshape_as(b.t()), x, y, in_dims=(0, 1))
+    check(lambda a, b: a.expand_as(b), _rand((3, 1)), y, in_dims=(None, 1))
+    check(lambda a, b: a.type_as(b), x, y.to(rgrad.float32), in_dims=(0, 1))
+    check(lambda a, b: b.to(a), x, y.to(rgrad.float32), in_dims=(0, 1))
+    check(lambda a, b: a.to(rgrad.float32) + b.to(dtype=rgrad.float64), x, y, in_dims=(0, 1))
+    check(lambda a: a.to("cpu").double().long().float().type(rgrad.float64), x)
+    check(lambda a: a._to_dtype(rgrad.float32), x)
+
+
+# ---------------------------------------------------------------------------------------
+# Matrix products
+# ---------------------------------------------------------------------------------------
+
+_MATMUL_CASES = [
+    # (op, logical shape a, logical shape b)
+    ("mm", (3, 4), (4, 2)), ("bmm", (2, 3, 4), (2, 4, 5)), ("mv", (3, 4), (4,)), ("dot", (4,), (4,)),
+    ("outer", (3,), (4,)), ("matmul", (4,), (4,)), ("matmul", (3, 4), (4,)), ("matmul", (4,), (4, 2)),
+    ("matmul", (3, 4), (4, 2)), ("matmul", (2, 3, 4), (4, 5)), ("matmul", (3, 4), (2, 4, 5)),
+    ("matmul", (4,), (2, 4, 5)), ("matmul", (2, 3, 4), (4,)), ("matmul", (2, 1, 3, 4), (5, 4, 2)),
+    ("@", (3, 4), (4, 2)), ("@", (4,), (4, 3)),
+]
+
+
+@pytest.mark.parametrize("op,sa,sb", _MATMUL_CASES, ids=lambda v: str(v))
+@pytest.mark.parametrize("in_dims", [(0, 0), (0, None), (None, 0), (1, -1)], ids=str)
+def test_matmul(op, sa, sb, in_dims):
+    a = _batched(sa, in_dims[0])
+    b = _batched(sb, in_dims[1])
+    if op == "@":
+        check(lambda x, y: x @ y, a, b, in_dims=in_dims)
+        return
+    check(lambda x, y: getattr(x, op)(y), a, b, in_dims=in_dims)
+    check(lambda x, y: getattr(rgrad, op)(x, y), a, b, in_dims=in_dims)
+
+
+@pytest.mark.parametrize("in_dims", list(itertools.product([0, None], repeat=3))[:-1], ids=str)
+def test_addmm_and_linear(in_dims):
+    bias, m1, m2 = _batched((2,), in_dims[0]), _batched((3, 4), in_dims[1]), _batched((4, 2), in_dims[2])
+    check(lambda s, x, y: rgrad.addmm(s, x, y), bias, m1, m2, in_dims=in_dims)
+    check(lambda s, x, y: s.addmm(x, y, beta=0.5, alpha=2.0), bias, m1, m2, in_dims=in_dims)
+    x, w, b = _batched((3, 4), in_dims[0]), _batched((2, 4), in_dims[1]), _batched((2,), in_dims[2])
+    check(lambda x_, w_, b_: F.linear(x_, w_, b_), x, w, b, in_dims=in_dims)
+    check(lambda x_, w_, b_: F.linear(x_, w_), x, w, b, in_dims=in_dims)
+    check(lambda x_, w_, b_: F.linear(x_[0], w_, bias=b_), x, w, b, in_dims=in_dims)
+
+
+# ---------------------------------------------------------------------------------------
+# Indexing
+# ---------------------------------------------------------------------------------------
+
+_I = rgrad.tensor([2, 0, 2])
+_J = rgrad.tensor([1, 0, 1])
+_M = rgrad.tensor([True, False, True])
+
+_GETITEM = {
+    "int": lambda t: t[1], "neg_int": lambda t: t[-1, 0], "slice": lambda t: t[1:], "step": lambda t: t[::2, 1:],
+    "none": lambda t: t[None], "none_mid": lambda t: t[:, None], "ellipsis": lambda t: t[..., 0],
+    "ellipsis_none": lambda t: t[..., None, :], "tensor": lambda t: t[_I], "tensor_dim1": lambda t: t[:, _J[:2]],
+    "tensors_adjacent": lambda t: t[_I, _J], "tensors_separated": lambda t: t[_I, :, _J],
+    "int_tensor": lambda t: t[0, _J], "tensor_int_tensor": lambda t: t[_I, 0, _J], "list": lambda t: t[[0, 1]],
+    "mask": lambda t: t[_M], "tensor2d": lambda t: t[_I.view(3, 1)], "ellipsis_tensor": lambda t: t[..., _J],
+    "bool_scalar": lambda t: t[True],
+}
+
+
+@pytest.mark.parametrize("name", list(_GETITEM))
+@pytest.mark.parametrize("in_dim", [0, 1, -1])
+def test_getitem(name, in_dim):
+    x = _batched((3, 2, 2), in_dim)
+    check(_GETITEM[name], x, in_dims=in_dim)
+
+
+@pytest.mark.parametrize("case", ["index", "index_self_unbatched", "two_indices", "sliced_then_index",
+                                  "separated", "int_then_index"])
+def test_getitem_with_batched_index(case):
+    x = _batched((5, 3, 2), 0)
+    idx = rgrad.tensor([[0, 4], [1, 1], [3, 2], [0, 0]])
+    idx2 = rgrad.tensor([[1, 0], [2, 2], [0, 1], [1, 1]])
+    calls = {
+        "index": (lambda t, i: t[i], (x, idx), (0, 0)),
+        "index_self_unbatched": (lambda t, i: t[i], (x[0], idx), (None, 0)),
+        "two_indices": (lambda t, i, j: t[i, j], (x, idx, idx2), (0, 0, 0)),
+        "sliced_then_index": (lambda t, i: t[:, i], (x, idx2), (0, 0)),
+        "separated": (lambda t, i, j: t[i, :, j.clamp(max=1)], (x, idx, idx2), (0, 0, 0)),
+        "int_then_index": (lambda t, i: t[1, i], (x, idx2), (0, 0)),
+    }
+    f, args, in_dims = calls[case]
+    check(f, *args, in_dims=in_dims)
+
+
+def test_getitem_with_batched_mask_falls_back():
+    x = _batched((3,), 0)
+    mask = rgrad.tensor([[True, False, True], [False, True, True], [True, True, False], [True, False, True]])
+    check(lambda t, m: t[m].sum(), x, mask, in_dims=(0, 0), fallback_ok=True)
+
+
+_SETITEM = {
+    "int": lambda t, v: _set(t, 1, v[0]), "slice": lambda t, v: _set(t, slice(1, None), v[1:]),
+    "number": lambda t, v: _set(t, (0, 1), 5.0), "tensor_index": lambda t, v: _set(t, _J, v[:3]),
+    "ellipsis": lambda t, v: _set(t, (Ellipsis, 0), v[:, 0]),
+    "unbatched_value": lambda t, v: _set(t, 0, rgrad.ones(2, dtype=rgrad.float64)),
+    "broadcast_value": lambda t, v: _set(t, slice(None), v[0, 0]),
+}
+
+
+def _set(t, key, value):
+    t = t.clone()
+    t[key] = value
+    return t
+
+
+@pytest.mark.parametrize("name", list(_SETITEM))
+def test_setitem(name):
+    x, v = _batched((3, 2), 1), _batched((3, 2), 0)
+    check(_SETITEM[name], x, v, in_dims=(1, 0))
+
+
+def test_setitem_batched_index_falls_back():
+    x = _batched((3,), 0)
+    i = rgrad.tensor([0, 2, 1, 1])
+    check(lambda t, j: _set(t, j, 7.0), x, i, in_dims=(0, 0), fallback_ok=True)
+
+
+@pytest.mark.parametrize("in_dims", [(0, 0), (0, None), (None, 0)], ids=str)
+def test_gather_and_index_select(in_dims):
+    x = _batched((3, 4), in_dims[0])
+    g_index = rgrad.tensor([[0, 3, 1], [2, 2, 0], [1, 0, 0]])
+    # a batched index: each sample its own
+    gi = rgrad.stack([(g_index + k).remainder(3) for k in range(B)]) if in_dims[1] == 0 else g_index
+    check(lambda t, i: t.gather(1, i), x, gi, in_dims=in_dims)
+    check(lambda t, i: rgrad.gather(t, 0, i[:, :3].clamp(max=2)), x, gi, in_dims=in_dims)
+    s_index = rgrad.tensor([3, 0, 3, 1])
+    si = rgrad.tensor([[3, 0, 3, 1], [0, 0, 1, 2], [2, 1, 0, 0], [1, 1, 1, 3]]) if in_dims[1] == 0 else s_index
+    check(lambda t, i: t.index_select(1, i), x, si, in_dims=in_dims)
+    check(lambda t, i: rgrad.index_select(t, 0, i.clamp(max=2)), x, si, in_dims=in_dims)
+    check(lambda t, i: t.index_select(-1, i[0]), x, si, in_dims=in_dims)
+
+
+# ---------------------------------------------------------------------------------------
+# cat / stack, factories, casts, losses
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("in_dims", [(0, 0), (0, None), (None, 0), (1, 0)], ids=str)
+def test_cat_stack(in_dims):
+    a, b = _batched((3, 2), in_dims[0]), _batched((3, 2), in_dims[1])
+    check(lambda x, y: rgrad.cat([x, y]), a, b, in_dims=in_dims)
+    check(lambda x, y: rgrad.cat((x, y, x), dim=-1), a, b, in_dims=in_dims)
+    check(lambda x, y: rgrad.concat([x, y], 1), a, b, in_dims=in_dims)
+    check(lambda x, y: rgrad.stack([x, y]), a, b, in_dims=in_dims)
+    check(lambda x, y: rgrad.stack([x, y], dim=-1), a, b, in_dims=in_dims)
+    check(lambda x, y: rgrad.stack((x, y), 1), a, b, in_dims=in_dims)
+    check(lambda x, y: rgrad.cat([x, rgrad.zeros(0, dtype=rgrad.float64), y]), a, b, in_dims=in_dims)
+
+
+def test_like_factories():
+    x = _batched((3, 2), 1)
+    check(lambda t: rgrad.zeros_like(t) + t, x, in_dims=1)
+    check(lambda t: rgrad.ones_like(t, dtype=rgrad.float32), x, in_dims=1)
+    check(lambda t: rgrad.full_like(t, 2.5) * t, x, in_dims=1)
+    check(lambda t: rgrad.zeros_like(t).add_(t), x, in_dims=1)  # the result is batched (in-place into it works)
+    check(lambda t: t.new_zeros(2) + t, x, in_dims=1)
+    check(lambda t: t.new_ones((3, 2)) * t + t.new_tensor([1.0, 2.0]), x, in_dims=1)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("in_dims", [(0, 0), (0, None), (None, 0)], ids=str)
+def test_class_losses(reduction, loss, in_dims):
+    def fn(*args, **kwargs):
+        return getattr(F, loss)(*args, **kwargs)  # F.<loss> looked up inside vmap (see _vmap's docstring)
+
+    logits = _batched((3, 5), in_dims[0])
+    if loss == "nll_loss":
+        logits = logits.log_softmax(-1)
+    targets = rgrad.tensor([[0, 4, 1], [2, 2, 3], [4, 0, 0], [1, 3, 2]]) if in_dims[1] == 0 else rgrad.tensor([1, 0, 4])
+    check(lambda x, t: fn(x, t, reduction=reduction), logits, targets, in_dims=in_dims)
+    check(lambda x, t: fn(x[0], t[0], reduction=reduction), logits, targets, in_dims=in_dims)
+    check(lambda x, t: fn(x, t, reduction=reduction, ignore_index=0), logits, targets, in_dims=in_dims)
+    check(lambda x, t: fn(x[1:], t[1:], reduction=reduction, ignore_index=0), logits, targets, in_dims=in_dims)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("in_dims", [(0, 0), (0, None), (None, 0)], ids=str)
+def test_mse_loss(reduction, in_dims):
+    x, y = _batched((3, 2), in_dims[0]), _batched((3, 2), in_dims[1])
+    check(lambda a, b: F.mse_loss(a, b, reduction=reduction), x, y, in_dims=in_dims)
+    check(lambda a, b: F.mse_loss(a[0, 0], b[0, 0], reduction=reduction), x, y, in_dims=in_dims)
+
+
+def test_activations():
+    x = _batched((3, 2), 1)
+    check(lambda t: F.relu(t) + F.sigmoid(t) + F.tanh(t), x, in_dims=1)
+    check(lambda t: F.relu(t.clone(), inplace=True), x, in_dims=1)
+
+
+# ---------------------------------------------------------------------------------------
+# In-place ops
+# ---------------------------------------------------------------------------------------
+
+def test_inplace_into_batched():
+    x, y = _batched((3, 2), 0), _batched((3, 2), 1)
+
+    def f(a, b):
+        a = a.clone()
+        a.add_(b).mul_(2).sub_(b, alpha=0.5).div_(3)
+        a.copy_(a * b)
+        a.masked_fill_(a > 0, 0.25)
+        a.clamp_(max=0.2)
+        a.exp_()
+        a[0] = b[1]
+        a[1, 0] += 1.0
+        a += b
+        a *= 2
+        a -= 1
+        a /= 4
+        return a
+
+    check(f, x, y, in_dims=(0, 1))
+    check(lambda a: a.clone().zero_(), x)
+    check(lambda a: a.clone().fill_(3.0), x)
+    check(lambda a, b: a.clone().fill_(b[0, 0]), x, y, in_dims=(0, 1))
+    check(lambda a, b: a.clone().masked_fill_(a > 0, b.sum()), x, y, in_dims=(0, 1))
+    check(lambda a, b: a.clone().add_(b[0]), x, _rand((3, 2)), in_dims=(0, None))
+
+
+def test_inplace_returns_self():
+    def f(t):
+        c = t.clone()
+        assert c.add_(1) is c and c.exp_() is c and c.zero_() is c
+        return c
+
+    check(f, _batched((3,), 0))
+
+
+@pytest.mark.parametrize("op", ["add_", "mul_", "copy_", "setitem", "fill_", "masked_fill_", "iadd", "sub_",
+                                "atan2_", "clamp_"])
+def test_inplace_into_unbatched_is_an_error(op, torch):
+    def program(lib, t, u):
+        u = u.clone()
+        if op == "setitem":
+            u[0] = t[0]
+        elif op == "fill_":
+            u.fill_(t.sum())
+        elif op == "masked_fill_":
+            u.masked_fill_(u > 0, t.sum())
+        elif op == "iadd":
+            u += t
+        elif op == "clamp_":
+            u.clamp_(min=t)
+        else:
+            getattr(u, op)(t)
+        return u
+
+    x, y = _rand((3, 2)), _rand((2,))
+    with pytest.raises(RuntimeError) as ours:
+        vmap(lambda t, u: program(rgrad, t, u), in_dims=(0, None))(x, y)
+    tx, ty = torch.tensor(x.tolist()), torch.tensor(y.tolist())
+    what = {"fill_": "fill_", "masked_fill_": "masked_fill_", "atan2_": "aten::atan2_",
+            "clamp_": "aten::clamp_"}.get(op, "inplace arithmetic")
+    assert str(ours.value).startswith(f"vmap: {what}(self, *extra_args) is not possible because there exists a "
+                                      "Tensor `other` in extra_args that has more elements than `self`.")
+    if op in ("mul_", "copy_", "setitem", "fill_", "masked_fill_", "sub_"):
+        with pytest.raises(RuntimeError) as theirs:
+            torch.func.vmap(lambda t, u: program(torch, t, u), in_dims=(0, None))(tx, ty)
+        assert str(ours.value) == str(theirs.value)
+
+
+# ---------------------------------------------------------------------------------------
+# Every rule is exercised above
+# ---------------------------------------------------------------------------------------
+
+def test_every_rule_is_tested():
+    """The names in the rule table are all called by the tests of this file (a table row
+    without a test fails here)."""
+    import inspect
+    import sys
+
+    source = inspect.getsource(sys.modules[__name__])
+    untested = []
+    for name in _batching.TABLE:
+        if name in _batching.RANDOM_OPS:
+            continue
+        bare = name.strip("_")
+        dunder_ops = {"__add__": "+", "__radd__": "+", "__sub__": "-", "__rsub__": "-", "__mul__": "*",
+                      "__rmul__": "*", "__truediv__": "/", "__rtruediv__": "/", "__floordiv__": "//",
+                      "__rfloordiv__": "//", "__mod__": "%", "__rmod__": "%", "__pow__": "**", "__rpow__": "**",
+                      "__and__": "&", "__rand__": "&", "__or__": "|", "__ror__": "|", "__xor__": "^",
+                      "__rxor__": "^", "__eq__": "==", "__ne__": "!=", "__lt__": "<", "__le__": "<=",
+                      "__gt__": ">", "__ge__": ">=", "__neg__": "-t", "__abs__": "abs(", "__invert__": "~",
+                      "__pos__": "+t", "__matmul__": "@", "__rmatmul__": "@", "__getitem__": "t[",
+                      "__setitem__": "t[key] = value", "__iadd__": "+=", "__isub__": "-=", "__imul__": "*=",
+                      "__itruediv__": "/=", "__ipow__": "**="}
+        if name in dunder_ops:
+            if dunder_ops[name] not in source:
+                untested.append(name)
+        elif name in rgrad._C._UNARY_OPS or name.rstrip("_") in rgrad._C._UNARY_OPS:
+            continue  # test_unary runs every row and its in-place form
+        elif name in rgrad._C._BINARY_OPS or name.rstrip("_") in rgrad._C._BINARY_OPS:
+            continue  # test_binary runs every row
+        elif (f".{bare}(" not in source and f".{name}(" not in source and f"rgrad.{bare}" not in source
+              and f'"{name}"' not in source):
+            untested.append(name)
+    assert not untested, untested
