@@ -582,5 +582,5 @@ def test_exported_as_torch_func():
     import rgrad.func as mod
 
     assert rgrad.func is mod
-    assert set(mod.__all__) == {"grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
+    assert set(mod.__all__) == {"vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
                                 "functional_call"}

@@ -350,8 +350,8 @@ class BatchedTensor:
         value = self._value
         if self._bdim != 0:
             value = movedim(value, 0, self._bdim)
-        inner = repr(value).replace("\n", "\n    ")
-        return f"BatchedTensor(lvl={self._level}, bdim={self._bdim}, value=\n    {inner}\n)"
+        inner = "\n".join("    " + line if line else line for line in repr(value).split("\n"))
+        return f"BatchedTensor(lvl={self._level}, bdim={self._bdim}, value=\n{inner}\n)"
 
     __str__ = __repr__
 

@@ -605,10 +605,9 @@ def _matmul_batched(a: Any, b: Any, level: int) -> Any:
 def _check_ranks(name: str, level: int, a: Any, b: Any) -> None:
     ra, rb = _lrank(a, level), _lrank(b, level)
     if name == "mm":
-        if ra != 2:
-            raise _final(RuntimeError("self must be a matrix"))
-        if rb != 2:
-            raise _final(RuntimeError("mat2 must be a matrix"))
+        if ra != 2 or rb != 2:
+            raise _final(RuntimeError(f"Shape mismatch: Got incorrect dims for mm(a, b). a has dim {ra}and b has dim "
+                                      f"{rb}but expected them to have dim 2 and dim 2"))  # torch's text, spaces too
     elif name == "bmm":
         if ra != 3:
             raise _final(RuntimeError("batch1 must be a 3D tensor"))
@@ -618,7 +617,7 @@ def _check_ranks(name: str, level: int, a: Any, b: Any) -> None:
         if ra != 2 or rb != 1:
             raise _final(RuntimeError(f"vector + matrix @ vector expected, got 1, {ra}, {rb}"))
     elif name == "dot" and (ra != 1 or rb != 1):
-        raise _final(RuntimeError(f"1D tensors expected, but got {ra}D and {rb}D tensors"))
+        raise _final(RuntimeError("Got wrong shapes for dot"))
 
 
 def _matmul(name: str, level: int, args: tuple, kwargs: dict) -> Any:
