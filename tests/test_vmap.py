@@ -1004,3 +1004,248 @@ def test_random_ops_outside_vmap_in_other_threads_are_unaffected():
     vmap(f)(_batched((2,), 0))
     thread.join()
     assert got["value"] == expected
+
+
+# ---------------------------------------------------------------------------------------
+# Composition with autograd and the function transforms
+# ---------------------------------------------------------------------------------------
+
+def _to_torch(torch, t):
+    if isinstance(t, (tuple, list)):
+        return type(t)(_to_torch(torch, i) for i in t)
+    if isinstance(t, dict):
+        return {k: _to_torch(torch, v) for k, v in t.items()}
+    dtype = {rgrad.float64: torch.float64, rgrad.float32: torch.float32, rgrad.int64: torch.int64}[t.dtype]
+    return torch.tensor(t.tolist(), dtype=dtype)
+
+
+def _same_values(ours, theirs, rtol=1e-10, atol=1e-12):
+    if isinstance(theirs, (tuple, list)):
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            _same_values(a, b, rtol, atol)
+        return
+    if isinstance(theirs, dict):
+        assert ours.keys() == theirs.keys()
+        for k in theirs:
+            _same_values(ours[k], theirs[k], rtol, atol)
+        return
+    assert type(ours) is rgrad.Tensor
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert ours.requires_grad == theirs.requires_grad
+    np.testing.assert_allclose(np.asarray(ours.detach().tolist()), theirs.detach().numpy(), rtol=rtol, atol=atol)
+
+
+def _mlp_loss(lib):
+    fn = lib.nn.functional
+
+    def loss(params, x, y):
+        h = fn.linear(x, params["w1"], params["b1"]).tanh()
+        out = fn.linear(h, params["w2"], params["b2"])
+        return fn.cross_entropy(out.unsqueeze(0), y.unsqueeze(0))
+
+    return loss
+
+
+def _mlp_data():
+    params = {"w1": _rand((6, 5)), "b1": _rand((6,)), "w2": _rand((3, 6)), "b2": _rand((3,))}
+    return params, _rand((B, 5)), rgrad.tensor([0, 2, 1, 2])
+
+
+def test_per_sample_grads_of_an_mlp_match_torch_func(torch):
+    params, x, y = _mlp_data()
+    ours = vmap(grad(_mlp_loss(rgrad)), in_dims=(None, 0, 0))(params, x, y)
+    theirs = torch.func.vmap(torch.func.grad(_mlp_loss(torch)), in_dims=(None, 0, 0))(
+        _to_torch(torch, params), _to_torch(torch, x), _to_torch(torch, y))
+    _same_values(ours, theirs)
+    # each sample's gradient is that of its own loss (not the batch's sum)
+    for i in range(B):
+        one = grad(_mlp_loss(rgrad))(params, x[i], y[i])
+        for k in params:
+            np.testing.assert_allclose(np.asarray(ours[k][i].tolist()), np.asarray(one[k].tolist()), rtol=1e-12)
+
+
+def test_per_sample_grads_with_params_requiring_grad(torch):
+    """Parameters that require grad (as nn parameters do): results stay differentiable w.r.t. them."""
+    params, x, y = _mlp_data()
+    params = {k: v.requires_grad_() for k, v in params.items()}
+    ours = vmap(grad(_mlp_loss(rgrad)), in_dims=(None, 0, 0))(params, x, y)
+    tparams = {k: v.requires_grad_() for k, v in _to_torch(torch, params).items()}
+    theirs = torch.func.vmap(torch.func.grad(_mlp_loss(torch)), in_dims=(None, 0, 0))(
+        tparams, _to_torch(torch, x), _to_torch(torch, y))
+    _same_values(ours, theirs)
+    # and outer autograd goes through the per-sample gradients
+    ours_w = rgrad.autograd.grad(ours["w1"].pow(2).sum(), params["w2"])[0]
+    theirs_w = torch.autograd.grad(theirs["w1"].pow(2).sum(), tparams["w2"])[0]
+    _same_values(ours_w, theirs_w)
+
+
+_COMPOSED = {
+    "vmap_grad": lambda lib, x, w: lib.func.vmap(lib.func.grad(lambda a: (a.sin() * w).sum() * a.sum()))(x),
+    "vmap_grad_argnums": lambda lib, x, w: lib.func.vmap(
+        lib.func.grad(lambda a, b: (a * b).exp().sum(), argnums=(0, 1)), in_dims=(0, None))(x, w),
+    "vmap_grad_and_value": lambda lib, x, w: lib.func.vmap(
+        lib.func.grad_and_value(lambda a: (a ** 3 * w).sum(), has_aux=False))(x),
+    "vmap_grad_has_aux": lambda lib, x, w: lib.func.vmap(
+        lib.func.grad(lambda a: ((a * w).sum(), a.cos()), has_aux=True))(x),
+    "vmap_vjp": lambda lib, x, w: lib.func.vmap(lambda a, v: lib.func.vjp(lambda b: b.tanh() * w, a)[1](v))(x, x * 2),
+    "vmap_jvp": lambda lib, x, w: lib.func.vmap(lambda a, t: lib.func.jvp(lambda b: b.sin() * w, (a,), (t,)))(x, x.cos()),
+    "vmap_jacrev": lambda lib, x, w: lib.func.vmap(lib.func.jacrev(lambda a: a.sin() * (a * w).sum()))(x),
+    "vmap_jacfwd": lambda lib, x, w: lib.func.vmap(lib.func.jacfwd(lambda a: a.exp() * (a @ w)))(x),
+    "vmap_hessian": lambda lib, x, w: lib.func.vmap(lib.func.hessian(lambda a: (a.sin() * w).sum() ** 2))(x),
+    "vmap_jacrev_jacrev": lambda lib, x, w: lib.func.vmap(lib.func.jacrev(lib.func.jacrev(
+        lambda a: (a.exp() * w).sum())))(x),
+    "vmap_grad_grad": lambda lib, x, w: lib.func.vmap(lib.func.grad(lambda a: lib.func.grad(
+        lambda b: (b.sin() * w).sum() ** 2)(a).sum()))(x),
+    "grad_vmap": lambda lib, x, w: lib.func.grad(lambda a: lib.func.vmap(lambda r: (r.sin() * w).sum())(a).sum())(x),
+    "jacrev_vmap": lambda lib, x, w: lib.func.jacrev(lambda a: lib.func.vmap(lambda r: r.exp() * w)(a))(x),
+    "jacfwd_vmap": lambda lib, x, w: lib.func.jacfwd(lambda a: lib.func.vmap(lambda r: r.exp() @ w)(a))(x),
+    "vmap_vmap_grad": lambda lib, x, w: lib.func.vmap(lib.func.vmap(lib.func.grad(lambda s: (s * w[0]).sin())))(x),
+    "vmap_grad_in_dims_1": lambda lib, x, w: lib.func.vmap(lib.func.grad(lambda a: (a * w).pow(2).sum()),
+                                                            in_dims=1, out_dims=1)(x.t().contiguous()),
+    "vmap_grad_of_vmap": lambda lib, x, w: lib.func.vmap(lib.func.grad(
+        lambda a: lib.func.vmap(lambda s: s * w.sum())(a).sum()))(x),
+    "vmap_grad_closure_batched": lambda lib, x, w: lib.func.vmap(
+        lambda a: lib.func.grad(lambda b: (b * a).sin().sum())(w))(x),
+}
+
+
+@pytest.mark.parametrize("name", list(_COMPOSED))
+def test_composition_matches_torch_func(torch, name):
+    x = _rand((B, 3))
+    w = _rand((3,))
+    ours = _COMPOSED[name](rgrad, x, w)
+    theirs = _COMPOSED[name](torch, _to_torch(torch, x), _to_torch(torch, w))
+    _same_values(ours, theirs)
+
+
+def test_autograd_grad_inside_vmap():
+    x = _rand((3,), low=0.5).requires_grad_()
+    y = x.exp() * x.sum()
+    # torch's documented example: the rows of a Jacobian from batched grad_outputs
+    rows = vmap(lambda v: rgrad.autograd.grad(y, x, v, retain_graph=True)[0])(rgrad.eye(3, dtype=rgrad.float64))
+    expected = rgrad.autograd.functional.jacobian(lambda a: a.exp() * a.sum(), x.detach())
+    _assert_same(rows, expected)
+    # outputs batched, an input batched: one backward of the physical tensors
+    xs = _rand((B, 3))
+
+    def per_sample(t):
+        leaf = t.detach().requires_grad_()
+        out = (leaf.sin() * leaf).sum()
+        g, = rgrad.autograd.grad(out, leaf, create_graph=True)
+        gg, = rgrad.autograd.grad(g.sum(), leaf)
+        return g, gg
+
+    g, gg = vmap(per_sample)(xs)
+    _assert_same(g, xs.sin() + xs * xs.cos())
+    _assert_same(gg, 2 * xs.cos() - xs * xs.sin())
+    # outputs batched, an input shared by the samples: its gradient per sample (a loop of backward passes)
+    w = _rand((3,)).requires_grad_()
+    per = vmap(lambda t: rgrad.autograd.grad((t * w).sin().sum(), w)[0])(xs)
+    _assert_same(per, xs * (xs * w.detach()).cos())
+    # allow_unused / materialize_grads
+    z = _rand((3,)).requires_grad_()
+    unused = []
+
+    def with_unused(t):
+        gw, gz = rgrad.autograd.grad((t * w).sum(), (w, z), allow_unused=True)
+        unused.append(gz)
+        return gw
+
+    _assert_same(vmap(with_unused)(xs), xs)
+    assert unused == [None]
+    out = vmap(lambda t: rgrad.autograd.grad((t * w).sum(), (w, z), materialize_grads=True))(xs)
+    _assert_same(out[1], rgrad.zeros(B, 3, dtype=rgrad.float64))
+    with pytest.raises(RuntimeError, match="One of the differentiated Tensors appears to not have been used"):
+        vmap(lambda t: rgrad.autograd.grad((t * w).sum(), (w, z)))(xs)
+    with pytest.raises(RuntimeError, match="Mismatch in shape: grad_output\\[0\\] has a shape of rgrad.Size\\(\\[2\\]\\)"):
+        vmap(lambda v: rgrad.autograd.grad(y, x, v[:2], retain_graph=True))(rgrad.eye(3, dtype=rgrad.float64))
+
+
+def test_forward_ad_inside_vmap():
+    fw = rgrad.autograd.forward_ad
+    xs, ts = _rand((B, 3)), _rand((B, 3))
+    w = _rand((3,))
+
+    def f(x, t):
+        with fw.dual_level():
+            d = fw.make_dual(x, t)
+            out = d.sin() * w
+            p, tan = fw.unpack_dual(out)
+            assert isinstance(p, rgrad.Tensor) and type(p) is BatchedTensor
+            return p, tan
+
+    p, tan = vmap(f)(xs, ts)
+    _assert_same(p, xs.sin() * w)
+    _assert_same(tan, xs.cos() * ts * w)
+    # an unbatched tangent with a batched primal, and the other way round
+    t0 = _rand((3,))
+    _, tan = vmap(f, in_dims=(0, None))(xs, t0)
+    _assert_same(tan, xs.cos() * t0 * w)
+    _, tan = vmap(f, in_dims=(None, 0))(xs[0], ts)
+    _assert_same(tan, xs[0].cos() * ts * w)
+    with fw.dual_level(), pytest.raises(RuntimeError, match="Trying to set a forward gradient that has a different size"):
+        vmap(lambda x: fw.make_dual(x, rgrad.ones(2, dtype=rgrad.float64)))(xs)
+
+
+# ---------------------------------------------------------------------------------------
+# Threads: vmap in some threads, plain ops in others, all exact
+# ---------------------------------------------------------------------------------------
+
+def test_threads_running_vmap_and_plain_ops():
+    a = _rand((8, 5))
+    w = _rand((5, 5))
+    expected_vmap = rgrad.stack([(a[i] @ w).tanh() + rgrad.exp(a[i]).sum() for i in range(8)]).tolist()
+    expected_plain = ((a @ w) * 2 + rgrad.exp(a)).tolist()
+    expected_grads = [grad(lambda r: (rgrad.exp(r) * w[0]).sum())(a[i]).tolist() for i in range(8)]
+    errors = []
+    barrier = threading.Barrier(4)
+
+    def vmapper(trials):
+        barrier.wait()
+        for _ in range(trials):
+            out = vmap(lambda r: (r @ w).tanh() + rgrad.exp(r).sum())(a)
+            if out.tolist() != expected_vmap:
+                errors.append("vmap")
+            g = vmap(grad(lambda r: (rgrad.exp(r) * w[0]).sum()))(a)
+            if g.tolist() != expected_grads:
+                errors.append("vmap(grad)")
+
+    def plain(trials):
+        barrier.wait()
+        for _ in range(trials):
+            # function forms and Tensor methods, swapped or not at this moment, give the same numbers
+            out = rgrad.add(rgrad.mul(rgrad.matmul(a, w), 2), rgrad.exp(a))
+            if out.tolist() != expected_plain or not (a == a).all() or a[0, 0].item() != a.tolist()[0][0]:
+                errors.append("plain")
+
+    threads = [threading.Thread(target=vmapper, args=(40,)), threading.Thread(target=vmapper, args=(40,)),
+               threading.Thread(target=plain, args=(150,)), threading.Thread(target=plain, args=(150,))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert rgrad.exp is rgrad.Tensor.exp and not _vmap.is_active()
+
+
+# ---------------------------------------------------------------------------------------
+# autograd.functional with vectorize=True inside vmap, and gradcheck of vmapped functions
+# ---------------------------------------------------------------------------------------
+
+def test_vectorized_jacobian_inside_vmap():
+    xs = _rand((B, 3))
+    f = lambda a: a.sin() * a.sum()  # noqa: E731
+    out = vmap(lambda x: rgrad.autograd.functional.jacobian(f, x, vectorize=True))(xs)
+    expected = rgrad.stack([rgrad.autograd.functional.jacobian(f, xs[i]) for i in range(B)])
+    _assert_same(out, expected)
+    out = vmap(lambda x: rgrad.autograd.functional.jacobian(f, x, vectorize=True, strategy="forward-mode"))(xs)
+    _assert_same(out, expected)
+
+
+def test_gradcheck_through_vmap():
+    x = _rand((B, 3)).requires_grad_()
+    w = _rand((3, 2)).requires_grad_()
+    f = lambda a, m: vmap(lambda r: (r @ m).tanh().sum() * r.exp(), in_dims=(0,))(a)  # noqa: E731
+    assert rgrad.autograd.gradcheck(f, (x, w))
+    assert rgrad.autograd.gradgradcheck(f, (x, w))
