@@ -17,7 +17,7 @@ import pytest
 
 import rgrad
 import rgrad.nn.functional as F
-from rgrad.func import _batching, _vmap, grad, jacfwd, jacrev, jvp, vjp, vmap
+from rgrad.func import _batching, _vmap, grad, vmap
 from rgrad.func._batched_tensor import BatchedTensor
 
 # torch.func.jvp / jacfwd load torch's decompositions, which warn about torch.jit.script
@@ -272,7 +272,8 @@ def test_reduction(name, call, in_dim):
     f = eval(f"lambda t: t.{name}{call}")  # noqa: S307  (the table's calls)
     check(f, x, in_dims=in_dim)
     if name in rgrad._METHOD_FUNCTIONS and name != "norm":
-        g = eval(f"lambda t: rgrad.{name}(t, {call[1:-1]})" if call != "()" else f"lambda t: rgrad.{name}(t)")  # noqa: S307
+        args = f", {call[1:-1]}" if call != "()" else ""
+        g = eval(f"lambda t: rgrad.{name}(t{args})")  # noqa: S307
         check(g, x, in_dims=in_dim)
 
 
@@ -1089,7 +1090,8 @@ _COMPOSED = {
     "vmap_grad_has_aux": lambda lib, x, w: lib.func.vmap(
         lib.func.grad(lambda a: ((a * w).sum(), a.cos()), has_aux=True))(x),
     "vmap_vjp": lambda lib, x, w: lib.func.vmap(lambda a, v: lib.func.vjp(lambda b: b.tanh() * w, a)[1](v))(x, x * 2),
-    "vmap_jvp": lambda lib, x, w: lib.func.vmap(lambda a, t: lib.func.jvp(lambda b: b.sin() * w, (a,), (t,)))(x, x.cos()),
+    "vmap_jvp": lambda lib, x, w: lib.func.vmap(
+        lambda a, t: lib.func.jvp(lambda b: b.sin() * w, (a,), (t,)))(x, x.cos()),
     "vmap_jacrev": lambda lib, x, w: lib.func.vmap(lib.func.jacrev(lambda a: a.sin() * (a * w).sum()))(x),
     "vmap_jacfwd": lambda lib, x, w: lib.func.vmap(lib.func.jacfwd(lambda a: a.exp() * (a @ w)))(x),
     "vmap_hessian": lambda lib, x, w: lib.func.vmap(lib.func.hessian(lambda a: (a.sin() * w).sum() ** 2))(x),
@@ -1158,7 +1160,7 @@ def test_autograd_grad_inside_vmap():
     _assert_same(out[1], rgrad.zeros(B, 3, dtype=rgrad.float64))
     with pytest.raises(RuntimeError, match="One of the differentiated Tensors appears to not have been used"):
         vmap(lambda t: rgrad.autograd.grad((t * w).sum(), (w, z)))(xs)
-    with pytest.raises(RuntimeError, match="Mismatch in shape: grad_output\\[0\\] has a shape of rgrad.Size\\(\\[2\\]\\)"):
+    with pytest.raises(RuntimeError, match=r"Mismatch in shape: grad_output\[0\] has a shape of rgrad.Size\(\[2\]\)"):
         vmap(lambda v: rgrad.autograd.grad(y, x, v[:2], retain_graph=True))(rgrad.eye(3, dtype=rgrad.float64))
 
 
@@ -1184,7 +1186,7 @@ def test_forward_ad_inside_vmap():
     _assert_same(tan, xs.cos() * t0 * w)
     _, tan = vmap(f, in_dims=(None, 0))(xs[0], ts)
     _assert_same(tan, xs[0].cos() * ts * w)
-    with fw.dual_level(), pytest.raises(RuntimeError, match="Trying to set a forward gradient that has a different size"):
+    with fw.dual_level(), pytest.raises(RuntimeError, match="Trying to set a forward gradient that has a different"):
         vmap(lambda x: fw.make_dual(x, rgrad.ones(2, dtype=rgrad.float64)))(xs)
 
 

@@ -384,7 +384,7 @@ INPLACE: set[str] = set()
 
 
 def max_level(args: tuple, kwargs: dict | None = None) -> int:
-    """The highest vmap level among the BatchedTensors in ``args`` (also one list/tuple deep) and ``kwargs``; -1 if none."""
+    """The highest vmap level of the BatchedTensors in ``args`` (also one list/tuple deep) and ``kwargs``; -1: none."""
     level = -1
     for a in args:
         t = type(a)
