@@ -1251,3 +1251,60 @@ def test_gradcheck_through_vmap():
     f = lambda a, m: vmap(lambda r: (r @ m).tanh().sum() * r.exp(), in_dims=(0,))(a)  # noqa: E731
     assert rgrad.autograd.gradcheck(f, (x, w))
     assert rgrad.autograd.gradgradcheck(f, (x, w))
+
+
+# ---------------------------------------------------------------------------------------
+# The fast paths for operands shared by the batch (stride-0 materialized weights and inputs)
+# ---------------------------------------------------------------------------------------
+
+def _linear_net(lib):
+    fn = lib.nn.functional
+
+    def net(w1, b1, w2, x):
+        return fn.linear(fn.linear(x, w1, b1).tanh(), w2).sin().sum()
+
+    return net
+
+
+@pytest.mark.parametrize("transform", ["grad", "jacrev_jacrev", "grad_grad", "hessian", "jacfwd_grad"])
+def test_shared_weight_fast_path_matches_torch(torch, transform):
+    """Per-sample first and second derivatives w.r.t. weights (the fast path's backward and
+    double backward), against torch.func."""
+    w1, b1, w2, x = _rand((4, 3)), _rand((4,)), _rand((2, 4)), _rand((B, 3))
+
+    def run(lib, w1, b1, w2, x):
+        net = _linear_net(lib)
+        F_ = lib.func
+        transforms = {
+            "grad": F_.grad(net, argnums=(0, 1, 2)),
+            "jacrev_jacrev": F_.jacrev(F_.jacrev(net, argnums=0), argnums=(0, 2)),
+            "grad_grad": F_.grad(lambda a, b, c, d: F_.grad(net, argnums=0)(a, b, c, d).pow(2).sum(), argnums=(0, 2)),
+            "hessian": F_.hessian(net, argnums=1),
+            "jacfwd_grad": F_.jacfwd(F_.grad(net, argnums=2), argnums=2),
+        }
+        return F_.vmap(transforms[transform], in_dims=(None, None, None, 0))(w1, b1, w2, x)
+
+    ours = run(rgrad, w1, b1, w2, x)
+    theirs = run(torch, *(_to_torch(torch, t) for t in (w1, b1, w2, x)))
+    _same_values(ours, theirs)
+
+
+def test_uniform_input_fast_path_matches_torch(torch):
+    """jacobian(vectorize=True) of a linear layer (one product forward), its create_graph
+    graph, and the reverse-mode vectorized Hessian, against torch."""
+    w1, b1, w2 = _rand((5, 3)), _rand((5,)), _rand((3, 5))
+
+    def run(lib, w1, b1, w2, z):
+        fn = lib.nn.functional
+        f = lambda a: fn.linear(fn.linear(a, w1, b1).tanh(), w2)  # noqa: E731
+        AF_ = lib.autograd.functional
+        jac = AF_.jacobian(f, z, vectorize=True, create_graph=True)
+        (g,) = lib.autograd.grad(jac.pow(2).sum(), z)
+        hess = AF_.hessian(lambda a: f(a).pow(3).sum(), z, vectorize=True)
+        return jac.detach(), g, hess
+
+    z = _rand((3,)).requires_grad_()
+    ours = run(rgrad, w1, b1, w2, z)
+    tz = _to_torch(torch, z.detach()).requires_grad_()
+    theirs = run(torch, *(_to_torch(torch, t) for t in (w1, b1, w2)), tz)
+    _same_values(ours, theirs)

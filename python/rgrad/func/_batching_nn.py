@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import rgrad
+from rgrad import _C
+from rgrad._C import Tensor
+from rgrad.autograd import forward_ad as fwAD
+from rgrad.autograd.function import Function
 from rgrad.func._batched_tensor import batch_size, dispatch, fallback
 from rgrad.func._batching_common import (
     BT,
@@ -116,13 +121,104 @@ def _linear(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     x = args[0]
     weight = args[1] if len(args) > 1 else kwargs["weight"]
     bias = args[2] if len(args) > 2 else kwargs.get("bias")
-    if _at(x, level) and not _at(weight, level) and not _at(bias, level):
+    xb, wb, bb = _at(x, level), _at(weight, level), _at(bias, level)
+    if xb and not wb and not bb:
+        v = x._value
+        if _uniform(v) and _plain(weight) and (bias is None or _plain(bias)) and _fast_paths_apply(v, weight, bias):
+            return BT(_UniformInputLinear.apply(v, weight, bias), level)
         # the batch dim is one more leading dim for linear
-        return BT(dispatch("linear", (x._value, weight, bias), {}), level)
+        return BT(dispatch("linear", (v, weight, bias), {}), level)
+    if (xb and wb and _plain(x._value) and _uniform(weight._value) and _lrank(weight, level) == 2
+            and (bias is None or (bb and _plain(bias._value) and bias._value.dim() == 2))
+            and _fast_paths_apply(x._value, weight._value, bias)):
+        b = bias._value if bias is not None else None
+        return BT(_SharedWeightLinear.apply(x._value, weight._value, b), level)
     out = dispatch("matmul", (x, weight.t()), {})
     if bias is not None:
         out = out + bias
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# Fast paths for operands that are the same for every sample
+# ---------------------------------------------------------------------------------------
+#
+# Inside vmap, ``grad`` materializes an unbatched parameter as a stride-0 expand (one leaf
+# per sample, see _vmap), and ``jacobian(vectorize=True)`` does the same with its inputs.
+# The batched rule would then multiply by the same matrix once per sample (a bmm of
+# matrix-vector products), or multiply the same row by a matrix once per sample. These
+# custom Functions compute the forward once, exactly as the batched op would, and give
+# each sample its own gradient; their backward is written with differentiable ops, so
+# double backward (create_graph) is per sample too. Not used inside a forward-AD level
+# (they have no jvp rule).
+
+def _plain(t: Any) -> bool:
+    return type(t) is Tensor
+
+
+def _uniform(v: Any) -> bool:
+    """A plain physical value whose batch dim has stride 0 (every sample the same memory)."""
+    return type(v) is Tensor and v.dim() > 0 and v.shape[0] > 1 and v.stride(0) == 0
+
+
+def _fast_paths_apply(*tensors: Any) -> bool:
+    return fwAD._current_level < 0 and all(t is None or t.dtype == tensors[0].dtype for t in tensors)
+
+
+class _SharedWeightLinear(Function):
+    """``linear(x, w, b)`` per sample where ``w`` (``[B, out, in]``) is one matrix expanded
+    over the batch: one GEMM forward; per-sample ``w`` (and ``b``) gradients."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, w: Any, b: Any) -> Any:
+        ctx.save_for_backward(x, w)
+        ctx.bias_shape = None if b is None else tuple(b.shape)
+        w0 = w.select(0, 0)
+        if b is None:
+            return _C.linear(x, w0)
+        if b.stride(0) == 0:
+            return _C.linear(x, w0, b.select(0, 0))
+        return _C.linear(x, w0) + b.view(b.shape[0], *([1] * (x.dim() - 2)), b.shape[1])
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> tuple:
+        x, w = ctx.saved_tensors
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            # g @ w per sample; recorded (create_graph) as a shared-weight product itself, so
+            # that its derivative w.r.t. w is per sample too
+            gx = (_SharedWeightLinear.apply(g, w.transpose(1, 2), None) if rgrad.is_grad_enabled()
+                  else g.matmul(w.select(0, 0)))
+        if ctx.needs_input_grad[1]:
+            # one outer product per sample (summed over the sample's own leading dims)
+            gw = g.reshape(g.shape[0], -1, g.shape[-1]).transpose(1, 2).matmul(x.reshape(x.shape[0], -1, x.shape[-1]))
+        if ctx.bias_shape is not None and ctx.needs_input_grad[2]:
+            gb = g.reshape(g.shape[0], -1, g.shape[-1]).sum(1) if g.dim() > 2 else g
+        return gx, gw, gb
+
+
+class _UniformInputLinear(Function):
+    """``linear(x, w, b)`` per sample where ``x`` (``[B, ..., in]``) is one input expanded
+    over the batch: one product forward (the output expanded back); per-sample ``x`` gradients."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any, w: Any, b: Any) -> Any:
+        ctx.save_for_backward(x, w)
+        ctx.has_bias = b is not None
+        out = _C.linear(x.select(0, 0), w, b)
+        return out.unsqueeze(0).expand(x.shape[0], *out.shape)
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> tuple:
+        x, w = ctx.saved_tensors
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gx = g.matmul(w)
+        if ctx.needs_input_grad[1]:
+            gw = g.reshape(-1, g.shape[-1]).t().mm(x.reshape(-1, x.shape[-1]))
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            gb = g.reshape(-1, g.shape[-1]).sum(0)
+        return gx, gw, gb
 
 
 
