@@ -1305,6 +1305,10 @@ def test_uniform_input_fast_path_matches_torch(torch):
 
     z = _rand((3,)).requires_grad_()
     ours = run(rgrad, w1, b1, w2, z)
+    # the fast path's output can be written in place, as the op's would
+    f = lambda a: F.linear(a, w1, b1).mul_(2).relu_()  # noqa: E731
+    _assert_same(rgrad.autograd.functional.jacobian(f, z.detach(), vectorize=True),
+                 rgrad.autograd.functional.jacobian(f, z.detach()))
     tz = _to_torch(torch, z.detach()).requires_grad_()
     theirs = run(torch, *(_to_torch(torch, t) for t in (w1, b1, w2)), tz)
     _same_values(ours, theirs)

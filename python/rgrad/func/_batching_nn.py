@@ -206,7 +206,8 @@ class _UniformInputLinear(Function):
         ctx.save_for_backward(x, w)
         ctx.has_bias = b is not None
         out = _C.linear(x.select(0, 0), w, b)
-        return out.unsqueeze(0).expand(x.shape[0], *out.shape)
+        # a dense result (not an expand of ``out``): the function may write into it in place
+        return out.unsqueeze(0).expand(x.shape[0], *out.shape).contiguous()
 
     @staticmethod
     def backward(ctx: Any, g: Any) -> tuple:
