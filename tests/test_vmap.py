@@ -1312,3 +1312,50 @@ def test_uniform_input_fast_path_matches_torch(torch):
     tz = _to_torch(torch, z.detach()).requires_grad_()
     theirs = run(torch, *(_to_torch(torch, t) for t in (w1, b1, w2)), tz)
     _same_values(ours, theirs)
+
+
+def test_custom_function_under_vmap(torch):
+    def classes(lib):
+        class Exp(lib.autograd.Function):
+            @staticmethod
+            def forward(x):
+                return x.exp()
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.save_for_backward(output)
+
+            @staticmethod
+            def backward(ctx, g):
+                (out,) = ctx.saved_tensors
+                return g * out
+
+        class ExpRule(Exp):
+            generate_vmap_rule = True
+
+        class OldStyle(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        return Exp, ExpRule, OldStyle
+
+    x = _rand((B, 3))
+    results = {}
+    for lib, data in ((rgrad, x), (torch, _to_torch(torch, x))):
+        Exp, ExpRule, OldStyle = classes(lib)
+        out = []
+        for cls in (Exp, OldStyle):
+            with pytest.raises(RuntimeError) as e:
+                lib.func.vmap(cls.apply)(data)
+            out.append(str(e.value))
+        out.append(lib.func.vmap(ExpRule.apply)(data))
+        out.append(lib.func.vmap(lib.func.grad(lambda a: ExpRule.apply(a).sum()))(data))
+        results[lib.__name__] = out
+    assert results["rgrad"][:2] == results["torch"][:2]
+    _same_values(results["rgrad"][2:], results["torch"][2:])
+    assert "apply" not in rgrad.autograd.Function.__dict__  # restored

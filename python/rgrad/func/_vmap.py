@@ -210,12 +210,22 @@ class _VmapLevel:
             _deactivate()
 
 
+def _callable(func: Callable) -> Callable:
+    """``func``, or for ``SomeFunction.apply`` (taken before the vmap started: the native
+    method) a call that looks ``apply`` up when it runs, as the vmap swaps it."""
+    owner = getattr(func, "__self__", None)
+    if (isinstance(owner, type) and issubclass(owner, rgrad.autograd.Function)
+            and getattr(func, "__name__", None) == "apply"):
+        return lambda *args, **kwargs: owner.apply(*args, **kwargs)
+    return func
+
+
 def _flat_vmap(func: Callable, n: int, flat_in_dims: list, flat_args: list, args_spec: Any, out_dims: Any,
                randomness: str, kwargs: dict) -> Any:
     with _VmapLevel(n, randomness) as level:
         batched = [arg if in_dim is None else _add_batch_dim(arg, in_dim, level)
                    for in_dim, arg in zip(flat_in_dims, flat_args)]
-        outputs = func(*tree_unflatten(batched, args_spec), **kwargs)
+        outputs = _callable(func)(*tree_unflatten(batched, args_spec), **kwargs)
         return _unwrap_batched(outputs, out_dims, level, n, func)
 
 
@@ -456,6 +466,7 @@ def batched_unpack_dual(tensor: Any, level: Any) -> Any:
 
 _lock = threading.Lock()
 _active = 0
+_MISSING = object()  # an attribute the owner does not have of its own (deleted when restored)
 _swaps: list | None = None
 
 # function forms named differently from the op they are
@@ -527,6 +538,39 @@ def _random_method_wrapper(op: str, orig: Any) -> Callable:
     return _named(method, orig)
 
 
+def _function_apply_wrapper() -> Any:
+    """``Function.apply`` while a vmap runs: a custom Function on BatchedTensors runs once per
+    sample (torch's errors where torch would refuse it)."""
+    native = rgrad._C._FunctionBase.__dict__["apply"]
+
+    def apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        level = max_level(args, kwargs)
+        if level < 0:
+            return native.__get__(None, cls)(*args, **kwargs)
+        if not cls._setup_ctx_defined:
+            raise RuntimeError(
+                "In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), it "
+                "must override the setup_context staticmethod. For more details, please see "
+                "https://pytorch.org/docs/main/notes/extending.func.html"
+            )
+        if not cls.generate_vmap_rule and cls.vmap is rgrad.autograd.Function.vmap:
+            raise RuntimeError(
+                f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please override and "
+                "implement the vmap staticmethod or set generate_vmap_rule=True. For more details, please see "
+                "https://pytorch.org/docs/main/notes/extending.func.html"
+            )
+        # one call per sample (each its own graph node); a vmap staticmethod is not needed for that
+        from rgrad.func._batched_tensor import _select, stack_results
+
+        results = []
+        for b in range(batch_size(level)):
+            results.append(cls.apply(*(_select(a, level, b) for a in args),
+                                     **{k: _select(v, level, b) for k, v in kwargs.items()}))
+        return stack_results(results, level, f"{cls.__name__}.apply")
+
+    return classmethod(apply)
+
+
 def _named(wrapper: Callable, orig: Any) -> Callable:
     name = getattr(orig, "__name__", None)
     if name:
@@ -571,6 +615,7 @@ def _build_swaps() -> list:
         orig = Tensor.__dict__.get(name)
         if orig is not None:
             swaps.append((Tensor, name, orig, _random_method_wrapper(name, orig)))
+    swaps.append((rgrad.autograd.Function, "apply", _MISSING, _function_apply_wrapper()))
     import sys
 
     this = sys.modules[__name__]
@@ -596,7 +641,10 @@ def _deactivate() -> None:
         _active -= 1
         if _active == 0:
             for owner, name, orig, _wrapper in _swaps:
-                setattr(owner, name, orig)
+                if orig is _MISSING:
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, orig)
 
 
 def is_active() -> bool:
