@@ -7,10 +7,14 @@ with torch's rules for tuples, ``create_graph`` and ``strict`` mode, and torch's
 ``jvp`` and ``hvp`` use the double-backward trick, as torch does (a reverse pass whose
 result is differentiated again with respect to its grad_outputs), so their results and
 their strict-mode errors are torch's. ``jacobian`` and ``hessian`` compute one row per
-output element with a backward pass each. ``vectorize=True`` (and so
-``strategy="forward-mode"``, which torch allows only with it) needs ``rgrad.func.vmap``,
-which rgrad does not have yet: it raises ``NotImplementedError`` once torch's own
-argument checks have passed.
+output element with a backward pass each, or with ``vectorize=True`` every row in one
+batched pass through ``rgrad.func.vmap``'s machinery (reverse mode: the function runs once
+more on a batch of copies of the inputs, one per output element, and one backward pass
+takes the identity as grad_outputs; ``strategy="forward-mode"``, which torch allows only
+with ``vectorize=True``: the copies are dual tensors whose tangents are the identity).
+Random ops in the function draw the same numbers for every copy in reverse mode (the
+function runs twice, so the generator advances twice) and raise vmap's error in forward
+mode, as torch's.
 """
 
 from __future__ import annotations
@@ -407,7 +411,8 @@ def _jacfwd(func, inputs, strict, vectorize):
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
     r"""The Jacobian of ``func`` at ``inputs``.
 
-    One backward pass per output element (``vectorize=False``). Entry ``[i][j]`` (unpacked
+    One backward pass per output element (``vectorize=False``), or one batched pass
+    (``vectorize=True``, see the module docstring). Entry ``[i][j]`` (unpacked
     where ``func``'s output or ``inputs`` is not a tuple) is the Jacobian of output ``i``
     w.r.t. input ``j``, shaped ``output_i.shape + input_j.shape``.
 
@@ -416,10 +421,9 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         inputs: The inputs of ``func`` (a Tensor or a tuple of Tensors).
         create_graph: Make the Jacobian differentiable (w.r.t. inputs that require grad).
         strict: Raise when an output does not depend on an input instead of returning zeros.
-        vectorize: Batch the backward passes through vmap; needs ``rgrad.func.vmap``, which
-            rgrad does not have yet (NotImplementedError, after torch's argument checks).
-        strategy: ``"reverse-mode"``, or ``"forward-mode"`` (torch allows it only with
-            ``vectorize=True``, so it too raises NotImplementedError here).
+        vectorize: Compute every row (or column) in one batched pass instead of a loop.
+        strategy: ``"reverse-mode"``, or ``"forward-mode"`` (only with ``vectorize=True``, as
+            torch; not with ``create_graph`` or ``strict``).
     """
     return _jacobian(func, inputs, create_graph, strict, vectorize, strategy)
 
@@ -501,8 +505,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
         inputs: The inputs of ``func`` (a Tensor or a tuple of Tensors).
         create_graph: Make the Hessian differentiable (w.r.t. inputs that require grad).
         strict: Raise when the Hessian does not depend on an input instead of returning zeros.
-        vectorize: Needs ``rgrad.func.vmap``, which rgrad does not have yet (NotImplementedError
-            after torch's argument checks).
+        vectorize: Compute the outer Jacobian in one batched pass (as ``jacobian``'s).
         outer_jacobian_strategy: ``"reverse-mode"``, or ``"forward-mode"`` (torch allows it only
             with ``vectorize=True``).
     """

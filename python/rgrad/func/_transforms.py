@@ -20,10 +20,15 @@ results with two rules:
 
 Deciding which leaves a result reaches walks its graph once per result.
 
-There is no vmap yet: ``jacrev`` computes the Jacobian one row at a time (one vjp with a
-one-hot cotangent per output element) and ``jacfwd`` one column at a time (one jvp with a
-one-hot tangent per input element, calling ``f`` again each time); the results have
-torch's shapes. They will batch through ``rgrad.func.vmap`` once it exists.
+``jacrev`` computes the Jacobian one row at a time (one vjp with a one-hot cotangent per
+output element) and ``jacfwd`` one column at a time (one jvp with a one-hot tangent per
+input element, calling ``f`` again each time); the results have torch's shapes. They do
+not batch through ``rgrad.func.vmap`` (a view of a dual tensor drops its tangent's graph,
+which ``hessian(f)(x)`` with ``x`` requiring grad needs); they compose with it.
+
+Inside ``vmap`` an input to differentiate is first batched at every active vmap level it
+is not batched at (a stride-0 expand: each sample gets a leaf of its own), so that
+``vmap(grad(f), in_dims=(None, 0))`` gives one gradient per sample (see ``_vmap.py``).
 
 Forward-mode AD has one dual level in rgrad, so a jvp inside a jvp (``jacfwd(jacfwd(f))``,
 ``jvp`` inside ``forward_ad.dual_level``) raises a RuntimeError; second derivatives go
@@ -489,7 +494,7 @@ def _jvp_with_argnums(func, primals: Any, tangents: Any, argnums, *, strict: boo
 
 
 # ---------------------------------------------------------------------------------------
-# jacrev, jacfwd, hessian (no vmap yet: a loop over one-hot vectors)
+# jacrev, jacfwd, hessian (a loop over one-hot vectors)
 # ---------------------------------------------------------------------------------------
 
 def _one_hot_basis(tensors: list, numels: tuple, k: int) -> list:
@@ -547,8 +552,8 @@ def jacrev(func: Callable[..., Any], argnums=0, *, has_aux: bool = False, chunk_
     ``jacrev(func)(*args)`` has, for each output tensor (a pytree of outputs gives a pytree of
     Jacobians) and each differentiated argument (a tuple for tuple ``argnums``), a tensor
     shaped ``output.shape + input.shape``. Rows are computed one at a time, a vjp with a
-    one-hot cotangent per output element (rgrad has no vmap yet, so ``chunk_size`` is
-    checked as torch checks it and otherwise ignored).
+    one-hot cotangent per output element (so ``chunk_size`` is checked as torch checks it
+    and otherwise ignored).
 
     Args:
         has_aux: ``func`` returns ``(output, aux)``; the result is ``(jacobian, aux)``.
@@ -607,8 +612,8 @@ def jacfwd(func: Callable[..., Any], argnums=0, has_aux: bool = False, *, random
     """The Jacobian of ``func`` w.r.t. the arguments at ``argnums``, by forward-mode AD, as ``torch.func.jacfwd``.
 
     Same result structure and shapes as :func:`jacrev`. Columns are computed one at a time,
-    a jvp with a one-hot tangent per input element (rgrad has no vmap yet), so ``func`` runs
-    once per input element. ``randomness`` says what random ops in ``func`` may do, as vmap's
+    a jvp with a one-hot tangent per input element, so ``func`` runs once per input
+    element. ``randomness`` says what random ops in ``func`` may do, as vmap's
     flag: ``"error"`` (the default) raises torch's vmap error when ``func`` draws from the
     default generator, ``"same"`` replays the same random numbers for every column, and
     ``"different"`` lets every column draw its own.
