@@ -624,13 +624,31 @@ def _build_swaps() -> list:
     return swaps
 
 
+def _grouped(swaps: list) -> tuple[list, list]:
+    """The swaps as (module dict, originals, wrappers) triples (one ``dict.update`` each)
+    and the remaining (type, name, original, wrapper) attribute swaps."""
+    modules: dict = {}
+    attributes = []
+    for owner, name, orig, wrapper in swaps:
+        if type(owner) is type(rgrad) and orig is not _MISSING:
+            entry = modules.setdefault(id(owner), (owner.__dict__, {}, {}))
+            entry[1][name] = orig
+            entry[2][name] = wrapper
+        else:
+            attributes.append((owner, name, orig, wrapper))
+    return list(modules.values()), attributes
+
+
 def _activate() -> None:
     global _active, _swaps
     with _lock:
         if _active == 0:
             if _swaps is None:
-                _swaps = _build_swaps()
-            for owner, name, _orig, wrapper in _swaps:
+                _swaps = _grouped(_build_swaps())
+            modules, attributes = _swaps
+            for namespace, _origs, wrappers in modules:
+                namespace.update(wrappers)
+            for owner, name, _orig, wrapper in attributes:
                 setattr(owner, name, wrapper)
         _active += 1
 
@@ -640,7 +658,10 @@ def _deactivate() -> None:
     with _lock:
         _active -= 1
         if _active == 0:
-            for owner, name, orig, _wrapper in _swaps:
+            modules, attributes = _swaps
+            for namespace, origs, _wrappers in modules:
+                namespace.update(origs)
+            for owner, name, orig, _wrapper in attributes:
                 if orig is _MISSING:
                     delattr(owner, name)
                 else:
