@@ -235,7 +235,8 @@ def _vectorized_jacrev(func, inputs, outputs, create_graph):
 
     numels = tuple(out.numel() for out in outputs)
     total = sum(numels)
-    with _VmapLevel(total, "same") as level:
+    # copies=True: each sample of the level holds the same values (linear computes one)
+    with _VmapLevel(total, "same", copies=True) as level:
         batched_inputs = tuple(BatchedTensor(inp.unsqueeze(0).expand(total, *inp.shape), level) for inp in inputs)
         _, batched_outputs = _as_tuple(func(*batched_inputs), "outputs of the user-provided function", "jacobian")
         basis = _standard_basis(outputs, numels, lambda b: BatchedTensor(b, level))

@@ -43,14 +43,20 @@ __all__ = ["BatchedTensor", "dispatch", "current_layers", "batch_size", "randomn
 # ---------------------------------------------------------------------------------------
 
 class _Layer:
-    """One active vmap of this thread: its level, batch size and randomness flag."""
+    """One active vmap of this thread: its level, batch size and randomness flag.
 
-    __slots__ = ("level", "batch_size", "randomness")
+    ``copies``: every sample of this level is a copy of the same values (the batch of
+    ``jacobian(vectorize=True)``: copies of its inputs, one per output element), so an op
+    may compute one sample's forward for all (the samples still get their own gradients).
+    """
 
-    def __init__(self, level: int, batch_size: int, randomness: str) -> None:
+    __slots__ = ("level", "batch_size", "randomness", "copies")
+
+    def __init__(self, level: int, batch_size: int, randomness: str, copies: bool = False) -> None:
         self.level = level
         self.batch_size = batch_size
         self.randomness = randomness
+        self.copies = copies
 
 
 _tls = threading.local()
@@ -65,11 +71,16 @@ def current_layers() -> list:
         return _tls.layers
 
 
-def push_layer(batch_size: int, randomness: str) -> int:
+def push_layer(batch_size: int, randomness: str, copies: bool = False) -> int:
     layers = current_layers()
     level = len(layers) + 1
-    layers.append(_Layer(level, batch_size, randomness))
+    layers.append(_Layer(level, batch_size, randomness, copies))
     return level
+
+
+def copies_level(level: int) -> bool:
+    """Whether every sample of ``level`` holds the same values (see ``_Layer``)."""
+    return _layer(level).copies
 
 
 def pop_layer(level: int) -> None:

@@ -191,13 +191,13 @@ def _unwrap_batched(outputs: Any, out_dims: Any, level: int, n: int, func: Calla
 class _VmapLevel:
     """A vmap level of this thread, with the function forms swapped in while it runs."""
 
-    def __init__(self, n: int, randomness: str) -> None:
-        self.n, self.randomness = n, randomness
+    def __init__(self, n: int, randomness: str, copies: bool = False) -> None:
+        self.n, self.randomness, self.copies = n, randomness, copies
 
     def __enter__(self) -> int:
         _activate()
         try:
-            self.level = push_layer(self.n, self.randomness)
+            self.level = push_layer(self.n, self.randomness, self.copies)
         except BaseException:
             _deactivate()
             raise
