@@ -298,6 +298,14 @@ class BatchedTensor:
     def data(self):
         return BatchedTensor(self._value.data, self._level)
 
+    @property
+    def output_nr(self) -> int:
+        return self._value.output_nr
+
+    @property
+    def _version(self) -> int:
+        return self._value._version
+
     def retain_grad(self) -> None:
         self._value.retain_grad()
 
