@@ -699,6 +699,10 @@ def test_fallback_for_an_op_of_several_batched_args(monkeypatch):
 # vmap's API: in_dims / out_dims pytrees, kwargs, chunk_size, nesting, outputs
 # ---------------------------------------------------------------------------------------
 
+def test_exported_as_torch_vmap():
+    assert rgrad.vmap is rgrad.func.vmap and "vmap" in rgrad.__all__ and "vmap" in rgrad.func.__all__
+
+
 def test_in_dims_pytrees_and_kwargs():
     x, y = _batched((3,), 0), _batched((3,), 1)
     d = {"a": x, "b": [y, _rand((3,))]}
