@@ -335,6 +335,22 @@ def test_vectorize_is_one_batched_pass():
     assert np.allclose(jac.tolist(), expected.tolist(), rtol=1e-13, atol=1e-13)
 
 
+def test_vectorize_with_a_function_that_reads_values(torch):
+    """torch batches only the backward pass, so a function may read its values (.item(),
+    control flow) with vectorize=True; rgrad's batched pass cannot, and falls back to the loop."""
+    def make(lib):
+        def f(a):
+            scale = a.sum().item()
+            return a.exp() * scale if a[0] > 0 else a * 2
+
+        return lambda: _fn(lib).jacobian(f, _t(lib, [0.5, -1.0, 2.0]), vectorize=True)
+
+    status, _ = _same(torch, make)
+    assert status == "ok"
+    with pytest.raises(RuntimeError, match="vmap: It looks like you're calling .item()"):
+        AF.jacobian(lambda a: a * a.sum().item(), _t(rgrad, [0.5, 1.0]), vectorize=True, strategy="forward-mode")
+
+
 def test_vectorize_runs_the_function_before_checking_strict():
     # as torch: the function runs and its outputs are checked before vectorize's checks
     seen = []

@@ -14,7 +14,10 @@ takes the identity as grad_outputs; ``strategy="forward-mode"``, which torch all
 with ``vectorize=True``: the copies are dual tensors whose tangents are the identity).
 Random ops in the function draw the same numbers for every copy in reverse mode (the
 function runs twice, so the generator advances twice) and raise vmap's error in forward
-mode, as torch's.
+mode, as torch's. A function that reads its inputs' values (``.item()``, data-dependent
+control flow) cannot run batched: reverse mode then computes the rows one at a time (torch
+batches only the backward pass, so it accepts such functions), forward mode raises vmap's
+error (as torch's).
 """
 
 from __future__ import annotations
@@ -220,6 +223,13 @@ def _standard_basis(tensors, numels, batch):
         chunks.append(batch(chunk.view(total, *t.shape)))
         offset += n
     return chunks
+
+
+def _reads_batched_values(error):
+    """Whether ``error`` is vmap's refusal to hand the function a batched tensor's values."""
+    from rgrad.func._batched_tensor import _CONTROL_FLOW_ERROR, _DATA_ERROR, _ITEM_ERROR
+
+    return str(error) in (_ITEM_ERROR, _CONTROL_FLOW_ERROR, _DATA_ERROR)
 
 
 def _vectorized_jacrev(func, inputs, outputs, create_graph):
@@ -461,8 +471,14 @@ def _jacobian(func, inputs, create_graph, strict, vectorize, strategy):
                     "Please either set `strict=False` or "
                     "`vectorize=False`."
                 )
-            result = _grad_postprocess(_vectorized_jacrev(func, inputs, outputs, create_graph), create_graph)
-            return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
+            try:
+                result = _grad_postprocess(_vectorized_jacrev(func, inputs, outputs, create_graph), create_graph)
+                return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
+            except RuntimeError as e:
+                # torch batches only the backward pass, so a function that reads its values
+                # (.item(), data-dependent control flow) works there: here it gets the loop
+                if not _reads_batched_values(e):
+                    raise
 
         jacobian_rows = []
         for i, out in enumerate(outputs):
