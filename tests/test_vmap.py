@@ -1363,3 +1363,19 @@ def test_custom_function_under_vmap(torch):
     assert results["rgrad"][:2] == results["torch"][:2]
     _same_values(results["rgrad"][2:], results["torch"][2:])
     assert "apply" not in rgrad.autograd.Function.__dict__  # restored
+
+
+def test_values_of_a_level_of_copies_can_be_read():
+    """On jacobian(vectorize=True)'s level (copies of the inputs) .item(), bool() and
+    tolist() read sample 0's values; on a user's vmap they raise torch's errors."""
+    seen = []
+
+    def f(a):
+        seen.append((a.sum().item(), bool(a[0] > 0), a.tolist(), int(a[0] > 0)))
+        return a * 2
+
+    x = rgrad.tensor([0.5, -1.0], dtype=rgrad.float64)
+    rgrad.autograd.functional.jacobian(f, x, vectorize=True)
+    assert seen == [(-0.5, True, [0.5, -1.0], 1)] * 2  # the plain run, then the batched one
+    with pytest.raises(RuntimeError, match="vmap: It looks like you're calling .item()"):
+        vmap(f)(rgrad.ones(2, 2))

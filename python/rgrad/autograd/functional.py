@@ -14,10 +14,9 @@ takes the identity as grad_outputs; ``strategy="forward-mode"``, which torch all
 with ``vectorize=True``: the copies are dual tensors whose tangents are the identity).
 Random ops in the function draw the same numbers for every copy in reverse mode (the
 function runs twice, so the generator advances twice) and raise vmap's error in forward
-mode, as torch's. A function that reads its inputs' values (``.item()``, data-dependent
-control flow) cannot run batched: reverse mode then computes the rows one at a time (torch
-batches only the backward pass, so it accepts such functions), forward mode raises vmap's
-error (as torch's).
+mode, as torch's. The copies all hold the same values, so the function may read them
+(``.item()``, data-dependent control flow), as torch's (which batches only the
+derivatives) lets it.
 """
 
 from __future__ import annotations
@@ -225,13 +224,6 @@ def _standard_basis(tensors, numels, batch):
     return chunks
 
 
-def _reads_batched_values(error):
-    """Whether ``error`` is vmap's refusal to hand the function a batched tensor's values."""
-    from rgrad.func._batched_tensor import _CONTROL_FLOW_ERROR, _DATA_ERROR, _ITEM_ERROR
-
-    return str(error) in (_ITEM_ERROR, _CONTROL_FLOW_ERROR, _DATA_ERROR)
-
-
 def _vectorized_jacrev(func, inputs, outputs, create_graph):
     """Every row of the Jacobian in one backward pass (``jacobian(vectorize=True)``).
 
@@ -285,7 +277,8 @@ def _vectorized_jacfwd(func, inputs):
 
     numels = tuple(inp.numel() for inp in inputs)
     total = sum(numels)
-    with fwAD.dual_level(), _VmapLevel(total, "error") as level:
+    # copies=True: the primals are the same for every sample (the tangents are not)
+    with fwAD.dual_level(), _VmapLevel(total, "error", copies=True) as level:
         tangents = _standard_basis(inputs, numels, lambda b: BatchedTensor(b, level))
         dual_inputs = tuple(
             fwAD.make_dual(BatchedTensor(inp.unsqueeze(0).expand(total, *inp.shape), level), tangent)
@@ -471,14 +464,8 @@ def _jacobian(func, inputs, create_graph, strict, vectorize, strategy):
                     "Please either set `strict=False` or "
                     "`vectorize=False`."
                 )
-            try:
-                result = _grad_postprocess(_vectorized_jacrev(func, inputs, outputs, create_graph), create_graph)
-                return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
-            except RuntimeError as e:
-                # torch batches only the backward pass, so a function that reads its values
-                # (.item(), data-dependent control flow) works there: here it gets the loop
-                if not _reads_batched_values(e):
-                    raise
+            result = _grad_postprocess(_vectorized_jacrev(func, inputs, outputs, create_graph), create_graph)
+            return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
 
         jacobian_rows = []
         for i, out in enumerate(outputs):

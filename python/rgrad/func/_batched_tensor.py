@@ -45,9 +45,12 @@ __all__ = ["BatchedTensor", "dispatch", "current_layers", "batch_size", "randomn
 class _Layer:
     """One active vmap of this thread: its level, batch size and randomness flag.
 
-    ``copies``: every sample of this level is a copy of the same values (the batch of
-    ``jacobian(vectorize=True)``: copies of its inputs, one per output element), so an op
-    may compute one sample's forward for all (the samples still get their own gradients).
+    ``copies``: every sample of this level holds the same values (the batch of
+    ``jacobian(vectorize=True)``: copies of its inputs, one per output or input element),
+    so an op may compute one sample's forward for all (the samples still get their own
+    gradients; in forward mode their tangents differ), and reading values (``.item()``,
+    ``bool()``) reads sample 0's, as torch's jacobian (which batches only the derivatives)
+    lets the function read its inputs' values.
     """
 
     __slots__ = ("level", "batch_size", "randomness", "copies")
@@ -325,23 +328,39 @@ class BatchedTensor:
     def backward(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(_BACKWARD_ERROR)
 
-    # ---- what vmap cannot do (torch's errors) ------------------------------------------
-    def item(self):
-        raise RuntimeError(_ITEM_ERROR)
+    # ---- reading values: what vmap cannot do (torch's errors), except on a level of copies
+    # (every sample the same values, see _Layer), where sample 0's values are everyone's
+    def _sample(self, error: str) -> Any:
+        if not _layer(self._level).copies:
+            raise RuntimeError(error)
+        return self._value.select(0, 0)
 
-    __float__ = __int__ = __index__ = __complex__ = item
+    def item(self):
+        return self._sample(_ITEM_ERROR).item()
+
+    def __float__(self) -> float:
+        return float(self._sample(_ITEM_ERROR))
+
+    def __int__(self) -> int:
+        return int(self._sample(_ITEM_ERROR))
+
+    def __index__(self) -> int:
+        return self._sample(_ITEM_ERROR).__index__()
+
+    def __complex__(self) -> complex:
+        return complex(self._sample(_ITEM_ERROR).item())
 
     def __bool__(self) -> bool:
-        raise RuntimeError(_CONTROL_FLOW_ERROR)
+        return bool(self._sample(_CONTROL_FLOW_ERROR))
 
     def tolist(self):
-        raise RuntimeError(_DATA_ERROR)
+        return self._sample(_DATA_ERROR).tolist()
 
     def numpy(self, *, force: bool = False):
-        raise RuntimeError(_DATA_ERROR)
+        return self._sample(_DATA_ERROR).numpy(force=force)
 
     def __array__(self, dtype: Any = None, copy: Any = None):
-        raise RuntimeError(_DATA_ERROR)
+        return self._sample(_DATA_ERROR).__array__(dtype)
 
     def data_ptr(self) -> int:
         raise RuntimeError(_DATA_ERROR)
