@@ -421,10 +421,9 @@ RULES: dict[str, Any] = {}
 INPLACE: set[str] = set()
 
 
-def max_level(args: tuple, kwargs: dict | None = None) -> int:
-    """The highest vmap level of the BatchedTensors in ``args`` (also one list/tuple deep) and ``kwargs``; -1: none."""
-    level = -1
-    for a in args:
+def _max_level_of(values: Any, level: int) -> int:
+    """``level`` raised to the highest vmap level of the BatchedTensors among ``values`` (also one list/tuple deep)."""
+    for a in values:
         t = type(a)
         if t is BatchedTensor:
             if a._level > level:
@@ -433,17 +432,13 @@ def max_level(args: tuple, kwargs: dict | None = None) -> int:
             for x in a:
                 if type(x) is BatchedTensor and x._level > level:
                     level = x._level
-    if kwargs:
-        for a in kwargs.values():
-            t = type(a)
-            if t is BatchedTensor:
-                if a._level > level:
-                    level = a._level
-            elif t is list or t is tuple:
-                for x in a:
-                    if type(x) is BatchedTensor and x._level > level:
-                        level = x._level
     return level
+
+
+def max_level(args: tuple, kwargs: dict | None = None) -> int:
+    """The highest vmap level of the BatchedTensors in ``args`` (also one list/tuple deep) and ``kwargs``; -1: none."""
+    level = _max_level_of(args, -1)
+    return _max_level_of(kwargs.values(), level) if kwargs else level
 
 
 def dispatch(name: str, args: tuple, kwargs: dict) -> Any:
