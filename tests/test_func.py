@@ -3,7 +3,8 @@ against torch.func: the same programs give the same values, structures, shapes, 
 requires_grad, and raise the same errors (torch's text with "torch" read as "rgrad");
 nesting (grad(grad(f)), jacfwd(jacrev(f)), ...) and composition with outer autograd as
 torch.func; finite differences in float64; rgrad's documented differences (one dual level,
-no vmap, functional_call on functions)."""
+Jacobians one row or column at a time, functional_call on functions); vmap is tested in
+tests/test_vmap.py."""
 
 from __future__ import annotations
 
@@ -315,7 +316,7 @@ def test_grad_nonscalar_message_text():
 
 
 # ---------------------------------------------------------------------------------------
-# Randomness in jacfwd (vmap's flag, emulated over the loop)
+# Randomness in jacfwd (vmap's flag, emulated over jacfwd's loop of columns)
 # ---------------------------------------------------------------------------------------
 
 def test_jacfwd_randomness_same_and_different():
@@ -582,5 +583,5 @@ def test_exported_as_torch_func():
     import rgrad.func as mod
 
     assert rgrad.func is mod
-    assert set(mod.__all__) == {"grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
+    assert set(mod.__all__) == {"vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
                                 "functional_call"}

@@ -1,7 +1,8 @@
 """rgrad.autograd.functional (vjp, jvp, jacobian, hessian, vhp, hvp) against torch: the same
 programs give the same values, shapes, dtypes and requires_grad, and raise the same errors
 (torch's text with "torch" read as "rgrad"); Jacobians and Hessians against central finite
-differences in float64; what rgrad does instead of vectorize=True (no vmap yet)."""
+differences in float64; vectorize=True (both strategies, one batched pass through
+rgrad.func.vmap) against torch's."""
 
 from __future__ import annotations
 
@@ -119,15 +120,22 @@ def _jac_cases(lib):
     }
 
 
+_VECTORIZE = [pytest.param(False, "reverse-mode", id="loop"), pytest.param(True, "reverse-mode", id="vectorized"),
+              pytest.param(True, "forward-mode", id="vectorized-forward")]
+
+
+@pytest.mark.parametrize("vectorize,strategy", _VECTORIZE)
 @pytest.mark.parametrize("create_graph", [False, True])
 @pytest.mark.parametrize("case", sorted(_jac_cases(rgrad)))
-def test_jacobian_matches_torch(torch, case, create_graph):
+def test_jacobian_matches_torch(torch, case, create_graph, vectorize, strategy):
     def make(lib):
         func, inputs = _jac_cases(lib)[case]
-        return lambda: _fn(lib).jacobian(func, inputs, create_graph=create_graph)
+        return lambda: _fn(lib).jacobian(func, inputs, create_graph=create_graph, vectorize=vectorize,
+                                         strategy=strategy)
 
     status, _ = _same(torch, make)
-    assert status == "ok"
+    # torch has no forward-mode jacobian with create_graph (the same error)
+    assert status == ("NotImplementedError" if create_graph and strategy == "forward-mode" else "ok")
 
 
 def _hess_cases(lib):
@@ -142,15 +150,17 @@ def _hess_cases(lib):
     }
 
 
+@pytest.mark.parametrize("vectorize,strategy", _VECTORIZE)
 @pytest.mark.parametrize("create_graph", [False, True])
 @pytest.mark.parametrize("case", sorted(_hess_cases(rgrad)))
-def test_hessian_matches_torch(torch, case, create_graph):
+def test_hessian_matches_torch(torch, case, create_graph, vectorize, strategy):
     def make(lib):
         func, inputs = _hess_cases(lib)[case]
-        return lambda: _fn(lib).hessian(func, inputs, create_graph=create_graph)
+        return lambda: _fn(lib).hessian(func, inputs, create_graph=create_graph, vectorize=vectorize,
+                                        outer_jacobian_strategy=strategy)
 
     status, _ = _same(torch, make)
-    assert status == "ok"
+    assert status == ("NotImplementedError" if create_graph and strategy == "forward-mode" else "ok")
 
 
 @pytest.mark.parametrize("api", ["vhp", "hvp"])
@@ -300,44 +310,58 @@ def test_non_strict_gives_zeros_where_strict_raises(torch):
 
 
 # ---------------------------------------------------------------------------------------
-# No vmap yet: vectorize=True raises NotImplementedError where torch would batch
+# vectorize=True: one batched pass
 # ---------------------------------------------------------------------------------------
 
-def test_vectorize_needs_vmap(torch):
-    x = _t(rgrad, [0.5, -1.0, 2.0])
-    f = _f_vec(rgrad)
-    calls = {
-        "jacobian": lambda: AF.jacobian(f, x, vectorize=True),
-        "jacobian_forward": lambda: AF.jacobian(f, x, vectorize=True, strategy="forward-mode"),
-        "hessian": lambda: AF.hessian(_f_scalar(rgrad), x, vectorize=True),
-        "hessian_forward": lambda: AF.hessian(_f_scalar(rgrad), x, vectorize=True,
-                                              outer_jacobian_strategy="forward-mode"),
-    }
-    for name, call in calls.items():
-        with pytest.raises(NotImplementedError) as e:
-            call()
-        api = "hessian" if name.startswith("hessian") else "jacobian"
-        assert str(e.value).startswith(f"rgrad.autograd.functional.{api}: vectorize=True needs rgrad.func.vmap, "
-                                       "which rgrad does not have yet")
-    # where torch computes it, and the same Jacobian comes from vectorize=False
-    tx = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
-    tf = _f_vec(torch)
-    expected = torch.autograd.functional.jacobian(tf, tx, vectorize=True)
-    assert np.allclose(AF.jacobian(f, x).tolist(), expected.tolist(), rtol=1e-12, atol=1e-12)
-    expected = torch.autograd.functional.jacobian(tf, tx, vectorize=True, strategy="forward-mode")
-    assert np.allclose(AF.jacobian(f, x).tolist(), expected.tolist(), rtol=1e-12, atol=1e-12)
+def test_vectorize_is_one_batched_pass():
+    """vectorize=True runs the function once plainly (torch's checks) and once batched, not
+    once per output element; forward-mode runs it once, batched."""
+    seen = []
+
+    def f(a):
+        seen.append(tuple(a.shape))
+        return a.exp() * a.sum()
+
+    x = rgrad.tensor([0.5, -1.0, 2.0, 0.3], dtype=rgrad.float64)
+    expected = AF.jacobian(f, x)
+    assert seen == [(4,)]  # the loop: one forward, then one backward per row
+    seen.clear()
+    jac = AF.jacobian(f, x, vectorize=True)
+    assert seen == [(4,), (4,)]  # the function sees one sample's shape both times
+    assert np.allclose(jac.tolist(), expected.tolist(), rtol=1e-13, atol=1e-13)
+    seen.clear()
+    jac = AF.jacobian(f, x, vectorize=True, strategy="forward-mode")
+    assert seen == [(4,)]
+    assert np.allclose(jac.tolist(), expected.tolist(), rtol=1e-13, atol=1e-13)
 
 
-def test_vectorize_runs_the_function_before_refusing():
-    # as torch: the function runs and its outputs are checked before vectorize is looked at
+@pytest.mark.parametrize("strategy", ["reverse-mode", "forward-mode"])
+def test_vectorize_with_a_function_that_reads_values(torch, strategy):
+    """torch batches only the derivatives, so a function may read its values (.item(),
+    control flow) with vectorize=True; rgrad's batch holds copies of the inputs, whose
+    values the function reads as one."""
+    def make(lib):
+        def f(a):
+            scale = a.sum().item()
+            a = a.exp() * scale if a[0] > 0 else a * 2
+            return a * a[1].item() + lib.tensor(a.tolist()).sum()
+
+        return lambda: _fn(lib).jacobian(f, _t(lib, [0.5, -1.0, 2.0]), vectorize=True, strategy=strategy)
+
+    status, _ = _same(torch, make)
+    assert status == "ok"
+
+
+def test_vectorize_runs_the_function_before_checking_strict():
+    # as torch: the function runs and its outputs are checked before vectorize's checks
     seen = []
 
     def f(a):
         seen.append(a.shape)
         return a * 2
 
-    with pytest.raises(NotImplementedError):
-        AF.jacobian(f, rgrad.ones(2), vectorize=True)
+    with pytest.raises(RuntimeError, match="`strict=True` and `vectorized=True` are not supported together"):
+        AF.jacobian(f, rgrad.ones(2), vectorize=True, strict=True)
     assert seen == [(2,)]
 
 

@@ -105,6 +105,8 @@ EXCLUDED: dict[str, str] = {
     "__len__": _PROTOCOL,
     "__iter__": _PROTOCOL + "; iterating is unbind(0), an entry",
     "__delitem__": "always raises, as torch's does (test_api.py)",
+    "vmap": "a function transform (torch.vmap is torch.func.vmap): every batching rule is tested against the loop "
+            "in test_vmap.py",
 }
 
 

@@ -57,6 +57,7 @@ from rgrad.random import (
 )
 from rgrad import autograd, nn, profiler, random, return_types, utils  # noqa: F401
 from rgrad import func  # noqa: F401,E402  (rgrad.func, as torch.func)
+from rgrad.func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from rgrad._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor
 from rgrad.autograd.anomaly_mode import set_anomaly_enabled
 from rgrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
@@ -160,8 +161,8 @@ __all__ = [
     "arange", "linspace", "eye", "manual_seed", "from_numpy", "cat", "concat", "stack",
     "where", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
-    "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "autograd", "func", "nn", "is_tensor", "square",
-    "pow",
+    "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "autograd", "func", "vmap", "nn", "is_tensor",
+    "square", "pow",
     "FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor",
     *_METHOD_FUNCTIONS, *_BINARY_FUNCTIONS,
 ]

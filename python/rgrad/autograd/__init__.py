@@ -32,6 +32,11 @@ __all__ = [
 ]
 
 
+#: ``rgrad.func._vmap`` while a vmap runs in some thread (None otherwise): grad and backward
+#: hand BatchedTensors to it
+_vmap_support = None
+
+
 def _as_tuple(x) -> tuple:
     if x is None:
         return ()
@@ -119,6 +124,8 @@ def backward(
                                "Please only use `grad_tensors`.")
     if inputs is not None and len(_as_tuple(inputs)) == 0:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    if _vmap_support is not None:
+        _vmap_support.check_backward(tensors, grad_tensors, inputs)
     outputs = _as_tuple(tensors)
     for t in outputs:
         if not isinstance(t, (Tensor, graph.GradientEdge)):
@@ -180,12 +187,18 @@ def grad(
         create_graph: Record the backward so that higher-order derivatives can be taken.
         only_inputs: Deprecated and ignored.
         allow_unused: If False, an input not used to compute the outputs is an error.
-        is_grads_batched: Not supported by rgrad (must be False).
+        is_grads_batched: Not supported by rgrad (must be False); ``rgrad.func.vmap`` over a
+            function that calls ``grad`` with batched ``grad_outputs`` does the same.
         materialize_grads: Return zeros instead of None for unused inputs (implies allow_unused).
 
     Returns:
         A tuple with one gradient (or None) per input.
     """
+    if _vmap_support is not None and not is_grads_batched:
+        result = _vmap_support.batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                                            materialize_grads)
+        if result is not NotImplemented:
+            return result
     if is_grads_batched:
         raise RuntimeError("rgrad.autograd.grad: is_grads_batched=True is not supported")
     if materialize_grads and allow_unused is False:

@@ -20,6 +20,9 @@ __all__ = [
 ]
 
 _current_level = -1
+#: ``rgrad.func._vmap`` while a vmap runs in some thread (None otherwise): make_dual and
+#: unpack_dual hand BatchedTensors to it
+_vmap_support = None
 
 
 def enter_dual_level():
@@ -76,6 +79,10 @@ def make_dual(tensor, tangent, *, level=None):
         raise RuntimeError(
             "Trying to create a dual Tensor for forward AD but no level exists, make sure to enter_dual_level() first."
         )
+    if _vmap_support is not None:
+        result = _vmap_support.batched_make_dual(tensor, tangent, level)
+        if result is not NotImplemented:
+            return result
     if not tensor.is_floating_point():
         raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
     if not tangent.is_floating_point():
@@ -106,6 +113,10 @@ def unpack_dual(tensor, *, level=None):
         level = _current_level
     if level < 0:
         return UnpackedDualTensor(tensor, None)
+    if _vmap_support is not None:
+        result = _vmap_support.batched_unpack_dual(tensor, level)
+        if result is not NotImplemented:
+            return result
     primal, dual = _C._unpack_dual(tensor, level=level)
     return UnpackedDualTensor(primal, dual)
 

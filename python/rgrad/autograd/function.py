@@ -180,8 +180,10 @@ class Function(_SingleLevelFunction):
 
     @staticmethod
     def vmap(info: Any, in_dims: Any, *args: Any) -> Any:
-        """Batching rule (rgrad has no vmap yet)."""
-        raise NotImplementedError("rgrad does not implement vmap; a custom Function's vmap rule is never called.")
+        """Batching rule. Under ``rgrad.func.vmap`` a Function that overrides this (or sets
+        ``generate_vmap_rule = True``) runs once per sample instead; this rule is not called."""
+        raise NotImplementedError("rgrad.func.vmap runs a custom Function once per sample; its vmap rule is not "
+                                  "called.")
 
 
 class InplaceFunction(Function):

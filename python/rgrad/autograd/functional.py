@@ -7,10 +7,16 @@ with torch's rules for tuples, ``create_graph`` and ``strict`` mode, and torch's
 ``jvp`` and ``hvp`` use the double-backward trick, as torch does (a reverse pass whose
 result is differentiated again with respect to its grad_outputs), so their results and
 their strict-mode errors are torch's. ``jacobian`` and ``hessian`` compute one row per
-output element with a backward pass each. ``vectorize=True`` (and so
-``strategy="forward-mode"``, which torch allows only with it) needs ``rgrad.func.vmap``,
-which rgrad does not have yet: it raises ``NotImplementedError`` once torch's own
-argument checks have passed.
+output element with a backward pass each, or with ``vectorize=True`` every row in one
+batched pass through ``rgrad.func.vmap``'s machinery (reverse mode: the function runs once
+more on a batch of copies of the inputs, one per output element, and one backward pass
+takes the identity as grad_outputs; ``strategy="forward-mode"``, which torch allows only
+with ``vectorize=True``: the copies are dual tensors whose tangents are the identity).
+Random ops in the function draw the same numbers for every copy in reverse mode (the
+function runs twice, so the generator advances twice) and raise vmap's error in forward
+mode, as torch's. The copies all hold the same values, so the function may read them
+(``.item()``, data-dependent control flow), as torch's (which batches only the
+derivatives) lets it.
 """
 
 from __future__ import annotations
@@ -202,12 +208,104 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
     return tuple(res)
 
 
-def _no_vmap(api: str):
-    return NotImplementedError(
-        f"rgrad.autograd.functional.{api}: vectorize=True needs rgrad.func.vmap, which rgrad does not have yet. "
-        "Use vectorize=False (the default, and strategy=\"reverse-mode\"): it computes the same result one "
-        "backward pass per output element."
-    )
+def _standard_basis(tensors, numels, batch):
+    """The identity of size ``sum(numels)`` split by column into one chunk per tensor, each laid
+    out as a batch of that tensor (``[sum(numels), *tensor.shape]``, its dtype)."""
+    total = sum(numels)
+    chunks = []
+    offset = 0
+    for t, n in zip(tensors, numels):
+        chunk = rgrad.zeros(total, n, dtype=t.dtype)
+        if n:
+            with rgrad.no_grad():
+                chunk.narrow(0, offset, n).copy_(rgrad.eye(n, dtype=t.dtype))
+        chunks.append(batch(chunk.view(total, *t.shape)))
+        offset += n
+    return chunks
+
+
+def _vectorized_jacrev(func, inputs, outputs, create_graph):
+    """Every row of the Jacobian in one backward pass (``jacobian(vectorize=True)``).
+
+    ``func`` runs once more, under a vmap level whose batch holds one copy of the inputs per
+    output element (stride-0 expands, in the graph of the inputs); one backward pass of those
+    outputs with the identity as grad_outputs (row k of the batch: the k-th output element)
+    gives each copy's gradient, a row of the Jacobian. Random ops draw the same numbers for
+    every copy (randomness="same").
+    """
+    from rgrad.func._vmap import BatchedTensor, _VmapLevel
+
+    numels = tuple(out.numel() for out in outputs)
+    total = sum(numels)
+    # copies=True: each sample of the level holds the same values (linear computes one)
+    with _VmapLevel(total, "same", copies=True) as level:
+        batched_inputs = tuple(BatchedTensor(inp.unsqueeze(0).expand(total, *inp.shape), level) for inp in inputs)
+        _, batched_outputs = _as_tuple(func(*batched_inputs), "outputs of the user-provided function", "jacobian")
+        basis = _standard_basis(outputs, numels, lambda b: BatchedTensor(b, level))
+        pairs = [(o, g) for o, g in zip(batched_outputs, basis) if o.requires_grad]
+        if pairs and total:
+            grads = rgrad.autograd.grad([o for o, _ in pairs], batched_inputs, [g for _, g in pairs],
+                                        create_graph=create_graph, allow_unused=True)
+        else:
+            grads = (None,) * len(inputs)
+    rows = []
+    for g, inp in zip(grads, inputs):
+        if g is None:
+            rows.append(rgrad.zeros_like(inp).expand(total, *inp.shape))
+        else:
+            rows.append(g._value)
+    jacobian_input_output = []
+    for jac_input_i, input_i in zip(rows, inputs):
+        per_output = []
+        offset = 0
+        for output_j, n in zip(outputs, numels):
+            per_output.append(jac_input_i.narrow(0, offset, n).reshape(tuple(output_j.shape) + tuple(input_i.shape)))
+            offset += n
+        jacobian_input_output.append(per_output)
+    return tuple(zip(*jacobian_input_output))
+
+
+def _vectorized_jacfwd(func, inputs):
+    """Every column of the Jacobian in one forward-mode pass (``strategy="forward-mode"``).
+
+    Under a vmap level whose batch holds one copy of the inputs per input element, the
+    inputs are dual tensors whose tangents are the identity (column k of the batch: the
+    k-th input element); ``func`` runs once and its outputs' tangents are the columns.
+    """
+    from rgrad.autograd import forward_ad as fwAD
+    from rgrad.func._vmap import BatchedTensor, _VmapLevel
+
+    numels = tuple(inp.numel() for inp in inputs)
+    total = sum(numels)
+    # copies=True: the primals are the same for every sample (the tangents are not)
+    with fwAD.dual_level(), _VmapLevel(total, "error", copies=True) as level:
+        tangents = _standard_basis(inputs, numels, lambda b: BatchedTensor(b, level))
+        dual_inputs = tuple(
+            fwAD.make_dual(BatchedTensor(inp.unsqueeze(0).expand(total, *inp.shape), level), tangent)
+            for inp, tangent in zip(inputs, tangents)
+        )
+        is_outputs_tuple, dual_outputs = _as_tuple(func(*dual_inputs), "outputs")
+        columns, outputs = [], []
+        for dual_out in dual_outputs:
+            primal, tangent = fwAD.unpack_dual(dual_out)
+            outputs.append(primal)
+            if tangent is None:  # the output does not depend on the inputs
+                columns.append(rgrad.zeros(total, *primal.shape, dtype=primal.dtype))
+            elif type(tangent) is not BatchedTensor or tangent._level != level:
+                columns.append(tangent.unsqueeze(0).expand(total, *tangent.shape))
+            else:
+                columns.append(tangent._value)
+    jacobian_output_input = []
+    for jac_output_i, output_i in zip(columns, outputs):
+        per_input = []
+        offset = 0
+        for input_j, n in zip(inputs, numels):
+            jac = jac_output_i.narrow(0, offset, n)
+            per_input.append(jac.permute(*range(1, jac.dim()), 0).reshape(tuple(output_i.shape) + tuple(input_j.shape)))
+            offset += n
+        jacobian_output_input.append(per_input)
+    # lists, as torch's forward-mode jacobian returns
+    return is_outputs_tuple, jacobian_output_input
 
 
 # ---------------------------------------------------------------------------------------
@@ -295,7 +393,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_outputs_tuple)
 
 
-def _jacfwd(func, inputs, strict, vectorize, api):
+def _jacfwd(func, inputs, strict, vectorize):
     if strict:
         raise RuntimeError(
             "rgrad.autograd.functional.jacobian: `strict=True` "
@@ -303,9 +401,10 @@ def _jacfwd(func, inputs, strict, vectorize, api):
             "Please either set `strict=False` or "
             '`strategy="reverse-mode"`.'
         )
-    _as_tuple(inputs, "inputs", "jacobian")
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     if vectorize:
-        raise _no_vmap(api)
+        is_outputs_tuple, jac = _vectorized_jacfwd(func, inputs)
+        return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
     # torch's message, missing space included
     raise NotImplementedError(
         "Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
@@ -316,7 +415,8 @@ def _jacfwd(func, inputs, strict, vectorize, api):
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
     r"""The Jacobian of ``func`` at ``inputs``.
 
-    One backward pass per output element (``vectorize=False``). Entry ``[i][j]`` (unpacked
+    One backward pass per output element (``vectorize=False``), or one batched pass
+    (``vectorize=True``, see the module docstring). Entry ``[i][j]`` (unpacked
     where ``func``'s output or ``inputs`` is not a tuple) is the Jacobian of output ``i``
     w.r.t. input ``j``, shaped ``output_i.shape + input_j.shape``.
 
@@ -325,15 +425,14 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         inputs: The inputs of ``func`` (a Tensor or a tuple of Tensors).
         create_graph: Make the Jacobian differentiable (w.r.t. inputs that require grad).
         strict: Raise when an output does not depend on an input instead of returning zeros.
-        vectorize: Batch the backward passes through vmap; needs ``rgrad.func.vmap``, which
-            rgrad does not have yet (NotImplementedError, after torch's argument checks).
-        strategy: ``"reverse-mode"``, or ``"forward-mode"`` (torch allows it only with
-            ``vectorize=True``, so it too raises NotImplementedError here).
+        vectorize: Compute every row (or column) in one batched pass instead of a loop.
+        strategy: ``"reverse-mode"``, or ``"forward-mode"`` (only with ``vectorize=True``, as
+            torch; not with ``create_graph`` or ``strict``).
     """
-    return _jacobian(func, inputs, create_graph, strict, vectorize, strategy, "jacobian")
+    return _jacobian(func, inputs, create_graph, strict, vectorize, strategy)
 
 
-def _jacobian(func, inputs, create_graph, strict, vectorize, strategy, api):
+def _jacobian(func, inputs, create_graph, strict, vectorize, strategy):
     if strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError(
             'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
@@ -348,7 +447,7 @@ def _jacobian(func, inputs, create_graph, strict, vectorize, strategy, api):
                 "Please either set `create_graph=False` or "
                 '`strategy="reverse-mode"`.'
             )
-        return _jacfwd(func, inputs, strict, vectorize, api)
+        return _jacfwd(func, inputs, strict, vectorize)
 
     with rgrad.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
@@ -365,7 +464,8 @@ def _jacobian(func, inputs, create_graph, strict, vectorize, strategy, api):
                     "Please either set `strict=False` or "
                     "`vectorize=False`."
                 )
-            raise _no_vmap(api)
+            result = _grad_postprocess(_vectorized_jacrev(func, inputs, outputs, create_graph), create_graph)
+            return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
 
         jacobian_rows = []
         for i, out in enumerate(outputs):
@@ -409,8 +509,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
         inputs: The inputs of ``func`` (a Tensor or a tuple of Tensors).
         create_graph: Make the Hessian differentiable (w.r.t. inputs that require grad).
         strict: Raise when the Hessian does not depend on an input instead of returning zeros.
-        vectorize: Needs ``rgrad.func.vmap``, which rgrad does not have yet (NotImplementedError
-            after torch's argument checks).
+        vectorize: Compute the outer Jacobian in one batched pass (as ``jacobian``'s).
         outer_jacobian_strategy: ``"reverse-mode"``, or ``"forward-mode"`` (torch allows it only
             with ``vectorize=True``).
     """
@@ -435,7 +534,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
         _check_requires_grad(jac, "jacobian", strict=strict)
         return jac
 
-    res = _jacobian(jac_func, inputs, create_graph, strict, vectorize, outer_jacobian_strategy, "hessian")
+    res = _jacobian(jac_func, inputs, create_graph, strict, vectorize, outer_jacobian_strategy)
     return _tuple_postprocess(res, (is_inputs_tuple, is_inputs_tuple))
 
 

@@ -13,8 +13,10 @@ element with respect to input element ``k``. rgrad stores them in float64 whatev
 dtypes of the inputs (torch keeps the output's dtype for the numerical one); for the
 float64 inputs gradcheck is meant for this changes nothing.
 
-Not supported (rgrad has no vmap, no complex and no sparse tensors):
-``check_batched_grad`` and ``check_batched_forward_grad`` raise NotImplementedError; ``masked`` only selects how the
+Not supported (rgrad has no complex and no sparse tensors, and its backward formulas run
+in Rust on physical tensors, never under vmap's batching rules, so there are no batched
+backward formulas to check): ``check_batched_grad`` and ``check_batched_forward_grad``
+raise NotImplementedError; ``masked`` only selects how the
 "backward multiplied by grad_output" check compares with zero. Only the top-level
 tensors of ``inputs`` are differentiated: a tensor inside a list or tuple argument is
 passed through as a constant (torch half-supports them: its numerical and analytical
@@ -591,8 +593,10 @@ def _test_undefined_backward_mode(func: Callable, outputs: tuple[Tensor, ...], i
 
 def _reject_unsupported(**flags: bool) -> None:
     reasons = {
-        "check_batched_grad": "it needs vmap, which rgrad does not have yet",
-        "check_batched_forward_grad": "it needs vmap, which rgrad does not have yet",
+        "check_batched_grad": "rgrad's backward formulas run on physical tensors, never under vmap's batching "
+                              "rules: there is nothing batched to check",
+        "check_batched_forward_grad": "rgrad's forward-mode formulas run on physical tensors, never under vmap's "
+                                      "batching rules: there is nothing batched to check",
     }
     for name, value in flags.items():
         if value:
@@ -681,8 +685,8 @@ def gradcheck(
         check_undefined_grad: Check that undefined output gradients are supported and
             treated as zeros.
         check_grad_dtypes: Check that the gradients have their inputs' dtypes.
-        check_batched_grad: Not supported by rgrad (needs vmap); must be False.
-        check_batched_forward_grad: Not supported by rgrad (needs vmap); must be False.
+        check_batched_grad: Not supported by rgrad (its backward formulas have no batching rules); must be False.
+        check_batched_forward_grad: Not supported by rgrad (likewise); must be False.
         check_forward_ad: Check the Jacobian computed with forward-mode AD
             (:mod:`rgrad.autograd.forward_ad`) against the numerical one.
         check_backward_ad: Check reverse-mode gradients.
@@ -778,7 +782,7 @@ def gradgradcheck(
         nondet_tol: Tolerance for non-determinism (see :func:`gradcheck`).
         check_undefined_grad: Check that undefined output gradients are supported.
         check_grad_dtypes: Check that the gradients have their inputs' dtypes.
-        check_batched_grad: Not supported by rgrad (needs vmap); must be False.
+        check_batched_grad: Not supported by rgrad (its backward formulas have no batching rules); must be False.
         check_fwd_over_rev: Check the second derivatives computed with forward-over-reverse
             AD (the gradients' tangents).
         check_rev_over_rev: Check reverse-over-reverse second derivatives.

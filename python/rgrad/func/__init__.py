@@ -1,15 +1,18 @@
 """rgrad.func: torch.func's function transforms on rgrad's autograd.
 
-``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian`` and
+``vmap``, ``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian`` and
 ``functional_call``, with torch.func's signatures, pytree inputs and outputs, argnums,
-has_aux and error messages; they nest (``grad(grad(f))``, ``jacfwd(jacrev(f))``) and
-compose with outer autograd. How they work without torch.func's levels, and what differs
-(no vmap yet: Jacobians are computed one row or column at a time; one forward-AD level, so
+has_aux and error messages; they nest (``grad(grad(f))``, ``jacfwd(jacrev(f))``,
+``vmap(vmap(f))``), compose (``vmap(grad(f))`` gives per-sample gradients) and compose with
+outer autograd. How the differentiation transforms work without torch.func's levels, and
+what differs (Jacobians are computed one row or column at a time; one forward-AD level, so
 no jvp inside a jvp; functional_call takes a function, as rgrad has no nn.Module), is told
-in ``rgrad/func/_transforms.py``'s docstring and in each function's.
+in ``rgrad/func/_transforms.py``'s docstring; how vmap works (BatchedTensor, batching
+rules, the function forms it swaps in while it runs) in ``rgrad/func/_vmap.py``'s.
 """
 
 from rgrad.func._functional_call import functional_call
 from rgrad.func._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
+from rgrad.func._vmap import vmap
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call"]
+__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call"]

@@ -20,10 +20,15 @@ results with two rules:
 
 Deciding which leaves a result reaches walks its graph once per result.
 
-There is no vmap yet: ``jacrev`` computes the Jacobian one row at a time (one vjp with a
-one-hot cotangent per output element) and ``jacfwd`` one column at a time (one jvp with a
-one-hot tangent per input element, calling ``f`` again each time); the results have
-torch's shapes. They will batch through ``rgrad.func.vmap`` once it exists.
+``jacrev`` computes the Jacobian one row at a time (one vjp with a one-hot cotangent per
+output element) and ``jacfwd`` one column at a time (one jvp with a one-hot tangent per
+input element, calling ``f`` again each time); the results have torch's shapes. They do
+not batch through ``rgrad.func.vmap`` (a view of a dual tensor drops its tangent's graph,
+which ``hessian(f)(x)`` with ``x`` requiring grad needs); they compose with it.
+
+Inside ``vmap`` an input to differentiate is first batched at every active vmap level it
+is not batched at (a stride-0 expand: each sample gets a leaf of its own), so that
+``vmap(grad(f), in_dims=(None, 0))`` gives one gradient per sample (see ``_vmap.py``).
 
 Forward-mode AD has one dual level in rgrad, so a jvp inside a jvp (``jacfwd(jacfwd(f))``,
 ``jvp`` inside ``forward_ad.dual_level``) raises a RuntimeError; second derivatives go
@@ -40,6 +45,8 @@ from typing import Any
 import rgrad
 from rgrad._C import Tensor
 from rgrad.autograd import forward_ad as fwAD
+from rgrad.func._batched_tensor import current_layers
+from rgrad.func._vmap import materialize, physical
 from rgrad.utils._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten, treespec_pprint
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
@@ -56,9 +63,16 @@ class _Level:
         self.own: dict[int, Tensor] = {}  # id -> leaf (kept alive so that ids stay unique)
 
     def differentiable(self, x: Any) -> Tensor:
-        """The tensor the transform runs ``f`` on in place of the input ``x``."""
+        """The tensor the transform runs ``f`` on in place of the input ``x``.
+
+        Inside vmap, ``x`` is first batched at every active vmap level (a stride-0 expand
+        where it is not), so that each sample has a leaf of its own and the transform's
+        results are per sample (see ``_vmap``).
+        """
         if not isinstance(x, Tensor):
             raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
+        if current_layers():
+            x = materialize(x)
         if self.outer_grad and x.requires_grad:
             # an alias in x's graph: the results stay differentiable w.r.t. x (a copy when x's
             # tangent requires grad: a view's tangent is then computed afresh, not aliased)
@@ -69,7 +83,8 @@ class _Level:
             return x.view_as(x)
         leaf = _detach_keep_tangent(x)
         leaf.requires_grad_()
-        self.own[id(leaf)] = leaf
+        phys = physical(leaf)
+        self.own[id(phys)] = phys
         return leaf
 
     def unwrap(self, t: Any, *, keep_tangent: bool = True, outer_grad: bool | None = None,
@@ -132,7 +147,7 @@ def _reaches_other_leaves(t: Tensor, own: dict[int, Tensor], clean: set | None =
     """
     fn = t.grad_fn
     if fn is None:
-        return id(t) not in own
+        return id(physical(t)) not in own
     if clean is None:
         clean = set()
     key = _node_key(fn)
@@ -479,7 +494,7 @@ def _jvp_with_argnums(func, primals: Any, tangents: Any, argnums, *, strict: boo
 
 
 # ---------------------------------------------------------------------------------------
-# jacrev, jacfwd, hessian (no vmap yet: a loop over one-hot vectors)
+# jacrev, jacfwd, hessian (a loop over one-hot vectors)
 # ---------------------------------------------------------------------------------------
 
 def _one_hot_basis(tensors: list, numels: tuple, k: int) -> list:
@@ -537,8 +552,8 @@ def jacrev(func: Callable[..., Any], argnums=0, *, has_aux: bool = False, chunk_
     ``jacrev(func)(*args)`` has, for each output tensor (a pytree of outputs gives a pytree of
     Jacobians) and each differentiated argument (a tuple for tuple ``argnums``), a tensor
     shaped ``output.shape + input.shape``. Rows are computed one at a time, a vjp with a
-    one-hot cotangent per output element (rgrad has no vmap yet, so ``chunk_size`` is
-    checked as torch checks it and otherwise ignored).
+    one-hot cotangent per output element (so ``chunk_size`` is checked as torch checks it
+    and otherwise ignored).
 
     Args:
         has_aux: ``func`` returns ``(output, aux)``; the result is ``(jacobian, aux)``.
@@ -597,8 +612,8 @@ def jacfwd(func: Callable[..., Any], argnums=0, has_aux: bool = False, *, random
     """The Jacobian of ``func`` w.r.t. the arguments at ``argnums``, by forward-mode AD, as ``torch.func.jacfwd``.
 
     Same result structure and shapes as :func:`jacrev`. Columns are computed one at a time,
-    a jvp with a one-hot tangent per input element (rgrad has no vmap yet), so ``func`` runs
-    once per input element. ``randomness`` says what random ops in ``func`` may do, as vmap's
+    a jvp with a one-hot tangent per input element, so ``func`` runs once per input
+    element. ``randomness`` says what random ops in ``func`` may do, as vmap's
     flag: ``"error"`` (the default) raises torch's vmap error when ``func`` draws from the
     default generator, ``"same"`` replays the same random numbers for every column, and
     ``"different"`` lets every column draw its own.

@@ -21,6 +21,7 @@ __all__ = [
     "tree_leaves",
     "tree_map",
     "treespec_pprint",
+    "_broadcast_to_and_flatten",
 ]
 
 
@@ -196,3 +197,24 @@ _asterisk = _Asterisk()
 def treespec_pprint(treespec: TreeSpec) -> str:
     """The pytree that ``treespec`` describes, printed with ``*`` for every leaf (torch's format)."""
     return repr(tree_unflatten([_asterisk] * treespec.num_leaves, treespec))
+
+
+def _broadcast_to_and_flatten(tree: Any, treespec: TreeSpec) -> list | None:
+    """``tree``, a prefix of the structure ``treespec`` describes, with each of its leaves
+    repeated once per leaf of the subtree it stands for (flattened); None if ``tree`` is not
+    such a prefix (torch's helper, used for vmap's in_dims and out_dims)."""
+    out: list = []
+
+    def go(prefix: Any, spec: TreeSpec) -> bool:
+        kind = _node_type(prefix)
+        if kind is None:
+            out.extend([prefix] * spec.num_leaves)
+            return True
+        if spec.is_leaf() or kind is not spec.type:
+            return False
+        children, context = _children_and_context(prefix, kind)
+        if len(children) != spec.num_children or context != spec.context:
+            return False
+        return all(go(c, s) for c, s in zip(children, spec.children_specs))
+
+    return out if go(tree, treespec) else None

@@ -1,0 +1,131 @@
+"""rgrad.func.vmap against torch.func, in one process, alternating.
+
+    python benches/vmap_bench.py [--reps N] [--threads N] [--only psg,jac]
+
+- psg: per-sample gradients of an MLP 784-128-10 (ReLU, cross-entropy; the MNIST shapes of
+  torch.func's model-ensembling tutorial with one hidden layer) over 128 examples, float32:
+  ``vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)``, against torch.func's, and against
+  a Python loop of ``loss.backward()``, one example at a time (rgrad's and torch's);
+- jac: ``autograd.functional.jacobian(f, x, vectorize=True)`` of f: R^256 -> R^256, an MLP
+  with one hidden layer of 256 (tanh), float32, against torch's (reverse mode; forward mode
+  and rgrad's loop of backward passes printed for reference).
+Prints the CPU, and the median time of each case and the ratios."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import time
+import warnings
+
+import rgrad
+import torch
+
+warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+def cpu_model() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def psg_cases(lib):
+    lib.manual_seed(0)
+    params = {"w1": lib.randn(128, 784) * 0.05, "b1": lib.zeros(128), "w2": lib.randn(10, 128) * 0.1,
+              "b2": lib.zeros(10)}
+    x = lib.randn(128, 784)
+    y = lib.randint(0, 10, (128,))
+    F = lib.nn.functional
+
+    def loss(p, xi, yi):
+        h = F.linear(xi, p["w1"], p["b1"]).relu()
+        return F.cross_entropy(F.linear(h, p["w2"], p["b2"]).unsqueeze(0), yi.unsqueeze(0))
+
+    per_sample = lib.func.vmap(lib.func.grad(loss), in_dims=(None, 0, 0))
+
+    def vmapped():
+        return per_sample(params, x, y)
+
+    leaves = {k: v.clone().requires_grad_() for k, v in params.items()}
+
+    def loop():
+        grads = {k: [] for k in leaves}
+        for i in range(x.shape[0]):
+            for v in leaves.values():
+                v.grad = None
+            loss(leaves, x[i], y[i]).backward()
+            for k, v in leaves.items():
+                grads[k].append(v.grad)
+        return {k: lib.stack(v) for k, v in grads.items()}
+
+    return {"psg vmap(grad)": vmapped, "psg loop of backward()": loop}
+
+
+def jac_cases(lib):
+    lib.manual_seed(0)
+    w1, b1 = lib.randn(256, 256) / 16, lib.randn(256) * 0.1
+    w2, b2 = lib.randn(256, 256) / 16, lib.randn(256) * 0.1
+    F = lib.nn.functional
+
+    def f(z):
+        return F.linear(F.linear(z, w1, b1).tanh(), w2, b2)
+
+    z = lib.randn(256)
+    jac = lib.autograd.functional.jacobian
+    cases = {
+        "jac vectorize=True": lambda: jac(f, z, vectorize=True),
+        "jac forward-mode": lambda: jac(f, z, vectorize=True, strategy="forward-mode"),
+    }
+    if lib is rgrad:
+        cases["jac loop (vectorize=False)"] = lambda: jac(f, z)
+    return cases
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=None, help="both libraries' thread counts (default: theirs)")
+    ap.add_argument("--only", default="psg,jac")
+    args = ap.parse_args()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+        rgrad.set_num_threads(args.threads)
+    only = set(args.only.split(","))
+    cases: dict = {"rgrad": {}, "torch": {}}
+    for lib_name, lib in (("rgrad", rgrad), ("torch", torch)):
+        if "psg" in only:
+            cases[lib_name].update(psg_cases(lib))
+        if "jac" in only:
+            cases[lib_name].update(jac_cases(lib))
+    print(f"CPU: {cpu_model()}; torch {torch.__version__}; threads: rgrad {rgrad.get_num_threads()}, "
+          f"torch {torch.get_num_threads()}")
+    times: dict = {}
+    for rep in range(args.reps + 2):  # (2 warm-up rounds)
+        for lib_name, fns in cases.items():
+            for name, fn in fns.items():
+                t0 = time.perf_counter()
+                fn()
+                dt = time.perf_counter() - t0
+                if rep >= 2:
+                    times.setdefault((lib_name, name), []).append(dt)
+    print(f"{'case':<28} {'rgrad ms':>10} {'torch ms':>10} {'rgrad/torch':>12}")
+    for name in cases["rgrad"]:
+        ours = statistics.median(times[("rgrad", name)]) * 1e3
+        theirs_t = times.get(("torch", name))
+        theirs = statistics.median(theirs_t) * 1e3 if theirs_t else float("nan")
+        print(f"{name:<28} {ours:>10.2f} {theirs:>10.2f} {ours / theirs:>12.2f}")
+    if "psg" in only:
+        ours = statistics.median(times[("rgrad", "psg vmap(grad)")])
+        loop = statistics.median(times[("rgrad", "psg loop of backward()")])
+        print(f"rgrad per-sample grads: the loop of backward() / vmap(grad) = {loop / ours:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
