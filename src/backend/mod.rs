@@ -295,3 +295,8 @@ pub trait Calc: Sized {
     /// `self * (1 - y²)`: torch's tanh_backward.
     fn tanh_backward(&self, y: &Self) -> Result<Self>;
 }
+
+/// The CPU's vector math build in use (`cpu::vmath`): "baseline", "avx2" or "avx512".
+pub fn vmath_level() -> &'static str {
+    cpu::vmath::level().name()
+}

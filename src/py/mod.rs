@@ -417,6 +417,13 @@ fn _live_nodes() -> usize {
     crate::autograd::graph::live_nodes()
 }
 
+/// The build of the vector math kernels in use: "baseline", "avx2" or "avx512" (the
+/// CPU's best, or lower where the environment variable RGRAD_VMATH_LEVEL caps it).
+#[pyfunction]
+fn _vmath_level() -> &'static str {
+    crate::backend::vmath_level()
+}
+
 // ---- torch.nn.functional ----------------------------------------------------------------
 
 /// Measures the element-wise mean squared error.
@@ -601,6 +608,7 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_live_nodes, m)?)?;
+    m.add_function(wrap_pyfunction!(_vmath_level, m)?)?;
     m.add_function(wrap_pyfunction!(mse_loss, m)?)?;
     m.add_function(wrap_pyfunction!(nll_loss, m)?)?;
     m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;

@@ -40,7 +40,7 @@ pub trait Num:
 }
 
 macro_rules! float_num {
-    ($t:ty) => {
+    ($t:ty, $pow:expr) => {
         impl Num for $t {
             #[inline(always)]
             fn div(self, o: Self) -> Self {
@@ -48,7 +48,7 @@ macro_rules! float_num {
             }
             #[inline(always)]
             fn pow(self, o: Self) -> Self {
-                self.powf(o)
+                $pow(self, o)
             }
             #[inline(always)]
             fn neg(self) -> Self {
@@ -113,8 +113,8 @@ macro_rules! float_num {
         }
     };
 }
-float_num!(f32);
-float_num!(f64);
+float_num!(f32, super::vmath::float32::pow1); // (float64 ln and exp: see vmath)
+float_num!(f64, f64::powf);
 
 impl Num for i64 {
     fn div(self, o: Self) -> Self {
@@ -426,7 +426,7 @@ pub fn binary_scalar(
         la.offset..la.offset + n
     };
     Some(match a {
-        Buffer::F32(v) => Buffer::F32(float_scalar_map(op, &v[range], s as f32, scalar_first)),
+        Buffer::F32(v) => Buffer::F32(super::unary::scalar_map_f32(op, &v[range], s, scalar_first)),
         Buffer::F64(v) => Buffer::F64(float_scalar_map(op, &v[range], s, scalar_first)),
         _ => return None,
     })

@@ -1,13 +1,13 @@
 //! Unary CPU kernels, derived from the op table (`ops::table`): each row's `f` becomes
 //! the forward map and its `df` the fused backward, so no op's math is written here.
-//! What is CPU-specific: the float32 slice functions of `vmath` for the ops that have
-//! one (same bits as their per-element forms, which `Float` uses).
+//! What is CPU-specific: the slice functions of `vmath` (float32 and float64) for the
+//! ops that have one (same bits as their per-element forms, which `Float` uses).
 
 use super::elementwise::{
     BinaryOp, PAR_MIN_VMATH, fill_chunks, fill_chunks_from, float_scalar_map, float_zip, map, zip,
 };
 use super::strided::contiguous;
-use super::vmath;
+use super::vmath::{self, float32 as v32, float64 as v64};
 use crate::Result;
 use crate::backend::{Calc, UnaryOp};
 use crate::layout::Layout;
@@ -15,8 +15,8 @@ use crate::storage::Buffer;
 use std::borrow::Cow;
 
 /// The scalar functions the table's `f` column is written with, for one float element.
-/// float32's transcendental functions are `vmath`'s per-element forms, so a scalar
-/// evaluation (a fused backward) gives the bits the slice kernels give.
+/// The transcendental functions are `vmath`'s per-element forms, so a scalar evaluation
+/// (a fused backward) gives the bits the slice kernels give.
 pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     fn exp(self) -> Self;
     fn ln(self) -> Self;
@@ -88,17 +88,24 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     }
     /// The forward kernel of `op` over a contiguous slice.
     fn unary_slice(op: UnaryOp, x: &[Self]) -> Vec<Self>;
-    /// Whether some forward kernels are `vmath`'s slice functions (float32).
+    /// `op(x, c)` (or `op(c, x)`) over a slice, the number rounded to the dtype: the
+    /// binary kernel of a tensor and a number.
+    fn scalar_slice(op: BinaryOp, x: &[Self], c: f64, scalar_first: bool) -> Vec<Self>;
+    /// Whether some forward kernels are `vmath`'s slice functions.
     const VMATH: bool;
 }
 
 macro_rules! float_impl {
-    ($t:ty, $vmath:expr, $slice:expr, $($name:ident: $f:expr),* $(,)?) => {
+    ($t:ty, $vmath:expr, $slice:expr, $scalar:expr, $($name:ident: $f:expr),* $(,)?) => {
         impl Float for $t {
             const VMATH: bool = $vmath;
             fn unary_slice(op: UnaryOp, x: &[Self]) -> Vec<Self> {
                 let f: fn(UnaryOp, &[$t]) -> Vec<$t> = $slice;
                 f(op, x)
+            }
+            fn scalar_slice(op: BinaryOp, x: &[Self], c: f64, first: bool) -> Vec<Self> {
+                let f: fn(BinaryOp, &[$t], f64, bool) -> Vec<$t> = $scalar;
+                f(op, x, c, first)
             }
             $(#[inline(always)]
             fn $name(self) -> Self {
@@ -112,10 +119,6 @@ macro_rules! float_impl {
             #[inline(always)]
             fn rsqrt(self) -> Self {
                 1.0 / <$t>::sqrt(self)
-            }
-            #[inline(always)]
-            fn tan(self) -> Self {
-                <$t>::tan(self)
             }
             #[inline(always)]
             fn recip(self) -> Self {
@@ -146,30 +149,27 @@ macro_rules! float_impl {
         }
     };
 }
-float_impl!(f32, true, |op, x| match vmath_fn(op) {
+float_impl!(f32, true, |op, x| match vmath_fn::<f32>(op) {
         Some(f) => map_slices(x, f),
         None => float_map(op, x),
     },
-    // (evaluated in float64 and rounded once: the correctly rounded value nearly always)
-    sinh: |x| f64::from(x).sinh() as f32, cosh: |x| f64::from(x).cosh() as f32,
-    asin: |x| f64::from(x).asin() as f32, acos: |x| f64::from(x).acos() as f32,
-    atan: |x| f64::from(x).atan() as f32, asinh: |x| libm::asinh(f64::from(x)) as f32,
-    acosh: |x| libm::acosh(f64::from(x)) as f32, atanh: |x| libm::atanh(f64::from(x)) as f32,
-    erf: |x| libm::erf(f64::from(x)) as f32, erfc: |x| libm::erfc(f64::from(x)) as f32,
-    erfinv: |x| erfinv(f64::from(x)) as f32,
-    exp: vmath::exp1, ln: vmath::log1, ln_1p: vmath::log1p1, exp_m1: vmath::expm11,
-    sin: vmath::sin1, cos: vmath::cos1, tanh: vmath::tanh1, sigmoid: vmath::sigmoid1,
+    scalar_map_f32,
+    erf: v32::erf1, erfc: v32::erfc1, erfinv: v32::erfinv1,
+    exp: v32::exp1, ln: v32::log1, ln_1p: v32::log1p1, exp_m1: v32::expm11,
+    sin: v32::sin1, cos: v32::cos1, tan: v32::tan1, tanh: v32::tanh1, sigmoid: v32::sigmoid1,
+    sinh: v32::sinh1, cosh: v32::cosh1, asin: v32::asin1, acos: v32::acos1, atan: v32::atan1,
+    asinh: v32::asinh1, acosh: v32::acosh1, atanh: v32::atanh1,
 );
-float_impl!(f64, false, float_map,
-    sinh: f64::sinh, cosh: f64::cosh, asin: f64::asin, acos: f64::acos, atan: f64::atan,
-    // (libm's pure-Rust asinh/acosh/atanh: std's call glibc's hypot@GLIBC_2.35, which
-    // would raise the wheel's manylinux floor)
-    asinh: libm::asinh, acosh: libm::acosh, atanh: libm::atanh, erf: libm::erf, erfc: libm::erfc,
-    erfinv: erfinv,
-    exp: f64::exp, ln: f64::ln, ln_1p: f64::ln_1p, exp_m1: f64::exp_m1, sin: f64::sin,
-    cos: f64::cos, tanh: f64::tanh,
-    // stable for large |x|
-    sigmoid: |x| if x >= 0.0 { 1.0 / (1.0 + (-x).exp()) } else { let e = x.exp(); e / (1.0 + e) },
+float_impl!(f64, true, |op, x| match vmath_fn::<f64>(op) {
+        Some(f) => map_slices(x, f),
+        None => float_map(op, x),
+    },
+    |op, x, c, first| float_scalar_map(op, x, c, first),
+    erf: libm::erf, erfc: libm::erfc, erfinv: erfinv,
+    exp: v64::exp1, ln: v64::log1, ln_1p: v64::log1p1, exp_m1: v64::expm11,
+    sin: v64::sin1, cos: v64::cos1, tan: v64::tan1, tanh: v64::tanh1, sigmoid: v64::sigmoid1,
+    sinh: v64::sinh1, cosh: v64::cosh1, asin: v64::asin1, acos: v64::acos1, atan: v64::atan1,
+    asinh: v64::asinh1, acosh: v64::acosh1, atanh: v64::atanh1,
 );
 
 /// One element: the table's `df` over single elements is the fused backward kernel, one
@@ -255,8 +255,8 @@ impl<T: Float> Calc for E<T> {
     }
 }
 
-/// Whether a derivative calls a function that float32 computes with `vmath` (sin, cos,
-/// exp): per element, those are slow (no vector code), so such a `df` runs over
+/// Whether a derivative calls a function that `vmath` computes (sin, cos, exp, sinh,
+/// cosh): per element, those are slow (no vector code), so such a `df` runs over
 /// [`Block`]s, which call the slice kernels. Found by evaluating `df` on this type.
 #[derive(Clone, Copy)]
 struct Probe(bool);
@@ -299,10 +299,10 @@ impl Calc for Probe {
         Ok(Probe(true))
     }
     fn sinh(&self) -> Result<Self> {
-        Ok(*self)
+        Ok(Probe(true))
     }
     fn cosh(&self) -> Result<Self> {
-        Ok(*self)
+        Ok(Probe(true))
     }
     fn exp(&self) -> Result<Self> {
         Ok(Probe(true))
@@ -344,10 +344,10 @@ impl<T: Float> Block<'_, T> {
         Ok(Block(Cow::Owned(float_zip(op, &self.0, &l, &o.0, &l))))
     }
     fn scalar(&self, op: BinaryOp, c: f64, scalar_first: bool) -> Result<Self> {
-        Ok(Block(Cow::Owned(float_scalar_map(
+        Ok(Block(Cow::Owned(T::scalar_slice(
             op,
             &self.0,
-            T::from_f64(c),
+            c,
             scalar_first,
         ))))
     }
@@ -532,27 +532,69 @@ fn erfinv(y: f64) -> f64 {
     x.copysign(y)
 }
 
-/// A float32 slice function of `vmath` for the op, where there is one.
-fn vmath_fn(op: UnaryOp) -> Option<vmath::SliceFn> {
-    Some(match op {
-        UnaryOp::Exp => vmath::exp,
-        UnaryOp::Expm1 => vmath::expm1,
-        UnaryOp::Log => vmath::log,
-        UnaryOp::Log1p => vmath::log1p,
-        UnaryOp::Tanh => vmath::tanh,
-        UnaryOp::Sigmoid => vmath::sigmoid,
-        UnaryOp::Sin => vmath::sin,
-        UnaryOp::Cos => vmath::cos,
-        _ => return None,
-    })
+/// The element types with `vmath` slice functions.
+trait VmathSlices: Sized + 'static {
+    fn slice_fn(op: UnaryOp) -> Option<vmath::SliceFn<Self>>;
+}
+
+macro_rules! vmath_slices {
+    ($t:ty, $m:ident $(, $extra:ident => $f:ident)*) => {
+        impl VmathSlices for $t {
+            fn slice_fn(op: UnaryOp) -> Option<vmath::SliceFn<$t>> {
+                Some(match op {
+                    $(UnaryOp::$extra => $m::$f,)*
+                    UnaryOp::Exp => $m::exp,
+                    UnaryOp::Expm1 => $m::expm1,
+                    UnaryOp::Log => $m::log,
+                    UnaryOp::Log1p => $m::log1p,
+                    UnaryOp::Tanh => $m::tanh,
+                    UnaryOp::Sigmoid => $m::sigmoid,
+                    UnaryOp::Sin => $m::sin,
+                    UnaryOp::Cos => $m::cos,
+                    UnaryOp::Tan => $m::tan,
+                    UnaryOp::Atan => $m::atan,
+                    UnaryOp::Asin => $m::asin,
+                    UnaryOp::Acos => $m::acos,
+                    UnaryOp::Sinh => $m::sinh,
+                    UnaryOp::Cosh => $m::cosh,
+                    UnaryOp::Asinh => $m::asinh,
+                    UnaryOp::Acosh => $m::acosh,
+                    UnaryOp::Atanh => $m::atanh,
+                    UnaryOp::Sqrt => $m::sqrt,
+                    UnaryOp::Rsqrt => $m::rsqrt,
+                    _ => return None,
+                })
+            }
+        }
+    };
+}
+vmath_slices!(f32, v32, Erf => erf, Erfc => erfc, Erfinv => erfinv);
+vmath_slices!(f64, v64);
+
+/// The `vmath` slice function for the op, where there is one.
+fn vmath_fn<T: VmathSlices>(op: UnaryOp) -> Option<vmath::SliceFn<T>> {
+    T::slice_fn(op)
 }
 
 /// A slice function over `src` into a new vector, in fixed-size chunks on the pool for
 /// large inputs (each element's value does not depend on the split).
-fn map_slices(src: &[f32], f: vmath::SliceFn) -> Vec<f32> {
+fn map_slices<T: Copy + Send + Sync>(src: &[T], f: vmath::SliceFn<T>) -> Vec<T> {
     fill_chunks_from(PAR_MIN_VMATH, src.len(), |start, out| {
         let end = start + out.len();
         f(&src[start..end], out)
+    })
+}
+
+/// `op(x, s)` (or `op(s, x)`) for a float32 slice and a number rounded to float32, as
+/// `float_scalar_map`, with powers other than the small integer ones (products there)
+/// from vmath's slice kernel, on the pool for large inputs: the bits of `Num::pow`.
+pub(super) fn scalar_map_f32(op: BinaryOp, v: &[f32], s: f64, scalar_first: bool) -> Vec<f32> {
+    let s = s as f32;
+    if op != BinaryOp::Pow || scalar_first || [1.0, 2.0, 3.0, -2.0].contains(&s) {
+        return float_scalar_map(op, v, s, scalar_first);
+    }
+    fill_chunks_from(PAR_MIN_VMATH, v.len(), |start, out| {
+        vmath::float32::powf(&v[start..start + out.len()], s, out)
     })
 }
 

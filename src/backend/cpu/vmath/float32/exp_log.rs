@@ -1,0 +1,348 @@
+//! float32 exp, expm1, tanh, sigmoid, log and log1p.
+//!
+//! e^a = 2^k e^r with a = k ln2 + r, |r| <= ln2/2; r = rh + rl, rh exact (k ln2's
+//! leading part is exact inside an fma) and rl = -k LN2_LO, so the reduction loses
+//! nothing. `exp_light` then gives e^a = 2^k (w + lo) good to about 2^-27 relative, and
+//! `exp_core` (expm1, whose cancellation needs more) to about 2^-29.
+
+#![allow(clippy::excessive_precision)]
+
+use super::{MAGIC, div_pairs, fast_two_sum, magic_int, poly, pow2i, recip_approx, two_sum};
+
+// ln 2 = LN2_HI + LN2_LO: LN2_HI is float32's ln 2 (k LN2_HI is exact inside an fma)
+const LN2_HI: f32 = 0.693_147_182_464_599_609_375;
+const LN2_LO: f32 = -1.904_654_212_125_933_6e-9;
+
+/// e^r = 1 + r + r^2 u(r) on |r| <= ln2/2 (`tools/fit_vmath.py exp_f32`).
+const EXP_U: [f32; 6] = [
+    0.5,
+    0.166_666_656_732_559_2,
+    0.041_666_463_017_463_684,
+    0.008_333_570_323_884_487,
+    0.001_393_507_700_413_465_5,
+    0.000_197_404_064_238_071_44,
+];
+
+/// Below this |x|, e^x and e^-x are normal floats (2^k is built from bits in one step,
+/// no clamp needed): the fast path of exp and sigmoid.
+pub(super) const EXP_FAST: f32 = 86.5;
+
+/// (t, rh, rl): t = k + MAGIC (k = round(a / ln2)), a = k ln2 + rh + rl, rh exact.
+#[inline(always)]
+fn reduce(a: f32) -> (f32, f32, f32) {
+    let t = a.mul_add(std::f32::consts::LOG2_E, MAGIC);
+    let kf = t - MAGIC;
+    (t, kf.mul_add(-LN2_HI, a), kf * -LN2_LO)
+}
+
+/// e^a = 2^k (w + lo) (k from `t`), |lo| <= ulp(w)/2, to about 2^-27 relative: 1 + rh
+/// as an exact sum, the rest (rh^2 u(rh) and rl e^rh) added to it, renormalised.
+/// e^a = 2^k (w + rest) (k from `t`), unnormalised (|rest| <= 0.07): 1 + rh as an
+/// exact sum, the rest (rh^2 u(rh) and rl e^rh) beside it.
+#[inline(always)]
+fn exp_sum(a: f32) -> (f32, f32, f32) {
+    let (t, rh, rl) = reduce(a);
+    // e^(rh + rl) = e^rh + rl e^rh, e^rh = 1 + rh + q
+    let q = (rh * rh) * poly(rh, EXP_U);
+    let (w, e) = fast_two_sum(1.0, rh);
+    (t, w, e + rl.mul_add(w + q, q))
+}
+
+/// [`exp_sum`] renormalised: e^a = 2^k (w + lo), |lo| <= ulp(w)/2, to about 2^-27
+/// relative.
+#[inline(always)]
+fn exp_light(a: f32) -> (f32, f32, f32) {
+    let (t, w, rest) = exp_sum(a);
+    let (w, lo) = fast_two_sum(w, rest);
+    (t, w, lo)
+}
+
+/// e^a = 2^k (w + lo), to about 2^-29 relative: e^r = 1 + r + r^2/2 + r^3 v(r)
+/// (`tools/fit_vmath.py expv_f32`), the first three terms summed exactly.
+#[inline(always)]
+fn exp_core(a: f32) -> (f32, f32, f32) {
+    let (t, rh, rl) = reduce(a);
+    let z = rh * rh;
+    let ze = rh.mul_add(rh, -z); // rh^2 = z + ze
+    let (w1, e1) = fast_two_sum(1.0, rh);
+    let (w, e2) = fast_two_sum(w1, 0.5 * z);
+    let v = poly(
+        rh,
+        [
+            0.166_666_656_732_559_2,
+            0.041_666_463_017_463_684,
+            0.008_333_570_323_884_487,
+            0.001_393_507_700_413_465_5,
+            0.000_197_404_064_238_071_44,
+        ],
+    );
+    // e^(rh + rl) = e^rh + rl e^rh
+    let p3 = (z * rh) * v;
+    let small = rl.mul_add(w + p3, 0.5 * ze);
+    let lo = p3 + ((e2 + small) + e1);
+    let (w, lo) = fast_two_sum(w, lo);
+    (t, w, lo)
+}
+
+/// m 2^k for k in [-152, 129]: m 2^k1 is exact, the second product rounds once, into
+/// the subnormals or to infinity where the result lies there.
+#[inline(always)]
+fn scale2(m: f32, k: i32) -> f32 {
+    let k1 = k >> 1;
+    m * pow2i(k1) * pow2i(k - k1)
+}
+
+/// m 2^k where the result is a normal float: k added to m's exponent bits (`t` holds
+/// k + MAGIC, whose bits shifted by 23 are k's, modulo 2^32). The same bits as
+/// `scale2` there.
+#[inline(always)]
+fn scale1(m: f32, t: f32) -> f32 {
+    f32::from_bits(m.to_bits().wrapping_add(t.to_bits() << 23))
+}
+
+#[inline(always)]
+pub(super) fn exp_full(x: f32) -> f32 {
+    // beyond this range the result is 0 or inf anyway; NaN stays NaN through clamp
+    let a = x.clamp(-105.0, 89.5);
+    let (t, w, rest) = exp_sum(a);
+    scale2(w + rest, magic_int(t))
+}
+
+#[inline(always)]
+pub(super) fn exp_fast(x: f32) -> f32 {
+    let (t, w, rest) = exp_sum(x);
+    scale1(w + rest, t)
+}
+
+#[inline(always)]
+pub(super) fn expm1_full(x: f32) -> f32 {
+    // e^x - 1 = 2^k (w + lo) - 1: 2^k w - 1 as an exact sum, then the rest. Below -30
+    // the result is -1 to float32's precision.
+    let a = x.clamp(-30.0, 89.5);
+    let (t, w, lo) = exp_core(a);
+    let k = magic_int(t);
+    let k1 = k >> 1;
+    let (s1, s2) = (pow2i(k1), pow2i(k - k1));
+    let (h, e) = two_sum(w * s1 * s2, -1.0);
+    let y = h + (e + lo * s1 * s2);
+    // -0 keeps its sign; beyond float32's largest e^x, infinity
+    if x == 0.0 {
+        x
+    } else if x > 88.722_831_726_074_22 {
+        f32::INFINITY
+    } else {
+        y
+    }
+}
+
+/// tanh x = x + x^3 P(x^2) below this |x| (`tools/fit_vmath.py tanh_f32`).
+const TANH_SMALL: f32 = 0.55;
+/// tanh is 1 to float32's precision beyond 9.01: the fast path has no clamp below.
+pub(super) const TANH_FAST: f32 = 9.0;
+
+/// tanh |x| for |x| >= `TANH_SMALL` and a = -2|x| (>= -40): (1 - E)/(1 + E), E = e^a,
+/// both as exact sums and one corrected division.
+#[inline(always)]
+fn tanh_big(a: f32) -> f32 {
+    let (t, w, lo) = exp_light(a);
+    let s = pow2i(magic_int(t)); // k >= -58: normal
+    let (ew, el) = (s * w, s * lo);
+    let (nh, ne) = fast_two_sum(1.0, -ew);
+    let (dh, de) = fast_two_sum(1.0, ew);
+    div_pairs(nh, ne - el, dh, de + el)
+}
+
+#[inline(always)]
+fn tanh_small(x: f32) -> f32 {
+    let z = x * x;
+    let p = poly(
+        z,
+        [
+            -0.333_333_313_465_118_4,
+            0.133_332_267_403_602_6,
+            -0.053_949_147_462_844_85,
+            0.021_711_338_311_433_792,
+            -0.008_194_025_605_916_977,
+            0.002_144_939_731_806_516_6,
+        ],
+    );
+    // (the sign of x, for -0)
+    (x * z).mul_add(p, x).copysign(x)
+}
+
+#[inline(always)]
+pub(super) fn tanh_full(x: f32) -> f32 {
+    let ax = x.abs();
+    let a = -2.0 * ax;
+    let a = if a < -40.0 { -40.0 } else { a };
+    let big = tanh_big(a).copysign(x);
+    // NaN fails the compare and takes the formula's NaN
+    if ax < TANH_SMALL { tanh_small(x) } else { big }
+}
+
+#[inline(always)]
+pub(super) fn tanh_fast(x: f32) -> f32 {
+    let ax = x.abs();
+    let big = tanh_big(-2.0 * ax).copysign(x);
+    if ax < TANH_SMALL { tanh_small(x) } else { big }
+}
+
+/// 1/(1 + E) for x >= 0, E/(1 + E) for x < 0, with E = e^-|x| = 2^k (w + lo) as an
+/// exact sum and one corrected division; returns the quotient and k (the x < 0 result
+/// is the quotient times 2^k, applied by the caller). `sk` is 2^k, or any power of two
+/// below 2^-100 when k is smaller (1 + E is 1 then).
+/// 1/(1 + E) for |x| <= `EXP_FAST`, E = e^-x = 2^k (w + lo) a normal float: 1 + E as
+/// an exact sum (the larger term first), one corrected division.
+#[inline(always)]
+pub(super) fn sigmoid_fast(x: f32) -> f32 {
+    let (t, w, lo) = exp_light(-x);
+    let s = pow2i(magic_int(t));
+    let (ew, el) = (s * w, s * lo);
+    let (a, b) = if ew > 1.0 { (ew, 1.0) } else { (1.0, ew) };
+    let (dh, de) = fast_two_sum(a, b);
+    div_pairs(1.0, 0.0, dh, de + el)
+}
+
+#[inline(always)]
+pub(super) fn sigmoid_full(x: f32) -> f32 {
+    // below -EXP_FAST, e^x (1 + e^x)^-1 is e^x to the last bit (e^x < 2^-124); above,
+    // 1; NaN takes the formula's NaN
+    let a = x.clamp(-EXP_FAST, EXP_FAST);
+    let y = sigmoid_fast(a);
+    if x < -EXP_FAST {
+        exp_full(x)
+    } else if x > EXP_FAST {
+        1.0
+    } else {
+        y
+    }
+}
+
+// ln 2 = LOG_LN2_HI + LOG_LN2_LO, LOG_LN2_HI with 15 bits: k LOG_LN2_HI is exact for
+// |k| < 2^9
+const LOG_LN2_HI: f32 = 0.693_145_751_953_125;
+const LOG_LN2_LO: f32 = 1.428_606_765_330_187_045e-6;
+
+/// k ln2 + log(1 + f) + extra, for f in [sqrt(1/2) - 1, sqrt(2) - 1] exact and a small
+/// correction `extra`: k ln2's leading part plus f as an exact sum, then
+/// log(1 + f) - f = f^2 Q(f) (`tools/fit_vmath.py log_f32`) with the small terms.
+#[inline(always)]
+fn log_tail(kf: f32, f: f32, extra: f32) -> f32 {
+    let hi = kf * LOG_LN2_HI;
+    let (s, e) = fast_two_sum(hi, f); // |hi| >= ln2 > |f| unless k = 0
+    let q = poly(
+        f,
+        [
+            -0.5,
+            0.333_333_134_651_184_1,
+            -0.250_000_119_209_289_55,
+            0.200_020_745_396_614_07,
+            -0.166_678_562_760_353_1,
+            0.142_201_915_383_338_93,
+            -0.124_081_358_313_560_49,
+            0.118_864_908_814_430_24,
+            -0.116_610_914_468_765_26,
+            0.067_327_551_543_712_62,
+        ],
+    );
+    let corr = (f * f).mul_add(q, e + kf.mul_add(LOG_LN2_LO, extra));
+    s + corr
+}
+
+/// (k, m) with v = 2^k m and m in [sqrt(1/2), sqrt(2)), for a positive normal v: k
+/// counted from sqrt(1/2)'s bits (an arithmetic shift), m with k taken out.
+#[inline(always)]
+fn split_log(v: f32) -> (i32, f32) {
+    let bits = v.to_bits() as i32;
+    let k = bits.wrapping_sub(0x3F35_04F3) >> 23;
+    (k, f32::from_bits(bits.wrapping_sub(k << 23) as u32))
+}
+
+#[inline(always)]
+pub(super) fn log_fast(x: f32) -> f32 {
+    let (k, m) = split_log(x);
+    log_tail(k as f32, m - 1.0, 0.0)
+}
+
+#[inline(always)]
+pub(super) fn log_full(x: f32) -> f32 {
+    // subnormals scaled by 2^23 first
+    let sub = x < f32::MIN_POSITIVE;
+    let v = if sub { x * 8_388_608.0 } else { x };
+    let (k, m) = split_log(v);
+    let kf = k as f32 - if sub { 23.0 } else { 0.0 };
+    let y = log_tail(kf, m - 1.0, 0.0);
+    if x == f32::INFINITY {
+        x
+    } else if x == 0.0 {
+        f32::NEG_INFINITY
+    } else if x > 0.0 {
+        y
+    } else {
+        f32::NAN // negative or NaN
+    }
+}
+
+#[inline(always)]
+pub(super) fn log1p_full(x: f32) -> f32 {
+    // |x| small (1 + x in [sqrt(1/2), sqrt(2))): the polynomial at f = x directly.
+    // Otherwise u = 1 + x = 2^k m exactly as u + ue, and log(1 + x) = log u + ue/u
+    // (ue/u is at most 2^-24 relative to the result: an approximate 1/u is plenty;
+    // beyond 1e30, where ue/u is negligible, 1e30 stands for u).
+    let (u, ue) = two_sum(1.0, x);
+    let small = x > -0.292_893_2 && x < 0.414_213_57;
+    let (k, m) = split_log(u);
+    let inv = recip_approx(if u < 1.0e30 { u } else { 1.0e30 });
+    let (kf, f, extra) = if small {
+        (0.0, x, 0.0)
+    } else {
+        (k as f32, m - 1.0, ue * inv)
+    };
+    let y = log_tail(kf, f, extra);
+    if x == 0.0 || x == f32::INFINITY {
+        x // keeps -0
+    } else if u == 0.0 {
+        f32::NEG_INFINITY
+    } else if u > 0.0 {
+        y
+    } else {
+        f32::NAN // below -1, or NaN
+    }
+}
+
+#[inline(always)]
+pub(super) fn atanh_f32(x: f32) -> f32 {
+    let ax = x.abs();
+    // |x| < 1/4: x + x^3 P(x^2) (`tools/fit_vmath.py atanh_f32`)
+    let z = x * x;
+    let p = poly(
+        z,
+        [
+            0.333_333_224_058_151_25,
+            0.200_017_005_205_154_42,
+            0.142_043_292_522_430_42,
+            0.126_211_419_701_576_23,
+        ],
+    );
+    let small = (x * z).mul_add(p, x);
+    // else log((1 + |x|)/(1 - |x|))/2, the quotient as an exact sum
+    let (nh, nl) = two_sum(1.0, ax);
+    let (dh, dl) = two_sum(1.0, -ax);
+    let inv = 1.0 / dh;
+    let uh = nh * inv;
+    let ul = (-uh).mul_add(dl, nl + (-uh).mul_add(dh, nh)) * inv;
+    let (uh, ul) = fast_two_sum(uh, ul);
+    let ok = uh > 0.0 && uh < f32::INFINITY;
+    let (uh, ul) = if ok { (uh, ul) } else { (1.0, 0.0) };
+    let (k, m) = split_log(uh);
+    let big = (0.5 * log_tail(k as f32, m - 1.0, ul * recip_approx(uh))).copysign(x);
+    if ax < 0.25 {
+        small
+    } else if ax < 1.0 {
+        big
+    } else if ax == 1.0 {
+        f32::INFINITY.copysign(x)
+    } else {
+        f32::NAN // beyond 1, or NaN
+    }
+}

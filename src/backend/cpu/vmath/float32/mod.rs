@@ -1,0 +1,297 @@
+//! The float32 functions. exp, expm1, log, log1p, tanh, sigmoid, atanh (`exp_log`) and sin,
+//! cos, tan, atan, asin, acos (`trig`) are evaluated in float32, with the few steps
+//! that need more than float32's precision carried as unevaluated sums of two floats;
+//! sinh, cosh, asinh and acosh, which torch evaluates one
+//! element at a time or in float32 kernels no faster than these, are the float64
+//! kernels' formulas rounded once to float32 (within 0.5 ulp plus 2^-29). sqrt and
+//! rsqrt are IEEE operations (correctly rounded, and `1 / sqrt` rounded twice, as
+//! torch's rsqrt).
+//!
+//! Each function's per-element form (`exp1`, ...) gives the slice function's bits; see
+//! the parent module for the guarantees and docs/kernels.md for the designs.
+
+#![allow(clippy::excessive_precision)]
+
+mod exp_log;
+mod special;
+mod trig;
+
+use super::float64 as f64k;
+use super::{Func, scalar_fns, slice_fns};
+use exp_log::*;
+use special::{ERFINV_FAST, erf_f32, erfc_f32, erfinv_f32, erfinv_fast};
+pub use special::{pow1, powf};
+use trig::*;
+
+/// 1.5 * 2^23: adding it rounds a float32 of magnitude below 2^22 to an integer, which
+/// is then read from the low bits (no float-to-int conversion).
+const MAGIC: f32 = 12_582_912.0;
+
+/// a + b = s + e exactly, where |a| >= |b| (or a = 0).
+#[inline(always)]
+fn fast_two_sum(a: f32, b: f32) -> (f32, f32) {
+    let s = a + b;
+    (s, (a - s) + b)
+}
+
+/// a + b = s + e exactly, whatever their magnitudes.
+#[inline(always)]
+fn two_sum(a: f32, b: f32) -> (f32, f32) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// 2^k for an integer k in [-126, 127], from its exponent bits.
+#[inline(always)]
+fn pow2i(k: i32) -> f32 {
+    f32::from_bits((k.wrapping_add(127) as u32) << 23)
+}
+
+/// The integer n that `MAGIC`-rounding put into `t = n + MAGIC`.
+#[inline(always)]
+fn magic_int(t: f32) -> i32 {
+    (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32)
+}
+
+/// Horner's rule, lowest coefficient first in `c`.
+#[inline(always)]
+fn poly<const N: usize>(x: f32, c: [f32; N]) -> f32 {
+    let mut p = c[N - 1];
+    let mut i = N - 1;
+    while i > 0 {
+        i -= 1;
+        p = p.mul_add(x, c[i]);
+    }
+    p
+}
+
+/// (nh + nl)/(dh + dl) for two-float sums with |nl| <= ulp(nh), |dl| <= ulp(dh): one
+/// division, then one correction step (`q0 + (n - q0 d)/d`, the residual exact in an
+/// fma), so the result rounds about once.
+#[inline(always)]
+fn div_pairs(nh: f32, nl: f32, dh: f32, dl: f32) -> f32 {
+    let inv = 1.0 / dh;
+    let q0 = nh * inv;
+    let res = (-q0).mul_add(dl, nl + (-q0).mul_add(dh, nh));
+    res.mul_add(inv, q0)
+}
+
+/// About 1/v (relative error below 2^-8) for a positive normal v, from its bits and
+/// one Newton step: enough for corrections of a few ulps.
+#[inline(always)]
+fn recip_approx(v: f32) -> f32 {
+    let i = f32::from_bits(0x7EF3_11C3_u32.wrapping_sub(v.to_bits()));
+    i * (2.0 - v * i)
+}
+
+/// Defines float32 functions as the float64 kernel's formula on the float32 input,
+/// rounded once (within 0.5 ulp plus 2^-29).
+macro_rules! via_f64 {
+    ($($name:ident = $f:path;)*) => {$(
+        #[inline(always)]
+        fn $name(x: f32) -> f32 {
+            $f(f64::from(x)) as f32
+        }
+    )*};
+}
+
+via_f64! {
+    sinh_f32 = f64k::sinh_f64;
+    cosh_f32 = f64k::cosh_f64;
+    asinh_f32 = f64k::asinh_f64;
+    acosh_f32 = f64k::acosh_f64;
+}
+
+#[inline(always)]
+fn sqrt_f32(x: f32) -> f32 {
+    x.sqrt()
+}
+
+#[inline(always)]
+fn rsqrt_f32(x: f32) -> f32 {
+    1.0 / x.sqrt()
+}
+
+slice_fns! { f32;
+    exp: |x| exp_full(x), fast(|x| x.abs() <= EXP_FAST => exp_fast(x));
+    expm1: |x| expm1_full(x);
+    log: |x| log_full(x), fast(|x| (f32::MIN_POSITIVE..=f32::MAX).contains(&x) => log_fast(x));
+    log1p: |x| log1p_full(x);
+    tanh: |x| tanh_full(x), fast(|x| x.abs() <= TANH_FAST => tanh_fast(x));
+    sigmoid: |x| sigmoid_full(x), fast(|x| x.abs() <= EXP_FAST => sigmoid_fast(x));
+    sin: |x| sincos_f32(x, false), fixup(TRIG_MAX, |x| trig_fix(x, f64::sin));
+    cos: |x| sincos_f32(x, true), fixup(TRIG_MAX, |x| trig_fix(x, f64::cos));
+    tan: |x| tan_f32(x), fixup(TRIG_MAX, |x| trig_fix(x, f64::tan));
+    atan: |x| atan_f32(x);
+    asin: |x| asin_f32(x);
+    acos: |x| acos_f32(x);
+    sinh: |x| sinh_f32(x);
+    cosh: |x| cosh_f32(x);
+    asinh: |x| asinh_f32(x);
+    acosh: |x| acosh_f32(x);
+    atanh: |x| atanh_f32(x);
+    sqrt: |x| sqrt_f32(x);
+    rsqrt: |x| rsqrt_f32(x);
+    erf: |x| erf_f32(x);
+    erfc: |x| erfc_f32(x);
+    erfinv: |x| erfinv_f32(x), fast(|x| x.abs() <= ERFINV_FAST => erfinv_fast(x));
+}
+
+scalar_fns! { f32;
+    /// e^x of one element (the bits of [`exp()`]; likewise below).
+    exp1 = exp_full;
+    /// e^x - 1 of one element.
+    expm11 = expm1_full;
+    /// ln x of one element.
+    log1 = log_full;
+    /// ln(1 + x) of one element.
+    log1p1 = log1p_full;
+    /// tanh x of one element.
+    tanh1 = tanh_full;
+    /// 1/(1 + e^-x) of one element.
+    sigmoid1 = sigmoid_full;
+    /// sin x of one element.
+    sin1 = sin_one;
+    /// cos x of one element.
+    cos1 = cos_one;
+    /// tan x of one element.
+    tan1 = tan_one;
+    /// atan x of one element.
+    atan1 = atan_f32;
+    /// asin x of one element.
+    asin1 = asin_f32;
+    /// acos x of one element.
+    acos1 = acos_f32;
+    /// sinh x of one element.
+    sinh1 = sinh_f32;
+    /// cosh x of one element.
+    cosh1 = cosh_f32;
+    /// asinh x of one element.
+    asinh1 = asinh_f32;
+    /// acosh x of one element.
+    acosh1 = acosh_f32;
+    /// erf x of one element.
+    erf1 = erf_f32;
+    /// erfc x of one element.
+    erfc1 = erfc_f32;
+    /// erfinv x of one element.
+    erfinv1 = erfinv_f32;
+    /// atanh x of one element.
+    atanh1 = atanh_f32;
+}
+
+/// Every float32 function, for tests and tools (sqrt and rsqrt are single IEEE
+/// operations, listed for the level comparison only).
+pub const FUNCS: &[Func<f32>] = &[
+    Func {
+        name: "exp",
+        at: exp::at,
+        one: exp1,
+    },
+    Func {
+        name: "expm1",
+        at: expm1::at,
+        one: expm11,
+    },
+    Func {
+        name: "log",
+        at: log::at,
+        one: log1,
+    },
+    Func {
+        name: "log1p",
+        at: log1p::at,
+        one: log1p1,
+    },
+    Func {
+        name: "tanh",
+        at: tanh::at,
+        one: tanh1,
+    },
+    Func {
+        name: "sigmoid",
+        at: sigmoid::at,
+        one: sigmoid1,
+    },
+    Func {
+        name: "sin",
+        at: sin::at,
+        one: sin1,
+    },
+    Func {
+        name: "cos",
+        at: cos::at,
+        one: cos1,
+    },
+    Func {
+        name: "tan",
+        at: tan::at,
+        one: tan1,
+    },
+    Func {
+        name: "atan",
+        at: atan::at,
+        one: atan1,
+    },
+    Func {
+        name: "asin",
+        at: asin::at,
+        one: asin1,
+    },
+    Func {
+        name: "acos",
+        at: acos::at,
+        one: acos1,
+    },
+    Func {
+        name: "sinh",
+        at: sinh::at,
+        one: sinh1,
+    },
+    Func {
+        name: "cosh",
+        at: cosh::at,
+        one: cosh1,
+    },
+    Func {
+        name: "asinh",
+        at: asinh::at,
+        one: asinh1,
+    },
+    Func {
+        name: "acosh",
+        at: acosh::at,
+        one: acosh1,
+    },
+    Func {
+        name: "atanh",
+        at: atanh::at,
+        one: atanh1,
+    },
+    Func {
+        name: "erf",
+        at: erf::at,
+        one: erf1,
+    },
+    Func {
+        name: "erfc",
+        at: erfc::at,
+        one: erfc1,
+    },
+    Func {
+        name: "erfinv",
+        at: erfinv::at,
+        one: erfinv1,
+    },
+    Func {
+        name: "sqrt",
+        at: sqrt::at,
+        one: sqrt_f32,
+    },
+    Func {
+        name: "rsqrt",
+        at: rsqrt::at,
+        one: rsqrt_f32,
+    },
+];

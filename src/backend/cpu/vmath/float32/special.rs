@@ -1,0 +1,242 @@
+//! float32 erf, erfc (evaluated in float64, rounded once) and x^y with a number
+//! exponent (float64 ln and exp).
+
+#![allow(clippy::excessive_precision)]
+
+use super::f64k;
+use crate::backend::cpu::vmath;
+
+/// A polynomial in float64 by Estrin's scheme, lowest coefficient first: pairs
+/// `c[2i] + c[2i+1] x`, then pairs of those with x^2, and so on (a dependency chain of
+/// log2(N) steps instead of Horner's N: these loops are latency-bound).
+#[inline(always)]
+fn poly64<const N: usize>(x: f64, c: [f64; N]) -> f64 {
+    let mut v = c;
+    let mut n = N;
+    let mut p = x;
+    while n > 1 {
+        let half = n / 2;
+        for i in 0..half {
+            v[i] = v[2 * i + 1].mul_add(p, v[2 * i]);
+        }
+        if n % 2 == 1 {
+            v[half] = v[n - 1];
+        }
+        n = half + n % 2;
+        p *= p;
+    }
+    v[0]
+}
+
+/// erfc a for a float64 a >= 0 (a float32's value), to about 2^-32 relative: erfc a =
+/// t e^(-a^2 + G(t)) with t = 1/(1 + a/2) (Numerical Recipes' form; G refitted by
+/// `tools/fit_vmath.py erfc_f32`). a^2 is exact (a has 24 bits).
+#[inline(always)]
+fn erfc_core(a: f64) -> f64 {
+    // beyond 10.1 the float32 result is 0 (NaN stays)
+    let a = if a > 10.1 { 10.1 } else { a };
+    // t = 1/d, d in [1, 6.05]: from d's bits, then Newton steps (each doubles the
+    // correct bits: 2^-4, 2^-8, ..., 2^-64; cheaper than a float64 division)
+    let d = 0.5f64.mul_add(a, 1.0);
+    let mut t = f64::from_bits(0x7FDE_6238_DA3C_2118_u64.wrapping_sub(d.to_bits()));
+    for _ in 0..4 {
+        t *= (-d).mul_add(t, 2.0);
+    }
+    let g = poly64(
+        t,
+        [
+            -1.265_506_037_807_145_4,
+            0.999_778_742_669_712_1,
+            0.378_567_864_715_525_1,
+            0.049_574_505_329_342_55,
+            0.122_868_622_046_015_04,
+            -1.032_764_982_695_046_2,
+            2.574_000_480_614_872,
+            -5.610_154_779_484_890_5,
+            8.376_014_532_639_07,
+            -7.753_693_776_206_427,
+            4.332_034_513_576_693,
+            -1.353_970_223_725_509_4,
+            0.183_250_538_489_397_35,
+        ],
+    );
+    // (the exponent lies in [-103, 0]: e^ is a normal float64)
+    t * f64k::exp_fast_f64((-a).mul_add(a, g))
+}
+
+#[inline(always)]
+pub(super) fn erfc_f32(x: f32) -> f32 {
+    let e = erfc_core(f64::from(x.abs()));
+    (if x < 0.0 { 2.0 - e } else { e }) as f32
+}
+
+#[inline(always)]
+pub(super) fn erf_f32(x: f32) -> f32 {
+    // |x| < 1/2: x + x P(x^2) (`tools/fit_vmath.py erf_f32`); beyond, 1 - erfc |x|
+    let xd = f64::from(x);
+    let z = xd * xd;
+    let p = poly64(
+        z,
+        [
+            0.128_379_167_082_077_36,
+            -0.376_126_385_190_850_1,
+            0.112_837_738_046_844_98,
+            -0.026_863_119_807_938_804,
+            0.005_200_307_988_632_38,
+            -0.000_769_284_839_029_700_7,
+        ],
+    );
+    let small = xd.mul_add(p, xd) as f32;
+    let big = ((1.0 - erfc_core(xd.abs())) as f32).copysign(x);
+    if x.abs() < 0.5 { small } else { big }
+}
+
+/// erfinv is computed with the first polynomial below this |y| (w < 5): the fast path.
+pub(super) const ERFINV_FAST: f32 = 0.9966;
+
+/// erfinv y = y P(w) with w = -ln(1 - y^2) (float64's log1p: 1 - y^2 loses nothing),
+/// P in w - 2.5 for w < 5 (`tools/fit_vmath.py erfinv_f32_a`), rounded once.
+#[inline(always)]
+pub(super) fn erfinv_fast(y: f32) -> f32 {
+    let yd = f64::from(y);
+    let w = -f64k::log1p_f64(-yd * yd);
+    (yd * erfinv_a(w)) as f32
+}
+
+#[inline(always)]
+fn erfinv_a(w: f64) -> f64 {
+    poly64(
+        w - 2.5,
+        [
+            1.501_409_351_146_352_7,
+            0.246_640_276_740_643_18,
+            -0.004_177_318_237_370_906,
+            -0.001_252_707_928_985_081_2,
+            0.000_218_251_474_006_917_25,
+            -4.996_028_570_980_714e-6,
+            -3.417_693_630_159_000_2e-6,
+            4.787_012_006_873_14e-7,
+            1.387_400_307_076_424_4e-8,
+            -1.086_375_993_818_974_8e-8,
+            8.062_539_272_891_243e-10,
+            1.235_904_881_619_995_3e-10,
+            -1.977_053_292_021_453e-11,
+        ],
+    )
+}
+
+/// erfinv y for every y: above, and for w >= 5 (up to float32's 1 - 2^-24, w = 16.6)
+/// y P(sqrt(w) - 3) (`tools/fit_vmath.py erfinv_f32_b`); +-1: +-inf, beyond: NaN.
+#[inline(always)]
+pub(super) fn erfinv_f32(y: f32) -> f32 {
+    let yd = f64::from(y);
+    let w = -f64k::log1p_f64(-yd * yd);
+    let b = poly64(
+        w.sqrt() - 3.0,
+        [
+            2.832_976_798_561_122,
+            1.001_675_276_531_284_6,
+            0.009_445_541_077_751_553,
+            -0.007_643_798_280_169_093,
+            0.005_684_826_656_951_976,
+            -0.003_558_837_378_486_177_3,
+            0.001_486_222_373_075_339_4,
+            -0.000_149_113_184_651_822_62,
+            -0.000_291_282_717_431_065_5,
+            0.000_207_718_870_859_638_73,
+            -3.322_453_434_362_813_4e-5,
+            -2.867_073_802_345_558_3e-5,
+            1.234_042_663_687_354_9e-5,
+        ],
+    );
+    let p = if w < 5.0 { erfinv_a(w) } else { b };
+    let v = (yd * p) as f32;
+    if y.abs() == 1.0 {
+        f32::INFINITY.copysign(y)
+    } else if y.abs() < 1.0 {
+        v
+    } else {
+        f32::NAN // beyond 1, or NaN
+    }
+}
+
+/// x^y with C pow's special values: |x|^y = e^(y ln|x|) in float64 with the float64
+/// kernels (the exponent's relative error, at most 150 x 2^-52, is far below float32's
+/// resolution), rounded once to float32.
+#[inline(always)]
+fn pow_f32(x: f32, y: f32) -> f32 {
+    let r = f64k::exp_f64(f64::from(y) * f64k::log_f64(f64::from(x.abs()))) as f32;
+    let yint = y.trunc() == y; // (infinities count as even integers)
+    let half = 0.5 * y;
+    let odd = yint && half.trunc() != half;
+    let r = if x.is_sign_negative() && odd { -r } else { r };
+    if y == 0.0 || x == 1.0 || (x.abs() == 1.0 && y.is_infinite()) {
+        1.0
+    } else if x < 0.0 && x > f32::NEG_INFINITY && !yint {
+        f32::NAN // a negative base to a non-integer power
+    } else {
+        r
+    }
+}
+
+/// x^y of one element (the bits of [`powf`]), with hardware FMA where the CPU has it.
+#[inline]
+pub fn pow1(x: f32, y: f32) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if vmath::level() >= vmath::Level::Avx2 {
+        #[target_feature(enable = "fma")]
+        fn with_fma(x: f32, y: f32) -> f32 {
+            pow_f32(x, y)
+        }
+        // SAFETY: levels from Avx2 up are only picked on CPUs with FMA.
+        return unsafe { with_fma(x, y) };
+    }
+    pow_f32(x, y)
+}
+
+/// `dst[i] = src[i]^y` (a number exponent) at the current level; the module holds the
+/// per-level form `powf::at`.
+pub fn powf(src: &[f32], y: f32, dst: &mut [std::mem::MaybeUninit<f32>]) {
+    powf::at(vmath::level(), src, y, dst)
+}
+
+/// The slice kernel of [`powf`] per level (as `slice_fns!` builds the others).
+pub mod powf {
+    use super::pow_f32;
+    use crate::backend::cpu::vmath::{Level, detected};
+    use std::mem::MaybeUninit;
+
+    #[inline(always)]
+    fn body(src: &[f32], y: f32, dst: &mut [MaybeUninit<f32>]) {
+        for (d, &x) in dst.iter_mut().zip(src) {
+            d.write(pow_f32(x, y));
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,fma")]
+    fn wide(src: &[f32], y: f32, dst: &mut [MaybeUninit<f32>]) {
+        body(src, y, dst)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn mid(src: &[f32], y: f32, dst: &mut [MaybeUninit<f32>]) {
+        body(src, y, dst)
+    }
+
+    /// `dst[i] = src[i]^y` with the build of `level` (capped by the CPU's).
+    pub fn at(level: Level, src: &[f32], y: f32, dst: &mut [MaybeUninit<f32>]) {
+        assert_eq!(src.len(), dst.len());
+        #[cfg(target_arch = "x86_64")]
+        match level.min(detected()) {
+            // SAFETY: the CPU has AVX-512F and FMA (the level is capped by what it has).
+            Level::Avx512 => return unsafe { wide(src, y, dst) },
+            // SAFETY: the CPU has AVX2 and FMA (as above).
+            Level::Avx2 => return unsafe { mid(src, y, dst) },
+            Level::Baseline => {}
+        }
+        let _ = level;
+        body(src, y, dst)
+    }
+}

@@ -1,0 +1,315 @@
+//! float64 exp, expm1, tanh, sigmoid, log and log1p: the float32 designs
+//! (`float32::exp_log`) with float64's constants and longer polynomials, except log,
+//! whose polynomial in f would be too long in float64: log(1 + f) = f - f^2/2 +
+//! s (f^2/2 + R(s^2)) with s = f/(2 + f) (one division), as fdlibm.
+
+#![allow(clippy::excessive_precision)]
+
+use super::{
+    MAGIC, div_pairs, fast_two_sum, magic_int, poly, pow2i, recip_approx, to_float, two_sum,
+};
+
+// ln 2 = LN2_HI + LN2_LO: LN2_HI is float64's ln 2 (k LN2_HI is exact inside an fma)
+const LN2_HI: f64 = std::f64::consts::LN_2;
+const LN2_LO: f64 = 2.319_046_813_846_299_6e-17;
+
+/// e^r = 1 + r + r^2 u(r) on |r| <= ln2/2 (`tools/fit_vmath.py exp_f64`).
+const EXP_U: [f64; 11] = [
+    0.5,
+    0.166_666_666_666_666_8,
+    0.041_666_666_666_666_41,
+    0.008_333_333_333_319_273,
+    0.001_388_888_888_903_636_3,
+    0.000_198_412_698_918_191_2,
+    2.480_158_701_764_073e-5,
+    2.755_723_875_591_763e-6,
+    2.755_753_392_156_965_3e-7,
+    2.511_084_826_948_850_5e-8,
+    2.083_588_510_869_329e-9,
+];
+
+/// Below this |x|, e^x and e^-x are normal floats: the fast path of exp and sigmoid.
+pub(super) const EXP_FAST: f64 = 708.0;
+
+/// (t, rh, rl): t = k + MAGIC (k = round(a / ln2)), a = k ln2 + rh + rl, rh exact.
+#[inline(always)]
+fn reduce(a: f64) -> (f64, f64, f64) {
+    let t = a.mul_add(std::f64::consts::LOG2_E, MAGIC);
+    let kf = t - MAGIC;
+    (t, kf.mul_add(-LN2_HI, a), kf * -LN2_LO)
+}
+
+/// e^a = 2^k (w + rest) (k from `t`), unnormalised (|rest| <= 0.07): 1 + rh as an
+/// exact sum, the rest (rh^2 u(rh) and rl e^rh) beside it.
+#[inline(always)]
+fn exp_sum(a: f64) -> (f64, f64, f64) {
+    let (t, rh, rl) = reduce(a);
+    // e^(rh + rl) = e^rh + rl e^rh, e^rh = 1 + rh + q
+    let q = (rh * rh) * poly(rh, EXP_U);
+    let (w, e) = fast_two_sum(1.0, rh);
+    (t, w, e + rl.mul_add(w + q, q))
+}
+
+/// [`exp_sum`] renormalised: e^a = 2^k (w + lo), |lo| <= ulp(w)/2, to about 2^-56
+/// relative.
+#[inline(always)]
+pub(super) fn exp_light(a: f64) -> (f64, f64, f64) {
+    let (t, w, rest) = exp_sum(a);
+    let (w, lo) = fast_two_sum(w, rest);
+    (t, w, lo)
+}
+
+/// e^(a + al) = 2^k (w + lo) for a small al (|al| <= ulp(a)), to about 2^-58 relative:
+/// e^r = 1 + r + r^2/2 + r^3 v(r) (`tools/fit_vmath.py expv_f64`), the first three
+/// terms summed exactly.
+#[inline(always)]
+pub(super) fn exp_core(a: f64, al: f64) -> (f64, f64, f64) {
+    let (t, rh, rl) = reduce(a);
+    let rl = rl + al;
+    let z = rh * rh;
+    let ze = rh.mul_add(rh, -z);
+    let (w1, e1) = fast_two_sum(1.0, rh);
+    let (w, e2) = fast_two_sum(w1, 0.5 * z);
+    let v = poly(
+        rh,
+        [
+            0.166_666_666_666_666_8,
+            0.041_666_666_666_666_41,
+            0.008_333_333_333_319_273,
+            0.001_388_888_888_903_636_3,
+            0.000_198_412_698_918_191_2,
+            2.480_158_701_764_073e-5,
+            2.755_723_875_591_763e-6,
+            2.755_753_392_156_965_3e-7,
+            2.511_084_826_948_850_5e-8,
+            2.083_588_510_869_329e-9,
+        ],
+    );
+    // e^(rh + rl) = e^rh + rl e^rh
+    let p3 = (z * rh) * v;
+    let small = rl.mul_add(w + p3, 0.5 * ze);
+    let lo = p3 + ((e2 + small) + e1);
+    let (w, lo) = fast_two_sum(w, lo);
+    (t, w, lo)
+}
+
+/// m 2^k for k in [-1080, 1026]: m 2^k1 is exact, the second product rounds once.
+#[inline(always)]
+pub(super) fn scale2(m: f64, k: i64) -> f64 {
+    let k1 = k >> 1;
+    m * pow2i(k1) * pow2i(k - k1)
+}
+
+/// m 2^k where the result is a normal float: k added to m's exponent bits (`t` holds
+/// k + MAGIC, whose bits shifted by 52 are k's, modulo 2^64).
+#[inline(always)]
+fn scale1(m: f64, t: f64) -> f64 {
+    f64::from_bits(m.to_bits().wrapping_add(t.to_bits() << 52))
+}
+
+#[inline(always)]
+pub(crate) fn exp_full(x: f64) -> f64 {
+    let a = x.clamp(-746.0, 710.0);
+    let (t, w, rest) = exp_sum(a);
+    scale2(w + rest, magic_int(t))
+}
+
+#[inline(always)]
+pub(crate) fn exp_fast(x: f64) -> f64 {
+    let (t, w, rest) = exp_sum(x);
+    scale1(w + rest, t)
+}
+
+#[inline(always)]
+pub(super) fn expm1_full(x: f64) -> f64 {
+    // e^x - 1 = 2^k (w + lo) - 1; -1 to float64's precision below -40
+    let a = x.clamp(-40.0, 710.0);
+    let (t, w, lo) = exp_core(a, 0.0);
+    let k = magic_int(t);
+    let k1 = k >> 1;
+    let (s1, s2) = (pow2i(k1), pow2i(k - k1));
+    let (h, e) = two_sum(w * s1 * s2, -1.0);
+    let y = h + (e + lo * s1 * s2);
+    if x == 0.0 {
+        x
+    } else if x > 709.782_712_893_384 {
+        f64::INFINITY
+    } else {
+        y
+    }
+}
+
+/// tanh x = x + x^3 P(x^2) below this |x| (`tools/fit_vmath.py tanh_f64`).
+const TANH_SMALL: f64 = 0.0625;
+/// tanh is 1 to float64's precision beyond 19.1: no clamp below.
+pub(super) const TANH_FAST: f64 = 19.0;
+
+#[inline(always)]
+fn tanh_big(a: f64) -> f64 {
+    let (t, w, lo) = exp_light(a);
+    let s = pow2i(magic_int(t));
+    let (ew, el) = (s * w, s * lo);
+    let (nh, ne) = fast_two_sum(1.0, -ew);
+    let (dh, de) = fast_two_sum(1.0, ew);
+    div_pairs(nh, ne - el, dh, de + el)
+}
+
+#[inline(always)]
+fn tanh_small(x: f64) -> f64 {
+    let z = x * x;
+    let p = poly(
+        z,
+        [
+            -0.333_333_333_333_333_26,
+            0.133_333_333_333_054_55,
+            -0.053_968_253_633_404_75,
+            0.021_869_314_293_068_102,
+            -0.008_822_213_045_621_374,
+        ],
+    );
+    // (the sign of x, for -0)
+    (x * z).mul_add(p, x).copysign(x)
+}
+
+#[inline(always)]
+pub(super) fn tanh_full(x: f64) -> f64 {
+    let ax = x.abs();
+    let a = -2.0 * ax;
+    let a = if a < -44.0 { -44.0 } else { a };
+    let big = tanh_big(a).copysign(x);
+    if ax < TANH_SMALL { tanh_small(x) } else { big }
+}
+
+#[inline(always)]
+pub(super) fn tanh_fast(x: f64) -> f64 {
+    let ax = x.abs();
+    let big = tanh_big(-2.0 * ax).copysign(x);
+    if ax < TANH_SMALL { tanh_small(x) } else { big }
+}
+
+/// 1/(1 + E) for |x| <= `EXP_FAST`, E = e^-x = 2^k (w + lo) a normal float: 1 + E as
+/// an exact sum (the larger term first), one corrected division.
+#[inline(always)]
+pub(super) fn sigmoid_fast(x: f64) -> f64 {
+    let (t, w, lo) = exp_light(-x);
+    let s = pow2i(magic_int(t));
+    let (ew, el) = (s * w, s * lo);
+    let (a, b) = if ew > 1.0 { (ew, 1.0) } else { (1.0, ew) };
+    let (dh, de) = fast_two_sum(a, b);
+    div_pairs(1.0, 0.0, dh, de + el)
+}
+
+#[inline(always)]
+pub(super) fn sigmoid_full(x: f64) -> f64 {
+    // below -EXP_FAST, e^x (1 + e^x)^-1 is e^x to the last bit (e^x < 2^-124); above,
+    // 1; NaN takes the formula's NaN
+    let a = x.clamp(-EXP_FAST, EXP_FAST);
+    let y = sigmoid_fast(a);
+    if x < -EXP_FAST {
+        exp_full(x)
+    } else if x > EXP_FAST {
+        1.0
+    } else {
+        y
+    }
+}
+
+// ln 2 = LOG_LN2_HI + LOG_LN2_LO, LOG_LN2_HI with 32 bits (fdlibm's): k LOG_LN2_HI is
+// exact for |k| < 2^21
+const LOG_LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
+const LOG_LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+
+/// k ln2 + log(1 + f) + extra for f in [sqrt(1/2) - 1, sqrt(2) - 1] exact and a small
+/// `extra`: log(1 + f) = f - h + s (h + R(s^2)), h = f^2/2 (exact as a two-float
+/// sum), s = f/(2 + f), R from `tools/fit_vmath.py log_f64`; k ln2's leading part, f
+/// and -h summed exactly.
+#[inline(always)]
+pub(super) fn log_tail(kf: f64, f: f64, extra: f64) -> f64 {
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let r = z * poly(
+        z,
+        [
+            0.666_666_666_666_673_4,
+            0.399_999_999_994_167_24,
+            0.285_714_287_420_025_8,
+            0.222_221_986_079_911,
+            0.181_835_626_917_722,
+            0.153_140_889_884_571_1,
+            0.147_955_917_525_944_8,
+        ],
+    );
+    let ff = f * f;
+    let ffe = f.mul_add(f, -ff);
+    let h = 0.5 * ff;
+    let (s1, e1) = fast_two_sum(kf * LOG_LN2_HI, f);
+    let (s2, e2) = fast_two_sum(s1, -h);
+    let small = s.mul_add(h + r, kf.mul_add(LOG_LN2_LO, extra) - 0.5 * ffe);
+    s2 + ((e1 + e2) + small)
+}
+
+/// (k, m) with v = 2^k m and m in [sqrt(1/2), sqrt(2)), for a positive normal v.
+#[inline(always)]
+pub(super) fn split_log(v: f64) -> (i64, f64) {
+    let bits = v.to_bits() as i64;
+    let k = bits.wrapping_sub(0x3FE6_A09E_667F_3BCD) >> 52;
+    (k, f64::from_bits(bits.wrapping_sub(k << 52) as u64))
+}
+
+#[inline(always)]
+pub(super) fn log_fast(x: f64) -> f64 {
+    let (k, m) = split_log(x);
+    log_tail(to_float(k), m - 1.0, 0.0)
+}
+
+#[inline(always)]
+pub(crate) fn log_full(x: f64) -> f64 {
+    let sub = x < f64::MIN_POSITIVE;
+    let v = if sub { x * 4_503_599_627_370_496.0 } else { x }; // 2^52
+    let (k, m) = split_log(v);
+    let kf = to_float(k) - if sub { 52.0 } else { 0.0 };
+    let y = log_tail(kf, m - 1.0, 0.0);
+    if x == f64::INFINITY {
+        x
+    } else if x == 0.0 {
+        f64::NEG_INFINITY
+    } else if x > 0.0 {
+        y
+    } else {
+        f64::NAN
+    }
+}
+
+/// log(uh + ul) for a two-float sum uh + ul with uh positive and normal (|ul| <=
+/// ulp(uh)), plus `kadd` ln 2: uh = 2^k m, and ul/uh joins the correction.
+#[inline(always)]
+pub(super) fn log_pair(uh: f64, ul: f64, kadd: f64) -> f64 {
+    let (k, m) = split_log(uh);
+    let big = if uh < 1.0e300 { uh } else { 1.0e300 };
+    log_tail(to_float(k) + kadd, m - 1.0, ul * recip_approx(big))
+}
+
+#[inline(always)]
+pub(crate) fn log1p_full(x: f64) -> f64 {
+    // as float32's: the polynomial at f = x for small |x|, else log(1 + x) with 1 + x
+    // an exact sum
+    let (u, ue) = two_sum(1.0, x);
+    let small = x > -0.292_893_218_813_452_5 && x < 0.414_213_562_373_095_1;
+    let (k, m) = split_log(u);
+    let inv = recip_approx(if u < 1.0e300 { u } else { 1.0e300 });
+    let (kf, f, extra) = if small {
+        (0.0, x, 0.0)
+    } else {
+        (to_float(k), m - 1.0, ue * inv)
+    };
+    let y = log_tail(kf, f, extra);
+    if x == 0.0 || x == f64::INFINITY {
+        x
+    } else if u == 0.0 {
+        f64::NEG_INFINITY
+    } else if u > 0.0 {
+        y
+    } else {
+        f64::NAN
+    }
+}

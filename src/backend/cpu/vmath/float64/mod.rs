@@ -1,0 +1,274 @@
+//! The float64 functions, evaluated in float64 with the steps that need more than
+//! float64's precision carried as unevaluated sums of two floats (double-double): exp,
+//! expm1, log, log1p, tanh, sigmoid (`exp_log`), sin, cos, tan, atan, asin, acos
+//! (`trig`), sinh, cosh, asinh, acosh, atanh (`hyp`); sqrt and rsqrt as IEEE
+//! operations. The float32 kernels of sinh ... atanh are these formulas rounded once.
+//!
+//! Each function's per-element form (`exp1`, ...) gives the slice function's bits; see
+//! the parent module for the guarantees and docs/kernels.md for the designs.
+
+#![allow(clippy::excessive_precision)]
+
+mod exp_log;
+mod hyp;
+mod trig;
+
+use super::{Func, scalar_fns, slice_fns};
+use exp_log::*;
+pub(crate) use exp_log::{
+    exp_fast as exp_fast_f64, exp_full as exp_f64, log_full as log_f64, log1p_full as log1p_f64,
+};
+pub(crate) use hyp::{acosh_f64, asinh_f64, atanh_f64, cosh_f64, sinh_f64};
+use trig::*;
+
+/// 1.5 * 2^52: adding it rounds a float64 of magnitude below 2^51 to an integer, which
+/// is then read from the low bits (no float-to-int conversion, which has no vector form
+/// for 64-bit integers before AVX-512DQ).
+const MAGIC: f64 = 6_755_399_441_055_744.0;
+
+/// a + b = s + e exactly, where |a| >= |b| (or a = 0).
+#[inline(always)]
+fn fast_two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    (s, (a - s) + b)
+}
+
+/// a + b = s + e exactly, whatever their magnitudes.
+#[inline(always)]
+fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// 2^k for an integer k in [-1022, 1023], from its exponent bits.
+#[inline(always)]
+fn pow2i(k: i64) -> f64 {
+    f64::from_bits((k.wrapping_add(1023) as u64) << 52)
+}
+
+/// The integer n that `MAGIC`-rounding put into `t = n + MAGIC`.
+#[inline(always)]
+fn magic_int(t: f64) -> i64 {
+    (t.to_bits() as i64).wrapping_sub(MAGIC.to_bits() as i64)
+}
+
+/// An i64 of magnitude below 2^51 as a float64, through `MAGIC`.
+#[inline(always)]
+fn to_float(k: i64) -> f64 {
+    f64::from_bits((MAGIC.to_bits() as i64).wrapping_add(k) as u64) - MAGIC
+}
+
+/// Horner's rule, lowest coefficient first in `c`.
+#[inline(always)]
+fn poly<const N: usize>(x: f64, c: [f64; N]) -> f64 {
+    let mut p = c[N - 1];
+    let mut i = N - 1;
+    while i > 0 {
+        i -= 1;
+        p = p.mul_add(x, c[i]);
+    }
+    p
+}
+
+/// (nh + nl)/(dh + dl) for two-float sums with |nl| <= ulp(nh), |dl| <= ulp(dh): one
+/// division and one correction step, so the result rounds about once.
+#[inline(always)]
+fn div_pairs(nh: f64, nl: f64, dh: f64, dl: f64) -> f64 {
+    let (qh, ql) = div_pairs2(nh, nl, dh, dl);
+    qh + ql
+}
+
+/// As [`div_pairs`], the quotient as a two-float sum (qh, ql).
+#[inline(always)]
+fn div_pairs2(nh: f64, nl: f64, dh: f64, dl: f64) -> (f64, f64) {
+    let inv = 1.0 / dh;
+    let q0 = nh * inv;
+    let res = (-q0).mul_add(dl, nl + (-q0).mul_add(dh, nh));
+    (q0, res * inv)
+}
+
+/// About 1/v (relative error below 2^-8) for a positive normal v, from its bits and
+/// one Newton step: enough for corrections of a few ulps.
+#[inline(always)]
+fn recip_approx(v: f64) -> f64 {
+    let i = f64::from_bits(0x7FDE_6238_DA3C_2118_u64.wrapping_sub(v.to_bits()));
+    i * (2.0 - v * i)
+}
+
+/// sqrt(qh + ql) as (sh, sl) for a two-float sum qh + ql >= 0: the root, and the
+/// residual (exact in an fma) over 2 sh (0 where qh is 0).
+#[inline(always)]
+fn sqrt_pair(qh: f64, ql: f64) -> (f64, f64) {
+    let sh = qh.sqrt();
+    let sl = ((-sh).mul_add(sh, qh) + ql) * (0.5 * recip_approx(sh));
+    (sh, if qh == 0.0 { 0.0 } else { sl })
+}
+
+#[inline(always)]
+fn sqrt_f64(x: f64) -> f64 {
+    x.sqrt()
+}
+
+#[inline(always)]
+fn rsqrt_f64(x: f64) -> f64 {
+    1.0 / x.sqrt()
+}
+
+slice_fns! { f64;
+    exp: |x| exp_full(x), fast(|x| x.abs() <= EXP_FAST => exp_fast(x));
+    expm1: |x| expm1_full(x);
+    log: |x| log_full(x), fast(|x| (f64::MIN_POSITIVE..=f64::MAX).contains(&x) => log_fast(x));
+    log1p: |x| log1p_full(x);
+    tanh: |x| tanh_full(x), fast(|x| x.abs() <= TANH_FAST => tanh_fast(x));
+    sigmoid: |x| sigmoid_full(x), fast(|x| x.abs() <= EXP_FAST => sigmoid_fast(x));
+    sin: |x| sincos_f64(x, false), fixup(TRIG_MAX, |x| trig_fix(x, f64::sin));
+    cos: |x| sincos_f64(x, true), fixup(TRIG_MAX, |x| trig_fix(x, f64::cos));
+    tan: |x| tan_f64(x), fixup(TRIG_MAX, |x| trig_fix(x, f64::tan));
+    atan: |x| atan_f64(x);
+    asin: |x| asin_f64(x);
+    acos: |x| acos_f64(x);
+    sinh: |x| sinh_f64(x);
+    cosh: |x| cosh_f64(x);
+    asinh: |x| asinh_f64(x);
+    acosh: |x| acosh_f64(x);
+    atanh: |x| atanh_f64(x);
+    sqrt: |x| sqrt_f64(x);
+    rsqrt: |x| rsqrt_f64(x);
+}
+
+scalar_fns! { f64;
+    /// e^x of one element (the bits of [`exp()`]; likewise below).
+    exp1 = exp_full;
+    /// e^x - 1 of one element.
+    expm11 = expm1_full;
+    /// ln x of one element.
+    log1 = log_full;
+    /// ln(1 + x) of one element.
+    log1p1 = log1p_full;
+    /// tanh x of one element.
+    tanh1 = tanh_full;
+    /// 1/(1 + e^-x) of one element.
+    sigmoid1 = sigmoid_full;
+    /// sin x of one element.
+    sin1 = sin_one;
+    /// cos x of one element.
+    cos1 = cos_one;
+    /// tan x of one element.
+    tan1 = tan_one;
+    /// atan x of one element.
+    atan1 = atan_f64;
+    /// asin x of one element.
+    asin1 = asin_f64;
+    /// acos x of one element.
+    acos1 = acos_f64;
+    /// sinh x of one element.
+    sinh1 = sinh_f64;
+    /// cosh x of one element.
+    cosh1 = cosh_f64;
+    /// asinh x of one element.
+    asinh1 = asinh_f64;
+    /// acosh x of one element.
+    acosh1 = acosh_f64;
+    /// atanh x of one element.
+    atanh1 = atanh_f64;
+}
+
+/// Every float64 function, for tests and tools.
+pub const FUNCS: &[Func<f64>] = &[
+    Func {
+        name: "exp",
+        at: exp::at,
+        one: exp1,
+    },
+    Func {
+        name: "expm1",
+        at: expm1::at,
+        one: expm11,
+    },
+    Func {
+        name: "log",
+        at: log::at,
+        one: log1,
+    },
+    Func {
+        name: "log1p",
+        at: log1p::at,
+        one: log1p1,
+    },
+    Func {
+        name: "tanh",
+        at: tanh::at,
+        one: tanh1,
+    },
+    Func {
+        name: "sigmoid",
+        at: sigmoid::at,
+        one: sigmoid1,
+    },
+    Func {
+        name: "sin",
+        at: sin::at,
+        one: sin1,
+    },
+    Func {
+        name: "cos",
+        at: cos::at,
+        one: cos1,
+    },
+    Func {
+        name: "tan",
+        at: tan::at,
+        one: tan1,
+    },
+    Func {
+        name: "atan",
+        at: atan::at,
+        one: atan1,
+    },
+    Func {
+        name: "asin",
+        at: asin::at,
+        one: asin1,
+    },
+    Func {
+        name: "acos",
+        at: acos::at,
+        one: acos1,
+    },
+    Func {
+        name: "sinh",
+        at: sinh::at,
+        one: sinh1,
+    },
+    Func {
+        name: "cosh",
+        at: cosh::at,
+        one: cosh1,
+    },
+    Func {
+        name: "asinh",
+        at: asinh::at,
+        one: asinh1,
+    },
+    Func {
+        name: "acosh",
+        at: acosh::at,
+        one: acosh1,
+    },
+    Func {
+        name: "atanh",
+        at: atanh::at,
+        one: atanh1,
+    },
+    Func {
+        name: "sqrt",
+        at: sqrt::at,
+        one: sqrt_f64,
+    },
+    Func {
+        name: "rsqrt",
+        at: rsqrt::at,
+        one: rsqrt_f64,
+    },
+];
