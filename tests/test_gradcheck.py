@@ -498,22 +498,103 @@ def test_gradgradcheck_draws_grad_outputs_like_torch(monkeypatch, non_contiguous
 
 
 # ---------------------------------------------------------------------------------------
-# unsupported parts of torch's API
+# batched gradients (check_batched_grad, check_batched_forward_grad)
 # ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "check, kwargs, flag",
-    [
-        (gradcheck, {"check_batched_grad": True}, "check_batched_grad"),
-        (gradcheck, {"check_forward_ad": True, "check_batched_forward_grad": True}, "check_batched_forward_grad"),
-        (gradgradcheck, {"check_batched_grad": True}, "check_batched_grad"),
-    ],
-)
-def test_vmap_checks_are_not_implemented(check, kwargs, flag):
+def _two_outputs(a, b):
+    return (a * b).sin().sum(1), (a @ b).exp()
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
+@pytest.mark.parametrize("lib", ["rgrad", "torch"])
+def test_batched_checks_pass_on_correct_derivatives(lib):
+    L = RGRAD if lib == "rgrad" else _torch_lib()
+    L.T.manual_seed(0)
+    a = L.T.randn(3, 4, dtype=L.T.float64, requires_grad=True)
+    b = L.T.randn(4, dtype=L.T.float64, requires_grad=True)
+    assert L.gradcheck(_two_outputs, (a, b), check_batched_grad=True, check_forward_ad=True,
+                       check_batched_forward_grad=True)
+    assert L.gradgradcheck(lambda x, y: (x * y).tanh().sum(0), (a, b), check_batched_grad=True)
+
+
+def _jvp_reads_its_tangent(T):
+    class Scale(T.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def jvp(ctx, t):
+            # .item() has no meaning for a batch of tangents: vmap refuses it
+            return t * 2 if t.sum().item() == t.sum().item() else t
+
+    return Scale.apply
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
+@pytest.mark.parametrize("lib", ["rgrad", "torch"])
+def test_batched_forward_check_reports_a_jvp_that_vmap_cannot_run(lib):
+    L = RGRAD if lib == "rgrad" else _torch_lib()
+    x = L.leaf(X)
+    f = _jvp_reads_its_tangent(L.T)
+    assert L.gradcheck(f, x, check_forward_ad=True)  # correct derivatives
+    error = importlib.import_module(f"{L.T.__name__}.autograd.gradcheck").GradcheckError
+    with pytest.raises(error) as info:
+        L.gradcheck(f, x, check_forward_ad=True, check_batched_forward_grad=True)
+    msg = str(info.value)
+    assert msg.startswith("While computing batched gradients, got: ")
+    assert "gradcheck failed while testing batched gradient computation with forward-mode AD." in msg
+    assert not L.gradcheck(f, x, check_forward_ad=True, check_batched_forward_grad=True, raise_exception=False)
+
+
+def test_batched_check_reports_a_mismatch_and_an_error(monkeypatch):
+    import rgrad.func
+
     x = rgrad.tensor(X, dtype=rgrad.float64, requires_grad=True)
-    with pytest.raises(NotImplementedError, match=rf"^rgrad.autograd.gradcheck: {flag}=True is not supported: "):
-        check(lambda t: t * 2, x, raise_exception=False, **kwargs)
+    real_vmap = rgrad.func.vmap
+
+    def off_by_one(f):
+        return lambda v: tuple(g + 1 for g in real_vmap(f)(v))
+
+    monkeypatch.setattr(rgrad.func, "vmap", off_by_one)
+    with pytest.raises(GradcheckError) as info:
+        gradcheck(lambda t: t.sin(), x, check_batched_grad=True)
+    msg = str(info.value)
+    assert msg.startswith("For output 0 and input 0:\n\ngradcheck or gradgradcheck failed while testing batched "
+                          "gradient computation.\n")
+    assert "\n\nGot:\ntensor(" in msg and "\n\nExpected:\ntensor(" in msg
+
+    def broken(f):
+        def run(v):
+            raise RuntimeError("boom")
+        return run
+
+    monkeypatch.setattr(rgrad.func, "vmap", broken)
+    with pytest.raises(GradcheckError, match=r"^While computing batched gradients, got: boom\n\ngradcheck or "):
+        gradcheck(lambda t: t.sin(), x, check_batched_grad=True)
+    # without the flag the batched check does not run
+    assert gradcheck(lambda t: t.sin(), x)
+
+
+def test_batched_check_draws_two_grad_outputs_per_output():
+    # torch draws two randn_like grad_outputs for every output: the same generator calls
+    x = rgrad.tensor(X, dtype=rgrad.float64, requires_grad=True)
+    rgrad.manual_seed(3)
+    gradcheck(lambda t: (t.sin(), t.cos()), x, check_batched_grad=True)
+    after = rgrad.randn(1).item()
+    rgrad.manual_seed(3)
+    for _ in range(4):
+        rgrad.randn(3, dtype=rgrad.float64)
+    assert rgrad.randn(1).item() == after
 
 
 # ---------------------------------------------------------------------------------------

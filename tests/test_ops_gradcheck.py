@@ -68,3 +68,33 @@ def test_fwd_over_rev_gradgradcheck(op, sample):
         fn, leaves, atol=op.grad_atol, rtol=op.grad_rtol, check_fwd_over_rev=True, check_rev_over_rev=False,
         check_undefined_grad=False,
     )
+
+
+def _inplace(op) -> bool:
+    """``Tensor.add_``, ``Tensor.clamp_.tensor_bounds``, ``__iadd__``, ``__setitem__``."""
+    method = op.name.removeprefix("Tensor.").split(".")[0]
+    return method.endswith("_") and not method.startswith("__") or method.startswith("__i") or method == "__setitem__"
+
+
+@pytest.mark.parametrize("op,sample", GRAD)
+def test_batched_gradcheck(op, sample):
+    """vmap over each op's vector-Jacobian products (and, out of place, its
+    Jacobian-vector products) agrees with the products computed one at a time: torch's
+    check_batched_grad and check_batched_forward_grad, which its OpInfo tests turn on.
+
+    In-place ops skip the forward-mode check, as torch's in-place forward-AD tests do:
+    under rgrad's vmap a dual tensor whose tangent is batched is batched as a whole, so
+    an in-place op of an unbatched ``self`` with it raises vmap's in-place error (torch
+    batches only the tangent there and passes)."""
+    fn, leaves = _problem(op, sample)
+    assert gradcheck(
+        fn, leaves, atol=op.grad_atol, rtol=op.grad_rtol, check_batched_grad=True, check_undefined_grad=False,
+        check_forward_ad=not _inplace(op), check_batched_forward_grad=not _inplace(op),
+    )
+
+
+@pytest.mark.parametrize("op,sample", GRADGRAD)
+def test_batched_gradgradcheck(op, sample):
+    fn, leaves = _problem(op, sample)
+    assert gradgradcheck(fn, leaves, atol=op.grad_atol, rtol=op.grad_rtol, check_batched_grad=True,
+                         check_undefined_grad=False)

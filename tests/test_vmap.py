@@ -1365,6 +1365,46 @@ def test_custom_function_under_vmap(torch):
     assert "apply" not in rgrad.autograd.Function.__dict__  # restored
 
 
+def test_custom_function_bound_before_vmap_keeps_its_derivatives(torch):
+    """``f = MyFn.apply`` taken before the vmap (the usual idiom) runs per sample like
+    ``MyFn.apply`` looked up inside it: its jvp gives the tangents (they were dropped) and
+    its backward the gradients."""
+    def scale(lib):
+        class Scale(lib.autograd.Function):
+            generate_vmap_rule = True
+
+            @staticmethod
+            def forward(x):
+                return x * 3
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                pass
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 3
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t * 3
+
+        return Scale.apply
+
+    x, tangents = _rand((3,)), _rand((B, 3))
+    results = {}
+    for lib, (x_, t_) in ((rgrad, (x, tangents)), (torch, (_to_torch(torch, x), _to_torch(torch, tangents)))):
+        f = scale(lib)
+
+        def jvp(t, f=f, lib=lib, x_=x_):
+            return lib.func.jvp(f, (x_,), (t,))[1]
+
+        grads = lib.func.vmap(lib.func.grad(lambda a, f=f: f(a).sin().sum()))(t_)
+        results[lib.__name__] = [lib.func.vmap(jvp)(t_), lib.func.vmap(f)(t_), grads]
+    _same_values(results["rgrad"], results["torch"])
+    _same_values(results["rgrad"][0], tangents * 3)
+
+
 def test_values_of_a_level_of_copies_can_be_read():
     """On jacobian(vectorize=True)'s level (copies of the inputs) .item(), bool() and
     tolist() read sample 0's values; on a user's vmap they raise torch's errors."""

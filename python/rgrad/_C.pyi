@@ -48,6 +48,7 @@ __all__ = [
     "polygamma",
     "xlogy",
     "_undefined_grad",
+    "_set_vmap_apply",
     "AccumulateGrad",
     "float32",
     "float64",
@@ -575,6 +576,7 @@ class _FunctionBase(Node):
 
 def _delayed_error(msg: str, tensors: Sequence[Tensor]) -> tuple[Tensor, ...]: ...
 def _undefined_grad(t: Tensor) -> Tensor: ...
+def _set_vmap_apply(hook: Callable[[type, tuple[Any, ...], dict[str, Any] | None], Any] | None) -> None: ...
 
 # the op table's unary ops, for the `rgrad.<name>` functions
 _UNARY_OPS: tuple[str, ...]

@@ -224,9 +224,45 @@ impl PyFunctionBase {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
+        if let Some(out) = vmap_apply(cls, args, kwargs)? {
+            return Ok(out);
+        }
         let name = || cls.name().map(|n| n.to_string()).unwrap_or_default();
         crate::dispatch::forward_named(name, || function_apply(cls, args, kwargs))
     }
+}
+
+/// While a vmap runs, the function `rgrad.func._vmap` installs here with
+/// [`_set_vmap_apply`]: `apply` offers it every call first, and it runs the Function on
+/// BatchedTensors (returning NotImplemented when no argument is batched). A `MyFn.apply`
+/// bound before the vmap started reaches it too, which swapping the class attribute
+/// would miss. Outside a vmap this costs one relaxed load.
+static VMAP_APPLY: parking_lot::Mutex<Option<Py<PyAny>>> = parking_lot::Mutex::new(None);
+static VMAP_APPLY_SET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn vmap_apply(
+    cls: &Bound<'_, PyType>,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Option<Py<PyAny>>> {
+    if !VMAP_APPLY_SET.load(std::sync::atomic::Ordering::Acquire) {
+        return Ok(None);
+    }
+    let py = cls.py();
+    let Some(hook) = VMAP_APPLY.lock().as_ref().map(|h| h.clone_ref(py)) else {
+        return Ok(None);
+    };
+    let out = hook.bind(py).call1((cls, args, kwargs))?;
+    Ok((!out.is(py.NotImplemented().bind(py))).then(|| out.unbind()))
+}
+
+/// Installs (or, with None, removes) the function custom Functions' `apply` offers its
+/// calls to while a vmap runs (see `VMAP_APPLY`).
+#[pyfunction]
+pub fn _set_vmap_apply(hook: Option<Py<PyAny>>) {
+    let set = hook.is_some();
+    *VMAP_APPLY.lock() = hook;
+    VMAP_APPLY_SET.store(set, std::sync::atomic::Ordering::Release);
 }
 
 static BIND_ARGS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();

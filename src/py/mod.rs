@@ -540,6 +540,7 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<function::PyFunctionBase>()?;
     m.add_function(wrap_pyfunction!(function::_delayed_error, m)?)?;
     m.add_function(wrap_pyfunction!(function::_undefined_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(function::_set_vmap_apply, m)?)?;
     for d in [DType::F32, DType::F64, DType::I64, DType::Bool] {
         m.add(d.name(), PyDType { d })?;
     }

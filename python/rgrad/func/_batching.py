@@ -251,10 +251,10 @@ def _reduce(name: str, level: int, args: tuple, kwargs: dict) -> Any:
         dim, where = kwargs.get("dim"), "kw"
     if name in ("softmax", "log_softmax"):
         d = wrap_dim(dim, r)
+        kwargs.pop("dim", None)  # (given by keyword or by position: passed on by position)
         if r == 0:
             return BT(dispatch(name, (v.unsqueeze(1), 1, *rest[1:]), kwargs).squeeze(1), level)
-        rest[0] = d + 1
-        return BT(dispatch(name, (v, *rest), kwargs), level)
+        return BT(dispatch(name, (v, d + 1, *rest[1:]), kwargs), level)
 
     keep_pos = _KEEPDIM_POS[name]
     keepdim = rest[keep_pos] if len(rest) > keep_pos else kwargs.get("keepdim", False)

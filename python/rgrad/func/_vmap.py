@@ -466,7 +466,6 @@ def batched_unpack_dual(tensor: Any, level: Any) -> Any:
 
 _lock = threading.Lock()
 _active = 0
-_MISSING = object()  # an attribute the owner does not have of its own (deleted when restored)
 _swaps: list | None = None
 
 # function forms named differently from the op they are
@@ -481,6 +480,11 @@ _TENSOR_METHODS = (
     "reshape_as", "type_as", "to", "copy_", "fill_", "add_", "sub_", "mul_", "div_", "pow_", "index_put",
     "index_put_", "max", "min", "__eq__", "__ne__", "__getitem__", "__setitem__", "__iadd__", "__isub__", "__imul__",
     "__itruediv__", "__ipow__", *(f"{n}_" for n in rgrad._C._BINARY_OPS),
+    # operators called as methods (``b.__rmatmul__(a)``): the operator protocol reaches
+    # BatchedTensor's own methods through NotImplemented, a direct call does not
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+    "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__",
+    "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__lt__", "__le__", "__gt__", "__ge__",
 )
 
 
@@ -538,37 +542,35 @@ def _random_method_wrapper(op: str, orig: Any) -> Callable:
     return _named(method, orig)
 
 
-def _function_apply_wrapper() -> Any:
-    """``Function.apply`` while a vmap runs: a custom Function on BatchedTensors runs once per
-    sample (torch's errors where torch would refuse it)."""
-    native = rgrad._C._FunctionBase.__dict__["apply"]
+def _function_apply(cls: Any, args: tuple, kwargs: dict | None) -> Any:
+    """Every custom ``Function.apply`` call while a vmap runs (installed in Rust with
+    ``_C._set_vmap_apply``, so that a ``MyFn.apply`` bound before the vmap is covered too):
+    NotImplemented (the native apply) when no argument is batched; otherwise the Function
+    runs once per sample (torch's errors where torch would refuse it)."""
+    kwargs = kwargs or {}
+    level = max_level(args, kwargs)
+    if level < 0:
+        return NotImplemented
+    if not cls._setup_ctx_defined:
+        raise RuntimeError(
+            "In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), it "
+            "must override the setup_context staticmethod. For more details, please see "
+            "https://pytorch.org/docs/main/notes/extending.func.html"
+        )
+    if not cls.generate_vmap_rule and cls.vmap is rgrad.autograd.Function.vmap:
+        raise RuntimeError(
+            f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please override and "
+            "implement the vmap staticmethod or set generate_vmap_rule=True. For more details, please see "
+            "https://pytorch.org/docs/main/notes/extending.func.html"
+        )
+    # one call per sample (each its own graph node); a vmap staticmethod is not needed for that
+    from rgrad.func._batched_tensor import _select, stack_results
 
-    def apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
-        level = max_level(args, kwargs)
-        if level < 0:
-            return native.__get__(None, cls)(*args, **kwargs)
-        if not cls._setup_ctx_defined:
-            raise RuntimeError(
-                "In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), it "
-                "must override the setup_context staticmethod. For more details, please see "
-                "https://pytorch.org/docs/main/notes/extending.func.html"
-            )
-        if not cls.generate_vmap_rule and cls.vmap is rgrad.autograd.Function.vmap:
-            raise RuntimeError(
-                f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please override and "
-                "implement the vmap staticmethod or set generate_vmap_rule=True. For more details, please see "
-                "https://pytorch.org/docs/main/notes/extending.func.html"
-            )
-        # one call per sample (each its own graph node); a vmap staticmethod is not needed for that
-        from rgrad.func._batched_tensor import _select, stack_results
-
-        results = []
-        for b in range(batch_size(level)):
-            results.append(cls.apply(*(_select(a, level, b) for a in args),
-                                     **{k: _select(v, level, b) for k, v in kwargs.items()}))
-        return stack_results(results, level, f"{cls.__name__}.apply")
-
-    return classmethod(apply)
+    results = []
+    for b in range(batch_size(level)):
+        results.append(cls.apply(*(_select(a, level, b) for a in args),
+                                 **{k: _select(v, level, b) for k, v in kwargs.items()}))
+    return stack_results(results, level, f"{cls.__name__}.apply")
 
 
 def _named(wrapper: Callable, orig: Any) -> Callable:
@@ -615,7 +617,6 @@ def _build_swaps() -> list:
         orig = Tensor.__dict__.get(name)
         if orig is not None:
             swaps.append((Tensor, name, orig, _random_method_wrapper(name, orig)))
-    swaps.append((rgrad.autograd.Function, "apply", _MISSING, _function_apply_wrapper()))
     import sys
 
     this = sys.modules[__name__]
@@ -630,7 +631,7 @@ def _grouped(swaps: list) -> tuple[list, list]:
     modules: dict = {}
     attributes = []
     for owner, name, orig, wrapper in swaps:
-        if type(owner) is type(rgrad) and orig is not _MISSING:
+        if type(owner) is type(rgrad):
             entry = modules.setdefault(id(owner), (owner.__dict__, {}, {}))
             entry[1][name] = orig
             entry[2][name] = wrapper
@@ -650,6 +651,7 @@ def _activate() -> None:
                 namespace.update(wrappers)
             for owner, name, _orig, wrapper in attributes:
                 setattr(owner, name, wrapper)
+            rgrad._C._set_vmap_apply(_function_apply)
         _active += 1
 
 
@@ -662,10 +664,8 @@ def _deactivate() -> None:
             for namespace, origs, _wrappers in modules:
                 namespace.update(origs)
             for owner, name, orig, _wrapper in attributes:
-                if orig is _MISSING:
-                    delattr(owner, name)
-                else:
-                    setattr(owner, name, orig)
+                setattr(owner, name, orig)
+            rgrad._C._set_vmap_apply(None)
 
 
 def is_active() -> bool:
