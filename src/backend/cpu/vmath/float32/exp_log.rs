@@ -100,18 +100,29 @@ fn scale1(m: f32, t: f32) -> f32 {
     f32::from_bits(m.to_bits().wrapping_add(t.to_bits() << 23))
 }
 
+/// (t, p): e^a = 2^k (1 + p) (k from `t`), p = e^r - 1 = r + r^2 u(r) rounded once
+/// (|p| <= 0.42), where r = a - k ln2 is rounded once too. No compensation: 1 + p
+/// then rounds within 1 ulp (SLEEF's u10 form).
+#[inline(always)]
+fn exp_p(a: f32) -> (f32, f32) {
+    let t = a.mul_add(std::f32::consts::LOG2_E, MAGIC);
+    let kf = t - MAGIC;
+    let r = kf.mul_add(-LN2_LO, kf.mul_add(-LN2_HI, a));
+    (t, (r * r).mul_add(poly(r, EXP_U), r))
+}
+
 #[inline(always)]
 pub(super) fn exp_full(x: f32) -> f32 {
     // beyond this range the result is 0 or inf anyway; NaN stays NaN through clamp
     let a = x.clamp(-105.0, 89.5);
-    let (t, w, rest) = exp_sum(a);
-    scale2(w + rest, magic_int(t))
+    let (t, p) = exp_p(a);
+    scale2(1.0 + p, magic_int(t))
 }
 
 #[inline(always)]
 pub(super) fn exp_fast(x: f32) -> f32 {
-    let (t, w, rest) = exp_sum(x);
-    scale1(w + rest, t)
+    let (t, p) = exp_p(x);
+    scale1(1.0 + p, t)
 }
 
 #[inline(always)]
@@ -187,20 +198,22 @@ pub(super) fn tanh_fast(x: f32) -> f32 {
     if ax < TANH_SMALL { tanh_small(x) } else { big }
 }
 
-/// 1/(1 + E) for x >= 0, E/(1 + E) for x < 0, with E = e^-|x| = 2^k (w + lo) as an
-/// exact sum and one corrected division; returns the quotient and k (the x < 0 result
-/// is the quotient times 2^k, applied by the caller). `sk` is 2^k, or any power of two
-/// below 2^-100 when k is smaller (1 + E is 1 then).
-/// 1/(1 + E) for |x| <= `EXP_FAST`, E = e^-x = 2^k (w + lo) a normal float: 1 + E as
-/// an exact sum (the larger term first), one corrected division.
+/// 1/(1 + E) for |x| <= `EXP_FAST`, E = e^-x = s (1 + p) with s = 2^k normal: 1 + E
+/// as an exact sum d + dl (1 + s, then s p, each with its rounding error), one
+/// division q = 1/d and one correction step q + q (1 - q d - q dl) (the residual exact
+/// in an fma), so the result rounds about once.
 #[inline(always)]
 pub(super) fn sigmoid_fast(x: f32) -> f32 {
-    let (t, w, lo) = exp_light(-x);
+    let (t, p) = exp_p(-x);
     let s = pow2i(magic_int(t));
-    let (ew, el) = (s * w, s * lo);
-    let (a, b) = if ew > 1.0 { (ew, 1.0) } else { (1.0, ew) };
-    let (dh, de) = fast_two_sum(a, b);
-    div_pairs(1.0, 0.0, dh, de + el)
+    let (hi, lo) = if s > 1.0 { (s, 1.0) } else { (1.0, s) };
+    let (e1, err1) = fast_two_sum(hi, lo);
+    let sp = s * p;
+    let (d, dl) = fast_two_sum(e1, sp); // |e1| >= s > |s p|
+    let dl = dl + err1;
+    let q = 1.0 / d;
+    let r = (-dl).mul_add(q, (-d).mul_add(q, 1.0));
+    q.mul_add(r, q)
 }
 
 #[inline(always)]
