@@ -2,9 +2,10 @@
 //!
 //! e^a = 2^k e^r with a = k ln2 + r, |r| <= ln2/2; r = rh + rl, rh exact (k ln2's
 //! leading part is exact inside an fma) and rl = -k LN2_LO, so the reduction loses
-//! nothing. exp itself rounds r once and needs no more (`exp_p`: within 1 ulp, as
-//! SLEEF's u10); sigmoid and tanh carry the low parts into one corrected division;
-//! `exp_core` (expm1, whose cancellation needs more) gives 2^k (w + lo) to about 2^-29.
+//! nothing. `exp_sum` gives e^a = 2^k (w + rest) to about 2^-27 relative (exp);
+//! sigmoid uses the cheaper `exp_p`, r rounded once (SLEEF's u10 form), and carries
+//! the low parts into one corrected division, as tanh does; `exp_core` (expm1, whose
+//! cancellation needs more) gives 2^k (w + lo) to about 2^-29.
 
 #![allow(clippy::excessive_precision)]
 
@@ -80,8 +81,9 @@ fn scale1(m: f32, t: f32) -> f32 {
 }
 
 /// (t, p): e^a = 2^k (1 + p) (k from `t`), p = e^r - 1 = r + r^2 u(r) rounded once
-/// (|p| <= 0.42), where r = a - k ln2 is rounded once too. No compensation: 1 + p
-/// then rounds within 1 ulp (SLEEF's u10 form).
+/// (|p| <= 0.42), where r = a - k ln2 is rounded once too: SLEEF's u10 exp (1 + p
+/// rounds within 0.98 ulp, every input checked), used by sigmoid, whose corrected
+/// division absorbs the rest.
 #[inline(always)]
 fn exp_p(a: f32) -> (f32, f32) {
     let t = a.mul_add(std::f32::consts::LOG2_E, MAGIC);
@@ -90,18 +92,32 @@ fn exp_p(a: f32) -> (f32, f32) {
     (t, (r * r).mul_add(poly(r, EXP_U), r))
 }
 
+/// e^a = 2^k (w + rest) (k from `t`), unnormalised (|rest| <= 0.07): 1 + rh as an
+/// exact sum, the rest (rh^2 u(rh) and rl e^rh) beside it, to about 2^-27 relative.
+/// exp keeps this (rather than `exp_p`, 0.98 ulp): float32's 1-ulp results are
+/// printed, and `exp_p` misses the correctly rounded e^4 (0.06 ulp from a midpoint)
+/// that torch prints.
+#[inline(always)]
+fn exp_sum(a: f32) -> (f32, f32, f32) {
+    let (t, rh, rl) = reduce(a);
+    // e^(rh + rl) = e^rh + rl e^rh, e^rh = 1 + rh + q
+    let q = (rh * rh) * poly(rh, EXP_U);
+    let (w, e) = fast_two_sum(1.0, rh);
+    (t, w, e + rl.mul_add(w + q, q))
+}
+
 #[inline(always)]
 pub(super) fn exp_full(x: f32) -> f32 {
     // beyond this range the result is 0 or inf anyway; NaN stays NaN through clamp
     let a = x.clamp(-105.0, 89.5);
-    let (t, p) = exp_p(a);
-    scale2(1.0 + p, magic_int(t))
+    let (t, w, rest) = exp_sum(a);
+    scale2(w + rest, magic_int(t))
 }
 
 #[inline(always)]
 pub(super) fn exp_fast(x: f32) -> f32 {
-    let (t, p) = exp_p(x);
-    scale1(1.0 + p, t)
+    let (t, w, rest) = exp_sum(x);
+    scale1(w + rest, t)
 }
 
 #[inline(always)]
