@@ -2,8 +2,10 @@
 //!
 //! e^a = 2^k e^r with a = k ln2 + r, |r| <= ln2/2; r = rh + rl, rh exact (k ln2's
 //! leading part is exact inside an fma) and rl = -k LN2_LO, so the reduction loses
-//! nothing. `exp_light` then gives e^a = 2^k (w + lo) good to about 2^-27 relative, and
-//! `exp_core` (expm1, whose cancellation needs more) to about 2^-29.
+//! nothing. `exp_sum` gives e^a = 2^k (w + rest) to about 2^-27 relative (exp);
+//! sigmoid uses the cheaper `exp_p`, r rounded once (SLEEF's u10 form), and carries
+//! the low parts into one corrected division, as tanh does; `exp_core` (expm1, whose
+//! cancellation needs more) gives 2^k (w + lo) to about 2^-29.
 
 #![allow(clippy::excessive_precision)]
 
@@ -33,28 +35,6 @@ fn reduce(a: f32) -> (f32, f32, f32) {
     let t = a.mul_add(std::f32::consts::LOG2_E, MAGIC);
     let kf = t - MAGIC;
     (t, kf.mul_add(-LN2_HI, a), kf * -LN2_LO)
-}
-
-/// e^a = 2^k (w + lo) (k from `t`), |lo| <= ulp(w)/2, to about 2^-27 relative: 1 + rh
-/// as an exact sum, the rest (rh^2 u(rh) and rl e^rh) added to it, renormalised.
-/// e^a = 2^k (w + rest) (k from `t`), unnormalised (|rest| <= 0.07): 1 + rh as an
-/// exact sum, the rest (rh^2 u(rh) and rl e^rh) beside it.
-#[inline(always)]
-fn exp_sum(a: f32) -> (f32, f32, f32) {
-    let (t, rh, rl) = reduce(a);
-    // e^(rh + rl) = e^rh + rl e^rh, e^rh = 1 + rh + q
-    let q = (rh * rh) * poly(rh, EXP_U);
-    let (w, e) = fast_two_sum(1.0, rh);
-    (t, w, e + rl.mul_add(w + q, q))
-}
-
-/// [`exp_sum`] renormalised: e^a = 2^k (w + lo), |lo| <= ulp(w)/2, to about 2^-27
-/// relative.
-#[inline(always)]
-fn exp_light(a: f32) -> (f32, f32, f32) {
-    let (t, w, rest) = exp_sum(a);
-    let (w, lo) = fast_two_sum(w, rest);
-    (t, w, lo)
 }
 
 /// e^a = 2^k (w + lo), to about 2^-29 relative: e^r = 1 + r + r^2/2 + r^3 v(r)
@@ -100,6 +80,32 @@ fn scale1(m: f32, t: f32) -> f32 {
     f32::from_bits(m.to_bits().wrapping_add(t.to_bits() << 23))
 }
 
+/// (t, p): e^a = 2^k (1 + p) (k from `t`), p = e^r - 1 = r + r^2 u(r) rounded once
+/// (|p| <= 0.42), where r = a - k ln2 is rounded once too: SLEEF's u10 exp (1 + p
+/// rounds within 0.98 ulp, every input checked), used by sigmoid, whose corrected
+/// division absorbs the rest.
+#[inline(always)]
+fn exp_p(a: f32) -> (f32, f32) {
+    let t = a.mul_add(std::f32::consts::LOG2_E, MAGIC);
+    let kf = t - MAGIC;
+    let r = kf.mul_add(-LN2_LO, kf.mul_add(-LN2_HI, a));
+    (t, (r * r).mul_add(poly(r, EXP_U), r))
+}
+
+/// e^a = 2^k (w + rest) (k from `t`), unnormalised (|rest| <= 0.07): 1 + rh as an
+/// exact sum, the rest (rh^2 u(rh) and rl e^rh) beside it, to about 2^-27 relative.
+/// exp keeps this (rather than `exp_p`, 0.98 ulp): float32's 1-ulp results are
+/// printed, and `exp_p` misses the correctly rounded e^4 (0.06 ulp from a midpoint)
+/// that torch prints.
+#[inline(always)]
+fn exp_sum(a: f32) -> (f32, f32, f32) {
+    let (t, rh, rl) = reduce(a);
+    // e^(rh + rl) = e^rh + rl e^rh, e^rh = 1 + rh + q
+    let q = (rh * rh) * poly(rh, EXP_U);
+    let (w, e) = fast_two_sum(1.0, rh);
+    (t, w, e + rl.mul_add(w + q, q))
+}
+
 #[inline(always)]
 pub(super) fn exp_full(x: f32) -> f32 {
     // beyond this range the result is 0 or inf anyway; NaN stays NaN through clamp
@@ -135,72 +141,52 @@ pub(super) fn expm1_full(x: f32) -> f32 {
     }
 }
 
-/// tanh x = x + x^3 P(x^2) below this |x| (`tools/fit_vmath.py tanh_f32`).
-const TANH_SMALL: f32 = 0.55;
 /// tanh is 1 to float32's precision beyond 9.01: the fast path has no clamp below.
 pub(super) const TANH_FAST: f32 = 9.0;
 
-/// tanh |x| for |x| >= `TANH_SMALL` and a = -2|x| (>= -40): (1 - E)/(1 + E), E = e^a,
-/// both as exact sums and one corrected division.
+/// tanh x = -m/(2 + m) with m = e^a - 1, a = -2|x| (in [-40.0, 0]), the sign
+/// restored: e^a = s e^r, s = 2^k, r = rh + rl, and e^r - 1 = ph + pl (rh + rh^2 u(rh)
+/// as an exact sum), so m = (s - 1) + s ph + s (pl + rl e^rh) carried as an exact sum
+/// m + ml; 2 + m likewise, then one corrected division. No separate small-|x| formula:
+/// near 0, m is -2|x| (1 + ...) to about 2^-48 relative, and the quotient loses nothing.
 #[inline(always)]
-fn tanh_big(a: f32) -> f32 {
-    let (t, w, lo) = exp_light(a);
-    let s = pow2i(magic_int(t)); // k >= -58: normal
-    let (ew, el) = (s * w, s * lo);
-    let (nh, ne) = fast_two_sum(1.0, -ew);
-    let (dh, de) = fast_two_sum(1.0, ew);
-    div_pairs(nh, ne - el, dh, de + el)
-}
-
-#[inline(always)]
-fn tanh_small(x: f32) -> f32 {
-    let z = x * x;
-    let p = poly(
-        z,
-        [
-            -0.333_333_313_465_118_4,
-            0.133_332_267_403_602_6,
-            -0.053_949_147_462_844_85,
-            0.021_711_338_311_433_792,
-            -0.008_194_025_605_916_977,
-            0.002_144_939_731_806_516_6,
-        ],
-    );
-    // (the sign of x, for -0)
-    (x * z).mul_add(p, x).copysign(x)
+fn tanh_core(x: f32, a: f32) -> f32 {
+    let (t, rh, rl) = reduce(a);
+    let q2 = (rh * rh) * poly(rh, EXP_U);
+    let (ph, pl) = fast_two_sum(rh, q2);
+    let s = pow2i(magic_int(t));
+    let (m1, me) = fast_two_sum(-1.0, s);
+    // |s - 1| >= |s ph| (s - 1 is 0 where k = 0, -1/2 where k = -1, below -3/4 beyond)
+    let (m, ml) = fast_two_sum(m1, s * ph);
+    let ml = s.mul_add(pl + rl.mul_add(ph, rl), ml + me);
+    let (d, dl) = fast_two_sum(2.0, m);
+    div_pairs(-m, -ml, d, dl + ml).copysign(x)
 }
 
 #[inline(always)]
 pub(super) fn tanh_full(x: f32) -> f32 {
-    let ax = x.abs();
-    let a = -2.0 * ax;
-    let a = if a < -40.0 { -40.0 } else { a };
-    let big = tanh_big(a).copysign(x);
-    // NaN fails the compare and takes the formula's NaN
-    if ax < TANH_SMALL { tanh_small(x) } else { big }
+    // tanh is 1 to the last bit beyond the clamp; NaN fails the compare and stays
+    let a = -2.0 * x.abs();
+    tanh_core(x, if a < -40.0 { -40.0 } else { a })
 }
 
 #[inline(always)]
 pub(super) fn tanh_fast(x: f32) -> f32 {
-    let ax = x.abs();
-    let big = tanh_big(-2.0 * ax).copysign(x);
-    if ax < TANH_SMALL { tanh_small(x) } else { big }
+    tanh_core(x, -2.0 * x.abs())
 }
 
-/// 1/(1 + E) for x >= 0, E/(1 + E) for x < 0, with E = e^-|x| = 2^k (w + lo) as an
-/// exact sum and one corrected division; returns the quotient and k (the x < 0 result
-/// is the quotient times 2^k, applied by the caller). `sk` is 2^k, or any power of two
-/// below 2^-100 when k is smaller (1 + E is 1 then).
-/// 1/(1 + E) for |x| <= `EXP_FAST`, E = e^-x = 2^k (w + lo) a normal float: 1 + E as
-/// an exact sum (the larger term first), one corrected division.
 #[inline(always)]
 pub(super) fn sigmoid_fast(x: f32) -> f32 {
-    let (t, w, lo) = exp_light(-x);
+    let (t, p) = exp_p(-x);
     let s = pow2i(magic_int(t));
-    let (ew, el) = (s * w, s * lo);
-    let (a, b) = if ew > 1.0 { (ew, 1.0) } else { (1.0, ew) };
-    let (dh, de) = fast_two_sum(a, b);
-    div_pairs(1.0, 0.0, dh, de + el)
+    let (hi, lo) = if s > 1.0 { (s, 1.0) } else { (1.0, s) };
+    let (e1, err1) = fast_two_sum(hi, lo);
+    let sp = s * p;
+    let (d, dl) = fast_two_sum(e1, sp); // |e1| >= s > |s p|
+    let dl = dl + err1;
+    let q = 1.0 / d;
+    let r = (-dl).mul_add(q, (-d).mul_add(q, 1.0));
+    q.mul_add(r, q)
 }
 
 #[inline(always)]

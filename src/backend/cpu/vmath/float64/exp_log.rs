@@ -39,26 +39,6 @@ fn reduce(a: f64) -> (f64, f64, f64) {
     (t, kf.mul_add(-LN2_HI, a), kf * -LN2_LO)
 }
 
-/// e^a = 2^k (w + rest) (k from `t`), unnormalised (|rest| <= 0.07): 1 + rh as an
-/// exact sum, the rest (rh^2 u(rh) and rl e^rh) beside it.
-#[inline(always)]
-fn exp_sum(a: f64) -> (f64, f64, f64) {
-    let (t, rh, rl) = reduce(a);
-    // e^(rh + rl) = e^rh + rl e^rh, e^rh = 1 + rh + q
-    let q = (rh * rh) * poly(rh, EXP_U);
-    let (w, e) = fast_two_sum(1.0, rh);
-    (t, w, e + rl.mul_add(w + q, q))
-}
-
-/// [`exp_sum`] renormalised: e^a = 2^k (w + lo), |lo| <= ulp(w)/2, to about 2^-56
-/// relative.
-#[inline(always)]
-pub(super) fn exp_light(a: f64) -> (f64, f64, f64) {
-    let (t, w, rest) = exp_sum(a);
-    let (w, lo) = fast_two_sum(w, rest);
-    (t, w, lo)
-}
-
 /// e^(a + al) = 2^k (w + lo) for a small al (|al| <= ulp(a)), to about 2^-58 relative:
 /// e^r = 1 + r + r^2/2 + r^3 v(r) (`tools/fit_vmath.py expv_f64`), the first three
 /// terms summed exactly.
@@ -107,17 +87,28 @@ fn scale1(m: f64, t: f64) -> f64 {
     f64::from_bits(m.to_bits().wrapping_add(t.to_bits() << 52))
 }
 
+/// (t, p): e^a = 2^k (1 + p) (k from `t`), p = e^r - 1 = r + r^2 u(r) rounded once,
+/// where r = a - k ln2 is rounded once too: 1 + p then rounds within 1 ulp, with no
+/// compensation (SLEEF's u10 form).
+#[inline(always)]
+fn exp_p(a: f64) -> (f64, f64) {
+    let t = a.mul_add(std::f64::consts::LOG2_E, MAGIC);
+    let kf = t - MAGIC;
+    let r = kf.mul_add(-LN2_LO, kf.mul_add(-LN2_HI, a));
+    (t, (r * r).mul_add(poly(r, EXP_U), r))
+}
+
 #[inline(always)]
 pub(crate) fn exp_full(x: f64) -> f64 {
     let a = x.clamp(-746.0, 710.0);
-    let (t, w, rest) = exp_sum(a);
-    scale2(w + rest, magic_int(t))
+    let (t, p) = exp_p(a);
+    scale2(1.0 + p, magic_int(t))
 }
 
 #[inline(always)]
 pub(crate) fn exp_fast(x: f64) -> f64 {
-    let (t, w, rest) = exp_sum(x);
-    scale1(w + rest, t)
+    let (t, p) = exp_p(x);
+    scale1(1.0 + p, t)
 }
 
 #[inline(always)]
@@ -139,64 +130,52 @@ pub(super) fn expm1_full(x: f64) -> f64 {
     }
 }
 
-/// tanh x = x + x^3 P(x^2) below this |x| (`tools/fit_vmath.py tanh_f64`).
-const TANH_SMALL: f64 = 0.0625;
 /// tanh is 1 to float64's precision beyond 19.1: no clamp below.
 pub(super) const TANH_FAST: f64 = 19.0;
 
+/// tanh x = -m/(2 + m) with m = e^a - 1, a = -2|x| (in [-44.0, 0]), the sign
+/// restored: e^a = s e^r, s = 2^k, r = rh + rl, and e^r - 1 = ph + pl (rh + rh^2 u(rh)
+/// as an exact sum), so m = (s - 1) + s ph + s (pl + rl e^rh) carried as an exact sum
+/// m + ml; 2 + m likewise, then one corrected division. No separate small-|x| formula:
+/// near 0, m is -2|x| (1 + ...) to about 2^-106 relative, and the quotient loses nothing.
 #[inline(always)]
-fn tanh_big(a: f64) -> f64 {
-    let (t, w, lo) = exp_light(a);
+fn tanh_core(x: f64, a: f64) -> f64 {
+    let (t, rh, rl) = reduce(a);
+    let q2 = (rh * rh) * poly(rh, EXP_U);
+    let (ph, pl) = fast_two_sum(rh, q2);
     let s = pow2i(magic_int(t));
-    let (ew, el) = (s * w, s * lo);
-    let (nh, ne) = fast_two_sum(1.0, -ew);
-    let (dh, de) = fast_two_sum(1.0, ew);
-    div_pairs(nh, ne - el, dh, de + el)
-}
-
-#[inline(always)]
-fn tanh_small(x: f64) -> f64 {
-    let z = x * x;
-    let p = poly(
-        z,
-        [
-            -0.333_333_333_333_333_26,
-            0.133_333_333_333_054_55,
-            -0.053_968_253_633_404_75,
-            0.021_869_314_293_068_102,
-            -0.008_822_213_045_621_374,
-        ],
-    );
-    // (the sign of x, for -0)
-    (x * z).mul_add(p, x).copysign(x)
+    let (m1, me) = fast_two_sum(-1.0, s);
+    // |s - 1| >= |s ph| (s - 1 is 0 where k = 0, -1/2 where k = -1, below -3/4 beyond)
+    let (m, ml) = fast_two_sum(m1, s * ph);
+    let ml = s.mul_add(pl + rl.mul_add(ph, rl), ml + me);
+    let (d, dl) = fast_two_sum(2.0, m);
+    div_pairs(-m, -ml, d, dl + ml).copysign(x)
 }
 
 #[inline(always)]
 pub(super) fn tanh_full(x: f64) -> f64 {
-    let ax = x.abs();
-    let a = -2.0 * ax;
-    let a = if a < -44.0 { -44.0 } else { a };
-    let big = tanh_big(a).copysign(x);
-    if ax < TANH_SMALL { tanh_small(x) } else { big }
+    // tanh is 1 to the last bit beyond the clamp; NaN fails the compare and stays
+    let a = -2.0 * x.abs();
+    tanh_core(x, if a < -44.0 { -44.0 } else { a })
 }
 
 #[inline(always)]
 pub(super) fn tanh_fast(x: f64) -> f64 {
-    let ax = x.abs();
-    let big = tanh_big(-2.0 * ax).copysign(x);
-    if ax < TANH_SMALL { tanh_small(x) } else { big }
+    tanh_core(x, -2.0 * x.abs())
 }
 
-/// 1/(1 + E) for |x| <= `EXP_FAST`, E = e^-x = 2^k (w + lo) a normal float: 1 + E as
-/// an exact sum (the larger term first), one corrected division.
 #[inline(always)]
 pub(super) fn sigmoid_fast(x: f64) -> f64 {
-    let (t, w, lo) = exp_light(-x);
+    let (t, p) = exp_p(-x);
     let s = pow2i(magic_int(t));
-    let (ew, el) = (s * w, s * lo);
-    let (a, b) = if ew > 1.0 { (ew, 1.0) } else { (1.0, ew) };
-    let (dh, de) = fast_two_sum(a, b);
-    div_pairs(1.0, 0.0, dh, de + el)
+    let (hi, lo) = if s > 1.0 { (s, 1.0) } else { (1.0, s) };
+    let (e1, err1) = fast_two_sum(hi, lo);
+    let sp = s * p;
+    let (d, dl) = fast_two_sum(e1, sp); // |e1| >= s > |s p|
+    let dl = dl + err1;
+    let q = 1.0 / d;
+    let r = (-dl).mul_add(q, (-d).mul_add(q, 1.0));
+    q.mul_add(r, q)
 }
 
 #[inline(always)]
