@@ -131,34 +131,6 @@ def _to(self: Tensor, *args, **kwargs) -> Tensor:
     return self._to_dtype(dtype, copy)
 
 
-def _all(self: Tensor, dim=None, keepdim: builtins.bool = False) -> Tensor:
-    """Tests if all elements evaluate to True (along `dim`, when given).
-
-    Args:
-        dim: The dimension or dimensions to reduce; all of them when None.
-        keepdim: Whether the output keeps the reduced dimensions with size 1.
-
-    Returns:
-        A bool tensor.
-    """
-    zero = self == 0
-    return (zero.sum() if dim is None else zero.sum(dim, keepdim=keepdim)) == 0
-
-
-def _any(self: Tensor, dim=None, keepdim: builtins.bool = False) -> Tensor:
-    """Tests if any element evaluates to True (along `dim`, when given).
-
-    Args:
-        dim: The dimension or dimensions to reduce; all of them when None.
-        keepdim: Whether the output keeps the reduced dimensions with size 1.
-
-    Returns:
-        A bool tensor.
-    """
-    nonzero = self != 0
-    return (nonzero.sum() if dim is None else nonzero.sum(dim, keepdim=keepdim)) > 0
-
-
 def _isnan(self: Tensor) -> Tensor:
     """Returns a bool tensor telling which elements are NaN."""
     return self != self
@@ -253,11 +225,9 @@ for _name, _fn in {
     "new_ones": _new_ones,
     "where": _where,
     "type_as": _type_as,
-    "all": _all,
     "isnan": _isnan,
     "isinf": _isinf,
     "isfinite": _isfinite,
-    "any": _any,
     "square": _square,
     "square_": _square_,
 }.items():

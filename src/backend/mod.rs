@@ -127,11 +127,17 @@ impl BinaryOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReduceOp {
     Sum,
+    /// The sum divided by the count, in the accumulator's precision.
+    Mean,
     Prod,
     Max,
     Min,
     ArgMax,
     ArgMin,
+    /// Whether every element is nonzero (bool).
+    All,
+    /// Whether some element is nonzero (bool).
+    Any,
 }
 
 /// The right-hand side of an in-place arithmetic kernel: a buffer (broadcast to the
@@ -208,7 +214,14 @@ backend_kernels! {
     /// max/min over `dims` and the index of each (first of equals).
     fn arg_reduce(x: &Buffer, lx: &Layout, dims: &[usize], is_max: bool) -> (Buffer, Vec<i64>) => cpu::reduce::arg_reduce, on x;
     fn sum_squares(x: &Buffer, lx: &Layout, dims: &[usize]) -> Option<Buffer> => cpu::reduce::sum_squares, on x;
-    fn softmax_last_dim(x: &Buffer, lx: &Layout, log: bool) -> Option<Buffer> => cpu::reduce::softmax_last_dim, on x;
+    /// softmax (or log_softmax) along `dim`, fused, row-major; `None` where it does not apply.
+    fn softmax(x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Option<Buffer> => cpu::reduce::softmax, on x;
+    /// softmax's (or log_softmax's) backward along the last dim from `g` and the output `y`.
+    fn softmax_backward(g: &Buffer, lg: &Layout, y: &Buffer, ly: &Layout, log: bool) -> Option<Buffer> => cpu::reduce::softmax_backward, on g;
+    /// `log Σ exp(x)` over `dims`; `None` where it does not apply.
+    fn logsumexp(x: &Buffer, lx: &Layout, dims: &[usize]) -> Option<Buffer> => cpu::reduce::logsumexp, on x;
+    /// var (or std) over `dims` with `correction`; `None` for non-float dtypes.
+    fn var(x: &Buffer, lx: &Layout, dims: &[usize], correction: f64, sqrt: bool) -> Option<Buffer> => cpu::reduce::var, on x;
     fn any_nonzero(x: &Buffer, lx: &Layout) -> bool => cpu::reduce::any_nonzero, on x;
     /// Per row, the product of every other element (prod's gradient through zeros).
     fn exclusive_prod_rows(x: &Buffer, lx: &Layout) -> Option<Buffer> => cpu::reduce::exclusive_prod_rows, on x;

@@ -195,10 +195,7 @@ pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     apply(
         "aten::mean",
         &[x],
-        || {
-            let s = reduce_kernel(ReduceOp::Sum, x, &d, keepdim)?;
-            with_grad_mode(false, || div_scalar(&s, Scalar::Float(n as f64)))
-        },
+        || reduce_kernel(ReduceOp::Mean, x, &d, keepdim),
         |_| {
             if full {
                 (
@@ -365,6 +362,16 @@ fn exclusive_prod(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
     back(&e)
 }
 
+/// `x.all(dims, keepdim)` (`all`) or `x.any(dims, keepdim)`: whether every (some)
+/// element along `dims` (all of them when `None`) is nonzero, as a bool tensor.
+pub fn all_any(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, all: bool) -> Result<Tensor> {
+    let d = resolve_dims(x, dims)?;
+    let op = if all { ReduceOp::All } else { ReduceOp::Any };
+    super::apply_nondiff(if all { "aten::all" } else { "aten::any" }, || {
+        reduce_kernel(op, &x.detach(), &d, keepdim)
+    })
+}
+
 /// Whether any element of a tensor is nonzero (torch's `any()`, as a Rust bool).
 pub fn any_true(t: &Tensor) -> Result<bool> {
     let s = t.snapshot();
@@ -409,6 +416,11 @@ pub fn var_std(
         if is_std { "aten::std" } else { "aten::var" },
         &[x],
         || {
+            let sx = x.snapshot();
+            let fused = k::var(&sx.storage.read(), &sx.layout, &d, correction, is_std);
+            if let Some(buf) = fused {
+                return Ok(new_tensor(buf, &out_shape(&sx.layout.shape, &d, keepdim)));
+            }
             with_grad_mode(false, || {
                 let m = mean(x, Some(&di), true)?;
                 let c = sub(x, &m)?;
@@ -597,6 +609,10 @@ pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
             with_grad_mode(false, || {
                 if x.numel() == 0 {
                     return log(&sum(&exp(&x)?, Some(&di), keepdim)?);
+                }
+                let sx = x.snapshot();
+                if let Some(buf) = k::logsumexp(&sx.storage.read(), &sx.layout, &d) {
+                    return Ok(new_tensor(buf, &out_shape(&sx.layout.shape, &d, keepdim)));
                 }
                 let m = amax(&x, Some(&di), true, true, false)?;
                 // keep infinities of the max from producing nan (torch does the same)

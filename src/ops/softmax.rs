@@ -51,9 +51,9 @@ pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
                 if x.numel() == 0 {
                     return zeros(&x.shape(), x.dtype()); // (a fresh tensor, never an alias)
                 }
-                if d.as_slice() == [x.ndim().saturating_sub(1)] {
+                if let [dim] = d.as_slice() {
                     let s = x.snapshot();
-                    if let Some(buf) = k::softmax_last_dim(&s.storage.read(), &s.layout, log_) {
+                    if let Some(buf) = k::softmax(&s.storage.read(), &s.layout, *dim, log_) {
                         return Ok(new_tensor(buf, &s.layout.shape));
                     }
                 }
@@ -97,6 +97,9 @@ impl Backward for SoftmaxBackward0 {
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let (g, y) = (grad0(g)?, ctx.saved(0)?);
+        if let Some(r) = fused_backward(&g, &y, self.dim, false) {
+            return Ok(smallvec::smallvec![Some(r)]);
+        }
         let s = sum(&mul(&g, &y)?, Some(&[self.dim]), true)?;
         Ok(smallvec::smallvec![Some(mul(&y, &sub(&g, &s)?)?)])
     }
@@ -122,7 +125,29 @@ impl Backward for LogSoftmaxBackward0 {
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let (g, y) = (grad0(g)?, ctx.saved(0)?);
+        if let Some(r) = fused_backward(&g, &y, self.dim, true) {
+            return Ok(smallvec::smallvec![Some(r)]);
+        }
         let s = sum(&g, Some(&[self.dim]), true)?;
         Ok(smallvec::smallvec![Some(sub(&g, &mul(&exp(&y)?, &s)?)?)])
     }
+}
+
+/// softmax's or log_softmax's backward in one kernel, where nothing is recorded (no
+/// `create_graph`: the composed ops record the double backward's graph), the dim is the
+/// last and `g`, `y` have one float dtype and shape.
+fn fused_backward(g: &Tensor, y: &Tensor, dim: i64, log: bool) -> Option<Tensor> {
+    if !crate::ops::unrecorded() || g.shape() != y.shape() || g.dtype() != y.dtype() {
+        return None;
+    }
+    let last = crate::shape::wrap_dim(dim, y.ndim()).ok()? + 1 == y.ndim().max(1);
+    if !last {
+        return None;
+    }
+    let (sg, sy) = (g.snapshot(), y.snapshot());
+    let buf = {
+        let (bg, by) = (sg.storage.read(), sy.storage.read());
+        k::softmax_backward(&bg, &sg.layout, &by, &sy.layout, log)?
+    };
+    Some(new_tensor(buf, &sy.layout.shape))
 }

@@ -47,6 +47,50 @@ impl PyTensor {
         let x = self.cast_to(dtype)?;
         wrap(py, run(py, &x, || ops::mean(&x, d.as_deref(), keepdim))?)
     }
+    /// Tests if all elements evaluate to True (along `dim`, when given).
+    ///
+    /// Args:
+    ///     dim: The dimension or dimensions to reduce; all of them when None.
+    ///     keepdim: Whether the output keeps the reduced dimensions with size 1.
+    ///
+    /// Returns:
+    ///     A bool tensor.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn all(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let d = opt_dims(dim)?;
+        let x = &self.t;
+        wrap(
+            py,
+            run(py, x, || ops::all_any(x, d.as_deref(), keepdim, true))?,
+        )
+    }
+    /// Tests if any element evaluates to True (along `dim`, when given).
+    ///
+    /// Args:
+    ///     dim: The dimension or dimensions to reduce; all of them when None.
+    ///     keepdim: Whether the output keeps the reduced dimensions with size 1.
+    ///
+    /// Returns:
+    ///     A bool tensor.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn any(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let d = opt_dims(dim)?;
+        let x = &self.t;
+        wrap(
+            py,
+            run(py, x, || ops::all_any(x, d.as_deref(), keepdim, false))?,
+        )
+    }
     /// Returns the product of all elements, or of each slice along dimension `dim`.
     ///
     /// Args:

@@ -1,0 +1,606 @@
+//! Folds over a [`Block`]: sum, prod, Σx², Σ(x - mean)², max, min, all and any as one
+//! `Op` each, run over rows (lanes, then a tree over fixed blocks of a long row) or over
+//! columns (tiles of outputs advanced together, a tree over fixed blocks of rows); and
+//! the arg-reductions (max/min with the first index).
+//!
+//! Determinism: every output is a function of its elements and the sizes alone: a row
+//! is cut into [`ROW_BLOCK`]-element blocks, each folded in 32 interleaved lanes then
+//! pairwise, the blocks combined by a fixed tree; a column into [`COL_BLOCK`]-row
+//! blocks, each folded in order, combined the same way. The pool only decides who
+//! computes which block, so the bits are the same at every thread count and SIMD level.
+
+use super::par::{Parts, build, leveled, parallel, per_output, tasks, tree};
+use super::plan::Block;
+use crate::storage::Element;
+use std::mem::MaybeUninit;
+
+/// Elements per block of a row (also about one piece of parallel work).
+pub(crate) const ROW_BLOCK: usize = 1 << 14;
+/// Rows per block of a column fold.
+pub(crate) const COL_BLOCK: usize = 512;
+/// Interleaved partial results per row block: 32 float64 are four AVX-512 registers,
+/// enough adds in flight to hide their latency.
+const LANES: usize = 32;
+/// The widest tile of columns one piece advances together (its accumulators stay in L1).
+pub(crate) const TILE: usize = 256;
+
+/// An associative fold: `id` is its value over no elements; `load(x, o)` what element
+/// `x` of output `o` contributes.
+pub(crate) trait Op<T>: Sync {
+    type A: Copy + Send + Sync;
+    fn id(&self) -> Self::A;
+    fn load(&self, x: T, o: usize) -> Self::A;
+    fn comb(&self, a: Self::A, b: Self::A) -> Self::A;
+    /// The fold of a run of row `o` (at most [`ROW_BLOCK`] elements): [`lanes`], or a
+    /// hand-shaped loop in the same order where the generic one vectorises badly.
+    #[inline(always)]
+    fn row(&self, x: &[T], o: usize) -> Self::A
+    where
+        T: Copy,
+        Self: Sized,
+    {
+        lanes(self, x, o)
+    }
+}
+
+/// A float64 fold of a run in [`LANES`] lanes (as [`lanes`]: lane `k` takes elements
+/// `k, k + 32, ...`; then pairwise, then the tail), written as four vectors of eight so
+/// that it compiles to four independent vector chains: `step(acc, x)` per element.
+macro_rules! f64_lanes {
+    ($xs:expr, $id:expr, |$a:ident, $x:ident| $step:expr, |$p:ident, $q:ident| $comb:expr) => {{
+        let xs = $xs;
+        let mut acc = [[$id; 8]; 4];
+        let mut chunks = xs.chunks_exact(LANES);
+        for c in &mut chunks {
+            for (j, v) in acc.iter_mut().enumerate() {
+                for (k, slot) in v.iter_mut().enumerate() {
+                    let ($a, $x) = (*slot, c[j * 8 + k].to_f64());
+                    *slot = $step;
+                }
+            }
+        }
+        let mut tail = $id;
+        for v in chunks.remainder() {
+            let ($a, $x) = (tail, v.to_f64());
+            tail = $step;
+        }
+        let mut f = [$id; LANES];
+        for (j, v) in acc.iter().enumerate() {
+            f[j * 8..j * 8 + 8].copy_from_slice(v);
+        }
+        let mut w = LANES;
+        while w > 1 {
+            w /= 2;
+            for k in 0..w {
+                let ($p, $q) = (f[k], f[k + w]);
+                f[k] = $comb;
+            }
+        }
+        let ($p, $q) = (f[0], tail);
+        $comb
+    }};
+}
+
+/// Σ x, in float64.
+pub(crate) struct Sum;
+impl<T: Element> Op<T> for Sum {
+    type A = f64;
+    #[inline(always)]
+    fn id(&self) -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn load(&self, x: T, _: usize) -> f64 {
+        x.to_f64()
+    }
+    #[inline(always)]
+    fn comb(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+    #[inline(always)]
+    fn row(&self, xs: &[T], _: usize) -> f64 {
+        f64_lanes!(xs, 0.0, |a, x| a + x, |p, q| p + q)
+    }
+}
+
+/// Π x, in float64.
+pub(crate) struct Prod;
+impl<T: Element> Op<T> for Prod {
+    type A = f64;
+    #[inline(always)]
+    fn id(&self) -> f64 {
+        1.0
+    }
+    #[inline(always)]
+    fn load(&self, x: T, _: usize) -> f64 {
+        x.to_f64()
+    }
+    #[inline(always)]
+    fn comb(&self, a: f64, b: f64) -> f64 {
+        a * b
+    }
+    #[inline(always)]
+    fn row(&self, xs: &[T], _: usize) -> f64 {
+        f64_lanes!(xs, 1.0, |a, x| a * x, |p, q| p * q)
+    }
+}
+
+/// Σ x², in float64.
+pub(crate) struct SumSq;
+impl<T: Element> Op<T> for SumSq {
+    type A = f64;
+    #[inline(always)]
+    fn id(&self) -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn load(&self, x: T, _: usize) -> f64 {
+        let x = x.to_f64();
+        x * x
+    }
+    #[inline(always)]
+    fn comb(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+    #[inline(always)]
+    fn row(&self, xs: &[T], _: usize) -> f64 {
+        f64_lanes!(xs, 0.0, |a, x| a + x * x, |p, q| p + q)
+    }
+}
+
+/// Σ (x - m[o])², in float64: the second pass of a variance.
+pub(crate) struct SqDev<'a>(&'a [f64]);
+impl<'a> SqDev<'a> {
+    /// The op for a block with `m.len()` outputs (the drivers load only outputs
+    /// `0..b.outputs()`, which `m` must cover: checked by the caller's `b`).
+    pub(crate) fn new(m: &'a [f64], b: &Block) -> Option<SqDev<'a>> {
+        (m.len() >= b.outputs()).then_some(SqDev(m))
+    }
+}
+impl<T: Element> Op<T> for SqDev<'_> {
+    type A = f64;
+    #[inline(always)]
+    fn id(&self) -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn load(&self, x: T, o: usize) -> f64 {
+        // SAFETY: the drivers pass only outputs `o < b.outputs() <= m.len()` (`new`).
+        let m = unsafe { *self.0.get_unchecked(o) };
+        let d = x.to_f64() - m;
+        d * d
+    }
+    #[inline(always)]
+    fn comb(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+    #[inline(always)]
+    fn row(&self, xs: &[T], o: usize) -> f64 {
+        let m = self.0.get(o).copied().unwrap_or(0.0);
+        f64_lanes!(xs, 0.0, |a, x| a + (x - m) * (x - m), |p, q| p + q)
+    }
+}
+
+/// The largest (`Extreme<true>`) or smallest element; NaN if there is one.
+pub(crate) struct Extreme<const MAX: bool>;
+impl<T: Element, const MAX: bool> Op<T> for Extreme<MAX> {
+    type A = T;
+    #[inline(always)]
+    fn id(&self) -> T {
+        T::from_f64(if MAX {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        })
+    }
+    #[inline(always)]
+    fn load(&self, x: T, _: usize) -> T {
+        x
+    }
+    #[inline(always)]
+    fn comb(&self, a: T, v: T) -> T {
+        // (`|`, not `||`: no branch, so the loops over it vectorise)
+        if (if MAX { v > a } else { v < a }) | is_nan(v) {
+            v
+        } else {
+            a
+        }
+    }
+    /// The extreme in 32 lanes with the NaNs counted on the side: a compare and a
+    /// select per element, where folding NaN into the select chains three (4-12x
+    /// slower, measured). Exact, so the lanes change nothing but which of two equal
+    /// zeros is returned.
+    #[inline(always)]
+    fn row(&self, xs: &[T], _: usize) -> T {
+        let better = |v: T, a: T| if MAX { v > a } else { v < a };
+        let mut acc = [[self.id(); 16]; 2];
+        let mut nan = [[0u32; 16]; 2];
+        let mut chunks = xs.chunks_exact(LANES);
+        for c in &mut chunks {
+            for (j, (v, n)) in acc.iter_mut().zip(nan.iter_mut()).enumerate() {
+                for (k, (a, f)) in v.iter_mut().zip(n.iter_mut()).enumerate() {
+                    let x = c[j * 16 + k];
+                    *a = if better(x, *a) { x } else { *a };
+                    *f |= u32::from(is_nan(x));
+                }
+            }
+        }
+        // combine: the two vectors, then halves (vectorised), then the tail
+        let [mut a, a1] = acc;
+        let [mut n, n1] = nan;
+        for ((a, n), (&b, &f)) in a.iter_mut().zip(n.iter_mut()).zip(a1.iter().zip(&n1)) {
+            *a = if better(b, *a) { b } else { *a };
+            *n |= f;
+        }
+        let mut w = 16;
+        while w > 1 {
+            w /= 2;
+            for k in 0..w {
+                let (b, f) = (a[k + w], n[k + w]);
+                a[k] = if better(b, a[k]) { b } else { a[k] };
+                n[k] |= f;
+            }
+        }
+        let mut m = a[0];
+        let mut any_nan = n[0] != 0;
+        for &v in chunks.remainder() {
+            m = if better(v, m) { v } else { m };
+            any_nan |= is_nan(v);
+        }
+        if any_nan { T::from_f64(f64::NAN) } else { m }
+    }
+}
+
+/// Whether every (`Truth(true)`) or any element is nonzero (NaN is nonzero).
+pub(crate) struct Truth(pub bool);
+impl<T: Element> Op<T> for Truth {
+    type A = bool;
+    #[inline(always)]
+    fn id(&self) -> bool {
+        self.0
+    }
+    #[inline(always)]
+    fn load(&self, x: T, _: usize) -> bool {
+        x != T::default()
+    }
+    #[inline(always)]
+    fn comb(&self, a: bool, b: bool) -> bool {
+        if self.0 { a & b } else { a | b }
+    }
+}
+
+/// NaN test for any element type (NaN is the only value unequal to itself); compiles to
+/// the same compare as `f32::is_nan`, so loops using it still vectorise.
+#[inline(always)]
+#[allow(clippy::eq_op)]
+pub(crate) fn is_nan<T: PartialEq + Copy>(v: T) -> bool {
+    v != v
+}
+
+/// `op` over `x`, in [`LANES`] interleaved partial results combined pairwise, then the
+/// tail: the same order whatever the vector width.
+#[inline(always)]
+pub(crate) fn lanes<T: Copy, O: Op<T>>(op: &O, x: &[T], o: usize) -> O::A {
+    let mut acc = [op.id(); LANES];
+    let mut chunks = x.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a = op.comb(*a, op.load(v, o));
+        }
+    }
+    let tail = chunks
+        .remainder()
+        .iter()
+        .fold(op.id(), |a, &v| op.comb(a, op.load(v, o)));
+    let mut w = LANES;
+    while w > 1 {
+        w /= 2;
+        let (lo, hi) = acc.split_at_mut(w);
+        for (a, &b) in lo.iter_mut().zip(&hi[..w]) {
+            *a = op.comb(*a, b);
+        }
+    }
+    op.comb(acc[0], tail)
+}
+
+/// Outputs `first..` (as many as `out` holds) of a rows block, one row each.
+#[inline(always)]
+fn rows_body<T: Copy, O: Op<T>>(
+    x: &[T],
+    b: &Block,
+    first: usize,
+    out: &mut [MaybeUninit<O::A>],
+    op: &O,
+) {
+    for (k, slot) in out.iter_mut().enumerate() {
+        let o = first + k;
+        slot.write(op.row(b.row(x, o), o));
+    }
+}
+leveled! {
+    fn rows_task<T: Copy, O: Op<T>>(x: &[T], b: &Block, first: usize, out: &mut [MaybeUninit<O::A>], op: &O) = rows_body;
+}
+
+/// Block folds `first..` of long rows (`nb` blocks a row, row-major).
+#[inline(always)]
+fn blocks_body<T: Copy, O: Op<T>>(
+    x: &[T],
+    b: &Block,
+    nb: usize,
+    first: usize,
+    out: &mut [MaybeUninit<O::A>],
+    op: &O,
+) {
+    for (k, slot) in out.iter_mut().enumerate() {
+        let (o, j) = ((first + k) / nb, (first + k) % nb);
+        let row = b.row(x, o);
+        let s = j * ROW_BLOCK;
+        slot.write(op.row(&row[s..(s + ROW_BLOCK).min(row.len())], o));
+    }
+}
+leveled! {
+    fn blocks_task<T: Copy, O: Op<T>>(x: &[T], b: &Block, nb: usize, first: usize, out: &mut [MaybeUninit<O::A>], op: &O) = blocks_body;
+}
+
+/// `op` over each row of a rows block (`b.is_rows()`, `b.red > 0`).
+pub(crate) fn rows<T: Copy + Sync, O: Op<T>>(x: &[T], b: &Block, op: &O) -> Vec<O::A> {
+    let nb = b.red.div_ceil(ROW_BLOCK);
+    if nb <= 1 {
+        return per_output(b.outer, b.red, |r, out| rows_task(x, b, r.start, out, op));
+    }
+    let parts = per_output(b.outer * nb, ROW_BLOCK, |r, out| {
+        blocks_task(x, b, nb, r.start, out, op);
+    });
+    let comb = |a, c| op.comb(a, c);
+    parts
+        .chunks_exact(nb)
+        .map(|p| tree(p, op.id(), &comb))
+        .collect()
+}
+
+/// Rows `r0..r1` of the columns `i0..i0 + acc.len()` of group `o`, folded into `acc`:
+/// 32 columns at a time in a fixed-size array (registers, where a loop over the tile's
+/// width would load and store its accumulators every row: 2-4x slower, measured), then
+/// the columns left over.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn cols_body<T: Copy, O: Op<T>>(
+    x: &[T],
+    b: &Block,
+    o: usize,
+    i0: usize,
+    r0: usize,
+    r1: usize,
+    acc: &mut [O::A],
+    op: &O,
+) {
+    const K: usize = 32;
+    let w = acc.len();
+    let out0 = o * b.inner + i0;
+    let start = |r: usize| b.off + o * b.os + r * b.rs + i0;
+    let mut c0 = 0;
+    while c0 + K <= w {
+        let mut a = [op.id(); K];
+        a.copy_from_slice(&acc[c0..c0 + K]);
+        for r in r0..r1 {
+            let s = start(r) + c0;
+            let Ok(row) = <&[T; K]>::try_from(&x[s..s + K]) else {
+                continue; // (never: the range is K long)
+            };
+            for (k, (a, &v)) in a.iter_mut().zip(row).enumerate() {
+                *a = op.comb(*a, op.load(v, out0 + c0 + k));
+            }
+        }
+        acc[c0..c0 + K].copy_from_slice(&a);
+        c0 += K;
+    }
+    if c0 < w {
+        for r in r0..r1 {
+            let s = start(r) + c0;
+            for (i, (a, &v)) in acc[c0..].iter_mut().zip(&x[s..s + w - c0]).enumerate() {
+                *a = op.comb(*a, op.load(v, out0 + c0 + i));
+            }
+        }
+    }
+}
+leveled! {
+    fn cols_task<T: Copy, O: Op<T>>(x: &[T], b: &Block, o: usize, i0: usize, r0: usize, r1: usize, acc: &mut [O::A], op: &O) = cols_body;
+}
+
+/// The tile width for `inner` columns: at most [`TILE`], and narrower where that gives
+/// the pool at least 8 pieces (the bits do not depend on it: each column is folded on
+/// its own).
+pub(crate) fn tile_width(inner: usize) -> usize {
+    inner
+        .div_ceil(8)
+        .next_multiple_of(16)
+        .clamp(16, TILE)
+        .min(inner)
+}
+
+/// Runs `f(o, i0, out)` for every tile of columns of a columns block, in parallel when
+/// large; `out` is the tile's outputs.
+pub(crate) fn for_each_tile<U: Send>(
+    b: &Block,
+    tw: usize,
+    f: impl Fn(usize, usize, &mut [MaybeUninit<U>]) + Sync,
+) -> Vec<U> {
+    let tw = tw.clamp(1, TILE);
+    let nt = b.inner.div_ceil(tw);
+    let par = parallel(b.outputs().saturating_mul(b.red));
+    build(b.outputs(), |parts: &Parts<U>| {
+        tasks(b.outer * nt, par, &|t| {
+            let (o, i0) = (t / nt, (t % nt) * tw);
+            let start = o * b.inner + i0;
+            // SAFETY: each tile (o, i0) owns its own outputs.
+            let out = unsafe { parts.get(start..start + tw.min(b.inner - i0)) };
+            f(o, i0, out);
+        });
+    })
+}
+
+/// `op` over each column of a block (any block; the general path for all but rows).
+pub(crate) fn cols<T: Copy + Sync, O: Op<T>>(x: &[T], b: &Block, op: &O) -> Vec<O::A> {
+    let nrb = b.red.div_ceil(COL_BLOCK);
+    for_each_tile(b, tile_width(b.inner), |o, i0, out| {
+        let w = out.len();
+        let mut acc = [op.id(); TILE];
+        if nrb <= 1 {
+            cols_task(x, b, o, i0, 0, b.red, &mut acc[..w], op);
+            for (s, &a) in out.iter_mut().zip(&acc) {
+                s.write(a);
+            }
+            return;
+        }
+        // long columns: fixed blocks of rows, combined by a tree per column
+        let mut parts = vec![op.id(); nrb * w];
+        for (j, p) in parts.chunks_exact_mut(w).enumerate() {
+            let r0 = j * COL_BLOCK;
+            cols_task(x, b, o, i0, r0, (r0 + COL_BLOCK).min(b.red), p, op);
+        }
+        let comb = |a, c| op.comb(a, c);
+        let mut col = vec![op.id(); nrb];
+        for (i, s) in out.iter_mut().enumerate() {
+            for (c, p) in col.iter_mut().zip(parts.chunks_exact(w)) {
+                *c = p[i];
+            }
+            s.write(tree(&col, op.id(), &comb));
+        }
+    })
+}
+
+/// `op` over every output of a non-empty block.
+pub(crate) fn run<T: Copy + Sync, O: Op<T>>(x: &[T], b: &Block, op: &O) -> Vec<O::A> {
+    if b.is_rows() {
+        rows(x, b, op)
+    } else {
+        cols(x, b, op)
+    }
+}
+
+/// Whether `v` beats `a` for the max (`is_max`) or min: strictly, and a first NaN beats
+/// anything but a NaN (so the first of equals, and the first NaN, are kept).
+#[inline(always)]
+fn beats<T: PartialOrd + Copy>(v: T, a: T, is_max: bool) -> bool {
+    (if is_max { v > a } else { v < a }) | (is_nan(v) & !is_nan(a))
+}
+
+/// (value, index) of the max or min of a non-empty run of a row starting at `start`:
+/// the extreme by [`lanes`] (vectorised), then the first index holding it (or the first
+/// NaN). Its element is the value returned, so the bits are those of a left-to-right
+/// scan, down to which of two equal zeros comes first.
+#[inline(always)]
+fn arg_run<T: Element>(x: &[T], start: usize, is_max: bool) -> (T, i64) {
+    let m = if is_max {
+        Extreme::<true>.row(x, 0)
+    } else {
+        Extreme::<false>.row(x, 0)
+    };
+    let i = if is_nan(m) {
+        first_index(x, is_nan::<T>)
+    } else {
+        first_index(x, |v: T| v == m)
+    };
+    (x.get(i).copied().unwrap_or(m), (start + i) as i64)
+}
+
+/// The first index of `row` where `hit` holds (0 if none): 16 elements tested at a
+/// time without branching, then the hit searched for in its block.
+#[inline(always)]
+fn first_index<T: Copy>(row: &[T], hit: impl Fn(T) -> bool) -> usize {
+    let mut blocks = row.chunks_exact(16);
+    let mut base = 0;
+    for b in &mut blocks {
+        if b.iter().fold(false, |any, &v| any | hit(v)) {
+            return base + b.iter().position(|&v| hit(v)).unwrap_or(0);
+        }
+        base += 16;
+    }
+    blocks
+        .remainder()
+        .iter()
+        .position(|&v| hit(v))
+        .map_or(0, |i| base + i)
+}
+
+#[inline(always)]
+fn arg_rows_body<T: Element>(
+    x: &[T],
+    b: &Block,
+    nb: usize,
+    first: usize,
+    out: &mut [MaybeUninit<(T, i64)>],
+    is_max: bool,
+) {
+    for (k, slot) in out.iter_mut().enumerate() {
+        let (o, j) = ((first + k) / nb, (first + k) % nb);
+        let row = b.row(x, o);
+        let s = j * ROW_BLOCK;
+        slot.write(arg_run(&row[s..(s + ROW_BLOCK).min(row.len())], s, is_max));
+    }
+}
+leveled! {
+    fn arg_rows_task<T: Element>(x: &[T], b: &Block, nb: usize, first: usize, out: &mut [MaybeUninit<(T, i64)>], is_max: bool) = arg_rows_body;
+}
+
+#[inline(always)]
+fn arg_cols_body<T: Element>(
+    x: &[T],
+    b: &Block,
+    o: usize,
+    i0: usize,
+    vals: &mut [T],
+    idx: &mut [i64],
+    is_max: bool,
+) {
+    let w = vals.len();
+    for r in 0..b.red {
+        let s = b.off + o * b.os + r * b.rs + i0;
+        let ri = r as i64;
+        for ((a, i), &v) in vals.iter_mut().zip(idx.iter_mut()).zip(&x[s..s + w]) {
+            let take = beats(v, *a, is_max);
+            *a = if take { v } else { *a };
+            *i = if take { ri } else { *i };
+        }
+    }
+}
+leveled! {
+    fn arg_cols_task<T: Element>(x: &[T], b: &Block, o: usize, i0: usize, vals: &mut [T], idx: &mut [i64], is_max: bool) = arg_cols_body;
+}
+
+/// (value, first index) of the max or min of every output of a non-empty block.
+pub(crate) fn arg<T: Element>(x: &[T], b: &Block, is_max: bool) -> Vec<(T, i64)> {
+    if b.is_rows() {
+        let nb = b.red.div_ceil(ROW_BLOCK).max(1);
+        let cost = b.red.min(ROW_BLOCK);
+        let parts = per_output(b.outer * nb, cost, |r, out| {
+            arg_rows_task(x, b, nb, r.start, out, is_max);
+        });
+        if nb == 1 {
+            return parts;
+        }
+        // blocks in order: a later block wins only if strictly better
+        return parts
+            .chunks_exact(nb)
+            .filter_map(|p| {
+                let (&first, rest) = p.split_first()?;
+                Some(
+                    rest.iter()
+                        .fold(first, |a, &c| if beats(c.0, a.0, is_max) { c } else { a }),
+                )
+            })
+            .collect();
+    }
+    for_each_tile(b, tile_width(b.inner), |o, i0, out| {
+        let w = out.len();
+        // the first row starts every column (index 0)
+        let s = b.off + o * b.os + i0;
+        let mut vals = [T::default(); TILE];
+        vals[..w].copy_from_slice(&x[s..s + w]);
+        let mut idx = [0i64; TILE];
+        arg_cols_task(x, b, o, i0, &mut vals[..w], &mut idx[..w], is_max);
+        for ((slot, &v), &i) in out.iter_mut().zip(&vals).zip(&idx) {
+            slot.write((v, i));
+        }
+    })
+}

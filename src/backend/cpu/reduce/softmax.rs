@@ -1,0 +1,353 @@
+//! softmax and log_softmax along any dim, their backward, and logsumexp: fused, one
+//! read of the input per pass and no temporaries, along rows (the last dim) or down
+//! columns (any other dim: a tile of columns at a time, so the later passes find the
+//! tile in cache).
+//!
+//! The max is exact, the exponentials are vmath's (the same bits at every level), and
+//! each row's or column's sum is in float64 in a fixed order: 32 lanes then pairwise
+//! along a row, in order down a column. So the bits depend on the sizes alone, not on
+//! the thread count or the SIMD level.
+
+use super::super::unary::Float;
+use super::super::vmath;
+use super::fold::{Extreme, Op, Sum, TILE, for_each_tile};
+use super::par::{Parts, build, leveled, parallel, per_output, tasks};
+use super::plan::Block;
+use crate::storage::Element;
+use std::mem::MaybeUninit;
+
+/// The float types: vmath's exp over a slice.
+pub(crate) trait Real: Element + Float {
+    fn exp_slice(src: &[Self], dst: &mut [MaybeUninit<Self>]);
+}
+impl Real for f32 {
+    fn exp_slice(src: &[f32], dst: &mut [MaybeUninit<f32>]) {
+        vmath::float32::exp(src, dst);
+    }
+}
+impl Real for f64 {
+    fn exp_slice(src: &[f64], dst: &mut [MaybeUninit<f64>]) {
+        vmath::float64::exp(src, dst);
+    }
+}
+
+/// Elements exponentiated at a time (the shifted inputs wait on the stack).
+const CHUNK: usize = 512;
+
+/// The max to shift by: 0 where the max is infinite or NaN (as torch: an infinite max
+/// would give inf - inf = NaN).
+#[inline(always)]
+fn shift<T: Real>(m: T) -> T {
+    if m.to_f64().is_finite() {
+        m
+    } else {
+        T::default()
+    }
+}
+
+/// `dst[i] = exp(x[i] - m[i % m.len()])` (`m` one value, or one per column of a tile),
+/// returning nothing: the exponentials of a run, through a stack chunk.
+#[inline(always)]
+fn exp_shifted<T: Real>(x: &[T], m: &[T], dst: &mut [MaybeUninit<T>]) {
+    let mut z = [T::default(); CHUNK];
+    for (k, (xs, ds)) in x.chunks(CHUNK).zip(dst.chunks_mut(CHUNK)).enumerate() {
+        let z = &mut z[..xs.len()];
+        if let [m] = m {
+            for (zi, &v) in z.iter_mut().zip(xs) {
+                *zi = v - *m;
+            }
+        } else {
+            let base = k * CHUNK;
+            for (zi, (&v, &mi)) in z.iter_mut().zip(xs.iter().zip(&m[base..base + xs.len()])) {
+                *zi = v - mi;
+            }
+        }
+        T::exp_slice(z, ds);
+    }
+}
+
+/// The rows `first..` of a softmax (or log_softmax) over rows of length `red`.
+#[inline(always)]
+fn softmax_rows_body<T: Real>(
+    x: &[T],
+    red: usize,
+    first: usize,
+    out: &mut [MaybeUninit<T>],
+    log: bool,
+) {
+    for (k, o) in out.chunks_exact_mut(red).enumerate() {
+        let row = &x[(first + k) * red..(first + k + 1) * red];
+        // (no shift to 0 for an infinite max: torch's softmax gives NaN rows there)
+        let m = Extreme::<true>.row(row, 0);
+        exp_shifted(row, &[m], o);
+        // SAFETY: `exp_shifted` initialised the whole row.
+        let e = unsafe { &mut *(std::ptr::from_mut(o) as *mut [T]) };
+        let s = T::from_f64(Sum.row(e, 0));
+        if log {
+            let ls = s.ln();
+            for (oi, &v) in e.iter_mut().zip(row) {
+                *oi = (v - m) - ls;
+            }
+        } else {
+            for oi in e.iter_mut() {
+                *oi = oi.div(s);
+            }
+        }
+    }
+}
+leveled! {
+    fn softmax_rows_task<T: Real>(x: &[T], red: usize, first: usize, out: &mut [MaybeUninit<T>], log: bool) = softmax_rows_body;
+}
+
+/// A tile of columns of a softmax down columns: `x` and `out` from the block's group
+/// `o`, columns `i0..i0 + w`.
+#[inline(always)]
+fn softmax_cols_body<T: Real>(
+    x: &[T],
+    b: &Block,
+    o: usize,
+    i0: usize,
+    w: usize,
+    out: &Parts<T>,
+    log: bool,
+) {
+    let row = |r: usize| {
+        let s = b.off + o * b.os + r * b.rs + i0;
+        &x[s..s + w]
+    };
+    let mut m = [T::from_f64(f64::NEG_INFINITY); TILE];
+    let m = &mut m[..w];
+    let ext = Extreme::<true>;
+    for r in 0..b.red {
+        for (a, &v) in m.iter_mut().zip(row(r)) {
+            *a = ext.comb(*a, v);
+        }
+    }
+    let mut s = [0.0f64; TILE];
+    let s = &mut s[..w];
+    let at = |r: usize| o * b.red * b.inner + r * b.inner + i0;
+    for r in 0..b.red {
+        // SAFETY: tile (o, i0) alone writes these outputs, one row at a time.
+        let dst = unsafe { out.get(at(r)..at(r) + w) };
+        exp_shifted(row(r), m, dst);
+        // SAFETY: just initialised.
+        let e = unsafe { &*(std::ptr::from_ref(dst) as *const [T]) };
+        for (a, &v) in s.iter_mut().zip(e) {
+            *a += v.to_f64();
+        }
+    }
+    let mut f = [T::default(); TILE];
+    let f = &mut f[..w];
+    for (fi, &si) in f.iter_mut().zip(s.iter()) {
+        *fi = if log {
+            T::from_f64(si).ln()
+        } else {
+            T::from_f64(si)
+        };
+    }
+    for r in 0..b.red {
+        // SAFETY: as above; written in the previous pass.
+        let dst = unsafe { out.get(at(r)..at(r) + w) };
+        let e = unsafe { &mut *(std::ptr::from_mut(dst) as *mut [T]) };
+        if log {
+            for (((d, &v), &mi), &fi) in e.iter_mut().zip(row(r)).zip(m.iter()).zip(f.iter()) {
+                *d = (v - mi) - fi;
+            }
+        } else {
+            for (d, &fi) in e.iter_mut().zip(f.iter()) {
+                *d = d.div(fi);
+            }
+        }
+    }
+}
+leveled! {
+    fn softmax_cols_task<T: Real>(x: &[T], b: &Block, o: usize, i0: usize, w: usize, out: &Parts<T>, log: bool) = softmax_cols_body;
+}
+
+/// Columns a tile takes so that its rows (`red` of them) stay in about 512 KB of cache
+/// between passes: 16 to [`TILE`].
+fn cache_tile<T>(red: usize) -> usize {
+    let per_row = (512 * 1024 / (red.max(1) * std::mem::size_of::<T>())).max(16);
+    (per_row / 16 * 16).clamp(16, TILE)
+}
+
+/// softmax (or log_softmax) along `dim` of a contiguous `shape` (non-empty), row-major.
+pub(crate) fn softmax<T: Real>(x: &[T], shape: &[usize], dim: usize, log: bool) -> Vec<T> {
+    let red = shape[dim];
+    let outer: usize = shape[..dim].iter().product();
+    let inner: usize = shape[dim + 1..].iter().product();
+    let n = outer * red * inner;
+    if inner == 1 {
+        let per = (super::par::TASK / red).max(1);
+        let par = parallel(n);
+        return build(n, |parts| {
+            tasks(outer.div_ceil(per), par, &|t| {
+                let rs = t * per..((t + 1) * per).min(outer);
+                // SAFETY: each piece owns its rows' outputs.
+                let out = unsafe { parts.get(rs.start * red..rs.end * red) };
+                softmax_rows_task(x, red, rs.start, out, log);
+            });
+        });
+    }
+    let b = Block {
+        off: 0,
+        outer,
+        os: red * inner,
+        red,
+        rs: inner,
+        inner,
+    };
+    let tw = cache_tile::<T>(red).min(inner);
+    let nt = inner.div_ceil(tw);
+    build(n, |parts| {
+        tasks(outer * nt, parallel(n), &|t| {
+            let (o, i0) = (t / nt, (t % nt) * tw);
+            softmax_cols_task(x, &b, o, i0, tw.min(inner - i0), parts, log);
+        });
+    })
+}
+
+/// `log Σ exp(x)` of each row `first..` of a rows block.
+#[inline(always)]
+fn lse_rows_body<T: Real>(x: &[T], b: &Block, first: usize, out: &mut [MaybeUninit<T>]) {
+    let mut e = [MaybeUninit::<T>::uninit(); CHUNK];
+    for (k, slot) in out.iter_mut().enumerate() {
+        let row = b.row(x, first + k);
+        let m = shift(Extreme::<true>.row(row, 0));
+        let mut s = 0.0;
+        for c in row.chunks(CHUNK) {
+            let e = &mut e[..c.len()];
+            exp_shifted(c, &[m], e);
+            // SAFETY: `exp_shifted` initialised `e`.
+            s += Sum.row(unsafe { &*(std::ptr::from_ref(e) as *const [T]) }, 0);
+        }
+        slot.write(T::from_f64(s).ln() + m);
+    }
+}
+leveled! {
+    fn lse_rows_task<T: Real>(x: &[T], b: &Block, first: usize, out: &mut [MaybeUninit<T>]) = lse_rows_body;
+}
+
+/// `log Σ exp(x)` of the columns `i0..` of group `o` (as many as `out` holds).
+#[inline(always)]
+fn lse_cols_body<T: Real>(x: &[T], b: &Block, o: usize, i0: usize, out: &mut [MaybeUninit<T>]) {
+    let w = out.len();
+    let row = |r: usize| {
+        let s = b.off + o * b.os + r * b.rs + i0;
+        &x[s..s + w]
+    };
+    let ext = Extreme::<true>;
+    let mut m = [T::from_f64(f64::NEG_INFINITY); TILE];
+    let m = &mut m[..w];
+    for r in 0..b.red {
+        for (a, &v) in m.iter_mut().zip(row(r)) {
+            *a = ext.comb(*a, v);
+        }
+    }
+    for a in m.iter_mut() {
+        *a = shift(*a);
+    }
+    let mut s = [0.0f64; TILE];
+    let mut e = [MaybeUninit::<T>::uninit(); TILE];
+    for r in 0..b.red {
+        let e = &mut e[..w];
+        exp_shifted(row(r), m, e);
+        for (a, v) in s.iter_mut().zip(e.iter()) {
+            // SAFETY: `exp_shifted` initialised `e`.
+            *a += unsafe { v.assume_init() }.to_f64();
+        }
+    }
+    for ((slot, &si), &mi) in out.iter_mut().zip(s.iter()).zip(m.iter()) {
+        slot.write(T::from_f64(si).ln() + mi);
+    }
+}
+leveled! {
+    fn lse_cols_task<T: Real>(x: &[T], b: &Block, o: usize, i0: usize, out: &mut [MaybeUninit<T>]) = lse_cols_body;
+}
+
+/// Per output of a block (non-empty), `log Σ exp(x)`: around the max (shifted by 0
+/// where the max is infinite, as torch), the sum of exponentials in float64.
+pub(crate) fn logsumexp<T: Real>(x: &[T], b: &Block) -> Vec<T> {
+    if b.is_rows() {
+        return per_output(b.outer, b.red, |r, out| lse_rows_task(x, b, r.start, out));
+    }
+    let tw = cache_tile::<T>(b.red).min(b.inner);
+    for_each_tile(b, tw, |o, i0, out| lse_cols_task(x, b, o, i0, out))
+}
+
+/// Σ a·b, the products rounded to the dtype, summed in float64 in [`lanes`]' order.
+#[inline(always)]
+fn dot<T: Real>(a: &[T], b: &[T]) -> f64 {
+    const L: usize = 32;
+    let mut acc = [0.0f64; L];
+    let (ca, cb) = (a.chunks_exact(L), b.chunks_exact(L));
+    let tail: f64 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .fold(0.0, |s, (&x, &y)| s + (x * y).to_f64());
+    for (xa, xb) in ca.zip(cb) {
+        for ((s, &x), &y) in acc.iter_mut().zip(xa).zip(xb) {
+            *s += (x * y).to_f64();
+        }
+    }
+    let mut w = L;
+    while w > 1 {
+        w /= 2;
+        let (lo, hi) = acc.split_at_mut(w);
+        for (s, &h) in lo.iter_mut().zip(&hi[..w]) {
+            *s += h;
+        }
+    }
+    acc[0] + tail
+}
+
+/// The rows `first..` of softmax's (`!log`: `y (g - Σ g y)`) or log_softmax's
+/// (`g - exp(y) Σ g`) backward.
+#[inline(always)]
+fn backward_rows_body<T: Real>(
+    g: &[T],
+    y: &[T],
+    red: usize,
+    first: usize,
+    out: &mut [MaybeUninit<T>],
+    log: bool,
+) {
+    for (k, o) in out.chunks_exact_mut(red).enumerate() {
+        let span = (first + k) * red..(first + k + 1) * red;
+        let (gr, yr) = (&g[span.clone()], &y[span]);
+        if log {
+            let s = T::from_f64(Sum.row(gr, 0));
+            T::exp_slice(yr, o);
+            for (oi, &gi) in o.iter_mut().zip(gr) {
+                // SAFETY: `exp_slice` initialised the row.
+                let e = unsafe { oi.assume_init() };
+                oi.write(gi - e * s);
+            }
+        } else {
+            let s = T::from_f64(dot(gr, yr));
+            for ((oi, &gi), &yi) in o.iter_mut().zip(gr).zip(yr) {
+                oi.write(yi * (gi - s));
+            }
+        }
+    }
+}
+leveled! {
+    fn backward_rows_task<T: Real>(g: &[T], y: &[T], red: usize, first: usize, out: &mut [MaybeUninit<T>], log: bool) = backward_rows_body;
+}
+
+/// The backward of softmax (or log_softmax) along the last dim of contiguous `g` and
+/// `y` (`red` a row, non-empty).
+pub(crate) fn softmax_backward_rows<T: Real>(g: &[T], y: &[T], red: usize, log: bool) -> Vec<T> {
+    let n = g.len().min(y.len()) / red * red;
+    let rows = n / red;
+    let per = (super::par::TASK / red).max(1);
+    build(n, |parts| {
+        tasks(rows.div_ceil(per), parallel(n), &|t| {
+            let rs = t * per..((t + 1) * per).min(rows);
+            // SAFETY: each piece owns its rows' outputs.
+            let out = unsafe { parts.get(rs.start * red..rs.end * red) };
+            backward_rows_task(g, y, red, rs.start, out, log);
+        });
+    })
+}

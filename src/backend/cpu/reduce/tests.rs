@@ -1,0 +1,260 @@
+//! Tests of the reduction kernels against plain loops and float64 references.
+
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use super::*;
+
+/// The same values as `v` (contiguous, `shape`), stored transposed in its last two
+/// dims: a layout that takes `fold`'s general path.
+fn strided_copy(v: &[f64], shape: &[usize]) -> (Vec<f64>, Layout) {
+    let n = shape.len();
+    let (r, c) = (shape[n - 2], shape[n - 1]);
+    let mut t = vec![0.0; v.len()];
+    for (b, blk) in v.chunks(r * c).enumerate() {
+        for i in 0..r {
+            for j in 0..c {
+                t[b * r * c + j * r + i] = blk[i * c + j];
+            }
+        }
+    }
+    let mut strides = crate::shape::contiguous_strides(shape);
+    strides[n - 2] = 1;
+    strides[n - 1] = r;
+    let layout = Layout {
+        shape: shape.iter().copied().collect(),
+        strides,
+        offset: 0,
+    };
+    (t, layout)
+}
+
+#[test]
+fn block_fast_paths_agree_with_the_general_path() {
+    let shape = [3usize, 5, 4, 6];
+    let n: usize = shape.iter().product();
+    // values with ties (for argmax's first-index rule) and a wide range of scales
+    let v: Vec<f64> = (0..n)
+        .map(|i| (((i * 7919) % 23) as f64 - 11.0) * 10f64.powi((i % 5) as i32 - 2))
+        .collect();
+    let contiguous = Layout::contiguous(&shape);
+    let (t, strided) = strided_copy(&v, &shape);
+    let runs: &[&[usize]] = &[
+        &[0],
+        &[1],
+        &[3],
+        &[0, 1],
+        &[1, 2],
+        &[2, 3],
+        &[1, 2, 3],
+        &[0, 1, 2, 3],
+    ];
+    for &dims in runs {
+        let f = |buf: &Buffer, l: &Layout, op| match reduce(op, buf, l, dims) {
+            Buffer::F64(v) => v,
+            _ => unreachable!(),
+        };
+        let (fast, slow) = (Buffer::F64(v.clone()), Buffer::F64(t.clone()));
+        // the arg-reductions: exact, so the same result whatever the walk
+        for is_max in [true, false] {
+            let a = arg_reduce(&fast, &contiguous, dims, is_max).1;
+            let b = arg_reduce(&slow, &strided, dims, is_max).1;
+            assert_eq!(a, b, "{dims:?} {is_max}");
+        }
+        // sums and products: rows and columns fold in another order, within
+        // float64 rounding
+        for op in [ReduceOp::Sum, ReduceOp::Prod] {
+            let (a, b) = (f(&fast, &contiguous, op), f(&slow, &strided, op));
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                let close = x == y
+                    || (x.is_nan() && y.is_nan())
+                    || (x - y).abs() <= 1e-12 * (1.0 + y.abs());
+                assert!(close, "{op:?} {dims:?}: {x} vs {y}");
+            }
+        }
+    }
+    // empty reduced and kept dims
+    let e = Layout::contiguous(&[2, 0, 3]);
+    assert!(
+        matches!(reduce(ReduceOp::Sum, &Buffer::F64(vec![]), &e, &[1]), Buffer::F64(v) if v == vec![0.0; 6])
+    );
+    assert!(
+        matches!(reduce(ReduceOp::Sum, &Buffer::F64(vec![]), &e, &[2]), Buffer::F64(v) if v.is_empty())
+    );
+}
+
+#[test]
+fn sum_over_middle_dim_matches_loop() {
+    // x[i,j,k] = i*100 + j*10 + k, shape [2,3,2]
+    let v: Vec<f64> = (0..2)
+        .flat_map(|i| (0..3).flat_map(move |j| (0..2).map(move |k| (i * 100 + j * 10 + k) as f64)))
+        .collect();
+    let l = Layout::contiguous(&[2, 3, 2]);
+    let Buffer::F64(out) = reduce(ReduceOp::Sum, &Buffer::F64(v), &l, &[1]) else {
+        unreachable!()
+    };
+    assert_eq!(out, vec![30.0, 33.0, 330.0, 333.0]); // Σ_j (100i + 10j + k) = 300i + 30 + 3k
+}
+
+#[test]
+fn argmax_takes_first_of_ties_and_nan_wins() {
+    let l = Layout::contiguous(&[4]);
+    let (_, idx) = arg_reduce(&Buffer::F32(vec![1.0, 3.0, 3.0, 0.0]), &l, &[0], true);
+    assert_eq!(idx, vec![1]);
+    let (_, idx) = arg_reduce(&Buffer::F32(vec![1.0, f32::NAN, 3.0, 0.0]), &l, &[0], true);
+    assert_eq!(idx, vec![1]);
+}
+
+/// Values of many magnitudes and both signs, with repeats (ties for the arg-reductions).
+fn values(n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| {
+            let k = (i * 7919 + 13) % 1031;
+            (k as f64 - 515.0) * 10f64.powi((i % 7) as i32 - 3)
+        })
+        .collect()
+}
+
+fn f32s(buf: Buffer) -> Vec<f32> {
+    match buf {
+        Buffer::F32(v) => v,
+        _ => unreachable!(),
+    }
+}
+
+/// Every fold, at every level the CPU runs (forced), gives the same bits; sums and the
+/// others agree with a plain float64 loop.
+#[test]
+fn every_level_gives_the_same_bits_and_the_reference() {
+    use crate::backend::cpu::vmath::{self, Level};
+    let shapes: &[&[usize]] = &[
+        &[70001],
+        &[300, 301],
+        &[3, 20000],
+        &[20000, 3],
+        &[6, 70, 90],
+    ];
+    let ops = [
+        ReduceOp::Sum,
+        ReduceOp::Mean,
+        ReduceOp::Prod,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::ArgMax,
+    ];
+    let restore = vmath::level();
+    for &shape in shapes {
+        let n: usize = shape.iter().product();
+        let v64 = values(n);
+        let v: Vec<f32> = v64.iter().map(|&x| (1.0 + x * 1e-6) as f32).collect();
+        let buf = Buffer::F32(v.clone());
+        let layout = Layout::contiguous(shape);
+        for d in 0..shape.len() {
+            for op in ops {
+                let mut first: Option<Buffer> = None;
+                for level in vmath::supported() {
+                    vmath::set_level(level);
+                    let got = reduce(op, &buf, &layout, &[d]);
+                    match &first {
+                        None => first = Some(got),
+                        Some(f) => assert!(
+                            bits(f) == bits(&got),
+                            "{op:?} {shape:?} dim {d} at {level:?}"
+                        ),
+                    }
+                }
+                vmath::set_level(Level::Avx512);
+                // the reference: a float64 loop per output
+                let (outer, red) = (n / shape[d], shape[d]);
+                let inner: usize = shape[d + 1..].iter().product();
+                let got = first.unwrap();
+                for o in 0..outer {
+                    let (oo, ii) = (o / inner, o % inner);
+                    let xs = (0..red).map(|r| f64::from(v[oo * red * inner + r * inner + ii]));
+                    let want = match op {
+                        ReduceOp::Sum => xs.sum::<f64>(),
+                        ReduceOp::Mean => xs.sum::<f64>() / red as f64,
+                        ReduceOp::Prod => xs.product::<f64>(),
+                        ReduceOp::Max => xs.fold(f64::NEG_INFINITY, f64::max),
+                        ReduceOp::Min => xs.fold(f64::INFINITY, f64::min),
+                        _ => {
+                            let xs: Vec<f64> = xs.collect();
+                            let m = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                            xs.iter().position(|&x| x == m).unwrap() as f64
+                        }
+                    };
+                    let g = match &got {
+                        Buffer::F32(g) => f64::from(g[o]),
+                        Buffer::I64(g) => g[o] as f64,
+                        _ => unreachable!(),
+                    };
+                    let tol = if matches!(op, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Prod) {
+                        // one rounding to float32 of the float64 result
+                        want.abs() * 6e-8 + 1e-30
+                    } else {
+                        0.0
+                    };
+                    assert!(
+                        (g - want).abs() <= tol,
+                        "{op:?} {shape:?} dim {d} out {o}: {g} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+    vmath::set_level(restore);
+}
+
+fn bits(b: &Buffer) -> Vec<u64> {
+    match b {
+        Buffer::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
+        Buffer::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+        Buffer::I64(v) => v.iter().map(|&x| x as u64).collect(),
+        Buffer::Bool(v) => v.iter().map(|&x| u64::from(x)).collect(),
+    }
+}
+
+/// softmax, logsumexp and var down columns and along rows: the same bits at every level,
+/// and within float32 rounding of a float64 loop.
+#[test]
+fn fused_kernels_agree_across_levels() {
+    use crate::backend::cpu::vmath;
+    let restore = vmath::level();
+    let shape = [37usize, 300];
+    let v: Vec<f32> = values(37 * 300)
+        .iter()
+        .map(|&x| (x * 1e-2) as f32)
+        .collect();
+    let buf = Buffer::F32(v.clone());
+    let l = Layout::contiguous(&shape);
+    for d in 0..2 {
+        let mut seen: Option<(Vec<f32>, Vec<f32>, Vec<f32>)> = None;
+        for level in vmath::supported() {
+            vmath::set_level(level);
+            let s = f32s(softmax(&buf, &l, d, false).unwrap());
+            let lse = f32s(logsumexp(&buf, &l, &[d]).unwrap());
+            let var = f32s(var(&buf, &l, &[d], 1.0, false).unwrap());
+            if let Some(p) = &seen {
+                assert!(p.0 == s && p.1 == lse && p.2 == var, "dim {d} at {level:?}");
+            }
+            seen = Some((s, lse, var));
+        }
+        let (s, lse, _) = seen.unwrap();
+        let (red, other) = (shape[d], shape[1 - d]);
+        let at = |k: usize, r: usize| if d == 1 { k * 300 + r } else { r * 300 + k };
+        for k in 0..other {
+            let xs: Vec<f64> = (0..red).map(|r| f64::from(v[at(k, r)])).collect();
+            let m = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = xs.iter().map(|x| (x - m).exp()).sum();
+            assert!((f64::from(lse[k]) - (sum.ln() + m)).abs() < 1e-5 * (1.0 + m.abs()));
+            for r in 0..red {
+                let want = (xs[r] - m).exp() / sum;
+                assert!(
+                    (f64::from(s[at(k, r)]) - want).abs() < 1e-6,
+                    "softmax dim {d}"
+                );
+            }
+        }
+    }
+    vmath::set_level(restore);
+}
