@@ -11,6 +11,7 @@ pub mod binary;
 pub mod creation;
 pub mod elementwise;
 pub mod index;
+pub mod gemm;
 pub mod matmul;
 pub mod nn;
 pub mod random;
