@@ -132,7 +132,6 @@ trait Simd {
     unsafe fn fma(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
     /// `a·b + c` on one element, rounded as `fma` rounds.
     unsafe fn fma1(a: Self::T, b: Self::T, c: Self::T) -> Self::T;
-    unsafe fn add(a: Self::V, b: Self::V) -> Self::V;
     /// Writes the transpose of the LANES x LANES block at `src` (rows `ld` apart) to
     /// `dst` (rows `ldd` apart).
     unsafe fn transpose(src: *const Self::T, ld: usize, dst: *mut Self::T, ldd: usize);
@@ -175,10 +174,6 @@ macro_rules! portable {
                 a * b + c
             }
             #[inline(always)]
-            unsafe fn add(a: Self::V, b: Self::V) -> Self::V {
-                std::array::from_fn(|l| a[l] + b[l])
-            }
-            #[inline(always)]
             unsafe fn transpose(src: *const $t, ld: usize, dst: *mut $t, ldd: usize) {
                 for r in 0..$w {
                     for c in 0..$w {
@@ -209,71 +204,86 @@ mod x86 {
         type T = f32;
         type V = __m512;
         const LANES: usize = 16;
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn zero() -> __m512 {
-            unsafe { _mm512_setzero_ps() }
+            _mm512_setzero_ps()
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn load(p: *const f32) -> __m512 {
             unsafe { _mm512_loadu_ps(p) }
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn store(p: *mut f32, v: __m512) {
             unsafe { _mm512_storeu_ps(p, v) }
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn splat(p: *const f32) -> __m512 {
             unsafe { _mm512_set1_ps(*p) }
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn fma(a: __m512, b: __m512, c: __m512) -> __m512 {
-            unsafe { _mm512_fmadd_ps(a, b, c) }
+            _mm512_fmadd_ps(a, b, c)
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn fma1(a: f32, b: f32, c: f32) -> f32 {
             a.mul_add(b, c)
         }
-        #[inline(always)]
-        unsafe fn add(a: __m512, b: __m512) -> __m512 {
-            unsafe { _mm512_add_ps(a, b) }
-        }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn transpose(src: *const f32, ld: usize, dst: *mut f32, ldd: usize) {
             unsafe {
-                let r: [__m512; 16] = std::array::from_fn(|i| _mm512_loadu_ps(src.add(i * ld)));
+                let mut r = [_mm512_setzero_ps(); 16];
+                for (i, o) in r.iter_mut().enumerate() {
+                    *o = _mm512_loadu_ps(src.add(i * ld));
+                }
                 // pairs of rows interleaved within 128-bit lanes
-                let t: [__m512; 16] = std::array::from_fn(|i| {
-                    let (x, y) = (r[i & !1], r[i | 1]);
-                    if i % 2 == 0 {
-                        _mm512_unpacklo_ps(x, y)
-                    } else {
-                        _mm512_unpackhi_ps(x, y)
-                    }
-                });
-                // groups of four rows: u[4g + c] holds column c (and c+4, c+8, c+12)
-                let u: [__m512; 16] = std::array::from_fn(|i| {
-                    let g = i / 4 * 4;
-                    let (x, y) = match i % 4 {
-                        0 | 1 => (t[g], t[g + 2]),
-                        _ => (t[g + 1], t[g + 3]),
+                let mut t = [_mm512_setzero_ps(); 16];
+                for (i, o) in t.iter_mut().enumerate() {
+                    *o = {
+                        let (x, y) = (r[i & !1], r[i | 1]);
+                        if i % 2 == 0 {
+                            _mm512_unpacklo_ps(x, y)
+                        } else {
+                            _mm512_unpackhi_ps(x, y)
+                        }
                     };
-                    let (x, y) = (_mm512_castps_pd(x), _mm512_castps_pd(y));
-                    _mm512_castpd_ps(if i % 2 == 0 {
-                        _mm512_unpacklo_pd(x, y)
-                    } else {
-                        _mm512_unpackhi_pd(x, y)
-                    })
-                });
+                }
+                // groups of four rows: u[4g + c] holds column c (and c+4, c+8, c+12)
+                let mut u = [_mm512_setzero_ps(); 16];
+                for (i, o) in u.iter_mut().enumerate() {
+                    *o = {
+                        let g = i / 4 * 4;
+                        let (x, y) = match i % 4 {
+                            0 | 1 => (t[g], t[g + 2]),
+                            _ => (t[g + 1], t[g + 3]),
+                        };
+                        let (x, y) = (_mm512_castps_pd(x), _mm512_castps_pd(y));
+                        _mm512_castpd_ps(if i % 2 == 0 {
+                            _mm512_unpacklo_pd(x, y)
+                        } else {
+                            _mm512_unpackhi_pd(x, y)
+                        })
+                    };
+                }
                 // 128-bit lanes across groups (0,1) and (2,3)
-                let w: [__m512; 16] = std::array::from_fn(|i| {
-                    let (h, c) = (i / 8, i % 4);
-                    let (x, y) = (u[8 * h + c], u[8 * h + 4 + c]);
-                    if (i / 4) % 2 == 0 {
-                        _mm512_shuffle_f32x4::<0x88>(x, y)
-                    } else {
-                        _mm512_shuffle_f32x4::<0xdd>(x, y)
-                    }
-                });
+                let mut w = [_mm512_setzero_ps(); 16];
+                for (i, o) in w.iter_mut().enumerate() {
+                    *o = {
+                        let (h, c) = (i / 8, i % 4);
+                        let (x, y) = (u[8 * h + c], u[8 * h + 4 + c]);
+                        if (i / 4) % 2 == 0 {
+                            _mm512_shuffle_f32x4::<0x88>(x, y)
+                        } else {
+                            _mm512_shuffle_f32x4::<0xdd>(x, y)
+                        }
+                    };
+                }
                 for c in 0..16 {
                     let (x, y) = (w[c % 8], w[8 + c % 8]);
                     let col = if c < 8 {
@@ -291,56 +301,68 @@ mod x86 {
         type T = f64;
         type V = __m512d;
         const LANES: usize = 8;
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn zero() -> __m512d {
-            unsafe { _mm512_setzero_pd() }
+            _mm512_setzero_pd()
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn load(p: *const f64) -> __m512d {
             unsafe { _mm512_loadu_pd(p) }
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn store(p: *mut f64, v: __m512d) {
             unsafe { _mm512_storeu_pd(p, v) }
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn splat(p: *const f64) -> __m512d {
             unsafe { _mm512_set1_pd(*p) }
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn fma(a: __m512d, b: __m512d, c: __m512d) -> __m512d {
-            unsafe { _mm512_fmadd_pd(a, b, c) }
+            _mm512_fmadd_pd(a, b, c)
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn fma1(a: f64, b: f64, c: f64) -> f64 {
             a.mul_add(b, c)
         }
-        #[inline(always)]
-        unsafe fn add(a: __m512d, b: __m512d) -> __m512d {
-            unsafe { _mm512_add_pd(a, b) }
-        }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn transpose(src: *const f64, ld: usize, dst: *mut f64, ldd: usize) {
             unsafe {
-                let r: [__m512d; 8] = std::array::from_fn(|i| _mm512_loadu_pd(src.add(i * ld)));
-                let t: [__m512d; 8] = std::array::from_fn(|i| {
-                    let (x, y) = (r[i & !1], r[i | 1]);
-                    if i % 2 == 0 {
-                        _mm512_unpacklo_pd(x, y)
-                    } else {
-                        _mm512_unpackhi_pd(x, y)
-                    }
-                });
+                let mut r = [_mm512_setzero_pd(); 8];
+                for (i, o) in r.iter_mut().enumerate() {
+                    *o = _mm512_loadu_pd(src.add(i * ld));
+                }
+                let mut t = [_mm512_setzero_pd(); 8];
+                for (i, o) in t.iter_mut().enumerate() {
+                    *o = {
+                        let (x, y) = (r[i & !1], r[i | 1]);
+                        if i % 2 == 0 {
+                            _mm512_unpacklo_pd(x, y)
+                        } else {
+                            _mm512_unpackhi_pd(x, y)
+                        }
+                    };
+                }
                 // u[4h + c]: rows 4h.. of columns c (and c + 4), from t[4h + c % 2]
-                let u: [__m512d; 8] = std::array::from_fn(|i| {
-                    let (h, c) = (i / 4, i % 4);
-                    let (x, y) = (t[4 * h + c % 2], t[4 * h + 2 + c % 2]);
-                    if c < 2 {
-                        _mm512_shuffle_f64x2::<0x88>(x, y)
-                    } else {
-                        _mm512_shuffle_f64x2::<0xdd>(x, y)
-                    }
-                });
+                let mut u = [_mm512_setzero_pd(); 8];
+                for (i, o) in u.iter_mut().enumerate() {
+                    *o = {
+                        let (h, c) = (i / 4, i % 4);
+                        let (x, y) = (t[4 * h + c % 2], t[4 * h + 2 + c % 2]);
+                        if c < 2 {
+                            _mm512_shuffle_f64x2::<0x88>(x, y)
+                        } else {
+                            _mm512_shuffle_f64x2::<0xdd>(x, y)
+                        }
+                    };
+                }
                 for c in 0..8 {
                     let (x, y) = (u[c % 4], u[4 + c % 4]);
                     let col = if c < 4 {
@@ -358,56 +380,68 @@ mod x86 {
         type T = f32;
         type V = __m256;
         const LANES: usize = 8;
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn zero() -> __m256 {
-            unsafe { _mm256_setzero_ps() }
+            _mm256_setzero_ps()
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn load(p: *const f32) -> __m256 {
             unsafe { _mm256_loadu_ps(p) }
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn store(p: *mut f32, v: __m256) {
             unsafe { _mm256_storeu_ps(p, v) }
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn splat(p: *const f32) -> __m256 {
             unsafe { _mm256_broadcast_ss(&*p) }
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn fma(a: __m256, b: __m256, c: __m256) -> __m256 {
-            unsafe { _mm256_fmadd_ps(a, b, c) }
+            _mm256_fmadd_ps(a, b, c)
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn fma1(a: f32, b: f32, c: f32) -> f32 {
             a.mul_add(b, c)
         }
-        #[inline(always)]
-        unsafe fn add(a: __m256, b: __m256) -> __m256 {
-            unsafe { _mm256_add_ps(a, b) }
-        }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn transpose(src: *const f32, ld: usize, dst: *mut f32, ldd: usize) {
             unsafe {
-                let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(src.add(i * ld)));
-                let t: [__m256; 8] = std::array::from_fn(|i| {
-                    let (x, y) = (r[i & !1], r[i | 1]);
-                    if i % 2 == 0 {
-                        _mm256_unpacklo_ps(x, y)
-                    } else {
-                        _mm256_unpackhi_ps(x, y)
-                    }
-                });
+                let mut r = [_mm256_setzero_ps(); 8];
+                for (i, o) in r.iter_mut().enumerate() {
+                    *o = _mm256_loadu_ps(src.add(i * ld));
+                }
+                let mut t = [_mm256_setzero_ps(); 8];
+                for (i, o) in t.iter_mut().enumerate() {
+                    *o = {
+                        let (x, y) = (r[i & !1], r[i | 1]);
+                        if i % 2 == 0 {
+                            _mm256_unpacklo_ps(x, y)
+                        } else {
+                            _mm256_unpackhi_ps(x, y)
+                        }
+                    };
+                }
                 // u[4h + c]: rows 4h..4h+4 of columns c and c + 4
-                let u: [__m256; 8] = std::array::from_fn(|i| {
-                    let (h, c) = (i / 4, i % 4);
-                    let (x, y) = (t[4 * h + c / 2], t[4 * h + 2 + c / 2]);
-                    if c % 2 == 0 {
-                        _mm256_shuffle_ps::<0x44>(x, y)
-                    } else {
-                        _mm256_shuffle_ps::<0xee>(x, y)
-                    }
-                });
+                let mut u = [_mm256_setzero_ps(); 8];
+                for (i, o) in u.iter_mut().enumerate() {
+                    *o = {
+                        let (h, c) = (i / 4, i % 4);
+                        let (x, y) = (t[4 * h + c / 2], t[4 * h + 2 + c / 2]);
+                        if c % 2 == 0 {
+                            _mm256_shuffle_ps::<0x44>(x, y)
+                        } else {
+                            _mm256_shuffle_ps::<0xee>(x, y)
+                        }
+                    };
+                }
                 for c in 0..8 {
                     let (x, y) = (u[c % 4], u[4 + c % 4]);
                     let col = if c < 4 {
@@ -425,38 +459,44 @@ mod x86 {
         type T = f64;
         type V = __m256d;
         const LANES: usize = 4;
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn zero() -> __m256d {
-            unsafe { _mm256_setzero_pd() }
+            _mm256_setzero_pd()
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn load(p: *const f64) -> __m256d {
             unsafe { _mm256_loadu_pd(p) }
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn store(p: *mut f64, v: __m256d) {
             unsafe { _mm256_storeu_pd(p, v) }
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn splat(p: *const f64) -> __m256d {
             unsafe { _mm256_broadcast_sd(&*p) }
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn fma(a: __m256d, b: __m256d, c: __m256d) -> __m256d {
-            unsafe { _mm256_fmadd_pd(a, b, c) }
+            _mm256_fmadd_pd(a, b, c)
         }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn fma1(a: f64, b: f64, c: f64) -> f64 {
             a.mul_add(b, c)
         }
-        #[inline(always)]
-        unsafe fn add(a: __m256d, b: __m256d) -> __m256d {
-            unsafe { _mm256_add_pd(a, b) }
-        }
-        #[inline(always)]
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn transpose(src: *const f64, ld: usize, dst: *mut f64, ldd: usize) {
             unsafe {
-                let r: [__m256d; 4] = std::array::from_fn(|i| _mm256_loadu_pd(src.add(i * ld)));
+                let mut r = [_mm256_setzero_pd(); 4];
+                for (i, o) in r.iter_mut().enumerate() {
+                    *o = _mm256_loadu_pd(src.add(i * ld));
+                }
                 let t0 = _mm256_unpacklo_pd(r[0], r[1]);
                 let t1 = _mm256_unpackhi_pd(r[0], r[1]);
                 let t2 = _mm256_unpacklo_pd(r[2], r[3]);
@@ -474,7 +514,7 @@ mod x86 {
 
 /// Depth of a k block: a B micro-panel (KC x NR, 128 bytes a row at every level's widest
 /// tile) of 24 KiB stays in a 32 KiB L1 while the A rows stream past it.
-const KC: usize = 192;
+const KC: usize = 256;
 /// Rows of A per block (kept in L2 while the panels of a B block go by).
 const MC: usize = 192;
 /// Columns of a packed B block (KC x NC: 768 KiB of f32, in L2 / L3).
@@ -509,11 +549,12 @@ macro_rules! with_rows {
     }};
 }
 
-/// One MR x (NV·LANES) tile of C over `kc` steps of k: A's rows at `a` (row stride
-/// `rsa`, k stride `csa`), B's panel at `b` (k stride `rsb`, contiguous across the
-/// tile's columns, `NV·LANES` of them readable), C's tile at `c` (`nr` valid columns,
-/// row stride `rsc`, column stride `csc`). `load`: continue from C's values, else start
-/// from zero.
+/// One MR x (NV·LANES) tile of C over `kc` steps of k: A's packed panel at `a` (rows
+/// `KC` apart, k contiguous, if `AR`; else k steps `MR` apart, rows contiguous), B's
+/// panel at `b` (k stride `rsb`, contiguous across the tile's columns, `NV·LANES` of
+/// them readable), C's tile at `c` (`nr` valid columns, row stride `rsc`, column stride
+/// `csc`). `load`: continue from C's values, else start from zero. The A strides are
+/// constants so that each broadcast is one load at a fixed offset from one pointer.
 ///
 /// # Safety
 /// The level's features are present; A's `MR x kc`, B's `kc x NV·LANES` and C's
@@ -521,11 +562,9 @@ macro_rules! with_rows {
 /// if `load`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile<S: Simd, const MR: usize, const NV: usize>(
+unsafe fn tile<S: Simd, const MR: usize, const NV: usize, const AR: bool>(
     kc: usize,
     a: *const S::T,
-    rsa: usize,
-    csa: usize,
     b: *const S::T,
     rsb: usize,
     c: *mut S::T,
@@ -535,10 +574,10 @@ unsafe fn tile<S: Simd, const MR: usize, const NV: usize>(
     load: bool,
 ) {
     let l = S::LANES;
+    let (rsa, csa) = if AR { (KC, 1) } else { (1, MR) };
     // SAFETY: the function's contract covers every access below.
     unsafe {
         let direct = csc == 1 && nr == NV * l;
-        let mut scratch = [S::T::ZERO; MAX_TILE];
         let mut acc = [[S::zero(); NV]; MR];
         if load {
             if direct {
@@ -548,6 +587,7 @@ unsafe fn tile<S: Simd, const MR: usize, const NV: usize>(
                     }
                 }
             } else {
+                let mut scratch = [S::T::ZERO; MAX_TILE];
                 for i in 0..MR {
                     for j in 0..nr {
                         scratch[i * NV * l + j] = *c.add(i * rsc + j * csc);
@@ -560,16 +600,20 @@ unsafe fn tile<S: Simd, const MR: usize, const NV: usize>(
                 }
             }
         }
-        let rows: [*const S::T; MR] = std::array::from_fn(|i| a.add(i * rsa));
-        for p in 0..kc {
-            let bp = b.add(p * rsb);
-            let bv: [S::V; NV] = std::array::from_fn(|v| S::load(bp.add(v * l)));
+        let (mut ap, mut bp) = (a, b);
+        for _ in 0..kc {
+            let mut bv = [S::zero(); NV];
+            for (v, x) in bv.iter_mut().enumerate() {
+                *x = S::load(bp.add(v * l));
+            }
             for (i, row) in acc.iter_mut().enumerate() {
-                let av = S::splat(rows[i].add(p * csa));
+                let av = S::splat(ap.add(i * rsa));
                 for (x, &bj) in row.iter_mut().zip(&bv) {
                     *x = S::fma(av, bj, *x);
                 }
             }
+            ap = ap.add(csa);
+            bp = bp.add(rsb);
         }
         if direct {
             for (i, row) in acc.iter().enumerate() {
@@ -578,6 +622,7 @@ unsafe fn tile<S: Simd, const MR: usize, const NV: usize>(
                 }
             }
         } else {
+            let mut scratch = [S::T::ZERO; MAX_TILE];
             for (i, row) in acc.iter().enumerate() {
                 for (v, &x) in row.iter().enumerate() {
                     S::store(scratch.as_mut_ptr().add(i * NV * l + v * l), x);
@@ -586,6 +631,52 @@ unsafe fn tile<S: Simd, const MR: usize, const NV: usize>(
             for i in 0..MR {
                 for j in 0..nr {
                     *c.add(i * rsc + j * csc) = scratch[i * NV * l + j];
+                }
+            }
+        }
+    }
+}
+
+/// Packs A's rows `[i0, i0 + mc)` x k `[p0, p0 + kc)` into micro-panels of `mr_full`
+/// rows, `mr_full * KC` elements apart: rows `KC` apart with k contiguous when `ar`
+/// (A's rows are contiguous along k, or neither stride is 1), else each k step's `mr`
+/// rows contiguous (A stored column-major). Both are copies of contiguous runs of the
+/// source in the common layouts.
+///
+/// # Safety
+/// A's block is readable; `dst` holds `mc.div_ceil(mr_full) * mr_full * KC` elements.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn pack_a<T: Float>(
+    pr: &Problem<T>,
+    i0: usize,
+    mc: usize,
+    p0: usize,
+    kc: usize,
+    mr_full: usize,
+    ar: bool,
+    dst: *mut T,
+) {
+    // SAFETY: the function's contract covers every access below.
+    unsafe {
+        for (t, ir) in (0..mc).step_by(mr_full).enumerate() {
+            let mr = mr_full.min(mc - ir);
+            let out = dst.add(t * mr_full * KC);
+            let src = pr.a.add((i0 + ir) * pr.rsa + p0 * pr.csa);
+            if ar {
+                for i in 0..mr {
+                    let row = src.add(i * pr.rsa);
+                    if pr.csa == 1 {
+                        std::ptr::copy_nonoverlapping(row, out.add(i * KC), kc);
+                    } else {
+                        for p in 0..kc {
+                            *out.add(i * KC + p) = *row.add(p * pr.csa);
+                        }
+                    }
+                }
+            } else {
+                for p in 0..kc {
+                    std::ptr::copy_nonoverlapping(src.add(p * pr.csa), out.add(p * mr), mr);
                 }
             }
         }
@@ -632,7 +723,12 @@ unsafe fn pack_b<S: Simd>(
                     while p + l <= kc {
                         let mut j = 0;
                         while j + l <= nr {
-                            S::transpose(s.add(j * pr.csb + p), pr.csb, out.add(p * nr_full + j), nr_full);
+                            S::transpose(
+                                s.add(j * pr.csb + p),
+                                pr.csb,
+                                out.add(p * nr_full + j),
+                                nr_full,
+                            );
                             j += l;
                         }
                         for jj in j..nr {
@@ -686,6 +782,23 @@ fn with_pack<T, R>(elems: usize, f: impl FnOnce(*mut T) -> R) -> R {
     })
 }
 
+/// The packing buffer `block` needs for `cols` columns of a depth-`k` product with
+/// panels of `nr` columns.
+fn pack_elems(k: usize, cols: usize, nr: usize) -> usize {
+    let kc = k.div_ceil(k.div_ceil(KC));
+    kc * NC.min(cols).div_ceil(nr) * nr + MC * KC
+}
+
+/// Runs the level's `block` on this thread with this thread's packing buffer.
+///
+/// # Safety
+/// As [`block`].
+unsafe fn run_block<T>(ks: &Kernels<T>, pr: &Problem<T>, rows: Range, cols: Range) {
+    let elems = pack_elems(pr.k, cols.len(), ks.nr);
+    // SAFETY: the caller's; the buffer holds `pack_elems`.
+    with_pack::<T, _>(elems, |pack| unsafe { (ks.block)(pr, rows, cols, pack) });
+}
+
 /// C's rows `rows` x columns `cols` of the problem, on this thread.
 ///
 /// # Safety
@@ -696,6 +809,7 @@ unsafe fn block<S: Simd, const MR: usize, const NV: usize>(
     pr: &Problem<S::T>,
     rows: std::ops::Range<usize>,
     cols: std::ops::Range<usize>,
+    pack: *mut S::T,
 ) {
     let nr_full = NV * S::LANES;
     let k = pr.k;
@@ -703,49 +817,61 @@ unsafe fn block<S: Simd, const MR: usize, const NV: usize>(
     let kc_even = k.div_ceil(kblocks);
     // B read in place when its rows are contiguous and only a few tiles use each panel
     let in_place = pr.csb == 1 && rows.len() <= 2 * MR;
-    let nc_max = NC.min(cols.len()).div_ceil(nr_full) * nr_full;
-    let pack_len = if in_place { kc_even * nr_full } else { kc_even * nc_max };
-    with_pack::<S::T, _>(pack_len, |pack| {
+    // A packed with k contiguous, unless A is stored column-major
+    let ar = pr.rsa != 1 || pr.csa == 1;
+    // SAFETY: the caller's buffer holds `pack_elems`: the B block, then MC x KC for A.
+    let apack = unsafe { pack.add(pack_elems(k, cols.len(), nr_full) - MC * KC) };
+    {
         for jc in cols.clone().step_by(NC) {
             let nc = NC.min(cols.end - jc);
             for kb in 0..kblocks {
                 let p0 = kb * kc_even;
                 let kc = kc_even.min(k - p0);
                 let load = kb > 0 || pr.accumulate;
-                // SAFETY: the block lies inside B and `pack` holds `pack_len` elements.
+                // SAFETY: the block lies inside B and `pack` holds `pack_elems` elements.
                 unsafe {
                     if !in_place {
                         pack_b::<S>(pr, p0, kc, jc, nc, nr_full, pack);
-                    } else if nc % nr_full != 0 {
+                    } else if !nc.is_multiple_of(nr_full) {
                         let last = nc / nr_full * nr_full;
                         pack_b::<S>(pr, p0, kc, jc + last, nc - last, nr_full, pack);
                     }
                 }
                 for ic in rows.clone().step_by(MC) {
                     let mc = MC.min(rows.end - ic);
+                    // SAFETY: A's block is inside A; `apack` holds MC * KC elements.
+                    unsafe { pack_a(pr, ic, mc, p0, kc, MR, ar, apack) };
                     for (panel, jr) in (0..nc).step_by(nr_full).enumerate() {
                         let nr = nr_full.min(nc - jr);
                         let (b, rsb) = if !in_place {
                             // SAFETY: panel `panel` of the packed block
-                            (unsafe { pack.add(panel * kc * nr_full).cast_const() }, nr_full)
+                            (
+                                unsafe { pack.add(panel * kc * nr_full).cast_const() },
+                                nr_full,
+                            )
                         } else if nr == nr_full {
                             // SAFETY: inside B (the block's full panel)
                             (unsafe { pr.b.add(p0 * pr.rsb + jc + jr) }, pr.rsb)
                         } else {
                             (pack.cast_const(), nr_full)
                         };
-                        for ir in (ic..ic + mc).step_by(MR) {
+                        for (t, ir) in (ic..ic + mc).step_by(MR).enumerate() {
                             let mr = MR.min(ic + mc - ir);
-                            // SAFETY: rows ir..ir+mr, k p0..p0+kc of A, the panel's kc
-                            // rows, and C's mr x nr tile at (ir, jc + jr) are inside
-                            // the problem (Problem's invariant), this thread's to write.
+                            // SAFETY: A's packed micro-panel t (mr rows, kc deep), the
+                            // B panel's kc rows, and C's mr x nr tile at (ir, jc + jr),
+                            // inside the problem (Problem's invariant), this thread's.
                             unsafe {
-                                let a = pr.a.add(ir * pr.rsa + p0 * pr.csa);
+                                let a = apack.add(t * MR * KC).cast_const();
                                 let c = pr.c.add(ir * pr.rsc + (jc + jr) * pr.csc);
-                                let (rsa, csa, rsc, csc) = (pr.rsa, pr.csa, pr.rsc, pr.csc);
+                                let (rsc, csc) = (pr.rsc, pr.csc);
                                 with_rows!(mr, R, {
-                                    if R <= MR {
-                                        tile::<S, R, NV>(kc, a, rsa, csa, b, rsb, c, rsc, csc, nr, load)
+                                    if R > MR {
+                                    } else if ar {
+                                        tile::<S, R, NV, true>(kc, a, b, rsb, c, rsc, csc, nr, load)
+                                    } else {
+                                        tile::<S, R, NV, false>(
+                                            kc, a, b, rsb, c, rsc, csc, nr, load,
+                                        )
                                     }
                                 })
                             }
@@ -754,7 +880,7 @@ unsafe fn block<S: Simd, const MR: usize, const NV: usize>(
                 }
             }
         }
-    });
+    }
 }
 
 /// Partial chains of a matrix-vector product along contiguous k: 128 bytes of them
@@ -780,18 +906,27 @@ unsafe fn gemv_dot<S: Simd, const G: usize, const R: usize>(pr: &Problem<S::T>, 
         let x = if pr.rsb == 1 {
             pr.b
         } else {
-            xbuf = (0..k).map(|p| *pr.b.add(p * pr.rsb)).collect();
+            let mut v = Vec::with_capacity(k);
+            for p in 0..k {
+                v.push(*pr.b.add(p * pr.rsb));
+            }
+            xbuf = v;
             xbuf.as_ptr()
         };
         let mut i = rows.start;
         while i < rows.end {
             let nrow = R.min(rows.end - i);
             let mut acc = [[S::zero(); G]; R];
-            let rp: [*const S::T; R] =
-                std::array::from_fn(|r| pr.a.add((i + r.min(nrow - 1)) * pr.rsa));
+            let mut rp = [pr.a; R];
+            for (r, x) in rp.iter_mut().enumerate() {
+                *x = pr.a.add((i + r.min(nrow - 1)) * pr.rsa);
+            }
             let mut p = 0;
             while p + chains <= k {
-                let xv: [S::V; G] = std::array::from_fn(|g| S::load(x.add(p + g * l)));
+                let mut xv = [S::zero(); G];
+                for (g, v) in xv.iter_mut().enumerate() {
+                    *v = S::load(x.add(p + g * l));
+                }
                 for (row, &a) in acc.iter_mut().zip(&rp) {
                     for (g, v) in row.iter_mut().enumerate() {
                         *v = S::fma(S::load(a.add(p + g * l)), xv[g], *v);
@@ -816,7 +951,11 @@ unsafe fn gemv_dot<S: Simd, const G: usize, const R: usize>(pr: &Problem<S::T>, 
                     }
                 }
                 let c = pr.c.add((i + r) * pr.rsc);
-                *c = if pr.accumulate { *c + lanes[0] } else { lanes[0] };
+                *c = if pr.accumulate {
+                    *c + lanes[0]
+                } else {
+                    lanes[0]
+                };
             }
             i += nrow;
         }
@@ -829,11 +968,12 @@ type Range = std::ops::Range<usize>;
 
 /// One level's compiled driver for one element type.
 #[doc(hidden)]
+#[derive(Clone, Copy)]
 pub(crate) struct Kernels<T> {
     /// Tile rows and columns.
     mr: usize,
     nr: usize,
-    block: unsafe fn(&Problem<T>, Range, Range),
+    block: unsafe fn(&Problem<T>, Range, Range, *mut T),
     gemv: unsafe fn(&Problem<T>, Range),
 }
 
@@ -846,9 +986,15 @@ macro_rules! entry {
             pub(super) const MR: usize = $mr;
             pub(super) const NR: usize = $nv * <$s as Simd>::LANES;
             $(#[target_feature(enable = $feat)])?
-            pub(super) unsafe fn block(pr: &Problem<<$s as Simd>::T>, rows: Range, cols: Range) {
-                // SAFETY: the caller's (Problem's invariant; the features, by dispatch).
-                unsafe { super::block::<$s, $mr, $nv>(pr, rows, cols) }
+            pub(super) unsafe fn block(
+                pr: &Problem<<$s as Simd>::T>,
+                rows: Range,
+                cols: Range,
+                pack: *mut <$s as Simd>::T,
+            ) {
+                // SAFETY: the caller's (Problem's invariant, `pack` holds `pack_elems`;
+                // the features, by dispatch).
+                unsafe { super::block::<$s, $mr, $nv>(pr, rows, cols, pack) }
             }
             $(#[target_feature(enable = $feat)])?
             pub(super) unsafe fn gemv(pr: &Problem<<$s as Simd>::T>, rows: Range) {
@@ -912,7 +1058,7 @@ impl GemmFloat for f64 {
 /// Runs `f(i)` for `i in 0..pieces`, in parallel when there is more than one: from
 /// outside the pool with the calling thread taking part, inside it with rayon. Which
 /// piece runs where changes no result (each piece is a fixed part of C).
-fn for_each_piece(pieces: usize, f: &(dyn Fn(usize) + Sync)) {
+pub(crate) fn for_each_piece(pieces: usize, f: &(dyn Fn(usize) + Sync)) {
     use rayon::prelude::*;
     if pieces <= 1 {
         (0..pieces).for_each(f);
@@ -930,16 +1076,21 @@ fn part(i: usize, pieces: usize, units: usize, size: usize, len: usize) -> Range
     (lo * size).min(len)..(hi * size).min(len)
 }
 
-/// A rough cost of running `pr` as it is oriented (tile work padded to whole tiles, B's
-/// packing, C written element by element when its columns are not contiguous), in
-/// multiply-add lanes.
+/// A rough cost of running `pr` as it is oriented, in multiply-add lanes: the tile work
+/// padded to whole tiles, B's packing (a copy of each element, or a register transpose
+/// at about a quarter cycle an element), C written element by element in each k block
+/// when its columns are not contiguous.
 fn cost<T>(pr: &Problem<T>, mr: usize, nr: usize) -> u128 {
     let (m, n, k) = (pr.m as u128, pr.n as u128, pr.k as u128);
     let pad = |x: u128, t: usize| x.div_ceil(t as u128) * t as u128;
     let work = pad(m, mr) * pad(n, nr) * k;
-    let pack = if pr.csb == 1 { k * n * 2 } else { k * n * 8 };
-    let scatter = if pr.csc == 1 { 0 } else { m * n * k.div_ceil(KC as u128) * 16 };
-    work + pack * (nr as u128 / 8) + scatter * (nr as u128 / 8)
+    let pack = k * n * if pr.csb == 1 { 2 } else { 8 };
+    let scatter = if pr.csc == 1 {
+        0
+    } else {
+        m * n * k.div_ceil(KC as u128) * 64
+    };
+    work + pack + scatter
 }
 
 /// `C = A·B` or `C += A·B` at `level`, split across the pool when `parallel`.
@@ -963,7 +1114,11 @@ pub(crate) unsafe fn run<T: GemmFloat>(level: Level, pr: Problem<T>, parallel: b
         return;
     }
     let ks = T::kernels(level);
-    let threads = if parallel { crate::runtime::num_threads() } else { 1 };
+    let threads = if parallel {
+        crate::runtime::num_threads()
+    } else {
+        1
+    };
     // matrix-vector products along a contiguous k
     let gemv = if pr.n == 1 && pr.csa == 1 {
         Some(pr)
@@ -984,19 +1139,23 @@ pub(crate) unsafe fn run<T: GemmFloat>(level: Level, pr: Problem<T>, parallel: b
     }
     // the orientation with less work: C, or Cᵀ = Bᵀ·Aᵀ (a thin n below a tile's width)
     let t = pr.transposed();
-    let pr = if cost(&t, ks.mr, ks.nr) < cost(&pr, ks.mr, ks.nr) { t } else { pr };
+    let pr = if cost(&t, ks.mr, ks.nr) < cost(&pr, ks.mr, ks.nr) {
+        t
+    } else {
+        pr
+    };
     // a fixed split: columns (whole panels) when there are enough, else rows
     let (panels, tiles) = (pr.n.div_ceil(ks.nr), pr.m.div_ceil(ks.mr));
     let f_cols = |pieces: usize| {
         move |i: usize| {
             let cols = part(i, pieces, panels, ks.nr, pr.n);
             // SAFETY: the caller's; each piece writes its own columns of C.
-            unsafe { (ks.block)(&pr, 0..pr.m, cols) }
+            unsafe { run_block(&ks, &pr, 0..pr.m, cols) }
         }
     };
     if threads <= 1 {
         // SAFETY: the caller's.
-        unsafe { (ks.block)(&pr, 0..pr.m, 0..pr.n) };
+        unsafe { run_block(&ks, &pr, 0..pr.m, 0..pr.n) };
     } else if panels >= threads || panels >= tiles {
         let pieces = threads.min(panels);
         for_each_piece(pieces, &f_cols(pieces));
@@ -1005,7 +1164,7 @@ pub(crate) unsafe fn run<T: GemmFloat>(level: Level, pr: Problem<T>, parallel: b
         let f = |i: usize| {
             let rows = part(i, pieces, tiles, ks.mr, pr.m);
             // SAFETY: the caller's; each piece writes its own rows of C.
-            unsafe { (ks.block)(&pr, rows, 0..pr.n) }
+            unsafe { run_block(&ks, &pr, rows, 0..pr.n) }
         };
         for_each_piece(pieces, &f);
     }

@@ -1,10 +1,9 @@
 //! Matrix multiply kernels for the CPU backend: `gemm` for floats, a blocked loop for integers.
 
+use super::gemm;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::storage::{Buffer, Element};
-use super::gemm;
-use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
 /// A read-only strided 2-D matrix view into a slice: element (i, j) is at `data[offset + i*row_stride + j*col_stride]`.
@@ -22,7 +21,7 @@ pub struct MatView<'a, T> {
 impl<T: Copy> MatView<'_, T> {
     /// Panics (caller bug) unless every element the view addresses lies inside `data`.
     /// Invariant: `ops::matmul` validates shapes and builds views from real layouts, so a
-    /// user can never reach this panic; it guards the `unsafe` faer views below.
+    /// user can never reach this panic; it guards the raw pointers the float GEMM reads.
     #[allow(clippy::panic)]
     fn check_bounds(&self, name: &str) {
         if self.rows == 0 || self.cols == 0 {
@@ -122,7 +121,13 @@ fn float_gemm<T: gemm::GemmFloat + GemmElem>(
     // slices), `out` holds m*n elements written row-major (distinct), initialised when
     // accumulating (the callers' contract), and borrowed mutably for the call; `level`
     // comes from `gemm::level()` or a test's list of the CPU's levels.
-    unsafe { gemm::run(level.min(crate::backend::cpu::vmath::detected()), pr, parallel) }
+    unsafe {
+        gemm::run(
+            level.min(crate::backend::cpu::vmath::detected()),
+            pr,
+            parallel,
+        )
+    }
 }
 
 impl GemmElem for i64 {
@@ -171,7 +176,7 @@ fn as_uninit<T>(out: &mut [T]) -> &mut [MaybeUninit<T>] {
 fn int_gemm(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel: bool) {
     const KB: usize = 128; // k-block: a KB x JB tile of b (256 KiB) stays in L2
     const JB: usize = 256; // j-block: one output row segment (2 KiB) stays in L1
-    const IB: usize = 32; // rows per rayon task
+    const IB: usize = 32; // rows per piece, at least
     let (k, n) = (a.cols, b.cols);
     // Rows of b must be contiguous for the vectorisable inner loop; pack if they are not.
     let packed: Vec<i64>;
@@ -203,9 +208,19 @@ fn int_gemm(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel:
         }
     };
     if parallel {
-        out.par_chunks_mut(IB.saturating_mul(n))
-            .enumerate()
-            .for_each(|(c, chunk)| block(c * IB, chunk));
+        // a fixed split of the rows (integer sums do not depend on it anyway)
+        let pieces = crate::runtime::num_threads().min(out.len().div_ceil(IB * n));
+        let (base, len) = (out.as_mut_ptr() as usize, out.len());
+        let rows = len / n;
+        gemm::for_each_piece(pieces, &|i| {
+            let (r0, r1) = (i * rows / pieces, (i + 1) * rows / pieces);
+            // SAFETY: piece i is rows [r0, r1) of `out`, disjoint from every other piece,
+            // and each piece runs once while `out` stays mutably borrowed.
+            let chunk = unsafe {
+                std::slice::from_raw_parts_mut((base as *mut i64).add(r0 * n), (r1 - r0) * n)
+            };
+            block(r0, chunk);
+        });
     } else {
         block(0, out);
     }
@@ -216,14 +231,13 @@ fn int_gemm(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel:
 /// Only `out[..rows_a*cols_b]` is written. Panics only on a caller bug: inner dimensions
 /// that differ, `out` too short, or a view addressing memory outside its slice (these
 /// O(1) checks are real asserts, not debug-only, because the float path builds raw
-/// faer views whose soundness depends on them).
+/// pointers whose soundness depends on them).
 ///
-/// `parallel` lets faer (or the integer loop) use the global rayon pool; problems with
-/// m*n*k below 2^23 always run sequentially (see [`splits`]). Results are deterministic run to run for
-/// the same inputs, `parallel` flag and rayon thread count. For f32/f64 the sequential
-/// and threaded paths (and different thread counts or CPUs, since faer picks its
-/// kernel by CPU features) may differ in the last bits because the summation order
-/// changes; i64 results are always identical.
+/// `parallel` lets the product use the pool; products of fewer than 2^20 multiply-adds
+/// always run on the calling thread (see [`splits`]). Float results are the same bits
+/// whatever the thread count and at both FMA levels (each element is one multiply-add
+/// chain along k: see `gemm`'s module docs for the exception, matrix-vector products,
+/// and the portable level); i64 results are always identical.
 pub fn gemm<T: GemmElem>(a: MatView<'_, T>, b: MatView<'_, T>, out: &mut [T], parallel: bool) {
     gemm_into(a, b, as_uninit(out), false, parallel);
 }
@@ -240,12 +254,12 @@ pub fn gemm_uninit<T: GemmElem>(
 }
 
 /// Whether an `m x k` by `k x n` product is large enough to split across threads: from
-/// 2^23 multiply-adds (a 203^3 cube). Measured on 2 cores, square f32: one thread takes
-/// 17 µs at 128^3 and 33 at 160^3, two take 17 and 41 (waking the second thread and
-/// faer's split cost more than they save); at 192^3 two begin to win (51 against 55),
-/// at 256^3 clearly (78 against 131).
+/// 2^20 multiply-adds (about 12 µs on one core at 170 GFLOP/s). The split is our own
+/// (`gemm::run`: the calling thread takes one piece, warm pool workers the others), so
+/// it costs about what the pool's hand-off costs (a few µs), not faer's rayon join
+/// (7.6 µs from outside the pool), which had kept this at 2^23.
 pub fn splits(m: usize, n: usize, k: usize) -> bool {
-    (m as u128) * (n as u128) * (k as u128) >= 1 << 23
+    (m as u128) * (n as u128) * (k as u128) >= 1 << 20
 }
 
 /// `out += a · b` (torch's addmm with beta = alpha = 1: the bias is in `out` already),
@@ -546,7 +560,11 @@ mod tests {
                 let want: Vec<u64> = (0..m * n)
                     .map(|e| {
                         let (i, j) = (e / n.max(1), e % n.max(1));
-                        let c0 = if accumulate { init[e] } else { <T as GemmElem>::ZERO };
+                        let c0 = if accumulate {
+                            init[e]
+                        } else {
+                            <T as GemmElem>::ZERO
+                        };
                         let c = (0..k).fold(c0, |c, p| T::step(a.at(i, p), b.at(p, j), c, fused));
                         c.bits()
                     })
@@ -557,15 +575,26 @@ mod tests {
                     let mut again = init.clone();
                     float_gemm(level, a, b, as_uninit(&mut again), accumulate, parallel);
                     let got: Vec<u64> = out.iter().map(|x| x.bits()).collect();
-                    let ctx = format!("case {case}: {m}x{k}x{n} layouts {la}{lb} acc {accumulate} {level:?} par {parallel}");
-                    assert_eq!(got, again.iter().map(|x| x.bits()).collect::<Vec<_>>(), "not deterministic: {ctx}");
+                    let ctx = format!(
+                        "case {case}: {m}x{k}x{n} layouts {la}{lb} acc {accumulate} {level:?} par {parallel}"
+                    );
+                    assert_eq!(
+                        got,
+                        again.iter().map(|x| x.bits()).collect::<Vec<_>>(),
+                        "not deterministic: {ctx}"
+                    );
                     if is_gemv(&a, &b) {
                         for (e, &o) in out.iter().enumerate() {
                             let (i, j) = (e / n, e % n);
                             let c0 = if accumulate { init[e].f() } else { 0.0 };
                             let terms = (0..k).map(|p| a.at(i, p).f() * b.at(p, j).f());
-                            let (exact, mag) = terms.fold((c0, c0.abs()), |(s, t), x| (s + x, t + x.abs()));
-                            assert!((o.f() - exact).abs() <= T::TOL * mag, "{ctx} ({i},{j}): {} vs {exact}", o.f());
+                            let (exact, mag) =
+                                terms.fold((c0, c0.abs()), |(s, t), x| (s + x, t + x.abs()));
+                            assert!(
+                                (o.f() - exact).abs() <= T::TOL * mag,
+                                "{ctx} ({i},{j}): {} vs {exact}",
+                                o.f()
+                            );
                         }
                         // the same bits serial and split, at every FMA level
                         if fused {
@@ -598,13 +627,21 @@ mod tests {
                     let (a, b) = (view(&ad, m, k, ap), view(&bd, k, n, bp));
                     let level = gemm::level();
                     let fused = level != crate::backend::cpu::vmath::Level::Baseline;
-                    let (mut s, mut p) = (vec![<T as GemmElem>::ZERO; m * n], vec![<T as GemmElem>::ZERO; m * n]);
+                    let (mut s, mut p) = (
+                        vec![<T as GemmElem>::ZERO; m * n],
+                        vec![<T as GemmElem>::ZERO; m * n],
+                    );
                     float_gemm(level, a, b, as_uninit(&mut s), false, false);
                     float_gemm(level, a, b, as_uninit(&mut p), false, true);
                     for (e, (x, y)) in s.iter().zip(&p).enumerate() {
                         let (i, j) = (e / n, e % n);
-                        let c = (0..k).fold(<T as GemmElem>::ZERO, |c, q| T::step(a.at(i, q), b.at(q, j), c, fused));
-                        assert!(x.bits() == c.bits() && y.bits() == c.bits(), "{m}x{k}x{n} {la}{lb} ({i},{j})");
+                        let c = (0..k).fold(<T as GemmElem>::ZERO, |c, q| {
+                            T::step(a.at(i, q), b.at(q, j), c, fused)
+                        });
+                        assert!(
+                            x.bits() == c.bits() && y.bits() == c.bits(),
+                            "{m}x{k}x{n} {la}{lb} ({i},{j})"
+                        );
                     }
                 }
             }
