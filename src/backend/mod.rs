@@ -239,8 +239,6 @@ backend_kernels! {
     fn bmm(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::matmul::bmm, on a;
     /// `c + A·B` (`c` laid out over the result); `None` for bool.
     fn addmm(c: &Buffer, lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Option<Buffer> => cpu::matmul::addmm, on a;
-    /// Whether a product this size is split across threads (the op runs it on the pool).
-    fn splits_product(m: usize, n: usize, k: usize) -> bool => cpu::matmul::splits;
 
     // ---- factories
     fn arange(start: f64, step: f64, n: usize, dtype: DType) -> Option<Buffer> => cpu::creation::arange;

@@ -3,7 +3,6 @@
 use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
-use crate::backend::Backend;
 use crate::dtype::{DType, ResultType, Scalar};
 use crate::ops::*;
 use crate::shape::{Shape, broadcast_shapes};
@@ -71,36 +70,13 @@ fn gemm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let mut shape: Shape = sa.layout.shape.clone();
     shape[nd - 1] = sb.layout.shape[nd - 1];
     super::creation::guard(&shape, sa.dtype)?;
-    let (m, k, n) = (
-        sa.layout.shape[nd - 2],
-        sa.layout.shape[nd - 1],
-        shape[nd - 1],
-    );
     let be = super::backend_for(&[&sa, &sb])?;
-    let buf = on_pool_if_split(be, m, n, k, || {
-        let (ra, rb) = (sa.storage.read(), sb.storage.read());
-        // (`same_dtype` lets bool through only for a product of nothing: all false)
-        be.bmm(&ra, &sa.layout, &rb, &sb.layout)
-    });
+    // (the kernel splits a large product across the pool itself, this thread included)
+    let (ra, rb) = (sa.storage.read(), sb.storage.read());
+    // (`same_dtype` lets bool through only for a product of nothing: all false)
+    let buf = be.bmm(&ra, &sa.layout, &rb, &sb.layout);
+    drop((ra, rb));
     Ok(new_tensor(buf, &shape))
-}
-
-/// Runs a GEMM's work in the pool when the product is large enough to be split (faer's
-/// threads are the pool's), else right here: handing a small product to the pool costs
-/// a wait for a worker to wake (10-20 µs), more than the product itself (a 256x256
-/// matrix-vector product takes 4).
-fn on_pool_if_split<R: Send>(
-    be: &dyn Backend,
-    m: usize,
-    n: usize,
-    k: usize,
-    f: impl FnOnce() -> R + Send,
-) -> R {
-    if crate::runtime::intra_op_parallel() && be.splits_product(m, n, k) {
-        crate::runtime::run(f)
-    } else {
-        f()
-    }
 }
 
 /// `torch.mm(a, b)` for 2-D tensors.
@@ -273,13 +249,13 @@ pub fn addmm(
 fn gemm_add_kernel(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sc, sa, sb) = (bias.snapshot(), a.snapshot(), b.snapshot());
     let shape: Shape = sc.layout.shape.clone();
-    let (m, k, n) = (sa.layout.shape[0], sa.layout.shape[1], sb.layout.shape[1]);
     let be = super::backend_for(&[&sc, &sa, &sb])?;
-    let buf = on_pool_if_split(be, m, n, k, || {
-        let (rc, ra, rb) = (sc.storage.read(), sa.storage.read(), sb.storage.read());
-        be.addmm(&rc, &sc.layout, &ra, &sa.layout, &rb, &sb.layout)
-            .ok_or_else(|| Error::Internal("addmm: bool reached the kernel".into()))
-    })?;
+    let (rc, ra, rb) = (sc.storage.read(), sa.storage.read(), sb.storage.read());
+    let buf = be
+        .addmm(&rc, &sc.layout, &ra, &sa.layout, &rb, &sb.layout)
+        .ok_or_else(|| Error::Internal("addmm: bool reached the kernel".into()));
+    drop((rc, ra, rb));
+    let buf = buf?;
     Ok(new_tensor(buf, &shape))
 }
 

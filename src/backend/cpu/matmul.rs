@@ -1,11 +1,9 @@
-//! Matrix multiply kernels for the CPU backend: faer for floats, a blocked loop for integers.
+//! Matrix multiply kernels for the CPU backend: `gemm` for floats, a blocked loop for integers.
 
+use super::gemm;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::storage::{Buffer, Element};
-use faer::linalg::matmul::matmul;
-use faer::{Accum, MatMut, MatRef, Par};
-use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
 /// A read-only strided 2-D matrix view into a slice: element (i, j) is at `data[offset + i*row_stride + j*col_stride]`.
@@ -23,7 +21,7 @@ pub struct MatView<'a, T> {
 impl<T: Copy> MatView<'_, T> {
     /// Panics (caller bug) unless every element the view addresses lies inside `data`.
     /// Invariant: `ops::matmul` validates shapes and builds views from real layouts, so a
-    /// user can never reach this panic; it guards the `unsafe` faer views below.
+    /// user can never reach this panic; it guards the raw pointers the float GEMM reads.
     #[allow(clippy::panic)]
     fn check_bounds(&self, name: &str) {
         if self.rows == 0 || self.cols == 0 {
@@ -62,28 +60,7 @@ pub trait GemmElem: Copy + Send + Sync + 'static {
     );
 }
 
-/// faer wants isize strides. A stride along a dimension of size 1 is never used to
-/// address memory, so it is normalised to 1 (keeps faer's contiguity fast paths and
-/// avoids a wrapping cast of an arbitrary unused stride). Any other stride `s` was
-/// bounds-checked: `s * (dim - 1) < data.len() <= isize::MAX`, so the cast is lossless.
-fn faer_stride(stride: usize, dim: usize) -> isize {
-    if dim <= 1 { 1 } else { stride as isize }
-}
-
-/// Safe wrapper building a faer view of a (non-empty) `MatView`.
-fn faer_ref<T: Copy>(v: MatView<'_, T>) -> MatRef<'_, T> {
-    v.check_bounds("faer");
-    let rs = faer_stride(v.row_stride, v.rows);
-    let cs = faer_stride(v.col_stride, v.cols);
-    // SAFETY: check_bounds passed and the view is non-empty (callers skip empty shapes),
-    // so `offset < data.len()`: the pointer stays inside `data`'s allocation, and every
-    // element addressed through the (normalised, losslessly cast) strides lies in `data`.
-    // The MatRef is read-only (zero strides are allowed for MatRef) and borrows `v.data`
-    // immutably for its lifetime, so nothing can write to the elements it reads.
-    unsafe { MatRef::from_raw_parts(v.data.as_ptr().add(v.offset), v.rows, v.cols, rs, cs) }
-}
-
-macro_rules! faer_elem {
+macro_rules! float_elem {
     ($t:ty) => {
         impl GemmElem for $t {
             const ZERO: Self = 0.0;
@@ -94,54 +71,63 @@ macro_rules! faer_elem {
                 accumulate: bool,
                 parallel: bool,
             ) {
-                let (m, n) = (a.rows, b.cols);
-                // SAFETY: `out` holds m*n elements (checked by `gemm_into`), row-major
-                // with row stride n. With `Accum::Replace` faer writes every element and
-                // reads none (its documented contract), so uninitialised memory is never
-                // read; with `Accum::Add` the caller guarantees `out` is initialised.
-                // Nothing else refers to `out` while the view lives.
-                let dst = unsafe {
-                    MatMut::from_raw_parts_mut(out.as_mut_ptr().cast::<$t>(), m, n, n as isize, 1)
-                };
-                let par = if parallel { Par::rayon(0) } else { Par::Seq };
-                let accum = if accumulate {
-                    Accum::Add
-                } else {
-                    Accum::Replace
-                };
-                matmul(dst, accum, faer_ref(a), faer_ref(b), 1.0, par);
-                clear_upper_vector_state(parallel);
+                float_gemm(gemm::level(), a, b, out, accumulate, parallel);
             }
         }
     };
 }
-faer_elem!(f32);
-faer_elem!(f64);
+float_elem!(f32);
+float_elem!(f64);
 
-/// faer's AVX/AVX-512 kernels leave the upper halves of the vector registers dirty on
-/// the threads that ran them (no `vzeroupper` on return). Until something clears them,
-/// every SSE instruction on those threads (our elementwise kernels, libm) pays an
-/// AVX-SSE transition penalty: measured 2-4x slower elementwise ops after any GEMM.
-/// Clears them on this thread, and on every pool thread after a parallel GEMM.
-fn clear_upper_vector_state(all_threads: bool) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if !std::arch::is_x86_feature_detected!("avx") {
-            return;
+/// The float GEMM of `gemm_kernel` at a given level (tests force each one).
+fn float_gemm<T: gemm::GemmFloat + GemmElem>(
+    level: crate::backend::cpu::vmath::Level,
+    a: MatView<'_, T>,
+    b: MatView<'_, T>,
+    out: &mut [MaybeUninit<T>],
+    accumulate: bool,
+    parallel: bool,
+) {
+    let (m, n) = (a.rows, b.cols);
+    a.check_bounds("a");
+    b.check_bounds("b");
+    // (`gemm_into` checked that `out` holds m*n)
+    let Some(out) = out.get_mut(..m * n) else {
+        return;
+    };
+    if out.is_empty() || a.cols == 0 {
+        if !accumulate {
+            init_zero(out);
         }
-        #[target_feature(enable = "avx")]
-        fn zeroupper() {
-            std::arch::x86_64::_mm256_zeroupper();
-        }
-        // SAFETY: the CPU supports AVX (checked above).
-        let clear = || unsafe { zeroupper() };
-        if all_threads && rayon::current_thread_index().is_some() {
-            rayon::broadcast(|_| clear());
-        }
-        clear();
+        return;
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = all_threads;
+    let pr = gemm::Problem {
+        m,
+        n,
+        k: a.cols,
+        // in bounds: check_bounds passed and the views are non-empty, so offset < len
+        a: a.data[a.offset..].as_ptr(),
+        rsa: a.row_stride,
+        csa: a.col_stride,
+        b: b.data[b.offset..].as_ptr(),
+        rsb: b.row_stride,
+        csb: b.col_stride,
+        c: out.as_mut_ptr().cast::<T>(),
+        rsc: n,
+        csc: 1,
+        accumulate,
+    };
+    // SAFETY: the views were bounds-checked (every element they address lies in their
+    // slices), `out` holds m*n elements written row-major (distinct), initialised when
+    // accumulating (the callers' contract), and borrowed mutably for the call; `level`
+    // comes from `gemm::level()` or a test's list of the CPU's levels.
+    unsafe {
+        gemm::run(
+            level.min(crate::backend::cpu::vmath::detected()),
+            pr,
+            parallel,
+        )
+    }
 }
 
 impl GemmElem for i64 {
@@ -190,7 +176,7 @@ fn as_uninit<T>(out: &mut [T]) -> &mut [MaybeUninit<T>] {
 fn int_gemm(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel: bool) {
     const KB: usize = 128; // k-block: a KB x JB tile of b (256 KiB) stays in L2
     const JB: usize = 256; // j-block: one output row segment (2 KiB) stays in L1
-    const IB: usize = 32; // rows per rayon task
+    const IB: usize = 32; // rows per piece, at least
     let (k, n) = (a.cols, b.cols);
     // Rows of b must be contiguous for the vectorisable inner loop; pack if they are not.
     let packed: Vec<i64>;
@@ -222,9 +208,19 @@ fn int_gemm(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel:
         }
     };
     if parallel {
-        out.par_chunks_mut(IB.saturating_mul(n))
-            .enumerate()
-            .for_each(|(c, chunk)| block(c * IB, chunk));
+        // a fixed split of the rows (integer sums do not depend on it anyway)
+        let pieces = crate::runtime::num_threads().min(out.len().div_ceil(IB * n));
+        let (base, len) = (out.as_mut_ptr() as usize, out.len());
+        let rows = len / n;
+        gemm::for_each_piece(pieces, &|i| {
+            let (r0, r1) = (i * rows / pieces, (i + 1) * rows / pieces);
+            // SAFETY: piece i is rows [r0, r1) of `out`, disjoint from every other piece,
+            // and each piece runs once while `out` stays mutably borrowed.
+            let chunk = unsafe {
+                std::slice::from_raw_parts_mut((base as *mut i64).add(r0 * n), (r1 - r0) * n)
+            };
+            block(r0, chunk);
+        });
     } else {
         block(0, out);
     }
@@ -235,14 +231,13 @@ fn int_gemm(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel:
 /// Only `out[..rows_a*cols_b]` is written. Panics only on a caller bug: inner dimensions
 /// that differ, `out` too short, or a view addressing memory outside its slice (these
 /// O(1) checks are real asserts, not debug-only, because the float path builds raw
-/// faer views whose soundness depends on them).
+/// pointers whose soundness depends on them).
 ///
-/// `parallel` lets faer (or the integer loop) use the global rayon pool; problems with
-/// m*n*k below 2^23 always run sequentially (see [`splits`]). Results are deterministic run to run for
-/// the same inputs, `parallel` flag and rayon thread count. For f32/f64 the sequential
-/// and threaded paths (and different thread counts or CPUs, since faer picks its
-/// kernel by CPU features) may differ in the last bits because the summation order
-/// changes; i64 results are always identical.
+/// `parallel` lets the product use the pool; products of fewer than 2^20 multiply-adds
+/// always run on the calling thread (see [`splits`]). Float results are the same bits
+/// whatever the thread count and at both FMA levels (each element is one multiply-add
+/// chain along k: see `gemm`'s module docs for the exception, matrix-vector products,
+/// and the portable level); i64 results are always identical.
 pub fn gemm<T: GemmElem>(a: MatView<'_, T>, b: MatView<'_, T>, out: &mut [T], parallel: bool) {
     gemm_into(a, b, as_uninit(out), false, parallel);
 }
@@ -259,12 +254,12 @@ pub fn gemm_uninit<T: GemmElem>(
 }
 
 /// Whether an `m x k` by `k x n` product is large enough to split across threads: from
-/// 2^23 multiply-adds (a 203^3 cube). Measured on 2 cores, square f32: one thread takes
-/// 17 µs at 128^3 and 33 at 160^3, two take 17 and 41 (waking the second thread and
-/// faer's split cost more than they save); at 192^3 two begin to win (51 against 55),
-/// at 256^3 clearly (78 against 131).
+/// 2^20 multiply-adds (about 12 µs on one core at 170 GFLOP/s). The split is our own
+/// (`gemm::run`: the calling thread takes one piece, warm pool workers the others), so
+/// it costs about what the pool's hand-off costs (a few µs), not faer's rayon join
+/// (7.6 µs from outside the pool), which had kept this at 2^23.
 pub fn splits(m: usize, n: usize, k: usize) -> bool {
-    (m as u128) * (n as u128) * (k as u128) >= 1 << 23
+    (m as u128) * (n as u128) * (k as u128) >= 1 << 20
 }
 
 /// `out += a · b` (torch's addmm with beta = alpha = 1: the bias is in `out` already),
@@ -497,6 +492,162 @@ mod tests {
         check_all::<f32>();
         check_all::<f64>();
         check_all::<i64>();
+    }
+
+    /// The float GEMM's exact contract: every element of C is one chain of
+    /// multiply-adds along k (fused at the FMA levels, a multiply then an add at the
+    /// portable one), from zero or C's old value.
+    trait Chain: TestElem + gemm::GemmFloat {
+        fn step(a: Self, b: Self, c: Self, fused: bool) -> Self;
+        fn bits(self) -> u64;
+    }
+    impl Chain for f32 {
+        fn step(a: f32, b: f32, c: f32, fused: bool) -> f32 {
+            if fused { a.mul_add(b, c) } else { a * b + c }
+        }
+        fn bits(self) -> u64 {
+            u64::from(self.to_bits())
+        }
+    }
+    impl Chain for f64 {
+        fn step(a: f64, b: f64, c: f64, fused: bool) -> f64 {
+            if fused { a.mul_add(b, c) } else { a * b + c }
+        }
+        fn bits(self) -> u64 {
+            self.to_bits()
+        }
+    }
+
+    /// Sizes the tests take m, n and k from.
+    const SIZES: [usize; 14] = [0, 1, 2, 3, 7, 15, 16, 17, 31, 33, 64, 127, 129, 300];
+
+    /// Whether this product goes through the matrix-vector path, whose sums are
+    /// reassociated (only checked against the tolerance).
+    fn is_gemv<T>(a: &MatView<'_, T>, b: &MatView<'_, T>) -> bool {
+        (b.cols == 1 && a.col_stride == 1) || (a.rows == 1 && b.row_stride == 1)
+    }
+
+    fn check_levels<T: Chain>() {
+        use crate::backend::cpu::vmath::{Level, supported};
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        // every size for each dimension once with the others random, then random triples
+        let mut shapes = vec![];
+        for (d, &s) in (0..3).flat_map(|d| SIZES.iter().map(move |s| (d, s))) {
+            let mut t = [0; 3].map(|_| SIZES[next() as usize % SIZES.len()]);
+            t[d] = s;
+            shapes.push(t);
+        }
+        for _ in 0..60 {
+            shapes.push([0; 3].map(|_| SIZES[next() as usize % SIZES.len()]));
+        }
+        shapes.extend([[1, 300, 129], [129, 300, 1], [300, 1, 300], [10, 129, 300]]);
+        for (case, &[m, k, n]) in shapes.iter().enumerate() {
+            let (la, lb) = ((next() % 4) as u8, (next() % 4) as u8);
+            let accumulate = next() % 2 == 0;
+            let ((ad, ap), (bd, bp)) = (build::<T>(m, k, la, 1), build::<T>(k, n, lb, 2));
+            let (a, b) = (view(&ad, m, k, ap), view(&bd, k, n, bp));
+            let init: Vec<T> = (0..m * n).map(|i| T::sample(7 + i as u64)).collect();
+            let mut first: Option<Vec<u64>> = None;
+            for &level in &supported() {
+                let fused = level != Level::Baseline;
+                // the exact chain at this level
+                let want: Vec<u64> = (0..m * n)
+                    .map(|e| {
+                        let (i, j) = (e / n.max(1), e % n.max(1));
+                        let c0 = if accumulate {
+                            init[e]
+                        } else {
+                            <T as GemmElem>::ZERO
+                        };
+                        let c = (0..k).fold(c0, |c, p| T::step(a.at(i, p), b.at(p, j), c, fused));
+                        c.bits()
+                    })
+                    .collect();
+                for parallel in [false, true] {
+                    let mut out = init.clone();
+                    float_gemm(level, a, b, as_uninit(&mut out), accumulate, parallel);
+                    let mut again = init.clone();
+                    float_gemm(level, a, b, as_uninit(&mut again), accumulate, parallel);
+                    let got: Vec<u64> = out.iter().map(|x| x.bits()).collect();
+                    let ctx = format!(
+                        "case {case}: {m}x{k}x{n} layouts {la}{lb} acc {accumulate} {level:?} par {parallel}"
+                    );
+                    assert_eq!(
+                        got,
+                        again.iter().map(|x| x.bits()).collect::<Vec<_>>(),
+                        "not deterministic: {ctx}"
+                    );
+                    if is_gemv(&a, &b) {
+                        for (e, &o) in out.iter().enumerate() {
+                            let (i, j) = (e / n, e % n);
+                            let c0 = if accumulate { init[e].f() } else { 0.0 };
+                            let terms = (0..k).map(|p| a.at(i, p).f() * b.at(p, j).f());
+                            let (exact, mag) =
+                                terms.fold((c0, c0.abs()), |(s, t), x| (s + x, t + x.abs()));
+                            assert!(
+                                (o.f() - exact).abs() <= T::TOL * mag,
+                                "{ctx} ({i},{j}): {} vs {exact}",
+                                o.f()
+                            );
+                        }
+                        // the same bits serial and split, at every FMA level
+                        if fused {
+                            match &first {
+                                None => first = Some(got),
+                                Some(f) => assert_eq!(f, &got, "levels differ: {ctx}"),
+                            }
+                        }
+                    } else {
+                        assert!(got == want, "not the exact chain: {ctx}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn float_gemm_is_the_exact_chain_at_every_level_and_split() {
+        check_levels::<f32>();
+        check_levels::<f64>();
+    }
+
+    #[test]
+    fn float_gemm_at_splitting_sizes_matches_the_chain() {
+        // products above the split threshold, every layout pair, both element types
+        fn go<T: Chain>() {
+            for (m, k, n) in [(256, 300, 257), (131, 200, 600), (600, 70, 9), (9, 64, 700)] {
+                for (la, lb) in [(0, 0), (0, 1), (1, 0), (1, 1), (3, 3)] {
+                    let ((ad, ap), (bd, bp)) = (build::<T>(m, k, la, 3), build::<T>(k, n, lb, 4));
+                    let (a, b) = (view(&ad, m, k, ap), view(&bd, k, n, bp));
+                    let level = gemm::level();
+                    let fused = level != crate::backend::cpu::vmath::Level::Baseline;
+                    let (mut s, mut p) = (
+                        vec![<T as GemmElem>::ZERO; m * n],
+                        vec![<T as GemmElem>::ZERO; m * n],
+                    );
+                    float_gemm(level, a, b, as_uninit(&mut s), false, false);
+                    float_gemm(level, a, b, as_uninit(&mut p), false, true);
+                    for (e, (x, y)) in s.iter().zip(&p).enumerate() {
+                        let (i, j) = (e / n, e % n);
+                        let c = (0..k).fold(<T as GemmElem>::ZERO, |c, q| {
+                            T::step(a.at(i, q), b.at(q, j), c, fused)
+                        });
+                        assert!(
+                            x.bits() == c.bits() && y.bits() == c.bits(),
+                            "{m}x{k}x{n} {la}{lb} ({i},{j})"
+                        );
+                    }
+                }
+            }
+        }
+        go::<f32>();
+        go::<f64>();
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The CPU backend: strided walks, elementwise maps (`elementwise`, the op tables'
 //! `unary` and `binary`, the gamma family in `special`, float32 transcendentals in
-//! `vmath`), reductions, index kernels, GEMM (`matmul`, faer), factories (`creation`),
+//! `vmath`), reductions, index kernels, GEMM (`matmul`; the float kernels in `gemm`), factories (`creation`),
 //! nll's target pass (`nn`), random draws (`random`, torch's generator) and topk's tie
 //! order (`topk`). `Cpu` implements `backend::Backend` with these functions.
 
@@ -10,6 +10,7 @@ pub struct Cpu;
 pub mod binary;
 pub mod creation;
 pub mod elementwise;
+pub mod gemm;
 pub mod index;
 pub mod matmul;
 pub mod nn;
