@@ -1,7 +1,39 @@
-//! Factory kernels: ranges and eye (zeros and full are `Buffer::zeros` / `Buffer::full`).
+//! Factory kernels: full and fill (split across the pool when large), ranges and eye
+//! (zeros is `Buffer::zeros`: calloc, whose fresh pages need no pass of ours).
 
-use crate::dtype::DType;
+use crate::dtype::{DType, Scalar};
+use crate::layout::Layout;
 use crate::storage::{Buffer, Element};
+
+/// `v` as one element of `dtype` (`Buffer::full`'s conversion: an integer stays exact
+/// beyond 2**53).
+fn element_of<T: Element>(v: Scalar) -> T {
+    let one = Buffer::full(T::DTYPE, 1, v);
+    T::slice(&one).first().copied().unwrap_or_default()
+}
+
+/// `n` copies of `v` in `dtype`, written in parallel chunks for large `n`.
+pub fn full(dtype: DType, n: usize, v: Scalar) -> Buffer {
+    crate::with_dtype!(dtype, T => {
+        let x: T = element_of(v);
+        T::into_buffer(super::elementwise::fill_chunks(n, |_, chunk| {
+            for o in chunk {
+                o.write(x);
+            }
+        }))
+    })
+}
+
+/// `fill_`: `v` written into every element of `ld` in `dst` (a dense destination in
+/// parallel rows; one that writes an element twice, an expanded view, in row-major
+/// order: `strided::copy_layout` from a broadcast source).
+pub fn fill(dst: &mut Buffer, ld: &Layout, v: Scalar) {
+    crate::with_dtype!(dst.dtype(), T => {
+        let x: [T; 1] = [element_of(v)];
+        let src = Layout { shape: ld.shape.clone(), strides: smallvec::smallvec![0; ld.ndim()], offset: 0 };
+        super::strided::copy_layout(T::slice_mut(dst), ld, &x, &src);
+    })
+}
 
 /// arange's `n` values `start + i·step`, computed in double and cast to `dtype`; `None`
 /// for bool (torch has no kernel).
