@@ -58,21 +58,26 @@ macro_rules! float_num {
             fn abs(self) -> Self {
                 self.abs()
             }
-            // torch.maximum/minimum propagate NaN
+            // torch.maximum/minimum propagate NaN. Written as selects, with no
+            // short-circuit, so that the loops vectorise (branches on random data took
+            // 2.4 ns an element); of two equal values (0.0 and -0.0) the second, as
+            // torch's vectorised kernel (`_mm256_max_ps`) gives.
             #[inline(always)]
             fn max_nan(self, o: Self) -> Self {
-                if self.is_nan() || o.is_nan() {
+                let m = if self > o { self } else { o };
+                if self.is_nan() | o.is_nan() {
                     Self::NAN
                 } else {
-                    self.max(o)
+                    m
                 }
             }
             #[inline(always)]
             fn min_nan(self, o: Self) -> Self {
-                if self.is_nan() || o.is_nan() {
+                let m = if self < o { self } else { o };
+                if self.is_nan() | o.is_nan() {
                     Self::NAN
                 } else {
-                    self.min(o)
+                    m
                 }
             }
             #[inline(always)]
@@ -432,8 +437,8 @@ pub fn binary_scalar(
     })
 }
 
-/// Float arithmetic with the op fixed outside the loop (one instantiation per common op,
-/// so the loops vectorise).
+/// Arithmetic with the op fixed outside the loop (one instantiation per common op, so
+/// the loops vectorise): floats and int64.
 pub(super) fn float_zip<T: Num>(
     op: BinaryOp,
     a: &[T],
@@ -588,12 +593,34 @@ fn scalar_in_place<T: Num>(op: BinaryOp, d: &mut [T], s: T) {
     }
 }
 
+/// A comparison with the op fixed outside the loop (one instantiation per op: the op
+/// matched per element kept the loop from vectorising, 1.5-3 ns an element).
+fn compare_zip<T: Element>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Vec<bool> {
+    match op {
+        BinaryOp::Eq => zip(a, la, b, lb, |x: T, y: T| x == y),
+        BinaryOp::Ne => zip(a, la, b, lb, |x: T, y: T| x != y),
+        BinaryOp::Lt => zip(a, la, b, lb, |x: T, y: T| x < y),
+        BinaryOp::Le => zip(a, la, b, lb, |x: T, y: T| x <= y),
+        BinaryOp::Gt => zip(a, la, b, lb, |x: T, y: T| x > y),
+        BinaryOp::Ge => zip(a, la, b, lb, |x: T, y: T| x >= y),
+        _ => zip(a, la, b, lb, |x: T, y: T| compare(op, x, y)),
+    }
+}
+
 pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer {
     if op.is_comparison() {
-        return with_dtype!(a.dtype(), T => Buffer::Bool(zip(T::slice(a), la, T::slice(b), lb, |x: T, y: T| compare(op, x, y))));
+        return with_dtype!(a.dtype(), T => Buffer::Bool(compare_zip(op, T::slice(a), la, T::slice(b), lb)));
     }
     if op.is_logical() {
         let and = op == BinaryOp::LogicalAnd;
+        if let (Buffer::Bool(x), Buffer::Bool(y)) = (a, b) {
+            // (bools directly, without the short circuit: the loops vectorise)
+            return Buffer::Bool(if and {
+                zip(x, la, y, lb, |p: bool, q: bool| p & q)
+            } else {
+                zip(x, la, y, lb, |p: bool, q: bool| p | q)
+            });
+        }
         return with_dtype!(a.dtype(), T => Buffer::Bool(zip(T::slice(a), la, T::slice(b), lb, move |x: T, y: T| {
             let (x, y) = (x.to_f64() != 0.0, y.to_f64() != 0.0);
             if and { x && y } else { x || y }
@@ -633,9 +660,8 @@ pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) ->
     match a.dtype() {
         DType::F32 => Buffer::F32(float_zip(op, f32::slice(a), la, f32::slice(b), lb)),
         DType::F64 => Buffer::F64(float_zip(op, f64::slice(a), la, f64::slice(b), lb)),
-        DType::I64 => Buffer::I64(zip(i64::slice(a), la, i64::slice(b), lb, |x, y| {
-            arith(op, x, y)
-        })),
+        // (the op fixed outside the loop, as for floats: add, sub, mul vectorise)
+        DType::I64 => Buffer::I64(float_zip(op, i64::slice(a), la, i64::slice(b), lb)),
         // bool arithmetic: add is or, mul is and, max/min likewise (torch semantics)
         DType::Bool => Buffer::Bool(zip(
             bool::slice(a),
@@ -941,6 +967,61 @@ mod tests {
             let want: Vec<i64> = xf.iter().map(|&x| float_to_i64(f64::from(x))).collect();
             assert_eq!(got, want, "{level:?}");
         }
+    }
+
+    #[test]
+    fn branch_free_trunc_is_libms_and_extrema_propagate_nan() {
+        use super::super::unary::Float;
+        let mut xs: Vec<f64> = vec![
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            0.49999999999999994,
+            1.0,
+            -1.0,
+            1.5,
+            -2.5,
+            2.5,
+            4503599627370495.5,
+            -4503599627370495.5,
+            4503599627370496.0,
+            9007199254740993.0,
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::MIN_POSITIVE,
+            -f64::MIN_POSITIVE,
+            8388607.5,
+            -8388607.5,
+            8388608.0,
+            16777215.0,
+            1e-40,
+        ];
+        xs.extend((0..20000).map(|i| (i as f64 - 10000.0) * 0.0137));
+        for &x in &xs {
+            let (t, f) = (Float::trunc(x), Float::frac(x));
+            assert!(
+                t.to_bits() == x.trunc().to_bits() || (t.is_nan() && x.is_nan()),
+                "{x}"
+            );
+            assert!(
+                f.to_bits() == (x - x.trunc()).to_bits() || f.is_nan(),
+                "{x}"
+            );
+            let y = x as f32;
+            let t = Float::trunc(y);
+            assert!(
+                t.to_bits() == y.trunc().to_bits() || (t.is_nan() && y.is_nan()),
+                "{y}"
+            );
+        }
+        assert!(Num::max_nan(f32::NAN, 1.0).is_nan() && Num::min_nan(1.0, f32::NAN).is_nan());
+        assert_eq!(
+            (Num::max_nan(1.0f64, 2.0), Num::min_nan(1.0f64, 2.0)),
+            (2.0, 1.0)
+        );
     }
 
     #[test]
