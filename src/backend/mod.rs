@@ -239,7 +239,7 @@ backend_kernels! {
     fn arange(start: f64, step: f64, n: usize, dtype: DType) -> Option<Buffer> => cpu::creation::arange;
     fn linspace(start: f64, end: f64, n: usize, dtype: DType) -> Buffer => cpu::creation::linspace;
     fn eye(n: usize, m: usize, dtype: DType) -> Buffer => cpu::creation::eye;
-    fn zeros(dtype: DType, n: usize) -> Buffer => Buffer::zeros;
+    fn zeros(dtype: DType, n: usize) -> Buffer => cpu::creation::zeros;
     /// `n` copies of `v` (an integer stays exact beyond 2**53).
     fn full(dtype: DType, n: usize, v: crate::dtype::Scalar) -> Buffer => cpu::creation::full;
 }

@@ -120,9 +120,19 @@ pub fn gather(
             // index, in parallel chunks of the output
             let (cols, kc, off) = (layout.shape[last], index_shape[last], layout.offset);
             return T::into_buffer(super::elementwise::fill_chunks(index.len(), |start, out| {
-                for (j, o) in out.iter_mut().enumerate() {
-                    let k = start + j;
-                    o.write(data[off + (k / kc) * cols + index[k] as usize]);
+                // a row's piece at a time: the row's slice bounds each read
+                let mut k = start;
+                let mut rest = out;
+                while !rest.is_empty() {
+                    let r = k / kc;
+                    let len = (kc - k % kc).min(rest.len());
+                    let row = &data[off + r * cols..off + (r + 1) * cols];
+                    let (head, tail) = rest.split_at_mut(len);
+                    for (o, &j) in head.iter_mut().zip(&index[k..k + len]) {
+                        o.write(row[j as usize]);
+                    }
+                    rest = tail;
+                    k += len;
                 }
             }));
         }
