@@ -67,6 +67,32 @@ impl Mt19937 {
         s[MERSENNE_STATE_N - 1] = s[MERSENNE_STATE_M - 1] ^ mix(s[MERSENNE_STATE_N - 1], s[0]);
     }
 
+    /// `out.len()` draws of [`Mt19937::next_u32`], in order, leaving the same state: the
+    /// draws between two regenerations of the state are one tempering loop over the
+    /// state words (vectorised), instead of a call, a counter check and a modulo each.
+    pub fn fill_u32(&mut self, out: &mut [u32]) {
+        let mut i = 0;
+        while i < out.len() {
+            let next = self.next as usize;
+            if self.left <= 1 || next >= MERSENNE_STATE_N {
+                // this draw regenerates the state (or a loaded state's odd position)
+                out[i] = self.next_u32();
+                i += 1;
+                continue;
+            }
+            // draws that leave `left` at 1 or more do not regenerate
+            let k = ((self.left - 1) as usize)
+                .min(out.len() - i)
+                .min(MERSENNE_STATE_N - next);
+            for (o, &y) in out[i..i + k].iter_mut().zip(&self.state[next..next + k]) {
+                *o = temper(y);
+            }
+            self.left -= k as i32;
+            self.next += k as u32;
+            i += k;
+        }
+    }
+
     /// The next 32 random bits.
     pub fn next_u32(&mut self) -> u32 {
         self.left -= 1;
@@ -74,13 +100,19 @@ impl Mt19937 {
             self.next_state();
         }
         // `next` < 624 after next_state; a loaded state is validated in `set_state`.
-        let mut y = self.state[self.next as usize % MERSENNE_STATE_N];
+        let y = self.state[self.next as usize % MERSENNE_STATE_N];
         self.next += 1;
-        y ^= y >> 11;
-        y ^= (y << 7) & 0x9d2c_5680;
-        y ^= (y << 15) & 0xefc6_0000;
-        y ^ (y >> 18)
+        temper(y)
     }
+}
+
+/// mt19937's tempering of one state word.
+#[inline(always)]
+fn temper(mut y: u32) -> u32 {
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c_5680;
+    y ^= (y << 15) & 0xefc6_0000;
+    y ^ (y >> 18)
 }
 
 /// The state behind one `Generator`: the engine and the cached second Box-Muller samples
@@ -117,6 +149,11 @@ impl GeneratorState {
     #[inline]
     pub fn random(&mut self) -> u32 {
         self.engine.next_u32()
+    }
+    /// `out.len()` calls of [`GeneratorState::random`], in bulk.
+    #[inline]
+    pub fn fill_random(&mut self, out: &mut [u32]) {
+        self.engine.fill_u32(out);
     }
     /// `CPUGeneratorImpl::random64()`: the first draw is the high half.
     #[inline]
@@ -316,9 +353,66 @@ pub fn or_default(g: Option<&Generator>) -> &Generator {
 }
 
 // ---- normal_fill: the vectorised Box-Muller of ATen's normal kernel ----------------------
+//
+// ATen's `normal_fill` draws all the uniforms first, then transforms them in blocks of 16
+// (the first 8 values pair with the next 8); a length that is not a multiple of 16 then
+// redraws the last 16 values and transforms them again. The draws are one sequential
+// stream; the blocks are independent, so the CPU backend transforms them in parallel
+// (and float32's with an AVX2 kernel of the same operations): `normal_fill_draws_*`
+// below draw, `normal_block_*` transform one block, `normal_fill_*` do all of it on one
+// thread (the reference).
 
-/// `normal_fill_16` for doubles (the scalar loop of DistributionTemplates.h).
-fn normal_fill_16_f64(d: &mut [f64], mean: f64, std: f64) {
+/// `d.len()` draws of `uniform01_f32`, in order.
+pub fn fill_uniform01_f32(g: &mut GeneratorState, d: &mut [f32]) {
+    let mut buf = [0u32; 1024];
+    for c in d.chunks_mut(buf.len()) {
+        let b = &mut buf[..c.len()];
+        g.fill_random(b);
+        for (o, &u) in c.iter_mut().zip(b.iter()) {
+            *o = (u & ((1 << 24) - 1)) as f32 * (1.0 / (1u32 << 24) as f32);
+        }
+    }
+}
+
+/// `d.len()` draws of `uniform01_f64` (two 32-bit draws each, the first the high half),
+/// in order.
+pub fn fill_uniform01_f64(g: &mut GeneratorState, d: &mut [f64]) {
+    let mut buf = [0u32; 2048];
+    for c in d.chunks_mut(buf.len() / 2) {
+        let b = &mut buf[..2 * c.len()];
+        g.fill_random(b);
+        for (o, p) in c.iter_mut().zip(b.chunks_exact(2)) {
+            let v = (u64::from(p[0]) << 32) | u64::from(p[1]);
+            *o = (v & ((1u64 << 53) - 1)) as f64 * (1.0 / (1u64 << 53) as f64);
+        }
+    }
+}
+
+/// normal_fill's draws for `d` (`d.len() >= 16`): its uniforms, and the tail's 16
+/// redrawn ones when the length is not a multiple of 16 (to be written over the last 16
+/// values once the blocks are transformed).
+pub fn normal_fill_draws_f32(g: &mut GeneratorState, d: &mut [f32]) -> Option<[f32; 16]> {
+    fill_uniform01_f32(g, d);
+    (!d.len().is_multiple_of(16)).then(|| {
+        let mut t = [0f32; 16];
+        fill_uniform01_f32(g, &mut t);
+        t
+    })
+}
+
+/// [`normal_fill_draws_f32`] for doubles.
+pub fn normal_fill_draws_f64(g: &mut GeneratorState, d: &mut [f64]) -> Option<[f64; 16]> {
+    fill_uniform01_f64(g, d);
+    (!d.len().is_multiple_of(16)).then(|| {
+        let mut t = [0f64; 16];
+        fill_uniform01_f64(g, &mut t);
+        t
+    })
+}
+
+/// `normal_fill_16` for doubles (the scalar loop of DistributionTemplates.h): one block
+/// of 16 uniforms made normal.
+pub fn normal_block_f64(d: &mut [f64], mean: f64, std: f64) {
     for j in 0..8 {
         let u1 = 1.0 - d[j];
         let u2 = d[j + 8];
@@ -329,49 +423,39 @@ fn normal_fill_16_f64(d: &mut [f64], mean: f64, std: f64) {
     }
 }
 
-/// `normal_fill`: all uniforms first, then Box-Muller in blocks of 16 (the first 8 values
-/// pair with the next 8); a tail that is not a multiple of 16 redraws the last 16 values.
-/// Callers guarantee `d.len() >= 16`.
+/// `normal_fill`, all on this thread (callers guarantee `d.len() >= 16`).
 pub fn normal_fill_f64(g: &mut GeneratorState, d: &mut [f64], mean: f64, std: f64) {
-    let n = d.len();
-    for v in d.iter_mut() {
-        *v = g.uniform01_f64();
-    }
+    let tail = normal_fill_draws_f64(g, d);
     for c in d.chunks_exact_mut(16) {
-        normal_fill_16_f64(c, mean, std);
+        normal_block_f64(c, mean, std);
     }
-    if !n.is_multiple_of(16) {
-        let tail = &mut d[n - 16..];
-        for v in tail.iter_mut() {
-            *v = g.uniform01_f64();
-        }
-        normal_fill_16_f64(tail, mean, std);
+    if let Some(t) = tail {
+        let n = d.len();
+        d[n - 16..].copy_from_slice(&t);
+        normal_block_f64(&mut d[n - 16..], mean, std);
     }
 }
 
 /// `normal_fill_AVX2`, which torch 2.15 runs for float32 on x86 CPUs with AVX2 (the normal
-/// kernel is not built for AVX-512, so AVX-512 machines run this one too). Its log and
-/// sincos are Cephes polynomials (avx_mathfun.h), reproduced lane by lane below.
+/// kernel is not built for AVX-512, so AVX-512 machines run this one too), all on this
+/// thread and one lane at a time (the reference of the CPU backend's AVX2 kernel). Its
+/// log and sincos are Cephes polynomials (avx_mathfun.h), reproduced lane by lane below.
 pub fn normal_fill_f32(g: &mut GeneratorState, d: &mut [f32], mean: f32, std: f32) {
-    let n = d.len();
-    for v in d.iter_mut() {
-        *v = g.uniform01_f32();
-    }
+    let tail = normal_fill_draws_f32(g, d);
     for c in d.chunks_exact_mut(16) {
-        normal_fill_16_f32_dispatch(c, mean, std);
+        normal_block_f32(c, mean, std);
     }
-    if !n.is_multiple_of(16) {
-        let tail = &mut d[n - 16..];
-        for v in tail.iter_mut() {
-            *v = g.uniform01_f32();
-        }
-        normal_fill_16_f32_dispatch(tail, mean, std);
+    if let Some(t) = tail {
+        let n = d.len();
+        d[n - 16..].copy_from_slice(&t);
+        normal_block_f32(&mut d[n - 16..], mean, std);
     }
 }
 
-/// `mul_add` is exactly rounded either way; without the FMA instruction it is a libm call
-/// per use (about 3x slower here), so a block runs in an FMA build where the CPU has it.
-fn normal_fill_16_f32_dispatch(d: &mut [f32], mean: f32, std: f32) {
+/// One block of [`normal_fill_f32`], one lane at a time. `mul_add` is exactly rounded
+/// either way; without the FMA instruction it is a libm call per use (about 3x slower
+/// here), so a block runs in an FMA build where the CPU has it.
+pub fn normal_block_f32(d: &mut [f32], mean: f32, std: f32) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: the CPU supports FMA (checked just above).
@@ -400,12 +484,10 @@ fn normal_fill_16_f32(d: &mut [f32], mean: f32, std: f32) {
     }
 }
 
-/// `log256_ps` of avx_mathfun.h for one lane, with GCC's contractions (see module docs).
-#[inline(always)]
-#[allow(clippy::excessive_precision, clippy::approx_constant)] // the constants as avx_mathfun.h spells them
-fn cephes_logf(x: f32) -> f32 {
-    // The constants as avx_mathfun.h writes them: double literals rounded to float.
-    const P: [f64; 9] = [
+/// avx_mathfun.h's constants, as it writes them: double literals rounded to float.
+#[allow(clippy::excessive_precision, clippy::approx_constant)]
+pub(crate) mod cephes {
+    pub const LOG_P: [f64; 9] = [
         7.0376836292E-2,
         -1.1514610310E-1,
         1.1676998740E-1,
@@ -416,9 +498,32 @@ fn cephes_logf(x: f32) -> f32 {
         -2.4999993993E-1,
         3.3333331174E-1,
     ];
-    const Q1: f32 = -2.12194440e-4_f64 as f32;
-    const Q2: f32 = 0.693359375;
-    const SQRTHF: f32 = 0.707106781186547524_f64 as f32;
+    pub const LOG_Q1: f32 = -2.12194440e-4_f64 as f32;
+    pub const LOG_Q2: f32 = 0.693359375;
+    pub const SQRTHF: f32 = 0.707106781186547524_f64 as f32;
+    pub const DP: [f32; 3] = [
+        -0.78515625,
+        -2.4187564849853515625e-4_f64 as f32,
+        -3.77489497744594108e-8_f64 as f32,
+    ];
+    pub const SIN: [f32; 3] = [
+        -1.9515295891E-4_f64 as f32,
+        8.3321608736E-3_f64 as f32,
+        -1.6666654611E-1_f64 as f32,
+    ];
+    pub const COS: [f32; 3] = [
+        2.443315711809948E-005_f64 as f32,
+        -1.388731625493765E-003_f64 as f32,
+        4.166664568298827E-002_f64 as f32,
+    ];
+    pub const FOPI: f32 = 1.27323954473516_f64 as f32;
+}
+
+/// `log256_ps` of avx_mathfun.h for one lane, with GCC's contractions (see module docs).
+#[inline(always)]
+#[allow(clippy::excessive_precision, clippy::approx_constant)] // the constants as avx_mathfun.h spells them
+fn cephes_logf(x: f32) -> f32 {
+    use cephes::{LOG_P as P, LOG_Q1 as Q1, LOG_Q2 as Q2, SQRTHF};
     let invalid = x <= 0.0 || x.is_nan();
     let x = x.max(f32::MIN_POSITIVE);
     let bits = x.to_bits();
@@ -447,22 +552,7 @@ fn cephes_logf(x: f32) -> f32 {
 #[inline(always)]
 #[allow(clippy::excessive_precision)] // the constants as avx_mathfun.h spells them
 fn cephes_sincosf(x: f32) -> (f32, f32) {
-    const DP: [f32; 3] = [
-        -0.78515625,
-        -2.4187564849853515625e-4_f64 as f32,
-        -3.77489497744594108e-8_f64 as f32,
-    ];
-    const SIN: [f32; 3] = [
-        -1.9515295891E-4_f64 as f32,
-        8.3321608736E-3_f64 as f32,
-        -1.6666654611E-1_f64 as f32,
-    ];
-    const COS: [f32; 3] = [
-        2.443315711809948E-005_f64 as f32,
-        -1.388731625493765E-003_f64 as f32,
-        4.166664568298827E-002_f64 as f32,
-    ];
-    const FOPI: f32 = 1.27323954473516_f64 as f32;
+    use cephes::{COS, DP, FOPI, SIN};
     let mut sign_sin = x.to_bits() & 0x8000_0000;
     let mut x = x.abs();
     // cvttps: truncation; out-of-range lanes give i32::MIN as the instruction does.

@@ -141,10 +141,12 @@ pub enum ReduceOp {
 }
 
 /// The right-hand side of an in-place arithmetic kernel: a buffer (broadcast to the
-/// destination's layout) or a number.
+/// destination's layout), a number, or a buffer times a number (`add_(y, alpha=a)`:
+/// `y * a` rounded to the dtype, then the op, as the two out-of-place ops would).
 pub enum InPlaceRhs<'a> {
     Slice(&'a Buffer, &'a Layout),
     Number(f64),
+    Scaled(&'a Buffer, &'a Layout, f64),
 }
 
 /// Declares [`Backend`] and its CPU implementation from one list: each kernel's signature
@@ -207,6 +209,10 @@ backend_kernels! {
     fn cast(x: &Buffer, lx: &Layout, to: DType) -> Buffer => cpu::elementwise::cast, on x;
     /// Writes `src` (cast to `dst`'s dtype) into the elements `ld` names of `dst`.
     fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) -> () => cpu::elementwise::copy_into, on dst;
+    /// Buffers of one dtype (each over its layout) side by side along `dim` (torch.cat).
+    fn cat(parts: &[(&Buffer, &Layout)], dim: usize, out_shape: &[usize]) -> Buffer => cpu::elementwise::cat;
+    /// `v` written into every element of `ld` (fill_, zero_).
+    fn fill(dst: &mut Buffer, ld: &Layout, v: crate::dtype::Scalar) -> () => cpu::creation::fill, on dst;
 
     // ---- reductions
     /// `op` over `dims` (kept as size-1 dims of the result's layout order).
@@ -244,9 +250,9 @@ backend_kernels! {
     fn arange(start: f64, step: f64, n: usize, dtype: DType) -> Option<Buffer> => cpu::creation::arange;
     fn linspace(start: f64, end: f64, n: usize, dtype: DType) -> Buffer => cpu::creation::linspace;
     fn eye(n: usize, m: usize, dtype: DType) -> Buffer => cpu::creation::eye;
-    fn zeros(dtype: DType, n: usize) -> Buffer => Buffer::zeros;
+    fn zeros(dtype: DType, n: usize) -> Buffer => cpu::creation::zeros;
     /// `n` copies of `v` (an integer stays exact beyond 2**53).
-    fn full(dtype: DType, n: usize, v: crate::dtype::Scalar) -> Buffer => Buffer::full;
+    fn full(dtype: DType, n: usize, v: crate::dtype::Scalar) -> Buffer => cpu::creation::full;
 }
 
 /// The backend a buffer's device has. Every `Buffer` is host memory today

@@ -15,25 +15,23 @@ use std::borrow::Cow;
 
 /// Copies `parts` side by side along `dim` into one contiguous buffer.
 fn concat(parts: &[Tensor], dim: usize, out_shape: &[usize]) -> Result<Tensor> {
-    let dtype = parts
-        .first()
-        .map(|p| p.dtype())
-        .ok_or_else(|| Error::runtime("torch.cat(): expected a non-empty list of Tensors"))?;
-    let mut buf = Buffer::zeros(dtype, crate::shape::numel(out_shape));
-    let out_l = Layout::contiguous(out_shape);
-    let mut at = 0usize;
-    for p in parts {
-        let s = p.snapshot();
-        let len = if s.layout.ndim() == 0 {
-            1
-        } else {
-            s.layout.shape[dim]
-        };
-        let dst = out_l.narrow(dim, at, len)?;
-        k::copy_into(&mut buf, &dst, &s.storage.read(), &s.layout);
-        at += len;
+    if parts.is_empty() {
+        return Err(Error::runtime(
+            "torch.cat(): expected a non-empty list of Tensors",
+        ));
     }
-    Ok(new_tensor(buf, out_shape))
+    let snaps: Vec<_> = parts.iter().map(Tensor::snapshot).collect();
+    let bufs: Vec<_> = snaps.iter().map(|s| s.storage.read()).collect();
+    let device = k::check_same_device(&bufs.iter().map(|b| &**b).collect::<Vec<_>>())?;
+    let parts: Vec<(&Buffer, &Layout)> = bufs
+        .iter()
+        .zip(&snaps)
+        .map(|(b, s)| (&**b, &s.layout))
+        .collect();
+    Ok(new_tensor(
+        k::on(device)?.cat(&parts, dim, out_shape),
+        out_shape,
+    ))
 }
 
 /// `torch.cat(tensors, dim)` (1-D empty tensors are skipped, as in torch).

@@ -433,6 +433,12 @@ fn scaled_arith_in_place(
     {
         return None;
     }
+    // `alpha * other` and the op in one pass (no temporary for the product); where the
+    // kernel does not take it, the product first, rounded as the out-of-place op rounds
+    // it, then one in-place pass.
+    if let Some(r) = arith_in_place_with(x, op, Operand::T(t), Some(alpha.as_f64())) {
+        return Some(r);
+    }
     match with_grad_mode(false, || mul_scalar(t, alpha)) {
         Ok(scaled) => arith_in_place(x, op, Operand::T(&scaled)),
         Err(e) => Some(Err(e)),
@@ -462,6 +468,16 @@ pub fn div_rounded_(x: &Tensor, other: Operand<'_>, floor: bool) -> Result<Tenso
 /// broadcasting or aliasing is involved: one pass instead of compute-then-copy. The
 /// values are those of the general path (same float operation per element).
 fn arith_in_place(x: &Tensor, op: k::BinaryOp, other: Operand<'_>) -> Option<Result<Tensor>> {
+    arith_in_place_with(x, op, other, None)
+}
+
+/// [`arith_in_place`], the tensor operand scaled by `alpha` if given.
+fn arith_in_place_with(
+    x: &Tensor,
+    op: k::BinaryOp,
+    other: Operand<'_>,
+    alpha: Option<f64>,
+) -> Option<Result<Tensor>> {
     let other_grad = matches!(other, Operand::T(t) if t.requires_grad());
     if is_grad_enabled() && (x.requires_grad() || other_grad) || any_dual_operand(x, other) {
         return None;
@@ -500,12 +516,11 @@ fn arith_in_place(x: &Tensor, op: k::BinaryOp, other: Operand<'_>) -> Option<Res
                 dst = sx.storage.write();
                 src = st.storage.read();
             }
-            k::arith_in_place(
-                op,
-                &mut dst,
-                &sx.layout,
-                k::InPlaceRhs::Slice(&src, &st.layout),
-            )
+            let rhs = match alpha {
+                Some(a) => k::InPlaceRhs::Scaled(&src, &st.layout, a),
+                None => k::InPlaceRhs::Slice(&src, &st.layout),
+            };
+            k::arith_in_place(op, &mut dst, &sx.layout, rhs)
         }
     };
     if !done {
@@ -537,6 +552,25 @@ pub fn unary_(x: &Tensor, op: crate::backend::UnaryOp) -> Result<Tensor> {
 
 /// `x.fill_(v)`: the old value gets a zero gradient (masked_fill over everything).
 pub fn fill_(x: &Tensor, v: Scalar) -> Result<Tensor> {
+    let records = is_grad_enabled() && x.requires_grad();
+    if !records && !crate::autograd::forward_ad::any_dual(&[x]) {
+        // Nothing to record: written straight into x's storage, one pass and no
+        // temporary (the general path below builds the filled tensor, then copies it).
+        check_writable(x)?;
+        v.check_fits(x.dtype())?;
+        crate::autograd::saved_hooks::before_mutation(x)?;
+        crate::dispatch::forward(
+            "aten::fill_",
+            || vec![x.shape().to_vec().into()],
+            || {
+                let s = x.snapshot();
+                k::fill(&mut s.storage.write(), &s.layout, v);
+                Ok(())
+            },
+        )?;
+        x.bump_version();
+        return Ok(x.clone());
+    }
     inplace(x, |x| {
         v.check_fits(x.dtype())?;
         if any_requires_grad(&[x]) {
@@ -588,6 +622,9 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
     }
     let xs = x.shape();
     broadcasts_to(&xs, &src.shape())?;
+    if let Some(r) = copy_in_place(x, src) {
+        return r;
+    }
     let src_shape = src.shape();
     let dtype = x.dtype();
     // (copying a tensor onto itself is no write that could overlap: torch returns early)
@@ -617,6 +654,61 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
             },
         )
     })
+}
+
+/// `x.copy_(src)` straight into x's storage when there is nothing to record (grad mode
+/// off or nothing requires grad, no tangents) and src is another storage of x's dtype:
+/// one copy (`copy_into`: parallel, tiled for transposes, a broadcast src as fills)
+/// instead of a copy into a temporary and a second one into x. `None` where the general
+/// path is needed.
+fn copy_in_place(x: &Tensor, src: &Tensor) -> Option<Result<Tensor>> {
+    let records = is_grad_enabled() && (x.requires_grad() || src.requires_grad());
+    if records || any_dual_operand(x, Operand::T(src)) || src.dtype() != x.dtype() {
+        return None;
+    }
+    let (sx, ss) = (x.snapshot(), src.snapshot());
+    if Arc::ptr_eq(&sx.storage, &ss.storage) {
+        return None;
+    }
+    let run = || -> Result<Tensor> {
+        // torch's checks, in its order: the destination's own overlap first
+        check_writable(x)?;
+        let l = &sx.layout;
+        if l.numel() > 0
+            && l.shape
+                .iter()
+                .zip(&l.strides)
+                .any(|(&d, &s)| d > 1 && s == 0)
+        {
+            return Err(Error::runtime(
+                "unsupported operation: more than one element of the written-to tensor refers to a single \
+                 memory location. Please clone() the tensor before performing the operation.",
+            ));
+        }
+        crate::autograd::saved_hooks::before_mutation(x)?;
+        let from = ss.layout.expand(&l.shape)?;
+        crate::dispatch::forward(
+            "aten::copy_",
+            || vec![l.shape.to_vec().into(), ss.layout.shape.to_vec().into()],
+            || {
+                // Two storages locked together: in address order, as `arith_in_place`.
+                let src_first = Arc::as_ptr(&ss.storage) < Arc::as_ptr(&sx.storage);
+                let (r, mut w);
+                if src_first {
+                    r = ss.storage.read();
+                    w = sx.storage.write();
+                } else {
+                    w = sx.storage.write();
+                    r = ss.storage.read();
+                }
+                k::copy_into(&mut w, l, &r, &from);
+                Ok(())
+            },
+        )?;
+        x.bump_version();
+        Ok(x.clone())
+    };
+    Some(run())
 }
 
 #[derive(Clone)]

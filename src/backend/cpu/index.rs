@@ -109,6 +109,33 @@ pub fn gather(
             return T::into_buffer(out);
         }
         let last = layout.ndim().saturating_sub(1);
+        if dim == last
+            && layout.is_contiguous()
+            && index_shape.len() == layout.ndim()
+            && index_shape[..last] == layout.shape[..last]
+            && index_shape[last] > 0
+        {
+            // a contiguous input, along its rows (a loss picking each row's targets, a
+            // permutation of each row): output element k reads row k / kc at its
+            // index, in parallel chunks of the output
+            let (cols, kc, off) = (layout.shape[last], index_shape[last], layout.offset);
+            return T::into_buffer(super::elementwise::fill_chunks(index.len(), |start, out| {
+                // a row's piece at a time: the row's slice bounds each read
+                let mut k = start;
+                let mut rest = out;
+                while !rest.is_empty() {
+                    let r = k / kc;
+                    let len = (kc - k % kc).min(rest.len());
+                    let row = &data[off + r * cols..off + (r + 1) * cols];
+                    let (head, tail) = rest.split_at_mut(len);
+                    for (o, &j) in head.iter_mut().zip(&index[k..k + len]) {
+                        o.write(row[j as usize]);
+                    }
+                    rest = tail;
+                    k += len;
+                }
+            }));
+        }
         if dim == last && layout.strides.get(last) == Some(&1) && index_shape.len() == layout.ndim() {
             // along contiguous rows (a loss picking each row's target): a row at a time
             let (cols, k) = (layout.shape[last], index_shape[last]);
@@ -167,6 +194,29 @@ pub fn scatter_add(
 pub fn index_select(buf: &Buffer, layout: &Layout, dim: usize, index: &[i64]) -> Buffer {
     with_dtype!(buf.dtype(), T => {
         let data = T::slice(buf);
+        let slab: usize = layout.shape[dim + 1..].iter().product();
+        let n_out = layout.numel() / layout.shape[dim].max(1) * index.len();
+        if layout.is_contiguous() && slab > 0 && n_out > 0 && layout.shape[dim] > 0 {
+            // A contiguous input: the output is outer x index x slab, each slab a run of
+            // the input; written in parallel chunks of the output, a run at a time.
+            let (ni, step, off) = (index.len(), layout.shape[dim] * slab, layout.offset);
+            return T::into_buffer(super::elementwise::fill_chunks(n_out, |start, out| {
+                let mut e = start;
+                let mut rest = out;
+                while !rest.is_empty() {
+                    let (o, r) = (e / (ni * slab), e % (ni * slab));
+                    let (i, j) = (r / slab, r % slab);
+                    let len = (slab - j).min(rest.len());
+                    let from = off + o * step + index[i] as usize * slab + j;
+                    let (head, tail) = rest.split_at_mut(len);
+                    for (d, &v) in head.iter_mut().zip(&data[from..from + len]) {
+                        d.write(v);
+                    }
+                    rest = tail;
+                    e += len;
+                }
+            }));
+        }
         let mut out = Vec::with_capacity(layout.numel() / layout.shape[dim].max(1) * index.len());
         let mut sub = layout.clone();
         sub.shape.drain(..=dim);
@@ -223,6 +273,46 @@ pub fn index_add(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contiguous_fast_paths_match_plain_loops() {
+        // small and past the parallel threshold; every dim of a 3-d input
+        for &(a, b, c) in &[(4usize, 3usize, 5usize), (70, 40, 30)] {
+            let v: Vec<f64> = (0..a * b * c).map(|i| i as f64 * 0.25).collect();
+            let buf = Buffer::F64(v.clone());
+            let l = Layout::contiguous(&[a, b, c]);
+            let at = |i: usize, j: usize, k: usize| v[(i * b + j) * c + k];
+            for dim in 0..3 {
+                let size = [a, b, c][dim];
+                let index: Vec<i64> = (0..size + 3).map(|i| ((i * 7 + 1) % size) as i64).collect();
+                let Buffer::F64(got) = index_select(&buf, &l, dim, &index) else {
+                    unreachable!()
+                };
+                let mut want = vec![];
+                let dims = |d: usize| if d == dim { index.len() } else { [a, b, c][d] };
+                for i in 0..dims(0) {
+                    for j in 0..dims(1) {
+                        for k in 0..dims(2) {
+                            let mut p = [i, j, k];
+                            p[dim] = index[p[dim]] as usize;
+                            want.push(at(p[0], p[1], p[2]));
+                        }
+                    }
+                }
+                assert_eq!(got, want, "index_select dim {dim}");
+            }
+            // gather along the last dim, k indices per row
+            let k = 9;
+            let index: Vec<i64> = (0..a * b * k).map(|i| ((i * 5 + 2) % c) as i64).collect();
+            let Buffer::F64(got) = gather(&buf, &l, 2, &index, &[a, b, k]) else {
+                unreachable!()
+            };
+            let want: Vec<f64> = (0..a * b * k)
+                .map(|e| at(e / k / b, e / k % b, index[e] as usize))
+                .collect();
+            assert_eq!(got, want, "gather");
+        }
+    }
 
     #[test]
     fn gather_and_scatter_add_are_adjoint() {

@@ -3,8 +3,10 @@
 //! uniform, normal, integers, randperm's shuffle, bernoulli, and multinomial's sampling.
 //! Values are drawn in TensorIterator order; [`to_logical`] lays them out row-major.
 
+use super::elementwise::for_each_chunk_of;
 use super::strided::contiguous;
 use super::topk::topk_indices;
+use super::vmath::Level;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::random::{self, GeneratorState};
@@ -25,7 +27,10 @@ pub fn to_logical(buf: Buffer, order: Option<&[usize]>) -> Buffer {
 }
 
 /// `n` uniform values in [from, to) (uniform_, rand); `None` for a dtype that is not
-/// float.
+/// float. The 32- or 64-bit draws come in bulk (`Mt19937::fill_u32`) and are scaled a
+/// chunk at a time by a loop built per vector level (the fused multiply-add is one
+/// instruction there, a libm call in a baseline build): `uniform_f32`/`uniform_f64`'s
+/// operations, so the generator's values, bit for bit.
 pub fn uniform(
     g: &mut GeneratorState,
     n: usize,
@@ -35,17 +40,107 @@ pub fn uniform(
 ) -> Option<Buffer> {
     Some(match dtype {
         DType::F32 => {
-            let (f, t) = (from as f32, to as f32);
-            Buffer::F32((0..n).map(|_| g.uniform_f32(f, t)).collect())
+            let mut v = vec![0f32; n];
+            uniform_fill_f32(level(), g, &mut v, from as f32, to as f32);
+            Buffer::F32(v)
         }
-        DType::F64 => Buffer::F64((0..n).map(|_| g.uniform_f64(from, to)).collect()),
+        DType::F64 => {
+            let mut v = vec![0f64; n];
+            uniform_fill_f64(level(), g, &mut v, from, to);
+            Buffer::F64(v)
+        }
         _ => return None,
     })
+}
+
+/// `d.len()` values of `g.uniform_f32(from, to)`, in order, at `level`.
+pub fn uniform_fill_f32(level: Level, g: &mut GeneratorState, d: &mut [f32], from: f32, to: f32) {
+    let mut buf = [0u32; 1024];
+    for c in d.chunks_mut(buf.len()) {
+        let b = &mut buf[..c.len()];
+        g.fill_random(b);
+        scale::f32_at(level, b, c, from, to);
+    }
+}
+
+/// `d.len()` values of `g.uniform_f64(from, to)`, in order, at `level`.
+pub fn uniform_fill_f64(level: Level, g: &mut GeneratorState, d: &mut [f64], from: f64, to: f64) {
+    let mut buf = [0u32; 2048];
+    for c in d.chunks_mut(buf.len() / 2) {
+        let b = &mut buf[..2 * c.len()];
+        g.fill_random(b);
+        scale::f64_at(level, b, c, from, to);
+    }
+}
+
+mod scale {
+    //! The uniform values of raw draws, built per vector level.
+    use super::Level;
+
+    /// `uniform_real_distribution<float>(from, to)` of each draw (`uniform_f32`).
+    #[inline(always)]
+    fn f32_body(b: &[u32], d: &mut [f32], from: f32, to: f32) {
+        let w = to - from;
+        for (o, &u) in d.iter_mut().zip(b) {
+            let x = (u & ((1 << 24) - 1)) as f32 * (1.0 / (1u32 << 24) as f32);
+            let v = x.mul_add(w, from);
+            *o = if v == to { from } else { v };
+        }
+    }
+
+    /// `uniform_real_distribution<double>(from, to)` of each pair of draws
+    /// (`uniform_f64`: the first draw the high half).
+    #[inline(always)]
+    fn f64_body(b: &[u32], d: &mut [f64], from: f64, to: f64) {
+        let w = to - from;
+        for (o, p) in d.iter_mut().zip(b.chunks_exact(2)) {
+            let r = (u64::from(p[0]) << 32) | u64::from(p[1]);
+            let x = (r & ((1u64 << 53) - 1)) as f64 * (1.0 / (1u64 << 53) as f64);
+            let v = x.mul_add(w, from);
+            *o = if v == to { from } else { v };
+        }
+    }
+
+    macro_rules! at_levels {
+        ($at:ident, $body:ident, $t:ty) => {
+            pub fn $at(level: Level, b: &[u32], d: &mut [$t], from: $t, to: $t) {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    #[target_feature(enable = "avx512f,fma")]
+                    fn wide(b: &[u32], d: &mut [$t], from: $t, to: $t) {
+                        $body(b, d, from, to)
+                    }
+                    #[target_feature(enable = "avx2,fma")]
+                    fn mid(b: &[u32], d: &mut [$t], from: $t, to: $t) {
+                        $body(b, d, from, to)
+                    }
+                    match level.min(crate::backend::cpu::vmath::detected()) {
+                        // SAFETY: the CPU has AVX-512F and FMA (the level is capped by
+                        // what it has).
+                        Level::Avx512 => return unsafe { wide(b, d, from, to) },
+                        // SAFETY: the CPU has AVX2 and FMA (as above).
+                        Level::Avx2 => return unsafe { mid(b, d, from, to) },
+                        Level::Baseline => {}
+                    }
+                }
+                let _ = level;
+                $body(b, d, from, to)
+            }
+        };
+    }
+    at_levels!(f32_at, f32_body, f32);
+    at_levels!(f64_at, f64_body, f64);
 }
 
 /// `n` normal values (normal_, randn): ATen's vectorised fill for a contiguous output of
 /// 16 elements or more, else the scalar Box-Muller with its cached second sample; `None`
 /// for a dtype that is not float.
+///
+/// The fill draws its uniforms in one sequential pass (bulk mt19937, see
+/// `Mt19937::fill_u32`), then transforms its blocks of 16, which are independent, in
+/// fixed chunks across the pool (float32's with the AVX2 kernel below): each block is
+/// the same operations whoever runs it, so the values are torch's bits at every thread
+/// count and level.
 pub fn normal(
     g: &mut GeneratorState,
     n: usize,
@@ -59,7 +154,7 @@ pub fn normal(
         DType::F32 => {
             let mut v = vec![0f32; n];
             if vectorised {
-                random::normal_fill_f32(g, &mut v, mean as f32, std as f32);
+                normal_fill_f32(level(), g, &mut v, mean as f32, std as f32);
             } else {
                 v.iter_mut()
                     .for_each(|x| *x = g.normal_f64(mean, std) as f32);
@@ -69,7 +164,7 @@ pub fn normal(
         DType::F64 => {
             let mut v = vec![0f64; n];
             if vectorised {
-                random::normal_fill_f64(g, &mut v, mean, std);
+                normal_fill_f64(g, &mut v, mean, std);
             } else {
                 v.iter_mut().for_each(|x| *x = g.normal_f64(mean, std));
             }
@@ -77,6 +172,198 @@ pub fn normal(
         }
         _ => return None,
     })
+}
+
+/// Blocks of 16 per parallel chunk (2048 values: about a microsecond of work).
+const NORMAL_CHUNK: usize = 16 * 128;
+
+/// `random::normal_fill_f32` with its blocks transformed across the pool at `level`
+/// (`d.len() >= 16`).
+pub fn normal_fill_f32(level: Level, g: &mut GeneratorState, d: &mut [f32], mean: f32, std: f32) {
+    let tail = random::normal_fill_draws_f32(g, d);
+    let whole = d.len() / 16 * 16;
+    let blocks = |_: usize, c: &mut [f32]| normal_blocks_f32(level, c, mean, std);
+    if whole >= PAR_MIN_NORMAL && crate::runtime::intra_op_parallel() {
+        for_each_chunk_of(&mut d[..whole], NORMAL_CHUNK, &blocks);
+    } else {
+        blocks(0, &mut d[..whole]);
+    }
+    if let Some(t) = tail {
+        let n = d.len();
+        d[n - 16..].copy_from_slice(&t);
+        normal_blocks_f32(level, &mut d[n - 16..], mean, std);
+    }
+}
+
+/// `random::normal_fill_f64` with its blocks transformed across the pool.
+pub fn normal_fill_f64(g: &mut GeneratorState, d: &mut [f64], mean: f64, std: f64) {
+    let tail = random::normal_fill_draws_f64(g, d);
+    let whole = d.len() / 16 * 16;
+    let blocks = |_: usize, c: &mut [f64]| {
+        for b in c.chunks_exact_mut(16) {
+            random::normal_block_f64(b, mean, std);
+        }
+    };
+    if whole >= PAR_MIN_NORMAL && crate::runtime::intra_op_parallel() {
+        for_each_chunk_of(&mut d[..whole], NORMAL_CHUNK, &blocks);
+    } else {
+        blocks(0, &mut d[..whole]);
+    }
+    if let Some(t) = tail {
+        let n = d.len();
+        d[n - 16..].copy_from_slice(&t);
+        random::normal_block_f64(&mut d[n - 16..], mean, std);
+    }
+}
+
+/// Values from which a normal fill splits its blocks across the pool (the transform
+/// costs about a nanosecond a value with AVX2, several without).
+const PAR_MIN_NORMAL: usize = 1 << 13;
+
+/// The vector level the random kernels use (`vmath`'s: the CPU's, capped by
+/// `RGRAD_VMATH_LEVEL`).
+fn level() -> Level {
+    super::vmath::level()
+}
+
+/// Every block of 16 of `d` (a multiple of 16 long) made normal: ATen's
+/// `normal_fill_16_AVX2`, eight lanes at a time where the CPU has AVX2 and FMA (the
+/// AVX-512 level runs it too, as torch does), else `random::normal_block_f32` one lane at
+/// a time. Both are the same operations in the same order (avx_mathfun.h's, with GCC's
+/// contractions), so they give the same bits.
+pub fn normal_blocks_f32(level: Level, d: &mut [f32], mean: f32, std: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if level.min(super::vmath::detected()) >= Level::Avx2 {
+        // SAFETY: the CPU has AVX2 and FMA (the level is capped by what it has).
+        unsafe { avx2::normal_blocks(d, mean, std) };
+        return;
+    }
+    let _ = level;
+    for b in d.chunks_exact_mut(16) {
+        random::normal_block_f32(b, mean, std);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    //! avx_mathfun.h's `log256_ps` and `sincos256_ps` and ATen's `normal_fill_16_AVX2`,
+    //! instruction for instruction as `random::cephes_logf` / `cephes_sincosf` write
+    //! them lane by lane (a `mul_add` there is an FMA here).
+    use crate::random::cephes::*;
+    use std::arch::x86_64::*;
+
+    #[inline(always)]
+    fn ps(v: f32) -> __m256 {
+        // SAFETY: AVX is enabled in every caller (they are `avx2,fma` functions).
+        unsafe { _mm256_set1_ps(v) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn log(x: __m256) -> __m256 {
+        let zero = _mm256_setzero_ps();
+        let one = ps(1.0);
+        // x <= 0, or NaN: NaN (as the lane-by-lane form gives)
+        let invalid = _mm256_or_ps(
+            _mm256_cmp_ps::<_CMP_LE_OQ>(x, zero),
+            _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x),
+        );
+        let x = _mm256_max_ps(x, ps(f32::MIN_POSITIVE));
+        let bits = _mm256_castps_si256(x);
+        let e = _mm256_sub_epi32(_mm256_srli_epi32::<23>(bits), _mm256_set1_epi32(0x7f));
+        let mut e = _mm256_add_ps(_mm256_cvtepi32_ps(e), one);
+        let m = _mm256_and_si256(bits, _mm256_set1_epi32(!0x7f80_0000));
+        let mut x = _mm256_or_ps(_mm256_castsi256_ps(m), ps(0.5));
+        let small = _mm256_cmp_ps::<_CMP_LT_OQ>(x, ps(SQRTHF));
+        let tmp = _mm256_and_ps(x, small);
+        x = _mm256_sub_ps(x, one);
+        e = _mm256_sub_ps(e, _mm256_and_ps(one, small));
+        x = _mm256_add_ps(x, tmp);
+        let z = _mm256_mul_ps(x, x);
+        let mut y = ps(LOG_P[0] as f32);
+        for &p in &LOG_P[1..] {
+            y = _mm256_fmadd_ps(y, x, ps(p as f32));
+        }
+        y = _mm256_mul_ps(y, x);
+        y = _mm256_fmadd_ps(y, z, _mm256_mul_ps(e, ps(LOG_Q1)));
+        // (-z) * 0.5 + y
+        y = _mm256_fnmadd_ps(z, ps(0.5), y);
+        let r = _mm256_fmadd_ps(e, ps(LOG_Q2), _mm256_add_ps(x, y));
+        _mm256_blendv_ps(r, ps(f32::NAN), invalid)
+    }
+
+    /// (sin, cos)
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn sincos(x: __m256) -> (__m256, __m256) {
+        let sign_bit = _mm256_set1_epi32(i32::MIN);
+        let xi = _mm256_castps_si256(x);
+        let mut sign_sin = _mm256_and_si256(xi, sign_bit);
+        let mut x = _mm256_castsi256_ps(_mm256_andnot_si256(sign_bit, xi));
+        // truncation; out-of-range lanes give i32::MIN, as the lane-by-lane form
+        let mut j = _mm256_cvttps_epi32(_mm256_mul_ps(x, ps(FOPI)));
+        j = _mm256_and_si256(
+            _mm256_add_epi32(j, _mm256_set1_epi32(1)),
+            _mm256_set1_epi32(!1),
+        );
+        let y = _mm256_cvtepi32_ps(j);
+        let four = _mm256_set1_epi32(4);
+        sign_sin = _mm256_xor_si256(sign_sin, _mm256_slli_epi32::<29>(_mm256_and_si256(j, four)));
+        let poly_sin = _mm256_castsi256_ps(_mm256_cmpeq_epi32(
+            _mm256_and_si256(j, _mm256_set1_epi32(2)),
+            _mm256_setzero_si256(),
+        ));
+        for dp in DP {
+            x = _mm256_fmadd_ps(y, ps(dp), x);
+        }
+        let sign_cos = _mm256_slli_epi32::<29>(_mm256_andnot_si256(
+            _mm256_sub_epi32(j, _mm256_set1_epi32(2)),
+            four,
+        ));
+        let z = _mm256_mul_ps(x, x);
+        let mut yc = _mm256_fmadd_ps(ps(COS[0]), z, ps(COS[1]));
+        yc = _mm256_fmadd_ps(yc, z, ps(COS[2]));
+        yc = _mm256_mul_ps(yc, z);
+        let half_z = _mm256_mul_ps(z, ps(0.5));
+        yc = _mm256_fmadd_ps(yc, z, _mm256_xor_ps(half_z, ps(-0.0)));
+        yc = _mm256_add_ps(yc, ps(1.0));
+        let mut ys = _mm256_fmadd_ps(ps(SIN[0]), z, ps(SIN[1]));
+        ys = _mm256_fmadd_ps(ys, z, ps(SIN[2]));
+        ys = _mm256_mul_ps(ys, z);
+        ys = _mm256_fmadd_ps(ys, x, x);
+        let ysin2 = _mm256_and_ps(poly_sin, ys);
+        let ysin1 = _mm256_andnot_ps(poly_sin, yc);
+        let ys_rest = _mm256_sub_ps(ys, ysin2);
+        let yc_rest = _mm256_sub_ps(yc, ysin1);
+        let s = _mm256_add_ps(ysin1, ysin2);
+        let c = _mm256_add_ps(yc_rest, ys_rest);
+        (
+            _mm256_xor_ps(s, _mm256_castsi256_ps(sign_sin)),
+            _mm256_xor_ps(c, _mm256_castsi256_ps(sign_cos)),
+        )
+    }
+
+    /// Every block of 16 of `d` (whole blocks only; a shorter rest is left alone).
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn normal_blocks(d: &mut [f32], mean: f32, std: f32) {
+        let two_pi = ps((2.0 * std::f64::consts::PI) as f32);
+        let (mean, std) = (ps(mean), ps(std));
+        for c in d.chunks_exact_mut(16) {
+            let p = c.as_mut_ptr();
+            // SAFETY: `c` holds 16 floats: [p, p + 8) and [p + 8, p + 16) are in it.
+            unsafe {
+                let u1 = _mm256_sub_ps(ps(1.0), _mm256_loadu_ps(p));
+                let u2 = _mm256_loadu_ps(p.add(8));
+                let radius = _mm256_sqrt_ps(_mm256_mul_ps(ps(-2.0), log(u1)));
+                let (s, c) = sincos(_mm256_mul_ps(two_pi, u2));
+                _mm256_storeu_ps(p, _mm256_fmadd_ps(_mm256_mul_ps(radius, c), std, mean));
+                _mm256_storeu_ps(
+                    p.add(8),
+                    _mm256_fmadd_ps(_mm256_mul_ps(radius, s), std, mean),
+                );
+            }
+        }
+    }
 }
 
 /// `n` integers in [from, to) (random_, randint), the bounds already checked: 32-bit
@@ -372,5 +659,149 @@ fn cumulative(dtype: DType, row: &[f64]) -> Result<Vec<f64>, BadDistribution> {
         run::<f32>(row)
     } else {
         run::<f64>(row)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::backend::cpu::vmath;
+
+    /// Every level this CPU runs (each forced in turn).
+    fn levels() -> Vec<Level> {
+        vmath::supported()
+    }
+
+    #[test]
+    fn bulk_draws_are_the_single_draws_and_leave_the_same_state() {
+        // from a fresh state, and after odd numbers of draws (across regenerations)
+        for skip in [0usize, 1, 5, 623, 624, 625, 1000] {
+            for len in [0usize, 1, 7, 623, 624, 625, 3000] {
+                let mut a = GeneratorState::new(skip as u64 + 11);
+                for _ in 0..skip {
+                    a.random();
+                }
+                let mut b = a.clone();
+                let one: Vec<u32> = (0..len).map(|_| a.random()).collect();
+                let mut bulk = vec![0u32; len];
+                b.fill_random(&mut bulk);
+                assert_eq!(one, bulk, "skip {skip} len {len}");
+                assert_eq!(a.to_bytes(), b.to_bytes());
+            }
+        }
+    }
+
+    #[test]
+    fn uniform_fills_are_the_generators_values_at_every_level() {
+        for level in levels() {
+            for (n, from, to) in [
+                (0usize, 0.0, 1.0),
+                (5, -2.5, 7.25),
+                (3001, 3.0, 3.5),
+                (1 << 15, 0.0, 1.0),
+            ] {
+                let mut g = GeneratorState::new(7);
+                let mut h = g.clone();
+                let mut d = vec![0f32; n];
+                uniform_fill_f32(level, &mut g, &mut d, from as f32, to as f32);
+                let want: Vec<u32> = (0..n)
+                    .map(|_| h.uniform_f32(from as f32, to as f32).to_bits())
+                    .collect();
+                assert_eq!(
+                    d.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    want,
+                    "{level:?}"
+                );
+                let mut d = vec![0f64; n];
+                uniform_fill_f64(level, &mut g, &mut d, from, to);
+                let want: Vec<u64> = (0..n).map(|_| h.uniform_f64(from, to).to_bits()).collect();
+                assert_eq!(
+                    d.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    want,
+                    "{level:?}"
+                );
+                assert_eq!(g.to_bytes(), h.to_bytes());
+            }
+        }
+    }
+
+    #[test]
+    fn normal_blocks_give_the_lane_by_lane_bits_at_every_level() {
+        // uniforms as drawn, plus the edges of both polynomials' reductions: 0 and 1
+        // (log of 1 - u), values around sqrt(1/2), multiples of pi/4 (sincos's octants)
+        let mut g = GeneratorState::new(3);
+        let mut u = vec![0f32; 16 * 4096];
+        random::fill_uniform01_f32(&mut g, &mut u);
+        let edges = [
+            0.0f32,
+            1.0 - f32::EPSILON / 2.0,
+            1.0,
+            0.5,
+            1.0 - 0.707_106_77,
+            1.0 - std::f32::consts::FRAC_1_SQRT_2,
+            0.125,
+            0.25,
+            0.375,
+            0.625,
+            0.75,
+            0.875,
+            1e-7,
+            0.999_999,
+            0.3,
+            0.7,
+        ];
+        for (i, &e) in edges.iter().enumerate() {
+            for j in 0..16 {
+                u[i * 16 + j] = edges[(i + j) % edges.len()];
+            }
+            u[16 * 100 + i] = e;
+        }
+        for (mean, std) in [(0.0f32, 1.0f32), (0.5, 3.0), (-2.0, 0.1)] {
+            let mut want = u.clone();
+            for b in want.chunks_exact_mut(16) {
+                random::normal_block_f32(b, mean, std);
+            }
+            for level in levels() {
+                let mut got = u.clone();
+                normal_blocks_f32(level, &mut got, mean, std);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{level:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn parallel_normal_fills_are_the_serial_fills() {
+        // below and above the split, whole blocks and a redrawn tail
+        for n in [16usize, 17, 31, 1000, PAR_MIN_NORMAL + 5, 100_003] {
+            for level in levels() {
+                let mut g = GeneratorState::new(n as u64);
+                let mut h = g.clone();
+                let mut got = vec![0f32; n];
+                normal_fill_f32(level, &mut g, &mut got, 0.5, 2.0);
+                let mut want = vec![0f32; n];
+                random::normal_fill_f32(&mut h, &mut want, 0.5, 2.0);
+                assert!(
+                    got.iter()
+                        .zip(&want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{n} {level:?}"
+                );
+                assert_eq!(g.to_bytes(), h.to_bytes());
+            }
+            let mut g = GeneratorState::new(n as u64);
+            let mut h = g.clone();
+            let mut got = vec![0f64; n];
+            normal_fill_f64(&mut g, &mut got, 0.5, 2.0);
+            let mut want = vec![0f64; n];
+            random::normal_fill_f64(&mut h, &mut want, 0.5, 2.0);
+            assert!(
+                got.iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{n}"
+            );
+        }
     }
 }

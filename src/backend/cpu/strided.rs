@@ -101,7 +101,7 @@ pub fn for_each_offset2(
 }
 
 /// The elements of a layout in row-major order: borrowed when already contiguous,
-/// gathered otherwise.
+/// gathered otherwise (by [`to_vec`]).
 pub fn contiguous<'a, T: Copy>(data: &'a [T], layout: &Layout) -> Cow<'a, [T]> {
     let n = layout.numel();
     if n == 0 {
@@ -110,11 +110,389 @@ pub fn contiguous<'a, T: Copy>(data: &'a [T], layout: &Layout) -> Cow<'a, [T]> {
     if layout.is_contiguous() {
         return Cow::Borrowed(&data[layout.offset..layout.offset + n]);
     }
-    let mut out = Vec::with_capacity(n);
-    for_each_offset(&layout.shape, &layout.strides, layout.offset, |o| {
-        out.push(data[o])
-    });
-    Cow::Owned(out)
+    Cow::Owned(to_vec(data, layout))
+}
+
+// ---- copies between layouts --------------------------------------------------------------
+//
+// Every copy that moves data (clone, contiguous, casts' gathers, cat and stack, repeat and
+// expand copies, narrow and slice copies, in-place commits) ends in one kernel: a copy
+// between two layouts of one shape. It is memory-bound, so what matters is touching each
+// cache line once and using every core:
+// - the dims are normalised first: size-1 dims dropped, the rest ordered by the
+//   destination's strides (outermost first) and neighbours that walk memory as one dim
+//   merged, so a clone is one long row, a narrow or a cat part a few long rows, and a
+//   repeat rows of a broadcast source;
+// - the innermost dim then runs as a memcpy (source stride 1), a fill (stride 0: a
+//   broadcast) or a strided loop; when the source's stride-1 dim is another one (a
+//   transpose), the two dims are walked in square tiles, so that each source line read
+//   is used whole while it is in L1 (element by element, a 2048x2048 transpose missed the
+//   cache on every read: 15 ns an element);
+// - the work is split in fixed pieces of the destination (runs of rows, or strips of
+//   tiles) claimed by the calling thread and the pool's helpers; each element is written
+//   by exactly one piece, so the result never depends on the split.
+
+/// Elements below which a copy runs on the calling thread alone.
+const COPY_PAR_MIN: usize = 1 << 16;
+/// Tile side of a transposing copy: 64 bytes of elements (a cache line).
+const fn tile<T>() -> usize {
+    let s = std::mem::size_of::<T>();
+    if s == 0 || s >= 64 { 1 } else { 64 / s }
+}
+
+/// A copy's dims after normalisation: `(size, dst stride, src stride)`, outermost first.
+type Dims = smallvec::SmallVec<[(usize, usize, usize); 6]>;
+
+/// Normalises a copy of `shape` (see the section comment); `None` when the destination
+/// writes some memory twice (its strides cannot tell its elements apart), where the
+/// copy must keep the row-major order of writes.
+fn plan(shape: &[usize], ds: &[usize], ss: &[usize]) -> Option<Dims> {
+    let mut dims: Dims = shape
+        .iter()
+        .zip(ds.iter().zip(ss))
+        .filter(|&(&n, _)| n != 1)
+        .map(|(&n, (&d, &s))| (n, d, s))
+        .collect();
+    // outermost (largest destination stride) first; stable, so row-major stays as it is
+    dims.sort_by_key(|d| std::cmp::Reverse(d.1));
+    // the destination is injective if each stride steps over everything inside it
+    let mut span = 0usize;
+    for &(n, d, _) in dims.iter().rev() {
+        if d <= span {
+            return None;
+        }
+        span = span.checked_add((n - 1).checked_mul(d)?)?;
+    }
+    let mut out = Dims::new();
+    for (n, d, s) in dims {
+        match out.last_mut() {
+            Some(last) if Some(last.1) == d.checked_mul(n) && Some(last.2) == s.checked_mul(n) => {
+                *last = (last.0 * n, d, s);
+            }
+            _ => out.push((n, d, s)),
+        }
+    }
+    Some(out)
+}
+
+/// Whether every element of `(shape, strides, offset)` lies in a buffer of `len`.
+fn in_bounds(len: usize, shape: &[usize], strides: &[usize], offset: usize) -> bool {
+    if shape.contains(&0) {
+        return true;
+    }
+    let mut last = Some(offset);
+    for (&n, &s) in shape.iter().zip(strides) {
+        last = last.and_then(|l| (n - 1).checked_mul(s).and_then(|e| l.checked_add(e)));
+    }
+    last.is_some_and(|l| l < len)
+}
+
+/// A pointer that pieces of one copy share (each writes elements no other piece writes).
+#[derive(Clone, Copy)]
+struct Raw<T>(*mut T);
+// SAFETY: only used by [`copy_planned`], whose pieces only read the source and write
+// disjoint destination elements, bitwise: `T: Copy` has no interior mutability
+// (`UnsafeCell` is not `Copy`) and no drop, and no piece uses a value it moves (the
+// copies are the caller's once the call returns), so no `T` is shared or used on
+// another thread, whatever `T` is.
+unsafe impl<T> Send for Raw<T> {}
+unsafe impl<T> Sync for Raw<T> {}
+
+impl<T> Raw<T> {
+    /// The pointer (a method, so that closures capture the `Raw`, not the field).
+    #[inline(always)]
+    fn at(self, i: usize) -> *mut T {
+        // (callers stay within the buffer: see `copy_planned`)
+        self.0.wrapping_add(i)
+    }
+}
+
+/// Runs `f(i)` for every `i < n`: on the pool when `parallel`, else in order here.
+pub(crate) fn for_each_piece(n: usize, parallel: bool, f: &(dyn Fn(usize) + Sync)) {
+    if !parallel || n < 2 {
+        (0..n).for_each(f);
+    } else if rayon::current_thread_index().is_some() {
+        use rayon::prelude::*;
+        (0..n).into_par_iter().for_each(f);
+    } else {
+        crate::runtime::for_each_index_with_caller(n, f);
+    }
+}
+
+/// One row of a copy: `len` elements, destination stride `ds`, source stride `ss`.
+///
+/// # Safety
+/// `d` and `s` must be valid for the `len` strided elements, and not overlap.
+#[inline(always)]
+unsafe fn copy_row<T: Copy>(d: *mut T, ds: usize, s: *const T, ss: usize, len: usize) {
+    // SAFETY: the caller's guarantee, element by element.
+    unsafe {
+        match (ds, ss) {
+            (1, 1) => std::ptr::copy_nonoverlapping(s, d, len),
+            (1, 0) => std::slice::from_raw_parts_mut(d, len).fill(*s),
+            (1, _) => {
+                for j in 0..len {
+                    *d.add(j) = *s.add(j * ss);
+                }
+            }
+            _ => {
+                for j in 0..len {
+                    *d.add(j * ds) = *s.add(j * ss);
+                }
+            }
+        }
+    }
+}
+
+/// The offsets (destination, source) of outer index `i` over `dims`, row-major.
+#[inline]
+fn outer_offsets(dims: &[(usize, usize, usize)], mut i: usize) -> (usize, usize) {
+    let (mut od, mut os) = (0, 0);
+    for &(n, d, s) in dims.iter().rev() {
+        let k = i % n;
+        i /= n;
+        od += k * d;
+        os += k * s;
+    }
+    (od, os)
+}
+
+/// The copy of a plan: `dst` and `src` point at the first element of each layout.
+///
+/// # Safety
+/// Every offset the plan reaches from `dst` / `src` must lie in their buffers, the
+/// destination offsets must be distinct (as [`plan`] checks) and the buffers must not
+/// overlap.
+unsafe fn copy_planned<T: Copy>(dst: *mut T, src: *const T, dims: &[(usize, usize, usize)]) {
+    let n: usize = dims.iter().map(|d| d.0).product();
+    if n == 0 {
+        return;
+    }
+    let parallel = n >= COPY_PAR_MIN && crate::runtime::intra_op_parallel();
+    let (dp, sp) = (Raw(dst), Raw(src.cast_mut()));
+    let Some(&(inner, ds_in, ss_in)) = dims.last() else {
+        // SAFETY: a 0-d copy: one element, in bounds (the caller's guarantee).
+        unsafe { *dst = *src };
+        return;
+    };
+    let b = tile::<T>();
+    // A transpose: the source's stride-1 dim is not the innermost one.
+    let tk = (ss_in > 1 && ds_in == 1 && inner >= b)
+        .then(|| {
+            dims[..dims.len() - 1]
+                .iter()
+                .rposition(|&(m, _, s)| s == 1 && m >= b)
+        })
+        .flatten();
+    if let Some(k) = tk {
+        let (rows, ds_k, _) = dims[k];
+        let mut outer: Dims = dims[..dims.len() - 1].iter().copied().collect();
+        outer.remove(k);
+        let n_outer: usize = outer.iter().map(|d| d.0).product();
+        let strips = rows.div_ceil(b);
+        let piece = |p: usize| {
+            let (o, strip) = (p / strips, p % strips);
+            let (od, os) = outer_offsets(&outer, o);
+            let (i0, i1) = (strip * b, (strip * b + b).min(rows));
+            let mut j0 = 0;
+            while j0 < inner {
+                let j1 = (j0 + b).min(inner);
+                for i in i0..i1 {
+                    // SAFETY: (o, i, j) is an index of the copy's shape, so both offsets
+                    // are in bounds; this piece alone writes destination row i's tile.
+                    unsafe {
+                        let d = dp.at(od + i * ds_k);
+                        let s = sp.at(os + i);
+                        for j in j0..j1 {
+                            *d.add(j) = *s.add(j * ss_in);
+                        }
+                    }
+                }
+                j0 = j1;
+            }
+        };
+        for_each_piece(n_outer * strips, parallel, &piece);
+        return;
+    }
+    // Runs of rows: pieces of about `unit` elements, whole rows where rows are short.
+    let rows = n / inner;
+    let unit = (n / 64).max(1 << 14);
+    let rows_per = (unit / inner).max(1);
+    let splits_row = inner > unit;
+    let outer = &dims[..dims.len() - 1];
+    let (pieces, per_row) = if splits_row {
+        let per_row = inner.div_ceil(unit);
+        (rows * per_row, per_row)
+    } else {
+        (rows.div_ceil(rows_per), 0)
+    };
+    let piece = |p: usize| {
+        if splits_row {
+            let (r, c) = (p / per_row, p % per_row);
+            let (od, os) = outer_offsets(outer, r);
+            let (j0, j1) = (c * unit, (c * unit + unit).min(inner));
+            // SAFETY: elements j0..j1 of row r: in bounds, written by this piece alone.
+            unsafe {
+                copy_row(
+                    dp.at(od + j0 * ds_in),
+                    ds_in,
+                    sp.at(os + j0 * ss_in),
+                    ss_in,
+                    j1 - j0,
+                );
+            }
+            return;
+        }
+        let (r0, r1) = (p * rows_per, (p * rows_per + rows_per).min(rows));
+        for r in r0..r1 {
+            let (od, os) = outer_offsets(outer, r);
+            // SAFETY: row r: in bounds, written by this piece alone.
+            unsafe { copy_row(dp.at(od), ds_in, sp.at(os), ss_in, inner) };
+        }
+    };
+    for_each_piece(pieces, parallel, &piece);
+}
+
+/// Copies `src` (over `ls`) into `dst`'s positions of `ld` (the same shape): the
+/// normalised, tiled and split copy above, or a plain row-major walk where the
+/// destination writes some memory twice or a layout leaves its buffer (which then
+/// panics on the bad index, as before: the op layer never builds such layouts).
+pub fn copy_layout<T: Copy>(dst: &mut [T], ld: &Layout, src: &[T], ls: &Layout) {
+    if ld.numel() == 0 {
+        return;
+    }
+    let planned = in_bounds(dst.len(), &ld.shape, &ld.strides, ld.offset)
+        && in_bounds(src.len(), &ls.shape, &ls.strides, ls.offset)
+        && ld.shape == ls.shape;
+    if planned && let Some(dims) = plan(&ld.shape, &ld.strides, &ls.strides) {
+        // SAFETY: both layouts lie in their buffers (checked above), so every offset the
+        // plan reaches does; the plan's destination offsets are distinct; `dst` is a
+        // unique borrow, so it does not overlap `src`.
+        unsafe {
+            copy_planned(
+                dst.as_mut_ptr().add(ld.offset),
+                src.as_ptr().add(ls.offset),
+                &dims,
+            );
+        }
+        return;
+    }
+    for_each_offset2(
+        &ld.shape,
+        (&ld.strides, ld.offset),
+        (&ls.strides, ls.offset),
+        |od, os| {
+            dst[od] = src[os];
+        },
+    );
+}
+
+/// `cat`: the parts (each over its layout, all of `out_shape` but along `dim`, where
+/// their sizes add up to `out_shape[dim]`) copied side by side along `dim` into a new
+/// row-major buffer. Each part is one planned copy into its slab of the output (rows of
+/// a memcpy each, split across the pool when large), written straight into fresh memory:
+/// the parts cover every element, so no zeroing pass is needed.
+pub fn cat<T: Copy + Default>(
+    parts: &[(&[T], &Layout)],
+    dim: usize,
+    out_shape: &[usize],
+) -> Vec<T> {
+    let n = crate::shape::numel(out_shape);
+    let out_l = Layout::contiguous(out_shape);
+    let mut at = 0usize;
+    let mut slabs = Vec::with_capacity(parts.len());
+    let mut planned = dim < out_shape.len();
+    for &(data, l) in parts {
+        let len = if l.ndim() == 0 {
+            1
+        } else {
+            l.shape.get(dim).copied().unwrap_or(0)
+        };
+        let dst = out_l.narrow(dim, at, len).ok();
+        planned &= dst.as_ref().is_some_and(|d| d.shape == l.shape)
+            && in_bounds(data.len(), &l.shape, &l.strides, l.offset);
+        slabs.push(dst);
+        at += len;
+    }
+    if !planned || Some(&at) != out_shape.get(dim) {
+        // (a shape the op layer never builds: the checked copies, into zeros)
+        let mut out = vec![T::default(); n];
+        for (&(data, l), dst) in parts.iter().zip(&slabs) {
+            if let Some(dst) = dst.as_ref().filter(|d| d.shape == l.shape) {
+                copy_layout(&mut out, dst, data, l);
+            }
+        }
+        return out;
+    }
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    for (&(data, l), dst) in parts.iter().zip(&slabs) {
+        let Some(dst) = dst else { continue };
+        if dst.numel() == 0 {
+            continue;
+        }
+        match plan(&dst.shape, &dst.strides, &l.strides) {
+            // SAFETY: the slab is a narrow of the row-major output, so its offsets are
+            // distinct and lie in `out`'s capacity of `n`; the part's layout lies in its
+            // buffer (checked above); `out` is a fresh allocation, overlapping nothing.
+            Some(dims) => unsafe {
+                copy_planned(
+                    out.as_mut_ptr().add(dst.offset),
+                    data.as_ptr().add(l.offset),
+                    &dims,
+                );
+            },
+            // (a narrow of a row-major layout always plans; kept for safety)
+            None => {
+                let mut z = vec![T::default(); n];
+                for (&(data, l), dst) in parts.iter().zip(&slabs) {
+                    if let Some(dst) = dst.as_ref().filter(|d| d.shape == l.shape) {
+                        copy_layout(&mut z, dst, data, l);
+                    }
+                }
+                return z;
+            }
+        }
+    }
+    // SAFETY: the slabs partition the output along `dim` (their sizes add up to
+    // `out_shape[dim]`, checked above), and each was written whole, so all `n` elements
+    // are initialised.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// A row-major copy of `layout`'s elements of `data` (see [`copy_layout`]).
+pub fn to_vec<T: Copy>(data: &[T], layout: &Layout) -> Vec<T> {
+    let n = layout.numel();
+    if n == 0 {
+        return Vec::new();
+    }
+    if !in_bounds(data.len(), &layout.shape, &layout.strides, layout.offset) {
+        // (a bad layout: index as before, which panics on the bad offset)
+        let mut out = Vec::with_capacity(n);
+        for_each_offset(&layout.shape, &layout.strides, layout.offset, |o| {
+            out.push(data[o])
+        });
+        return out;
+    }
+    let ld = crate::shape::contiguous_strides(&layout.shape);
+    let dims = plan(&layout.shape, &ld, &layout.strides);
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    if let Some(dims) = dims {
+        // SAFETY: the source layout lies in `data` (checked above); the destination is the
+        // row-major layout of `n` elements, whose offsets are distinct and lie in `out`'s
+        // capacity, a fresh allocation. Every element of it is written exactly once (the
+        // plan covers the whole shape), so all `n` are initialised before `set_len`.
+        unsafe {
+            copy_planned(out.as_mut_ptr(), data.as_ptr().add(layout.offset), &dims);
+            out.set_len(n);
+        }
+    } else {
+        // (row-major strides are always distinct: unreachable, kept for safety)
+        for_each_offset(&layout.shape, &layout.strides, layout.offset, |o| {
+            out.push(data[o])
+        });
+    }
+    out
 }
 
 #[cfg(test)]
@@ -126,6 +504,144 @@ mod tests {
         let l = Layout::contiguous(&[2, 3]).transpose(0, 1).unwrap();
         let data = [0, 1, 2, 3, 4, 5];
         assert_eq!(&*contiguous(&data, &l), &[0, 3, 1, 4, 2, 5]);
+    }
+
+    /// The reference: a row-major walk, element by element.
+    fn walk<T: Copy>(data: &[T], l: &Layout) -> Vec<T> {
+        let mut out = vec![];
+        for_each_offset(&l.shape, &l.strides, l.offset, |o| out.push(data[o]));
+        out
+    }
+
+    /// Layouts over a buffer of `len` elements that every copy path meets: contiguous,
+    /// transposed and permuted (tiled), narrowed and stepped (strided rows), expanded
+    /// (fills), 0-d, empty, and sizes around the tile and the parallel threshold.
+    fn layouts() -> Vec<(usize, Layout)> {
+        let c = |s: &[usize]| Layout::contiguous(s);
+        let mut v = vec![];
+        for &(n, m) in &[
+            (1, 1),
+            (3, 5),
+            (17, 33),
+            (64, 64),
+            (300, 257),
+            (1024, 100),
+            (517, 1031),
+        ] {
+            v.push((n * m, c(&[n, m])));
+            v.push((n * m, c(&[n, m]).transpose(0, 1).unwrap()));
+            v.push((n * m, c(&[n, m]).narrow(1, m / 3, m - m / 3).unwrap()));
+            v.push((
+                n * m,
+                c(&[n, m])
+                    .narrow(0, n / 2, n - n / 2)
+                    .unwrap()
+                    .transpose(0, 1)
+                    .unwrap(),
+            ));
+            let stepped = Layout {
+                shape: smallvec::smallvec![n.div_ceil(2), m.div_ceil(2)],
+                strides: smallvec::smallvec![2 * m, 2],
+                offset: 0,
+            };
+            v.push((n * m, stepped));
+            v.push((m, c(&[m]).unsqueeze(0).expand(&[n, m]).unwrap()));
+            v.push((n, c(&[n, 1]).expand(&[n, m]).unwrap()));
+        }
+        for &(a, b, d) in &[(4, 64, 48), (2, 3, 4), (8, 128, 96), (3, 70, 300)] {
+            let l = c(&[a, b, d]);
+            for p in [[2, 0, 1], [1, 2, 0], [0, 2, 1], [2, 1, 0]] {
+                v.push((a * b * d, l.permute(&p).unwrap()));
+            }
+            // a repeat's view: [r, a, 1, b, d] from [a, b, d] broadcast along r
+            let e = Layout {
+                shape: smallvec::smallvec![3, a, 2, b, d],
+                strides: smallvec::smallvec![0, b * d, 0, d, 1],
+                offset: 0,
+            };
+            v.push((a * b * d, e));
+        }
+        v.push((
+            1,
+            Layout {
+                shape: smallvec::smallvec![],
+                strides: smallvec::smallvec![],
+                offset: 0,
+            },
+        ));
+        v.push((
+            10,
+            Layout {
+                shape: smallvec::smallvec![],
+                strides: smallvec::smallvec![],
+                offset: 7,
+            },
+        ));
+        v.push((0, c(&[0, 5])));
+        v.push((6, c(&[2, 0, 3])));
+        v
+    }
+
+    #[test]
+    fn to_vec_matches_the_walk_for_every_layout_and_dtype() {
+        for (len, l) in layouts() {
+            let f: Vec<f32> = (0..len).map(|i| i as f32 * 0.5).collect();
+            assert_eq!(to_vec(&f, &l), walk(&f, &l), "{l:?}");
+            let d: Vec<f64> = (0..len).map(|i| i as f64 - 3.0).collect();
+            assert_eq!(to_vec(&d, &l), walk(&d, &l), "{l:?}");
+            let i: Vec<i64> = (0..len as i64).collect();
+            assert_eq!(to_vec(&i, &l), walk(&i, &l), "{l:?}");
+            let b: Vec<bool> = (0..len).map(|i| i % 3 == 0).collect();
+            assert_eq!(to_vec(&b, &l), walk(&b, &l), "{l:?}");
+        }
+    }
+
+    #[test]
+    fn copy_layout_writes_what_the_walk_writes() {
+        // every layout as the source, into a row-major, a transposed and a narrowed
+        // destination of the same shape
+        for (len, ls) in layouts() {
+            let src: Vec<f32> = (0..len).map(|i| i as f32).collect();
+            let shape = ls.shape.clone();
+            let n = ls.numel();
+            let mut dests = vec![(n, Layout::contiguous(&shape))];
+            if shape.len() == 2 {
+                let t = Layout::contiguous(&[shape[1], shape[0]])
+                    .transpose(0, 1)
+                    .unwrap();
+                dests.push((n, t));
+                let wide = Layout::contiguous(&[shape[0], shape[1] + 3])
+                    .narrow(1, 2, shape[1])
+                    .unwrap();
+                dests.push((shape[0] * (shape[1] + 3), wide));
+            }
+            for (dlen, ld) in dests {
+                let mut got = vec![-1.0f32; dlen];
+                copy_layout(&mut got, &ld, &src, &ls);
+                let mut want = vec![-1.0f32; dlen];
+                for_each_offset2(
+                    &shape,
+                    (&ld.strides, ld.offset),
+                    (&ls.strides, ls.offset),
+                    |od, os| want[od] = src[os],
+                );
+                assert_eq!(got, want, "{ld:?} <- {ls:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn copy_layout_into_an_overlapping_destination_keeps_row_major_order() {
+        // a destination that writes one element many times (an expanded dim): the last
+        // write wins, as in the row-major walk
+        let ld = Layout::contiguous(&[4])
+            .unsqueeze(0)
+            .expand(&[3, 4])
+            .unwrap();
+        let src: Vec<i64> = (0..12).collect();
+        let mut got = vec![0i64; 4];
+        copy_layout(&mut got, &ld, &src, &Layout::contiguous(&[3, 4]));
+        assert_eq!(got, vec![8, 9, 10, 11]);
     }
 
     #[test]
