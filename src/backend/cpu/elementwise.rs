@@ -373,28 +373,46 @@ pub(super) fn zip<T: Element, U: Element>(
     if let Some(last) = la.ndim().checked_sub(1) {
         let (inner, sa, sb) = (la.shape[last], la.strides[last], lb.strides[last]);
         if inner >= 8 && sa <= 1 && sb <= 1 && sa + sb > 0 {
-            let mut out = Vec::with_capacity(n);
+            // each row's first offsets, then the output in fixed chunks (split across the
+            // pool for large outputs; a chunk may start and end inside a row)
+            let mut rows = Vec::with_capacity(n / inner);
             let outer = (&la.shape[..last], &la.strides[..last], &lb.strides[..last]);
             for_each_offset2(
                 outer.0,
                 (outer.1, la.offset),
                 (outer.2, lb.offset),
-                |oa, ob| {
-                    let (ra, rb) = (&a[oa..oa + inner * sa], &b[ob..ob + inner * sb]);
-                    match (ra, rb) {
-                        ([], _) => {
-                            let x = a[oa];
-                            out.extend(rb.iter().map(|&y| f(x, y)));
-                        }
-                        (_, []) => {
-                            let y = b[ob];
-                            out.extend(ra.iter().map(|&x| f(x, y)));
-                        }
-                        _ => out.extend(ra.iter().zip(rb).map(|(&x, &y)| f(x, y))),
-                    }
-                },
+                |oa, ob| rows.push((oa, ob)),
             );
-            return out;
+            return fill_chunks(n, |start, out| {
+                let mut done = 0;
+                while done < out.len() {
+                    let i = start + done;
+                    let (c0, (oa, ob)) = (i % inner, rows[i / inner]);
+                    let len = (inner - c0).min(out.len() - done);
+                    let dst = &mut out[done..done + len];
+                    let (ra, rb) = (oa + c0..oa + c0 + len, ob + c0..ob + c0 + len);
+                    match (sa, sb) {
+                        (0, _) => {
+                            let x = a[oa];
+                            for (d, &y) in dst.iter_mut().zip(&b[rb]) {
+                                d.write(f(x, y));
+                            }
+                        }
+                        (_, 0) => {
+                            let y = b[ob];
+                            for (d, &x) in dst.iter_mut().zip(&a[ra]) {
+                                d.write(f(x, y));
+                            }
+                        }
+                        _ => {
+                            for ((d, &x), &y) in dst.iter_mut().zip(&a[ra]).zip(&b[rb]) {
+                                d.write(f(x, y));
+                            }
+                        }
+                    }
+                    done += len;
+                }
+            });
         }
     }
     let mut out = Vec::with_capacity(n);
@@ -905,6 +923,41 @@ mod tests {
             unreachable!()
         };
         assert_eq!(out, vec![11.0, 21.0, 12.0, 22.0, 13.0, 23.0]);
+    }
+
+    #[test]
+    fn broadcast_rows_split_across_chunks_match_the_strided_walk() {
+        // rows of 1000 (not a divisor of the 8K chunks) and more elements than PAR_MIN, so
+        // chunks start and end inside rows, on the pool; a bias along the last dim and a
+        // column along the first, each on either side
+        let (rows, cols) = (100usize, 1000usize);
+        let m: Vec<f32> = (0..rows * cols)
+            .map(|i| (i % 977) as f32 * 0.5 - 3.0)
+            .collect();
+        let bias: Vec<f32> = (0..cols).map(|i| i as f32 * 0.25).collect();
+        let col: Vec<f32> = (0..rows).map(|i| 1.0 + i as f32).collect();
+        let lm = Layout::contiguous(&[rows, cols]);
+        let lbias = Layout::contiguous(&[cols]).expand(&[rows, cols]).unwrap();
+        let lcol = Layout::contiguous(&[rows, 1])
+            .expand(&[rows, cols])
+            .unwrap();
+        let cases: [(&[f32], &Layout, &[f32], &Layout); 4] = [
+            (&m, &lm, &bias, &lbias),
+            (&bias, &lbias, &m, &lm),
+            (&m, &lm, &col, &lcol),
+            (&col, &lcol, &m, &lm),
+        ];
+        for (a, la, b, lb) in cases {
+            let got = zip(a, la, b, lb, |x, y| x * 3.0 - y);
+            let mut want = Vec::new();
+            for_each_offset2(
+                &la.shape,
+                (&la.strides, la.offset),
+                (&lb.strides, lb.offset),
+                |oa, ob| want.push(a[oa] * 3.0 - b[ob]),
+            );
+            assert_eq!(got, want);
+        }
     }
 
     #[test]
