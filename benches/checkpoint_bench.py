@@ -31,19 +31,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import statistics
-import subprocess
 import time
 
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-    except OSError:
-        return "unknown"
-    for line in out.splitlines():
-        if line.startswith("Model name:"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
+from _machine import cpu_model
 
 
 def main() -> None:

@@ -21,17 +21,7 @@ import statistics
 import time
 from typing import Any, Callable
 
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux), as lscpu prints it."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
+from _machine import cpu_model
 
 
 # (group, name, flops, maker): maker(lib) -> a call of the product on fresh inputs

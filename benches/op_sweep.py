@@ -28,6 +28,8 @@ import statistics
 import time
 from typing import Any, Callable
 
+from _machine import cpu_model
+
 SIZES = {"tiny": (4, 4), "256": (256, 256), "4M": (2048, 2048)}
 BAR = 1.25  # issue 15: no op slower than this ratio at 256x256 and at 4M
 SCALING_BAR = 1.7  # issue 15: 2 threads over 1 at 4M, memory-bound kernels
@@ -35,18 +37,6 @@ SCALING_BAR = 1.7  # issue 15: 2 threads over 1 at 4M, memory-bound kernels
 # The matrix products at 2048 are compute-bound (17 GFLOP each) and are measured by
 # benches/gemm_bench.py at the shapes that matter; here only at the smaller sizes.
 NOT_AT_4M = {"mm", "matmul", "bmm", "addmm", "nn.functional.linear", "outer"}
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux), as lscpu prints it."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
@@ -197,7 +187,9 @@ def main() -> None:
             libs[name] = importlib.import_module(name)
         except ImportError:
             print(f"({name} is not installed)")
-    threads = args.threads or libs["rgrad"].get_num_threads() if "rgrad" in libs else args.threads
+    threads = args.threads
+    if threads is None and "rgrad" in libs:
+        threads = libs["rgrad"].get_num_threads()
     for T in libs.values():
         if threads:
             T.set_num_threads(threads)

@@ -25,7 +25,6 @@ import gc
 import json
 import platform
 import statistics
-import subprocess
 import sys
 import time
 import warnings
@@ -34,6 +33,8 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench import Lib, load_lib, setup_chain, setup_mlp  # noqa: E402
+
+from _machine import cpu_model
 
 MODES = ("plain", "profiler", "anomaly")
 
@@ -106,17 +107,6 @@ def _rss_kb() -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return platform.processor()
 
 
 def main() -> None:

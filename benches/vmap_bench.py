@@ -15,25 +15,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import time
 import warnings
 
 import rgrad
 import torch
 
+from _machine import cpu_model
+
 warnings.filterwarnings("ignore", category=FutureWarning)
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    for line in out.splitlines():
-        if line.startswith("Model name:"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def psg_cases(lib):

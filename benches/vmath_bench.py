@@ -20,6 +20,8 @@ import statistics
 import time
 from typing import Any, Callable
 
+from _machine import cpu_model
+
 # op name -> (domain of the random inputs, call)
 OPS: dict[str, tuple[tuple[float, float], Callable[[Any, Any], Any]]] = {
     "exp": ((-10, 10), lambda T, x: x.exp()),
@@ -85,11 +87,7 @@ def main() -> None:
         except ImportError:
             print("(torch is not installed)")
     print("rgrad from", libs["rgrad"].__file__)
-    try:
-        with open("/proc/cpuinfo") as fh:
-            model = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "?")
-    except OSError:
-        model = "?"
+    model = cpu_model()
     print("CPU:", model)
     import numpy as np
 

@@ -50,4 +50,6 @@ def test_every_case_runs_at_every_size_on_rgrad():
         if size == "4M":
             continue  # same code as 256 with more elements
         for name, f in op_sweep.cases(rgrad, shape).items():
-            f()
+            out = f()
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            assert outs and all(isinstance(o, rgrad.Tensor) for o in outs), (size, name, type(out))
