@@ -1,7 +1,6 @@
 //! Where a tensor's storage lives. Device is a property of the storage (its buffer's
-//! backend); an op on tensors of two devices is refused before any kernel runs, with
-//! torch's message. The CPU is the only backend today; the CUDA backend adds
-//! `Device::Cuda(ordinal)` buffers behind the same kernel interface (`backend`).
+//! backend: host memory, or `Buffer::Cuda` on an NVIDIA GPU); an op on tensors of two
+//! devices is refused before any kernel runs, with torch's message.
 
 use crate::{Error, Result};
 
@@ -9,7 +8,7 @@ use crate::{Error, Result};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Device {
     Cpu,
-    /// An NVIDIA GPU by ordinal (no storage lives there yet: the CUDA backend's issue).
+    /// An NVIDIA GPU by ordinal.
     Cuda(u32),
 }
 
@@ -22,9 +21,27 @@ impl std::fmt::Display for Device {
     }
 }
 
+thread_local! {
+    /// A factory's `device=` for the duration of the call (see [`with_default_device`]).
+    static DEFAULT: std::cell::Cell<Device> = const { std::cell::Cell::new(Device::Cpu) };
+}
+
 /// Where factories allocate when no device is given (torch's `get_default_device()`).
 pub fn default_device() -> Device {
-    Device::Cpu
+    DEFAULT.with(|d| d.get())
+}
+
+/// Runs `f` with factories allocating on `device` (a factory's `device=` argument).
+pub fn with_default_device<R>(device: Device, f: impl FnOnce() -> R) -> R {
+    let old = DEFAULT.with(|d| d.replace(device));
+    struct Restore(Device);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            DEFAULT.with(|d| d.set(self.0));
+        }
+    }
+    let _restore = Restore(old);
+    f()
 }
 
 /// The one device of an op's operands, or torch's error naming the first device and the

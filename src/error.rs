@@ -73,6 +73,11 @@ pub enum Error {
     #[error("can't retain_grad on Tensor that has requires_grad=False")]
     RetainGradWithoutGrad,
 
+    /// A device allocation the caching allocator could not serve even after freeing its
+    /// cache (torch.cuda.OutOfMemoryError, a RuntimeError), with torch's wording.
+    #[error("{0}")]
+    OutOfMemory(String),
+
     // ---- IndexError --------------------------------------------------------------------
     #[error("Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")]
     DimOutOfRange { dim: i64, lo: i64, hi: i64 },

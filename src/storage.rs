@@ -5,20 +5,44 @@ use parking_lot::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// A contiguous, typed CPU buffer. (The CUDA backend will add a device enum around this;
-/// kernels already take a buffer plus a `Layout` and never see the graph.)
-#[derive(Clone, Debug)]
+/// A contiguous, typed buffer: host memory of one of four element types, or device
+/// memory (`Cuda`, any dtype). Kernels take a buffer plus a `Layout` and never see the
+/// graph; `backend::backend_of` picks the kernels of the buffer's device.
+#[derive(Debug)]
 pub enum Buffer {
     Bool(Vec<bool>),
     I64(Vec<i64>),
     F32(Vec<f32>),
     F64(Vec<f64>),
+    Cuda(crate::backend::cuda::CudaBuf),
+}
+
+/// A copy (a device buffer: a device-to-device copy on the current stream).
+impl Clone for Buffer {
+    fn clone(&self) -> Self {
+        match self {
+            Buffer::Bool(v) => Buffer::Bool(v.clone()),
+            Buffer::I64(v) => Buffer::I64(v.clone()),
+            Buffer::F32(v) => Buffer::F32(v.clone()),
+            Buffer::F64(v) => Buffer::F64(v.clone()),
+            Buffer::Cuda(c) => match crate::backend::cuda::backend::upload(self, c.device()) {
+                Ok(b) => b,
+                // Only the CPU kernels clone buffers (their own host ones); the op layer
+                // copies device buffers through the backend, which reports failures.
+                #[allow(clippy::panic)]
+                Err(e) => panic!("rgrad: copying a CUDA buffer failed: {e}"),
+            },
+        }
+    }
 }
 
 impl Buffer {
-    /// Where the buffer's memory is (every variant is host memory today).
+    /// Where the buffer's memory is.
     pub fn device(&self) -> crate::device::Device {
-        crate::device::Device::Cpu
+        match self {
+            Buffer::Cuda(c) => crate::device::Device::Cuda(c.device()),
+            _ => crate::device::Device::Cpu,
+        }
     }
     pub fn dtype(&self) -> DType {
         match self {
@@ -26,6 +50,7 @@ impl Buffer {
             Buffer::I64(_) => DType::I64,
             Buffer::F32(_) => DType::F32,
             Buffer::F64(_) => DType::F64,
+            Buffer::Cuda(c) => c.dtype,
         }
     }
     pub fn len(&self) -> usize {
@@ -34,6 +59,7 @@ impl Buffer {
             Buffer::I64(v) => v.len(),
             Buffer::F32(v) => v.len(),
             Buffer::F64(v) => v.len(),
+            Buffer::Cuda(c) => c.len,
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -181,6 +207,14 @@ macro_rules! element {
     };
 }
 
+/// A CPU kernel handed a device buffer: `backend_of` sends device buffers to their own
+/// backend, so this is a broken invariant, not a user error.
+#[cold]
+#[allow(clippy::panic)]
+pub fn not_host() -> ! {
+    panic!("rgrad internal error: a CPU kernel was given a CUDA buffer")
+}
+
 #[cold]
 #[allow(clippy::panic)]
 fn unreachable_dtype(got: DType, want: DType) -> ! {
@@ -250,6 +284,7 @@ impl Buffer {
             Buffer::I64(v) => v.len() * 8,
             Buffer::F32(v) => v.len() * 4,
             Buffer::F64(v) => v.len() * 8,
+            Buffer::Cuda(c) => c.nbytes(),
         }
     }
 }

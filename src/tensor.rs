@@ -400,13 +400,7 @@ impl Tensor {
         }
         let s = self.snapshot();
         let r = s.storage.read();
-        let o = s.layout.offset;
-        Ok(match &*r {
-            Buffer::F32(v) => Scalar::Float(f64::from(v[o])),
-            Buffer::F64(v) => Scalar::Float(v[o]),
-            Buffer::I64(v) => Scalar::Int(v[o]),
-            Buffer::Bool(v) => Scalar::Bool(v[o]),
-        })
+        crate::backend::host::element(&r, s.layout.offset)
     }
     /// Whether a one-element tensor's element is not zero (torch's `is_nonzero`, what
     /// `bool(x)` asks); with no element or several the answer is ambiguous: an error.

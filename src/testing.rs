@@ -98,6 +98,10 @@ pub fn to_vec(t: &Tensor) -> Vec<f64> {
     let n = s.layout.numel();
     let off = s.layout.offset;
     let buf = s.storage.read();
+    let buf = match crate::backend::host::read(&buf) {
+        Ok(b) => b,
+        Err(e) => panic_msg(&format!("to_vec(): copy to the host failed: {e}")),
+    };
     match &*buf {
         Buffer::F64(v) => v[off..off + n].to_vec(),
         Buffer::F32(v) => v[off..off + n].iter().map(|&x| f64::from(x)).collect(),
@@ -106,6 +110,7 @@ pub fn to_vec(t: &Tensor) -> Vec<f64> {
             .iter()
             .map(|&x| f64::from(u8::from(x)))
             .collect(),
+        Buffer::Cuda(_) => crate::storage::not_host(),
     }
 }
 

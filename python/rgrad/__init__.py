@@ -55,7 +55,8 @@ from rgrad.random import (
     seed,
     set_rng_state,
 )
-from rgrad import autograd, nn, profiler, random, return_types, utils  # noqa: F401
+from rgrad import autograd, backends, cuda, nn, profiler, random, return_types, utils  # noqa: F401
+from rgrad._C import OutOfMemoryError  # noqa: F401
 from rgrad import func  # noqa: F401,E402  (rgrad.func, as torch.func)
 from rgrad.func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from rgrad._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor
@@ -102,24 +103,24 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     Args:
         data: A number, a (nested) list or tuple of numbers, a NumPy array, or a Tensor.
         dtype: The desired dtype (inferred from the data by default).
-        device: Only 'cpu' (or None) is accepted.
+        device: Where the tensor is made (the CPU by default).
         requires_grad: Whether autograd records operations on the result.
 
     Returns:
         A new tensor.
     """
-    if device is not None:
-        _tensor.device(device)
     if type(data).__module__ == "numpy" and hasattr(data, "__array_interface__"):
         import numpy as np
 
         t = from_numpy(np.asarray(data))
         if dtype is not None:
             t = t.to(dtype)
+        if device is not None:
+            t = t.to(device)
         if requires_grad:
             t.requires_grad_()
         return t
-    return _C.tensor(data, dtype=dtype, requires_grad=requires_grad)
+    return _C.tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def pow(input, exponent) -> Tensor:  # noqa: A001

@@ -25,28 +25,72 @@ class Size(tuple):
         return n
 
 
-class device:  # noqa: N801  (torch's name)
-    """Where a tensor's data lives. rgrad runs on the CPU."""
+_DEVICE_TYPES = ("cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, "
+                 "mps, meta, hpu, mtia, privateuseone")
 
-    def __init__(self, type: "str | device" = "cpu", index: int | None = None) -> None:  # noqa: A002
+
+class device:  # noqa: N801  (torch's name)
+    """Where a tensor's data lives: ``device('cpu')``, ``device('cuda:0')``, ``device('cuda', 1)``
+    or ``device(1)`` (a CUDA ordinal), parsed as torch parses them.
+    (rgrad has no default-device context yet: pass ``device=``.)"""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: "str | int | device" = "cpu", index: int | None = None) -> None:  # noqa: A002
         if isinstance(type, device):
             type, index = type.type, type.index
-        if type != "cpu":
-            raise RuntimeError(f"rgrad was built without support for device '{type}'")
-        self.type, self.index = type, index
+        elif isinstance(type, builtins.int) and not isinstance(type, builtins.bool):
+            if type < 0:
+                raise RuntimeError("Device index must not be negative")
+            type, index = "cuda", type
+        elif not isinstance(type, str):
+            raise TypeError(
+                f"device() received an invalid combination of arguments - got ({builtins.type(type).__name__}), "
+                "but expected one of:\n * (torch.device device)\n      didn't match because some of the arguments "
+                f"have invalid types: (!{builtins.type(type).__name__}!)\n * (str type, int index = -1)\n")
+        else:
+            name, sep, idx = type.partition(":")
+            if name not in ("cpu", "cuda", "meta"):
+                if name in _DEVICE_TYPES.split(", "):
+                    raise RuntimeError(f"rgrad was built without support for device '{name}'")
+                raise RuntimeError(f"Expected one of {_DEVICE_TYPES} device type at start of device string: {type}")
+            if sep:
+                if not idx.isdigit() or (len(idx) > 1 and idx[0] == "0"):
+                    raise RuntimeError(f"Invalid device string: '{type}'")
+                if index is not None:
+                    raise RuntimeError(
+                        f"type (string) must not include an index because index was passed explicitly: {type}")
+                index = builtins.int(idx)
+            type = name
+            if index is not None and index < 0:
+                if index == -1:
+                    index = None
+                else:
+                    raise RuntimeError("Device index must not be negative")
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "index", index)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"attribute '{name}' of 'torch.device' objects is not writable")
 
     def __repr__(self) -> str:
-        return "device(type='cpu')"
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
 
     def __str__(self) -> str:
-        return "cpu"
+        return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __eq__(self, other: object) -> builtins.bool:
-        return str(other) == "cpu" if isinstance(other, (str, device)) else NotImplemented
+        if not isinstance(other, device):
+            return False
+        return self.type == other.type and self.index == other.index
 
     def __hash__(self) -> int:
-        return hash("cpu")
+        return hash((self.type, self.index))
 
+    def __reduce__(self):
+        return (device, (self.type, self.index))
 
 _CPU = device("cpu")
 
@@ -110,25 +154,64 @@ def _iter(self: Tensor):
 
 
 def _to(self: Tensor, *args, **kwargs) -> Tensor:
-    """Returns a tensor with the given dtype (device 'cpu' is accepted and ignored)."""
+    """Returns a tensor with the given dtype and/or on the given device; `self` when
+    nothing changes and `copy` is False."""
     dtype = kwargs.pop("dtype", None)
+    dev = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("device", None)
+    kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
     for a in args:
         if isinstance(a, _C.dtype):
             dtype = a
         elif isinstance(a, Tensor):
-            dtype = a.dtype
-        elif isinstance(a, (str, device)):
-            device(a)
+            dtype, dev = a.dtype, a.device
+        elif isinstance(a, (str, device, builtins.int)) and not isinstance(a, builtins.bool):
+            dev = device(a)
         elif a is not None:
             raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
-    if dtype is None or (dtype == self.dtype and not copy):
-        return self.clone() if copy else self
-    return self._to_dtype(dtype, copy)
+    out = self
+    if dev is not None:
+        dev = device(dev)
+        if dev.type == "cuda" and dev.index is None:
+            dev = device("cuda", _C._cuda_current_device())
+        if str(dev) != self._device_str.split(":")[0] and str(dev) != self._device_str:
+            out = out._to_device(str(dev))
+    if dtype is not None and (dtype != out.dtype or (copy and out is self)):
+        return out._to_dtype(dtype, copy and out is self)
+    if copy and out is self:
+        return self.clone()
+    return out
+
+
+def _device_of(self: Tensor) -> device:
+    s = self._device_str
+    return _CPU if s == "cpu" else device(s)
+
+
+def _cuda(self: Tensor, device=None, non_blocking=False, memory_format=None) -> Tensor:
+    """Returns a copy of this tensor on a CUDA device (the current one by default); the
+    tensor itself when it is there already."""
+    if device is None:
+        device = _C._cuda_current_device()
+    elif isinstance(device, str) or isinstance(device, globals()["device"]):
+        d = globals()["device"](device)
+        if d.type != "cuda":
+            raise RuntimeError(f"Invalid device, must be cuda device")
+        device = d.index if d.index is not None else _C._cuda_current_device()
+    return self._to_device(f"cuda:{device}") if self._device_str != f"cuda:{device}" else self
+
+
+def _cpu(self: Tensor, memory_format=None) -> Tensor:
+    """Returns a copy of this tensor in CPU memory; the tensor itself when it is there."""
+    return self if self._device_str == "cpu" else self._to_device("cpu")
+
+
+def _get_device(self: Tensor) -> int:
+    s = self._device_str
+    return -1 if s == "cpu" else builtins.int(s.split(":")[1])
 
 
 def _isnan(self: Tensor) -> Tensor:
@@ -165,19 +248,22 @@ def _make_max(is_max: builtins.bool):
     return reduction
 
 
-def _new_tensor(self: Tensor, data, dtype=None, requires_grad=False) -> Tensor:
+def _new_tensor(self: Tensor, data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Returns a new tensor with `data`, by default of this tensor's dtype."""
-    return _C.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return _C.tensor(data, dtype=dtype or self.dtype, device=device or self._device_str,
+                     requires_grad=requires_grad)
 
 
-def _new_zeros(self: Tensor, *size, dtype=None, requires_grad=False) -> Tensor:
+def _new_zeros(self: Tensor, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Returns a tensor of zeros of the given size, by default of this tensor's dtype."""
-    return _C.zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return _C.zeros(*size, dtype=dtype or self.dtype, device=device or self._device_str,
+                  requires_grad=requires_grad)
 
 
-def _new_ones(self: Tensor, *size, dtype=None, requires_grad=False) -> Tensor:
+def _new_ones(self: Tensor, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Returns a tensor of ones of the given size, by default of this tensor's dtype."""
-    return _C.ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return _C.ones(*size, dtype=dtype or self.dtype, device=device or self._device_str,
+                  requires_grad=requires_grad)
 
 
 def _where(self: Tensor, condition, y) -> Tensor:
@@ -200,11 +286,6 @@ def _type_as(self: Tensor, other: Tensor) -> Tensor:
     if not isinstance(other, Tensor):
         raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
     return self.to(other.dtype)
-
-
-def _cpu(self: Tensor, memory_format=None) -> Tensor:
-    """Returns a copy of this tensor in CPU memory: the tensor itself, which is there."""
-    return self
 
 
 for _name, _fn in {
@@ -234,27 +315,34 @@ for _name, _fn in {
     setattr(Tensor, _name, _fn)
 Tensor.type = _legacy.tensor_type
 Tensor.shape = property(_shape, doc="The shape of the tensor (an rgrad.Size).")
-Tensor.device = property(lambda self: _CPU, doc="The device of the tensor (always cpu).")
-Tensor.is_cuda = property(lambda self: False)
+Tensor.device = property(_device_of, doc="The device the tensor's data is on.")
+Tensor.is_cuda = property(lambda self: self._device_str != "cpu", doc="Whether the tensor is on a CUDA device.")
+Tensor.is_cpu = property(lambda self: self._device_str == "cpu", doc="Whether the tensor is in CPU memory.")
+Tensor.cuda = _cuda
+Tensor.cpu = _cpu
+Tensor.get_device = _get_device
 Tensor.__array_priority__ = 1000  # NumPy defers binary operators to Tensor
 Tensor.__module__ = "rgrad"
 
 
 # ---- factories that take a tensor or NumPy array --------------------------------------------
 
-def zeros_like(input: Tensor, *, dtype=None, requires_grad=False, **_) -> Tensor:
+def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
     """Returns a tensor of zeros with the shape (and by default the dtype) of `input`."""
-    return _C.zeros(input._shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return _C.zeros(input._shape, dtype=dtype or input.dtype, device=device or input._device_str,
+                  requires_grad=requires_grad)
 
 
-def ones_like(input: Tensor, *, dtype=None, requires_grad=False, **_) -> Tensor:
+def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
     """Returns a tensor of ones with the shape (and by default the dtype) of `input`."""
-    return _C.ones(input._shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return _C.ones(input._shape, dtype=dtype or input.dtype, device=device or input._device_str,
+                  requires_grad=requires_grad)
 
 
-def full_like(input: Tensor, fill_value, *, dtype=None, requires_grad=False, **_) -> Tensor:
+def full_like(input: Tensor, fill_value, *, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
     """Returns a tensor filled with `fill_value`, shaped like `input`."""
-    return _C.full(input._shape, fill_value, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return _C.full(input._shape, fill_value, dtype=dtype or input.dtype, device=device or input._device_str,
+                   requires_grad=requires_grad)
 
 
 def _empty_like(input: Tensor, dtype) -> Tensor:
@@ -300,18 +388,18 @@ def _finish(t: Tensor, requires_grad) -> Tensor:
     return t
 
 
-def rand_like(input: Tensor, *, generator=None, dtype=None, requires_grad=False, **_) -> Tensor:
+def rand_like(input: Tensor, *, generator=None, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
     """Uniform [0, 1) random numbers shaped like `input` (``empty_like(input).uniform_()``)."""
     out = _empty_like(input, dtype)
     _C._uniform_(out, 0.0, 1.0, generator)
-    return _finish(out, requires_grad)
+    return _finish(out.to(device or input.device), requires_grad)
 
 
-def randn_like(input: Tensor, *, generator=None, dtype=None, requires_grad=False, **_) -> Tensor:
+def randn_like(input: Tensor, *, generator=None, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
     """Standard normal random numbers shaped like `input` (``empty_like(input).normal_()``)."""
     out = _empty_like(input, dtype)
     _C._normal_(out, 0.0, 1.0, generator)
-    return _finish(out, requires_grad)
+    return _finish(out.to(device or input.device), requires_grad)
 
 
 def randint_like(input: Tensor, *args, low=None, high=None, generator=None, dtype=None, requires_grad=False,
@@ -330,7 +418,7 @@ def randint_like(input: Tensor, *args, low=None, high=None, generator=None, dtyp
     return _finish(out, requires_grad)
 
 
-def randint(*args, size=None, generator=None, dtype=None, requires_grad=False, **_) -> Tensor:
+def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False, **_) -> Tensor:
     """``randint(high, size)`` or ``randint(low, high, size)``: uniform integers in [low, high)."""
     if size is not None:
         args = (*args, size)
@@ -340,7 +428,7 @@ def randint(*args, size=None, generator=None, dtype=None, requires_grad=False, *
         low, high, size = args
     else:
         raise TypeError("randint() received an invalid combination of arguments")
-    return _C._randint(int(low), int(high), list(size), generator=generator, dtype=dtype,
+    return _C._randint(int(low), int(high), list(size), generator=generator, dtype=dtype, device=device,
                        requires_grad=requires_grad)
 
 

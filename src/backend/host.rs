@@ -1,10 +1,34 @@
 //! What runs on the host whatever the device: the parts of an op that read values to plan
 //! its work (index values and their checks, a mask's coordinates, one element, nll's
 //! targets), random draws from torch's CPU generator (torch's CUDA generator is another
-//! algorithm), and topk's tie order. They work on host buffers, which every buffer is
-//! today; a device backend will copy its operand to the host for them.
+//! algorithm), and topk's tie order. They work on host buffers: a device buffer is
+//! copied down first ([`read`]).
 
-pub use super::cpu::index::{element, index_values, nonzero};
+pub use super::cpu::index::{index_values, nonzero};
+
+/// `buf` in host memory: itself, or a device buffer's copy (which waits for its stream).
+pub fn read(
+    buf: &crate::storage::Buffer,
+) -> crate::Result<std::borrow::Cow<'_, crate::storage::Buffer>> {
+    use std::borrow::Cow;
+    match buf {
+        crate::storage::Buffer::Cuda(c) => Ok(Cow::Owned(super::cuda::backend::to_host_range(
+            c, 0, c.len,
+        )?)),
+        _ => Ok(Cow::Borrowed(buf)),
+    }
+}
+
+/// The element at `offset`, as a number (a device buffer's one element copied down).
+pub fn element(buf: &crate::storage::Buffer, offset: usize) -> crate::Result<crate::dtype::Scalar> {
+    match buf {
+        crate::storage::Buffer::Cuda(c) => Ok(super::cpu::index::element(
+            &super::cuda::backend::to_host_range(c, offset, 1)?,
+            0,
+        )),
+        _ => Ok(super::cpu::index::element(buf, offset)),
+    }
+}
 pub use super::cpu::nn::nll_targets;
 pub use super::cpu::random;
 
@@ -56,5 +80,9 @@ pub fn non_finite(buf: &crate::storage::Buffer, layout: &crate::layout::Layout) 
             None => scan(&contiguous(v, layout)),
         },
         Buffer::Bool(_) | Buffer::I64(_) => (false, false),
+        Buffer::Cuda(_) => match read(buf) {
+            Ok(h) => non_finite(&h, layout),
+            Err(_) => (false, false),
+        },
     }
 }

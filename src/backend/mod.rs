@@ -12,13 +12,14 @@
 //! every buffer is today; a device backend adds the copy to the host there.
 
 pub mod cpu;
+pub mod cuda;
 pub mod host;
 
+use crate::Result;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::storage::Buffer;
-use crate::{Error, Result};
 
 macro_rules! unary_op_ids {
     ($($name:ident $name_:ident $V:ident $node:literal { $($row:tt)* })*) => {
@@ -161,7 +162,7 @@ macro_rules! backend_kernels {
         #[allow(clippy::too_many_arguments)] // (index_put's, as the op's)
         pub trait Backend: Send + Sync {
             fn device(&self) -> Device;
-            $($(#[$doc])* fn $name(&self, $($arg: $ty),*) -> $ret;)*
+            $($(#[$doc])* fn $name(&self, $($arg: $ty),*) -> Result<$ret>;)*
         }
 
         #[allow(clippy::too_many_arguments)]
@@ -170,8 +171,8 @@ macro_rules! backend_kernels {
                 Device::Cpu
             }
             $(#[inline]
-            fn $name(&self, $($arg: $ty),*) -> $ret {
-                $cpu($($arg),*)
+            fn $name(&self, $($arg: $ty),*) -> Result<$ret> {
+                Ok($cpu($($arg),*))
             })*
         }
 
@@ -182,7 +183,7 @@ macro_rules! backend_kernels {
         $(#[$doc])*
         #[inline]
         #[allow(clippy::too_many_arguments)]
-        pub fn $name($($arg: $ty),*) -> $ret {
+        pub fn $name($($arg: $ty),*) -> Result<$ret> {
             backend_of(&*$on).$name($($arg),*)
         }
     };
@@ -255,11 +256,13 @@ backend_kernels! {
     fn full(dtype: DType, n: usize, v: crate::dtype::Scalar) -> Buffer => cpu::creation::full;
 }
 
-/// The backend a buffer's device has. Every `Buffer` is host memory today
-/// (`Buffer::device` is always the CPU); the CUDA backend's buffers add their arm here.
+/// The backend a buffer's device has.
 #[inline]
-pub fn backend_of(_buf: &Buffer) -> &'static dyn Backend {
-    &cpu::Cpu
+pub fn backend_of(buf: &Buffer) -> &'static dyn Backend {
+    match buf {
+        Buffer::Cuda(c) => cuda::backend::of(c.device()),
+        _ => &cpu::Cpu,
+    }
 }
 
 /// torch's device check of an op's operands (TensorIterator's, run before any kernel).
@@ -271,9 +274,10 @@ pub fn check_same_device(bufs: &[&Buffer]) -> Result<Device> {
 pub fn on(device: Device) -> Result<&'static dyn Backend> {
     match device {
         Device::Cpu => Ok(&cpu::Cpu),
-        d @ Device::Cuda(_) => Err(Error::runtime(format!(
-            "rgrad has no kernels for {d} (the CUDA backend is not built)"
-        ))),
+        Device::Cuda(i) => {
+            cuda::driver::device(i)?;
+            Ok(cuda::backend::of(i))
+        }
     }
 }
 

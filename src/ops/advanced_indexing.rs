@@ -38,6 +38,7 @@ struct Plan {
 pub fn nonzero_indices(mask: &Tensor) -> Result<Vec<Tensor>> {
     let s = mask.snapshot();
     let r = s.storage.read();
+    let r = host::read(&r)?;
     let Buffer::Bool(v) = &*r else {
         return Err(Error::Internal("mask is not bool".into()));
     };
@@ -309,7 +310,7 @@ fn indices_for_dim(indices: &[Option<Tensor>], d: usize) -> Option<&Tensor> {
 }
 
 /// The first element of `t`, as a number.
-fn element_0(t: &Tensor) -> Scalar {
+fn element_0(t: &Tensor) -> Result<Scalar> {
     let s = t.snapshot();
     host::element(&s.storage.read(), s.layout.offset)
 }
@@ -505,7 +506,7 @@ pub fn index_put_checked(
                 )));
             }
             let d = dims[0];
-            let first = indices_for_dim(indices, d).map_or(Scalar::Int(0), element_0);
+            let first = indices_for_dim(indices, d).map_or(Ok(Scalar::Int(0)), element_0)?;
             return Err(Error::index(format!(
                 "index {} is out of bounds for dimension {d} with size 0",
                 first.as_f64() as i64
@@ -521,7 +522,7 @@ pub fn index_put_checked(
         }
         if kind == PutValues::Cast && values.numel() == 1 {
             // (torch's masked_fill path takes the value as a number, checked as such)
-            element_0(values).check_fits(x.dtype())?;
+            element_0(values)?.check_fits(x.dtype())?;
         }
         if kind == PutValues::SameDtype && x.dtype() != values.dtype() {
             return Err(Error::runtime(format!(
@@ -560,7 +561,7 @@ pub fn index_put_checked(
                 &vs.storage.read(),
                 &vs.layout,
                 accumulate,
-            );
+            )?;
             Ok(new_tensor(out, &shape))
         },
         |_| {

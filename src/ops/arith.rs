@@ -415,7 +415,7 @@ fn mul_saved(ctx: &BackwardCtx<'_>, g: &Tensor, i: u8, saved: &Term<'_>) -> Resu
             && s.layout.is_contiguous()
         {
             let (rg, rs) = (sg.storage.read(), s.storage.read());
-            let buf = k::binary(BinaryOp::Mul, &rg, &sg.layout, &rs, &s.layout);
+            let buf = k::binary(BinaryOp::Mul, &rg, &sg.layout, &rs, &s.layout)?;
             return Ok(new_tensor(buf, &sg.layout.shape));
         }
     }

@@ -29,7 +29,7 @@ fn concat(parts: &[Tensor], dim: usize, out_shape: &[usize]) -> Result<Tensor> {
         .map(|(b, s)| (&**b, &s.layout))
         .collect();
     Ok(new_tensor(
-        k::on(device)?.cat(&parts, dim, out_shape),
+        k::on(device)?.cat(&parts, dim, out_shape)?,
         out_shape,
     ))
 }
@@ -312,7 +312,7 @@ pub fn repeat(x: &Tensor, repeats: &[i64]) -> Result<Tensor> {
         "aten::repeat",
         &[x],
         || {
-            let buf = k::cast(&s.storage.read(), &el, s.dtype);
+            let buf = k::cast(&s.storage.read(), &el, s.dtype)?;
             Ok(new_tensor(
                 buf,
                 &out.iter().map(|&d| d as usize).collect::<Vec<_>>(),

@@ -5,6 +5,7 @@ use super::elementwise::*;
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::backend as k;
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::tensor::Tensor;
@@ -26,13 +27,55 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
         return super::apply_nondiff("aten::to", fwd);
     }
     apply("aten::to", &[x], fwd, |_| {
-        (ToCopyBackward0 { from }, saved![])
+        (
+            ToCopyBackward0 {
+                from,
+                from_device: None,
+            },
+            saved![],
+        )
+    })
+}
+
+/// `x.to(device)`: `x` itself when it is there already, else a copy there in `x`'s
+/// memory format (ToCopyBackward0: the gradient goes back to `x`'s device).
+pub fn to_device(x: &Tensor, device: Device) -> Result<Tensor> {
+    let s = x.snapshot();
+    let from = s.storage.device();
+    if from == device {
+        return Ok(x.clone());
+    }
+    let backend = k::on(device)?; // (torch's error for a device that is not there)
+    let _ = backend;
+    let dtype = s.dtype;
+    let fwd = || {
+        preserving_format(&s.layout, |l| {
+            let here = k::cast(&s.storage.read(), l, dtype)?;
+            match device {
+                Device::Cpu => Ok(k::host::read(&here)?.into_owned()),
+                Device::Cuda(i) => k::cuda::backend::upload(&here, i),
+            }
+        })
+    };
+    if !dtype.is_float() {
+        return super::apply_nondiff("aten::to", fwd);
+    }
+    apply("aten::to", &[x], fwd, |_| {
+        (
+            ToCopyBackward0 {
+                from: dtype,
+                from_device: Some(from),
+            },
+            saved![],
+        )
     })
 }
 
 #[derive(Clone)]
 pub struct ToCopyBackward0 {
     from: DType,
+    /// Where the input was, for a copy between devices.
+    from_device: Option<Device>,
 }
 impl Backward for ToCopyBackward0 {
     fn name(&self) -> Cow<'static, str> {
@@ -40,10 +83,14 @@ impl Backward for ToCopyBackward0 {
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        Ok(smallvec::smallvec![Some(if self.from.is_float() {
+        let g = if self.from.is_float() {
             to_dtype(&g, self.from)?
         } else {
             g
+        };
+        Ok(smallvec::smallvec![Some(match self.from_device {
+            Some(d) => to_device(&g, d)?,
+            None => g,
         })])
     }
 }
@@ -70,7 +117,7 @@ fn clone_as(x: &Tensor, keep_format: bool) -> Result<Tensor> {
             if keep_format {
                 preserving_format(&s.layout, copy)
             } else {
-                Ok(new_tensor(copy(&s.layout), &s.layout.shape))
+                Ok(new_tensor(copy(&s.layout)?, &s.layout.shape))
             }
         },
         |_| (CloneBackward0, saved![]),
@@ -99,13 +146,13 @@ pub fn clone_detached_if_shared(g: Tensor, var: &Layout) -> Result<Tensor> {
     let s = g.snapshot();
     if !keep {
         return Ok(new_tensor(
-            k::cast(&s.storage.read(), &s.layout, s.dtype),
+            k::cast(&s.storage.read(), &s.layout, s.dtype)?,
             &s.layout.shape,
         ));
     }
     let mut order: Vec<i64> = (0..var.ndim() as i64).collect();
     order.sort_by(|&a, &b| var.strides[b as usize].cmp(&var.strides[a as usize]));
-    let buf = k::cast(&s.storage.read(), &s.layout.permute(&order)?, s.dtype);
+    let buf = k::cast(&s.storage.read(), &s.layout.permute(&order)?, s.dtype)?;
     let layout = Layout {
         shape: var.shape.clone(),
         strides: var.strides.clone(),

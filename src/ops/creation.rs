@@ -34,7 +34,7 @@ fn full_as(name: &'static str, shape: &[usize], v: Scalar, dtype: DType) -> Resu
     guard(shape, dtype)?;
     v.check_fits(dtype)?;
     super::apply_nondiff(name, || {
-        let buf = backend::on(default_device())?.full(dtype, crate::shape::numel(shape), v);
+        let buf = backend::on(default_device())?.full(dtype, crate::shape::numel(shape), v)?;
         Ok(new_tensor(buf, shape))
     })
 }
@@ -44,7 +44,7 @@ pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
 
 fn zeros_impl(shape: &[usize], dtype: DType) -> Result<Tensor> {
     guard(shape, dtype)?;
-    let buf = backend::on(default_device())?.zeros(dtype, crate::shape::numel(shape));
+    let buf = backend::on(default_device())?.zeros(dtype, crate::shape::numel(shape))?;
     Ok(new_tensor(buf, shape))
 }
 pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
@@ -84,7 +84,7 @@ fn arange_impl(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> 
     let n = n as usize;
     alloc_guard(&[n], dtype)?;
     let buf = backend::on(default_device())?
-        .arange(start, step, n, dtype)
+        .arange(start, step, n, dtype)?
         .ok_or_else(|| Error::not_implemented("\"arange_cpu\" not implemented for 'Bool'"))?;
     Ok(new_tensor(buf, &[n]))
 }
@@ -100,7 +100,7 @@ fn linspace_impl(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tenso
     }
     let n = steps as usize;
     alloc_guard(&[n], dtype)?;
-    let buf = backend::on(default_device())?.linspace(start, end, n, dtype);
+    let buf = backend::on(default_device())?.linspace(start, end, n, dtype)?;
     Ok(new_tensor(buf, &[n]))
 }
 
@@ -110,6 +110,6 @@ pub fn eye(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
 
 fn eye_impl(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
     guard(&[n, m], dtype)?;
-    let buf = backend::on(default_device())?.eye(n, m, dtype);
+    let buf = backend::on(default_device())?.eye(n, m, dtype)?;
     Ok(new_tensor(buf, &[n, m]))
 }

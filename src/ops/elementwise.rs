@@ -29,12 +29,13 @@ pub enum Operand<'a> {
     S(Scalar),
 }
 
-/// `x`'s elements in row-major order, as a new buffer of its dtype (what `numpy()` and
-/// `tensor(x)` copy out).
-pub fn contiguous_buffer(x: &Tensor) -> Buffer {
+/// `x`'s elements in row-major order, as a new host buffer of its dtype (what `numpy()`,
+/// `tolist()` and `tensor(x)` copy out; a device tensor's are copied down).
+pub fn contiguous_buffer(x: &Tensor) -> Result<Buffer> {
     let s = x.snapshot();
     let r = s.storage.read();
-    k::cast(&r, &s.layout, s.dtype)
+    let b = k::cast(&r, &s.layout, s.dtype)?;
+    Ok(crate::backend::host::read(&b)?.into_owned())
 }
 
 /// A 0-d tensor holding `s` as `dtype`.
@@ -51,16 +52,16 @@ pub(crate) fn elementwise_out(
     shape: &[usize],
     originals: &[&Layout],
     expanded: &[Layout],
-    kernel: impl FnOnce(&[Layout]) -> Buffer,
+    kernel: impl FnOnce(&[Layout]) -> Result<Buffer>,
 ) -> Result<Tensor> {
     match crate::layout::iter_output_order(shape, originals) {
-        None => Ok(new_tensor(kernel(expanded), shape)),
+        None => Ok(new_tensor(kernel(expanded)?, shape)),
         Some((order, strides)) => {
             let permuted = expanded
                 .iter()
                 .map(|l| l.permute(&order))
                 .collect::<Result<Vec<_>>>()?;
-            let buf = kernel(&permuted);
+            let buf = kernel(&permuted)?;
             let dtype = buf.dtype();
             let layout = Layout {
                 shape: shape.iter().copied().collect(),
@@ -77,7 +78,10 @@ pub(crate) fn elementwise_out(
 }
 
 /// [`elementwise_out`] of one input.
-pub(super) fn unary_out(layout: &Layout, kernel: impl FnOnce(&Layout) -> Buffer) -> Result<Tensor> {
+pub(super) fn unary_out(
+    layout: &Layout,
+    kernel: impl FnOnce(&Layout) -> Result<Buffer>,
+) -> Result<Tensor> {
     elementwise_out(
         &layout.shape,
         &[layout],
@@ -92,7 +96,7 @@ pub(super) fn unary_out(layout: &Layout, kernel: impl FnOnce(&Layout) -> Buffer)
 /// [`elementwise_out`].
 pub(super) fn preserving_format(
     layout: &Layout,
-    kernel: impl FnOnce(&Layout) -> Buffer,
+    kernel: impl FnOnce(&Layout) -> Result<Buffer>,
 ) -> Result<Tensor> {
     unary_out(layout, kernel)
 }
@@ -220,7 +224,7 @@ fn scalar_fast_path(
                 &snap.layout,
                 s.as_f64(),
                 scalar_first,
-            )
+            )?
             .ok_or_else(|| {
                 Error::Internal("scalar kernel refused a contiguous float tensor".into())
             })?;
@@ -264,10 +268,10 @@ fn same_shape_fast_path(op: ArithOp, x: &Tensor, y: &Tensor) -> Option<Result<Te
         || {
             let buf = if std::sync::Arc::ptr_eq(&sx.storage, &sy.storage) {
                 let r = sx.storage.read();
-                k::binary(kernel, &r, &sx.layout, &r, &sy.layout)
+                k::binary(kernel, &r, &sx.layout, &r, &sy.layout)?
             } else {
                 let (rx, ry) = (sx.storage.read(), sy.storage.read());
-                k::binary(kernel, &rx, &sx.layout, &ry, &sy.layout)
+                k::binary(kernel, &rx, &sx.layout, &ry, &sy.layout)?
             };
             Ok(Fresh::new(buf, &sx.layout.shape))
         },
@@ -284,7 +288,7 @@ pub(super) fn binary_kernel(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tens
 pub(crate) fn broadcast_kernel(
     a: &Tensor,
     b: &Tensor,
-    kernel: impl FnOnce(&Buffer, &Layout, &Buffer, &Layout) -> Buffer,
+    kernel: impl FnOnce(&Buffer, &Layout, &Buffer, &Layout) -> Result<Buffer>,
 ) -> Result<Tensor> {
     let (sa, sb) = (a.snapshot(), b.snapshot());
     let shape = broadcast_shapes(&sa.layout.shape, &sb.layout.shape)?;

@@ -44,6 +44,7 @@ fn index_values_as(index: &Tensor, size: usize, dim: usize, rule: IndexRule) -> 
     }
     let s = index.snapshot();
     let r = s.storage.read();
+    let r = host::read(&r)?;
     let Buffer::I64(v) = &*r else {
         return Err(Error::Internal("index buffer is not int64".into()));
     };
@@ -106,7 +107,7 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
         &[x],
         || {
             Ok(new_tensor(
-                k::gather(&s.storage.read(), &s.layout, d, &idx, &ishape),
+                k::gather(&s.storage.read(), &s.layout, d, &idx, &ishape)?,
                 &ishape,
             ))
         },
@@ -157,7 +158,7 @@ pub fn scatter_add_zeros(
         || {
             let src_view = s.layout.clone();
             Ok(new_tensor(
-                k::scatter_add(shape, dim, &idx, &ishape, &s.storage.read(), &src_view),
+                k::scatter_add(shape, dim, &idx, &ishape, &s.storage.read(), &src_view)?,
                 shape,
             ))
         },
@@ -248,7 +249,7 @@ pub(super) fn index_select_as(
         &[x],
         || {
             Ok(new_tensor(
-                k::index_select(&s.storage.read(), &layout, d, &idx),
+                k::index_select(&s.storage.read(), &layout, d, &idx)?,
                 &out_shape,
             ))
         },
@@ -309,7 +310,7 @@ pub fn index_add_zeros(
         &[src],
         || {
             Ok(new_tensor(
-                k::index_add(&work, dim, &idx, &s.storage.read(), &src_layout),
+                k::index_add(&work, dim, &idx, &s.storage.read(), &src_layout)?,
                 shape,
             ))
         },

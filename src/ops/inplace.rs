@@ -200,7 +200,7 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
         // The copy is made without the node's lock held (reading storage may wait).
         if any_x {
             let c = new_tensor(
-                k::cast(&xs.storage.read(), &xs.layout, xs.dtype),
+                k::cast(&xs.storage.read(), &xs.layout, xs.dtype)?,
                 &xs.layout.shape,
             );
             if let Some((f, nr)) = &old_history {
@@ -224,20 +224,20 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
     let rs = r.snapshot();
     if Arc::ptr_eq(&rs.storage, &xs.storage) {
         // the result aliases x (e.g. `x.copy_(x)`): copy it out before writing
-        let private = k::cast(&rs.storage.read(), &rs.layout, rs.dtype);
+        let private = k::cast(&rs.storage.read(), &rs.layout, rs.dtype)?;
         let mut w = xs.storage.write();
         k::copy_into(
             &mut w,
             &xs.layout,
             &private,
             &Layout::contiguous(&rs.layout.shape),
-        );
+        )?;
     } else {
         // The result's storage is private to this op (fresh from a kernel), so holding its
         // read lock while taking x's write lock cannot form a cycle with another thread.
         let src = rs.storage.read();
         let mut w = xs.storage.write();
-        k::copy_into(&mut w, &xs.layout, &src, &rs.layout);
+        k::copy_into(&mut w, &xs.layout, &src, &rs.layout)?;
     }
     x.bump_version();
     if crate::autograd::forward_ad::propagates() {
@@ -523,6 +523,10 @@ fn arith_in_place_with(
             k::arith_in_place(op, &mut dst, &sx.layout, rhs)
         }
     };
+    let done = match done {
+        Ok(d) => d,
+        Err(e) => return Some(Err(e)),
+    };
     if !done {
         return None;
     }
@@ -564,7 +568,7 @@ pub fn fill_(x: &Tensor, v: Scalar) -> Result<Tensor> {
             || vec![x.shape().to_vec().into()],
             || {
                 let s = x.snapshot();
-                k::fill(&mut s.storage.write(), &s.layout, v);
+                k::fill(&mut s.storage.write(), &s.layout, v)?;
                 Ok(())
             },
         )?;
@@ -639,7 +643,7 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<Tensor> {
                 let e = with_grad_mode(false, || expand(&to_dtype(&src.detach(), dtype)?, &xs))?;
                 let s = e.snapshot();
                 Ok(new_tensor(
-                    k::cast(&s.storage.read(), &s.layout, dtype),
+                    k::cast(&s.storage.read(), &s.layout, dtype)?,
                     &xs,
                 ))
             },
@@ -701,7 +705,7 @@ fn copy_in_place(x: &Tensor, src: &Tensor) -> Option<Result<Tensor>> {
                     w = sx.storage.write();
                     r = ss.storage.read();
                 }
-                k::copy_into(&mut w, l, &r, &from);
+                k::copy_into(&mut w, l, &r, &from)?;
                 Ok(())
             },
         )?;

@@ -76,6 +76,7 @@ fn gemm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     // (`same_dtype` lets bool through only for a product of nothing: all false)
     let buf = be.bmm(&ra, &sa.layout, &rb, &sb.layout);
     drop((ra, rb));
+    let buf = buf?;
     Ok(new_tensor(buf, &shape))
 }
 
@@ -253,7 +254,7 @@ fn gemm_add_kernel(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (rc, ra, rb) = (sc.storage.read(), sa.storage.read(), sb.storage.read());
     let buf = be
         .addmm(&rc, &sc.layout, &ra, &sa.layout, &rb, &sb.layout)
-        .ok_or_else(|| Error::Internal("addmm: bool reached the kernel".into()));
+        .and_then(|b| b.ok_or_else(|| Error::Internal("addmm: bool reached the kernel".into())));
     drop((rc, ra, rb));
     let buf = buf?;
     Ok(new_tensor(buf, &shape))

@@ -110,7 +110,7 @@ pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Ten
     check_nonempty_reduction(x, Some(&[dim]), if is_max { "max" } else { "min" })?;
     let d = resolve_dims(x, Some(&[dim]))?;
     let s = x.snapshot();
-    let (vals, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &d, is_max);
+    let (vals, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &d, is_max)?;
     let oshape = out_shape(&s.layout.shape, &d, keepdim);
     let indices = new_tensor(crate::storage::Buffer::I64(idx), &oshape);
     let shape = s.layout.shape.clone();
@@ -199,7 +199,7 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
             || {
                 let flat = reshape(&x.detach(), &[-1])?;
                 let s = flat.snapshot();
-                let (_, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &[0], is_max);
+                let (_, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &[0], is_max)?;
                 let shape: Shape = if keepdim {
                     smallvec::smallvec![1; x.ndim()]
                 } else {

@@ -133,6 +133,7 @@ pub fn nll_loss(
     let tv = t.snapshot();
     let (safe, keep, kept) = {
         let r = tv.storage.read();
+        let r = crate::backend::host::read(&r)?;
         let crate::storage::Buffer::I64(v) = &*r else {
             return Err(Error::Internal("target not int64".into()));
         };

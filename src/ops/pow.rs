@@ -56,16 +56,18 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
                         &[&sx.layout, &Layout::contiguous(&[])],
                     )
                     .is_none();
-                    let buf = (sx.dtype.is_float() && row_major).then(|| {
+                    let buf = if sx.dtype.is_float() && row_major {
                         k::binary_scalar(
                             BinaryOp::Pow,
                             &sx.storage.read(),
                             &sx.layout,
                             e.as_f64(),
                             false,
-                        )
-                    });
-                    match buf.flatten() {
+                        )?
+                    } else {
+                        None
+                    };
+                    match buf {
                         Some(buf) => Ok(new_tensor(buf, &sx.layout.shape)),
                         None => binary_kernel(BinaryOp::Pow, &xt, &et),
                     }

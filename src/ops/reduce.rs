@@ -51,7 +51,7 @@ pub(super) fn reduce_kernel(
     keepdim: bool,
 ) -> Result<Tensor> {
     let s = x.snapshot();
-    let buf = k::reduce(op, &s.storage.read(), &s.layout, dims);
+    let buf = k::reduce(op, &s.storage.read(), &s.layout, dims)?;
     Ok(new_tensor(buf, &out_shape(&s.layout.shape, dims, keepdim)))
 }
 
@@ -355,7 +355,7 @@ fn exclusive_prod(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
         // prefix and suffix products, in f64
         let w = to_dtype(&contiguous(&work)?, DType::F64)?;
         let s = w.snapshot();
-        let out = k::exclusive_prod_rows(&s.storage.read(), &s.layout)
+        let out = k::exclusive_prod_rows(&s.storage.read(), &s.layout)?
             .ok_or_else(|| Error::Internal("exclusive_prod: expected float64 values".into()))?;
         to_dtype(&new_tensor(out, &[rows, n]), x.dtype())?
     };
@@ -375,7 +375,7 @@ pub fn all_any(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, all: bool) -> Re
 /// Whether any element of a tensor is nonzero (torch's `any()`, as a Rust bool).
 pub fn any_true(t: &Tensor) -> Result<bool> {
     let s = t.snapshot();
-    Ok(k::any_nonzero(&s.storage.read(), &s.layout))
+    Ok(k::any_nonzero(&s.storage.read(), &s.layout)?)
 }
 
 #[derive(Clone)]
@@ -417,7 +417,7 @@ pub fn var_std(
         &[x],
         || {
             let sx = x.snapshot();
-            let fused = k::var(&sx.storage.read(), &sx.layout, &d, correction, is_std);
+            let fused = k::var(&sx.storage.read(), &sx.layout, &d, correction, is_std)?;
             if let Some(buf) = fused {
                 return Ok(new_tensor(buf, &out_shape(&sx.layout.shape, &d, keepdim)));
             }
@@ -521,7 +521,7 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
                 if p == 2.0 {
                     // Σ|x|² in one pass (|x|² is x·x, as pow 2 computes it)
                     let sx = x.snapshot();
-                    if let Some(buf) = k::sum_squares(&sx.storage.read(), &sx.layout, &d) {
+                    if let Some(buf) = k::sum_squares(&sx.storage.read(), &sx.layout, &d)? {
                         let s = new_tensor(buf, &out_shape(&sx.layout.shape, &d, keepdim));
                         return pow_scalar(&s, Scalar::Float(0.5));
                     }
@@ -611,7 +611,7 @@ pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
                     return log(&sum(&exp(&x)?, Some(&di), keepdim)?);
                 }
                 let sx = x.snapshot();
-                if let Some(buf) = k::logsumexp(&sx.storage.read(), &sx.layout, &d) {
+                if let Some(buf) = k::logsumexp(&sx.storage.read(), &sx.layout, &d)? {
                     return Ok(new_tensor(buf, &out_shape(&sx.layout.shape, &d, keepdim)));
                 }
                 let m = amax(&x, Some(&di), true, true, false)?;

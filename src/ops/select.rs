@@ -114,7 +114,7 @@ fn where_as(cond: &Tensor, a: Operand<'_>, b: Operand<'_>, keep_format: bool) ->
                 kernel,
             )
         } else {
-            Ok(new_tensor(kernel(&expanded), &shape))
+            Ok(new_tensor(kernel(&expanded)?, &shape))
         }
     })
 }

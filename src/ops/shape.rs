@@ -578,7 +578,7 @@ pub fn as_strided_scatter(g: &Tensor, shape: &[usize], rel: &Layout) -> Result<T
         &[g],
         || {
             let mut buf = Buffer::zeros(s.dtype, crate::shape::numel(shape));
-            k::copy_into(&mut buf, &rel2, &s.storage.read(), &s.layout);
+            k::copy_into(&mut buf, &rel2, &s.storage.read(), &s.layout)?;
             Ok(new_tensor(buf, shape))
         },
         |_| {

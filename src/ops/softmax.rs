@@ -53,7 +53,7 @@ pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
                 }
                 if let [dim] = d.as_slice() {
                     let s = x.snapshot();
-                    if let Some(buf) = k::softmax(&s.storage.read(), &s.layout, *dim, log_) {
+                    if let Some(buf) = k::softmax(&s.storage.read(), &s.layout, *dim, log_)? {
                         return Ok(new_tensor(buf, &s.layout.shape));
                     }
                 }
@@ -147,7 +147,8 @@ fn fused_backward(g: &Tensor, y: &Tensor, dim: i64, log: bool) -> Option<Tensor>
     let (sg, sy) = (g.snapshot(), y.snapshot());
     let buf = {
         let (bg, by) = (sg.storage.read(), sy.storage.read());
-        k::softmax_backward(&bg, &sg.layout, &by, &sy.layout, log)?
+        // (a device error here reappears, reported, on the composed path)
+        k::softmax_backward(&bg, &sg.layout, &by, &sy.layout, log).ok()??
     };
     Some(new_tensor(buf, &sy.layout.shape))
 }

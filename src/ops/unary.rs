@@ -242,7 +242,7 @@ pub(crate) fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
 fn unary_kernel_on(op: UnaryOp, s: Snapshot) -> Result<Fresh> {
     unary_dtype_check(op, s.dtype)?;
     Ok(Fresh::new(
-        k::unary(op, &s.storage.read(), &s.layout),
+        k::unary(op, &s.storage.read(), &s.layout)?,
         &s.layout.shape,
     ))
 }
@@ -524,6 +524,8 @@ fn unary_backward_kernel(op: UnaryOp, sg: &Snapshot, ss: &Snapshot) -> Option<Te
         &sg.layout,
         &ss.storage.read(),
         &ss.layout,
-    )?;
+    )
+    // (a device error here reappears, reported, on the composed path)
+    .ok()??;
     Some(new_tensor(buf, &sg.layout.shape))
 }

@@ -230,7 +230,7 @@ pub fn data_to_buffer(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<
         let t = t.get().t.detach();
         let d = dtype.unwrap_or(t.dtype());
         let c = crate::ops::to_dtype(&t, d)?;
-        return Ok((crate::ops::contiguous_buffer(&c), c.shape()));
+        return Ok((crate::ops::contiguous_buffer(&c)?, c.shape()));
     }
     let mut shape = Shape::new();
     let mut flat = Vec::new();
@@ -272,6 +272,7 @@ pub fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<Py<PyAny>> {
 pub fn to_list(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
     let s = t.snapshot();
     let r = s.storage.read();
+    let r = crate::backend::host::read(&r)?;
     fn build<T: Copy>(
         py: Python<'_>,
         v: &[T],
@@ -319,5 +320,6 @@ pub fn to_list(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
         Buffer::Bool(v) => build(py, v, sh, st, o, &|py, x| {
             Ok(PyBool::new(py, x).to_owned().into_any().unbind())
         }),
+        Buffer::Cuda(_) => crate::storage::not_host(),
     }
 }

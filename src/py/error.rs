@@ -8,6 +8,13 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use std::sync::Arc;
 
+pyo3::create_exception!(
+    rgrad,
+    OutOfMemoryError,
+    pyo3::exceptions::PyRuntimeError,
+    "Exception raised when device is out of memory"
+);
+
 /// A Python exception raised by user code inside the engine (hook, custom Function),
 /// carried through the core unchanged.
 #[derive(Debug)]
@@ -51,6 +58,7 @@ impl From<Error> for PyErr {
             | Error::HookWithoutGrad
             | Error::RetainGradWithoutGrad
             | Error::Internal(_) => PyRuntimeError::new_err(msg),
+            Error::OutOfMemory(_) => OutOfMemoryError::new_err(msg),
             Error::DimOutOfRange { .. } | Error::Index(_) => PyIndexError::new_err(msg),
             Error::Type(_) => PyTypeError::new_err(msg),
             Error::Value(_) => PyValueError::new_err(msg),

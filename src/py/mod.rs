@@ -3,6 +3,7 @@
 
 mod binary;
 mod convert;
+mod cuda;
 mod error;
 mod forward_ad;
 mod function;
@@ -55,9 +56,9 @@ fn tensor(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
     let (buf, shape) = convert::data_to_buffer(data, dtype_arg(dtype)?)?;
-    finish(py, Tensor::from_buffer(buf, &shape), requires_grad)
+    let t = cuda::place(Tensor::from_buffer(buf, &shape), device)?;
+    finish(py, t, requires_grad)
 }
 
 /// Builds a tensor from raw native-endian bytes (the back end of `from_numpy`).
@@ -116,11 +117,10 @@ macro_rules! factory {
             device: Option<&Bound<'_, PyAny>>,
             requires_grad: bool,
         ) -> PyResult<Py<PyTensor>> {
-            let _ = device;
             let $shape =
                 ops::factory_shape(stringify!($name), &convert::sizes(size, stringify!($name))?)?;
             let $dtype = dtype_arg(dtype)?.unwrap_or($default);
-            let t: Tensor = $body?;
+            let t: Tensor = cuda::on_device(device, || Ok($body?))?;
             finish(py, t, requires_grad)
         }
     };
@@ -147,12 +147,15 @@ fn full(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
     let s = crate::shape::sizes_to_shape(&convert::sizes(&PyTuple::new(py, [size])?, "full")?)?;
     let v = scalar(fill_value)
         .ok_or_else(|| PyTypeError::new_err("full(): argument 'fill_value' must be Number"))?;
     let d = dtype_arg(dtype)?.unwrap_or_else(|| v.default_dtype());
-    finish(py, ops::full(&s, v, d)?, requires_grad)
+    finish(
+        py,
+        cuda::on_device(device, || Ok(ops::full(&s, v, d)?))?,
+        requires_grad,
+    )
 }
 
 /// Returns a 1-D tensor with values from the interval [start, end) taken with common
@@ -176,7 +179,6 @@ fn arange(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
     let num = |o: &Bound<'_, PyAny>| {
         scalar(o).ok_or_else(|| PyTypeError::new_err("arange(): arguments must be numbers"))
     };
@@ -192,7 +194,9 @@ fn arange(
     let d = dtype_arg(dtype)?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
     finish(
         py,
-        ops::arange(a.as_f64(), b.as_f64(), st.as_f64(), d)?,
+        cuda::on_device(device, || {
+            Ok(ops::arange(a.as_f64(), b.as_f64(), st.as_f64(), d)?)
+        })?,
         requires_grad,
     )
 }
@@ -218,9 +222,12 @@ fn linspace(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
     let d = dtype_arg(dtype)?.unwrap_or(DType::F32);
-    finish(py, ops::linspace(start, end, steps, d)?, requires_grad)
+    finish(
+        py,
+        cuda::on_device(device, || Ok(ops::linspace(start, end, steps, d)?))?,
+        requires_grad,
+    )
 }
 
 /// Returns a 2-D tensor with ones on the diagonal and zeros elsewhere.
@@ -241,9 +248,12 @@ fn eye(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
     let d = dtype_arg(dtype)?.unwrap_or(DType::F32);
-    finish(py, ops::eye(n, m.unwrap_or(n), d)?, requires_grad)
+    finish(
+        py,
+        cuda::on_device(device, || Ok(ops::eye(n, m.unwrap_or(n), d)?))?,
+        requires_grad,
+    )
 }
 
 fn tensor_list(seq: &Bound<'_, PyAny>, fname: &str) -> PyResult<Vec<Tensor>> {
@@ -534,6 +544,7 @@ fn linear(
 fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     gil::install();
     m.add_class::<PyTensor>()?;
+    cuda::register(m)?;
     m.add_class::<PyDType>()?;
     m.add_class::<node::PyNode>()?;
     m.add_class::<node::PyAccumulateGrad>()?;

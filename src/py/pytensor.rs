@@ -402,12 +402,13 @@ impl PyTensor {
     }
     /// Contiguous bytes of the data (for numpy()).
     fn _bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-        let c = ops::contiguous_buffer(&self.t);
+        let c = ops::contiguous_buffer(&self.t)?;
         let bytes: Vec<u8> = match &c {
             crate::storage::Buffer::F32(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
             crate::storage::Buffer::F64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
             crate::storage::Buffer::I64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
             crate::storage::Buffer::Bool(v) => v.iter().map(|&x| u8::from(x)).collect(),
+            crate::storage::Buffer::Cuda(_) => crate::storage::not_host(),
         };
         Ok(pyo3::types::PyBytes::new(py, &bytes))
     }

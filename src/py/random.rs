@@ -170,12 +170,12 @@ pub fn rand(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
     let s = crate::shape::sizes_to_shape(&convert::sizes(size, "rand")?)?;
     let (d, gen_) = (float_dtype(dtype)?, owned(&generator));
     let t = run(py, crate::shape::numel(&s), || {
         r::rand(&s, d, gen_.as_ref())
     })?;
+    let t = super::cuda::place(t, device)?;
     finish(py, t, requires_grad)
 }
 
@@ -197,18 +197,18 @@ pub fn randn(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
     let s = crate::shape::sizes_to_shape(&convert::sizes(size, "randn")?)?;
     let (d, gen_) = (float_dtype(dtype)?, owned(&generator));
     let t = run(py, crate::shape::numel(&s), || {
         r::randn(&s, d, 0.0, 1.0, gen_.as_ref())
     })?;
+    let t = super::cuda::place(t, device)?;
     finish(py, t, requires_grad)
 }
 
 /// `torch.normal(mean, std, size)` for numbers: `empty(size).normal_(mean, std)`.
 #[pyfunction]
-#[pyo3(signature = (mean, std, size, *, generator=None, dtype=None, requires_grad=false))]
+#[pyo3(signature = (mean, std, size, *, generator=None, dtype=None, device=None, requires_grad=false))]
 pub fn _normal_sized(
     py: Python<'_>,
     mean: f64,
@@ -216,6 +216,7 @@ pub fn _normal_sized(
     size: Vec<i64>,
     generator: Gen<'_>,
     dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     let s = crate::shape::sizes_to_shape(&size)?;
@@ -223,13 +224,14 @@ pub fn _normal_sized(
     let t = run(py, crate::shape::numel(&s), || {
         r::randn(&s, d, mean, std, gen_.as_ref())
     })?;
+    let t = super::cuda::place(t, device)?;
     finish(py, t, requires_grad)
 }
 
 /// Uniform integers in [low, high) of shape `size`: `rgrad.randint` normalises its two call
 /// forms to this one.
 #[pyfunction]
-#[pyo3(signature = (low, high, size, *, generator=None, dtype=None, requires_grad=false))]
+#[pyo3(signature = (low, high, size, *, generator=None, dtype=None, device=None, requires_grad=false))]
 pub fn _randint(
     py: Python<'_>,
     low: i64,
@@ -237,6 +239,7 @@ pub fn _randint(
     size: Vec<i64>,
     generator: Gen<'_>,
     dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     let s = crate::shape::sizes_to_shape(&size)?;
@@ -244,6 +247,7 @@ pub fn _randint(
     let t = run(py, crate::shape::numel(&s), || {
         r::randint(low, high, &s, d, gen_.as_ref())
     })?;
+    let t = super::cuda::place(t, device)?;
     finish(py, t, requires_grad)
 }
 
@@ -265,11 +269,11 @@ pub fn randperm(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = device;
     let (d, gen_) = (dtype_arg(dtype)?.unwrap_or(DType::I64), owned(&generator));
     let t = run(py, usize::try_from(n).unwrap_or(0), || {
         r::randperm(n, d, gen_.as_ref())
     })?;
+    let t = super::cuda::place(t, device)?;
     finish(py, t, requires_grad)
 }
 

@@ -304,6 +304,7 @@ pub fn clamp(buf: &Buffer, layout: &Layout, lo: Option<f64>, hi: Option<f64>) ->
             Buffer::I64(go(v, layout, l, h, None))
         }
         Buffer::Bool(v) => Buffer::Bool(contiguous(v, layout).into_owned()),
+        Buffer::Cuda(_) => crate::storage::not_host(),
     }
 }
 

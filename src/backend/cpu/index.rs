@@ -64,6 +64,7 @@ pub fn element(buf: &Buffer, offset: usize) -> Scalar {
         Buffer::F64(v) => Scalar::Float(v[i]),
         Buffer::I64(v) => Scalar::Int(v[i]),
         Buffer::Bool(v) => Scalar::Bool(v[i]),
+        Buffer::Cuda(_) => crate::storage::not_host(),
     }
 }
 

@@ -771,6 +771,7 @@ pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
             }
         }
         Buffer::Bool(v) => Buffer::Bool(contiguous(v, layout).into_owned()),
+        Buffer::Cuda(_) => crate::storage::not_host(),
     }
 }
 

@@ -193,6 +193,7 @@ pub fn reduce(op: ReduceOp, buf: &Buffer, layout: &Layout, dims: &[usize]) -> Bu
         (_, Buffer::F32(v)) => Buffer::F32(float_reduce(op, v, layout, dims)),
         (_, Buffer::F64(v)) => Buffer::F64(float_reduce(op, v, layout, dims)),
         (ReduceOp::Max | ReduceOp::Min, _) => arg_reduce(buf, layout, dims, op == ReduceOp::Max).0,
+        (_, Buffer::Cuda(_)) => crate::storage::not_host(),
         (_, Buffer::I64(v)) => {
             let prod = op == ReduceOp::Prod;
             Buffer::I64(fold(v, layout, dims, i64::from(prod), |a: i64, x, _| {

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The CUDA check on a GPU machine (issue 18): installs a wheel built elsewhere (no Rust or
+# network needed there), runs the CUDA test suite and the CUDA benchmarks against torch,
+# and writes one summary, $OUT/gpu_summary.txt (or ./gpu_summary.txt).
+#
+#   scripts/gpu_check.sh path/to/rgrad-*.whl
+#
+# Budget: under 8 minutes on an H100 (the suite is bounded by per-test timeouts).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+WHEEL=${1:?usage: scripts/gpu_check.sh rgrad-*.whl}
+OUTDIR=${OUT:-.}
+SUMMARY=$OUTDIR/gpu_summary.txt
+PKG=$(mktemp -d)
+export RGRAD_CACHE_DIR=$PKG/cache
+{
+  echo "== gpu_check $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -2
+  python3 --version
+  python3 -c "import torch; print('torch', torch.__version__)"
+} > "$SUMMARY" 2>&1
+python3 -m pip install -q --no-deps --no-index --target "$PKG" "$WHEEL" >> "$SUMMARY" 2>&1
+export PYTHONPATH=$PKG
+{
+  echo "== first CUDA op (NVRTC compile, cold cache)"
+  python3 -c "
+import time, rgrad
+t=time.perf_counter(); x=rgrad.ones(3, device='cuda'); y=(x*2).sum().item(); print('first op ready in %.3f s, value %s' % (time.perf_counter()-t, y))
+print('device', rgrad.cuda.get_device_name(0), rgrad.cuda.get_device_capability(0))"
+  echo "== CUDA test suite (tests_gpu/)"
+  timeout 330 python3 -m pytest -q -x --timeout 60 -p no:cacheprovider tests_gpu/test_cuda_runtime.py 2>&1 | tail -25
+  timeout 200 python3 -m pytest -q --timeout 60 -p no:cacheprovider tests_gpu/test_cuda_ops.py 2>&1 | tail -40
+  echo "== CUDA benchmarks (benches/cuda_bench.py)"
+  timeout 150 python3 benches/cuda_bench.py --json "$OUTDIR/cuda_bench.json" 2>&1 | tail -30
+  python3 -c "import rgrad; print('host fallbacks in this process:', rgrad._C._cuda_host_fallbacks())"
+} >> "$SUMMARY" 2>&1
+cat "$SUMMARY"

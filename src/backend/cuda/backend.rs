@@ -1,0 +1,867 @@
+//! The CUDA implementation of [`Backend`]: each kernel launches the generated source for
+//! its op and dtype on the calling thread's current stream, and allocates its output
+//! from the caching allocator. A kernel the GPU does not have yet (see `source`: those
+//! answer `None`) runs on the host: operands copied down, the CPU kernel, the result
+//! copied up. Those round trips are correct but synchronous; `host_fallbacks()` counts
+//! them so tests and benchmarks can see which ops still take them.
+
+use super::driver::{self, Dev, OrCuda, Stream};
+use super::launch::{self, Args, RgLay, RgShape, geometry};
+use super::{CudaBuf, source};
+use crate::backend::{Backend, BinaryFn, BinaryOp, InPlaceRhs, ReduceOp, UnaryOp, cpu};
+use crate::device::Device;
+use crate::dtype::{DType, Scalar};
+use crate::layout::Layout;
+use crate::storage::Buffer;
+use crate::{Error, Result};
+use cudarc::driver::result;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The CUDA backend of one device.
+pub struct Cuda(pub u32);
+
+const MAX_DEVICES: usize = 64;
+static BACKENDS: [Cuda; MAX_DEVICES] = {
+    let mut a = [const { Cuda(0) }; MAX_DEVICES];
+    let mut i = 0;
+    while i < MAX_DEVICES {
+        a[i] = Cuda(i as u32);
+        i += 1;
+    }
+    a
+};
+
+/// The backend of device `ordinal`.
+pub fn of(ordinal: u32) -> &'static Cuda {
+    &BACKENDS[(ordinal as usize).min(MAX_DEVICES - 1)]
+}
+
+static HOST_FALLBACKS: AtomicU64 = AtomicU64::new(0);
+
+/// How many kernels have run on the host for a CUDA tensor in this process.
+pub fn host_fallbacks() -> u64 {
+    HOST_FALLBACKS.load(Ordering::Relaxed)
+}
+
+fn cuda_of(b: &Buffer) -> Result<&CudaBuf> {
+    match b {
+        Buffer::Cuda(c) => Ok(c),
+        _ => Err(Error::Internal("a host buffer in a CUDA kernel".into())),
+    }
+}
+
+/// A fresh device buffer of `n` elements of `dtype` on `dev`, for work on `stream`.
+pub fn alloc(dev: &Dev, stream: &Stream, dtype: DType, n: usize) -> Result<CudaBuf> {
+    let bytes = n
+        .checked_mul(dtype.size_in_bytes())
+        .ok_or_else(|| Error::runtime("Storage size calculation overflowed"))?;
+    let block = dev.alloc.allocate(bytes, stream.raw)?;
+    Ok(CudaBuf {
+        dtype,
+        len: n,
+        block,
+    })
+}
+
+/// A copy of a device buffer in host memory (waits for the stream).
+pub fn to_host(c: &CudaBuf) -> Result<Buffer> {
+    to_host_range(c, 0, c.len)
+}
+
+/// Elements `offset..offset + n` of a device buffer, in host memory (waits for the
+/// calling thread's current stream, where the work that wrote them was queued).
+pub fn to_host_range(c: &CudaBuf, offset: usize, n: usize) -> Result<Buffer> {
+    if offset.checked_add(n).is_none_or(|end| end > c.len) {
+        return Err(Error::Internal("a device read past its buffer".into()));
+    }
+    let dev = driver::device(c.device())?;
+    let stream = driver::current_stream(c.device())?;
+    dev.bind()?;
+    fn down<T: Copy + Default>(c: &CudaBuf, offset: usize, n: usize, s: &Stream) -> Result<Vec<T>> {
+        let mut v = vec![T::default(); n];
+        if n > 0 {
+            let src = c.ptr() + (offset * std::mem::size_of::<T>()) as u64;
+            // SAFETY: the block holds `offset + n` elements of T (checked above); the
+            // stream is waited for before the host reads `v`.
+            unsafe {
+                result::memcpy_dtoh_async(&mut v[..], src, s.raw).or_cuda()?;
+                result::stream::synchronize(s.raw).or_cuda()?;
+            }
+        }
+        Ok(v)
+    }
+    Ok(match c.dtype {
+        DType::F32 => Buffer::F32(down(c, offset, n, &stream)?),
+        DType::F64 => Buffer::F64(down(c, offset, n, &stream)?),
+        DType::I64 => Buffer::I64(down(c, offset, n, &stream)?),
+        DType::Bool => Buffer::Bool(down(c, offset, n, &stream)?),
+    })
+}
+
+/// A host buffer copied to device `ordinal` (a device buffer: copied there).
+pub fn upload(b: &Buffer, ordinal: u32) -> Result<Buffer> {
+    let dev = driver::device(ordinal)?;
+    let stream = driver::current_stream(ordinal)?;
+    dev.bind()?;
+    let out = alloc(&dev, &stream, b.dtype(), b.len())?;
+    fn up<T>(v: &[T], out: &CudaBuf, s: &Stream) -> Result<()> {
+        if !v.is_empty() {
+            // SAFETY: `out` holds `v.len()` elements; a pageable source is copied before
+            // the call returns.
+            unsafe { result::memcpy_htod_async(out.ptr(), v, s.raw) }.or_cuda()?;
+        }
+        Ok(())
+    }
+    match b {
+        Buffer::F32(v) => up(v, &out, &stream)?,
+        Buffer::F64(v) => up(v, &out, &stream)?,
+        Buffer::I64(v) => up(v, &out, &stream)?,
+        Buffer::Bool(v) => up(v, &out, &stream)?,
+        Buffer::Cuda(c) => {
+            if c.len > 0 {
+                // (device to device, also between devices: unified addressing)
+                unsafe { result::memcpy_dtod_async(out.ptr(), c.ptr(), c.nbytes(), stream.raw) }
+                    .or_cuda()?;
+            }
+        }
+    }
+    Ok(Buffer::Cuda(out))
+}
+
+/// Any buffer in host memory (a device one copied down).
+pub fn host(b: &Buffer) -> Result<Buffer> {
+    match b {
+        Buffer::Cuda(c) => to_host(c),
+        _ => Ok(b.clone()),
+    }
+}
+
+impl Cuda {
+    fn ctx(&self) -> Result<(Arc<Dev>, Arc<Stream>)> {
+        let dev = driver::device(self.0)?;
+        dev.bind()?;
+        Ok((dev, driver::current_stream(self.0)?))
+    }
+    fn fallback(&self) {
+        HOST_FALLBACKS.fetch_add(1, Ordering::Relaxed);
+    }
+    fn up(&self, b: Buffer) -> Result<Buffer> {
+        upload(&b, self.0)
+    }
+    /// An elementwise kernel over `shape`: output `out_dt`, operands (buffer, layout), then
+    /// `extra` arguments pushed by the caller after the operand pointers.
+    fn elementwise(
+        &self,
+        k: &source::KernelSrc,
+        shape: &[usize],
+        ops: &[(&Buffer, &Layout)],
+        out_dt: DType,
+        extra: impl FnOnce(&mut Args),
+    ) -> Result<Option<Buffer>> {
+        let lays: Vec<&Layout> = ops.iter().map(|(_, l)| *l).collect();
+        let Some((s, ls)) = geometry(shape, &lays) else {
+            return Ok(None);
+        };
+        let (dev, stream) = self.ctx()?;
+        let n = crate::shape::numel(shape);
+        let out = alloc(&dev, &stream, out_dt, n)?;
+        let mut a = Args::new();
+        a.push(n as i64).push(s);
+        for l in &ls {
+            a.push(*l);
+        }
+        for (b, _) in ops {
+            a.push(cuda_of(b)?.ptr());
+        }
+        extra(&mut a);
+        a.push(out.ptr());
+        launch::launch_n(&dev, &stream, k, n, &mut a)?;
+        Ok(Some(Buffer::Cuda(out)))
+    }
+    /// A contiguous copy of an operand (for the kernels that need one).
+    fn contiguous(&self, b: &Buffer, l: &Layout) -> Result<(Buffer, Layout)> {
+        let shape: Vec<usize> = l.shape.to_vec();
+        let c = Layout::contiguous(&shape);
+        if l.is_contiguous() && l.offset == 0 {
+            return Ok((self.copy_of(b)?, c));
+        }
+        let dt = b.dtype();
+        let k = source::cast(dt, dt);
+        match self.elementwise(&k, &shape, &[(b, l)], dt, |_| {})? {
+            Some(out) => Ok((out, c)),
+            None => {
+                self.fallback();
+                let h = host(b)?;
+                Ok((self.up(cpu::elementwise::cast(&h, l, dt))?, c))
+            }
+        }
+    }
+    fn copy_of(&self, b: &Buffer) -> Result<Buffer> {
+        upload(b, self.0)
+    }
+}
+
+/// A scalar as the kernel's C type of `dt` (fill's value).
+fn push_scalar(a: &mut Args, dt: DType, v: Scalar) {
+    match dt {
+        DType::F32 => a.push(v.as_f64() as f32),
+        DType::F64 => a.push(v.as_f64()),
+        DType::I64 => a.push(match v {
+            Scalar::Int(i) => i,
+            Scalar::Bool(b) => i64::from(b),
+            v => v.as_f64() as i64,
+        }),
+        DType::Bool => a.push(u8::from(match v {
+            Scalar::Bool(b) => b,
+            Scalar::Int(i) => i != 0,
+            v => v.as_f64() != 0.0,
+        })),
+    };
+}
+
+#[allow(clippy::too_many_arguments)]
+impl Backend for Cuda {
+    fn device(&self) -> Device {
+        Device::Cuda(self.0)
+    }
+
+    fn unary(&self, op: UnaryOp, x: &Buffer, lx: &Layout) -> Result<Buffer> {
+        if let Some(k) = source::unary(op, x.dtype()) {
+            let out_dt = x.dtype(); // (the op layer promotes first, as for the CPU's)
+            if let Some(b) = self.elementwise(&k, &lx.shape, &[(x, lx)], out_dt, |_| {})? {
+                return Ok(b);
+            }
+        }
+        self.fallback();
+        self.up(cpu::unary::unary(op, &host(x)?, lx))
+    }
+    fn unary_backward(
+        &self,
+        op: UnaryOp,
+        g: &Buffer,
+        lg: &Layout,
+        s: &Buffer,
+        ls: &Layout,
+    ) -> Result<Option<Buffer>> {
+        if lg.shape != ls.shape {
+            return Ok(None);
+        }
+        match source::unary_backward(op, g.dtype()) {
+            Some(k) if g.dtype() == s.dtype() => {
+                self.elementwise(&k, &lg.shape, &[(g, lg), (s, ls)], g.dtype(), |_| {})
+            }
+            _ => Ok(None),
+        }
+    }
+    fn polygamma(&self, n: u32, x: &Buffer, lx: &Layout) -> Result<Buffer> {
+        self.fallback();
+        self.up(cpu::unary::polygamma(n, &host(x)?, lx))
+    }
+    fn logical_not(&self, x: &Buffer, lx: &Layout) -> Result<Buffer> {
+        // `x == 0` (bool)
+        let zero = self.full(x.dtype(), 1, Scalar::Int(0))?;
+        let lz = Layout {
+            shape: lx.shape.clone(),
+            strides: lx.shape.iter().map(|_| 0).collect(),
+            offset: 0,
+        };
+        self.binary(BinaryOp::Eq, x, lx, &zero, &lz)
+    }
+    fn clamp(&self, x: &Buffer, lx: &Layout, lo: Option<f64>, hi: Option<f64>) -> Result<Buffer> {
+        if let Some(k) = source::clamp(x.dtype()) {
+            let extra = |a: &mut Args| {
+                a.push(i32::from(lo.is_some()))
+                    .push(lo.unwrap_or(0.0))
+                    .push(i32::from(hi.is_some()))
+                    .push(hi.unwrap_or(0.0));
+            };
+            if let Some(b) = self.elementwise(&k, &lx.shape, &[(x, lx)], x.dtype(), extra)? {
+                return Ok(b);
+            }
+        }
+        self.fallback();
+        self.up(cpu::elementwise::clamp(&host(x)?, lx, lo, hi))
+    }
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Buffer> {
+        if let Some(k) = source::binary(op, a.dtype()) {
+            let out_dt = if op.is_comparison() || op.is_logical() {
+                DType::Bool
+            } else {
+                a.dtype()
+            };
+            if let Some(r) = self.elementwise(&k, &la.shape, &[(a, la), (b, lb)], out_dt, |_| {})? {
+                return Ok(r);
+            }
+        }
+        self.fallback();
+        self.up(cpu::elementwise::binary(op, &host(a)?, la, &host(b)?, lb))
+    }
+    fn binary_scalar(
+        &self,
+        op: BinaryOp,
+        a: &Buffer,
+        la: &Layout,
+        s: f64,
+        scalar_first: bool,
+    ) -> Result<Option<Buffer>> {
+        let Some(k) = source::binary_scalar(op, a.dtype(), scalar_first) else {
+            return Ok(None);
+        };
+        let out_dt = if op.is_comparison() || op.is_logical() {
+            DType::Bool
+        } else {
+            a.dtype()
+        };
+        self.elementwise(&k, &la.shape, &[(a, la)], out_dt, |args| {
+            args.push(s);
+        })
+    }
+    fn binary_fn(
+        &self,
+        op: BinaryFn,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Buffer> {
+        if let Some(k) = source::binary_fn(op, a.dtype()) {
+            if let Some(r) =
+                self.elementwise(&k, &la.shape, &[(a, la), (b, lb)], a.dtype(), |_| {})?
+            {
+                return Ok(r);
+            }
+        }
+        self.fallback();
+        self.up(cpu::binary::binary_fn(op, &host(a)?, la, &host(b)?, lb))
+    }
+    fn arith_in_place(
+        &self,
+        _op: BinaryOp,
+        _dst: &mut Buffer,
+        _ld: &Layout,
+        _rhs: InPlaceRhs<'_>,
+    ) -> Result<bool> {
+        // (the op layer computes out of place and writes the result with `copy_into`)
+        Ok(false)
+    }
+    fn where_(
+        &self,
+        cond: &Buffer,
+        lc: &Layout,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Buffer> {
+        let k = source::where_(a.dtype());
+        if let Some(r) = self.elementwise(
+            &k,
+            &la.shape,
+            &[(cond, lc), (a, la), (b, lb)],
+            a.dtype(),
+            |_| {},
+        )? {
+            return Ok(r);
+        }
+        self.fallback();
+        self.up(cpu::elementwise::where_(
+            &host(cond)?,
+            lc,
+            &host(a)?,
+            la,
+            &host(b)?,
+            lb,
+        ))
+    }
+    fn cast(&self, x: &Buffer, lx: &Layout, to: DType) -> Result<Buffer> {
+        let k = source::cast(x.dtype(), to);
+        if let Some(r) = self.elementwise(&k, &lx.shape, &[(x, lx)], to, |_| {})? {
+            return Ok(r);
+        }
+        self.fallback();
+        self.up(cpu::elementwise::cast(&host(x)?, lx, to))
+    }
+    fn copy_into(&self, dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) -> Result<()> {
+        let n = ld.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        let (dev, stream) = self.ctx()?;
+        // a source on the host (x.copy_(cpu_tensor)) or another device: brought here first
+        let moved;
+        let src = match src {
+            Buffer::Cuda(c) if c.device() == self.0 => src,
+            _ => {
+                moved = upload(src, self.0)?;
+                &moved
+            }
+        };
+        let k = source::copy_into(dst.dtype(), src.dtype());
+        let Some((s, lays)) = geometry(&ld.shape, &[ld, ls]) else {
+            return Err(Error::runtime(format!(
+                "rgrad's CUDA kernels index at most {} dims (after merging)",
+                launch::MAXD
+            )));
+        };
+        let mut a = Args::new();
+        a.push(n as i64)
+            .push(s)
+            .push(lays[0])
+            .push(lays[1])
+            .push(cuda_of(dst)?.ptr())
+            .push(cuda_of(src)?.ptr());
+        launch::launch_n(&dev, &stream, &k, n, &mut a)
+    }
+    fn cat(&self, parts: &[(&Buffer, &Layout)], dim: usize, out_shape: &[usize]) -> Result<Buffer> {
+        let dt = parts.first().map_or(DType::F32, |(b, _)| b.dtype());
+        let (dev, stream) = self.ctx()?;
+        let mut out = Buffer::Cuda(alloc(&dev, &stream, dt, crate::shape::numel(out_shape))?);
+        let full = Layout::contiguous(out_shape);
+        let mut at = 0;
+        for (b, l) in parts {
+            let mut ld = full.clone();
+            ld.shape[dim] = l.shape[dim];
+            ld.offset = at * full.strides[dim];
+            at += l.shape[dim];
+            self.copy_into(&mut out, &ld, b, l)?;
+        }
+        Ok(out)
+    }
+    fn fill(&self, dst: &mut Buffer, ld: &Layout, v: Scalar) -> Result<()> {
+        let n = ld.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        let (dev, stream) = self.ctx()?;
+        let dt = dst.dtype();
+        let k = source::fill(dt);
+        let Some((s, lays)) = geometry(&ld.shape, &[ld]) else {
+            return Err(Error::runtime("rgrad's CUDA kernels index at most 10 dims"));
+        };
+        let mut a = Args::new();
+        a.push(n as i64)
+            .push(s)
+            .push(lays[0])
+            .push(cuda_of(dst)?.ptr());
+        push_scalar(&mut a, dt, v);
+        launch::launch_n(&dev, &stream, &k, n, &mut a)
+    }
+
+    fn reduce(&self, op: ReduceOp, x: &Buffer, lx: &Layout, dims: &[usize]) -> Result<Buffer> {
+        if let Some(k) = source::reduce(op, x.dtype()) {
+            if let Some(r) = self.reduce_on_device(&k, op, x, lx, dims)? {
+                return Ok(r);
+            }
+        }
+        self.fallback();
+        self.up(cpu::reduce::reduce(op, &host(x)?, lx, dims))
+    }
+    fn arg_reduce(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dims: &[usize],
+        is_max: bool,
+    ) -> Result<(Buffer, Vec<i64>)> {
+        self.fallback();
+        let (v, i) = cpu::reduce::arg_reduce(&host(x)?, lx, dims, is_max);
+        Ok((self.up(v)?, i))
+    }
+    fn sum_squares(&self, _x: &Buffer, _lx: &Layout, _dims: &[usize]) -> Result<Option<Buffer>> {
+        Ok(None) // (composed: x*x, then sum)
+    }
+    fn softmax(&self, x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Result<Option<Buffer>> {
+        let nd = lx.shape.len();
+        if nd == 0 || dim != nd - 1 || lx.numel() == 0 || !x.dtype().is_float() {
+            return self.host_opt(|| {
+                cpu::reduce::softmax(&host(x)?, lx, dim, log)
+                    .map(Ok)
+                    .transpose()
+            });
+        }
+        let Some(k) = source::softmax(x.dtype(), log) else {
+            return self.host_opt(|| {
+                cpu::reduce::softmax(&host(x)?, lx, dim, log)
+                    .map(Ok)
+                    .transpose()
+            });
+        };
+        let (xc, _) = self.contiguous(x, lx)?;
+        let cols = lx.shape[nd - 1];
+        let rows = lx.numel() / cols;
+        let (dev, stream) = self.ctx()?;
+        let out = alloc(&dev, &stream, x.dtype(), rows * cols)?;
+        let mut a = Args::new();
+        a.push(rows as i64)
+            .push(cols as i64)
+            .push(cuda_of(&xc)?.ptr())
+            .push(out.ptr());
+        launch::launch(
+            &dev,
+            &stream,
+            &k,
+            (grid_rows(rows), 1, 1),
+            (launch::BLOCK, 1, 1),
+            0,
+            &mut a,
+        )?;
+        Ok(Some(Buffer::Cuda(out)))
+    }
+    fn softmax_backward(
+        &self,
+        g: &Buffer,
+        lg: &Layout,
+        y: &Buffer,
+        ly: &Layout,
+        log: bool,
+    ) -> Result<Option<Buffer>> {
+        let Some(&cols) = lg.shape.last() else {
+            return Ok(None);
+        };
+        if lg.shape != ly.shape || cols == 0 || lg.numel() == 0 || !g.dtype().is_float() {
+            return Ok(None);
+        }
+        let Some(k) = source::softmax_backward(g.dtype(), log) else {
+            return self.host_opt(|| {
+                cpu::reduce::softmax_backward(&host(g)?, lg, &host(y)?, ly, log)
+                    .map(Ok)
+                    .transpose()
+            });
+        };
+        let (gc, _) = self.contiguous(g, lg)?;
+        let (yc, _) = self.contiguous(y, ly)?;
+        let rows = lg.numel() / cols;
+        let (dev, stream) = self.ctx()?;
+        let out = alloc(&dev, &stream, g.dtype(), rows * cols)?;
+        let mut a = Args::new();
+        a.push(rows as i64)
+            .push(cols as i64)
+            .push(cuda_of(&gc)?.ptr())
+            .push(cuda_of(&yc)?.ptr())
+            .push(out.ptr());
+        launch::launch(
+            &dev,
+            &stream,
+            &k,
+            (grid_rows(rows), 1, 1),
+            (launch::BLOCK, 1, 1),
+            0,
+            &mut a,
+        )?;
+        Ok(Some(Buffer::Cuda(out)))
+    }
+    fn logsumexp(&self, x: &Buffer, lx: &Layout, dims: &[usize]) -> Result<Option<Buffer>> {
+        self.host_opt(|| {
+            cpu::reduce::logsumexp(&host(x)?, lx, dims)
+                .map(Ok)
+                .transpose()
+        })
+    }
+    fn var(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dims: &[usize],
+        correction: f64,
+        sqrt: bool,
+    ) -> Result<Option<Buffer>> {
+        self.host_opt(|| {
+            cpu::reduce::var(&host(x)?, lx, dims, correction, sqrt)
+                .map(Ok)
+                .transpose()
+        })
+    }
+    fn any_nonzero(&self, x: &Buffer, lx: &Layout) -> Result<bool> {
+        Ok(cpu::reduce::any_nonzero(&host(x)?, lx))
+    }
+    fn exclusive_prod_rows(&self, x: &Buffer, lx: &Layout) -> Result<Option<Buffer>> {
+        self.host_opt(|| {
+            cpu::reduce::exclusive_prod_rows(&host(x)?, lx)
+                .map(Ok)
+                .transpose()
+        })
+    }
+
+    fn gather(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        index: &[i64],
+        index_shape: &[usize],
+    ) -> Result<Buffer> {
+        self.fallback();
+        self.up(cpu::index::gather(&host(x)?, lx, dim, index, index_shape))
+    }
+    fn scatter_add(
+        &self,
+        shape: &[usize],
+        dim: usize,
+        index: &[i64],
+        index_shape: &[usize],
+        src: &Buffer,
+        ls: &Layout,
+    ) -> Result<Buffer> {
+        self.fallback();
+        self.up(cpu::index::scatter_add(
+            shape,
+            dim,
+            index,
+            index_shape,
+            &host(src)?,
+            ls,
+        ))
+    }
+    fn index_select(&self, x: &Buffer, lx: &Layout, dim: usize, index: &[i64]) -> Result<Buffer> {
+        self.fallback();
+        self.up(cpu::index::index_select(&host(x)?, lx, dim, index))
+    }
+    fn index_add(
+        &self,
+        shape: &[usize],
+        dim: usize,
+        index: &[i64],
+        src: &Buffer,
+        ls: &Layout,
+    ) -> Result<Buffer> {
+        self.fallback();
+        self.up(cpu::index::index_add(shape, dim, index, &host(src)?, ls))
+    }
+    fn index_put(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dtype: DType,
+        positions: &[i64],
+        values: &Buffer,
+        lv: &Layout,
+        accumulate: bool,
+    ) -> Result<Buffer> {
+        self.fallback();
+        self.up(cpu::index::index_put(
+            &host(x)?,
+            lx,
+            dtype,
+            positions,
+            &host(values)?,
+            lv,
+            accumulate,
+        ))
+    }
+
+    fn bmm(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Buffer> {
+        let nd = la.ndim();
+        let (m, n) = (la.shape[nd - 2], lb.shape[nd - 1]);
+        let batch = if nd == 3 { la.shape[0] } else { 1 };
+        let (dev, stream) = self.ctx()?;
+        let out = alloc(&dev, &stream, a.dtype(), batch * m * n)?;
+        self.gemm(&dev, &stream, a, la, b, lb, &out, 0.0)?;
+        Ok(Buffer::Cuda(out))
+    }
+    fn addmm(
+        &self,
+        c: &Buffer,
+        lc: &Layout,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Option<Buffer>> {
+        if !a.dtype().is_float() {
+            return Ok(None);
+        }
+        let (m, n) = (la.shape[0], lb.shape[1]);
+        let (dev, stream) = self.ctx()?;
+        let mut out = Buffer::Cuda(alloc(&dev, &stream, a.dtype(), m * n)?);
+        self.copy_into(&mut out, &Layout::contiguous(&[m, n]), c, lc)?;
+        let o = cuda_of(&out)?;
+        self.gemm(&dev, &stream, a, la, b, lb, o, 1.0)?;
+        Ok(Some(out))
+    }
+
+    fn arange(&self, start: f64, step: f64, n: usize, dtype: DType) -> Result<Option<Buffer>> {
+        cpu::creation::arange(start, step, n, dtype)
+            .map(|b| self.up(b))
+            .transpose()
+    }
+    fn linspace(&self, start: f64, end: f64, n: usize, dtype: DType) -> Result<Buffer> {
+        self.up(cpu::creation::linspace(start, end, n, dtype))
+    }
+    fn eye(&self, n: usize, m: usize, dtype: DType) -> Result<Buffer> {
+        let mut z = self.zeros(dtype, n * m)?;
+        let k = n.min(m);
+        if k > 0 {
+            let diag = Layout {
+                shape: [k].into_iter().collect(),
+                strides: [m + 1].into_iter().collect(),
+                offset: 0,
+            };
+            self.fill(&mut z, &diag, Scalar::Int(1))?;
+        }
+        Ok(z)
+    }
+    fn zeros(&self, dtype: DType, n: usize) -> Result<Buffer> {
+        let (dev, stream) = self.ctx()?;
+        let out = alloc(&dev, &stream, dtype, n)?;
+        if n > 0 {
+            // SAFETY: the block holds `nbytes` bytes.
+            unsafe { result::memset_d8_async(out.ptr(), 0, out.nbytes(), stream.raw) }.or_cuda()?;
+        }
+        Ok(Buffer::Cuda(out))
+    }
+    fn full(&self, dtype: DType, n: usize, v: Scalar) -> Result<Buffer> {
+        let (dev, stream) = self.ctx()?;
+        let mut out = Buffer::Cuda(alloc(&dev, &stream, dtype, n)?);
+        self.fill(&mut out, &Layout::contiguous(&[n]), v)?;
+        Ok(out)
+    }
+}
+
+/// The dtype of `op`'s result over `dt` (the CPU's `reduce`: sums and products of
+/// integers and bools in int64, truth tests in bool, the rest in the input's dtype).
+pub fn reduce_out_dtype(op: ReduceOp, dt: DType) -> DType {
+    match (op, dt) {
+        (ReduceOp::All | ReduceOp::Any, _) => DType::Bool,
+        (ReduceOp::ArgMax | ReduceOp::ArgMin, _) => DType::I64,
+        (ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Prod, DType::Bool) => DType::I64,
+        (_, dt) => dt,
+    }
+}
+
+/// Blocks for a one-block-per-row kernel (the grid's x limit is 2^31 - 1).
+fn grid_rows(rows: usize) -> u32 {
+    rows.min(i32::MAX as usize) as u32
+}
+
+impl Cuda {
+    fn host_opt(&self, f: impl FnOnce() -> Result<Option<Buffer>>) -> Result<Option<Buffer>> {
+        self.fallback();
+        f()?.map(|b| self.up(b)).transpose()
+    }
+
+    fn reduce_on_device(
+        &self,
+        k: &source::KernelSrc,
+        op: ReduceOp,
+        x: &Buffer,
+        lx: &Layout,
+        dims: &[usize],
+    ) -> Result<Option<Buffer>> {
+        let nd = lx.shape.len();
+        let red = |d: usize| dims.contains(&d);
+        let keep_shape: Vec<usize> = (0..nd).filter(|&d| !red(d)).map(|d| lx.shape[d]).collect();
+        let keep = Layout {
+            shape: keep_shape.iter().copied().collect(),
+            strides: (0..nd)
+                .filter(|&d| !red(d))
+                .map(|d| lx.strides[d])
+                .collect(),
+            offset: lx.offset,
+        };
+        let inner_shape: Vec<usize> = (0..nd).filter(|&d| red(d)).map(|d| lx.shape[d]).collect();
+        let inner = Layout {
+            shape: inner_shape.iter().copied().collect(),
+            strides: (0..nd).filter(|&d| red(d)).map(|d| lx.strides[d]).collect(),
+            offset: 0,
+        };
+        let (Some((so, lo)), Some((si, li))) = (
+            geometry(&keep_shape, &[&keep]),
+            geometry(&inner_shape, &[&inner]),
+        ) else {
+            return Ok(None);
+        };
+        let outer = crate::shape::numel(&keep_shape);
+        let n_inner = crate::shape::numel(&inner_shape);
+        let out_dt = reduce_out_dtype(op, x.dtype());
+        let (dev, stream) = self.ctx()?;
+        let out = alloc(&dev, &stream, out_dt, outer)?;
+        if outer > 0 {
+            let mut a = Args::new();
+            a.push(outer as i64)
+                .push(n_inner as i64)
+                .push::<RgShape>(so)
+                .push::<RgLay>(lo[0])
+                .push::<RgShape>(si)
+                .push::<RgLay>(li[0])
+                .push(cuda_of(x)?.ptr())
+                .push(out.ptr());
+            launch::launch(
+                &dev,
+                &stream,
+                k,
+                (grid_rows(outer), 1, 1),
+                (launch::BLOCK, 1, 1),
+                0,
+                &mut a,
+            )?;
+        }
+        Ok(Some(Buffer::Cuda(out)))
+    }
+
+    fn gemm(
+        &self,
+        dev: &Dev,
+        stream: &Stream,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+        out: &CudaBuf,
+        beta: f64,
+    ) -> Result<()> {
+        use super::blas::{Operand, as_col_major_transpose, gemm};
+        let readable = |l: &Layout| {
+            let nd = l.ndim();
+            as_col_major_transpose(
+                l.shape[nd - 2],
+                l.shape[nd - 1],
+                l.strides[nd - 2],
+                l.strides[nd - 1],
+            )
+            .is_some()
+        };
+        let (ca, cla);
+        let (a, la) = if readable(la) {
+            (a, la)
+        } else {
+            (ca, cla) = self.contiguous(a, la)?;
+            (&ca, &cla)
+        };
+        let (cb, clb);
+        let (b, lb) = if readable(lb) {
+            (b, lb)
+        } else {
+            (cb, clb) = self.contiguous(b, lb)?;
+            (&cb, &clb)
+        };
+        let done = gemm(
+            dev,
+            stream,
+            Operand {
+                buf: cuda_of(a)?,
+                layout: la,
+            },
+            Operand {
+                buf: cuda_of(b)?,
+                layout: lb,
+            },
+            out,
+            beta,
+        )?;
+        if done {
+            Ok(())
+        } else {
+            Err(Error::Internal(
+                "an operand cuBLAS cannot read after a copy".into(),
+            ))
+        }
+    }
+}
