@@ -12,6 +12,7 @@
 //! every buffer is today; a device backend adds the copy to the host there.
 
 pub mod cpu;
+pub mod cuda;
 pub mod host;
 
 use crate::device::Device;
