@@ -28,8 +28,9 @@ import time, rgrad
 t=time.perf_counter(); x=rgrad.ones(3, device='cuda'); y=(x*2).sum().item(); print('first op ready in %.3f s, value %s' % (time.perf_counter()-t, y))
 print('device', rgrad.cuda.get_device_name(0), rgrad.cuda.get_device_capability(0))"
   echo "== CUDA test suite (tests_gpu/)"
-  timeout 330 python3 -m pytest -q -x --timeout 60 -p no:cacheprovider tests_gpu/test_cuda_runtime.py 2>&1 | tail -25
-  timeout 200 python3 -m pytest -q --timeout 60 -p no:cacheprovider tests_gpu/test_cuda_ops.py 2>&1 | tail -40
+  timeout 330 python3 -m pytest -q --timeout 60 -p no:benchmark -p no:cacheprovider tests_gpu/test_cuda_runtime.py 2>&1 | tail -25
+  timeout 220 python3 -m pytest -q -n 8 -p no:benchmark --timeout 120 --maxfail=200 -rf -p no:cacheprovider tests_gpu/test_cuda_ops.py 2>&1 \
+    | grep -v "^\[gw" | tail -70
   echo "== CUDA benchmarks (benches/cuda_bench.py)"
   timeout 150 python3 benches/cuda_bench.py --json "$OUTDIR/cuda_bench.json" 2>&1 | tail -30
   python3 -c "import rgrad; print('host fallbacks in this process:', rgrad._C._cuda_host_fallbacks())"

@@ -128,6 +128,8 @@ fn alloc_check(sizes: &[usize], dtype: DType, strides: &str) -> crate::Result<()
     };
     let ok = match bytes {
         b if b < (1 << 30) => true,
+        // (device memory: the caching allocator reports what the device cannot hold)
+        _ if crate::device::default_device() != crate::device::Device::Cpu => true,
         // Large requests: more than the machine's memory and swap can never be backed
         // (an allocator that reserves address space lazily would say yes and the process
         // would be killed on first touch); elsewhere ask the allocator once.

@@ -76,7 +76,7 @@ impl PyTensor {
         if t.snapshot().storage.device() == d {
             return Py::new(py, PyTensor { t: t.clone() });
         }
-        let out = py.detach(|| ops::to_device(t, d))?;
+        let out = super::gil::detach(py, || ops::to_device(t, d))?;
         wrap(py, out)
     }
 }
@@ -117,7 +117,7 @@ pub fn _cuda_get_device_properties<'py>(
 #[pyfunction]
 pub fn _cuda_synchronize(py: Python<'_>, device: u32) -> PyResult<()> {
     let d = driver::device(device)?;
-    Ok(py.detach(|| d.synchronize())?)
+    Ok(super::gil::detach(py, || d.synchronize())?)
 }
 
 #[pyfunction]
@@ -173,7 +173,7 @@ pub fn _cuda_reset_peak_memory_stats(device: u32) -> PyResult<()> {
 pub fn _cuda_empty_cache(py: Python<'_>) -> PyResult<()> {
     for i in 0..driver::device_count() as u32 {
         let d = driver::device(i)?;
-        py.detach(|| d.alloc.empty_cache())?;
+        super::gil::detach(py, || d.alloc.empty_cache())?;
     }
     Ok(())
 }
@@ -246,7 +246,7 @@ impl PyStream {
     }
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
         let s = self.s.clone();
-        Ok(py.detach(move || s.synchronize())?)
+        Ok(super::gil::detach(py, move || s.synchronize())?)
     }
     fn query(&self) -> PyResult<bool> {
         Ok(self.s.query()?)
@@ -300,7 +300,7 @@ impl PyEvent {
         Ok(self.e.record(&stream.s)?)
     }
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
-        Ok(py.detach(|| self.e.synchronize())?)
+        Ok(super::gil::detach(py, || self.e.synchronize())?)
     }
     fn query(&self) -> PyResult<bool> {
         Ok(self.e.query()?)

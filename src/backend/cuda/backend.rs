@@ -159,6 +159,25 @@ impl Cuda {
         out_dt: DType,
         extra: impl FnOnce(&mut Args),
     ) -> Result<Option<Buffer>> {
+        // A CPU scalar (a 0-d tensor, broadcast) may join a CUDA op, as in torch: its one
+        // element is copied up. Any other host operand is torch's device error.
+        let mut up = Vec::new();
+        for (b, l) in ops {
+            if !matches!(b, Buffer::Cuda(_)) && l.strides.iter().all(|&s| s == 0) {
+                up.push(Some(upload(
+                    &crate::backend::host::read(b)?.into_owned(),
+                    self.0,
+                )?));
+            } else {
+                up.push(None);
+            }
+        }
+        let ops: Vec<(&Buffer, &Layout)> = ops
+            .iter()
+            .zip(&up)
+            .map(|((b, l), u)| (u.as_ref().unwrap_or(b), *l))
+            .collect();
+        crate::device::common_device(ops.iter().map(|(b, _)| b.device()))?;
         let lays: Vec<&Layout> = ops.iter().map(|(_, l)| *l).collect();
         let Some((s, ls)) = geometry(shape, &lays) else {
             return Ok(None);
@@ -200,6 +219,16 @@ impl Cuda {
     fn copy_of(&self, b: &Buffer) -> Result<Buffer> {
         upload(b, self.0)
     }
+}
+
+/// torch's device check of a CUDA op's operands: CPU scalars (0-d, broadcast) may join.
+fn check_devices(ops: &[(&Buffer, &Layout)]) -> Result<()> {
+    crate::device::common_device(
+        ops.iter()
+            .filter(|(b, l)| matches!(b, Buffer::Cuda(_)) || !l.strides.iter().all(|&s| s == 0))
+            .map(|(b, _)| b.device()),
+    )?;
+    Ok(())
 }
 
 /// A scalar as the kernel's C type of `dt` (fill's value).
@@ -291,6 +320,7 @@ impl Backend for Cuda {
         b: &Buffer,
         lb: &Layout,
     ) -> Result<Buffer> {
+        check_devices(&[(a, la), (b, lb)])?;
         if let Some(k) = source::binary(op, a.dtype()) {
             let out_dt = if op.is_comparison() || op.is_logical() {
                 DType::Bool
@@ -332,6 +362,7 @@ impl Backend for Cuda {
         b: &Buffer,
         lb: &Layout,
     ) -> Result<Buffer> {
+        check_devices(&[(a, la), (b, lb)])?;
         if let Some(k) = source::binary_fn(op, a.dtype()) {
             if let Some(r) =
                 self.elementwise(&k, &la.shape, &[(a, la), (b, lb)], a.dtype(), |_| {})?
@@ -361,6 +392,7 @@ impl Backend for Cuda {
         b: &Buffer,
         lb: &Layout,
     ) -> Result<Buffer> {
+        check_devices(&[(cond, lc), (a, la), (b, lb)])?;
         let k = source::where_(a.dtype());
         if let Some(r) = self.elementwise(
             &k,
@@ -658,6 +690,7 @@ impl Backend for Cuda {
     }
 
     fn bmm(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Buffer> {
+        check_devices(&[(a, la), (b, lb)])?;
         let nd = la.ndim();
         let (m, n) = (la.shape[nd - 2], lb.shape[nd - 1]);
         let batch = if nd == 3 { la.shape[0] } else { 1 };
@@ -675,6 +708,7 @@ impl Backend for Cuda {
         b: &Buffer,
         lb: &Layout,
     ) -> Result<Option<Buffer>> {
+        check_devices(&[(c, lc), (a, la), (b, lb)])?;
         if !a.dtype().is_float() {
             return Ok(None);
         }
