@@ -6,6 +6,8 @@
 //! driver once and the device's state on first use, and [`Dev::bind`], which makes the
 //! device's context current on the calling thread (backward workers are other threads).
 
+#![allow(clippy::collapsible_if)] // (nested steps read clearer than let-chains here)
+
 use crate::{Error, Result};
 use cudarc::driver::{result, sys};
 use parking_lot::Mutex;

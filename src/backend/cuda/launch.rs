@@ -5,6 +5,8 @@
 //! and remembers the function per device. A launch is one grid-stride kernel over the
 //! output's elements on the calling thread's current stream.
 
+#![allow(clippy::collapsible_if)] // (nested steps read clearer than let-chains here)
+
 use super::driver::{Dev, OrCuda, Stream};
 use super::source::KernelSrc;
 use crate::layout::Layout;

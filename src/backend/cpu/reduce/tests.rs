@@ -211,6 +211,7 @@ fn bits(b: &Buffer) -> Vec<u64> {
         Buffer::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
         Buffer::I64(v) => v.iter().map(|&x| x as u64).collect(),
         Buffer::Bool(v) => v.iter().map(|&x| u64::from(x)).collect(),
+        Buffer::Cuda(_) => crate::storage::not_host(),
     }
 }
 
