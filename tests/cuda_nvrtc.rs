@@ -105,14 +105,3 @@ fn compile_errors_carry_nvrtcs_log() {
     .unwrap_err();
     assert!(err.contains("undefined_thing"), "{err}");
 }
-
-/// Writes every source to `$RGRAD_DUMP_DIR/<name>.cu`, to read or compile by hand:
-/// `RGRAD_DUMP_DIR=/tmp/k cargo test --test cuda_nvrtc dump_sources -- --ignored`.
-#[test]
-#[ignore]
-fn dump_sources() {
-    let dir = std::env::var("RGRAD_DUMP_DIR").unwrap();
-    for k in source::all() {
-        std::fs::write(format!("{dir}/{}.cu", k.name), &k.source).unwrap();
-    }
-}

@@ -18,9 +18,9 @@ pub fn device_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Device>> {
     let py = obj.py();
     if let Ok(i) = obj.extract::<i64>() {
         if i < 0 {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-                "Device index must not be negative"
-            )));
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "Device index must not be negative",
+            ));
         }
         return Ok(Some(Device::Cuda(i as u32)));
     }
@@ -208,8 +208,7 @@ pub fn _cuda_profiler(on: bool) -> PyResult<()> {
             sys::cuProfilerStop()
         }
     };
-    r.result()
-        .map_err(|e| crate::Error::from(driver::cuda_error(e)))?;
+    r.result().map_err(driver::cuda_error)?;
     Ok(())
 }
 

@@ -209,6 +209,7 @@ pub fn randn(
 /// `torch.normal(mean, std, size)` for numbers: `empty(size).normal_(mean, std)`.
 #[pyfunction]
 #[pyo3(signature = (mean, std, size, *, generator=None, dtype=None, device=None, requires_grad=false))]
+#[allow(clippy::too_many_arguments)] // (torch's keyword arguments)
 pub fn _normal_sized(
     py: Python<'_>,
     mean: f64,
@@ -232,6 +233,7 @@ pub fn _normal_sized(
 /// forms to this one.
 #[pyfunction]
 #[pyo3(signature = (low, high, size, *, generator=None, dtype=None, device=None, requires_grad=false))]
+#[allow(clippy::too_many_arguments)] // (torch's keyword arguments)
 pub fn _randint(
     py: Python<'_>,
     low: i64,

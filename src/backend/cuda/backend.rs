@@ -207,7 +207,7 @@ impl Cuda {
             return Ok((self.copy_of(b)?, c));
         }
         let dt = b.dtype();
-        let k = source::cast(dt, dt);
+        let k = memo1((7, dt as u32, dt as u32, 0), || source::cast(dt, dt));
         match self.elementwise(&k, &shape, &[(b, l)], dt, |_| {})? {
             Some(out) => Ok((out, c)),
             None => {
@@ -220,6 +220,33 @@ impl Cuda {
     fn copy_of(&self, b: &Buffer) -> Result<Buffer> {
         upload(b, self.0)
     }
+}
+
+/// A kernel's source, generated once per process and key (kind, op, dtype, variant):
+/// the generators format kilobytes of text, too much for every op call.
+type MemoKey = (u8, u32, u32, u32);
+fn memo(
+    key: MemoKey,
+    make: impl FnOnce() -> Option<source::KernelSrc>,
+) -> Option<Arc<source::KernelSrc>> {
+    use parking_lot::RwLock;
+    use std::collections::HashMap;
+    static MEMO: RwLock<Option<HashMap<MemoKey, Option<Arc<source::KernelSrc>>>>> =
+        RwLock::new(None);
+    if let Some(hit) = MEMO.read().as_ref().and_then(|m| m.get(&key)) {
+        return hit.clone();
+    }
+    let made = make().map(Arc::new);
+    MEMO.write()
+        .get_or_insert_with(HashMap::new)
+        .insert(key, made.clone());
+    made
+}
+
+/// [`memo`] of a generator that always has a kernel.
+fn memo1(key: MemoKey, make: impl Fn() -> source::KernelSrc) -> Arc<source::KernelSrc> {
+    // (never None: a key is only ever made by one generator, and this one has a kernel)
+    memo(key, || Some(make())).unwrap_or_else(|| Arc::new(make()))
 }
 
 /// torch's device check of a CUDA op's operands: CPU scalars (0-d, broadcast) may join.
@@ -257,7 +284,9 @@ impl Backend for Cuda {
     }
 
     fn unary(&self, op: UnaryOp, x: &Buffer, lx: &Layout) -> Result<Buffer> {
-        if let Some(k) = source::unary(op, x.dtype()) {
+        if let Some(k) = memo((0, op as u32, x.dtype() as u32, 0), || {
+            source::unary(op, x.dtype())
+        }) {
             let out_dt = x.dtype(); // (the op layer promotes first, as for the CPU's)
             if let Some(b) = self.elementwise(&k, &lx.shape, &[(x, lx)], out_dt, |_| {})? {
                 return Ok(b);
@@ -277,7 +306,9 @@ impl Backend for Cuda {
         if lg.shape != ls.shape {
             return Ok(None);
         }
-        match source::unary_backward(op, g.dtype()) {
+        match memo((1, op as u32, g.dtype() as u32, 0), || {
+            source::unary_backward(op, g.dtype())
+        }) {
             Some(k) if g.dtype() == s.dtype() => {
                 self.elementwise(&k, &lg.shape, &[(g, lg), (s, ls)], g.dtype(), |_| {})
             }
@@ -299,7 +330,7 @@ impl Backend for Cuda {
         self.binary(BinaryOp::Eq, x, lx, &zero, &lz)
     }
     fn clamp(&self, x: &Buffer, lx: &Layout, lo: Option<f64>, hi: Option<f64>) -> Result<Buffer> {
-        if let Some(k) = source::clamp(x.dtype()) {
+        if let Some(k) = memo((2, x.dtype() as u32, 0, 0), || source::clamp(x.dtype())) {
             let extra = |a: &mut Args| {
                 a.push(i32::from(lo.is_some()))
                     .push(lo.unwrap_or(0.0))
@@ -322,7 +353,9 @@ impl Backend for Cuda {
         lb: &Layout,
     ) -> Result<Buffer> {
         check_devices(&[(a, la), (b, lb)])?;
-        if let Some(k) = source::binary(op, a.dtype()) {
+        if let Some(k) = memo((3, op as u32, a.dtype() as u32, 0), || {
+            source::binary(op, a.dtype())
+        }) {
             let out_dt = if op.is_comparison() || op.is_logical() {
                 DType::Bool
             } else {
@@ -343,7 +376,10 @@ impl Backend for Cuda {
         s: f64,
         scalar_first: bool,
     ) -> Result<Option<Buffer>> {
-        let Some(k) = source::binary_scalar(op, a.dtype(), scalar_first) else {
+        let Some(k) = memo(
+            (4, op as u32, a.dtype() as u32, scalar_first as u32),
+            || source::binary_scalar(op, a.dtype(), scalar_first),
+        ) else {
             return Ok(None);
         };
         let out_dt = if op.is_comparison() || op.is_logical() {
@@ -364,7 +400,9 @@ impl Backend for Cuda {
         lb: &Layout,
     ) -> Result<Buffer> {
         check_devices(&[(a, la), (b, lb)])?;
-        if let Some(k) = source::binary_fn(op, a.dtype()) {
+        if let Some(k) = memo((5, op as u32, a.dtype() as u32, 0), || {
+            source::binary_fn(op, a.dtype())
+        }) {
             if let Some(r) =
                 self.elementwise(&k, &la.shape, &[(a, la), (b, lb)], a.dtype(), |_| {})?
             {
@@ -394,7 +432,7 @@ impl Backend for Cuda {
         lb: &Layout,
     ) -> Result<Buffer> {
         check_devices(&[(cond, lc), (a, la), (b, lb)])?;
-        let k = source::where_(a.dtype());
+        let k = memo1((6, a.dtype() as u32, 0, 0), || source::where_(a.dtype()));
         if let Some(r) = self.elementwise(
             &k,
             &la.shape,
@@ -415,7 +453,9 @@ impl Backend for Cuda {
         ))
     }
     fn cast(&self, x: &Buffer, lx: &Layout, to: DType) -> Result<Buffer> {
-        let k = source::cast(x.dtype(), to);
+        let k = memo1((7, x.dtype() as u32, to as u32, 0), || {
+            source::cast(x.dtype(), to)
+        });
         if let Some(r) = self.elementwise(&k, &lx.shape, &[(x, lx)], to, |_| {})? {
             return Ok(r);
         }
@@ -437,7 +477,9 @@ impl Backend for Cuda {
                 &moved
             }
         };
-        let k = source::copy_into(dst.dtype(), src.dtype());
+        let k = memo1((8, dst.dtype() as u32, src.dtype() as u32, 0), || {
+            source::copy_into(dst.dtype(), src.dtype())
+        });
         let Some((s, lays)) = geometry(&ld.shape, &[ld, ls]) else {
             return Err(Error::runtime(format!(
                 "rgrad's CUDA kernels index at most {} dims (after merging)",
@@ -475,7 +517,7 @@ impl Backend for Cuda {
         }
         let (dev, stream) = self.ctx()?;
         let dt = dst.dtype();
-        let k = source::fill(dt);
+        let k = memo1((9, dt as u32, 0, 0), || source::fill(dt));
         let Some((s, lays)) = geometry(&ld.shape, &[ld]) else {
             return Err(Error::runtime("rgrad's CUDA kernels index at most 10 dims"));
         };
@@ -489,7 +531,9 @@ impl Backend for Cuda {
     }
 
     fn reduce(&self, op: ReduceOp, x: &Buffer, lx: &Layout, dims: &[usize]) -> Result<Buffer> {
-        if let Some(k) = source::reduce(op, x.dtype()) {
+        if let Some(k) = memo((10, op as u32, x.dtype() as u32, 0), || {
+            source::reduce(op, x.dtype())
+        }) {
             if let Some(r) = self.reduce_on_device(&k, op, x, lx, dims)? {
                 return Ok(r);
             }
@@ -520,7 +564,9 @@ impl Backend for Cuda {
                     .transpose()
             });
         }
-        let Some(k) = source::softmax(x.dtype(), log) else {
+        let Some(k) = memo((11, x.dtype() as u32, log as u32, 0), || {
+            source::softmax(x.dtype(), log)
+        }) else {
             return self.host_opt(|| {
                 cpu::reduce::softmax(&host(x)?, lx, dim, log)
                     .map(Ok)
@@ -562,7 +608,9 @@ impl Backend for Cuda {
         if lg.shape != ly.shape || cols == 0 || lg.numel() == 0 || !g.dtype().is_float() {
             return Ok(None);
         }
-        let Some(k) = source::softmax_backward(g.dtype(), log) else {
+        let Some(k) = memo((12, g.dtype() as u32, log as u32, 0), || {
+            source::softmax_backward(g.dtype(), log)
+        }) else {
             return self.host_opt(|| {
                 cpu::reduce::softmax_backward(&host(g)?, lg, &host(y)?, ly, log)
                     .map(Ok)
@@ -771,6 +819,35 @@ pub fn reduce_out_dtype(op: ReduceOp, dt: DType) -> DType {
     }
 }
 
+/// How many equal parts to split `n` elements into for a two-stage reduction: a divisor
+/// of `n` between `want / 2` and `want` (and at least 2), each part at least 4096 long;
+/// `None` where there is none (the one-stage kernel then runs).
+fn split_count(n: usize, want: usize) -> Option<usize> {
+    let want = want.clamp(2, (n / 4096).max(2));
+    (want.div_ceil(2).max(2)..=want)
+        .rev()
+        .find(|&k| n.is_multiple_of(k))
+}
+
+/// Stage 1 of a split reduction: the outer geometry with the part index appended as its
+/// innermost dim (output `o * chunks + k`), and the inner one cut to one part. The inner
+/// geometry must be one dim (`si.ndim == 1`) and the outer one below `MAXD` dims.
+fn split_geometry(
+    so: RgShape,
+    lo: RgLay,
+    si: RgShape,
+    li: RgLay,
+    chunks: usize,
+) -> (RgShape, RgLay, RgShape) {
+    let chunk = si.size[0] / chunks as i64;
+    let (mut so1, mut lo1, mut si1) = (so, lo, si);
+    so1.size[so.ndim as usize] = chunks as i64;
+    lo1.st[so.ndim as usize] = chunk * li.st[0];
+    so1.ndim += 1;
+    si1.size[0] = chunk;
+    (so1, lo1, si1)
+}
+
 /// Blocks for a one-block-per-row kernel (the grid's x limit is 2^31 - 1).
 fn grid_rows(rows: usize) -> u32 {
     rows.min(i32::MAX as usize) as u32
@@ -817,28 +894,134 @@ impl Cuda {
         let n_inner = crate::shape::numel(&inner_shape);
         let out_dt = reduce_out_dtype(op, x.dtype());
         let (dev, stream) = self.ctx()?;
-        let out = alloc(&dev, &stream, out_dt, outer)?;
-        if outer > 0 {
-            let mut a = Args::new();
-            a.push(outer as i64)
-                .push(n_inner as i64)
-                .push::<RgShape>(so)
-                .push::<RgLay>(lo[0])
-                .push::<RgShape>(si)
-                .push::<RgLay>(li[0])
-                .push(cuda_of(x)?.ptr())
-                .push(out.ptr());
-            launch::launch(
-                &dev,
-                &stream,
-                k,
-                (grid_rows(outer), 1, 1),
-                (launch::BLOCK, 1, 1),
-                0,
-                &mut a,
-            )?;
+        // Few outputs over many elements: one block each would leave the GPU idle. Split
+        // each output's elements into `chunks` equal parts (a divisor, so every part has
+        // the same count and the result is the same on every run), reduce the parts, then
+        // the partial results (sums and means as sums; the mean divided at the end).
+        let sms = dev.multi_processor_count.max(1) as usize;
+        if outer < 2 * sms
+            && n_inner >= 1 << 16
+            && si.ndim == 1
+            && (so.ndim as usize) < launch::MAXD
+        {
+            if let Some(chunks) = split_count(n_inner, (8 * sms).div_ceil(outer.max(1))) {
+                let part_op = if op == ReduceOp::Mean {
+                    ReduceOp::Sum
+                } else {
+                    op
+                };
+                let chunk = n_inner / chunks;
+                let (so1, lo1, si1) = split_geometry(so, lo[0], si, li[0], chunks);
+                let k1 = memo((10, part_op as u32, x.dtype() as u32, 0), || {
+                    source::reduce(part_op, x.dtype())
+                })
+                .ok_or_else(|| Error::Internal("a reduction without its partial kernel".into()))?;
+                let part_dt = reduce_out_dtype(part_op, x.dtype());
+                let parts = alloc(&dev, &stream, part_dt, outer * chunks)?;
+                self.launch_reduce(
+                    &dev,
+                    &stream,
+                    &k1,
+                    outer * chunks,
+                    chunk,
+                    so1,
+                    lo1,
+                    si1,
+                    li[0],
+                    cuda_of(x)?.ptr(),
+                    parts.ptr(),
+                )?;
+                // stage 2: the partials of each output, contiguous
+                let (so2, lo2) = geometry(&[outer], &[&Layout::contiguous(&[outer])])
+                    .ok_or_else(|| Error::Internal("reduce geometry".into()))?;
+                let mut lo2 = lo2[0];
+                lo2.st[0] = chunks as i64;
+                let (si2, li2) = geometry(&[chunks], &[&Layout::contiguous(&[chunks])])
+                    .ok_or_else(|| Error::Internal("reduce geometry".into()))?;
+                let k2 = memo((10, part_op as u32, part_dt as u32, 0), || {
+                    source::reduce(part_op, part_dt)
+                })
+                .ok_or_else(|| Error::Internal("a reduction without its partial kernel".into()))?;
+                let out = alloc(&dev, &stream, reduce_out_dtype(part_op, part_dt), outer)?;
+                self.launch_reduce(
+                    &dev,
+                    &stream,
+                    &k2,
+                    outer,
+                    chunks,
+                    so2,
+                    lo2,
+                    si2,
+                    li2[0],
+                    parts.ptr(),
+                    out.ptr(),
+                )?;
+                let out = Buffer::Cuda(out);
+                if op == ReduceOp::Mean {
+                    return self.binary_scalar(
+                        BinaryOp::Div,
+                        &out,
+                        &Layout::contiguous(&[outer]),
+                        n_inner as f64,
+                        false,
+                    );
+                }
+                return Ok(Some(out));
+            }
         }
+        let out = alloc(&dev, &stream, out_dt, outer)?;
+        self.launch_reduce(
+            &dev,
+            &stream,
+            k,
+            outer,
+            n_inner,
+            so,
+            lo[0],
+            si,
+            li[0],
+            cuda_of(x)?.ptr(),
+            out.ptr(),
+        )?;
         Ok(Some(Buffer::Cuda(out)))
+    }
+
+    /// One launch of a reduction kernel (see `source::reduce` for the parameters).
+    fn launch_reduce(
+        &self,
+        dev: &Dev,
+        stream: &Stream,
+        k: &source::KernelSrc,
+        outer: usize,
+        inner: usize,
+        so: RgShape,
+        lo: RgLay,
+        si: RgShape,
+        li: RgLay,
+        x: cudarc::driver::sys::CUdeviceptr,
+        y: cudarc::driver::sys::CUdeviceptr,
+    ) -> Result<()> {
+        if outer == 0 {
+            return Ok(());
+        }
+        let mut a = Args::new();
+        a.push(outer as i64)
+            .push(inner as i64)
+            .push::<RgShape>(so)
+            .push::<RgLay>(lo)
+            .push::<RgShape>(si)
+            .push::<RgLay>(li)
+            .push(x)
+            .push(y);
+        launch::launch(
+            dev,
+            stream,
+            k,
+            (grid_rows(outer), 1, 1),
+            (launch::BLOCK, 1, 1),
+            0,
+            &mut a,
+        )
     }
 
     fn gemm(
@@ -897,6 +1080,63 @@ impl Cuda {
             Err(Error::Internal(
                 "an operand cuBLAS cannot read after a copy".into(),
             ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cuda::launch::rg_at;
+
+    #[test]
+    fn split_counts_divide_and_stay_near_the_target() {
+        assert_eq!(split_count(1 << 26, 1056), Some(1024));
+        assert_eq!(split_count(128 * 784, 300), Some(16)); // (parts of at least 4096)
+        assert_eq!(split_count(65537, 64), None); // prime
+        for n in [1 << 16, 100_000, 3 << 20] {
+            if let Some(k) = split_count(n, 500) {
+                assert_eq!(n % k, 0);
+                assert!(n / k >= 4096 || k == 2);
+            }
+        }
+    }
+
+    /// Stage 1's (output, element) pairs cover each output's elements exactly once.
+    #[test]
+    fn split_geometry_visits_every_element_of_each_output_once() {
+        // x: [3, 64] with the 64 reduced, strided by 2, outer stride 200, offset 5
+        let (so, lo) = geometry(
+            &[3],
+            &[&Layout {
+                shape: [3].into_iter().collect(),
+                strides: [200].into_iter().collect(),
+                offset: 5,
+            }],
+        )
+        .unwrap();
+        let (si, li) = geometry(
+            &[64],
+            &[&Layout {
+                shape: [64].into_iter().collect(),
+                strides: [2].into_iter().collect(),
+                offset: 0,
+            }],
+        )
+        .unwrap();
+        let chunks = 8;
+        let (so1, lo1, si1) = split_geometry(so, lo[0], si, li[0], chunks);
+        for o in 0..3i64 {
+            let mut got: Vec<i64> = Vec::new();
+            for k in 0..chunks as i64 {
+                let o1 = o * chunks as i64 + k;
+                for r in 0..si1.size[0] {
+                    got.push(rg_at(o1, &so1, &lo1) + rg_at(r, &si1, &li[0]) - li[0].off);
+                }
+            }
+            got.sort_unstable();
+            let want: Vec<i64> = (0..64).map(|r| 5 + o * 200 + 2 * r).collect();
+            assert_eq!(got, want);
         }
     }
 }

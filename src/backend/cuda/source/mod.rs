@@ -144,6 +144,9 @@ struct RgLay { i64 off; i64 st[RG_MAXD]; };
 
 // The element of an operand laid out by `l` that linear output index `i` reads.
 __device__ __forceinline__ i64 rg_at(i64 i, const RgShape& s, const RgLay& l) {
+  // one dim after merging (every contiguous operand): no division (64-bit division is
+  // dozens of instructions on a GPU)
+  if (s.ndim <= 1) return l.off + i * l.st[0];
   i64 o = l.off;
 #pragma unroll
   for (int d = RG_MAXD - 1; d >= 0; --d) {
