@@ -29,10 +29,14 @@ t=time.perf_counter(); x=rgrad.ones(3, device='cuda'); y=(x*2).sum().item(); pri
 print('device', rgrad.cuda.get_device_name(0), rgrad.cuda.get_device_capability(0))"
   echo "== CUDA test suite (tests_gpu/)"
   timeout 330 python3 -m pytest -q --timeout 60 -p no:benchmark -p no:cacheprovider tests_gpu/test_cuda_runtime.py 2>&1 | tail -25
-  timeout 220 python3 -m pytest -q -n 8 -p no:benchmark --timeout 120 --maxfail=200 -rf -p no:cacheprovider tests_gpu/test_cuda_ops.py 2>&1 \
-    | grep -v "^\[gw" | tail -70
+  timeout 220 python3 -m pytest -q -n 8 -p no:benchmark --timeout 120 --tb=line -p no:cacheprovider \
+    tests_gpu/test_cuda_ops.py > "$OUTDIR/cuda_ops.log" 2>&1
+  tail -2 "$OUTDIR/cuda_ops.log"
+  echo "-- the most frequent failures (count, message):"
+  grep -E "^/.*:[0-9]+: " "$OUTDIR/cuda_ops.log" | sed -E 's/^[^ ]+ //' | cut -c1-160 | sort | uniq -c | sort -rn | head -40
+  echo "== host fallbacks per op (tests_gpu/fallback_report.py)"
+  timeout 120 python3 tests_gpu/fallback_report.py 2>&1 | head -150
   echo "== CUDA benchmarks (benches/cuda_bench.py)"
   timeout 150 python3 benches/cuda_bench.py --json "$OUTDIR/cuda_bench.json" 2>&1 | tail -30
-  python3 -c "import rgrad; print('host fallbacks in this process:', rgrad._C._cuda_host_fallbacks())"
 } >> "$SUMMARY" 2>&1
 cat "$SUMMARY"
