@@ -116,3 +116,20 @@ fn dump_sources() {
         std::fs::write(format!("{dir}/{}.cu", k.name), &k.source).unwrap();
     }
 }
+
+/// Writes every kernel's CUBIN for one arch to `$RGRAD_CUBIN_DIR/<name>.sm_<XY>.cubin`
+/// (`RGRAD_CUBIN_ARCH=XY`, default 90), for `cuda_kernels` on a GPU machine without NVRTC.
+#[test]
+#[ignore]
+fn dump_cubins() {
+    nvrtc::load(&python_nvidia_dirs()).unwrap();
+    let dir = std::env::var("RGRAD_CUBIN_DIR").unwrap();
+    let arch = std::env::var("RGRAD_CUBIN_ARCH").unwrap_or_else(|_| "90".into());
+    let (major, minor) = arch.split_at(arch.len() - 1);
+    let (major, minor): (i32, i32) = (major.parse().unwrap(), minor.parse().unwrap());
+    std::fs::create_dir_all(&dir).unwrap();
+    for k in source::all() {
+        let cubin = nvrtc::compile_cubin(&k.source, major, minor).unwrap();
+        std::fs::write(format!("{dir}/{}.sm_{arch}.cubin", k.name), cubin).unwrap();
+    }
+}
