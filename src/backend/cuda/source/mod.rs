@@ -27,12 +27,11 @@
 mod elementwise;
 mod reduce;
 mod special;
+mod unary;
 
-pub use elementwise::{
-    binary, binary_fn, binary_scalar, cast, clamp, copy_into, fill, logical_not, polygamma, unary,
-    unary_backward, where_,
-};
+pub use elementwise::{binary, binary_fn, binary_scalar, cast, clamp, copy_into, fill, where_};
 pub use reduce::{reduce, softmax, softmax_backward};
+pub use unary::{logical_not, polygamma, unary, unary_backward};
 
 use crate::backend::{BinaryFn, BinaryOp, ReduceOp, UnaryOp};
 use crate::dtype::DType;

@@ -6,11 +6,13 @@ use super::{KernelSrc, cty, prelude, sfx, snake};
 use crate::backend::ReduceOp;
 use crate::dtype::DType;
 
-/// A reduction's C pieces: the accumulator and output types, and `init`, `load` (of an
-/// element `v`), `comb` (of accumulators `a`, `b`) and `fin` (of the total `a`, with the
-/// reduced count `inner`) as expressions.
+/// A reduction's C pieces: the accumulator's C type (with `pre`, definitions it needs)
+/// and the output dtype, and `init`, `load` (of an element `v`, the `r`-th reduced one),
+/// `comb` (of accumulators `a`, `b`) and `fin` (of the total `a`, with the reduced count
+/// `inner`) as expressions.
 struct Fold {
-    acc: DType,
+    acc: &'static str,
+    pre: &'static str,
     out: DType,
     init: &'static str,
     load: &'static str,
@@ -18,11 +20,37 @@ struct Fold {
     fin: &'static str,
 }
 
+/// argmax / argmin's accumulator: the extreme so far and its index (`RG_NONE` before the
+/// first element). NaN wins; of equal values (and of NaNs) the smaller index, so the tree
+/// gives the first index whatever the order it meets them in, as the CPU's.
+const ARG: &str = r#"
+#define RG_NONE RG_I64_MAX
+struct RgArg { T v; i64 i; };
+template <bool MAX> __device__ __forceinline__ RgArg rg_arg_comb(RgArg a, RgArg b) {
+  if (b.i == RG_NONE) return a;
+  if (a.i == RG_NONE) return b;
+  const bool an = rg_isnan(a.v), bn = rg_isnan(b.v);
+  if (an || bn) return (an && bn) ? (a.i < b.i ? a : b) : (an ? a : b);
+  if (MAX ? b.v > a.v : b.v < a.v) return b;
+  if (MAX ? a.v > b.v : a.v < b.v) return a;
+  return a.i < b.i ? a : b;
+}
+"#;
+
 /// Every op's fold per dtype (one exhaustive match); `None` where the op layer never
-/// asks (it refuses or converts first) or the GPU has no kernel yet.
+/// asks (it refuses or converts first).
 fn fold(op: ReduceOp, dt: DType) -> Option<Fold> {
     use DType::{Bool, F32, F64, I64};
     let float = dt.is_float();
+    let plain = |acc: DType, out: DType, init, load, comb, fin| Fold {
+        acc: cty(acc),
+        pre: "",
+        out,
+        init,
+        load,
+        comb,
+        fin,
+    };
     // float32 accumulates in float and float64 in double (torch's CUDA accumulate
     // types; the CPU sums float32 in float64), int64 and bool in int64, wrapping
     let (acc, load) = match dt {
@@ -30,13 +58,9 @@ fn fold(op: ReduceOp, dt: DType) -> Option<Fold> {
         I64 => (I64, "v"),
         Bool => (I64, "(i64)(v ? 1 : 0)"),
     };
-    let sum = |fin| Fold {
-        acc,
-        out: acc,
-        init: "(Acc)0",
-        load,
-        comb: if float { "a + b" } else { "rg_wadd(a, b)" },
-        fin,
+    let sum = |fin| {
+        let comb = if float { "a + b" } else { "rg_wadd(a, b)" };
+        plain(acc, acc, "(Acc)0", load, comb, fin)
     };
     // NaN wins (a NaN accumulator stays: `b > NaN` is false); bool is any / all
     let extreme = |max: bool| -> Fold {
@@ -48,23 +72,31 @@ fn fold(op: ReduceOp, dt: DType) -> Option<Fold> {
             (Bool, true) => ("false", "a || b"),
             (Bool, false) => ("true", "a && b"),
         };
-        Fold {
-            acc: dt,
-            out: dt,
-            init,
-            load: "v",
-            comb,
-            fin: "a",
-        }
+        plain(dt, dt, init, "v", comb, "a")
+    };
+    // the index (in row-major order over the reduced dims) of the first extreme; 0 for
+    // an empty extent (the op layer refuses one first), as the CPU's
+    let arg = |max: bool| Fold {
+        acc: "RgArg",
+        pre: ARG,
+        out: I64,
+        init: "RgArg{(T)0, RG_NONE}",
+        load: "RgArg{v, r}",
+        comb: if max {
+            "rg_arg_comb<true>(a, b)"
+        } else {
+            "rg_arg_comb<false>(a, b)"
+        },
+        fin: "a.i == RG_NONE ? 0 : a.i",
     };
     // (NaN is nonzero)
-    let truth = |all: bool| Fold {
-        acc: Bool,
-        out: Bool,
-        init: if all { "true" } else { "false" },
-        load: "v != 0",
-        comb: if all { "a && b" } else { "a || b" },
-        fin: "a",
+    let truth = |all: bool| {
+        let (init, comb) = if all {
+            ("true", "a && b")
+        } else {
+            ("false", "a || b")
+        };
+        plain(Bool, Bool, init, "v != 0", comb, "a")
     };
     Some(match op {
         ReduceOp::Sum => sum("a"),
@@ -79,9 +111,8 @@ fn fold(op: ReduceOp, dt: DType) -> Option<Fold> {
         },
         ReduceOp::Max => extreme(true),
         ReduceOp::Min => extreme(false),
-        // TODO: the index reductions (first index of the extreme, NaN first) need a
-        // (value, index) fold; the host computes them meanwhile
-        ReduceOp::ArgMax | ReduceOp::ArgMin => return None,
+        ReduceOp::ArgMax => arg(true),
+        ReduceOp::ArgMin => arg(false),
         ReduceOp::All => truth(true),
         ReduceOp::Any => truth(false),
     })
@@ -90,20 +121,21 @@ fn fold(op: ReduceOp, dt: DType) -> Option<Fold> {
 /// `op` over the inner extent of an input viewed as `[outer, inner]`: params `(i64 outer,
 /// i64 inner, RgShape so, RgLay lo, RgShape si, RgLay li, const T* x, Tout* y)`, element
 /// `(o, r)` at `rg_at(o, so, lo) + rg_at(r, si, li) - li.off`. One block per output,
-/// `RG_BLOCK` threads. `None` for argmax/argmin (not yet) and the mean of int64 or bool.
+/// `RG_BLOCK` threads. `None` for the mean of int64 or bool.
 pub fn reduce(op: ReduceOp, dt: DType) -> Option<KernelSrc> {
     let f = fold(op, dt)?;
     let name = format!("reduce_{}_{}", snake(op), sfx(dt));
     let mut source = String::from(prelude());
     source.push_str(&format!(
-        "typedef {t} T;\ntypedef {acc} Acc;\ntypedef {to} To;\n\
+        "typedef {t} T;\n{pre}typedef {acc} Acc;\ntypedef {to} To;\n\
          struct RgFold {{\n  \
          __device__ __forceinline__ Acc init() const {{ return {init}; }}\n  \
-         __device__ __forceinline__ Acc load(T v) const {{ return {load}; }}\n  \
+         __device__ __forceinline__ Acc load(T v, i64 r) const {{ return {load}; }}\n  \
          __device__ __forceinline__ Acc comb(Acc a, Acc b) const {{ return {comb}; }}\n  \
          __device__ __forceinline__ To fin(Acc a, i64 inner) const {{ return {fin}; }}\n}};\n",
         t = cty(dt),
-        acc = cty(f.acc),
+        pre = f.pre,
+        acc = f.acc,
         to = cty(f.out),
         init = f.init,
         load = f.load,
@@ -118,7 +150,7 @@ pub fn reduce(op: ReduceOp, dt: DType) -> Option<KernelSrc> {
   for (i64 o = blockIdx.x; o < outer; o += gridDim.x) {{
     const i64 base = rg_at(o, so, lo) - li.off;
     Acc acc = f.init();
-    for (i64 r = t; r < inner; r += blockDim.x) acc = f.comb(acc, f.load(x[base + rg_at(r, si, li)]));
+    for (i64 r = t; r < inner; r += blockDim.x) acc = f.comb(acc, f.load(x[base + rg_at(r, si, li)], r));
     sh[t] = acc;
     __syncthreads();
     for (unsigned w = blockDim.x / 2; w > 0; w >>= 1) {{
@@ -248,7 +280,6 @@ mod tests {
             for op in super::super::reduce_ops() {
                 let got = reduce(op, dt).is_some();
                 let want = match op {
-                    ReduceOp::ArgMax | ReduceOp::ArgMin => false,
                     ReduceOp::Mean => dt.is_float(),
                     _ => true,
                 };
