@@ -316,6 +316,17 @@ impl Backend for Cuda {
         }
     }
     fn polygamma(&self, n: u32, x: &Buffer, lx: &Layout) -> Result<Buffer> {
+        if let Some(k) = memo((13, x.dtype() as u32, 0, 0), || {
+            source::polygamma(x.dtype())
+        }) {
+            let order = i32::try_from(n).unwrap_or(i32::MAX);
+            let extra = |a: &mut Args| {
+                a.push(order);
+            };
+            if let Some(b) = self.elementwise(&k, &lx.shape, &[(x, lx)], x.dtype(), extra)? {
+                return Ok(b);
+            }
+        }
         self.fallback();
         self.up(cpu::unary::polygamma(n, &host(x)?, lx))
     }
@@ -548,6 +559,28 @@ impl Backend for Cuda {
         dims: &[usize],
         is_max: bool,
     ) -> Result<(Buffer, Vec<i64>)> {
+        // the values and the first index of each on the GPU; the indices come to the host
+        // (the op layer builds its index tensor there)
+        let (vop, iop) = if is_max {
+            (ReduceOp::Max, ReduceOp::ArgMax)
+        } else {
+            (ReduceOp::Min, ReduceOp::ArgMin)
+        };
+        let kv = memo((10, vop as u32, x.dtype() as u32, 0), || {
+            source::reduce(vop, x.dtype())
+        });
+        let ki = memo((10, iop as u32, x.dtype() as u32, 0), || {
+            source::reduce(iop, x.dtype())
+        });
+        if let (Some(kv), Some(ki)) = (kv, ki) {
+            let v = self.reduce_on_device(&kv, vop, x, lx, dims)?;
+            let i = self.reduce_on_device(&ki, iop, x, lx, dims)?;
+            if let (Some(v), Some(Buffer::Cuda(i))) = (v, i) {
+                if let Buffer::I64(idx) = to_host(&i)? {
+                    return Ok((v, idx));
+                }
+            }
+        }
         self.fallback();
         let (v, i) = cpu::reduce::arg_reduce(&host(x)?, lx, dims, is_max);
         Ok((self.up(v)?, i))
@@ -899,7 +932,9 @@ impl Cuda {
         // the same count and the result is the same on every run), reduce the parts, then
         // the partial results (sums and means as sums; the mean divided at the end).
         let sms = dev.multi_processor_count.max(1) as usize;
-        if outer < 2 * sms
+        let splits = !matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin); // (indices do not combine)
+        if splits
+            && outer < 2 * sms
             && n_inner >= 1 << 16
             && si.ndim == 1
             && (so.ndim as usize) < launch::MAXD
