@@ -91,7 +91,11 @@ EXCLUDED: dict[str, str] = {
     "Tensor.new_tensor": _FACTORY,
     "Tensor.new_zeros": _FACTORY,
     "Tensor.new_ones": _FACTORY,
-    "Tensor.cpu": "device move to the CPU, rgrad's only device: returns the tensor itself (test_graph_api.py)",
+    "Tensor.cpu": "device move to the CPU: the tensor itself for a CPU tensor (test_cuda_nogpu.py); "
+                  "CUDA tensors: tests_gpu/test_cuda_runtime.py",
+    "Tensor.cuda": "device move to a GPU: torch's no-driver error here (test_cuda_nogpu.py); "
+                   "with a GPU: tests_gpu/test_cuda_runtime.py",
+    "Tensor.get_device": "the device ordinal, -1 on the CPU (test_cuda_nogpu.py), not an op",
     # dtype conversions that the float64 finite-difference checks cannot cover: to float32
     # loses the precision they need, torch's int() is int32, which rgrad does not have
     "Tensor.float": "dtype conversion to float32: test_ops.py::test_dtype_conversion_grads",
