@@ -271,6 +271,9 @@ macro_rules! with_dtype {
 #[derive(Debug)]
 pub struct Storage {
     buf: RwLock<Buffer>,
+    /// The buffer's device (fixed: a storage's buffer is only ever replaced by one on the
+    /// same device), read without the lock.
+    device: crate::device::Device,
     version: AtomicU64,
     /// Set when a tensor on this storage is given another one (`x.data = y`): it keeps
     /// its version counter, which its old views and aliases here must go on sharing, so
@@ -301,6 +304,7 @@ impl Storage {
     pub fn new(buf: Buffer) -> Self {
         crate::profiler::memory(buf.nbytes() as i64);
         Storage {
+            device: buf.device(),
             buf: RwLock::new(buf),
             version: AtomicU64::new(0),
             moved_version: OnceLock::new(),
@@ -341,7 +345,7 @@ impl Storage {
     }
     /// The device the data lives on (the buffer's).
     pub fn device(&self) -> crate::device::Device {
-        self.read().device()
+        self.device
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -72,6 +72,8 @@ pub enum Edge {
 pub struct OutputMeta {
     pub shape: Shape,
     pub dtype: DType,
+    /// Where a gradient for this output lives (a zero one is made there).
+    pub device: crate::device::Device,
 }
 
 /// A node as ops build it: the backward op plus its graph data. In the arena the op is

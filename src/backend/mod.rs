@@ -156,7 +156,7 @@ pub enum InPlaceRhs<'a> {
 /// that every operand is on that device: [`check_same_device`]); the others (factories)
 /// are called on [`on`]`(device)`.
 macro_rules! backend_kernels {
-    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty => $cpu:path $(, on $on:ident)?;)*) => {
+    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty => $cpu:path $(, on $($on:ident),+)?;)*) => {
         /// The kernels of one device. Every buffer handed to a backend is on its device
         /// (see [`of`]); the layouts say which of its elements an operand is.
         #[allow(clippy::too_many_arguments)] // (index_put's, as the op's)
@@ -176,15 +176,15 @@ macro_rules! backend_kernels {
             })*
         }
 
-        $(backend_kernels!(@free $(#[$doc])* fn $name($($arg: $ty),*) -> $ret $(, on $on)?);)*
+        $(backend_kernels!(@free $(#[$doc])* fn $name($($arg: $ty),*) -> $ret $(, on $($on),+)?);)*
     };
     (@free $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty) => {};
-    (@free $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty, on $on:ident) => {
+    (@free $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty, on $($on:ident),+) => {
         $(#[$doc])*
         #[inline]
         #[allow(clippy::too_many_arguments)]
         pub fn $name($($arg: $ty),*) -> Result<$ret> {
-            backend_of(&*$on).$name($($arg),*)
+            backend_of_any(&[$(&*$on),+]).$name($($arg),*)
         }
     };
 }
@@ -194,19 +194,19 @@ backend_kernels! {
     /// The op table's unary op `op` (integers and bools as the row says).
     fn unary(op: UnaryOp, x: &Buffer, lx: &Layout) -> Buffer => cpu::unary::unary, on x;
     /// `g·f'(s)` of a table op in one pass (`s`: what its node saved), where it applies.
-    fn unary_backward(op: UnaryOp, g: &Buffer, lg: &Layout, s: &Buffer, ls: &Layout) -> Option<Buffer> => cpu::unary::unary_backward, on g;
+    fn unary_backward(op: UnaryOp, g: &Buffer, lg: &Layout, s: &Buffer, ls: &Layout) -> Option<Buffer> => cpu::unary::unary_backward, on g, s;
     fn polygamma(n: u32, x: &Buffer, lx: &Layout) -> Buffer => cpu::unary::polygamma, on x;
     fn logical_not(x: &Buffer, lx: &Layout) -> Buffer => cpu::unary::logical_not, on x;
     fn clamp(x: &Buffer, lx: &Layout, lo: Option<f64>, hi: Option<f64>) -> Buffer => cpu::elementwise::clamp, on x;
     /// `a op b`, both laid out over the output's shape (broadcast), of one dtype.
-    fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::elementwise::binary, on a;
+    fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::elementwise::binary, on a, b;
     /// `a op s` (or `s op a`) for a contiguous float `a`, where it applies.
     fn binary_scalar(op: BinaryOp, a: &Buffer, la: &Layout, s: f64, scalar_first: bool) -> Option<Buffer> => cpu::elementwise::binary_scalar, on a;
     /// The binary op table's function `op`.
-    fn binary_fn(op: BinaryFn, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::binary::binary_fn, on a;
+    fn binary_fn(op: BinaryFn, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::binary::binary_fn, on a, b;
     /// `dst op= rhs` in place; false where the kernel does not apply.
     fn arith_in_place(op: BinaryOp, dst: &mut Buffer, ld: &Layout, rhs: InPlaceRhs<'_>) -> bool => cpu::elementwise::arith_in_place, on dst;
-    fn where_(cond: &Buffer, lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::elementwise::where_, on a;
+    fn where_(cond: &Buffer, lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::elementwise::where_, on cond, a, b;
     fn cast(x: &Buffer, lx: &Layout, to: DType) -> Buffer => cpu::elementwise::cast, on x;
     /// Writes `src` (cast to `dst`'s dtype) into the elements `ld` names of `dst`.
     fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) -> () => cpu::elementwise::copy_into, on dst;
@@ -224,7 +224,7 @@ backend_kernels! {
     /// softmax (or log_softmax) along `dim`, fused, row-major; `None` where it does not apply.
     fn softmax(x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Option<Buffer> => cpu::reduce::softmax, on x;
     /// softmax's (or log_softmax's) backward along the last dim from `g` and the output `y`.
-    fn softmax_backward(g: &Buffer, lg: &Layout, y: &Buffer, ly: &Layout, log: bool) -> Option<Buffer> => cpu::reduce::softmax_backward, on g;
+    fn softmax_backward(g: &Buffer, lg: &Layout, y: &Buffer, ly: &Layout, log: bool) -> Option<Buffer> => cpu::reduce::softmax_backward, on g, y;
     /// `log Σ exp(x)` over `dims`; `None` where it does not apply.
     fn logsumexp(x: &Buffer, lx: &Layout, dims: &[usize]) -> Option<Buffer> => cpu::reduce::logsumexp, on x;
     /// var (or std) over `dims` with `correction`; `None` for non-float dtypes.
@@ -243,9 +243,9 @@ backend_kernels! {
 
     // ---- products
     /// `C[b] = A[b]·B[b]` of 2-D or 3-D operands.
-    fn bmm(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::matmul::bmm, on a;
+    fn bmm(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::matmul::bmm, on a, b;
     /// `c + A·B` (`c` laid out over the result); `None` for bool.
-    fn addmm(c: &Buffer, lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Option<Buffer> => cpu::matmul::addmm, on a;
+    fn addmm(c: &Buffer, lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Option<Buffer> => cpu::matmul::addmm, on c, a, b;
 
     // ---- factories
     fn arange(start: f64, step: f64, n: usize, dtype: DType) -> Option<Buffer> => cpu::creation::arange;
@@ -265,9 +265,26 @@ pub fn backend_of(buf: &Buffer) -> &'static dyn Backend {
     }
 }
 
-/// torch's device check of an op's operands (TensorIterator's, run before any kernel).
+/// The backend of an op's operands: a device buffer's where there is one (a CPU scalar
+/// may join a device op), else the CPU's.
+#[inline]
+pub fn backend_of_any(bufs: &[&Buffer]) -> &'static dyn Backend {
+    match bufs.iter().find(|b| matches!(b, Buffer::Cuda(_))) {
+        Some(b) => backend_of(b),
+        None => &cpu::Cpu,
+    }
+}
+
+/// torch's device check of an op's operands (TensorIterator's, run before any kernel): one
+/// device, except that one-element host buffers (CPU scalars, Python numbers made
+/// tensors) may join an op on a device.
 pub fn check_same_device(bufs: &[&Buffer]) -> Result<Device> {
-    crate::device::common_device(bufs.iter().map(|b| b.device()))
+    let on_device = bufs.iter().any(|b| matches!(b, Buffer::Cuda(_)));
+    crate::device::common_device(
+        bufs.iter()
+            .filter(|b| !(on_device && !matches!(b, Buffer::Cuda(_)) && b.len() == 1))
+            .map(|b| b.device()),
+    )
 }
 
 /// The backend of `device` (where a factory allocates).

@@ -428,7 +428,7 @@ impl Backward for IndexBackward0 {
     // zeros(shape) with the indexed positions accumulating g (repeated indices add up)
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        let z = zeros(&self.shape, g.dtype())?;
+        let z = super::zeros_on(&self.shape, g.dtype(), g.device())?;
         Ok(smallvec::smallvec![Some(index_put(
             &z,
             &self.indices,

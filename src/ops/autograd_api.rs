@@ -6,7 +6,9 @@
 
 pub use super::BackwardOp;
 // gradient accumulation (engine, AccumulateGrad)
-pub(crate) use super::{add, clone_detached_if_shared, clone_tensor, copy_, inplace_add, zeros};
+pub(crate) use super::{
+    add, clone_detached_if_shared, clone_tensor, copy_, inplace_add, zeros_like, zeros_on,
+};
 // views' history (a view's grad_fn is re-derived after its base changed; an in-place
 // custom Function rebases its output)
 pub(crate) use super::{edge_of, rebase_history, refresh_view, view_of};

@@ -50,11 +50,17 @@ fn zeros_impl(shape: &[usize], dtype: DType) -> Result<Tensor> {
 pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
     full_as("aten::ones", shape, Scalar::Int(1), dtype)
 }
-pub fn zeros_like(x: &Tensor) -> Result<Tensor> {
-    zeros(&x.shape(), x.dtype())
+/// Zeros of `shape` on `device` (a gradient materialised where its tensor lives).
+pub fn zeros_on(shape: &[usize], dtype: DType, device: crate::device::Device) -> Result<Tensor> {
+    crate::device::with_default_device(device, || zeros(shape, dtype))
 }
+/// Zeros shaped like `x`, of its dtype, on its device.
+pub fn zeros_like(x: &Tensor) -> Result<Tensor> {
+    zeros_on(&x.shape(), x.dtype(), x.device())
+}
+/// Ones shaped like `x`, of its dtype, on its device.
 pub fn ones_like(x: &Tensor) -> Result<Tensor> {
-    ones(&x.shape(), x.dtype())
+    crate::device::with_default_device(x.device(), || ones(&x.shape(), x.dtype()))
 }
 
 /// `torch.arange(start, end, step)`; the dtype is int64 when all arguments are integers.

@@ -77,7 +77,9 @@ fn commit_tangent(x: &Tensor, result: &Tensor, xs: &crate::tensor::Snapshot) -> 
                 contiguous(&expand(&t, &xs.layout.shape)?)
             }
         })?,
-        None if x.has_tangent() => zeros(&xs.layout.shape, xs.dtype)?,
+        None if x.has_tangent() => {
+            super::zeros_on(&xs.layout.shape, xs.dtype, xs.storage.device())?
+        }
         None => return Ok(()),
     };
     // x's tangent is written in place, so that its views' tangents (views of it) and its
@@ -728,7 +730,7 @@ impl Backward for CopyBackwards {
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
         let old = if ctx.needs_input_grad(0) {
-            Some(super::zeros(&g.shape(), g.dtype())?)
+            Some(super::zeros_like(&g)?)
         } else {
             None
         };

@@ -13,7 +13,7 @@
 //! Tangents are computed with recorded ops, with forward AD switched off on the thread:
 //! differentiable in reverse mode (reverse-over-forward), never tangents of tangents.
 
-use super::{BackwardOp, add, mul, ones, sum, to_dtype, zeros};
+use super::{BackwardOp, add, mul, ones, sum, to_dtype};
 use crate::Result;
 use crate::autograd::engine::{Options, run_backward};
 use crate::autograd::forward_ad::{save_output_tangent, set_tangent, with_enabled};
@@ -215,7 +215,7 @@ fn by_transposition(
         let mut gs: SmallVec<[Option<Tensor>; 1]> = SmallVec::new();
         for m in meta {
             gs.push(if m.dtype.is_float() {
-                let g = zeros(&m.shape, m.dtype)?;
+                let g = super::zeros_on(&m.shape, m.dtype, m.device)?;
                 g.set_requires_grad(true)?;
                 Some(g)
             } else {
@@ -254,7 +254,7 @@ fn by_transposition(
                 None => None,
                 Some(_) => Some(match found.next().flatten() {
                     Some(t) => t,
-                    None => zeros(&m.shape, m.dtype)?,
+                    None => super::zeros_on(&m.shape, m.dtype, m.device)?,
                 }),
             });
         }

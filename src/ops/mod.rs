@@ -281,6 +281,7 @@ where
             let meta = OutputMeta {
                 shape: crate::shape::copy(&out.layout.shape),
                 dtype: out.dtype,
+                device: out.storage.device(),
             };
             let any_saved = !saved.is_empty();
             let mut node = Node::new(op.into(), edges(), smallvec::smallvec![meta]);
@@ -480,7 +481,11 @@ fn record_edges(
     }
     let metas = outputs.iter().map(|o| {
         let (shape, dtype) = o.shape_and_dtype();
-        OutputMeta { shape, dtype }
+        OutputMeta {
+            shape,
+            dtype,
+            device: o.device(),
+        }
     });
     let mut node = Node::new(op, smallvec::smallvec![None; next.len()], metas.collect());
     node.saved = saved;
@@ -517,6 +522,7 @@ fn attach_edges_unpacked(
         let meta = OutputMeta {
             shape: crate::shape::copy(&g.layout.shape),
             dtype: g.dtype,
+            device: g.storage.device(),
         };
         let mut node = Node::new(op, next, smallvec::smallvec![meta]);
         node.saved = saved;
@@ -529,7 +535,11 @@ fn attach_edges_unpacked(
     }
     let metas = outputs.iter().map(|o| {
         let (shape, dtype) = o.shape_and_dtype();
-        OutputMeta { shape, dtype }
+        OutputMeta {
+            shape,
+            dtype,
+            device: o.device(),
+        }
     });
     let mut node = Node::new(op, next, metas.collect());
     node.saved = saved;

@@ -457,7 +457,7 @@ pub fn bernoulli(p: &Tensor, generator: Option<&Generator>) -> Result<Tensor> {
     if !p.dtype().is_float() {
         return Err(not_float("bernoulli_tensor_cpu_p_", p.dtype()));
     }
-    let out = super::creation::zeros(&p.shape(), p.dtype())?;
+    let out = super::creation::zeros_like(p)?;
     bernoulli_tensor_(&out, p, generator)
 }
 

@@ -18,7 +18,7 @@ pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
     // torch wraps the dim first, and returns an empty input as it is, whatever its dtype
     let wrapped = crate::shape::wrap_dim(dim, x.ndim())?;
     if x.numel() == 0 && !x.dtype().is_float() {
-        return zeros(&x.shape(), x.dtype());
+        return zeros_like(x);
     }
     if !x.dtype().is_float() {
         let name = if x.dtype() == DType::Bool {
@@ -49,7 +49,7 @@ pub fn softmax(x: &Tensor, dim: i64, log_: bool) -> Result<Tensor> {
         || {
             with_grad_mode(false, || {
                 if x.numel() == 0 {
-                    return zeros(&x.shape(), x.dtype()); // (a fresh tensor, never an alias)
+                    return zeros_like(&x); // (a fresh tensor, never an alias)
                 }
                 if let [dim] = d.as_slice() {
                     let s = x.snapshot();

@@ -81,7 +81,8 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 if not out_dtype.is_floating_point:
                     raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out_dtype}")
-                new_grads.append(_C.ones(tuple(out_shape), dtype=out_dtype))
+                dev = out._device_str if isinstance(out, Tensor) else None
+                new_grads.append(_C.ones(tuple(out_shape), dtype=out_dtype, device=dev))
             else:
                 new_grads.append(None)
         else:

@@ -46,7 +46,7 @@ pub fn accumulate_grad(t: &Tensor, g: Tensor, create_graph: bool) -> Result<()> 
                 if create_graph {
                     // torch's clone_obey_contract: a new tensor with `g` copied in, so the
                     // gradient's history is one CopyBackwards node over g's
-                    ops::copy_(&ops::zeros(&g.shape(), g.dtype())?, &g)?
+                    ops::copy_(&ops::zeros_like(&g)?, &g)?
                 } else {
                     ops::clone_detached_if_shared(g, &t.layout())?
                 }

@@ -167,7 +167,8 @@ impl Cuda {
         // element is copied up. Any other host operand is torch's device error.
         let mut up = Vec::new();
         for (b, l) in ops {
-            if !matches!(b, Buffer::Cuda(_)) && l.strides.iter().all(|&s| s == 0) {
+            if !matches!(b, Buffer::Cuda(_)) && (b.len() == 1 || l.strides.iter().all(|&s| s == 0))
+            {
                 up.push(Some(upload(b, self.0)?));
             } else {
                 up.push(None);
@@ -253,7 +254,9 @@ fn memo1(key: MemoKey, make: impl Fn() -> source::KernelSrc) -> Arc<source::Kern
 fn check_devices(ops: &[(&Buffer, &Layout)]) -> Result<()> {
     crate::device::common_device(
         ops.iter()
-            .filter(|(b, l)| matches!(b, Buffer::Cuda(_)) || !l.strides.iter().all(|&s| s == 0))
+            .filter(|(b, l)| {
+                matches!(b, Buffer::Cuda(_)) || !(b.len() == 1 || l.strides.iter().all(|&s| s == 0))
+            })
             .map(|(b, _)| b.device()),
     )?;
     Ok(())
