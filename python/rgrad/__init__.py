@@ -57,6 +57,7 @@ from rgrad.random import (
 )
 from rgrad import autograd, backends, cuda, nn, profiler, random, return_types, utils  # noqa: F401
 from rgrad._C import OutOfMemoryError  # noqa: F401
+from rgrad.cuda import AcceleratorError  # noqa: F401
 from rgrad import func  # noqa: F401,E402  (rgrad.func, as torch.func)
 from rgrad.func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from rgrad._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor

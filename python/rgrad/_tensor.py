@@ -27,51 +27,81 @@ class Size(tuple):
 
 _DEVICE_TYPES = ("cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, "
                  "mps, meta, hpu, mtia, privateuseone")
+# c10::DeviceType's numbers (torch.device's hash is `type << 16 | (uint8) index`).
+_DEVICE_TYPE_IDS = {"cpu": 0, "cuda": 1, "mkldnn": 2, "opengl": 3, "opencl": 4, "ideep": 5, "hip": 6, "fpga": 7,
+                    "maia": 8, "xla": 9, "vulkan": 10, "xpu": 12, "mps": 13, "meta": 14, "hpu": 15, "ve": 16,
+                    "lazy": 17, "ipu": 18, "mtia": 19, "privateuseone": 20}
+_NO_INDEX = object()  # `index` not passed (torch tells it from an explicit None)
+_BAD_DEVICE_ARGS = ("device() received an invalid combination of arguments - got ({}), but expected one of:\n"
+                    " * (rgrad.device device)\n{} * (str type, int index = -1)\n")
+
+
+def _parse_device_string(s: str) -> tuple[str, int | None]:
+    """torch's c10::Device(string): ``[a-zA-Z_]+(:(0|[1-9][0-9]*))?`` and a known type."""
+    if not s:
+        raise RuntimeError("Device string must not be empty")
+    name, sep, idx = s.partition(":")
+    ok = bool(name) and all(c.isascii() and (c.isalpha() or c == "_") for c in name)
+    if sep:
+        ok = ok and idx.isascii() and idx.isdigit() and (idx == "0" or idx[0] != "0")
+    if not ok:
+        raise RuntimeError(f"Invalid device string: '{s}'")
+    index = None
+    if sep:
+        index = builtins.int(idx)
+        if index > 2**31 - 1:  # (std::stoi)
+            raise RuntimeError(f"Could not parse device index '{idx}' in device string '{s}'")
+    if name not in _DEVICE_TYPE_IDS:
+        raise RuntimeError(f"Expected one of {_DEVICE_TYPES} device type at start of device string: {s}")
+    return name, index
 
 
 class device:  # noqa: N801  (torch's name)
     """Where a tensor's data lives: ``device('cpu')``, ``device('cuda:0')``, ``device('cuda', 1)``
-    or ``device(1)`` (a CUDA ordinal), parsed as torch parses them.
+    or ``device(1)`` (a CUDA ordinal), parsed as torch parses them. Every device type torch
+    names can be described; rgrad's tensors live on ``cpu`` or ``cuda`` only.
     (rgrad has no default-device context yet: pass ``device=``.)"""
 
     __slots__ = ("type", "index")
 
-    def __init__(self, type: "str | int | device" = "cpu", index: int | None = None) -> None:  # noqa: A002
-        if isinstance(type, device):
-            type, index = type.type, type.index
-        elif isinstance(type, builtins.int) and not isinstance(type, builtins.bool):
-            if type < 0:
-                raise RuntimeError("Device index must not be negative")
-            type, index = "cuda", type
-        elif not isinstance(type, str):
-            raise TypeError(
-                f"device() received an invalid combination of arguments - got ({builtins.type(type).__name__}), "
-                "but expected one of:\n * (torch.device device)\n      didn't match because some of the arguments "
-                f"have invalid types: (!{builtins.type(type).__name__}!)\n * (str type, int index = -1)\n")
-        else:
-            name, sep, idx = type.partition(":")
-            if name not in ("cpu", "cuda", "meta"):
-                if name in _DEVICE_TYPES.split(", "):
-                    raise RuntimeError(f"rgrad was built without support for device '{name}'")
-                raise RuntimeError(f"Expected one of {_DEVICE_TYPES} device type at start of device string: {type}")
-            if sep:
-                if not idx.isdigit() or (len(idx) > 1 and idx[0] == "0"):
-                    raise RuntimeError(f"Invalid device string: '{type}'")
-                if index is not None:
-                    raise RuntimeError(
-                        f"type (string) must not include an index because index was passed explicitly: {type}")
-                index = builtins.int(idx)
-            type = name
-            if index is not None and index < 0:
-                if index == -1:
-                    index = None
-                else:
+    def __init__(self, type: "str | int | device", index: "int | None" = _NO_INDEX) -> None:  # type: ignore[assignment]  # noqa: A002
+        def kind(v) -> str:
+            return "rgrad.device" if isinstance(v, device) else builtins.type(v).__name__
+
+        if index is _NO_INDEX:  # torch's first overload: device(Device device)
+            if isinstance(type, device):
+                type, index = type.type, type.index
+            elif isinstance(type, builtins.int) and not isinstance(type, builtins.bool):
+                if type < 0:
                     raise RuntimeError("Device index must not be negative")
+                type, index = "cuda", type
+            elif isinstance(type, str):
+                type, index = _parse_device_string(type)
+            else:
+                name = kind(type)
+                raise TypeError(_BAD_DEVICE_ARGS.format(
+                    name, f"      didn't match because some of the arguments have invalid types: (!{name}!)\n"))
+        else:  # device(str type, int? index): an explicit index, even None
+            if not isinstance(type, str):
+                raise TypeError(f"device(): argument 'type' (position 1) must be str, not {kind(type)}")
+            if index is not None and (not isinstance(index, builtins.int) or isinstance(index, builtins.bool)):
+                raise TypeError(f"device(): argument 'index' (position 2) must be int, not {kind(index)}")
+            name, own = _parse_device_string(type)
+            if own is not None:
+                raise RuntimeError(
+                    f"type (string) must not include an index because index was passed explicitly: {type}")
+            if index is not None and index < 0:
+                raise RuntimeError("Device index must not be negative")
+            type = name
         object.__setattr__(self, "type", type)
         object.__setattr__(self, "index", index)
 
     def __setattr__(self, name, value):
-        raise AttributeError(f"attribute '{name}' of 'torch.device' objects is not writable")
+        if name in device.__slots__:
+            raise AttributeError(f"attribute '{name}' of 'rgrad.device' objects is not writable")
+        raise AttributeError(f"'rgrad.device' object has no attribute '{name}'")
+
+    __delattr__ = lambda self, name: device.__setattr__(self, name, None)  # noqa: E731
 
     def __repr__(self) -> str:
         if self.index is None:
@@ -86,11 +116,22 @@ class device:  # noqa: N801  (torch's name)
             return False
         return self.type == other.type and self.index == other.index
 
+    def __ne__(self, other: object) -> builtins.bool:
+        return not self == other
+
+    def _unordered(self, other):
+        raise TypeError("comparison not implemented")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _unordered
+
     def __hash__(self) -> int:
-        return hash((self.type, self.index))
+        return (_DEVICE_TYPE_IDS[self.type] << 16) | ((-1 if self.index is None else self.index) & 0xFF)
 
     def __reduce__(self):
-        return (device, (self.type, self.index))
+        return (device, (self.type,) if self.index is None else (self.type, self.index))
+
+
+device.__module__ = "rgrad"
 
 _CPU = device("cpu")
 
@@ -196,10 +237,10 @@ def _cuda(self: Tensor, device=None, non_blocking=False, memory_format=None) -> 
     tensor itself when it is there already."""
     if device is None:
         device = _C._cuda_current_device()
-    elif isinstance(device, str) or isinstance(device, globals()["device"]):
+    else:
         d = globals()["device"](device)
         if d.type != "cuda":
-            raise RuntimeError(f"Invalid device, must be cuda device")
+            raise RuntimeError("Invalid device, must be cuda device")
         device = d.index if d.index is not None else _C._cuda_current_device()
     return self._to_device(f"cuda:{device}") if self._device_str != f"cuda:{device}" else self
 
@@ -402,8 +443,8 @@ def randn_like(input: Tensor, *, generator=None, dtype=None, device=None, requir
     return _finish(out.to(device or input.device), requires_grad)
 
 
-def randint_like(input: Tensor, *args, low=None, high=None, generator=None, dtype=None, requires_grad=False,
-                 **_) -> Tensor:
+def randint_like(input: Tensor, *args, low=None, high=None, generator=None, dtype=None, device=None,
+                 requires_grad=False, **_) -> Tensor:
     """``randint_like(input, high)`` or ``randint_like(input, low, high)``: integers in [low, high)."""
     if high is None and len(args) == 1:
         low, high = (0 if low is None else low), args[0]
@@ -415,7 +456,7 @@ def randint_like(input: Tensor, *args, low=None, high=None, generator=None, dtyp
         raise TypeError("randint_like() received an invalid combination of arguments")
     out = _empty_like(input, dtype)
     _C._random_(out, int(low), int(high), generator)
-    return _finish(out, requires_grad)
+    return _finish(out.to(device or input.device), requires_grad)
 
 
 def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False, **_) -> Tensor:

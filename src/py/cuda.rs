@@ -29,7 +29,13 @@ pub fn device_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Device>> {
     let index: Option<u32> = d.getattr("index")?.extract()?;
     Ok(Some(match ty.as_str() {
         "cpu" => Device::Cpu,
-        _ => Device::Cuda(index.unwrap_or_else(driver::current_device)),
+        "cuda" => Device::Cuda(index.unwrap_or_else(driver::current_device)),
+        // (rgrad.device names every type torch does; torch's words for one it lacks)
+        _ => {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "rgrad is not linked with support for {ty} devices"
+            )));
+        }
     }))
 }
 
@@ -294,6 +300,11 @@ impl PyEvent {
         Ok(PyEvent {
             e: driver::Event::new(device, enable_timing, blocking)?,
         })
+    }
+    /// The CUevent handle (torch.cuda.Event.cuda_event).
+    #[getter]
+    fn cuda_event(&self) -> usize {
+        self.e.raw as usize
     }
     fn record(&self, stream: &PyStream) -> PyResult<()> {
         Ok(self.e.record(&stream.s)?)

@@ -16,8 +16,42 @@ __all__ = [
     "get_device_name", "get_device_properties", "get_device_capability", "synchronize", "Stream",
     "Event", "current_stream", "default_stream", "stream", "manual_seed", "manual_seed_all",
     "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
-    "reset_peak_memory_stats", "empty_cache", "memory_stats", "OutOfMemoryError", "profiler",
+    "reset_peak_memory_stats", "empty_cache", "memory_stats", "OutOfMemoryError", "AcceleratorError", "profiler",
 ]
+
+
+class AcceleratorError(RuntimeError):
+    """Exception raised while executing on device (torch.AcceleratorError: a CUDA runtime
+    error; ``error_code`` is the cudaError_t)."""
+
+    def __init__(self, *args, error_code: int | None = None):
+        super().__init__(*args)
+        if error_code is not None:
+            self.error_code = error_code
+
+
+AcceleratorError.__module__ = "rgrad"
+
+_DSA_NOTE = ("Device-side assertions were explicitly omitted for this error check; the error probably arose while "
+             "initializing the DSA handlers.")
+
+
+def _runtime_api_error() -> AcceleratorError:
+    """What torch's CUDA runtime calls raise where CUDA cannot be used (they skip the
+    driver check of ``_lazy_init``): no driver library, or no device."""
+    try:
+        _C._cuda_init()
+        why = ""
+    except RuntimeError as e:
+        why = str(e)
+    if why.startswith("No CUDA GPUs"):
+        code, name, text = 100, "cudaErrorNoDevice", "no CUDA-capable device is detected"
+    else:
+        code, name, text = 35, "cudaErrorInsufficientDriver", "CUDA driver version is insufficient for CUDA runtime version"
+    return AcceleratorError(
+        f"CUDA error: {text}\nSearch for `{name}' in "
+        f"https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.\n{_DSA_NOTE}",
+        error_code=code)
 
 _initialized = False
 
@@ -131,11 +165,15 @@ class Stream:
     """A CUDA stream: work queued on it runs in order; streams run concurrently."""
 
     def __init__(self, device=None, priority: int = 0, **kwargs):
-        _lazy_init()
         if "_native" in kwargs:
             self._s = kwargs["_native"]
-        else:
-            self._s = _C._CudaStream(_index(device), priority)
+            return
+        if device is None and not is_available():
+            # torch makes a device-less stream with the runtime API directly (no _lazy_init)
+            raise _runtime_api_error()
+        idx = _index(device)  # (torch checks the device argument before setting CUDA up)
+        _lazy_init()
+        self._s = _C._CudaStream(idx if idx >= 0 else current_device(), priority)
 
     @property
     def device(self):
@@ -200,6 +238,11 @@ class Event:
     def wait(self, stream: Stream | None = None) -> None:
         (current_stream() if stream is None else stream).wait_event(self)
 
+    @property
+    def cuda_event(self) -> int:
+        """The CUevent handle (0 until the event is first recorded)."""
+        return 0 if self._e is None else self._e.cuda_event
+
     def query(self) -> bool:
         return True if self._e is None else self._e.query()
 
@@ -209,9 +252,16 @@ class Event:
 
     def elapsed_time(self, end_event: "Event") -> float:
         """Milliseconds between this event and `end_event` (both recorded and completed)."""
+        if not (self.enable_timing and end_event.enable_timing):
+            raise ValueError("Both events must be created with argument 'enable_timing=True'.")
         if self._e is None or end_event._e is None:
-            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+            raise ValueError("Both events must be recorded before calculating elapsed time.")
         return self._e.elapsed_time(end_event._e)
+
+    def __repr__(self) -> str:
+        if self.cuda_event:
+            return f"<rgrad.cuda.Event {self.cuda_event:#x}>"
+        return "<rgrad.cuda.Event uninitialized>"
 
 
 def current_stream(device=None) -> Stream:
@@ -294,6 +344,10 @@ def max_memory_reserved(device=None) -> int:
 
 def reset_peak_memory_stats(device=None) -> None:
     """Starts the peak statistics again from the current values."""
+    if not is_available():  # torch's words where the allocator has no devices
+        if device is None:
+            raise RuntimeError("invalid argument to reset_peak_memory_stats")
+        raise RuntimeError(f"Invalid device argument {_index(device)}: did you call init?")
     _lazy_init()
     _C._cuda_reset_peak_memory_stats(_index(device))
 
