@@ -29,11 +29,14 @@ t=time.perf_counter(); x=rgrad.ones(3, device='cuda'); y=(x*2).sum().item(); pri
 print('device', rgrad.cuda.get_device_name(0), rgrad.cuda.get_device_capability(0))"
   echo "== CUDA test suite (tests_gpu/)"
   timeout 330 python3 -m pytest -q --timeout 60 -p no:benchmark -p no:cacheprovider tests_gpu/test_cuda_runtime.py 2>&1 | tail -25
-  timeout 220 python3 -m pytest -q -n 8 -p no:benchmark --timeout 120 --tb=line -p no:cacheprovider \
+  COLUMNS=400 timeout 220 python3 -m pytest -q -n 8 -p no:benchmark --timeout 120 --tb=no -rf -p no:cacheprovider \
     tests_gpu/test_cuda_ops.py > "$OUTDIR/cuda_ops.log" 2>&1
-  tail -2 "$OUTDIR/cuda_ops.log"
-  echo "-- the most frequent failures (count, message):"
-  grep -E "^/.*:[0-9]+: " "$OUTDIR/cuda_ops.log" | sed -E 's/^[^ ]+ //' | cut -c1-160 | sort | uniq -c | sort -rn | head -40
+  tail -1 "$OUTDIR/cuda_ops.log"
+  echo "-- failures by message (count, message, some of the ops):"
+  grep "^FAILED" "$OUTDIR/cuda_ops.log" \
+    | sed -E 's/^FAILED [^[]*\[([^]]*)-[0-9]+-float(32|64)\] - (.*)$/\3\t\1/' \
+    | awk -F'\t' '{m=substr($1,1,150); n[m]++; if (!(m SUBSEP $2 in seen)) {seen[m SUBSEP $2]=1; if (length(o[m]) < 200) o[m]=o[m] " " $2}} END {for (m in n) printf "%5d %s |%s\n", n[m], m, o[m]}' \
+    | sort -rn | head -40
   echo "== host fallbacks per op (tests_gpu/fallback_report.py)"
   timeout 120 python3 tests_gpu/fallback_report.py 2>&1 | head -150
   echo "== CUDA benchmarks (benches/cuda_bench.py)"
