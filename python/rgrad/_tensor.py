@@ -263,14 +263,14 @@ def _isnan(self: Tensor) -> Tensor:
 def _isinf(self: Tensor) -> Tensor:
     """Returns a bool tensor telling which elements are positive or negative infinity."""
     if not self.dtype.is_floating_point:
-        return _C.zeros(tuple(self._shape), dtype=_C.bool)
+        return _C.zeros(tuple(self._shape), dtype=_C.bool, device=self._device_str)
     return self.abs() == float("inf")
 
 
 def _isfinite(self: Tensor) -> Tensor:
     """Returns a bool tensor telling which elements are finite (neither NaN nor infinite)."""
     if not self.dtype.is_floating_point:
-        return _C.ones(tuple(self._shape), dtype=_C.bool)
+        return _C.ones(tuple(self._shape), dtype=_C.bool, device=self._device_str)
     return (self == self) & (self.abs() != float("inf"))
 
 

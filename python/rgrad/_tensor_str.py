@@ -257,6 +257,10 @@ def tensor_repr(t):
     dtype_str = str(t.dtype)
     dtype_name = dtype_str.rsplit(".", 1)[-1]
     suffixes = []
+    # (torch's "Print tensor device": a tensor off the default device names its device)
+    dev = getattr(t, "_device_str", "cpu")
+    if dev != "cpu":
+        suffixes.append(f"device='{dev}'")
 
     if t.numel() == 0:
         # Print the shape when it is not (0,), and the dtype unless it is the

@@ -42,13 +42,14 @@ pub fn nonzero_indices(mask: &Tensor) -> Result<Vec<Tensor>> {
     let Buffer::Bool(v) = &*r else {
         return Err(Error::Internal("mask is not bool".into()));
     };
-    Ok(host::nonzero(v, &s.layout)
+    let device = s.storage.device();
+    host::nonzero(v, &s.layout)
         .into_iter()
         .map(|c| {
             let n = c.len();
-            new_tensor(Buffer::I64(c), &[n])
+            super::new_tensor_on(Buffer::I64(c), &[n], device)
         })
-        .collect())
+        .collect()
 }
 
 fn plan(x_shape: &[usize], indices: &[Option<Tensor>]) -> Result<Plan> {
@@ -213,7 +214,11 @@ fn plan_checked(
         let t = if visits_none {
             t.clone()
         } else {
-            new_tensor(Buffer::I64(index_values(t, size, *dim)?), &t.shape())
+            super::new_tensor_on(
+                Buffer::I64(index_values(t, size, *dim)?),
+                &t.shape(),
+                t.device(),
+            )?
         };
         let t = expand(&t, &bshape)?;
         linear = Some(match linear {
@@ -539,7 +544,7 @@ pub fn index_put_checked(
     // to an arange.
     let n = crate::shape::numel(&shape);
     let pos = with_grad_mode(false, || {
-        let ar = new_tensor(Buffer::I64((0..n as i64).collect()), &shape);
+        let ar = super::new_tensor_on(Buffer::I64((0..n as i64).collect()), &shape, x.device())?;
         contiguous(&gather_plan(&ar, &p)?)
     })?;
     let sel_shape = pos.shape();

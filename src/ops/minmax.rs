@@ -112,7 +112,11 @@ pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Ten
     let s = x.snapshot();
     let (vals, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &d, is_max)?;
     let oshape = out_shape(&s.layout.shape, &d, keepdim);
-    let indices = new_tensor(crate::storage::Buffer::I64(idx), &oshape);
+    let indices = super::new_tensor_on(
+        crate::storage::Buffer::I64(idx),
+        &oshape,
+        s.storage.device(),
+    )?;
     let shape = s.layout.shape.clone();
     let ind = indices.clone();
     let values = apply(
@@ -205,7 +209,7 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
                 } else {
                     Shape::new()
                 };
-                Ok(new_tensor(crate::storage::Buffer::I64(idx), &shape))
+                super::new_tensor_on(crate::storage::Buffer::I64(idx), &shape, s.storage.device())
             },
         ),
         Some(d) => Ok(max_dim(&x.detach(), d, keepdim, is_max)?.1),

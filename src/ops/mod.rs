@@ -643,6 +643,21 @@ impl RoundingMode {
 }
 
 /// A fresh tensor for a kernel's output buffer.
+/// [`new_tensor`] of a host buffer, moved to `device` (index results an op computed on
+/// the host for a device input).
+pub(crate) fn new_tensor_on(
+    buf: Buffer,
+    shape: &[usize],
+    device: crate::device::Device,
+) -> Result<Tensor> {
+    Ok(match device {
+        crate::device::Device::Cpu => new_tensor(buf, shape),
+        crate::device::Device::Cuda(i) => {
+            new_tensor(crate::backend::cuda::backend::upload(&buf, i)?, shape)
+        }
+    })
+}
+
 pub(crate) fn new_tensor(buf: Buffer, shape: &[usize]) -> Tensor {
     Tensor::from_buffer(buf, shape)
 }

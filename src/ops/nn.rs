@@ -140,8 +140,11 @@ pub fn nll_loss(
         crate::backend::host::nll_targets(v, &tv.layout, c, ignore_index)
             .map_err(|v| Error::index(format!("Target {v} is out of bounds.")))?
     };
-    let idx = crate::ops::new_tensor(safe, &[n, 1]);
-    let w = to_dtype(&crate::ops::new_tensor(keep, &[n]), x.dtype())?;
+    let idx = crate::ops::new_tensor_on(safe, &[n, 1], x.device())?;
+    let w = to_dtype(
+        &crate::ops::new_tensor_on(keep, &[n], x.device())?,
+        x.dtype(),
+    )?;
     // the mean divides by the number of targets that are not ignored (torch's weight sum)
     let denom = kept as f64;
     let single = input.ndim() == 1;

@@ -8,7 +8,6 @@ use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::backend as k;
 use crate::layout::Layout;
 use crate::shape::{Shape, infer_size, wrap_dim};
-use crate::storage::Buffer;
 use crate::tensor::{MultiOutput, Tensor};
 use crate::{Error, Result, saved};
 use std::borrow::Cow;
@@ -577,7 +576,7 @@ pub fn as_strided_scatter(g: &Tensor, shape: &[usize], rel: &Layout) -> Result<T
         "aten::as_strided_scatter",
         &[g],
         || {
-            let mut buf = Buffer::zeros(s.dtype, crate::shape::numel(shape));
+            let mut buf = k::on(s.storage.device())?.zeros(s.dtype, crate::shape::numel(shape))?;
             k::copy_into(&mut buf, &rel2, &s.storage.read(), &s.layout)?;
             Ok(new_tensor(buf, shape))
         },

@@ -227,6 +227,11 @@ impl PyTensor {
                 }
             },
         };
+        // (a number or list written into a device tensor is copied there first)
+        let v = match self.t.device() {
+            d @ crate::device::Device::Cuda(_) if v.device() != d => ops::to_device(&v, d)?,
+            _ => v,
+        };
         if adv.is_empty() && (r.shape() == v.shape() || v.ndim() == 0) {
             // torch's copy_to: the same sizes are a copy_, a 0-d value (a number) a fill_,
             // which may write an expanded tensor

@@ -91,6 +91,18 @@ pub fn gemm(
     if m == 0 || n == 0 || batch == 0 {
         return Ok(true);
     }
+    if k == 0 {
+        // a product of nothing: `beta·out` (cuBLAS refuses k = 0)
+        if beta == 0.0 {
+            dev.bind()?;
+            // SAFETY: `out` holds `batch·m·n` elements.
+            unsafe {
+                cudarc::driver::result::memset_d8_async(out.ptr(), 0, out.nbytes(), stream.raw)
+            }
+            .map_err(super::driver::cuda_error)?;
+        }
+        return Ok(true);
+    }
     let (sa, sb) = if nd == 3 {
         (la.strides[0] as i64, lb.strides[0] as i64)
     } else {
@@ -105,7 +117,7 @@ pub fn gemm(
     let esize = out.dtype.size_in_bytes() as u64;
     let pa = a.buf.ptr() + la.offset as u64 * esize;
     let pb = b.buf.ptr() + lb.offset as u64 * esize;
-    let k_eff = k.max(1) as i32;
+    let k_eff = k as i32;
     dev.bind()?;
     let mut g = dev.blas.lock();
     if g.is_none() {
