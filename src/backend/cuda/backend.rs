@@ -715,6 +715,9 @@ impl Backend for Cuda {
         index: &[i64],
         index_shape: &[usize],
     ) -> Result<Buffer> {
+        if let Some(b) = self.gather_on_device(x, lx, dim, index.to_vec(), index_shape)? {
+            return Ok(b);
+        }
         self.fallback();
         self.up(cpu::index::gather(&host(x)?, lx, dim, index, index_shape))
     }
@@ -738,6 +741,20 @@ impl Backend for Cuda {
         ))
     }
     fn index_select(&self, x: &Buffer, lx: &Layout, dim: usize, index: &[i64]) -> Result<Buffer> {
+        // the list expanded over the output, then a gather
+        let mut shape: Vec<usize> = lx.shape.to_vec();
+        shape[dim] = index.len();
+        let outer: usize = shape[..dim].iter().product();
+        let inner: usize = shape[dim + 1..].iter().product();
+        let mut full = Vec::with_capacity(outer * index.len() * inner);
+        for _ in 0..outer {
+            for &j in index {
+                full.extend(std::iter::repeat_n(j, inner));
+            }
+        }
+        if let Some(b) = self.gather_on_device(x, lx, dim, full, &shape)? {
+            return Ok(b);
+        }
         self.fallback();
         self.up(cpu::index::index_select(&host(x)?, lx, dim, index))
     }
@@ -1025,6 +1042,47 @@ impl Cuda {
     }
 
     /// One launch of a reduction kernel (see `source::reduce` for the parameters).
+    /// `out[p] = x[p with coordinate dim replaced by idx[p]]` over `shape` (`idx` row-major
+    /// over it, bounds-checked by the op layer); `None` past the kernels' dims.
+    fn gather_on_device(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        idx: Vec<i64>,
+        shape: &[usize],
+    ) -> Result<Option<Buffer>> {
+        let mut l = Layout {
+            shape: shape.iter().copied().collect(),
+            strides: lx.strides.clone(),
+            offset: lx.offset,
+        };
+        l.strides[dim] = 0;
+        let Some((s, ls)) = geometry(shape, &[&l]) else {
+            return Ok(None);
+        };
+        let n = crate::shape::numel(shape);
+        let dt = x.dtype();
+        let (dev, stream) = self.ctx()?;
+        let out = alloc(&dev, &stream, dt, n)?;
+        if n > 0 {
+            let ib = upload(&Buffer::I64(idx), self.0)?;
+            let k = memo1((14, dt as u32, 0, 0), || source::gather(dt));
+            let mut a = Args::new();
+            a.push(n as i64)
+                .push(s)
+                .push(ls[0])
+                .push(lx.strides[dim] as i64)
+                .push(cuda_of(&ib)?.ptr())
+                .push(cuda_of(x)?.ptr())
+                .push(out.ptr());
+            launch::launch_n(&dev, &stream, &k, n, &mut a)?;
+            // (`ib` goes back to the cache here: its block's next user is queued on the
+            // same stream, after this kernel)
+        }
+        Ok(Some(Buffer::Cuda(out)))
+    }
+
     fn launch_reduce(
         &self,
         dev: &Dev,

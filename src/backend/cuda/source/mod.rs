@@ -25,11 +25,13 @@
 //! formula, whose steps are separate kernels.
 
 mod elementwise;
+mod index;
 mod reduce;
 mod special;
 mod unary;
 
 pub use elementwise::{binary, binary_fn, binary_scalar, cast, clamp, copy_into, fill, where_};
+pub use index::gather;
 pub use reduce::{reduce, softmax, softmax_backward};
 pub use unary::{logical_not, polygamma, unary, unary_backward};
 
@@ -338,6 +340,7 @@ pub fn all() -> Vec<KernelSrc> {
         }
         out.push(fill(dt));
         out.push(where_(dt));
+        out.push(gather(dt));
         out.extend(clamp(dt));
         out.extend(polygamma(dt));
         out.extend(logical_not(dt));
