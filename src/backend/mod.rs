@@ -209,7 +209,7 @@ backend_kernels! {
     fn where_(cond: &Buffer, lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::elementwise::where_, on cond, a, b;
     fn cast(x: &Buffer, lx: &Layout, to: DType) -> Buffer => cpu::elementwise::cast, on x;
     /// Writes `src` (cast to `dst`'s dtype) into the elements `ld` names of `dst`.
-    fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) -> () => cpu::elementwise::copy_into, on dst;
+    fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) -> () => cpu::elementwise::copy_into;
     /// Buffers of one dtype (each over its layout) side by side along `dim` (torch.cat).
     fn cat(parts: &[(&Buffer, &Layout)], dim: usize, out_shape: &[usize]) -> Buffer => cpu::elementwise::cat;
     /// `v` written into every element of `ld` (fill_, zero_).
@@ -262,6 +262,20 @@ pub fn backend_of(buf: &Buffer) -> &'static dyn Backend {
     match buf {
         Buffer::Cuda(c) => cuda::backend::of(c.device()),
         _ => &cpu::Cpu,
+    }
+}
+
+/// Writes `src` (cast to `dst`'s dtype) into the elements `ld` names of `dst`, on `dst`'s
+/// device; a source on another device is brought there first (torch's copy_ between
+/// devices: a device tensor into a host one is copied down).
+pub fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) -> Result<()> {
+    match (&*dst, src) {
+        (Buffer::Cuda(_), _) => backend_of(dst).copy_into(dst, ld, src, ls),
+        (_, Buffer::Cuda(_)) => {
+            let h = host::read(src)?;
+            cpu::Cpu.copy_into(dst, ld, &h, ls)
+        }
+        _ => cpu::Cpu.copy_into(dst, ld, src, ls),
     }
 }
 

@@ -107,8 +107,11 @@ def _vjp(outputs: Any, inputs: Sequence[Tensor], grad_outputs: Any, **kwargs: An
     return grad(outputs, list(inputs), grad_outputs, **kwargs)
 
 
-def _zeros(shape: Sequence[int], dtype: Any = None) -> Tensor:
-    return _C.zeros(tuple(shape), dtype=_C.float64 if dtype is None else dtype)
+def _zeros(shape: Sequence[int], dtype: Any = None, device: Any = None) -> Tensor:
+    """Zeros (float64 by default) on `device` (torch's gradcheck allocates its Jacobians
+    with ``new_zeros``: on the input's device)."""
+    return _C.zeros(tuple(shape), dtype=_C.float64 if dtype is None else dtype,
+                    device=None if device is None else str(device))
 
 
 def _all(mask: Tensor) -> bool:
@@ -250,7 +253,7 @@ def _numerical_jacobians(
     for i, inp in enumerate(_diff_inputs(inputs)):
         if only_input is not None and i != only_input:
             continue
-        jacobians = [_zeros((inp.numel(), o.numel())) for o in ref_outputs]
+        jacobians = [_zeros((inp.numel(), o.numel()), device=inp.device) for o in ref_outputs]
         data = inp.data
         for k, idx in enumerate(itertools.product(*(range(n) for n in data.shape))):
             columns = _central_differences(func, inputs, data[idx], eps, eps, idx)
@@ -268,7 +271,7 @@ def _numerical_jacobians(
 def _one_hot_rows(output: Tensor) -> Iterator[Tensor]:
     """The one-hot grad_outputs that pick the rows of ``output``'s Jacobian, in order.
     One buffer is reused: each is consumed before the next is made."""
-    grad_output = _zeros(output.shape, output.dtype)
+    grad_output = _zeros(output.shape, output.dtype, output.device)
     flat = grad_output.view(-1)
     for j in range(output.numel()):
         flat.zero_()
@@ -282,7 +285,7 @@ def _vjp_matrices(
     """Column ``j`` of ``result[i]`` is ``v_j^T J_i`` for the ``j``-th grad_output ``v_j``
     (an unused input gives zeros). Also says whether every gradient had its input's
     shape, and its dtype."""
-    matrices = [_zeros((inp.numel(), n_cols)) for inp in diff_inputs]
+    matrices = [_zeros((inp.numel(), n_cols), device=inp.device) for inp in diff_inputs]
     sizes_ok = types_ok = True
     for j, v in enumerate(grad_outputs()):
         grads = _vjp(output, diff_inputs, v, retain_graph=True, allow_unused=True)
@@ -499,8 +502,8 @@ def _slow_forward_ad_check(
     float_outs = _float_outputs(func_out)
     numerical = _numerical_jacobians(func, inputs, float_outs, eps)
     for i, inp in enumerate(_diff_inputs(inputs)):
-        analytical = [_zeros((inp.numel(), o.numel())) for o in float_outs]
-        tangent = _zeros(inp.shape, inp.dtype)
+        analytical = [_zeros((inp.numel(), o.numel()), device=inp.device) for o in float_outs]
+        tangent = _zeros(inp.shape, inp.dtype, inp.device)
         flat = tangent.view(-1)
         for e in range(inp.numel()):
             flat.zero_()
@@ -541,12 +544,12 @@ def _test_backward_mul_by_grad_output(outputs: tuple[Tensor, ...], inputs: tuple
     diff_inputs = _diff_inputs(inputs)
     if not diff_inputs:
         raise GradcheckError("no Tensors requiring grad found in input")
-    grads = _vjp(outputs, diff_inputs, [_zeros(o.shape, o.dtype) for o in outputs], allow_unused=True)
+    grads = _vjp(outputs, diff_inputs, [_zeros(o.shape, o.dtype, o.device) for o in outputs], allow_unused=True)
     for gi, di in zip(grads, diff_inputs):
         if gi is None:
             continue
         if masked:
-            if not _allclose(gi, _zeros(gi.shape, gi.dtype), 1e-05, 1e-08):
+            if not _allclose(gi, _zeros(gi.shape, gi.dtype, gi.device), 1e-05, 1e-08):
                 raise GradcheckError("backward not multiplied by grad_output")
         elif not _all(gi.eq(0)):
             raise GradcheckError("backward not multiplied by grad_output")
@@ -637,7 +640,7 @@ def _test_batched_grad(inputs: tuple, output: Tensor, output_idx: int) -> None:
 
     def vjp(v: Tensor) -> tuple[Tensor, ...]:
         results = _vjp(output, diff_inputs, v, retain_graph=True, allow_unused=True)
-        return tuple(g if g is not None else _zeros((), inp.dtype).expand(inp.shape)
+        return tuple(g if g is not None else _zeros((), inp.dtype, inp.device).expand(inp.shape)
                      for g, inp in zip(results, diff_inputs))
 
     grad_outputs = [_randn_like(output) for _ in range(2)]

@@ -675,26 +675,18 @@ impl Backend for Cuda {
         )?;
         Ok(Some(Buffer::Cuda(out)))
     }
-    fn logsumexp(&self, x: &Buffer, lx: &Layout, dims: &[usize]) -> Result<Option<Buffer>> {
-        self.host_opt(|| {
-            cpu::reduce::logsumexp(&host(x)?, lx, dims)
-                .map(Ok)
-                .transpose()
-        })
+    fn logsumexp(&self, _x: &Buffer, _lx: &Layout, _dims: &[usize]) -> Result<Option<Buffer>> {
+        Ok(None) // (composed on the GPU by the op layer: max, exp, sum, log)
     }
     fn var(
         &self,
-        x: &Buffer,
-        lx: &Layout,
-        dims: &[usize],
-        correction: f64,
-        sqrt: bool,
+        _x: &Buffer,
+        _lx: &Layout,
+        _dims: &[usize],
+        _correction: f64,
+        _sqrt: bool,
     ) -> Result<Option<Buffer>> {
-        self.host_opt(|| {
-            cpu::reduce::var(&host(x)?, lx, dims, correction, sqrt)
-                .map(Ok)
-                .transpose()
-        })
+        Ok(None) // (composed on the GPU by the op layer: mean, squares, sum)
     }
     fn any_nonzero(&self, x: &Buffer, lx: &Layout) -> Result<bool> {
         Ok(cpu::reduce::any_nonzero(&host(x)?, lx))
