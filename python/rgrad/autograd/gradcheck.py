@@ -884,10 +884,10 @@ def _random_grad_output(output: Tensor, noncontiguous: bool) -> Tensor:
     shape = tuple(output.shape)
     if noncontiguous and output.numel() > 1:
         # every other element of a tensor twice as long in the last dimension
-        base = _C.rand(shape[:-1] + (2 * shape[-1],), dtype=dtype) * 2 - 1
+        base = _C.rand(shape[:-1] + (2 * shape[-1],), dtype=dtype, device=output._device_str) * 2 - 1
         grad_output = base[..., ::2]
     else:
-        grad_output = _C.rand(shape, dtype=dtype) * 2 - 1
+        grad_output = _C.rand(shape, dtype=dtype, device=output._device_str) * 2 - 1
     return grad_output.requires_grad_(True)
 
 
