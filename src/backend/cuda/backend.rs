@@ -611,24 +611,8 @@ impl Backend for Cuda {
         };
         let (xc, _) = self.contiguous(x, lx)?;
         let cols = lx.shape[nd - 1];
-        let rows = lx.numel() / cols;
-        let (dev, stream) = self.ctx()?;
-        let out = alloc(&dev, &stream, x.dtype(), rows * cols)?;
-        let mut a = Args::new();
-        a.push(rows as i64)
-            .push(cols as i64)
-            .push(cuda_of(&xc)?.ptr())
-            .push(out.ptr());
-        launch::launch(
-            &dev,
-            &stream,
-            &k,
-            (grid_rows(rows), 1, 1),
-            (launch::BLOCK, 1, 1),
-            0,
-            &mut a,
-        )?;
-        Ok(Some(Buffer::Cuda(out)))
+        self.rows_kernel(&k, lx.numel() / cols, cols, &[&xc], x.dtype())
+            .map(Some)
     }
     fn softmax_backward(
         &self,
@@ -655,25 +639,8 @@ impl Backend for Cuda {
         };
         let (gc, _) = self.contiguous(g, lg)?;
         let (yc, _) = self.contiguous(y, ly)?;
-        let rows = lg.numel() / cols;
-        let (dev, stream) = self.ctx()?;
-        let out = alloc(&dev, &stream, g.dtype(), rows * cols)?;
-        let mut a = Args::new();
-        a.push(rows as i64)
-            .push(cols as i64)
-            .push(cuda_of(&gc)?.ptr())
-            .push(cuda_of(&yc)?.ptr())
-            .push(out.ptr());
-        launch::launch(
-            &dev,
-            &stream,
-            &k,
-            (grid_rows(rows), 1, 1),
-            (launch::BLOCK, 1, 1),
-            0,
-            &mut a,
-        )?;
-        Ok(Some(Buffer::Cuda(out)))
+        self.rows_kernel(&k, lg.numel() / cols, cols, &[&gc, &yc], g.dtype())
+            .map(Some)
     }
     fn logsumexp(&self, _x: &Buffer, _lx: &Layout, _dims: &[usize]) -> Result<Option<Buffer>> {
         Ok(None) // (composed on the GPU by the op layer: max, exp, sum, log)
@@ -1031,6 +998,29 @@ impl Cuda {
             out.ptr(),
         )?;
         Ok(Some(Buffer::Cuda(out)))
+    }
+
+    /// A one-block-per-row kernel over contiguous `rows × cols` inputs (softmax's): params
+    /// `(i64 rows, i64 cols, inputs..., out)`, a fresh `rows × cols` output of `dt`.
+    fn rows_kernel(
+        &self,
+        k: &source::KernelSrc,
+        rows: usize,
+        cols: usize,
+        inputs: &[&Buffer],
+        dt: DType,
+    ) -> Result<Buffer> {
+        let (dev, stream) = self.ctx()?;
+        let out = alloc(&dev, &stream, dt, rows * cols)?;
+        let mut a = Args::new();
+        a.push(rows as i64).push(cols as i64);
+        for b in inputs {
+            a.push(cuda_of(b)?.ptr());
+        }
+        a.push(out.ptr());
+        let (grid, block) = ((grid_rows(rows), 1, 1), (launch::BLOCK, 1, 1));
+        launch::launch(&dev, &stream, k, grid, block, 0, &mut a)?;
+        Ok(Buffer::Cuda(out))
     }
 
     /// One launch of a reduction kernel (see `source::reduce` for the parameters).

@@ -17,23 +17,9 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 
 /// Most dims a kernel indexes (`RG_MAXD` in the sources' prelude), after merging.
-pub const MAXD: usize = 10;
+pub const MAXD: usize = super::source::MAX_DIMS;
 
-/// The output's shape, as the kernels' `RgShape`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RgShape {
-    pub ndim: i32,
-    pub size: [i64; MAXD],
-}
-
-/// One operand's offset and strides over the output's shape (`RgLay`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RgLay {
-    pub off: i64,
-    pub st: [i64; MAXD],
-}
+pub use super::source::{RgLay, RgShape};
 
 /// The shape and operand layouts of an elementwise kernel over `shape`, with size-1 dims
 /// dropped and neighbouring dims merged where every operand walks them as one (a
@@ -86,15 +72,7 @@ pub fn geometry(shape: &[usize], lays: &[&Layout]) -> Option<(RgShape, Vec<RgLay
     Some((s, out))
 }
 
-/// The element index of linear output index `i` (the sources' `rg_at`), for tests.
-pub fn rg_at(mut i: i64, s: &RgShape, l: &RgLay) -> i64 {
-    let mut at = l.off;
-    for d in (0..s.ndim as usize).rev() {
-        at += (i % s.size[d]) * l.st[d];
-        i /= s.size[d];
-    }
-    at
-}
+pub use super::source::rg_at;
 
 /// The functions compiled for one device, by kernel name.
 #[derive(Default)]

@@ -56,7 +56,7 @@ pub struct KernelSrc {
 
 /// The output shape a kernel walks (C's `RgShape`: `int ndim; long long size[10]`).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RgShape {
     pub ndim: i32,
     pub size: [i64; MAX_DIMS],
@@ -64,7 +64,7 @@ pub struct RgShape {
 
 /// One operand's placement (C's `RgLay`): element offset and strides (0 = broadcast).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RgLay {
     pub off: i64,
     pub st: [i64; MAX_DIMS],
