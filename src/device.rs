@@ -31,6 +31,12 @@ pub fn default_device() -> Device {
     DEFAULT.with(|d| d.get())
 }
 
+/// Sets where factories allocate on this thread from now on (torch.set_default_device,
+/// `with rgrad.device(...)`).
+pub fn set_default_device(device: Device) {
+    DEFAULT.with(|d| d.set(device));
+}
+
 /// Runs `f` with factories allocating on `device` (a factory's `device=` argument).
 pub fn with_default_device<R>(device: Device, f: impl FnOnce() -> R) -> R {
     let old = DEFAULT.with(|d| d.replace(device));

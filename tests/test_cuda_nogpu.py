@@ -500,3 +500,36 @@ def test_exception_classes_as_torch(torch):
 def test_stream_context_with_none_does_nothing():
     with rgrad.cuda.stream(None):
         pass
+
+
+# ---- the default device (torch.set_default_device, `with torch.device(...)`) ----------------------
+
+
+def test_default_device_is_the_cpu_and_settable_per_thread():
+    import threading
+
+    assert repr(rgrad.get_default_device()) == "device(type='cpu')"
+    with rgrad.device("cpu") as d:
+        assert d == rgrad.device("cpu") and rgrad.zeros(1).device == rgrad.device("cpu")
+    rgrad.set_default_device("cpu")
+    rgrad.set_default_device(None)
+    assert rgrad.get_default_device() == rgrad.device("cpu")
+    with rgrad.device("cuda"):
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(rgrad.get_default_device()))
+        t.start()
+        t.join()
+        assert seen == [rgrad.device("cpu")]  # (another thread keeps its own default)
+    assert rgrad.zeros(1).device == rgrad.device("cpu")  # (restored after the block)
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.zeros(2), lambda m: m.ones(2), lambda m: m.full((2,), 1.0), lambda m: m.arange(3),
+    lambda m: m.tensor([1.0]), lambda m: m.randn(2), lambda m: m.eye(2), lambda m: m.get_default_device(),
+])
+def test_factories_in_a_cuda_block_raise_torchs_error(make, torch):
+    def run(m):
+        with m.device("cuda"):
+            return make(m)
+
+    assert_same_error(lambda m: run(m), torch)

@@ -37,6 +37,8 @@ from rgrad._tensor import (
     bernoulli,
     device,
     from_numpy,
+    get_default_device,
+    set_default_device,
     full_like,
     normal,
     ones_like,
@@ -156,7 +158,7 @@ def square(input: Tensor) -> Tensor:
 
 
 __all__ = [
-    "Tensor", "Size", "dtype", "device", "float32", "float64", "int64", "bool", "float", "double", "long",
+    "Tensor", "Size", "dtype", "device", "get_default_device", "set_default_device", "float32", "float64", "int64", "bool", "float", "double", "long",
     "tensor", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "rand", "randn", "randint",
     "rand_like", "randn_like", "randint_like", "randperm", "bernoulli", "multinomial", "normal", "Generator",
     "default_generator", "seed", "initial_seed", "get_rng_state", "set_rng_state",

@@ -59,8 +59,9 @@ def _parse_device_string(s: str) -> tuple[str, int | None]:
 class device:  # noqa: N801  (torch's name)
     """Where a tensor's data lives: ``device('cpu')``, ``device('cuda:0')``, ``device('cuda', 1)``
     or ``device(1)`` (a CUDA ordinal), parsed as torch parses them. Every device type torch
-    names can be described; rgrad's tensors live on ``cpu`` or ``cuda`` only.
-    (rgrad has no default-device context yet: pass ``device=``.)"""
+    names can be described; rgrad's tensors live on ``cpu`` or ``cuda`` only. As a
+    context manager, factories called in the block (on this thread) allocate there, as
+    with ``rgrad.set_default_device``."""
 
     __slots__ = ("type", "index")
 
@@ -129,6 +130,38 @@ class device:  # noqa: N801  (torch's name)
 
     def __reduce__(self):
         return (device, (self.type,) if self.index is None else (self.type, self.index))
+
+    def __enter__(self) -> "device":
+        _default_stack().append(_C._get_default_device())
+        _C._set_default_device(str(self))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _C._set_default_device(_default_stack().pop())
+
+
+_DEFAULTS = __import__("threading").local()
+
+
+def _default_stack() -> list:
+    """The default devices `with device(...)` blocks replaced, on this thread."""
+    if not hasattr(_DEFAULTS, "stack"):
+        _DEFAULTS.stack = []
+    return _DEFAULTS.stack
+
+
+def set_default_device(device_: "str | int | device | None") -> None:
+    """Sets the device factories allocate on when given none, on this thread (None: the
+    CPU), as torch.set_default_device."""
+    _C._set_default_device(None if device_ is None else str(device(device_)))
+
+
+def get_default_device() -> device:
+    """The device factories allocate on when given none (torch.get_default_device)."""
+    d = device(_C._get_default_device())
+    if d.type == "cuda":
+        _C._cuda_init()  # (torch's error where there is no driver)
+    return d
 
 
 device.__module__ = "rgrad"

@@ -60,12 +60,26 @@ pub fn place(
     t: crate::tensor::Tensor,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<crate::tensor::Tensor> {
-    match device_arg(device)? {
-        None | Some(Device::Cpu) => Ok(t),
-        Some(d) => Ok(crate::autograd::grad_mode::with_grad_mode(false, || {
+    match device_arg(device)?.unwrap_or_else(crate::device::default_device) {
+        Device::Cpu => Ok(t),
+        d => Ok(crate::autograd::grad_mode::with_grad_mode(false, || {
             ops::to_device(&t, d)
         })?),
     }
+}
+
+/// Sets this thread's default device (None: the CPU).
+#[pyfunction]
+#[pyo3(signature = (device=None))]
+pub fn _set_default_device(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    crate::device::set_default_device(device_arg(device)?.unwrap_or(Device::Cpu));
+    Ok(())
+}
+
+/// This thread's default device, as torch prints it.
+#[pyfunction]
+pub fn _get_default_device() -> String {
+    crate::device::default_device().to_string()
 }
 
 #[pymethods]
@@ -327,6 +341,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "OutOfMemoryError",
         m.py().get_type::<super::error::OutOfMemoryError>(),
     )?;
+    m.add_function(wrap_pyfunction!(_set_default_device, m)?)?;
+    m.add_function(wrap_pyfunction!(_get_default_device, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_init, m)?)?;
