@@ -95,6 +95,8 @@ EXCLUDED: dict[str, str] = {
                   "CUDA tensors: tests_gpu/test_cuda_runtime.py",
     "Tensor.cuda": "device move to a GPU: torch's no-driver error here (test_cuda_nogpu.py); "
                    "with a GPU: tests_gpu/test_cuda_runtime.py",
+    "get_default_device": "the default device, not an op (test_cuda_nogpu.py)",
+    "set_default_device": "sets the default device, not an op (test_cuda_nogpu.py)",
     "Tensor.get_device": "the device ordinal, -1 on the CPU (test_cuda_nogpu.py), not an op",
     # dtype conversions that the float64 finite-difference checks cannot cover: to float32
     # loses the precision they need, torch's int() is int32, which rgrad does not have
