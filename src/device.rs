@@ -21,6 +21,33 @@ impl std::fmt::Display for Device {
     }
 }
 
+/// A device in one byte (0: the CPU, n + 1: CUDA device n): the graph's per-output
+/// metadata keeps it so that a node stays the size it was before devices (a `Device` is
+/// eight bytes, and every op records one node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceCode(u8);
+
+impl From<Device> for DeviceCode {
+    #[inline]
+    fn from(d: Device) -> Self {
+        match d {
+            Device::Cpu => DeviceCode(0),
+            // (ordinals past 254 cannot occur: the backends serve 64 devices)
+            Device::Cuda(i) => DeviceCode(u8::try_from(i + 1).unwrap_or(u8::MAX)),
+        }
+    }
+}
+
+impl From<DeviceCode> for Device {
+    #[inline]
+    fn from(c: DeviceCode) -> Self {
+        match c.0 {
+            0 => Device::Cpu,
+            n => Device::Cuda(u32::from(n) - 1),
+        }
+    }
+}
+
 thread_local! {
     /// A factory's `device=` for the duration of the call (see [`with_default_device`]).
     static DEFAULT: std::cell::Cell<Device> = const { std::cell::Cell::new(Device::Cpu) };

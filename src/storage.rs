@@ -2,8 +2,8 @@
 
 use crate::dtype::DType;
 use parking_lot::RwLock;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 /// A contiguous, typed buffer: host memory of one of four element types, or device
 /// memory (`Cuda`, any dtype). Kernels take a buffer plus a `Layout` and never see the
@@ -14,8 +14,14 @@ pub enum Buffer {
     I64(Vec<i64>),
     F32(Vec<f32>),
     F64(Vec<f64>),
-    Cuda(crate::backend::cuda::CudaBuf),
+    /// (boxed: a host buffer stays three words, the size every op moves around)
+    Cuda(Box<crate::backend::cuda::CudaBuf>),
 }
+
+// Every op moves buffers around: a host one is three words and a tag; and makes a
+// storage, which fits a cache line.
+const _: () = assert!(std::mem::size_of::<Buffer>() == 32);
+const _: () = assert!(std::mem::size_of::<Storage>() == 64);
 
 /// A copy (a device buffer: a device-to-device copy on the current stream).
 impl Clone for Buffer {
@@ -272,13 +278,16 @@ macro_rules! with_dtype {
 pub struct Storage {
     buf: RwLock<Buffer>,
     /// The buffer's device (fixed: a storage's buffer is only ever replaced by one on the
-    /// same device), read without the lock.
-    device: crate::device::Device,
+    /// same device), read without the lock; one byte, so a storage stays 64 bytes.
+    device: crate::device::DeviceCode,
     version: AtomicU64,
     /// Set when a tensor on this storage is given another one (`x.data = y`): it keeps
     /// its version counter, which its old views and aliases here must go on sharing, so
-    /// the counter moves out to where both can reach it.
-    moved_version: OnceLock<Arc<AtomicU64>>,
+    /// the counter moves out to where both can reach it. Null until then; once set, it
+    /// holds one strong count of an `Arc<AtomicU64>` (released in `drop`) and never
+    /// changes. (A pointer rather than a `OnceLock<Arc<_>>`: one word less, so that a
+    /// storage stays within a cache line.)
+    moved_version: AtomicPtr<AtomicU64>,
 }
 
 impl Buffer {
@@ -297,6 +306,12 @@ impl Buffer {
 impl Drop for Storage {
     fn drop(&mut self) {
         crate::profiler::memory(-(self.buf.get_mut().nbytes() as i64));
+        let p = *self.moved_version.get_mut();
+        if !p.is_null() {
+            // SAFETY: a non-null pointer is the strong count this storage took in
+            // `version_moved_out` (`Arc::into_raw`), released once, here.
+            drop(unsafe { Arc::from_raw(p) });
+        }
     }
 }
 
@@ -304,25 +319,52 @@ impl Storage {
     pub fn new(buf: Buffer) -> Self {
         crate::profiler::memory(buf.nbytes() as i64);
         Storage {
-            device: buf.device(),
+            device: buf.device().into(),
             buf: RwLock::new(buf),
             version: AtomicU64::new(0),
-            moved_version: OnceLock::new(),
+            moved_version: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
     /// The version counter of the tensors that use this storage's own.
     pub(crate) fn version(&self) -> &AtomicU64 {
-        match self.moved_version.get() {
-            Some(v) => v,
-            None => &self.version,
+        let p = self.moved_version.load(Ordering::Acquire);
+        if p.is_null() {
+            &self.version
+        } else {
+            // SAFETY: once set the pointer never changes and the storage holds a strong
+            // count until it drops, so the counter outlives `&self`.
+            unsafe { &*p }
         }
     }
     /// The same counter, moved out to the heap (see `moved_version`) for a tensor
     /// leaving this storage.
     pub(crate) fn version_moved_out(&self) -> Arc<AtomicU64> {
-        self.moved_version
-            .get_or_init(|| Arc::new(AtomicU64::new(self.version.load(Ordering::Acquire))))
-            .clone()
+        let mut p = self.moved_version.load(Ordering::Acquire);
+        if p.is_null() {
+            let fresh = Arc::into_raw(Arc::new(AtomicU64::new(
+                self.version.load(Ordering::Acquire),
+            ))) as *mut AtomicU64;
+            match self.moved_version.compare_exchange(
+                std::ptr::null_mut(),
+                fresh,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => p = fresh,
+                Err(won) => {
+                    // another thread moved it out first: ours was never shared
+                    // SAFETY: `fresh` came from `Arc::into_raw` just above.
+                    drop(unsafe { Arc::from_raw(fresh) });
+                    p = won;
+                }
+            }
+        }
+        // SAFETY: `p` is the storage's counter (see `moved_version`), alive while `self`
+        // is; the new count is the caller's.
+        unsafe {
+            Arc::increment_strong_count(p);
+            Arc::from_raw(p)
+        }
     }
     /// Shared access. A wait for a writer goes through the runtime's blocking hook, so a
     /// Python thread lets go of the GIL while it waits (the writer may need the GIL
@@ -345,7 +387,7 @@ impl Storage {
     }
     /// The device the data lives on (the buffer's).
     pub fn device(&self) -> crate::device::Device {
-        self.device
+        self.device.into()
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -33,7 +33,7 @@ fn meta(t: &Tensor) -> OutputMeta {
     OutputMeta {
         shape: t.shape(),
         dtype: t.dtype(),
-        device: t.device(),
+        device: t.device().into(),
     }
 }
 
@@ -166,7 +166,7 @@ pub fn wrap_outputs(
             t.as_ref().map(meta).unwrap_or(OutputMeta {
                 shape: Default::default(),
                 dtype: DType::F32,
-                device: crate::device::Device::Cpu,
+                device: crate::device::Device::Cpu.into(),
             })
         })
         .collect();
@@ -285,7 +285,9 @@ pub fn materialize_grads(
         .zip(outputs)
         .map(|(g, meta)| match (g, meta) {
             (Some(g), _) => Ok(Some(g.clone())),
-            (None, Some(m)) if materialize => ops::zeros_on(&m.shape, m.dtype, m.device).map(Some),
+            (None, Some(m)) if materialize => {
+                ops::zeros_on(&m.shape, m.dtype, m.device.into()).map(Some)
+            }
             (None, _) => Ok(None),
         })
         .collect()
@@ -412,7 +414,7 @@ mod tests {
         Some(OutputMeta {
             shape: shape.into(),
             dtype,
-            device: crate::device::Device::Cpu,
+            device: crate::device::Device::Cpu.into(),
         })
     }
 

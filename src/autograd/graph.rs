@@ -73,7 +73,7 @@ pub struct OutputMeta {
     pub shape: Shape,
     pub dtype: DType,
     /// Where a gradient for this output lives (a zero one is made there).
-    pub device: crate::device::Device,
+    pub device: crate::device::DeviceCode,
 }
 
 /// A node as ops build it: the backward op plus its graph data. In the arena the op is
@@ -699,5 +699,14 @@ pub(crate) fn ctx_for<'a>(
         needs_input_grad: needs,
         outputs,
         forward_only: false,
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    /// A node is on every op's path: devices did not make it bigger.
+    #[test]
+    fn output_metadata_keeps_its_size() {
+        assert_eq!(std::mem::size_of::<super::OutputMeta>(), 48);
     }
 }

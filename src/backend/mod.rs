@@ -184,7 +184,11 @@ macro_rules! backend_kernels {
         #[inline]
         #[allow(clippy::too_many_arguments)]
         pub fn $name($($arg: $ty),*) -> Result<$ret> {
-            backend_of_any(&[$(&*$on),+]).$name($($arg),*)
+            // (the CPU's kernels are called statically, so they inline into the op)
+            match device_backend_of_any(&[$(&*$on),+]) {
+                Some(device) => device.$name($($arg),*),
+                None => cpu::Cpu.$name($($arg),*),
+            }
         }
     };
 }
@@ -279,14 +283,14 @@ pub fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) -> Re
     }
 }
 
-/// The backend of an op's operands: a device buffer's where there is one (a CPU scalar
-/// may join a device op), else the CPU's.
+/// The device backend of an op's operands, where one is on a device (a CPU scalar may
+/// join a device op); `None`: all are host buffers.
 #[inline]
-pub fn backend_of_any(bufs: &[&Buffer]) -> &'static dyn Backend {
-    match bufs.iter().find(|b| matches!(b, Buffer::Cuda(_))) {
-        Some(b) => backend_of(b),
-        None => &cpu::Cpu,
-    }
+pub fn device_backend_of_any(bufs: &[&Buffer]) -> Option<&'static dyn Backend> {
+    bufs.iter().find_map(|b| match b {
+        Buffer::Cuda(c) => Some(cuda::backend::of(c.device()) as &'static dyn Backend),
+        _ => None,
+    })
 }
 
 /// torch's device check of an op's operands (TensorIterator's, run before any kernel): one

@@ -215,7 +215,7 @@ fn by_transposition(
         let mut gs: SmallVec<[Option<Tensor>; 1]> = SmallVec::new();
         for m in meta {
             gs.push(if m.dtype.is_float() {
-                let g = super::zeros_on(&m.shape, m.dtype, m.device)?;
+                let g = super::zeros_on(&m.shape, m.dtype, m.device.into())?;
                 g.set_requires_grad(true)?;
                 Some(g)
             } else {
@@ -254,7 +254,7 @@ fn by_transposition(
                 None => None,
                 Some(_) => Some(match found.next().flatten() {
                     Some(t) => t,
-                    None => super::zeros_on(&m.shape, m.dtype, m.device)?,
+                    None => super::zeros_on(&m.shape, m.dtype, m.device.into())?,
                 }),
             });
         }

@@ -281,7 +281,7 @@ where
             let meta = OutputMeta {
                 shape: crate::shape::copy(&out.layout.shape),
                 dtype: out.dtype,
-                device: out.storage.device(),
+                device: out.storage.device().into(),
             };
             let any_saved = !saved.is_empty();
             let mut node = Node::new(op.into(), edges(), smallvec::smallvec![meta]);
@@ -484,7 +484,7 @@ fn record_edges(
         OutputMeta {
             shape,
             dtype,
-            device: o.device(),
+            device: o.device().into(),
         }
     });
     let mut node = Node::new(op, smallvec::smallvec![None; next.len()], metas.collect());
@@ -522,7 +522,7 @@ fn attach_edges_unpacked(
         let meta = OutputMeta {
             shape: crate::shape::copy(&g.layout.shape),
             dtype: g.dtype,
-            device: g.storage.device(),
+            device: g.storage.device().into(),
         };
         let mut node = Node::new(op, next, smallvec::smallvec![meta]);
         node.saved = saved;
@@ -538,7 +538,7 @@ fn attach_edges_unpacked(
         OutputMeta {
             shape,
             dtype,
-            device: o.device(),
+            device: o.device().into(),
         }
     });
     let mut node = Node::new(op, next, metas.collect());

@@ -130,7 +130,7 @@ pub fn upload(b: &Buffer, ordinal: u32) -> Result<Buffer> {
             }
         }
     }
-    Ok(Buffer::Cuda(out))
+    Ok(Buffer::Cuda(Box::new(out)))
 }
 
 /// Any buffer in host memory (a device one copied down).
@@ -198,7 +198,7 @@ impl Cuda {
         extra(&mut a);
         a.push(out.ptr());
         launch::launch_n(&dev, &stream, k, n, &mut a)?;
-        Ok(Some(Buffer::Cuda(out)))
+        Ok(Some(Buffer::Cuda(Box::new(out))))
     }
     /// A contiguous copy of an operand (for the kernels that need one).
     fn contiguous(&self, b: &Buffer, l: &Layout) -> Result<(Buffer, Layout)> {
@@ -512,7 +512,12 @@ impl Backend for Cuda {
     fn cat(&self, parts: &[(&Buffer, &Layout)], dim: usize, out_shape: &[usize]) -> Result<Buffer> {
         let dt = parts.first().map_or(DType::F32, |(b, _)| b.dtype());
         let (dev, stream) = self.ctx()?;
-        let mut out = Buffer::Cuda(alloc(&dev, &stream, dt, crate::shape::numel(out_shape))?);
+        let mut out = Buffer::Cuda(Box::new(alloc(
+            &dev,
+            &stream,
+            dt,
+            crate::shape::numel(out_shape),
+        )?));
         let full = Layout::contiguous(out_shape);
         let mut at = 0;
         for (b, l) in parts {
@@ -758,7 +763,7 @@ impl Backend for Cuda {
         let (dev, stream) = self.ctx()?;
         let out = alloc(&dev, &stream, a.dtype(), batch * m * n)?;
         self.gemm(&dev, &stream, a, la, b, lb, &out, 0.0)?;
-        Ok(Buffer::Cuda(out))
+        Ok(Buffer::Cuda(Box::new(out)))
     }
     fn addmm(
         &self,
@@ -775,7 +780,7 @@ impl Backend for Cuda {
         }
         let (m, n) = (la.shape[0], lb.shape[1]);
         let (dev, stream) = self.ctx()?;
-        let mut out = Buffer::Cuda(alloc(&dev, &stream, a.dtype(), m * n)?);
+        let mut out = Buffer::Cuda(Box::new(alloc(&dev, &stream, a.dtype(), m * n)?));
         self.copy_into(&mut out, &Layout::contiguous(&[m, n]), c, lc)?;
         let o = cuda_of(&out)?;
         self.gemm(&dev, &stream, a, la, b, lb, o, 1.0)?;
@@ -810,11 +815,11 @@ impl Backend for Cuda {
             // SAFETY: the block holds `nbytes` bytes.
             unsafe { result::memset_d8_async(out.ptr(), 0, out.nbytes(), stream.raw) }.or_cuda()?;
         }
-        Ok(Buffer::Cuda(out))
+        Ok(Buffer::Cuda(Box::new(out)))
     }
     fn full(&self, dtype: DType, n: usize, v: Scalar) -> Result<Buffer> {
         let (dev, stream) = self.ctx()?;
-        let mut out = Buffer::Cuda(alloc(&dev, &stream, dtype, n)?);
+        let mut out = Buffer::Cuda(Box::new(alloc(&dev, &stream, dtype, n)?));
         self.fill(&mut out, &Layout::contiguous(&[n]), v)?;
         Ok(out)
     }
@@ -970,7 +975,7 @@ impl Cuda {
                     parts.ptr(),
                     out.ptr(),
                 )?;
-                let out = Buffer::Cuda(out);
+                let out = Buffer::Cuda(Box::new(out));
                 if op == ReduceOp::Mean {
                     return self.binary_scalar(
                         BinaryOp::Div,
@@ -997,7 +1002,7 @@ impl Cuda {
             cuda_of(x)?.ptr(),
             out.ptr(),
         )?;
-        Ok(Some(Buffer::Cuda(out)))
+        Ok(Some(Buffer::Cuda(Box::new(out))))
     }
 
     /// A one-block-per-row kernel over contiguous `rows × cols` inputs (softmax's): params
@@ -1020,7 +1025,7 @@ impl Cuda {
         a.push(out.ptr());
         let (grid, block) = ((grid_rows(rows), 1, 1), (launch::BLOCK, 1, 1));
         launch::launch(&dev, &stream, k, grid, block, 0, &mut a)?;
-        Ok(Buffer::Cuda(out))
+        Ok(Buffer::Cuda(Box::new(out)))
     }
 
     /// One launch of a reduction kernel (see `source::reduce` for the parameters).
@@ -1062,7 +1067,7 @@ impl Cuda {
             // (`ib` goes back to the cache here: its block's next user is queued on the
             // same stream, after this kernel)
         }
-        Ok(Some(Buffer::Cuda(out)))
+        Ok(Some(Buffer::Cuda(Box::new(out))))
     }
 
     fn launch_reduce(
