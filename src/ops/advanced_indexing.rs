@@ -366,7 +366,7 @@ fn flatten_indexed(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
 /// `insert_at`.
 fn gather_plan(x: &Tensor, p: &Plan) -> Result<Tensor> {
     if let Some(shape) = &p.empty {
-        return zeros(shape, x.dtype());
+        return super::zeros_on(shape, x.dtype(), x.device());
     }
     let flat = flatten_indexed(x, &p.dims)?;
     let sel = index_select_as(&flat, 0, &reshape(&p.linear, &[-1])?, false)?;
@@ -601,7 +601,7 @@ impl Backward for IndexPutBackward0 {
             Some(if self.accumulate || g.numel() == 0 {
                 g.clone()
             } else {
-                let z = zeros(&[], g.dtype())?;
+                let z = super::zeros_on(&[], g.dtype(), g.device())?;
                 index_put(&g, &self.indices, &z, false)?
             })
         } else {

@@ -158,7 +158,7 @@ impl Backward for CatBackward0 {
         for (i, &n) in self.sizes.iter().enumerate() {
             let Some(n) = n else {
                 out.push(if ctx.needs_input_grad(i) {
-                    Some(super::zeros(&[0], g.dtype())?)
+                    Some(super::zeros_on(&[0], g.dtype(), g.device())?)
                 } else {
                     None
                 });

@@ -583,7 +583,7 @@ pub fn fill_(x: &Tensor, v: Scalar) -> Result<Tensor> {
             let all = new_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
             masked_fill(x, &all, v)
         } else {
-            full(&x.shape(), v, x.dtype())
+            crate::device::with_default_device(x.device(), || full(&x.shape(), v, x.dtype()))
         }
     })
 }

@@ -236,7 +236,9 @@ fn by_transposition(
         let wrt: Vec<Tensor> = gs.iter().flatten().cloned().collect();
         let found = match total {
             Some(total) if total.requires_grad() && !wrt.is_empty() => {
-                let seed = ones(&[], total.dtype())?;
+                let seed = crate::device::with_default_device(total.device(), || {
+                    ones(&[], total.dtype())
+                })?;
                 let opts = Options {
                     create_graph,
                     allow_unused: true,

@@ -168,12 +168,12 @@ pub fn addmm(
         // (an empty result is returned before torch dispatches on the dtype)
         let out = broadcast_shapes(&input.shape(), &[sa[0], sb[1]])?;
         if crate::shape::numel(&out) == 0 && out.as_slice() == [sa[0], sb[1]] {
-            return super::zeros(&out, DType::Bool);
+            return super::zeros_on(&out, DType::Bool, input.device());
         }
         if sa[1] == 0 && out.as_slice() == [sa[0], sb[1]] {
             // a product of nothing is beta * input, which a number beta promotes
             if beta.as_f64() == 0.0 {
-                return super::zeros(&out, DType::Bool);
+                return super::zeros_on(&out, DType::Bool, input.device());
             }
             let promoted = ResultType::default()
                 .tensor(DType::Bool, 1)

@@ -504,7 +504,7 @@ pub fn multinomial(
     };
     super::creation::guard(&out_shape, DType::I64)?;
     if n_dist * k == 0 {
-        return super::creation::zeros(&out_shape, DType::I64);
+        return super::creation::zeros_on(&out_shape, DType::I64, p.device());
     }
     let pv = values_f64(p)?;
     let mut out = vec![0i64; n_dist * k];

@@ -251,7 +251,9 @@ impl Backward for CopySlices {
         let gb = if ctx.needs_input_grad(0) {
             // (masked, not `g - scatter(region)`: a NaN or infinite gradient in the region
             // must become 0 as well)
-            let inside = full(&rel.shape, Scalar::Bool(true), DType::Bool)?;
+            let inside = crate::device::with_default_device(g.device(), || {
+                full(&rel.shape, Scalar::Bool(true), DType::Bool)
+            })?;
             let mask = as_strided_scatter(&inside, &self.shape, rel)?;
             let gb = masked_fill(&g, &mask, Scalar::Float(0.0))?;
             Some(match order {
