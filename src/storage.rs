@@ -398,6 +398,39 @@ impl Storage {
 mod tests {
     use super::*;
 
+    /// Threads moving a storage's version counter out at once all get the one counter
+    /// (a lost race frees its own; the storage keeps one count): 8 threads, 200 trials.
+    #[test]
+    fn version_moved_out_concurrently_is_one_counter() {
+        for _ in 0..200 {
+            let st = Arc::new(Storage::new(Buffer::zeros(DType::F32, 4)));
+            st.version().fetch_add(3, Ordering::AcqRel);
+            let barrier = Arc::new(std::sync::Barrier::new(8));
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    let (st, barrier) = (st.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        st.version_moved_out()
+                    })
+                })
+                .collect();
+            let got: Vec<Arc<AtomicU64>> = handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| panic!("thread panicked")))
+                .collect();
+            assert!(got.iter().all(|c| Arc::ptr_eq(c, &got[0])));
+            assert_eq!(got[0].load(Ordering::Acquire), 3);
+            // the storage's own view is that counter now
+            got[0].fetch_add(1, Ordering::AcqRel);
+            assert_eq!(st.version().load(Ordering::Acquire), 4);
+            // 8 callers' counts plus the storage's
+            assert_eq!(Arc::strong_count(&got[0]), 9);
+            drop(st);
+            assert_eq!(Arc::strong_count(&got[0]), 8);
+        }
+    }
+
     #[test]
     fn alloc_guard_refuses_overflowing_and_impossible_sizes_with_torchs_messages() {
         let e = alloc_guard(&[1 << 62], DType::F32).unwrap_err().to_string();

@@ -148,6 +148,11 @@ def test_allow_tf32_switch():
 
 
 def test_host_fallbacks_are_counted():
-    # (ops without a GPU kernel run on the host; the counter shows which still do)
+    # ops without a GPU kernel run on the host (counted); the others do not
+    x = rgrad.randn(4, 3, device="cuda")
     n = rgrad._C._cuda_host_fallbacks()
-    assert isinstance(n, int)
+    y = x.exp().sum(0)
+    assert rgrad._C._cuda_host_fallbacks() == n
+    z = rgrad.zeros(5, 3, device="cuda").index_put((rgrad.tensor([0, 2, 3, 4], device="cuda"),), x)
+    assert rgrad._C._cuda_host_fallbacks() > n
+    assert z.is_cuda and y.is_cuda

@@ -165,6 +165,7 @@ def get_default_device() -> device:
 
 
 device.__module__ = "rgrad"
+_DeviceType = device  # (for functions whose torch signature has a `device` parameter)
 
 _CPU = device("cpu")
 
@@ -248,11 +249,9 @@ def _to(self: Tensor, *args, **kwargs) -> Tensor:
             raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
     out = self
     if dev is not None:
-        dev = device(dev)
-        if dev.type == "cuda" and dev.index is None:
-            dev = device("cuda", _C._cuda_current_device())
-        if str(dev) != self._device_str.split(":")[0] and str(dev) != self._device_str:
-            out = out._to_device(str(dev))
+        target = _device_str_of(device(dev))
+        if target != self._device_str:
+            out = out._to_device(target)
     if dtype is not None and (dtype != out.dtype or (copy and out is self)):
         return out._to_dtype(dtype, copy and out is self)
     if copy and out is self:
@@ -265,17 +264,22 @@ def _device_of(self: Tensor) -> device:
     return _CPU if s == "cpu" else device(s)
 
 
+def _device_str_of(d: device) -> str:
+    """A device as tensors name theirs (``_device_str``): ``cpu`` (any index), ``cuda:N``
+    (no index: the current device)."""
+    if d.type == "cuda":
+        return f"cuda:{_C._cuda_current_device() if d.index is None else d.index}"
+    return d.type
+
+
 def _cuda(self: Tensor, device=None, non_blocking=False, memory_format=None) -> Tensor:
     """Returns a copy of this tensor on a CUDA device (the current one by default); the
     tensor itself when it is there already."""
-    if device is None:
-        device = _C._cuda_current_device()
-    else:
-        d = globals()["device"](device)
-        if d.type != "cuda":
-            raise RuntimeError("Invalid device, must be cuda device")
-        device = d.index if d.index is not None else _C._cuda_current_device()
-    return self._to_device(f"cuda:{device}") if self._device_str != f"cuda:{device}" else self
+    d = _DeviceType("cuda" if device is None else device)
+    if d.type != "cuda":
+        raise RuntimeError("Invalid device, must be cuda device")
+    target = _device_str_of(d)
+    return self if self._device_str == target else self._to_device(target)
 
 
 def _cpu(self: Tensor, memory_format=None) -> Tensor:

@@ -45,8 +45,7 @@ pub fn to_device(x: &Tensor, device: Device) -> Result<Tensor> {
     if from == device {
         return Ok(x.clone());
     }
-    let backend = k::on(device)?; // (torch's error for a device that is not there)
-    let _ = backend;
+    k::on(device)?; // (torch's error for a device that is not there, before any copy)
     let dtype = s.dtype;
     let fwd = || {
         preserving_format(&s.layout, |l| {

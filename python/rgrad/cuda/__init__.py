@@ -297,18 +297,16 @@ def stream(stream: Stream | None):
         _C._cuda_set_stream(idx, prev._s)
 
 
-_seed = [None]
-
-
 def manual_seed(seed: int) -> None:
-    """Seeds the CUDA generator. (rgrad draws a CUDA tensor's random numbers with the CPU
-    generator and copies them: seed that with ``rgrad.manual_seed``.)"""
-    _seed[0] = int(seed)
+    """Accepted for torch compatibility and does nothing yet: rgrad has no CUDA generator
+    (a CUDA tensor's random numbers are drawn by the CPU generator and copied up, so
+    ``rgrad.manual_seed`` seeds them)."""
+    int(seed)  # (torch's type check of the argument)
 
 
 def manual_seed_all(seed: int) -> None:
-    """Seeds the CUDA generators of every device (see `manual_seed`)."""
-    _seed[0] = int(seed)
+    """As `manual_seed`, for every device."""
+    int(seed)
 
 
 def memory_stats(device=None) -> dict:

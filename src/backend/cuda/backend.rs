@@ -163,23 +163,22 @@ impl Cuda {
         out_dt: DType,
         extra: impl FnOnce(&mut Args),
     ) -> Result<Option<Buffer>> {
-        // A CPU scalar (a 0-d tensor, broadcast) may join a CUDA op, as in torch: its one
-        // element is copied up. Any other host operand is torch's device error.
-        let mut up = Vec::new();
-        for (b, l) in ops {
-            if !matches!(b, Buffer::Cuda(_)) && (b.len() == 1 || l.strides.iter().all(|&s| s == 0))
-            {
-                up.push(Some(upload(b, self.0)?));
-            } else {
-                up.push(None);
-            }
-        }
+        // torch's device check (the op layer's rule: a one-element host buffer, a CPU
+        // scalar, may join), then such a scalar's element copied up
+        let bufs: Vec<&Buffer> = ops.iter().map(|(b, _)| *b).collect();
+        crate::backend::check_same_device(&bufs)?;
+        let up = ops
+            .iter()
+            .map(|(b, _)| match b {
+                Buffer::Cuda(_) => Ok(None),
+                _ => upload(b, self.0).map(Some),
+            })
+            .collect::<Result<Vec<_>>>()?;
         let ops: Vec<(&Buffer, &Layout)> = ops
             .iter()
             .zip(&up)
             .map(|((b, l), u)| (u.as_ref().unwrap_or(b), *l))
             .collect();
-        crate::device::common_device(ops.iter().map(|(b, _)| b.device()))?;
         let lays: Vec<&Layout> = ops.iter().map(|(_, l)| *l).collect();
         let Some((s, ls)) = geometry(shape, &lays) else {
             return Ok(None);
@@ -205,7 +204,7 @@ impl Cuda {
         let shape: Vec<usize> = l.shape.to_vec();
         let c = Layout::contiguous(&shape);
         if l.is_contiguous() && l.offset == 0 {
-            return Ok((self.copy_of(b)?, c));
+            return Ok((upload(b, self.0)?, c)); // (a device-to-device copy)
         }
         let dt = b.dtype();
         let k = memo1((7, dt as u32, dt as u32, 0), || source::cast(dt, dt));
@@ -217,9 +216,6 @@ impl Cuda {
                 Ok((self.up(cpu::elementwise::cast(&h, l, dt))?, c))
             }
         }
-    }
-    fn copy_of(&self, b: &Buffer) -> Result<Buffer> {
-        upload(b, self.0)
     }
 }
 
@@ -248,18 +244,6 @@ fn memo(
 fn memo1(key: MemoKey, make: impl Fn() -> source::KernelSrc) -> Arc<source::KernelSrc> {
     // (never None: a key is only ever made by one generator, and this one has a kernel)
     memo(key, || Some(make())).unwrap_or_else(|| Arc::new(make()))
-}
-
-/// torch's device check of a CUDA op's operands: CPU scalars (0-d, broadcast) may join.
-fn check_devices(ops: &[(&Buffer, &Layout)]) -> Result<()> {
-    crate::device::common_device(
-        ops.iter()
-            .filter(|(b, l)| {
-                matches!(b, Buffer::Cuda(_)) || !(b.len() == 1 || l.strides.iter().all(|&s| s == 0))
-            })
-            .map(|(b, _)| b.device()),
-    )?;
-    Ok(())
 }
 
 /// A scalar as the kernel's C type of `dt` (fill's value).
@@ -334,14 +318,16 @@ impl Backend for Cuda {
         self.up(cpu::unary::polygamma(n, &host(x)?, lx))
     }
     fn logical_not(&self, x: &Buffer, lx: &Layout) -> Result<Buffer> {
-        // `x == 0` (bool)
-        let zero = self.full(x.dtype(), 1, Scalar::Int(0))?;
-        let lz = Layout {
-            shape: lx.shape.clone(),
-            strides: lx.shape.iter().map(|_| 0).collect(),
-            offset: 0,
-        };
-        self.binary(BinaryOp::Eq, x, lx, &zero, &lz)
+        // (bool only: the op layer converts other dtypes first, as for the CPU's kernel)
+        if let Some(k) = memo((15, x.dtype() as u32, 0, 0), || {
+            source::logical_not(x.dtype())
+        }) {
+            if let Some(b) = self.elementwise(&k, &lx.shape, &[(x, lx)], DType::Bool, |_| {})? {
+                return Ok(b);
+            }
+        }
+        self.fallback();
+        self.up(cpu::unary::logical_not(&host(x)?, lx))
     }
     fn clamp(&self, x: &Buffer, lx: &Layout, lo: Option<f64>, hi: Option<f64>) -> Result<Buffer> {
         if let Some(k) = memo((2, x.dtype() as u32, 0, 0), || source::clamp(x.dtype())) {
@@ -366,7 +352,7 @@ impl Backend for Cuda {
         b: &Buffer,
         lb: &Layout,
     ) -> Result<Buffer> {
-        check_devices(&[(a, la), (b, lb)])?;
+        crate::backend::check_same_device(&[a, b])?;
         if let Some(k) = memo((3, op as u32, a.dtype() as u32, 0), || {
             source::binary(op, a.dtype())
         }) {
@@ -413,7 +399,7 @@ impl Backend for Cuda {
         b: &Buffer,
         lb: &Layout,
     ) -> Result<Buffer> {
-        check_devices(&[(a, la), (b, lb)])?;
+        crate::backend::check_same_device(&[a, b])?;
         if let Some(k) = memo((5, op as u32, a.dtype() as u32, 0), || {
             source::binary_fn(op, a.dtype())
         }) {
@@ -445,7 +431,7 @@ impl Backend for Cuda {
         b: &Buffer,
         lb: &Layout,
     ) -> Result<Buffer> {
-        check_devices(&[(cond, lc), (a, la), (b, lb)])?;
+        crate::backend::check_same_device(&[cond, a, b])?;
         let k = memo1((6, a.dtype() as u32, 0, 0), || source::where_(a.dtype()));
         if let Some(r) = self.elementwise(
             &k,
@@ -756,7 +742,7 @@ impl Backend for Cuda {
     }
 
     fn bmm(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Buffer> {
-        check_devices(&[(a, la), (b, lb)])?;
+        crate::backend::check_same_device(&[a, b])?;
         let nd = la.ndim();
         let (m, n) = (la.shape[nd - 2], lb.shape[nd - 1]);
         let batch = if nd == 3 { la.shape[0] } else { 1 };
@@ -774,7 +760,7 @@ impl Backend for Cuda {
         b: &Buffer,
         lb: &Layout,
     ) -> Result<Option<Buffer>> {
-        check_devices(&[(c, lc), (a, la), (b, lb)])?;
+        crate::backend::check_same_device(&[c, a, b])?;
         if !a.dtype().is_float() {
             return Ok(None);
         }

@@ -184,7 +184,7 @@ fn open(ordinal: u32) -> Result<Dev> {
             )
         })
         .unwrap_or_default();
-    let default_stream = Arc::new(Stream::create(ordinal, ctx, 0)?);
+    let default_stream = Arc::new(Stream::create(ordinal, 0)?);
     Ok(Dev {
         ordinal,
         cu_dev,
@@ -216,7 +216,7 @@ unsafe impl Send for Stream {}
 unsafe impl Sync for Stream {}
 
 impl Stream {
-    fn create(device: u32, _ctx: sys::CUcontext, priority: i32) -> Result<Stream> {
+    fn create(device: u32, priority: i32) -> Result<Stream> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let raw =
             result::stream::create_with_priority(result::stream::StreamKind::NonBlocking, priority)
@@ -232,7 +232,7 @@ impl Stream {
     pub fn new(device: u32, priority: i32) -> Result<Arc<Stream>> {
         let d = self::device(device)?;
         d.bind()?;
-        Ok(Arc::new(Stream::create(device, d.ctx, priority)?))
+        Ok(Arc::new(Stream::create(device, priority)?))
     }
     pub fn synchronize(&self) -> Result<()> {
         self::device(self.device)?.bind()?;

@@ -143,30 +143,40 @@ fn cubin(cc: (i32, i32), k: &KernelSrc) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// A kernel's arguments, each copied to the heap so the driver can read it by pointer.
+/// A kernel's arguments, packed in one 8-byte-aligned buffer (one allocation per launch);
+/// the driver reads each through a pointer into it.
 #[derive(Default)]
 pub struct Args {
-    vals: Vec<Box<[u64]>>,
+    words: Vec<u64>,
+    /// Where each argument starts, in words.
+    starts: Vec<usize>,
 }
 
 impl Args {
     pub fn new() -> Args {
-        Args::default()
+        Args {
+            words: Vec::with_capacity(64),
+            starts: Vec::with_capacity(12),
+        }
     }
     /// Adds a plain value (a number, a pointer, an `RgShape`).
     pub fn push<T: Copy>(&mut self, v: T) -> &mut Args {
+        let at = self.words.len();
         let words = std::mem::size_of::<T>().div_ceil(8).max(1);
-        let mut b = vec![0u64; words].into_boxed_slice();
-        // SAFETY: the box has room for `T` and is 8-byte aligned (as every kernel
-        // parameter type here needs at most).
-        unsafe { std::ptr::write(b.as_mut_ptr() as *mut T, v) };
-        self.vals.push(b);
+        self.words.resize(at + words, 0);
+        // SAFETY: words `at..at + words` hold `size_of::<T>()` bytes and are 8-byte
+        // aligned, as every kernel parameter type here needs at most.
+        unsafe { std::ptr::write_unaligned(self.words.as_mut_ptr().add(at) as *mut T, v) };
+        self.starts.push(at);
         self
     }
+    /// The arguments' addresses (valid until the next `push`).
     fn ptrs(&mut self) -> Vec<*mut c_void> {
-        self.vals
-            .iter_mut()
-            .map(|b| b.as_mut_ptr() as *mut c_void)
+        let base = self.words.as_mut_ptr();
+        self.starts
+            // SAFETY: every start is inside `words`.
+            .iter()
+            .map(|&at| unsafe { base.add(at) } as *mut c_void)
             .collect()
     }
 }
@@ -213,6 +223,32 @@ pub fn launch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each argument reads back, through its pointer, as pushed.
+    #[test]
+    fn arguments_read_back_through_their_pointers() {
+        let shape = RgShape {
+            ndim: 3,
+            size: [7; MAXD],
+        };
+        let mut a = Args::new();
+        a.push(5i64)
+            .push(shape)
+            .push(2.5f32)
+            .push(u8::from(true))
+            .push(0xdead_beefu64);
+        let p = a.ptrs();
+        assert_eq!(p.len(), 5);
+        // SAFETY: each pointer was made for the type pushed there.
+        unsafe {
+            assert_eq!(*(p[0] as *const i64), 5);
+            assert_eq!(*(p[1] as *const RgShape), shape);
+            assert_eq!(*(p[2] as *const f32), 2.5);
+            assert_eq!(*(p[3] as *const u8), 1);
+            assert_eq!(*(p[4] as *const u64), 0xdead_beef);
+            assert_eq!(p[1] as usize % 8, 0);
+        }
+    }
 
     fn lay(shape: &[usize], strides: &[usize], offset: usize) -> Layout {
         Layout {
