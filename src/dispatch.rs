@@ -122,11 +122,11 @@ pub(crate) fn node_origin() -> Origin {
 
 #[inline(never)]
 fn origin_extra(bits: u8, seq: u64) -> Option<Arc<crate::autograd::graph::OriginExtra>> {
-    let mut range = None;
-    if bits & PROFILER != 0 {
-        crate::profiler::made_node(seq);
-        range = crate::profiler::current_user_range();
-    }
+    let range = if bits & PROFILER != 0 {
+        crate::profiler::node_made(seq)
+    } else {
+        None
+    };
     let anomaly = if bits & ANOMALY != 0 {
         crate::autograd::anomaly::capture()
     } else {
@@ -245,12 +245,12 @@ pub fn evaluate<R>(node: &NodeRef, f: impl FnOnce() -> Result<R>) -> Result<R> {
 #[inline(never)]
 fn evaluate_observed<R>(bits: u8, node: &NodeRef, f: impl FnOnce() -> Result<R>) -> Result<R> {
     let origin = node.origin();
-    let user = origin.extra.as_ref().and_then(|e| e.range.clone());
+    let user = origin.extra.as_ref().and_then(|e| e.range);
     let profiling = bits & PROFILER != 0;
     // a node made inside a `record_function` range is reported under it in backward too
     let _user = match user {
         Some(r) if profiling => crate::profiler::begin(
-            Cow::Owned(format!("{r} (backward)")),
+            Cow::Borrowed(r),
             crate::profiler::Scope::UserScope,
             Vec::new,
         ),

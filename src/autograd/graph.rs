@@ -199,8 +199,9 @@ pub struct OriginExtra {
     /// anomaly mode: the Python traceback of the forward call, and the node whose
     /// backward made this one
     pub anomaly: Option<Arc<crate::autograd::anomaly::Made>>,
-    /// the profiler: the innermost `record_function` range it was made in
-    pub range: Option<Arc<str>>,
+    /// the profiler: the name of the innermost `record_function` range it was made in,
+    /// for its backward (`"<range> (backward)"`)
+    pub range: Option<&'static str>,
 }
 
 // ---- the arena -------------------------------------------------------------------------

@@ -4,9 +4,9 @@
 //! [`Event`] in its thread's own buffer; allocations and frees are [`MemRecord`]s.
 //!
 //! Cost: off, one relaxed atomic load per op (in `dispatch`). On, an event is two reads
-//! of the time-stamp counter and one atomic exchange on the thread's own buffer; names are
-//! `&'static str` for built-in ops and nodes (a custom Function's node name is the only
-//! one that allocates). Nesting is kept on a thread-local stack, so each event knows its
+//! of the time-stamp counter and a few plain stores into the thread's own log (no locked
+//! instruction: see [`log`]); names are `&'static str` for built-in ops and nodes (a
+//! run-time name, a custom Function's or a user range's, is interned once). Nesting is kept on a thread-local stack, so each event knows its
 //! parent without the reader re-deriving it from times. [`stop`] gathers every thread's
 //! buffer (backward worker threads included) into one [`Recording`], which converts the
 //! counter ticks to nanoseconds since the start and averages by key without building an
@@ -14,13 +14,15 @@
 
 use parking_lot::Mutex;
 use std::borrow::Cow;
-use std::cell::{RefCell, UnsafeCell};
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
+mod log;
 pub mod nvtx;
 mod recording;
+use log::{Cursor, Log};
 pub use recording::{Average, Events, Recording};
 
 /// What a session records beyond names and times.
@@ -106,21 +108,25 @@ impl Event {
 
 /// A name as a `&'static str`: built-in names are; a run-time name (a custom Function's,
 /// a user range's) is interned once per distinct name for the life of the process.
+#[inline]
 fn intern(name: Cow<'static, str>) -> &'static str {
     match name {
         Cow::Borrowed(s) => s,
-        Cow::Owned(s) => {
-            static NAMES: Mutex<Option<std::collections::HashSet<&'static str>>> = Mutex::new(None);
-            let mut names = NAMES.lock();
-            let names = names.get_or_insert_with(Default::default);
-            match names.get(s.as_str()) {
-                Some(&n) => n,
-                None => {
-                    let n: &'static str = Box::leak(s.into_boxed_str());
-                    names.insert(n);
-                    n
-                }
-            }
+        Cow::Owned(s) => intern_owned(s),
+    }
+}
+
+#[cold]
+fn intern_owned(s: String) -> &'static str {
+    static NAMES: Mutex<Option<std::collections::HashSet<&'static str>>> = Mutex::new(None);
+    let mut names = NAMES.lock();
+    let names = names.get_or_insert_with(Default::default);
+    match names.get(s.as_str()) {
+        Some(&n) => n,
+        None => {
+            let n: &'static str = Box::leak(s.into_boxed_str());
+            names.insert(n);
+            n
         }
     }
 }
@@ -188,98 +194,55 @@ struct Session {
     buffers: Vec<Arc<ThreadBuffer>>,
 }
 
-/// A thread's records, written by that thread alone, without a lock: one atomic
-/// exchange per event (`write`); [`stop`] reads them once no write is under way.
+/// A thread's records: written by that thread alone through its cursors (in [`Local`]),
+/// read by [`stop`] (see [`log`]).
 struct ThreadBuffer {
-    busy: AtomicBool,
-    data: UnsafeCell<Buffer>,
+    events: Log<Event, CHUNK_EVENTS>,
+    memory: Log<MemRecord, MEMORY_CHUNK>,
 }
 
-// SAFETY: `data` is written only by the owning thread inside `write`, and read only by
-// `take`, whose protocol (below) excludes a concurrent `write`.
-unsafe impl Sync for ThreadBuffer {}
-
-impl ThreadBuffer {
-    /// Runs `f` on the records if they still belong to the session `generation`.
-    #[inline]
-    fn write(&self, generation: u64, f: impl FnOnce(&mut Buffer)) {
-        // Dekker's pattern with `take`: whichever of this store and `take`'s load of
-        // `busy` comes first in the single order of SeqCst operations, either `take` waits
-        // for this write, or this thread sees the new generation and does not write.
-        self.busy.store(true, Ordering::SeqCst);
-        if GENERATION.load(Ordering::SeqCst) == generation {
-            // SAFETY: only the owning thread calls `write`; `take` does not read while
-            // `busy` is set (see above).
-            f(unsafe { &mut *self.data.get() });
-        }
-        self.busy.store(false, Ordering::Release);
-    }
-    /// The records; called by `stop` after it bumped `GENERATION`, so that no write
-    /// starts after the wait below.
-    fn take(&self) -> Buffer {
-        while self.busy.load(Ordering::SeqCst) {
-            std::hint::spin_loop();
-        }
-        // SAFETY: no write is under way (busy is clear) and none will start (the
-        // generation moved on before the wait); the Acquire of the load orders this read
-        // after the last write's Release.
-        std::mem::take(unsafe { &mut *self.data.get() })
-    }
-}
-
-/// A thread's records. Events go in fixed-size chunks: no reallocation copies a
-/// growing buffer, and no doubling leaves half of one unused.
-#[derive(Default)]
-struct Buffer {
-    events: Vec<Vec<Event>>,
-    memory: Vec<MemRecord>,
-}
-
+/// Events per chunk: a chunk never moves once written, and no doubling leaves half of one
+/// unused.
 const CHUNK_EVENTS: usize = 8192;
+const MEMORY_CHUNK: usize = 4096;
 
 /// Emptied chunks kept for the next sessions (a fresh chunk costs a page fault per 51
 /// events on first touch); at most `POOL_CHUNKS` of them (5 MB).
 static CHUNK_POOL: Mutex<Vec<Vec<Event>>> = Mutex::new(Vec::new());
 const POOL_CHUNKS: usize = 8;
 
-impl Buffer {
-    #[inline]
-    fn push(&mut self, e: Event) {
-        match self.events.last_mut() {
-            Some(c) if c.len() < CHUNK_EVENTS => c.push(e),
-            _ => self.push_in_new_chunk(e),
-        }
+/// Where event chunks come from: the pool, else new memory.
+struct EventPool;
+impl log::Chunks<Event> for EventPool {
+    fn fresh(&self) -> Vec<Event> {
+        CHUNK_POOL.lock().pop().unwrap_or_default()
     }
-    #[cold]
-    fn push_in_new_chunk(&mut self, e: Event) {
-        let mut c = CHUNK_POOL
-            .lock()
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(CHUNK_EVENTS));
-        c.push(e);
-        self.events.push(c);
+}
+
+struct NewChunks;
+impl<T> log::Chunks<T> for NewChunks {
+    fn fresh(&self) -> Vec<T> {
+        Vec::new()
     }
 }
 
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
 
-/// An event begun and not yet ended.
+/// An event begun and not yet ended: all of it but its end time. It owns nothing beside
+/// its event (`end_on` moves the event out and forgets the rest).
 struct Open {
-    id: u64,
-    name: Cow<'static, str>,
-    evaluate: bool,
-    start: u64,
-    seq: i64,
-    fwd_thread: u32,
-    scope: Scope,
-    shapes: Option<Box<[Box<[usize]>]>>,
-    stack: Option<Arc<dyn crate::autograd::anomaly::Traceback>>,
+    event: Event,
+    /// a user range's name for the backward of the nodes made inside it, made on first use
+    backward: Option<&'static str>,
 }
 
 struct Local {
     generation: u64,
     config: Config,
     buffer: Option<Arc<ThreadBuffer>>,
+    /// where this thread writes in `buffer`'s logs
+    events: Cursor<Event>,
+    memory: Cursor<MemRecord>,
     /// this thread's id (see [`thread_id`])
     thread: u32,
     open: Vec<Open>,
@@ -290,22 +253,60 @@ struct Local {
 }
 
 thread_local! {
-    static LOCAL: RefCell<Local> = const {
-        RefCell::new(Local {
-            generation: 0,
-            config: Config {
-                record_shapes: false,
-                profile_memory: false,
-                with_flops: false,
-                with_stack: false,
-            },
-            buffer: None,
-            thread: 0,
-            open: Vec::new(),
-            next_id: 0,
-            last_id: 0,
-        })
-    };
+    /// This thread's recorder state, made on its first event. A type without a destructor
+    /// here keeps each access a plain load: a thread-local with one (a `RefCell<Local>`)
+    /// checks its registration state on every access, which the hot path pays per event.
+    static LOCAL: Cell<*const RefCell<Local>> = const { Cell::new(std::ptr::null()) };
+    /// Frees that state when the thread exits.
+    static LOCAL_OWNER: LocalOwner = const { LocalOwner(Cell::new(std::ptr::null())) };
+}
+
+struct LocalOwner(Cell<*const RefCell<Local>>);
+
+impl Drop for LocalOwner {
+    fn drop(&mut self) {
+        let p = self.0.replace(std::ptr::null());
+        if !p.is_null() {
+            // (an event begun after this, by another thread-local's destructor, makes a
+            // new state that is not freed)
+            let _ = LOCAL.try_with(|l| l.set(std::ptr::null()));
+            // SAFETY: `p` came from `Box::into_raw` in `with_local`, and no Range of this
+            // thread is left (the thread's stack is gone).
+            drop(unsafe { Box::from_raw(p.cast_mut()) });
+        }
+    }
+}
+
+/// Runs `f` on this thread's recorder state.
+#[inline]
+fn with_local<R>(f: impl FnOnce(&RefCell<Local>) -> R) -> R {
+    let mut p = LOCAL.get();
+    if p.is_null() {
+        p = new_local();
+    }
+    // SAFETY: `p` is this thread's state, freed only when the thread exits.
+    f(unsafe { &*p })
+}
+
+#[cold]
+#[inline(never)]
+fn new_local() -> *const RefCell<Local> {
+    let p = Box::into_raw(Box::new(RefCell::new(Local {
+        generation: 0,
+        config: Config::default(),
+        buffer: None,
+        events: Cursor::new(),
+        memory: Cursor::new(),
+        thread: 0,
+        open: Vec::new(),
+        next_id: 0,
+        last_id: 0,
+    })))
+    .cast_const();
+    LOCAL.set(p);
+    // (a thread already past its thread-locals' destruction keeps the state)
+    let _ = LOCAL_OWNER.try_with(|o| o.0.set(p));
+    p
 }
 
 const ID_BLOCK: u64 = 1024;
@@ -313,22 +314,32 @@ const ID_BLOCK: u64 = 1024;
 impl Local {
     /// This thread's buffer in the current session (registered on first use), or `None`
     /// when no session is on.
+    #[inline]
     fn attach(&mut self) -> bool {
         let generation = GENERATION.load(Ordering::Acquire);
         if self.generation == generation && self.buffer.is_some() {
             return true;
         }
+        self.attach_to(generation)
+    }
+    #[cold]
+    #[inline(never)]
+    fn attach_to(&mut self, generation: u64) -> bool {
         let mut s = SESSION.lock();
         let Some(session) = s.as_mut() else {
             return false;
         };
         let buffer = Arc::new(ThreadBuffer {
-            busy: AtomicBool::new(false),
-            data: UnsafeCell::new(Buffer::default()),
+            events: Log::new(),
+            memory: Log::new(),
         });
         session.buffers.push(buffer.clone());
         self.config = session.config;
+        // (the cursors are the old buffer's until here: it goes, with what this thread
+        // wrote after its session stopped)
         self.buffer = Some(buffer);
+        self.events = Cursor::new();
+        self.memory = Cursor::new();
         self.thread = thread_id();
         self.generation = generation;
         self.open.clear();
@@ -392,23 +403,28 @@ pub fn stop() -> crate::Result<Recording> {
     let span = end_ticks.saturating_sub(session.start_ticks).max(1);
     let ns_per_tick = elapsed.as_nanos() as f64 / span as f64;
     let to_ns = |t: u64| (t.saturating_sub(session.start_ticks) as f64 * ns_per_tick) as u64;
-    let buffers: Vec<_> = session.buffers.iter().map(|b| b.take()).collect();
-    // the chunks stay where they are (no second copy of a million events); an index
-    // gives the order
+    // the full chunks move here (no second copy of a million events); an index gives
+    // the order
     let mut chunks = Vec::new();
     let mut memory = Vec::new();
-    for mut b in buffers {
-        for mut chunk in b.events.drain(..) {
+    for b in &session.buffers {
+        let (full, current) = b.events.take();
+        for mut chunk in full.into_iter().chain([current]) {
             for e in &mut chunk {
                 e.start = to_ns(e.start);
                 e.end = to_ns(e.end);
             }
-            chunks.push(chunk);
+            if !chunk.is_empty() {
+                chunks.push(chunk);
+            }
         }
-        memory.extend(b.memory.drain(..).map(|mut m| {
-            m.at = to_ns(m.at);
-            m
-        }));
+        let (full, current) = b.memory.take();
+        for chunk in full.into_iter().chain([current]) {
+            memory.extend(chunk.into_iter().map(|mut m| {
+                m.at = to_ns(m.at);
+                m
+            }));
+        }
     }
     let mut order: Vec<(u32, u32)> = chunks
         .iter()
@@ -435,12 +451,18 @@ pub fn stop() -> crate::Result<Recording> {
 /// An open range, ended when dropped (on every path out of the op, errors included).
 #[must_use]
 pub struct Range {
-    _not_send: std::marker::PhantomData<*const ()>,
+    /// the state of the thread that began it (a Range is not `Send`): its end needs no
+    /// second thread-local look-up, which costs a call in a shared library
+    local: *const RefCell<Local>,
 }
 
 impl Drop for Range {
+    #[inline]
     fn drop(&mut self) {
-        end();
+        let end = ticks();
+        // SAFETY: `local` is this thread's `LOCAL` (a Range stays on the thread that made
+        // it), which lives until the thread exits, after every Range on its stack.
+        end_on(unsafe { &*self.local }, end);
     }
 }
 
@@ -476,8 +498,8 @@ fn begin_full(
     fwd_thread: u32,
     shapes: impl FnOnce() -> Vec<Box<[usize]>>,
 ) -> Option<Range> {
-    LOCAL.with(|l| {
-        let mut l = l.borrow_mut();
+    with_local(|cell| {
+        let mut l = cell.borrow_mut();
         if !l.attach() {
             return None;
         }
@@ -487,25 +509,41 @@ fn begin_full(
         } else {
             None
         };
-        let id = l.new_id();
-        l.open.push(Open {
-            id,
-            name,
+        let flops = if l.config.with_flops {
+            shapes.as_deref().and_then(|s| flops(&name, s))
+        } else {
+            None
+        };
+        let extra = (shapes.is_some() || flops.is_some() || stack.is_some()).then(|| {
+            Box::new(EventExtra {
+                shapes,
+                flops,
+                stack,
+            })
+        });
+        let event = Event {
+            id: l.new_id(),
+            // (ranges nest on a thread: the innermost open one is the parent until the end)
+            parent: l.open.last().map_or(0, |p| p.event.id),
+            name: intern(name),
             evaluate,
+            thread: l.thread,
             start: 0,
+            end: 0,
             seq,
             fwd_thread,
             scope,
-            shapes,
-            stack,
+            extra,
+        };
+        l.open.push(Open {
+            event,
+            backward: None,
         });
         // (the clock is read last, so the bookkeeping above is not counted in the op)
         if let Some(o) = l.open.last_mut() {
-            o.start = ticks();
+            o.event.start = ticks();
         }
-        Some(Range {
-            _not_send: std::marker::PhantomData,
-        })
+        Some(Range { local: cell })
     })
 }
 
@@ -513,66 +551,57 @@ fn begin_full(
 /// a binding whose range ends in another call, such as a `with` block's exit).
 pub fn end() {
     let end = ticks();
-    LOCAL.with(|l| {
-        let mut l = l.borrow_mut();
-        let Some(o) = l.open.pop() else { return };
-        let parent = l.open.last().map_or(0, |p| p.id);
-        let flops = if l.config.with_flops {
-            o.shapes.as_deref().and_then(|s| flops(&o.name, s))
-        } else {
-            None
-        };
-        let extra = (o.shapes.is_some() || flops.is_some() || o.stack.is_some()).then(|| {
-            Box::new(EventExtra {
-                shapes: o.shapes,
-                flops,
-                stack: o.stack,
-            })
+    with_local(|l| end_on(l, end));
+}
+
+#[inline]
+fn end_on(local: &RefCell<Local>, end: u64) {
+    let l = &mut *local.borrow_mut();
+    let Some(open) = l.open.last_mut() else {
+        return;
+    };
+    open.event.end = end;
+    let Some(b) = &l.buffer else {
+        l.open.pop();
+        return;
+    };
+    let last = l.open.len() - 1;
+    let event: *const Event = &l.open[last].event;
+    // SAFETY: the event moves from the open stack to the log: copied into the slot here,
+    // then forgotten by the stack (`set_len`; the rest of an `Open` owns nothing).
+    unsafe {
+        b.events.push_with(&mut l.events, &EventPool, |slot| {
+            std::ptr::copy_nonoverlapping(event, slot, 1)
         });
-        let event = Event {
-            id: o.id,
-            parent,
-            name: intern(o.name),
-            evaluate: o.evaluate,
-            thread: l.thread,
-            start: o.start,
-            end,
-            seq: o.seq,
-            fwd_thread: o.fwd_thread,
-            scope: o.scope,
-            extra,
-        };
-        if let Some(b) = &l.buffer {
-            b.write(l.generation, |buf| buf.push(event));
-        }
-    });
+        l.open.set_len(last);
+    }
 }
 
 /// The op running on this thread made the node numbered `seq`: its event carries the
-/// number (torch's link from a forward op to its backward node).
-pub fn made_node(seq: u64) {
-    LOCAL.with(|l| {
+/// number (torch's link from a forward op to its backward node). Returns the name under
+/// which the node's backward is reported too when it was made inside a user range
+/// (`record_function`): `"<range> (backward)"`.
+pub fn node_made(seq: u64) -> Option<&'static str> {
+    with_local(|l| {
         let mut l = l.borrow_mut();
         if let Some(o) = l.open.last_mut()
-            && o.scope == Scope::Function
-            && o.seq < 0
+            && o.event.scope == Scope::Function
+            && o.event.seq < 0
         {
             // (torch gives a forward op no fwd_thread: that field marks backward events)
-            o.seq = seq as i64;
+            o.event.seq = seq as i64;
         }
-    })
-}
-
-/// The innermost user range open on this thread (a `record_function` name), for the
-/// node a forward op makes inside it: its backward is reported under the range too.
-pub fn current_user_range() -> Option<Arc<str>> {
-    LOCAL.with(|l| {
-        let l = l.borrow();
-        l.open
-            .iter()
+        let range = l
+            .open
+            .iter_mut()
             .rev()
-            .find(|o| o.scope == Scope::UserScope)
-            .map(|o| Arc::from(&*o.name))
+            .find(|o| o.event.scope == Scope::UserScope)?;
+        let name = range.event.name;
+        Some(
+            *range
+                .backward
+                .get_or_insert_with(|| intern(Cow::Owned(format!("{name} (backward)")))),
+        )
     })
 }
 
@@ -588,16 +617,18 @@ pub fn memory(bytes: i64) {
 #[inline(never)]
 fn memory_slow(bytes: i64) {
     let at = ticks();
-    LOCAL.with(|l| {
-        let mut l = l.borrow_mut();
+    with_local(|l| {
+        let l = &mut *l.borrow_mut();
         if !l.attach() {
             return;
         }
-        let thread = l.thread;
+        let record = MemRecord {
+            at,
+            bytes,
+            thread: l.thread,
+        };
         if let Some(b) = &l.buffer {
-            b.write(l.generation, |buf| {
-                buf.memory.push(MemRecord { at, bytes, thread })
-            });
+            b.memory.push(&mut l.memory, record, &NewChunks);
         }
     })
 }
@@ -634,7 +665,7 @@ mod tests {
         {
             let _outer = begin("outer".into(), Scope::UserScope, Vec::new);
             let _inner = begin("aten::mul".into(), Scope::Function, Vec::new);
-            made_node(7);
+            assert_eq!(node_made(7), Some("outer (backward)"));
         }
         let r = stop().unwrap();
         let outer = r.events.iter().find(|e| e.name == "outer").unwrap();

@@ -1,7 +1,7 @@
 //! What a session recorded ([`Recording`]): its events in torch's order, kept in the
 //! chunks they were written to, and `key_averages` computed from them in torch's units.
 
-use super::{CHUNK_POOL, Config, Event, MemRecord, POOL_CHUNKS, Scope};
+use super::{CHUNK_EVENTS, CHUNK_POOL, Config, Event, MemRecord, POOL_CHUNKS, Scope};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -40,12 +40,15 @@ impl Drop for Events {
     fn drop(&mut self) {
         // emptied chunks go back to the pool for the next session
         let mut pool = CHUNK_POOL.lock();
+        // (the copies of partly written chunks are too small to keep)
         for mut chunk in self.chunks.drain(..) {
             if pool.len() >= POOL_CHUNKS {
                 break;
             }
-            chunk.clear();
-            pool.push(chunk);
+            if chunk.capacity() >= CHUNK_EVENTS {
+                chunk.clear();
+                pool.push(chunk);
+            }
         }
     }
 }
