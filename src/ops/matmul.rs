@@ -317,6 +317,34 @@ impl Backward for AddmmBackward0 {
         let db = db.map(|d| scaled(d, 1)).transpose()?;
         Ok(smallvec::smallvec![di, da, db])
     }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let g = grad0(g)?;
+            let scaled = |x: Tensor, i: usize| match &self.scales {
+                Some(s) => mul_scalar(&x, s[i]),
+                None => Ok(x),
+            };
+            let di = if ctx.needs_input_grad(0) {
+                let d = scaled(g.clone(), 0)?;
+                Some(match &self.input_shape {
+                    Some(shape) => super::sum_to_batched(&d, shape)?,
+                    None => d,
+                })
+            } else {
+                None
+            };
+            let (da, db) = self.mm.operand_grads_batched(ctx, &g, [1, 2])?;
+            let da = da.map(|d| scaled(d, 1)).transpose()?;
+            let db = db.map(|d| scaled(d, 1)).transpose()?;
+            Ok(smallvec::smallvec![di, da, db])
+        };
+        Some(run())
+    }
 }
 
 /// torch's error for a `bmm` of `[m, k]` by `[k, n]` matrices whose dtypes differ or are
@@ -468,6 +496,50 @@ impl MmBackward0 {
     }
 }
 impl MmBackward0 {
+    /// [`operand_grads`](Self::operand_grads) of every sample of a batch of gradients
+    /// `g` (`[S, n, m]`): two products, the samples stacked as rows of one (`G·Bᵀ`) and
+    /// side by side as columns of the other (`Aᵀ·G`). (bmm's: one call per sample.)
+    fn operand_grads_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &Tensor,
+        at: [usize; 2],
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        if self.batched {
+            let mut da = Vec::new();
+            let mut db = Vec::new();
+            for s in 0..g.shape()[0] {
+                let (a, b) = self.operand_grads(ctx, super::select(g, 0, s as i64)?, at)?;
+                da.extend(a);
+                db.extend(b);
+            }
+            let stacked = |v: Vec<Tensor>| (!v.is_empty()).then(|| super::stack(&v, 0)).transpose();
+            return Ok((stacked(da)?, stacked(db)?));
+        }
+        let saved = |i: Option<u8>| {
+            ctx.saved(i.ok_or_else(|| Error::Internal("mm operand not saved".into()))? as usize)
+        };
+        let gs = g.shape();
+        let (s, n, m) = (gs[0] as i64, gs[1] as i64, gs[2] as i64);
+        let da = if ctx.needs_input_grad(at[0]) {
+            let b = saved(self.b)?;
+            let k = b.shape()[0] as i64;
+            let rows = reshape(g, &[s * n, m])?;
+            Some(reshape(&mm(&rows, &t(&b)?)?, &[s, n, k])?)
+        } else {
+            None
+        };
+        let db = if ctx.needs_input_grad(at[1]) {
+            let a = saved(self.a)?;
+            let k = a.shape()[1] as i64;
+            let columns = reshape(&permute(g, &[1, 0, 2])?, &[n, s * m])?;
+            let r = mm(&t(&a)?, &columns)?;
+            Some(permute(&reshape(&r, &[k, s, m])?, &[1, 0, 2])?)
+        } else {
+            None
+        };
+        Ok((da, db))
+    }
     /// d(A·B) = dA·B + A·dB, A and B at inputs `at` of the node.
     fn tangent(
         &self,
@@ -501,6 +573,18 @@ impl Backward for MmBackward0 {
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         self.grads(ctx, g)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let (da, db) = self.operand_grads_batched(ctx, &grad0(g)?, [0, 1])?;
+            Ok(smallvec::smallvec![da, db])
+        };
+        Some(run())
     }
 }
 

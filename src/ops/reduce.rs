@@ -83,6 +83,12 @@ impl ReduceDims {
     pub(super) fn expand_back(&self, g: &Tensor) -> Result<Tensor> {
         expand_back(g, &self.shape, &self.dims, self.keepdim)
     }
+    /// [`expand_back`](Self::expand_back) for a batched gradient (`[B, *reduced]`).
+    pub(super) fn expand_back_batched(&self, g: &Tensor) -> Result<Tensor> {
+        let dims: Vec<usize> = self.dims.iter().map(|d| d + 1).collect();
+        let shape = super::batched_shape(g.shape()[0], &self.shape);
+        expand_back(g, &shape, &dims, self.keepdim)
+    }
 }
 
 /// Brings a reduced gradient back to the input's rank (re-inserting reduced dims) and
@@ -95,6 +101,13 @@ fn expand_back(g: &Tensor, shape: &[usize], dims: &[usize], keepdim: bool) -> Re
         }
     }
     expand(&g, shape)
+}
+
+/// A full reduction's batched gradient (`[B]`) brought to every element of `[B, *shape]`.
+fn expand_all_batched(g: &Tensor, shape: &[usize], batch: usize) -> Result<Tensor> {
+    let mut dims = vec![batch as i64];
+    dims.resize(shape.len() + 1, 1);
+    expand(&reshape(g, &dims)?, &super::batched_shape(batch, shape))
 }
 
 /// `x.sum()` / `x.sum(dims, keepdim)`; integer and bool inputs sum to int64.
@@ -146,6 +159,20 @@ impl Backward for SumBackward0 {
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         Ok(smallvec::smallvec![Some(expand(&grad0(g)?, &self.shape)?)])
     }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            Ok(smallvec::smallvec![Some(expand_all_batched(
+                &g,
+                &self.shape,
+                batch
+            )?)])
+        }))
+    }
 }
 
 #[derive(Clone)]
@@ -162,6 +189,14 @@ impl Backward for SumBackward1 {
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         Ok(smallvec::smallvec![Some(self.r.expand_back(&grad0(g)?)?)])
+    }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| Ok(smallvec::smallvec![Some(self.r.expand_back_batched(&g)?)])))
     }
 }
 
@@ -237,6 +272,21 @@ impl Backward for MeanBackward0 {
         let g = div_scalar(&grad0(g)?, Scalar::Float(self.n as f64))?;
         Ok(smallvec::smallvec![Some(expand(&g, &self.shape)?)])
     }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            let g = div_scalar(&g, Scalar::Float(self.n as f64))?;
+            Ok(smallvec::smallvec![Some(expand_all_batched(
+                &g,
+                &self.shape,
+                batch
+            )?)])
+        }))
+    }
 }
 
 #[derive(Clone)]
@@ -259,6 +309,17 @@ impl Backward for MeanBackward1 {
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = div_scalar(&grad0(g)?, Scalar::Float(self.n as f64))?;
         Ok(smallvec::smallvec![Some(self.r.expand_back(&g)?)])
+    }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            let g = div_scalar(&g, Scalar::Float(self.n as f64))?;
+            Ok(smallvec::smallvec![Some(self.r.expand_back_batched(&g)?)])
+        }))
     }
 }
 

@@ -324,7 +324,7 @@ fn where_(
 /// The engine entry point behind rgrad.autograd.backward / grad (argument checking and
 /// implicit gradients are done in Python). Runs with the GIL released.
 #[pyfunction]
-#[pyo3(signature = (tensors, grad_tensors, retain_graph, create_graph, inputs, accumulate, allow_unused))]
+#[pyo3(signature = (tensors, grad_tensors, retain_graph, create_graph, inputs, accumulate, allow_unused, batch=None))]
 #[allow(clippy::too_many_arguments)]
 fn _run_backward(
     py: Python<'_>,
@@ -335,6 +335,7 @@ fn _run_backward(
     inputs: Vec<Bound<'_, PyAny>>,
     accumulate: bool,
     allow_unused: bool,
+    batch: Option<usize>,
 ) -> PyResult<Vec<Option<Py<PyTensor>>>> {
     // a Tensor, or a GradientEdge (node, output_nr)
     let parse = |o: &Bound<'_, PyAny>| -> PyResult<engine::Input> {
@@ -359,10 +360,20 @@ fn _run_backward(
         allow_unused,
         forward_ad_off: false,
     };
-    let r = gil::detach(py, || engine::run_backward_from(&outs, &grads, &ins, opts))?;
+    let r = gil::detach(py, || match batch {
+        None => engine::run_backward_from(&outs, &grads, &ins, opts),
+        Some(b) => engine::run_backward_batched(&outs, &grads, &ins, opts, b),
+    })?;
     r.into_iter()
         .map(|g| g.map(|g| wrap(py, g)).transpose())
         .collect()
+}
+
+/// The backward nodes that ran once per sample in batched backward passes
+/// (`grad(is_grads_batched=True)`) since the last call, each once.
+#[pyfunction]
+fn _batched_fallbacks() -> Vec<String> {
+    engine::take_batched_fallbacks()
 }
 
 /// Returns True if grad mode is currently enabled (in this thread).
@@ -575,6 +586,7 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(where_, m)?)?;
     m.add_function(wrap_pyfunction!(_run_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(_batched_fallbacks, m)?)?;
     m.add_class::<graph_api::PyNodeHookOwner>()?;
     m.add_class::<graph_api::PySavedTensor>()?;
     m.add_function(wrap_pyfunction!(

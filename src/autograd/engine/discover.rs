@@ -325,6 +325,7 @@ impl Task {
             id: 0,
             can_checkpoint: true,
             saved_hooks: None,
+            batch: None,
         };
         // Root edges count as one dependency each.
         for r in roots {

@@ -158,6 +158,10 @@ struct Task {
     /// The caller's saved-tensor hooks, which nodes run under (on any thread), as torch
     /// propagates its thread-local state to the threads that run the graph.
     saved_hooks: Option<crate::autograd::saved_hooks::HookState>,
+    /// `grad(is_grads_batched=True)`: every gradient has a leading batch dim of this many
+    /// samples, and formulas run batched (`Backward::apply_batched`, else one call per
+    /// sample).
+    batch: Option<usize>,
 }
 
 /// What a gradient is wanted of (grad()'s `inputs`, backward()'s `inputs`), or where
@@ -266,7 +270,91 @@ pub fn run_backward_from(
     outputs: &[Input],
     grad_outputs: &[Tensor],
     inputs: &[Input],
+    opts: Options,
+) -> Result<Vec<Option<Tensor>>> {
+    run(outputs, grad_outputs, inputs, opts, None)
+}
+
+/// `grad(is_grads_batched=True)`: [`run_backward_from`] where every grad_output has a
+/// leading batch dim of `batch` samples (the rest its output's shape); every gradient
+/// the formulas compute keeps it, and so do the results. The same values as one
+/// backward per sample: each node runs its batching rule (`Backward::apply_batched`)
+/// or, without one, its formula once per sample (its name is then reported by
+/// [`take_batched_fallbacks`]). The graph's saved tensors are freed after the pass
+/// unless `retain_graph`, as after an ordinary one.
+pub fn run_backward_batched(
+    outputs: &[Input],
+    grad_outputs: &[Tensor],
+    inputs: &[Input],
+    opts: Options,
+    batch: usize,
+) -> Result<Vec<Option<Tensor>>> {
+    run(outputs, grad_outputs, inputs, opts, Some(batch))
+}
+
+static BATCHED_FALLBACKS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// The nodes that ran their formula once per sample in batched backward passes since
+/// the last call (each name once), for the binding's performance warning.
+pub fn take_batched_fallbacks() -> Vec<String> {
+    std::mem::take(&mut *BATCHED_FALLBACKS.lock())
+}
+
+fn note_fallback(name: &str) {
+    let mut names = BATCHED_FALLBACKS.lock();
+    if !names.iter().any(|n| n == name) {
+        names.push(name.to_string());
+    }
+}
+
+/// One batched formula call: the node's batching rule, or its formula once per sample
+/// with the samples' gradients stacked (an input that got no gradient from some samples
+/// gets zeros there; none from any: none).
+fn apply_batched(
+    formula: &dyn crate::autograd::function::Backward,
+    ctx: &crate::autograd::function::BackwardCtx<'_>,
+    grads: &[Option<Tensor>],
+    batch: usize,
+) -> Result<Grads> {
+    if let Some(r) = formula.apply_batched(ctx, grads, batch) {
+        return r;
+    }
+    note_fallback(&formula.name());
+    let mut per_sample: Vec<Grads> = Vec::with_capacity(batch);
+    for b in 0..batch {
+        let gb: SmallVec<[Option<Tensor>; 2]> = grads
+            .iter()
+            .map(|g| g.as_ref().map(|g| ops::select(g, 0, b as i64)).transpose())
+            .collect::<Result<_>>()?;
+        per_sample.push(formula.apply(ctx, &gb)?);
+    }
+    let n = per_sample.first().map_or(0, |r| r.len());
+    let mut out = Grads::new();
+    for i in 0..n {
+        let like = per_sample.iter().find_map(|r| r[i].clone());
+        out.push(match like {
+            None => None,
+            Some(like) => {
+                let column = per_sample
+                    .iter()
+                    .map(|r| match &r[i] {
+                        Some(g) => Ok(g.clone()),
+                        None => ops::zeros_like(&like),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Some(ops::stack(&column, 0)?)
+            }
+        });
+    }
+    Ok(out)
+}
+
+fn run(
+    outputs: &[Input],
+    grad_outputs: &[Tensor],
+    inputs: &[Input],
     mut opts: Options,
+    batch: Option<usize>,
 ) -> Result<Vec<Option<Tensor>>> {
     // torch runs the backward under the caller's thread-local state: in inference mode
     // nothing is recorded, whatever create_graph says.
@@ -328,6 +416,7 @@ pub fn run_backward_from(
     task.id = TASK_IDS.fetch_add(1, Ordering::Relaxed);
     task.can_checkpoint = inputs.is_empty() && is_checkpoint_valid();
     task.saved_hooks = crate::autograd::saved_hooks::capture();
+    task.batch = batch;
     let pool = crate::runtime::pool()?;
     let seed = |ready: &mut Ready| {
         for (i, (edge, g)) in roots.iter().zip(grad_outputs).enumerate() {
@@ -575,7 +664,9 @@ impl Task {
         // Saved tensors are moved out (the graph not retained) or copied; the node is
         // marked released, as torch does after a node ran.
         let execute = st.execute;
-        let retain = self.opts.retain_graph;
+        // (a batched pass may run a formula once per sample: the saved tensors are copied
+        // and the node released after it ran)
+        let retain = self.opts.retain_graph || self.batch.is_some();
         // (with the output metadata when a saved output is kept by its storage alone, and
         // whether some were packed by saved-tensor hooks)
         let take_saved = |n: &mut crate::autograd::graph::NodeData| {
@@ -651,9 +742,13 @@ impl Task {
                     // a built-in formula (a custom Function checks what it unpacks itself)
                     ctx.check_saved_versions()?;
                 }
-                formula.apply(&ctx, &grads)
+                match self.batch {
+                    None => formula.apply(&ctx, &grads),
+                    Some(b) => apply_batched(formula, &ctx, &grads, b),
+                }
             })?
         };
+        self.release_batched(local);
         self.check_count(local, &outs)?;
         for (i, (t, g)) in st.targets().zip(outs).enumerate() {
             if let Some(t) = t {
@@ -661,6 +756,17 @@ impl Task {
             }
         }
         Ok(())
+    }
+
+    /// After a node ran in a batched pass that does not retain the graph: its saved
+    /// tensors freed, as an ordinary pass frees them when it takes them.
+    #[inline(always)]
+    fn release_batched(&self, local: usize) {
+        if self.batch.is_some() && !self.opts.retain_graph {
+            let mut n = self.nodes[local].node.lock();
+            n.saved = SmallVec::new();
+            n.released = true;
+        }
     }
 
     /// A formula returned one gradient per input of its op.
@@ -720,9 +826,13 @@ impl Task {
                 if builtin {
                     ctx.check_saved_versions()?;
                 }
-                formula.apply(&ctx, &grads)
+                match self.batch {
+                    None => formula.apply(&ctx, &grads),
+                    Some(b) => apply_batched(formula, &ctx, &grads, b),
+                }
             })?
         };
+        self.release_batched(local);
         self.check_count(local, &outs)?;
         if unpack {
             for (t, g) in st.targets().zip(outs.iter_mut()) {
