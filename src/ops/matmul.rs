@@ -498,27 +498,31 @@ impl MmBackward0 {
 impl MmBackward0 {
     /// [`operand_grads`](Self::operand_grads) of every sample of a batch of gradients
     /// `g` (`[S, n, m]`): two products, the samples stacked as rows of one (`G·Bᵀ`) and
-    /// side by side as columns of the other (`Aᵀ·G`). (bmm's: one call per sample.)
+    /// side by side as columns of the other (`Aᵀ·G`). (bmm's: `matmul` broadcasting the
+    /// saved operands over the samples.)
     fn operand_grads_batched(
         &self,
         ctx: &BackwardCtx<'_>,
         g: &Tensor,
         at: [usize; 2],
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        if self.batched {
-            let mut da = Vec::new();
-            let mut db = Vec::new();
-            for s in 0..g.shape()[0] {
-                let (a, b) = self.operand_grads(ctx, super::select(g, 0, s as i64)?, at)?;
-                da.extend(a);
-                db.extend(b);
-            }
-            let stacked = |v: Vec<Tensor>| (!v.is_empty()).then(|| super::stack(&v, 0)).transpose();
-            return Ok((stacked(da)?, stacked(db)?));
-        }
         let saved = |i: Option<u8>| {
             ctx.saved(i.ok_or_else(|| Error::Internal("mm operand not saved".into()))? as usize)
         };
+        if self.batched {
+            // bmm: matmul broadcasts the saved operands over the samples
+            let da = if ctx.needs_input_grad(at[0]) {
+                Some(matmul(g, &transpose(&saved(self.b)?, 1, 2)?)?)
+            } else {
+                None
+            };
+            let db = if ctx.needs_input_grad(at[1]) {
+                Some(matmul(&transpose(&saved(self.a)?, 1, 2)?, g)?)
+            } else {
+                None
+            };
+            return Ok((da, db));
+        }
         let gs = g.shape();
         let (s, n, m) = (gs[0] as i64, gs[1] as i64, gs[2] as i64);
         let da = if ctx.needs_input_grad(at[0]) {
@@ -603,6 +607,18 @@ impl Backward for BmmBackward0 {
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         self.0.grads(ctx, g)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let (da, db) = self.0.operand_grads_batched(ctx, &grad0(g)?, [0, 1])?;
+            Ok(smallvec::smallvec![da, db])
+        };
+        Some(run())
     }
 }
 

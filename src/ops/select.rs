@@ -259,7 +259,14 @@ impl Backward for MaskedGradBackward {
             None
         };
         let dx = if ctx.needs_input_grad(1) {
-            Some(zeros_like(&gg)?)
+            // (x's shape, which the mask has: g's may have a batch dim more, when the node
+            // was recorded by a batched backward pass with create_graph)
+            let m = ctx.saved(0)?;
+            Some(if m.shape() == gg.shape() {
+                zeros_like(&gg)?
+            } else {
+                zeros_like(&m)?
+            })
         } else {
             None
         };

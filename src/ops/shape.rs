@@ -721,6 +721,20 @@ impl Backward for AsStridedScatterBackward0 {
             &self.rel
         )?)])
     }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            let per_sample = if batch == 0 { 0 } else { g.numel() / batch };
+            let mut rel = (*self.rel).clone();
+            rel.shape.insert(0, batch);
+            rel.strides.insert(0, per_sample);
+            Ok(smallvec::smallvec![Some(as_strided(&g, &rel)?)])
+        }))
+    }
 }
 
 /// `x.squeeze()` (all size-1 dims) or `x.squeeze(dims)`.

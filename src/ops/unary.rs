@@ -522,6 +522,15 @@ impl Backward for TanhBackwardBackward0 {
         };
         Ok(smallvec::smallvec![dg, dy])
     }
+    // (g and y have the output's shape: the formulas broadcast them against each sample)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        grads: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.apply(ctx, grads))
+    }
 }
 
 /// The row's `df` in one kernel when nothing is to be recorded (the usual backward,
