@@ -387,6 +387,36 @@ impl Backward for RepeatBackward0 {
         let dims: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
         Ok(smallvec::smallvec![Some(reshape(&r, &dims)?)])
     }
+    // (the same sums, one dim further in)
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let g = grad0(g)?;
+            let lead = self.repeats.len() - self.shape.len();
+            let mut inter = vec![batch as i64];
+            let mut sum_dims = Vec::new();
+            for (i, &r) in self.repeats.iter().enumerate() {
+                let s = if i < lead { 1 } else { self.shape[i - lead] };
+                sum_dims.push((2 * i + 1) as i64);
+                inter.extend([r as i64, s as i64]);
+            }
+            let r = if sum_dims.is_empty() {
+                reshape(&g, &inter)?
+            } else {
+                super::sum(&reshape(&g, &inter)?, Some(&sum_dims), false)?
+            };
+            let dims: Vec<i64> = std::iter::once(batch)
+                .chain(self.shape.iter().copied())
+                .map(|d| d as i64)
+                .collect();
+            Ok(smallvec::smallvec![Some(reshape(&r, &dims)?)])
+        };
+        Some(run())
+    }
 }
 
 /// An input's tangent in the output's dtype, or zeros of `shape` for an input without one.

@@ -140,6 +140,31 @@ impl Backward for GatherBackward0 {
             &grad0(g)?
         )?)])
     }
+    // each sample scattered into its own slice (the index expanded over the samples)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        if self.shape.is_empty() {
+            return None;
+        }
+        let run = || -> Result<Grads> {
+            let index = ctx.saved(0)?;
+            let index = expand(
+                &unsqueeze(&index, 0)?,
+                &super::batched_shape(batch, &index.shape()),
+            )?;
+            Ok(smallvec::smallvec![Some(scatter_add_zeros(
+                &super::batched_shape(batch, &self.shape),
+                self.dim + 1,
+                &index,
+                &grad0(g)?
+            )?)])
+        };
+        Some(run())
+    }
 }
 
 /// `zeros(shape).scatter_add(dim, index, src)`, differentiable w.r.t. `src`.
@@ -283,6 +308,26 @@ impl Backward for IndexSelectBackward0 {
             &ctx.saved(0)?,
             &grad0(g)?
         )?)])
+    }
+    // the same rows added, one dim further in
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        if self.shape.is_empty() {
+            return None;
+        }
+        let run = || -> Result<Grads> {
+            Ok(smallvec::smallvec![Some(index_add_zeros(
+                &super::batched_shape(batch, &self.shape),
+                self.dim + 1,
+                &ctx.saved(0)?,
+                &grad0(g)?
+            )?)])
+        };
+        Some(run())
     }
 }
 

@@ -668,7 +668,21 @@ impl Backward for DotBackward0 {
     }
     // d(a·b)/da = g·b, /db = g·a
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
+        self.grads(ctx, grad0(g)?)
+    }
+    // (each sample's number times the saved vector: g as a column)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| self.grads(ctx, reshape(&g, &[batch as i64, 1])?)))
+    }
+}
+
+impl DotBackward0 {
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: Tensor) -> Result<Grads> {
         let saved = |i: Option<u8>| {
             ctx.saved(i.ok_or_else(|| Error::Internal("dot operand not saved".into()))? as usize)
         };

@@ -272,6 +272,35 @@ impl Backward for MaskedGradBackward {
         };
         Ok(smallvec::smallvec![dg, dx])
     }
+    // dg: the mask broadcast against each sample; dx: zeros of x's shape (the mask's) per
+    // sample. (A node recorded by a batched pass, whose g has a batch dim more than x,
+    // runs once per sample.)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        grads: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Option<Grads>> {
+            let gg = grad0(grads)?;
+            let m = ctx.saved(0)?;
+            if gg.shape()[1..] != m.shape()[..] {
+                return Ok(None);
+            }
+            let dg = if ctx.needs_input_grad(0) {
+                Some(mul(&gg, &m)?)
+            } else {
+                None
+            };
+            let dx = if ctx.needs_input_grad(1) {
+                Some(zeros_like(&gg)?)
+            } else {
+                None
+            };
+            Ok(Some(smallvec::smallvec![dg, dx]))
+        };
+        run().transpose()
+    }
 }
 
 /// `~x` (torch.bitwise_not): logical NOT of a bool tensor, two's complement `-x - 1` of an

@@ -728,7 +728,7 @@ impl Backward for AsStridedScatterBackward0 {
         batch: usize,
     ) -> Option<Result<Grads>> {
         Some(grad0(g).and_then(|g| {
-            let per_sample = if batch == 0 { 0 } else { g.numel() / batch };
+            let per_sample = g.numel().checked_div(batch).unwrap_or(0);
             let mut rel = (*self.rel).clone();
             rel.shape.insert(0, batch);
             rel.strides.insert(0, per_sample);

@@ -31,7 +31,8 @@ vmap level it is not batched at (a stride-0 expand wrapped as a BatchedTensor), 
 each sample has its own leaf; ``rgrad.autograd.grad`` on BatchedTensors differentiates the
 physical outputs w.r.t. the physical inputs (grad_outputs expanded to the physical shape)
 and rewraps the results (an input not batched where the outputs are gets its per-sample
-gradients by a loop of backward passes). ``grad(vmap(f))`` is ordinary autograd on the
+gradients by a loop of backward passes; plain outputs and inputs with batched
+grad_outputs, ``vmap(vjp)``, are one batched backward pass, ``is_grads_batched``). ``grad(vmap(f))`` is ordinary autograd on the
 physical tensors. Forward AD: ``make_dual`` / ``unpack_dual`` on BatchedTensors make and read
 physical duals. ``Tensor.backward()`` on a BatchedTensor raises torch's error (torch does
 not support backward() inside its transforms).
