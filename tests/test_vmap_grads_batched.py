@@ -154,6 +154,32 @@ def test_the_fallback_warns_once_per_node():
     assert caught[0].category is UserWarning
 
 
+def test_each_pass_reports_its_own_fallbacks_across_threads():
+    """The nodes a pass ran once per sample belong to that pass (not to a process-wide
+    list another thread could take): two threads, one graph with a node without a
+    batching rule (prod), one without."""
+    import threading
+
+    x = _data(rgrad, (2, 3), 2).requires_grad_()
+    looping, batched = x.prod(1), x.exp().sum(1)
+    g = rgrad.ones(4, 2, dtype=rgrad.float64)
+    seen = {"loop": set(), "rule": set()}
+    barrier = threading.Barrier(2)
+
+    def run(key, out):
+        barrier.wait()
+        for _ in range(50):
+            _, names = rgrad._C._run_backward_batched([out], [g], True, False, [x], False, 4)
+            seen[key].add(tuple(names))
+
+    threads = [threading.Thread(target=run, args=("loop", looping)), threading.Thread(target=run, args=("rule", batched))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {"loop": {("ProdBackward1",)}, "rule": {()}}
+
+
 @pytest.mark.parametrize("name", ["unary_chain", "unary_ops", "broadcasting", "pow_div", "linear_2d", "matvec_chain",
                                   "reductions", "views", "indexing", "advanced_indexing", "softmax", "where_clamp",
                                   "binary_fns", "cat_stack", "bmm", "custom_function"])
@@ -289,13 +315,18 @@ def test_vmap_of_a_vjp_is_one_batched_pass(monkeypatch):
     x = _data(rgrad, (4,), 3).requires_grad_()
     y = (x.exp() * x).tanh()
     calls = []
-    real = rgrad._C._run_backward
+    real, real_batched = rgrad._C._run_backward, rgrad._C._run_backward_batched
 
     def counting(*args):
-        calls.append(args[-1] if len(args) > 7 else None)
+        calls.append(None)
         return real(*args)
 
+    def counting_batched(*args):
+        calls.append(args[-1])
+        return real_batched(*args)
+
     monkeypatch.setattr(rgrad._C, "_run_backward", counting)
+    monkeypatch.setattr(rgrad._C, "_run_backward_batched", counting_batched)
     vs = _data(rgrad, (5, 4), 4)
     got = rgrad.func.vmap(lambda v: rgrad.autograd.grad(y, x, v, retain_graph=True)[0])(vs)
     assert calls == [5]

@@ -133,10 +133,9 @@ def _make_batched_grads(outputs: tuple, grads: tuple) -> tuple[list, int]:
     return new_grads, (sizes[0] if sizes else 0)
 
 
-def _warn_batched_fallbacks() -> None:
+def _warn_batched_fallbacks(names: list) -> None:
     """The performance warning of torch's vmap fallback, once per backward node that a
     batched backward pass ran once per sample (it has no batching rule)."""
-    names = _C._batched_fallbacks()
     if names:
         from rgrad.func._batched_tensor import warn_fallback
 
@@ -279,10 +278,13 @@ def grad(
     _check_outputs(outs, gouts)
     if retain_graph is None:
         retain_graph = create_graph
-    result = _C._run_backward(list(outs), gouts, _c_bool(retain_graph), _c_bool(create_graph), list(ins), False,
-                              bool(allow_unused), batch)
-    if batch is not None:
-        _warn_batched_fallbacks()
+    if batch is None:
+        result = _C._run_backward(list(outs), gouts, _c_bool(retain_graph), _c_bool(create_graph), list(ins), False,
+                                  bool(allow_unused))
+    else:
+        result, looped = _C._run_backward_batched(list(outs), gouts, _c_bool(retain_graph), _c_bool(create_graph),
+                                                  list(ins), bool(allow_unused), batch)
+        _warn_batched_fallbacks(looped)
     if materialize_grads:
         if any(r is None and not isinstance(i, Tensor) for r, i in zip(result, ins)):
             raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")

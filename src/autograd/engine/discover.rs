@@ -326,6 +326,7 @@ impl Task {
             can_checkpoint: true,
             saved_hooks: None,
             batch: None,
+            fallbacks: Mutex::new(Vec::new()),
         };
         // Root edges count as one dependency each.
         for r in roots {

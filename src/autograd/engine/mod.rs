@@ -162,6 +162,8 @@ struct Task {
     /// samples, and formulas run batched (`Backward::apply_batched`, else one call per
     /// sample).
     batch: Option<usize>,
+    /// The nodes of a batched pass that ran once per sample (no batching rule).
+    fallbacks: Mutex<Vec<String>>,
 }
 
 /// What a gradient is wanted of (grad()'s `inputs`, backward()'s `inputs`), or where
@@ -272,39 +274,25 @@ pub fn run_backward_from(
     inputs: &[Input],
     opts: Options,
 ) -> Result<Vec<Option<Tensor>>> {
-    run(outputs, grad_outputs, inputs, opts, None)
+    Ok(run(outputs, grad_outputs, inputs, opts, None)?.0)
 }
 
 /// `grad(is_grads_batched=True)`: [`run_backward_from`] where every grad_output has a
 /// leading batch dim of `batch` samples (the rest its output's shape); every gradient
 /// the formulas compute keeps it, and so do the results. The same values as one
 /// backward per sample: each node runs its batching rule (`Backward::apply_batched`)
-/// or, without one, its formula once per sample (its name is then reported by
-/// [`take_batched_fallbacks`]). The graph's saved tensors are freed after the pass
-/// unless `retain_graph`, as after an ordinary one.
+/// or, without one, its formula once per sample. Returns the gradients and the names of
+/// the nodes that ran once per sample (each once, for the binding's performance
+/// warning). The graph's saved tensors are freed after the pass unless `retain_graph`,
+/// as after an ordinary one.
 pub fn run_backward_batched(
     outputs: &[Input],
     grad_outputs: &[Tensor],
     inputs: &[Input],
     opts: Options,
     batch: usize,
-) -> Result<Vec<Option<Tensor>>> {
+) -> Result<(Vec<Option<Tensor>>, Vec<String>)> {
     run(outputs, grad_outputs, inputs, opts, Some(batch))
-}
-
-static BATCHED_FALLBACKS: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-/// The nodes that ran their formula once per sample in batched backward passes since
-/// the last call (each name once), for the binding's performance warning.
-pub fn take_batched_fallbacks() -> Vec<String> {
-    std::mem::take(&mut *BATCHED_FALLBACKS.lock())
-}
-
-fn note_fallback(name: &str) {
-    let mut names = BATCHED_FALLBACKS.lock();
-    if !names.iter().any(|n| n == name) {
-        names.push(name.to_string());
-    }
 }
 
 /// One batched formula call: the node's batching rule, or its formula once per sample
@@ -315,11 +303,18 @@ fn apply_batched(
     ctx: &crate::autograd::function::BackwardCtx<'_>,
     grads: &[Option<Tensor>],
     batch: usize,
+    fallbacks: &Mutex<Vec<String>>,
 ) -> Result<Grads> {
     if let Some(r) = formula.apply_batched(ctx, grads, batch) {
         return r;
     }
-    note_fallback(&formula.name());
+    {
+        let name = formula.name();
+        let mut names = fallbacks.lock();
+        if !names.iter().any(|n| *n == name) {
+            names.push(name.into_owned());
+        }
+    }
     let mut per_sample: Vec<Grads> = Vec::with_capacity(batch);
     for b in 0..batch {
         let gb: SmallVec<[Option<Tensor>; 2]> = grads
@@ -355,7 +350,7 @@ fn run(
     inputs: &[Input],
     mut opts: Options,
     batch: Option<usize>,
-) -> Result<Vec<Option<Tensor>>> {
+) -> Result<(Vec<Option<Tensor>>, Vec<String>)> {
     // torch runs the backward under the caller's thread-local state: in inference mode
     // nothing is recorded, whatever create_graph says.
     if crate::autograd::grad_mode::is_inference_mode_enabled() {
@@ -483,7 +478,7 @@ fn run(
         }
         result.push(g);
     }
-    Ok(result)
+    Ok((result, std::mem::take(&mut *task.fallbacks.lock())))
 }
 
 impl Task {
@@ -744,7 +739,7 @@ impl Task {
                 }
                 match self.batch {
                     None => formula.apply(&ctx, &grads),
-                    Some(b) => apply_batched(formula, &ctx, &grads, b),
+                    Some(b) => apply_batched(formula, &ctx, &grads, b, &self.fallbacks),
                 }
             })?
         };
@@ -828,7 +823,7 @@ impl Task {
                 }
                 match self.batch {
                     None => formula.apply(&ctx, &grads),
-                    Some(b) => apply_batched(formula, &ctx, &grads, b),
+                    Some(b) => apply_batched(formula, &ctx, &grads, b, &self.fallbacks),
                 }
             })?
         };
