@@ -539,7 +539,7 @@ fn a_batched_pass_equals_one_pass_per_sample() {
     ] {
         let (batched, names) = run_backward_batched(
             &[Input::Tensor(out.clone())],
-            &[gos.clone()],
+            std::slice::from_ref(&gos),
             &inputs,
             opts(true),
             batch,
@@ -570,7 +570,7 @@ fn a_batched_pass_equals_one_pass_per_sample() {
     // without retain_graph the pass frees the graph, as an ordinary one does
     run_backward_batched(
         &[Input::Tensor(with_rules.clone())],
-        &[gos.clone()],
+        std::slice::from_ref(&gos),
         &inputs,
         opts(false),
         batch,
