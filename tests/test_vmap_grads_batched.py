@@ -51,6 +51,17 @@ class _Square:
         return Square
 
 
+def _inplace(lib, x, y):
+    """In-place writes into views of a non-leaf (CopySlices) and a copy_ (CopyBackwards)."""
+    h = x * 1.5
+    h[1].mul_(y)
+    h[:, 2:].add_(h[:, :2].exp())
+    h.t()[0].copy_(y[:3] * 2)
+    z = lib.zeros(3, 4, dtype=lib.float64)
+    z.copy_(h.sin())
+    return z * x
+
+
 # name -> (input shapes, f(lib, *inputs) -> outputs (a tuple), the backward nodes run once per sample)
 CASES = {
     "unary_chain": ([(4,)], lambda lib, x: ((x.exp() * x.sin()).tanh().sigmoid(),), ()),
@@ -89,6 +100,12 @@ CASES = {
     "mse_loss": ([(2, 3), (2, 3)], lambda lib, x, y: (lib.nn.functional.mse_loss(x, y),
                                                       lib.nn.functional.mse_loss(x * 2, y, reduction="sum"),
                                                       lib.nn.functional.mse_loss(x, y.exp(), reduction="none")), ()),
+    "inplace_on_views": ([(3, 4), (4,)], lambda lib, x, y: (_inplace(lib, x, y),), ()),
+    "cross_entropy": ([(4, 3)], lambda lib, x: (lib.nn.functional.cross_entropy(x, lib.tensor([0, 2, 1, 2])),
+                                                lib.nn.functional.cross_entropy(x * 2, lib.tensor([1, 1, 0, 2]),
+                                                                                reduction="none"),
+                                                lib.nn.functional.cross_entropy(x.exp(), lib.tensor([0, 1, 1, 2]),
+                                                                                reduction="sum")), ()),
     "custom_function": ([(3,)], lambda lib, x: (_Square.make(lib).apply(x.exp()) + x,), ("SquareBackward",)),
     "two_outputs": ([(3,), (3,)], lambda lib, x, y: (x * y, (x + y).sum()), ()),
 }
@@ -182,7 +199,8 @@ def test_each_pass_reports_its_own_fallbacks_across_threads():
 
 @pytest.mark.parametrize("name", ["unary_chain", "unary_ops", "broadcasting", "pow_div", "linear_2d", "matvec_chain",
                                   "reductions", "views", "indexing", "advanced_indexing", "softmax", "where_clamp",
-                                  "binary_fns", "cat_stack", "bmm", "custom_function"])
+                                  "binary_fns", "cat_stack", "bmm", "inplace_on_views", "cross_entropy",
+                                  "custom_function"])
 def test_create_graph_gives_double_backward(torch, name):
     """create_graph=True: the batched gradients have history, and differentiating them
     again gives what the loop's gradients give."""

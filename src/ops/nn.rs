@@ -252,6 +252,39 @@ impl Backward for NllLossBackward0 {
             &src
         )?)])
     }
+    // each sample's numbers scattered into its own [n, c] slice
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let (idx, w) = (ctx.saved(0)?, ctx.saved(1)?);
+            let g = grad0(g)?;
+            let (b, n) = (batch as i64, self.n as i64);
+            let per = match self.reduction {
+                Reduction::None => mul(&reshape(&g, &[b, n])?, &w)?,
+                Reduction::Sum => mul(&expand(&reshape(&g, &[b, 1])?, &[batch, self.n])?, &w)?,
+                Reduction::Mean => div_scalar(
+                    &mul(&expand(&reshape(&g, &[b, 1])?, &[batch, self.n])?, &w)?,
+                    Scalar::Float(if self.denom == 0.0 { 1.0 } else { self.denom }),
+                )?,
+            };
+            let src = reshape(&neg(&per)?, &[b, n, 1])?;
+            let idx = expand(
+                &unsqueeze(&idx, 0)?,
+                &super::batched_shape(batch, &idx.shape()),
+            )?;
+            Ok(smallvec::smallvec![Some(scatter_add_zeros(
+                &[batch, self.n, self.c],
+                2,
+                &idx,
+                &src
+            )?)])
+        };
+        Some(run())
+    }
 }
 
 /// `F.cross_entropy(input, target)` = nll_loss(log_softmax(input, 1), target).
