@@ -21,9 +21,11 @@ the profiler. Goals (issue 17): peak of ``sequential`` <= 0.35x ``plain``, time 
 
     python benches/checkpoint_bench.py [--reps 10] [--width 256] [--batch 4096]
 
-``--module torch`` times torch.utils.checkpoint on the same model (no memory figure: torch
-reports CPU memory only through its profiler's own format). Nothing here is a test: no
-figure is asserted.
+``--module torch`` runs torch.utils.checkpoint on the same model; its peak is computed the
+same way from torch's profiler (``torch.profiler.profile(profile_memory=True)``: the
+``[memory]`` events of its CPU allocator, every allocation and free with its byte count,
+read from the exported trace), so the two ratios compare what each library's schedule
+keeps alive. Nothing here is a test: no figure is asserted.
 """
 
 from __future__ import annotations
@@ -89,7 +91,34 @@ def main() -> None:
             clear()
         return statistics.median(times) * 1e3
 
+    def peak_bytes_torch(run) -> int:
+        import json
+        import os
+        import tempfile
+
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            run()
+        fd, path = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        try:
+            prof.export_chrome_trace(path)
+            with open(path) as f:
+                events = json.load(f)["traceEvents"]
+        finally:
+            os.unlink(path)
+        clear()
+        records = sorted((e["ts"], e["args"]["Bytes"]) for e in events if e.get("name") == "[memory]")
+        live = peak = 0
+        for _at, nbytes in records:
+            live += nbytes
+            peak = max(peak, live)
+        return peak
+
     def peak_bytes(run) -> int:
+        if args.module == "torch":
+            return peak_bytes_torch(run)
         from rgrad import _C
 
         _C._profiler_start(False, True, False, False)
@@ -111,7 +140,7 @@ def main() -> None:
         f"float32, segments {args.segments}, median of {args.reps}"
     )
     times = {name: timed(run) for name, run in runs.items()}
-    peaks = {name: peak_bytes(run) for name, run in runs.items()} if args.module == "rgrad" else {}
+    peaks = {name: peak_bytes(run) for name, run in runs.items()}
     for name in runs:
         line = f"{name:>11}: {times[name]:8.2f} ms ({times[name] / times['plain']:.2f}x)"
         if peaks:

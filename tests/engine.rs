@@ -508,3 +508,80 @@ fn concurrent_backward_into_shared_leaves_loses_no_gradient() -> Result<()> {
     }
     Ok(())
 }
+
+// ---- batched backward (grad(is_grads_batched=True)) ---------------------------------
+
+/// One batched pass over a batch of grad_outputs gives the stacked results of one pass per
+/// sample; a node without a batching rule (prod along a dim) runs once per sample and is
+/// reported, the others (mm, tanh, mul, sum) are not; the graph is freed after the pass.
+#[test]
+fn a_batched_pass_equals_one_pass_per_sample() {
+    use rgrad::autograd::engine::{Input, run_backward_batched};
+    let _g = serial();
+    let x = leaf(spread(6, -1.0, 1.0), &[2, 3]);
+    let w = leaf(spread(12, -0.7, 0.9), &[3, 4]);
+    let h = ops::tanh(&ops::mm(&x, &w).unwrap()).unwrap();
+    let with_prod = ops::prod(&h, Some(1), false).unwrap();
+    let with_rules = ops::sum(&ops::mul(&h, &h).unwrap(), Some(&[1]), false).unwrap();
+    let batch = 3;
+    let gos = tensor(spread(6, -2.0, 2.0), &[batch, 2]);
+    let opts = |retain_graph| Options {
+        retain_graph,
+        create_graph: false,
+        accumulate: false,
+        allow_unused: false,
+        ..Options::default()
+    };
+    let inputs = [Input::Tensor(x.clone()), Input::Tensor(w.clone())];
+    for (out, looped) in [
+        (&with_prod, vec!["ProdBackward1".to_string()]),
+        (&with_rules, vec![]),
+    ] {
+        let (batched, names) = run_backward_batched(
+            &[Input::Tensor(out.clone())],
+            std::slice::from_ref(&gos),
+            &inputs,
+            opts(true),
+            batch,
+        )
+        .unwrap();
+        assert_eq!(names, looped);
+        for (k, input) in [&x, &w].into_iter().enumerate() {
+            let per_sample: Vec<Tensor> = (0..batch)
+                .map(|b| {
+                    let g = ops::select(&gos, 0, b as i64).unwrap();
+                    let r = run_backward(
+                        std::slice::from_ref(out),
+                        &[g],
+                        &[x.clone(), w.clone()],
+                        opts(true),
+                    );
+                    r.unwrap()[k].clone().unwrap()
+                })
+                .collect();
+            let expected = ops::stack(&per_sample, 0).unwrap();
+            let got = batched[k].clone().unwrap();
+            let mut shape = vec![batch];
+            shape.extend(input.shape().iter().copied());
+            assert_eq!(got.shape().as_slice(), shape.as_slice());
+            assert_values(&got, &to_vec(&expected), 1e-13, 1e-13);
+        }
+    }
+    // without retain_graph the pass frees the graph, as an ordinary one does
+    run_backward_batched(
+        &[Input::Tensor(with_rules.clone())],
+        std::slice::from_ref(&gos),
+        &inputs,
+        opts(false),
+        batch,
+    )
+    .unwrap();
+    let again = run_backward_batched(
+        &[Input::Tensor(with_rules)],
+        &[gos],
+        &inputs,
+        opts(false),
+        batch,
+    );
+    assert!(matches!(again, Err(Error::GraphFreed)), "{:?}", again.err());
+}

@@ -393,6 +393,29 @@ def test_a_checkpoint_keeps_no_intermediate_result(reentrant):
     out.sum().backward()
 
 
+@pytest.mark.parametrize("reentrant", MODES)
+def test_the_kept_rng_state_is_no_tensor(reentrant):
+    """preserve_rng_state keeps the generator's 5056 bytes as bytes (torch keeps a uint8
+    tensor of 5 KB), not get_rng_state()'s int64 tensor (40 KB of storage per checkpoint),
+    and the recomputation still draws what the forward drew."""
+    def f(x):
+        return x * rgrad.rand(1000, dtype=rgrad.float64)
+
+    x = rgrad.ones(1000, dtype=rgrad.float64, requires_grad=True)
+    rgrad.manual_seed(3)
+    with rgrad.autograd.profiler.profile(profile_memory=True) as prof:
+        out = rgrad_checkpoint.checkpoint(f, x, use_reentrant=reentrant)
+    gc.collect()
+    assert sum(e.self_cpu_memory_usage for e in prof.function_events) == 8000  # the output alone
+    draws = (out / x).detach()
+    out.sum().backward()
+    assert (x.grad == draws).all()
+    with rgrad.random.fork_rng():
+        state = rgrad.get_rng_state()
+        rgrad.rand(3)
+    assert (rgrad.get_rng_state() == state).all()  # fork_rng restores what it kept as bytes
+
+
 @pytest.mark.parametrize("trial", range(TRIALS))
 def test_checkpointed_backward_from_eight_threads(trial):
     barrier = threading.Barrier(8)

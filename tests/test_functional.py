@@ -1,8 +1,8 @@
 """rgrad.autograd.functional (vjp, jvp, jacobian, hessian, vhp, hvp) against torch: the same
 programs give the same values, shapes, dtypes and requires_grad, and raise the same errors
 (torch's text with "torch" read as "rgrad"); Jacobians and Hessians against central finite
-differences in float64; vectorize=True (both strategies, one batched pass through
-rgrad.func.vmap) against torch's."""
+differences in float64; vectorize=True (both strategies: reverse mode one batched backward
+pass, forward mode one pass through rgrad.func.vmap) against torch's."""
 
 from __future__ import annotations
 
@@ -314,8 +314,9 @@ def test_non_strict_gives_zeros_where_strict_raises(torch):
 # ---------------------------------------------------------------------------------------
 
 def test_vectorize_is_one_batched_pass():
-    """vectorize=True runs the function once plainly (torch's checks) and once batched, not
-    once per output element; forward-mode runs it once, batched."""
+    """vectorize=True runs the function once and backpropagates the identity in one batched
+    pass over its graph (``grad(is_grads_batched=True)``, as torch's), not one pass per
+    output element; forward-mode runs it once, batched."""
     seen = []
 
     def f(a):
@@ -327,7 +328,7 @@ def test_vectorize_is_one_batched_pass():
     assert seen == [(4,)]  # the loop: one forward, then one backward per row
     seen.clear()
     jac = AF.jacobian(f, x, vectorize=True)
-    assert seen == [(4,), (4,)]  # the function sees one sample's shape both times
+    assert seen == [(4,)]  # the function runs once
     assert np.allclose(jac.tolist(), expected.tolist(), rtol=1e-13, atol=1e-13)
     seen.clear()
     jac = AF.jacobian(f, x, vectorize=True, strategy="forward-mode")

@@ -85,6 +85,7 @@ __all__ = [
     "stack",
     "where",
     "_run_backward",
+    "_run_backward_batched",
     "is_grad_enabled",
     "_set_grad_enabled",
     "is_inference_mode_enabled",
@@ -795,6 +796,15 @@ def _run_backward(
     accumulate: _bool,
     allow_unused: _bool,
 ) -> list[Tensor | None]: ...
+def _run_backward_batched(
+    tensors: Sequence[Any],
+    grad_tensors: Sequence[Tensor],
+    retain_graph: _bool,
+    create_graph: _bool,
+    inputs: Sequence[Any],
+    allow_unused: _bool,
+    batch: _int,
+) -> tuple[list[Tensor | None], list[str]]: ...
 def is_grad_enabled() -> _bool: ...
 def _set_grad_enabled(mode: _bool) -> _bool: ...
 def is_inference_mode_enabled() -> _bool: ...

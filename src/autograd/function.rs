@@ -22,6 +22,18 @@ pub trait Backward: Send + Sync {
     fn jvp(&self, _ctx: &BackwardCtx<'_>, _tangents: &[Option<Tensor>]) -> Option<Result<Grads>> {
         None
     }
+    /// The formula over a batch of gradients (`grad(is_grads_batched=True)`): every
+    /// gradient in `grads` has a leading dim of `batch` samples, and so must every
+    /// result (the same values as `apply` on each sample). `None`: no batching rule;
+    /// the engine then runs `apply` once per sample.
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        _grads: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        None
+    }
     /// For node types defined outside the core (the binding's custom Functions): the
     /// concrete value, so that its owner can reach its own data.
     fn as_any(&self) -> Option<&dyn std::any::Any> {

@@ -441,6 +441,34 @@ impl Backward for IndexBackward0 {
             true
         )?)])
     }
+    // The same accumulation with a full slice first: each sample's gradient goes to its own
+    // slice. (Only where the indexed dims are adjacent: otherwise they lead the result,
+    // before the batch dim, and the node runs once per sample.)
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        let used: Vec<usize> = (0..self.indices.len())
+            .filter(|&i| self.indices[i].is_some())
+            .collect();
+        if used.windows(2).any(|w| w[1] != w[0] + 1) {
+            return None;
+        }
+        let run = || -> Result<Grads> {
+            let g = grad0(g)?;
+            let shape = super::batched_shape(batch, &self.shape);
+            let z = super::zeros_on(&shape, g.dtype(), g.device())?;
+            let indices: Vec<Option<Tensor>> = std::iter::once(None)
+                .chain(self.indices.iter().cloned())
+                .collect();
+            Ok(smallvec::smallvec![Some(index_put(
+                &z, &indices, &g, true
+            )?)])
+        };
+        Some(run())
+    }
 }
 
 /// Out-of-place `index_put(x, indices, values, accumulate)`: x with the indexed

@@ -607,6 +607,22 @@ impl Backward for ArithBackward {
         }
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, false)
+    }
+    // The formulas broadcast each sample's gradient against the saved operands; the
+    // results are summed to the operands' shapes sample by sample.
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.grads(ctx, g, true))
+    }
+}
+
+impl ArithBackward {
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
         // (an op torch does not differentiate raises from its formulas; a Scalar overload
         // it does not differentiate, here)
         if !self.number_edge && self.underived() {
@@ -635,7 +651,11 @@ impl Backward for ArithBackward {
             let edge = if number && !self.number_edge { 0 } else { i };
             out.push(if !is_number && ctx.needs_input_grad(edge) {
                 let d = derivative(self.op, i, &g, &values)?.into_tensor()?;
-                Some(self.shapes.sum_to(&d, i)?)
+                Some(if batched {
+                    self.shapes.sum_to_batched(&d, i)?
+                } else {
+                    self.shapes.sum_to(&d, i)?
+                })
             } else {
                 None
             });

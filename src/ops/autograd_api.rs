@@ -14,3 +14,5 @@ pub(crate) use super::{
 pub(crate) use super::{edge_of, rebase_history, refresh_view, view_of};
 // a custom Function's gradients, checked against its inputs
 pub(crate) use super::{sum_to, to_dtype};
+// a batched backward pass's formulas without a batching rule, run once per sample
+pub(crate) use super::{select, stack};

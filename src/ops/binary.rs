@@ -315,6 +315,21 @@ impl Backward for BinaryFnBackward {
         self.node.into()
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, false)
+    }
+    // (the formulas broadcast each sample's gradient against the saved tensors)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.grads(ctx, g, true))
+    }
+}
+
+impl BinaryFnBackward {
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
         let g = grad0(g)?;
         let [a, b, y] = self.saved.map(|i| i.map(|i| get(ctx, Some(i))).transpose());
         let saved = Saved {
@@ -330,7 +345,12 @@ impl Backward for BinaryFnBackward {
             }
             let edge = if self.number_at.is_some() { 0 } else { i };
             out.push(if ctx.needs_input_grad(edge) {
-                Some(self.shapes.sum_to(&recorded(self.op, i, &g, &saved)?, i)?)
+                let d = recorded(self.op, i, &g, &saved)?;
+                Some(if batched {
+                    self.shapes.sum_to_batched(&d, i)?
+                } else {
+                    self.shapes.sum_to(&d, i)?
+                })
             } else {
                 None
             });

@@ -152,20 +152,39 @@ impl Backward for CatBackward0 {
         Some(run())
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
+        self.grads(ctx, &grad0(g)?, None)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| self.grads(ctx, &g, Some(batch))))
+    }
+}
+
+impl CatBackward0 {
+    /// Each input's part of `g` (`batch`: `g` has a leading batch dim of that size).
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &Tensor, batch: Option<usize>) -> Result<Grads> {
+        let dim = (self.dim + usize::from(batch.is_some())) as i64;
         let mut out = Grads::new();
         let mut at = 0i64;
         for (i, &n) in self.sizes.iter().enumerate() {
             let Some(n) = n else {
                 out.push(if ctx.needs_input_grad(i) {
-                    Some(super::zeros_on(&[0], g.dtype(), g.device())?)
+                    let shape: &[usize] = match batch {
+                        Some(b) => &[b, 0],
+                        None => &[0],
+                    };
+                    Some(super::zeros_on(shape, g.dtype(), g.device())?)
                 } else {
                     None
                 });
                 continue;
             };
             out.push(if ctx.needs_input_grad(i) {
-                Some(narrow(&g, self.dim as i64, at, n as i64)?)
+                Some(narrow(g, dim, at, n as i64)?)
             } else {
                 None
             });
@@ -250,11 +269,25 @@ impl Backward for StackBackward0 {
         Some(run())
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
+        self.grads(ctx, &grad0(g)?, 0)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| self.grads(ctx, &g, 1)))
+    }
+}
+
+impl StackBackward0 {
+    /// Each input's slice of `g` (`lead`: 1 when `g` has a leading batch dim).
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &Tensor, lead: usize) -> Result<Grads> {
         (0..self.n)
             .map(|i| {
                 if ctx.needs_input_grad(i) {
-                    let gi = select(&g, self.dim as i64, i as i64)?;
+                    let gi = select(g, (self.dim + lead) as i64, i as i64)?;
                     match self.dtypes.get(i) {
                         Some(&d) if d != gi.dtype() => super::to_dtype(&gi, d).map(Some),
                         _ => Ok(Some(gi)),
@@ -353,6 +386,36 @@ impl Backward for RepeatBackward0 {
         let r = super::sum(&reshape(&g, &inter)?, Some(&sum_dims), false)?;
         let dims: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
         Ok(smallvec::smallvec![Some(reshape(&r, &dims)?)])
+    }
+    // (the same sums, one dim further in)
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let g = grad0(g)?;
+            let lead = self.repeats.len() - self.shape.len();
+            let mut inter = vec![batch as i64];
+            let mut sum_dims = Vec::new();
+            for (i, &r) in self.repeats.iter().enumerate() {
+                let s = if i < lead { 1 } else { self.shape[i - lead] };
+                sum_dims.push((2 * i + 1) as i64);
+                inter.extend([r as i64, s as i64]);
+            }
+            let r = if sum_dims.is_empty() {
+                reshape(&g, &inter)?
+            } else {
+                super::sum(&reshape(&g, &inter)?, Some(&sum_dims), false)?
+            };
+            let dims: Vec<i64> = std::iter::once(batch)
+                .chain(self.shape.iter().copied())
+                .map(|d| d as i64)
+                .collect();
+            Ok(smallvec::smallvec![Some(reshape(&r, &dims)?)])
+        };
+        Some(run())
     }
 }
 

@@ -92,6 +92,15 @@ impl Backward for ToCopyBackward0 {
             None => g,
         })])
     }
+    // (shape-agnostic: the same over a batch)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.apply(ctx, g))
+    }
 }
 
 /// `x.clone()`: a contiguous copy with history (CloneBackward0).
@@ -172,5 +181,13 @@ impl Backward for CloneBackward0 {
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         Ok(smallvec::smallvec![Some(grad0(g)?)])
+    } // (shape-agnostic: the same over a batch)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.apply(ctx, g))
     }
 }

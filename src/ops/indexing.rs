@@ -140,6 +140,31 @@ impl Backward for GatherBackward0 {
             &grad0(g)?
         )?)])
     }
+    // each sample scattered into its own slice (the index expanded over the samples)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        if self.shape.is_empty() {
+            return None;
+        }
+        let run = || -> Result<Grads> {
+            let index = ctx.saved(0)?;
+            let index = expand(
+                &unsqueeze(&index, 0)?,
+                &super::batched_shape(batch, &index.shape()),
+            )?;
+            Ok(smallvec::smallvec![Some(scatter_add_zeros(
+                &super::batched_shape(batch, &self.shape),
+                self.dim + 1,
+                &index,
+                &grad0(g)?
+            )?)])
+        };
+        Some(run())
+    }
 }
 
 /// `zeros(shape).scatter_add(dim, index, src)`, differentiable w.r.t. `src`.
@@ -283,6 +308,26 @@ impl Backward for IndexSelectBackward0 {
             &ctx.saved(0)?,
             &grad0(g)?
         )?)])
+    }
+    // the same rows added, one dim further in
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        if self.shape.is_empty() {
+            return None;
+        }
+        let run = || -> Result<Grads> {
+            Ok(smallvec::smallvec![Some(index_add_zeros(
+                &super::batched_shape(batch, &self.shape),
+                self.dim + 1,
+                &ctx.saved(0)?,
+                &grad0(g)?
+            )?)])
+        };
+        Some(run())
     }
 }
 
@@ -433,6 +478,15 @@ impl Backward for MaskedFillBackward0 {
         let z = zeros_like(&g)?;
         Ok(smallvec::smallvec![Some(where_(&ctx.saved(0)?, &z, &g)?)])
     }
+    // (the mask broadcasts against each sample)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.apply(ctx, g))
+    }
 }
 
 #[derive(Clone)]
@@ -445,6 +499,21 @@ impl Backward for MaskedFillBackward1 {
     }
     // d/dx = g where not filled; d/dvalue = Σ g over the filled positions
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, false)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.grads(ctx, g, true))
+    }
+}
+
+impl MaskedFillBackward1 {
+    /// (`batched`: `g` has a leading batch dim; the value's gradient is summed per sample)
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
         let g = grad0(g)?;
         let mask = ctx.saved(0)?;
         let z = zeros_like(&g)?;
@@ -455,7 +524,15 @@ impl Backward for MaskedFillBackward1 {
         };
         let gv = if ctx.needs_input_grad(1) {
             let filled = where_(&mask, &g, &z)?;
-            Some(to_dtype(&sum(&filled, None, false)?, self.value_dtype)?)
+            let total = if batched && filled.ndim() > 1 {
+                let dims: Vec<i64> = (1..filled.ndim() as i64).collect();
+                sum(&filled, Some(&dims), false)?
+            } else if batched {
+                filled
+            } else {
+                sum(&filled, None, false)?
+            };
+            Some(to_dtype(&total, self.value_dtype)?)
         } else {
             None
         };

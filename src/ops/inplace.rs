@@ -728,13 +728,32 @@ impl Backward for CopyBackwards {
     }
     // d(self)/d(old self) = 0 (overwritten); d(self)/d(src) = 1, summed to src's shape
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, false)
+    }
+    // (src's part summed per sample)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.grads(ctx, g, true))
+    }
+}
+
+impl CopyBackwards {
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
         let g = grad0(g)?;
         let old = if ctx.needs_input_grad(0) {
             Some(super::zeros_like(&g)?)
         } else {
             None
         };
-        let src = sum_to(&g, &self.src_shape)?;
+        let src = if batched {
+            super::sum_to_batched(&g, &self.src_shape)?
+        } else {
+            sum_to(&g, &self.src_shape)?
+        };
         Ok(smallvec::smallvec![
             old,
             Some(if self.src_dtype.is_float() {

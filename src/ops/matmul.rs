@@ -317,6 +317,34 @@ impl Backward for AddmmBackward0 {
         let db = db.map(|d| scaled(d, 1)).transpose()?;
         Ok(smallvec::smallvec![di, da, db])
     }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let g = grad0(g)?;
+            let scaled = |x: Tensor, i: usize| match &self.scales {
+                Some(s) => mul_scalar(&x, s[i]),
+                None => Ok(x),
+            };
+            let di = if ctx.needs_input_grad(0) {
+                let d = scaled(g.clone(), 0)?;
+                Some(match &self.input_shape {
+                    Some(shape) => super::sum_to_batched(&d, shape)?,
+                    None => d,
+                })
+            } else {
+                None
+            };
+            let (da, db) = self.mm.operand_grads_batched(ctx, &g, [1, 2])?;
+            let da = da.map(|d| scaled(d, 1)).transpose()?;
+            let db = db.map(|d| scaled(d, 1)).transpose()?;
+            Ok(smallvec::smallvec![di, da, db])
+        };
+        Some(run())
+    }
 }
 
 /// torch's error for a `bmm` of `[m, k]` by `[k, n]` matrices whose dtypes differ or are
@@ -468,6 +496,54 @@ impl MmBackward0 {
     }
 }
 impl MmBackward0 {
+    /// [`operand_grads`](Self::operand_grads) of every sample of a batch of gradients
+    /// `g` (`[S, n, m]`): two products, the samples stacked as rows of one (`G·Bᵀ`) and
+    /// side by side as columns of the other (`Aᵀ·G`). (bmm's: `matmul` broadcasting the
+    /// saved operands over the samples.)
+    fn operand_grads_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &Tensor,
+        at: [usize; 2],
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let saved = |i: Option<u8>| {
+            ctx.saved(i.ok_or_else(|| Error::Internal("mm operand not saved".into()))? as usize)
+        };
+        if self.batched {
+            // bmm: matmul broadcasts the saved operands over the samples
+            let da = if ctx.needs_input_grad(at[0]) {
+                Some(matmul(g, &transpose(&saved(self.b)?, 1, 2)?)?)
+            } else {
+                None
+            };
+            let db = if ctx.needs_input_grad(at[1]) {
+                Some(matmul(&transpose(&saved(self.a)?, 1, 2)?, g)?)
+            } else {
+                None
+            };
+            return Ok((da, db));
+        }
+        let gs = g.shape();
+        let (s, n, m) = (gs[0] as i64, gs[1] as i64, gs[2] as i64);
+        let da = if ctx.needs_input_grad(at[0]) {
+            let b = saved(self.b)?;
+            let k = b.shape()[0] as i64;
+            let rows = reshape(g, &[s * n, m])?;
+            Some(reshape(&mm(&rows, &t(&b)?)?, &[s, n, k])?)
+        } else {
+            None
+        };
+        let db = if ctx.needs_input_grad(at[1]) {
+            let a = saved(self.a)?;
+            let k = a.shape()[1] as i64;
+            let columns = reshape(&permute(g, &[1, 0, 2])?, &[n, s * m])?;
+            let r = mm(&t(&a)?, &columns)?;
+            Some(permute(&reshape(&r, &[k, s, m])?, &[1, 0, 2])?)
+        } else {
+            None
+        };
+        Ok((da, db))
+    }
     /// d(A·B) = dA·B + A·dB, A and B at inputs `at` of the node.
     fn tangent(
         &self,
@@ -502,6 +578,18 @@ impl Backward for MmBackward0 {
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         self.grads(ctx, g)
     }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let (da, db) = self.operand_grads_batched(ctx, &grad0(g)?, [0, 1])?;
+            Ok(smallvec::smallvec![da, db])
+        };
+        Some(run())
+    }
 }
 
 #[derive(Clone)]
@@ -519,6 +607,18 @@ impl Backward for BmmBackward0 {
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         self.0.grads(ctx, g)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let (da, db) = self.0.operand_grads_batched(ctx, &grad0(g)?, [0, 1])?;
+            Ok(smallvec::smallvec![da, db])
+        };
+        Some(run())
     }
 }
 
@@ -568,7 +668,21 @@ impl Backward for DotBackward0 {
     }
     // d(a·b)/da = g·b, /db = g·a
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let g = grad0(g)?;
+        self.grads(ctx, grad0(g)?)
+    }
+    // (each sample's number times the saved vector: g as a column)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| self.grads(ctx, reshape(&g, &[batch as i64, 1])?)))
+    }
+}
+
+impl DotBackward0 {
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: Tensor) -> Result<Grads> {
         let saved = |i: Option<u8>| {
             ctx.saved(i.ok_or_else(|| Error::Internal("dot operand not saved".into()))? as usize)
         };

@@ -67,12 +67,26 @@ impl Backward for AmaxBackward0 {
     }
     // grad flows to the positions equal to the max, split evenly among them
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, false)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.grads(ctx, g, true))
+    }
+}
+
+impl AmaxBackward0 {
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
         let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
         let y = self.r.expand_back(&y)?;
         let mask = to_dtype(&eq(&x, &y)?, x.dtype())?;
         let dims: Vec<i64> = self.r.dims.iter().map(|&d| d as i64).collect();
         let count = expand(&sum(&mask, Some(&dims), true)?, &self.r.shape)?;
-        let g = self.r.expand_back(&grad0(g)?)?;
+        let g = self.r.expand_back_maybe_batched(&grad0(g)?, batched)?;
         Ok(smallvec::smallvec![Some(div(&mul(&g, &mask)?, &count)?)])
     }
 }
@@ -173,6 +187,36 @@ impl Backward for MaxBackward0 {
             &idx,
             &g
         )?)])
+    }
+    // each sample scattered into its own slice (the indices expanded over the samples)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let mut idx = ctx.saved(0)?;
+            let mut g = grad0(g)?;
+            if self.shape.is_empty() {
+                return Ok(smallvec::smallvec![Some(g)]);
+            }
+            if !self.keepdim {
+                idx = unsqueeze(&idx, self.dim as i64)?;
+                g = unsqueeze(&g, self.dim as i64 + 1)?;
+            }
+            let idx = expand(
+                &unsqueeze(&idx, 0)?,
+                &super::batched_shape(batch, &idx.shape()),
+            )?;
+            Ok(smallvec::smallvec![Some(scatter_add_zeros(
+                &super::batched_shape(batch, &self.shape),
+                self.dim + 1,
+                &idx,
+                &g
+            )?)])
+        };
+        Some(run())
     }
 }
 

@@ -581,6 +581,34 @@ pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
     }
 }
 
+/// `[batch, *shape]`: a shape with a batched gradient's leading dim.
+pub(crate) fn batched_shape(batch: usize, shape: &[usize]) -> Vec<usize> {
+    let mut s = Vec::with_capacity(shape.len() + 1);
+    s.push(batch);
+    s.extend_from_slice(shape);
+    s
+}
+
+/// [`sum_to`] for a batched gradient (`grad(is_grads_batched=True)`): `g` (`[B, *s]`)
+/// summed down to `[B, *shape]`, the batch dim kept.
+pub(crate) fn sum_to_batched(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let gs = g.shape();
+    let target = batched_shape(gs[0], shape);
+    if gs.as_slice() == target.as_slice() {
+        return Ok(g.clone());
+    }
+    // the operand's shape padded with leading ones to g's rank, after the batch dim
+    let mut padded = vec![gs[0]];
+    padded.resize(gs.len() - shape.len(), 1);
+    padded.extend_from_slice(shape);
+    let r = sum_to(g, &padded)?;
+    if r.shape().as_slice() == target.as_slice() {
+        Ok(r)
+    } else {
+        reshape(&r, &target.iter().map(|&d| d as i64).collect::<Vec<_>>())
+    }
+}
+
 /// The shapes of a broadcasting op's two tensor operands, for bringing their gradients
 /// back to them. Kept (boxed) only when one differs from the output's: the gradient
 /// arriving at the node has the output's shape, so the common case needs nothing, and
@@ -605,6 +633,13 @@ impl OperandShapes {
         match &self.0 {
             None => Ok(g.clone()),
             Some(s) => sum_to(g, &s[i]),
+        }
+    }
+    /// [`sum_to`](Self::sum_to) for a batched gradient (`[B, *output]` to `[B, *operand]`).
+    pub fn sum_to_batched(&self, g: &Tensor, i: usize) -> Result<Tensor> {
+        match &self.0 {
+            None => Ok(g.clone()),
+            Some(s) => sum_to_batched(g, &s[i]),
         }
     }
     /// Operand `i`'s shape (`g`: the gradient of the output).

@@ -73,6 +73,26 @@ impl Backward for MseLossBackward0 {
     }
     // d/dx mean((x-t)²) = 2(x-t)/N; d/dt = -that
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, None)
+    }
+    // (a reduced loss's per-sample number broadcast over its sample; sums per sample)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.grads(ctx, g, Some(batch)))
+    }
+}
+
+impl MseLossBackward0 {
+    fn grads(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: Option<usize>,
+    ) -> Result<Grads> {
         let (x, t) = (ctx.saved(0)?, ctx.saved(1)?);
         let d = sub(&x, &t)?;
         let n = d.numel().max(1) as f64;
@@ -81,14 +101,27 @@ impl Backward for MseLossBackward0 {
         } else {
             2.0
         };
-        let gx = mul(&grad0(g)?, &mul_scalar(&d, Scalar::Float(k))?)?;
+        let mut g = grad0(g)?;
+        if let Some(b) = batch
+            && g.ndim() == 1
+        {
+            // each sample's number against every element of d
+            let mut dims = vec![b as i64];
+            dims.resize(d.ndim() + 1, 1);
+            g = reshape(&g, &dims)?;
+        }
+        let gx = mul(&g, &mul_scalar(&d, Scalar::Float(k))?)?;
+        let to = |v: &Tensor, shape: &[usize]| match batch {
+            Some(_) => super::sum_to_batched(v, shape),
+            None => sum_to(v, shape),
+        };
         let gx_in = if ctx.needs_input_grad(0) {
-            Some(sum_to(&gx, &x.shape())?)
+            Some(to(&gx, &x.shape())?)
         } else {
             None
         };
         let gt = if ctx.needs_input_grad(1) {
-            Some(sum_to(&neg(&gx)?, &t.shape())?)
+            Some(to(&neg(&gx)?, &t.shape())?)
         } else {
             None
         };
@@ -218,6 +251,39 @@ impl Backward for NllLossBackward0 {
             &idx,
             &src
         )?)])
+    }
+    // each sample's numbers scattered into its own [n, c] slice
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let (idx, w) = (ctx.saved(0)?, ctx.saved(1)?);
+            let g = grad0(g)?;
+            let (b, n) = (batch as i64, self.n as i64);
+            let per = match self.reduction {
+                Reduction::None => mul(&reshape(&g, &[b, n])?, &w)?,
+                Reduction::Sum => mul(&expand(&reshape(&g, &[b, 1])?, &[batch, self.n])?, &w)?,
+                Reduction::Mean => div_scalar(
+                    &mul(&expand(&reshape(&g, &[b, 1])?, &[batch, self.n])?, &w)?,
+                    Scalar::Float(if self.denom == 0.0 { 1.0 } else { self.denom }),
+                )?,
+            };
+            let src = reshape(&neg(&per)?, &[b, n, 1])?;
+            let idx = expand(
+                &unsqueeze(&idx, 0)?,
+                &super::batched_shape(batch, &idx.shape()),
+            )?;
+            Ok(smallvec::smallvec![Some(scatter_add_zeros(
+                &[batch, self.n, self.c],
+                2,
+                &idx,
+                &src
+            )?)])
+        };
+        Some(run())
     }
 }
 

@@ -231,6 +231,21 @@ impl Backward for CopySlices {
     }
     // base: g with the region zeroed; result: g's region
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, false)
+    }
+    // (the same region of every sample: the layouts with the batch dim first)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.grads(ctx, g, true))
+    }
+}
+
+impl CopySlices {
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
         let ViewOfBase { rel, order } = &*self.view;
         if rel.numel() > 0
             && rel
@@ -246,8 +261,23 @@ impl Backward for CopySlices {
                  location. Please clone() the tensor before performing the operation.",
             ));
         }
-        let g = in_storage_order(&grad0(g)?, order.as_deref())?;
-        let region = as_strided(&g, rel)?;
+        let g = grad0(g)?;
+        // a batch dim first: the base's order shifted by one, the region one dim more
+        let batch = if batched { Some(g.shape()[0]) } else { None };
+        let order: Option<Vec<i64>> = match (order, batch) {
+            (Some(o), Some(_)) => Some(std::iter::once(0).chain(o.iter().map(|d| d + 1)).collect()),
+            (o, _) => o.clone(),
+        };
+        let g = in_storage_order(&g, order.as_deref())?;
+        let region = match batch {
+            Some(b) => {
+                let mut brel = rel.clone();
+                brel.shape.insert(0, b);
+                brel.strides.insert(0, crate::shape::numel(&self.shape));
+                as_strided(&g, &brel)?
+            }
+            None => as_strided(&g, rel)?,
+        };
         let gb = if ctx.needs_input_grad(0) {
             // (masked, not `g - scatter(region)`: a NaN or infinite gradient in the region
             // must become 0 as well)
@@ -256,7 +286,7 @@ impl Backward for CopySlices {
             })?;
             let mask = as_strided_scatter(&inside, &self.shape, rel)?;
             let gb = masked_fill(&g, &mask, Scalar::Float(0.0))?;
-            Some(match order {
+            Some(match &order {
                 Some(o) => permute(&gb, &inverse_order(o))?,
                 None => gb,
             })

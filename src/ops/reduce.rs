@@ -83,6 +83,21 @@ impl ReduceDims {
     pub(super) fn expand_back(&self, g: &Tensor) -> Result<Tensor> {
         expand_back(g, &self.shape, &self.dims, self.keepdim)
     }
+    /// [`expand_back`](Self::expand_back), of a batched gradient (`[B, *reduced]`) when
+    /// `batched`.
+    pub(super) fn expand_back_maybe_batched(&self, g: &Tensor, batched: bool) -> Result<Tensor> {
+        if batched {
+            self.expand_back_batched(g)
+        } else {
+            self.expand_back(g)
+        }
+    }
+    /// [`expand_back`](Self::expand_back) for a batched gradient (`[B, *reduced]`).
+    pub(super) fn expand_back_batched(&self, g: &Tensor) -> Result<Tensor> {
+        let dims: Vec<usize> = self.dims.iter().map(|d| d + 1).collect();
+        let shape = super::batched_shape(g.shape()[0], &self.shape);
+        expand_back(g, &shape, &dims, self.keepdim)
+    }
 }
 
 /// Brings a reduced gradient back to the input's rank (re-inserting reduced dims) and
@@ -95,6 +110,13 @@ fn expand_back(g: &Tensor, shape: &[usize], dims: &[usize], keepdim: bool) -> Re
         }
     }
     expand(&g, shape)
+}
+
+/// A full reduction's batched gradient (`[B]`) brought to every element of `[B, *shape]`.
+fn expand_all_batched(g: &Tensor, shape: &[usize], batch: usize) -> Result<Tensor> {
+    let mut dims = vec![batch as i64];
+    dims.resize(shape.len() + 1, 1);
+    expand(&reshape(g, &dims)?, &super::batched_shape(batch, shape))
 }
 
 /// `x.sum()` / `x.sum(dims, keepdim)`; integer and bool inputs sum to int64.
@@ -146,6 +168,20 @@ impl Backward for SumBackward0 {
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         Ok(smallvec::smallvec![Some(expand(&grad0(g)?, &self.shape)?)])
     }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            Ok(smallvec::smallvec![Some(expand_all_batched(
+                &g,
+                &self.shape,
+                batch
+            )?)])
+        }))
+    }
 }
 
 #[derive(Clone)]
@@ -162,6 +198,14 @@ impl Backward for SumBackward1 {
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         Ok(smallvec::smallvec![Some(self.r.expand_back(&grad0(g)?)?)])
+    }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| Ok(smallvec::smallvec![Some(self.r.expand_back_batched(&g)?)])))
     }
 }
 
@@ -237,6 +281,21 @@ impl Backward for MeanBackward0 {
         let g = div_scalar(&grad0(g)?, Scalar::Float(self.n as f64))?;
         Ok(smallvec::smallvec![Some(expand(&g, &self.shape)?)])
     }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            let g = div_scalar(&g, Scalar::Float(self.n as f64))?;
+            Ok(smallvec::smallvec![Some(expand_all_batched(
+                &g,
+                &self.shape,
+                batch
+            )?)])
+        }))
+    }
 }
 
 #[derive(Clone)]
@@ -259,6 +318,17 @@ impl Backward for MeanBackward1 {
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = div_scalar(&grad0(g)?, Scalar::Float(self.n as f64))?;
         Ok(smallvec::smallvec![Some(self.r.expand_back(&g)?)])
+    }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            let g = div_scalar(&g, Scalar::Float(self.n as f64))?;
+            Ok(smallvec::smallvec![Some(self.r.expand_back_batched(&g)?)])
+        }))
     }
 }
 
@@ -460,7 +530,14 @@ impl VarGrad {
     // d var/dx = 2(x - mean)/(N - c);  d std/dx = d var/dx / (2 std), taken as 0 where
     // std = 0 (torch's std_backward masks it, so equal values give 0, not 0/0). Computed
     // in torch's order: the std's gradient becomes a variance gradient first.
-    fn grad(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], is_std: bool) -> Result<Grads> {
+    /// (`batched`: `g` has a leading batch dim; the saved tensors broadcast against it)
+    fn grad(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        is_std: bool,
+        batched: bool,
+    ) -> Result<Grads> {
         let x = ctx.saved(0)?;
         let di: Vec<i64> = self.r.dims.iter().map(|&i| i as i64).collect();
         let c = sub(&x, &mean(&x, Some(&di), true)?)?;
@@ -470,7 +547,7 @@ impl VarGrad {
             let gv = div(&g, &mul_scalar(&y, Scalar::Float(2.0))?)?;
             g = super::masked_fill(&gv, &super::eq_scalar(&y, 0.0)?, Scalar::Float(0.0))?;
         }
-        let g = self.r.expand_back(&g)?;
+        let g = self.r.expand_back_maybe_batched(&g, batched)?;
         let denom = self.n as f64 - self.correction;
         let r = mul(&mul_scalar(&g, Scalar::Float(2.0 / denom))?, &c)?;
         Ok(smallvec::smallvec![Some(r)])
@@ -483,7 +560,15 @@ impl Backward for VarBackward0 {
         "VarBackward0".into()
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        self.0.grad(ctx, g, false)
+        self.0.grad(ctx, g, false, false)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.0.grad(ctx, g, false, true))
     }
 }
 #[derive(Clone)]
@@ -493,7 +578,15 @@ impl Backward for StdBackward0 {
         "StdBackward0".into()
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        self.0.grad(ctx, g, true)
+        self.0.grad(ctx, g, true, false)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.0.grad(ctx, g, true, true))
     }
 }
 
@@ -563,8 +656,22 @@ impl Backward for NormBackward0 {
     }
     // p=1: sign(x); p=2: x/‖x‖ (0 where ‖x‖ = 0); general: x·|x|^(p-2)/‖x‖^(p-1)
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, false)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.grads(ctx, g, true))
+    }
+}
+
+impl NormBackward0 {
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
         let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
-        let g = self.r.expand_back(&grad0(g)?)?;
+        let g = self.r.expand_back_maybe_batched(&grad0(g)?, batched)?;
         let y = self.r.expand_back(&y)?;
         let d = if self.p == 1.0 {
             sign(&x)?
@@ -661,8 +768,22 @@ impl Backward for LogsumexpBackward0 {
     }
     // d lse/dx = exp(x - lse) = softmax(x)
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, false)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.grads(ctx, g, true))
+    }
+}
+
+impl LogsumexpBackward0 {
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
         let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
-        let g = self.r.expand_back(&grad0(g)?)?;
+        let g = self.r.expand_back_maybe_batched(&grad0(g)?, batched)?;
         let y = self.r.expand_back(&y)?;
         Ok(smallvec::smallvec![Some(mul(&g, &exp(&sub(&x, &y)?)?)?)])
     }

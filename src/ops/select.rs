@@ -259,11 +259,47 @@ impl Backward for MaskedGradBackward {
             None
         };
         let dx = if ctx.needs_input_grad(1) {
-            Some(zeros_like(&gg)?)
+            // (x's shape, which the mask has: g's may have a batch dim more, when the node
+            // was recorded by a batched backward pass with create_graph)
+            let m = ctx.saved(0)?;
+            Some(if m.shape() == gg.shape() {
+                zeros_like(&gg)?
+            } else {
+                zeros_like(&m)?
+            })
         } else {
             None
         };
         Ok(smallvec::smallvec![dg, dx])
+    }
+    // dg: the mask broadcast against each sample; dx: zeros of x's shape (the mask's) per
+    // sample. (A node recorded by a batched pass, whose g has a batch dim more than x,
+    // runs once per sample.)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        grads: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Option<Grads>> {
+            let gg = grad0(grads)?;
+            let m = ctx.saved(0)?;
+            if gg.shape()[1..] != m.shape()[..] {
+                return Ok(None);
+            }
+            let dg = if ctx.needs_input_grad(0) {
+                Some(mul(&gg, &m)?)
+            } else {
+                None
+            };
+            let dx = if ctx.needs_input_grad(1) {
+                Some(zeros_like(&gg)?)
+            } else {
+                None
+            };
+            Ok(Some(smallvec::smallvec![dg, dx]))
+        };
+        run().transpose()
     }
 }
 

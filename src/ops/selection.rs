@@ -225,6 +225,13 @@ impl InputShapes {
             Some(s) => sum_to(&g, &s[i]),
         }
     }
+    /// [`sum_to`](Self::sum_to) for a batched gradient (`[B, *output]` to `[B, *input]`).
+    fn sum_to_batched(&self, g: Tensor, i: usize) -> Result<Tensor> {
+        match &self.0 {
+            None => Ok(g),
+            Some(s) => super::sum_to_batched(&g, &s[i]),
+        }
+    }
 }
 
 /// What a node's formulas may read, by name.
@@ -285,6 +292,21 @@ impl Backward for SelectBackward {
         self.op.row().node.into()
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, false)
+    }
+    // (the formulas broadcast each sample's gradient against the saved tensors)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.grads(ctx, g, true))
+    }
+}
+
+impl SelectBackward {
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
         let g = grad0(g)?;
         let values = Values {
             ctx,
@@ -295,7 +317,11 @@ impl Backward for SelectBackward {
         for i in 0..self.op.row().reads.len() {
             out.push(if ctx.needs_input_grad(i) {
                 let d = derivative(self.op, i, &g, &values)?;
-                Some(self.shapes.sum_to(d, i)?)
+                Some(if batched {
+                    self.shapes.sum_to_batched(d, i)?
+                } else {
+                    self.shapes.sum_to(d, i)?
+                })
             } else {
                 None
             });

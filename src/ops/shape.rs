@@ -157,6 +157,37 @@ impl Backward for ViewBackward {
         let dims: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
         Ok(smallvec::smallvec![Some(reshape(&grad0(g)?, &dims)?)])
     }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(reshape_batched(g, &self.shape, batch))
+    }
+}
+
+/// A view's backward over a batch of gradients: each sample reshaped to `shape`.
+fn reshape_batched(g: &[Option<Tensor>], shape: &[usize], batch: usize) -> Result<Grads> {
+    let dims: Vec<i64> = std::iter::once(batch)
+        .chain(shape.iter().copied())
+        .map(|d| d as i64)
+        .collect();
+    Ok(smallvec::smallvec![Some(reshape(&grad0(g)?, &dims)?)])
+}
+
+/// A logical dim of a batched gradient (`g`: `[B, *logical]`) as a physical one.
+fn batched_dim(d: i64, g: &Tensor) -> Result<i64> {
+    Ok(wrap_dim(d, g.ndim() - 1)? as i64 + 1)
+}
+
+/// `zeros(shape)` with the region `rel` set to `g`, for each sample of a batched `g`.
+fn view_grad_in_base_batched(g: &Tensor, shape: &[usize], rel: &Layout) -> Result<Tensor> {
+    let batch = g.shape()[0];
+    let mut brel = rel.clone();
+    brel.shape.insert(0, batch);
+    brel.strides.insert(0, crate::shape::numel(shape));
+    view_grad_in_base(g, &super::batched_shape(batch, shape), &brel)
 }
 
 /// `x.contiguous()`: `x` itself when already contiguous.
@@ -276,6 +307,19 @@ impl Backward for ExpandBackward0 {
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         Ok(smallvec::smallvec![Some(sum_to(&grad0(g)?, &self.shape)?)])
     }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            Ok(smallvec::smallvec![Some(super::sum_to_batched(
+                &g,
+                &self.shape
+            )?)])
+        }))
+    }
 }
 
 pub fn permute(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
@@ -310,6 +354,20 @@ impl Backward for PermuteBackward0 {
             &grad0(g)?,
             &self.inverse
         )?)])
+    }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            let mut dims = vec![0];
+            for &d in &self.inverse {
+                dims.push(batched_dim(d, &g)?);
+            }
+            Ok(smallvec::smallvec![Some(permute(&g, &dims)?)])
+        }))
     }
 }
 
@@ -373,6 +431,22 @@ impl Backward for TransposeBackward0 {
         Ok(smallvec::smallvec![Some(transpose_named(
             &g, self.d0, self.d1, self.name
         )?)])
+    }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            if g.ndim() < 3 {
+                return Ok(smallvec::smallvec![Some(g)]);
+            }
+            let (d0, d1) = (batched_dim(self.d0, &g)?, batched_dim(self.d1, &g)?);
+            Ok(smallvec::smallvec![Some(transpose_named(
+                &g, d0, d1, self.name
+            )?)])
+        }))
     }
 }
 
@@ -446,6 +520,20 @@ impl Backward for SliceBackward0 {
             &self.rel
         )?)])
     }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            Ok(smallvec::smallvec![Some(view_grad_in_base_batched(
+                &g,
+                &self.shape,
+                &self.rel
+            )?)])
+        }))
+    }
 }
 
 /// `x[index]` along `dim` (removes the dim).
@@ -492,6 +580,20 @@ impl Backward for SelectBackward0 {
             &self.shape,
             &self.rel
         )?)])
+    }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            Ok(smallvec::smallvec![Some(view_grad_in_base_batched(
+                &g,
+                &self.shape,
+                &self.rel
+            )?)])
+        }))
     }
 }
 
@@ -545,6 +647,20 @@ impl Backward for AsStridedBackward0 {
             &self.shape,
             &self.rel
         )?)])
+    }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            Ok(smallvec::smallvec![Some(view_grad_in_base_batched(
+                &g,
+                &self.shape,
+                &self.rel
+            )?)])
+        }))
     }
 }
 
@@ -605,6 +721,20 @@ impl Backward for AsStridedScatterBackward0 {
             &self.rel
         )?)])
     }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            let per_sample = g.numel().checked_div(batch).unwrap_or(0);
+            let mut rel = (*self.rel).clone();
+            rel.shape.insert(0, batch);
+            rel.strides.insert(0, per_sample);
+            Ok(smallvec::smallvec![Some(as_strided(&g, &rel)?)])
+        }))
+    }
 }
 
 /// `x.squeeze()` (all size-1 dims) or `x.squeeze(dims)`.
@@ -657,6 +787,14 @@ impl Backward for SqueezeBackward {
         let dims: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
         Ok(smallvec::smallvec![Some(reshape(&grad0(g)?, &dims)?)])
     }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(reshape_batched(g, &self.shape, batch))
+    }
 }
 
 pub fn unsqueeze(x: &Tensor, dim: i64) -> Result<Tensor> {
@@ -684,6 +822,19 @@ impl Backward for UnsqueezeBackward0 {
             &grad0(g)?,
             Some(&[self.dim])
         )?)])
+    }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(grad0(g).and_then(|g| {
+            Ok(smallvec::smallvec![Some(squeeze(
+                &g,
+                Some(&[self.dim + 1])
+            )?)])
+        }))
     }
 }
 

@@ -103,6 +103,29 @@ impl Backward for SoftmaxBackward0 {
         let s = sum(&mul(&g, &y)?, Some(&[self.dim]), true)?;
         Ok(smallvec::smallvec![Some(mul(&y, &sub(&g, &s)?)?)])
     }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let (g, y) = (grad0(g)?, ctx.saved(0)?);
+            let dim = batched_dim(self.dim, &y)?;
+            let y = expand(&y, &g.shape())?;
+            if let Some(r) = fused_backward(&g, &y, dim, false) {
+                return Ok(smallvec::smallvec![Some(r)]);
+            }
+            let s = sum(&mul(&g, &y)?, Some(&[dim]), true)?;
+            Ok(smallvec::smallvec![Some(mul(&y, &sub(&g, &s)?)?)])
+        };
+        Some(run())
+    }
+}
+
+/// A saved tensor's dim `d` as a dim of a batched gradient (one leading dim more).
+fn batched_dim(d: i64, y: &Tensor) -> Result<i64> {
+    Ok(crate::shape::wrap_dim(d, y.ndim())? as i64 + 1)
 }
 
 #[derive(Clone)]
@@ -130,6 +153,24 @@ impl Backward for LogSoftmaxBackward0 {
         }
         let s = sum(&g, Some(&[self.dim]), true)?;
         Ok(smallvec::smallvec![Some(sub(&g, &mul(&exp(&y)?, &s)?)?)])
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let (g, y) = (grad0(g)?, ctx.saved(0)?);
+            let dim = batched_dim(self.dim, &y)?;
+            let y = expand(&y, &g.shape())?;
+            if let Some(r) = fused_backward(&g, &y, dim, true) {
+                return Ok(smallvec::smallvec![Some(r)]);
+            }
+            let s = sum(&g, Some(&[dim]), true)?;
+            Ok(smallvec::smallvec![Some(sub(&g, &mul(&exp(&y)?, &s)?)?)])
+        };
+        Some(run())
     }
 }
 

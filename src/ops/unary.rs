@@ -385,6 +385,21 @@ impl Backward for UnaryBackward {
         }
         Ok(smallvec::smallvec![Some(recorded(self.op, &g, s)?)])
     }
+    // The row's formula over tensors broadcasts the saved tensor against each sample's
+    // gradient: the same values as the fused kernel per sample.
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let g = grad0(g)?;
+            let s = self.saved.map(|i| get(ctx, Some(i))).transpose()?;
+            Ok(smallvec::smallvec![Some(recorded(self.op, &g, s)?)])
+        };
+        Some(run())
+    }
 }
 
 /// `torch.polygamma(n, x)`: ψ⁽ⁿ⁾(x), the n-th derivative of digamma (integer and bool
@@ -506,6 +521,15 @@ impl Backward for TanhBackwardBackward0 {
             None
         };
         Ok(smallvec::smallvec![dg, dy])
+    }
+    // (g and y have the output's shape: the formulas broadcast them against each sample)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        grads: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.apply(ctx, grads))
     }
 }
 

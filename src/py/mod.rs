@@ -321,6 +321,28 @@ fn where_(
 
 // ---- autograd -------------------------------------------------------------------------
 
+/// A backward call's outputs or inputs: a Tensor, or a GradientEdge (node, output_nr).
+fn engine_input(o: &Bound<'_, PyAny>) -> PyResult<engine::Input> {
+    if let Ok(t) = o.cast::<PyTensor>() {
+        return Ok(engine::Input::Tensor(t.get().t.clone()));
+    }
+    if o.cast::<pyo3::types::PyTuple>().is_ok() {
+        return Ok(engine::Input::Edge(graph_api::gradient_edge(o)?));
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "all inputs have to be Tensors or GradientEdges, but got {}",
+        convert::type_name(o)
+    )))
+}
+
+type PyGrads = Vec<Option<Py<PyTensor>>>;
+
+fn wrap_grads(py: Python<'_>, r: Vec<Option<Tensor>>) -> PyResult<PyGrads> {
+    r.into_iter()
+        .map(|g| g.map(|g| wrap(py, g)).transpose())
+        .collect()
+}
+
 /// The engine entry point behind rgrad.autograd.backward / grad (argument checking and
 /// implicit gradients are done in Python). Runs with the GIL released.
 #[pyfunction]
@@ -335,23 +357,10 @@ fn _run_backward(
     inputs: Vec<Bound<'_, PyAny>>,
     accumulate: bool,
     allow_unused: bool,
-) -> PyResult<Vec<Option<Py<PyTensor>>>> {
-    // a Tensor, or a GradientEdge (node, output_nr)
-    let parse = |o: &Bound<'_, PyAny>| -> PyResult<engine::Input> {
-        if let Ok(t) = o.cast::<PyTensor>() {
-            return Ok(engine::Input::Tensor(t.get().t.clone()));
-        }
-        if o.cast::<pyo3::types::PyTuple>().is_ok() {
-            return Ok(engine::Input::Edge(graph_api::gradient_edge(o)?));
-        }
-        Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "all inputs have to be Tensors or GradientEdges, but got {}",
-            convert::type_name(o)
-        )))
-    };
-    let outs: Vec<engine::Input> = tensors.iter().map(parse).collect::<PyResult<_>>()?;
+) -> PyResult<PyGrads> {
+    let outs: Vec<engine::Input> = tensors.iter().map(engine_input).collect::<PyResult<_>>()?;
     let grads: Vec<Tensor> = grad_tensors.iter().map(|t| t.t.clone()).collect();
-    let ins: Vec<engine::Input> = inputs.iter().map(parse).collect::<PyResult<_>>()?;
+    let ins: Vec<engine::Input> = inputs.iter().map(engine_input).collect::<PyResult<_>>()?;
     let opts = engine::Options {
         retain_graph,
         create_graph,
@@ -360,9 +369,38 @@ fn _run_backward(
         forward_ad_off: false,
     };
     let r = gil::detach(py, || engine::run_backward_from(&outs, &grads, &ins, opts))?;
-    r.into_iter()
-        .map(|g| g.map(|g| wrap(py, g)).transpose())
-        .collect()
+    wrap_grads(py, r)
+}
+
+/// `grad(..., is_grads_batched=True)`'s engine call: every grad_tensor has a leading batch
+/// dim of `batch` samples. Returns the gradients and the names of the backward nodes that
+/// ran once per sample (no batching rule), for vmap's performance warning.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn _run_backward_batched(
+    py: Python<'_>,
+    tensors: Vec<Bound<'_, PyAny>>,
+    grad_tensors: Vec<PyRef<'_, PyTensor>>,
+    retain_graph: bool,
+    create_graph: bool,
+    inputs: Vec<Bound<'_, PyAny>>,
+    allow_unused: bool,
+    batch: usize,
+) -> PyResult<(PyGrads, Vec<String>)> {
+    let outs: Vec<engine::Input> = tensors.iter().map(engine_input).collect::<PyResult<_>>()?;
+    let grads: Vec<Tensor> = grad_tensors.iter().map(|t| t.t.clone()).collect();
+    let ins: Vec<engine::Input> = inputs.iter().map(engine_input).collect::<PyResult<_>>()?;
+    let opts = engine::Options {
+        retain_graph,
+        create_graph,
+        accumulate: false,
+        allow_unused,
+        forward_ad_off: false,
+    };
+    let (r, fallbacks) = gil::detach(py, || {
+        engine::run_backward_batched(&outs, &grads, &ins, opts, batch)
+    })?;
+    Ok((wrap_grads(py, r)?, fallbacks))
 }
 
 /// Returns True if grad mode is currently enabled (in this thread).
@@ -575,6 +613,7 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(where_, m)?)?;
     m.add_function(wrap_pyfunction!(_run_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(_run_backward_batched, m)?)?;
     m.add_class::<graph_api::PyNodeHookOwner>()?;
     m.add_class::<graph_api::PySavedTensor>()?;
     m.add_function(wrap_pyfunction!(

@@ -90,6 +90,59 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
     return new_grads
 
 
+def _make_batched_grads(outputs: tuple, grads: tuple) -> tuple[list, int]:
+    """``_make_grads`` for ``is_grads_batched=True`` (torch's checks and messages: each
+    grad_output's sample 0 against its output; torch maps its implicit gradients over their
+    dim 0 too, which no scalar output allows), and the batch size."""
+    from rgrad._tensor import Size
+
+    new_grads = []
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        out_shape, out_dtype, out_requires_grad = _out_meta(out)
+        if isinstance(g, Tensor):
+            first = g.select(0, 0)  # (torch reads grad[0]: its errors for a 0-dim or empty grad)
+            if first.shape != out_shape:
+                if isinstance(out, graph.GradientEdge):
+                    raise RuntimeError("Batched grads are not supported with GradientEdge")
+                raise RuntimeError(
+                    "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
+                    "dimension. The sizes of the remaining dimensions are expected to match the shape of "
+                    f"corresponding output, but a mismatch was detected: grad_output[{i}] has a shape of "
+                    f"{Size(first.shape[1:])!r} and output[{i}] has a shape of {Size(out_shape)!r}. If you only want "
+                    "some tensors in `grad_output` to be considered batched, consider using vmap."
+                )
+            if g.dtype != out_dtype and out_dtype.is_floating_point:
+                g = g.to(out_dtype)  # (torch's engine casts each gradient to its output's dtype)
+            new_grads.append(g)
+        elif g is None:
+            if out_requires_grad:
+                if Size(out_shape).numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if len(out_shape) == 0:
+                    raise ValueError("vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, but that input "
+                                     "is a Tensor of dimensionality 0 so expected in_dim to satisfy 0 <= in_dim < 0.")
+                raise RuntimeError(f"invalid gradient at index {i} - got {list(out_shape[1:])} but expected shape "
+                                   f"compatible with {list(out_shape)}")
+            new_grads.append(None)
+        else:
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+    sizes = [g.shape[0] for g in new_grads if g is not None]
+    if any(s != sizes[0] for s in sizes):
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                         f"{sizes} for the mapped dimension")
+    return new_grads, (sizes[0] if sizes else 0)
+
+
+def _warn_batched_fallbacks(names: list) -> None:
+    """The performance warning of torch's vmap fallback, once per backward node that a
+    batched backward pass ran once per sample (it has no batching rule)."""
+    if names:
+        from rgrad.func._batched_tensor import warn_fallback
+
+        for name in names:
+            warn_fallback(name, stacklevel=4, prefix="")
+
+
 def _check_outputs(outputs: tuple, grads: list) -> None:
     for i, (out, g) in enumerate(zip(outputs, grads)):
         if isinstance(out, graph.GradientEdge):
@@ -188,8 +241,9 @@ def grad(
         create_graph: Record the backward so that higher-order derivatives can be taken.
         only_inputs: Deprecated and ignored.
         allow_unused: If False, an input not used to compute the outputs is an error.
-        is_grads_batched: Not supported by rgrad (must be False); ``rgrad.func.vmap`` over a
-            function that calls ``grad`` with batched ``grad_outputs`` does the same.
+        is_grads_batched: The first dim of each grad_output is a batch dim: the result is
+            the gradients of every sample, stacked (the same as a loop of ``grad`` calls with
+            ``retain_graph=True``), computed in one batched backward pass.
         materialize_grads: Return zeros instead of None for unused inputs (implies allow_unused).
 
     Returns:
@@ -200,8 +254,10 @@ def grad(
                                             materialize_grads)
         if result is not NotImplemented:
             return result
-    if is_grads_batched:
-        raise RuntimeError("rgrad.autograd.grad: is_grads_batched=True is not supported")
+    if is_grads_batched and _vmap_support is not None and _vmap_support.max_level(
+            _as_tuple(outputs) + _as_tuple(inputs) + _as_tuple(grad_outputs)) >= 0:
+        return _grads_batched_inside_vmap(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                                          materialize_grads)
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
                          "allow_unused=False.")
@@ -215,17 +271,45 @@ def grad(
     gouts = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
     if len(gouts) != len(outs):
         raise RuntimeError(f"grad_outputs must be of the same length as outputs (got {len(gouts)} and {len(outs)})")
-    gouts = _make_grads(outs, gouts)
+    if is_grads_batched:
+        gouts, batch = _make_batched_grads(outs, gouts)
+    else:
+        gouts, batch = _make_grads(outs, gouts), None
     _check_outputs(outs, gouts)
     if retain_graph is None:
         retain_graph = create_graph
-    result = _C._run_backward(list(outs), gouts, _c_bool(retain_graph), _c_bool(create_graph), list(ins), False,
-                              bool(allow_unused))
+    if batch is None:
+        result = _C._run_backward(list(outs), gouts, _c_bool(retain_graph), _c_bool(create_graph), list(ins), False,
+                                  bool(allow_unused))
+    else:
+        result, looped = _C._run_backward_batched(list(outs), gouts, _c_bool(retain_graph), _c_bool(create_graph),
+                                                  list(ins), bool(allow_unused), batch)
+        _warn_batched_fallbacks(looped)
     if materialize_grads:
         if any(r is None and not isinstance(i, Tensor) for r, i in zip(result, ins)):
             raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
         result = [g if g is not None else _C.zeros(i._shape, dtype=i.dtype) for g, i in zip(result, ins)]
     return tuple(result)
+
+
+def _grads_batched_inside_vmap(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                               materialize_grads) -> tuple:
+    """``is_grads_batched=True`` on BatchedTensors (inside a vmap): one more vmap level over the
+    grad_outputs' dim 0, whose ``grad`` the vmap's autograd support runs."""
+    from rgrad.func import vmap
+
+    gouts = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(_as_tuple(outputs))
+    unused: list = []
+
+    def vjp(*gs):
+        result = grad(outputs, inputs, gs, retain_graph=retain_graph, create_graph=create_graph,
+                      allow_unused=allow_unused, materialize_grads=materialize_grads)
+        unused[:] = [r is None for r in result]
+        # (vmap returns tensors only: an unused input's None comes back after it)
+        return tuple(_C.zeros(()) if r is None else r for r in result)
+
+    result = vmap(vjp, in_dims=tuple(None if g is None else 0 for g in gouts))(*gouts)
+    return tuple(None if u else r for r, u in zip(result, unused))
 
 
 def _is_checkpoint_valid() -> bool:

@@ -8,14 +8,14 @@ with torch's rules for tuples, ``create_graph`` and ``strict`` mode, and torch's
 result is differentiated again with respect to its grad_outputs), so their results and
 their strict-mode errors are torch's. ``jacobian`` and ``hessian`` compute one row per
 output element with a backward pass each, or with ``vectorize=True`` every row in one
-batched pass through ``rgrad.func.vmap``'s machinery (reverse mode: the function runs once
-more on a batch of copies of the inputs, one per output element, and one backward pass
-takes the identity as grad_outputs; ``strategy="forward-mode"``, which torch allows only
-with ``vectorize=True``: the copies are dual tensors whose tangents are the identity).
-Random ops in the function draw the same numbers for every copy in reverse mode (the
-function runs twice, so the generator advances twice) and raise vmap's error in forward
-mode, as torch's. The copies all hold the same values, so the function may read them
-(``.item()``, data-dependent control flow), as torch's (which batches only the
+batched backward pass, as torch's: reverse mode runs the function once and calls
+``autograd.grad(..., is_grads_batched=True)`` with the identity as the batch of
+grad_outputs (the engine runs each node's batching rule, or its formula once per sample
+with vmap's performance warning); ``strategy="forward-mode"``, which torch allows only
+with ``vectorize=True``, runs the function under a vmap level of copies of the inputs
+that are dual tensors whose tangents are the identity. Random ops raise vmap's error in
+forward mode, as torch's. The copies all hold the same values, so the function may read
+them (``.item()``, data-dependent control flow), as torch's (which batches only the
 derivatives) lets it.
 """
 
@@ -148,7 +148,7 @@ def _check_requires_grad(inputs, input_type, strict):
         )
 
 
-def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
+def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None, is_grads_batched=False):
     """``autograd.grad`` over the outputs that require grad (None for every input when none does)."""
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
@@ -160,7 +160,7 @@ def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retai
     if not kept_outputs:
         return (None,) * len(inputs)
     return rgrad.autograd.grad(kept_outputs, inputs, kept_grads, allow_unused=True, create_graph=create_graph,
-                               retain_graph=retain_graph)
+                               retain_graph=retain_graph, is_grads_batched=is_grads_batched)
 
 
 def _fill_in_zeros(grads, refs, strict, create_graph, stage):
@@ -210,50 +210,36 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
 
 def _standard_basis(tensors, numels, batch):
     """The identity of size ``sum(numels)`` split by column into one chunk per tensor, each laid
-    out as a batch of that tensor (``[sum(numels), *tensor.shape]``, its dtype)."""
+    out as a batch of that tensor (``[sum(numels), *tensor.shape]``, its dtype): zeros with
+    ones written along a strided view of the chunk's diagonal (torch's
+    ``_construct_standard_basis_for``)."""
     total = sum(numels)
     chunks = []
     offset = 0
     for t, n in zip(tensors, numels):
         chunk = rgrad.zeros(total, n, dtype=t.dtype)
         if n:
-            with rgrad.no_grad():
-                chunk.narrow(0, offset, n).copy_(rgrad.eye(n, dtype=t.dtype))
+            # element (offset + j, j) of the [total, n] chunk, for every j
+            start = offset * n
+            chunk.view(-1)[start:start + (n - 1) * (n + 1) + 1:n + 1].fill_(1)
         chunks.append(batch(chunk.view(total, *t.shape)))
         offset += n
     return chunks
 
 
-def _vectorized_jacrev(func, inputs, outputs, create_graph):
-    """Every row of the Jacobian in one backward pass (``jacobian(vectorize=True)``).
-
-    ``func`` runs once more, under a vmap level whose batch holds one copy of the inputs per
-    output element (stride-0 expands, in the graph of the inputs); one backward pass of those
-    outputs with the identity as grad_outputs (row k of the batch: the k-th output element)
-    gives each copy's gradient, a row of the Jacobian. Random ops draw the same numbers for
-    every copy (randomness="same").
-    """
-    from rgrad.func._vmap import BatchedTensor, _VmapLevel
-
+def _vectorized_jacrev(inputs, outputs, create_graph):
+    """Every row of the Jacobian in one backward pass (``jacobian(vectorize=True)``), as torch's:
+    ``grad(is_grads_batched=True)`` over the function's graph with the identity as the batch of
+    grad_outputs (row k: the k-th output element), so that the function runs once."""
     numels = tuple(out.numel() for out in outputs)
     total = sum(numels)
-    # copies=True: each sample of the level holds the same values (linear computes one)
-    with _VmapLevel(total, "same", copies=True) as level:
-        batched_inputs = tuple(BatchedTensor(inp.unsqueeze(0).expand(total, *inp.shape), level) for inp in inputs)
-        _, batched_outputs = _as_tuple(func(*batched_inputs), "outputs of the user-provided function", "jacobian")
-        basis = _standard_basis(outputs, numels, lambda b: BatchedTensor(b, level))
-        pairs = [(o, g) for o, g in zip(batched_outputs, basis) if o.requires_grad]
-        if pairs and total:
-            grads = rgrad.autograd.grad([o for o, _ in pairs], batched_inputs, [g for _, g in pairs],
-                                        create_graph=create_graph, allow_unused=True)
-        else:
-            grads = (None,) * len(inputs)
-    rows = []
-    for g, inp in zip(grads, inputs):
-        if g is None:
-            rows.append(rgrad.zeros_like(inp).expand(total, *inp.shape))
-        else:
-            rows.append(g._value)
+    flat_outputs = tuple(out.reshape(-1) for out in outputs)
+    basis = _standard_basis(flat_outputs, numels, lambda b: b)
+    if total:
+        grads = _autograd_grad(flat_outputs, inputs, basis, create_graph=create_graph, is_grads_batched=True)
+    else:
+        grads = (None,) * len(inputs)
+    rows = [rgrad.zeros_like(inp).expand(total, *inp.shape) if g is None else g for g, inp in zip(grads, inputs)]
     jacobian_input_output = []
     for jac_input_i, input_i in zip(rows, inputs):
         per_output = []
@@ -464,7 +450,7 @@ def _jacobian(func, inputs, create_graph, strict, vectorize, strategy):
                     "Please either set `strict=False` or "
                     "`vectorize=False`."
                 )
-            result = _grad_postprocess(_vectorized_jacrev(func, inputs, outputs, create_graph), create_graph)
+            result = _grad_postprocess(_vectorized_jacrev(inputs, outputs, create_graph), create_graph)
             return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
 
         jacobian_rows = []

@@ -14,11 +14,11 @@ dtypes of the inputs (torch keeps the output's dtype for the numerical one); for
 float64 inputs gradcheck is meant for this changes nothing.
 
 ``check_batched_grad`` compares ``rgrad.func.vmap`` of a vector-Jacobian product over two
-random grad_outputs with the two products computed one at a time, as torch does
-(rgrad's backward formulas run in Rust on physical tensors, so under vmap a backward pass
-runs once per sample: the check covers vmap's composition with autograd, not batching
-rules of backward formulas); ``check_batched_forward_grad`` does the same with tangents
-through forward-mode AD, where the ops do run under vmap's batching rules.
+random grad_outputs with the two products computed one at a time, as torch does (the
+vmap runs one batched backward pass, ``grad(..., is_grads_batched=True)``: the check
+covers the backward nodes' batching rules, and the per-sample loop of those without one);
+``check_batched_forward_grad`` does the same with tangents through forward-mode AD, where
+the ops run under vmap's batching rules.
 Not supported (rgrad has no complex and no sparse tensors): ``masked`` only selects how the
 "backward multiplied by grad_output" check compares with zero. Only the top-level
 tensors of ``inputs`` are differentiated: a tensor inside a list or tuple argument is

@@ -460,17 +460,18 @@ _warned: set = set()
 _warned_lock = threading.Lock()
 
 
-def warn_fallback(name: str) -> None:
-    """torch's performance warning, once per op per process."""
+def warn_fallback(name: str, stacklevel: int = 4, prefix: str = "aten::") -> None:
+    """torch's performance warning, once per op per process (``prefix``: how the op is
+    named; a backward node looped over by ``grad(is_grads_batched=True)`` has none)."""
     with _warned_lock:
-        if name in _warned:
+        if prefix + name in _warned:
             return
-        _warned.add(name)
+        _warned.add(prefix + name)
     warnings.warn(
-        f"There is a performance drop because we have not yet implemented the batching rule for aten::{name}. "
+        f"There is a performance drop because we have not yet implemented the batching rule for {prefix}{name}. "
         "Please file us an issue on GitHub so that we can prioritize its implementation.",
         UserWarning,
-        stacklevel=4,
+        stacklevel=stacklevel,
     )
 
 

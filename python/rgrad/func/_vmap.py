@@ -31,7 +31,8 @@ vmap level it is not batched at (a stride-0 expand wrapped as a BatchedTensor), 
 each sample has its own leaf; ``rgrad.autograd.grad`` on BatchedTensors differentiates the
 physical outputs w.r.t. the physical inputs (grad_outputs expanded to the physical shape)
 and rewraps the results (an input not batched where the outputs are gets its per-sample
-gradients by a loop of backward passes). ``grad(vmap(f))`` is ordinary autograd on the
+gradients by a loop of backward passes; plain outputs and inputs with batched
+grad_outputs, ``vmap(vjp)``, are one batched backward pass, ``is_grads_batched``). ``grad(vmap(f))`` is ordinary autograd on the
 physical tensors. Forward AD: ``make_dual`` / ``unpack_dual`` on BatchedTensors make and read
 physical duals. ``Tensor.backward()`` on a BatchedTensor raises torch's error (torch does
 not support backward() inside its transforms).
@@ -394,6 +395,24 @@ def batched_grad(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: Any
         else:
             result = grad(new_outs, [i._value for i in ins], new_gouts, retain_graph=retain_graph,
                           create_graph=create_graph, allow_unused=allow_unused)
+        result = [None if r is None else BT(r, level) for r in result]
+    elif all(type(t) is Tensor for t in (*outs, *ins)) and all(
+            g is None or type(g) is Tensor or (_at(g, level) and type(g._value) is Tensor) for g in gouts):
+        # plain outputs and inputs, a batch of grad_outputs (``vmap(vjp)``, gradcheck's
+        # check_batched_grad): one batched backward pass (``is_grads_batched``)
+        batched_gouts = []
+        for o, g in zip(outs, gouts):
+            if g is None and o.requires_grad:
+                if o.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                g = rgrad.ones_like(o)
+            if type(g) is Tensor:
+                g = g.unsqueeze(0).expand(n, *g.shape)
+            elif g is not None:
+                g = g._value
+            batched_gouts.append(g)
+        result = grad(outs, ins, batched_gouts, retain_graph=retain_graph, create_graph=create_graph,
+                      allow_unused=allow_unused, is_grads_batched=True)
         result = [None if r is None else BT(r, level) for r in result]
     else:
         # an input shared by the samples: one backward per sample (its gradient differs per sample)

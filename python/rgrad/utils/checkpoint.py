@@ -233,7 +233,7 @@ class CheckpointFunction(rgrad.autograd.Function):
         ctx.preserve_rng_state = preserve_rng_state
         ctx.device_type = _infer_device_type(*args)
         if preserve_rng_state:
-            ctx.fwd_cpu_state = rgrad.get_rng_state()
+            ctx.fwd_cpu_state = rgrad.random._rng_state_bytes()  # (5 KB, as torch's uint8 state)
             # Don't eagerly initialize a device context by accident.
             ctx.had_device_in_fwd = False
             device_module = _get_device_module(ctx.device_type)
@@ -1086,7 +1086,7 @@ def _checkpoint_without_reentrant_generator_impl(
     forward_context, recompute_context = context_fn()
 
     if preserve_rng_state:
-        fwd_cpu_state = rgrad.get_rng_state()
+        fwd_cpu_state = rgrad.random._rng_state_bytes()  # (5 KB, as torch's uint8 state)
         # Don't eagerly initialize a device context by accident.
         had_device_in_fwd = False
         if getattr(device_module, "_initialized", False):

@@ -325,6 +325,8 @@ impl Task {
             id: 0,
             can_checkpoint: true,
             saved_hooks: None,
+            batch: None,
+            fallbacks: Mutex::new(Vec::new()),
         };
         // Root edges count as one dependency each.
         for r in roots {

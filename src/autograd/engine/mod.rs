@@ -158,6 +158,12 @@ struct Task {
     /// The caller's saved-tensor hooks, which nodes run under (on any thread), as torch
     /// propagates its thread-local state to the threads that run the graph.
     saved_hooks: Option<crate::autograd::saved_hooks::HookState>,
+    /// `grad(is_grads_batched=True)`: every gradient has a leading batch dim of this many
+    /// samples, and formulas run batched (`Backward::apply_batched`, else one call per
+    /// sample).
+    batch: Option<usize>,
+    /// The nodes of a batched pass that ran once per sample (no batching rule).
+    fallbacks: Mutex<Vec<String>>,
 }
 
 /// What a gradient is wanted of (grad()'s `inputs`, backward()'s `inputs`), or where
@@ -266,8 +272,85 @@ pub fn run_backward_from(
     outputs: &[Input],
     grad_outputs: &[Tensor],
     inputs: &[Input],
-    mut opts: Options,
+    opts: Options,
 ) -> Result<Vec<Option<Tensor>>> {
+    Ok(run(outputs, grad_outputs, inputs, opts, None)?.0)
+}
+
+/// `grad(is_grads_batched=True)`: [`run_backward_from`] where every grad_output has a
+/// leading batch dim of `batch` samples (the rest its output's shape); every gradient
+/// the formulas compute keeps it, and so do the results. The same values as one
+/// backward per sample: each node runs its batching rule (`Backward::apply_batched`)
+/// or, without one, its formula once per sample. Returns the gradients and the names of
+/// the nodes that ran once per sample (each once, for the binding's performance
+/// warning). The graph's saved tensors are freed after the pass unless `retain_graph`,
+/// as after an ordinary one.
+pub fn run_backward_batched(
+    outputs: &[Input],
+    grad_outputs: &[Tensor],
+    inputs: &[Input],
+    opts: Options,
+    batch: usize,
+) -> Result<(Vec<Option<Tensor>>, Vec<String>)> {
+    run(outputs, grad_outputs, inputs, opts, Some(batch))
+}
+
+/// One batched formula call: the node's batching rule, or its formula once per sample
+/// with the samples' gradients stacked (an input that got no gradient from some samples
+/// gets zeros there; none from any: none).
+fn apply_batched(
+    formula: &dyn crate::autograd::function::Backward,
+    ctx: &crate::autograd::function::BackwardCtx<'_>,
+    grads: &[Option<Tensor>],
+    batch: usize,
+    fallbacks: &Mutex<Vec<String>>,
+) -> Result<Grads> {
+    if let Some(r) = formula.apply_batched(ctx, grads, batch) {
+        return r;
+    }
+    {
+        let name = formula.name();
+        let mut names = fallbacks.lock();
+        if !names.iter().any(|n| *n == name) {
+            names.push(name.into_owned());
+        }
+    }
+    let mut per_sample: Vec<Grads> = Vec::with_capacity(batch);
+    for b in 0..batch {
+        let gb: SmallVec<[Option<Tensor>; 2]> = grads
+            .iter()
+            .map(|g| g.as_ref().map(|g| ops::select(g, 0, b as i64)).transpose())
+            .collect::<Result<_>>()?;
+        per_sample.push(formula.apply(ctx, &gb)?);
+    }
+    let n = per_sample.first().map_or(0, |r| r.len());
+    let mut out = Grads::new();
+    for i in 0..n {
+        let like = per_sample.iter().find_map(|r| r[i].clone());
+        out.push(match like {
+            None => None,
+            Some(like) => {
+                let column = per_sample
+                    .iter()
+                    .map(|r| match &r[i] {
+                        Some(g) => Ok(g.clone()),
+                        None => ops::zeros_like(&like),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Some(ops::stack(&column, 0)?)
+            }
+        });
+    }
+    Ok(out)
+}
+
+fn run(
+    outputs: &[Input],
+    grad_outputs: &[Tensor],
+    inputs: &[Input],
+    mut opts: Options,
+    batch: Option<usize>,
+) -> Result<(Vec<Option<Tensor>>, Vec<String>)> {
     // torch runs the backward under the caller's thread-local state: in inference mode
     // nothing is recorded, whatever create_graph says.
     if crate::autograd::grad_mode::is_inference_mode_enabled() {
@@ -328,6 +411,7 @@ pub fn run_backward_from(
     task.id = TASK_IDS.fetch_add(1, Ordering::Relaxed);
     task.can_checkpoint = inputs.is_empty() && is_checkpoint_valid();
     task.saved_hooks = crate::autograd::saved_hooks::capture();
+    task.batch = batch;
     let pool = crate::runtime::pool()?;
     let seed = |ready: &mut Ready| {
         for (i, (edge, g)) in roots.iter().zip(grad_outputs).enumerate() {
@@ -394,7 +478,7 @@ pub fn run_backward_from(
         }
         result.push(g);
     }
-    Ok(result)
+    Ok((result, std::mem::take(&mut *task.fallbacks.lock())))
 }
 
 impl Task {
@@ -575,7 +659,9 @@ impl Task {
         // Saved tensors are moved out (the graph not retained) or copied; the node is
         // marked released, as torch does after a node ran.
         let execute = st.execute;
-        let retain = self.opts.retain_graph;
+        // (a batched pass may run a formula once per sample: the saved tensors are copied
+        // and the node released after it ran)
+        let retain = self.opts.retain_graph || self.batch.is_some();
         // (with the output metadata when a saved output is kept by its storage alone, and
         // whether some were packed by saved-tensor hooks)
         let take_saved = |n: &mut crate::autograd::graph::NodeData| {
@@ -651,9 +737,13 @@ impl Task {
                     // a built-in formula (a custom Function checks what it unpacks itself)
                     ctx.check_saved_versions()?;
                 }
-                formula.apply(&ctx, &grads)
+                match self.batch {
+                    None => formula.apply(&ctx, &grads),
+                    Some(b) => apply_batched(formula, &ctx, &grads, b, &self.fallbacks),
+                }
             })?
         };
+        self.release_batched(local);
         self.check_count(local, &outs)?;
         for (i, (t, g)) in st.targets().zip(outs).enumerate() {
             if let Some(t) = t {
@@ -661,6 +751,17 @@ impl Task {
             }
         }
         Ok(())
+    }
+
+    /// After a node ran in a batched pass that does not retain the graph: its saved
+    /// tensors freed, as an ordinary pass frees them when it takes them.
+    #[inline(always)]
+    fn release_batched(&self, local: usize) {
+        if self.batch.is_some() && !self.opts.retain_graph {
+            let mut n = self.nodes[local].node.lock();
+            n.saved = SmallVec::new();
+            n.released = true;
+        }
     }
 
     /// A formula returned one gradient per input of its op.
@@ -720,9 +821,13 @@ impl Task {
                 if builtin {
                     ctx.check_saved_versions()?;
                 }
-                formula.apply(&ctx, &grads)
+                match self.batch {
+                    None => formula.apply(&ctx, &grads),
+                    Some(b) => apply_batched(formula, &ctx, &grads, b, &self.fallbacks),
+                }
             })?
         };
+        self.release_batched(local);
         self.check_count(local, &outs)?;
         if unpack {
             for (t, g) in st.targets().zip(outs.iter_mut()) {
