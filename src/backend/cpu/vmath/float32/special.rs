@@ -164,7 +164,7 @@ pub(super) fn erfinv_f32(y: f32) -> f32 {
 /// kernels (the exponent's relative error, at most 150 x 2^-52, is far below float32's
 /// resolution), rounded once to float32.
 #[inline(always)]
-fn pow_f32(x: f32, y: f32) -> f32 {
+pub(super) fn pow_f32(x: f32, y: f32) -> f32 {
     let r = f64k::exp_f64(f64::from(y) * f64k::log_f64(f64::from(x.abs()))) as f32;
     let yint = y.trunc() == y; // (infinities count as even integers)
     let half = 0.5 * y;
