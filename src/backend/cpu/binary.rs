@@ -88,8 +88,12 @@ pub(super) fn vmath_arith(
     lb: &Layout,
 ) -> Option<Buffer> {
     Some(match (a, b) {
-        (Buffer::F32(x), Buffer::F32(y)) => Buffer::F32(zip_slices(x, la, y, lb, f32::arith_fn(op)?)),
-        (Buffer::F64(x), Buffer::F64(y)) => Buffer::F64(zip_slices(x, la, y, lb, f64::arith_fn(op)?)),
+        (Buffer::F32(x), Buffer::F32(y)) => {
+            Buffer::F32(zip_slices(x, la, y, lb, f32::arith_fn(op)?))
+        }
+        (Buffer::F64(x), Buffer::F64(y)) => {
+            Buffer::F64(zip_slices(x, la, y, lb, f64::arith_fn(op)?))
+        }
         _ => return None,
     })
 }

@@ -59,7 +59,11 @@ macro_rules! fmod_fns {
         // torch's CPU kernels: fmod, then moved into the divisor's sign
         #[inline(always)]
         fn remainder_from(m: $t, b: $t) -> $t {
-            if m != 0.0 && ((b < 0.0) != (m < 0.0)) { m + b } else { m }
+            if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+                m + b
+            } else {
+                m
+            }
         }
 
         #[inline(always)]
@@ -75,7 +79,11 @@ macro_rules! fmod_fns {
         #[inline(always)]
         fn floor_div_from(a: $t, b: $t, m: $t) -> $t {
             let div = (a - m) / b;
-            let div = if m != 0.0 && ((b < 0.0) != (m < 0.0)) { div - 1.0 } else { div };
+            let div = if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+                div - 1.0
+            } else {
+                div
+            };
             let f = floor_exact(div);
             let f = if div - f > 0.5 { f + 1.0 } else { f };
             if b == 0.0 {

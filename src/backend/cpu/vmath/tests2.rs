@@ -9,7 +9,11 @@ use super::reference::{exact2_f64, ulps_f32, ulps_f64};
 use super::{Func2, Level, float32, float64, supported};
 use std::mem::MaybeUninit;
 
-const PAIRS: usize = if cfg!(debug_assertions) { 1 << 13 } else { 1 << 19 };
+const PAIRS: usize = if cfg!(debug_assertions) {
+    1 << 13
+} else {
+    1 << 19
+};
 
 fn run2<T: Copy>(f: &Func2<T>, level: Level, a: &[T], b: &[T]) -> Vec<T> {
     let mut out = vec![MaybeUninit::<T>::uninit(); a.len()];
@@ -386,7 +390,12 @@ fn remainder_and_floor_divide_follow_torch_signs() {
             let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
             let got32 = run2(f, l, &a32, &b32);
             for i in 0..rows.len() {
-                assert!(same(got64[i], want[i], f64::to_bits), "{name}{:?} f64 {l:?}: {}", rows[i], got64[i]);
+                assert!(
+                    same(got64[i], want[i], f64::to_bits),
+                    "{name}{:?} f64 {l:?}: {}",
+                    rows[i],
+                    got64[i]
+                );
                 assert!(
                     same(f64::from(got32[i]), want[i], f64::to_bits),
                     "{name}{:?} f32 {l:?}: {}",
@@ -424,9 +433,15 @@ fn atan2_quadrants_and_signed_zeros() {
     for l in supported() {
         for &(y, x, want) in &rows {
             let g = run2(f64s, l, &[y], &[x])[0];
-            assert!(same(g, want, f64::to_bits), "atan2({y}, {x}) = {g} at {l:?}");
+            assert!(
+                same(g, want, f64::to_bits),
+                "atan2({y}, {x}) = {g} at {l:?}"
+            );
             let g = run2(f32s, l, &[y as f32], &[x as f32])[0];
-            assert!(same(g, want as f32, |v| u64::from(v.to_bits())), "f32 atan2({y}, {x}) = {g}");
+            assert!(
+                same(g, want as f32, |v| u64::from(v.to_bits())),
+                "f32 atan2({y}, {x}) = {g}"
+            );
         }
     }
 }

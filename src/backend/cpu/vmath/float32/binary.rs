@@ -4,8 +4,8 @@
 
 #![allow(clippy::excessive_precision)]
 
-use super::f64k;
 use super::trig::ATAN_A;
+use super::via64;
 use super::{fast_two_sum, poly, two_sum};
 
 // pi/4 = PIO4_HI + PIO4_LO
@@ -90,8 +90,8 @@ pub(super) fn hypot_f32(x: f32, y: f32) -> f32 {
     }
 }
 
-/// ln(e^a + e^b) = max + log1p(e^-|a - b|) (torch's formula) in float64 with the
-/// float64 kernels (a - b exact), rounded once; equal infinities give themselves.
+/// ln(e^a + e^b) = max + log1p(e^-|a - b|) (torch's formula) in float64 (`via64`, a - b
+/// exact), rounded once; equal infinities give themselves.
 #[inline(always)]
 pub(super) fn logaddexp_f32(a: f32, b: f32) -> f32 {
     let (ad, bd) = (f64::from(a), f64::from(b));
@@ -99,7 +99,7 @@ pub(super) fn logaddexp_f32(a: f32, b: f32) -> f32 {
     let d = -(ad - bd).abs();
     // (e^-700 is already below float32's resolution next to any m; NaN stays)
     let d = if d < -700.0 { -700.0 } else { d };
-    let r = (m + f64k::log1p_f64(f64k::exp_fast_f64(d))) as f32;
+    let r = (m + via64::log1p_unit(via64::exp_lite(d))) as f32;
     if a == b && a.is_infinite() {
         a
     } else if a.is_nan() || b.is_nan() {

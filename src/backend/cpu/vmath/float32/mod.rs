@@ -16,6 +16,7 @@ mod binary;
 mod exp_log;
 mod special;
 mod trig;
+mod via64;
 
 use super::float64 as f64k;
 use super::{Func, Func2, scalar_fns, scalar_fns2, slice_fns, slice_fns2};

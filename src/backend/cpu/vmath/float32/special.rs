@@ -3,7 +3,7 @@
 
 #![allow(clippy::excessive_precision)]
 
-use super::f64k;
+use super::{f64k, via64};
 use crate::backend::cpu::vmath;
 
 /// A polynomial in float64 by Estrin's scheme, lowest coefficient first: pairs
@@ -160,12 +160,31 @@ pub(super) fn erfinv_f32(y: f32) -> f32 {
     }
 }
 
-/// x^y with C pow's special values: |x|^y = e^(y ln|x|) in float64 with the float64
-/// kernels (the exponent's relative error, at most 150 x 2^-52, is far below float32's
-/// resolution), rounded once to float32.
+/// x^y with C pow's special values: |x|^y = e^(y ln|x|) in float64 (`via64`: the
+/// exponent's absolute error, about 2^-42 (1 + |y ln x|), is far below float32's
+/// resolution; every float32 |x| is a normal float64), rounded once to float32.
 #[inline(always)]
 pub(super) fn pow_f32(x: f32, y: f32) -> f32 {
-    let r = f64k::exp_f64(f64::from(y) * f64k::log_f64(f64::from(x.abs()))) as f32;
+    let ax = f64::from(x.abs());
+    let l = via64::ln_lite(ax);
+    let l = if ax == 0.0 {
+        f64::NEG_INFINITY
+    } else if ax == f64::INFINITY || ax.is_nan() {
+        ax
+    } else {
+        l
+    };
+    let w = f64::from(y) * l;
+    // beyond +-200 the float32 result is 0 or inf (NaN stays)
+    let wc = if w < -200.0 {
+        -200.0
+    } else if w > 200.0 {
+        200.0
+    } else {
+        w
+    };
+    let r = via64::exp_lite(wc) as f32;
+    let r = if w.is_nan() { f32::NAN } else { r };
     let yint = y.trunc() == y; // (infinities count as even integers)
     let half = 0.5 * y;
     let odd = yint && half.trunc() != half;
