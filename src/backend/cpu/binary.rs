@@ -87,7 +87,14 @@ pub(super) fn vmath_arith(
     b: &Buffer,
     lb: &Layout,
 ) -> Option<Buffer> {
+    let number = la.numel() > 0 && la.strides.iter().all(|&s| s == 0);
     Some(match (a, b) {
+        (Buffer::F32(x), Buffer::F32(y)) if op == BinaryOp::Pow && number && lb.is_contiguous() => {
+            Buffer::F32(base_pow_f32(
+                x[la.offset],
+                &y[lb.offset..lb.offset + lb.numel()],
+            ))
+        }
         (Buffer::F32(x), Buffer::F32(y)) => {
             Buffer::F32(zip_slices(x, la, y, lb, f32::arith_fn(op)?))
         }
@@ -95,6 +102,13 @@ pub(super) fn vmath_arith(
             Buffer::F64(zip_slices(x, la, y, lb, f64::arith_fn(op)?))
         }
         _ => return None,
+    })
+}
+
+/// `c^y` for a float32 number c (ln |c| computed once: the bits of `pow1(c, y)`).
+pub(super) fn base_pow_f32(c: f32, y: &[f32]) -> Vec<f32> {
+    fill_chunks_from(PAR_MIN_VMATH, y.len(), |start, out| {
+        v32::powb(c, &y[start..start + out.len()], out)
     })
 }
 

@@ -684,8 +684,10 @@ pub(super) fn scalar_map_f32(op: BinaryOp, v: &[f32], s: f64, scalar_first: bool
         if [1.0, 2.0, 3.0, -2.0].contains(&s) {
             return float_scalar_map(op, v, s, scalar_first);
         }
+    } else if op == BinaryOp::Pow {
+        return super::binary::base_pow_f32(s, v);
     } else {
-        // `c ** x`, remainder, fmod, floor division: the two-input kernels
+        // remainder, fmod, floor division: the two-input kernels
         return super::binary::vmath_scalar(op, v, s, scalar_first)
             .unwrap_or_else(|| float_scalar_map(op, v, s, scalar_first));
     }

@@ -445,3 +445,42 @@ fn atan2_quadrants_and_signed_zeros() {
         }
     }
 }
+
+#[test]
+fn float32_number_base_pow_gives_pow1s_bits() {
+    let ys: Vec<f32> = (0..3000)
+        .map(|i| (i as f32 - 1500.0) * 0.07)
+        .chain(SPECIAL32)
+        .collect();
+    for c in [
+        2.0f32,
+        0.5,
+        10.0,
+        -2.0,
+        -0.5,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        f32::INFINITY,
+        f32::NAN,
+        1e-40,
+        3e38,
+    ] {
+        for l in supported() {
+            let mut out = vec![MaybeUninit::<f32>::uninit(); ys.len()];
+            float32::powb::at(l, c, &ys, &mut out);
+            for (&y, v) in ys.iter().zip(out) {
+                // SAFETY: the slice function initialises every element
+                let v = unsafe { v.assume_init() };
+                let want = float32::pow1(c, y);
+                assert!(
+                    same(v, want, |v| u64::from(v.to_bits())),
+                    "{c:e}^{y:e} at {l:?}: {v:e}, not {want:e}"
+                );
+                let u = ulps_f32(v, f64::from(c).powf(f64::from(y)));
+                assert!(u <= 1.0, "{c:e}^{y:e}: {u} ulp");
+            }
+        }
+    }
+}

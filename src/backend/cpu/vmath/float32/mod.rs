@@ -23,7 +23,7 @@ use super::{Func, Func2, scalar_fns, scalar_fns2, slice_fns, slice_fns2};
 use binary::*;
 use exp_log::*;
 use special::{ERFINV_FAST, erf_f32, erfc_f32, erfinv_f32, erfinv_fast, pow_f32};
-pub use special::{pow1, powf};
+pub use special::{pow1, powb, powf};
 use trig::*;
 
 /// 1.5 * 2^23: adding it rounds a float32 of magnitude below 2^22 to an integer, which

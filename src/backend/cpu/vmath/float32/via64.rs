@@ -25,56 +25,68 @@ fn poly<const N: usize>(x: f64, c: [f64; N]) -> f64 {
     p
 }
 
-/// e^w for w in [-700, 700] (NaN: not NaN; callers select): 2^k e^r, |r| <= ln2/2,
-/// e^r by Taylor's polynomial of degree 10 (remainder 2^-42), 2^k into the exponent bits.
+/// e^r for |r| <= ln2/2 by Taylor's polynomial of degree 10 (remainder 2^-42).
+const TAYLOR10: [f64; 11] = [
+    1.0,
+    1.0,
+    0.5,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5040.0,
+    1.0 / 40320.0,
+    1.0 / 362_880.0,
+    1.0 / 3_628_800.0,
+];
+/// Degree 9 (remainder 2^-37).
+const TAYLOR9: [f64; 10] = [
+    1.0,
+    1.0,
+    0.5,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5040.0,
+    1.0 / 40320.0,
+    1.0 / 362_880.0,
+];
+
+/// e^w = 2^k e^r for w in [-700, 700] (NaN: not NaN; callers select), |r| <= ln2/2,
+/// e^r by `c`, 2^k into the exponent bits.
 #[inline(always)]
-pub(super) fn exp_lite(w: f64) -> f64 {
+fn exp_with<const N: usize>(w: f64, c: [f64; N]) -> f64 {
     let t = w.mul_add(std::f64::consts::LOG2_E, MAGIC);
     let kf = t - MAGIC;
     let r = kf.mul_add(-LN2_LO, kf.mul_add(-LN2_HI, w));
-    let p = poly(
-        r,
-        [
-            1.0,
-            1.0,
-            0.5,
-            1.0 / 6.0,
-            1.0 / 24.0,
-            1.0 / 120.0,
-            1.0 / 720.0,
-            1.0 / 5040.0,
-            1.0 / 40320.0,
-            1.0 / 362_880.0,
-            1.0 / 3_628_800.0,
-        ],
-    );
+    let p = poly(r, c);
     f64::from_bits(p.to_bits().wrapping_add(t.to_bits() << 52))
 }
 
-/// 2 atanh s = ln((1 + s)/(1 - s)) for |s| <= 1/3: 2s (1 + z/3 + z^2/5 + ...), z = s^2,
-/// to z^11 (remainder below 2^-42 relative).
+/// e^w to about 2^-42 relative, w in [-700, 700].
 #[inline(always)]
-fn two_atanh(s: f64) -> f64 {
+pub(super) fn exp_lite(w: f64) -> f64 {
+    exp_with(w, TAYLOR10)
+}
+
+/// e^w to about 2^-37 relative, w in [-700, 700] (x^y's: its exponent's own error is
+/// about that much at |y ln x| = 100, where float32's range ends).
+#[inline(always)]
+pub(super) fn exp_lite9(w: f64) -> f64 {
+    exp_with(w, TAYLOR9)
+}
+
+/// 2 atanh s = ln((1 + s)/(1 - s)) = 2s (1 + z/3 + z^2/5 + ...), z = s^2, to z^(N-1).
+#[inline(always)]
+fn two_atanh<const N: usize>(s: f64) -> f64 {
     let z = s * s;
-    let c: [f64; 12] = [
-        1.0,
-        1.0 / 3.0,
-        1.0 / 5.0,
-        1.0 / 7.0,
-        1.0 / 9.0,
-        1.0 / 11.0,
-        1.0 / 13.0,
-        1.0 / 15.0,
-        1.0 / 17.0,
-        1.0 / 19.0,
-        1.0 / 21.0,
-        1.0 / 23.0,
-    ];
+    let c: [f64; N] = std::array::from_fn(|i| 1.0 / (2 * i + 1) as f64);
     (2.0 * s) * poly(z, c)
 }
 
 /// ln v for a positive normal float64 v: v = 2^k m, m in [sqrt(1/2), sqrt(2)),
-/// ln m = 2 atanh((m - 1)/(m + 1)).
+/// ln m = 2 atanh((m - 1)/(m + 1)) (|s| <= 0.172: the series to z^7, remainder 2^-45).
 #[inline(always)]
 pub(super) fn ln_lite(v: f64) -> f64 {
     let bits = v.to_bits() as i64;
@@ -82,12 +94,13 @@ pub(super) fn ln_lite(v: f64) -> f64 {
     let m = f64::from_bits(bits.wrapping_sub(k << 52) as u64);
     // k as a float through MAGIC (no int-to-float conversion of 64-bit lanes needed)
     let kf = f64::from_bits((MAGIC.to_bits() as i64).wrapping_add(k) as u64) - MAGIC;
-    let l = two_atanh((m - 1.0) / (m + 1.0));
+    let l = two_atanh::<8>((m - 1.0) / (m + 1.0));
     kf.mul_add(LN2_HI, kf.mul_add(LN2_LO, l))
 }
 
-/// ln(1 + e) for e in [0, 1]: 2 atanh(e/(2 + e)) (relatively accurate for tiny e).
+/// ln(1 + e) for e in [0, 1]: 2 atanh(e/(2 + e)) (relatively accurate for tiny e;
+/// s <= 1/3: the series to z^11, remainder 2^-42).
 #[inline(always)]
 pub(super) fn log1p_unit(e: f64) -> f64 {
-    two_atanh(e / (2.0 + e))
+    two_atanh::<12>(e / (2.0 + e))
 }
