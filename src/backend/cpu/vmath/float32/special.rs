@@ -194,7 +194,7 @@ pub(super) fn pow_ln(x: f32, y: f32, l: f64) -> f32 {
     } else {
         w
     };
-    let r = via64::exp_lite9(wc) as f32;
+    let r = via64::exp_lite8(wc) as f32;
     let r = if w.is_nan() { f32::NAN } else { r };
     let yint = y.trunc() == y; // (infinities count as even integers)
     let half = 0.5 * y;

@@ -1,8 +1,8 @@
 //! float64 building blocks for float32 results that need more than float32's precision
 //! in between (x^y's exponent y ln x, logaddexp's max + log1p(e^-|d|)), accurate to
-//! about 2^-42 relative: far below a float32 ulp, so one rounding to float32 at the
-//! end gives a result within 0.5 ulp + 2^-18 ulp (double rounding aside), at half the
-//! operations of the float64 kernels' 1-ulp forms.
+//! about 2^-32 relative: far below a float32 ulp, so one rounding to float32 at the
+//! end gives a result within 0.5 ulp + 2^-8 ulp (double rounding aside), at about half
+//! the operations of the float64 kernels' 1-ulp forms.
 
 #![allow(clippy::excessive_precision)]
 
@@ -25,8 +25,8 @@ fn poly<const N: usize>(x: f64, c: [f64; N]) -> f64 {
     p
 }
 
-/// e^r for |r| <= ln2/2 by Taylor's polynomial of degree 10 (remainder 2^-42).
-const TAYLOR10: [f64; 11] = [
+/// e^r for |r| <= ln2/2 by Taylor's polynomial of degree 8 (remainder 2^-32).
+const TAYLOR8: [f64; 9] = [
     1.0,
     1.0,
     0.5,
@@ -36,21 +36,6 @@ const TAYLOR10: [f64; 11] = [
     1.0 / 720.0,
     1.0 / 5040.0,
     1.0 / 40320.0,
-    1.0 / 362_880.0,
-    1.0 / 3_628_800.0,
-];
-/// Degree 9 (remainder 2^-37).
-const TAYLOR9: [f64; 10] = [
-    1.0,
-    1.0,
-    0.5,
-    1.0 / 6.0,
-    1.0 / 24.0,
-    1.0 / 120.0,
-    1.0 / 720.0,
-    1.0 / 5040.0,
-    1.0 / 40320.0,
-    1.0 / 362_880.0,
 ];
 
 /// e^w = 2^k e^r for w in [-700, 700] (NaN: not NaN; callers select), |r| <= ln2/2,
@@ -64,17 +49,10 @@ fn exp_with<const N: usize>(w: f64, c: [f64; N]) -> f64 {
     f64::from_bits(p.to_bits().wrapping_add(t.to_bits() << 52))
 }
 
-/// e^w to about 2^-42 relative, w in [-700, 700].
+/// e^w to about 2^-32 relative (2^-8 float32 ulp), w in [-700, 700].
 #[inline(always)]
-pub(super) fn exp_lite(w: f64) -> f64 {
-    exp_with(w, TAYLOR10)
-}
-
-/// e^w to about 2^-37 relative, w in [-700, 700] (x^y's: its exponent's own error is
-/// about that much at |y ln x| = 100, where float32's range ends).
-#[inline(always)]
-pub(super) fn exp_lite9(w: f64) -> f64 {
-    exp_with(w, TAYLOR9)
+pub(super) fn exp_lite8(w: f64) -> f64 {
+    exp_with(w, TAYLOR8)
 }
 
 /// 2 atanh s = ln((1 + s)/(1 - s)) = 2s (1 + z/3 + z^2/5 + ...), z = s^2, to z^(N-1).
@@ -86,7 +64,8 @@ fn two_atanh<const N: usize>(s: f64) -> f64 {
 }
 
 /// ln v for a positive normal float64 v: v = 2^k m, m in [sqrt(1/2), sqrt(2)),
-/// ln m = 2 atanh((m - 1)/(m + 1)) (|s| <= 0.172: the series to z^7, remainder 2^-45).
+/// ln m = 2 atanh((m - 1)/(m + 1)) (|s| <= 0.172: the series to z^6, remainder 2^-39,
+/// so that y ln x is within 2^-33 where x^y is a finite nonzero float32).
 #[inline(always)]
 pub(super) fn ln_lite(v: f64) -> f64 {
     let bits = v.to_bits() as i64;
@@ -94,13 +73,13 @@ pub(super) fn ln_lite(v: f64) -> f64 {
     let m = f64::from_bits(bits.wrapping_sub(k << 52) as u64);
     // k as a float through MAGIC (no int-to-float conversion of 64-bit lanes needed)
     let kf = f64::from_bits((MAGIC.to_bits() as i64).wrapping_add(k) as u64) - MAGIC;
-    let l = two_atanh::<8>((m - 1.0) / (m + 1.0));
+    let l = two_atanh::<7>((m - 1.0) / (m + 1.0));
     kf.mul_add(LN2_HI, kf.mul_add(LN2_LO, l))
 }
 
 /// ln(1 + e) for e in [0, 1]: 2 atanh(e/(2 + e)) (relatively accurate for tiny e;
-/// s <= 1/3: the series to z^11, remainder 2^-42).
+/// s <= 1/3: the series to z^8, remainder 2^-32).
 #[inline(always)]
 pub(super) fn log1p_unit(e: f64) -> f64 {
-    two_atanh::<12>(e / (2.0 + e))
+    two_atanh::<9>(e / (2.0 + e))
 }
