@@ -186,6 +186,13 @@ fn float32_pairs_within_1_ulp_exact_where_special_and_the_same_at_every_level() 
                 );
             }
         }
+        if !exact_family {
+            // (the figures docs/kernels.md quotes: `cargo test --release -- --nocapture`)
+            eprintln!(
+                "float32 {}: max {:.3} ulp at ({:e}, {:e})",
+                f.name, worst.0, worst.1, worst.2
+            );
+        }
         assert!(
             worst.0 <= 1.0,
             "{}: {} ulp at ({:e}, {:e})",
@@ -321,6 +328,14 @@ fn float64_pairs_within_1_ulp_exact_where_special_and_the_same_at_every_level() 
                 );
             }
         }
+        if !exact_family {
+            eprintln!(
+                "float64 {}: max {:.3} ulp at ({:e}, {:e})",
+                f.name, worst.0, worst.1, worst.2
+            );
+        }
+        // logaddexp: torch's formula with 1-ulp exp and log1p, as torch's kernel; where
+        // the max and the log cancel, their errors grow (measured: 2.01 ulp)
         let bound = if f.name == "logaddexp" { 2.1 } else { 1.0 };
         assert!(
             worst.0 <= bound,

@@ -187,13 +187,7 @@ pub(super) fn ln_abs(x: f32) -> f64 {
 pub(super) fn pow_ln(x: f32, y: f32, l: f64) -> f32 {
     let w = f64::from(y) * l;
     // beyond +-200 the float32 result is 0 or inf (NaN stays)
-    let wc = if w < -200.0 {
-        -200.0
-    } else if w > 200.0 {
-        200.0
-    } else {
-        w
-    };
+    let wc = w.clamp(-200.0, 200.0);
     let r = via64::exp_lite8(wc) as f32;
     let r = if w.is_nan() { f32::NAN } else { r };
     let yint = y.trunc() == y; // (infinities count as even integers)
