@@ -499,3 +499,32 @@ fn float32_number_base_pow_gives_pow1s_bits() {
         }
     }
 }
+
+#[test]
+fn float32_logaddexp_where_the_max_and_the_log_cancel() {
+    // ln(e^a + e^b) near 0 with a, b < 0: the max and log1p(e^-|a - b|) cancel by a
+    // factor of up to about 10^4 (torch's float32 kernel is off by ~10^3 ulp there)
+    let mut a = vec![-1.319_563_5f32];
+    let mut b = vec![-0.310_774_56f32];
+    for i in 1..400 {
+        let x = i as f64 * 0.01;
+        for delta in [1e-2, 1e-3, -1e-3, 1e-4] {
+            a.push(-x as f32);
+            b.push(((1.0 - (-x).exp()).ln() + delta) as f32);
+        }
+    }
+    let f = float32::FUNCS2
+        .iter()
+        .find(|f| f.name == "logaddexp")
+        .unwrap();
+    let exact = exact2_f64("logaddexp");
+    for l in supported() {
+        for ((&x, &y), &got) in a.iter().zip(&b).zip(&run2(f, l, &a, &b)) {
+            let u = ulps_f32(got, exact(f64::from(x), f64::from(y)).0);
+            assert!(
+                u <= 1.0,
+                "logaddexp({x:e}, {y:e}) = {got:e}: {u} ulp at {l:?}"
+            );
+        }
+    }
+}

@@ -99,7 +99,7 @@ pub(super) fn logaddexp_f32(a: f32, b: f32) -> f32 {
     let d = -(ad - bd).abs();
     // (e^-700 is already below float32's resolution next to any m; NaN stays)
     let d = if d < -700.0 { -700.0 } else { d };
-    let r = (m + via64::log1p_unit(via64::exp_lite8(d))) as f32;
+    let r = (m + via64::log1p_unit(via64::exp_lite10(d))) as f32;
     if a == b && a.is_infinite() {
         a
     } else if a.is_nan() || b.is_nan() {
