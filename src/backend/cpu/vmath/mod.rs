@@ -1,7 +1,8 @@
 //! Vectorised math functions over slices, float32 (`float32`) and float64 (`float64`):
 //! exp, expm1, log, log1p, tanh, sigmoid, sin, cos and the other unary functions of the
-//! op table that libm would evaluate one element at a time (see docs/kernels.md for
-//! the list, the designs and the measurements that chose them).
+//! op table that libm would evaluate one element at a time, and functions of two slices
+//! (atan2, hypot, logaddexp, pow, fmod, remainder, floor division: `slice_fns2!`); see
+//! docs/kernels.md for the list, the designs and the measurements that chose them.
 //!
 //! Each function is written once, as a branch-free formula for one element (range
 //! reduction, then a polynomial fitted by `tools/fit_vmath.py`, with the few steps that

@@ -441,6 +441,18 @@ fn atan2_quadrants_and_signed_zeros() {
         (inf, -1.0, FRAC_PI_2),
         (-2.0, -2.0, -3.0 * FRAC_PI_4),
     ];
+    // a subnormal over a small normal: the quotient's residual underflows (1.095 ulp
+    // when the quotient was a reciprocal times n)
+    let f = float32::FUNCS2.iter().find(|f| f.name == "atan2").unwrap();
+    for l in supported() {
+        let (y, x) = (4.050_237e-39f32, 3.226_021e-6f32);
+        let got = run2(f, l, &[y], &[x])[0];
+        let u = ulps_f32(got, f64::from(y).atan2(f64::from(x)));
+        assert!(
+            u <= 0.5 + 1e-3,
+            "atan2({y:e}, {x:e}) = {got:e}: {u} ulp at {l:?}"
+        );
+    }
     let f32s = float32::FUNCS2.iter().find(|f| f.name == "atan2").unwrap();
     let f64s = float64::FUNCS2.iter().find(|f| f.name == "atan2").unwrap();
     for l in supported() {

@@ -6,7 +6,7 @@
 
 use super::trig::ATAN_A;
 use super::via64;
-use super::{fast_two_sum, poly, two_sum};
+use super::{fast_two_sum, poly, recip_approx, two_sum};
 
 // pi/4 = PIO4_HI + PIO4_LO
 const PIO4_HI: f32 = 0.785_398_185_253_143_310_546_875;
@@ -50,9 +50,10 @@ pub(super) fn atan2_f32(y: f32, x: f32) -> f32 {
     } else {
         (n, 0.0, d, 0.0)
     };
-    let inv = 1.0 / dh;
-    let uh = nh * inv;
-    let ul = (-uh).mul_add(dl, nl + (-uh).mul_add(dh, nh)) * inv;
+    // uh correctly rounded (its residual may underflow where n is subnormal), ul from
+    // the residual and an approximate reciprocal (enough for a correction)
+    let uh = nh / dh;
+    let ul = (-uh).mul_add(dl, nl + (-uh).mul_add(dh, nh)) * recip_approx(dh);
     let z = uh * uh;
     let a = poly(z, ATAN_A);
     // result = C + s t, C = 0, pi/2 (|y| > |x|) or pi (x < 0), t = (mid ? pi/4 : 0) + atan u

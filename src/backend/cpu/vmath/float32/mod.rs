@@ -7,6 +7,9 @@
 //! rsqrt are IEEE operations (correctly rounded, and `1 / sqrt` rounded twice, as
 //! torch's rsqrt).
 //!
+//! Functions of two slices (`binary`, `FUNCS2`): atan2 in float32, hypot, logaddexp and
+//! pow through float64 (`via64`), fmod, remainder and floor division exact.
+//!
 //! Each function's per-element form (`exp1`, ...) gives the slice function's bits; see
 //! the parent module for the guarantees and docs/kernels.md for the designs.
 

@@ -48,9 +48,10 @@ pub(super) fn atan2_f64(y: f64, x: f64) -> f64 {
     } else {
         (n, 0.0, d, 0.0)
     };
-    let inv = 1.0 / dh;
-    let uh = nh * inv;
-    let ul = (-uh).mul_add(dl, nl + (-uh).mul_add(dh, nh)) * inv;
+    // uh correctly rounded (its residual may underflow where n is subnormal), ul from
+    // the residual and an approximate reciprocal (enough for a correction)
+    let uh = nh / dh;
+    let ul = (-uh).mul_add(dl, nl + (-uh).mul_add(dh, nh)) * recip_approx(dh);
     let z = uh * uh;
     let a = poly(z, ATAN_A);
     let neg_x = x.is_sign_negative();
