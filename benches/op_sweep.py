@@ -1,6 +1,6 @@
 """Every op of the op table at three sizes, rgrad against torch: the kernel sweep.
 
-Each case runs one op on float32 inputs of three sizes: tiny (4x4: the per-call
+Each case runs one op on float32 (or `--dtype float64`) inputs of three sizes: tiny (4x4: the per-call
 overhead), 256x256 and 2048x2048 (4M elements: the kernels' throughput). For each size
 it prints both libraries' median time per call, their ratio (worst first) and a summary
 line (how many cases are within 1.25x of torch, issue 15's bar). With `--scaling`,
@@ -36,6 +36,9 @@ SCALING_BAR = 1.7  # issue 15: 2 threads over 1 at 4M, memory-bound kernels
 
 # The matrix products at 2048 are compute-bound (17 GFLOP each) and are measured by
 # benches/gemm_bench.py at the shapes that matter; here only at the smaller sizes.
+# The inputs' float dtype (`--dtype`).
+DTYPE = "float32"
+
 NOT_AT_4M = {"mm", "matmul", "bmm", "addmm", "nn.functional.linear", "outer"}
 
 
@@ -44,14 +47,15 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
     F = T.nn.functional
     T.manual_seed(0)
     n, m = shape
-    a, b = T.randn(n, m), T.randn(n, m)
+    dt = getattr(T, DTYPE)
+    a, b = T.randn(n, m, dtype=dt), T.randn(n, m, dtype=dt)
     pos, unit = a.abs() + 0.5, a.tanh() * 0.99  # log/sqrt/... and asin/atanh/... domains
     ge1 = pos + 1.0
-    v, col = T.randn(m), T.randn(n, 1)
+    v, col = T.randn(m, dtype=dt), T.randn(n, 1, dtype=dt)
     mask = a > 0
     idx_rows, idx_cols = T.randint(0, n, (n,)), T.randint(0, m, (n, m))
     ai = (a * 10).to(T.int64)
-    lo, hi = T.full((n, m), -0.5), T.full((n, m), 0.5)
+    lo, hi = T.full((n, m), -0.5, dtype=dt), T.full((n, m), 0.5, dtype=dt)
     target = T.randint(0, m, (n,))
     a3, b3 = a.reshape(4, n // 4, m), T.randn(4, m, n // 4)  # (every size is square, n % 4 == 0)
     unary = {
@@ -175,7 +179,11 @@ def main() -> None:
     ap.add_argument("--scaling", action="store_true", help="rgrad at 4M on 1 thread too")
     ap.add_argument("--budget", type=float, default=0.15, help="seconds of timing per case")
     ap.add_argument("--json", help="write the figures to this file")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "float64"],
+                    help="the float inputs' dtype")
     args = ap.parse_args()
+    global DTYPE
+    DTYPE = args.dtype
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     for s in sizes:
         if s not in SIZES:
@@ -193,7 +201,7 @@ def main() -> None:
     for T in libs.values():
         if threads:
             T.set_num_threads(threads)
-    print(f"CPU: {cpu_model()}; {os.cpu_count()} CPUs; {threads} threads each")
+    print(f"CPU: {cpu_model()}; {os.cpu_count()} CPUs; {threads} threads each; {DTYPE}")
     print(", ".join(f"{k} {getattr(T, '__version__', '?')}" for k, T in libs.items()))
     report: dict[str, Any] = {"cpu": cpu_model(), "threads": threads, "sizes": {}}
     summary = []

@@ -1,11 +1,130 @@
 //! The binary op table's forward kernels (`ops::table::binary_op_table!`): each row's `f`
 //! over two float buffers broadcast to one shape. No op's math is written here.
 
-use super::elementwise::zip;
+use super::elementwise::{BinaryOp, PAR_MIN_VMATH, fill_chunks_from, zip};
+use super::strided::contiguous;
 use super::unary::Float;
+use super::vmath::{self, SliceFn2, float32 as v32, float64 as v64};
 use crate::backend::BinaryFn;
 use crate::layout::Layout;
 use crate::storage::{Buffer, Element};
+
+/// A two-input `vmath` slice function over two buffers broadcast to one shape, in fixed
+/// chunks on the pool for large outputs (no element's value depends on the split). A
+/// broadcast number runs against copies of itself on the stack; other layouts that are
+/// not contiguous are gathered first (one pass, against a transcendental per element).
+pub(super) fn zip_slices<T: Element>(
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+    f: SliceFn2<T>,
+) -> Vec<T> {
+    let n = la.numel();
+    if n == 0 {
+        return Vec::new();
+    }
+    let number = |l: &Layout| l.strides.iter().all(|&s| s == 0);
+    if number(lb) && la.is_contiguous() {
+        let (x, c) = (&a[la.offset..la.offset + n], b[lb.offset]);
+        return fill_chunks_from(PAR_MIN_VMATH, n, |start, out| {
+            vmath::with_number(f, &x[start..start + out.len()], c, false, out)
+        });
+    }
+    if number(la) && lb.is_contiguous() {
+        let (c, y) = (a[la.offset], &b[lb.offset..lb.offset + n]);
+        return fill_chunks_from(PAR_MIN_VMATH, n, |start, out| {
+            vmath::with_number(f, &y[start..start + out.len()], c, true, out)
+        });
+    }
+    let (xa, xb) = (contiguous(a, la), contiguous(b, lb));
+    fill_chunks_from(PAR_MIN_VMATH, n, |start, out| {
+        let end = start + out.len();
+        f(&xa[start..end], &xb[start..end], out)
+    })
+}
+
+/// The `vmath` kernels of the binary table's rows and of the arithmetic ops that have
+/// one, per float dtype (their per-element forms, which the table's `f` and `Num` use,
+/// give the same bits).
+pub(super) trait Slices2: Sized {
+    fn table_fn(op: BinaryFn) -> Option<SliceFn2<Self>>;
+    fn arith_fn(op: BinaryOp) -> Option<SliceFn2<Self>>;
+}
+
+macro_rules! slices2 {
+    ($t:ty, $m:ident, $($extra:ident => $f:ident),*) => {
+        impl Slices2 for $t {
+            fn table_fn(op: BinaryFn) -> Option<SliceFn2<$t>> {
+                Some(match op {
+                    BinaryFn::Atan2 => $m::atan2,
+                    BinaryFn::Hypot => $m::hypot,
+                    BinaryFn::Logaddexp => $m::logaddexp,
+                    _ => return None,
+                })
+            }
+            fn arith_fn(op: BinaryOp) -> Option<SliceFn2<$t>> {
+                Some(match op {
+                    BinaryOp::Remainder => $m::remainder,
+                    BinaryOp::Fmod => $m::fmod,
+                    BinaryOp::FloorDiv => $m::floor_divide,
+                    $(BinaryOp::$extra => $m::$f,)*
+                    _ => return None,
+                })
+            }
+        }
+    };
+}
+// (float64 pow stays libm's: a vector form within 1 ulp needs ln x to about 2^-70)
+slices2!(f32, v32, Pow => pow);
+slices2!(f64, v64,);
+
+/// `op(a, b)` with a `vmath` kernel for float buffers, where there is one.
+pub(super) fn vmath_arith(
+    op: BinaryOp,
+    a: &Buffer,
+    la: &Layout,
+    b: &Buffer,
+    lb: &Layout,
+) -> Option<Buffer> {
+    let number = la.numel() > 0 && la.strides.iter().all(|&s| s == 0);
+    Some(match (a, b) {
+        (Buffer::F32(x), Buffer::F32(y)) if op == BinaryOp::Pow && number && lb.is_contiguous() => {
+            Buffer::F32(base_pow_f32(
+                x[la.offset],
+                &y[lb.offset..lb.offset + lb.numel()],
+            ))
+        }
+        (Buffer::F32(x), Buffer::F32(y)) => {
+            Buffer::F32(zip_slices(x, la, y, lb, f32::arith_fn(op)?))
+        }
+        (Buffer::F64(x), Buffer::F64(y)) => {
+            Buffer::F64(zip_slices(x, la, y, lb, f64::arith_fn(op)?))
+        }
+        _ => return None,
+    })
+}
+
+/// `c^y` for a float32 number c (ln |c| computed once: the bits of `pow1(c, y)`).
+pub(super) fn base_pow_f32(c: f32, y: &[f32]) -> Vec<f32> {
+    fill_chunks_from(PAR_MIN_VMATH, y.len(), |start, out| {
+        v32::powb(c, &y[start..start + out.len()], out)
+    })
+}
+
+/// `op(x, c)` (or `op(c, x)`) over a float slice and a number in its dtype with a
+/// `vmath` kernel, where there is one.
+pub(super) fn vmath_scalar<T: Element + Slices2>(
+    op: BinaryOp,
+    x: &[T],
+    c: T,
+    first: bool,
+) -> Option<Vec<T>> {
+    let f = T::arith_fn(op)?;
+    Some(fill_chunks_from(PAR_MIN_VMATH, x.len(), |start, out| {
+        vmath::with_number(f, &x[start..start + out.len()], c, first, out)
+    }))
+}
 
 /// `f` of two float buffers whose layouts are already broadcast to the output's shape.
 /// (`f` is a function item, not a pointer: inlined into the loop, which then vectorises
@@ -50,6 +169,19 @@ macro_rules! kernels {
         /// The forward kernel of `op` (the op layer has promoted both operands to one
         /// float dtype).
         pub fn binary_fn(op: BinaryFn, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer {
+            match (a, b) {
+                (Buffer::F32(x), Buffer::F32(y)) => {
+                    if let Some(f) = f32::table_fn(op) {
+                        return Buffer::F32(zip_slices(x, la, y, lb, f));
+                    }
+                }
+                (Buffer::F64(x), Buffer::F64(y)) => {
+                    if let Some(f) = f64::table_fn(op) {
+                        return Buffer::F64(zip_slices(x, la, y, lb, f));
+                    }
+                }
+                _ => {}
+            }
             match op {
                 $(BinaryFn::$V => {
                     fn f<T: Float>($a: T, $b: T) -> T {

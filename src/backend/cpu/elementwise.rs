@@ -451,7 +451,13 @@ pub fn binary_scalar(
     };
     Some(match a {
         Buffer::F32(v) => Buffer::F32(super::unary::scalar_map_f32(op, &v[range], s, scalar_first)),
-        Buffer::F64(v) => Buffer::F64(float_scalar_map(op, &v[range], s, scalar_first)),
+        Buffer::F64(v) => {
+            let v = &v[range];
+            Buffer::F64(
+                super::binary::vmath_scalar(op, v, s, scalar_first)
+                    .unwrap_or_else(|| float_scalar_map(op, v, s, scalar_first)),
+            )
+        }
         _ => return None,
     })
 }
@@ -675,6 +681,9 @@ pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) ->
             // the op layer refuses floats with torch's message
             DType::F32 | DType::F64 => {}
         }
+    }
+    if let Some(out) = super::binary::vmath_arith(op, a, la, b, lb) {
+        return out;
     }
     match a.dtype() {
         DType::F32 => Buffer::F32(float_zip(op, f32::slice(a), la, f32::slice(b), lb)),

@@ -58,24 +58,13 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     fn polygamma(self, n: u32) -> Self {
         super::special::polygamma(n, self)
     }
-    // The binary table's functions (`f` of its rows). atan2 and hypot in float64 with
-    // libm's pure-Rust code, float32 rounded once from it (std's call glibc's, whose
-    // hypot would raise the wheel's manylinux floor).
-    fn atan2(self, o: Self) -> Self {
-        Self::from_f64(libm::atan2(self.to_f64(), o.to_f64()))
-    }
-    fn hypot(self, o: Self) -> Self {
-        Self::from_f64(libm::hypot(self.to_f64(), o.to_f64()))
-    }
+    // The binary table's functions (`f` of its rows): vmath's per-element forms, the
+    // bits of its slice kernels (which the contiguous paths run).
+    fn atan2(self, o: Self) -> Self;
+    fn hypot(self, o: Self) -> Self;
     /// ln(eˢᵉˡᶠ + eᵒ) as torch computes it: the larger plus log1p(e^-|difference|), and
     /// an infinity of both signs' own value.
-    fn logaddexp(self, o: Self) -> Self {
-        if self == o && self.abs().to_f64() == f64::INFINITY {
-            return self;
-        }
-        let m = if self < o { o } else { self };
-        m + (-(self - o).abs()).exp().ln_1p()
-    }
+    fn logaddexp(self, o: Self) -> Self;
     /// `self · ln(o)`, +0 where `self` is ±0 unless `o` is NaN (torch's xlogy).
     fn xlogy(self, o: Self) -> Self {
         if o.is_nan() {
@@ -96,9 +85,21 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
 }
 
 macro_rules! float_impl {
-    ($t:ty, $vmath:expr, $slice:expr, $scalar:expr, $($name:ident: $f:expr),* $(,)?) => {
+    ($t:ty, $m:ident, $vmath:expr, $slice:expr, $scalar:expr, $($name:ident: $f:expr),* $(,)?) => {
         impl Float for $t {
             const VMATH: bool = $vmath;
+            #[inline(always)]
+            fn atan2(self, o: Self) -> Self {
+                $m::atan21(self, o)
+            }
+            #[inline(always)]
+            fn hypot(self, o: Self) -> Self {
+                $m::hypot1(self, o)
+            }
+            #[inline(always)]
+            fn logaddexp(self, o: Self) -> Self {
+                $m::logaddexp1(self, o)
+            }
             fn unary_slice(op: UnaryOp, x: &[Self]) -> Vec<Self> {
                 let f: fn(UnaryOp, &[$t]) -> Vec<$t> = $slice;
                 f(op, x)
@@ -159,7 +160,7 @@ macro_rules! float_impl {
         }
     };
 }
-float_impl!(f32, true, |op, x| match vmath_fn::<f32>(op) {
+float_impl!(f32, v32, true, |op, x| match vmath_fn::<f32>(op) {
         Some(f) => map_slices(x, f),
         None => rounding_map(op, x).unwrap_or_else(|| float_map(op, x)),
     },
@@ -170,7 +171,7 @@ float_impl!(f32, true, |op, x| match vmath_fn::<f32>(op) {
     sinh: v32::sinh1, cosh: v32::cosh1, asin: v32::asin1, acos: v32::acos1, atan: v32::atan1,
     asinh: v32::asinh1, acosh: v32::acosh1, atanh: v32::atanh1,
 );
-float_impl!(f64, true, |op, x| match vmath_fn::<f64>(op) {
+float_impl!(f64, v64, true, |op, x| match vmath_fn::<f64>(op) {
         Some(f) => map_slices(x, f),
         None => rounding_map(op, x).unwrap_or_else(|| float_map(op, x)),
     },
@@ -679,8 +680,16 @@ fn map_slices<T: Copy + Send + Sync>(src: &[T], f: vmath::SliceFn<T>) -> Vec<T> 
 /// from vmath's slice kernel, on the pool for large inputs: the bits of `Num::pow`.
 pub(super) fn scalar_map_f32(op: BinaryOp, v: &[f32], s: f64, scalar_first: bool) -> Vec<f32> {
     let s = s as f32;
-    if op != BinaryOp::Pow || scalar_first || [1.0, 2.0, 3.0, -2.0].contains(&s) {
-        return float_scalar_map(op, v, s, scalar_first);
+    if op == BinaryOp::Pow && !scalar_first {
+        if [1.0, 2.0, 3.0, -2.0].contains(&s) {
+            return float_scalar_map(op, v, s, scalar_first);
+        }
+    } else if op == BinaryOp::Pow {
+        return super::binary::base_pow_f32(s, v);
+    } else {
+        // remainder, fmod, floor division: the two-input kernels
+        return super::binary::vmath_scalar(op, v, s, scalar_first)
+            .unwrap_or_else(|| float_scalar_map(op, v, s, scalar_first));
     }
     fill_chunks_from(PAR_MIN_VMATH, v.len(), |start, out| {
         vmath::float32::powf(&v[start..start + out.len()], s, out)

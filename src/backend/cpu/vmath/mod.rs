@@ -1,7 +1,8 @@
 //! Vectorised math functions over slices, float32 (`float32`) and float64 (`float64`):
 //! exp, expm1, log, log1p, tanh, sigmoid, sin, cos and the other unary functions of the
-//! op table that libm would evaluate one element at a time (see docs/kernels.md for
-//! the list, the designs and the measurements that chose them).
+//! op table that libm would evaluate one element at a time, and functions of two slices
+//! (atan2, hypot, logaddexp, pow, fmod, remainder, floor division: `slice_fns2!`); see
+//! docs/kernels.md for the list, the designs and the measurements that chose them.
 //!
 //! Each function is written once, as a branch-free formula for one element (range
 //! reduction, then a polynomial fitted by `tools/fit_vmath.py`, with the few steps that
@@ -34,10 +35,13 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 pub mod float32;
 pub mod float64;
+pub(crate) mod fmod;
 #[cfg(test)]
 mod reference;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests2;
 
 pub use float32::{
     cos, cos1, exp, exp1, expm1, expm11, log, log1, log1p, log1p1, sigmoid, sigmoid1, sin, sin1,
@@ -279,3 +283,140 @@ macro_rules! scalar_fns {
     )*};
 }
 pub(crate) use scalar_fns;
+
+/// A two-input slice function: `dst[i] = f(a[i], b[i])`, initialising all of `dst`.
+pub type SliceFn2<T> = fn(&[T], &[T], &mut [MaybeUninit<T>]);
+/// A two-input slice function at a given level.
+pub type AtFn2<T> = fn(Level, &[T], &[T], &mut [MaybeUninit<T>]);
+
+/// One two-input function of the module, as tests and tools list them.
+pub struct Func2<T: 'static> {
+    pub name: &'static str,
+    pub at: AtFn2<T>,
+    /// The per-element form (the same bits).
+    pub one: fn(T, T) -> T,
+}
+
+/// [`slice_fns!`] for functions of two slices (`atan2: |y, x| ...`), with the same
+/// levels. `fixup(|a, b| cond, fix)`, where given: after a block, if `cond` held for
+/// some pair (a vectorised or-reduction), `fix(a, b)` recomputes that block's pairs
+/// where `cond` holds (returning the value), one at a time.
+macro_rules! slice_fns2 {
+    ($t:ty; $($name:ident: |$a:ident, $b:ident| $body:expr
+        $(, fixup(|$fa:ident, $fb:ident| $fcond:expr, $fix:expr))?;)*) => {$(
+        pub mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            use crate::backend::cpu::vmath::Level;
+            use std::mem::MaybeUninit;
+
+            #[inline(always)]
+            fn body(a: &[$t], b: &[$t], dst: &mut [MaybeUninit<$t>]) -> bool {
+                for ((d, &$a), &$b) in dst.iter_mut().zip(a).zip(b) {
+                    d.write($body);
+                }
+                $(
+                    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+                    return a.iter().zip(b).fold(false, |acc, (&$fa, &$fb)| acc | ($fcond));
+                )?
+                #[allow(unreachable_code)]
+                false
+            }
+
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,fma")]
+            fn wide(a: &[$t], b: &[$t], dst: &mut [MaybeUninit<$t>]) -> bool {
+                body(a, b, dst)
+            }
+
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            fn mid(a: &[$t], b: &[$t], dst: &mut [MaybeUninit<$t>]) -> bool {
+                body(a, b, dst)
+            }
+
+            fn run(level: Level, a: &[$t], b: &[$t], dst: &mut [MaybeUninit<$t>]) -> bool {
+                #[cfg(target_arch = "x86_64")]
+                match level.min(crate::backend::cpu::vmath::detected()) {
+                    // SAFETY: the CPU has AVX-512F and FMA (the level is capped by
+                    // what it has).
+                    Level::Avx512 => return unsafe { wide(a, b, dst) },
+                    // SAFETY: the CPU has AVX2 and FMA (as above).
+                    Level::Avx2 => return unsafe { mid(a, b, dst) },
+                    Level::Baseline => {}
+                }
+                let _ = level;
+                body(a, b, dst)
+            }
+
+            /// `dst[i] = f(a[i], b[i])` with the build of `level` (capped by the
+            /// CPU's); initialises all of `dst` (`a` and `b` must be as long).
+            pub fn at(level: Level, a: &[$t], b: &[$t], dst: &mut [MaybeUninit<$t>]) {
+                assert!(a.len() == dst.len() && b.len() == dst.len());
+                let blocks = false $(|| { let _ = stringify!($fcond); true })?;
+                if !blocks {
+                    run(level, a, b, dst);
+                    return;
+                }
+                let n = crate::backend::cpu::vmath::BLOCK;
+                for ((sa, sb), d) in a.chunks(n).zip(b.chunks(n)).zip(dst.chunks_mut(n)) {
+                    #[allow(unused_variables)]
+                    if run(level, sa, sb, d) {
+                        $(
+                            for ((d, &$fa), &$fb) in d.iter_mut().zip(sa).zip(sb) {
+                                #[allow(clippy::neg_cmp_op_on_partial_ord)]
+                                if $fcond {
+                                    d.write($fix);
+                                }
+                            }
+                        )?
+                    }
+                }
+            }
+        }
+
+        /// `dst[i] = f(a[i], b[i])` at the current
+        /// [`level`](crate::backend::cpu::vmath::level).
+        pub fn $name(a: &[$t], b: &[$t], dst: &mut [std::mem::MaybeUninit<$t>]) {
+            $name::at(crate::backend::cpu::vmath::level(), a, b, dst)
+        }
+    )*};
+}
+pub(crate) use slice_fns2;
+
+/// [`scalar_fns!`] for functions of two elements.
+macro_rules! scalar_fns2 {
+    ($t:ty; $($(#[$doc:meta])* $name:ident = $core:expr;)*) => {$(
+        $(#[$doc])*
+        #[inline]
+        pub fn $name(a: $t, b: $t) -> $t {
+            #[cfg(target_arch = "x86_64")]
+            if crate::backend::cpu::vmath::level() >= crate::backend::cpu::vmath::Level::Avx2 {
+                #[target_feature(enable = "fma")]
+                fn with_fma(a: $t, b: $t) -> $t {
+                    ($core)(a, b)
+                }
+                // SAFETY: levels from Avx2 up are only picked on CPUs with FMA.
+                return unsafe { with_fma(a, b) };
+            }
+            ($core)(a, b)
+        }
+    )*};
+}
+pub(crate) use scalar_fns2;
+
+/// `dst[i] = f(a[i], c)` (or `f(c, a[i])` when `first`) with a two-input slice function
+/// and a number, through a block of copies of the number on the stack.
+pub fn with_number<T: Copy>(
+    f: SliceFn2<T>,
+    a: &[T],
+    c: T,
+    first: bool,
+    dst: &mut [MaybeUninit<T>],
+) {
+    let cs = [c; BLOCK];
+    for (s, d) in a.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
+        let k = &cs[..s.len()];
+        if first { f(k, s, d) } else { f(s, k, d) }
+    }
+}

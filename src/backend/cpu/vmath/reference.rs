@@ -644,3 +644,94 @@ pub fn sample_f64(name: &str, c: u64, n: usize) -> Vec<f64> {
         })
         .collect()
 }
+
+// ---- functions of two arguments ---------------------------------------------------
+
+/// A float64 function of two arguments' exact value, as [`Exact64`].
+pub type Exact2 = fn(f64, f64) -> (f64, f64, i32);
+
+/// (x 2^-k, y 2^-k, k) with max(|x|, |y|) in [1, 2) (the smaller may lose bits it
+/// cannot contribute at that scale).
+fn scale_pair(x: f64, y: f64) -> (f64, f64, i32) {
+    let m = x.abs().max(y.abs());
+    let k = m.log2().floor() as i32;
+    (mul_pow2(x, -k), mul_pow2(y, -k), k)
+}
+
+/// The exact value of a two-argument float64 function (double-double; libm's value
+/// where an argument or the value is not finite, or an argument is zero).
+pub fn exact2_f64(name: &str) -> Exact2 {
+    match name {
+        "atan2" => |y, x| {
+            let t0 = y.atan2(x);
+            if !(x.is_finite() && y.is_finite()) || x == 0.0 || y == 0.0 {
+                return (t0, 0.0, 0);
+            }
+            // one Newton step on y cos t - x sin t = 0 from libm's t0
+            let (ys, xs, _) = scale_pair(y, x);
+            let (s, c) = sincos_dd(t0);
+            let num = Dd::f(ys).mul(c).sub(Dd::f(xs).mul(s));
+            let den = Dd::f(xs).mul(c).add(Dd::f(ys).mul(s));
+            let t = Dd::f(t0).add(num.div(den));
+            if t.0.abs() < 1e-290 {
+                // (a subnormal angle: y/x in the scaled frame, kept scaled)
+                let q = Dd::f(mul_pow2(y, 600)).div(Dd::f(x));
+                return (q.0, q.1, -600);
+            }
+            t.v()
+        },
+        "hypot" => |x, y| {
+            if x.is_infinite() || y.is_infinite() {
+                return (f64::INFINITY, 0.0, 0);
+            }
+            if x.is_nan() || y.is_nan() {
+                return (f64::NAN, 0.0, 0);
+            }
+            if x == 0.0 && y == 0.0 {
+                return (0.0, 0.0, 0);
+            }
+            let (a, b, k) = scale_pair(x, y);
+            let r = Dd::f(a).mul(Dd::f(a)).add(Dd::f(b).mul(Dd::f(b))).sqrt();
+            if k > 0 {
+                let h = mul_pow2(r.0, k);
+                if h.is_infinite() {
+                    return (h, 0.0, 0);
+                }
+                return r.scale(k).v();
+            }
+            if mul_pow2(r.0, k) < f64::MIN_POSITIVE {
+                return (r.0, r.1, k);
+            }
+            r.scale(k).v()
+        },
+        "logaddexp" => |a, b| {
+            if a.is_nan() || b.is_nan() {
+                return (f64::NAN, 0.0, 0);
+            }
+            let m = a.max(b);
+            if a.is_infinite() || b.is_infinite() {
+                // (ln(e^-inf + e^-0) = +0)
+                return (m + 0.0, 0.0, 0);
+            }
+            let (d, de) = two_sum(a, -b);
+            let nd = Dd(-d.abs(), if d < 0.0 { de } else { -de });
+            if nd.0 < -740.0 {
+                return (m + 0.0, 0.0, 0);
+            }
+            let e = exp_dd(nd);
+            let l = if e.0 < 1e-5 {
+                // log1p e by its series
+                let mut s = Dd::f(0.0);
+                for n in (1..=12).rev() {
+                    let c = Dd::f(if n % 2 == 1 { 1.0 } else { -1.0 }).div(Dd::f(n as f64));
+                    s = c.add(e.mul(s));
+                }
+                e.mul(s)
+            } else {
+                log_dd(Dd::f(1.0).add(e))
+            };
+            Dd::f(m).add(l).v()
+        },
+        _ => panic!("no reference for {name}"),
+    }
+}

@@ -7,20 +7,26 @@
 //! rsqrt are IEEE operations (correctly rounded, and `1 / sqrt` rounded twice, as
 //! torch's rsqrt).
 //!
+//! Functions of two slices (`binary`, `FUNCS2`): atan2 in float32, hypot, logaddexp and
+//! pow through float64 (`via64`), fmod, remainder and floor division exact.
+//!
 //! Each function's per-element form (`exp1`, ...) gives the slice function's bits; see
 //! the parent module for the guarantees and docs/kernels.md for the designs.
 
 #![allow(clippy::excessive_precision)]
 
+mod binary;
 mod exp_log;
 mod special;
 mod trig;
+mod via64;
 
 use super::float64 as f64k;
-use super::{Func, scalar_fns, slice_fns};
+use super::{Func, Func2, scalar_fns, scalar_fns2, slice_fns, slice_fns2};
+use binary::*;
 use exp_log::*;
-use special::{ERFINV_FAST, erf_f32, erfc_f32, erfinv_f32, erfinv_fast};
-pub use special::{pow1, powf};
+use special::{ERFINV_FAST, erf_f32, erfc_f32, erfinv_f32, erfinv_fast, pow_f32};
+pub use special::{pow1, powb, powf};
 use trig::*;
 
 /// 1.5 * 2^23: adding it rounds a float32 of magnitude below 2^22 to an integer, which
@@ -293,5 +299,78 @@ pub const FUNCS: &[Func<f32>] = &[
         name: "rsqrt",
         at: rsqrt::at,
         one: rsqrt_f32,
+    },
+];
+
+slice_fns2! { f32;
+    atan2: |y, x| atan2_f32(y, x);
+    hypot: |x, y| hypot_f32(x, y);
+    logaddexp: |a, b| logaddexp_f32(a, b);
+    pow: |x, y| pow_f32(x, y);
+    fmod: |a, b| fmod_v(a, b), fixup(|a, b| !fmod_ok(a, b), fmod_s(a, b));
+    remainder: |a, b| remainder_v(a, b), fixup(|a, b| !fmod_ok(a, b), remainder_s(a, b));
+    floor_divide: |a, b| floor_div_v(a, b), fixup(|a, b| !fmod_ok(a, b), floor_div_s(a, b));
+}
+
+scalar_fns2! { f32;
+    /// atan2(y, x) of one element (the bits of [`atan2()`]; likewise below).
+    atan21 = atan2_f32;
+    /// hypot(x, y) of one element.
+    hypot1 = hypot_f32;
+    /// ln(e^a + e^b) of one element.
+    logaddexp1 = logaddexp_f32;
+}
+
+/// fmod of one element (exact: `%`).
+pub fn fmod1(a: f32, b: f32) -> f32 {
+    fmod_s(a, b)
+}
+
+/// remainder of one element (torch's formula over the exact fmod).
+pub fn remainder1(a: f32, b: f32) -> f32 {
+    remainder_s(a, b)
+}
+
+/// floor division of one element (torch's `div_floor_floating`).
+pub fn floor_divide1(a: f32, b: f32) -> f32 {
+    floor_div_s(a, b)
+}
+
+/// Every float32 function of two tensors, for tests and tools.
+pub const FUNCS2: &[Func2<f32>] = &[
+    Func2 {
+        name: "atan2",
+        at: atan2::at,
+        one: atan21,
+    },
+    Func2 {
+        name: "hypot",
+        at: hypot::at,
+        one: hypot1,
+    },
+    Func2 {
+        name: "logaddexp",
+        at: logaddexp::at,
+        one: logaddexp1,
+    },
+    Func2 {
+        name: "pow",
+        at: pow::at,
+        one: pow1,
+    },
+    Func2 {
+        name: "fmod",
+        at: fmod::at,
+        one: fmod1,
+    },
+    Func2 {
+        name: "remainder",
+        at: remainder::at,
+        one: remainder1,
+    },
+    Func2 {
+        name: "floor_divide",
+        at: floor_divide::at,
+        one: floor_divide1,
     },
 ];

@@ -3,7 +3,7 @@
 
 #![allow(clippy::excessive_precision)]
 
-use super::f64k;
+use super::{f64k, via64};
 use crate::backend::cpu::vmath;
 
 /// A polynomial in float64 by Estrin's scheme, lowest coefficient first: pairs
@@ -160,12 +160,36 @@ pub(super) fn erfinv_f32(y: f32) -> f32 {
     }
 }
 
-/// x^y with C pow's special values: |x|^y = e^(y ln|x|) in float64 with the float64
-/// kernels (the exponent's relative error, at most 150 x 2^-52, is far below float32's
-/// resolution), rounded once to float32.
+/// x^y with C pow's special values: |x|^y = e^(y ln|x|) in float64 (`via64`: the
+/// exponent's absolute error, about 2^-42 (1 + |y ln x|), is far below float32's
+/// resolution; every float32 |x| is a normal float64), rounded once to float32.
 #[inline(always)]
-fn pow_f32(x: f32, y: f32) -> f32 {
-    let r = f64k::exp_f64(f64::from(y) * f64k::log_f64(f64::from(x.abs()))) as f32;
+pub(super) fn pow_f32(x: f32, y: f32) -> f32 {
+    pow_ln(x, y, ln_abs(x))
+}
+
+/// ln |x| in float64 for every float32 x (-inf at 0, inf at infinities, NaN for NaN).
+#[inline(always)]
+pub(super) fn ln_abs(x: f32) -> f64 {
+    let ax = f64::from(x.abs());
+    let l = via64::ln_lite(ax);
+    if ax == 0.0 {
+        f64::NEG_INFINITY
+    } else if ax == f64::INFINITY || ax.is_nan() {
+        ax
+    } else {
+        l
+    }
+}
+
+/// x^y from l = `ln_abs(x)` (a number base computes it once).
+#[inline(always)]
+pub(super) fn pow_ln(x: f32, y: f32, l: f64) -> f32 {
+    let w = f64::from(y) * l;
+    // beyond +-200 the float32 result is 0 or inf (NaN stays)
+    let wc = w.clamp(-200.0, 200.0);
+    let r = via64::exp_lite8(wc) as f32;
+    let r = if w.is_nan() { f32::NAN } else { r };
     let yint = y.trunc() == y; // (infinities count as even integers)
     let half = 0.5 * y;
     let odd = yint && half.trunc() != half;
@@ -238,5 +262,53 @@ pub mod powf {
         }
         let _ = level;
         body(src, y, dst)
+    }
+}
+
+/// `dst[i] = c^src[i]` (a number base) at the current level, ln |c| computed once: the
+/// bits of [`pow1`]`(c, x)`. The module holds the per-level form `powb::at`.
+pub fn powb(c: f32, src: &[f32], dst: &mut [std::mem::MaybeUninit<f32>]) {
+    powb::at(vmath::level(), c, src, dst)
+}
+
+/// The slice kernel of [`powb()`] per level.
+pub mod powb {
+    use super::{ln_abs, pow_ln};
+    use crate::backend::cpu::vmath::{Level, detected};
+    use std::mem::MaybeUninit;
+
+    #[inline(always)]
+    fn body(c: f32, src: &[f32], dst: &mut [MaybeUninit<f32>]) {
+        let l = ln_abs(c);
+        for (d, &y) in dst.iter_mut().zip(src) {
+            d.write(pow_ln(c, y, l));
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,fma")]
+    fn wide(c: f32, src: &[f32], dst: &mut [MaybeUninit<f32>]) {
+        body(c, src, dst)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn mid(c: f32, src: &[f32], dst: &mut [MaybeUninit<f32>]) {
+        body(c, src, dst)
+    }
+
+    /// `dst[i] = c^src[i]` with the build of `level` (capped by the CPU's).
+    pub fn at(level: Level, c: f32, src: &[f32], dst: &mut [MaybeUninit<f32>]) {
+        assert_eq!(src.len(), dst.len());
+        #[cfg(target_arch = "x86_64")]
+        match level.min(detected()) {
+            // SAFETY: the CPU has AVX-512F and FMA (the level is capped by what it has).
+            Level::Avx512 => return unsafe { wide(c, src, dst) },
+            // SAFETY: the CPU has AVX2 and FMA (as above).
+            Level::Avx2 => return unsafe { mid(c, src, dst) },
+            Level::Baseline => {}
+        }
+        let _ = level;
+        body(c, src, dst)
     }
 }

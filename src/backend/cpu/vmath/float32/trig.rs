@@ -116,6 +116,16 @@ pub(super) fn tan_one(x: f32) -> f32 {
     trig_fix(x, f64::tan).unwrap_or_else(|| tan_f32(x))
 }
 
+/// atan u = u + u z A(z), z = u^2, for |u| <= tan(pi/8) (`tools/fit_vmath.py atan_f32`).
+pub(super) const ATAN_A: [f32; 6] = [
+    -0.333_333_313_465_118_4,
+    0.199_998_021_125_793_46,
+    -0.142_791_315_913_200_38,
+    0.110_095_828_771_591_19,
+    -0.082_831_501_960_754_4,
+    0.043_510_649_353_265_76,
+];
+
 #[inline(always)]
 pub(super) fn atan_f32(x: f32) -> f32 {
     // |x| <= tan(pi/8): atan u with u = |x|; up to tan(3pi/8): pi/4 + atan u with
@@ -150,17 +160,7 @@ pub(super) fn atan_f32(x: f32) -> f32 {
         (0.0, 0.0)
     };
     let z = uh * uh;
-    let a = poly(
-        z,
-        [
-            -0.333_333_313_465_118_4,
-            0.199_998_021_125_793_46,
-            -0.142_791_315_913_200_38,
-            0.110_095_828_771_591_19,
-            -0.082_831_501_960_754_4,
-            0.043_510_649_353_265_76,
-        ],
-    );
+    let a = poly(z, ATAN_A);
     let (s, e) = fast_two_sum(bh, uh);
     let v = s + (e + bl + (uh * z).mul_add(a, ul));
     v.copysign(x)

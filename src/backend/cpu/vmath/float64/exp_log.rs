@@ -204,6 +204,14 @@ const LOG_LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
 /// and -h summed exactly.
 #[inline(always)]
 pub(super) fn log_tail(kf: f64, f: f64, extra: f64) -> f64 {
+    let (h, l) = log_tail_pair(kf, f, extra);
+    h + l
+}
+
+/// [`log_tail`] before its last rounding: (h, l) with h + l the logarithm to about
+/// 2^-60 relative (|l| <= ulp(h) or so).
+#[inline(always)]
+pub(super) fn log_tail_pair(kf: f64, f: f64, extra: f64) -> (f64, f64) {
     let s = f / (2.0 + f);
     let z = s * s;
     let r = z * poly(
@@ -224,7 +232,7 @@ pub(super) fn log_tail(kf: f64, f: f64, extra: f64) -> f64 {
     let (s1, e1) = fast_two_sum(kf * LOG_LN2_HI, f);
     let (s2, e2) = fast_two_sum(s1, -h);
     let small = s.mul_add(h + r, kf.mul_add(LOG_LN2_LO, extra) - 0.5 * ffe);
-    s2 + ((e1 + e2) + small)
+    (s2, (e1 + e2) + small)
 }
 
 /// (k, m) with v = 2^k m and m in [sqrt(1/2), sqrt(2)), for a positive normal v.

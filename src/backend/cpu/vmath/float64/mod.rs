@@ -9,15 +9,15 @@
 
 #![allow(clippy::excessive_precision)]
 
+mod binary;
 mod exp_log;
 mod hyp;
 mod trig;
 
-use super::{Func, scalar_fns, slice_fns};
+use super::{Func, Func2, scalar_fns, scalar_fns2, slice_fns, slice_fns2};
+use binary::*;
 use exp_log::*;
-pub(crate) use exp_log::{
-    exp_fast as exp_fast_f64, exp_full as exp_f64, log_full as log_f64, log1p_full as log1p_f64,
-};
+pub(crate) use exp_log::{exp_fast as exp_fast_f64, log1p_full as log1p_f64};
 pub(crate) use hyp::{acosh_f64, asinh_f64, atanh_f64, cosh_f64, sinh_f64};
 use trig::*;
 
@@ -270,5 +270,72 @@ pub const FUNCS: &[Func<f64>] = &[
         name: "rsqrt",
         at: rsqrt::at,
         one: rsqrt_f64,
+    },
+];
+
+slice_fns2! { f64;
+    atan2: |y, x| atan2_f64(y, x);
+    hypot: |x, y| hypot_f64(x, y);
+    logaddexp: |a, b| logaddexp_f64(a, b);
+    fmod: |a, b| fmod_v(a, b), fixup(|a, b| !fmod_ok(a, b), fmod_s(a, b));
+    remainder: |a, b| remainder_v(a, b), fixup(|a, b| !fmod_ok(a, b), remainder_s(a, b));
+    floor_divide: |a, b| floor_div_v(a, b), fixup(|a, b| !fmod_ok(a, b), floor_div_s(a, b));
+}
+
+scalar_fns2! { f64;
+    /// atan2(y, x) of one element (the bits of [`atan2()`]; likewise below).
+    atan21 = atan2_f64;
+    /// hypot(x, y) of one element.
+    hypot1 = hypot_f64;
+    /// ln(e^a + e^b) of one element.
+    logaddexp1 = logaddexp_f64;
+}
+
+/// fmod of one element (exact: `%`).
+pub fn fmod1(a: f64, b: f64) -> f64 {
+    fmod_s(a, b)
+}
+
+/// remainder of one element (torch's formula over the exact fmod).
+pub fn remainder1(a: f64, b: f64) -> f64 {
+    remainder_s(a, b)
+}
+
+/// floor division of one element (torch's `div_floor_floating`).
+pub fn floor_divide1(a: f64, b: f64) -> f64 {
+    floor_div_s(a, b)
+}
+
+/// Every float64 function of two tensors, for tests and tools.
+pub const FUNCS2: &[Func2<f64>] = &[
+    Func2 {
+        name: "atan2",
+        at: atan2::at,
+        one: atan21,
+    },
+    Func2 {
+        name: "hypot",
+        at: hypot::at,
+        one: hypot1,
+    },
+    Func2 {
+        name: "logaddexp",
+        at: logaddexp::at,
+        one: logaddexp1,
+    },
+    Func2 {
+        name: "fmod",
+        at: fmod::at,
+        one: fmod1,
+    },
+    Func2 {
+        name: "remainder",
+        at: remainder::at,
+        one: remainder1,
+    },
+    Func2 {
+        name: "floor_divide",
+        at: floor_divide::at,
+        one: floor_divide1,
     },
 ];
