@@ -143,3 +143,49 @@ def test_num_threads_env_values_below_one_fall_back_to_the_cpu_count():
 def test_from_bytes_with_an_overflowing_shape_is_a_type_error_not_a_panic():
     with pytest.raises(TypeError, match="byte length does not match shape and dtype"):
         rgrad._C._from_bytes(b"\0" * 8, rgrad.float32, [2**40, 2**40])
+
+
+# a lone number or slice on a 0-dim tensor has torch's own message; in a tuple or as a
+# tensor it is "too many indices", as on any tensor
+ZERO_DIM_INDEX = [
+    ("0", "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to "
+          "convert a 0-dim tensor to a number"),
+    ("-1", "index -1 is out of bounds for dimension 0 with size 0"),
+    ("3", "index 3 is out of bounds for dimension 0 with size 0"),
+    ("slice(None)", "slice() cannot be applied to a 0-dim tensor."),
+    ("slice(0, 1)", "slice() cannot be applied to a 0-dim tensor."),
+    ("(0,)", "too many indices for tensor of dimension 0"),
+    ("(slice(None),)", "too many indices for tensor of dimension 0"),
+    ("[0]", "too many indices for tensor of dimension 0"),
+    ("m.tensor(0)", "too many indices for tensor of dimension 0"),
+]
+
+
+@pytest.mark.parametrize("mod", MODULES, ids=lambda m: m.__name__)
+@pytest.mark.parametrize("index, message", ZERO_DIM_INDEX, ids=[i for i, _ in ZERO_DIM_INDEX])
+def test_indexing_a_0_dim_tensor_raises_torchs_message(mod, index, message):
+    t = mod.tensor(1.0)
+    idx = eval(index, {"m": mod})
+    with pytest.raises(IndexError) as get:
+        t[idx]
+    assert str(get.value) == message
+    with pytest.raises(IndexError) as put:
+        t[idx] = 2.0
+    assert str(put.value) == message
+    # what does index a 0-dim tensor still does
+    assert tuple(t[None].shape) == (1,) and tuple(t[...].shape) == () and tuple(t[True].shape) == (1,)
+
+
+@pytest.mark.parametrize("mod", MODULES, ids=lambda m: m.__name__)
+@pytest.mark.parametrize("gdtype", ["int64", "bool", "float64"])
+@pytest.mark.parametrize("odtype", ["float32", "float64"])
+def test_grad_outputs_of_another_real_dtype_are_cast_to_the_outputs(mod, gdtype, odtype):
+    x = mod.tensor([1.0, 2.0, 3.0], dtype=getattr(mod, odtype), requires_grad=True)
+    y = x * x
+    g = mod.tensor([1, 0, 2]).to(getattr(mod, gdtype))
+    (gx,) = mod.autograd.grad(y, x, g, retain_graph=True)
+    assert gx.dtype == getattr(mod, odtype)
+    expected = [2.0, 0.0, 6.0] if gdtype == "bool" else [2.0, 0.0, 12.0]
+    assert gx.tolist() == expected
+    y.backward(g)
+    assert x.grad.dtype == getattr(mod, odtype) and x.grad.tolist() == expected

@@ -21,6 +21,29 @@ fn apply_index(x: &Tensor, index: &Bound<'_, PyAny>) -> PyResult<(Tensor, Vec<Op
         .iter()
         .map(subscript_item)
         .collect::<PyResult<Vec<_>>>()?;
+    // torch's own words for a lone number or slice on a 0-dim tensor (inside a tuple,
+    // or as a tensor, they are "too many indices" as for any tensor)
+    if x.ndim() == 0 && !index.is_instance_of::<PyTuple>() {
+        match items.as_slice() {
+            [TensorIndex::Int(0)] => {
+                return Err(pyo3::exceptions::PyIndexError::new_err(
+                    "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or \
+                     `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number",
+                ));
+            }
+            [TensorIndex::Int(i)] => {
+                return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                    "index {i} is out of bounds for dimension 0 with size 0"
+                )));
+            }
+            [TensorIndex::Slice { .. }] => {
+                return Err(pyo3::exceptions::PyIndexError::new_err(
+                    "slice() cannot be applied to a 0-dim tensor.",
+                ));
+            }
+            _ => {}
+        }
+    }
     Ok(ops::apply_subscript(x, &items)?)
 }
 

@@ -69,11 +69,11 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
                     f"Mismatch in shape: grad_output[{i}] has a shape of {Size(g.shape)!r} and output[{i}] has a "
                     f"shape of {Size(out_shape)!r}."
                 )
-            if out_dtype.is_floating_point != g.dtype.is_floating_point:
-                raise RuntimeError(
-                    f"For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch "
-                    f"in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] has a dtype of {out_dtype}."
-                )
+            # (torch raises only where one of the two is complex, which rgrad has not, and
+            # its engine casts each gradient to its output's dtype: here an integer or bool
+            # one, the engine casting between floating dtypes itself)
+            if not g.dtype.is_floating_point and out_dtype.is_floating_point:
+                g = g.to(out_dtype)
             new_grads.append(g)
         elif g is None:
             if out_requires_grad:
