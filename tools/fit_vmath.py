@@ -149,10 +149,15 @@ def polys():
         "erfc_f32": ("erfc x = t exp(-x^2 + G(t)), t = 1/(1 + x/2), 0 <= x <= 10.06",
                      lambda t: mp.log(mp.erfc(2 / t - 2) * mp.exp((2 / t - 2) ** 2) / t),
                      1 / (1 + mp.mpf("10.06") / 2), mp.mpf(1), 12, lambda t: mp.mpf(1), "f64"),
-        "erf_f32": ("erf x = x + x P(x^2), |x| <= 1/2 (P(0) = 2/sqrt(pi) - 1)",
+        # erf in float32: x + x P(x^2) for |x| < 1, 1 - e^L(|x|) beyond (L's absolute error
+        # is erfc's relative error, weighted by erfc |x| / erfc 1: what it adds to erf)
+        "erf_f32": ("erf x = x + x P(x^2), |x| <= 1 (P(0) = 2/sqrt(pi) - 1)",
                     safe(lambda z: mp.erf(mp.sqrt(z)) / mp.sqrt(z) - 1, 2 / mp.sqrt(mp.pi) - 1),
-                    mp.mpf(0), mp.mpf("0.2500001"), 6,
-                    safe(lambda z: mp.sqrt(z) / mp.erf(mp.sqrt(z)), 1 / (2 / mp.sqrt(mp.pi))), "f64"),
+                    mp.mpf(0), mp.mpf(1) + mp.mpf(2) ** -20, 6,
+                    safe(lambda z: mp.sqrt(z) / mp.erf(mp.sqrt(z)), 1 / (2 / mp.sqrt(mp.pi))), "f32"),
+        "erf_f32_tail": ("erf x = 1 - e^L(x), L(x) ~ ln erfc x, 1 <= x <= 4",
+                         lambda x: mp.log(mp.erfc(x)), mp.mpf(1) - mp.mpf(2) ** -20, mp.mpf(4), 7,
+                         lambda x: mp.erfc(x) / mp.erfc(1), "f32"),
         # erfinv y = y P(w), w = -ln(1 - y^2): on w < 5 in w - 2.5, on 5 <= w <= 16 (float32's
         # |y| <= 1 - 2^-24) in sqrt(w) - 3 (Giles' variables; refitted to 2^-32 relative)
         "erfinv_f32_a": ("erfinv y = y P(w - 2.5), w = -ln(1 - y^2) < 5",

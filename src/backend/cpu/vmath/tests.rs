@@ -399,3 +399,51 @@ fn float32_pow_is_within_1_ulp_with_c_pow_special_values() {
         }
     }
 }
+
+#[test]
+fn float32_erf_and_erfc_dense_near_their_switches_tails_and_specials() {
+    // every float32 in the ranges where the forms switch or the results saturate: erf's
+    // polynomial/exp switch at 1 and its rounding to 1 near 3.92; erfc's underflow to
+    // the subnormals and 0 (9.19 to 10.06); erfc of negative x up to 2; then ±0, ±inf,
+    // NaN and subnormals, exact where the value is a special value
+    let span = |a: f32, b: f32, step: u32| -> Vec<f32> {
+        let (lo, hi) = (a.to_bits(), b.to_bits());
+        (lo..=hi)
+            .step_by(step as usize)
+            .map(f32::from_bits)
+            .collect()
+    };
+    let mut xs = span(0.9, 1.1, 1);
+    xs.extend(span(3.8, 4.1, 1));
+    xs.extend(span(9.0, 10.2, 1));
+    xs.extend(span(0.0, 1.0e-30, 4_099));
+    let neg: Vec<f32> = xs.iter().map(|x| -x).collect();
+    xs.extend(neg);
+    xs.extend(span(0.5, 12.0, 61).into_iter().map(|x| -x));
+    xs.extend([
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1.0e30,
+        -1.0e30,
+    ]);
+    for name in ["erf", "erfc"] {
+        let f = float32::FUNCS.iter().find(|f| f.name == name).unwrap();
+        check32(f, &xs);
+        let exact = exact_f32(name);
+        for x in [
+            0.0f32,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            20.0,
+            -20.0,
+            f32::NAN,
+        ] {
+            let want = exact(f64::from(x)) as f32;
+            assert!(same32((f.one)(x), want), "{name}({x:e}) = {:e}", (f.one)(x));
+        }
+    }
+}

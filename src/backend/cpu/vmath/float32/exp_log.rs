@@ -98,7 +98,7 @@ fn exp_p(a: f32) -> (f32, f32) {
 /// printed, and `exp_p` misses the correctly rounded e^4 (0.06 ulp from a midpoint)
 /// that torch prints.
 #[inline(always)]
-fn exp_sum(a: f32) -> (f32, f32, f32) {
+pub(super) fn exp_sum(a: f32) -> (f32, f32, f32) {
     let (t, rh, rl) = reduce(a);
     // e^(rh + rl) = e^rh + rl e^rh, e^rh = 1 + rh + q
     let q = (rh * rh) * poly(rh, EXP_U);
