@@ -60,18 +60,15 @@ impl<T: Clone, const CHUNK: usize> Log<T, CHUNK> {
         }
     }
 
-    /// Appends `record`. Only one thread writes a log, always with the same `cursor`
-    /// (which starts as [`Cursor::new`]).
+    /// Appends `record`.
+    ///
+    /// # Safety
+    /// Only one thread writes a log, always with the same `cursor` (which starts as
+    /// [`Cursor::new`]): the cursor's slots are written without synchronization.
     #[inline]
-    pub(super) fn push(&self, cursor: &mut Cursor<T>, record: T, pool: &impl Chunks<T>) {
-        if cursor.len >= CHUNK {
-            self.next_chunk(cursor, pool);
-        }
-        // SAFETY: `base` points at the current chunk's `CHUNK` slots (`next_chunk`), and
-        // slot `len` is past the published count, so no reader looks at it.
-        unsafe { cursor.base.add(cursor.len).write(record) };
-        cursor.len += 1;
-        self.published.store(cursor.len, Ordering::Release);
+    pub(super) unsafe fn push(&self, cursor: &mut Cursor<T>, record: T, pool: &impl Chunks<T>) {
+        // SAFETY: the caller's guarantee; the slot is initialized here.
+        unsafe { self.push_with(cursor, pool, |slot| slot.write(record)) }
     }
 
     /// Appends the record that `write` writes into the slot it is given (a record can
@@ -91,7 +88,9 @@ impl<T: Clone, const CHUNK: usize> Log<T, CHUNK> {
         if cursor.len >= CHUNK {
             self.next_chunk(cursor, pool);
         }
-        // SAFETY: as in `push`; the caller initializes the slot.
+        // SAFETY: `base` points at the current chunk's `CHUNK` slots (`next_chunk`), and
+        // slot `len` is past the published count, so no reader looks at it; the caller
+        // initializes it.
         write(unsafe { cursor.base.add(cursor.len) });
         cursor.len += 1;
         self.published.store(cursor.len, Ordering::Release);
@@ -177,7 +176,8 @@ mod tests {
                     std::thread::spawn(move || {
                         let mut cursor = Cursor::new();
                         for i in 0..N {
-                            log.push(&mut cursor, (i, Box::new(i)), &Fresh);
+                            // SAFETY: this thread alone writes this log, with this cursor.
+                            unsafe { log.push(&mut cursor, (i, Box::new(i)), &Fresh) };
                         }
                     })
                 })

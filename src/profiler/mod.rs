@@ -567,8 +567,9 @@ fn end_on(local: &RefCell<Local>, end: u64) {
     };
     let last = l.open.len() - 1;
     let event: *const Event = &l.open[last].event;
-    // SAFETY: the event moves from the open stack to the log: copied into the slot here,
-    // then forgotten by the stack (`set_len`; the rest of an `Open` owns nothing).
+    // SAFETY: this thread alone writes its buffer's logs, through its cursors; the event
+    // moves from the open stack to the log: copied into the slot here, then forgotten by
+    // the stack (`set_len`; the rest of an `Open` owns nothing).
     unsafe {
         b.events.push_with(&mut l.events, &EventPool, |slot| {
             std::ptr::copy_nonoverlapping(event, slot, 1)
@@ -628,7 +629,8 @@ fn memory_slow(bytes: i64) {
             thread: l.thread,
         };
         if let Some(b) = &l.buffer {
-            b.memory.push(&mut l.memory, record, &NewChunks);
+            // SAFETY: this thread alone writes its buffer's logs, through its cursors.
+            unsafe { b.memory.push(&mut l.memory, record, &NewChunks) };
         }
     })
 }
