@@ -1,5 +1,9 @@
 //! Typed buffers and the shared storage that tensors and their views point into.
 
+mod host_vec;
+
+pub use host_vec::{HostVec, Lender};
+
 use crate::dtype::DType;
 use parking_lot::RwLock;
 use std::sync::Arc;
@@ -10,10 +14,10 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 /// graph; `backend::backend_of` picks the kernels of the buffer's device.
 #[derive(Debug)]
 pub enum Buffer {
-    Bool(Vec<bool>),
-    I64(Vec<i64>),
-    F32(Vec<f32>),
-    F64(Vec<f64>),
+    Bool(HostVec<bool>),
+    I64(HostVec<i64>),
+    F32(HostVec<f32>),
+    F64(HostVec<f64>),
     /// (boxed: a host buffer stays three words, the size every op moves around)
     Cuda(Box<crate::backend::cuda::CudaBuf>),
 }
@@ -73,27 +77,27 @@ impl Buffer {
     }
     pub fn zeros(dtype: DType, n: usize) -> Buffer {
         match dtype {
-            DType::Bool => Buffer::Bool(vec![false; n]),
-            DType::I64 => Buffer::I64(vec![0; n]),
-            DType::F32 => Buffer::F32(vec![0.0; n]),
-            DType::F64 => Buffer::F64(vec![0.0; n]),
+            DType::Bool => Buffer::Bool(vec![false; n].into()),
+            DType::I64 => Buffer::I64(vec![0; n].into()),
+            DType::F32 => Buffer::F32(vec![0.0; n].into()),
+            DType::F64 => Buffer::F64(vec![0.0; n].into()),
         }
     }
     /// `n` copies of the number `v` in `dtype` (an int stays exact beyond 2**53).
     pub fn full(dtype: DType, n: usize, v: crate::dtype::Scalar) -> Buffer {
         use crate::dtype::Scalar;
         match (dtype, v) {
-            (DType::Bool, Scalar::Bool(b)) => Buffer::Bool(vec![b; n]),
-            (DType::Bool, Scalar::Int(i)) => Buffer::Bool(vec![i != 0; n]),
-            (DType::I64, Scalar::Int(i)) => Buffer::I64(vec![i; n]),
-            (DType::F32, Scalar::Int(i)) => Buffer::F32(vec![i as f32; n]),
+            (DType::Bool, Scalar::Bool(b)) => Buffer::Bool(vec![b; n].into()),
+            (DType::Bool, Scalar::Int(i)) => Buffer::Bool(vec![i != 0; n].into()),
+            (DType::I64, Scalar::Int(i)) => Buffer::I64(vec![i; n].into()),
+            (DType::F32, Scalar::Int(i)) => Buffer::F32(vec![i as f32; n].into()),
             (_, v) => {
                 let v = v.as_f64();
                 match dtype {
-                    DType::Bool => Buffer::Bool(vec![v != 0.0; n]),
-                    DType::I64 => Buffer::I64(vec![v as i64; n]),
-                    DType::F32 => Buffer::F32(vec![v as f32; n]),
-                    DType::F64 => Buffer::F64(vec![v; n]),
+                    DType::Bool => Buffer::Bool(vec![v != 0.0; n].into()),
+                    DType::I64 => Buffer::I64(vec![v as i64; n].into()),
+                    DType::F32 => Buffer::F32(vec![v as f32; n].into()),
+                    DType::F64 => Buffer::F64(vec![v; n].into()),
                 }
             }
         }
@@ -209,7 +213,7 @@ macro_rules! element {
                 }
             }
             fn into_buffer(v: Vec<Self>) -> Buffer {
-                Buffer::$variant(v)
+                Buffer::$variant(v.into())
             }
         }
     };
@@ -291,6 +295,27 @@ pub struct Storage {
 }
 
 impl Buffer {
+    /// The address of a host buffer's first element (`None` for a device buffer), for
+    /// sharing the memory with another library (see [`HostVec::data_ptr`]).
+    pub fn host_ptr(&self) -> Option<*mut u8> {
+        match self {
+            Buffer::Bool(v) => Some(v.data_ptr().cast()),
+            Buffer::I64(v) => Some(v.data_ptr().cast()),
+            Buffer::F32(v) => Some(v.data_ptr().cast()),
+            Buffer::F64(v) => Some(v.data_ptr().cast()),
+            Buffer::Cuda(_) => None,
+        }
+    }
+    /// Whether the memory is lent by another library (see [`HostVec`]).
+    pub fn is_lent(&self) -> bool {
+        match self {
+            Buffer::Bool(v) => v.is_lent(),
+            Buffer::I64(v) => v.is_lent(),
+            Buffer::F32(v) => v.is_lent(),
+            Buffer::F64(v) => v.is_lent(),
+            Buffer::Cuda(_) => false,
+        }
+    }
     /// The buffer's size in bytes.
     pub fn nbytes(&self) -> usize {
         match self {
@@ -305,7 +330,10 @@ impl Buffer {
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        crate::profiler::memory(-(self.buf.get_mut().nbytes() as i64));
+        let buf = self.buf.get_mut();
+        if !buf.is_lent() {
+            crate::profiler::memory(-(buf.nbytes() as i64));
+        }
         let p = *self.moved_version.get_mut();
         if !p.is_null() {
             // SAFETY: a non-null pointer is the strong count this storage took in
@@ -317,7 +345,10 @@ impl Drop for Storage {
 
 impl Storage {
     pub fn new(buf: Buffer) -> Self {
-        crate::profiler::memory(buf.nbytes() as i64);
+        // (the profiler counts what rgrad allocates, not memory another library lends)
+        if !buf.is_lent() {
+            crate::profiler::memory(buf.nbytes() as i64);
+        }
         Storage {
             device: buf.device().into(),
             buf: RwLock::new(buf),

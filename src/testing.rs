@@ -35,7 +35,7 @@ pub fn tensor(values: Vec<f64>, shape: &[usize]) -> Tensor {
         values.len(),
         shape
     );
-    Tensor::from_buffer(Buffer::F64(values), shape)
+    Tensor::from_buffer(Buffer::F64(values.into()), shape)
 }
 
 /// A float64 leaf that requires grad.
@@ -60,7 +60,7 @@ pub fn tensor_i64(values: Vec<i64>, shape: &[usize]) -> Tensor {
         values.len(),
         shape
     );
-    Tensor::from_buffer(Buffer::I64(values), shape)
+    Tensor::from_buffer(Buffer::I64(values.into()), shape)
 }
 
 /// A bool tensor (masks, `where` conditions).
@@ -72,7 +72,7 @@ pub fn tensor_bool(values: Vec<bool>, shape: &[usize]) -> Tensor {
         values.len(),
         shape
     );
-    Tensor::from_buffer(Buffer::Bool(values), shape)
+    Tensor::from_buffer(Buffer::Bool(values.into()), shape)
 }
 
 /// Deterministic, well-spread values in roughly [lo, hi] (no two equal for n < 1000):
@@ -203,7 +203,7 @@ fn is_diff(t: &Tensor) -> bool {
 fn rebuild(t: &Tensor, values: Vec<f64>) -> Result<Tensor> {
     let shape = shape_of(t);
     let buf = match t.dtype() {
-        DType::F64 => Buffer::F64(values),
+        DType::F64 => Buffer::F64(values.into()),
         DType::F32 => Buffer::F32(values.into_iter().map(|v| v as f32).collect()),
         d => {
             return Err(Error::runtime(format!(

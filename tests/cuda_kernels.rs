@@ -73,10 +73,10 @@ impl Gpu {
             Buffer::I64(v) if v.is_empty() => Dev::I64(s.clone_htod(&[0i64]).unwrap()),
             Buffer::F32(v) if v.is_empty() => Dev::F32(s.clone_htod(&[0f32]).unwrap()),
             Buffer::F64(v) if v.is_empty() => Dev::F64(s.clone_htod(&[0f64]).unwrap()),
-            Buffer::Bool(v) => Dev::Bool(s.clone_htod(v).unwrap()),
-            Buffer::I64(v) => Dev::I64(s.clone_htod(v).unwrap()),
-            Buffer::F32(v) => Dev::F32(s.clone_htod(v).unwrap()),
-            Buffer::F64(v) => Dev::F64(s.clone_htod(v).unwrap()),
+            Buffer::Bool(v) => Dev::Bool(s.clone_htod(&**v).unwrap()),
+            Buffer::I64(v) => Dev::I64(s.clone_htod(&**v).unwrap()),
+            Buffer::F32(v) => Dev::F32(s.clone_htod(&**v).unwrap()),
+            Buffer::F64(v) => Dev::F64(s.clone_htod(&**v).unwrap()),
             Buffer::Cuda(_) => panic!("a host buffer was expected"),
         }
     }
@@ -92,10 +92,10 @@ impl Gpu {
     fn down(&self, d: &Dev, n: usize) -> Buffer {
         let s = &self.stream;
         match d {
-            Dev::Bool(x) => Buffer::Bool(s.clone_dtoh(x).unwrap()[..n].to_vec()),
-            Dev::I64(x) => Buffer::I64(s.clone_dtoh(x).unwrap()[..n].to_vec()),
-            Dev::F32(x) => Buffer::F32(s.clone_dtoh(x).unwrap()[..n].to_vec()),
-            Dev::F64(x) => Buffer::F64(s.clone_dtoh(x).unwrap()[..n].to_vec()),
+            Dev::Bool(x) => Buffer::Bool(s.clone_dtoh(x).unwrap()[..n].to_vec().into()),
+            Dev::I64(x) => Buffer::I64(s.clone_dtoh(x).unwrap()[..n].to_vec().into()),
+            Dev::F32(x) => Buffer::F32(s.clone_dtoh(x).unwrap()[..n].to_vec().into()),
+            Dev::F64(x) => Buffer::F64(s.clone_dtoh(x).unwrap()[..n].to_vec().into()),
         }
     }
     /// Compares a GPU result with the CPU's: int64 and bool exactly, floats within
@@ -231,7 +231,7 @@ fn values(dt: DType, seed: u64) -> (Buffer, Layout) {
         .collect();
     let b = match dt {
         DType::F32 => Buffer::F32(f.iter().map(|&x| x as f32).collect()),
-        DType::F64 => Buffer::F64(f),
+        DType::F64 => Buffer::F64(f.into()),
         DType::I64 => {
             let sp = [
                 0,
@@ -269,10 +269,10 @@ fn values(dt: DType, seed: u64) -> (Buffer, Layout) {
 fn row_values(dt: DType, seed: u64) -> (Buffer, Layout) {
     let (b, _) = values(dt, seed);
     let b = match b {
-        Buffer::Bool(v) => Buffer::Bool(v[..125].to_vec()),
-        Buffer::I64(v) => Buffer::I64(v[..125].to_vec()),
-        Buffer::F32(v) => Buffer::F32(v[..125].to_vec()),
-        Buffer::F64(v) => Buffer::F64(v[..125].to_vec()),
+        Buffer::Bool(v) => Buffer::Bool(v[..125].to_vec().into()),
+        Buffer::I64(v) => Buffer::I64(v[..125].to_vec().into()),
+        Buffer::F32(v) => Buffer::F32(v[..125].to_vec().into()),
+        Buffer::F64(v) => Buffer::F64(v[..125].to_vec().into()),
         Buffer::Cuda(_) => panic!("a host buffer was expected"),
     };
     (b, Layout::contiguous(&[125]).expand(&[2, 125]).unwrap())
@@ -499,10 +499,10 @@ fn binary_ops(g: &mut Gpu) {
 
 fn zeros_buffer(dt: DType, n: usize) -> Buffer {
     match dt {
-        DType::Bool => Buffer::Bool(vec![false; n]),
-        DType::I64 => Buffer::I64(vec![0; n]),
-        DType::F32 => Buffer::F32(vec![0.0; n]),
-        DType::F64 => Buffer::F64(vec![0.0; n]),
+        DType::Bool => Buffer::Bool(vec![false; n].into()),
+        DType::I64 => Buffer::I64(vec![0; n].into()),
+        DType::F32 => Buffer::F32(vec![0.0; n].into()),
+        DType::F64 => Buffer::F64(vec![0.0; n].into()),
     }
 }
 

@@ -34,7 +34,8 @@ EXCLUDED: dict[str, str] = {
     "arange": _FACTORY,
     "linspace": _FACTORY,
     "eye": _FACTORY,
-    "from_numpy": _FACTORY + "; shares the array's memory",
+    "from_numpy": _FACTORY + "; shares the array's memory (test_exchange.py)",
+    "from_dlpack": _FACTORY + "; shares the producer's memory (test_exchange.py)",
     "rand": _RANDOM,
     "randn": _RANDOM,
     "randint": _RANDOM,
@@ -103,6 +104,8 @@ EXCLUDED: dict[str, str] = {
     "Tensor.float": "dtype conversion to float32: test_ops.py::test_dtype_conversion_grads",
     "Tensor.int": "dtype conversion: torch gives int32, rgrad has no int32 (int64 instead)",
     # -- python protocols and operators that are not ops
+    "__dlpack__": _PROTOCOL.replace("test_api.py", "test_exchange.py") + ": a DLPack capsule of the memory",
+    "__dlpack_device__": _QUERY,
     "__array__": _PROTOCOL,
     "__bool__": _PROTOCOL,
     "__float__": _PROTOCOL,

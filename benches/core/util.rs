@@ -26,7 +26,7 @@ pub fn f64_tensor(shape: &[usize]) -> Tensor {
 
 /// A float32 tensor filled with `v`.
 pub fn f32_full(shape: &[usize], v: f32) -> Tensor {
-    Tensor::from_buffer(Buffer::F32(vec![v; shape.iter().product()]), shape)
+    Tensor::from_buffer(Buffer::F32(vec![v; shape.iter().product()].into()), shape)
 }
 
 /// A float32 leaf that requires grad.

@@ -115,7 +115,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     if type(data).__module__ == "numpy" and hasattr(data, "__array_interface__"):
         import numpy as np
 
-        t = from_numpy(np.asarray(data))
+        t = _tensor._copy_from_numpy(np.asarray(data))
         if dtype is not None:
             t = t.to(dtype)
         if device is not None:
@@ -157,12 +157,14 @@ def square(input: Tensor) -> Tensor:
     return input.pow(2)
 
 
+from rgrad.utils.dlpack import from_dlpack  # noqa: E402  (needs the names above)
+
 __all__ = [
     "Tensor", "Size", "dtype", "device", "get_default_device", "set_default_device", "float32", "float64", "int64", "bool", "float", "double", "long",
     "tensor", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "rand", "randn", "randint",
     "rand_like", "randn_like", "randint_like", "randperm", "bernoulli", "multinomial", "normal", "Generator",
     "default_generator", "seed", "initial_seed", "get_rng_state", "set_rng_state",
-    "arange", "linspace", "eye", "manual_seed", "from_numpy", "cat", "concat", "stack",
+    "arange", "linspace", "eye", "manual_seed", "from_numpy", "from_dlpack", "cat", "concat", "stack",
     "where", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "autograd", "func", "vmap", "nn", "is_tensor",

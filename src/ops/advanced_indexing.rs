@@ -47,7 +47,7 @@ pub fn nonzero_indices(mask: &Tensor) -> Result<Vec<Tensor>> {
         .into_iter()
         .map(|c| {
             let n = c.len();
-            super::new_tensor_on(Buffer::I64(c), &[n], device)
+            super::new_tensor_on(Buffer::I64(c.into()), &[n], device)
         })
         .collect()
 }
@@ -215,7 +215,7 @@ fn plan_checked(
             t.clone()
         } else {
             super::new_tensor_on(
-                Buffer::I64(index_values(t, size, *dim)?),
+                Buffer::I64((index_values(t, size, *dim)?).into()),
                 &t.shape(),
                 t.device(),
             )?

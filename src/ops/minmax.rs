@@ -127,7 +127,7 @@ pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Ten
     let (vals, idx) = k::arg_reduce(&s.storage.read(), &s.layout, &d, is_max)?;
     let oshape = out_shape(&s.layout.shape, &d, keepdim);
     let indices = super::new_tensor_on(
-        crate::storage::Buffer::I64(idx),
+        crate::storage::Buffer::I64(idx.into()),
         &oshape,
         s.storage.device(),
     )?;
@@ -253,7 +253,11 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
                 } else {
                     Shape::new()
                 };
-                super::new_tensor_on(crate::storage::Buffer::I64(idx), &shape, s.storage.device())
+                super::new_tensor_on(
+                    crate::storage::Buffer::I64(idx.into()),
+                    &shape,
+                    s.storage.device(),
+                )
             },
         ),
         Some(d) => Ok(max_dim(&x.detach(), d, keepdim, is_max)?.1),

@@ -528,7 +528,7 @@ pub fn multinomial(
         let keys = random::or_default(generator)
             .with(|g| rk::exponential_keys(g, &pv, dtype, order.as_deref()));
         rk::top_k_rows(&keys, n_cat, k, &mut out);
-        return super::new_tensor_on(Buffer::I64(out), &out_shape, p.device());
+        return super::new_tensor_on(Buffer::I64(out.into()), &out_shape, p.device());
     }
     random::or_default(generator)
         .with(|g| rk::multinomial_with_replacement(g, &pv, dtype, n_cat, k, &mut out))
@@ -545,5 +545,5 @@ pub fn multinomial(
                 }
             })
         })?;
-    super::new_tensor_on(Buffer::I64(out), &out_shape, p.device())
+    super::new_tensor_on(Buffer::I64(out.into()), &out_shape, p.device())
 }

@@ -162,13 +162,13 @@ mod tests {
     #[test]
     fn index_tensors_are_left_for_advanced_indexing() {
         let x = arange(&[2, 3, 4]);
-        let i = Tensor::from_buffer(Buffer::I64(vec![1, 0]), &[2]);
-        let m = Tensor::from_buffer(Buffer::Bool(vec![true, false, true, true]), &[4]);
+        let i = Tensor::from_buffer(Buffer::I64(vec![1, 0].into()), &[2]);
+        let m = Tensor::from_buffer(Buffer::Bool(vec![true, false, true, true].into()), &[4]);
         let (r, adv) = apply_subscript(&x, &[I::Tensor(i), I::Int(0), I::Tensor(m)]).unwrap();
         assert_eq!(r.shape().as_slice(), &[2, 4]);
         assert_eq!(adv.len(), 2);
         assert!(adv[0].is_some() && adv[1].is_some());
-        let m2 = Tensor::from_buffer(Buffer::Bool(vec![true; 6]), &[2, 3]);
+        let m2 = Tensor::from_buffer(Buffer::Bool(vec![true; 6].into()), &[2, 3]);
         let (_, adv) = apply_subscript(&x, &[I::Ellipsis, I::Tensor(m2.clone())]).unwrap();
         assert!(adv[0].is_none() && adv[1].as_ref().is_some_and(|t| t.same(&m2)));
     }

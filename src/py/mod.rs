@@ -5,6 +5,7 @@ mod binary;
 mod convert;
 mod cuda;
 mod error;
+mod exchange;
 mod forward_ad;
 mod function;
 mod gil;
@@ -598,6 +599,7 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binary::register(m)?;
     m.add_function(wrap_pyfunction!(unary::polygamma, m)?)?;
     m.add_function(wrap_pyfunction!(tensor, m)?)?;
+    exchange::register(m)?;
     m.add_function(wrap_pyfunction!(_from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(ones, m)?)?;

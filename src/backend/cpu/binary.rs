@@ -90,16 +90,13 @@ pub(super) fn vmath_arith(
     let number = la.numel() > 0 && la.strides.iter().all(|&s| s == 0);
     Some(match (a, b) {
         (Buffer::F32(x), Buffer::F32(y)) if op == BinaryOp::Pow && number && lb.is_contiguous() => {
-            Buffer::F32(base_pow_f32(
-                x[la.offset],
-                &y[lb.offset..lb.offset + lb.numel()],
-            ))
+            Buffer::F32(base_pow_f32(x[la.offset], &y[lb.offset..lb.offset + lb.numel()]).into())
         }
         (Buffer::F32(x), Buffer::F32(y)) => {
-            Buffer::F32(zip_slices(x, la, y, lb, f32::arith_fn(op)?))
+            Buffer::F32(zip_slices(x, la, y, lb, f32::arith_fn(op)?).into())
         }
         (Buffer::F64(x), Buffer::F64(y)) => {
-            Buffer::F64(zip_slices(x, la, y, lb, f64::arith_fn(op)?))
+            Buffer::F64(zip_slices(x, la, y, lb, f64::arith_fn(op)?).into())
         }
         _ => return None,
     })
@@ -144,12 +141,14 @@ macro_rules! int_kernels {
     ($a:ident, $la:ident, $b:ident, $lb:ident, any(|$ia:ident, $ib:ident| $fi:expr, |$ba:ident, $bb:ident| $fb:expr)) => {
         match $a {
             Buffer::I64(x) => {
-                return Buffer::I64(zip(x, $la, i64::slice($b), $lb, |$ia: i64, $ib: i64| $fi));
+                return Buffer::I64(
+                    zip(x, $la, i64::slice($b), $lb, |$ia: i64, $ib: i64| $fi).into(),
+                );
             }
             Buffer::Bool(x) => {
-                return Buffer::Bool(zip(x, $la, bool::slice($b), $lb, |$ba: bool, $bb: bool| {
-                    $fb
-                }));
+                return Buffer::Bool(
+                    zip(x, $la, bool::slice($b), $lb, |$ba: bool, $bb: bool| $fb).into(),
+                );
             }
             _ => {}
         }
@@ -172,12 +171,12 @@ macro_rules! kernels {
             match (a, b) {
                 (Buffer::F32(x), Buffer::F32(y)) => {
                     if let Some(f) = f32::table_fn(op) {
-                        return Buffer::F32(zip_slices(x, la, y, lb, f));
+                        return Buffer::F32(zip_slices(x, la, y, lb, f).into());
                     }
                 }
                 (Buffer::F64(x), Buffer::F64(y)) => {
                     if let Some(f) = f64::table_fn(op) {
-                        return Buffer::F64(zip_slices(x, la, y, lb, f));
+                        return Buffer::F64(zip_slices(x, la, y, lb, f).into());
                     }
                 }
                 _ => {}
@@ -189,8 +188,8 @@ macro_rules! kernels {
                     }
                     int_kernels!(a, la, b, lb, $dt $(($($dtargs)*))?);
                     match a {
-                        Buffer::F32(_) => Buffer::F32(map2(a, la, b, lb, f::<f32>)),
-                        Buffer::F64(_) => Buffer::F64(map2(a, la, b, lb, f::<f64>)),
+                        Buffer::F32(_) => Buffer::F32(map2(a, la, b, lb, f::<f32>).into()),
+                        Buffer::F64(_) => Buffer::F64(map2(a, la, b, lb, f::<f64>).into()),
                         other => other.clone(),
                     }
                 })*

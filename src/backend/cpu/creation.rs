@@ -85,7 +85,7 @@ pub fn linspace(start: f64, end: f64, n: usize, dtype: DType) -> Buffer {
 fn cast_f64(vals: Vec<f64>, dtype: DType) -> Buffer {
     match dtype {
         DType::F32 => Buffer::F32(vals.iter().map(|&v| v as f32).collect()),
-        DType::F64 => Buffer::F64(vals),
+        DType::F64 => Buffer::F64(vals.into()),
         DType::I64 => Buffer::I64(vals.iter().map(|&v| v as i64).collect()),
         DType::Bool => Buffer::Bool(vals.iter().map(|&v| v != 0.0).collect()),
     }

@@ -290,20 +290,16 @@ pub fn clamp(buf: &Buffer, layout: &Layout, lo: Option<f64>, hi: Option<f64>) ->
     let nan_bound = lo.is_some_and(f64::is_nan) || hi.is_some_and(f64::is_nan);
     let (l, h) = (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY));
     match buf {
-        Buffer::F32(v) => Buffer::F32(go(
-            v,
-            layout,
-            l as f32,
-            h as f32,
-            nan_bound.then_some(f32::NAN),
-        )),
-        Buffer::F64(v) => Buffer::F64(go(v, layout, l, h, nan_bound.then_some(f64::NAN))),
+        Buffer::F32(v) => {
+            Buffer::F32(go(v, layout, l as f32, h as f32, nan_bound.then_some(f32::NAN)).into())
+        }
+        Buffer::F64(v) => Buffer::F64(go(v, layout, l, h, nan_bound.then_some(f64::NAN)).into()),
         Buffer::I64(v) => {
             let l = lo.map_or(i64::MIN, |x| x as i64);
             let h = hi.map_or(i64::MAX, |x| x as i64);
-            Buffer::I64(go(v, layout, l, h, None))
+            Buffer::I64(go(v, layout, l, h, None).into())
         }
-        Buffer::Bool(v) => Buffer::Bool(contiguous(v, layout).into_owned()),
+        Buffer::Bool(v) => Buffer::Bool(contiguous(v, layout).into_owned().into()),
         Buffer::Cuda(_) => crate::storage::not_host(),
     }
 }
@@ -450,12 +446,15 @@ pub fn binary_scalar(
         la.offset..la.offset + n
     };
     Some(match a {
-        Buffer::F32(v) => Buffer::F32(super::unary::scalar_map_f32(op, &v[range], s, scalar_first)),
+        Buffer::F32(v) => {
+            Buffer::F32(super::unary::scalar_map_f32(op, &v[range], s, scalar_first).into())
+        }
         Buffer::F64(v) => {
             let v = &v[range];
             Buffer::F64(
                 super::binary::vmath_scalar(op, v, s, scalar_first)
-                    .unwrap_or_else(|| float_scalar_map(op, v, s, scalar_first)),
+                    .unwrap_or_else(|| float_scalar_map(op, v, s, scalar_first))
+                    .into(),
             )
         }
         _ => return None,
@@ -634,22 +633,22 @@ fn compare_zip<T: Element>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Lay
 
 pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer {
     if op.is_comparison() {
-        return with_dtype!(a.dtype(), T => Buffer::Bool(compare_zip(op, T::slice(a), la, T::slice(b), lb)));
+        return with_dtype!(a.dtype(), T => Buffer::Bool(compare_zip(op, T::slice(a), la, T::slice(b), lb).into()));
     }
     if op.is_logical() {
         let and = op == BinaryOp::LogicalAnd;
         if let (Buffer::Bool(x), Buffer::Bool(y)) = (a, b) {
             // (bools directly, without the short circuit: the loops vectorise)
             return Buffer::Bool(if and {
-                zip(x, la, y, lb, |p: bool, q: bool| p & q)
+                zip(x, la, y, lb, |p: bool, q: bool| p & q).into()
             } else {
-                zip(x, la, y, lb, |p: bool, q: bool| p | q)
+                zip(x, la, y, lb, |p: bool, q: bool| p | q).into()
             });
         }
         return with_dtype!(a.dtype(), T => Buffer::Bool(zip(T::slice(a), la, T::slice(b), lb, move |x: T, y: T| {
             let (x, y) = (x.to_f64() != 0.0, y.to_f64() != 0.0);
             if and { x && y } else { x || y }
-        })));
+        }).into()));
     }
     if op.is_bitwise() {
         fn bits<
@@ -669,14 +668,20 @@ pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) ->
         }
         match a.dtype() {
             DType::I64 => {
-                return Buffer::I64(zip(i64::slice(a), la, i64::slice(b), lb, move |x, y| {
-                    bits(op, x, y)
-                }));
+                return Buffer::I64(
+                    zip(i64::slice(a), la, i64::slice(b), lb, move |x, y| {
+                        bits(op, x, y)
+                    })
+                    .into(),
+                );
             }
             DType::Bool => {
-                return Buffer::Bool(zip(bool::slice(a), la, bool::slice(b), lb, move |x, y| {
-                    bits(op, x, y)
-                }));
+                return Buffer::Bool(
+                    zip(bool::slice(a), la, bool::slice(b), lb, move |x, y| {
+                        bits(op, x, y)
+                    })
+                    .into(),
+                );
             }
             // the op layer refuses floats with torch's message
             DType::F32 | DType::F64 => {}
@@ -686,24 +691,21 @@ pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) ->
         return out;
     }
     match a.dtype() {
-        DType::F32 => Buffer::F32(float_zip(op, f32::slice(a), la, f32::slice(b), lb)),
-        DType::F64 => Buffer::F64(float_zip(op, f64::slice(a), la, f64::slice(b), lb)),
+        DType::F32 => Buffer::F32(float_zip(op, f32::slice(a), la, f32::slice(b), lb).into()),
+        DType::F64 => Buffer::F64(float_zip(op, f64::slice(a), la, f64::slice(b), lb).into()),
         // (the op fixed outside the loop, as for floats: add, sub, mul vectorise)
-        DType::I64 => Buffer::I64(float_zip(op, i64::slice(a), la, i64::slice(b), lb)),
+        DType::I64 => Buffer::I64(float_zip(op, i64::slice(a), la, i64::slice(b), lb).into()),
         // bool arithmetic: add is or, mul is and, max/min likewise (torch semantics)
-        DType::Bool => Buffer::Bool(zip(
-            bool::slice(a),
-            la,
-            bool::slice(b),
-            lb,
-            |x, y| match op {
+        DType::Bool => Buffer::Bool(
+            zip(bool::slice(a), la, bool::slice(b), lb, |x, y| match op {
                 BinaryOp::Add | BinaryOp::Maximum => x || y,
                 BinaryOp::Mul | BinaryOp::Minimum => x && y,
                 // x^0 = 1, x^1 = x
                 BinaryOp::Pow => x || !y,
                 _ => x,
-            },
-        )),
+            })
+            .into(),
+        ),
     }
 }
 
@@ -881,19 +883,23 @@ pub fn cast(buf: &Buffer, layout: &Layout, to: DType) -> Buffer {
         map(&contiguous(src, layout), f)
     }
     match (buf, to) {
-        (Buffer::F32(v), DType::F64) => Buffer::F64(conv(v, layout, f64::from)),
-        (Buffer::F64(v), DType::F32) => Buffer::F32(conv(v, layout, |x| x as f32)),
-        (Buffer::I64(v), DType::F32) => Buffer::F32(conv(v, layout, |x| x as f32)),
-        (Buffer::I64(v), DType::F64) => Buffer::F64(conv(v, layout, |x| x as f64)),
-        (Buffer::F32(v), DType::I64) => Buffer::I64(to_i64::run(level(), &contiguous(v, layout))),
-        (Buffer::F64(v), DType::I64) => Buffer::I64(to_i64::run(level(), &contiguous(v, layout))),
+        (Buffer::F32(v), DType::F64) => Buffer::F64(conv(v, layout, f64::from).into()),
+        (Buffer::F64(v), DType::F32) => Buffer::F32(conv(v, layout, |x| x as f32).into()),
+        (Buffer::I64(v), DType::F32) => Buffer::F32(conv(v, layout, |x| x as f32).into()),
+        (Buffer::I64(v), DType::F64) => Buffer::F64(conv(v, layout, |x| x as f64).into()),
+        (Buffer::F32(v), DType::I64) => {
+            Buffer::I64(to_i64::run(level(), &contiguous(v, layout)).into())
+        }
+        (Buffer::F64(v), DType::I64) => {
+            Buffer::I64(to_i64::run(level(), &contiguous(v, layout)).into())
+        }
         (Buffer::Bool(v), _) => {
             with_dtype!(to, T => T::into_buffer(conv(v, layout, |x| T::from_f64(f64::from(u8::from(x))))))
         }
         // (compared in the source type: the same as through f64, and the loops vectorise)
-        (Buffer::F32(v), DType::Bool) => Buffer::Bool(conv(v, layout, |x| x != 0.0)),
-        (Buffer::F64(v), DType::Bool) => Buffer::Bool(conv(v, layout, |x| x != 0.0)),
-        (Buffer::I64(v), DType::Bool) => Buffer::Bool(conv(v, layout, |x| x != 0)),
+        (Buffer::F32(v), DType::Bool) => Buffer::Bool(conv(v, layout, |x| x != 0.0).into()),
+        (Buffer::F64(v), DType::Bool) => Buffer::Bool(conv(v, layout, |x| x != 0.0).into()),
+        (Buffer::I64(v), DType::Bool) => Buffer::Bool(conv(v, layout, |x| x != 0).into()),
         // the same dtype: a copy (parallel, and tiled for a transpose)
         _ => with_dtype!(to, T => T::into_buffer(to_vec(T::slice(buf), layout))),
     }
@@ -903,7 +909,7 @@ pub fn cast(buf: &Buffer, layout: &Layout, to: DType) -> Buffer {
 /// `dim` in a new row-major buffer of `out_shape` (`strided::cat`).
 pub fn cat(parts: &[(&Buffer, &Layout)], dim: usize, out_shape: &[usize]) -> Buffer {
     let Some(&(first, _)) = parts.first() else {
-        return Buffer::F32(Vec::new());
+        return Buffer::F32(Vec::new().into());
     };
     with_dtype!(first.dtype(), T => {
         let typed: Vec<(&[T], &Layout)> = parts.iter().map(|&(b, l)| (T::slice(b), l)).collect();
@@ -925,8 +931,8 @@ mod tests {
 
     #[test]
     fn broadcast_add_matches_scalar_loop() {
-        let a = Buffer::F32(vec![1.0, 2.0, 3.0]); // shape [3,1]
-        let b = Buffer::F32(vec![10.0, 20.0]); // shape [2]
+        let a = Buffer::F32(vec![1.0, 2.0, 3.0].into()); // shape [3,1]
+        let b = Buffer::F32(vec![10.0, 20.0].into()); // shape [2]
         let la = Layout::contiguous(&[3, 1]).expand(&[3, 2]).unwrap();
         let lb = Layout::contiguous(&[2]).expand(&[3, 2]).unwrap();
         let Buffer::F32(out) = binary(BinaryOp::Add, &a, &la, &b, &lb) else {
@@ -972,7 +978,7 @@ mod tests {
 
     #[test]
     fn unary_kernels_match_std() {
-        let x = Buffer::F64(vec![-1.5, 0.0, 2.0]);
+        let x = Buffer::F64(vec![-1.5, 0.0, 2.0].into());
         let l = Layout::contiguous(&[3]);
         let Buffer::F64(out) = super::super::unary::unary(UnaryOp::Sigmoid, &x, &l) else {
             unreachable!()
@@ -1124,7 +1130,7 @@ mod tests {
 
     #[test]
     fn casts_follow_torch() {
-        let x = Buffer::F32(vec![-1.7, 0.0, 2.9]);
+        let x = Buffer::F32(vec![-1.7, 0.0, 2.9].into());
         let l = Layout::contiguous(&[3]);
         let Buffer::I64(out) = cast(&x, &l, DType::I64) else {
             unreachable!()

@@ -280,7 +280,7 @@ mod tests {
         // small and past the parallel threshold; every dim of a 3-d input
         for &(a, b, c) in &[(4usize, 3usize, 5usize), (70, 40, 30)] {
             let v: Vec<f64> = (0..a * b * c).map(|i| i as f64 * 0.25).collect();
-            let buf = Buffer::F64(v.clone());
+            let buf = Buffer::F64(v.clone().into());
             let l = Layout::contiguous(&[a, b, c]);
             let at = |i: usize, j: usize, k: usize| v[(i * b + j) * c + k];
             for dim in 0..3 {
@@ -318,13 +318,13 @@ mod tests {
     #[test]
     fn gather_and_scatter_add_are_adjoint() {
         let l = Layout::contiguous(&[2, 3]);
-        let src = Buffer::F64(vec![1., 2., 3., 4., 5., 6.]);
+        let src = Buffer::F64(vec![1., 2., 3., 4., 5., 6.].into());
         let idx = [2i64, 0, 1, 1];
         let Buffer::F64(g) = gather(&src, &l, 1, &idx, &[2, 2]) else {
             unreachable!()
         };
         assert_eq!(g, vec![3., 1., 5., 5.]);
-        let ones = Buffer::F64(vec![1.; 4]);
+        let ones = Buffer::F64(vec![1.; 4].into());
         let Buffer::F64(s) = scatter_add(
             &[2, 3],
             1,

@@ -327,7 +327,7 @@ pub fn bmm(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer {
         DType::Bool => {
             let nd = la.ndim();
             let len = la.shape[..nd - 1].iter().product::<usize>() * lb.shape[nd - 1];
-            Buffer::Bool(vec![false; len])
+            Buffer::Bool(vec![false; len].into())
         }
     }
 }

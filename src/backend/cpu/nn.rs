@@ -29,5 +29,5 @@ pub fn nll_targets(
         .map(|&v| if v == ignore_index { 0 } else { v })
         .collect();
     let kept = tvals.iter().filter(|&&v| v != ignore_index).count();
-    Ok((Buffer::I64(safe), Buffer::F64(keep), kept))
+    Ok((Buffer::I64(safe.into()), Buffer::F64(keep.into()), kept))
 }

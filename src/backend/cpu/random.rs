@@ -42,12 +42,12 @@ pub fn uniform(
         DType::F32 => {
             let mut v = vec![0f32; n];
             uniform_fill_f32(level(), g, &mut v, from as f32, to as f32);
-            Buffer::F32(v)
+            Buffer::F32(v.into())
         }
         DType::F64 => {
             let mut v = vec![0f64; n];
             uniform_fill_f64(level(), g, &mut v, from, to);
-            Buffer::F64(v)
+            Buffer::F64(v.into())
         }
         _ => return None,
     })
@@ -159,7 +159,7 @@ pub fn normal(
                 v.iter_mut()
                     .for_each(|x| *x = g.normal_f64(mean, std) as f32);
             }
-            Buffer::F32(v)
+            Buffer::F32(v.into())
         }
         DType::F64 => {
             let mut v = vec![0f64; n];
@@ -168,7 +168,7 @@ pub fn normal(
             } else {
                 v.iter_mut().for_each(|x| *x = g.normal_f64(mean, std));
             }
-            Buffer::F64(v)
+            Buffer::F64(v.into())
         }
         _ => return None,
     })
@@ -477,7 +477,7 @@ pub fn randperm(g: &mut GeneratorState, len: usize) -> Vec<i64> {
 /// Integers as a buffer of `dtype`.
 pub fn from_i64(dtype: DType, r: Vec<i64>) -> Buffer {
     match dtype {
-        DType::I64 => Buffer::I64(r),
+        DType::I64 => Buffer::I64(r.into()),
         DType::F32 => Buffer::F32(r.iter().map(|&v| v as f32).collect()),
         DType::F64 => Buffer::F64(r.iter().map(|&v| v as f64).collect()),
         DType::Bool => Buffer::Bool(r.iter().map(|&v| v != 0).collect()),
@@ -486,7 +486,7 @@ pub fn from_i64(dtype: DType, r: Vec<i64>) -> Buffer {
 
 fn from_bool(dtype: DType, v: Vec<bool>) -> Buffer {
     match dtype {
-        DType::Bool => Buffer::Bool(v),
+        DType::Bool => Buffer::Bool(v.into()),
         DType::I64 => Buffer::I64(v.into_iter().map(i64::from).collect()),
         DType::F32 => Buffer::F32(v.into_iter().map(|b| f32::from(u8::from(b))).collect()),
         DType::F64 => Buffer::F64(v.into_iter().map(|b| f64::from(u8::from(b))).collect()),

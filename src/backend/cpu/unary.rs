@@ -770,16 +770,16 @@ crate::ops::table::unary_op_table!(kernels);
 /// layer promotes or refuses everything else first.
 pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
     match buf {
-        Buffer::F32(v) => Buffer::F32(f32::unary_slice(op, &contiguous(v, layout))),
-        Buffer::F64(v) => Buffer::F64(f64::unary_slice(op, &contiguous(v, layout))),
+        Buffer::F32(v) => Buffer::F32(f32::unary_slice(op, &contiguous(v, layout)).into()),
+        Buffer::F64(v) => Buffer::F64(f64::unary_slice(op, &contiguous(v, layout)).into()),
         Buffer::I64(v) => {
             let x = contiguous(v, layout);
             match int_fn(op) {
-                Some(f) => Buffer::I64(map(&x, f)),
-                None => Buffer::I64(x.into_owned()),
+                Some(f) => Buffer::I64(map(&x, f).into()),
+                None => Buffer::I64(x.into_owned().into()),
             }
         }
-        Buffer::Bool(v) => Buffer::Bool(contiguous(v, layout).into_owned()),
+        Buffer::Bool(v) => Buffer::Bool(contiguous(v, layout).into_owned().into()),
         Buffer::Cuda(_) => crate::storage::not_host(),
     }
 }
@@ -787,8 +787,8 @@ pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
 /// `polygamma(n, x)` of a float buffer (the op layer promotes other dtypes first).
 pub fn polygamma(n: u32, buf: &Buffer, layout: &Layout) -> Buffer {
     match buf {
-        Buffer::F32(v) => Buffer::F32(map(&contiguous(v, layout), |x: f32| x.polygamma(n))),
-        Buffer::F64(v) => Buffer::F64(map(&contiguous(v, layout), |x: f64| x.polygamma(n))),
+        Buffer::F32(v) => Buffer::F32(map(&contiguous(v, layout), |x: f32| x.polygamma(n)).into()),
+        Buffer::F64(v) => Buffer::F64(map(&contiguous(v, layout), |x: f64| x.polygamma(n)).into()),
         other => other.clone(),
     }
 }
@@ -796,7 +796,7 @@ pub fn polygamma(n: u32, buf: &Buffer, layout: &Layout) -> Buffer {
 /// `!x` of a bool buffer (the op layer converts other dtypes first).
 pub fn logical_not(buf: &Buffer, layout: &Layout) -> Buffer {
     match buf {
-        Buffer::Bool(v) => Buffer::Bool(map(&contiguous(v, layout), |a: bool| !a)),
+        Buffer::Bool(v) => Buffer::Bool(map(&contiguous(v, layout), |a: bool| !a).into()),
         other => other.clone(),
     }
 }
@@ -817,8 +817,12 @@ pub fn unary_backward(
         return None;
     }
     match (g, s) {
-        (Buffer::F32(gv), Buffer::F32(sv)) => fused(op, gv, lg, sv, ls).map(Buffer::F32),
-        (Buffer::F64(gv), Buffer::F64(sv)) => fused(op, gv, lg, sv, ls).map(Buffer::F64),
+        (Buffer::F32(gv), Buffer::F32(sv)) => {
+            fused(op, gv, lg, sv, ls).map(|v| Buffer::F32(v.into()))
+        }
+        (Buffer::F64(gv), Buffer::F64(sv)) => {
+            fused(op, gv, lg, sv, ls).map(|v| Buffer::F64(v.into()))
+        }
         _ => None,
     }
 }

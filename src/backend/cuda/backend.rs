@@ -96,10 +96,10 @@ pub fn to_host_range(c: &CudaBuf, offset: usize, n: usize) -> Result<Buffer> {
         Ok(v)
     }
     Ok(match c.dtype {
-        DType::F32 => Buffer::F32(down(c, offset, n, &stream)?),
-        DType::F64 => Buffer::F64(down(c, offset, n, &stream)?),
-        DType::I64 => Buffer::I64(down(c, offset, n, &stream)?),
-        DType::Bool => Buffer::Bool(down(c, offset, n, &stream)?),
+        DType::F32 => Buffer::F32((down(c, offset, n, &stream)?).into()),
+        DType::F64 => Buffer::F64((down(c, offset, n, &stream)?).into()),
+        DType::I64 => Buffer::I64((down(c, offset, n, &stream)?).into()),
+        DType::Bool => Buffer::Bool((down(c, offset, n, &stream)?).into()),
     })
 }
 
@@ -571,7 +571,7 @@ impl Backend for Cuda {
             let i = self.reduce_on_device(&ki, iop, x, lx, dims)?;
             if let (Some(v), Some(Buffer::Cuda(i))) = (v, i) {
                 if let Buffer::I64(idx) = to_host(&i)? {
-                    return Ok((v, idx));
+                    return Ok((v, idx.into_vec()));
                 }
             }
         }
@@ -1039,7 +1039,7 @@ impl Cuda {
         let (dev, stream) = self.ctx()?;
         let out = alloc(&dev, &stream, dt, n)?;
         if n > 0 {
-            let ib = upload(&Buffer::I64(idx), self.0)?;
+            let ib = upload(&Buffer::I64(idx.into()), self.0)?;
             let k = memo1((14, dt as u32, 0, 0), || source::gather(dt));
             let mut a = Args::new();
             a.push(n as i64)

@@ -185,40 +185,42 @@ pub fn reduce(op: ReduceOp, buf: &Buffer, layout: &Layout, dims: &[usize]) -> Bu
     match (op, buf) {
         (ReduceOp::All | ReduceOp::Any, _) => {
             let all = op == ReduceOp::All;
-            with_dtype!(buf.dtype(), T => Buffer::Bool(truth(T::slice(buf), layout, dims, all)))
+            with_dtype!(buf.dtype(), T => Buffer::Bool(truth(T::slice(buf), layout, dims, all).into()))
         }
-        (ReduceOp::ArgMax | ReduceOp::ArgMin, _) => {
-            Buffer::I64(arg_reduce(buf, layout, dims, op == ReduceOp::ArgMax).1)
-        }
-        (_, Buffer::F32(v)) => Buffer::F32(float_reduce(op, v, layout, dims)),
-        (_, Buffer::F64(v)) => Buffer::F64(float_reduce(op, v, layout, dims)),
+        (ReduceOp::ArgMax | ReduceOp::ArgMin, _) => Buffer::I64(
+            arg_reduce(buf, layout, dims, op == ReduceOp::ArgMax)
+                .1
+                .into(),
+        ),
+        (_, Buffer::F32(v)) => Buffer::F32(float_reduce(op, v, layout, dims).into()),
+        (_, Buffer::F64(v)) => Buffer::F64(float_reduce(op, v, layout, dims).into()),
         (ReduceOp::Max | ReduceOp::Min, _) => arg_reduce(buf, layout, dims, op == ReduceOp::Max).0,
         (_, Buffer::Cuda(_)) => crate::storage::not_host(),
         (_, Buffer::I64(v)) => {
             let prod = op == ReduceOp::Prod;
-            Buffer::I64(fold(v, layout, dims, i64::from(prod), |a: i64, x, _| {
-                if prod {
-                    a.wrapping_mul(x)
-                } else {
-                    a.wrapping_add(x)
-                }
-            }))
+            Buffer::I64(
+                fold(v, layout, dims, i64::from(prod), |a: i64, x, _| {
+                    if prod {
+                        a.wrapping_mul(x)
+                    } else {
+                        a.wrapping_add(x)
+                    }
+                })
+                .into(),
+            )
         }
         (_, Buffer::Bool(v)) => {
             let prod = op == ReduceOp::Prod;
-            Buffer::I64(fold(
-                v,
-                layout,
-                dims,
-                i64::from(prod),
-                |a: i64, x: bool, _| {
+            Buffer::I64(
+                fold(v, layout, dims, i64::from(prod), |a: i64, x: bool, _| {
                     if prod {
                         a * i64::from(x)
                     } else {
                         a + i64::from(x)
                     }
-                },
-            ))
+                })
+                .into(),
+            )
         }
     }
 }
@@ -236,8 +238,8 @@ pub fn sum_squares(buf: &Buffer, layout: &Layout, dims: &[usize]) -> Option<Buff
         }
     }
     match buf {
-        Buffer::F32(v) => Some(Buffer::F32(go(v, layout, dims))),
-        Buffer::F64(v) => Some(Buffer::F64(go(v, layout, dims))),
+        Buffer::F32(v) => Some(Buffer::F32(go(v, layout, dims).into())),
+        Buffer::F64(v) => Some(Buffer::F64(go(v, layout, dims).into())),
         _ => None,
     }
 }
@@ -274,8 +276,8 @@ pub fn var(
             .collect()
     }
     match buf {
-        Buffer::F32(v) => Some(Buffer::F32(go(v, layout, dims, correction, sqrt))),
-        Buffer::F64(v) => Some(Buffer::F64(go(v, layout, dims, correction, sqrt))),
+        Buffer::F32(v) => Some(Buffer::F32(go(v, layout, dims, correction, sqrt).into())),
+        Buffer::F64(v) => Some(Buffer::F64(go(v, layout, dims, correction, sqrt).into())),
         _ => None,
     }
 }
@@ -288,8 +290,8 @@ pub fn logsumexp(buf: &Buffer, layout: &Layout, dims: &[usize]) -> Option<Buffer
         Some(softmax::logsumexp(&x, &b))
     }
     match buf {
-        Buffer::F32(v) => go(v, layout, dims).map(Buffer::F32),
-        Buffer::F64(v) => go(v, layout, dims).map(Buffer::F64),
+        Buffer::F32(v) => go(v, layout, dims).map(|v| Buffer::F32(v.into())),
+        Buffer::F64(v) => go(v, layout, dims).map(|v| Buffer::F64(v.into())),
         _ => None,
     }
 }
@@ -306,8 +308,8 @@ pub fn softmax(buf: &Buffer, layout: &Layout, dim: usize, log: bool) -> Option<B
         Some(softmax::softmax(&x, &layout.shape, dim, log))
     }
     match buf {
-        Buffer::F32(v) => go(v, layout, dim, log).map(Buffer::F32),
-        Buffer::F64(v) => go(v, layout, dim, log).map(Buffer::F64),
+        Buffer::F32(v) => go(v, layout, dim, log).map(|v| Buffer::F32(v.into())),
+        Buffer::F64(v) => go(v, layout, dim, log).map(|v| Buffer::F64(v.into())),
         _ => None,
     }
 }
@@ -331,8 +333,8 @@ pub fn softmax_backward(
         Some(softmax::softmax_backward_rows(&g, &y, red, log))
     }
     match (g, y) {
-        (Buffer::F32(g), Buffer::F32(y)) => go(g, lg, y, ly, log).map(Buffer::F32),
-        (Buffer::F64(g), Buffer::F64(y)) => go(g, lg, y, ly, log).map(Buffer::F64),
+        (Buffer::F32(g), Buffer::F32(y)) => go(g, lg, y, ly, log).map(|v| Buffer::F32(v.into())),
+        (Buffer::F64(g), Buffer::F64(y)) => go(g, lg, y, ly, log).map(|v| Buffer::F64(v.into())),
         _ => None,
     }
 }
@@ -361,12 +363,12 @@ pub fn arg_reduce(
     match buf {
         Buffer::F32(v) if single_run => {
             if let Some((vals, idx)) = go(v, layout, dims, is_max) {
-                return (Buffer::F32(vals), idx);
+                return (Buffer::F32(vals.into()), idx);
             }
         }
         Buffer::F64(v) if single_run => {
             if let Some((vals, idx)) = go(v, layout, dims, is_max) {
-                return (Buffer::F64(vals), idx);
+                return (Buffer::F64(vals.into()), idx);
             }
         }
         _ => {}
@@ -421,7 +423,7 @@ pub fn exclusive_prod_rows(buf: &Buffer, layout: &Layout) -> Option<Buffer> {
             acc *= row[i];
         }
     }
-    Some(Buffer::F64(out))
+    Some(Buffer::F64(out.into()))
 }
 
 /// The dtype a sum of `d` produces (torch: integral and bool sums give int64).

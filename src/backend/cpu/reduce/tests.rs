@@ -53,7 +53,7 @@ fn block_fast_paths_agree_with_the_general_path() {
             Buffer::F64(v) => v,
             _ => unreachable!(),
         };
-        let (fast, slow) = (Buffer::F64(v.clone()), Buffer::F64(t.clone()));
+        let (fast, slow) = (Buffer::F64(v.clone().into()), Buffer::F64(t.clone().into()));
         // the arg-reductions: exact, so the same result whatever the walk
         for is_max in [true, false] {
             let a = arg_reduce(&fast, &contiguous, dims, is_max).1;
@@ -76,10 +76,10 @@ fn block_fast_paths_agree_with_the_general_path() {
     // empty reduced and kept dims
     let e = Layout::contiguous(&[2, 0, 3]);
     assert!(
-        matches!(reduce(ReduceOp::Sum, &Buffer::F64(vec![]), &e, &[1]), Buffer::F64(v) if v == vec![0.0; 6])
+        matches!(reduce(ReduceOp::Sum, &Buffer::F64(vec![].into()), &e, &[1]), Buffer::F64(v) if v == vec![0.0; 6])
     );
     assert!(
-        matches!(reduce(ReduceOp::Sum, &Buffer::F64(vec![]), &e, &[2]), Buffer::F64(v) if v.is_empty())
+        matches!(reduce(ReduceOp::Sum, &Buffer::F64(vec![].into()), &e, &[2]), Buffer::F64(v) if v.is_empty())
     );
 }
 
@@ -90,7 +90,7 @@ fn sum_over_middle_dim_matches_loop() {
         .flat_map(|i| (0..3).flat_map(move |j| (0..2).map(move |k| (i * 100 + j * 10 + k) as f64)))
         .collect();
     let l = Layout::contiguous(&[2, 3, 2]);
-    let Buffer::F64(out) = reduce(ReduceOp::Sum, &Buffer::F64(v), &l, &[1]) else {
+    let Buffer::F64(out) = reduce(ReduceOp::Sum, &Buffer::F64(v.into()), &l, &[1]) else {
         unreachable!()
     };
     assert_eq!(out, vec![30.0, 33.0, 330.0, 333.0]); // Σ_j (100i + 10j + k) = 300i + 30 + 3k
@@ -99,9 +99,19 @@ fn sum_over_middle_dim_matches_loop() {
 #[test]
 fn argmax_takes_first_of_ties_and_nan_wins() {
     let l = Layout::contiguous(&[4]);
-    let (_, idx) = arg_reduce(&Buffer::F32(vec![1.0, 3.0, 3.0, 0.0]), &l, &[0], true);
+    let (_, idx) = arg_reduce(
+        &Buffer::F32(vec![1.0, 3.0, 3.0, 0.0].into()),
+        &l,
+        &[0],
+        true,
+    );
     assert_eq!(idx, vec![1]);
-    let (_, idx) = arg_reduce(&Buffer::F32(vec![1.0, f32::NAN, 3.0, 0.0]), &l, &[0], true);
+    let (_, idx) = arg_reduce(
+        &Buffer::F32(vec![1.0, f32::NAN, 3.0, 0.0].into()),
+        &l,
+        &[0],
+        true,
+    );
     assert_eq!(idx, vec![1]);
 }
 
@@ -117,7 +127,7 @@ fn values(n: usize) -> Vec<f64> {
 
 fn f32s(buf: Buffer) -> Vec<f32> {
     match buf {
-        Buffer::F32(v) => v,
+        Buffer::F32(v) => v.into_vec(),
         _ => unreachable!(),
     }
 }
@@ -147,7 +157,7 @@ fn every_level_gives_the_same_bits_and_the_reference() {
         let n: usize = shape.iter().product();
         let v64 = values(n);
         let v: Vec<f32> = v64.iter().map(|&x| (1.0 + x * 1e-6) as f32).collect();
-        let buf = Buffer::F32(v.clone());
+        let buf = Buffer::F32(v.clone().into());
         let layout = Layout::contiguous(shape);
         for d in 0..shape.len() {
             for op in ops {
@@ -226,7 +236,7 @@ fn fused_kernels_agree_across_levels() {
         .iter()
         .map(|&x| (x * 1e-2) as f32)
         .collect();
-    let buf = Buffer::F32(v.clone());
+    let buf = Buffer::F32(v.clone().into());
     let l = Layout::contiguous(&shape);
     for d in 0..2 {
         let mut seen: Option<(Vec<f32>, Vec<f32>, Vec<f32>)> = None;

@@ -355,7 +355,7 @@ mod tests {
         use crate::layout::Layout;
         use crate::storage::Buffer;
         let l = Layout::contiguous(&[2]);
-        let b = Buffer::F64(vec![0.25, 0.5]);
+        let b = Buffer::F64(vec![0.25, 0.5].into());
         for &op in UnaryOp::ALL {
             let want = cpu(op, &b, &l, &b, &l).is_some();
             assert_eq!(unary_backward(op, DType::F64).is_some(), want, "{op:?}");
