@@ -29,6 +29,8 @@ t=time.perf_counter(); x=rgrad.ones(3, device='cuda'); y=(x*2).sum().item(); pri
 print('device', rgrad.cuda.get_device_name(0), rgrad.cuda.get_device_capability(0))"
   echo "== CUDA test suite (tests_gpu/)"
   timeout 330 python3 -m pytest -q --timeout 60 -p no:benchmark -p no:cacheprovider tests_gpu/test_cuda_runtime.py 2>&1 | tail -25
+  echo "== DLPack with torch, CuPy and JAX on the GPU (tests_gpu/test_cuda_exchange.py)"
+  timeout 90 python3 -m pytest -q --timeout 60 -p no:benchmark -p no:cacheprovider tests_gpu/test_cuda_exchange.py 2>&1 | tail -15
   COLUMNS=400 timeout 220 python3 -m pytest -q -n 8 -p no:benchmark --timeout 120 --tb=no -rf -p no:cacheprovider \
     tests_gpu/test_cuda_ops.py > "$OUTDIR/cuda_ops.log" 2>&1
   tail -1 "$OUTDIR/cuda_ops.log"

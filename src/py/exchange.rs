@@ -10,6 +10,8 @@
 //! it). The live counts of both are kept for the leak tests (`_dlpack_live`).
 
 use super::pytensor::{PyTensor, wrap};
+use crate::backend::cuda::CudaBuf;
+use crate::backend::cuda::alloc::Block;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::shape::Shape;
@@ -163,32 +165,52 @@ fn span(shape: &[usize], strides: &[usize]) -> Option<usize> {
     last.checked_add(1)
 }
 
+/// Where memory another library lends lives.
+#[derive(Clone, Copy)]
+enum Place {
+    Host,
+    Cuda(u32),
+}
+
 /// A tensor on memory another library lends: `shape` and `strides` (in elements) from
-/// `ptr`, kept alive by `lender`.
+/// `ptr` (a device address for `Place::Cuda`), kept alive by `lender`.
 ///
 /// # Safety
 /// `ptr` must be aligned for `dtype` and valid for every element the layout reaches, with
 /// values valid for `dtype`, until `lender` drops.
 unsafe fn lent_tensor(
+    place: Place,
     dtype: DType,
     ptr: *mut u8,
     shape: Shape,
     strides: Shape,
     lender: Box<dyn Lender>,
 ) -> PyResult<Tensor> {
+    let item = dtype.size_in_bytes();
     let len = span(&shape, &strides)
         .filter(|&n| {
-            n.checked_mul(dtype.size_in_bytes())
+            n.checked_mul(item)
                 .is_some_and(|b| b <= isize::MAX as usize)
         })
         .ok_or_else(|| PyRuntimeError::new_err("rgrad: the shared memory's size overflows"))?;
-    // SAFETY: the caller's promise, for the `len` elements the layout spans.
-    let buf = unsafe {
-        match dtype {
-            DType::Bool => Buffer::Bool(HostVec::lent(ptr.cast(), len, lender)),
-            DType::I64 => Buffer::I64(HostVec::lent(ptr.cast(), len, lender)),
-            DType::F32 => Buffer::F32(HostVec::lent(ptr.cast(), len, lender)),
-            DType::F64 => Buffer::F64(HostVec::lent(ptr.cast(), len, lender)),
+    let buf = match place {
+        // SAFETY: the caller's promise, for the `len` elements the layout spans.
+        Place::Host => unsafe {
+            match dtype {
+                DType::Bool => Buffer::Bool(HostVec::lent(ptr.cast(), len, lender)),
+                DType::I64 => Buffer::I64(HostVec::lent(ptr.cast(), len, lender)),
+                DType::F32 => Buffer::F32(HostVec::lent(ptr.cast(), len, lender)),
+                DType::F64 => Buffer::F64(HostVec::lent(ptr.cast(), len, lender)),
+            }
+        },
+        Place::Cuda(device) => {
+            // (the device must exist here, its context made, before kernels run on it)
+            crate::backend::cuda::driver::device(device)?;
+            Buffer::Cuda(Box::new(CudaBuf {
+                dtype,
+                len,
+                block: Block::lent(ptr.addr() as u64, len * item, device, lender),
+            }))
         }
     };
     let layout = Layout {
@@ -304,6 +326,7 @@ fn _share_numpy(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Option<Py<
     // which the lender holds; NumPy's bools are bytes 0 and 1.
     let t = unsafe {
         lent_tensor(
+            Place::Host,
             dtype,
             ptr,
             shape,
@@ -444,20 +467,21 @@ fn export<'py>(
     read_only: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let t = if copy {
-        let c = crate::ops::contiguous_buffer(t)?;
-        Tensor::from_buffer(c, &t.shape())
+        crate::autograd::grad_mode::with_grad_mode(false, || crate::ops::clone_row_major(t))?
     } else {
         t.clone()
     };
     let storage = t.storage();
-    let Some(base) = storage.read().host_ptr() else {
-        return Err(PyBufferError::new_err(
-            "rgrad: DLPack export of CUDA tensors is not available yet; export a CPU copy (tensor.cpu())",
-        ));
-    };
     let layout = t.layout();
     let dtype = t.dtype();
-    let data = base.wrapping_add(layout.offset * dtype.size_in_bytes());
+    let skip = layout.offset * dtype.size_in_bytes();
+    let data: *mut u8 = match &*storage.read() {
+        Buffer::Cuda(c) => std::ptr::without_provenance_mut((c.ptr() as usize).wrapping_add(skip)),
+        host => host
+            .host_ptr()
+            .unwrap_or(std::ptr::null_mut())
+            .wrapping_add(skip),
+    };
     let shape: Box<[i64]> = layout.shape.iter().map(|&n| n as i64).collect();
     let strides: Box<[i64]> = layout.strides.iter().map(|&s| s as i64).collect();
     let dl_tensor = DLTensor {
@@ -529,6 +553,31 @@ fn export<'py>(
     unsafe { Bound::from_owned_ptr_or_err(py, cap) }
 }
 
+/// Makes the consumer's `stream` (a raw `CUstream`; 1 is the legacy default stream) wait
+/// for the work queued so far on this thread's current stream of `device`, which may
+/// still be writing the exported memory.
+fn consumer_waits(device: u32, stream: i64) -> PyResult<()> {
+    use crate::backend::cuda::driver::{Event, current_stream};
+    use cudarc::driver::{result, sys};
+    let ours = current_stream(device)?;
+    let theirs = stream as usize as sys::CUstream;
+    if ours.raw == theirs {
+        return Ok(());
+    }
+    let done = Event::new(device, false, false)?;
+    done.record(&ours)?;
+    // SAFETY: a live event of the bound context and the consumer's stream handle, which
+    // DLPack requires to be valid on this device.
+    unsafe {
+        result::stream::wait_event(
+            theirs,
+            done.raw,
+            sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+        )
+    }
+    .map_err(|e| PyErr::from(crate::backend::cuda::driver::cuda_error(e)))
+}
+
 #[pymethods]
 impl PyTensor {
     /// Creates a DLPack capsule of the tensor's memory (shared, not copied), for another
@@ -570,6 +619,29 @@ impl PyTensor {
         let own = dl_device_of(t);
         if own.device_type == KDL_CPU && stream.is_some_and(|s| s != -1) {
             return Err(PyAssertionError::new_err("stream should be None on cpu."));
+        }
+        if own.device_type == KDL_CUDA {
+            if own.device_id as u32 != crate::backend::cuda::driver::current_device() {
+                return Err(PyBufferError::new_err(format!(
+                    "Can't export tensors on a different CUDA device index. Expected: {}. Current device: {}.",
+                    own.device_id,
+                    crate::backend::cuda::driver::current_device()
+                )));
+            }
+            // DLPack's stream values: None or 1 the legacy default stream, 2 the
+            // per-thread one (refused, as torch does), -1 no synchronization, 0 invalid.
+            match stream {
+                Some(-1) => {}
+                Some(0) => {
+                    return Err(PyAssertionError::new_err("unsupported stream on CUDA: 0."));
+                }
+                Some(2) => {
+                    return Err(PyBufferError::new_err(
+                        "per-thread default stream is not supported.",
+                    ));
+                }
+                s => consumer_waits(own.device_id as u32, s.unwrap_or(1))?,
+            }
         }
         if let Some((ty, id)) = dl_device
             && (ty != i64::from(own.device_type) || id != i64::from(own.device_id))
@@ -653,21 +725,18 @@ impl Drop for Taken {
 ///
 /// # Safety
 /// `t` must be a valid `DLTensor` (shape and strides arrays of `ndim` entries).
-unsafe fn read_dl_tensor(t: &DLTensor) -> PyResult<(DType, *mut u8, Shape, Shape)> {
-    match t.device.device_type {
-        KDL_CPU | KDL_CUDA_HOST => {}
-        KDL_CUDA => {
-            return Err(PyBufferError::new_err(
-                "rgrad.from_dlpack: CUDA memory can't be imported without a copy yet; copy it \
-                 to the host first",
-            ));
-        }
+unsafe fn read_dl_tensor(t: &DLTensor) -> PyResult<(Place, DType, *mut u8, Shape, Shape)> {
+    let place = match t.device.device_type {
+        KDL_CPU | KDL_CUDA_HOST => Place::Host,
+        KDL_CUDA => Place::Cuda(u32::try_from(t.device.device_id).map_err(|_| {
+            PyBufferError::new_err("rgrad.from_dlpack: negative CUDA device index")
+        })?),
         other => {
             return Err(PyBufferError::new_err(format!(
                 "rgrad.from_dlpack: unsupported DLPack device type {other}"
             )));
         }
-    }
+    };
     let dtype = from_dl_dtype(t.dtype)?;
     let ndim = usize::try_from(t.ndim)
         .map_err(|_| PyBufferError::new_err("rgrad.from_dlpack: negative ndim"))?;
@@ -726,7 +795,7 @@ unsafe fn read_dl_tensor(t: &DLTensor) -> PyResult<(DType, *mut u8, Shape, Shape
             dtype.size_in_bytes()
         )));
     }
-    Ok((dtype, ptr, shape, strides))
+    Ok((place, dtype, ptr, shape, strides))
 }
 
 const INVALID_CAPSULE: &str = "from_dlpack received an invalid capsule. Note that DLTensor capsules can be consumed only once, so you might have already constructed a tensor from it once.";
@@ -752,24 +821,38 @@ fn _from_dlpack(py: Python<'_>, capsule: &Bound<'_, PyAny>) -> PyResult<Py<PyTen
                     v.major, v.minor
                 )));
             }
-            let (dtype, ptr, shape, strides) = read_dl_tensor(&(*p).dl_tensor)?;
+            let (place, dtype, ptr, shape, strides) = read_dl_tensor(&(*p).dl_tensor)?;
             if ffi::PyCapsule_SetName(raw, VERSIONED_USED.as_ptr()) != 0 {
                 return Err(PyErr::fetch(py));
             }
             LIVE_IMPORTS.fetch_add(1, Ordering::Relaxed);
-            let t = lent_tensor(dtype, ptr, shape, strides, Box::new(Taken::Versioned(p)))?;
+            let t = lent_tensor(
+                place,
+                dtype,
+                ptr,
+                shape,
+                strides,
+                Box::new(Taken::Versioned(p)),
+            )?;
             wrap(py, t)
         } else if ffi::PyCapsule_IsValid(raw, LEGACY.as_ptr()) == 1 {
             let p = ffi::PyCapsule_GetPointer(raw, LEGACY.as_ptr()).cast::<DLManagedTensor>();
             if p.is_null() {
                 return Err(PyErr::fetch(py));
             }
-            let (dtype, ptr, shape, strides) = read_dl_tensor(&(*p).dl_tensor)?;
+            let (place, dtype, ptr, shape, strides) = read_dl_tensor(&(*p).dl_tensor)?;
             if ffi::PyCapsule_SetName(raw, LEGACY_USED.as_ptr()) != 0 {
                 return Err(PyErr::fetch(py));
             }
             LIVE_IMPORTS.fetch_add(1, Ordering::Relaxed);
-            let t = lent_tensor(dtype, ptr, shape, strides, Box::new(Taken::Legacy(p)))?;
+            let t = lent_tensor(
+                place,
+                dtype,
+                ptr,
+                shape,
+                strides,
+                Box::new(Taken::Legacy(p)),
+            )?;
             wrap(py, t)
         } else {
             Err(PyRuntimeError::new_err(INVALID_CAPSULE))

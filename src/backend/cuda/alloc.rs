@@ -33,6 +33,29 @@ pub struct Block {
     pub device: u32,
     /// The stream the block was allocated for (reused only there).
     pub stream: usize,
+    /// Memory another library lends (DLPack): not the allocator's; dropping the block
+    /// drops the lender, which gives the memory back to its owner.
+    pub lender: Option<Box<dyn crate::storage::Lender>>,
+}
+
+impl Block {
+    /// A block over `size` bytes of device memory at `ptr` on `device` that another
+    /// library lends (see `lender`); the allocator's statistics do not count it.
+    pub fn lent(
+        ptr: sys::CUdeviceptr,
+        size: usize,
+        device: u32,
+        lender: Box<dyn crate::storage::Lender>,
+    ) -> Block {
+        Block {
+            ptr,
+            size,
+            requested: size,
+            device,
+            stream: 0,
+            lender: Some(lender),
+        }
+    }
 }
 
 impl std::fmt::Debug for Block {
@@ -47,6 +70,9 @@ impl std::fmt::Debug for Block {
 
 impl Drop for Block {
     fn drop(&mut self) {
+        if self.lender.take().is_some() {
+            return; // (the lender, dropped, gave the memory back)
+        }
         if let Ok(d) = device(self.device) {
             d.alloc
                 .release(self.ptr, self.size, self.requested, self.stream);
@@ -148,6 +174,7 @@ impl Allocator {
             requested,
             device: self.device,
             stream,
+            lender: None,
         }
     }
 
