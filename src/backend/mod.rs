@@ -244,6 +244,12 @@ backend_kernels! {
     fn index_add(shape: &[usize], dim: usize, index: &[i64], src: &Buffer, ls: &Layout) -> Buffer => cpu::index::index_add, on src;
     fn index_put(x: &Buffer, lx: &Layout, dtype: DType, positions: &[i64], values: &Buffer, lv: &Layout,
         accumulate: bool) -> Buffer => cpu::index::index_put, on x;
+    /// `x[before[i] + base[b] + after[j]] = values[i, b, j]` (`+=` with accumulate) in place,
+    /// `values` read in the row-major order of `lv`; the offsets into x's buffer are the
+    /// op layer's, checked. `false` where the backend has no such kernel (the op computes
+    /// out of place).
+    fn index_put_in_place(x: &mut Buffer, before: &[usize], base: &[usize], after: &[usize],
+        values: &Buffer, lv: &Layout, accumulate: bool) -> bool => cpu::index::index_put_in_place, on x;
 
     // ---- products
     /// `C[b] = A[b]·B[b]` of 2-D or 3-D operands.

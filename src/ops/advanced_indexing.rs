@@ -505,8 +505,182 @@ pub fn index_put_checked(
     kind: PutValues,
 ) -> Result<Tensor> {
     let shape = x.shape();
+    let p = put_plan(x, indices, values, kind)?;
+    let values = to_dtype(values, x.dtype())?;
+    // Positions (row-major over x) of every selected element.
+    let (pos, sel_shape) = put_positions(&Layout::contiguous(&shape), &p)?;
+    let pos_vals = pos.flat();
+    let vb = with_grad_mode(false, || contiguous(&expand(&values.detach(), &sel_shape)?))?;
+    let xs = x.snapshot();
+    let vs = vb.snapshot();
+    let vshape = values.shape();
+    let idx_list: Vec<Option<Tensor>> = indices.to_vec();
+    apply(
+        "aten::index_put_",
+        &[x, &values],
+        || {
+            let out = k::index_put(
+                &xs.storage.read(),
+                &xs.layout,
+                xs.dtype,
+                &pos_vals,
+                &vs.storage.read(),
+                &vs.layout,
+                accumulate,
+            )?;
+            Ok(new_tensor(out, &shape))
+        },
+        |_| {
+            (
+                IndexPutBackward0 {
+                    indices: idx_list.into_boxed_slice(),
+                    values_shape: vshape.into_iter().collect(),
+                    accumulate,
+                },
+                saved![],
+            )
+        },
+    )
+}
+
+/// `x[indices] = values` written straight into x's memory (one pass over the written
+/// elements, as torch's kernel), for an in-place index_put_ that records nothing; the
+/// caller has checked that (and that `values` does not share x's memory). `false` where
+/// x's backend has no such kernel: the caller computes out of place.
+pub(crate) fn index_put_direct(
+    x: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+    kind: PutValues,
+) -> Result<bool> {
+    let p = put_plan(x, indices, values, kind)?;
+    let values = with_grad_mode(false, || to_dtype(values, x.dtype()))?;
+    let xs = x.snapshot();
+    let (pos, sel_shape) = put_positions(&xs.layout, &p)?;
+    let vs = values.snapshot();
+    let lv = vs.layout.expand(&sel_shape)?;
+    let done = crate::dispatch::forward(
+        "aten::index_put_",
+        || {
+            vec![
+                xs.layout.shape.to_vec().into(),
+                vs.layout.shape.to_vec().into(),
+            ]
+        },
+        || {
+            // Two storages locked together: in address order, as `inplace::copy_in_place`.
+            let values_first =
+                std::sync::Arc::as_ptr(&vs.storage) < std::sync::Arc::as_ptr(&xs.storage);
+            let (r, mut w);
+            if values_first {
+                r = vs.storage.read();
+                w = xs.storage.write();
+            } else {
+                w = xs.storage.write();
+                r = vs.storage.read();
+            }
+            k::index_put_in_place(
+                &mut w,
+                &pos.before,
+                &pos.base,
+                &pos.after,
+                &r,
+                &lv,
+                accumulate,
+            )
+        },
+    )?;
+    if done {
+        x.bump_version();
+    }
+    Ok(done)
+}
+
+/// Where the elements `x[indices]` selects are in x's buffer (x laid out as `lx`), in the
+/// row-major order of the selection: element (i, b, j) of the selection (the dims before
+/// the index block, the broadcast index, the dims after it) is at
+/// `before[i] + base[b] + after[j]`.
+pub(crate) struct PutPositions {
+    pub before: Vec<usize>,
+    pub base: Vec<usize>,
+    pub after: Vec<usize>,
+}
+
+impl PutPositions {
+    /// Every position, in order.
+    fn flat(&self) -> Vec<i64> {
+        let mut pos = Vec::with_capacity(self.before.len() * self.base.len() * self.after.len());
+        for &o in &self.before {
+            for &b in &self.base {
+                pos.extend(self.after.iter().map(|&a| (o + b + a) as i64));
+            }
+        }
+        pos
+    }
+}
+
+/// The [`PutPositions`] of `x[indices]` (x laid out as `lx`) and the selection's shape:
+/// each broadcast index's offset comes from the plan's linear index over the indexed dims,
+/// the other dims' from their strides.
+fn put_positions(lx: &Layout, p: &Plan) -> Result<(PutPositions, Shape)> {
+    let shape = &lx.shape;
+    let sel = indexed_shape(shape, &p.bshape, &p.dims);
+    if p.empty.is_some() || crate::shape::numel(&sel) == 0 {
+        let none = PutPositions {
+            before: Vec::new(),
+            base: Vec::new(),
+            after: Vec::new(),
+        };
+        return Ok((none, sel));
+    }
+    let linear = p.linear.snapshot();
+    let linear = host::read(&linear.storage.read())?.into_owned();
+    let Buffer::I64(linear) = linear else {
+        return Err(Error::Internal("advanced index is not int64".into()));
+    };
+    let base = linear
+        .iter()
+        .map(|&l| {
+            let mut l = l as usize;
+            let mut off = 0;
+            for &d in p.dims.iter().rev() {
+                off += (l % shape[d]) * lx.strides[d];
+                l /= shape[d];
+            }
+            off
+        })
+        .collect();
+    // the offsets of the other dims, row-major over those before and after the index block
+    let offsets = |dims: &mut dyn Iterator<Item = usize>, start: usize| {
+        let mut out = vec![start];
+        for d in dims {
+            out = out
+                .iter()
+                .flat_map(|&o| (0..shape[d]).map(move |j| o + j * lx.strides[d]))
+                .collect();
+        }
+        out
+    };
+    let rest = || (0..shape.len()).filter(|d| !p.dims.contains(d));
+    let pos = PutPositions {
+        before: offsets(&mut rest().filter(|&d| d < p.insert_at), lx.offset),
+        base,
+        after: offsets(&mut rest().filter(|&d| d >= p.insert_at), 0),
+    };
+    Ok((pos, sel))
+}
+
+/// index_put's plan, after torch's checks on the indices and on values of the kind `kind`.
+fn put_plan(
+    x: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    kind: PutValues,
+) -> Result<Plan> {
+    let shape = x.shape();
     let strides = x.layout().strides;
-    let p = plan_checked(&shape, indices, |bshape, dims| {
+    plan_checked(&shape, indices, |bshape, dims| {
         let selected = indexed_shape(&shape, bshape, dims);
         if crate::shape::numel(bshape) > 0 && dims.iter().any(|&d| shape[d] == 0) {
             if kind != PutValues::Number || dims.len() > 1 {
@@ -566,48 +740,7 @@ pub fn index_put_checked(
             )));
         }
         Ok(())
-    })?;
-    let values = to_dtype(values, x.dtype())?;
-    // Positions (row-major over x) of every selected element, via the same gather applied
-    // to an arange.
-    let n = crate::shape::numel(&shape);
-    let pos = with_grad_mode(false, || {
-        let ar = super::new_tensor_on(Buffer::I64((0..n as i64).collect()), &shape, x.device())?;
-        contiguous(&gather_plan(&ar, &p)?)
-    })?;
-    let sel_shape = pos.shape();
-    let pos_vals = index_values(&pos, n.max(1), 0)?;
-    let vb = with_grad_mode(false, || contiguous(&expand(&values.detach(), &sel_shape)?))?;
-    let xs = x.snapshot();
-    let vs = vb.snapshot();
-    let vshape = values.shape();
-    let idx_list: Vec<Option<Tensor>> = indices.to_vec();
-    apply(
-        "aten::index_put_",
-        &[x, &values],
-        || {
-            let out = k::index_put(
-                &xs.storage.read(),
-                &xs.layout,
-                xs.dtype,
-                &pos_vals,
-                &vs.storage.read(),
-                &vs.layout,
-                accumulate,
-            )?;
-            Ok(new_tensor(out, &shape))
-        },
-        |_| {
-            (
-                IndexPutBackward0 {
-                    indices: idx_list.into_boxed_slice(),
-                    values_shape: vshape.into_iter().collect(),
-                    accumulate,
-                },
-                saved![],
-            )
-        },
-    )
+    })
 }
 
 #[derive(Clone)]

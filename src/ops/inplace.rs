@@ -344,6 +344,30 @@ fn check_no_partial_overlap(out: &Tensor, input: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// torch's `assert_no_overlap(out, input)`: `input` may not share any of `out`'s memory
+/// (the same tensor, or dense layouts on one storage whose element ranges meet; other
+/// layouts are "too hard" to judge and pass, as in torch).
+fn check_no_overlap(out: &Tensor, input: &Tensor) -> Result<()> {
+    let (a, b) = (out.snapshot(), input.snapshot());
+    let overlap = out.same(input)
+        || (Arc::ptr_eq(&a.storage, &b.storage) && {
+            let (la, lb) = (&a.layout, &b.layout);
+            la.numel() > 0
+                && lb.numel() > 0
+                && la.is_non_overlapping_and_dense()
+                && lb.is_non_overlapping_and_dense()
+                && la.offset < lb.offset + lb.numel()
+                && lb.offset < la.offset + la.numel()
+        });
+    if overlap {
+        return Err(Error::runtime(
+            "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single \
+             memory location. Please clone() the tensor before performing the operation.",
+        ));
+    }
+    Ok(())
+}
+
 /// The autograd checks (first, as torch's autograd layer runs before its kernel), the
 /// overlap check if asked, then the op and the commit.
 fn inplace_checked(
@@ -777,7 +801,32 @@ pub fn index_put_(
         // (torch's check_inplace looks at every input)
         check_multi_output_view(x)?;
     }
+    // (torch's _index_put_impl_, after the autograd checks: the values and the indices
+    // may not overlap x's memory)
+    let no_overlap = || -> Result<()> {
+        check_no_overlap(x, values)?;
+        indices
+            .iter()
+            .flatten()
+            .try_for_each(|i| check_no_overlap(x, i))
+    };
+    let records = is_grad_enabled() && (x.requires_grad() || values.requires_grad());
+    if !records
+        && !any_dual_operand(x, Operand::T(values))
+        && !crate::autograd::saved_hooks::maybe_active()
+        && !Arc::ptr_eq(&x.storage(), &values.storage())
+        && x.device() == crate::device::Device::Cpu
+    {
+        // nothing to record: written straight into x, no out-of-place copy to commit
+        check_writable(x)?;
+        no_overlap()?;
+        crate::autograd::saved_hooks::before_mutation(x)?;
+        if super::index_put_direct(x, indices, values, accumulate, kind)? {
+            return Ok(x.clone());
+        }
+    }
     inplace(x, |x| {
+        no_overlap()?;
         super::index_put_checked(x, indices, values, accumulate, kind)
     })
 }

@@ -93,6 +93,80 @@ pub fn index_put(
     out
 }
 
+/// `x[before[i] + base[b] + after[j]] = values[i, b, j]` (`+=` with accumulate) in place,
+/// `values` read in the row-major order of `lv` (the offsets into x's buffer checked by the
+/// op layer): one pass over the written elements, as torch's index_put_ kernel, with a
+/// run of contiguous elements (a row) copied at once.
+pub fn index_put_in_place(
+    x: &mut Buffer,
+    before: &[usize],
+    base: &[usize],
+    after: &[usize],
+    values: &Buffer,
+    lv: &Layout,
+    accumulate: bool,
+) -> bool {
+    fn put<T: Element>(
+        o: &mut [T],
+        (before, base, after): (&[usize], &[usize], &[usize]),
+        v: &[T],
+        add: Option<fn(T, T) -> T>,
+    ) {
+        debug_assert_eq!(v.len(), before.len() * base.len() * after.len());
+        let run = after.len();
+        let contiguous = after.iter().enumerate().all(|(j, &a)| a == j);
+        let mut rows = v.chunks_exact(run.max(1));
+        for &i in before {
+            for &b in base {
+                let (Some(src), start) = (rows.next(), i + b) else {
+                    return;
+                };
+                match add {
+                    None if contiguous => o[start..start + run].copy_from_slice(src),
+                    None => after.iter().zip(src).for_each(|(&a, &v)| o[start + a] = v),
+                    Some(add) => after
+                        .iter()
+                        .zip(src)
+                        .for_each(|(&a, &v)| o[start + a] = add(o[start + a], v)),
+                }
+            }
+        }
+    }
+    if values.dtype() != x.dtype() {
+        return false;
+    }
+    let (acc, at) = (accumulate, (before, base, after));
+    // (integers wrap on overflow and bools add as `or`, as in torch)
+    match x {
+        Buffer::F32(o) => put(
+            o,
+            at,
+            &contiguous(f32::slice(values), lv),
+            acc.then_some(|a, b| a + b),
+        ),
+        Buffer::F64(o) => put(
+            o,
+            at,
+            &contiguous(f64::slice(values), lv),
+            acc.then_some(|a, b| a + b),
+        ),
+        Buffer::I64(o) => put(
+            o,
+            at,
+            &contiguous(i64::slice(values), lv),
+            acc.then_some(i64::wrapping_add),
+        ),
+        Buffer::Bool(o) => put(
+            o,
+            at,
+            &contiguous(bool::slice(values), lv),
+            acc.then_some(|a, b| a | b),
+        ),
+        Buffer::Cuda(_) => return false,
+    }
+    true
+}
+
 /// `out[..., i, ...] = src[..., index[..., i, ...], ...]` along `dim` (torch.gather).
 /// `index` is contiguous with the output's shape; bounds are checked by the caller.
 pub fn gather(

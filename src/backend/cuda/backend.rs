@@ -412,6 +412,19 @@ impl Backend for Cuda {
         self.fallback();
         self.up(cpu::binary::binary_fn(op, &host(a)?, la, &host(b)?, lb))
     }
+    fn index_put_in_place(
+        &self,
+        _x: &mut Buffer,
+        _before: &[usize],
+        _base: &[usize],
+        _after: &[usize],
+        _values: &Buffer,
+        _lv: &Layout,
+        _accumulate: bool,
+    ) -> Result<bool> {
+        // (the op layer computes out of place and writes the result with `copy_into`)
+        Ok(false)
+    }
     fn arith_in_place(
         &self,
         _op: BinaryOp,
