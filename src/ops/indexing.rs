@@ -36,6 +36,18 @@ enum IndexRule {
 }
 
 fn index_values_as(index: &Tensor, size: usize, dim: usize, rule: IndexRule) -> Result<Vec<i64>> {
+    with_index_values(index, size, dim, rule, |v| Ok(v.to_vec()))
+}
+
+/// Runs `f` on an int64 index tensor's values, contiguous and checked (see
+/// [`index_values_as`]): the index's own memory where it is contiguous and in range.
+fn with_index_values<R>(
+    index: &Tensor,
+    size: usize,
+    dim: usize,
+    rule: IndexRule,
+    f: impl FnOnce(&[i64]) -> Result<R>,
+) -> Result<R> {
     if index.dtype() != DType::I64 {
         return Err(Error::runtime(format!(
             "expected index to have dtype int64 (Long), but got {}",
@@ -48,7 +60,7 @@ fn index_values_as(index: &Tensor, size: usize, dim: usize, rule: IndexRule) -> 
     let Buffer::I64(v) = &*r else {
         return Err(Error::Internal("index buffer is not int64".into()));
     };
-    host::index_values(v, &s.layout, size, rule == IndexRule::Wrap).map_err(|i| {
+    let values = host::index_values(v, &s.layout, size, rule == IndexRule::Wrap).map_err(|i| {
         let bounds = format!("index {i} is out of bounds for dimension {dim} with size {size}");
         match rule {
             IndexRule::Wrap => Error::index(bounds),
@@ -58,7 +70,8 @@ fn index_values_as(index: &Tensor, size: usize, dim: usize, rule: IndexRule) -> 
                 "INDICES element is out of DATA bounds, id={i} axis_dim={size}"
             )),
         }
-    })
+    })?;
+    f(&values)
 }
 
 /// `torch.gather(x, dim, index)`.
@@ -100,26 +113,29 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
         }
     }
     let size = s.layout.shape.get(d).copied().unwrap_or(1);
-    let idx = index_values_as(index, size, d, IndexRule::Gather)?;
     let shape = s.layout.shape.clone();
-    apply(
-        "aten::gather",
-        &[x],
-        || {
-            Ok(new_tensor(
-                k::gather(&s.storage.read(), &s.layout, d, &idx, &ishape)?,
-                &ishape,
-            ))
-        },
-        |_| {
-            let mut sv = Saver::default();
-            sv.input_if(true, index);
-            // torch's formula takes self (for its sizes): saved, so that modifying x in
-            // place before backward is reported as torch reports it
-            sv.input_if(true, x);
-            (GatherBackward0 { shape, dim: d }, sv.list)
-        },
-    )
+    // (the index read in place where it can be: its storage's read lock is held through
+    // the kernel, beside x's)
+    with_index_values(index, size, d, IndexRule::Gather, |idx| {
+        apply(
+            "aten::gather",
+            &[x],
+            || {
+                Ok(new_tensor(
+                    k::gather(&s.storage.read(), &s.layout, d, idx, &ishape)?,
+                    &ishape,
+                ))
+            },
+            |_| {
+                let mut sv = Saver::default();
+                sv.input_if(true, index);
+                // torch's formula takes self (for its sizes): saved, so that modifying x
+                // in place before backward is reported as torch reports it
+                sv.input_if(true, x);
+                (GatherBackward0 { shape, dim: d }, sv.list)
+            },
+        )
+    })
 }
 
 #[derive(Clone)]
