@@ -277,35 +277,38 @@ pub(super) fn index_select_as(
             "index_select(): self indexing axis dim should be positive",
         ));
     }
-    let idx = index_values_as(index, layout.shape[d], d, rule)?;
-    let mut out_shape = layout.shape.clone();
-    out_shape[d] = idx.len();
-    if scalar_input {
-        // torch: selecting from a 0-d tensor gives a 0-d tensor, whatever the index's shape
-        out_shape.clear();
-    }
-    let in_shape = s.layout.shape.clone();
-    apply(
-        "aten::index_select",
-        &[x],
-        || {
-            Ok(new_tensor(
-                k::index_select(&s.storage.read(), &layout, d, &idx)?,
-                &out_shape,
-            ))
-        },
-        |_| {
-            let mut sv = Saver::default();
-            sv.input_if(true, index);
-            (
-                IndexSelectBackward0 {
-                    shape: in_shape,
-                    dim: d,
-                },
-                sv.list,
-            )
-        },
-    )
+    // (the index read in place where it can be, as gather's)
+    with_index_values(index, layout.shape[d], d, rule, |idx| {
+        let mut out_shape = layout.shape.clone();
+        out_shape[d] = idx.len();
+        if scalar_input {
+            // torch: selecting from a 0-d tensor gives a 0-d tensor, whatever the index's
+            // shape
+            out_shape.clear();
+        }
+        let in_shape = s.layout.shape.clone();
+        apply(
+            "aten::index_select",
+            &[x],
+            || {
+                Ok(new_tensor(
+                    k::index_select(&s.storage.read(), &layout, d, idx)?,
+                    &out_shape,
+                ))
+            },
+            |_| {
+                let mut sv = Saver::default();
+                sv.input_if(true, index);
+                (
+                    IndexSelectBackward0 {
+                        shape: in_shape,
+                        dim: d,
+                    },
+                    sv.list,
+                )
+            },
+        )
+    })
 }
 
 #[derive(Clone)]
