@@ -62,6 +62,7 @@ pub(crate) fn elementwise_out(
                 .map(|l| l.permute(&order))
                 .collect::<Result<Vec<_>>>()?;
             let buf = kernel(&permuted)?;
+            crate::replay::born(&buf);
             let dtype = buf.dtype();
             let layout = Layout {
                 shape: shape.iter().copied().collect(),

@@ -132,9 +132,22 @@ pub fn rand(shape: &[usize], dtype: DType, generator: Option<&Generator>) -> Res
     super::creation::guard(shape, dtype)?;
     apply_nondiff("aten::rand", || {
         let n = crate::shape::numel(shape);
-        let buf = random::or_default(generator)
-            .with(|g| rk::uniform(g, n, dtype, 0.0, 1.0))
-            .ok_or_else(|| not_float("check_uniform_bounds", dtype))?;
+        let gen_ = crate::replay::random_ok(|| random::or_default(generator).clone());
+        let draw = move || {
+            gen_.with(|g| rk::uniform(g, n, dtype, 0.0, 1.0))
+                .ok_or_else(|| not_float("check_uniform_bounds", dtype))
+        };
+        let buf = draw()?;
+        // recording a step: a replay draws again from the same generator, in step order
+        if crate::replay::active() {
+            crate::replay::record(
+                "rand",
+                &[],
+                None,
+                &[&buf],
+                Box::new(move |_, _| Ok(smallvec::smallvec![draw()?])),
+            )?;
+        }
         Ok(new_tensor(buf, shape))
     })
 }

@@ -13,6 +13,7 @@ mod node;
 mod profiler;
 mod pytensor;
 mod random;
+mod replay;
 mod tensor_arith;
 mod tensor_autograd;
 mod tensor_index;
@@ -582,6 +583,11 @@ fn linear(
 fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     gil::install();
     m.add_class::<PyTensor>()?;
+    m.add_class::<replay::PyStepProgram>()?;
+    m.add_function(wrap_pyfunction!(replay::_step_record_begin, m)?)?;
+    m.add_function(wrap_pyfunction!(replay::_step_record_abort, m)?)?;
+    m.add_function(wrap_pyfunction!(replay::_step_record_end, m)?)?;
+    m.add_function(wrap_pyfunction!(replay::_step_is_recording, m)?)?;
     cuda::register(m)?;
     m.add_class::<PyDType>()?;
     m.add_class::<node::PyNode>()?;
