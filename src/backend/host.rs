@@ -33,7 +33,9 @@ pub fn read_planned(
 
 /// The element at `offset`, as a number (a device buffer's one element copied down).
 pub fn element(buf: &crate::storage::Buffer, offset: usize) -> crate::Result<crate::dtype::Scalar> {
-    crate::replay::refuse("reading one element of a tensor on the host (item(), bool(), int(), ...)")?;
+    crate::replay::refuse(
+        "reading one element of a tensor on the host (item(), bool(), int(), ...)",
+    )?;
     match buf {
         crate::storage::Buffer::Cuda(c) => Ok(super::cpu::index::element(
             &super::cuda::backend::to_host_range(c, offset, 1)?,

@@ -40,7 +40,9 @@ pub fn contiguous_buffer(x: &Tensor) -> Result<Buffer> {
 
 /// A 0-d tensor holding `s` as `dtype`.
 pub fn scalar_tensor(s: Scalar, dtype: DType) -> Tensor {
-    new_tensor(Buffer::full(dtype, 1, s), &[])
+    let buf = Buffer::full(dtype, 1, s);
+    crate::replay::const_born(&buf);
+    new_tensor(buf, &[])
 }
 
 /// An elementwise op's output in the layout torch gives it (see

@@ -153,7 +153,7 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
     // elements get a zero gradient, which `where(true, result, x)` expresses as a node.
     let constant;
     let result = if is_grad_enabled() && x.requires_grad() && !result.requires_grad() {
-        let all = new_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
+        let all = super::creation::host_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
         constant = where_(
             &all,
             &with_grad_mode(false, || to_dtype(result, x.dtype()))?,
@@ -580,7 +580,7 @@ pub fn fill_(x: &Tensor, v: Scalar) -> Result<Tensor> {
     inplace(x, |x| {
         v.check_fits(x.dtype())?;
         if any_requires_grad(&[x]) {
-            let all = new_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
+            let all = super::creation::host_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
             masked_fill(x, &all, v)
         } else {
             crate::device::with_default_device(x.device(), || full(&x.shape(), v, x.dtype()))
@@ -595,7 +595,7 @@ pub fn fill_tensor_(x: &Tensor, value: &Tensor) -> Result<Tensor> {
         check_multi_output_view(x)?;
     }
     inplace_no_overlap(x, |x| {
-        let all = new_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
+        let all = super::creation::host_tensor(crate::storage::Buffer::Bool(vec![true]), &[]);
         crate::ops::masked_fill_tensor(x, &all, value)
     })
 }

@@ -275,7 +275,9 @@ fn function_apply(
     let py = cls.py();
     if crate::replay::active() {
         let name: String = cls.getattr(intern!(py, "__name__"))?.extract()?;
-        crate::replay::refuse(&format!("the custom autograd.Function '{name}' (Python code)"))?;
+        crate::replay::refuse(&format!(
+            "the custom autograd.Function '{name}' (Python code)"
+        ))?;
     }
     let backward_cls = cls.getattr(intern!(py, "_backward_cls"))?;
     let forward = cls.getattr(intern!(py, "forward"))?;

@@ -58,6 +58,7 @@ fn tensor(
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     let (buf, shape) = convert::data_to_buffer(data, dtype_arg(dtype)?)?;
+    crate::replay::const_born(&buf);
     let t = cuda::place(Tensor::from_buffer(buf, &shape), device)?;
     finish(py, t, requires_grad)
 }
@@ -96,6 +97,7 @@ fn _from_bytes(
         ),
         DType::Bool => Buffer::Bool(data.iter().map(|&b| b != 0).collect()),
     };
+    crate::replay::const_born(&buf);
     wrap(py, Tensor::from_buffer(buf, &shape))
 }
 

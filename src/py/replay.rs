@@ -19,7 +19,9 @@ impl PyStepProgram {
         match outs {
             None => Ok(None),
             Some(ts) => Ok(Some(
-                ts.into_iter().map(|t| wrap(py, t)).collect::<PyResult<Vec<_>>>()?,
+                ts.into_iter()
+                    .map(|t| wrap(py, t))
+                    .collect::<PyResult<Vec<_>>>()?,
             )),
         }
     }

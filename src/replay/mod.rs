@@ -145,10 +145,15 @@ pub fn capture() -> Option<Arc<Session>> {
     session()
 }
 
-/// Runs `f` as part of `s` (a worker running a recorded backward's node), then restores
-/// the thread's own state.
+/// Runs `f` as part of `s` (a worker running a backward's node: the recording of the
+/// thread that started the backward, or none), then restores the thread's own state. A
+/// worker that runs another task's node while it waits inside a recorded node must not
+/// record that node, so `None` is installed too while any thread records.
+#[inline]
 pub fn with_session<R>(s: &Option<Arc<Session>>, f: impl FnOnce() -> R) -> R {
-    let Some(s) = s else { return f() };
+    if s.is_none() && RECORDING.load(Ordering::Relaxed) == 0 {
+        return f();
+    }
     struct Restore(Option<Arc<Session>>);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -156,7 +161,7 @@ pub fn with_session<R>(s: &Option<Arc<Session>>, f: impl FnOnce() -> R) -> R {
             CURRENT.with(|c| *c.borrow_mut() = prev);
         }
     }
-    let prev = CURRENT.with(|c| c.borrow_mut().replace(s.clone()));
+    let prev = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), s.clone()));
     let _restore = Restore(prev);
     f()
 }
@@ -241,8 +246,12 @@ impl Recording {
             return Ok(self.new_slot(Kind::Const(Buffer::zeros(buf.dtype(), 0)), buf.dtype(), 0));
         };
         match self.by_ptr.get(&a) {
-            Some(&s) if self.slots[s as usize].len == buf.len()
-                && self.slots[s as usize].dtype == buf.dtype() => Ok(s),
+            Some(&s)
+                if self.slots[s as usize].len == buf.len()
+                    && self.slots[s as usize].dtype == buf.dtype() =>
+            {
+                Ok(s)
+            }
             _ => Err(Error::runtime(format!(
                 "compile_step: the kernel '{kernel}' read a buffer the recorder cannot name \
                  (made outside the kernels and not seen as a tensor); please report"
@@ -298,7 +307,14 @@ pub(crate) fn record_ext(
         .iter()
         .map(|b| r.output(b))
         .collect::<Result<SmallVec<[SlotId; 1]>>>()?;
-    r.steps.push(Step { name, ins, dst, outs, f, free_after: Vec::new() });
+    r.steps.push(Step {
+        name,
+        ins,
+        dst,
+        outs,
+        f,
+        free_after: Vec::new(),
+    });
     Ok(())
 }
 
@@ -316,11 +332,30 @@ fn born_slow(buf: &Buffer) {
     let Some(s) = session() else { return };
     let Some(a) = addr(buf) else { return };
     let mut r = s.0.lock();
-    if r.pending.remove(&a) {
+    if r.pending.remove(&a)
+        && let Some(&slot) = r.by_ptr.get(&a)
+        && r.slots[slot as usize].len == buf.len()
+        && r.slots[slot as usize].dtype == buf.dtype()
+    {
         return;
     }
     let slot = r.new_slot(Kind::Const(buf.clone()), buf.dtype(), buf.len());
     r.by_ptr.insert(a, slot);
+}
+
+/// A buffer built on the host from numbers (a Python literal, a scalar operand) is made
+/// a tensor: always a constant, also where its address is that of a freed kernel output
+/// that was never wrapped in a storage (which `born` would take for that output).
+#[inline]
+pub fn const_born(buf: &Buffer) {
+    if active() {
+        if let Some(s) = session()
+            && let Some(a) = addr(buf)
+        {
+            s.0.lock().pending.remove(&a);
+        }
+        born_slow(buf);
+    }
 }
 
 /// An op took a snapshot of a tensor on `storage`: a storage from before the recording
@@ -427,7 +462,10 @@ pub fn note_grad(t: &Tensor, assign: bool) {
             Some(g) => LeafGuard::Same(g),
         }
     };
-    r.leaves.push(Leaf { t: t.clone(), guard });
+    r.leaves.push(Leaf {
+        t: t.clone(),
+        guard,
+    });
 }
 
 // ---- the program --------------------------------------------------------------------
@@ -483,7 +521,11 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
                      seen by them; please report",
                 )
             })?,
-            None => return Err(Error::runtime("compile_step: an empty result is not supported")),
+            None => {
+                return Err(Error::runtime(
+                    "compile_step: an empty result is not supported",
+                ));
+            }
         };
         Ok((slot, sn.layout.clone(), sn.dtype))
     };
@@ -491,7 +533,12 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
     for t in outputs {
         let (slot, layout, dtype) = slot_of(&r, t)?;
         *finish_uses.entry(slot).or_default() += 1;
-        outs.push(OutSpec { slot, layout, dtype, take: false });
+        outs.push(OutSpec {
+            slot,
+            layout,
+            dtype,
+            take: false,
+        });
     }
     let mut leaves = Vec::new();
     for leaf in std::mem::take(&mut r.leaves) {
@@ -501,7 +548,12 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
             Some(g) => {
                 let (slot, layout, dtype) = slot_of(&r, &g)?;
                 *finish_uses.entry(slot).or_default() += 1;
-                GradOut::New(OutSpec { slot, layout, dtype, take: false })
+                GradOut::New(OutSpec {
+                    slot,
+                    layout,
+                    dtype,
+                    take: false,
+                })
             }
         };
         leaves.push((leaf, out));
@@ -510,7 +562,9 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
     let mut rebinds = Vec::new();
     let mut bumps = Vec::new();
     for slot in 0..r.slots.len() {
-        let Kind::Extern(st) = &r.slots[slot].kind else { continue };
+        let Kind::Extern(st) = &r.slots[slot].kind else {
+            continue;
+        };
         let st = st.clone();
         let (now, dtype, len) = {
             let b = st.read();
@@ -522,7 +576,15 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
         {
             *finish_uses.entry(cur).or_default() += 1;
             let layout = Layout::contiguous(&[len]);
-            rebinds.push((st.clone(), OutSpec { slot: cur, layout, dtype, take: false }));
+            rebinds.push((
+                st.clone(),
+                OutSpec {
+                    slot: cur,
+                    layout,
+                    dtype,
+                    take: false,
+                },
+            ));
         }
         let key = Arc::as_ptr(&st) as usize;
         if let Some(&(_, v0)) = r.externs.get(&key) {
@@ -533,7 +595,8 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
         }
     }
     let take_ok = |slot: SlotId, r: &Recording| {
-        finish_uses.get(&slot) == Some(&1) && matches!(r.slots[slot as usize].kind, Kind::Intermediate)
+        finish_uses.get(&slot) == Some(&1)
+            && matches!(r.slots[slot as usize].kind, Kind::Intermediate)
     };
     for o in &mut outs {
         o.take = take_ok(o.slot, &r);
@@ -688,7 +751,10 @@ impl Program {
                     let copy = match &self.slots[d as usize].kind {
                         Kind::Extern(st) => st.read().clone(),
                         Kind::Const(b) if frame[d as usize].is_none() => b.clone(),
-                        _ => frame[d as usize].as_ref().ok_or_else(|| missing(d))?.clone(),
+                        _ => frame[d as usize]
+                            .as_ref()
+                            .ok_or_else(|| missing(d))?
+                            .clone(),
                     };
                     pre_inputs.push((i, copy));
                 }

@@ -3,13 +3,13 @@
 //! non-tensor arguments. A kernel with no replay rule is refused with its name.
 
 use super::{Outs, SlotId, record, record_ext, refusal};
+use crate::Error;
 use crate::Result;
 use crate::backend::{Backend, BinaryFn, BinaryOp, InPlaceRhs, ReduceOp, UnaryOp, cpu::Cpu};
 use crate::device::Device;
 use crate::dtype::{DType, Scalar};
 use crate::layout::Layout;
 use crate::storage::Buffer;
-use crate::Error;
 use smallvec::smallvec;
 
 /// The backend ops get while their thread records (see `backend::on`).
@@ -22,13 +22,21 @@ fn one(
     out: &Buffer,
     f: impl Fn(&[&Buffer]) -> Result<Buffer> + Send + Sync + 'static,
 ) -> Result<()> {
-    record(name, ins, None, &[out], Box::new(move |i, _| Ok(smallvec![f(i)?])))
+    record(
+        name,
+        ins,
+        None,
+        &[out],
+        Box::new(move |i, _| Ok(smallvec![f(i)?])),
+    )
 }
 
 /// The error of a kernel that applied while recording and not in a replay (it cannot
 /// happen: applicability depends on layouts and dtypes, which a replay keeps).
 fn gone(name: &str) -> Error {
-    Error::Internal(format!("step replay: the kernel '{name}' no longer applies"))
+    Error::Internal(format!(
+        "step replay: the kernel '{name}' no longer applies"
+    ))
 }
 
 /// Records a kernel that may decline (`None`): a declined call did nothing, so nothing is
@@ -71,7 +79,9 @@ impl Index {
             Index::Const(v) => Ok(v),
             Index::Slot(_) => match ins.last() {
                 Some(Buffer::I64(v)) => Ok(v),
-                _ => Err(Error::Internal("step replay: index plan is not int64".into())),
+                _ => Err(Error::Internal(
+                    "step replay: index plan is not int64".into(),
+                )),
             },
         }
     }
@@ -111,13 +121,17 @@ impl Backend for Rec {
     fn polygamma(&self, n: u32, x: &Buffer, lx: &Layout) -> Result<Buffer> {
         let out = Cpu.polygamma(n, x, lx)?;
         let lx = lx.clone();
-        one("polygamma", &[x], &out, move |i| Cpu.polygamma(n, i[0], &lx))?;
+        one("polygamma", &[x], &out, move |i| {
+            Cpu.polygamma(n, i[0], &lx)
+        })?;
         Ok(out)
     }
     fn logical_not(&self, x: &Buffer, lx: &Layout) -> Result<Buffer> {
         let out = Cpu.logical_not(x, lx)?;
         let lx = lx.clone();
-        one("logical_not", &[x], &out, move |i| Cpu.logical_not(i[0], &lx))?;
+        one("logical_not", &[x], &out, move |i| {
+            Cpu.logical_not(i[0], &lx)
+        })?;
         Ok(out)
     }
     fn clamp(&self, x: &Buffer, lx: &Layout, lo: Option<f64>, hi: Option<f64>) -> Result<Buffer> {
@@ -281,7 +295,9 @@ impl Backend for Rec {
     fn reduce(&self, op: ReduceOp, x: &Buffer, lx: &Layout, dims: &[usize]) -> Result<Buffer> {
         let out = Cpu.reduce(op, x, lx, dims)?;
         let (lx, dims) = (lx.clone(), owned_dims(dims));
-        one("reduce", &[x], &out, move |i| Cpu.reduce(op, i[0], &lx, &dims))?;
+        one("reduce", &[x], &out, move |i| {
+            Cpu.reduce(op, i[0], &lx, &dims)
+        })?;
         Ok(out)
     }
     fn arg_reduce(
@@ -292,18 +308,26 @@ impl Backend for Rec {
         is_max: bool,
     ) -> Result<(Buffer, Vec<i64>)> {
         // (the indices come back to the op as host data)
-        Err(refusal(if is_max { "max/argmax with indices" } else { "min/argmin with indices" }))
+        Err(refusal(if is_max {
+            "max/argmax with indices"
+        } else {
+            "min/argmin with indices"
+        }))
     }
     fn sum_squares(&self, x: &Buffer, lx: &Layout, dims: &[usize]) -> Result<Option<Buffer>> {
         let out = Cpu.sum_squares(x, lx, dims)?;
         let (lx, dims) = (lx.clone(), owned_dims(dims));
-        maybe("sum_squares", &[x], &out, move |i| Cpu.sum_squares(i[0], &lx, &dims))?;
+        maybe("sum_squares", &[x], &out, move |i| {
+            Cpu.sum_squares(i[0], &lx, &dims)
+        })?;
         Ok(out)
     }
     fn softmax(&self, x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Result<Option<Buffer>> {
         let out = Cpu.softmax(x, lx, dim, log)?;
         let lx = lx.clone();
-        maybe("softmax", &[x], &out, move |i| Cpu.softmax(i[0], &lx, dim, log))?;
+        maybe("softmax", &[x], &out, move |i| {
+            Cpu.softmax(i[0], &lx, dim, log)
+        })?;
         Ok(out)
     }
     fn softmax_backward(
@@ -324,7 +348,9 @@ impl Backend for Rec {
     fn logsumexp(&self, x: &Buffer, lx: &Layout, dims: &[usize]) -> Result<Option<Buffer>> {
         let out = Cpu.logsumexp(x, lx, dims)?;
         let (lx, dims) = (lx.clone(), owned_dims(dims));
-        maybe("logsumexp", &[x], &out, move |i| Cpu.logsumexp(i[0], &lx, &dims))?;
+        maybe("logsumexp", &[x], &out, move |i| {
+            Cpu.logsumexp(i[0], &lx, &dims)
+        })?;
         Ok(out)
     }
     fn var(
@@ -337,16 +363,22 @@ impl Backend for Rec {
     ) -> Result<Option<Buffer>> {
         let out = Cpu.var(x, lx, dims, correction, sqrt)?;
         let (lx, dims) = (lx.clone(), owned_dims(dims));
-        maybe("var", &[x], &out, move |i| Cpu.var(i[0], &lx, &dims, correction, sqrt))?;
+        maybe("var", &[x], &out, move |i| {
+            Cpu.var(i[0], &lx, &dims, correction, sqrt)
+        })?;
         Ok(out)
     }
     fn any_nonzero(&self, _x: &Buffer, _lx: &Layout) -> Result<bool> {
-        Err(refusal("a test of a tensor's values on the host (any_nonzero)"))
+        Err(refusal(
+            "a test of a tensor's values on the host (any_nonzero)",
+        ))
     }
     fn exclusive_prod_rows(&self, x: &Buffer, lx: &Layout) -> Result<Option<Buffer>> {
         let out = Cpu.exclusive_prod_rows(x, lx)?;
         let lx = lx.clone();
-        maybe("exclusive_prod_rows", &[x], &out, move |i| Cpu.exclusive_prod_rows(i[0], &lx))?;
+        maybe("exclusive_prod_rows", &[x], &out, move |i| {
+            Cpu.exclusive_prod_rows(i[0], &lx)
+        })?;
         Ok(out)
     }
 
@@ -367,7 +399,15 @@ impl Backend for Rec {
             &extra,
             None,
             &[&out],
-            Box::new(move |i, _| Ok(smallvec![Cpu.gather(i[0], &lx, dim, idx.get(i)?, &ishape)?])),
+            Box::new(move |i, _| {
+                Ok(smallvec![Cpu.gather(
+                    i[0],
+                    &lx,
+                    dim,
+                    idx.get(i)?,
+                    &ishape
+                )?])
+            }),
         )?;
         Ok(out)
     }
@@ -381,8 +421,12 @@ impl Backend for Rec {
         ls: &Layout,
     ) -> Result<Buffer> {
         let out = Cpu.scatter_add(shape, dim, index, index_shape, src, ls)?;
-        let (shape, ishape, ls, idx) =
-            (owned_dims(shape), owned_dims(index_shape), ls.clone(), index_arg(index));
+        let (shape, ishape, ls, idx) = (
+            owned_dims(shape),
+            owned_dims(index_shape),
+            ls.clone(),
+            index_arg(index),
+        );
         let extra = idx.extra();
         record_ext(
             "scatter_add",
@@ -391,7 +435,14 @@ impl Backend for Rec {
             None,
             &[&out],
             Box::new(move |i, _| {
-                Ok(smallvec![Cpu.scatter_add(&shape, dim, idx.get(i)?, &ishape, i[0], &ls)?])
+                Ok(smallvec![Cpu.scatter_add(
+                    &shape,
+                    dim,
+                    idx.get(i)?,
+                    &ishape,
+                    i[0],
+                    &ls
+                )?])
             }),
         )?;
         Ok(out)
@@ -427,7 +478,15 @@ impl Backend for Rec {
             &extra,
             None,
             &[&out],
-            Box::new(move |i, _| Ok(smallvec![Cpu.index_add(&shape, dim, idx.get(i)?, i[0], &ls)?])),
+            Box::new(move |i, _| {
+                Ok(smallvec![Cpu.index_add(
+                    &shape,
+                    dim,
+                    idx.get(i)?,
+                    i[0],
+                    &ls
+                )?])
+            }),
         )?;
         Ok(out)
     }
@@ -469,12 +528,16 @@ impl Backend for Rec {
 
     fn arange(&self, start: f64, step: f64, n: usize, dtype: DType) -> Result<Option<Buffer>> {
         let out = Cpu.arange(start, step, n, dtype)?;
-        maybe("arange", &[], &out, move |_| Cpu.arange(start, step, n, dtype))?;
+        maybe("arange", &[], &out, move |_| {
+            Cpu.arange(start, step, n, dtype)
+        })?;
         Ok(out)
     }
     fn linspace(&self, start: f64, end: f64, n: usize, dtype: DType) -> Result<Buffer> {
         let out = Cpu.linspace(start, end, n, dtype)?;
-        one("linspace", &[], &out, move |_| Cpu.linspace(start, end, n, dtype))?;
+        one("linspace", &[], &out, move |_| {
+            Cpu.linspace(start, end, n, dtype)
+        })?;
         Ok(out)
     }
     fn eye(&self, n: usize, m: usize, dtype: DType) -> Result<Buffer> {
