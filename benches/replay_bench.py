@@ -59,7 +59,8 @@ def setup_w3(compiled: bool) -> Callable[[], Any]:
         return loss
 
     if compiled:
-        s = T.compile_step(step, x, y)
+        global _last_step
+        s = _last_step = T.compile_step(step, x, y)
         return lambda: s(x, y)
     return lambda: step(x, y)
 
@@ -77,7 +78,8 @@ def setup_w1(compiled: bool) -> Callable[[], Any]:
         return out
 
     if compiled:
-        s = T.compile_step(step)
+        global _last_step
+        s = _last_step = T.compile_step(step)
         return lambda: s()
     return step
 
@@ -104,6 +106,19 @@ def time_block(fn: Callable[[], Any], n: int) -> float:
         return (time.perf_counter() - t0) / n
     finally:
         gc.enable()
+
+
+def program_stats(setup: Callable[[bool], Callable[[], Any]]) -> str:
+    """What the recorded program holds: kernel calls and slots by kind."""
+    global _last_step
+    comp = setup(True)
+    comp()
+    prog = _last_step._program
+    inter, ext, const = prog.slot_kinds
+    return f"{prog.num_steps} kernel calls, {inter} intermediate / {ext} extern / {const} const buffers"
+
+
+_last_step: Any = None
 
 
 def measure(setup: Callable[[bool], Callable[[], Any]], reps: int, block: int) -> dict[str, Any]:
@@ -137,10 +152,12 @@ def main() -> None:
         check_bit_exact(setup)
         r = measure(setup, args.reps, args.block if name == "W3" else max(args.block // 2, 3))
         r["target"] = target
+        r["program"] = program_stats(setup)
         results[name] = r
         print(f"{name}: eager {r['eager_ms']:.3f} ms (min {r['eager_min_ms']:.3f}), "
               f"replayed {r['replay_ms']:.3f} ms (min {r['replay_min_ms']:.3f}), "
-              f"ratio {r['ratio']:.3f} (target <= {target}: {'met' if r['ratio'] <= target else 'not met'})")
+              f"ratio {r['ratio']:.3f} (target <= {target}: {'met' if r['ratio'] <= target else 'not met'}); "
+              f"program: {r['program']}")
     if args.json:
         args.json.write_text(json.dumps({"cpu": cpu_model(), "results": results}, indent=2))
 

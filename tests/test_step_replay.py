@@ -441,3 +441,32 @@ def test_step_keeps_working_after_errors_and_returns_structures():
     assert_same(s2, b.sum(), "replayed sum")
     with pytest.raises(TypeError, match="must return a Tensor"):
         rgrad.compile_step(lambda x: 3, rgrad.ones(1))(rgrad.ones(1))
+
+
+def test_learning_rate_held_in_a_tensor_is_read_on_each_replay():
+    # Python numbers are baked into the program; a tensor the step reads is not
+    p_eager = make_mlp(9, sizes=(6, 3))
+    p_comp = clone_params(p_eager)
+
+    def make(params, lr):
+        def step(x, y):
+            loss = F.nll_loss(F.log_softmax(forward(params, x), dim=1), y)
+            loss.backward()
+            with rgrad.no_grad():
+                for p in params:
+                    p -= lr * p.grad
+                    p.grad = None
+            return loss
+
+        return step
+
+    lr_e, lr_c = rgrad.tensor(0.5), rgrad.tensor(0.5)
+    data = batches(5, features=6, classes=3, seed=3)
+    eager, step = make(p_eager, lr_e), rgrad.compile_step(make(p_comp, lr_c), *data[0])
+    for k, (x, y) in enumerate(data):
+        lr_e.fill_(0.5 / (k + 1))
+        lr_c.fill_(0.5 / (k + 1))
+        assert_same(step(x, y), eager(x, y), f"loss at step {k}")
+        for i, (pc, pe) in enumerate(zip(p_comp, p_eager)):
+            assert_same(pc, pe, f"param {i} at step {k}")
+    assert step.replays == len(data) - 1

@@ -11,7 +11,9 @@ thread split).
 
 As with ``torch.cuda.graph`` and ``torch.jit.trace``, the recorded program *is* the step:
 Python control flow is not re-run, so a branch on anything but the recorded state is
-frozen. What a replay cannot reproduce is refused while recording, with a RuntimeError
+frozen, and so are Python numbers (a learning rate that changes between calls must be a
+tensor the step reads, e.g. one updated with ``lr.fill_(v)`` before the call).
+Replayed calls emit no profiler events and record no autograd graph. What a replay cannot reproduce is refused while recording, with a RuntimeError
 naming it: reading values on the host (``item()``, ``tolist()``, printing, ``nonzero``,
 boolean masks, ``bool(t)``), random ops other than ``rand``/``rand_like``, custom
 ``autograd.Function``s, ``index_put_``, max/min with indices, CUDA tensors. Index tensors
