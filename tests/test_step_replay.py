@@ -470,3 +470,62 @@ def test_learning_rate_held_in_a_tensor_is_read_on_each_replay():
         for i, (pc, pe) in enumerate(zip(p_comp, p_eager)):
             assert_same(pc, pe, f"param {i} at step {k}")
     assert step.replays == len(data) - 1
+
+
+def test_recording_is_not_disturbed_by_backward_passes_on_other_threads():
+    # other threads' eager work (sharing the engine's pool) is neither recorded nor
+    # changed while one thread records and replays
+    stop = threading.Event()
+    errors = []
+
+    def background():
+        rgrad.manual_seed(0)
+        w = rgrad.randn(64, 64).requires_grad_()
+        x = rgrad.randn(32, 64)
+        want = None
+        while not stop.is_set():
+            w.grad = None
+            (x @ w).tanh().sum().backward()
+            g = bits(w.grad)
+            if want is None:
+                want = g
+            elif g != want:
+                errors.append("background gradient changed")
+                return
+
+    t = threading.Thread(target=background)
+    t.start()
+    try:
+        for seed in range(3):
+            p_eager = make_mlp(20 + seed)
+            p_comp = clone_params(p_eager)
+            data = batches(4, seed=seed)
+            eager = sgd_step_set_to_none(p_eager)
+            step = rgrad.compile_step(sgd_step_set_to_none(p_comp), *data[0])
+            for k, (x, y) in enumerate(data):
+                assert_same(step(x, y), eager(x, y), f"loss at step {k}")
+            for i, (pc, pe) in enumerate(zip(p_comp, p_eager)):
+                assert_same(pc, pe, f"param {i}")
+    finally:
+        stop.set()
+        t.join()
+    assert errors == []
+
+
+def test_results_are_fresh_tensors_also_for_inputs_and_parameters():
+    # a result that is an input or a parameter comes back as a copy of its value
+    w = rgrad.ones(3)
+
+    def f(x):
+        with rgrad.no_grad():
+            w.add_(x)
+        return x, w
+
+    step = rgrad.compile_step(f, rgrad.zeros(3))
+    step(rgrad.zeros(3))
+    x = rgrad.full((3,), 2.0)
+    xr, wr = step(x)
+    assert xr.tolist() == [2.0] * 3 and wr.tolist() == [3.0] * 3
+    assert wr is not w
+    wr.add_(100.0)
+    assert w.tolist() == [3.0] * 3

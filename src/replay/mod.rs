@@ -502,6 +502,10 @@ pub struct Program {
 /// Stops recording on this thread and turns what was recorded into a program whose
 /// outputs are `outputs` (the step function's results).
 pub fn end(outputs: &[Tensor]) -> Result<Program> {
+    // (a result the step returns untouched, an input say, is named like any extern)
+    for t in outputs {
+        t.storage();
+    }
     let Some(s) = take_session() else {
         return Err(Error::runtime("compile_step: this thread is not recording"));
     };
