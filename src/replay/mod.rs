@@ -496,8 +496,14 @@ pub struct Program {
     bumps: Vec<(Arc<Storage>, u64)>,
     leaves: Vec<(Leaf, GradOut)>,
     outputs: Vec<OutSpec>,
+    /// replay on a pool thread (some kernel is big enough to split: [`SPLIT_ELEMENTS`])
+    in_pool: bool,
     lock: Mutex<()>,
 }
+
+/// A program with a buffer of this many elements or more replays on the pool (the
+/// elementwise kernels split from 64K elements, products from 2^20 multiply-adds).
+const SPLIT_ELEMENTS: usize = 16 * 1024;
 
 /// Stops recording on this thread and turns what was recorded into a program whose
 /// outputs are `outputs` (the step function's results).
@@ -636,7 +642,10 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
         .collect();
     mutated.sort_unstable();
     mutated.dedup();
+    let in_pool =
+        crate::runtime::num_threads() > 1 && r.slots.iter().any(|s| s.len >= SPLIT_ELEMENTS);
     Ok(Program {
+        in_pool,
         slots: r.slots,
         steps: r.steps,
         mutated_consts: mutated,
@@ -731,16 +740,28 @@ impl Program {
                 }
             }
         }
-        let mut frame: Vec<Option<Buffer>> = (0..self.slots.len()).map(|_| None).collect();
-        for &c in &self.mutated_consts {
-            if let Kind::Const(b) = &self.slots[c as usize].kind {
-                frame[c as usize] = Some(b.clone());
+        let exec = || {
+            let mut frame: Vec<Option<Buffer>> = (0..self.slots.len()).map(|_| None).collect();
+            for &c in &self.mutated_consts {
+                if let Kind::Const(b) = &self.slots[c as usize].kind {
+                    frame[c as usize] = Some(b.clone());
+                }
             }
+            for step in &self.steps {
+                self.run_step(step, &mut frame)?;
+            }
+            self.finish(&mut frame)
+        };
+        // Kernels big enough to split run on a pool thread, where a split is rayon's (the
+        // other workers steal the pieces): from outside the pool the caller takes the
+        // pieces no woken worker has taken yet, and back to back kernels leave no time for
+        // a sleeping worker to join (W3 replayed at one core's speed). Eager mode gets the
+        // same for its backward, which the engine runs on the pool.
+        if self.in_pool {
+            crate::runtime::run(exec).map(Some)
+        } else {
+            exec().map(Some)
         }
-        for step in &self.steps {
-            self.run_step(step, &mut frame)?;
-        }
-        self.finish(&mut frame).map(Some)
     }
 
     fn run_step(&self, step: &Step, frame: &mut [Option<Buffer>]) -> Result<()> {
