@@ -529,3 +529,56 @@ def test_results_are_fresh_tensors_also_for_inputs_and_parameters():
     assert wr is not w
     wr.add_(100.0)
     assert w.tolist() == [3.0] * 3
+
+
+# a spread of ops (losses, reductions, views, in-place writes into views, products, index
+# ops), each in a training step with an SGD update: replayed bit for bit
+OP_STEPS = {
+    "cross_entropy": lambda p, x, y: F.cross_entropy(F.linear(x, p[0], p[1]), y),
+    "mse_sigmoid": lambda p, x, y: F.mse_loss(F.linear(x, p[0], p[1]).sigmoid(), x[:, :1].expand(4, 8)),
+    "softmax_var": lambda p, x, y: (F.softmax(F.linear(x, p[0], p[1]), dim=1).var(dim=0) + p[1].abs().sum()).sum(),
+    "cat_stack_pow": lambda p, x, y: rgrad.cat([F.linear(x, p[0]), x @ p[0].t()], dim=1).pow(2).mean()
+    + rgrad.stack([p[1], p[1] * 2]).sum(),
+    "views": lambda p, x, y: (p[0].t().reshape(-1)[3:20].view(17, 1) * 2).clamp(-1, 1).sum()
+    + p[0][2:5, ::2].sum()
+    + p[0].transpose(0, 1).contiguous().sum(),
+    "where_amax_logsumexp": lambda p, x, y: rgrad.where(p[0] > 0, p[0], p[0] * 0.1).amax(dim=1).sum()
+    + p[0].max()
+    + p[1].logsumexp(0),
+    "inplace_into_view": lambda p, x, y: (lambda h: (h[:, 0].mul_(2), h.sum())[1])(F.linear(x, p[0], p[1]).clone()),
+    "bmm_tanh": lambda p, x, y: (x.unsqueeze(0).expand(3, 4, 6) @ p[0].t().unsqueeze(0)).tanh().sum(),
+    "index_select_gather": lambda p, x, y: p[0].index_select(0, y).sum()
+    + p[0].gather(0, y.unsqueeze(1).expand(4, 6)).pow(3).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OP_STEPS))
+def test_op_spread_replays_bit_for_bit(name):
+    f = OP_STEPS[name]
+
+    def params():
+        rgrad.manual_seed(0)
+        return [rgrad.randn(8, 6).requires_grad_(), rgrad.randn(8).requires_grad_()]
+
+    def make(p):
+        def step(x, y):
+            loss = f(p, x, y)
+            loss.backward()
+            with rgrad.no_grad():
+                for q in p:
+                    if q.grad is not None:
+                        q -= 0.1 * q.grad
+                    q.grad = None
+            return loss
+
+        return step
+
+    g = rgrad.Generator().manual_seed(1)
+    data = [(rgrad.randn(4, 6, generator=g), rgrad.randint(0, 8, (4,), generator=g)) for _ in range(4)]
+    pe, pc = params(), params()
+    eager, step = make(pe), rgrad.compile_step(make(pc), *data[0])
+    for k, (x, y) in enumerate(data):
+        assert_same(step(x, y), eager(x, y), f"{name}: loss at step {k}")
+        for i, (u, v) in enumerate(zip(pc, pe)):
+            assert_same(u, v, f"{name}: param {i} at step {k}")
+    assert step.replays == len(data) - 1
