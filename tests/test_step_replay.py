@@ -324,8 +324,12 @@ def test_changed_input_shape_or_dtype_is_refused():
         step(rgrad.ones(4, 3, dtype=rgrad.float64))
     with pytest.raises(TypeError, match="takes 1 inputs but 2 were given"):
         step(rgrad.ones(4, 3), rgrad.ones(4, 3))
-    # the step still replays
+    # the step still replays, and reset() makes the next call record again
     assert bits(step(rgrad.full((4, 3), 2.0))) == bits(rgrad.tensor(48.0))
+    assert (step.recordings, step.replays) == (1, 1)
+    step.reset()
+    assert bits(step(rgrad.full((4, 3), 3.0))) == bits(rgrad.tensor(72.0))
+    assert (step.recordings, step.replays) == (2, 1)
 
 
 def test_changed_nll_plan_is_refused_at_replay():

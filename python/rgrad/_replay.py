@@ -110,6 +110,12 @@ class CompiledStep:
         """The recorded program's kernels, in order (empty before the first call)."""
         return [] if self._program is None else self._program.kernel_names()
 
+    def reset(self) -> None:
+        """Drops the recorded program: the next call records the step again."""
+        with self._lock:
+            self._program = None
+            self._structure = None
+
     def _check(self, inputs: tuple[Any, ...]) -> None:
         if len(inputs) != len(self.static_inputs):
             raise TypeError(

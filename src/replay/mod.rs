@@ -79,6 +79,8 @@ struct Step {
     f: StepFn,
     /// intermediates whose last use is this step (dropped after it)
     free_after: Vec<SlotId>,
+    /// no extern input and no destination: the inputs are read straight from the frame
+    plain: bool,
 }
 
 /// What a leaf's `.grad` must be when a replay starts, for the program to be the step
@@ -314,6 +316,7 @@ pub(crate) fn record_ext(
         outs,
         f,
         free_after: Vec::new(),
+        plain: false,
     });
     Ok(())
 }
@@ -423,6 +426,7 @@ pub(crate) fn plan_index(
         outs: smallvec::smallvec![slot],
         f: Box::new(move |i, _| Ok(smallvec::smallvec![Buffer::I64(f(i[0])?)])),
         free_after: Vec::new(),
+        plain: false,
     });
     Ok(())
 }
@@ -634,6 +638,15 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
             r.steps[*i].free_after.push(s as SlotId);
         }
     }
+    for i in 0..r.steps.len() {
+        let st = &r.steps[i];
+        let plain = st.dst.is_none()
+            && st
+                .ins
+                .iter()
+                .all(|&s| !matches!(r.slots[s as usize].kind, Kind::Extern(_)));
+        r.steps[i].plain = plain;
+    }
     let mut mutated: Vec<SlotId> = r
         .steps
         .iter()
@@ -765,6 +778,24 @@ impl Program {
     }
 
     fn run_step(&self, step: &Step, frame: &mut [Option<Buffer>]) -> Result<()> {
+        let outs = if step.plain {
+            // (most steps: inputs in the frame or constants, a new output)
+            let mut ins: SmallVec<[&Buffer; 4]> = SmallVec::new();
+            for &s in &step.ins {
+                ins.push(match &self.slots[s as usize].kind {
+                    Kind::Const(b) => frame[s as usize].as_ref().unwrap_or(b),
+                    _ => frame[s as usize].as_ref().ok_or_else(|| missing(s))?,
+                });
+            }
+            (step.f)(&ins, None)?
+        } else {
+            self.run_general(step, frame)?
+        };
+        self.store(step, outs, frame)
+    }
+
+    /// A step that writes in place or reads an extern (under its storage's lock).
+    fn run_general(&self, step: &Step, frame: &mut [Option<Buffer>]) -> Result<Outs> {
         // the buffer written in place: out of the frame (or its storage's write lock)
         let mut dst_owned: Option<Buffer> = None;
         let mut dst_guard = None;
@@ -816,7 +847,11 @@ impl Program {
             frame[d as usize] = Some(b);
         }
         drop(dst_guard);
-        let outs = outs?;
+        outs
+    }
+
+    /// Puts a step's new buffers in the frame and drops what it used last.
+    fn store(&self, step: &Step, outs: Outs, frame: &mut [Option<Buffer>]) -> Result<()> {
         if outs.len() != step.outs.len() {
             return Err(Error::Internal(format!(
                 "step replay: '{}' made {} buffers, {} recorded",
