@@ -191,7 +191,9 @@ macro_rules! backend_kernels {
                     device.$name($($arg),*)
                 }
                 // a thread recording a step (`replay`) runs the kernel and records it
-                None if crate::replay::active() => crate::replay::record::Rec.$name($($arg),*),
+                // (through a cold `dyn` call: the recording kernels stay out of the
+                // inlined eager path)
+                None if crate::replay::active() => crate::replay::record::backend().$name($($arg),*),
                 None => cpu::Cpu.$name($($arg),*),
             }
         }
@@ -285,7 +287,9 @@ pub fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) -> Re
             let h = host::read(src)?;
             cpu::Cpu.copy_into(dst, ld, &h, ls)
         }
-        _ if crate::replay::active() => crate::replay::record::Rec.copy_into(dst, ld, src, ls),
+        _ if crate::replay::active() => {
+            crate::replay::record::backend().copy_into(dst, ld, src, ls)
+        }
         _ => cpu::Cpu.copy_into(dst, ld, src, ls),
     }
 }

@@ -24,8 +24,9 @@
 //! and a plan whose shape of work would change (nll_loss's count of targets not ignored)
 //! makes the replay fail with a clear error.
 //!
-//! Replay ([`Program::run`]): the steps in recorded order, on the calling thread (each
-//! kernel splits over the pool exactly as in eager mode, so results are the same bits);
+//! Replay ([`Program::run`]): the steps in recorded order, on the calling thread or, for a
+//! program with big kernels, on a pool thread (a kernel's result does not depend on how it
+//! splits, so results are eager's bits);
 //! an intermediate buffer is dropped after its last use (mimalloc hands the pages back to
 //! the next replay's kernels); then the finish: storages whose buffer was swapped get the
 //! new one, version counters move as eager moved them, leaves get their final `.grad`, and

@@ -15,6 +15,14 @@ use smallvec::smallvec;
 /// The backend ops get while their thread records (see `backend::on`).
 pub struct Rec;
 
+/// [`Rec`] as a trait object, for the free kernel functions: a call that is never inlined
+/// into the eager path.
+#[cold]
+#[inline(never)]
+pub fn backend() -> &'static dyn Backend {
+    &Rec
+}
+
 /// Records a kernel with one new buffer, recomputed by `f` from the inputs.
 fn one(
     name: &'static str,
