@@ -816,27 +816,50 @@ impl Program {
                     pre_inputs.push((i, copy));
                 }
             }
-            match &self.slots[d as usize].kind {
-                Kind::Extern(st) => dst_guard = Some(st.write()),
-                _ => dst_owned = Some(frame[d as usize].take().ok_or_else(|| missing(d))?),
+            if !matches!(self.slots[d as usize].kind, Kind::Extern(_)) {
+                dst_owned = Some(frame[d as usize].take().ok_or_else(|| missing(d))?);
             }
         }
+        // An extern destination's write lock and the inputs' read locks are taken in
+        // storage address order, as eager in-place ops take theirs (`ops::inplace`), so a
+        // replay and an eager op on another thread cannot wait on each other.
+        let dst_store = step.dst.and_then(|d| match &self.slots[d as usize].kind {
+            Kind::Extern(st) => Some(st),
+            _ => None,
+        });
+        let addr_of = |st: &Arc<Storage>| Arc::as_ptr(st) as usize;
         let outs = {
-            let mut held: SmallVec<[Held<'_>; 3]> = SmallVec::new();
+            let mut held: SmallVec<[Option<Held<'_>>; 3]> = SmallVec::new();
             for (i, &s) in step.ins.iter().enumerate() {
                 if let Some(pos) = pre_inputs.iter().position(|(j, _)| *j == i) {
-                    held.push(Held::Owned(pre_inputs.remove(pos).1));
+                    held.push(Some(Held::Owned(pre_inputs.remove(pos).1)));
                     continue;
                 }
                 held.push(match &self.slots[s as usize].kind {
-                    Kind::Intermediate => {
-                        Held::Ref(frame[s as usize].as_ref().ok_or_else(|| missing(s))?)
-                    }
-                    Kind::Const(b) => Held::Ref(frame[s as usize].as_ref().unwrap_or(b)),
-                    Kind::Extern(st) => Held::Guard(st.read()),
+                    Kind::Intermediate => Some(Held::Ref(
+                        frame[s as usize].as_ref().ok_or_else(|| missing(s))?,
+                    )),
+                    Kind::Const(b) => Some(Held::Ref(frame[s as usize].as_ref().unwrap_or(b))),
+                    Kind::Extern(st) => match dst_store {
+                        Some(d) if addr_of(st) > addr_of(d) => None,
+                        _ => Some(Held::Guard(st.read())),
+                    },
                 });
             }
-            let ins: SmallVec<[&Buffer; 3]> = held.iter().map(|h| &**h).collect();
+            if let Some(st) = dst_store {
+                dst_guard = Some(st.write());
+                for (h, &s) in held.iter_mut().zip(step.ins.iter()) {
+                    if h.is_none()
+                        && let Kind::Extern(st) = &self.slots[s as usize].kind
+                    {
+                        *h = Some(Held::Guard(st.read()));
+                    }
+                }
+            }
+            let ins = held
+                .iter()
+                .map(|h| h.as_deref().ok_or_else(|| missing(0)))
+                .collect::<Result<SmallVec<[&Buffer; 3]>>>()?;
             let dst: Option<&mut Buffer> = match (&mut dst_guard, &mut dst_owned) {
                 (Some(g), _) => Some(&mut **g),
                 (None, Some(b)) => Some(b),
