@@ -586,3 +586,35 @@ def test_op_spread_replays_bit_for_bit(name):
         for i, (u, v) in enumerate(zip(pc, pe)):
             assert_same(u, v, f"{name}: param {i} at step {k}")
     assert step.replays == len(data) - 1
+
+
+def test_replay_and_eager_in_place_ops_on_other_threads_do_not_deadlock():
+    # a replayed `p += 0 * q` and an eager `q += 0 * p` on another thread lock the two
+    # storages in the same (address) order, so both finish
+    p, q = rgrad.randn(1000), rgrad.randn(1000)
+    before = (bits(p), bits(q))
+
+    def f(x):
+        with rgrad.no_grad():
+            p.add_(q, alpha=0.0)
+            q.add_(p, alpha=0.0)
+        return x * 1.0
+
+    step = rgrad.compile_step(f, rgrad.ones(1))
+    step(rgrad.ones(1))
+    done = []
+
+    def eager():
+        for _ in range(2000):
+            with rgrad.no_grad():
+                q.add_(p, alpha=0.0)
+                p.add_(q, alpha=0.0)
+        done.append(True)
+
+    t = threading.Thread(target=eager)
+    t.start()
+    for _ in range(2000):
+        step(rgrad.ones(1))
+    t.join(timeout=60)
+    assert done == [True]
+    assert (bits(p), bits(q)) == before
