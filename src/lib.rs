@@ -19,6 +19,7 @@ pub mod layout;
 pub mod ops;
 pub mod profiler;
 pub mod random;
+pub mod replay;
 pub mod runtime;
 pub mod shape;
 pub mod storage;

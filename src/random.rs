@@ -349,6 +349,7 @@ pub fn default_generator() -> &'static Generator {
 
 /// The generator an op uses: the one passed, or the default.
 pub fn or_default(g: Option<&Generator>) -> &Generator {
+    crate::replay::random_used();
     g.unwrap_or_else(|| default_generator())
 }
 

@@ -313,6 +313,7 @@ impl Tensor {
             "buffer length must match shape"
         );
         let dtype = buf.dtype();
+        crate::replay::born(&buf);
         Tensor::from_storage(
             Arc::new(Storage::new(buf)),
             Layout::contiguous(shape),
@@ -335,11 +336,14 @@ impl Tensor {
 
     pub fn snapshot(&self) -> Snapshot {
         let g = self.lock();
-        Snapshot {
+        let s = Snapshot {
             storage: g.storage.clone(),
             layout: g.layout.clone(),
             dtype: g.dtype,
-        }
+        };
+        drop(g);
+        crate::replay::seen(&s.storage);
+        s
     }
 
     pub fn id(&self) -> usize {
@@ -383,7 +387,9 @@ impl Tensor {
         self.lock().layout.is_contiguous()
     }
     pub fn storage(&self) -> Arc<Storage> {
-        self.lock().storage.clone()
+        let s = self.lock().storage.clone();
+        crate::replay::seen(&s);
+        s
     }
     pub fn version(&self) -> u64 {
         self.lock().version()
@@ -398,6 +404,7 @@ impl Tensor {
                 "a Tensor with {n} elements cannot be converted to Scalar"
             )));
         }
+        crate::replay::refuse("item() (a tensor's value read by Python)")?;
         let s = self.snapshot();
         let r = s.storage.read();
         crate::backend::host::element(&r, s.layout.offset)
@@ -505,6 +512,7 @@ impl Tensor {
         self.lock().cold().and_then(|c| c.grad.clone())
     }
     pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        crate::replay::note_grad(self, true);
         if let Some(gr) = &grad {
             let (gs, gd) = (gr.shape(), gr.dtype());
             let g = self.lock();
@@ -600,7 +608,10 @@ impl Tensor {
             layout: g.layout.clone(),
             dtype: g.dtype,
         };
-        (s, g.version())
+        let v = g.version();
+        drop(g);
+        crate::replay::seen(&s.storage);
+        (s, v)
     }
     /// Shape and dtype under one lock.
     pub(crate) fn shape_and_dtype(&self) -> (Shape, DType) {

@@ -24,6 +24,7 @@ _PROTOCOL = "python protocol: converts to a python value or container (test_api.
 EXCLUDED: dict[str, str] = {
     # -- rgrad functions
     "tensor": _FACTORY,
+    "compile_step": "records and replays a whole training step, not an op: tests/test_step_replay.py",
     "zeros": _FACTORY,
     "ones": _FACTORY,
     "full": _FACTORY,

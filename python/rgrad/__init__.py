@@ -65,6 +65,7 @@ from rgrad.func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from rgrad._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor
 from rgrad.autograd.anomaly_mode import set_anomaly_enabled
 from rgrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+from rgrad._replay import CompiledStep, compile_step
 
 float = float32  # noqa: A001
 double = float64
@@ -160,6 +161,7 @@ def square(input: Tensor) -> Tensor:
 from rgrad.utils.dlpack import from_dlpack  # noqa: E402  (needs the names above)
 
 __all__ = [
+    "CompiledStep", "compile_step",
     "Tensor", "Size", "dtype", "device", "get_default_device", "set_default_device", "float32", "float64", "int64", "bool", "float", "double", "long",
     "tensor", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "rand", "randn", "randint",
     "rand_like", "randn_like", "randint_like", "randperm", "bernoulli", "multinomial", "normal", "Generator",

@@ -7,7 +7,19 @@
 pub use super::cpu::index::{index_values, nonzero};
 
 /// `buf` in host memory: itself, or a device buffer's copy (which waits for its stream).
+/// Refused while a step is recorded (`replay`): values read on the host plan work that a
+/// replay could not redo; an op whose plan a replay recomputes uses [`read_planned`].
 pub fn read(
+    buf: &crate::storage::Buffer,
+) -> crate::Result<std::borrow::Cow<'_, crate::storage::Buffer>> {
+    crate::replay::refuse(
+        "reading a tensor's values on the host (tolist(), printing, nonzero, a boolean mask, ...)",
+    )?;
+    read_planned(buf)
+}
+
+/// [`read`] for a host plan that the op records as a replay step of its own.
+pub fn read_planned(
     buf: &crate::storage::Buffer,
 ) -> crate::Result<std::borrow::Cow<'_, crate::storage::Buffer>> {
     use std::borrow::Cow;
@@ -21,6 +33,9 @@ pub fn read(
 
 /// The element at `offset`, as a number (a device buffer's one element copied down).
 pub fn element(buf: &crate::storage::Buffer, offset: usize) -> crate::Result<crate::dtype::Scalar> {
+    crate::replay::refuse(
+        "reading one element of a tensor on the host (item(), bool(), int(), ...)",
+    )?;
     match buf {
         crate::storage::Buffer::Cuda(c) => Ok(super::cpu::index::element(
             &super::cuda::backend::to_host_range(c, offset, 1)?,

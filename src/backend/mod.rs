@@ -186,7 +186,14 @@ macro_rules! backend_kernels {
         pub fn $name($($arg: $ty),*) -> Result<$ret> {
             // (the CPU's kernels are called statically, so they inline into the op)
             match device_backend_of_any(&[$(&*$on),+]) {
-                Some(device) => device.$name($($arg),*),
+                Some(device) => {
+                    crate::replay::refuse("a kernel on a CUDA tensor (CPU step replay only)")?;
+                    device.$name($($arg),*)
+                }
+                // a thread recording a step (`replay`) runs the kernel and records it
+                // (through a cold `dyn` call: the recording kernels stay out of the
+                // inlined eager path)
+                None if crate::replay::active() => crate::replay::record::backend().$name($($arg),*),
                 None => cpu::Cpu.$name($($arg),*),
             }
         }
@@ -271,6 +278,7 @@ backend_kernels! {
 pub fn backend_of(buf: &Buffer) -> &'static dyn Backend {
     match buf {
         Buffer::Cuda(c) => cuda::backend::of(c.device()),
+        _ if crate::replay::active() => &crate::replay::record::Rec,
         _ => &cpu::Cpu,
     }
 }
@@ -284,6 +292,9 @@ pub fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) -> Re
         (_, Buffer::Cuda(_)) => {
             let h = host::read(src)?;
             cpu::Cpu.copy_into(dst, ld, &h, ls)
+        }
+        _ if crate::replay::active() => {
+            crate::replay::record::backend().copy_into(dst, ld, src, ls)
         }
         _ => cpu::Cpu.copy_into(dst, ld, src, ls),
     }
@@ -314,8 +325,10 @@ pub fn check_same_device(bufs: &[&Buffer]) -> Result<Device> {
 /// The backend of `device` (where a factory allocates).
 pub fn on(device: Device) -> Result<&'static dyn Backend> {
     match device {
+        Device::Cpu if crate::replay::active() => Ok(&crate::replay::record::Rec),
         Device::Cpu => Ok(&cpu::Cpu),
         Device::Cuda(i) => {
+            crate::replay::refuse("a CUDA tensor (CPU step replay only)")?;
             cuda::driver::device(i)?;
             Ok(cuda::backend::of(i))
         }

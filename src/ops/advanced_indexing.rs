@@ -624,6 +624,8 @@ impl PutPositions {
 /// each broadcast index's offset comes from the plan's linear index over the indexed dims,
 /// the other dims' from their strides.
 fn put_positions(lx: &Layout, p: &Plan) -> Result<(PutPositions, Shape)> {
+    // (the positions are a host plan no replay step recomputes yet)
+    crate::replay::refuse("index_put_ / assignment through advanced indexing")?;
     let shape = &lx.shape;
     let sel = indexed_shape(shape, &p.bshape, &p.dims);
     if p.empty.is_some() || crate::shape::numel(&sel) == 0 {

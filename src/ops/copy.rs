@@ -161,6 +161,7 @@ pub fn clone_detached_if_shared(g: Tensor, var: &Layout) -> Result<Tensor> {
     let mut order: Vec<i64> = (0..var.ndim() as i64).collect();
     order.sort_by(|&a, &b| var.strides[b as usize].cmp(&var.strides[a as usize]));
     let buf = k::cast(&s.storage.read(), &s.layout.permute(&order)?, s.dtype)?;
+    crate::replay::born(&buf);
     let layout = Layout {
         shape: var.shape.clone(),
         strides: var.strides.clone(),

@@ -119,3 +119,10 @@ fn eye_impl(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
     let buf = backend::on(default_device())?.eye(n, m, dtype)?;
     Ok(new_tensor(buf, &[n, m]))
 }
+
+/// A tensor over a buffer built on the host from numbers (not by a kernel): a constant of
+/// a step being recorded (`replay::const_born`).
+pub(crate) fn host_tensor(buf: crate::storage::Buffer, shape: &[usize]) -> Tensor {
+    crate::replay::const_born(&buf);
+    super::new_tensor(buf, shape)
+}

@@ -40,7 +40,9 @@ pub fn contiguous_buffer(x: &Tensor) -> Result<Buffer> {
 
 /// A 0-d tensor holding `s` as `dtype`.
 pub fn scalar_tensor(s: Scalar, dtype: DType) -> Tensor {
-    new_tensor(Buffer::full(dtype, 1, s), &[])
+    let buf = Buffer::full(dtype, 1, s);
+    crate::replay::const_born(&buf);
+    new_tensor(buf, &[])
 }
 
 /// An elementwise op's output in the layout torch gives it (see
@@ -62,6 +64,7 @@ pub(crate) fn elementwise_out(
                 .map(|l| l.permute(&order))
                 .collect::<Result<Vec<_>>>()?;
             let buf = kernel(&permuted)?;
+            crate::replay::born(&buf);
             let dtype = buf.dtype();
             let layout = Layout {
                 shape: shape.iter().copied().collect(),

@@ -56,11 +56,33 @@ fn with_index_values<R>(
     }
     let s = index.snapshot();
     let r = s.storage.read();
-    let r = host::read(&r)?;
-    let Buffer::I64(v) = &*r else {
+    let h = host::read_planned(&r)?;
+    let v = values_of(&h, &s.layout, size, dim, rule)?;
+    // recording a step: the list is a host plan of its own (a buffer the replay names),
+    // recomputed from the index on each replay
+    if crate::replay::active() {
+        let v = v.into_owned();
+        let layout = s.layout.clone();
+        crate::replay::plan_index(&r, &v, move |b| {
+            values_of(b, &layout, size, dim, rule).map(Cow::into_owned)
+        })?;
+        return f(&v);
+    }
+    f(&v)
+}
+
+/// [`index_values_as`] of an index buffer read on the host.
+fn values_of<'a>(
+    buf: &'a Buffer,
+    layout: &crate::layout::Layout,
+    size: usize,
+    dim: usize,
+    rule: IndexRule,
+) -> Result<Cow<'a, [i64]>> {
+    let Buffer::I64(v) = buf else {
         return Err(Error::Internal("index buffer is not int64".into()));
     };
-    let values = host::index_values(v, &s.layout, size, rule == IndexRule::Wrap).map_err(|i| {
+    host::index_values(v, layout, size, rule == IndexRule::Wrap).map_err(|i| {
         let bounds = format!("index {i} is out of bounds for dimension {dim} with size {size}");
         match rule {
             IndexRule::Wrap => Error::index(bounds),
@@ -70,8 +92,7 @@ fn with_index_values<R>(
                 "INDICES element is out of DATA bounds, id={i} axis_dim={size}"
             )),
         }
-    })?;
-    f(&values)
+    })
 }
 
 /// `torch.gather(x, dim, index)`.

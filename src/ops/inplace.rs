@@ -153,7 +153,8 @@ pub fn commit(x: &Tensor, result: &Tensor) -> Result<()> {
     // elements get a zero gradient, which `where(true, result, x)` expresses as a node.
     let constant;
     let result = if is_grad_enabled() && x.requires_grad() && !result.requires_grad() {
-        let all = new_tensor(crate::storage::Buffer::Bool(vec![true].into()), &[]);
+        let all =
+            super::creation::host_tensor(crate::storage::Buffer::Bool(vec![true].into()), &[]);
         constant = where_(
             &all,
             &with_grad_mode(false, || to_dtype(result, x.dtype()))?,
@@ -604,7 +605,8 @@ pub fn fill_(x: &Tensor, v: Scalar) -> Result<Tensor> {
     inplace(x, |x| {
         v.check_fits(x.dtype())?;
         if any_requires_grad(&[x]) {
-            let all = new_tensor(crate::storage::Buffer::Bool(vec![true].into()), &[]);
+            let all =
+                super::creation::host_tensor(crate::storage::Buffer::Bool(vec![true].into()), &[]);
             masked_fill(x, &all, v)
         } else {
             crate::device::with_default_device(x.device(), || full(&x.shape(), v, x.dtype()))
@@ -619,7 +621,8 @@ pub fn fill_tensor_(x: &Tensor, value: &Tensor) -> Result<Tensor> {
         check_multi_output_view(x)?;
     }
     inplace_no_overlap(x, |x| {
-        let all = new_tensor(crate::storage::Buffer::Bool(vec![true].into()), &[]);
+        let all =
+            super::creation::host_tensor(crate::storage::Buffer::Bool(vec![true].into()), &[]);
         crate::ops::masked_fill_tensor(x, &all, value)
     })
 }
@@ -816,6 +819,7 @@ pub fn index_put_(
         && !crate::autograd::saved_hooks::maybe_active()
         && !Arc::ptr_eq(&x.storage(), &values.storage())
         && x.device() == crate::device::Device::Cpu
+        && !crate::replay::active()
     {
         // nothing to record: written straight into x, no out-of-place copy to commit
         check_writable(x)?;

@@ -203,6 +203,7 @@ pub(crate) fn read_input(t: &Tensor) -> Result<Read> {
         layout: g.layout.clone(),
         dtype: g.dtype,
     };
+    crate::replay::seen(&snap.storage);
     let version = g.version();
     if !record {
         drop(g);
@@ -235,6 +236,7 @@ pub(crate) struct Fresh {
 impl Fresh {
     pub fn new(buf: Buffer, shape: &[usize]) -> Fresh {
         debug_assert_eq!(buf.len(), crate::shape::numel(shape));
+        crate::replay::born(&buf);
         Fresh {
             dtype: buf.dtype(),
             storage: std::sync::Arc::new(crate::storage::Storage::new(buf)),

@@ -164,14 +164,40 @@ pub fn nll_loss(
     }
     // valid targets: class index in range, or ignore_index
     let tv = t.snapshot();
-    let (safe, keep, kept) = {
-        let r = tv.storage.read();
-        let r = crate::backend::host::read(&r)?;
-        let crate::storage::Buffer::I64(v) = &*r else {
+    let targets = move |b: &crate::storage::Buffer, layout: &crate::layout::Layout| {
+        let crate::storage::Buffer::I64(v) = b else {
             return Err(Error::Internal("target not int64".into()));
         };
-        crate::backend::host::nll_targets(v, &tv.layout, c, ignore_index)
-            .map_err(|v| Error::index(format!("Target {v} is out of bounds.")))?
+        crate::backend::host::nll_targets(v, layout, c, ignore_index)
+            .map_err(|v| Error::index(format!("Target {v} is out of bounds.")))
+    };
+    let (safe, keep, kept) = {
+        let r = tv.storage.read();
+        let out = targets(&*crate::backend::host::read_planned(&r)?, &tv.layout)?;
+        let kept = out.2;
+        // recording a step: the targets are a host plan, recomputed on each replay; the
+        // count of targets not ignored is part of the recorded step (the mean's divisor)
+        if crate::replay::active() {
+            let layout = tv.layout.clone();
+            crate::replay::record(
+                "nll_loss targets",
+                &[&r],
+                None,
+                &[&out.0, &out.1],
+                Box::new(move |i, _| {
+                    let (safe, keep, now) = targets(i[0], &layout)?;
+                    if now != kept {
+                        return Err(Error::runtime(format!(
+                            "compile_step: the recorded step's nll_loss counted {kept} targets \
+                             not equal to ignore_index and this replay's targets have {now}; the \
+                             recorded program no longer matches the step (compile it again)"
+                        )));
+                    }
+                    Ok(smallvec::smallvec![safe, keep])
+                }),
+            )?;
+        }
+        out
     };
     let idx = crate::ops::new_tensor_on(safe, &[n, 1], x.device())?;
     let w = to_dtype(

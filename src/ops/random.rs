@@ -121,9 +121,44 @@ fn fmt_num(v: f64) -> String {
 pub fn uniform_(x: &Tensor, from: f64, to: f64, generator: Option<&Generator>) -> Result<Tensor> {
     let dtype = x.dtype();
     check_uniform(from, to, dtype)?;
+    if crate::replay::active() {
+        return uniform_recorded(x, from, to, dtype, generator);
+    }
     fill_in_place(x, generator, |g, n, _| {
         rk::uniform(g, n, dtype, from, to).ok_or_else(|| not_float("check_uniform_bounds", dtype))
     })
+}
+
+/// `uniform_` while a step is recorded (`replay`): the draws are a step of their own, so
+/// that a replay draws again from the same generator, in step order.
+fn uniform_recorded(
+    x: &Tensor,
+    from: f64,
+    to: f64,
+    dtype: DType,
+    generator: Option<&Generator>,
+) -> Result<Tensor> {
+    let layout = x.layout();
+    if !layout.is_contiguous() {
+        crate::replay::refuse("uniform_ on a non-contiguous tensor")?;
+    }
+    let n = layout.numel();
+    let shape = layout.shape.clone();
+    let gen_ = crate::replay::random_ok(|| random::or_default(generator).clone());
+    let draw = move || {
+        gen_.with(|g| rk::uniform(g, n, dtype, from, to))
+            .ok_or_else(|| not_float("check_uniform_bounds", dtype))
+    };
+    let buf = draw()?;
+    crate::replay::record(
+        "uniform_",
+        &[],
+        None,
+        &[&buf],
+        Box::new(move |_, _| Ok(smallvec::smallvec![draw()?])),
+    )?;
+    super::inplace::commit_checked(x, |_| Ok(new_tensor(buf, &shape)))?;
+    Ok(x.clone())
 }
 
 /// `torch.rand(size, dtype=, generator=)`.
@@ -132,9 +167,22 @@ pub fn rand(shape: &[usize], dtype: DType, generator: Option<&Generator>) -> Res
     super::creation::guard(shape, dtype)?;
     apply_nondiff("aten::rand", || {
         let n = crate::shape::numel(shape);
-        let buf = random::or_default(generator)
-            .with(|g| rk::uniform(g, n, dtype, 0.0, 1.0))
-            .ok_or_else(|| not_float("check_uniform_bounds", dtype))?;
+        let gen_ = crate::replay::random_ok(|| random::or_default(generator).clone());
+        let draw = move || {
+            gen_.with(|g| rk::uniform(g, n, dtype, 0.0, 1.0))
+                .ok_or_else(|| not_float("check_uniform_bounds", dtype))
+        };
+        let buf = draw()?;
+        // recording a step: a replay draws again from the same generator, in step order
+        if crate::replay::active() {
+            crate::replay::record(
+                "rand",
+                &[],
+                None,
+                &[&buf],
+                Box::new(move |_, _| Ok(smallvec::smallvec![draw()?])),
+            )?;
+        }
         Ok(new_tensor(buf, shape))
     })
 }

@@ -186,6 +186,8 @@ unsafe fn lent_tensor(
     strides: Shape,
     lender: Box<dyn Lender>,
 ) -> PyResult<Tensor> {
+    // (a replay could not know that the memory is another library's, nor get it again)
+    crate::replay::refuse("from_numpy / from_dlpack (memory another library lends)")?;
     let item = dtype.size_in_bytes();
     let len = span(&shape, &strides)
         .filter(|&n| {
@@ -357,6 +359,7 @@ impl HostMemory {
 /// The memory of the CPU tensor `t`, for `Tensor.numpy()` (the checks are in Python).
 #[pyfunction]
 fn _host_memory(py: Python<'_>, t: &PyTensor) -> PyResult<HostMemory> {
+    crate::replay::refuse("numpy() (the tensor's values read on the host)")?;
     let t = &t.t;
     let storage = t.storage();
     let Some(base) = storage.read().host_ptr() else {
@@ -466,6 +469,7 @@ fn export<'py>(
     copy: bool,
     read_only: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
+    crate::replay::refuse("a DLPack export (the tensor's memory handed to another library)")?;
     let t = if copy {
         crate::autograd::grad_mode::with_grad_mode(false, || crate::ops::clone_row_major(t))?
     } else {

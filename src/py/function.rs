@@ -273,6 +273,12 @@ fn function_apply(
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyAny>> {
     let py = cls.py();
+    if crate::replay::active() {
+        let name: String = cls.getattr(intern!(py, "__name__"))?.extract()?;
+        crate::replay::refuse(&format!(
+            "the custom autograd.Function '{name}' (Python code)"
+        ))?;
+    }
     let backward_cls = cls.getattr(intern!(py, "_backward_cls"))?;
     let forward = cls.getattr(intern!(py, "forward"))?;
     let setup_ctx = cls

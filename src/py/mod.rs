@@ -14,6 +14,7 @@ mod node;
 mod profiler;
 mod pytensor;
 mod random;
+mod replay;
 mod tensor_arith;
 mod tensor_autograd;
 mod tensor_index;
@@ -58,6 +59,7 @@ fn tensor(
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     let (buf, shape) = convert::data_to_buffer(data, dtype_arg(dtype)?)?;
+    crate::replay::const_born(&buf);
     let t = cuda::place(Tensor::from_buffer(buf, &shape), device)?;
     finish(py, t, requires_grad)
 }
@@ -96,6 +98,7 @@ fn _from_bytes(
         ),
         DType::Bool => Buffer::Bool(data.iter().map(|&b| b != 0).collect()),
     };
+    crate::replay::const_born(&buf);
     wrap(py, Tensor::from_buffer(buf, &shape))
 }
 
@@ -583,6 +586,11 @@ fn linear(
 fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     gil::install();
     m.add_class::<PyTensor>()?;
+    m.add_class::<replay::PyStepProgram>()?;
+    m.add_function(wrap_pyfunction!(replay::_step_record_begin, m)?)?;
+    m.add_function(wrap_pyfunction!(replay::_step_record_abort, m)?)?;
+    m.add_function(wrap_pyfunction!(replay::_step_record_end, m)?)?;
+    m.add_function(wrap_pyfunction!(replay::_step_is_recording, m)?)?;
     cuda::register(m)?;
     m.add_class::<PyDType>()?;
     m.add_class::<node::PyNode>()?;

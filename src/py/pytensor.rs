@@ -275,7 +275,10 @@ impl PyTensor {
         }
         let (buf, shape) = convert::data_to_buffer(&first, Some(DType::F32))?;
         Ok(PyTensor {
-            t: Tensor::from_buffer(buf, &shape),
+            t: {
+                crate::replay::const_born(&buf);
+                Tensor::from_buffer(buf, &shape)
+            },
         })
     }
 

@@ -70,6 +70,7 @@ fn subscript_item(it: &Bound<'_, PyAny>) -> PyResult<TensorIndex> {
     }
     if it.is_instance_of::<PyList>() {
         let (buf, shape) = convert::data_to_buffer(it, None)?;
+        crate::replay::const_born(&buf);
         let t = Tensor::from_buffer(buf, &shape);
         if t.dtype().is_float() {
             return Err(pyo3::exceptions::PyIndexError::new_err(
@@ -246,7 +247,10 @@ impl PyTensor {
                 }
                 None => {
                     let (buf, shape) = convert::data_to_buffer(value, Some(self.t.dtype()))?;
-                    Tensor::from_buffer(buf, &shape)
+                    {
+                        crate::replay::const_born(&buf);
+                        Tensor::from_buffer(buf, &shape)
+                    }
                 }
             },
         };

@@ -40,6 +40,7 @@ fn lock_grad(t: &Tensor) -> parking_lot::MutexGuard<'static, ()> {
 /// when create_graph is set. Atomic per tensor (see [`lock_grad`]).
 pub fn accumulate_grad(t: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
     let _guard = lock_grad(t);
+    crate::replay::note_grad(t, false);
     crate::runtime::serial(|| {
         let new = match t.grad() {
             None => {
@@ -69,6 +70,7 @@ pub fn accumulate_grad(t: &Tensor, g: Tensor, create_graph: bool) -> Result<()> 
 /// torch. Atomic per tensor like [`accumulate_grad`].
 pub(super) fn accumulate_retained(t: &Tensor, g: &Tensor, create_graph: bool) -> Result<()> {
     let _guard = lock_grad(t);
+    crate::replay::note_grad(t, false);
     crate::runtime::serial(|| {
         let new = match t.grad() {
             None => {

@@ -325,6 +325,7 @@ impl Task {
             id: 0,
             can_checkpoint: true,
             saved_hooks: None,
+            replay: None,
             batch: None,
             fallbacks: Mutex::new(Vec::new()),
         };

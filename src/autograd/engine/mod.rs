@@ -158,6 +158,8 @@ struct Task {
     /// The caller's saved-tensor hooks, which nodes run under (on any thread), as torch
     /// propagates its thread-local state to the threads that run the graph.
     saved_hooks: Option<crate::autograd::saved_hooks::HookState>,
+    /// The step recording of the caller (`replay`), which nodes run under on any thread.
+    replay: Option<std::sync::Arc<crate::replay::Session>>,
     /// `grad(is_grads_batched=True)`: every gradient has a leading batch dim of this many
     /// samples, and formulas run batched (`Backward::apply_batched`, else one call per
     /// sample).
@@ -411,6 +413,7 @@ fn run(
     task.id = TASK_IDS.fetch_add(1, Ordering::Relaxed);
     task.can_checkpoint = inputs.is_empty() && is_checkpoint_valid();
     task.saved_hooks = crate::autograd::saved_hooks::capture();
+    task.replay = crate::replay::capture();
     task.batch = batch;
     let pool = crate::runtime::pool()?;
     let seed = |ready: &mut Ready| {
@@ -625,10 +628,11 @@ impl Task {
                 run()
             }
         };
-        match &self.saved_hooks {
+        let run = || match &self.saved_hooks {
             None => run(),
             Some(state) => crate::autograd::saved_hooks::with_state(state, run),
-        }
+        };
+        crate::replay::with_session(&self.replay, run)
     }
 
     fn run_node_in_mode(&self, (local, direct): ReadyNode, ready: &mut Ready) -> Result<()> {

@@ -1,0 +1,578 @@
+//! The recording backend: each kernel runs on the CPU as in eager mode, then is appended
+//! to the thread's recording as a step that calls the same kernel with the same
+//! non-tensor arguments. A kernel with no replay rule is refused with its name.
+
+use super::{Outs, SlotId, record, record_ext, refusal};
+use crate::Error;
+use crate::Result;
+use crate::backend::{Backend, BinaryFn, BinaryOp, InPlaceRhs, ReduceOp, UnaryOp, cpu::Cpu};
+use crate::device::Device;
+use crate::dtype::{DType, Scalar};
+use crate::layout::Layout;
+use crate::storage::Buffer;
+use smallvec::smallvec;
+
+/// The backend ops get while their thread records (see `backend::on`).
+pub struct Rec;
+
+/// [`Rec`] as a trait object, for the free kernel functions: a call that is never inlined
+/// into the eager path.
+#[cold]
+#[inline(never)]
+pub fn backend() -> &'static dyn Backend {
+    &Rec
+}
+
+/// Records a kernel with one new buffer, recomputed by `f` from the inputs.
+fn one(
+    name: &'static str,
+    ins: &[&Buffer],
+    out: &Buffer,
+    f: impl Fn(&[&Buffer]) -> Result<Buffer> + Send + Sync + 'static,
+) -> Result<()> {
+    record(
+        name,
+        ins,
+        None,
+        &[out],
+        Box::new(move |i, _| Ok(smallvec![f(i)?])),
+    )
+}
+
+/// The error of a kernel that applied while recording and not in a replay (it cannot
+/// happen: applicability depends on layouts and dtypes, which a replay keeps).
+fn gone(name: &str) -> Error {
+    Error::Internal(format!(
+        "step replay: the kernel '{name}' no longer applies"
+    ))
+}
+
+/// Records a kernel that may decline (`None`): a declined call did nothing, so nothing is
+/// recorded for it.
+fn maybe(
+    name: &'static str,
+    ins: &[&Buffer],
+    out: &Option<Buffer>,
+    f: impl Fn(&[&Buffer]) -> Result<Option<Buffer>> + Send + Sync + 'static,
+) -> Result<()> {
+    match out {
+        None => Ok(()),
+        Some(o) => one(name, ins, o, move |i| f(i)?.ok_or_else(|| gone(name))),
+    }
+}
+
+/// An index list: a host plan's slot (recomputed on every replay) or a constant.
+enum Index {
+    Slot(SlotId),
+    Const(Vec<i64>),
+}
+
+fn index_arg(index: &[i64]) -> Index {
+    match super::index_slot(index) {
+        Some(s) => Index::Slot(s),
+        None => Index::Const(index.to_vec()),
+    }
+}
+
+impl Index {
+    fn extra(&self) -> Vec<SlotId> {
+        match self {
+            Index::Slot(s) => vec![*s],
+            Index::Const(_) => Vec::new(),
+        }
+    }
+    /// The list at replay: the last input for a slot.
+    fn get<'a>(&'a self, ins: &[&'a Buffer]) -> Result<&'a [i64]> {
+        match self {
+            Index::Const(v) => Ok(v),
+            Index::Slot(_) => match ins.last() {
+                Some(Buffer::I64(v)) => Ok(v),
+                _ => Err(Error::Internal(
+                    "step replay: index plan is not int64".into(),
+                )),
+            },
+        }
+    }
+}
+
+fn owned_dims(d: &[usize]) -> Vec<usize> {
+    d.to_vec()
+}
+
+#[allow(clippy::too_many_arguments)]
+impl Backend for Rec {
+    fn device(&self) -> Device {
+        Device::Cpu
+    }
+
+    fn unary(&self, op: UnaryOp, x: &Buffer, lx: &Layout) -> Result<Buffer> {
+        let out = Cpu.unary(op, x, lx)?;
+        let lx = lx.clone();
+        one("unary", &[x], &out, move |i| Cpu.unary(op, i[0], &lx))?;
+        Ok(out)
+    }
+    fn unary_backward(
+        &self,
+        op: UnaryOp,
+        g: &Buffer,
+        lg: &Layout,
+        s: &Buffer,
+        ls: &Layout,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.unary_backward(op, g, lg, s, ls)?;
+        let (lg, ls) = (lg.clone(), ls.clone());
+        maybe("unary_backward", &[g, s], &out, move |i| {
+            Cpu.unary_backward(op, i[0], &lg, i[1], &ls)
+        })?;
+        Ok(out)
+    }
+    fn polygamma(&self, n: u32, x: &Buffer, lx: &Layout) -> Result<Buffer> {
+        let out = Cpu.polygamma(n, x, lx)?;
+        let lx = lx.clone();
+        one("polygamma", &[x], &out, move |i| {
+            Cpu.polygamma(n, i[0], &lx)
+        })?;
+        Ok(out)
+    }
+    fn logical_not(&self, x: &Buffer, lx: &Layout) -> Result<Buffer> {
+        let out = Cpu.logical_not(x, lx)?;
+        let lx = lx.clone();
+        one("logical_not", &[x], &out, move |i| {
+            Cpu.logical_not(i[0], &lx)
+        })?;
+        Ok(out)
+    }
+    fn clamp(&self, x: &Buffer, lx: &Layout, lo: Option<f64>, hi: Option<f64>) -> Result<Buffer> {
+        let out = Cpu.clamp(x, lx, lo, hi)?;
+        let lx = lx.clone();
+        one("clamp", &[x], &out, move |i| Cpu.clamp(i[0], &lx, lo, hi))?;
+        Ok(out)
+    }
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Buffer> {
+        let out = Cpu.binary(op, a, la, b, lb)?;
+        let (la, lb) = (la.clone(), lb.clone());
+        one("binary", &[a, b], &out, move |i| {
+            Cpu.binary(op, i[0], &la, i[1], &lb)
+        })?;
+        Ok(out)
+    }
+    fn binary_scalar(
+        &self,
+        op: BinaryOp,
+        a: &Buffer,
+        la: &Layout,
+        s: f64,
+        scalar_first: bool,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.binary_scalar(op, a, la, s, scalar_first)?;
+        let la = la.clone();
+        maybe("binary_scalar", &[a], &out, move |i| {
+            Cpu.binary_scalar(op, i[0], &la, s, scalar_first)
+        })?;
+        Ok(out)
+    }
+    fn binary_fn(
+        &self,
+        op: BinaryFn,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Buffer> {
+        let out = Cpu.binary_fn(op, a, la, b, lb)?;
+        let (la, lb) = (la.clone(), lb.clone());
+        one("binary_fn", &[a, b], &out, move |i| {
+            Cpu.binary_fn(op, i[0], &la, i[1], &lb)
+        })?;
+        Ok(out)
+    }
+    fn arith_in_place(
+        &self,
+        op: BinaryOp,
+        dst: &mut Buffer,
+        ld: &Layout,
+        rhs: InPlaceRhs<'_>,
+    ) -> Result<bool> {
+        // (what the step needs, taken before the kernel borrows `dst`)
+        enum R {
+            Slice(Layout),
+            Number(f64),
+            Scaled(Layout, f64),
+        }
+        let (r, src) = match &rhs {
+            InPlaceRhs::Slice(b, l) => (R::Slice((*l).clone()), Some(*b)),
+            InPlaceRhs::Number(v) => (R::Number(*v), None),
+            InPlaceRhs::Scaled(b, l, a) => (R::Scaled((*l).clone(), *a), Some(*b)),
+        };
+        let done = Cpu.arith_in_place(op, dst, ld, rhs)?;
+        if !done {
+            return Ok(false);
+        }
+        let ld = ld.clone();
+        let ins: Vec<&Buffer> = src.into_iter().collect();
+        record(
+            "arith_in_place",
+            &ins,
+            Some(dst),
+            &[],
+            Box::new(move |i, d| {
+                let d = d.ok_or_else(|| gone("arith_in_place"))?;
+                let rhs = match &r {
+                    R::Slice(l) => InPlaceRhs::Slice(i[0], l),
+                    R::Number(v) => InPlaceRhs::Number(*v),
+                    R::Scaled(l, a) => InPlaceRhs::Scaled(i[0], l, *a),
+                };
+                if Cpu.arith_in_place(op, d, &ld, rhs)? {
+                    Ok(Outs::new())
+                } else {
+                    Err(gone("arith_in_place"))
+                }
+            }),
+        )?;
+        Ok(true)
+    }
+    fn where_(
+        &self,
+        cond: &Buffer,
+        lc: &Layout,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Buffer> {
+        let out = Cpu.where_(cond, lc, a, la, b, lb)?;
+        let (lc, la, lb) = (lc.clone(), la.clone(), lb.clone());
+        one("where", &[cond, a, b], &out, move |i| {
+            Cpu.where_(i[0], &lc, i[1], &la, i[2], &lb)
+        })?;
+        Ok(out)
+    }
+    fn cast(&self, x: &Buffer, lx: &Layout, to: DType) -> Result<Buffer> {
+        let out = Cpu.cast(x, lx, to)?;
+        let lx = lx.clone();
+        one("cast", &[x], &out, move |i| Cpu.cast(i[0], &lx, to))?;
+        Ok(out)
+    }
+    fn copy_into(&self, dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) -> Result<()> {
+        Cpu.copy_into(dst, ld, src, ls)?;
+        let (ld, ls) = (ld.clone(), ls.clone());
+        record(
+            "copy_into",
+            &[src],
+            Some(dst),
+            &[],
+            Box::new(move |i, d| {
+                Cpu.copy_into(d.ok_or_else(|| gone("copy_into"))?, &ld, i[0], &ls)?;
+                Ok(Outs::new())
+            }),
+        )
+    }
+    fn cat(&self, parts: &[(&Buffer, &Layout)], dim: usize, out_shape: &[usize]) -> Result<Buffer> {
+        let out = Cpu.cat(parts, dim, out_shape)?;
+        let layouts: Vec<Layout> = parts.iter().map(|(_, l)| (*l).clone()).collect();
+        let ins: Vec<&Buffer> = parts.iter().map(|(b, _)| *b).collect();
+        let shape = owned_dims(out_shape);
+        one("cat", &ins, &out, move |i| {
+            let parts: Vec<(&Buffer, &Layout)> = i.iter().copied().zip(layouts.iter()).collect();
+            Cpu.cat(&parts, dim, &shape)
+        })?;
+        Ok(out)
+    }
+    fn fill(&self, dst: &mut Buffer, ld: &Layout, v: Scalar) -> Result<()> {
+        Cpu.fill(dst, ld, v)?;
+        let ld = ld.clone();
+        record(
+            "fill",
+            &[],
+            Some(dst),
+            &[],
+            Box::new(move |_, d| {
+                Cpu.fill(d.ok_or_else(|| gone("fill"))?, &ld, v)?;
+                Ok(Outs::new())
+            }),
+        )
+    }
+
+    fn reduce(&self, op: ReduceOp, x: &Buffer, lx: &Layout, dims: &[usize]) -> Result<Buffer> {
+        let out = Cpu.reduce(op, x, lx, dims)?;
+        let (lx, dims) = (lx.clone(), owned_dims(dims));
+        one("reduce", &[x], &out, move |i| {
+            Cpu.reduce(op, i[0], &lx, &dims)
+        })?;
+        Ok(out)
+    }
+    fn arg_reduce(
+        &self,
+        _x: &Buffer,
+        _lx: &Layout,
+        _dims: &[usize],
+        is_max: bool,
+    ) -> Result<(Buffer, Vec<i64>)> {
+        // (the indices come back to the op as host data)
+        Err(refusal(if is_max {
+            "max/argmax with indices"
+        } else {
+            "min/argmin with indices"
+        }))
+    }
+    fn sum_squares(&self, x: &Buffer, lx: &Layout, dims: &[usize]) -> Result<Option<Buffer>> {
+        let out = Cpu.sum_squares(x, lx, dims)?;
+        let (lx, dims) = (lx.clone(), owned_dims(dims));
+        maybe("sum_squares", &[x], &out, move |i| {
+            Cpu.sum_squares(i[0], &lx, &dims)
+        })?;
+        Ok(out)
+    }
+    fn softmax(&self, x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Result<Option<Buffer>> {
+        let out = Cpu.softmax(x, lx, dim, log)?;
+        let lx = lx.clone();
+        maybe("softmax", &[x], &out, move |i| {
+            Cpu.softmax(i[0], &lx, dim, log)
+        })?;
+        Ok(out)
+    }
+    fn softmax_backward(
+        &self,
+        g: &Buffer,
+        lg: &Layout,
+        y: &Buffer,
+        ly: &Layout,
+        log: bool,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.softmax_backward(g, lg, y, ly, log)?;
+        let (lg, ly) = (lg.clone(), ly.clone());
+        maybe("softmax_backward", &[g, y], &out, move |i| {
+            Cpu.softmax_backward(i[0], &lg, i[1], &ly, log)
+        })?;
+        Ok(out)
+    }
+    fn logsumexp(&self, x: &Buffer, lx: &Layout, dims: &[usize]) -> Result<Option<Buffer>> {
+        let out = Cpu.logsumexp(x, lx, dims)?;
+        let (lx, dims) = (lx.clone(), owned_dims(dims));
+        maybe("logsumexp", &[x], &out, move |i| {
+            Cpu.logsumexp(i[0], &lx, &dims)
+        })?;
+        Ok(out)
+    }
+    fn var(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dims: &[usize],
+        correction: f64,
+        sqrt: bool,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.var(x, lx, dims, correction, sqrt)?;
+        let (lx, dims) = (lx.clone(), owned_dims(dims));
+        maybe("var", &[x], &out, move |i| {
+            Cpu.var(i[0], &lx, &dims, correction, sqrt)
+        })?;
+        Ok(out)
+    }
+    fn any_nonzero(&self, _x: &Buffer, _lx: &Layout) -> Result<bool> {
+        Err(refusal(
+            "a test of a tensor's values on the host (any_nonzero)",
+        ))
+    }
+    fn exclusive_prod_rows(&self, x: &Buffer, lx: &Layout) -> Result<Option<Buffer>> {
+        let out = Cpu.exclusive_prod_rows(x, lx)?;
+        let lx = lx.clone();
+        maybe("exclusive_prod_rows", &[x], &out, move |i| {
+            Cpu.exclusive_prod_rows(i[0], &lx)
+        })?;
+        Ok(out)
+    }
+
+    fn gather(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        index: &[i64],
+        index_shape: &[usize],
+    ) -> Result<Buffer> {
+        let out = Cpu.gather(x, lx, dim, index, index_shape)?;
+        let (lx, ishape, idx) = (lx.clone(), owned_dims(index_shape), index_arg(index));
+        let extra = idx.extra();
+        record_ext(
+            "gather",
+            &[x],
+            &extra,
+            None,
+            &[&out],
+            Box::new(move |i, _| {
+                Ok(smallvec![Cpu.gather(
+                    i[0],
+                    &lx,
+                    dim,
+                    idx.get(i)?,
+                    &ishape
+                )?])
+            }),
+        )?;
+        Ok(out)
+    }
+    fn scatter_add(
+        &self,
+        shape: &[usize],
+        dim: usize,
+        index: &[i64],
+        index_shape: &[usize],
+        src: &Buffer,
+        ls: &Layout,
+    ) -> Result<Buffer> {
+        let out = Cpu.scatter_add(shape, dim, index, index_shape, src, ls)?;
+        let (shape, ishape, ls, idx) = (
+            owned_dims(shape),
+            owned_dims(index_shape),
+            ls.clone(),
+            index_arg(index),
+        );
+        let extra = idx.extra();
+        record_ext(
+            "scatter_add",
+            &[src],
+            &extra,
+            None,
+            &[&out],
+            Box::new(move |i, _| {
+                Ok(smallvec![Cpu.scatter_add(
+                    &shape,
+                    dim,
+                    idx.get(i)?,
+                    &ishape,
+                    i[0],
+                    &ls
+                )?])
+            }),
+        )?;
+        Ok(out)
+    }
+    fn index_select(&self, x: &Buffer, lx: &Layout, dim: usize, index: &[i64]) -> Result<Buffer> {
+        let out = Cpu.index_select(x, lx, dim, index)?;
+        let (lx, idx) = (lx.clone(), index_arg(index));
+        let extra = idx.extra();
+        record_ext(
+            "index_select",
+            &[x],
+            &extra,
+            None,
+            &[&out],
+            Box::new(move |i, _| Ok(smallvec![Cpu.index_select(i[0], &lx, dim, idx.get(i)?)?])),
+        )?;
+        Ok(out)
+    }
+    fn index_add(
+        &self,
+        shape: &[usize],
+        dim: usize,
+        index: &[i64],
+        src: &Buffer,
+        ls: &Layout,
+    ) -> Result<Buffer> {
+        let out = Cpu.index_add(shape, dim, index, src, ls)?;
+        let (shape, ls, idx) = (owned_dims(shape), ls.clone(), index_arg(index));
+        let extra = idx.extra();
+        record_ext(
+            "index_add",
+            &[src],
+            &extra,
+            None,
+            &[&out],
+            Box::new(move |i, _| {
+                Ok(smallvec![Cpu.index_add(
+                    &shape,
+                    dim,
+                    idx.get(i)?,
+                    i[0],
+                    &ls
+                )?])
+            }),
+        )?;
+        Ok(out)
+    }
+    fn index_put(
+        &self,
+        _x: &Buffer,
+        _lx: &Layout,
+        _dtype: DType,
+        _positions: &[i64],
+        _values: &Buffer,
+        _lv: &Layout,
+        _accumulate: bool,
+    ) -> Result<Buffer> {
+        Err(refusal("index_put_ / assignment through advanced indexing"))
+    }
+    fn index_put_in_place(
+        &self,
+        _x: &mut Buffer,
+        _before: &[usize],
+        _base: &[usize],
+        _after: &[usize],
+        _values: &Buffer,
+        _lv: &Layout,
+        _accumulate: bool,
+    ) -> Result<bool> {
+        Err(refusal("index_put_ / assignment through advanced indexing"))
+    }
+
+    fn bmm(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Buffer> {
+        let out = Cpu.bmm(a, la, b, lb)?;
+        let (la, lb) = (la.clone(), lb.clone());
+        one("bmm", &[a, b], &out, move |i| Cpu.bmm(i[0], &la, i[1], &lb))?;
+        Ok(out)
+    }
+    fn addmm(
+        &self,
+        c: &Buffer,
+        lc: &Layout,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.addmm(c, lc, a, la, b, lb)?;
+        let (lc, la, lb) = (lc.clone(), la.clone(), lb.clone());
+        maybe("addmm", &[c, a, b], &out, move |i| {
+            Cpu.addmm(i[0], &lc, i[1], &la, i[2], &lb)
+        })?;
+        Ok(out)
+    }
+
+    fn arange(&self, start: f64, step: f64, n: usize, dtype: DType) -> Result<Option<Buffer>> {
+        let out = Cpu.arange(start, step, n, dtype)?;
+        maybe("arange", &[], &out, move |_| {
+            Cpu.arange(start, step, n, dtype)
+        })?;
+        Ok(out)
+    }
+    fn linspace(&self, start: f64, end: f64, n: usize, dtype: DType) -> Result<Buffer> {
+        let out = Cpu.linspace(start, end, n, dtype)?;
+        one("linspace", &[], &out, move |_| {
+            Cpu.linspace(start, end, n, dtype)
+        })?;
+        Ok(out)
+    }
+    fn eye(&self, n: usize, m: usize, dtype: DType) -> Result<Buffer> {
+        let out = Cpu.eye(n, m, dtype)?;
+        one("eye", &[], &out, move |_| Cpu.eye(n, m, dtype))?;
+        Ok(out)
+    }
+    fn zeros(&self, dtype: DType, n: usize) -> Result<Buffer> {
+        let out = Cpu.zeros(dtype, n)?;
+        one("zeros", &[], &out, move |_| Cpu.zeros(dtype, n))?;
+        Ok(out)
+    }
+    fn full(&self, dtype: DType, n: usize, v: Scalar) -> Result<Buffer> {
+        let out = Cpu.full(dtype, n, v)?;
+        one("full", &[], &out, move |_| Cpu.full(dtype, n, v))?;
+        Ok(out)
+    }
+}
