@@ -200,7 +200,7 @@ macro_rules! portable {
                 while w > 1 {
                     w /= 2;
                     for q in 0..w {
-                        v[q] = v[q] + v[q + w];
+                        v[q] += v[q + w];
                     }
                 }
                 v[0]
