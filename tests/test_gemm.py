@@ -61,12 +61,13 @@ def _close(got: np.ndarray, want: np.ndarray, mag: np.ndarray) -> None:
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_linear_with_bias_and_its_gradients_at_each_level(results, level):
-    for name, (x, w, b, y, gx, gw, gb) in results[level].items():
+    for name, vals in results[level].items():
         if name == "col_bias":
-            c, a, bb, r = x, w, b, y
+            c, a, bb, r = vals
             want = c.astype(np.float64) + a.astype(np.float64) @ bb.astype(np.float64)
             _close(r, want, np.abs(c) + np.abs(a) @ np.abs(bb))
             continue
+        x, w, b, y, gx, gw, gb = vals
         x64, w64 = x.astype(np.float64), w.astype(np.float64)
         _close(y, x64 @ w64.T + b, np.abs(x) @ np.abs(w).T + np.abs(b))
         ones = np.ones_like(y, dtype=np.float64)
