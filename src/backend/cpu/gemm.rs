@@ -14,7 +14,7 @@
 //! bits differ from the two FMA levels in the last place. Products run as dot products
 //! along a contiguous k (`dot`: matrix-vector products, and thin products whose
 //! operands are both contiguous along k, such as a small batch times Wᵀ) are the one
-//! exception: they keep 128 bytes of partial chains and then the partial sums
+//! exception: they keep 64 bytes of partial chains and then the partial sums
 //! pairwise: a fixed order, the same at both FMA levels and for every thread count,
 //! but not the GEMM's.
 //!
@@ -971,9 +971,11 @@ unsafe fn block<S: Simd, const MR: usize, const NV: usize>(
     }
 }
 
-/// Partial chains of a matrix-vector product along contiguous k: 128 bytes of them
-/// (32 float32, 16 float64), whatever the level's vector width.
-const CHAIN_BYTES: usize = 128;
+/// Partial chains of a dot product along contiguous k: 64 bytes of them (16 float32, 8
+/// float64), whatever the level's vector width: one AVX-512 vector, two AVX2 ones (128
+/// bytes left AVX2 room for only 8 accumulators of its 16 registers, and its `dot` lost
+/// to its tiles from 16 columns).
+const CHAIN_BYTES: usize = 64;
 
 /// `C (+)= A·B` as dot products along k, for A's rows and B's columns contiguous along
 /// k (`csa = 1`; `rsb = 1`, or B a single column, copied): the matrix-vector product,
@@ -1156,9 +1158,10 @@ unsafe fn dot_rest<S: Simd, const G: usize, const R: usize, const X: usize>(
 /// Products along a contiguous k with a thin side of at most this many columns (after
 /// orienting: rows of A, or of Bᵀ, whichever are fewer) run as dot products ([`dot`]).
 /// One threshold for every level, so that AVX-512 and AVX2 take the same path and give
-/// the same bits. Zen 4 (docs/gemm.md): AVX2's `dot` beats its tiles up to 12 columns
-/// and loses from 16; AVX-512's beats its tiles up to 64 (at k = 512).
-const DOT_MAX: usize = 12;
+/// the same bits. Zen 4 (docs/gemm.md): AVX-512's `dot` beats its tiles up to 32
+/// columns (1.2-1.4x torch at 16-32, where the tiles gave 0.75-0.87x) and loses at 64;
+/// AVX2's matches or beats its tiles up to 32 and loses at 64.
+const DOT_MAX: usize = 32;
 /// ... and at least this deep (shallower, the chains are mostly tail).
 const DOT_MIN_K: usize = 64;
 
@@ -1229,7 +1232,7 @@ macro_rules! entry {
             #[allow(unused_imports)]
             use super::*;
             pub(super) const MR: usize = $mr;
-            // 128 bytes of partial chains at every level (the order `dot` promises)
+            // 64 bytes of partial chains at every level (the order `dot` promises)
             const _: () = assert!(
                 $g * <$s as Simd>::LANES * std::mem::size_of::<<$s as Simd>::T>() == CHAIN_BYTES
             );
@@ -1258,19 +1261,19 @@ macro_rules! entry {
         }
     };
 }
-// (`dot`'s register blocks: AVX-512 4 rows x 2 columns x 2 vectors, 16 accumulators of
-// 32 registers, 12 loads per 16 FMAs; AVX2 2 x 1 x 4, 8 of 16 (the 4 vectors of a
-// column and 1 of a row take the others), 12 loads per 8 FMAs)
-entry!(portable_f32, Portable<f32, 8>, 4, 1, 4, 1, 1);
-entry!(portable_f64, Portable<f64, 4>, 4, 1, 4, 1, 1);
+// (`dot`'s register blocks: AVX-512 4 rows x 2 columns x 1 vector, 8 accumulators, 6
+// loads per 8 FMAs (4 x 4 x 1 spilled accumulators to the stack, 6 x 2 x 1 and 2 x 4 x 1
+// were no faster); AVX2 2 x 2 x 2, 8 accumulators of 16 registers, 8 loads per 8 FMAs)
+entry!(portable_f32, Portable<f32, 8>, 4, 1, 2, 1, 1);
+entry!(portable_f64, Portable<f64, 4>, 4, 1, 2, 1, 1);
 #[cfg(target_arch = "x86_64")]
-entry!(avx2_f32, x86::Avx2F32, 6, 2, 4, 2, 1, "avx2,fma");
+entry!(avx2_f32, x86::Avx2F32, 6, 2, 2, 2, 2, "avx2,fma");
 #[cfg(target_arch = "x86_64")]
-entry!(avx2_f64, x86::Avx2F64, 6, 2, 4, 2, 1, "avx2,fma");
+entry!(avx2_f64, x86::Avx2F64, 6, 2, 2, 2, 2, "avx2,fma");
 #[cfg(target_arch = "x86_64")]
-entry!(avx512_f32, x86::Avx512F32, 8, 2, 2, 4, 2, "avx512f,fma");
+entry!(avx512_f32, x86::Avx512F32, 8, 2, 1, 4, 2, "avx512f,fma");
 #[cfg(target_arch = "x86_64")]
-entry!(avx512_f64, x86::Avx512F64, 8, 2, 2, 4, 2, "avx512f,fma");
+entry!(avx512_f64, x86::Avx512F64, 8, 2, 1, 4, 2, "avx512f,fma");
 
 macro_rules! kernels {
     ($m:ident) => {
