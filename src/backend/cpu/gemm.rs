@@ -4,17 +4,19 @@
 //! measurements that chose it).
 //!
 //! Every element of C is one chain of multiply-adds in the order of k:
-//! `c = fma(a[i][k-1], b[k-1][j], ... fma(a[i][0], b[0][j], c0))`, with `c0` zero (or
-//! C's old value when accumulating). The k blocks continue the chain (a block loads
+//! `c = fma(a[i][k-1], b[k-1][j], ... fma(a[i][0], b[0][j], c0))`, with `c0` zero, C's
+//! old value when accumulating, or a start matrix's (addmm's bias, read in place). The k blocks continue the chain (a block loads
 //! the previous block's partial sums back into the registers), tiles and thread pieces
 //! only choose which elements are computed where, so the bits do not depend on the
 //! thread count, the blocking, the tile shape or the level, AVX-512 and AVX2 alike.
 //! The portable level rounds the product and the sum separately (a multiply, then an
 //! add: a CPU without FMA would otherwise call libm's software fma per element), so its
-//! bits differ from the two FMA levels in the last place. Matrix-vector products along
-//! a contiguous k (`gemv_dot`) are the one exception: they keep 128 bytes of partial chains
-//! and then the partial sums pairwise: a fixed order, the same at both FMA levels, but
-//! not the GEMM's.
+//! bits differ from the two FMA levels in the last place. Products run as dot products
+//! along a contiguous k (`dot`: matrix-vector products, and thin products whose
+//! operands are both contiguous along k, such as a small batch times Wᵀ) are the one
+//! exception: they keep 64 bytes of partial chains and then the partial sums
+//! pairwise: a fixed order, the same at both FMA levels and for every thread count,
+//! but not the GEMM's.
 //!
 //! Forcing a level: `RGRAD_GEMM_LEVEL` (`baseline`, `avx2`, `avx512`), read once, caps
 //! the level (never above what the CPU has); tests call [`gemm_at`] with each level.
@@ -37,13 +39,26 @@ impl Float for f64 {
     const ZERO: Self = 0.0;
 }
 
-/// One product: `C (m x n) = A (m x k) · B (k x n)`, or `C += A·B`. Element (i, j) of a
-/// matrix X is at `X.ptr + i*rs + j*cs`.
+/// Where each element's chain of multiply-adds starts.
+#[derive(Clone, Copy)]
+pub(crate) enum Start<T> {
+    /// From zero: `C = A·B`.
+    Zero,
+    /// From C's old value: `C += A·B`.
+    C,
+    /// From element (i, j) of the m x n matrix at `p + i*rs + j*cs` (strides may be 0: a
+    /// broadcast bias): `C = D + A·B` with no copy of D into C first (addmm's bias).
+    Matrix { p: *const T, rs: usize, cs: usize },
+}
+
+/// One product: `C (m x n) = A (m x k) · B (k x n)`, `C += A·B` or `C = D + A·B` (see
+/// [`Start`]). Element (i, j) of a matrix X is at `X.ptr + i*rs + j*cs`.
 ///
 /// Invariant (checked by the safe caller before any kernel runs): every element of A,
-/// B and C these describe lies in one live allocation, C's elements are distinct
+/// B, C (and D) these describe lies in one live allocation, C's elements are distinct
 /// (`cs = 1`, `rs >= n` or `rs = 1`, `cs >= m`), nothing else accesses C during the
-/// call, and C is initialised when `accumulate`.
+/// call (D is only read and does not overlap C), and C is initialised when it is the
+/// start.
 #[derive(Clone, Copy)]
 pub(crate) struct Problem<T> {
     pub m: usize,
@@ -58,7 +73,7 @@ pub(crate) struct Problem<T> {
     pub c: *mut T,
     pub rsc: usize,
     pub csc: usize,
-    pub accumulate: bool,
+    pub start: Start<T>,
 }
 // SAFETY: a Problem is only a description; the kernels write disjoint parts of C from
 // different threads (each thread its own rows or columns) and only read A and B.
@@ -82,7 +97,10 @@ impl<T> Problem<T> {
             c: self.c,
             rsc: self.csc,
             csc: self.rsc,
-            accumulate: self.accumulate,
+            start: match self.start {
+                Start::Matrix { p, rs, cs } => Start::Matrix { p, rs: cs, cs: rs },
+                s => s,
+            },
         }
     }
 }
@@ -130,8 +148,11 @@ trait Simd {
     unsafe fn splat(p: *const Self::T) -> Self::V;
     /// `a·b + c` (one rounding at the FMA levels).
     unsafe fn fma(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
-    /// `a·b + c` on one element, rounded as `fma` rounds.
-    unsafe fn fma1(a: Self::T, b: Self::T, c: Self::T) -> Self::T;
+    /// `a + b`, lane by lane.
+    unsafe fn add(a: Self::V, b: Self::V) -> Self::V;
+    /// The sum of the lanes, pairwise: lane q plus lane q + LANES/2, then the same on
+    /// the first half, ... (the order of `dot`'s scalar reduction).
+    unsafe fn hsum(v: Self::V) -> Self::T;
     /// Writes the transpose of the LANES x LANES block at `src` (rows `ld` apart) to
     /// `dst` (rows `ldd` apart).
     unsafe fn transpose(src: *const Self::T, ld: usize, dst: *mut Self::T, ldd: usize);
@@ -170,8 +191,19 @@ macro_rules! portable {
                 std::array::from_fn(|l| a[l] * b[l] + c[l])
             }
             #[inline(always)]
-            unsafe fn fma1(a: $t, b: $t, c: $t) -> $t {
-                a * b + c
+            unsafe fn add(a: Self::V, b: Self::V) -> Self::V {
+                std::array::from_fn(|l| a[l] + b[l])
+            }
+            #[inline(always)]
+            unsafe fn hsum(mut v: Self::V) -> $t {
+                let mut w = $w;
+                while w > 1 {
+                    w /= 2;
+                    for q in 0..w {
+                        v[q] += v[q + w];
+                    }
+                }
+                v[0]
             }
             #[inline(always)]
             unsafe fn transpose(src: *const $t, ld: usize, dst: *mut $t, ldd: usize) {
@@ -197,6 +229,24 @@ mod x86 {
     pub(super) struct Avx512F64;
     pub(super) struct Avx2F32;
     pub(super) struct Avx2F64;
+
+    /// The pairwise sum of 8 float32 lanes (`Simd::hsum`'s order: halves, quarters,
+    /// then the last pair).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn hsum256(v: __m256) -> f32 {
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps::<1>(s, s)))
+    }
+
+    /// The pairwise sum of 4 float64 lanes (as [`hsum256`]).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn hsum256d(v: __m256d) -> f64 {
+        let s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd::<1>(v));
+        _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)))
+    }
 
     // SAFETY (every method below): the `Simd` contract: the level's features are
     // present, pointers are valid for the elements read or written (unaligned access).
@@ -231,8 +281,15 @@ mod x86 {
         }
         #[inline]
         #[target_feature(enable = "avx512f")]
-        unsafe fn fma1(a: f32, b: f32, c: f32) -> f32 {
-            a.mul_add(b, c)
+        unsafe fn add(a: __m512, b: __m512) -> __m512 {
+            _mm512_add_ps(a, b)
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn hsum(v: __m512) -> f32 {
+            let lo = _mm512_castps512_ps256(v);
+            let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+            hsum256(_mm256_add_ps(lo, hi))
         }
         #[inline]
         #[target_feature(enable = "avx512f")]
@@ -328,8 +385,15 @@ mod x86 {
         }
         #[inline]
         #[target_feature(enable = "avx512f")]
-        unsafe fn fma1(a: f64, b: f64, c: f64) -> f64 {
-            a.mul_add(b, c)
+        unsafe fn add(a: __m512d, b: __m512d) -> __m512d {
+            _mm512_add_pd(a, b)
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn hsum(v: __m512d) -> f64 {
+            let lo = _mm512_castpd512_pd256(v);
+            let hi = _mm512_extractf64x4_pd::<1>(v);
+            hsum256d(_mm256_add_pd(lo, hi))
         }
         #[inline]
         #[target_feature(enable = "avx512f")]
@@ -407,8 +471,13 @@ mod x86 {
         }
         #[inline]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn fma1(a: f32, b: f32, c: f32) -> f32 {
-            a.mul_add(b, c)
+        unsafe fn add(a: __m256, b: __m256) -> __m256 {
+            _mm256_add_ps(a, b)
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn hsum(v: __m256) -> f32 {
+            hsum256(v)
         }
         #[inline]
         #[target_feature(enable = "avx2,fma")]
@@ -486,8 +555,13 @@ mod x86 {
         }
         #[inline]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn fma1(a: f64, b: f64, c: f64) -> f64 {
-            a.mul_add(b, c)
+        unsafe fn add(a: __m256d, b: __m256d) -> __m256d {
+            _mm256_add_pd(a, b)
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn hsum(v: __m256d) -> f64 {
+            hsum256d(v)
         }
         #[inline]
         #[target_feature(enable = "avx2,fma")]
@@ -553,13 +627,14 @@ macro_rules! with_rows {
 /// `KC` apart, k contiguous, if `AR`; else k steps `MR` apart, rows contiguous), B's
 /// panel at `b` (k stride `rsb`, contiguous across the tile's columns, `NV·LANES` of
 /// them readable), C's tile at `c` (`nr` valid columns, row stride `rsc`, column stride
-/// `csc`). `load`: continue from C's values, else start from zero. The A strides are
+/// `csc`). `start`: the tile's starting values (pointer, row and column stride: C's
+/// partial sums, or a bias, strides possibly 0), else zero. The A strides are
 /// constants so that each broadcast is one load at a fixed offset from one pointer.
 ///
 /// # Safety
 /// The level's features are present; A's `MR x kc`, B's `kc x NV·LANES` and C's
-/// `MR x nr` elements addressed this way are valid (C's for writing, and initialised
-/// if `load`).
+/// `MR x nr` elements addressed this way are valid (C's for writing), and so are the
+/// start's (initialised).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn tile<S: Simd, const MR: usize, const NV: usize, const AR: bool>(
@@ -571,7 +646,7 @@ unsafe fn tile<S: Simd, const MR: usize, const NV: usize, const AR: bool>(
     rsc: usize,
     csc: usize,
     nr: usize,
-    load: bool,
+    start: Option<(*const S::T, usize, usize)>,
 ) {
     let l = S::LANES;
     let (rsa, csa) = if AR { (KC, 1) } else { (1, MR) };
@@ -579,18 +654,18 @@ unsafe fn tile<S: Simd, const MR: usize, const NV: usize, const AR: bool>(
     unsafe {
         let direct = csc == 1 && nr == NV * l;
         let mut acc = [[S::zero(); NV]; MR];
-        if load {
-            if direct {
+        if let Some((d, rsd, csd)) = start {
+            if csd == 1 && nr == NV * l {
                 for (i, row) in acc.iter_mut().enumerate() {
                     for (v, x) in row.iter_mut().enumerate() {
-                        *x = S::load(c.add(i * rsc + v * l));
+                        *x = S::load(d.add(i * rsd + v * l));
                     }
                 }
             } else {
                 let mut scratch = [S::T::ZERO; MAX_TILE];
                 for i in 0..MR {
                     for j in 0..nr {
-                        scratch[i * NV * l + j] = *c.add(i * rsc + j * csc);
+                        scratch[i * NV * l + j] = *d.add(i * rsd + j * csd);
                     }
                 }
                 for (i, row) in acc.iter_mut().enumerate() {
@@ -827,7 +902,14 @@ unsafe fn block<S: Simd, const MR: usize, const NV: usize>(
             for kb in 0..kblocks {
                 let p0 = kb * kc_even;
                 let kc = kc_even.min(k - p0);
-                let load = kb > 0 || pr.accumulate;
+                // where this k block's chains start: the previous block's partial
+                // sums, C's old values, the start matrix, or zero
+                let from = match pr.start {
+                    _ if kb > 0 => Some((pr.c.cast_const(), pr.rsc, pr.csc)),
+                    Start::C => Some((pr.c.cast_const(), pr.rsc, pr.csc)),
+                    Start::Matrix { p, rs, cs } => Some((p, rs, cs)),
+                    Start::Zero => None,
+                };
                 // SAFETY: the block lies inside B and `pack` holds `pack_elems` elements.
                 unsafe {
                     if !in_place {
@@ -864,13 +946,19 @@ unsafe fn block<S: Simd, const MR: usize, const NV: usize>(
                                 let a = apack.add(t * MR * KC).cast_const();
                                 let c = pr.c.add(ir * pr.rsc + (jc + jr) * pr.csc);
                                 let (rsc, csc) = (pr.rsc, pr.csc);
+                                // (wrapping: computed for every tile, used only if Some)
+                                let start = from.map(|(d, rs, cs)| {
+                                    (d.wrapping_add(ir * rs + (jc + jr) * cs), rs, cs)
+                                });
                                 with_rows!(mr, R, {
                                     if R > MR {
                                     } else if ar {
-                                        tile::<S, R, NV, true>(kc, a, b, rsb, c, rsc, csc, nr, load)
+                                        tile::<S, R, NV, true>(
+                                            kc, a, b, rsb, c, rsc, csc, nr, start,
+                                        )
                                     } else {
                                         tile::<S, R, NV, false>(
-                                            kc, a, b, rsb, c, rsc, csc, nr, load,
+                                            kc, a, b, rsb, c, rsc, csc, nr, start,
                                         )
                                     }
                                 })
@@ -883,83 +971,240 @@ unsafe fn block<S: Simd, const MR: usize, const NV: usize>(
     }
 }
 
-/// Partial chains of a matrix-vector product along contiguous k: 128 bytes of them
-/// (32 float32, 16 float64), whatever the level's vector width.
-const CHAIN_BYTES: usize = 128;
+/// Partial chains of a dot product along contiguous k: 64 bytes of them (16 float32, 8
+/// float64), whatever the level's vector width: one AVX-512 vector, two AVX2 ones (128
+/// bytes left AVX2 room for only 8 accumulators of its 16 registers, and its `dot` lost
+/// to its tiles from 16 columns).
+const CHAIN_BYTES: usize = 64;
 
-/// `c[i] (+)= sum_p a[i][p]·b[p]` for rows of A contiguous along k: the matrix-vector
-/// product with the reduction along contiguous memory. Each output keeps `CHAINS`
-/// partial chains (chain `q` takes the p with `p mod CHAINS = q`), then sums them
-/// pairwise (halves, then quarters, ...): the same order at both FMA levels (`G`
-/// vectors of the level make the chains; `R` rows share each load of the vector).
+/// `C (+)= A·B` as dot products along k, for A's rows and B's columns contiguous along
+/// k (`csa = 1`; `rsb = 1`, or B a single column, copied): the matrix-vector product,
+/// and a thin A·Wᵀ (a few columns, each a row of W), where packing B for the tiles
+/// would cost as much as the product. Each output keeps `CHAIN_BYTES` of partial
+/// chains (chain `q` takes the p with `p mod chains = q`), then sums them pairwise
+/// (halves, then quarters, ...): the same order at both FMA levels (`G` vectors of the
+/// level make the chains) and for every `R` (rows sharing each load of a column) and
+/// `X` (columns sharing each load of a row), so a column's outputs have the bits of
+/// its matrix-vector product.
 ///
 /// # Safety
-/// As [`block`], for an `m x 1` problem with `csa = 1` and `rows` of C.
+/// As [`block`], for a problem with `csa = 1` and `rsb = 1` (or `n = 1`), and `rows`
+/// of C.
 #[inline(always)]
-unsafe fn gemv_dot<S: Simd, const G: usize, const R: usize>(pr: &Problem<S::T>, rows: Range) {
+unsafe fn dot<S: Simd, const G: usize, const R: usize, const X: usize>(
+    pr: &Problem<S::T>,
+    rows: Range,
+) {
     let l = S::LANES;
     let chains = G * l;
-    let k = pr.k;
+    let (k, n) = (pr.k, pr.n);
     // SAFETY: the function's contract covers every access below.
     unsafe {
         let xbuf: Vec<S::T>;
-        let x = if pr.rsb == 1 {
-            pr.b
+        let (x, ldx) = if pr.rsb == 1 {
+            (pr.b, pr.csb)
         } else {
-            let mut v = Vec::with_capacity(k);
-            for p in 0..k {
-                v.push(*pr.b.add(p * pr.rsb));
+            let mut v = Vec::with_capacity(k * n);
+            for j in 0..n {
+                for p in 0..k {
+                    v.push(*pr.b.add(p * pr.rsb + j * pr.csb));
+                }
             }
             xbuf = v;
-            xbuf.as_ptr()
+            (xbuf.as_ptr(), k)
         };
         let mut i = rows.start;
         while i < rows.end {
             let nrow = R.min(rows.end - i);
-            let mut acc = [[S::zero(); G]; R];
             let mut rp = [pr.a; R];
-            for (r, x) in rp.iter_mut().enumerate() {
-                *x = pr.a.add((i + r.min(nrow - 1)) * pr.rsa);
+            for (r, a) in rp.iter_mut().enumerate() {
+                *a = pr.a.add((i + r.min(nrow - 1)) * pr.rsa);
             }
-            let mut p = 0;
-            while p + chains <= k {
-                let mut xv = [S::zero(); G];
-                for (g, v) in xv.iter_mut().enumerate() {
-                    *v = S::load(x.add(p + g * l));
+            let mut j = 0;
+            while j < n {
+                let ncol = X.min(n - j);
+                let mut cp = [x; X];
+                for (c, b) in cp.iter_mut().enumerate() {
+                    *b = x.add((j + c.min(ncol - 1)) * ldx);
                 }
-                for (row, &a) in acc.iter_mut().zip(&rp) {
-                    for (g, v) in row.iter_mut().enumerate() {
-                        *v = S::fma(S::load(a.add(p + g * l)), xv[g], *v);
+                let mut acc = [[[S::zero(); G]; X]; R];
+                let mut p = 0;
+                while p + chains <= k {
+                    dot_step::<S, G, R, X>(&mut acc, rp.map(|a| a.add(p)), cp.map(|b| b.add(p)), G);
+                    p += chains;
+                }
+                if p < k {
+                    // the tail continues the chains it falls in: its whole vectors from
+                    // the operands, the rest of one through copies padded with zeros,
+                    // whose products add exactly nothing (a chain starts at +0 and so is
+                    // never -0, and x + 0 = x for every other x)
+                    let (full, rest) = ((k - p) / l, (k - p) % l);
+                    let (rt, ct) = (rp.map(|a| a.add(p)), cp.map(|b| b.add(p)));
+                    dot_step::<S, G, R, X>(&mut acc, rt, ct, full);
+                    if rest > 0 {
+                        let at = |v: *const S::T| v.add(full * l);
+                        dot_rest::<S, G, R, X>(&mut acc, rt.map(at), ct.map(at), full, rest);
                     }
                 }
-                p += chains;
-            }
-            for (r, row) in acc.iter().enumerate().take(nrow) {
-                let mut lanes = [S::T::ZERO; CHAIN_BYTES / 4];
-                for (g, &v) in row.iter().enumerate() {
-                    S::store(lanes.as_mut_ptr().add(g * l), v);
-                }
-                // the tail continues the chains it falls in
-                for q in p..k {
-                    lanes[q - p] = S::fma1(*rp[r].add(q), *x.add(q), lanes[q - p]);
-                }
-                let mut w = chains;
-                while w > 1 {
-                    w /= 2;
-                    for q in 0..w {
-                        lanes[q] = lanes[q] + lanes[q + w];
+                // pairwise: chain q plus chain q + chains/2 (whole vectors while the
+                // halves are), then within the vector; every loop has a constant count,
+                // so the accumulators stay in registers
+                for (r, row) in acc.iter().enumerate() {
+                    for (c, o) in row.iter().enumerate() {
+                        let mut v = *o;
+                        let mut w = G;
+                        while w > 1 {
+                            w /= 2;
+                            for g in 0..w {
+                                v[g] = S::add(v[g], v[g + w]);
+                            }
+                        }
+                        let sum = S::hsum(v[0]);
+                        if r < nrow && c < ncol {
+                            let (ii, jj) = (i + r, j + c);
+                            let e = pr.c.add(ii * pr.rsc + jj * pr.csc);
+                            *e = match pr.start {
+                                Start::Zero => sum,
+                                Start::C => *e + sum,
+                                Start::Matrix { p, rs, cs } => *p.add(ii * rs + jj * cs) + sum,
+                            };
+                        }
                     }
                 }
-                let c = pr.c.add((i + r) * pr.rsc);
-                *c = if pr.accumulate {
-                    *c + lanes[0]
-                } else {
-                    lanes[0]
-                };
+                j += ncol;
             }
             i += nrow;
         }
     }
+}
+
+/// One step of [`dot`]: the first `vecs` (<= G) vectors of each of `R` rows and `X`
+/// columns, every row times every column into its chains. A function, not a closure:
+/// a closure is compiled without the level's features, and its intrinsics stay calls
+/// (2 GFLOP/s). Every loop has a constant count (`vecs` only masks), so that the
+/// accumulators stay in registers.
+///
+/// # Safety
+/// The level's features are present; each pointer is valid for `vecs·LANES` elements.
+#[inline(always)]
+unsafe fn dot_step<S: Simd, const G: usize, const R: usize, const X: usize>(
+    acc: &mut [[[S::V; G]; X]; R],
+    rows: [*const S::T; R],
+    cols: [*const S::T; X],
+    vecs: usize,
+) {
+    let l = S::LANES;
+    // SAFETY: the function's contract.
+    unsafe {
+        let mut xv = [[S::zero(); G]; X];
+        for (v, &b) in xv.iter_mut().zip(&cols) {
+            for (g, e) in v.iter_mut().enumerate() {
+                if g < vecs {
+                    *e = S::load(b.add(g * l));
+                }
+            }
+        }
+        for (row, &a) in acc.iter_mut().zip(&rows) {
+            for g in 0..G {
+                if g < vecs {
+                    let av = S::load(a.add(g * l));
+                    for (o, v) in row.iter_mut().zip(&xv) {
+                        o[g] = S::fma(av, v[g], o[g]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The last `rest` (< LANES) elements of [`dot`]'s tail, into chain vector `g` of each
+/// accumulator, through copies padded with zeros.
+///
+/// # Safety
+/// The level's features are present; each pointer is valid for `rest` elements.
+#[inline(always)]
+unsafe fn dot_rest<S: Simd, const G: usize, const R: usize, const X: usize>(
+    acc: &mut [[[S::V; G]; X]; R],
+    rows: [*const S::T; R],
+    cols: [*const S::T; X],
+    g: usize,
+    rest: usize,
+) {
+    // SAFETY: the function's contract (a vector is at most 16 elements).
+    unsafe {
+        let padded = |v: *const S::T| {
+            let mut pad = [S::T::ZERO; 16];
+            std::ptr::copy_nonoverlapping(v, pad.as_mut_ptr(), rest);
+            pad
+        };
+        let xp = cols.map(padded);
+        let mut xv = [S::zero(); X];
+        for (v, x) in xv.iter_mut().zip(&xp) {
+            *v = S::load(x.as_ptr());
+        }
+        for (row, &a) in acc.iter_mut().zip(&rows) {
+            let av = S::load(padded(a).as_ptr());
+            for (o, &x) in row.iter_mut().zip(&xv) {
+                for (gg, e) in o.iter_mut().enumerate() {
+                    if gg == g {
+                        *e = S::fma(av, x, *e);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Products along a contiguous k with a thin side of at most this many columns (after
+/// orienting: rows of A, or of Bᵀ, whichever are fewer) run as dot products ([`dot`]).
+/// One threshold for every level, so that AVX-512 and AVX2 take the same path and give
+/// the same bits. Zen 4 (docs/gemm.md): AVX-512's `dot` beats its tiles up to 32
+/// columns (1.2-1.4x torch at 16-32, where the tiles gave 0.75-0.87x) and loses at 64;
+/// AVX2's matches or beats its tiles up to 32 and loses at 64.
+const DOT_MAX: usize = 32;
+/// ... and at least this deep (shallower, the chains are mostly tail).
+const DOT_MIN_K: usize = 64;
+
+/// The orientation of `pr` that runs as dot products along k ([`dot`]), if it does: a
+/// matrix-vector product (one column, A's rows contiguous along k, or one row, B's
+/// columns), or both operands contiguous along k with a thin side of at most
+/// [`DOT_MAX`] (then C's columns are the thin side). These are the products whose
+/// sums are reassociated (see the module docs).
+fn dot_problem<T: Copy>(pr: &Problem<T>) -> Option<Problem<T>> {
+    let both = pr.csa == 1 && pr.rsb == 1 && pr.k >= DOT_MIN_K;
+    if pr.n == 1 && pr.csa == 1 {
+        Some(*pr)
+    } else if pr.m == 1 && pr.rsb == 1 {
+        Some(pr.transposed())
+    } else if both && pr.n <= DOT_MAX && pr.n <= pr.m {
+        Some(*pr)
+    } else if both && pr.m <= DOT_MAX {
+        Some(pr.transposed())
+    } else {
+        None
+    }
+}
+
+/// Whether an `m x k` by `k x n` product with these strides runs as dot products,
+/// whose sums are reassociated (the others are each element's exact chain).
+#[cfg(test)]
+pub(crate) fn reassociates(m: usize, n: usize, k: usize, csa: usize, rsb: usize) -> bool {
+    let pr = Problem::<f32> {
+        m,
+        n,
+        k,
+        a: std::ptr::null(),
+        rsa: 0,
+        csa,
+        b: std::ptr::null(),
+        rsb,
+        csb: 0,
+        c: std::ptr::null_mut(),
+        rsc: 0,
+        csc: 0,
+        start: Start::Zero,
+    };
+    m > 0 && n > 0 && k > 0 && dot_problem(&pr).is_some()
 }
 
 // ---- entry points per level ------------------------------------------------------------
@@ -975,15 +1220,22 @@ pub(crate) struct Kernels<T> {
     nr: usize,
     block: unsafe fn(&Problem<T>, Range, Range, *mut T),
     gemv: unsafe fn(&Problem<T>, Range),
+    /// `dot` for several columns.
+    dot: unsafe fn(&Problem<T>, Range),
 }
 
-/// Defines a level's entry points: `block` and `gemv` compiled with its features.
+/// Defines a level's entry points: `block`, `gemv` and `dot` compiled with its features
+/// (`$g` vectors of chains, `$r` rows and `$x` columns per register block of `dot`).
 macro_rules! entry {
-    ($mod:ident, $s:ty, $mr:expr, $nv:expr, $g:expr, $r:expr $(, $feat:literal)?) => {
+    ($mod:ident, $s:ty, $mr:expr, $nv:expr, $g:expr, $r:expr, $x:expr $(, $feat:literal)?) => {
         mod $mod {
             #[allow(unused_imports)]
             use super::*;
             pub(super) const MR: usize = $mr;
+            // 64 bytes of partial chains at every level (the order `dot` promises)
+            const _: () = assert!(
+                $g * <$s as Simd>::LANES * std::mem::size_of::<<$s as Simd>::T>() == CHAIN_BYTES
+            );
             pub(super) const NR: usize = $nv * <$s as Simd>::LANES;
             $(#[target_feature(enable = $feat)])?
             pub(super) unsafe fn block(
@@ -999,21 +1251,29 @@ macro_rules! entry {
             $(#[target_feature(enable = $feat)])?
             pub(super) unsafe fn gemv(pr: &Problem<<$s as Simd>::T>, rows: Range) {
                 // SAFETY: as above.
-                unsafe { super::gemv_dot::<$s, $g, $r>(pr, rows) }
+                unsafe { super::dot::<$s, $g, $r, 1>(pr, rows) }
+            }
+            $(#[target_feature(enable = $feat)])?
+            pub(super) unsafe fn dot(pr: &Problem<<$s as Simd>::T>, rows: Range) {
+                // SAFETY: as above.
+                unsafe { super::dot::<$s, $g, $r, $x>(pr, rows) }
             }
         }
     };
 }
-entry!(portable_f32, Portable<f32, 8>, 4, 1, 4, 1);
-entry!(portable_f64, Portable<f64, 4>, 4, 1, 4, 1);
+// (`dot`'s register blocks: AVX-512 4 rows x 2 columns x 1 vector, 8 accumulators, 6
+// loads per 8 FMAs (4 x 4 x 1 spilled accumulators to the stack, 6 x 2 x 1 and 2 x 4 x 1
+// were no faster); AVX2 2 x 2 x 2, 8 accumulators of 16 registers, 8 loads per 8 FMAs)
+entry!(portable_f32, Portable<f32, 8>, 4, 1, 2, 1, 1);
+entry!(portable_f64, Portable<f64, 4>, 4, 1, 2, 1, 1);
 #[cfg(target_arch = "x86_64")]
-entry!(avx2_f32, x86::Avx2F32, 6, 2, 4, 2, "avx2,fma");
+entry!(avx2_f32, x86::Avx2F32, 6, 2, 2, 2, 2, "avx2,fma");
 #[cfg(target_arch = "x86_64")]
-entry!(avx2_f64, x86::Avx2F64, 6, 2, 4, 2, "avx2,fma");
+entry!(avx2_f64, x86::Avx2F64, 6, 2, 2, 2, 2, "avx2,fma");
 #[cfg(target_arch = "x86_64")]
-entry!(avx512_f32, x86::Avx512F32, 8, 2, 2, 4, "avx512f,fma");
+entry!(avx512_f32, x86::Avx512F32, 8, 2, 1, 4, 2, "avx512f,fma");
 #[cfg(target_arch = "x86_64")]
-entry!(avx512_f64, x86::Avx512F64, 8, 2, 2, 4, "avx512f,fma");
+entry!(avx512_f64, x86::Avx512F64, 8, 2, 1, 4, 2, "avx512f,fma");
 
 macro_rules! kernels {
     ($m:ident) => {
@@ -1022,6 +1282,7 @@ macro_rules! kernels {
             nr: $m::NR,
             block: $m::block,
             gemv: $m::gemv,
+            dot: $m::dot,
         }
     };
 }
@@ -1103,11 +1364,17 @@ pub(crate) unsafe fn run<T: GemmFloat>(level: Level, pr: Problem<T>, parallel: b
         return;
     }
     if pr.k == 0 {
-        if !pr.accumulate {
-            for i in 0..pr.m {
-                for j in 0..pr.n {
+        let init = |i: usize, j: usize| match pr.start {
+            Start::Zero => Some(T::ZERO),
+            Start::C => None,
+            // SAFETY: element (i, j) of the start matrix (Problem's invariant).
+            Start::Matrix { p, rs, cs } => Some(unsafe { *p.add(i * rs + j * cs) }),
+        };
+        for i in 0..pr.m {
+            for j in 0..pr.n {
+                if let Some(v) = init(i, j) {
                     // SAFETY: element (i, j) of C (Problem's invariant).
-                    unsafe { *pr.c.add(i * pr.rsc + j * pr.csc) = T::ZERO };
+                    unsafe { *pr.c.add(i * pr.rsc + j * pr.csc) = v };
                 }
             }
         }
@@ -1119,20 +1386,14 @@ pub(crate) unsafe fn run<T: GemmFloat>(level: Level, pr: Problem<T>, parallel: b
     } else {
         1
     };
-    // matrix-vector products along a contiguous k
-    let gemv = if pr.n == 1 && pr.csa == 1 {
-        Some(pr)
-    } else if pr.m == 1 && pr.rsb == 1 {
-        Some(pr.transposed())
-    } else {
-        None
-    };
-    if let Some(g) = gemv {
+    // matrix-vector products and thin products along a contiguous k
+    if let Some(g) = dot_problem(&pr) {
+        let kernel = if g.n == 1 { ks.gemv } else { ks.dot };
         let pieces = threads.min(g.m.div_ceil(64)).max(1);
         let f = |i: usize| {
             let rows = part(i, pieces, g.m.div_ceil(4), 4, g.m);
             // SAFETY: the caller's; each piece writes its own rows of C.
-            unsafe { (ks.gemv)(&g, rows) }
+            unsafe { kernel(&g, rows) }
         };
         for_each_piece(pieces, &f);
         return;

@@ -43,19 +43,31 @@ impl<T: Copy> MatView<'_, T> {
     }
 }
 
+/// What the product is added to.
+#[derive(Clone, Copy, Debug)]
+pub enum Start<'a, T> {
+    /// Nothing: `out = a·b` (`out` need not be initialised).
+    Zero,
+    /// `out`'s values: `out += a·b`.
+    Out,
+    /// An `m x n` view (strides may be 0, a broadcast bias): `out = d + a·b`, with `d`
+    /// never copied into `out` first.
+    Matrix(MatView<'a, T>),
+}
+
 /// Element types the GEMM supports.
 pub trait GemmElem: Copy + Send + Sync + 'static {
     /// Additive identity, written to `out` when the inner dimension is 0.
     const ZERO: Self;
     /// Kernel for non-degenerate shapes; views are bounds-checked and `out.len() == m*n`.
-    /// Writes every element of `out`; reads none, unless `accumulate` (then `out` is
-    /// initialised and the product is added to it).
+    /// Writes every element of `out`; reads none, unless `start` is `Out` (then `out`
+    /// is initialised and the product is added to it).
     #[doc(hidden)]
     fn gemm_kernel(
         a: MatView<'_, Self>,
         b: MatView<'_, Self>,
         out: &mut [MaybeUninit<Self>],
-        accumulate: bool,
+        start: Start<'_, Self>,
         parallel: bool,
     );
 }
@@ -68,10 +80,10 @@ macro_rules! float_elem {
                 a: MatView<'_, $t>,
                 b: MatView<'_, $t>,
                 out: &mut [MaybeUninit<$t>],
-                accumulate: bool,
+                start: Start<'_, $t>,
                 parallel: bool,
             ) {
-                float_gemm(gemm::level(), a, b, out, accumulate, parallel);
+                float_gemm(gemm::level(), a, b, out, start, parallel);
             }
         }
     };
@@ -85,7 +97,7 @@ fn float_gemm<T: gemm::GemmFloat + GemmElem>(
     a: MatView<'_, T>,
     b: MatView<'_, T>,
     out: &mut [MaybeUninit<T>],
-    accumulate: bool,
+    start: Start<'_, T>,
     parallel: bool,
 ) {
     let (m, n) = (a.rows, b.cols);
@@ -96,11 +108,23 @@ fn float_gemm<T: gemm::GemmFloat + GemmElem>(
         return;
     };
     if out.is_empty() || a.cols == 0 {
-        if !accumulate {
-            init_zero(out);
-        }
+        start_values(out, start, m, n);
         return;
     }
+    let start = match start {
+        Start::Zero => gemm::Start::Zero,
+        Start::Out => gemm::Start::C,
+        Start::Matrix(d) => {
+            d.check_bounds("start");
+            check_start_shape(&d, m, n);
+            gemm::Start::Matrix {
+                // in bounds: check_bounds passed and the view is non-empty
+                p: d.data[d.offset..].as_ptr(),
+                rs: d.row_stride,
+                cs: d.col_stride,
+            }
+        }
+    };
     let pr = gemm::Problem {
         m,
         n,
@@ -115,12 +139,13 @@ fn float_gemm<T: gemm::GemmFloat + GemmElem>(
         c: out.as_mut_ptr().cast::<T>(),
         rsc: n,
         csc: 1,
-        accumulate,
+        start,
     };
     // SAFETY: the views were bounds-checked (every element they address lies in their
-    // slices), `out` holds m*n elements written row-major (distinct), initialised when
-    // accumulating (the callers' contract), and borrowed mutably for the call; `level`
-    // comes from `gemm::level()` or a test's list of the CPU's levels.
+    // slices; a start view is a shared borrow, so it cannot overlap `out`), `out` holds
+    // m*n elements written row-major (distinct), initialised when it is the start (the
+    // callers' contract), and borrowed mutably for the call; `level` comes from
+    // `gemm::level()` or a test's list of the CPU's levels.
     unsafe {
         gemm::run(
             level.min(crate::backend::cpu::vmath::detected()),
@@ -136,16 +161,42 @@ impl GemmElem for i64 {
         a: MatView<'_, i64>,
         b: MatView<'_, i64>,
         out: &mut [MaybeUninit<i64>],
-        accumulate: bool,
+        start: Start<'_, i64>,
         parallel: bool,
     ) {
-        let out = if accumulate {
-            // SAFETY: with `accumulate` the caller guarantees `out` is initialised.
-            unsafe { assume_init(out) }
-        } else {
-            init_zero(out)
-        };
+        let out = start_values(out, start, a.rows, b.cols);
         int_gemm(a, b, out, parallel);
+    }
+}
+
+/// Panics (caller bug) unless a start view is `m x n`.
+#[allow(clippy::panic)] // invariant: callers build the start view from the output's shape
+fn check_start_shape<T>(d: &MatView<'_, T>, m: usize, n: usize) {
+    if (d.rows, d.cols) != (m, n) {
+        panic!("gemm: start is {}x{}, the product {m}x{n}", d.rows, d.cols);
+    }
+}
+
+/// Writes the start's values to `out` (m x n, row-major): zeros, `out`'s
+/// own (nothing to write), or the start matrix's; returns `out` as initialised.
+fn start_values<'o, T: GemmElem>(
+    out: &'o mut [MaybeUninit<T>],
+    start: Start<'_, T>,
+    m: usize,
+    n: usize,
+) -> &'o mut [T] {
+    match start {
+        Start::Zero => init_zero(out),
+        // SAFETY: with `Start::Out` the caller guarantees `out` is initialised.
+        Start::Out => unsafe { assume_init(out) },
+        Start::Matrix(d) => {
+            check_start_shape(&d, m, n);
+            for (e, o) in out.iter_mut().enumerate() {
+                *o = MaybeUninit::new(d.at(e / n, e % n));
+            }
+            // SAFETY: every element was just written.
+            unsafe { assume_init(out) }
+        }
     }
 }
 
@@ -239,7 +290,7 @@ fn int_gemm(a: MatView<'_, i64>, b: MatView<'_, i64>, out: &mut [i64], parallel:
 /// chain along k: see `gemm`'s module docs for the exception, matrix-vector products,
 /// and the portable level); i64 results are always identical.
 pub fn gemm<T: GemmElem>(a: MatView<'_, T>, b: MatView<'_, T>, out: &mut [T], parallel: bool) {
-    gemm_into(a, b, as_uninit(out), false, parallel);
+    gemm_into(a, b, as_uninit(out), Start::Zero, parallel);
 }
 
 /// [`gemm`] into memory that need not be initialised (a fresh output's spare capacity):
@@ -250,7 +301,7 @@ pub fn gemm_uninit<T: GemmElem>(
     out: &mut [MaybeUninit<T>],
     parallel: bool,
 ) {
-    gemm_into(a, b, out, false, parallel);
+    gemm_into(a, b, out, Start::Zero, parallel);
 }
 
 /// Whether an `m x k` by `k x n` product is large enough to split across threads: from
@@ -265,16 +316,30 @@ pub fn splits(m: usize, n: usize, k: usize) -> bool {
 /// `out += a · b` (torch's addmm with beta = alpha = 1: the bias is in `out` already),
 /// with [`gemm`]'s checks and threading.
 pub fn gemm_add<T: GemmElem>(a: MatView<'_, T>, b: MatView<'_, T>, out: &mut [T], parallel: bool) {
-    gemm_into(a, b, as_uninit(out), true, parallel);
+    gemm_into(a, b, as_uninit(out), Start::Out, parallel);
 }
 
-/// `accumulate`: `out` is initialised and the product is added to it.
+/// `out = d + a · b` (torch's addmm with beta = alpha = 1), `d` an `m x n` view (a bias
+/// broadcast with stride 0), into memory that need not be initialised: every element
+/// of `out[..m*n]` is written. Each element's chain starts from `d`'s value, so the bits
+/// are those of copying `d` into `out` and calling [`gemm_add`], without the copy.
+pub fn gemm_start<T: GemmElem>(
+    d: MatView<'_, T>,
+    a: MatView<'_, T>,
+    b: MatView<'_, T>,
+    out: &mut [MaybeUninit<T>],
+    parallel: bool,
+) {
+    gemm_into(a, b, out, Start::Matrix(d), parallel);
+}
+
+/// `start`: what the product is added to (`Out`: `out` is initialised).
 #[allow(clippy::panic)] // invariant: callers validate shapes first (see check_bounds)
 fn gemm_into<T: GemmElem>(
     a: MatView<'_, T>,
     b: MatView<'_, T>,
     out: &mut [MaybeUninit<T>],
-    accumulate: bool,
+    start: Start<'_, T>,
     parallel: bool,
 ) {
     let (m, k, n, kb) = (a.rows, a.cols, b.cols, b.rows);
@@ -288,17 +353,19 @@ fn gemm_into<T: GemmElem>(
     };
     a.check_bounds("a");
     b.check_bounds("b");
+    if let Start::Matrix(d) = &start {
+        d.check_bounds("start");
+        check_start_shape(d, m, n);
+    }
     let out = &mut out[..len];
     if len == 0 {
         return;
     }
     if k == 0 {
-        if !accumulate {
-            init_zero(out);
-        }
+        start_values(out, start, m, n);
         return;
     }
-    T::gemm_kernel(a, b, out, accumulate, parallel && splits(m, n, k));
+    T::gemm_kernel(a, b, out, start, parallel && splits(m, n, k));
 }
 
 // ---- over buffers and layouts (the kernels `ops::matmul` calls) -----------------------
@@ -362,8 +429,9 @@ fn batched<T: Element + GemmElem>(ra: &Buffer, la: &Layout, rb: &Buffer, lb: &La
 }
 
 /// `bias + a·b` for 2-D float or integer layouts of one dtype, the bias (over `lc`)
-/// already expanded to the output's shape: the bias is laid out row by row, then the
-/// GEMM adds the product. `None` for bool (no kernel).
+/// already expanded to the output's shape (strides 0 where broadcast): each element's
+/// chain of multiply-adds starts from the bias's value, read in place (no copy of the
+/// bias into the output first). `None` for bool (no kernel).
 pub fn addmm(
     c: &Buffer,
     lc: &Layout,
@@ -380,9 +448,14 @@ pub fn addmm(
         b: &Buffer,
         lb: &Layout,
     ) -> Buffer {
-        let mut out = rows_of(T::slice(c), lc);
         let (va, vb) = (view_of(T::slice(a), la, 0), view_of(T::slice(b), lb, 0));
-        gemm_add(va, vb, &mut out, crate::runtime::intra_op_parallel());
+        let vc = view_of(T::slice(c), lc, 0);
+        let len = va.rows * vb.cols;
+        let mut out: Vec<T> = Vec::with_capacity(len);
+        let spare = &mut out.spare_capacity_mut()[..len];
+        gemm_start(vc, va, vb, spare, crate::runtime::intra_op_parallel());
+        // SAFETY: gemm_start wrote all `len` elements.
+        unsafe { out.set_len(len) };
         T::into_buffer(out)
     }
     match c.dtype() {
@@ -391,21 +464,6 @@ pub fn addmm(
         DType::I64 => Some(go::<i64>(c, lc, a, la, b, lb)),
         DType::Bool => None,
     }
-}
-
-/// A 2-D (possibly broadcast) layout's elements in row-major order: a bias broadcast
-/// down the rows is copied a row at a time.
-fn rows_of<T: Copy>(data: &[T], l: &Layout) -> Vec<T> {
-    let (rows, cols) = (l.shape[0], l.shape[1]);
-    if cols > 0 && l.strides[0] == 0 && l.strides[1] == 1 {
-        let row = &data[l.offset..l.offset + cols];
-        let mut out = Vec::with_capacity(rows * cols);
-        for _ in 0..rows {
-            out.extend_from_slice(row);
-        }
-        return out;
-    }
-    super::strided::contiguous(data, l).into_owned()
 }
 
 #[cfg(test)]
@@ -521,10 +579,10 @@ mod tests {
     /// Sizes the tests take m, n and k from.
     const SIZES: [usize; 14] = [0, 1, 2, 3, 7, 15, 16, 17, 31, 33, 64, 127, 129, 300];
 
-    /// Whether this product goes through the matrix-vector path, whose sums are
-    /// reassociated (only checked against the tolerance).
-    fn is_gemv<T>(a: &MatView<'_, T>, b: &MatView<'_, T>) -> bool {
-        (b.cols == 1 && a.col_stride == 1) || (a.rows == 1 && b.row_stride == 1)
+    /// Whether this product runs as dot products (matrix-vector and thin products along
+    /// a contiguous k), whose sums are reassociated (checked against the tolerance).
+    fn is_dot<T>(a: &MatView<'_, T>, b: &MatView<'_, T>) -> bool {
+        gemm::reassociates(a.rows, b.cols, a.cols, a.col_stride, b.row_stride)
     }
 
     fn check_levels<T: Chain>() {
@@ -549,10 +607,30 @@ mod tests {
         shapes.extend([[1, 300, 129], [129, 300, 1], [300, 1, 300], [10, 129, 300]]);
         for (case, &[m, k, n]) in shapes.iter().enumerate() {
             let (la, lb) = ((next() % 4) as u8, (next() % 4) as u8);
-            let accumulate = next() % 2 == 0;
+            // 0 from zero, 1 from out, 2 from a bias broadcast down the rows (addmm's),
+            // 3 from one broadcast along the rows, 4 from a padded matrix
+            let mode = next() % 5;
             let ((ad, ap), (bd, bp)) = (build::<T>(m, k, la, 1), build::<T>(k, n, lb, 2));
             let (a, b) = (view(&ad, m, k, ap), view(&bd, k, n, bp));
             let init: Vec<T> = (0..m * n).map(|i| T::sample(7 + i as u64)).collect();
+            let dd: Vec<T> = (0..3 + m * (n + 2))
+                .map(|i| T::sample(5 + i as u64))
+                .collect();
+            let dv = match mode {
+                2 => view(&dd, m, n, [1, 0, 1]),
+                3 => view(&dd, m, n, [2, 1, 0]),
+                _ => view(&dd, m, n, [3, n + 2, 1]),
+            };
+            let start = match mode {
+                0 => Start::Zero,
+                1 => Start::Out,
+                _ => Start::Matrix(dv),
+            };
+            let accumulate = mode > 0;
+            let c0_at = |e: usize| {
+                let (i, j) = (e / n.max(1), e % n.max(1));
+                if mode == 1 { init[e] } else { dv.at(i, j) }
+            };
             let mut first: Option<Vec<u64>> = None;
             for &level in &supported() {
                 let fused = level != Level::Baseline;
@@ -561,7 +639,7 @@ mod tests {
                     .map(|e| {
                         let (i, j) = (e / n.max(1), e % n.max(1));
                         let c0 = if accumulate {
-                            init[e]
+                            c0_at(e)
                         } else {
                             <T as GemmElem>::ZERO
                         };
@@ -571,22 +649,22 @@ mod tests {
                     .collect();
                 for parallel in [false, true] {
                     let mut out = init.clone();
-                    float_gemm(level, a, b, as_uninit(&mut out), accumulate, parallel);
+                    float_gemm(level, a, b, as_uninit(&mut out), start, parallel);
                     let mut again = init.clone();
-                    float_gemm(level, a, b, as_uninit(&mut again), accumulate, parallel);
+                    float_gemm(level, a, b, as_uninit(&mut again), start, parallel);
                     let got: Vec<u64> = out.iter().map(|x| x.bits()).collect();
                     let ctx = format!(
-                        "case {case}: {m}x{k}x{n} layouts {la}{lb} acc {accumulate} {level:?} par {parallel}"
+                        "case {case}: {m}x{k}x{n} layouts {la}{lb} start {mode} {level:?} par {parallel}"
                     );
                     assert_eq!(
                         got,
                         again.iter().map(|x| x.bits()).collect::<Vec<_>>(),
                         "not deterministic: {ctx}"
                     );
-                    if is_gemv(&a, &b) {
+                    if is_dot(&a, &b) {
                         for (e, &o) in out.iter().enumerate() {
                             let (i, j) = (e / n, e % n);
-                            let c0 = if accumulate { init[e].f() } else { 0.0 };
+                            let c0 = if accumulate { c0_at(e).f() } else { 0.0 };
                             let terms = (0..k).map(|p| a.at(i, p).f() * b.at(p, j).f());
                             let (exact, mag) =
                                 terms.fold((c0, c0.abs()), |(s, t), x| (s + x, t + x.abs()));
@@ -631,17 +709,99 @@ mod tests {
                         vec![<T as GemmElem>::ZERO; m * n],
                         vec![<T as GemmElem>::ZERO; m * n],
                     );
-                    float_gemm(level, a, b, as_uninit(&mut s), false, false);
-                    float_gemm(level, a, b, as_uninit(&mut p), false, true);
+                    float_gemm(level, a, b, as_uninit(&mut s), Start::Zero, false);
+                    float_gemm(level, a, b, as_uninit(&mut p), Start::Zero, true);
+                    let dot = is_dot(&a, &b);
                     for (e, (x, y)) in s.iter().zip(&p).enumerate() {
                         let (i, j) = (e / n, e % n);
                         let c = (0..k).fold(<T as GemmElem>::ZERO, |c, q| {
                             T::step(a.at(i, q), b.at(q, j), c, fused)
                         });
-                        assert!(
-                            x.bits() == c.bits() && y.bits() == c.bits(),
-                            "{m}x{k}x{n} {la}{lb} ({i},{j})"
-                        );
+                        let ctx = format!("{m}x{k}x{n} {la}{lb} ({i},{j})");
+                        assert!(x.bits() == y.bits(), "serial and split differ: {ctx}");
+                        if dot {
+                            let mag: f64 = (0..k)
+                                .map(|q| (a.at(i, q).f() * b.at(q, j).f()).abs())
+                                .sum();
+                            assert!((x.f() - c.f()).abs() <= 2.0 * T::TOL * mag, "{ctx}");
+                        } else {
+                            assert!(x.bits() == c.bits(), "not the exact chain: {ctx}");
+                        }
+                    }
+                }
+            }
+        }
+        go::<f32>();
+        go::<f64>();
+    }
+
+    #[test]
+    fn thin_products_along_k_have_the_bits_of_their_matrix_vector_products() {
+        // A row-major, B transposed (both contiguous along k: x·Wᵀ), one side thin: each
+        // element has the bits of its row of A times its column of B alone (a
+        // matrix-vector product), at every level and thread count, with a bias; k with
+        // and without a tail, odd counts for the register blocks
+        use crate::backend::cpu::vmath::{Level, supported};
+        fn go<T: Chain>() {
+            let shapes = [
+                (300, 129, 7),
+                (70, 64, 12),
+                (5, 300, 200),
+                (11, 97, 33),
+                (12, 93, 40),
+                (40, 784, 6),
+                (32, 200, 45),
+                (3, 1000, 9),
+            ];
+            for (m, k, n) in shapes {
+                let ((ad, ap), (bd, bp)) = (build::<T>(m, k, 0, 5), build::<T>(k, n, 1, 6));
+                let (a, b) = (view(&ad, m, k, ap), view(&bd, k, n, bp));
+                assert!(is_dot(&a, &b), "{m}x{k}x{n} should run as dot products");
+                let bias: Vec<T> = (0..n).map(|j| T::sample(40 + j as u64)).collect();
+                let bv = view(&bias, m, n, [0, 0, 1]);
+                let mut first: Option<Vec<u64>> = None;
+                for &level in &supported() {
+                    for parallel in [false, true] {
+                        let mut c = vec![<T as GemmElem>::ZERO; m * n];
+                        float_gemm(level, a, b, as_uninit(&mut c), Start::Matrix(bv), parallel);
+                        let got: Vec<u64> = c.iter().map(|x| x.bits()).collect();
+                        let ctx = format!("{m}x{k}x{n} {level:?} par {parallel}");
+                        for (e, &x) in c.iter().enumerate() {
+                            let (i, j) = (e / n, e % n);
+                            // row i of A times column j of B alone (a matrix-vector product)
+                            let mut one = [<T as GemmElem>::ZERO];
+                            let va = MatView {
+                                rows: 1,
+                                offset: ap[0] + i * ap[1],
+                                ..a
+                            };
+                            let vb = MatView {
+                                cols: 1,
+                                offset: bp[0] + j * bp[2],
+                                ..b
+                            };
+                            let bi = view(&bias[j..], 1, 1, [0, 0, 0]);
+                            float_gemm(
+                                level,
+                                va,
+                                vb,
+                                as_uninit(&mut one),
+                                Start::Matrix(bi),
+                                false,
+                            );
+                            assert_eq!(x.bits(), one[0].bits(), "{ctx} ({i},{j})");
+                            let terms = (0..k).map(|p| a.at(i, p).f() * b.at(p, j).f());
+                            let c0 = bias[j].f();
+                            let (exact, mag) =
+                                terms.fold((c0, c0.abs()), |(s, t), x| (s + x, t + x.abs()));
+                            assert!((x.f() - exact).abs() <= T::TOL * mag, "{ctx} ({i},{j})");
+                        }
+                        if level != Level::Baseline {
+                            match &first {
+                                None => first = Some(got),
+                                Some(f) => assert_eq!(f, &got, "levels differ: {ctx}"),
+                            }
+                        }
                     }
                 }
             }

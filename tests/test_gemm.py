@@ -1,0 +1,84 @@
+"""The float GEMM at each instruction-set level, through the Python API.
+
+`RGRAD_GEMM_LEVEL` (read once per process) caps the level, so each level runs in its
+own interpreter. The Rust unit tests (backend/cpu/matmul.rs) check every element bit
+for bit against the scalar chain at every level the CPU has; these check the paths the
+MLP takes end to end: `F.linear` with a bias (addmm: each chain starts from the bias,
+read in place), its thin-n orientation (n = 10), a bias broadcast down the columns,
+and the backward products, against float64 NumPy, and the AVX-512 and AVX2 levels
+against each other bit for bit (both fuse each multiply-add in the order of k).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+_LEVEL_SCRIPT = r"""
+import json, sys
+import numpy as np
+import rgrad
+import rgrad.nn.functional as F
+
+rgrad.manual_seed(0)
+out = {}
+for name, (m, k, n) in {"w1": (128, 784, 512), "w3": (128, 512, 10), "small": (7, 33, 17)}.items():
+    x = rgrad.randn(m, k)
+    w = rgrad.randn(n, k).requires_grad_()
+    b = rgrad.randn(n).requires_grad_()
+    y = F.linear(x.requires_grad_(), w, b)
+    y.backward(rgrad.ones(m, n))
+    out[name] = [t.detach().numpy().tolist() for t in (x, w, b, y, x.grad, w.grad, b.grad)]
+# addmm with a bias broadcast along the rows (one value per row)
+c, a, bb = rgrad.randn(96, 1), rgrad.randn(96, 300), rgrad.randn(300, 70)
+out["col_bias"] = [t.numpy().tolist() for t in (c, a, bb, rgrad.addmm(c, a, bb))]
+json.dump(out, sys.stdout)
+"""
+
+LEVELS = ["baseline", "avx2", "avx512"]
+
+
+def _run(level: str) -> dict:
+    env = dict(os.environ, RGRAD_GEMM_LEVEL=level)
+    r = subprocess.run([sys.executable, "-c", _LEVEL_SCRIPT], env=env, capture_output=True, text=True, check=True)
+    return {k: [np.array(v, dtype=np.float32) for v in vs] for k, vs in json.loads(r.stdout).items()}
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, dict]:
+    return {level: _run(level) for level in LEVELS}
+
+
+def _close(got: np.ndarray, want: np.ndarray, mag: np.ndarray) -> None:
+    # float32 chains of up to 784 terms: a relative error of the sum of magnitudes
+    assert np.all(np.abs(got - want) <= 1e-5 * mag + 1e-30), np.max(np.abs(got - want) / (mag + 1e-30))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_linear_with_bias_and_its_gradients_at_each_level(results, level):
+    for name, vals in results[level].items():
+        if name == "col_bias":
+            c, a, bb, r = vals
+            want = c.astype(np.float64) + a.astype(np.float64) @ bb.astype(np.float64)
+            _close(r, want, np.abs(c) + np.abs(a) @ np.abs(bb))
+            continue
+        x, w, b, y, gx, gw, gb = vals
+        x64, w64 = x.astype(np.float64), w.astype(np.float64)
+        _close(y, x64 @ w64.T + b, np.abs(x) @ np.abs(w).T + np.abs(b))
+        ones = np.ones_like(y, dtype=np.float64)
+        _close(gx, ones @ w64, ones @ np.abs(w))
+        _close(gw, ones.T @ x64, ones.T @ np.abs(x))
+        assert np.array_equal(gb, np.full_like(gb, y.shape[0]))
+
+
+def test_avx2_and_avx512_give_the_same_bits(results):
+    # (on a CPU without AVX-512 both runs are AVX2's, and agree trivially)
+    a, b = results["avx2"], results["avx512"]
+    for name in a:
+        for u, v in zip(a[name], b[name]):
+            assert np.array_equal(u.view(np.uint32), v.view(np.uint32)), name
