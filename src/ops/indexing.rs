@@ -36,7 +36,8 @@ enum IndexRule {
 }
 
 fn index_values_as(index: &Tensor, size: usize, dim: usize, rule: IndexRule) -> Result<Vec<i64>> {
-    with_index_values(index, size, dim, rule, |v| Ok(v.to_vec()))
+    // (a recorded plan's list is handed over as it is: the replay knows it by its address)
+    with_index_values(index, size, dim, rule, |v| Ok(v.into_owned()))
 }
 
 /// Runs `f` on an int64 index tensor's values, contiguous and checked (see
@@ -46,7 +47,7 @@ fn with_index_values<R>(
     size: usize,
     dim: usize,
     rule: IndexRule,
-    f: impl FnOnce(&[i64]) -> Result<R>,
+    f: impl FnOnce(Cow<'_, [i64]>) -> Result<R>,
 ) -> Result<R> {
     if index.dtype() != DType::I64 {
         return Err(Error::runtime(format!(
@@ -66,9 +67,9 @@ fn with_index_values<R>(
         crate::replay::plan_index(&r, &v, move |b| {
             values_of(b, &layout, size, dim, rule).map(Cow::into_owned)
         })?;
-        return f(&v);
+        return f(Cow::Owned(v));
     }
-    f(&v)
+    f(v)
 }
 
 /// [`index_values_as`] of an index buffer read on the host.
@@ -138,6 +139,7 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     // (the index read in place where it can be: its storage's read lock is held through
     // the kernel, beside x's)
     with_index_values(index, size, d, IndexRule::Gather, |idx| {
+        let idx = &*idx;
         apply(
             "aten::gather",
             &[x],
@@ -300,6 +302,7 @@ pub(super) fn index_select_as(
     }
     // (the index read in place where it can be, as gather's)
     with_index_values(index, layout.shape[d], d, rule, |idx| {
+        let idx = &*idx;
         let mut out_shape = layout.shape.clone();
         out_shape[d] = idx.len();
         if scalar_input {
