@@ -77,6 +77,71 @@ struct DLManagedTensorVersioned {
     dl_tensor: DLTensor,
 }
 
+/// The two kinds of managed tensor (legacy and versioned): what the code shared by both
+/// needs of each.
+trait Managed: Sized + 'static {
+    /// The capsule's name, and the name a consumer gives it when it takes the tensor.
+    const NAME: &'static CStr;
+    const USED: &'static CStr;
+    /// A managed tensor handing out `dl_tensor`, to be freed by `deleter`.
+    fn new(dl_tensor: DLTensor, flags: u64, deleter: unsafe extern "C" fn(*mut Self)) -> Self;
+    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)>;
+    fn set_context(&mut self, ctx: *mut c_void);
+    fn dl_tensor(&self) -> &DLTensor;
+    /// The DLPack version it was made by (`None`: a legacy one, which has none).
+    fn version(&self) -> Option<DLPackVersion>;
+}
+
+impl Managed for DLManagedTensor {
+    const NAME: &'static CStr = c"dltensor";
+    const USED: &'static CStr = c"used_dltensor";
+    fn new(dl_tensor: DLTensor, _flags: u64, deleter: unsafe extern "C" fn(*mut Self)) -> Self {
+        DLManagedTensor {
+            dl_tensor,
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(deleter),
+        }
+    }
+    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
+        self.deleter
+    }
+    fn set_context(&mut self, ctx: *mut c_void) {
+        self.manager_ctx = ctx;
+    }
+    fn dl_tensor(&self) -> &DLTensor {
+        &self.dl_tensor
+    }
+    fn version(&self) -> Option<DLPackVersion> {
+        None
+    }
+}
+
+impl Managed for DLManagedTensorVersioned {
+    const NAME: &'static CStr = c"dltensor_versioned";
+    const USED: &'static CStr = c"used_dltensor_versioned";
+    fn new(dl_tensor: DLTensor, flags: u64, deleter: unsafe extern "C" fn(*mut Self)) -> Self {
+        DLManagedTensorVersioned {
+            version: VERSION,
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(deleter),
+            flags,
+            dl_tensor,
+        }
+    }
+    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
+        self.deleter
+    }
+    fn set_context(&mut self, ctx: *mut c_void) {
+        self.manager_ctx = ctx;
+    }
+    fn dl_tensor(&self) -> &DLTensor {
+        &self.dl_tensor
+    }
+    fn version(&self) -> Option<DLPackVersion> {
+        Some(self.version)
+    }
+}
+
 const KDL_CPU: i32 = 1;
 const KDL_CUDA: i32 = 2;
 const KDL_CUDA_HOST: i32 = 3;
@@ -90,11 +155,6 @@ const FLAG_READ_ONLY: u64 = 1;
 const FLAG_IS_COPIED: u64 = 2;
 /// What we write: everything we use is in DLPack 1.0.
 const VERSION: DLPackVersion = DLPackVersion { major: 1, minor: 0 };
-
-const LEGACY: &CStr = c"dltensor";
-const LEGACY_USED: &CStr = c"used_dltensor";
-const VERSIONED: &CStr = c"dltensor_versioned";
-const VERSIONED_USED: &CStr = c"used_dltensor_versioned";
 
 /// Exports not yet released by their consumer, and imports whose producer's deleter has
 /// not run yet (for the leak tests).
@@ -404,44 +464,24 @@ struct Export<M> {
     _storage: Arc<Storage>,
 }
 
-unsafe extern "C" fn delete_export(p: *mut DLManagedTensor) {
+unsafe extern "C" fn delete_export<M: Managed>(p: *mut M) {
     if !p.is_null() {
         // SAFETY: `p` is the first field of a boxed `Export` made by `export`, and a
         // deleter runs once (the consumer's call or the unconsumed capsule's destructor).
-        drop(unsafe { Box::from_raw(p.cast::<Export<DLManagedTensor>>()) });
-        LIVE_EXPORTS.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-unsafe extern "C" fn delete_export_versioned(p: *mut DLManagedTensorVersioned) {
-    if !p.is_null() {
-        // SAFETY: as in `delete_export`.
-        drop(unsafe { Box::from_raw(p.cast::<Export<DLManagedTensorVersioned>>()) });
+        drop(unsafe { Box::from_raw(p.cast::<Export<M>>()) });
         LIVE_EXPORTS.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 /// A capsule nobody consumed frees what it holds; a consumed one was renamed and its
 /// consumer calls the deleter.
-unsafe extern "C" fn destroy_capsule(cap: *mut ffi::PyObject) {
-    // SAFETY: called by Python with the capsule, the GIL held.
+unsafe extern "C" fn destroy_capsule<M: Managed>(cap: *mut ffi::PyObject) {
+    // SAFETY: called by Python with the capsule, the GIL held; a capsule still under its
+    // name holds the managed tensor it was made with.
     unsafe {
-        if ffi::PyCapsule_IsValid(cap, LEGACY.as_ptr()) == 1 {
-            let p = ffi::PyCapsule_GetPointer(cap, LEGACY.as_ptr()).cast::<DLManagedTensor>();
-            if let Some(d) = (*p).deleter {
-                d(p);
-            }
-        }
-    }
-}
-
-unsafe extern "C" fn destroy_capsule_versioned(cap: *mut ffi::PyObject) {
-    // SAFETY: as in `destroy_capsule`.
-    unsafe {
-        if ffi::PyCapsule_IsValid(cap, VERSIONED.as_ptr()) == 1 {
-            let p = ffi::PyCapsule_GetPointer(cap, VERSIONED.as_ptr())
-                .cast::<DLManagedTensorVersioned>();
-            if let Some(d) = (*p).deleter {
+        if ffi::PyCapsule_IsValid(cap, M::NAME.as_ptr()) == 1 {
+            let p = ffi::PyCapsule_GetPointer(cap, M::NAME.as_ptr()).cast::<M>();
+            if let Some(d) = (*p).deleter() {
                 d(p);
             }
         }
@@ -497,61 +537,38 @@ fn export<'py>(
         strides: strides.as_ptr().cast_mut(),
         byte_offset: 0,
     };
-    LIVE_EXPORTS.fetch_add(1, Ordering::Relaxed);
-    let (ptr, name, destructor): (*mut c_void, &CStr, ffi::PyCapsule_Destructor) = if versioned {
-        let flags =
-            if read_only { FLAG_READ_ONLY } else { 0 } | if copy { FLAG_IS_COPIED } else { 0 };
-        let e = Box::new(Export {
-            managed: DLManagedTensorVersioned {
-                version: VERSION,
-                manager_ctx: std::ptr::null_mut(),
-                deleter: Some(delete_export_versioned),
-                flags,
-                dl_tensor,
-            },
-            shape,
-            strides,
-            _storage: storage,
-        });
-        let p = Box::into_raw(e);
-        // SAFETY: just made; the context points to the export itself.
-        unsafe { (*p).managed.manager_ctx = p.cast() };
-        (
-            p.cast(),
-            VERSIONED,
-            destroy_capsule_versioned as ffi::PyCapsule_Destructor,
-        )
+    let flags = if read_only { FLAG_READ_ONLY } else { 0 } | if copy { FLAG_IS_COPIED } else { 0 };
+    let managed = (dl_tensor, flags, shape, strides, storage);
+    if versioned {
+        capsule::<DLManagedTensorVersioned>(py, managed)
     } else {
-        let e = Box::new(Export {
-            managed: DLManagedTensor {
-                dl_tensor,
-                manager_ctx: std::ptr::null_mut(),
-                deleter: Some(delete_export),
-            },
-            shape,
-            strides,
-            _storage: storage,
-        });
-        let p = Box::into_raw(e);
-        // SAFETY: as above.
-        unsafe { (*p).managed.manager_ctx = p.cast() };
-        (
-            p.cast(),
-            LEGACY,
-            destroy_capsule as ffi::PyCapsule_Destructor,
-        )
-    };
+        capsule::<DLManagedTensor>(py, managed)
+    }
+}
+
+/// What an export hands out and holds: the `DLTensor`, its flags, the shape and strides
+/// it points to, and the storage.
+type Exported = (DLTensor, u64, Box<[i64]>, Box<[i64]>, Arc<Storage>);
+
+/// A capsule of kind `M` owning an export.
+fn capsule<'py, M: Managed>(
+    py: Python<'py>,
+    (dl_tensor, flags, shape, strides, storage): Exported,
+) -> PyResult<Bound<'py, PyAny>> {
+    let p = Box::into_raw(Box::new(Export {
+        managed: M::new(dl_tensor, flags, delete_export::<M>),
+        shape,
+        strides,
+        _storage: storage,
+    }));
+    LIVE_EXPORTS.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: just made; the context points to the export itself.
+    unsafe { (*p).managed.set_context(p.cast()) };
     // SAFETY: a valid pointer and a static name; the capsule owns the export from here.
-    let cap = unsafe { ffi::PyCapsule_New(ptr, name.as_ptr(), Some(destructor)) };
+    let cap = unsafe { ffi::PyCapsule_New(p.cast(), M::NAME.as_ptr(), Some(destroy_capsule::<M>)) };
     if cap.is_null() {
         // SAFETY: the capsule was not made, so the export is still ours to free.
-        unsafe {
-            if versioned {
-                delete_export_versioned(ptr.cast());
-            } else {
-                delete_export(ptr.cast());
-            }
-        }
+        unsafe { delete_export::<M>(p.cast()) };
     }
     // SAFETY: a new reference, or null with the error set.
     unsafe { Bound::from_owned_ptr_or_err(py, cap) }
@@ -691,33 +708,21 @@ fn _to_dlpack<'py>(py: Python<'py>, t: &PyTensor) -> PyResult<Bound<'py, PyAny>>
 // ---- DLPack import --------------------------------------------------------------------
 
 /// A producer's managed tensor, taken from its capsule: dropping it calls its deleter.
-enum Taken {
-    Legacy(*mut DLManagedTensor),
-    Versioned(*mut DLManagedTensorVersioned),
-}
+struct Taken<M: Managed>(*mut M);
 
 // SAFETY: DLPack requires a deleter that may be called from any thread; the pointer is
 // used for nothing else.
-unsafe impl Send for Taken {}
+unsafe impl<M: Managed> Send for Taken<M> {}
 // SAFETY: as above; shared references never touch the pointer.
-unsafe impl Sync for Taken {}
+unsafe impl<M: Managed> Sync for Taken<M> {}
 
-impl Drop for Taken {
+impl<M: Managed> Drop for Taken<M> {
     fn drop(&mut self) {
         // SAFETY: the producer's managed tensor, taken once from its capsule (renamed so
         // that nobody else frees it); its deleter is called once, here.
         unsafe {
-            match *self {
-                Taken::Legacy(p) => {
-                    if let Some(d) = (*p).deleter {
-                        d(p);
-                    }
-                }
-                Taken::Versioned(p) => {
-                    if let Some(d) = (*p).deleter {
-                        d(p);
-                    }
-                }
+            if let Some(d) = (*self.0).deleter() {
+                d(self.0);
             }
         }
         LIVE_IMPORTS.fetch_sub(1, Ordering::Relaxed);
@@ -809,58 +814,46 @@ const INVALID_CAPSULE: &str = "from_dlpack received an invalid capsule. Note tha
 #[pyfunction]
 fn _from_dlpack(py: Python<'_>, capsule: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
     let raw = capsule.as_ptr();
-    // SAFETY: `raw` is a live object; the capsule calls only read it, and the pointers
-    // read from a valid capsule are the producer's managed tensor (DLPack's contract).
+    // SAFETY: `raw` is a live object; `PyCapsule_IsValid` only reads it.
     unsafe {
-        if ffi::PyCapsule_IsValid(raw, VERSIONED.as_ptr()) == 1 {
-            let p = ffi::PyCapsule_GetPointer(raw, VERSIONED.as_ptr())
-                .cast::<DLManagedTensorVersioned>();
-            if p.is_null() {
-                return Err(PyErr::fetch(py));
-            }
-            let v = (*p).version;
-            if v.major != VERSION.major {
-                return Err(PyBufferError::new_err(format!(
-                    "rgrad.from_dlpack: DLPack version {}.{} is not supported (rgrad reads 1.x)",
-                    v.major, v.minor
-                )));
-            }
-            let (place, dtype, ptr, shape, strides) = read_dl_tensor(&(*p).dl_tensor)?;
-            if ffi::PyCapsule_SetName(raw, VERSIONED_USED.as_ptr()) != 0 {
-                return Err(PyErr::fetch(py));
-            }
-            LIVE_IMPORTS.fetch_add(1, Ordering::Relaxed);
-            let t = lent_tensor(
-                place,
-                dtype,
-                ptr,
-                shape,
-                strides,
-                Box::new(Taken::Versioned(p)),
-            )?;
-            wrap(py, t)
-        } else if ffi::PyCapsule_IsValid(raw, LEGACY.as_ptr()) == 1 {
-            let p = ffi::PyCapsule_GetPointer(raw, LEGACY.as_ptr()).cast::<DLManagedTensor>();
-            if p.is_null() {
-                return Err(PyErr::fetch(py));
-            }
-            let (place, dtype, ptr, shape, strides) = read_dl_tensor(&(*p).dl_tensor)?;
-            if ffi::PyCapsule_SetName(raw, LEGACY_USED.as_ptr()) != 0 {
-                return Err(PyErr::fetch(py));
-            }
-            LIVE_IMPORTS.fetch_add(1, Ordering::Relaxed);
-            let t = lent_tensor(
-                place,
-                dtype,
-                ptr,
-                shape,
-                strides,
-                Box::new(Taken::Legacy(p)),
-            )?;
-            wrap(py, t)
+        if ffi::PyCapsule_IsValid(raw, DLManagedTensorVersioned::NAME.as_ptr()) == 1 {
+            take::<DLManagedTensorVersioned>(py, raw)
+        } else if ffi::PyCapsule_IsValid(raw, DLManagedTensor::NAME.as_ptr()) == 1 {
+            take::<DLManagedTensor>(py, raw)
         } else {
             Err(PyRuntimeError::new_err(INVALID_CAPSULE))
         }
+    }
+}
+
+/// Takes the managed tensor of kind `M` out of the capsule `raw` (renamed, so that its
+/// destructor leaves it to us), as a tensor whose storage calls the producer's deleter.
+/// Nothing is taken when the tensor is refused.
+///
+/// # Safety
+/// `raw` must be a valid capsule of kind `M`, holding a managed tensor as DLPack defines.
+unsafe fn take<M: Managed>(py: Python<'_>, raw: *mut ffi::PyObject) -> PyResult<Py<PyTensor>> {
+    // SAFETY: the caller's promise; the pointer read from the capsule is its producer's.
+    unsafe {
+        let p = ffi::PyCapsule_GetPointer(raw, M::NAME.as_ptr()).cast::<M>();
+        if p.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        if let Some(v) = (*p).version()
+            && v.major != VERSION.major
+        {
+            return Err(PyBufferError::new_err(format!(
+                "rgrad.from_dlpack: DLPack version {}.{} is not supported (rgrad reads 1.x)",
+                v.major, v.minor
+            )));
+        }
+        let (place, dtype, ptr, shape, strides) = read_dl_tensor((*p).dl_tensor())?;
+        if ffi::PyCapsule_SetName(raw, M::USED.as_ptr()) != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        LIVE_IMPORTS.fetch_add(1, Ordering::Relaxed);
+        let t = lent_tensor(place, dtype, ptr, shape, strides, Box::new(Taken(p)))?;
+        wrap(py, t)
     }
 }
 

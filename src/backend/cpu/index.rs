@@ -23,7 +23,7 @@ pub fn index_values<'a>(
     let vals = contiguous(v, layout);
     let n = size as i64;
     // (the largest value as unsigned: any negative one is huge)
-    if largest_unsigned(&vals) < size as u64 {
+    if vals.is_empty() || largest_unsigned(&vals) < size as u64 {
         return Ok(vals);
     }
     let first_bad = |lo: i64| {
@@ -390,6 +390,28 @@ pub fn index_add(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_values_borrow_what_is_in_range_and_wrap_or_refuse_the_rest() {
+        use std::borrow::Cow;
+        let l = |n: usize| Layout::contiguous(&[n]);
+        let v = [2i64, 0, 1];
+        assert!(matches!(index_values(&v, &l(3), 3, false), Ok(Cow::Borrowed(s)) if s == v));
+        // an empty index is in range of anything, a dim of size 0 included
+        assert!(matches!(index_values(&[], &l(0), 0, false), Ok(c) if c.is_empty()));
+        let w = [-1i64, 2, -3];
+        assert_eq!(
+            index_values(&w, &l(3), 3, true).unwrap().into_owned(),
+            vec![2, 2, 0]
+        );
+        assert_eq!(index_values(&w, &l(3), 3, false).unwrap_err(), -1);
+        assert_eq!(index_values(&[0, 3, -4], &l(3), 3, true).unwrap_err(), 3);
+        assert_eq!(index_values(&[0, -4, 3], &l(3), 3, true).unwrap_err(), -4);
+        assert_eq!(
+            index_values(&[i64::MAX], &l(1), 5, false).unwrap_err(),
+            i64::MAX
+        );
+    }
 
     #[test]
     fn contiguous_fast_paths_match_plain_loops() {
