@@ -183,18 +183,13 @@ fn from_dl_dtype(t: DLDataType) -> PyResult<DType> {
         (KDL_FLOAT, 64, 1) => DType::F64,
         (code, bits, lanes) => {
             let kind = match code {
-                KDL_INT => "int",
-                KDL_UINT => "uint",
-                KDL_FLOAT => "float",
-                KDL_BFLOAT => "bfloat",
-                KDL_COMPLEX => "complex",
-                KDL_BOOL => "bool",
-                _ => "code ",
-            };
-            let kind = if kind == "code " {
-                format!("code {code} of ")
-            } else {
-                kind.to_string()
+                KDL_INT => "int".to_string(),
+                KDL_UINT => "uint".to_string(),
+                KDL_FLOAT => "float".to_string(),
+                KDL_BFLOAT => "bfloat".to_string(),
+                KDL_COMPLEX => "complex".to_string(),
+                KDL_BOOL => "bool".to_string(),
+                _ => format!("code {code} of "),
             };
             let lanes = if lanes == 1 {
                 String::new()
@@ -694,7 +689,7 @@ impl PyTensor {
     }
 }
 
-/// `(to_dlpack)`: the legacy capsule of `t`, as torch's `torch.utils.dlpack.to_dlpack`.
+/// The legacy capsule of `t`, for `rgrad.utils.dlpack.to_dlpack` (torch's `_C._to_dlpack`).
 #[pyfunction]
 fn _to_dlpack<'py>(py: Python<'py>, t: &PyTensor) -> PyResult<Bound<'py, PyAny>> {
     if t.t.requires_grad() {
