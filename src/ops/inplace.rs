@@ -353,12 +353,11 @@ fn check_no_overlap(out: &Tensor, input: &Tensor) -> Result<()> {
     let overlap = out.same(input)
         || (Arc::ptr_eq(&a.storage, &b.storage) && {
             let (la, lb) = (&a.layout, &b.layout);
-            la.numel() > 0
-                && lb.numel() > 0
-                && la.is_non_overlapping_and_dense()
+            let ((a0, a1), (b0, b1)) = (la.storage_span(), lb.storage_span());
+            la.is_non_overlapping_and_dense()
                 && lb.is_non_overlapping_and_dense()
-                && la.offset < lb.offset + lb.numel()
-                && lb.offset < la.offset + la.numel()
+                && a0 < b1
+                && b0 < a1
         });
     if overlap {
         return Err(Error::runtime(

@@ -208,7 +208,8 @@ fn from_dl_dtype(t: DLDataType) -> PyResult<DType> {
 // ---- the tensor behind an array or a DLTensor -----------------------------------------
 
 /// The number of elements from the first to the last one that `shape` and `strides`
-/// (in elements) reach, or `None` if that overflows.
+/// (in elements) reach, or `None` if that overflows (`Layout::storage_span`, checked: the
+/// sizes come from another library).
 fn span(shape: &[usize], strides: &[usize]) -> Option<usize> {
     if shape.contains(&0) {
         return Some(0);
