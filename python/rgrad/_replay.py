@@ -145,10 +145,11 @@ class CompiledStep:
         """
         self._check(inputs)
         with self._lock:
-            with no_grad():
-                for x, s in zip(inputs, self.static_inputs):
-                    if x is not s:
-                        s.copy_(x)
+            if inputs:
+                with no_grad():
+                    for x, s in zip(inputs, self.static_inputs):
+                        if x is not s:
+                            s.copy_(x)
             if self._program is not None:
                 outs = self._program.run()
                 if outs is not None:

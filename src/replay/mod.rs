@@ -28,7 +28,12 @@
 //! program with big kernels, on a pool thread (a kernel's result does not depend on how it
 //! splits, so results are eager's bits);
 //! an intermediate buffer is dropped after its last use (mimalloc hands the pages back to
-//! the next replay's kernels); then the finish: storages whose buffer was swapped get the
+//! the next replay's kernels). The frame of buffers by slot belongs to the program and
+//! keeps only the constants between replays; each step carries what a replay reads for it
+//! (input slots, its outputs' sizes, what to drop after it), so the common path touches
+//! the steps, the frame and the kernels' memory, nothing else. A program that writes no
+//! extern in place read-locks its externs once for the whole replay instead of once per
+//! step that reads them (the W1 chain's `h + a`). Then the finish: storages whose buffer was swapped get the
 //! new one, version counters move as eager moved them, leaves get their final `.grad`, and
 //! the outputs are returned as fresh tensors without history. Replays of one program are
 //! serialised by its lock.
@@ -58,9 +63,33 @@ pub type Outs = SmallVec<[Buffer; 1]>;
 /// A recorded kernel call: its input buffers (in slot order), the buffer it writes in place
 /// (if any); returns its new buffers.
 pub type StepFn = Box<dyn Fn(&[&Buffer], Option<&mut Buffer>) -> Result<Outs> + Send + Sync>;
+/// A recorded kernel call that makes one new buffer and writes nothing in place (most of
+/// them): its input buffers, in slot order, and its slot, which it fills. The buffer goes
+/// straight into the frame, not back through the caller: reading a just-written buffer
+/// to move it stalls on store forwarding, ~5 ns a move in the W1 chain.
+type StepFn1 = Box<dyn Fn(&[&Buffer], &mut Option<Buffer>) -> Result<()> + Send + Sync>;
+
+enum Kernel {
+    One(StepFn1),
+    Any(StepFn),
+}
+
+impl Kernel {
+    fn call(&self, ins: &[&Buffer], dst: Option<&mut Buffer>) -> Result<Outs> {
+        match self {
+            Kernel::One(f) => {
+                let mut out = None;
+                f(ins, &mut out)?;
+                Ok(out.into_iter().collect())
+            }
+            Kernel::Any(f) => f(ins, dst),
+        }
+    }
+}
 
 enum Kind {
     Intermediate,
+    /// the buffer while recording; a program moves it into its frame (this one is empty)
     Const(Buffer),
     Extern(Arc<Storage>),
 }
@@ -71,17 +100,27 @@ struct Slot {
     len: usize,
 }
 
+/// A new buffer a step makes: its slot, and what it must be (checked as it is stored).
+#[derive(Clone, Copy)]
+struct Out {
+    slot: SlotId,
+    dtype: DType,
+    len: usize,
+}
+
+/// One kernel call of the program. A replay walks these in order, so what it reads per
+/// step is here, inline (the slots' table is not touched on the common path).
 struct Step {
+    f: Kernel,
+    ins: SmallVec<[SlotId; 3]>,
+    outs: SmallVec<[Out; 1]>,
+    /// intermediates whose last use is this step (dropped after it)
+    free_after: SmallVec<[SlotId; 2]>,
+    dst: Option<SlotId>,
+    /// no destination, and inputs in the frame or pinned externs: read straight from there
+    plain: bool,
     /// the kernel (what errors and `describe` name)
     name: &'static str,
-    ins: SmallVec<[SlotId; 3]>,
-    dst: Option<SlotId>,
-    outs: SmallVec<[SlotId; 1]>,
-    f: StepFn,
-    /// intermediates whose last use is this step (dropped after it)
-    free_after: Vec<SlotId>,
-    /// no extern input and no destination: the inputs are read straight from the frame
-    plain: bool,
 }
 
 /// What a leaf's `.grad` must be when a replay starts, for the program to be the step
@@ -283,17 +322,32 @@ pub fn record(
     outs: &[&Buffer],
     f: StepFn,
 ) -> Result<()> {
-    record_ext(name, ins, &[], dst, outs, f)
+    push_step(name, ins, &[], dst, outs, Kernel::Any(f))
 }
 
-/// [`record`] with inputs named by slot after `ins` (host plans: index lists).
-pub(crate) fn record_ext(
+/// Appends a step that makes the one new buffer `out` from `ins`, then the slots `extra`
+/// (host plans: index lists).
+pub(crate) fn record_one(
+    name: &'static str,
+    ins: &[&Buffer],
+    extra: &[SlotId],
+    out: &Buffer,
+    f: impl Fn(&[&Buffer]) -> Result<Buffer> + Send + Sync + 'static,
+) -> Result<()> {
+    let f: StepFn1 = Box::new(move |i, out| {
+        *out = Some(f(i)?);
+        Ok(())
+    });
+    push_step(name, ins, extra, None, &[out], Kernel::One(f))
+}
+
+fn push_step(
     name: &'static str,
     ins: &[&Buffer],
     extra: &[SlotId],
     dst: Option<&Buffer>,
     outs: &[&Buffer],
-    f: StepFn,
+    f: Kernel,
 ) -> Result<()> {
     let Some(s) = session() else { return Ok(()) };
     let mut r = s.0.lock();
@@ -308,15 +362,21 @@ pub(crate) fn record_ext(
     };
     let outs = outs
         .iter()
-        .map(|b| r.output(b))
-        .collect::<Result<SmallVec<[SlotId; 1]>>>()?;
+        .map(|b| {
+            Ok(Out {
+                slot: r.output(b)?,
+                dtype: b.dtype(),
+                len: b.len(),
+            })
+        })
+        .collect::<Result<SmallVec<[Out; 1]>>>()?;
     r.steps.push(Step {
         name,
         ins,
         dst,
         outs,
         f,
-        free_after: Vec::new(),
+        free_after: SmallVec::new(),
         plain: false,
     });
     Ok(())
@@ -424,9 +484,16 @@ pub(crate) fn plan_index(
         name: "index plan",
         ins: smallvec::smallvec![src],
         dst: None,
-        outs: smallvec::smallvec![slot],
-        f: Box::new(move |i, _| Ok(smallvec::smallvec![Buffer::I64(f(i[0])?.into())])),
-        free_after: Vec::new(),
+        outs: smallvec::smallvec![Out {
+            slot,
+            dtype: DType::I64,
+            len: values.len(),
+        }],
+        f: Kernel::One(Box::new(move |i, out| {
+            *out = Some(Buffer::I64(f(i[0])?.into()));
+            Ok(())
+        })),
+        free_after: SmallVec::new(),
         plain: false,
     });
     Ok(())
@@ -495,15 +562,26 @@ struct OutSpec {
 pub struct Program {
     slots: Vec<Slot>,
     steps: Vec<Step>,
-    /// constants written in place by some step: copied into the frame for each replay
-    mutated_consts: Vec<SlotId>,
+    /// constants written in place by some step, as recorded: copied into the frame before
+    /// each replay
+    pristine: Vec<(SlotId, Buffer)>,
+    /// intermediates the finish reads without taking them: dropped after it
+    finish_reads: Vec<SlotId>,
+    /// the externs read-locked for a whole replay (none if some step writes an extern in
+    /// place), in storage address order: the lock order
+    pinned: Vec<Arc<Storage>>,
+    /// (slot, its index in `pinned`), sorted by slot
+    pin_of_slot: Vec<(SlotId, usize)>,
     rebinds: Vec<(Arc<Storage>, OutSpec)>,
     bumps: Vec<(Arc<Storage>, u64)>,
     leaves: Vec<(Leaf, GradOut)>,
     outputs: Vec<OutSpec>,
     /// replay on a pool thread (some kernel is big enough to split: [`SPLIT_ELEMENTS`])
     in_pool: bool,
-    lock: Mutex<()>,
+    /// The buffers by slot. It outlives a replay, so that its memory is not allocated and
+    /// first touched again by each replay, and the constants stay in it. Between replays
+    /// it holds only the constants. Its lock serialises the replays of the program.
+    frame: Mutex<Vec<Option<Buffer>>>,
 }
 
 /// A program with a buffer of this many elements or more replays on the pool (the
@@ -627,7 +705,8 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
     // last uses: an intermediate not needed at the finish is dropped after its last step
     let mut last: Vec<Option<usize>> = vec![None; r.slots.len()];
     for (i, st) in r.steps.iter().enumerate() {
-        for &s in st.ins.iter().chain(st.dst.iter()).chain(st.outs.iter()) {
+        let outs = st.outs.iter().map(|o| o.slot);
+        for s in st.ins.iter().copied().chain(st.dst).chain(outs) {
             last[s as usize] = Some(i);
         }
     }
@@ -639,13 +718,30 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
             r.steps[*i].free_after.push(s as SlotId);
         }
     }
+    // A program that writes no extern in place read-locks its externs for a whole replay
+    // (all of them, in storage address order, before any other lock: a replay then holds
+    // only read locks until its finish, so it cannot close a cycle with the locks of eager
+    // ops on other threads). Its steps read them like frame buffers.
+    let is_extern = |s: SlotId| matches!(r.slots[s as usize].kind, Kind::Extern(_));
+    let writes_extern = r.steps.iter().any(|st| st.dst.is_some_and(is_extern));
+    let mut pinned: Vec<(SlotId, Arc<Storage>)> = Vec::new();
+    if !writes_extern {
+        for (i, slot) in r.slots.iter().enumerate() {
+            if let Kind::Extern(st) = &slot.kind {
+                pinned.push((i as SlotId, st.clone()));
+            }
+        }
+    }
+    pinned.sort_by_key(|(_, st)| Arc::as_ptr(st) as usize);
+    let mut pin_of_slot: Vec<(SlotId, usize)> = pinned
+        .iter()
+        .enumerate()
+        .map(|(k, (s, _))| (*s, k))
+        .collect();
+    pin_of_slot.sort_unstable();
     for i in 0..r.steps.len() {
         let st = &r.steps[i];
-        let plain = st.dst.is_none()
-            && st
-                .ins
-                .iter()
-                .all(|&s| !matches!(r.slots[s as usize].kind, Kind::Extern(_)));
+        let plain = st.dst.is_none() && (!writes_extern || !st.ins.iter().any(|&s| is_extern(s)));
         r.steps[i].plain = plain;
     }
     let mut mutated: Vec<SlotId> = r
@@ -656,18 +752,40 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
         .collect();
     mutated.sort_unstable();
     mutated.dedup();
+    // The constants move into the frame; a mutated one keeps its recorded contents in
+    // `pristine`, to start each replay from.
+    let mut frame: Vec<Option<Buffer>> = (0..r.slots.len()).map(|_| None).collect();
+    let mut pristine = Vec::new();
+    for (i, slot) in r.slots.iter_mut().enumerate() {
+        if let Kind::Const(b) = &mut slot.kind {
+            let b = std::mem::replace(b, Buffer::zeros(slot.dtype, 0));
+            if mutated.binary_search(&(i as SlotId)).is_ok() {
+                pristine.push((i as SlotId, b.clone()));
+            }
+            frame[i] = Some(b);
+        }
+    }
+    let mut finish_reads: Vec<SlotId> = finish_uses
+        .keys()
+        .copied()
+        .filter(|&s| matches!(r.slots[s as usize].kind, Kind::Intermediate))
+        .collect();
+    finish_reads.sort_unstable();
     let in_pool =
         crate::runtime::num_threads() > 1 && r.slots.iter().any(|s| s.len >= SPLIT_ELEMENTS);
     Ok(Program {
         in_pool,
         slots: r.slots,
         steps: r.steps,
-        mutated_consts: mutated,
+        pristine,
+        finish_reads,
+        pinned: pinned.into_iter().map(|(_, st)| st).collect(),
+        pin_of_slot,
         rebinds,
         bumps,
         leaves,
         outputs: outs,
-        lock: Mutex::new(()),
+        frame: Mutex::new(frame),
     })
 }
 
@@ -687,6 +805,13 @@ impl std::ops::Deref for Held<'_> {
             Held::Owned(b) => b,
         }
     }
+}
+
+fn resized(step: &Step) -> Error {
+    Error::Internal(format!(
+        "step replay: '{}' made a buffer of another size than recorded",
+        step.name
+    ))
 }
 
 fn missing(slot: SlotId) -> Error {
@@ -736,9 +861,9 @@ impl Program {
                 "compile_step: a recorded step cannot be replayed while a step is being recorded",
             ));
         }
-        let _one = match self.lock.try_lock() {
+        let mut frame = match self.frame.try_lock() {
             Some(g) => g,
-            None => crate::runtime::blocking(|| self.lock.lock()),
+            None => crate::runtime::blocking(|| self.frame.lock()),
         };
         if !self.guards_hold() {
             return Ok(None);
@@ -754,45 +879,104 @@ impl Program {
                 }
             }
         }
-        let exec = || {
-            let mut frame: Vec<Option<Buffer>> = (0..self.slots.len()).map(|_| None).collect();
-            for &c in &self.mutated_consts {
-                if let Kind::Const(b) = &self.slots[c as usize].kind {
-                    frame[c as usize] = Some(b.clone());
+        let frame: &mut [Option<Buffer>] = &mut frame;
+        let ran = {
+            let guards: SmallVec<[_; 8]> = self.pinned.iter().map(|st| st.read()).collect();
+            let pins: SmallVec<[&Buffer; 8]> = guards.iter().map(|g| &**g).collect();
+            let pins = &pins[..];
+            let mut exec = || {
+                for (c, b) in &self.pristine {
+                    frame[*c as usize] = Some(b.clone());
+                }
+                for step in &self.steps {
+                    self.run_step(step, frame, pins)?;
+                }
+                Ok(())
+            };
+            // Kernels big enough to split run on a pool thread, where a split is rayon's
+            // (the other workers steal the pieces): from outside the pool the caller takes
+            // the pieces no woken worker has taken yet, and back to back kernels leave no
+            // time for a sleeping worker to join (W3 replayed at one core's speed). Eager
+            // mode gets the same for its backward, which the engine runs on the pool.
+            if self.in_pool {
+                crate::runtime::run(exec)
+            } else {
+                exec()
+            }
+        };
+        // (the pinned externs are unlocked: the finish may rebind them)
+        let result = ran.and_then(|()| self.finish(frame));
+        // Only the constants stay: what the finish copied, and after a failed step every
+        // intermediate still held, goes now.
+        match &result {
+            Ok(_) => {
+                for &s in &self.finish_reads {
+                    frame[s as usize] = None;
                 }
             }
-            for step in &self.steps {
-                self.run_step(step, &mut frame)?;
+            Err(_) => {
+                for (b, slot) in frame.iter_mut().zip(&self.slots) {
+                    if matches!(slot.kind, Kind::Intermediate) {
+                        *b = None;
+                    }
+                }
             }
-            self.finish(&mut frame)
-        };
-        // Kernels big enough to split run on a pool thread, where a split is rayon's (the
-        // other workers steal the pieces): from outside the pool the caller takes the
-        // pieces no woken worker has taken yet, and back to back kernels leave no time for
-        // a sleeping worker to join (W3 replayed at one core's speed). Eager mode gets the
-        // same for its backward, which the engine runs on the pool.
-        if self.in_pool {
-            crate::runtime::run(exec).map(Some)
-        } else {
-            exec().map(Some)
+        }
+        result.map(Some)
+    }
+
+    /// A pinned extern's buffer (`pins`: the read-locked buffers of `self.pinned`).
+    fn pinned<'a>(&self, slot: SlotId, pins: &[&'a Buffer]) -> Result<&'a Buffer> {
+        match self.pin_of_slot.binary_search_by_key(&slot, |&(s, _)| s) {
+            Ok(i) => Ok(pins[self.pin_of_slot[i].1]),
+            Err(_) => Err(missing(slot)),
         }
     }
 
-    fn run_step(&self, step: &Step, frame: &mut [Option<Buffer>]) -> Result<()> {
-        let outs = if step.plain {
-            // (most steps: inputs in the frame or constants, a new output)
-            let mut ins: SmallVec<[&Buffer; 4]> = SmallVec::new();
-            for &s in &step.ins {
-                ins.push(match &self.slots[s as usize].kind {
-                    Kind::Const(b) => frame[s as usize].as_ref().unwrap_or(b),
-                    _ => frame[s as usize].as_ref().ok_or_else(|| missing(s))?,
-                });
+    fn run_step(&self, step: &Step, frame: &mut [Option<Buffer>], pins: &[&Buffer]) -> Result<()> {
+        if !step.plain {
+            let outs = self.run_general(step, frame)?;
+            return self.store(step, outs, frame);
+        }
+        // (most steps: inputs in the frame or pinned, nothing written in place)
+        let (out, ins_of) = match (&step.f, step.outs.as_slice()) {
+            // A new slot comes after every slot its step reads, so the inputs are
+            // borrowed from the frame before it while the kernel writes the slot itself.
+            (Kernel::One(_), [o]) => {
+                let (head, tail) = frame.split_at_mut(o.slot as usize);
+                (Some((o, &mut tail[0])), &*head)
             }
-            (step.f)(&ins, None)?
-        } else {
-            self.run_general(step, frame)?
+            _ => (None, &*frame),
         };
-        self.store(step, outs, frame)
+        let mut ins: SmallVec<[&Buffer; 4]> = SmallVec::new();
+        for &s in &step.ins {
+            ins.push(match ins_of.get(s as usize) {
+                Some(Some(b)) => b,
+                Some(None) => self.pinned(s, pins)?,
+                None => return Err(missing(s)),
+            });
+        }
+        match (&step.f, out) {
+            (Kernel::One(f), Some((o, slot))) => {
+                f(&ins, slot)?;
+                drop(ins);
+                if !slot
+                    .as_ref()
+                    .is_some_and(|b| b.len() == o.len && b.dtype() == o.dtype)
+                {
+                    return Err(resized(step));
+                }
+                for &s in &step.free_after {
+                    frame[s as usize] = None;
+                }
+                Ok(())
+            }
+            (f, _) => {
+                let outs = f.call(&ins, None)?;
+                drop(ins);
+                self.store(step, outs, frame)
+            }
+        }
     }
 
     /// A step that writes in place or reads an extern (under its storage's lock).
@@ -807,7 +991,6 @@ impl Program {
                 if s == d {
                     let copy = match &self.slots[d as usize].kind {
                         Kind::Extern(st) => st.read().clone(),
-                        Kind::Const(b) if frame[d as usize].is_none() => b.clone(),
                         _ => frame[d as usize]
                             .as_ref()
                             .ok_or_else(|| missing(d))?
@@ -836,10 +1019,9 @@ impl Program {
                     continue;
                 }
                 held.push(match &self.slots[s as usize].kind {
-                    Kind::Intermediate => Some(Held::Ref(
+                    Kind::Intermediate | Kind::Const(_) => Some(Held::Ref(
                         frame[s as usize].as_ref().ok_or_else(|| missing(s))?,
                     )),
-                    Kind::Const(b) => Some(Held::Ref(frame[s as usize].as_ref().unwrap_or(b))),
                     Kind::Extern(st) => match dst_store {
                         Some(d) if addr_of(st) > addr_of(d) => None,
                         _ => Some(Held::Guard(st.read())),
@@ -865,7 +1047,7 @@ impl Program {
                 (None, Some(b)) => Some(b),
                 _ => None,
             };
-            (step.f)(&ins, dst)
+            step.f.call(&ins, dst)
         };
         if let (Some(d), Some(b)) = (step.dst, dst_owned) {
             frame[d as usize] = Some(b);
@@ -884,15 +1066,11 @@ impl Program {
                 step.outs.len()
             )));
         }
-        for (&s, b) in step.outs.iter().zip(outs) {
-            let sl = &self.slots[s as usize];
-            if b.len() != sl.len || b.dtype() != sl.dtype {
-                return Err(Error::Internal(format!(
-                    "step replay: '{}' made a buffer of another size than recorded",
-                    step.name
-                )));
+        for (o, b) in step.outs.iter().zip(outs) {
+            if b.len() != o.len || b.dtype() != o.dtype {
+                return Err(resized(step));
             }
-            frame[s as usize] = Some(b);
+            frame[o.slot as usize] = Some(b);
         }
         for &s in &step.free_after {
             frame[s as usize] = None;
@@ -904,8 +1082,7 @@ impl Program {
         let s = o.slot as usize;
         match &self.slots[s].kind {
             Kind::Intermediate if o.take => frame[s].take().ok_or_else(|| missing(o.slot)),
-            Kind::Intermediate => frame[s].clone().ok_or_else(|| missing(o.slot)),
-            Kind::Const(b) => Ok(frame[s].clone().unwrap_or_else(|| b.clone())),
+            Kind::Intermediate | Kind::Const(_) => frame[s].clone().ok_or_else(|| missing(o.slot)),
             Kind::Extern(st) => Ok(st.read().clone()),
         }
     }

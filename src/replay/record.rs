@@ -2,7 +2,7 @@
 //! to the thread's recording as a step that calls the same kernel with the same
 //! non-tensor arguments. A kernel with no replay rule is refused with its name.
 
-use super::{Outs, SlotId, record, record_ext, refusal};
+use super::{Outs, SlotId, record, record_one, refusal};
 use crate::Error;
 use crate::Result;
 use crate::backend::{Backend, BinaryFn, BinaryOp, InPlaceRhs, ReduceOp, UnaryOp, cpu::Cpu};
@@ -10,7 +10,6 @@ use crate::device::Device;
 use crate::dtype::{DType, Scalar};
 use crate::layout::Layout;
 use crate::storage::Buffer;
-use smallvec::smallvec;
 
 /// The backend ops get while their thread records (see `backend::on`).
 pub struct Rec;
@@ -30,13 +29,7 @@ fn one(
     out: &Buffer,
     f: impl Fn(&[&Buffer]) -> Result<Buffer> + Send + Sync + 'static,
 ) -> Result<()> {
-    record(
-        name,
-        ins,
-        None,
-        &[out],
-        Box::new(move |i, _| Ok(smallvec![f(i)?])),
-    )
+    record_one(name, ins, &[], out, f)
 }
 
 /// The error of a kernel that applied while recording and not in a replay (it cannot
@@ -401,22 +394,9 @@ impl Backend for Rec {
         let out = Cpu.gather(x, lx, dim, index, index_shape)?;
         let (lx, ishape, idx) = (lx.clone(), owned_dims(index_shape), index_arg(index));
         let extra = idx.extra();
-        record_ext(
-            "gather",
-            &[x],
-            &extra,
-            None,
-            &[&out],
-            Box::new(move |i, _| {
-                Ok(smallvec![Cpu.gather(
-                    i[0],
-                    &lx,
-                    dim,
-                    idx.get(i)?,
-                    &ishape
-                )?])
-            }),
-        )?;
+        record_one("gather", &[x], &extra, &out, move |i| {
+            Cpu.gather(i[0], &lx, dim, idx.get(i)?, &ishape)
+        })?;
         Ok(out)
     }
     fn scatter_add(
@@ -436,37 +416,18 @@ impl Backend for Rec {
             index_arg(index),
         );
         let extra = idx.extra();
-        record_ext(
-            "scatter_add",
-            &[src],
-            &extra,
-            None,
-            &[&out],
-            Box::new(move |i, _| {
-                Ok(smallvec![Cpu.scatter_add(
-                    &shape,
-                    dim,
-                    idx.get(i)?,
-                    &ishape,
-                    i[0],
-                    &ls
-                )?])
-            }),
-        )?;
+        record_one("scatter_add", &[src], &extra, &out, move |i| {
+            Cpu.scatter_add(&shape, dim, idx.get(i)?, &ishape, i[0], &ls)
+        })?;
         Ok(out)
     }
     fn index_select(&self, x: &Buffer, lx: &Layout, dim: usize, index: &[i64]) -> Result<Buffer> {
         let out = Cpu.index_select(x, lx, dim, index)?;
         let (lx, idx) = (lx.clone(), index_arg(index));
         let extra = idx.extra();
-        record_ext(
-            "index_select",
-            &[x],
-            &extra,
-            None,
-            &[&out],
-            Box::new(move |i, _| Ok(smallvec![Cpu.index_select(i[0], &lx, dim, idx.get(i)?)?])),
-        )?;
+        record_one("index_select", &[x], &extra, &out, move |i| {
+            Cpu.index_select(i[0], &lx, dim, idx.get(i)?)
+        })?;
         Ok(out)
     }
     fn index_add(
@@ -480,22 +441,9 @@ impl Backend for Rec {
         let out = Cpu.index_add(shape, dim, index, src, ls)?;
         let (shape, ls, idx) = (owned_dims(shape), ls.clone(), index_arg(index));
         let extra = idx.extra();
-        record_ext(
-            "index_add",
-            &[src],
-            &extra,
-            None,
-            &[&out],
-            Box::new(move |i, _| {
-                Ok(smallvec![Cpu.index_add(
-                    &shape,
-                    dim,
-                    idx.get(i)?,
-                    i[0],
-                    &ls
-                )?])
-            }),
-        )?;
+        record_one("index_add", &[src], &extra, &out, move |i| {
+            Cpu.index_add(&shape, dim, idx.get(i)?, i[0], &ls)
+        })?;
         Ok(out)
     }
     fn index_put(
