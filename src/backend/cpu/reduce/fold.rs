@@ -5,7 +5,8 @@
 //!
 //! Determinism: every output is a function of its elements and the sizes alone: a row
 //! is cut into [`ROW_BLOCK`]-element blocks, each folded in 32 interleaved lanes then
-//! pairwise, the blocks combined by a fixed tree; a column into [`COL_BLOCK`]-row
+//! pairwise (float32 sums and Σx²: float32 lanes over fixed 512-element chunks, added
+//! into float64 lanes, [`f32_chunks`]), the blocks combined by a fixed tree; a column into [`COL_BLOCK`]-row
 //! blocks, each folded in order, combined the same way. The pool only decides who
 //! computes which block, so the bits are the same at every thread count and SIMD level.
 
@@ -149,7 +150,7 @@ fn f32_chunks<const SQ: bool>(xs: &[f32]) -> f64 {
     acc[0] + t
 }
 
-/// Σ x, in float64.
+/// Σ x, in float64 (float32 rows: [`f32_chunks`] first).
 pub(crate) struct Sum;
 impl<T: Element> Op<T> for Sum {
     type A = f64;
@@ -201,7 +202,7 @@ impl<T: Element> Op<T> for Prod {
     }
 }
 
-/// Σ x², in float64.
+/// Σ x², in float64 (float32 rows: [`f32_chunks`] first).
 pub(crate) struct SumSq;
 impl<T: Element> Op<T> for SumSq {
     type A = f64;

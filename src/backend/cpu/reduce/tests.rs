@@ -230,21 +230,30 @@ fn every_level_gives_the_same_bits_and_the_reference() {
                     );
                 }
             }
-            // Σ x² (the 2-norm): the same bits at every level, and the reference's
-            let mut first: Option<Buffer> = None;
-            for level in vmath::supported() {
-                vmath::set_level(level);
-                let got = sum_squares(&buf, &layout, &[d]).unwrap();
-                if let Some(f) = &first {
-                    assert!(bits(f) == bits(&got), "Σx² {shape:?} dim {d} at {level:?}");
+            // Σ x (values of both signs and many magnitudes too) and Σ x² (the 2-norm):
+            // the same bits at every level, and the reference's
+            let wide: Vec<f32> = v64.iter().map(|&x| x as f32).collect();
+            for (vals, sq) in [(&v, true), (&wide, true), (&wide, false)] {
+                let buf = Buffer::F32(vals.clone().into());
+                let mut first: Option<Buffer> = None;
+                for level in vmath::supported() {
+                    vmath::set_level(level);
+                    let got = if sq {
+                        sum_squares(&buf, &layout, &[d]).unwrap()
+                    } else {
+                        reduce(ReduceOp::Sum, &buf, &layout, &[d])
+                    };
+                    if let Some(f) = &first {
+                        assert!(bits(f) == bits(&got), "{sq} {shape:?} dim {d} at {level:?}");
+                    }
+                    first = Some(got);
                 }
-                first = Some(got);
+                let want: Vec<u64> = sum_reference(vals, shape, d, sq)
+                    .iter()
+                    .map(|&s| u64::from((s as f32).to_bits()))
+                    .collect();
+                assert!(bits(&first.unwrap()) == want, "{sq} {shape:?} dim {d}");
             }
-            let want: Vec<u64> = sum_reference(&v, shape, d, true)
-                .iter()
-                .map(|&s| u64::from((s as f32).to_bits()))
-                .collect();
-            assert!(bits(&first.unwrap()) == want, "Σx² {shape:?} dim {d}");
         }
     }
     vmath::set_level(restore);
