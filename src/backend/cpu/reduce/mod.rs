@@ -143,7 +143,8 @@ fn float_block<'a, T: Copy>(
     Ok(plan(data, layout, dims))
 }
 
-/// sum, mean, prod (float64 accumulators), max or min of a float input over `dims`.
+/// sum, mean, prod (float64 accumulators; float32 rows sum in float32 within short
+/// chunks first, `fold::Sum`), max or min of a float input over `dims`.
 fn float_reduce<T: Real>(op: ReduceOp, v: &[T], layout: &Layout, dims: &[usize]) -> Vec<T> {
     let (x, b) = match float_block(v, layout, dims) {
         Ok(p) => p,
@@ -179,8 +180,9 @@ fn truth<T: Element>(v: &[T], layout: &Layout, dims: &[usize], all: bool) -> Vec
 
 /// Reduces `dims` (wrapped, unique, sorted). The result is contiguous with the kept dims'
 /// sizes in order (callers reshape for keepdim). Float sums, means and products
-/// accumulate in float64 (rounded once at the end); sums of bool/int64 give int64, as in
-/// torch; all/any give bool.
+/// accumulate in float64 (rounded once at the end; float32 rows add 16 elements a lane in
+/// float32 before, `fold::Sum`); sums of bool/int64 give int64, as in torch; all/any
+/// give bool.
 pub fn reduce(op: ReduceOp, buf: &Buffer, layout: &Layout, dims: &[usize]) -> Buffer {
     match (op, buf) {
         (ReduceOp::All | ReduceOp::Any, _) => {
@@ -225,7 +227,8 @@ pub fn reduce(op: ReduceOp, buf: &Buffer, layout: &Layout, dims: &[usize]) -> Bu
     }
 }
 
-/// Σ x² over `dims` of a float input (the 2-norm's sum), in float64, rounded once.
+/// Σ x² over `dims` of a float input (the 2-norm's sum), in float64 (float32 rows square
+/// and add in float32 within short chunks first, `fold::SumSq`), rounded once.
 /// `None` for other dtypes.
 pub fn sum_squares(buf: &Buffer, layout: &Layout, dims: &[usize]) -> Option<Buffer> {
     fn go<T: Real>(v: &[T], layout: &Layout, dims: &[usize]) -> Vec<T> {
@@ -244,9 +247,9 @@ pub fn sum_squares(buf: &Buffer, layout: &Layout, dims: &[usize]) -> Option<Buff
     }
 }
 
-/// var (or std, `sqrt`) over `dims` of a float input with `correction`: two passes in
-/// float64 (the mean, then Σ(x - mean)²), divided by `max(N - correction, 0)` and rounded
-/// once. `None` for other dtypes.
+/// var (or std, `sqrt`) over `dims` of a float input with `correction`: two passes (the
+/// mean as `mean`'s sum, then Σ(x - mean)² in float64), divided by
+/// `max(N - correction, 0)` and rounded once. `None` for other dtypes.
 pub fn var(
     buf: &Buffer,
     layout: &Layout,

@@ -4,9 +4,10 @@
 //! tile in cache).
 //!
 //! The max is exact, the exponentials are vmath's (the same bits at every level), and
-//! each row's or column's sum is in float64 in a fixed order: 32 lanes then pairwise
-//! along a row, in order down a column. So the bits depend on the sizes alone, not on
-//! the thread count or the SIMD level.
+//! each row's or column's sum is in a fixed order: along a row as `Sum::row` (32 lanes
+//! then pairwise in float64; float32 rows add in float32 lanes within 512-element
+//! chunks first), in order in float64 down a column. So the bits depend on the sizes
+//! alone, not on the thread count or the SIMD level.
 
 use super::super::unary::Float;
 use super::super::vmath;
@@ -266,7 +267,8 @@ leveled! {
 }
 
 /// Per output of a block (non-empty), `log Σ exp(x)`: around the max (shifted by 0
-/// where the max is infinite, as torch), the sum of exponentials in float64.
+/// where the max is infinite, as torch), the sum of exponentials as `Sum::row` (rows) or
+/// in float64 (columns).
 pub(crate) fn logsumexp<T: Real>(x: &[T], b: &Block) -> Vec<T> {
     if b.is_rows() {
         return per_output(b.outer, b.red, |r, out| lse_rows_task(x, b, r.start, out));

@@ -174,10 +174,26 @@ fn every_level_gives_the_same_bits_and_the_reference() {
                     }
                 }
                 vmath::set_level(Level::Avx512);
-                // the reference: a float64 loop per output
+                // the reference: the kernels' own order for sums and means (exact), and
+                // a float64 loop per output (sums within their float32 chunks' error)
                 let (outer, red) = (n / shape[d], shape[d]);
                 let inner: usize = shape[d + 1..].iter().product();
                 let got = first.unwrap();
+                if matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+                    let k = if op == ReduceOp::Mean {
+                        red as f64
+                    } else {
+                        1.0
+                    };
+                    let want: Vec<u64> = sum_reference(&v, shape, d, false)
+                        .iter()
+                        .map(|&s| u64::from(((s / k) as f32).to_bits()))
+                        .collect();
+                    assert!(
+                        bits(&got) == want,
+                        "{op:?} {shape:?} dim {d}: not the reference"
+                    );
+                }
                 for o in 0..outer {
                     let (oo, ii) = (o / inner, o % inner);
                     let xs = (0..red).map(|r| f64::from(v[oo * red * inner + r * inner + ii]));
@@ -198,7 +214,11 @@ fn every_level_gives_the_same_bits_and_the_reference() {
                         Buffer::I64(g) => g[o] as f64,
                         _ => unreachable!(),
                     };
-                    let tol = if matches!(op, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Prod) {
+                    let tol = if matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+                        // float32 chunks of 16 elements a lane (all positive here: at
+                        // most 15 roundings of 2^-24 relative), then float64
+                        want.abs() * 1e-6
+                    } else if op == ReduceOp::Prod {
                         // one rounding to float32 of the float64 result
                         want.abs() * 6e-8 + 1e-30
                     } else {
@@ -210,7 +230,158 @@ fn every_level_gives_the_same_bits_and_the_reference() {
                     );
                 }
             }
+            // Σ x (values of both signs and many magnitudes too) and Σ x² (the 2-norm):
+            // the same bits at every level, and the reference's
+            let wide: Vec<f32> = v64.iter().map(|&x| x as f32).collect();
+            for (vals, sq) in [(&v, true), (&wide, true), (&wide, false)] {
+                let buf = Buffer::F32(vals.clone().into());
+                let mut first: Option<Buffer> = None;
+                for level in vmath::supported() {
+                    vmath::set_level(level);
+                    let got = if sq {
+                        sum_squares(&buf, &layout, &[d]).unwrap()
+                    } else {
+                        reduce(ReduceOp::Sum, &buf, &layout, &[d])
+                    };
+                    if let Some(f) = &first {
+                        assert!(bits(f) == bits(&got), "{sq} {shape:?} dim {d} at {level:?}");
+                    }
+                    first = Some(got);
+                }
+                let want: Vec<u64> = sum_reference(vals, shape, d, sq)
+                    .iter()
+                    .map(|&s| u64::from((s as f32).to_bits()))
+                    .collect();
+                assert!(bits(&first.unwrap()) == want, "{sq} {shape:?} dim {d}");
+            }
         }
+    }
+    vmath::set_level(restore);
+}
+
+/// Σ x (Σ x² with `sq`) over dim `d` of a contiguous float32 `shape`, in the kernels'
+/// order, written out plainly: rows (`d` last) in fixed blocks of `ROW_BLOCK` elements,
+/// each as [`f32_run_reference`], combined by [`tree_reference`]; columns in blocks of
+/// `COL_BLOCK` rows, each folded in order in float64, combined the same way.
+fn sum_reference(v: &[f32], shape: &[usize], d: usize, sq: bool) -> Vec<f64> {
+    use super::fold::{COL_BLOCK, ROW_BLOCK};
+    let n: usize = shape.iter().product();
+    let (outer, red) = (n / shape[d], shape[d]);
+    let inner: usize = shape[d + 1..].iter().product();
+    (0..outer)
+        .map(|o| {
+            let (oo, ii) = (o / inner, o % inner);
+            let xs: Vec<f32> = (0..red)
+                .map(|r| v[oo * red * inner + r * inner + ii])
+                .collect();
+            let parts: Vec<f64> = if inner == 1 {
+                xs.chunks(ROW_BLOCK)
+                    .map(|b| f32_run_reference(b, sq))
+                    .collect()
+            } else {
+                xs.chunks(COL_BLOCK)
+                    .map(|b| {
+                        b.iter().fold(0.0, |a, &x| {
+                            let x = f64::from(x);
+                            a + if sq { x * x } else { x }
+                        })
+                    })
+                    .collect()
+            };
+            tree_reference(&parts)
+        })
+        .collect()
+}
+
+/// A float32 run of a row as `Sum::row` (`SumSq::row` with `sq`) folds it: chunks of
+/// 512 in 32 float32 lanes (lane `i % 32`), the chunks' lanes summed into 32 float64
+/// lanes, pairwise, then the tail in float64; and where that is not finite (or, for
+/// Σx², below 2^-100), the float64 lanes alone.
+fn f32_run_reference(xs: &[f32], sq: bool) -> f64 {
+    let pairwise = |mut l: [f64; 32]| {
+        let mut w = 32;
+        while w > 1 {
+            w /= 2;
+            for k in 0..w {
+                l[k] += l[k + w];
+            }
+        }
+        l[0]
+    };
+    let body = xs.len() / 32 * 32;
+    let tail = xs[body..].iter().fold(0.0, |t, &x| {
+        let x = f64::from(x);
+        t + if sq { x * x } else { x }
+    });
+    let mut lanes = [0.0f64; 32];
+    for c in xs[..body].chunks(512) {
+        let mut s = [0.0f32; 32];
+        for (i, &x) in c.iter().enumerate() {
+            s[i % 32] += if sq { x * x } else { x };
+        }
+        for (l, &s) in lanes.iter_mut().zip(&s) {
+            *l += f64::from(s);
+        }
+    }
+    let chunked = pairwise(lanes) + tail;
+    let kept = if sq {
+        (2f64.powi(-100)..=f64::MAX).contains(&chunked)
+    } else {
+        chunked.is_finite()
+    };
+    if kept {
+        return chunked;
+    }
+    let mut lanes = [0.0f64; 32];
+    for (i, &x) in xs[..body].iter().enumerate() {
+        let x = f64::from(x);
+        lanes[i % 32] += if sq { x * x } else { x };
+    }
+    pairwise(lanes) + tail
+}
+
+/// `par::tree`'s shape: halves split at a power of two.
+fn tree_reference(s: &[f64]) -> f64 {
+    match s.len() {
+        0 => 0.0,
+        1 => s[0],
+        n => {
+            let h = n.next_power_of_two() / 2;
+            tree_reference(&s[..h]) + tree_reference(&s[h..])
+        }
+    }
+}
+
+/// Float32 row sums whose float32 chunks would go wrong fold again in float64: a float32
+/// lane that overflows, squares that overflow or underflow float32, inf and NaN.
+#[test]
+fn float32_row_sums_fall_back_to_float64_where_float32_fails() {
+    use crate::backend::cpu::vmath;
+    let restore = vmath::level();
+    let l = Layout::contiguous(&[64]);
+    let sum = |v: Vec<f32>| f32s(reduce(ReduceOp::Sum, &Buffer::F32(v.into()), &l, &[0]))[0];
+    let sq = |v: Vec<f32>| f32s(sum_squares(&Buffer::F32(v.into()), &l, &[0]).unwrap())[0];
+    for level in vmath::supported() {
+        vmath::set_level(level);
+        // elements 0 and 32 share a float32 lane: 3e38 + 3e38 overflows it
+        let mut v = vec![0.0f32; 64];
+        (v[0], v[32], v[1], v[33]) = (3e38, 3e38, -3e38, -3e38);
+        assert_eq!(sum(v), 0.0);
+        // squares past float32's range, and under it: the float64 results
+        assert_eq!(sq(vec![1e20; 64]), 6.4e41f64 as f32);
+        // (1e-21² is a float32 subnormal: 2^-149 steps, 3 digits; the sum too)
+        let x = f64::from(1e-21f32);
+        assert_eq!(sq(vec![1e-21; 64]), (64.0 * (x * x)) as f32);
+        assert_eq!(sq(vec![0.0; 64]), 0.0);
+        // inf and NaN as float64 gives them
+        let mut v = vec![1.0f32; 64];
+        v[5] = f32::INFINITY;
+        assert_eq!(sum(v.clone()), f32::INFINITY);
+        assert_eq!(sq(v.clone()), f32::INFINITY);
+        v[40] = f32::NEG_INFINITY;
+        assert!(sum(v.clone()).is_nan());
+        v[40] = f32::NAN;
+        assert!(sum(v.clone()).is_nan() && sq(v).is_nan());
     }
     vmath::set_level(restore);
 }
