@@ -619,3 +619,49 @@ fn a_batched_pass_equals_one_pass_per_sample() {
     );
     assert!(matches!(again, Err(Error::GraphFreed)), "{:?}", again.err());
 }
+
+/// The nodes a batched pass ran once per sample belong to that pass (not to a list shared
+/// by the process that another thread could take): two threads, one running a graph with
+/// a node without a batching rule, one a graph without.
+#[test]
+fn each_batched_pass_reports_its_own_fallbacks_across_threads() {
+    use rgrad::autograd::engine::{Input, run_backward_batched};
+    let _g = serial();
+    let x = leaf(spread(6, -1.0, 1.0), &[2, 3]);
+    let looping = ops::sum(&double(&x), Some(&[1]), false).unwrap();
+    let batched = ops::sum(&ops::exp(&x).unwrap(), Some(&[1]), false).unwrap();
+    let g = tensor(vec![1.0; 8], &[4, 2]);
+    let barrier = std::sync::Barrier::new(2);
+    let run = |out: &Tensor| {
+        barrier.wait();
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..50 {
+            let (_, names) = run_backward_batched(
+                &[Input::Tensor(out.clone())],
+                std::slice::from_ref(&g),
+                &[Input::Tensor(x.clone())],
+                Options {
+                    retain_graph: true,
+                    ..Options::default()
+                },
+                4,
+            )
+            .unwrap();
+            seen.insert(names);
+        }
+        seen
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| run(&looping));
+        let b = s.spawn(|| run(&batched));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!(
+        a.into_iter().collect::<Vec<_>>(),
+        vec![vec!["DoubleBackward".to_string()]]
+    );
+    assert_eq!(
+        b.into_iter().collect::<Vec<_>>(),
+        vec![Vec::<String>::new()]
+    );
+}

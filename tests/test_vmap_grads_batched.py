@@ -147,7 +147,7 @@ CASES = {
                                                                                 reduction="none"),
                                                 lib.nn.functional.cross_entropy(x.exp(), lib.tensor([0, 1, 1, 2]),
                                                                                 reduction="sum")), ()),
-    "custom_function": ([(3,)], lambda lib, x: (_Square.make(lib).apply(x.exp()) + x,), ("SquareBackward",)),
+    "custom_function": ([(3,)], lambda lib, x: (_Square.make(lib).apply(x.exp()) + x,), ()),
     "two_outputs": ([(3,), (3,)], lambda lib, x, y: (x * y, (x + y).sum()), ()),
 }
 
@@ -197,45 +197,168 @@ def test_batched_grad_matches_the_loop_and_torch(torch, name):
             assert np.allclose(ours.numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
-def test_the_fallback_warns_once_per_node():
-    _batched_tensor._warned.discard("SquareBackward")
-    x = _data(rgrad, (2, 3), 1).requires_grad_()
-    y = _Square.make(rgrad).apply(x.exp())
+def test_the_fallback_warns_once_per_node(monkeypatch):
+    """A node that a batched pass ran once per sample (no batching rule: no built-in node
+    and no custom Function's is one now; tests/engine.rs runs such a node) is warned about
+    once per node name, with vmap's performance warning."""
+    monkeypatch.setattr(_batched_tensor, "_warned", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(2):
-            rgrad.autograd.grad(y, x, rgrad.ones(B, 2, 3, dtype=rgrad.float64), retain_graph=True,
-                                is_grads_batched=True)
+            rgrad.autograd._warn_batched_fallbacks(["SquareBackward"])
     assert [str(w.message) for w in caught] == [
         "There is a performance drop because we have not yet implemented the batching rule for SquareBackward. "
         "Please file us an issue on GitHub so that we can prioritize its implementation."]
     assert caught[0].category is UserWarning
 
 
-def test_each_pass_reports_its_own_fallbacks_across_threads():
-    """The nodes a pass ran once per sample belong to that pass (not to a process-wide
-    list another thread could take): two threads, one graph with a node without a
-    batching rule (a custom Function's), one without."""
-    import threading
+def _functions(lib):
+    """Custom Functions whose backward runs under vmap in a batched pass."""
+    class Cube(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, k):
+            ctx.save_for_backward(a)
+            ctx.k = k
+            return a ** 3 * k
 
-    x = _data(rgrad, (2, 3), 2).requires_grad_()
-    looping, batched = _Square.make(rgrad).apply(x).sum(1), x.exp().sum(1)
-    g = rgrad.ones(4, 2, dtype=rgrad.float64)
-    seen = {"loop": set(), "rule": set()}
-    barrier = threading.Barrier(2)
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            # (shapes read in backward are one sample's)
+            assert tuple(g.shape) == tuple(a.shape)
+            return 3 * a * a * g * ctx.k, None
 
-    def run(key, out):
-        barrier.wait()
-        for _ in range(50):
-            _, names = rgrad._C._run_backward_batched([out], [g], True, False, [x], False, 4)
-            seen[key].add(tuple(names))
+    class TwoOutputs(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b, a + b.sum()
 
-    threads = [threading.Thread(target=run, args=("loop", looping)), threading.Thread(target=run, args=("rule", batched))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert seen == {"loop": {("SquareBackward",)}, "rule": {()}}
+        @staticmethod
+        def backward(ctx, ga, gb):
+            a, b = ctx.saved_tensors
+            # b's gradient broadcasts (a leading dim of 2) and is summed down to b
+            return ga * b + gb, (ga * a + gb).unsqueeze(0).expand(2, *a.shape)
+
+    class Unbatched(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a.sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return a.cos()  # the same for every sample (not from g)
+
+    class NoMaterialize(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.set_materialize_grads(False)
+            return a * 2, a * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 if g2 is None else g1 * 2 + g2 * 3
+
+    return Cube, TwoOutputs, Unbatched, NoMaterialize
+
+
+def _function_graphs(lib, x, y):
+    Cube, TwoOutputs, Unbatched, NoMaterialize = _functions(lib)
+    p, q = TwoOutputs.apply(x.exp(), y)
+    return (Cube.apply(x, 1.5) * y, p.sin(), q, Unbatched.apply(x * y) * 1.0, NoMaterialize.apply(x)[0])
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_custom_function_backward_runs_under_vmap(torch, create_graph):
+    """A custom Function's backward runs once per batched pass, seeing one sample's shapes,
+    as torch's: the values of the loop and torch's, no fallback, double backward."""
+    def run(lib, batched):
+        x, y = _data(lib, (3,), 60).requires_grad_(), _data(lib, (3,), 61).requires_grad_()
+        outs = _function_graphs(lib, x, y)
+        gos = [_data(lib, (B, *o.shape), 62 + i) for i, o in enumerate(outs)]
+        if batched:
+            gs = lib.autograd.grad(outs, (x, y), gos, create_graph=create_graph, is_grads_batched=True)
+        else:
+            per = [lib.autograd.grad(outs, (x, y), [g[b] for g in gos], create_graph=create_graph,
+                                     retain_graph=True) for b in range(B)]
+            gs = [lib.stack([p[k] for p in per]) for k in range(2)]
+        if not create_graph:
+            return list(gs)
+        return [*gs, *lib.autograd.grad(sum((g * g).sum() for g in gs), (x, y))]
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = run(rgrad, True)
+    assert not [str(w.message) for w in caught if "performance drop" in str(w.message)]
+    loop, theirs = run(rgrad, False), run(torch, True)
+    for a, b, t in zip(ours, loop, theirs):
+        assert np.allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12, atol=1e-12)
+        assert np.allclose(a.detach().numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_custom_function_backward_runs_once_per_pass():
+    seen = []
+
+    class Count(rgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(tuple(g.shape))
+            return g * 2
+
+    x = _data(rgrad, (3,), 63).requires_grad_()
+    (r,) = rgrad.autograd.grad(Count.apply(x), x, rgrad.eye(3, dtype=rgrad.float64), is_grads_batched=True)
+    assert seen == [(3,)]
+    assert np.allclose(r.numpy(), 2 * np.eye(3))
+
+
+def _item_function(lib):
+    class Item(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * float(g.sum().item())
+
+    return Item
+
+
+def _wrong_shape_function(lib):
+    class Wrong(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g[:2]
+
+    return Wrong
+
+
+FUNCTION_ERRORS = {
+    "item": lambda lib: (lambda x: lib.autograd.grad(_item_function(lib).apply(x), x, _ones(lib, 2, 3),
+                                                     is_grads_batched=True))(_x(lib)),
+    "wrong_shape": lambda lib: (lambda x: lib.autograd.grad(_wrong_shape_function(lib).apply(x), x,
+                                                            _ones(lib, 2, 3), is_grads_batched=True))(_x(lib)),
+}
+
+
+@pytest.mark.parametrize("name", list(FUNCTION_ERRORS))
+def test_custom_function_backward_errors_under_vmap_match_torch(torch, name):
+    """What torch refuses in a Function's batched backward is refused: an op that cannot
+    run on a batch (``.item()``), a gradient of the wrong shape (named by one sample's)."""
+    ours, theirs = _outcome(rgrad, FUNCTION_ERRORS[name]), _outcome(torch, FUNCTION_ERRORS[name])
+    assert ours[0] == theirs[0] == "RuntimeError", (ours, theirs)
+    if name == "wrong_shape":
+        assert ours == theirs
 
 
 @pytest.mark.parametrize("name", ["unary_chain", "unary_ops", "broadcasting", "pow_div", "linear_2d", "matvec_chain",
@@ -573,3 +696,34 @@ def test_batched_grad_with_create_graph_of_a_grad(torch, name):
     for a, b, t in zip(ours, loop, theirs):
         _close(a, b, rtol=1e-12)
         _close(a, t)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_vmaps_shared_weight_linear_in_a_batched_pass(create_graph):
+    """vmap's own Function for linear by a weight expanded over its samples (one product
+    forward, per-sample weight gradients): its backward, run under a vmap level by a
+    batched pass, gives the loop's values, and (create_graph) their derivatives."""
+    from rgrad.func._batching_nn import _SharedWeightLinear
+
+    def run(batched):
+        w0 = _data(rgrad, (4, 3), 70).requires_grad_()
+        x = _data(rgrad, (2, 5, 3), 71).requires_grad_()
+        w = w0.unsqueeze(0).expand(2, 4, 3)
+        out = _SharedWeightLinear.apply(x, w, None).tanh()
+        gos = _data(rgrad, (B, 2, 5, 4), 72)
+        if batched:
+            gs = rgrad.autograd.grad(out, (x, w0), gos, create_graph=create_graph, is_grads_batched=True)
+        else:
+            per = [rgrad.autograd.grad(out, (x, w0), gos[b], create_graph=create_graph, retain_graph=True)
+                   for b in range(B)]
+            gs = [rgrad.stack([p[k] for p in per]) for k in range(2)]
+        if not create_graph:
+            return list(gs)
+        return [*gs, *rgrad.autograd.grad(sum((g * g).sum() for g in gs), (x, w0))]
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = run(True)
+    assert not [str(w.message) for w in caught if "performance drop" in str(w.message)]
+    for a, b in zip(ours, run(False)):
+        assert np.allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12, atol=1e-12)
