@@ -727,3 +727,46 @@ def test_vmaps_shared_weight_linear_in_a_batched_pass(create_graph):
     assert not [str(w.message) for w in caught if "performance drop" in str(w.message)]
     for a, b in zip(ours, run(False)):
         assert np.allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
+# name -> f(lib, x, v, i): x (5, 3), v (2, 3), i an int64 index of shape (2,) in [0, 3)
+INDEXED = {
+    "index_put": lambda lib, x, v, i: x.index_put((i,), v * 2) ** 2,
+    "index_put_accumulate": lambda lib, x, v, i: x.index_put((i.remainder(2),), v.exp(), accumulate=True) ** 2,
+    "index_put_dim1": lambda lib, x, v, i: x.t().index_put((i,), v[:, :1].exp(), accumulate=True).t() ** 2,
+    "gather": lambda lib, x, v, i: x.gather(1, i.expand(5, 2)) ** 3 * v[0, 1],
+    "index_select": lambda lib, x, v, i: x.index_select(0, i) ** 3 * v,
+    "getitem": lambda lib, x, v, i: x[i, :2] ** 2 * v[:, :2],
+}
+
+
+@pytest.mark.parametrize("in_dims", [(0, 0, 0), (None, None, 0), (0, None, 0), (None, 0, 0), (0, 0, None)],
+                         ids=str)
+@pytest.mark.parametrize("name", list(INDEXED))
+def test_per_sample_grads_with_batched_indices(torch, name, in_dims):
+    """vmap(grad) where the index (each sample its own, with repeats), the source, the
+    values or several are batched: the loop's values and torch.func's, no fallback."""
+    f = INDEXED[name]
+    rows = [[2, 0], [1, 1], [0, 2]]
+
+    def inputs(lib):
+        x = _data(lib, (B, 5, 3) if in_dims[0] == 0 else (5, 3), 80)
+        v = _data(lib, (B, 2, 3) if in_dims[1] == 0 else (2, 3), 81)
+        i = lib.tensor(rows if in_dims[2] == 0 else rows[0])
+        return x, v, i
+
+    def scalar(lib):
+        return lambda x, v, i: (f(lib, x, v, i) * 0.5).sum()
+
+    x, v, i = inputs(rgrad)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = rgrad.func.vmap(rgrad.func.grad(scalar(rgrad), argnums=(0, 1)), in_dims=in_dims)(x, v, i)
+    _no_fallback(caught)
+    g = rgrad.func.grad(scalar(rgrad), argnums=(0, 1))
+    loop = [g(*[a if d is None else a[b] for a, d in zip((x, v, i), in_dims)]) for b in range(B)]
+    tx, tv, ti = inputs(torch)
+    theirs = torch.func.vmap(torch.func.grad(scalar(torch), argnums=(0, 1)), in_dims=in_dims)(tx, tv, ti)
+    for k in range(2):
+        _close(ours[k], rgrad.stack([r[k] for r in loop]), rtol=1e-12)
+        _close(ours[k], theirs[k])
