@@ -585,6 +585,17 @@ def test_index_put_errors_are_the_samples():
     _assert_same(y, x)
 
 
+def test_index_put_refuses_what_the_op_refuses():
+    """A list of indices or a number as values: the op's TypeError, as the loop's, with
+    no fallback warning."""
+    x = _batched((3, 2), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check(lambda t: t.index_put((rgrad.tensor([1]),), 1.0), x)
+        check(lambda t: t.index_put([rgrad.tensor([1])], t[0]), x)
+        check(lambda t: t.clone().index_put_((rgrad.tensor([1]), 0), t[0, 0]), x)
+
+
 def test_index_put_into_an_unbatched_tensor_is_torchs_error(torch):
     def run(lib):
         x = lib.zeros(3, dtype=lib.float64)

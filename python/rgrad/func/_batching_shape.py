@@ -395,13 +395,21 @@ def _index_put(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     values = args[2] if len(args) > 2 else kwargs["values"]
     accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
     inplace = name == "index_put_"
+    if (type(indices) is not tuple or any(k is not None and not _is_tensor(k) for k in indices)
+            or not _is_tensor(values)):
+        # arguments the op refuses (a list of indices, a number as values): its TypeError,
+        # from stand-ins of one sample (self a copy: nothing of the caller's is written)
+        probes = [_probe(a) for a in args]
+        probes[0] = probes[0].clone()
+        PLAIN[name](*probes, **{k: _probe(v) for k, v in kwargs.items()})
+        return fallback(name, level, args, kwargs)
     if inplace and not _at(self, level):
         raise _final(inplace_error(name))
-    items = tuple(indices) if isinstance(indices, (tuple, list)) else None
-    tensors = [k for k in items or () if _is_tensor(k)]
-    if (items is None or not tensors or any(k is not None and not _is_tensor(k) for k in items)
-            or any(k.dtype == _C.bool and (_at(k, level) or k.dim() == 0) for k in tensors)):
-        # (anything else, a batched bool mask: the loop, and its errors)
+    items = indices
+    tensors = [k for k in items if _is_tensor(k)]
+    if not tensors or any(k.dtype == _C.bool and (_at(k, level) or k.dim() == 0) for k in tensors):
+        # (no index tensor, a batched bool mask (its samples select different counts), a
+        # 0-d mask: the loop, and its errors)
         return fallback(name, level, args, kwargs)
     r = _lrank(self, level)
     # index_put's None is a full slice (a subscript's would be a new dim)
