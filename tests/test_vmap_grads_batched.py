@@ -770,3 +770,45 @@ def test_per_sample_grads_with_batched_indices(torch, name, in_dims):
     for k in range(2):
         _close(ours[k], rgrad.stack([r[k] for r in loop]), rtol=1e-12)
         _close(ours[k], theirs[k])
+
+
+def test_custom_function_in_what_uses_the_batched_pass():
+    """A Function's backward under vmap(vjp) (one batched pass, inside a vmap level of the
+    caller's, and nested in an outer vmap), gradcheck/gradgradcheck's check_batched_grad and
+    hessian(vectorize=True): the loop's values, no fallback."""
+    class Cube(rgrad.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(a):
+            return a ** 3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return 3 * a * a * g
+
+    def f(t):
+        return Cube.apply(t).sin()
+
+    x = _data(rgrad, (4,), 90).requires_grad_()
+    vs = _data(rgrad, (5, 4), 91)
+    xs = _data(rgrad, (3, 4), 92)
+    y = f(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = rgrad.func.vmap(lambda v: rgrad.autograd.grad(y, x, v, retain_graph=True)[0])(vs)
+        nested = rgrad.func.vmap(lambda xx: rgrad.func.vmap(rgrad.func.vjp(f, xx)[1])(vs)[0])(xs)
+        assert rgrad.autograd.gradcheck(f, (x.detach().requires_grad_(),), check_batched_grad=True)
+        assert rgrad.autograd.gradgradcheck(f, (x.detach().requires_grad_(),), check_batched_grad=True)
+        hess = rgrad.autograd.functional.hessian(lambda a: f(a).sum(), x.detach(), vectorize=True)
+    loop = rgrad.stack([rgrad.autograd.grad(y, x, vs[b], retain_graph=True)[0] for b in range(5)])
+    nested_loop = rgrad.stack([rgrad.stack([rgrad.func.vjp(f, xs[i])[1](vs[b])[0] for b in range(5)])
+                               for i in range(3)])
+    hess_loop = rgrad.autograd.functional.hessian(lambda a: f(a).sum(), x.detach())
+    for a, b in ((got, loop), (nested, nested_loop), (hess, hess_loop)):
+        assert np.allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12, atol=1e-12)
