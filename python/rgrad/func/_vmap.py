@@ -192,13 +192,13 @@ def _unwrap_batched(outputs: Any, out_dims: Any, level: int, n: int, func: Calla
 class _VmapLevel:
     """A vmap level of this thread, with the function forms swapped in while it runs."""
 
-    def __init__(self, n: int, randomness: str, copies: bool = False) -> None:
-        self.n, self.randomness, self.copies = n, randomness, copies
+    def __init__(self, n: int, randomness: str, copies: bool = False, legacy: bool = False) -> None:
+        self.n, self.randomness, self.copies, self.legacy = n, randomness, copies, legacy
 
     def __enter__(self) -> int:
         _activate()
         try:
-            self.level = push_layer(self.n, self.randomness, self.copies)
+            self.level = push_layer(self.n, self.randomness, self.copies, self.legacy)
         except BaseException:
             _deactivate()
             raise
@@ -598,10 +598,11 @@ def _function_backward_batched(backward: Callable, batch: int, ctx: Any, *grads:
     leading dim of ``batch`` samples, and backward runs once under a vmap level of them, as
     torch runs it. It sees one sample's shapes (the saved tensors are the same for every
     sample); its ops batch by their rules (an op without one loops, with the performance
-    warning), and one that cannot run on a batch (``.item()``) raises, as in torch. Returns
+    warning), and one that cannot run on a batch (``.item()``) raises, as in torch (with its
+    legacy vmap's message for reading values: torch runs it there). Returns
     what backward returned with the batch dim first: a batched result's physical value, an
     unbatched tensor expanded over the samples, anything else as it is (the node checks)."""
-    with _VmapLevel(batch, "error") as level:
+    with _VmapLevel(batch, "error", legacy=True) as level:
         out = backward(ctx, *(None if g is None else BT(g, level) for g in grads))
 
         def unwrap(r: Any) -> Any:
