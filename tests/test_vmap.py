@@ -537,17 +537,20 @@ def _put_indices(spec, batched, accumulate):
     return out
 
 
+_PUT_IN_DIMS = [(0, None, 0), (0, None, None), (None, None, 0), (0, 0, 0), (0, 0, None), (None, 0, None), (1, 0, -1)]
+# (a spec whose only index is a mask has no index to batch: a batched mask loops, see
+# test_fallback_loops_and_warns_once_per_op)
+_PUT_CASES = [(name, d) for name in _INDEX_PUT for d in _PUT_IN_DIMS
+              if d[1] is None or any(n not in (None, "m") for n in _INDEX_PUT[name][0])]
+
+
 @pytest.mark.parametrize("accumulate", [False, True])
-@pytest.mark.parametrize("in_dims", [(0, None, 0), (0, None, None), (None, None, 0), (0, 0, 0), (0, 0, None),
-                                     (None, 0, None), (1, 0, -1)], ids=str)
-@pytest.mark.parametrize("name", list(_INDEX_PUT))
+@pytest.mark.parametrize("name,in_dims", _PUT_CASES, ids=str)
 def test_index_put(name, in_dims, accumulate):
     """index_put (out of place, and in place into a batched clone) with each of self, the
     index tensors and the values batched or not, against the loop."""
     spec, vshape = _INDEX_PUT[name]
     idx_dims = tuple(in_dims[1] if n != "m" else None for n in spec if n is not None)
-    if in_dims[1] is not None and all(d is None for d in idx_dims):
-        pytest.skip("a mask is not batched here (a batched mask loops: test_fallback_loops_and_warns_once_per_op)")
     x = _batched((5, 3, 2), in_dims[0])
     tensors = [t for t in _put_indices(spec, in_dims[1] is not None, accumulate) if t is not None]
     values = _batched(vshape, in_dims[2])
