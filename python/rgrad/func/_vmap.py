@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -212,18 +213,37 @@ class _VmapLevel:
 
 
 def _callable(func: Callable) -> Callable:
-    """``func``, or for ``SomeFunction.apply`` (taken before the vmap started: the native
-    method) a call that looks ``apply`` up when it runs, as the vmap swaps it."""
+    """``func``, or a call that looks it up when it runs where a vmap swaps it: for
+    ``SomeFunction.apply`` (the native method, when taken before the vmap started), and for
+    a function form taken before (``rgrad.sin``, ``rgrad.cat``, ``rgrad.nn.functional.relu``:
+    the native functions or method descriptors, which refuse a BatchedTensor), its name in
+    its namespace (the dispatching wrapper while a vmap runs), or for another Tensor method
+    descriptor (``rgrad.Tensor.add_``) the method of its first argument."""
     owner = getattr(func, "__self__", None)
     if (isinstance(owner, type) and issubclass(owner, rgrad.autograd.Function)
             and getattr(func, "__name__", None) == "apply"):
         return lambda *args, **kwargs: owner.apply(*args, **kwargs)
+    if isinstance(func, (types.MethodDescriptorType, types.BuiltinFunctionType)):
+        name = func.__name__
+        for namespace in (rgrad, rgrad.nn.functional):
+            if getattr(namespace, name, None) is func:
+                return _late_lookup(namespace, name)
+        if isinstance(func, types.MethodDescriptorType) and func.__objclass__ is Tensor:
+            return lambda self, *args, **kwargs: getattr(self, name)(*args, **kwargs)
     return func
 
 
+def _late_lookup(namespace: Any, name: str) -> Callable:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(namespace, name)(*args, **kwargs)
+
+    return call
+
+
 def _flat_vmap(func: Callable, n: int, flat_in_dims: list, flat_args: list, args_spec: Any, out_dims: Any,
-               randomness: str, kwargs: dict) -> Any:
-    with _VmapLevel(n, randomness) as level:
+               randomness: str, kwargs: dict, copies: bool = False) -> Any:
+    """One vmap level of size ``n`` over ``func`` (``copies``: a level of copies, see ``_Layer``)."""
+    with _VmapLevel(n, randomness, copies) as level:
         batched = [arg if in_dim is None else _add_batch_dim(arg, in_dim, level)
                    for in_dim, arg in zip(flat_in_dims, flat_args)]
         outputs = _callable(func)(*tree_unflatten(batched, args_spec), **kwargs)
