@@ -20,7 +20,9 @@ wrapper checks its arguments for BatchedTensors and otherwise calls the original
 threads keep their results while one thread runs a vmap (only a few hundred ns slower).
 Limitation: a function object taken before the vmap started (``from rgrad import exp``,
 ``f = rgrad.exp``) is the method descriptor, and raises a TypeError on a BatchedTensor (an
-error, never a wrong number); call ``rgrad.exp(x)`` or ``x.exp()`` inside vmapped code.
+error, never a wrong number); call ``rgrad.exp(x)`` or ``x.exp()`` inside vmapped code. The
+function given to ``vmap`` itself or to a transform (``vmap(rgrad.exp)``,
+``jacfwd(rgrad.sin)``) is looked up by name when it runs (``_callable``).
 
 **Autograd.** rgrad has no functorch levels: the physical tensors are ordinary tensors of
 the one autograd graph, and a BatchedTensor's ``requires_grad`` / ``grad_fn`` / ``is_leaf``
