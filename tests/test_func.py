@@ -419,6 +419,43 @@ def test_jacobians_without_batching_rule_are_right(torch):
         assert np.allclose(transform(_t(rgrad, y0)).numpy(), expected, rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")
+def test_jacobians_of_a_custom_function_match_torch(torch):
+    """A custom Function (torch's functorch form: setup_context, jvp, generate_vmap_rule)
+    inside jacrev (its backward node runs once per row in the batched pass), jacfwd (under
+    vmap, on dual BatchedTensors) and hessian: torch.func's numbers."""
+    def make(lib):
+        class MySin(lib.autograd.Function):
+            generate_vmap_rule = True
+
+            @staticmethod
+            def forward(x):
+                return x.sin()
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.save_for_backward(inputs[0])
+                ctx.x = inputs[0]
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return g * x.cos()
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t * ctx.x.cos()
+
+        F = lib.func
+        g = lambda a: MySin.apply(a) * a.sum()  # noqa: E731
+        x = _t(lib, [0.5, -1.0, 2.0])
+        return lambda: (F.jacrev(g)(x), F.jacrev(g, chunk_size=2)(x), F.jacfwd(g)(x),
+                        F.hessian(lambda a: g(a).sum())(x))
+
+    status, _ = _same(torch, make)
+    assert status == "ok"
+
+
 # ---------------------------------------------------------------------------------------
 # Randomness in jacfwd (the flag of its vmap over the columns)
 # ---------------------------------------------------------------------------------------
