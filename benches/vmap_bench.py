@@ -12,7 +12,7 @@
 - func: torch.func's transforms on f: R^64 -> R^64, ``tanh(W x + b)``, float64:
   ``jacrev(f)``, ``jacrev(f, chunk_size=16)``, ``jacfwd(f)``, ``hessian`` of ``sum(f(x)**2)``
   (a scalar function of 64 inputs: forward-over-reverse, ``jacfwd(jacrev)``) and
-  ``jacrev(jacrev)`` of it, against torch.func's.
+  ``jacrev(jacrev)`` of it, and ``vmap(jacrev(f))`` over 16 inputs, against torch.func's.
 Prints the CPU, and the median time of each case and the ratios."""
 
 from __future__ import annotations
@@ -95,12 +95,14 @@ def func_cases(lib):
         return (f(z) ** 2).sum()
 
     z = lib.randn(64, dtype=lib.float64)
+    zs = lib.randn(16, 64, dtype=lib.float64)
     return {
         "func jacrev(mlp)": lambda: tf.jacrev(f)(z),
         "func jacrev(mlp, chunk=16)": lambda: tf.jacrev(f, chunk_size=16)(z),
         "func jacfwd(mlp)": lambda: tf.jacfwd(f)(z),
         "func hessian(scalar)": lambda: tf.hessian(scalar)(z),
         "func jacrev(jacrev(scalar))": lambda: tf.jacrev(tf.jacrev(scalar))(z),
+        "func vmap(jacrev(mlp)), 16": lambda: tf.vmap(tf.jacrev(f))(zs),
     }
 
 

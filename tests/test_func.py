@@ -197,6 +197,16 @@ def _programs(lib):
         "vmap_jacfwd_has_aux": lambda: F.vmap(F.jacfwd(lambda a: (a.exp() * a.sum(), a.cos()), has_aux=True))(y),
         "vmap_hessian_in_dims_none": lambda: F.vmap(F.hessian(lambda a, b: (a.sin() * b).sum()),
                                                     in_dims=(None, 0))(x[:2], y),
+        "vmap_jacrev_closure_requires_grad": lambda: F.vmap(F.jacrev(lambda a: (a * w).sin() * a.sum()))(y),
+        "vmap_jacrev_in_dims_none": lambda: F.vmap(F.jacrev(lambda a, b: a.exp() * b.sum(), argnums=(0, 1)),
+                                                   in_dims=(None, 0))(x[:2], y),
+        "vmap_jacrev_unused_and_independent": lambda: F.vmap(F.jacrev(lambda a, b: (a.sin(), w * 2),
+                                                                      argnums=(0, 1)))(y, y),
+        "vmap_vmap_jacrev": lambda: F.vmap(F.vmap(F.jacrev(lambda a: a.sin() * a.sum())))(
+            y.unsqueeze(0).expand(2, 2, 2) * x[:2].unsqueeze(-1).unsqueeze(-1)),
+        "vmap_jacrev_jacrev": lambda: F.vmap(F.jacrev(F.jacrev(lambda a: a.sin() * a.exp().sum())))(y),
+        "grad_of_vmap_jacrev": lambda: lib.autograd.grad(
+            F.vmap(F.jacrev(lambda a: (a * w).sin() * a.sum()))(y).pow(2).sum(), w),
         "jacrev_of_vmap_chunked": lambda: F.jacrev(lambda a: F.vmap(lambda r: r.exp() * r.sum())(a),
                                                    chunk_size=3)(y),
     }
@@ -406,12 +416,34 @@ def test_jacrev_one_batched_backward_per_chunk(monkeypatch, torch, chunk_size, b
         assert np.allclose(o.numpy(), t.numpy(), rtol=1e-13, atol=1e-13)
 
 
+def test_vmap_of_jacrev_is_one_batched_backward(monkeypatch, torch):
+    """vmap(jacrev(f)): the rows of every sample in one batched backward pass of the
+    physical (vmap-batched) graph, not one backward per row; torch.func's numbers."""
+    passes = []
+    grad = rgrad.autograd.grad
+
+    def counting_grad(*args, **kwargs):
+        passes.append(bool(kwargs.get("is_grads_batched")))
+        return grad(*args, **kwargs)
+
+    monkeypatch.setattr(rgrad.autograd, "grad", counting_grad)
+    f = lambda a: a.sin() * a.sum()  # noqa: E731
+    x0 = [[0.3, -0.7, 1.2], [0.5, 0.9, -0.2]]
+    got = RF.vmap(RF.jacrev(f))(_t(rgrad, x0))
+    assert passes.count(True) == 1 and len(passes) == 2  # vjp_fn's grad, and the one batched pass
+    expected = torch.func.vmap(torch.func.jacrev(f))(_t(torch, x0))
+    assert np.allclose(got.numpy(), expected.numpy(), rtol=1e-13, atol=1e-13)
+
+
 def test_jacobians_without_batching_rule_are_right(torch):
     """A node without a batched backward rule runs once per row (with vmap's performance
     warning, as torch's fallback): the same numbers as torch.func."""
     g = lambda a: a.prod(0) * a.sum()  # noqa: E731
     y0 = [[1.0, 2.0], [0.3, -0.4]]
     expected = torch.func.jacrev(g)(_t(torch, y0)).numpy()
+    from rgrad.func._batched_tensor import _warned
+
+    _warned.difference_update({n for n in _warned if n.startswith("ProdBackward")})  # (warned once per process)
     with pytest.warns(UserWarning, match="batching rule for ProdBackward"):
         got = RF.jacrev(g)(_t(rgrad, y0))
     assert np.allclose(got.numpy(), expected, rtol=1e-13, atol=1e-13)

@@ -10,7 +10,7 @@ from rgrad import _C
 from rgrad._C import Tensor
 from rgrad.autograd import forward_ad as fwAD
 from rgrad.autograd.function import Function
-from rgrad.func._batched_tensor import batch_size, copies_level, dispatch, fallback
+from rgrad.func._batched_tensor import _warned, _warned_lock, batch_size, copies_level, dispatch, fallback
 from rgrad.func._batching_common import (
     BT,
     _at,
@@ -233,6 +233,14 @@ class _UniformInputLinear(Function):
             gb = g.reshape(-1, g.shape[-1]).sum(0)
         return gx, gw, gb
 
+
+
+# A batched backward pass (``is_grads_batched``: jacrev's rows, also inside vmap or jacfwd)
+# runs these Functions' backward once per sample, as any node without a batching rule, and
+# would give vmap's performance warning for them: they are rgrad's own fast paths, chosen
+# by vmap, not ops a user could report (nor avoid), so they do not warn.
+with _warned_lock:
+    _warned.update({"_SharedWeightLinearBackward", "_UniformInputLinearBackward"})
 
 
 # ---------------------------------------------------------------------------------------

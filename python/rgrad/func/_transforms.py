@@ -25,8 +25,8 @@ as ``vmap(vjp_fn)`` over the standard basis of the outputs (one batched backward
 ``is_grads_batched``, per chunk of ``chunk_size`` rows; ``chunk_size=1`` is a loop of
 vjps), ``jacfwd`` runs ``func`` once under vmap with the standard basis of the inputs as
 the batch of tangents (vmap's ``randomness`` flag). ``hessian = jacfwd(jacrev(f))`` is then
-``f`` once on batched duals and one backward per row (forward-over-reverse inside the vmap
-runs the backward per row: the batched backward does not propagate tangents).
+``f`` once on batched duals and one backward per row (there the rows' batched pass, with
+forward-over-reverse through its batched formulas, measured slower; see ``_vmap.batched_grad``).
 
 Inside ``vmap`` an input to differentiate is first batched at every active vmap level it
 is not batched at (a stride-0 expand: each sample gets a leaf of its own), so that
@@ -538,9 +538,11 @@ def jacrev(func: Callable[..., Any], argnums=0, *, has_aux: bool = False, chunk_
 
     As torch's: ``func`` runs once (a vjp), and the rows are ``vmap(vjp_fn)`` over the
     standard basis of the outputs as a batch of cotangents, which is one batched backward
-    pass (``autograd.grad(..., is_grads_batched=True)``) per chunk of rows. Where the batched
-    pass does not apply (inside another transform's vmap or forward-AD level), vmap runs
-    the backward once per row, the same numbers.
+    pass (``autograd.grad(..., is_grads_batched=True)``) per chunk of rows; inside vmap
+    (``vmap(jacrev(f))``) one batched pass of the vmap-batched graph. Inside another
+    transform's vmap and forward-AD level (the rows of ``hessian``), and through nodes
+    without a batched rule, the backward runs once per row (or per node and row): the same
+    numbers.
 
     Args:
         has_aux: ``func`` returns ``(output, aux)``; the result is ``(jacobian, aux)``.

@@ -34,7 +34,9 @@ each sample has its own leaf; ``rgrad.autograd.grad`` on BatchedTensors differen
 physical outputs w.r.t. the physical inputs (grad_outputs expanded to the physical shape)
 and rewraps the results (an input not batched where the outputs are gets its per-sample
 gradients by a loop of backward passes; plain outputs and inputs with batched
-grad_outputs, ``vmap(vjp)``, are one batched backward pass, ``is_grads_batched``). ``grad(vmap(f))`` is ordinary autograd on the
+grad_outputs, ``vmap(vjp)``, are one batched backward pass, ``is_grads_batched``, and so are
+grad_outputs batched at the innermost level with outputs and inputs batched at the same
+outer levels, ``vmap(jacrev(f))``, outside forward AD). ``grad(vmap(f))`` is ordinary autograd on the
 physical tensors. Forward AD: ``make_dual`` / ``unpack_dual`` on BatchedTensors make and read
 physical duals. ``Tensor.backward()`` on a BatchedTensor raises torch's error (torch does
 not support backward() inside its transforms).
@@ -436,6 +438,9 @@ def batched_grad(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: Any
         result = grad(outs, ins, batched_gouts, retain_graph=retain_graph, create_graph=create_graph,
                       allow_unused=allow_unused, is_grads_batched=True)
         result = [None if r is None else BT(r, level) for r in result]
+    elif (lower := _lower_levels_batched_grad(outs, ins, gouts, level, retain_graph, create_graph,
+                                              allow_unused)) is not None:
+        result = lower
     else:
         # an input shared by the samples: one backward per sample (its gradient differs per sample)
         per_sample = []
@@ -463,6 +468,64 @@ def batched_grad(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: Any
     if materialize_grads:
         result = [dispatch("zeros_like", (i,), {}) if r is None else r for r, i in zip(result, ins)]
     return tuple(result)
+
+
+def _levels(x: Any) -> list:
+    """The vmap levels ``x`` is batched at, lowest first (the order of its physical batch dims)."""
+    levels = []
+    while type(x) is BT:
+        levels.append(x._level)
+        x = x._value
+    return levels[::-1]
+
+
+def _lower_levels_batched_grad(outs: tuple, ins: tuple, gouts: tuple, level: int, retain_graph: Any,
+                               create_graph: bool, allow_unused: Any) -> list | None:
+    """``grad`` where only the grad_outputs are batched at ``level`` and every output and
+    input is batched at the same lower levels (an inner vmap over cotangents under an outer
+    transform: ``jacrev``'s rows inside ``vmap`` or inside ``jacfwd``, i.e. ``hessian``,
+    ``vmap(jacrev(f))``): one batched backward pass of the physical tensors, the samples of
+    ``level`` as its batch. The inputs have one element per sample of the lower levels
+    (the transforms materialize them there), so their physical gradients are per sample.
+    None where that does not hold (the caller then runs one backward per sample), and
+    inside a forward-AD level (``hessian = jacfwd(jacrev)``, ``vmap(hessian)``): there the
+    rows' batched pass, with forward-over-reverse through every batched formula, measured
+    slower than one backward per row (0.79 against 0.65 ms for a 64 × 64 Hessian)."""
+    if rgrad.autograd.forward_ad._current_level >= 0:
+        return None
+    lower = _levels(ins[0]) if ins else []
+    if not lower or any(_levels(t) != lower for t in (*outs, *ins)) or any(not o.requires_grad for o in outs):
+        return None
+    n, k = batch_size(level), len(lower)
+    phys_outs = [physical(o) for o in outs]
+    phys_gouts = []
+    for o, g in zip(phys_outs, gouts):
+        if g is None:
+            return None
+        batched_here = _at(g, level)
+        value = g._value if batched_here else g
+        levels = _levels(value)
+        if levels == lower:
+            # physical [*lower batch dims, (n,) *shape]: the batch of grad_outputs first
+            v = physical(value)
+            v = movedim(v, k, 0) if batched_here else v.unsqueeze(0)
+        elif not levels:
+            # one grad_output for every sample of the lower levels
+            v = value if batched_here else value.unsqueeze(0)
+            v = v.reshape(v.shape[0], *([1] * k), *v.shape[1:])
+        else:
+            return None
+        phys_gouts.append(v.expand(n, *o.shape))
+    result = rgrad.autograd.grad(phys_outs, [physical(i) for i in ins], phys_gouts, retain_graph=retain_graph,
+                                 create_graph=create_graph, allow_unused=allow_unused, is_grads_batched=True)
+    wrapped = []
+    for r in result:
+        if r is not None:
+            r = movedim(r, 0, k)  # the batch of this level is the innermost
+            for lvl in (*lower, level):
+                r = BT(r, lvl)
+        wrapped.append(r)
+    return wrapped
 
 
 def check_backward(tensors: Any, grad_tensors: Any, inputs: Any) -> None:
