@@ -511,9 +511,43 @@ fn concurrent_backward_into_shared_leaves_loses_no_gradient() -> Result<()> {
 
 // ---- batched backward (grad(is_grads_batched=True)) ---------------------------------
 
+/// A node type without a batching rule (as a custom Function's): `2 x`, recorded through
+/// the custom-Function path.
+struct Double;
+impl rgrad::autograd::function::Backward for Double {
+    fn name(&self) -> std::borrow::Cow<'static, str> {
+        "DoubleBackward".into()
+    }
+    fn apply(
+        &self,
+        _ctx: &rgrad::autograd::function::BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+    ) -> Result<rgrad::autograd::function::Grads> {
+        let g = g[0].as_ref().unwrap();
+        Ok(std::iter::once(Some(ops::mul_scalar(g, sc(2.0))?)).collect())
+    }
+}
+
+fn double(x: &Tensor) -> Tensor {
+    use rgrad::autograd::custom_function::{CtxMarks, InputFlags, wrap_outputs};
+    let inputs = [Some(x.clone())];
+    let flags = InputFlags::new(&inputs).unwrap();
+    let out = ops::mul_scalar(&x.detach(), sc(2.0)).unwrap();
+    let marks = CtxMarks {
+        dirty: Default::default(),
+        non_differentiable: Default::default(),
+        to_save: None,
+    };
+    let wrapped = wrap_outputs(flags, &inputs, &[Some(out.clone())], marks, || {
+        Ok(std::sync::Arc::new(Double))
+    })
+    .unwrap();
+    wrapped.replaced[0].clone().unwrap_or(out)
+}
+
 /// One batched pass over a batch of grad_outputs gives the stacked results of one pass per
-/// sample; a node without a batching rule (prod along a dim) runs once per sample and is
-/// reported, the others (mm, tanh, mul, sum) are not; the graph is freed after the pass.
+/// sample; a node without a batching rule runs once per sample and is reported, the others
+/// (mm, tanh, mul, sum, prod) are not; the graph is freed after the pass.
 #[test]
 fn a_batched_pass_equals_one_pass_per_sample() {
     use rgrad::autograd::engine::{Input, run_backward_batched};
@@ -521,7 +555,7 @@ fn a_batched_pass_equals_one_pass_per_sample() {
     let x = leaf(spread(6, -1.0, 1.0), &[2, 3]);
     let w = leaf(spread(12, -0.7, 0.9), &[3, 4]);
     let h = ops::tanh(&ops::mm(&x, &w).unwrap()).unwrap();
-    let with_prod = ops::prod(&h, Some(1), false).unwrap();
+    let with_prod = ops::prod(&double(&h), Some(1), false).unwrap();
     let with_rules = ops::sum(&ops::mul(&h, &h).unwrap(), Some(&[1]), false).unwrap();
     let batch = 3;
     let gos = tensor(spread(6, -2.0, 2.0), &[batch, 2]);
@@ -534,7 +568,7 @@ fn a_batched_pass_equals_one_pass_per_sample() {
     };
     let inputs = [Input::Tensor(x.clone()), Input::Tensor(w.clone())];
     for (out, looped) in [
-        (&with_prod, vec!["ProdBackward1".to_string()]),
+        (&with_prod, vec!["DoubleBackward".to_string()]),
         (&with_rules, vec![]),
     ] {
         let (batched, names) = run_backward_batched(
@@ -584,4 +618,175 @@ fn a_batched_pass_equals_one_pass_per_sample() {
         batch,
     );
     assert!(matches!(again, Err(Error::GraphFreed)), "{:?}", again.err());
+}
+
+/// The nodes a batched pass ran once per sample belong to that pass (not to a list shared
+/// by the process that another thread could take): two threads, one running a graph with
+/// a node without a batching rule, one a graph without.
+#[test]
+fn each_batched_pass_reports_its_own_fallbacks_across_threads() {
+    use rgrad::autograd::engine::{Input, run_backward_batched};
+    let _g = serial();
+    let x = leaf(spread(6, -1.0, 1.0), &[2, 3]);
+    let looping = ops::sum(&double(&x), Some(&[1]), false).unwrap();
+    let batched = ops::sum(&ops::exp(&x).unwrap(), Some(&[1]), false).unwrap();
+    let g = tensor(vec![1.0; 8], &[4, 2]);
+    let barrier = std::sync::Barrier::new(2);
+    let run = |out: &Tensor| {
+        barrier.wait();
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..50 {
+            let (_, names) = run_backward_batched(
+                &[Input::Tensor(out.clone())],
+                std::slice::from_ref(&g),
+                &[Input::Tensor(x.clone())],
+                Options {
+                    retain_graph: true,
+                    ..Options::default()
+                },
+                4,
+            )
+            .unwrap();
+            seen.insert(names);
+        }
+        seen
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| run(&looping));
+        let b = s.spawn(|| run(&batched));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!(
+        a.into_iter().collect::<Vec<_>>(),
+        vec![vec!["DoubleBackward".to_string()]]
+    );
+    assert_eq!(
+        b.into_iter().collect::<Vec<_>>(),
+        vec![Vec::<String>::new()]
+    );
+}
+
+/// The batching rules of prod (along a dim and over everything, with zeros among the
+/// factors and without), polygamma, scatter_add, index_add, index_put (accumulating or
+/// not) and advanced indexing by indices that are not adjacent: one batched pass gives
+/// the stacked results of one pass per sample, and no node runs once per sample.
+#[test]
+fn batched_rules_of_prod_polygamma_and_indexing_equal_one_pass_per_sample() {
+    use rgrad::autograd::engine::{Input, run_backward_batched};
+    use rgrad::testing::tensor_i64;
+    let _g = serial();
+    let x = leaf(spread(12, -1.0, 1.0), &[3, 4]);
+    let v = leaf(spread(8, 0.2, 0.9), &[2, 4]);
+    let zeros = tensor(
+        vec![1., 0., 1., 1., 0., 0., 1., 1., 1., 1., 1., 0.],
+        &[3, 4],
+    );
+    let with_zeros = ops::mul(&x, &zeros).unwrap();
+    let rows = tensor_i64(vec![2, 0], &[2]);
+    let repeated = tensor_i64(vec![1, 1], &[2]);
+    let x3 = ops::reshape(&x, &[3, 2, 2]).unwrap();
+    let graphs: Vec<(&str, Tensor)> = vec![
+        ("prod(1)", ops::prod(&x, Some(1), false).unwrap()),
+        ("prod(0, keepdim)", ops::prod(&x, Some(0), true).unwrap()),
+        ("prod()", ops::prod(&x, None, false).unwrap()),
+        (
+            "prod(1) with zeros",
+            ops::prod(&with_zeros, Some(1), false).unwrap(),
+        ),
+        (
+            "prod() with zeros",
+            ops::prod(&with_zeros, None, false).unwrap(),
+        ),
+        (
+            "polygamma",
+            ops::polygamma(1, &ops::exp(&x).unwrap()).unwrap(),
+        ),
+        (
+            "scatter_add",
+            ops::scatter_add_zeros(&[3, 4], 1, &tensor_i64(vec![0, 0, 3, 1], &[2, 2]), &v).unwrap(),
+        ),
+        (
+            "index_add",
+            ops::index_add_zeros(&[3, 4], 0, &repeated, &v).unwrap(),
+        ),
+        (
+            "index_put",
+            ops::index_put(&x, &[Some(rows.clone())], &v, false).unwrap(),
+        ),
+        (
+            "index_put accumulate",
+            ops::index_put(&x, &[Some(repeated.clone())], &v, true).unwrap(),
+        ),
+        (
+            "index not adjacent",
+            ops::index(
+                &x3,
+                &[Some(rows.clone()), None, Some(tensor_i64(vec![1, 0], &[2]))],
+            )
+            .unwrap(),
+        ),
+        (
+            "index_put not adjacent",
+            ops::index_put(
+                &x3,
+                &[Some(rows.clone()), None, Some(tensor_i64(vec![1, 1], &[2]))],
+                &ops::select(&v, 1, 0).unwrap(),
+                true,
+            )
+            .unwrap(),
+        ),
+    ];
+    let batch = 3;
+    let opts = Options {
+        retain_graph: true,
+        ..Options::default()
+    };
+    let inputs = [Input::Tensor(x.clone()), Input::Tensor(v.clone())];
+    for (name, out) in &graphs {
+        let mut shape = vec![batch];
+        shape.extend(out.shape().iter().copied());
+        let n: usize = shape.iter().product();
+        let gos = tensor(spread(n, -2.0, 2.0), &shape);
+        let (batched, names) = run_backward_batched(
+            &[Input::Tensor(out.clone())],
+            std::slice::from_ref(&gos),
+            &inputs,
+            Options {
+                allow_unused: true,
+                ..opts
+            },
+            batch,
+        )
+        .unwrap();
+        assert!(names.is_empty(), "{name}: {names:?}");
+        for (k, input) in [&x, &v].into_iter().enumerate() {
+            let per_sample: Vec<Option<Tensor>> = (0..batch)
+                .map(|b| {
+                    let g = ops::select(&gos, 0, b as i64).unwrap();
+                    let r = run_backward(
+                        std::slice::from_ref(out),
+                        &[g],
+                        &[x.clone(), v.clone()],
+                        Options {
+                            allow_unused: true,
+                            ..opts
+                        },
+                    );
+                    r.unwrap()[k].clone()
+                })
+                .collect();
+            match &batched[k] {
+                None => assert!(per_sample.iter().all(Option::is_none), "{name}"),
+                Some(got) => {
+                    let expected: Vec<Tensor> = per_sample
+                        .into_iter()
+                        .map(|g| g.unwrap_or_else(|| ops::zeros_like(input).unwrap()))
+                        .collect();
+                    let expected = ops::stack(&expected, 0).unwrap();
+                    assert_eq!(got.shape(), expected.shape(), "{name}");
+                    assert_values(got, &to_vec(&expected), 1e-12, 1e-12);
+                }
+            }
+        }
+    }
 }

@@ -435,19 +435,24 @@ def test_vmap_of_jacrev_is_one_batched_backward(monkeypatch, torch):
     assert np.allclose(got.numpy(), expected.numpy(), rtol=1e-13, atol=1e-13)
 
 
-def test_jacobians_without_batching_rule_are_right(torch):
-    """A node without a batched backward rule runs once per row (with vmap's performance
-    warning, as torch's fallback): the same numbers as torch.func."""
-    g = lambda a: a.prod(0) * a.sum()  # noqa: E731
-    y0 = [[1.0, 2.0], [0.3, -0.4]]
-    expected = torch.func.jacrev(g)(_t(torch, y0)).numpy()
+def test_jacobians_through_vmaps_loop_are_right(torch):
+    """An op without a batching rule (a boolean mask index) runs once per column under
+    jacfwd's vmap, with vmap's performance warning (torch's fallback warns too): the same
+    numbers as torch.func; and prod's batched backward rule in jacrev's pass."""
     from rgrad.func._batched_tensor import _warned
 
-    _warned.difference_update({n for n in _warned if n.startswith("ProdBackward")})  # (warned once per process)
-    with pytest.warns(UserWarning, match="batching rule for ProdBackward"):
-        got = RF.jacrev(g)(_t(rgrad, y0))
+    g = lambda a: a[a > 0].sin() * a.sum()  # noqa: E731
+    x0 = [0.5, -1.0, 2.0]
+    expected = torch.func.jacrev(g)(_t(torch, x0)).numpy()
+    _warned.discard("aten::__getitem__")  # (warned once per process)
+    with pytest.warns(UserWarning, match="batching rule for aten::__getitem__"):
+        got = RF.jacfwd(g)(_t(rgrad, x0))
     assert np.allclose(got.numpy(), expected, rtol=1e-13, atol=1e-13)
-    for transform in (RF.jacfwd(g), RF.jacrev(g, chunk_size=1)):
+    assert np.allclose(RF.jacrev(g)(_t(rgrad, x0)).numpy(), expected, rtol=1e-13, atol=1e-13)
+    p = lambda a: a.prod(0) * a.sum()  # noqa: E731
+    y0 = [[1.0, 2.0], [0.3, -0.4]]
+    expected = torch.func.jacrev(p)(_t(torch, y0)).numpy()
+    for transform in (RF.jacrev(p), RF.jacfwd(p), RF.jacrev(p, chunk_size=1)):
         assert np.allclose(transform(_t(rgrad, y0)).numpy(), expected, rtol=1e-13, atol=1e-13)
 
 

@@ -669,3 +669,29 @@ def test_read_only_externs_are_read_once_per_replay_while_other_threads_write_th
     finally:
         sys.setswitchinterval(interval)
     assert done == [True]
+
+
+def test_big_read_only_step_and_backward_accumulating_on_the_pool_do_not_deadlock():
+    # The step reads w.grad (written by nothing in the step); another thread's backward
+    # passes accumulate into w.grad in place, on the pool. A replay that runs on the pool
+    # must not hold w.grad's lock while it waits for a pool thread.
+    w = rgrad.randn(256, 256, requires_grad=True)
+    w.grad = rgrad.zeros(256, 256)
+    g = w.grad
+    x = rgrad.randn(256, 256)
+    step = rgrad.compile_step(lambda x: (x @ g).sum(), x)
+    step(x)
+    done = []
+
+    def backward():
+        for _ in range(100):
+            (w * 2.0).sum().backward()
+        done.append(True)
+
+    t = threading.Thread(target=backward)
+    t.start()
+    for _ in range(100):
+        assert bool(rgrad.isfinite(step(x)))
+    t.join(timeout=120)
+    assert done == [True]
+    assert w.grad is g  # accumulated in place throughout

@@ -470,10 +470,142 @@ def test_setitem(name):
     check(_SETITEM[name], x, v, in_dims=(1, 0))
 
 
-def test_setitem_batched_index_falls_back():
+@pytest.mark.parametrize("in_dims", [(0, 0, 0), (0, 0, None), (0, None, 0), (1, 0, 1)], ids=str)
+@pytest.mark.parametrize("case", ["index", "number", "broadcast_value", "two_indices", "sliced_then_index",
+                                  "separated", "int_then_index", "ellipsis_index", "index_none"])
+def test_setitem_with_batched_index_or_separated_indices(case, in_dims):
+    """Index tensors batched or not (each sample's own), with values batched or not, where
+    the batched selection is laid out otherwise than [B, *selection]."""
+    x = _batched((5, 3, 2), in_dims[0])
+    # distinct within a sample (where indices repeat, which write wins is the kernel's order)
+    idx = rgrad.tensor([[0, 4], [1, 3], [3, 2], [2, 0]]) if in_dims[1] == 0 else rgrad.tensor([4, 0])
+
+    def sel(shape):
+        return _batched(shape, in_dims[2])
+
+    calls = {
+        "index": (lambda t, i, v: _set(t, i, v), sel((3, 2))),
+        "number": (lambda t, i, v: _set(t, i, 7.0), sel((1,))),
+        "broadcast_value": (lambda t, i, v: _set(t, (i,), v), sel((2,))),
+        "two_indices": (lambda t, i, v: _set(t, (i, i.remainder(3)), v), sel((2, 2))),
+        "sliced_then_index": (lambda t, i, v: _set(t, (slice(None), i.remainder(3)), v), sel((5, 2, 2))),
+        "separated": (lambda t, i, v: _set(t, (i, slice(None), i.remainder(2)), v), sel((2, 3))),
+        "int_then_index": (lambda t, i, v: _set(t, (1, i.remainder(3)), v), sel((2, 2))),
+        "ellipsis_index": (lambda t, i, v: _set(t, (Ellipsis, i[:1].remainder(2)), v), sel((5, 3, 1))),
+        "index_none": (lambda t, i, v: _set(t, (i, None), v), sel((1, 3, 2))),
+    }
+    f, v = calls[case]
+    check(f, x, idx, v, in_dims=in_dims)
+
+
+def test_setitem_batched_mask_falls_back():
     x = _batched((3,), 0)
-    i = rgrad.tensor([0, 2, 1, 1])
-    check(lambda t, j: _set(t, j, 7.0), x, i, in_dims=(0, 0), fallback_ok=True)
+    m = rgrad.tensor([[True, False, True], [False, False, True], [True, True, True], [False, False, False]])
+    check(lambda t, k: _set(t, k, 7.0), x, m, in_dims=(0, 0), fallback_ok=True)
+
+
+# index_put: name -> (indices (None: a full slice), values shape), x of shape (5, 3, 2); "i", "j", "k"
+# stand for an index into dim 0, 1, 2 (batched or not), "m" for a bool mask over dim 0
+_INDEX_PUT = {
+    "first": (("i",), (3, 2)),
+    "first_broadcast": (("i",), (1, 2)),
+    "dim1": ((None, "j"), (2, 2)),
+    "dims12": ((None, "j", "k"), (2,)),
+    "dims01": (("i", "j"), (2, 2)),
+    "separated": (("i", None, "k"), (2, 3)),
+    "separated_number": (("i", None, "k"), ()),
+    "mask": (("m",), (2,)),
+    "mask_then_index": (("m", "j"), (2, 2)),
+}
+
+
+def _put_indices(spec, batched, accumulate):
+    """The indices of a spec: each sample's own when batched (duplicates within a sample only
+    where they accumulate: otherwise which write wins is the kernel's order)."""
+    rows = {"i": ([[0, 0], [1, 4], [3, 3], [2, 4]] if accumulate else [[0, 4], [1, 3], [3, 2], [4, 0]], [2, 0]),
+            "j": ([[0, 0], [2, 1], [1, 1], [0, 2]] if accumulate else [[0, 2], [2, 1], [1, 0], [0, 1]], [1, 2]),
+            "k": ([[1, 1], [0, 1], [0, 0], [1, 0]] if accumulate else [[1, 0], [0, 1], [0, 1], [1, 0]], [1, 0])}
+    out = []
+    for name in spec:
+        if name is None:
+            out.append(None)
+        elif name == "m":
+            out.append(rgrad.tensor([True, False, True, False, False]))
+        else:
+            per_sample, one = rows[name]
+            out.append(rgrad.tensor(per_sample if batched else one))
+    return out
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+@pytest.mark.parametrize("in_dims", [(0, None, 0), (0, None, None), (None, None, 0), (0, 0, 0), (0, 0, None),
+                                     (None, 0, None), (1, 0, -1)], ids=str)
+@pytest.mark.parametrize("name", list(_INDEX_PUT))
+def test_index_put(name, in_dims, accumulate):
+    """index_put (out of place, and in place into a batched clone) with each of self, the
+    index tensors and the values batched or not, against the loop."""
+    spec, vshape = _INDEX_PUT[name]
+    idx_dims = tuple(in_dims[1] if n != "m" else None for n in spec if n is not None)
+    if in_dims[1] is not None and all(d is None for d in idx_dims):
+        pytest.skip("a mask is not batched here (a batched mask loops: test_fallback_loops_and_warns_once_per_op)")
+    x = _batched((5, 3, 2), in_dims[0])
+    tensors = [t for t in _put_indices(spec, in_dims[1] is not None, accumulate) if t is not None]
+    values = _batched(vshape, in_dims[2])
+    positions = [k for k, n in enumerate(spec) if n is not None]
+
+    def indices(ts):
+        out = [None] * len(spec)
+        for k, t in zip(positions, ts):
+            out[k] = t
+        return tuple(out)
+
+    dims = (in_dims[0], in_dims[2], *idx_dims)
+    check(lambda t, v, *ts: t.index_put(indices(ts), v, accumulate=accumulate), x, values, *tensors,
+          in_dims=dims)
+    check(lambda t, v, *ts: (t * 2).index_put(indices(ts), v.exp(), accumulate), x, values, *tensors,
+          in_dims=dims)
+    if in_dims[0] is not None:
+        check(lambda t, v, *ts: t.clone().index_put_(indices(ts), v, accumulate), x, values, *tensors,
+              in_dims=dims)
+
+
+def test_index_put_errors_are_the_samples():
+    """A batched index out of range in one sample, values that do not broadcast, a dtype
+    mismatch: each sample's error (torch's message), with nothing written."""
+    x = _batched((3, 2), 0)
+    bad = rgrad.tensor([[0], [1], [3], [2]])
+    check(lambda t, i: t.index_put((i,), t[0]), x, bad, in_dims=(0, 0))
+    check(lambda t, i: t.clone().index_put_((None, i), t[0, 0]), x, rgrad.tensor([[0], [1], [-3], [1]]),
+          in_dims=(0, 0))
+    check(lambda t: t.index_put((rgrad.tensor([0, 1]),), t[:, 0]), x)
+    check(lambda t: t.index_put((rgrad.tensor([0, 1]),), t.float()[0]), x)
+    y = x.clone()
+    with pytest.raises(IndexError):
+        vmap(lambda t, i: t.index_put_((i,), t[0] * 0))(y, bad)
+    _assert_same(y, x)
+
+
+def test_index_put_refuses_what_the_op_refuses():
+    """A list of indices or a number as values: the op's TypeError, as the loop's, with
+    no fallback warning."""
+    x = _batched((3, 2), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check(lambda t: t.index_put((rgrad.tensor([1]),), 1.0), x)
+        check(lambda t: t.index_put([rgrad.tensor([1])], t[0]), x)
+        check(lambda t: t.clone().index_put_((rgrad.tensor([1]), 0), t[0, 0]), x)
+
+
+def test_index_put_into_an_unbatched_tensor_is_torchs_error(torch):
+    def run(lib):
+        x = lib.zeros(3, dtype=lib.float64)
+        try:
+            lib.func.vmap(lambda v: x.index_put_((lib.tensor([1]),), v))(lib.ones(4, 1, dtype=lib.float64))
+        except Exception as e:  # noqa: BLE001
+            return type(e).__name__, str(e)
+        return None
+
+    assert run(rgrad) == run(torch)
 
 
 @pytest.mark.parametrize("in_dims", [(0, 0), (0, None), (None, 0)], ids=str)
@@ -665,9 +797,7 @@ def test_every_rule_is_tested():
 def test_fallback_loops_and_warns_once_per_op(monkeypatch):
     monkeypatch.setattr("rgrad.func._batched_tensor._warned", set())
     x = _batched((3, 2), 0)
-    idx = (rgrad.tensor([0, 2]),)
-    vals = rgrad.ones(2, 2, dtype=rgrad.float64)
-    f = lambda t: t.index_put(idx, vals * t[0, 0])  # noqa: E731  (index_put has no rule)
+    f = lambda t: t.index_put((t > 0,), t[0, 0] * 2)  # noqa: E731  (index_put by a batched mask loops)
     with pytest.warns(UserWarning) as record:
         out = vmap(f)(x)
     msgs = [str(w.message) for w in record]
@@ -679,7 +809,7 @@ def test_fallback_loops_and_warns_once_per_op(monkeypatch):
         warnings.simplefilter("error")  # not again for the same op
         _assert_same(vmap(f)(x), out)
     # in-place fallback writes each sample's slice of the physical tensor
-    g = lambda t: t.clone().index_put_(idx, vals * t[1, 1])  # noqa: E731
+    g = lambda t: t.clone().index_put_((t < 0,), t[1, 1])  # noqa: E731
     with pytest.warns(UserWarning, match="aten::index_put_"):
         out = vmap(g, in_dims=1)(x.transpose(0, 1).clone())
     _assert_same(out, _loop(g, (x.transpose(0, 1).clone(),), 1, 0, {}))
@@ -687,9 +817,8 @@ def test_fallback_loops_and_warns_once_per_op(monkeypatch):
 
 def test_fallback_for_an_op_of_several_batched_args(monkeypatch):
     monkeypatch.setattr("rgrad.func._batched_tensor._warned", set())
-    x, v = _batched((3, 2), 0), _batched((2, 2), 0)
-    idx = (rgrad.tensor([0, 2]),)
-    f = lambda t, w: t.index_put(idx, w)  # noqa: E731
+    x, v = _batched((3, 2), 0), _batched((), 0)
+    f = lambda t, w: t.index_put((t > 0,), w)  # noqa: E731
     with pytest.warns(UserWarning, match="aten::index_put"):
         out = vmap(f)(x, v)
     _assert_same(out, _loop(f, (x, v), 0, 0, {}))

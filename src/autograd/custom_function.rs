@@ -308,11 +308,15 @@ pub enum ReturnedGrad {
 /// summed down to it, one of another dtype cast to the input's). `inputs` has the shape
 /// and dtype of each forward input (`None`: not a tensor); an input that needs no
 /// gradient gets `None`, whatever was returned for it.
+///
+/// `batched`: the gradients have a leading dim of samples (a batched pass: the backward
+/// ran under a vmap level), the shapes checked and reduced are those after it.
 pub fn validate_grads(
     name: &str,
     inputs: &[Option<OutputMeta>],
     mut returned: SmallVec<[ReturnedGrad; 2]>,
     needs_input_grad: impl Fn(usize) -> bool,
+    batched: bool,
 ) -> Result<Grads> {
     let expected = inputs.len();
     if returned.len() > expected
@@ -346,11 +350,17 @@ pub fn validate_grads(
             out.push(None);
             continue;
         }
-        if g.shape() != m.shape {
-            if !expandable_to(&m.shape, &g.shape()) {
-                return Err(Error::invalid_grad_shape(name, i, &g.shape(), &m.shape));
+        let shape = g.shape();
+        let sample = if batched { &shape[1..] } else { &shape[..] };
+        if *sample != *m.shape {
+            if !expandable_to(&m.shape, sample) {
+                return Err(Error::invalid_grad_shape(name, i, sample, &m.shape));
             }
-            g = ops::sum_to(&g, &m.shape)?;
+            g = if batched {
+                crate::ops::sum_to_batched(&g, &m.shape)?
+            } else {
+                ops::sum_to(&g, &m.shape)?
+            };
         }
         if g.dtype() != m.dtype {
             g = ops::to_dtype(&g, m.dtype)?;
@@ -625,7 +635,7 @@ mod tests {
             ReturnedGrad::Tensor(g2),
             ReturnedGrad::None, // trailing Nones past the inputs are ignored
         ];
-        let out = validate_grads("FnBackward", &inputs, returned, |_| true).unwrap();
+        let out = validate_grads("FnBackward", &inputs, returned, |_| true, false).unwrap();
         assert_eq!(out.len(), 3);
         let a = out[0].as_ref().unwrap();
         assert_eq!(
@@ -641,7 +651,7 @@ mod tests {
             ReturnedGrad::None,
             ReturnedGrad::None,
         ];
-        let out = validate_grads("FnBackward", &inputs, returned, |i| i != 0).unwrap();
+        let out = validate_grads("FnBackward", &inputs, returned, |i| i != 0, false).unwrap();
         assert!(out.iter().all(Option::is_none));
     }
 
@@ -650,7 +660,13 @@ mod tests {
         let inputs = [meta_of(&[3], DType::F64), None];
         let v = |n: usize| ReturnedGrad::Tensor(tensor(vec![1.0; n], &[n]));
         let check = |returned: SmallVec<[ReturnedGrad; 2]>| {
-            err(validate_grads("MyFnBackward", &inputs, returned, |_| true))
+            err(validate_grads(
+                "MyFnBackward",
+                &inputs,
+                returned,
+                |_| true,
+                false,
+            ))
         };
         assert_eq!(
             check(smallvec::smallvec![v(4), ReturnedGrad::None]),

@@ -442,33 +442,105 @@ impl Backward for IndexBackward0 {
         )?)])
     }
     // The same accumulation with a full slice first: each sample's gradient goes to its own
-    // slice. (Only where the indexed dims are adjacent: otherwise they lead the result,
-    // before the batch dim, and the node runs once per sample.)
+    // slice. Where the indexed dims are not adjacent, the index dims lead the selection,
+    // before the batch dim: the samples are moved there.
     fn apply_batched(
         &self,
         _ctx: &BackwardCtx<'_>,
         g: &[Option<Tensor>],
         batch: usize,
     ) -> Option<Result<Grads>> {
-        let used: Vec<usize> = (0..self.indices.len())
-            .filter(|&i| self.indices[i].is_some())
-            .collect();
-        if used.windows(2).any(|w| w[1] != w[0] + 1) {
-            return None;
-        }
+        let b = BatchedIndices::new(&self.indices)?;
         let run = || -> Result<Grads> {
             let g = grad0(g)?;
             let shape = super::batched_shape(batch, &self.shape);
             let z = super::zeros_on(&shape, g.dtype(), g.device())?;
-            let indices: Vec<Option<Tensor>> = std::iter::once(None)
-                .chain(self.indices.iter().cloned())
-                .collect();
+            let values = b.samples_as_selection(&g, self.shape.len())?;
             Ok(smallvec::smallvec![Some(index_put(
-                &z, &indices, &g, true
+                &z, &b.indices, &values, true
             )?)])
         };
         Some(run())
     }
+}
+
+/// An advanced index applied to a batch of samples (`[B, *shape]`): the indices with a
+/// full slice first, and where the selection puts the batch dim.
+struct BatchedIndices {
+    /// `[None, *indices]`
+    indices: Vec<Option<Tensor>>,
+    /// The number of dims the index tensors select (a bool mask: the dims it covers).
+    n_indexed: usize,
+    /// The indexed dims are adjacent: `x[B-batched][indices]` is `[B, *selection]`;
+    /// otherwise the broadcast index dims come first: `[*index, B, *rest]`.
+    adjacent: bool,
+}
+
+impl BatchedIndices {
+    /// `None` where the node runs once per sample instead: a 0-d bool mask (which adds a
+    /// dim of its own to the selection) or no index tensor.
+    fn new(indices: &[Option<Tensor>]) -> Option<Self> {
+        let mut dims = Vec::new();
+        let mut d = 0usize;
+        for ix in indices {
+            match ix {
+                None => d += 1,
+                Some(t) if t.dtype() == DType::Bool => {
+                    if t.ndim() == 0 {
+                        return None;
+                    }
+                    dims.extend(d..d + t.ndim());
+                    d += t.ndim();
+                }
+                Some(_) => {
+                    dims.push(d);
+                    d += 1;
+                }
+            }
+        }
+        if dims.is_empty() {
+            return None;
+        }
+        Some(BatchedIndices {
+            indices: std::iter::once(None)
+                .chain(indices.iter().cloned())
+                .collect(),
+            n_indexed: dims.len(),
+            adjacent: dims.windows(2).all(|w| w[1] == w[0] + 1),
+        })
+    }
+
+    /// The number of broadcast index dims in a selection of `sel_ndim` dims from
+    /// samples of `ndim` dims (per sample).
+    fn index_ndim(&self, sel_ndim: usize, ndim: usize) -> usize {
+        sel_ndim - (ndim - self.n_indexed)
+    }
+
+    /// `[B, *selection]` (a batch of per-sample selections) laid out as the batched
+    /// selection is (`ndim`: a sample's rank).
+    fn samples_as_selection(&self, g: &Tensor, ndim: usize) -> Result<Tensor> {
+        if self.adjacent {
+            return Ok(g.clone());
+        }
+        let nb = self.index_ndim(g.ndim() - 1, ndim);
+        move_dim(g, 0, nb)
+    }
+
+    /// The batched selection (`indices` applied to `[B, *sample]`) as `[B, *selection]`.
+    fn selection_as_samples(&self, r: &Tensor, ndim: usize) -> Result<Tensor> {
+        if self.adjacent {
+            return Ok(r.clone());
+        }
+        let nb = self.index_ndim(r.ndim() - 1, ndim);
+        move_dim(r, nb, 0)
+    }
+}
+
+/// `t` with dim `from` moved to position `to`, the others in their order.
+fn move_dim(t: &Tensor, from: usize, to: usize) -> Result<Tensor> {
+    let mut perm: Vec<i64> = (0..t.ndim() as i64).filter(|&d| d != from as i64).collect();
+    perm.insert(to, from as i64);
+    permute(t, &perm)
 }
 
 /// Out-of-place `index_put(x, indices, values, accumulate)`: x with the indexed
@@ -776,5 +848,38 @@ impl Backward for IndexPutBackward0 {
             None
         };
         Ok(smallvec::smallvec![gx, gv])
+    }
+    // The same formulas with a full slice first (each sample's gradient indexed in its
+    // own slice): the zeroing broadcasts a number, the values' gradient is the batched
+    // selection brought to `[B, *selection]` and summed to `[B, *values_shape]`.
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        let b = BatchedIndices::new(&self.indices)?;
+        let run = || -> Result<Grads> {
+            let g = grad0(g)?;
+            let ndim = g.ndim() - 1;
+            let gx = if ctx.needs_input_grad(0) {
+                Some(if self.accumulate || g.numel() == 0 {
+                    g.clone()
+                } else {
+                    let z = super::zeros_on(&[], g.dtype(), g.device())?;
+                    index_put(&g, &b.indices, &z, false)?
+                })
+            } else {
+                None
+            };
+            let gv = if ctx.needs_input_grad(1) {
+                let r = b.selection_as_samples(&index(&g, &b.indices)?, ndim)?;
+                Some(super::sum_to_batched(&r, &self.values_shape)?)
+            } else {
+                None
+            };
+            Ok(smallvec::smallvec![gx, gv])
+        };
+        Some(run())
     }
 }

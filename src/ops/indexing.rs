@@ -249,6 +249,39 @@ impl Backward for ScatterAddBackward0 {
             &ctx.saved(0)?
         )?)])
     }
+    // each sample gathered from its own slice (the index expanded over the samples, as
+    // GatherBackward0's batched scatter)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let g = grad0(g)?;
+            let index = ctx.saved(0)?;
+            // a 0-d scatter_add (each sample one number) gathers along a dim of size 1:
+            // the samples as rows of one element
+            let scalar = index.ndim() == 0;
+            let (g, index) = if scalar {
+                (unsqueeze(&g, 1)?, reshape(&index, &[1])?)
+            } else {
+                (g, index)
+            };
+            let index = expand(
+                &unsqueeze(&index, 0)?,
+                &super::batched_shape(batch, &index.shape()),
+            )?;
+            let dim = if scalar { 1 } else { self.dim as i64 + 1 };
+            let r = gather(&g, dim, &index)?;
+            Ok(smallvec::smallvec![Some(if scalar {
+                reshape(&r, &[batch as i64])?
+            } else {
+                r
+            })])
+        };
+        Some(run())
+    }
 }
 
 /// `torch.index_select(x, dim, index)` with a 1-D (or 0-d) int64 index.
@@ -425,6 +458,31 @@ impl Backward for IndexAddBackward0 {
             &ctx.saved(0)?,
             false
         )?)])
+    }
+    // the same rows selected, one dim further in
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let g = grad0(g)?;
+            let index = ctx.saved(0)?;
+            if g.ndim() == 1 {
+                // a 0-d index_add (each sample one number, selected by its one index
+                // from a dim of size 1): the samples as rows of one element
+                let r = index_select_as(&unsqueeze(&g, 1)?, 1, &index, false)?;
+                return Ok(smallvec::smallvec![Some(reshape(&r, &[batch as i64])?)]);
+            }
+            Ok(smallvec::smallvec![Some(index_select_as(
+                &g,
+                self.dim as i64 + 1,
+                &index,
+                false
+            )?)])
+        };
+        Some(run())
     }
 }
 

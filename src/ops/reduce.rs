@@ -374,9 +374,13 @@ impl ProdGrad {
     // computed in O(n) when only values are needed and, under create_graph, with a
     // differentiable O(n²) construction so that second derivatives are exact (torch makes
     // the same value-dependent choice in prod_backward).
-    fn grad(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+    //
+    // `batched`: `g` has a leading dim of samples (`apply_batched`). The factor `d` is
+    // the same for every sample (it depends on x alone), so it is computed once and
+    // broadcast against `[B, *x.shape]`; the zero test is over x, as per sample.
+    fn grad(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
         let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
-        let g = self.r.expand_back(&grad0(g)?)?;
+        let g = self.r.expand_back_maybe_batched(&grad0(g)?, batched)?;
         let any_zero = with_grad_mode(false, || any_true(&eq_scalar(&x, 0.0)?))?;
         let d = if !any_zero {
             let y = self.r.expand_back(&y)?;
@@ -455,7 +459,15 @@ impl Backward for ProdBackward0 {
         "ProdBackward0".into()
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        self.0.grad(ctx, g)
+        self.0.grad(ctx, g, false)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.0.grad(ctx, g, true))
     }
 }
 #[derive(Clone)]
@@ -465,7 +477,15 @@ impl Backward for ProdBackward1 {
         "ProdBackward1".into()
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        self.0.grad(ctx, g)
+        self.0.grad(ctx, g, false)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.0.grad(ctx, g, true))
     }
 }
 

@@ -23,13 +23,12 @@ pub(crate) fn view_of(x: &Tensor, layout: Layout) -> Tensor {
 }
 
 /// Marks the views an op returns together (split, chunk, unbind; `op` as torch's
-/// messages name it): see [`MultiOutput`]. torch 2.15 leaves `unbind`'s int and bool
-/// outputs unmarked (split's and chunk's it marks, whatever the dtype).
+/// messages name it), whatever their dtype: see [`MultiOutput`]. (An int or bool one can
+/// still be written by `copy_`, which checks nothing for such a target, and so by
+/// `v[...] = t` with `t` of v's sizes; a `fill_`, `mul_`, ... with an operand that
+/// requires grad is refused, as in torch.)
 fn multi_output(views: Vec<Tensor>, op: &'static str) -> Vec<Tensor> {
     for (i, v) in views.iter().enumerate() {
-        if op == "Unbind" && !v.dtype().is_float() {
-            break;
-        }
         v.set_multi_output(MultiOutput {
             op: Some((op, i as u32)),
         });

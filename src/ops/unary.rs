@@ -458,6 +458,15 @@ impl Backward for PolygammaBackward {
         let d = polygamma(i64::from(self.n.saturating_add(1)), &x)?;
         Ok(smallvec::smallvec![Some(super::mul(&g, &d)?)])
     }
+    // ψ⁽ⁿ⁺¹⁾(x) has x's shape: the product broadcasts it against each sample's gradient
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.apply(ctx, g))
+    }
 }
 
 /// torch's `tanh_backward(grad, y)` = grad·(1 - y²) as one op with a derivative of its

@@ -31,7 +31,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
-use pyo3::{PyClassInitializer, intern};
+use pyo3::{IntoPyObjectExt, PyClassInitializer, intern};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -436,9 +436,57 @@ impl Backward for PyFunctionBackward {
             result
         })?;
         // checked, reduced and cast with the GIL released
-        custom::validate_grads(&self.name, &self.inputs, returned, |i| {
-            ctx.needs_input_grad(i)
-        })
+        custom::validate_grads(
+            &self.name,
+            &self.inputs,
+            returned,
+            |i| ctx.needs_input_grad(i),
+            false,
+        )
+    }
+
+    // A batched pass (grad(is_grads_batched=True), jacobian(vectorize=True), vmap(vjp)):
+    // the user's backward runs once, under a vmap level of the batch, as torch runs it
+    // (`rgrad.func._vmap._function_backward_batched`): it sees each gradient's shape as
+    // one sample's, its ops batch by their rules, and an op that cannot (`.item()`)
+    // raises, as in torch. What it returns comes back with the batch dim first.
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        grads: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let state = &self.ctx.get().st;
+            let materialize = state.lock().materialize_grads;
+            // (zeros for an output that got no gradient: one sample's, for each)
+            let batched_outputs: SmallVec<[Option<OutputMeta>; 2]> = self
+                .outputs
+                .iter()
+                .map(|m| {
+                    m.as_ref().map(|m| OutputMeta {
+                        shape: ops::batched_shape(batch, &m.shape).as_slice().into(),
+                        ..m.clone()
+                    })
+                })
+                .collect();
+            let grad_args = custom::materialize_grads(grads, &batched_outputs, materialize)?;
+            let returned = super::gil::attach(|py| -> Result<SmallVec<[ReturnedGrad; 2]>> {
+                state.lock().in_backward =
+                    Some((ctx.saved.iter().cloned().collect(), ctx.released));
+                let result = self.call_backward_batched(py, &grad_args, batch);
+                state.lock().in_backward = None;
+                result
+            })?;
+            custom::validate_grads(
+                &self.name,
+                &self.inputs,
+                returned,
+                |i| ctx.needs_input_grad(i),
+                true,
+            )
+        };
+        Some(run())
     }
 }
 
@@ -450,7 +498,41 @@ impl PyFunctionBackward {
         py: Python<'_>,
         grads: &[Option<Tensor>],
     ) -> Result<SmallVec<[ReturnedGrad; 2]>> {
-        let mut args: SmallVec<[Py<PyAny>; 3]> = SmallVec::new();
+        let args = self.backward_args(py, grads, &[])?;
+        let r = self.backward_fn.bind(py).call1(args).map_err(external)?;
+        Ok(Self::returned(r))
+    }
+
+    /// [`call_backward`](Self::call_backward) over a batch of gradients (`[B, *shape]`):
+    /// through the vmap hook, which gives back what backward returned with the batch dim
+    /// first.
+    fn call_backward_batched(
+        &self,
+        py: Python<'_>,
+        grads: &[Option<Tensor>],
+        batch: usize,
+    ) -> Result<SmallVec<[ReturnedGrad; 2]>> {
+        let lead = [
+            self.backward_fn.clone_ref(py),
+            batch.into_py_any(py).map_err(external)?,
+        ];
+        let args = self.backward_args(py, grads, &lead)?;
+        let hook = py
+            .import(intern!(py, "rgrad.func._vmap"))
+            .and_then(|m| m.getattr(intern!(py, "_function_backward_batched")))
+            .map_err(external)?;
+        let r = hook.call1(args).map_err(external)?;
+        Ok(Self::returned(r))
+    }
+
+    /// `(*lead, ctx, *grads)` for a call of backward (None for a missing gradient).
+    fn backward_args<'py>(
+        &self,
+        py: Python<'py>,
+        grads: &[Option<Tensor>],
+        lead: &[Py<PyAny>],
+    ) -> Result<Bound<'py, PyTuple>> {
+        let mut args: SmallVec<[Py<PyAny>; 5]> = lead.iter().map(|o| o.clone_ref(py)).collect();
         args.push(self.ctx.clone_ref(py).into_any());
         for g in grads {
             args.push(match g {
@@ -458,8 +540,11 @@ impl PyFunctionBackward {
                 None => py.None(),
             });
         }
-        let args = PyTuple::new(py, args).map_err(external)?;
-        let r = self.backward_fn.bind(py).call1(args).map_err(external)?;
+        PyTuple::new(py, args).map_err(external)
+    }
+
+    /// What backward returned, as core values (a tuple's items, or the one value).
+    fn returned(r: Bound<'_, PyAny>) -> SmallVec<[ReturnedGrad; 2]> {
         let returned = |item: Bound<'_, PyAny>| {
             if item.is_none() {
                 ReturnedGrad::None
@@ -470,10 +555,10 @@ impl PyFunctionBackward {
                 }
             }
         };
-        Ok(match r.cast::<PyTuple>() {
+        match r.cast::<PyTuple>() {
             Ok(t) => t.iter().map(returned).collect(),
             Err(_) => smallvec::smallvec![returned(r)],
-        })
+        }
     }
 }
 

@@ -262,11 +262,16 @@ impl PyTensor {
         if adv.is_empty() && (r.shape() == v.shape() || v.ndim() == 0) {
             // torch's copy_to: the same sizes are a copy_, a 0-d value (a number) a fill_,
             // which may write an expanded tensor
-            if v.ndim() == 0 {
+            let number = value.cast::<PyTensor>().is_err();
+            if !number && r.shape() == v.shape() {
+                // (a tensor of the same sizes is a copy_ even when 0-d: copy_ does not
+                // check an int or bool target, fill_ does)
+                ops::copy_(&r, &v)?;
+            } else if v.ndim() == 0 {
                 // a number may fill an expanded tensor, a 0-d tensor may not (torch's
                 // fill_ with a tensor checks for shared memory)
                 match scalar(value) {
-                    Some(s) if value.cast::<PyTensor>().is_err() => ops::fill_(&r, s)?,
+                    Some(s) if number => ops::fill_(&r, s)?,
                     _ => ops::fill_tensor_(&r, &v)?,
                 };
             } else {

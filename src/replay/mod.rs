@@ -32,11 +32,12 @@
 //! keeps only the constants between replays; each step carries what a replay reads for it
 //! (input slots, its outputs' sizes, what to drop after it), so the common path touches
 //! the steps, the frame and the kernels' memory, nothing else. A program that writes no
-//! extern in place read-locks its externs once for the whole replay instead of once per
-//! step that reads them (the W1 chain's `h + a`). Then the finish: storages whose buffer was swapped get the
-//! new one, version counters move as eager moved them, leaves get their final `.grad`, and
-//! the outputs are returned as fresh tensors without history. Replays of one program are
-//! serialised by its lock.
+//! extern in place and replays on the calling thread read-locks its externs once for the
+//! whole replay instead of once per step that reads them (the W1 chain's `h + a`). Then
+//! the finish: storages whose buffer was swapped get the new one, version counters move
+//! as eager moved them, leaves get their final `.grad`, and the outputs are returned as
+//! fresh tensors without history. Replays of one program are serialised by its frame's
+//! lock.
 //!
 //! A CUDA-graph capture can sit beside this: the same begin/end protocol and the same
 //! program of slots, with steps that enqueue on a captured stream instead of calling the
@@ -568,7 +569,8 @@ pub struct Program {
     /// intermediates the finish reads without taking them: dropped after it
     finish_reads: Vec<SlotId>,
     /// the externs read-locked for a whole replay (none if some step writes an extern in
-    /// place), in storage address order: the lock order
+    /// place, or if the program replays on the pool), in storage address order: the lock
+    /// order
     pinned: Vec<Arc<Storage>>,
     /// (slot, its index in `pinned`), sorted by slot
     pin_of_slot: Vec<(SlotId, usize)>,
@@ -718,14 +720,21 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
             r.steps[*i].free_after.push(s as SlotId);
         }
     }
-    // A program that writes no extern in place read-locks its externs for a whole replay
-    // (all of them, in storage address order, before any other lock: a replay then holds
-    // only read locks until its finish, so it cannot close a cycle with the locks of eager
-    // ops on other threads). Its steps read them like frame buffers.
+    let in_pool =
+        crate::runtime::num_threads() > 1 && r.slots.iter().any(|s| s.len >= SPLIT_ELEMENTS);
+    // A small program (its kernels do not split) that writes no extern in place
+    // read-locks its externs for a whole replay, on the calling thread: all of them, in
+    // storage address order, before any other lock. It then holds only read locks until
+    // its finish and waits for no other thread, so it cannot close a cycle with the locks
+    // of eager ops elsewhere. Its steps read them like frame buffers. (A program that
+    // replays on the pool does not: waiting for the pool while holding a lock that a pool
+    // job may need to write could deadlock; its kernels are big, so a lock per step costs
+    // nothing there.)
     let is_extern = |s: SlotId| matches!(r.slots[s as usize].kind, Kind::Extern(_));
     let writes_extern = r.steps.iter().any(|st| st.dst.is_some_and(is_extern));
+    let pins = !writes_extern && !in_pool;
     let mut pinned: Vec<(SlotId, Arc<Storage>)> = Vec::new();
-    if !writes_extern {
+    if pins {
         for (i, slot) in r.slots.iter().enumerate() {
             if let Kind::Extern(st) = &slot.kind {
                 pinned.push((i as SlotId, st.clone()));
@@ -741,7 +750,7 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
     pin_of_slot.sort_unstable();
     for i in 0..r.steps.len() {
         let st = &r.steps[i];
-        let plain = st.dst.is_none() && (!writes_extern || !st.ins.iter().any(|&s| is_extern(s)));
+        let plain = st.dst.is_none() && (pins || !st.ins.iter().any(|&s| is_extern(s)));
         r.steps[i].plain = plain;
     }
     let mut mutated: Vec<SlotId> = r
@@ -771,8 +780,6 @@ pub fn end(outputs: &[Tensor]) -> Result<Program> {
         .filter(|&s| matches!(r.slots[s as usize].kind, Kind::Intermediate))
         .collect();
     finish_reads.sort_unstable();
-    let in_pool =
-        crate::runtime::num_threads() > 1 && r.slots.iter().any(|s| s.len >= SPLIT_ELEMENTS);
     Ok(Program {
         in_pool,
         slots: r.slots,

@@ -51,15 +51,20 @@ class _Layer:
     gradients; in forward mode their tangents differ), and reading values (``.item()``,
     ``bool()``) reads sample 0's, as torch's jacobian (which batches only the derivatives)
     lets the function read its inputs' values.
+
+    ``legacy``: the level a batched backward pass runs a custom Function's backward under
+    (torch runs it under its legacy vmap, whose errors for reading values differ).
     """
 
-    __slots__ = ("level", "batch_size", "randomness", "copies")
+    __slots__ = ("level", "batch_size", "randomness", "copies", "legacy")
 
-    def __init__(self, level: int, batch_size: int, randomness: str, copies: bool = False) -> None:
+    def __init__(self, level: int, batch_size: int, randomness: str, copies: bool = False,
+                 legacy: bool = False) -> None:
         self.level = level
         self.batch_size = batch_size
         self.randomness = randomness
         self.copies = copies
+        self.legacy = legacy
 
 
 _tls = threading.local()
@@ -74,10 +79,10 @@ def current_layers() -> list:
         return _tls.layers
 
 
-def push_layer(batch_size: int, randomness: str, copies: bool = False) -> int:
+def push_layer(batch_size: int, randomness: str, copies: bool = False, legacy: bool = False) -> int:
     layers = current_layers()
     level = len(layers) + 1
-    layers.append(_Layer(level, batch_size, randomness, copies))
+    layers.append(_Layer(level, batch_size, randomness, copies, legacy))
     return level
 
 
@@ -126,6 +131,11 @@ _CONTROL_FLOW_ERROR = (
     "that yet, please file an issue at https://github.com/pytorch/pytorch/issues ."
 )
 _DATA_ERROR = "Cannot access data pointer of Tensor that doesn't have storage"
+# torch's legacy vmap's (a custom Function's backward in a batched backward pass)
+_LEGACY_ERRORS = {
+    _ITEM_ERROR: "Batching rule not implemented for aten::item. We could not generate a fallback.",
+    _CONTROL_FLOW_ERROR: "Batching rule not implemented for aten::is_nonzero. We could not generate a fallback.",
+}
 _BACKWARD_ERROR = (
     "backward() called inside a functorch transform. This is not supported, please use functorch.grad or "
     "functorch.vjp instead or call backward() outside of functorch transforms."
@@ -331,8 +341,9 @@ class BatchedTensor:
     # ---- reading values: what vmap cannot do (torch's errors), except on a level of copies
     # (every sample the same values, see _Layer), where sample 0's values are everyone's
     def _sample(self, error: str) -> Any:
-        if not _layer(self._level).copies:
-            raise RuntimeError(error)
+        layer = _layer(self._level)
+        if not layer.copies:
+            raise RuntimeError(_LEGACY_ERRORS.get(error, error) if layer.legacy else error)
         return self._value.select(0, 0)
 
     def item(self):

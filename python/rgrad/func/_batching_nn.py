@@ -10,7 +10,7 @@ from rgrad import _C
 from rgrad._C import Tensor
 from rgrad.autograd import forward_ad as fwAD
 from rgrad.autograd.function import Function
-from rgrad.func._batched_tensor import _warned, _warned_lock, batch_size, copies_level, dispatch, fallback
+from rgrad.func._batched_tensor import batch_size, copies_level, dispatch, fallback
 from rgrad.func._batching_common import (
     BT,
     _at,
@@ -194,10 +194,16 @@ class _SharedWeightLinear(Function):
         x, w = ctx.saved_tensors
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:
-            # g @ w per sample; recorded (create_graph) as a shared-weight product itself, so
-            # that its derivative w.r.t. w is per sample too
-            gx = (_SharedWeightLinear.apply(g, w.transpose(1, 2), None) if rgrad.is_grad_enabled()
-                  else g.matmul(w.select(0, 0)))
+            if not _plain(g):
+                # a batched backward pass runs this under a vmap level (g: a batch of this
+                # node's gradients); a Function without a vmap rule cannot be applied there:
+                # g @ w per sample as a batched product (values and derivatives per sample)
+                gx = g.reshape(g.shape[0], -1, g.shape[-1]).matmul(w).reshape(*g.shape[:-1], w.shape[-1])
+            else:
+                # g @ w per sample; recorded (create_graph) as a shared-weight product itself,
+                # so that its derivative w.r.t. w is per sample too
+                gx = (_SharedWeightLinear.apply(g, w.transpose(1, 2), None) if rgrad.is_grad_enabled()
+                      else g.matmul(w.select(0, 0)))
         if ctx.needs_input_grad[1]:
             # one outer product per sample (summed over the sample's own leading dims)
             gw = g.reshape(g.shape[0], -1, g.shape[-1]).transpose(1, 2).matmul(x.reshape(x.shape[0], -1, x.shape[-1]))
@@ -233,14 +239,6 @@ class _UniformInputLinear(Function):
             gb = g.reshape(-1, g.shape[-1]).sum(0)
         return gx, gw, gb
 
-
-
-# A batched backward pass (``is_grads_batched``: jacrev's rows, also inside vmap or jacfwd)
-# runs these Functions' backward once per sample, as any node without a batching rule, and
-# would give vmap's performance warning for them: they are rgrad's own fast paths, chosen
-# by vmap, not ops a user could report (nor avoid), so they do not warn.
-with _warned_lock:
-    _warned.update({"_SharedWeightLinearBackward", "_UniformInputLinearBackward"})
 
 
 # ---------------------------------------------------------------------------------------

@@ -6,7 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from rgrad import _C
-from rgrad.func._batched_tensor import PLAIN, batch_size, dispatch, fallback, inplace_error, movedim, wrap_dim
+from rgrad.func._batched_tensor import (
+    PLAIN,
+    _select,
+    batch_size,
+    dispatch,
+    fallback,
+    inplace_error,
+    max_level,
+    movedim,
+    wrap_dim,
+)
 from rgrad.func._batching_common import (
     BT,
     _at,
@@ -304,22 +314,133 @@ def _movedim_phys(t: Any, source: int, destination: int) -> Any:
 
 
 def _setitem(name: str, level: int, args: tuple, kwargs: dict) -> Any:
+    """``t[key] = value`` into a batched ``t``: one write into the physical value, with a full
+    slice in front of the key (or, where index tensors are batched, ``arange(B)``: each
+    sample's indices into its own slice, as ``_getitem``). A batched value is laid out as
+    the batched selection is: ``[B, *selection]``, except where the index tensors are not
+    adjacent (their dims come first: ``[*index, B, *rest]``) or, with batched indices,
+    where dims come before them (``[B, *index, *before, *after]``)."""
     self, key, value = args
     if not _at(self, level):
         raise _final(inplace_error(name))
     items = _index_items(key)
     v = self._value
-    if any(_at(k, level) for k in items) or (
-            _at(value, level) and any(_is_tensor(k) for k in items)
-            and not _advanced_layout(items, v.dim() - 1, level)[0]):
+    batched_items = [k for k in items if _at(k, level)]
+    if any(k.dtype == _C.bool for k in batched_items):
         return fallback(name, level, args, kwargs)
-    if _at(value, level):
-        target_rank = _probe(self)[key].dim()
-        val = _pad(value._value, target_rank - (value._value.dim() - 1))
+    has_tensors = any(_is_tensor(k) for k in items)
+    adjacent, before, adv_rank = _advanced_layout(items, v.dim() - 1, level) if has_tensors else (True, 0, 0)
+    moved = bool(batched_items) and adjacent and before > 0  # the batched selection's dims reordered
+    if _at(value, level) or (moved and _is_tensor(value)):
+        # a sample's selection rank (stand-ins for the batched indices: zeros, in range)
+        target_rank = _probe(self)[tuple(_probe(k) if _at(k, level) else k for k in items)].dim()
+        val = _physical(value, level)
+        val = _pad(val, target_rank - (val.dim() - 1))  # [B, *ones, *value.shape]
+        if moved:
+            val = val.permute(0, *range(1 + before, 1 + before + adv_rank), *range(1, 1 + before),
+                              *range(1 + before + adv_rank, val.dim()))
+        elif has_tensors and not adjacent and not batched_items:
+            val = movedim(val, 0, adv_rank)  # the selection is [*index, B, *rest]
     else:
         val = value
-    dispatch("__setitem__", (v, (slice(None), *items), val), {})
+    if batched_items:
+        n = v.shape[0]
+        new_items = [_pad(k._value, adv_rank - (k._value.dim() - 1)) if _at(k, level) else k for k in items]
+        phys_key = (_C.arange(n).view(n, *([1] * adv_rank)), *new_items)
+    else:
+        phys_key = (slice(None), *items)
+    dispatch("__setitem__", (v, phys_key, val), {})
     return None
+
+
+def _per_sample_errors(rule):
+    """A rule whose errors are the op's on one sample at a time (torch's messages, with the
+    logical dims and index values): when the physical computation raises, the samples are
+    rerun out of place (writing nothing, warning nothing) until one raises.
+    """
+    def checked(name: str, level: int, args: tuple, kwargs: dict) -> Any:
+        try:
+            return rule(name, level, args, kwargs)
+        except (RuntimeError, IndexError) as e:
+            if getattr(e, "_vmap_final", False):
+                raise
+            op = name.rstrip("_")
+            for b in range(batch_size(level)):
+                sample_args = tuple(_select(a, level, b) for a in args)
+                sample_kwargs = {k: _select(v, level, b) for k, v in kwargs.items()}
+                try:
+                    if max_level(sample_args, sample_kwargs) >= 0:
+                        dispatch(op, sample_args, sample_kwargs)
+                    else:
+                        PLAIN[op](*sample_args, **sample_kwargs)
+                except type(e) as sample_error:
+                    raise _final(sample_error) from None
+            raise
+
+    return checked
+
+
+def _index_put(name: str, level: int, args: tuple, kwargs: dict) -> Any:
+    """``index_put`` / ``index_put_``: one put into the physical value.
+
+    The per-sample indices get a leading full slice (unbatched indices) or, when some are
+    batched, ``arange(B)`` in front (each sample's indices into its own slice, as
+    ``_getitem``); the values are brought to the layout that the batched selection has,
+    which is not always ``[B, *selection]`` (torch's rule: index dims that are not
+    adjacent go first, before the batch dim). Duplicate indices accumulate (or the last
+    write wins) within each sample, as per sample.
+    """
+    self = args[0]
+    indices = args[1] if len(args) > 1 else kwargs["indices"]
+    values = args[2] if len(args) > 2 else kwargs["values"]
+    accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+    inplace = name == "index_put_"
+    if (type(indices) is not tuple or any(k is not None and not _is_tensor(k) for k in indices)
+            or not _is_tensor(values)):
+        # arguments the op refuses (a list of indices, a number as values): its TypeError,
+        # from stand-ins of one sample (self a copy: nothing of the caller's is written)
+        probes = [_probe(a) for a in args]
+        probes[0] = probes[0].clone()
+        PLAIN[name](*probes, **{k: _probe(v) for k, v in kwargs.items()})
+        return fallback(name, level, args, kwargs)
+    if inplace and not _at(self, level):
+        raise _final(inplace_error(name))
+    items = indices
+    tensors = [k for k in items if _is_tensor(k)]
+    if not tensors or any(k.dtype == _C.bool and (_at(k, level) or k.dim() == 0) for k in tensors):
+        # (no index tensor, a batched bool mask (its samples select different counts), a
+        # 0-d mask: the loop, and its errors)
+        return fallback(name, level, args, kwargs)
+    r = _lrank(self, level)
+    # index_put's None is a full slice (a subscript's would be a new dim)
+    as_subscript = tuple(slice(None) if k is None else k for k in items)
+    adjacent, before, adv_rank = _advanced_layout(as_subscript, r, level)
+    consumed = sum(_lrank(k, level) if k.dtype == _C.bool else 1 for k in tensors)
+    sel_rank = r - consumed + adv_rank  # a sample's selection rank
+    vp = _physical(values, level)
+    if vp.dim() - 1 > sel_rank:
+        return fallback(name, level, args, kwargs)  # (torch's shape error, per sample)
+    vp = _pad(vp, sel_rank - (vp.dim() - 1))  # [B, *ones, *values.shape]: aligned with a selection
+    batched_index = any(_at(k, level) for k in tensors)
+    if batched_index:
+        n = batch_size(level)
+        new_items = [None if k is None else _pad(k._value, adv_rank - (k._value.dim() - 1)) if _at(k, level) else k
+                     for k in items]
+        phys_indices = (_C.arange(n).view(n, *([1] * adv_rank)), *new_items)
+        if adjacent and before > 0:
+            # the selection is [B, *index, *before, *after]: the values' `before` dims after
+            # the index dims
+            vp = vp.permute(0, *range(1 + before, 1 + before + adv_rank), *range(1, 1 + before),
+                            *range(1 + before + adv_rank, vp.dim()))
+    else:
+        phys_indices = (None, *items)
+        if not adjacent:
+            vp = movedim(vp, 0, adv_rank)  # the selection is [*index, B, *rest]
+    if inplace:
+        dispatch("index_put_", (self._value, phys_indices, vp, accumulate), {})
+        return self
+    sv = _physical(self, level)
+    return BT(dispatch("index_put", (sv, phys_indices, vp, accumulate), {}), level)
 
 
 # ---------------------------------------------------------------------------------------

@@ -540,9 +540,8 @@ def jacrev(func: Callable[..., Any], argnums=0, *, has_aux: bool = False, chunk_
     standard basis of the outputs as a batch of cotangents, which is one batched backward
     pass (``autograd.grad(..., is_grads_batched=True)``) per chunk of rows; inside vmap
     (``vmap(jacrev(f))``) one batched pass of the vmap-batched graph. Inside another
-    transform's vmap and forward-AD level (the rows of ``hessian``), and through nodes
-    without a batched rule, the backward runs once per row (or per node and row): the same
-    numbers.
+    transform's vmap and forward-AD level (the rows of ``hessian``) the backward runs once
+    per row: the same numbers.
 
     Args:
         has_aux: ``func`` returns ``(output, aux)``; the result is ``(jacobian, aux)``.

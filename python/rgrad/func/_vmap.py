@@ -197,13 +197,13 @@ def _unwrap_batched(outputs: Any, out_dims: Any, level: int, n: int, func: Calla
 class _VmapLevel:
     """A vmap level of this thread, with the function forms swapped in while it runs."""
 
-    def __init__(self, n: int, randomness: str, copies: bool = False) -> None:
-        self.n, self.randomness, self.copies = n, randomness, copies
+    def __init__(self, n: int, randomness: str, copies: bool = False, legacy: bool = False) -> None:
+        self.n, self.randomness, self.copies, self.legacy = n, randomness, copies, legacy
 
     def __enter__(self) -> int:
         _activate()
         try:
-            self.level = push_layer(self.n, self.randomness, self.copies)
+            self.level = push_layer(self.n, self.randomness, self.copies, self.legacy)
         except BaseException:
             _deactivate()
             raise
@@ -675,6 +675,33 @@ def _function_apply(cls: Any, args: tuple, kwargs: dict | None) -> Any:
         results.append(cls.apply(*(_select(a, level, b) for a in args),
                                  **{k: _select(v, level, b) for k, v in kwargs.items()}))
     return stack_results(results, level, f"{cls.__name__}.apply")
+
+
+def _function_backward_batched(backward: Callable, batch: int, ctx: Any, *grads: Any) -> Any:
+    """A custom Function's backward in a batched backward pass (``grad(is_grads_batched=True)``,
+    ``jacobian(vectorize=True)``, ``vmap(vjp)``; called by the node): the gradients have a
+    leading dim of ``batch`` samples, and backward runs once under a vmap level of them, as
+    torch runs it. It sees one sample's shapes (the saved tensors are the same for every
+    sample); its ops batch by their rules (an op without one loops, with the performance
+    warning), and one that cannot run on a batch (``.item()``) raises, as in torch (with its
+    legacy vmap's message for reading values: torch runs it there). Returns
+    what backward returned with the batch dim first: a batched result's physical value, an
+    unbatched tensor expanded over the samples, anything else as it is (the node checks)."""
+    with _VmapLevel(batch, "error", legacy=True) as level:
+        out = backward(ctx, *(None if g is None else BT(g, level) for g in grads))
+
+        def unwrap(r: Any) -> Any:
+            if type(r) is BT:
+                if r._level != level:
+                    raise RuntimeError(
+                        "vmap: the backward of a custom Function returned a BatchedTensor of a vmap that does not "
+                        "batch its gradients (one kept from elsewhere, in a closure or a global)")
+                return r._value
+            if isinstance(r, Tensor):
+                return r.unsqueeze(0).expand(batch, *r.shape)
+            return r
+
+        return tuple(unwrap(r) for r in out) if isinstance(out, tuple) else unwrap(out)
 
 
 def _named(wrapper: Callable, orig: Any) -> Callable:
