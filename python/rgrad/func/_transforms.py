@@ -48,7 +48,7 @@ import rgrad
 from rgrad._C import Tensor
 from rgrad.autograd import forward_ad as fwAD
 from rgrad.func._batched_tensor import current_layers, movedim
-from rgrad.func._vmap import _callable, materialize, physical
+from rgrad.func._vmap import _callable, _flat_vmap, materialize, physical, vmap
 from rgrad.utils._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten, treespec_pprint
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
@@ -554,8 +554,6 @@ def jacrev(func: Callable[..., Any], argnums=0, *, has_aux: bool = False, chunk_
 
     @_wraps(func)
     def wrapper_fn(*args: Any) -> Any:
-        from rgrad.func._vmap import vmap
-
         vjp_out = _vjp_with_argnums(func, *args, argnums=argnums, has_aux=has_aux)
         if has_aux:
             output, vjp_fn, aux = vjp_out
@@ -631,8 +629,6 @@ def jacfwd(func: Callable[..., Any], argnums=0, has_aux: bool = False, *, random
     """
     @_wraps(func)
     def wrapper_fn(*args: Any) -> Any:
-        from rgrad.func._vmap import _flat_vmap
-
         primals = args if argnums is None else _slice_argnums(args, argnums)
         flat_primals, primals_spec = tree_flatten(primals)
         flat_primals_numels = tuple(p.numel() for p in flat_primals)
