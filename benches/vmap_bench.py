@@ -1,6 +1,6 @@
 """rgrad.func.vmap against torch.func, in one process, alternating.
 
-    python benches/vmap_bench.py [--reps N] [--threads N] [--only psg,jac]
+    python benches/vmap_bench.py [--reps N] [--threads N] [--only psg,jac,func]
 
 - psg: per-sample gradients of an MLP 784-128-10 (ReLU, cross-entropy; the MNIST shapes of
   torch.func's model-ensembling tutorial with one hidden layer) over 128 examples, float32:
@@ -8,7 +8,11 @@
   a Python loop of ``loss.backward()``, one example at a time (rgrad's and torch's);
 - jac: ``autograd.functional.jacobian(f, x, vectorize=True)`` of f: R^256 -> R^256, an MLP
   with one hidden layer of 256 (tanh), float32, against torch's (reverse mode; forward mode
-  and rgrad's loop of backward passes printed for reference).
+  and rgrad's loop of backward passes printed for reference);
+- func: torch.func's transforms on f: R^64 -> R^64, ``tanh(W x + b)``, float64:
+  ``jacrev(f)``, ``jacrev(f, chunk_size=16)``, ``jacfwd(f)``, ``hessian`` of ``sum(f(x)**2)``
+  (a scalar function of 64 inputs: forward-over-reverse, ``jacfwd(jacrev)``) and
+  ``jacrev(jacrev)`` of it, and ``vmap(jacrev(f))`` over 16 inputs, against torch.func's.
 Prints the CPU, and the median time of each case and the ratios."""
 
 from __future__ import annotations
@@ -78,11 +82,35 @@ def jac_cases(lib):
     return cases
 
 
+def func_cases(lib):
+    lib.manual_seed(0)
+    w, b = lib.randn(64, 64, dtype=lib.float64) / 8, lib.randn(64, dtype=lib.float64) * 0.1
+    F = lib.nn.functional
+    tf = lib.func
+
+    def f(z):
+        return F.linear(z, w, b).tanh()
+
+    def scalar(z):
+        return (f(z) ** 2).sum()
+
+    z = lib.randn(64, dtype=lib.float64)
+    zs = lib.randn(16, 64, dtype=lib.float64)
+    return {
+        "func jacrev(mlp)": lambda: tf.jacrev(f)(z),
+        "func jacrev(mlp, chunk=16)": lambda: tf.jacrev(f, chunk_size=16)(z),
+        "func jacfwd(mlp)": lambda: tf.jacfwd(f)(z),
+        "func hessian(scalar)": lambda: tf.hessian(scalar)(z),
+        "func jacrev(jacrev(scalar))": lambda: tf.jacrev(tf.jacrev(scalar))(z),
+        "func vmap(jacrev(mlp)), 16": lambda: tf.vmap(tf.jacrev(f))(zs),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--threads", type=int, default=None, help="both libraries' thread counts (default: theirs)")
-    ap.add_argument("--only", default="psg,jac")
+    ap.add_argument("--only", default="psg,jac,func")
     args = ap.parse_args()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -94,6 +122,8 @@ def main() -> None:
             cases[lib_name].update(psg_cases(lib))
         if "jac" in only:
             cases[lib_name].update(jac_cases(lib))
+        if "func" in only:
+            cases[lib_name].update(func_cases(lib))
     print(f"CPU: {cpu_model()}; torch {torch.__version__}; threads: rgrad {rgrad.get_num_threads()}, "
           f"torch {torch.get_num_threads()}")
     times: dict = {}
@@ -105,12 +135,12 @@ def main() -> None:
                 dt = time.perf_counter() - t0
                 if rep >= 2:
                     times.setdefault((lib_name, name), []).append(dt)
-    print(f"{'case':<28} {'rgrad ms':>10} {'torch ms':>10} {'rgrad/torch':>12}")
+    print(f"{'case':<30} {'rgrad ms':>10} {'torch ms':>10} {'rgrad/torch':>12}")
     for name in cases["rgrad"]:
         ours = statistics.median(times[("rgrad", name)]) * 1e3
         theirs_t = times.get(("torch", name))
         theirs = statistics.median(theirs_t) * 1e3 if theirs_t else float("nan")
-        print(f"{name:<28} {ours:>10.2f} {theirs:>10.2f} {ours / theirs:>12.2f}")
+        print(f"{name:<30} {ours:>10.2f} {theirs:>10.2f} {ours / theirs:>12.2f}")
     if "psg" in only:
         ours = statistics.median(times[("rgrad", "psg vmap(grad)")])
         loop = statistics.median(times[("rgrad", "psg loop of backward()")])

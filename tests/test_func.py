@@ -3,8 +3,8 @@ against torch.func: the same programs give the same values, structures, shapes, 
 requires_grad, and raise the same errors (torch's text with "torch" read as "rgrad");
 nesting (grad(grad(f)), jacfwd(jacrev(f)), ...) and composition with outer autograd as
 torch.func; finite differences in float64; rgrad's documented differences (one dual level,
-Jacobians one row or column at a time, functional_call on functions); vmap is tested in
-tests/test_vmap.py."""
+functional_call on functions); jacrev / jacfwd batched through vmap as torch.func's (func
+run once, one batched backward per chunk of rows); vmap is tested in tests/test_vmap.py."""
 
 from __future__ import annotations
 
@@ -154,6 +154,61 @@ def _programs(lib):
         "jacfwd_grad": lambda: F.jacfwd(F.grad(f))(x),
         "grad_jvp": lambda: F.grad(lambda a: F.jvp(lambda b: b.sin() * b, (a,), (x,))[1].sum())(x),
         "jacrev_vjp": lambda: F.jacrev(lambda a: F.vjp(lambda b: b.exp() * b, a)[1](x)[0])(x),
+        # the batched paths (vmap over vjp_fn / jvp): chunks of rows, chunk_size=1's loop,
+        # pytrees, aux, empty outputs, dtypes, nesting
+        **{f"jacrev_chunk_size_{cs}_pytree_out_tuple_argnums": (
+            lambda cs: lambda: F.jacrev(multi, argnums=(0, 1), chunk_size=cs)(x, y))(cs)
+           for cs in (1, 2, 3, 5, 7, 100, None)},
+        **{f"jacrev_chunk_size_{cs}_has_aux_requires_grad": (
+            lambda cs: lambda: F.jacrev(lambda a: (a.sin() * a.sum(), {"c": a.cos()}), has_aux=True,
+                                        chunk_size=cs)(xr))(cs)
+           for cs in (1, 2, None)},
+        "jacrev_chunk_size_2_pytree_in": lambda: F.jacrev(lambda d: d["u"] * d["v"][0].sum(), chunk_size=2)(
+            {"u": x, "v": [y]}),
+        **{f"{name}_empty_output": (lambda jac: lambda: jac(lambda a: (a[:0], a.sum() * a))(x))(getattr(F, name))
+           for name in ("jacrev", "jacfwd")},
+        **{f"{name}_only_empty_output": (lambda jac: lambda: jac(lambda a: a[:0] * 2)(x))(getattr(F, name))
+           for name in ("jacrev", "jacfwd")},
+        **{f"{name}_float32": (lambda jac: lambda: jac(lambda a: a.exp() * a.sum())(lib.tensor([1.0, 2.0])))(
+            getattr(F, name)) for name in ("jacrev", "jacfwd")},
+        **{f"{name}_function_form": (lambda jac: lambda: jac(lib.sin)(x))(getattr(F, name))
+           for name in ("jacrev", "jacfwd")},
+        **{f"{name}_linear_layer_argnums": (lambda jac: lambda: jac(
+            lambda W, b, a: lib.nn.functional.linear(a, W, b).tanh(), argnums=(0, 1, 2))(y, x[:2], x[1:]))(
+            getattr(F, name)) for name in ("jacrev", "jacfwd")},
+        "jacfwd_has_aux_requires_grad": lambda: F.jacfwd(lambda a: (a.sin(), {"d": a * 2}), has_aux=True)(xr),
+        "jacfwd_reads_input_values": lambda: F.jacfwd(lambda a: a * float(a.sum()) + a[0].item())(x),
+        **{f"jacfwd_randomness_{mode}_no_random_op": (
+            lambda mode: lambda: F.jacfwd(lambda a: a.exp() * a.sum(), randomness=mode)(xr))(mode)
+           for mode in ("same", "different", "error")},
+        "jacfwd_randomness_same_has_aux": lambda: F.jacfwd(lambda a: (a.sin(), a.cos()), has_aux=True,
+                                                           randomness="same")(x),
+        "jacrev_jacrev_chunked": lambda: F.jacrev(F.jacrev(lambda a: a.sin() * a.sum(), chunk_size=2),
+                                                  chunk_size=2)(x),
+        "jacfwd_jacrev_chunked": lambda: F.jacfwd(F.jacrev(lambda a: a.sin() * a.sum(), chunk_size=2))(x),
+        "jacfwd_jacrev_requires_grad_closure": lambda: F.jacfwd(F.jacrev(lambda a: (a * w).sin() * a.sum()))(x),
+        "hessian_pytree_in": lambda: F.hessian(tree_f)(tree),
+        "hessian_argnums_tuple_requires_grad": lambda: F.hessian(g2, argnums=(0, 1))(xr, y),
+        "grad_of_jacrev": lambda: F.grad(lambda a: F.jacrev(lambda b: b.sin() * b.sum())(a).sum())(x),
+        "grad_of_jacfwd": lambda: F.grad(lambda a: F.jacfwd(lambda b: b.sin() * b.sum())(a).sum())(x),
+        "grad_of_hessian": lambda: F.grad(lambda a: F.hessian(f)(a).sum())(x),
+        "vmap_jacrev_chunk_size_1": lambda: F.vmap(F.jacrev(lambda a: a.sin() * a.sum(), chunk_size=1))(y),
+        "vmap_jacrev_chunk_size_2": lambda: F.vmap(F.jacrev(lambda a: a.sin() * a.sum(), chunk_size=2))(y),
+        "vmap_jacfwd_has_aux": lambda: F.vmap(F.jacfwd(lambda a: (a.exp() * a.sum(), a.cos()), has_aux=True))(y),
+        "vmap_hessian_in_dims_none": lambda: F.vmap(F.hessian(lambda a, b: (a.sin() * b).sum()),
+                                                    in_dims=(None, 0))(x[:2], y),
+        "vmap_jacrev_closure_requires_grad": lambda: F.vmap(F.jacrev(lambda a: (a * w).sin() * a.sum()))(y),
+        "vmap_jacrev_in_dims_none": lambda: F.vmap(F.jacrev(lambda a, b: a.exp() * b.sum(), argnums=(0, 1)),
+                                                   in_dims=(None, 0))(x[:2], y),
+        "vmap_jacrev_unused_and_independent": lambda: F.vmap(F.jacrev(lambda a, b: (a.sin(), w * 2),
+                                                                      argnums=(0, 1)))(y, y),
+        "vmap_vmap_jacrev": lambda: F.vmap(F.vmap(F.jacrev(lambda a: a.sin() * a.sum())))(
+            y.unsqueeze(0).expand(2, 2, 2) * x[:2].unsqueeze(-1).unsqueeze(-1)),
+        "vmap_jacrev_jacrev": lambda: F.vmap(F.jacrev(F.jacrev(lambda a: a.sin() * a.exp().sum())))(y),
+        "grad_of_vmap_jacrev": lambda: lib.autograd.grad(
+            F.vmap(F.jacrev(lambda a: (a * w).sin() * a.sum()))(y).pow(2).sum(), w),
+        "jacrev_of_vmap_chunked": lambda: F.jacrev(lambda a: F.vmap(lambda r: r.exp() * r.sum())(a),
+                                                   chunk_size=3)(y),
     }
 
 
@@ -316,8 +371,159 @@ def test_grad_nonscalar_message_text():
 
 
 # ---------------------------------------------------------------------------------------
-# Randomness in jacfwd (vmap's flag, emulated over jacfwd's loop of columns)
+# jacrev / jacfwd take the batched paths (as torch.func's: vmap over vjp_fn / jvp)
 # ---------------------------------------------------------------------------------------
+
+def test_jacfwd_jacrev_and_hessian_run_func_once():
+    calls = []
+
+    def f(a):
+        calls.append(tuple(a.shape))
+        return a.sin() * a.sum()
+
+    x = _t(rgrad, [0.5, -1.0, 2.0, 0.3, 1.1])
+    for transform in (RF.jacfwd(f), RF.jacrev(f), RF.jacrev(f, chunk_size=2), RF.hessian(lambda a: f(a).sum()),
+                      RF.jacrev(RF.jacrev(f)), RF.jacfwd(RF.jacrev(f))):
+        calls.clear()
+        transform(x)
+        assert calls == [(5,)]  # once, on the logical shape (batched inside)
+
+
+@pytest.mark.parametrize("chunk_size, batched_passes, plain_passes", [
+    (None, 1, 0), (5, 1, 0), (100, 1, 0), (2, 3, 0), (4, 2, 0), (1, 0, 5),
+])
+def test_jacrev_one_batched_backward_per_chunk(monkeypatch, torch, chunk_size, batched_passes, plain_passes):
+    """jacrev's rows: one ``autograd.grad(..., is_grads_batched=True)`` per chunk of
+    ``chunk_size`` rows (chunk_size=1: one plain vjp per row, as torch's), the same Jacobian."""
+    passes = {"batched": 0, "plain": 0}
+    grad = rgrad.autograd.grad
+
+    def counting_grad(*args, **kwargs):
+        if kwargs.get("is_grads_batched"):
+            passes["batched"] += 1
+        elif not any(type(a).__name__ == "BatchedTensor" for a in rgrad.utils._pytree.tree_leaves(args[2:3])):
+            passes["plain"] += 1
+        return grad(*args, **kwargs)
+
+    monkeypatch.setattr(rgrad.autograd, "grad", counting_grad)
+    f = lambda lib: lambda a: (a.sin() * a.sum(), (a * 2)[:2])  # noqa: E731  (5 output elements)
+    x = _t(rgrad, [0.5, -1.0, 2.0])
+    ours = RF.jacrev(f(rgrad), chunk_size=chunk_size)(x)
+    assert passes == {"batched": batched_passes, "plain": plain_passes}
+    theirs = torch.func.jacrev(f(torch), chunk_size=chunk_size)(_t(torch, [0.5, -1.0, 2.0]))
+    for o, t in zip(ours, theirs):
+        assert tuple(o.shape) == tuple(t.shape)
+        assert np.allclose(o.numpy(), t.numpy(), rtol=1e-13, atol=1e-13)
+
+
+def test_vmap_of_jacrev_is_one_batched_backward(monkeypatch, torch):
+    """vmap(jacrev(f)): the rows of every sample in one batched backward pass of the
+    physical (vmap-batched) graph, not one backward per row; torch.func's numbers."""
+    passes = []
+    grad = rgrad.autograd.grad
+
+    def counting_grad(*args, **kwargs):
+        passes.append(bool(kwargs.get("is_grads_batched")))
+        return grad(*args, **kwargs)
+
+    monkeypatch.setattr(rgrad.autograd, "grad", counting_grad)
+    f = lambda a: a.sin() * a.sum()  # noqa: E731
+    x0 = [[0.3, -0.7, 1.2], [0.5, 0.9, -0.2]]
+    got = RF.vmap(RF.jacrev(f))(_t(rgrad, x0))
+    assert passes.count(True) == 1 and len(passes) == 2  # vjp_fn's grad, and the one batched pass
+    expected = torch.func.vmap(torch.func.jacrev(f))(_t(torch, x0))
+    assert np.allclose(got.numpy(), expected.numpy(), rtol=1e-13, atol=1e-13)
+
+
+def test_jacobians_through_vmaps_loop_are_right(torch):
+    """An op without a batching rule (a boolean mask index) runs once per column under
+    jacfwd's vmap, with vmap's performance warning (torch's fallback warns too): the same
+    numbers as torch.func; and prod's batched backward rule in jacrev's pass."""
+    from rgrad.func._batched_tensor import _warned
+
+    g = lambda a: a[a > 0].sin() * a.sum()  # noqa: E731
+    x0 = [0.5, -1.0, 2.0]
+    expected = torch.func.jacrev(g)(_t(torch, x0)).numpy()
+    _warned.discard("aten::__getitem__")  # (warned once per process)
+    with pytest.warns(UserWarning, match="batching rule for aten::__getitem__"):
+        got = RF.jacfwd(g)(_t(rgrad, x0))
+    assert np.allclose(got.numpy(), expected, rtol=1e-13, atol=1e-13)
+    assert np.allclose(RF.jacrev(g)(_t(rgrad, x0)).numpy(), expected, rtol=1e-13, atol=1e-13)
+    p = lambda a: a.prod(0) * a.sum()  # noqa: E731
+    y0 = [[1.0, 2.0], [0.3, -0.4]]
+    expected = torch.func.jacrev(p)(_t(torch, y0)).numpy()
+    for transform in (RF.jacrev(p), RF.jacfwd(p), RF.jacrev(p, chunk_size=1)):
+        assert np.allclose(transform(_t(rgrad, y0)).numpy(), expected, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")
+def test_jacobians_of_a_custom_function_match_torch(torch):
+    """A custom Function (torch's functorch form: setup_context, jvp, generate_vmap_rule)
+    inside jacrev (its backward node runs once per row in the batched pass), jacfwd (under
+    vmap, on dual BatchedTensors) and hessian: torch.func's numbers."""
+    def make(lib):
+        class MySin(lib.autograd.Function):
+            generate_vmap_rule = True
+
+            @staticmethod
+            def forward(x):
+                return x.sin()
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.save_for_backward(inputs[0])
+                ctx.x = inputs[0]
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return g * x.cos()
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t * ctx.x.cos()
+
+        F = lib.func
+        g = lambda a: MySin.apply(a) * a.sum()  # noqa: E731
+        x = _t(lib, [0.5, -1.0, 2.0])
+        return lambda: (F.jacrev(g)(x), F.jacrev(g, chunk_size=2)(x), F.jacfwd(g)(x),
+                        F.hessian(lambda a: g(a).sum())(x))
+
+    status, _ = _same(torch, make)
+    assert status == "ok"
+
+
+# ---------------------------------------------------------------------------------------
+# Randomness in jacfwd (the flag of its vmap over the columns)
+# ---------------------------------------------------------------------------------------
+
+def test_jacfwd_randomness_draws_as_vmap():
+    """'same': one draw shared by every column (the numbers of one unbatched draw);
+    'different': each column its own (vmap's numbers with randomness='different')."""
+    x = _t(rgrad, [0.5, -1.0, 2.0])
+    rgrad.manual_seed(3)
+    r = rgrad.rand(3, dtype=rgrad.float64)
+    rgrad.manual_seed(3)
+    jac = RF.jacfwd(lambda a: a * rgrad.rand(3, dtype=rgrad.float64), randomness="same")(x)
+    assert np.allclose(jac.numpy(), np.diag(r.numpy()), rtol=0, atol=0)
+    rgrad.manual_seed(3)
+    per_column = RF.vmap(lambda e: rgrad.rand(3, dtype=rgrad.float64), randomness="different")(rgrad.eye(3))
+    rgrad.manual_seed(3)
+    jac = RF.jacfwd(lambda a: a * rgrad.rand(3, dtype=rgrad.float64), randomness="different")(x)
+    assert np.allclose(jac.numpy(), np.diag(np.diag(per_column.numpy())), rtol=0, atol=0)
+    assert len(set(np.diag(jac.numpy()).tolist())) == 3
+
+
+def test_jacfwd_reads_values_except_with_different_randomness():
+    """rgrad batches jacfwd's primals (copies of the inputs): reading an input's value works
+    as with torch's (which batches only the tangents), but not with randomness='different',
+    whose samples may differ (vmap's error there; torch's jacfwd reads it)."""
+    x = _t(rgrad, [0.5, -1.0, 2.0])
+    f = lambda a: a * a.sum().item()  # noqa: E731
+    assert RF.jacfwd(f, randomness="same")(x).tolist() == (np.eye(3) * 1.5).tolist()
+    with pytest.raises(RuntimeError, match="vmap: It looks like you're calling .item()"):
+        RF.jacfwd(f, randomness="different")(x)
+
 
 def test_jacfwd_randomness_same_and_different():
     x = _t(rgrad, [0.5, -1.0, 2.0, 3.0])

@@ -5,10 +5,11 @@
 has_aux and error messages; they nest (``grad(grad(f))``, ``jacfwd(jacrev(f))``,
 ``vmap(vmap(f))``), compose (``vmap(grad(f))`` gives per-sample gradients) and compose with
 outer autograd. How the differentiation transforms work without torch.func's levels, and
-what differs (Jacobians are computed one row or column at a time; one forward-AD level, so
-no jvp inside a jvp; functional_call takes a function, as rgrad has no nn.Module), is told
-in ``rgrad/func/_transforms.py``'s docstring; how vmap works (BatchedTensor, batching
-rules, the function forms it swaps in while it runs) in ``rgrad/func/_vmap.py``'s.
+what differs (jacrev / jacfwd batch through vmap as torch.func's, but jacfwd batches the
+primals too; one forward-AD level, so no jvp inside a jvp; functional_call takes a function,
+as rgrad has no nn.Module), is told in ``rgrad/func/_transforms.py``'s docstring; how vmap
+works (BatchedTensor, batching rules, the function forms it swaps in while it runs) in
+``rgrad/func/_vmap.py``'s.
 """
 
 from rgrad.func._functional_call import functional_call

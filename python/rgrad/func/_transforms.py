@@ -20,11 +20,13 @@ results with two rules:
 
 Deciding which leaves a result reaches walks its graph once per result.
 
-``jacrev`` computes the Jacobian one row at a time (one vjp with a one-hot cotangent per
-output element) and ``jacfwd`` one column at a time (one jvp with a one-hot tangent per
-input element, calling ``f`` again each time); the results have torch's shapes. They do
-not batch through ``rgrad.func.vmap`` (a view of a dual tensor drops its tangent's graph,
-which ``hessian(f)(x)`` with ``x`` requiring grad needs); they compose with it.
+``jacrev`` and ``jacfwd`` are torch.func's: ``jacrev`` runs ``func`` once and computes the rows
+as ``vmap(vjp_fn)`` over the standard basis of the outputs (one batched backward pass,
+``is_grads_batched``, per chunk of ``chunk_size`` rows; ``chunk_size=1`` is a loop of
+vjps), ``jacfwd`` runs ``func`` once under vmap with the standard basis of the inputs as
+the batch of tangents (vmap's ``randomness`` flag). ``hessian = jacfwd(jacrev(f))`` is then
+``f`` once on batched duals and one backward per row (there the rows' batched pass, with
+forward-over-reverse through its batched formulas, measured slower; see ``_vmap.batched_grad``).
 
 Inside ``vmap`` an input to differentiate is first batched at every active vmap level it
 is not batched at (a stride-0 expand: each sample gets a leaf of its own), so that
@@ -45,8 +47,8 @@ from typing import Any
 import rgrad
 from rgrad._C import Tensor
 from rgrad.autograd import forward_ad as fwAD
-from rgrad.func._batched_tensor import current_layers
-from rgrad.func._vmap import materialize, physical
+from rgrad.func._batched_tensor import current_layers, movedim
+from rgrad.func._vmap import _callable, _flat_vmap, materialize, physical, vmap
 from rgrad.utils._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten, treespec_pprint
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
@@ -294,7 +296,7 @@ def _vjp_with_argnums(func: Callable[..., Any], *primals: Any, argnums=None, has
             diff_primals = tree_unflatten(flat_diff, primals_spec)
             new = (diff_primals,) if isinstance(argnums, int) else diff_primals
             call_args = _replace_args(primals, new, argnums)
-        primals_out = func(*call_args)
+        primals_out = _callable(func)(*call_args)
         aux = None
         if has_aux:
             if not (isinstance(primals_out, tuple) and len(primals_out) == 2):
@@ -380,7 +382,7 @@ def _grad_and_value_impl(func, argnums, has_aux: bool, args: tuple, kwargs: dict
         flat_diff = [level.differentiable(a) for a in flat_diff_args]
         new_diff = tree_unflatten(flat_diff, spec)
         args = _replace_args(args, (new_diff,) if isinstance(argnums, int) else new_diff, argnums)
-        output = func(*args, **kwargs)
+        output = _callable(func)(*args, **kwargs)
         aux = None
         if has_aux:
             if not (isinstance(output, tuple) and len(output) == 2):
@@ -474,7 +476,7 @@ def _jvp_with_argnums(func, primals: Any, tangents: Any, argnums, *, strict: boo
         duals = tree_unflatten(list(flat_duals), primals_spec)
         if argnums is not None:
             duals = _replace_args(primals, duals, argnums)
-        result_duals = func(*duals)
+        result_duals = _callable(func)(*duals)
         aux = None
         if has_aux:
             if not (isinstance(result_duals, tuple) and len(result_duals) == 2):
@@ -494,55 +496,36 @@ def _jvp_with_argnums(func, primals: Any, tangents: Any, argnums, *, strict: boo
 
 
 # ---------------------------------------------------------------------------------------
-# jacrev, jacfwd, hessian (a loop over one-hot vectors)
+# jacrev, jacfwd, hessian (vmap over vjp / jvp with the standard basis, as torch.func's)
 # ---------------------------------------------------------------------------------------
 
-def _one_hot_basis(tensors: list, numels: tuple, k: int) -> list:
-    """The k-th standard basis vector of the concatenated flattened ``tensors``, split back into their shapes."""
-    basis = []
-    offset = 0
-    for t, n in zip(tensors, numels):
-        e = t.new_zeros((n,))
-        if offset <= k < offset + n:
-            with rgrad.no_grad():
-                e[k - offset] = 1
-        basis.append(e.view(t.shape))
-        offset += n
-    return basis
-
-
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-# The Jacobians are assembled with nested stacks, not with split/view/reshape: rgrad's views
-# of a dual tensor drop the autograd graph of its tangent (reverse-over-forward through a
-# view loses it), and a Jacobian's tangent must stay differentiable for hessian(f)(x) with x
-# requiring grad.
-
-def _stack_leading(items: list, shape: tuple, like: Tensor) -> Tensor:
-    """``items`` (``prod(shape)`` tensors shaped as ``like``, row-major) as one tensor shaped ``shape + like.shape``."""
-    if _numel(shape) == 0:
-        return like.new_zeros(tuple(shape) + tuple(like.shape))
-    if len(shape) == 0:
-        return items[0]
-    inner = _numel(shape[1:])
-    return rgrad.stack([_stack_leading(items[i * inner:(i + 1) * inner], shape[1:], like)
-                        for i in range(shape[0])], dim=0)
-
-
-def _stack_trailing(items: list, shape: tuple, like: Tensor) -> Tensor:
-    """``items`` (``prod(shape)`` tensors shaped as ``like``, row-major) as one tensor shaped ``like.shape + shape``."""
-    if _numel(shape) == 0:
-        return like.new_zeros(tuple(like.shape) + tuple(shape))
-    if len(shape) == 0:
-        return items[0]
-    inner = _numel(shape[1:])
-    return rgrad.stack([_stack_trailing(items[i * inner:(i + 1) * inner], shape[1:], like)
-                        for i in range(shape[0])], dim=-len(shape))
+def _chunked_standard_basis(tensors: list, numels: tuple, chunk_size: int | None):
+    """torch's ``_chunked_standard_basis_for_``: the identity of size ``sum(numels)`` (one row
+    per element of the concatenated flattened ``tensors``), ``chunk_size`` rows at a time (all
+    of them when ``chunk_size`` is None or not smaller), each chunk split by column into one
+    ``[rows, *tensor.shape]`` tensor per tensor (its dtype and device). Zeros with the ones
+    written along a strided view of each block's diagonal."""
+    total = sum(numels)
+    if chunk_size and chunk_size < total:
+        sizes = [chunk_size] * (total // chunk_size) + ([total % chunk_size] if total % chunk_size else [])
+    else:
+        sizes = [total]
+    start = 0
+    for rows in sizes:
+        chunks = []
+        offset = 0
+        for t, n in zip(tensors, numels):
+            chunk = rgrad.zeros((rows, n), dtype=t.dtype, device=t.device)
+            # row r is basis vector start + r: its one is at column start + r - offset of this
+            # tensor's block when that falls in [0, n); those entries are n + 1 apart
+            lo, hi = max(start, offset), min(start + rows, offset + n)
+            if lo < hi:
+                first = (lo - start) * n + (lo - offset)
+                chunk.view(-1)[first:first + (hi - lo - 1) * (n + 1) + 1:n + 1].fill_(1)
+            chunks.append(chunk.view(rows, *t.shape))
+            offset += n
+        yield chunks
+        start += rows
 
 
 def jacrev(func: Callable[..., Any], argnums=0, *, has_aux: bool = False, chunk_size: int | None = None,
@@ -551,12 +534,20 @@ def jacrev(func: Callable[..., Any], argnums=0, *, has_aux: bool = False, chunk_
 
     ``jacrev(func)(*args)`` has, for each output tensor (a pytree of outputs gives a pytree of
     Jacobians) and each differentiated argument (a tuple for tuple ``argnums``), a tensor
-    shaped ``output.shape + input.shape``. Rows are computed one at a time, a vjp with a
-    one-hot cotangent per output element (so ``chunk_size`` is checked as torch checks it
-    and otherwise ignored).
+    shaped ``output.shape + input.shape``.
+
+    As torch's: ``func`` runs once (a vjp), and the rows are ``vmap(vjp_fn)`` over the
+    standard basis of the outputs as a batch of cotangents, which is one batched backward
+    pass (``autograd.grad(..., is_grads_batched=True)``) per chunk of rows; inside vmap
+    (``vmap(jacrev(f))``) one batched pass of the vmap-batched graph. Inside another
+    transform's vmap and forward-AD level (the rows of ``hessian``) the backward runs once
+    per row: the same numbers.
 
     Args:
         has_aux: ``func`` returns ``(output, aux)``; the result is ``(jacobian, aux)``.
+        chunk_size: Rows per batched backward (None: all at once). ``chunk_size=1`` is a
+            loop of plain vjps, one per row, without vmap (as torch's).
+        _preallocate_and_copy: Accepted for torch's signature; the chunks are concatenated.
     """
     if not (chunk_size is None or chunk_size > 0):
         raise ValueError("jacrev: `chunk_size` should be greater than 0.")
@@ -574,17 +565,30 @@ def jacrev(func: Callable[..., Any], argnums=0, *, has_aux: bool = False, chunk_
         flat_primals, primals_spec = tree_flatten(primals)
 
         total = sum(flat_output_numels)
-        rows: list[list[Tensor]] = [[] for _ in flat_primals]  # per input: one row per output element
-        for k in range(total):
-            basis = tree_unflatten(_one_hot_basis(flat_output, flat_output_numels, k), output_spec)
-            for acc, r in zip(rows, tree_leaves(vjp_fn(basis))):
-                acc.append(r)
+        if total == 0:
+            # no row (vmap over an empty batch has nothing to run)
+            flat_jacobians = [p.new_zeros((0, *p.shape)) for p in flat_primals]
+        else:
+            chunked: list[list[Tensor]] = []
+            for flat_basis in _chunked_standard_basis(flat_output, flat_output_numels, chunk_size):
+                if chunk_size == 1:
+                    # as torch's: a plain vjp per row, free of vmap's limits
+                    rows = tree_leaves(vjp_fn(tree_unflatten([b.select(0, 0) for b in flat_basis], output_spec)))
+                    chunked.append([r.unsqueeze(0) for r in rows])
+                else:
+                    chunked.append(tree_leaves(vmap(vjp_fn)(tree_unflatten(flat_basis, output_spec))))
+            if len(chunked) == 1:
+                flat_jacobians = chunked[0]
+            else:
+                flat_jacobians = [rgrad.cat([c[i] for c in chunked], dim=0) for i in range(len(flat_primals))]
+
+        # each input's [total, *input.shape] rows, split by output
         flat_output_flat_input = []
         offset = 0
         for out, n in zip(flat_output, flat_output_numels):
             flat_output_flat_input.append(tuple(
-                _stack_leading(acc[offset:offset + n], tuple(out.shape), primal)
-                for acc, primal in zip(rows, flat_primals)
+                jac.narrow(0, offset, n).reshape(tuple(out.shape) + tuple(primal.shape))
+                for jac, primal in zip(flat_jacobians, flat_primals)
             ))
             offset += n
         flat_output_input = tuple(tree_unflatten(list(flat_input), primals_spec)
@@ -604,23 +608,24 @@ def _check_randomness_arg(randomness: str) -> None:
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
 
 
-def _same_state(a: Tensor, b: Tensor) -> bool:
-    return a.shape == b.shape and bool((a == b).all())
-
-
 def jacfwd(func: Callable[..., Any], argnums=0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
     """The Jacobian of ``func`` w.r.t. the arguments at ``argnums``, by forward-mode AD, as ``torch.func.jacfwd``.
 
-    Same result structure and shapes as :func:`jacrev`. Columns are computed one at a time,
-    a jvp with a one-hot tangent per input element, so ``func`` runs once per input
-    element. ``randomness`` says what random ops in ``func`` may do, as vmap's
-    flag: ``"error"`` (the default) raises torch's vmap error when ``func`` draws from the
-    default generator, ``"same"`` replays the same random numbers for every column, and
+    Same result structure and shapes as :func:`jacrev`. As torch's: one jvp under vmap whose
+    batch of tangents is the standard basis of the inputs, so ``func`` runs once, on
+    batched dual tensors, and the outputs' tangents are the Jacobian's columns.
+    ``randomness`` is that vmap's flag: ``"error"`` (the default) raises vmap's error when
+    ``func`` calls a random op, ``"same"`` gives every column the same random numbers and
     ``"different"`` lets every column draw its own.
 
+    rgrad batches the primals too (copies of the inputs, one per column); the vmap level is
+    marked as a level of copies (except with ``"different"``, whose random numbers differ per
+    column), so ``func`` may read its inputs' values (``.item()``, ``float()``), as torch's
+    jacfwd (which batches only the tangents) lets it. An input without elements gives an
+    empty Jacobian (``func`` runs once, with zero tangents), where torch's raises.
+
     Args:
-        has_aux: ``func`` returns ``(output, aux)``; the result is ``(jacobian, aux)`` (aux from
-            the first column's call).
+        has_aux: ``func`` returns ``(output, aux)``; the result is ``(jacobian, aux)``.
     """
     @_wraps(func)
     def wrapper_fn(*args: Any) -> Any:
@@ -630,52 +635,50 @@ def jacfwd(func: Callable[..., Any], argnums=0, has_aux: bool = False, *, random
         _check_randomness_arg(randomness)
 
         total = sum(flat_primals_numels)
-        columns: list[list[Tensor]] | None = None
-        spec = None
-        aux = None
-        start_state = rgrad.random.get_rng_state()
-        # no input element: one call with zero tangents gives the outputs' shapes (no column)
-        for k in range(max(total, 1)):
-            if randomness == "same" and k > 0:
-                rgrad.random.set_rng_state(start_state)
-            if total == 0:
-                basis = tree_unflatten([p.new_zeros(tuple(p.shape)) for p in flat_primals], primals_spec)
-            else:
-                basis = tree_unflatten(_one_hot_basis(flat_primals, flat_primals_numels, k), primals_spec)
-            output = _jvp_with_argnums(func, args, basis, argnums=argnums, has_aux=has_aux)
-            if randomness == "error" and k == 0 and not _same_state(start_state, rgrad.random.get_rng_state()):
-                rgrad.random.set_rng_state(start_state)
-                raise RuntimeError(
-                    "vmap: called random operation while in randomness error mode. Please either use the 'same' or "
-                    "'different' randomness flags on vmap or perform the randomness operation out of vmap"
-                )
+        if total == 0:
+            # no column: one jvp with zero tangents gives the outputs' shapes
+            zero = tree_unflatten([p.new_zeros(tuple(p.shape)) for p in flat_primals], primals_spec)
+            output = _jvp_with_argnums(func, args, zero, argnums=argnums, has_aux=has_aux)
+            results = tree_map(lambda t: t.new_zeros((0, *t.shape)), output[1])
             if has_aux:
-                _, jvp_out, this_aux = output
-                if k == 0:
-                    aux = this_aux
-            else:
-                _, jvp_out = output
-            flat_jvp, spec = tree_flatten(jvp_out)
-            if columns is None:
-                columns = [[] for _ in flat_jvp]
-                flat_outputs = flat_jvp
-            if total > 0:
-                for acc, col in zip(columns, flat_jvp):
-                    acc.append(col)
-        starts = [sum(flat_primals_numels[:i]) for i in range(len(flat_primals))]
-        jac_outs_ins = tuple(
-            tuple(
-                _stack_trailing(acc[start:start + n], tuple(primal.shape), like)
-                for primal, start, n in zip(flat_primals, starts, flat_primals_numels)
-            )
-            for acc, like in zip(columns, flat_outputs)
-        )
-        jac_outs_ins = tuple(tree_unflatten(list(jac_ins), primals_spec) for jac_ins in jac_outs_ins)
-        if isinstance(argnums, int):
-            jac_outs_ins = tuple(jac_ins[0] for jac_ins in jac_outs_ins)
+                results = (results, output[2])
+        else:
+            basis = tree_unflatten(next(_chunked_standard_basis(flat_primals, flat_primals_numels, None)),
+                                   primals_spec)
+
+            def push_jvp(basis: Any) -> Any:
+                output = _jvp_with_argnums(func, args, basis, argnums=argnums, has_aux=has_aux)
+                if has_aux:
+                    _, jvp_out, aux = output
+                    return jvp_out, aux
+                return output[1]
+
+            flat_basis, basis_spec = tree_flatten((basis,))
+            results = _flat_vmap(push_jvp, total, [0] * len(flat_basis), flat_basis, basis_spec, 0, randomness,
+                                 {}, copies=randomness != "different")
+            if has_aux:
+                # aux comes back batched (one copy per column): the first is func's
+                results = (results[0], tree_map(lambda t: t[0], results[1]))
+        aux = None
         if has_aux:
-            return tree_unflatten(list(jac_outs_ins), spec), aux
-        return tree_unflatten(list(jac_outs_ins), spec)
+            results, aux = results
+        jac_outs, spec = tree_flatten(results)
+        # each output's [total, *output.shape] columns: moved last, split by input
+        jac_outs_ins = []
+        for jac_out in jac_outs:
+            columns = movedim(jac_out, 0, -1)
+            out_shape = tuple(jac_out.shape[1:])
+            per_input = []
+            offset = 0
+            for primal, n in zip(flat_primals, flat_primals_numels):
+                per_input.append(columns.narrow(-1, offset, n).reshape(out_shape + tuple(primal.shape)))
+                offset += n
+            jac_outs_ins.append(tree_unflatten(per_input, primals_spec))
+        if isinstance(argnums, int):
+            jac_outs_ins = [jac_ins[0] for jac_ins in jac_outs_ins]
+        if has_aux:
+            return tree_unflatten(jac_outs_ins, spec), aux
+        return tree_unflatten(jac_outs_ins, spec)
 
     return wrapper_fn
 
