@@ -357,7 +357,7 @@ pub fn validate_grads(
                 return Err(Error::invalid_grad_shape(name, i, sample, &m.shape));
             }
             g = if batched {
-                crate::ops::sum_to_batched(&g, &m.shape)?
+                ops::sum_to_batched(&g, &m.shape)?
             } else {
                 ops::sum_to(&g, &m.shape)?
             };

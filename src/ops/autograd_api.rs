@@ -12,7 +12,7 @@ pub(crate) use super::{
 // views' history (a view's grad_fn is re-derived after its base changed; an in-place
 // custom Function rebases its output)
 pub(crate) use super::{edge_of, rebase_history, refresh_view, view_of};
-// a custom Function's gradients, checked against its inputs
-pub(crate) use super::{sum_to, to_dtype};
+// a custom Function's gradients, checked against its inputs (per sample in a batched pass)
+pub(crate) use super::{sum_to, sum_to_batched, to_dtype};
 // a batched backward pass's formulas without a batching rule, run once per sample
 pub(crate) use super::{select, stack};
