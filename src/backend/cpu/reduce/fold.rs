@@ -92,7 +92,7 @@ const F32_CHUNK: usize = LANES * F32_RUN;
 
 /// `xs` as `&[f32]` when `T` is `f32` (the float32 row sums' own path).
 #[inline(always)]
-fn as_f32<T: 'static>(xs: &[T]) -> Option<&[f32]> {
+pub(super) fn as_f32<T: 'static>(xs: &[T]) -> Option<&[f32]> {
     if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
         // SAFETY: `T` is `f32` (checked above): same size, alignment and values.
         Some(unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<f32>(), xs.len()) })
@@ -103,7 +103,7 @@ fn as_f32<T: 'static>(xs: &[T]) -> Option<&[f32]> {
 
 /// `xs` as `&[f64]` when `T` is `f64`.
 #[inline(always)]
-fn as_f64<T: 'static>(xs: &[T]) -> Option<&[f64]> {
+pub(super) fn as_f64<T: 'static>(xs: &[T]) -> Option<&[f64]> {
     if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() {
         // SAFETY: `T` is `f64` (checked above): same size, alignment and values.
         Some(unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<f64>(), xs.len()) })
@@ -314,26 +314,16 @@ impl<T: Element, const MAX: bool> Op<T> for Extreme<MAX> {
     /// slower, measured). Exact, so the lanes change nothing but which of two equal
     /// zeros is returned.
     ///
-    /// At the AVX-512 level float32 and float64 take [`wide`]'s intrinsics instead (the
-    /// same lanes, order and result): there LLVM vectorised this loop badly (float32:
-    /// the max lanes split into 128-bit pieces and spilled beside the `u32` flags, 2x
-    /// slower than the AVX2 build), and rewrites of it that vectorised well in a
-    /// standalone loop did not inside the kernels.
+    /// At the AVX-512 and AVX2 levels float32 and float64 take `simd::extreme`'s
+    /// intrinsics instead (the same lanes, order and result): LLVM vectorised this loop
+    /// badly at AVX-512 (float32: the max lanes split into 128-bit pieces and spilled
+    /// beside the `u32` flags, 2x slower than the AVX2 build), and rewrites of it that
+    /// vectorised well in a standalone loop did not inside the kernels.
     #[inline(always)]
     fn row(&self, xs: &[T], _: usize) -> T {
         #[cfg(target_arch = "x86_64")]
-        if crate::backend::cpu::vmath::level() == crate::backend::cpu::vmath::Level::Avx512 {
-            let nan = T::from_f64(f64::NAN);
-            if let Some(x) = as_f32(xs) {
-                // SAFETY: the level is never above the CPU's (`vmath::level`): AVX-512F.
-                let m = unsafe { wide::extreme_f32::<MAX>(x) };
-                return m.map_or(nan, |m| T::from_f64(f64::from(m)));
-            }
-            if let Some(x) = as_f64(xs) {
-                // SAFETY: as above.
-                let m = unsafe { wide::extreme_f64::<MAX>(x) };
-                return m.map_or(nan, T::from_f64);
-            }
+        if let Some(m) = super::simd::extreme::<T, MAX>(xs) {
+            return m;
         }
         let better = |v: T, a: T| if MAX { v > a } else { v < a };
         let mut acc = [[self.id(); 16]; 2];
@@ -372,105 +362,6 @@ impl<T: Element, const MAX: bool> Op<T> for Extreme<MAX> {
         }
         if any_nan { T::from_f64(f64::NAN) } else { m }
     }
-}
-
-/// [`Extreme`]'s row fold at the AVX-512 level, in intrinsics: the same 32 lanes (lane
-/// `k` takes elements `k, k + 32, ...`: two float32 vectors, four float64 ones), the
-/// second 16 lanes into the first, halves, then the tail, so the same bits as the
-/// generic fold at every level; NaNs as one unordered compare per vector OR-ed into a
-/// mask register (no mask-to-vector conversion).
-#[cfg(target_arch = "x86_64")]
-mod wide {
-    use super::is_nan;
-    use std::arch::x86_64::*;
-
-    /// Defines `$name::<MAX>(xs) -> Option<$t>`: the max (`MAX`) or min of a run of
-    /// `$t`s, `None` if it has a NaN.
-    macro_rules! extreme_kernel {
-        ($name:ident, $t:ty, $n:expr, $mask:ty, $set1:ident, $load:ident, $store:ident,
-         $max:ident, $min:ident, $cmp:ident) => {
-            #[target_feature(enable = "avx512f")]
-            #[inline]
-            pub(super) fn $name<const MAX: bool>(xs: &[$t]) -> Option<$t> {
-                /// Vectors per chunk of 32 lanes.
-                const V: usize = 32 / $n;
-                let id = if MAX {
-                    <$t>::NEG_INFINITY
-                } else {
-                    <$t>::INFINITY
-                };
-                let mut acc = [$set1(id); V];
-                let mut nan: $mask = 0;
-                let mut chunks = xs.chunks_exact(32);
-                for c in &mut chunks {
-                    for (j, a) in acc.iter_mut().enumerate() {
-                        // SAFETY: `c` holds 32 elements; vector `j` reads `j * N..(j + 1) * N`.
-                        let x = unsafe { $load(c.as_ptr().add(j * $n)) };
-                        // `max(x, a)` is `x > a ? x : a` (its second operand for a NaN `x`
-                        // and for equal zeros): the generic fold's select exactly
-                        *a = if MAX { $max(x, *a) } else { $min(x, *a) };
-                        nan |= $cmp::<_CMP_UNORD_Q>(x, x);
-                    }
-                }
-                // lane `k` of the second 16 into lane `k` of the first, then halves
-                let mut a = [id; 16];
-                for i in 0..V / 2 {
-                    let h = if MAX {
-                        $max(acc[V / 2 + i], acc[i])
-                    } else {
-                        $min(acc[V / 2 + i], acc[i])
-                    };
-                    // SAFETY: `a` holds 16 elements; this writes `i * N..(i + 1) * N`.
-                    unsafe { $store(a.as_mut_ptr().add(i * $n), h) };
-                }
-                let pick = |a: $t, v: $t| {
-                    if (if MAX { v > a } else { v < a }) {
-                        v
-                    } else {
-                        a
-                    }
-                };
-                let mut w = 16;
-                while w > 1 {
-                    w /= 2;
-                    for k in 0..w {
-                        a[k] = pick(a[k], a[k + w]);
-                    }
-                }
-                let mut m = a[0];
-                let mut any_nan = nan != 0;
-                for &v in chunks.remainder() {
-                    m = pick(m, v);
-                    any_nan |= is_nan(v);
-                }
-                (!any_nan).then_some(m)
-            }
-        };
-    }
-    extreme_kernel!(
-        extreme_f32,
-        f32,
-        16,
-        __mmask16,
-        _mm512_set1_ps,
-        _mm512_loadu_ps,
-        _mm512_storeu_ps,
-        _mm512_max_ps,
-        _mm512_min_ps,
-        _mm512_cmp_ps_mask
-    );
-    extreme_kernel!(
-        extreme_f64,
-        f64,
-        8,
-        __mmask8,
-        _mm512_set1_pd,
-        _mm512_loadu_pd,
-        _mm512_storeu_pd,
-        _mm512_max_pd,
-        _mm512_min_pd,
-        _mm512_cmp_pd_mask
-    );
 }
 
 /// Whether every (`Truth(true)`) or any element is nonzero (NaN is nonzero).
@@ -718,12 +609,25 @@ fn arg_run<T: Element>(x: &[T], start: usize, is_max: bool) -> (T, i64) {
     } else {
         Extreme::<false>.row(x, 0)
     };
-    let i = if is_nan(m) {
+    let i = first_holding(x, m);
+    (x.get(i).copied().unwrap_or(m), (start + i) as i64)
+}
+
+/// The first index of `x` holding `m` (equal to it: either zero for a zero; the first
+/// NaN for a NaN), 0 if none. At the AVX-512 and AVX2 levels float32 and float64 take
+/// `simd::first_holding`'s intrinsics (one compare per vector; the generic loop's `bool`
+/// fold compiled about 2x slower at AVX-512 than at AVX2, measured in `max(1)`).
+#[inline(always)]
+fn first_holding<T: Element>(x: &[T], m: T) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(i) = super::simd::first_holding(x, m) {
+        return i;
+    }
+    if is_nan(m) {
         first_index(x, is_nan::<T>)
     } else {
         first_index(x, |v: T| v == m)
-    };
-    (x.get(i).copied().unwrap_or(m), (start + i) as i64)
+    }
 }
 
 /// The first index of `row` where `hit` holds (0 if none): 16 elements tested at a

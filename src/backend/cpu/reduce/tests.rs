@@ -540,6 +540,34 @@ fn extreme_rows_keep_nans_and_zeros_at_every_level() {
                         "{op:?} len {len} f32 {f32_} at {level:?}"
                     );
                 }
+                // the arg-reductions: the first NaN, else the first element equal to the
+                // extreme, and that element's own bits (its zero's sign)
+                let (want_v, want_i): (Vec<u64>, Vec<i64>) = v
+                    .chunks_exact(len)
+                    .map(|r| {
+                        let m = extreme_reference(r, max);
+                        let i = r
+                            .iter()
+                            .position(|&x| if m.is_nan() { x.is_nan() } else { x == m })
+                            .unwrap();
+                        let x = if r[i].is_nan() { f64::NAN } else { r[i] };
+                        let b = if f32_ {
+                            u64::from((x as f32).to_bits())
+                        } else {
+                            x.to_bits()
+                        };
+                        (b, i as i64)
+                    })
+                    .unzip();
+                for level in vmath::supported() {
+                    vmath::set_level(level);
+                    let (vals, idx) = arg_reduce(&buf, &layout, &[1], max);
+                    assert!(idx == want_i, "arg {max} len {len} f32 {f32_} at {level:?}");
+                    assert!(
+                        bits(&vals) == want_v,
+                        "arg {max} len {len} f32 {f32_} at {level:?}"
+                    );
+                }
             }
         }
     }
