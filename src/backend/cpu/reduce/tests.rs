@@ -500,14 +500,14 @@ fn extreme_rows_keep_nans_and_zeros_at_every_level() {
                 let k = (s >> 33) as usize;
                 // half the rows without NaN (the zeros' order then decides), the others
                 // with NaNs here and there; plain values mostly zero or small integers
-                let x = if k % 4 == 0 {
+                let x = if k.is_multiple_of(4) {
                     specials[(k / 4) % specials.len()]
-                } else if k % 3 == 0 {
+                } else if k.is_multiple_of(3) {
                     -0.0
                 } else {
                     ((k / 12) % 9) as f64 - 4.0
                 };
-                if (i / len) % 2 == 0 && x.is_nan() {
+                if (i / len).is_multiple_of(2) && x.is_nan() {
                     0.0
                 } else {
                     x
