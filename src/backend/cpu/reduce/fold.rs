@@ -101,8 +101,9 @@ pub(super) fn as_f32<T: 'static>(xs: &[T]) -> Option<&[f32]> {
     }
 }
 
-/// `xs` as `&[f64]` when `T` is `f64`.
+/// `xs` as `&[f64]` when `T` is `f64` (used by the x86 kernels of `simd.rs`).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) fn as_f64<T: 'static>(xs: &[T]) -> Option<&[f64]> {
     if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() {
         // SAFETY: `T` is `f64` (checked above): same size, alignment and values.
