@@ -92,10 +92,22 @@ const F32_CHUNK: usize = LANES * F32_RUN;
 
 /// `xs` as `&[f32]` when `T` is `f32` (the float32 row sums' own path).
 #[inline(always)]
-fn as_f32<T: 'static>(xs: &[T]) -> Option<&[f32]> {
+pub(super) fn as_f32<T: 'static>(xs: &[T]) -> Option<&[f32]> {
     if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
         // SAFETY: `T` is `f32` (checked above): same size, alignment and values.
         Some(unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<f32>(), xs.len()) })
+    } else {
+        None
+    }
+}
+
+/// `xs` as `&[f64]` when `T` is `f64` (used by the x86 kernels of `simd.rs`).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(super) fn as_f64<T: 'static>(xs: &[T]) -> Option<&[f64]> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() {
+        // SAFETY: `T` is `f64` (checked above): same size, alignment and values.
+        Some(unsafe { std::slice::from_raw_parts(xs.as_ptr().cast::<f64>(), xs.len()) })
     } else {
         None
     }
@@ -302,8 +314,18 @@ impl<T: Element, const MAX: bool> Op<T> for Extreme<MAX> {
     /// select per element, where folding NaN into the select chains three (4-12x
     /// slower, measured). Exact, so the lanes change nothing but which of two equal
     /// zeros is returned.
+    ///
+    /// At the AVX-512 and AVX2 levels float32 and float64 take `simd::extreme`'s
+    /// intrinsics instead (the same lanes, order and result): LLVM vectorised this loop
+    /// badly at AVX-512 (float32: the max lanes split into 128-bit pieces and spilled
+    /// beside the `u32` flags, 2x slower than the AVX2 build), and rewrites of it that
+    /// vectorised well in a standalone loop did not inside the kernels.
     #[inline(always)]
     fn row(&self, xs: &[T], _: usize) -> T {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(m) = super::simd::extreme::<T, MAX>(xs) {
+            return m;
+        }
         let better = |v: T, a: T| if MAX { v > a } else { v < a };
         let mut acc = [[self.id(); 16]; 2];
         let mut nan = [[0u32; 16]; 2];
@@ -588,12 +610,25 @@ fn arg_run<T: Element>(x: &[T], start: usize, is_max: bool) -> (T, i64) {
     } else {
         Extreme::<false>.row(x, 0)
     };
-    let i = if is_nan(m) {
+    let i = first_holding(x, m);
+    (x.get(i).copied().unwrap_or(m), (start + i) as i64)
+}
+
+/// The first index of `x` holding `m` (equal to it: either zero for a zero; the first
+/// NaN for a NaN), 0 if none. At the AVX-512 and AVX2 levels float32 and float64 take
+/// `simd::first_holding`'s intrinsics (one compare per vector; the generic loop's `bool`
+/// fold compiled about 2x slower at AVX-512 than at AVX2, measured in `max(1)`).
+#[inline(always)]
+fn first_holding<T: Element>(x: &[T], m: T) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(i) = super::simd::first_holding(x, m) {
+        return i;
+    }
+    if is_nan(m) {
         first_index(x, is_nan::<T>)
     } else {
         first_index(x, |v: T| v == m)
-    };
-    (x.get(i).copied().unwrap_or(m), (start + i) as i64)
+    }
 }
 
 /// The first index of `row` where `hit` holds (0 if none): 16 elements tested at a

@@ -11,6 +11,8 @@
 mod fold;
 mod par;
 mod plan;
+#[cfg(target_arch = "x86_64")]
+mod simd;
 mod softmax;
 #[cfg(test)]
 mod tests;

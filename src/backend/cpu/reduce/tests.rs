@@ -440,3 +440,136 @@ fn fused_kernels_agree_across_levels() {
     }
     vmath::set_level(restore);
 }
+
+/// The max (`max`) or min of a row as `fold::Extreme`'s lanes take it, written out
+/// plainly: lane `k` keeps elements `k, k + 32, ...` with a strict compare (the first of
+/// equals, so the zero first met), the two vectors of 16 lanes, then halves, then the
+/// tail; the canonical NaN if the row has a NaN.
+fn extreme_reference(xs: &[f64], max: bool) -> f64 {
+    let better = |v: f64, a: f64| if max { v > a } else { v < a };
+    let pick = |a: f64, v: f64| if better(v, a) { v } else { a };
+    if xs.iter().any(|v| v.is_nan()) {
+        return f64::NAN;
+    }
+    let id = if max {
+        f64::NEG_INFINITY
+    } else {
+        f64::INFINITY
+    };
+    let body = xs.len() / 32 * 32;
+    let mut lanes = [id; 32];
+    for (i, &v) in xs[..body].iter().enumerate() {
+        lanes[i % 32] = pick(lanes[i % 32], v);
+    }
+    let mut a: Vec<f64> = (0..16).map(|k| pick(lanes[k], lanes[k + 16])).collect();
+    let mut w = 16;
+    while w > 1 {
+        w /= 2;
+        for k in 0..w {
+            a[k] = pick(a[k], a[k + w]);
+        }
+    }
+    xs[body..].iter().fold(a[0], |m, &v| pick(m, v))
+}
+
+/// max and min along rows holding NaNs, zeros of both signs and infinities, float32 and
+/// float64: the same bits at every level (the AVX-512 level tracks NaNs in float lanes,
+/// the baseline in `u32` flags: both forms of `Extreme::row`), and the reference's,
+/// down to which zero and which NaN (the canonical one) is returned.
+#[test]
+fn extreme_rows_keep_nans_and_zeros_at_every_level() {
+    use crate::backend::cpu::vmath;
+    let specials = [
+        0.0,
+        -0.0,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1.0,
+        -1.0,
+    ];
+    let restore = vmath::level();
+    let mut s = 7u64;
+    for len in [1usize, 5, 31, 32, 33, 64, 100, 257, 1000] {
+        let rows = 40;
+        let v: Vec<f64> = (0..rows * len)
+            .map(|i| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let k = (s >> 33) as usize;
+                // half the rows without NaN (the zeros' order then decides), the others
+                // with NaNs here and there; plain values mostly zero or small integers
+                let x = if k.is_multiple_of(4) {
+                    specials[(k / 4) % specials.len()]
+                } else if k.is_multiple_of(3) {
+                    -0.0
+                } else {
+                    ((k / 12) % 9) as f64 - 4.0
+                };
+                if (i / len).is_multiple_of(2) && x.is_nan() {
+                    0.0
+                } else {
+                    x
+                }
+            })
+            .collect();
+        let layout = Layout::contiguous(&[rows, len]);
+        let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+        for (buf, f32_) in [
+            (Buffer::F64(v.clone().into()), false),
+            (Buffer::F32(v32.into()), true),
+        ] {
+            for (op, max) in [(ReduceOp::Max, true), (ReduceOp::Min, false)] {
+                let want: Vec<u64> = v
+                    .chunks_exact(len)
+                    .map(|r| {
+                        let m = extreme_reference(r, max);
+                        if f32_ {
+                            u64::from((m as f32).to_bits())
+                        } else {
+                            m.to_bits()
+                        }
+                    })
+                    .collect();
+                for level in vmath::supported() {
+                    vmath::set_level(level);
+                    let got = reduce(op, &buf, &layout, &[1]);
+                    assert!(
+                        bits(&got) == want,
+                        "{op:?} len {len} f32 {f32_} at {level:?}"
+                    );
+                }
+                // the arg-reductions: the first NaN, else the first element equal to the
+                // extreme, and that element's own bits (its zero's sign)
+                let (want_v, want_i): (Vec<u64>, Vec<i64>) = v
+                    .chunks_exact(len)
+                    .map(|r| {
+                        let m = extreme_reference(r, max);
+                        let i = r
+                            .iter()
+                            .position(|&x| if m.is_nan() { x.is_nan() } else { x == m })
+                            .unwrap();
+                        let x = if r[i].is_nan() { f64::NAN } else { r[i] };
+                        let b = if f32_ {
+                            u64::from((x as f32).to_bits())
+                        } else {
+                            x.to_bits()
+                        };
+                        (b, i as i64)
+                    })
+                    .unzip();
+                for level in vmath::supported() {
+                    vmath::set_level(level);
+                    let (vals, idx) = arg_reduce(&buf, &layout, &[1], max);
+                    assert!(idx == want_i, "arg {max} len {len} f32 {f32_} at {level:?}");
+                    assert!(
+                        bits(&vals) == want_v,
+                        "arg {max} len {len} f32 {f32_} at {level:?}"
+                    );
+                }
+            }
+        }
+    }
+    vmath::set_level(restore);
+}

@@ -138,6 +138,15 @@ pub fn level() -> Level {
     }
 }
 
+/// The level in use, for kernels already dispatched by [`level`]: one load, without
+/// `level`'s first-call path (the baseline while the level is unset), cheap enough to
+/// read per row.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn level_in_use() -> Level {
+    Level::from_u8(LEVEL.load(Ordering::Relaxed))
+}
+
 /// Sets the level the slice functions use (capped by what the CPU runs) and returns the
 /// level set. For tests and tools: results are the same at every level, only the speed
 /// differs.
