@@ -413,6 +413,24 @@ impl Storage {
             None => crate::runtime::blocking(|| self.buf.write()),
         }
     }
+    /// `src` shared and `dst` exclusive, two distinct storages locked together in address
+    /// order, so that two threads doing `a op= b` and `b op= a` cannot wait on each other
+    /// (every op that holds two storage locks takes them this way).
+    pub fn read_and_write<'a>(
+        src: &'a Storage,
+        dst: &'a Storage,
+    ) -> (
+        parking_lot::RwLockReadGuard<'a, Buffer>,
+        parking_lot::RwLockWriteGuard<'a, Buffer>,
+    ) {
+        if std::ptr::from_ref(src) < std::ptr::from_ref(dst) {
+            let r = src.read();
+            (r, dst.write())
+        } else {
+            let w = dst.write();
+            (src.read(), w)
+        }
+    }
     pub fn len(&self) -> usize {
         self.read().len()
     }

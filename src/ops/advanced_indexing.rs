@@ -641,17 +641,7 @@ pub(crate) fn index_put_direct(
             ]
         },
         || {
-            // Two storages locked together: in address order, as `inplace::copy_in_place`.
-            let values_first =
-                std::sync::Arc::as_ptr(&vs.storage) < std::sync::Arc::as_ptr(&xs.storage);
-            let (r, mut w);
-            if values_first {
-                r = vs.storage.read();
-                w = xs.storage.write();
-            } else {
-                w = xs.storage.write();
-                r = vs.storage.read();
-            }
+            let (r, mut w) = crate::storage::Storage::read_and_write(&vs.storage, &xs.storage);
             k::index_put_in_place(
                 &mut w,
                 &pos.before,

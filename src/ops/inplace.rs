@@ -531,17 +531,7 @@ fn arith_in_place_with(
             {
                 return None;
             }
-            // Two storages locked together: always in address order, so that two threads
-            // doing `a op= b` and `b op= a` cannot wait on each other.
-            let rhs_first = Arc::as_ptr(&st.storage) < Arc::as_ptr(&sx.storage);
-            let (src, mut dst);
-            if rhs_first {
-                src = st.storage.read();
-                dst = sx.storage.write();
-            } else {
-                dst = sx.storage.write();
-                src = st.storage.read();
-            }
+            let (src, mut dst) = crate::storage::Storage::read_and_write(&st.storage, &sx.storage);
             let rhs = match alpha {
                 Some(a) => k::InPlaceRhs::Scaled(&src, &st.layout, a),
                 None => k::InPlaceRhs::Slice(&src, &st.layout),
@@ -723,16 +713,7 @@ fn copy_in_place(x: &Tensor, src: &Tensor) -> Option<Result<Tensor>> {
             "aten::copy_",
             || vec![l.shape.to_vec().into(), ss.layout.shape.to_vec().into()],
             || {
-                // Two storages locked together: in address order, as `arith_in_place`.
-                let src_first = Arc::as_ptr(&ss.storage) < Arc::as_ptr(&sx.storage);
-                let (r, mut w);
-                if src_first {
-                    r = ss.storage.read();
-                    w = sx.storage.write();
-                } else {
-                    w = sx.storage.write();
-                    r = ss.storage.read();
-                }
+                let (r, mut w) = crate::storage::Storage::read_and_write(&ss.storage, &sx.storage);
                 k::copy_into(&mut w, l, &r, &from)?;
                 Ok(())
             },
