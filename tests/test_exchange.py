@@ -278,6 +278,23 @@ def test_array_protocol():
         t.__array__(np.float64, copy=False)
 
 
+def test_data_ptr_is_the_address_of_the_first_element():
+    import ctypes
+
+    t = rgrad.arange(8.0)
+    assert t.data_ptr() == t.numpy().ctypes.data
+    ctypes.c_float.from_address(t.data_ptr()).value = 9.0
+    assert t[0].item() == 9.0
+    assert t[3:].data_ptr() == t.data_ptr() + 3 * 4
+    assert t.view(2, 4)[1].data_ptr() == t.data_ptr() + 4 * 4
+    d = rgrad.arange(4, dtype=rgrad.float64)
+    assert d[1:].data_ptr() - d.data_ptr() == 8
+    assert rgrad.empty(0).data_ptr() == 0  # as torch
+    # views share the address, a clone does not
+    assert t.view(8).data_ptr() == t.data_ptr()
+    assert t.clone().data_ptr() != t.data_ptr()
+
+
 # ---- DLPack ---------------------------------------------------------------------------
 
 

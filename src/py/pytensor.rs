@@ -345,10 +345,19 @@ impl PyTensor {
     fn storage_offset(&self) -> usize {
         self.t.layout().offset
     }
-    /// Returns the address of the first element of this tensor.
+    /// Returns the address of the first element of this tensor: host memory, or the
+    /// device address of a CUDA tensor; 0 for a storage of no elements (as torch).
     fn data_ptr(&self) -> usize {
-        Arc::as_ptr(&self.t.storage()) as usize
-            + self.t.layout().offset * self.t.dtype().size_in_bytes()
+        let storage = self.t.storage();
+        let buf = storage.read();
+        let base = match &*buf {
+            crate::storage::Buffer::Cuda(c) => c.ptr() as usize,
+            host => host.host_ptr().map_or(0, |p| p as usize),
+        };
+        if base == 0 || buf.len() == 0 {
+            return 0;
+        }
+        base + self.t.layout().offset * self.t.dtype().size_in_bytes()
     }
     /// The version counter, bumped by each in-place op (checked by backward).
     #[getter]

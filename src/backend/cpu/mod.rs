@@ -1,6 +1,6 @@
 //! The CPU backend: strided walks, elementwise maps (`elementwise`, the op tables'
 //! `unary` and `binary`, the gamma family in `special`, float32 transcendentals in
-//! `vmath`), reductions, index kernels, GEMM (`matmul`; the float kernels in `gemm`), factories (`creation`),
+//! `vmath`), reductions, index kernels, the AVX2 builds of plain loops (`wide`), GEMM (`matmul`; the float kernels in `gemm`), factories (`creation`),
 //! nll's target pass (`nn`), random draws (`random`, torch's generator) and topk's tie
 //! order (`topk`). `Cpu` implements `backend::Backend` with these functions.
 
@@ -21,3 +21,4 @@ pub mod strided;
 pub mod topk;
 pub mod unary;
 pub mod vmath;
+pub mod wide;
