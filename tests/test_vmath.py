@@ -1,6 +1,8 @@
 """The vector math kernels (src/backend/cpu/vmath/) from Python: every build level the CPU
 runs (forced with RGRAD_VMATH_LEVEL in a subprocess each) gives the same bits, at every
-thread count; special values and overflow/underflow thresholds as torch's.
+thread count, as do the plain elementwise loops and transposing copies built per level
+(backend::cpu::wide, strided::registers); special values and overflow/underflow
+thresholds as torch's.
 
 Accuracy (within 1 ulp) is tested in Rust (`cargo test vmath`) and, over every float32
 input, by `cargo run --release --example vmath_ulp`."""
@@ -43,6 +45,27 @@ for dt in ("float32", "float64"):
         out[f"{dt} {op}"] = hashlib.sha256(y.tobytes()).hexdigest()
     for e in (2.5, -1.5, 1.0 / 3.0):
         out[f"{dt} pow {e}"] = hashlib.sha256((t ** e).numpy().tobytes()).hexdigest()
+    # plain loops (backend::cpu::wide builds them for AVX2 too) and transposing copies
+    u = rgrad.from_numpy(x[::-1].copy())
+    def inplace():
+        c = t.clone()
+        c.mul_(1.0000001)
+        c.add_(u, alpha=0.37)
+        c.div_(3.0)
+        c[1::3].fill_(2.5)
+        return c
+    plain = {
+        "neg": lambda: -t, "abs": t.abs, "frac": t.frac, "trunc": t.trunc, "relu": t.relu,
+        "sign": t.sign, "reciprocal": t.reciprocal, "mul": lambda: t * u, "div": lambda: t / u,
+        "add scalar": lambda: t + 1.5, "div scalar": lambda: t / 3.0,
+        "maximum": lambda: t.maximum(u), "minimum": lambda: t.minimum(u),
+        "clamp": lambda: t.clamp(-0.5, 0.5), "bool": t.bool, "int64": lambda: t.to(rgrad.int64),
+        "lt": lambda: t < u, "where": lambda: rgrad.where(t > 0, t, u), "in place": inplace,
+        "transpose": lambda: t[:70000].view(280, 250).t().contiguous(),
+        "permute": lambda: t[:70000].view(14, 20, 250).permute(2, 0, 1).contiguous(),
+    }
+    for name, f in plain.items():
+        out[f"{dt} {name}"] = hashlib.sha256(f().numpy().tobytes()).hexdigest()
 print(json.dumps(out))
 """
 

@@ -232,7 +232,9 @@ pub(super) fn fill_chunks_from<U: Send>(
     let mut out: Vec<U> = Vec::with_capacity(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     if n >= par_min && crate::runtime::intra_op_parallel() {
-        for_each_chunk_of(spare, CHUNK, &|start, chunk| super::wide::wide(|| fill(start, chunk)));
+        for_each_chunk_of(spare, CHUNK, &|start, chunk| {
+            super::wide::wide(|| fill(start, chunk))
+        });
     } else {
         super::wide::wide(|| fill(0, spare));
     }
@@ -553,7 +555,9 @@ pub fn arith_in_place(op: BinaryOp, dst: &mut Buffer, ld: &Layout, rhs: InPlaceR
 
 fn for_chunks_in_place<T: Num>(d: &mut [T], f: impl Fn(usize, &mut [T]) + Sync + Send) {
     if d.len() >= PAR_MIN && crate::runtime::intra_op_parallel() {
-        for_each_chunk_of(d, CHUNK, &|start, chunk| super::wide::wide(|| f(start, chunk)));
+        for_each_chunk_of(d, CHUNK, &|start, chunk| {
+            super::wide::wide(|| f(start, chunk))
+        });
     } else {
         super::wide::wide(|| f(0, d));
     }

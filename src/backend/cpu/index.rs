@@ -237,12 +237,13 @@ pub fn gather(
             // index, in parallel chunks of the output
             let (cols, kc, off) = (layout.shape[last], index_shape[last], layout.offset);
             return T::into_buffer(super::elementwise::fill_chunks(index.len(), |start, out| {
-                // a row's piece at a time: the row's slice bounds each read
-                let mut k = start;
+                // a row's piece at a time: the row's slice bounds each read (one
+                // division per chunk, not per row: with one index a row, nll_loss's
+                // case, a division per element was most of the kernel)
+                let (mut k, mut r, mut c0) = (start, start / kc, start % kc);
                 let mut rest = out;
                 while !rest.is_empty() {
-                    let r = k / kc;
-                    let len = (kc - k % kc).min(rest.len());
+                    let len = (kc - c0).min(rest.len());
                     let row = &data[off + r * cols..off + (r + 1) * cols];
                     let (head, tail) = rest.split_at_mut(len);
                     for (o, &j) in head.iter_mut().zip(&index[k..k + len]) {
@@ -250,6 +251,8 @@ pub fn gather(
                     }
                     rest = tail;
                     k += len;
+                    r += 1;
+                    c0 = 0;
                 }
             }));
         }

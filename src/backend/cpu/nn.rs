@@ -15,19 +15,23 @@ pub fn nll_targets(
     ignore_index: i64,
 ) -> Result<(Buffer, Buffer, usize), i64> {
     let tvals = contiguous(v, layout);
+    // (one pass: the first target out of range, in order, is the one reported)
+    let (mut safe, mut keep) = (
+        Vec::with_capacity(tvals.len()),
+        Vec::with_capacity(tvals.len()),
+    );
+    let mut kept = 0;
     for &v in tvals.iter() {
-        if v != ignore_index && (v < 0 || v >= classes as i64) {
+        if v == ignore_index {
+            safe.push(0);
+            keep.push(0.0);
+        } else if v < 0 || v >= classes as i64 {
             return Err(v);
+        } else {
+            safe.push(v);
+            keep.push(1.0);
+            kept += 1;
         }
     }
-    let keep: Vec<f64> = tvals
-        .iter()
-        .map(|&v| if v == ignore_index { 0.0 } else { 1.0 })
-        .collect();
-    let safe: Vec<i64> = tvals
-        .iter()
-        .map(|&v| if v == ignore_index { 0 } else { v })
-        .collect();
-    let kept = tvals.iter().filter(|&&v| v != ignore_index).count();
     Ok((Buffer::I64(safe.into()), Buffer::F64(keep.into()), kept))
 }
