@@ -695,3 +695,32 @@ def test_big_read_only_step_and_backward_accumulating_on_the_pool_do_not_deadloc
     t.join(timeout=120)
     assert done == [True]
     assert w.grad is g  # accumulated in place throughout
+
+
+def test_clamp_with_tensor_bounds_replays_its_fused_kernel():
+    # clamp(x, lo, hi) with bounds of x's shape is one fused kernel (clamp_between),
+    # recorded and replayed as such; broadcast bounds take the two-kernel path
+    rgrad.manual_seed(3)
+    w_eager = rgrad.randn(64, 32, requires_grad=True)
+    w_comp = w_eager.detach().clone().requires_grad_()
+
+    def make(w):
+        def step(x, lo, hi, row):
+            y = (x * w).clamp(lo, hi) + (x * w).clamp(row, None)
+            loss = y.clamp(lo, hi).sum()
+            loss.backward()
+            return loss
+
+        return step
+
+    data = []
+    for _ in range(4):
+        x = rgrad.randn(64, 32)
+        lo = rgrad.randn(64, 32) - 0.5
+        data.append((x, lo, lo + rgrad.rand(64, 32), rgrad.randn(32)))
+    eager, step = make(w_eager), rgrad.compile_step(make(w_comp), *data[0])
+    for k, args in enumerate(data):
+        assert_same(step(*args), eager(*args), f"loss at step {k}")
+        assert_same(w_comp.grad, w_eager.grad, f"grad at step {k}")
+    assert step.replays >= 2
+    assert "clamp_between" in step.kernel_names()

@@ -215,6 +215,9 @@ backend_kernels! {
     fn binary_scalar(op: BinaryOp, a: &Buffer, la: &Layout, s: f64, scalar_first: bool) -> Option<Buffer> => cpu::elementwise::binary_scalar, on a;
     /// The binary op table's function `op`.
     fn binary_fn(op: BinaryFn, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::binary::binary_fn, on a, b;
+    /// `clamp(x, lo, hi)` with tensor bounds in one pass (the bits of maximum, then
+    /// minimum); `None` where the kernel does not apply (the caller runs the two).
+    fn clamp_between(x: &Buffer, lx: &Layout, lo: &Buffer, llo: &Layout, hi: &Buffer, lhi: &Layout) -> Option<Buffer> => cpu::binary::clamp_between, on x, lo, hi;
     /// `dst op= rhs` in place; false where the kernel does not apply.
     fn arith_in_place(op: BinaryOp, dst: &mut Buffer, ld: &Layout, rhs: InPlaceRhs<'_>) -> bool => cpu::elementwise::arith_in_place, on dst;
     fn where_(cond: &Buffer, lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::elementwise::where_, on cond, a, b;

@@ -210,6 +210,20 @@ pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> R
         &[Some(&xc), lo.as_ref(), hi.as_ref()],
         reads,
         || {
+            // both bounds of x's shape, all three contiguous: one pass (CPU, floats)
+            if let (Some(l), Some(h)) = (&lo, &hi)
+                && l.shape() == xc.shape()
+                && h.shape() == xc.shape()
+            {
+                let (sx, sl, sh) = (xc.snapshot(), l.snapshot(), h.snapshot());
+                let (rx, rl, rh) = (sx.storage.read(), sl.storage.read(), sh.storage.read());
+                k::check_same_device(&[&rx, &rl, &rh])?;
+                if let Some(buf) =
+                    k::clamp_between(&rx, &sx.layout, &rl, &sl.layout, &rh, &sh.layout)?
+                {
+                    return Ok(crate::ops::new_tensor(buf, &xc.shape()));
+                }
+            }
             let mut r = xc.clone();
             if let Some(lo) = &lo {
                 r = extremum(&r, lo, BinaryFn::Maximum)?;

@@ -354,7 +354,7 @@ impl PyTensor {
             crate::storage::Buffer::Cuda(c) => c.ptr() as usize,
             host => host.host_ptr().map_or(0, |p| p as usize),
         };
-        if base == 0 || buf.len() == 0 {
+        if base == 0 || buf.is_empty() {
             return 0;
         }
         base + self.t.layout().offset * self.t.dtype().size_in_bytes()

@@ -323,6 +323,22 @@ impl Backend for Rec {
         })?;
         Ok(out)
     }
+    fn clamp_between(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        lo: &Buffer,
+        llo: &Layout,
+        hi: &Buffer,
+        lhi: &Layout,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.clamp_between(x, lx, lo, llo, hi, lhi)?;
+        let (lx, llo, lhi) = (lx.clone(), llo.clone(), lhi.clone());
+        maybe("clamp_between", &[x, lo, hi], &out, move |i| {
+            Cpu.clamp_between(i[0], &lx, i[1], &llo, i[2], &lhi)
+        })?;
+        Ok(out)
+    }
     fn softmax(&self, x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Result<Option<Buffer>> {
         let out = Cpu.softmax(x, lx, dim, log)?;
         let lx = lx.clone();

@@ -198,3 +198,112 @@ macro_rules! kernels {
     };
 }
 crate::ops::table::binary_op_table!(kernels);
+
+/// `clamp(x, lo, hi)` with tensor bounds in one pass: `min(max(x, lo), hi)` with the
+/// binary table's maximum and minimum (NaN if either is NaN), the bits of the two passes
+/// it replaces, without the intermediate. Float buffers whose three layouts are
+/// contiguous and of one size (bounds broadcast to x's shape are not); `None` otherwise.
+pub fn clamp_between(
+    x: &Buffer,
+    lx: &Layout,
+    lo: &Buffer,
+    llo: &Layout,
+    hi: &Buffer,
+    lhi: &Layout,
+) -> Option<Buffer> {
+    fn run<T: Float>(x: &[T], lo: &[T], hi: &[T]) -> Vec<T> {
+        super::elementwise::fill_chunks(x.len(), |start, out| {
+            let end = start + out.len();
+            let (x, lo, hi) = (&x[start..end], &lo[start..end], &hi[start..end]);
+            for (((o, &v), &l), &h) in out.iter_mut().zip(x).zip(lo).zip(hi) {
+                o.write(v.max_nan(l).min_nan(h));
+            }
+        })
+    }
+    let n = lx.numel();
+    if [lx, llo, lhi]
+        .iter()
+        .any(|l| !l.is_contiguous() || l.numel() != n)
+    {
+        return None;
+    }
+    let at = |l: &Layout| l.offset..l.offset + n;
+    Some(match (x, lo, hi) {
+        (Buffer::F32(x), Buffer::F32(lo), Buffer::F32(hi)) => {
+            Buffer::F32(run(&x[at(lx)], &lo[at(llo)], &hi[at(lhi)]).into())
+        }
+        (Buffer::F64(x), Buffer::F64(lo), Buffer::F64(hi)) => {
+            Buffer::F64(run(&x[at(lx)], &lo[at(llo)], &hi[at(lhi)]).into())
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clamp_between_is_maximum_then_minimum_bit_for_bit() {
+        let vals = [
+            0.0,
+            -0.0,
+            1.5,
+            -2.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.25,
+            3.0,
+        ];
+        // every (x, lo, hi) triple of the values, lo > hi included, over the parallel
+        // threshold so that chunks split it
+        let mut x = vec![];
+        let (mut lo, mut hi) = (vec![], vec![]);
+        while x.len() < (1 << 17) {
+            for &a in &vals {
+                for &b in &vals {
+                    for &c in &vals {
+                        x.push(a);
+                        lo.push(b);
+                        hi.push(c);
+                    }
+                }
+            }
+        }
+        let l = Layout::contiguous(&[x.len()]);
+        for f32_ in [false, true] {
+            let buf = |v: &[f64]| {
+                if f32_ {
+                    Buffer::F32(v.iter().map(|&x| x as f32).collect::<Vec<_>>().into())
+                } else {
+                    Buffer::F64(v.to_vec().into())
+                }
+            };
+            let (bx, bl, bh) = (buf(&x), buf(&lo), buf(&hi));
+            let got = clamp_between(&bx, &l, &bl, &l, &bh, &l).unwrap();
+            let two = binary_fn(
+                BinaryFn::Minimum,
+                &binary_fn(BinaryFn::Maximum, &bx, &l, &bl, &l),
+                &l,
+                &bh,
+                &l,
+            );
+            let bits = |b: &Buffer| -> Vec<u64> {
+                match b {
+                    Buffer::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
+                    Buffer::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+                    _ => unreachable!(),
+                }
+            };
+            assert_eq!(bits(&got), bits(&two), "float32: {f32_}");
+        }
+        // strided or broadcast bounds: not this kernel's
+        let t = Layout::contiguous(&[2, 2]).transpose(0, 1).unwrap();
+        let b4 = Buffer::F32(vec![1.0f32; 4].into());
+        let c = Layout::contiguous(&[2, 2]);
+        assert!(clamp_between(&b4, &c, &b4, &t, &b4, &c).is_none());
+        let i4 = Buffer::I64(vec![1i64; 4].into());
+        assert!(clamp_between(&i4, &c, &i4, &c, &i4, &c).is_none());
+    }
+}

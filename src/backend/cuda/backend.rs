@@ -391,6 +391,18 @@ impl Backend for Cuda {
             args.push(s);
         })
     }
+    fn clamp_between(
+        &self,
+        _x: &Buffer,
+        _lx: &Layout,
+        _lo: &Buffer,
+        _llo: &Layout,
+        _hi: &Buffer,
+        _lhi: &Layout,
+    ) -> Result<Option<Buffer>> {
+        // (the two table kernels, maximum then minimum, run instead)
+        Ok(None)
+    }
     fn binary_fn(
         &self,
         op: BinaryFn,
