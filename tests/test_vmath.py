@@ -24,7 +24,12 @@ import rgrad
 OPS = [
     "exp", "expm1", "log", "log1p", "tanh", "sigmoid", "sin", "cos", "tan", "atan", "asin",
     "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "sqrt", "rsqrt",
+    "lgamma", "digamma",
 ]
+# (float64 lgamma and digamma are not vmath kernels: libm's lgamma and Cephes' digamma, one
+# element at a time; only float32's are held to torch's values within 2 ulps below)
+SPECIAL_CASES = [(op, dt) for op in OPS for dt in ("float32", "float64")
+                 if not (op in ("lgamma", "digamma") and dt == "float64")]
 
 # Run in a subprocess with the level forced: hashes of every op's output bits.
 PROGRAM = r"""
@@ -66,6 +71,9 @@ for dt in ("float32", "float64"):
     }
     for name, f in plain.items():
         out[f"{dt} {name}"] = hashlib.sha256(f().numpy().tobytes()).hexdigest()
+    # xlogy (a kernel of two slices): zeros of x, negative, NaN and infinite y included
+    for name, y in (("tensor", t.xlogy(u)), ("number", t.xlogy(2.5))):
+        out[f"{dt} xlogy {name}"] = hashlib.sha256(y.numpy().tobytes()).hexdigest()
 print(json.dumps(out))
 """
 
@@ -142,6 +150,13 @@ DEVIATIONS = {
 }
 
 
+# Where torch's own value is off by more than rgrad's: float32 digamma is Cephes' algorithm
+# evaluated in float32 arithmetic in torch (digamma(1) 4 ulps off, far more near the root
+# 1.4616...), rgrad's is evaluated in float64 and rounded once. Held to the float64
+# reference instead: within 1 ulp, or no farther than torch.
+LESS_ACCURATE_IN_TORCH = {("digamma", "float32")}
+
+
 def _same(a: float, b: float) -> bool:
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
@@ -156,8 +171,7 @@ def _ulps(a: float, b: float, dt: str) -> float:
     return abs(a - b) / max(ulp, float(info.smallest_subnormal))
 
 
-@pytest.mark.parametrize("dt", ["float32", "float64"])
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op,dt", SPECIAL_CASES)
 def test_special_values_match_torch(op, dt):
     torch = pytest.importorskip("torch")
     xs = np.array(SPECIALS[dt] + [-v for v in SPECIALS[dt]], dtype=dt)
@@ -171,6 +185,14 @@ def test_special_values_match_torch(op, dt):
         if special:
             assert _same(g, w), f"{op}({x!r}) = {g!r}, torch {w!r}"
         else:
+            if (op, dt) in LESS_ACCURATE_IN_TORCH:
+                from op_db import polygamma_ref
+
+                # (the series' powers overflow beyond 1e15, where ψ(x) = ln x - 1/(2x))
+                ref = polygamma_ref(0, x) if abs(x) < 1e15 else math.log(x) - 0.5 / x
+                bound = max(1.0, _ulps(w, ref, dt))
+                assert _ulps(g, ref, dt) <= bound, f"{op}({x!r}) = {g!r}, torch {w!r}, exact {ref!r}"
+                continue
             # both within 1 ulp of the exact value (torch's MKL is within about 0.6)
             assert _ulps(g, w, dt) <= 2.0, f"{op}({x!r}) = {g!r}, torch {w!r}"
 

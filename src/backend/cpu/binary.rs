@@ -60,6 +60,7 @@ macro_rules! slices2 {
                     BinaryFn::Atan2 => $m::atan2,
                     BinaryFn::Hypot => $m::hypot,
                     BinaryFn::Logaddexp => $m::logaddexp,
+                    BinaryFn::Xlogy => $m::xlogy,
                     _ => return None,
                 })
             }

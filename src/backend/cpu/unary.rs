@@ -54,9 +54,13 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     fn digamma(self) -> Self {
         super::special::digamma(self)
     }
-    /// ψ⁽ⁿ⁾(x).
+    /// ψ⁽ⁿ⁾(x) (order 0: `digamma`, the same bits).
     fn polygamma(self, n: u32) -> Self {
-        super::special::polygamma(n, self)
+        if n == 0 {
+            self.digamma()
+        } else {
+            super::special::polygamma(n, self)
+        }
     }
     // The binary table's functions (`f` of its rows): vmath's per-element forms, the
     // bits of its slice kernels (which the contiguous paths run).
@@ -65,16 +69,9 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     /// ln(eˢᵉˡᶠ + eᵒ) as torch computes it: the larger plus log1p(e^-|difference|), and
     /// an infinity of both signs' own value.
     fn logaddexp(self, o: Self) -> Self;
-    /// `self · ln(o)`, +0 where `self` is ±0 unless `o` is NaN (torch's xlogy).
-    fn xlogy(self, o: Self) -> Self {
-        if o.is_nan() {
-            o
-        } else if self == Self::from_f64(0.0) {
-            Self::from_f64(0.0)
-        } else {
-            self * o.ln()
-        }
-    }
+    /// `self · ln(o)`, +0 where `self` is ±0 unless `o` is NaN (torch's xlogy): vmath's
+    /// per-element form (`xlogy1`, the bits of its slice kernel).
+    fn xlogy(self, o: Self) -> Self;
     /// The forward kernel of `op` over a contiguous slice.
     fn unary_slice(op: UnaryOp, x: &[Self]) -> Vec<Self>;
     /// `op(x, c)` (or `op(c, x)`) over a slice, the number rounded to the dtype: the
@@ -99,6 +96,10 @@ macro_rules! float_impl {
             #[inline(always)]
             fn logaddexp(self, o: Self) -> Self {
                 $m::logaddexp1(self, o)
+            }
+            #[inline(always)]
+            fn xlogy(self, o: Self) -> Self {
+                $m::xlogy1(self, o)
             }
             fn unary_slice(op: UnaryOp, x: &[Self]) -> Vec<Self> {
                 let f: fn(UnaryOp, &[$t]) -> Vec<$t> = $slice;
@@ -170,10 +171,13 @@ float_impl!(f32, v32, true, |op, x| match vmath_fn::<f32>(op) {
     sin: v32::sin1, cos: v32::cos1, tan: v32::tan1, tanh: v32::tanh1, sigmoid: v32::sigmoid1,
     sinh: v32::sinh1, cosh: v32::cosh1, asin: v32::asin1, acos: v32::acos1, atan: v32::atan1,
     asinh: v32::asinh1, acosh: v32::acosh1, atanh: v32::atanh1,
+    lgamma: v32::lgamma1, digamma: v32::digamma1,
 );
 float_impl!(f64, v64, true, |op, x| match vmath_fn::<f64>(op) {
         Some(f) => map_slices(x, f),
-        None => rounding_map(op, x).unwrap_or_else(|| float_map(op, x)),
+        None => rounding_map(op, x)
+            .or_else(|| gamma_map(op, x))
+            .unwrap_or_else(|| float_map(op, x)),
     },
     |op, x, c, first| float_scalar_map(op, x, c, first),
     erf: libm::erf, erfc: libm::erfc, erfinv: erfinv,
@@ -182,6 +186,23 @@ float_impl!(f64, v64, true, |op, x| match vmath_fn::<f64>(op) {
     sinh: v64::sinh1, cosh: v64::cosh1, asin: v64::asin1, acos: v64::acos1, atan: v64::atan1,
     asinh: v64::asinh1, acosh: v64::acosh1, atanh: v64::atanh1,
 );
+
+/// lgamma and digamma one element at a time (float64: libm's lgamma and Cephes' digamma,
+/// tens of ns an element), split across the pool from `PAR_MIN_VMATH` elements as the
+/// vmath kernels are rather than from the cheap maps' `PAR_MIN`. `None` for other ops.
+fn gamma_map<T: Float>(op: UnaryOp, x: &[T]) -> Option<Vec<T>> {
+    let f: fn(T) -> T = match op {
+        UnaryOp::Lgamma => Float::lgamma,
+        UnaryOp::Digamma => Float::digamma,
+        _ => return None,
+    };
+    Some(fill_chunks_from(PAR_MIN_VMATH, x.len(), |start, out| {
+        let end = start + out.len();
+        for (o, &v) in out.iter_mut().zip(&x[start..end]) {
+            o.write(f(v));
+        }
+    }))
+}
 
 /// trunc and frac at the AVX2 / AVX-512 levels, where the rounding is one instruction
 /// (`vroundps`): the same values as `Float::trunc`'s exact branch-free form, which the
@@ -346,7 +367,7 @@ impl<T: Float> Calc for E<T> {
 }
 
 /// Whether a derivative calls a function that `vmath` computes (sin, cos, exp, sinh,
-/// cosh): per element, those are slow (no vector code), so such a `df` runs over
+/// cosh, digamma): per element, those are slow (no vector code), so such a `df` runs over
 /// [`Block`]s, which call the slice kernels. Found by evaluating `df` on this type.
 #[derive(Clone, Copy)]
 struct Probe(bool);
@@ -404,7 +425,7 @@ impl Calc for Probe {
         Ok(*self)
     }
     fn digamma(&self) -> Result<Self> {
-        Ok(*self)
+        Ok(Probe(true))
     }
     fn polygamma(&self, _: u32) -> Result<Self> {
         Ok(*self)
@@ -658,7 +679,7 @@ macro_rules! vmath_slices {
         }
     };
 }
-vmath_slices!(f32, v32, Erf => erf, Erfc => erfc, Erfinv => erfinv);
+vmath_slices!(f32, v32, Erf => erf, Erfc => erfc, Erfinv => erfinv, Lgamma => lgamma, Digamma => digamma);
 vmath_slices!(f64, v64);
 
 /// The `vmath` slice function for the op, where there is one.

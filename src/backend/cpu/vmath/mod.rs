@@ -42,6 +42,8 @@ mod reference;
 mod tests;
 #[cfg(test)]
 mod tests2;
+#[cfg(test)]
+mod tests_gamma;
 
 pub use float32::{
     cos, cos1, exp, exp1, expm1, expm11, log, log1, log1p, log1p1, sigmoid, sigmoid1, sin, sin1,

@@ -30,8 +30,80 @@ pub fn exact_f32(name: &str) -> fn(f64) -> f64 {
         "erf" => libm::erf,
         "erfc" => libm::erfc,
         "erfinv" => erfinv_ref,
+        "lgamma" => lgamma_ref,
+        "digamma" => digamma_ref,
         _ => panic!("no float32 reference for {name}"),
     }
+}
+
+unsafe extern "C" {
+    /// The C library's reentrant lgamma (glibc's is within a few float64 ulps,
+    /// near the zeros of the negative axis included).
+    fn lgamma_r(x: f64, sign: *mut i32) -> f64;
+}
+
+/// ln |Γ(x)| from the C library (+inf at the poles and both infinities).
+pub fn lgamma_ref(x: f64) -> f64 {
+    let mut sign = 0;
+    // SAFETY: a plain libm call; `sign` is a valid place for its output.
+    unsafe { lgamma_r(x, &mut sign) }
+}
+
+/// ψ(x) in double-double, rounded: the recurrence up to 30, then the asymptotic series
+/// (log in double-double); negative x by ψ(x) = ψ(1 - x) - pi cot(pi s), s = x - round(x)
+/// exact. torch's conventions at the poles (∓inf at ±0, NaN at the negative integers and
+/// -inf).
+pub fn digamma_ref(x: f64) -> f64 {
+    if x.is_nan() || x == f64::NEG_INFINITY {
+        return f64::NAN;
+    }
+    if x == f64::INFINITY {
+        return x;
+    }
+    if x == 0.0 {
+        return f64::INFINITY.copysign(-x);
+    }
+    if x < 0.0 {
+        if x == x.round() {
+            return f64::NAN;
+        }
+        let s = x - x.round();
+        const PI: Dd = Dd(std::f64::consts::PI, 1.224_646_799_147_353_2e-16);
+        let (sn, cs) = sincos_small(PI.mulf(s));
+        let pcot = PI.mul(cs).div(sn);
+        return digamma_dd(Dd::f(1.0).sub(Dd::f(x))).sub(pcot).0;
+    }
+    digamma_dd(Dd::f(x)).0
+}
+
+/// ψ(x) for a positive two-float x.
+fn digamma_dd(x: Dd) -> Dd {
+    let mut x = x;
+    let mut acc = Dd::f(0.0);
+    while x.0 < 30.0 {
+        acc = acc.sub(Dd::f(1.0).div(x));
+        x = x.add(Dd::f(1.0));
+    }
+    // ln x - 1/(2x) - sum B_2k / (2k x^2k)
+    const B: [f64; 8] = [
+        1.0 / 6.0,
+        -1.0 / 30.0,
+        1.0 / 42.0,
+        -1.0 / 30.0,
+        5.0 / 66.0,
+        -691.0 / 2730.0,
+        7.0 / 6.0,
+        -3617.0 / 510.0,
+    ];
+    let w = 1.0 / (x.0 * x.0);
+    let mut series = 0.0;
+    let mut p = w;
+    for (k, b) in B.iter().enumerate() {
+        series += b / (2.0 * (k + 1) as f64) * p;
+        p *= w;
+    }
+    let half = Dd::f(0.5).div(x);
+    acc.add(log_dd(x)).sub(half).sub(Dd::f(series))
 }
 
 /// erfinv in float64: Newton steps on erf (on erfc near +-1, where erf has no digits

@@ -17,6 +17,7 @@
 
 mod binary;
 mod exp_log;
+mod gamma;
 mod special;
 mod trig;
 mod via64;
@@ -25,6 +26,7 @@ use super::float64 as f64k;
 use super::{Func, Func2, scalar_fns, scalar_fns2, slice_fns, slice_fns2};
 use binary::*;
 use exp_log::*;
+use gamma::{digamma_f32, digamma_fast, lgamma_f32, lgamma_fast};
 use special::{ERFINV_FAST, erf_f32, erfc_f32, erfinv_f32, erfinv_fast, pow_f32};
 pub use special::{pow1, powb, powf};
 use trig::*;
@@ -142,6 +144,8 @@ slice_fns! { f32;
     erf: |x| erf_f32(x);
     erfc: |x| erfc_f32(x);
     erfinv: |x| erfinv_f32(x), fast(|x| x.abs() <= ERFINV_FAST => erfinv_fast(x));
+    lgamma: |x| lgamma_f32(x), fast(|x| x > 0.0 && x < 8.0 => lgamma_fast(x));
+    digamma: |x| digamma_f32(x), fast(|x| x > 0.0 && x < 8.0 => digamma_fast(x));
 }
 
 scalar_fns! { f32;
@@ -185,6 +189,10 @@ scalar_fns! { f32;
     erfinv1 = erfinv_f32;
     /// atanh x of one element.
     atanh1 = atanh_f32;
+    /// ln |Γ(x)| of one element.
+    lgamma1 = lgamma_f32;
+    /// ψ(x) of one element.
+    digamma1 = digamma_f32;
 }
 
 /// Every float32 function, for tests and tools (sqrt and rsqrt are single IEEE
@@ -291,6 +299,16 @@ pub const FUNCS: &[Func<f32>] = &[
         one: erfinv1,
     },
     Func {
+        name: "lgamma",
+        at: lgamma::at,
+        one: lgamma1,
+    },
+    Func {
+        name: "digamma",
+        at: digamma::at,
+        one: digamma1,
+    },
+    Func {
         name: "sqrt",
         at: sqrt::at,
         one: sqrt_f32,
@@ -307,6 +325,7 @@ slice_fns2! { f32;
     hypot: |x, y| hypot_f32(x, y);
     logaddexp: |a, b| logaddexp_f32(a, b);
     pow: |x, y| pow_f32(x, y);
+    xlogy: |a, b| xlogy_f32(a, b);
     fmod: |a, b| fmod_v(a, b), fixup(|a, b| !fmod_ok(a, b), fmod_s(a, b));
     remainder: |a, b| remainder_v(a, b), fixup(|a, b| !fmod_ok(a, b), remainder_s(a, b));
     floor_divide: |a, b| floor_div_v(a, b), fixup(|a, b| !fmod_ok(a, b), floor_div_s(a, b));
@@ -319,6 +338,16 @@ scalar_fns2! { f32;
     hypot1 = hypot_f32;
     /// ln(e^a + e^b) of one element.
     logaddexp1 = logaddexp_f32;
+    /// x ln y of one element (torch's xlogy).
+    xlogy1 = xlogy_f32;
+}
+
+/// a ln b, +0 where a is ±0 unless b is NaN (torch's xlogy), with log's formula.
+#[inline(always)]
+fn xlogy_f32(a: f32, b: f32) -> f32 {
+    let y = a * log_full(b);
+    let y = if a == 0.0 { 0.0 } else { y };
+    if b.is_nan() { b } else { y }
 }
 
 /// fmod of one element (exact: `%`).

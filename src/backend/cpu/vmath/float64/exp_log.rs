@@ -243,8 +243,9 @@ pub(super) fn split_log(v: f64) -> (i64, f64) {
     (k, f64::from_bits(bits.wrapping_sub(k << 52) as u64))
 }
 
+/// ln x for a positive normal finite x (other inputs: unspecified).
 #[inline(always)]
-pub(super) fn log_fast(x: f64) -> f64 {
+pub(crate) fn log_fast(x: f64) -> f64 {
     let (k, m) = split_log(x);
     log_tail(to_float(k), m - 1.0, 0.0)
 }

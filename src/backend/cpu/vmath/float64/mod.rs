@@ -16,6 +16,7 @@ mod trig;
 
 use super::{Func, Func2, scalar_fns, scalar_fns2, slice_fns, slice_fns2};
 use binary::*;
+pub(crate) use exp_log::log_fast as log_f64_pos;
 pub(crate) use exp_log::log1p_full as log1p_f64;
 use exp_log::*;
 pub(crate) use hyp::{acosh_f64, asinh_f64, atanh_f64, cosh_f64, sinh_f64};
@@ -277,6 +278,7 @@ slice_fns2! { f64;
     atan2: |y, x| atan2_f64(y, x);
     hypot: |x, y| hypot_f64(x, y);
     logaddexp: |a, b| logaddexp_f64(a, b);
+    xlogy: |a, b| xlogy_f64(a, b);
     fmod: |a, b| fmod_v(a, b), fixup(|a, b| !fmod_ok(a, b), fmod_s(a, b));
     remainder: |a, b| remainder_v(a, b), fixup(|a, b| !fmod_ok(a, b), remainder_s(a, b));
     floor_divide: |a, b| floor_div_v(a, b), fixup(|a, b| !fmod_ok(a, b), floor_div_s(a, b));
@@ -289,6 +291,16 @@ scalar_fns2! { f64;
     hypot1 = hypot_f64;
     /// ln(e^a + e^b) of one element.
     logaddexp1 = logaddexp_f64;
+    /// x ln y of one element (torch's xlogy).
+    xlogy1 = xlogy_f64;
+}
+
+/// a ln b, +0 where a is ±0 unless b is NaN (torch's xlogy), with log's formula.
+#[inline(always)]
+fn xlogy_f64(a: f64, b: f64) -> f64 {
+    let y = a * log_full(b);
+    let y = if a == 0.0 { 0.0 } else { y };
+    if b.is_nan() { b } else { y }
 }
 
 /// fmod of one element (exact: `%`).
