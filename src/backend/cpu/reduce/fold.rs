@@ -42,6 +42,15 @@ pub(crate) trait Op<T>: Sync {
     {
         lanes(self, x, o)
     }
+    /// Folds rows `0..rows` of columns `0..acc.len()` (element `(r, c)` at `x[s0 + r *
+    /// rs + c]`) into `acc`, each column in row order, by an intrinsics kernel of the
+    /// level in use (`simd.rs`: the generic column fold's order and steps, so its bits);
+    /// `false` where there is none, and the generic fold runs.
+    #[inline(always)]
+    fn cols(&self, x: &[T], s0: usize, rs: usize, rows: usize, acc: &mut [Self::A]) -> bool {
+        let _ = (x, s0, rs, rows, acc);
+        false
+    }
 }
 
 /// A float64 fold of a run in [`LANES`] lanes (as [`lanes`]: lane `k` takes elements
@@ -190,6 +199,16 @@ impl<T: Element> Op<T> for Sum {
         }
         f64_lanes!(xs, 0.0, |a, x| a + x, |p, q| p + q)
     }
+    #[inline(always)]
+    fn cols(&self, x: &[T], s0: usize, rs: usize, rows: usize, acc: &mut [f64]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return super::simd::cols_f64::<T, false>(x, s0, rs, rows, acc);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (x, s0, rs, rows, acc);
+            false
+        }
+    }
 }
 
 /// Π x, in float64.
@@ -208,9 +227,25 @@ impl<T: Element> Op<T> for Prod {
     fn comb(&self, a: f64, b: f64) -> f64 {
         a * b
     }
+    /// At the AVX-512 and AVX2 levels float32 and float64 take `simd::prod_row`'s
+    /// intrinsics (the same lanes and order, so the same bits).
     #[inline(always)]
     fn row(&self, xs: &[T], _: usize) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(p) = super::simd::prod_row(xs) {
+            return p;
+        }
         f64_lanes!(xs, 1.0, |a, x| a * x, |p, q| p * q)
+    }
+    #[inline(always)]
+    fn cols(&self, x: &[T], s0: usize, rs: usize, rows: usize, acc: &mut [f64]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return super::simd::cols_f64::<T, true>(x, s0, rs, rows, acc);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (x, s0, rs, rows, acc);
+            false
+        }
     }
 }
 
@@ -363,6 +398,16 @@ impl<T: Element, const MAX: bool> Op<T> for Extreme<MAX> {
         }
         if any_nan { T::from_f64(f64::NAN) } else { m }
     }
+    #[inline(always)]
+    fn cols(&self, x: &[T], s0: usize, rs: usize, rows: usize, acc: &mut [T]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return super::simd::cols_extreme::<T, MAX>(x, s0, rs, rows, acc);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (x, s0, rs, rows, acc);
+            false
+        }
+    }
 }
 
 /// Whether every (`Truth(true)`) or any element is nonzero (NaN is nonzero).
@@ -492,6 +537,9 @@ fn cols_body<T: Copy, O: Op<T>>(
     let w = acc.len();
     let out0 = o * b.inner + i0;
     let start = |r: usize| b.off + o * b.os + r * b.rs + i0;
+    if r1 > r0 && op.cols(x, start(r0), b.rs, r1 - r0, acc) {
+        return;
+    }
     let mut c0 = 0;
     while c0 + K <= w {
         let mut a = [op.id(); K];
@@ -532,6 +580,19 @@ pub(crate) fn tile_width(inner: usize) -> usize {
         .min(inner)
 }
 
+/// The tile width of [`cols`]: as [`tile_width`], but at least [`COL_GROUP`] columns
+/// (the AVX-512 kernels' register group: `simd.rs` folds that many columns down
+/// [`COL_BLOCK`] rows at a time; narrower tiles left most of it unused).
+fn fold_tile_width(inner: usize) -> usize {
+    inner
+        .div_ceil(8)
+        .next_multiple_of(16)
+        .clamp(COL_GROUP, TILE)
+        .min(inner)
+}
+/// The columns the AVX-512 column kernels hold in registers.
+const COL_GROUP: usize = 128;
+
 /// Runs `f(o, i0, out)` for every tile of columns of a columns block, in parallel when
 /// large; `out` is the tile's outputs.
 pub(crate) fn for_each_tile<U: Send>(
@@ -556,7 +617,7 @@ pub(crate) fn for_each_tile<U: Send>(
 /// `op` over each column of a block (any block; the general path for all but rows).
 pub(crate) fn cols<T: Copy + Sync, O: Op<T>>(x: &[T], b: &Block, op: &O) -> Vec<O::A> {
     let nrb = b.red.div_ceil(COL_BLOCK);
-    for_each_tile(b, tile_width(b.inner), |o, i0, out| {
+    for_each_tile(b, fold_tile_width(b.inner), |o, i0, out| {
         let w = out.len();
         let mut acc = [op.id(); TILE];
         if nrb <= 1 {

@@ -264,3 +264,380 @@ first_kernel!(
         })
     }
 );
+
+/// As `&mut [f32]` when `T` is `f32`.
+#[inline(always)]
+fn as_f32_mut<T: 'static>(xs: &mut [T]) -> Option<&mut [f32]> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+        // SAFETY: `T` is `f32` (checked above): same size, alignment and values.
+        Some(unsafe { std::slice::from_raw_parts_mut(xs.as_mut_ptr().cast::<f32>(), xs.len()) })
+    } else {
+        None
+    }
+}
+
+/// As `&mut [f64]` when `T` is `f64`.
+#[inline(always)]
+fn as_f64_mut<T: 'static>(xs: &mut [T]) -> Option<&mut [f64]> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() {
+        // SAFETY: `T` is `f64` (checked above): same size, alignment and values.
+        Some(unsafe { std::slice::from_raw_parts_mut(xs.as_mut_ptr().cast::<f64>(), xs.len()) })
+    } else {
+        None
+    }
+}
+
+/// Π x of a run of a row in float64 (`fold::Prod`'s row), by the kernels of the level in
+/// use; `None` where there are none.
+#[inline(always)]
+pub(super) fn prod_row<T: Element>(xs: &[T]) -> Option<f64> {
+    // SAFETY (each call): as in `extreme`.
+    match (level_in_use(), as_f32(xs), as_f64(xs)) {
+        (Level::Avx512, Some(x), _) => Some(unsafe { prod512_f32(x) }),
+        (Level::Avx512, _, Some(x)) => Some(unsafe { prod512_f64(x) }),
+        (Level::Avx2, Some(x), _) => Some(unsafe { prod256_f32(x) }),
+        (Level::Avx2, _, Some(x)) => Some(unsafe { prod256_f64(x) }),
+        _ => None,
+    }
+}
+
+/// Defines `$name(xs) -> f64`: the product of a run in float64 as `fold::f64_lanes!`
+/// takes it (lane `k` multiplies elements `k, k + 32, ...` from 1 in order; then
+/// pairwise, lane `k` by lane `k + w` for w = 16, 8, .., 1; then by the tail's product,
+/// in order), with `$n`-lane vectors: `$load(p)` loads `$n` elements at `p` as float64.
+macro_rules! prod_kernel {
+    ($feature:literal, $name:ident, $t:ty, $n:expr, $vt:ty, $set1:ident, $store:ident,
+     $mul:ident, |$p:ident| $load:expr) => {
+        #[target_feature(enable = $feature)]
+        #[inline]
+        fn $name(xs: &[$t]) -> f64 {
+            /// Vectors per chunk of 32 lanes.
+            const V: usize = 32 / $n;
+            let mut acc: [$vt; V] = [$set1(1.0); V];
+            let mut chunks = xs.chunks_exact(32);
+            for c in &mut chunks {
+                for (j, a) in acc.iter_mut().enumerate() {
+                    // SAFETY: `c` holds 32 elements; vector `j` reads `j * N..(j + 1) * N`.
+                    let x = unsafe {
+                        let $p = c.as_ptr().add(j * $n);
+                        $load
+                    };
+                    *a = $mul(*a, x);
+                }
+            }
+            let mut f = [1.0f64; 32];
+            for (j, a) in acc.iter().enumerate() {
+                // SAFETY: `f` holds 32 elements; this writes `j * N..(j + 1) * N`.
+                unsafe { $store(f.as_mut_ptr().add(j * $n), *a) };
+            }
+            let tail = chunks
+                .remainder()
+                .iter()
+                .fold(1.0f64, |t, &v| t * f64::from(v));
+            let mut w = 32;
+            while w > 1 {
+                w /= 2;
+                for k in 0..w {
+                    f[k] *= f[k + w];
+                }
+            }
+            f[0] * tail
+        }
+    };
+}
+
+prod_kernel!(
+    "avx512f",
+    prod512_f32,
+    f32,
+    8,
+    __m512d,
+    _mm512_set1_pd,
+    _mm512_storeu_pd,
+    _mm512_mul_pd,
+    |p| _mm512_cvtps_pd(_mm256_loadu_ps(p))
+);
+prod_kernel!(
+    "avx512f",
+    prod512_f64,
+    f64,
+    8,
+    __m512d,
+    _mm512_set1_pd,
+    _mm512_storeu_pd,
+    _mm512_mul_pd,
+    |p| _mm512_loadu_pd(p)
+);
+prod_kernel!(
+    "avx2",
+    prod256_f32,
+    f32,
+    4,
+    __m256d,
+    _mm256_set1_pd,
+    _mm256_storeu_pd,
+    _mm256_mul_pd,
+    |p| _mm256_cvtps_pd(_mm_loadu_ps(p))
+);
+prod_kernel!(
+    "avx2",
+    prod256_f64,
+    f64,
+    4,
+    __m256d,
+    _mm256_set1_pd,
+    _mm256_storeu_pd,
+    _mm256_mul_pd,
+    |p| _mm256_loadu_pd(p)
+);
+
+/// Rows a column kernel advances before it moves to the next group of columns: the
+/// group's accumulators are loaded and stored once per this many rows, and the rows
+/// read stay close together in memory.
+const COL_ROWS: usize = 16;
+
+/// Folds rows `0..rows` of columns `0..acc.len()` (element `(r, c)` at `x[s0 + r * rs +
+/// c]`) into `acc`: Σ (`MUL` false) or Π in float64, each column in row order, so the
+/// same bits as `fold::Sum`'s and `fold::Prod`'s generic column fold (`acc[c] + x` or
+/// `acc[c] * x`, in float64). `false` (nothing done) where the level in use has no
+/// kernel or `T` is not float32 or float64.
+#[inline(always)]
+pub(super) fn cols_f64<T: Element, const MUL: bool>(
+    x: &[T],
+    s0: usize,
+    rs: usize,
+    rows: usize,
+    acc: &mut [f64],
+) -> bool {
+    let w = acc.len();
+    if rows == 0 || w == 0 {
+        return true;
+    }
+    assert!(
+        s0 + (rows - 1) * rs + w <= x.len(),
+        "the columns lie in the input"
+    );
+    // SAFETY (each call): as in `extreme`; the reads are in bounds (checked above).
+    unsafe {
+        match (level_in_use(), as_f32(x), as_f64(x)) {
+            (Level::Avx512, Some(x), _) => cols512_f32::<MUL>(x.as_ptr().add(s0), rs, rows, acc),
+            (Level::Avx512, _, Some(x)) => cols512_f64::<MUL>(x.as_ptr().add(s0), rs, rows, acc),
+            (Level::Avx2, Some(x), _) => cols256_f32::<MUL>(x.as_ptr().add(s0), rs, rows, acc),
+            (Level::Avx2, _, Some(x)) => cols256_f64::<MUL>(x.as_ptr().add(s0), rs, rows, acc),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Folds rows `0..rows` of columns `0..acc.len()` into `acc` by the max (`MAX`) or min,
+/// as `fold::Extreme`'s generic column fold: `x` replaces `a` where `x > a` (`x < a`)
+/// or `x` is NaN (so a column keeps its last NaN; equal zeros keep the one first met).
+/// `false` where the level in use has no kernel or `T` is not float32 or float64.
+#[inline(always)]
+pub(super) fn cols_extreme<T: Element, const MAX: bool>(
+    x: &[T],
+    s0: usize,
+    rs: usize,
+    rows: usize,
+    acc: &mut [T],
+) -> bool {
+    let w = acc.len();
+    if rows == 0 || w == 0 {
+        return true;
+    }
+    assert!(
+        s0 + (rows - 1) * rs + w <= x.len(),
+        "the columns lie in the input"
+    );
+    // SAFETY (each call): as in `extreme`; the reads are in bounds (checked above).
+    unsafe {
+        match (level_in_use(), as_f32(x), as_f64(x)) {
+            (Level::Avx512, Some(x), _) => {
+                let Some(a) = as_f32_mut(acc) else {
+                    return false;
+                };
+                ext512_f32::<MAX>(x.as_ptr().add(s0), rs, rows, a);
+            }
+            (Level::Avx512, _, Some(x)) => {
+                let Some(a) = as_f64_mut(acc) else {
+                    return false;
+                };
+                ext512_f64::<MAX>(x.as_ptr().add(s0), rs, rows, a);
+            }
+            (Level::Avx2, Some(x), _) => {
+                let Some(a) = as_f32_mut(acc) else {
+                    return false;
+                };
+                ext256_f32::<MAX>(x.as_ptr().add(s0), rs, rows, a);
+            }
+            (Level::Avx2, _, Some(x)) => {
+                let Some(a) = as_f64_mut(acc) else {
+                    return false;
+                };
+                ext256_f64::<MAX>(x.as_ptr().add(s0), rs, rows, a);
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Defines `$name::<K>(x, rs, rows, acc)`, a column fold (see [`cols_f64`]) with
+/// `$n`-lane vectors of accumulators (`$at` elements): per [`COL_ROWS`] rows, groups of
+/// `$g` vectors held in registers down those rows, then single vectors, then the
+/// columns left over one at a time (`$scalar(a, x)`). `$step(a, p)` folds the `$n`
+/// elements at `p` into the vector `a`. Every column is folded in row order whatever
+/// the grouping, so the grouping changes no bit.
+///
+/// # Safety (of the defined fn)
+/// The CPU has `$feature`; `x.add(r * rs + c)` is readable for `r < rows`, `c <
+/// acc.len()`.
+macro_rules! cols_kernel {
+    ($feature:literal, $name:ident, $t:ty, $at:ty, $n:expr, $g:expr, $vt:ty, $load:ident,
+     $store:ident, <$k:ident> |$a:ident, $p:ident| $step:expr, |$sa:ident, $sx:ident| $scalar:expr) => {
+        #[target_feature(enable = $feature)]
+        #[inline]
+        unsafe fn $name<const $k: bool>(x: *const $t, rs: usize, rows: usize, acc: &mut [$at]) {
+            /// `G` vectors of columns `c..` down rows `r0..r1`.
+            #[target_feature(enable = $feature)]
+            #[inline]
+            unsafe fn group<const G: usize, const $k: bool>(
+                x: *const $t,
+                rs: usize,
+                r0: usize,
+                r1: usize,
+                c: usize,
+                acc: *mut $at,
+            ) {
+                // SAFETY: the caller's promise: columns `c..c + G * N` of rows `r0..r1`
+                // are readable and `acc` holds columns `c..c + G * N`.
+                unsafe {
+                    let mut v: [$vt; G] = [$load(acc.add(c).cast_const()); G];
+                    for (i, a) in v.iter_mut().enumerate() {
+                        *a = $load(acc.add(c + i * $n).cast_const());
+                    }
+                    for r in r0..r1 {
+                        let row = x.add(r * rs + c);
+                        for (i, a) in v.iter_mut().enumerate() {
+                            let ($a, $p) = (*a, row.add(i * $n));
+                            *a = $step;
+                        }
+                    }
+                    for (i, a) in v.iter().enumerate() {
+                        $store(acc.add(c + i * $n), *a);
+                    }
+                }
+            }
+            let w = acc.len();
+            let mut r0 = 0;
+            while r0 < rows {
+                let r1 = (r0 + COL_ROWS).min(rows);
+                let mut c = 0;
+                // SAFETY (each group): the columns and rows lie in the caller's range.
+                while c + $g * $n <= w {
+                    unsafe { group::<{ $g }, $k>(x, rs, r0, r1, c, acc.as_mut_ptr()) };
+                    c += $g * $n;
+                }
+                while c + $n <= w {
+                    unsafe { group::<1, $k>(x, rs, r0, r1, c, acc.as_mut_ptr()) };
+                    c += $n;
+                }
+                for r in r0..r1 {
+                    for (i, a) in acc[c..].iter_mut().enumerate() {
+                        // SAFETY: as above.
+                        let ($sa, $sx) = (*a, unsafe { *x.add(r * rs + c + i) });
+                        *a = $scalar;
+                    }
+                }
+                r0 = r1;
+            }
+        }
+    };
+}
+
+// Σ / Π in float64 of float32 or float64 columns (16 vectors: 128 columns at AVX-512;
+// 8 vectors, 32 columns at AVX2, half of its 16 registers; the max/min: 128 columns at
+// AVX-512, 8 vectors at AVX2)
+cols_kernel!(
+    "avx512f", cols512_f32, f32, f64, 8, 16, __m512d, _mm512_loadu_pd, _mm512_storeu_pd,
+    <MUL> |a, p| {
+        let x = _mm512_cvtps_pd(_mm256_loadu_ps(p));
+        if MUL { _mm512_mul_pd(a, x) } else { _mm512_add_pd(a, x) }
+    },
+    |a, x| if MUL { a * f64::from(x) } else { a + f64::from(x) }
+);
+cols_kernel!(
+    "avx512f", cols512_f64, f64, f64, 8, 16, __m512d, _mm512_loadu_pd, _mm512_storeu_pd,
+    <MUL> |a, p| {
+        let x = _mm512_loadu_pd(p);
+        if MUL { _mm512_mul_pd(a, x) } else { _mm512_add_pd(a, x) }
+    },
+    |a, x| if MUL { a * x } else { a + x }
+);
+cols_kernel!(
+    "avx2", cols256_f32, f32, f64, 4, 8, __m256d, _mm256_loadu_pd, _mm256_storeu_pd,
+    <MUL> |a, p| {
+        let x = _mm256_cvtps_pd(_mm_loadu_ps(p));
+        if MUL { _mm256_mul_pd(a, x) } else { _mm256_add_pd(a, x) }
+    },
+    |a, x| if MUL { a * f64::from(x) } else { a + f64::from(x) }
+);
+cols_kernel!(
+    "avx2", cols256_f64, f64, f64, 4, 8, __m256d, _mm256_loadu_pd, _mm256_storeu_pd,
+    <MUL> |a, p| {
+        let x = _mm256_loadu_pd(p);
+        if MUL { _mm256_mul_pd(a, x) } else { _mm256_add_pd(a, x) }
+    },
+    |a, x| if MUL { a * x } else { a + x }
+);
+
+/// The generic column fold's step of the max (`MAX`) or min: `x` if it beats `a` or is
+/// NaN, else `a`.
+#[inline(always)]
+fn ext_step<T: PartialOrd + Copy, const MAX: bool>(a: T, x: T) -> T {
+    if (if MAX { x > a } else { x < a }) | is_nan(x) {
+        x
+    } else {
+        a
+    }
+}
+
+// max / min of float32 or float64 columns: `max(x, a)` (`x > a ? x : a`, `a` for a NaN
+// `x`), then `x` where `x` is NaN: the generic step exactly.
+cols_kernel!(
+    "avx512f", ext512_f32, f32, f32, 16, 8, __m512, _mm512_loadu_ps, _mm512_storeu_ps,
+    <MAX> |a, p| {
+        let x = _mm512_loadu_ps(p);
+        let m = if MAX { _mm512_max_ps(x, a) } else { _mm512_min_ps(x, a) };
+        _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), x)
+    },
+    |a, x| ext_step::<f32, MAX>(a, x)
+);
+cols_kernel!(
+    "avx512f", ext512_f64, f64, f64, 8, 16, __m512d, _mm512_loadu_pd, _mm512_storeu_pd,
+    <MAX> |a, p| {
+        let x = _mm512_loadu_pd(p);
+        let m = if MAX { _mm512_max_pd(x, a) } else { _mm512_min_pd(x, a) };
+        _mm512_mask_mov_pd(m, _mm512_cmp_pd_mask::<_CMP_UNORD_Q>(x, x), x)
+    },
+    |a, x| ext_step::<f64, MAX>(a, x)
+);
+cols_kernel!(
+    "avx2", ext256_f32, f32, f32, 8, 8, __m256, _mm256_loadu_ps, _mm256_storeu_ps,
+    <MAX> |a, p| {
+        let x = _mm256_loadu_ps(p);
+        let m = if MAX { _mm256_max_ps(x, a) } else { _mm256_min_ps(x, a) };
+        _mm256_blendv_ps(m, x, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x))
+    },
+    |a, x| ext_step::<f32, MAX>(a, x)
+);
+cols_kernel!(
+    "avx2", ext256_f64, f64, f64, 4, 8, __m256d, _mm256_loadu_pd, _mm256_storeu_pd,
+    <MAX> |a, p| {
+        let x = _mm256_loadu_pd(p);
+        let m = if MAX { _mm256_max_pd(x, a) } else { _mm256_min_pd(x, a) };
+        _mm256_blendv_pd(m, x, _mm256_cmp_pd::<_CMP_UNORD_Q>(x, x))
+    },
+    |a, x| ext_step::<f64, MAX>(a, x)
+);
