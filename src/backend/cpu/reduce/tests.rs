@@ -647,8 +647,9 @@ fn ext_step(max: bool) -> impl Fn(f64, f64) -> f64 {
 
 /// Sums, means, products, max and min down columns (the intrinsics of `simd.rs` at the
 /// AVX-512 and AVX2 levels, the generic fold at the baseline): float32 and float64, row
-/// counts around the kernels' 16-row step and `COL_BLOCK`, column counts around the
-/// register groups (odd ones, a tail under one vector), contiguous, transposed, sliced
+/// counts around the kernels' 16-row step and `COL_BLOCK` (the long-column pieces),
+/// column counts around the register groups (odd ones, a tail under one vector) and
+/// `LONG_TILE`, contiguous, transposed, sliced
 /// and 3-D layouts, with NaNs, infinities and zeros of both signs: the same bits at
 /// every level and as the plain column fold (`col_reference`; float32 rounded once from
 /// the float64 result, max/min exact, NaN payloads included).
@@ -673,6 +674,8 @@ fn column_folds_give_the_reference_bits_at_every_level() {
         (1025, 100),
         (300, 301),
         (9, 1000),
+        // long columns wider than a long-fold tile (1024): two tiles, two row blocks
+        (520, 1030),
     ];
     let ops = [
         ReduceOp::Sum,
