@@ -769,6 +769,10 @@ fn arg_cols_body<T: Element>(
     is_max: bool,
 ) {
     let w = vals.len();
+    #[cfg(target_arch = "x86_64")]
+    if super::simd::arg_cols(x, b.off + o * b.os + i0, b.rs, b.red, vals, idx, is_max) {
+        return;
+    }
     for r in 0..b.red {
         let s = b.off + o * b.os + r * b.rs + i0;
         let ri = r as i64;

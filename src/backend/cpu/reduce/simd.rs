@@ -641,3 +641,271 @@ cols_kernel!(
     },
     |a, x| ext_step::<f64, MAX>(a, x)
 );
+
+/// (value, first index) of the max (`is_max`) or min down rows `0..rows` of columns
+/// `0..vals.len()` (element `(r, c)` at `x[s0 + r * rs + c]`), started from `vals` and
+/// `idx` (row 0's values, index 0), as `fold::arg`'s generic column loop: row `r`
+/// takes a column where it beats the value so far (strictly, or a NaN over a non-NaN),
+/// so ties keep the first index and the first NaN wins. `false` where the level in use
+/// has no kernel, `T` is not float32 or float64, or the rows do not fit an `i32`.
+#[inline(always)]
+pub(super) fn arg_cols<T: Element>(
+    x: &[T],
+    s0: usize,
+    rs: usize,
+    rows: usize,
+    vals: &mut [T],
+    idx: &mut [i64],
+    is_max: bool,
+) -> bool {
+    let w = vals.len();
+    if rows == 0 || w == 0 {
+        return true;
+    }
+    if idx.len() != w || i32::try_from(rows).is_err() {
+        return false;
+    }
+    assert!(
+        s0 + (rows - 1) * rs + w <= x.len(),
+        "the columns lie in the input"
+    );
+    // SAFETY (each call): as in `extreme`; the reads are in bounds (checked above).
+    unsafe {
+        let p32 = as_f32(x).map(|x| x.as_ptr().add(s0));
+        let p64 = as_f64(x).map(|x| x.as_ptr().add(s0));
+        match (level_in_use(), p32, as_f32_mut(vals), p64) {
+            (Level::Avx512, Some(p), Some(v), _) if is_max => {
+                arg512_f32::<true>(p, rs, rows, v, idx)
+            }
+            (Level::Avx512, Some(p), Some(v), _) => arg512_f32::<false>(p, rs, rows, v, idx),
+            (Level::Avx2, Some(p), Some(v), _) if is_max => arg256_f32::<true>(p, rs, rows, v, idx),
+            (Level::Avx2, Some(p), Some(v), _) => arg256_f32::<false>(p, rs, rows, v, idx),
+            (level, _, _, Some(p)) => {
+                let Some(v) = as_f64_mut(vals) else {
+                    return false;
+                };
+                match (level, is_max) {
+                    (Level::Avx512, true) => arg512_f64::<true>(p, rs, rows, v, idx),
+                    (Level::Avx512, false) => arg512_f64::<false>(p, rs, rows, v, idx),
+                    (Level::Avx2, true) => arg256_f64::<true>(p, rs, rows, v, idx),
+                    (Level::Avx2, false) => arg256_f64::<false>(p, rs, rows, v, idx),
+                    _ => return false,
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Whether `v` beats `a` (the generic arg fold's rule).
+#[inline(always)]
+fn arg_beats<T: PartialOrd + Copy, const MAX: bool>(v: T, a: T) -> bool {
+    (if MAX { v > a } else { v < a }) | (is_nan(v) & !is_nan(a))
+}
+
+/// Defines `$name::<MAX>(x, rs, rows, vals, idx)`: [`arg_cols`]'s fold with `$n`-lane
+/// vectors, `$g` of them at a time down all the rows, indices as `$it` lanes beside the
+/// values; `$take(x, a)` is the lanes where `x` beats `a`, `$sel(a, take, x)` and
+/// `$seli(i, take, r)` pick `x` and row index `r` there.
+///
+/// # Safety (of the defined fn)
+/// The CPU has `$feature`; `x.add(r * rs + c)` is readable for `r < rows`, `c <
+/// vals.len()`; `idx.len() == vals.len()`; `rows` fits an `i32`.
+macro_rules! arg_kernel {
+    ($feature:literal, $name:ident, $t:ty, $it:ty, $n:expr, $g:expr, $vt:ty, $ivt:ty,
+     $load:ident, $store:ident, $iload:expr, $istore:expr, $iset1:expr,
+     |$x:ident, $a:ident| $take:expr, |$sa:ident, $tk:ident, $sx:ident| $sel:expr,
+     |$si:ident, $tk2:ident, $sr:ident| $seli:expr) => {
+        #[target_feature(enable = $feature)]
+        #[inline]
+        unsafe fn $name<const MAX: bool>(
+            x: *const $t,
+            rs: usize,
+            rows: usize,
+            vals: &mut [$t],
+            idx: &mut [i64],
+        ) {
+            /// `G` vectors of columns `c..` down all the rows.
+            #[target_feature(enable = $feature)]
+            #[inline]
+            unsafe fn group<const G: usize, const MAX: bool>(
+                x: *const $t,
+                rs: usize,
+                rows: usize,
+                c: usize,
+                vals: &mut [$t],
+                idx: &mut [i64],
+            ) {
+                // (`G` is at most `$g`)
+                let mut ib = [0 as $it; $g * $n];
+                for (b, &i) in ib.iter_mut().zip(&idx[c..c + G * $n]) {
+                    *b = i as $it;
+                }
+                // SAFETY: the caller's promise: columns `c..c + G * N` of the rows are
+                // readable; `vals` and `ib` hold those columns.
+                unsafe {
+                    let mut v: [$vt; G] = [$load(vals.as_ptr().add(c)); G];
+                    let mut iv: [$ivt; G] = [$iload(ib.as_ptr()); G];
+                    for k in 0..G {
+                        v[k] = $load(vals.as_ptr().add(c + k * $n));
+                        iv[k] = $iload(ib.as_ptr().add(k * $n));
+                    }
+                    for r in 0..rows {
+                        let row = x.add(r * rs + c);
+                        let $sr = $iset1(r as $it);
+                        for k in 0..G {
+                            let ($x, $a) = ($load(row.add(k * $n)), v[k]);
+                            let $tk = $take;
+                            let $tk2 = $tk;
+                            let ($sa, $sx) = ($a, $x);
+                            v[k] = $sel;
+                            let $si = iv[k];
+                            iv[k] = $seli;
+                        }
+                    }
+                    for k in 0..G {
+                        $store(vals.as_mut_ptr().add(c + k * $n), v[k]);
+                        $istore(ib.as_mut_ptr().add(k * $n), iv[k]);
+                    }
+                }
+                for (i, &b) in idx[c..c + G * $n].iter_mut().zip(&ib) {
+                    *i = i64::from(b);
+                }
+            }
+            let w = vals.len();
+            let mut c = 0;
+            // SAFETY (each group): the columns and rows lie in the caller's range.
+            while c + $g * $n <= w {
+                unsafe { group::<{ $g }, MAX>(x, rs, rows, c, vals, idx) };
+                c += $g * $n;
+            }
+            while c + $n <= w {
+                unsafe { group::<1, MAX>(x, rs, rows, c, vals, idx) };
+                c += $n;
+            }
+            for r in 0..rows {
+                for (k, (a, i)) in vals[c..].iter_mut().zip(&mut idx[c..]).enumerate() {
+                    // SAFETY: as above.
+                    let v = unsafe { *x.add(r * rs + c + k) };
+                    if arg_beats::<$t, MAX>(v, *a) {
+                        (*a, *i) = (v, r as i64);
+                    }
+                }
+            }
+        }
+    };
+}
+
+arg_kernel!(
+    "avx512f",
+    arg512_f32,
+    f32,
+    i32,
+    16,
+    4,
+    __m512,
+    __m512i,
+    _mm512_loadu_ps,
+    _mm512_storeu_ps,
+    |p: *const i32| _mm512_loadu_si512(p.cast()),
+    |p: *mut i32, v| _mm512_storeu_si512(p.cast(), v),
+    _mm512_set1_epi32,
+    |x, a| {
+        let gt = if MAX {
+            _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, a)
+        } else {
+            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, a)
+        };
+        gt | (_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x) & !_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, a))
+    },
+    |a, take, x| _mm512_mask_mov_ps(a, take, x),
+    |i, take, r| _mm512_mask_mov_epi32(i, take, r)
+);
+arg_kernel!(
+    "avx512f",
+    arg512_f64,
+    f64,
+    i64,
+    8,
+    4,
+    __m512d,
+    __m512i,
+    _mm512_loadu_pd,
+    _mm512_storeu_pd,
+    |p: *const i64| _mm512_loadu_si512(p.cast()),
+    |p: *mut i64, v| _mm512_storeu_si512(p.cast(), v),
+    _mm512_set1_epi64,
+    |x, a| {
+        let gt = if MAX {
+            _mm512_cmp_pd_mask::<_CMP_GT_OQ>(x, a)
+        } else {
+            _mm512_cmp_pd_mask::<_CMP_LT_OQ>(x, a)
+        };
+        gt | (_mm512_cmp_pd_mask::<_CMP_UNORD_Q>(x, x) & !_mm512_cmp_pd_mask::<_CMP_UNORD_Q>(a, a))
+    },
+    |a, take, x| _mm512_mask_mov_pd(a, take, x),
+    |i, take, r| _mm512_mask_mov_epi64(i, take, r)
+);
+arg_kernel!(
+    "avx2",
+    arg256_f32,
+    f32,
+    i32,
+    8,
+    4,
+    __m256,
+    __m256,
+    _mm256_loadu_ps,
+    _mm256_storeu_ps,
+    |p: *const i32| _mm256_loadu_ps(p.cast()),
+    |p: *mut i32, v| _mm256_storeu_ps(p.cast(), v),
+    |r: i32| _mm256_castsi256_ps(_mm256_set1_epi32(r)),
+    |x, a| {
+        let gt = if MAX {
+            _mm256_cmp_ps::<_CMP_GT_OQ>(x, a)
+        } else {
+            _mm256_cmp_ps::<_CMP_LT_OQ>(x, a)
+        };
+        _mm256_or_ps(
+            gt,
+            _mm256_andnot_ps(
+                _mm256_cmp_ps::<_CMP_UNORD_Q>(a, a),
+                _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x),
+            ),
+        )
+    },
+    |a, take, x| _mm256_blendv_ps(a, x, take),
+    |i, take, r| _mm256_blendv_ps(i, r, take)
+);
+arg_kernel!(
+    "avx2",
+    arg256_f64,
+    f64,
+    i64,
+    4,
+    4,
+    __m256d,
+    __m256d,
+    _mm256_loadu_pd,
+    _mm256_storeu_pd,
+    |p: *const i64| _mm256_loadu_pd(p.cast()),
+    |p: *mut i64, v| _mm256_storeu_pd(p.cast(), v),
+    |r: i64| _mm256_castsi256_pd(_mm256_set1_epi64x(r)),
+    |x, a| {
+        let gt = if MAX {
+            _mm256_cmp_pd::<_CMP_GT_OQ>(x, a)
+        } else {
+            _mm256_cmp_pd::<_CMP_LT_OQ>(x, a)
+        };
+        _mm256_or_pd(
+            gt,
+            _mm256_andnot_pd(
+                _mm256_cmp_pd::<_CMP_UNORD_Q>(a, a),
+                _mm256_cmp_pd::<_CMP_UNORD_Q>(x, x),
+            ),
+        )
+    },
+    |a, take, x| _mm256_blendv_pd(a, x, take),
+    |i, take, r| _mm256_blendv_pd(i, r, take)
+);

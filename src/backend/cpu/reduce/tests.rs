@@ -645,7 +645,8 @@ fn ext_step(max: bool) -> impl Fn(f64, f64) -> f64 {
     }
 }
 
-/// Sums, means, products, max and min down columns (the intrinsics of `simd.rs` at the
+/// Sums, means, products, max and min (with and without the first index) down columns
+/// (the intrinsics of `simd.rs` at the
 /// AVX-512 and AVX2 levels, the generic fold at the baseline): float32 and float64, row
 /// counts around the kernels' 16-row step and `COL_BLOCK` (the long-column pieces),
 /// column counts around the register groups (odd ones, a tail under one vector) and
@@ -761,6 +762,40 @@ fn column_folds_give_the_reference_bits_at_every_level() {
                             assert!(
                                 bits_nan(&got) == want,
                                 "{op:?} [{r}, {c}] {layout:?} dim {dim} f32 {f32_} special \
+                                 {special} at {level:?}"
+                            );
+                        }
+                    }
+                    // the arg-reductions: the first index of the max (min), the first NaN
+                    // winning; the value is that element
+                    for max in [true, false] {
+                        let (want_v, want_i): (Vec<u64>, Vec<i64>) = (0..groups * c)
+                            .map(|o| {
+                                let (g, j) = (o / c, o % c);
+                                let col: Vec<f64> =
+                                    (0..r).map(|i| vals[g * r * c + i * c + j]).collect();
+                                let mut bi = 0;
+                                for (i, &x) in col.iter().enumerate() {
+                                    let a = col[bi];
+                                    let better = if max { x > a } else { x < a };
+                                    if better || (x.is_nan() && !a.is_nan()) {
+                                        bi = i;
+                                    }
+                                }
+                                let b = if f32_ {
+                                    Buffer::F32(vec![col[bi] as f32].into())
+                                } else {
+                                    Buffer::F64(vec![col[bi]].into())
+                                };
+                                (bits_nan(&b)[0], bi as i64)
+                            })
+                            .unzip();
+                        for level in vmath::supported() {
+                            vmath::set_level(level);
+                            let (v, i) = arg_reduce(&buf, layout, &[*dim], max);
+                            assert!(
+                                bits_nan(&v) == want_v && i == want_i,
+                                "arg {max} [{r}, {c}] {layout:?} dim {dim} f32 {f32_} special \
                                  {special} at {level:?}"
                             );
                         }
