@@ -569,21 +569,12 @@ leveled! {
     fn cols_task<T: Copy, O: Op<T>>(x: &[T], b: &Block, o: usize, i0: usize, r0: usize, r1: usize, acc: &mut [O::A], op: &O) = cols_body;
 }
 
-/// The tile width for `inner` columns: at most [`TILE`], and narrower where that gives
-/// the pool at least 8 pieces (the bits do not depend on it: each column is folded on
-/// its own).
-pub(crate) fn tile_width(inner: usize) -> usize {
-    inner
-        .div_ceil(8)
-        .next_multiple_of(16)
-        .clamp(16, TILE)
-        .min(inner)
-}
-
-/// The tile width of [`cols`]: as [`tile_width`], but at least [`COL_GROUP`] columns
-/// (the AVX-512 kernels' register group: `simd.rs` folds that many columns down
-/// [`COL_BLOCK`] rows at a time; narrower tiles left most of it unused).
-fn fold_tile_width(inner: usize) -> usize {
+/// The tile width of the column folds and arg-reductions for `inner` columns: at most
+/// [`TILE`], narrower where that gives the pool at least 8 pieces, but at least
+/// [`COL_GROUP`] (the AVX-512 kernels' register group: `simd.rs` folds that many columns
+/// down 16 rows at a time; narrower tiles, down to 16 before, left most of it unused).
+/// The bits do not depend on it: each column is folded on its own.
+fn tile_width(inner: usize) -> usize {
     inner
         .div_ceil(8)
         .next_multiple_of(16)
@@ -626,7 +617,7 @@ pub(crate) fn for_each_tile<U: Send>(
 pub(crate) fn cols<T: Copy + Sync, O: Op<T>>(x: &[T], b: &Block, op: &O) -> Vec<O::A> {
     let nrb = b.red.div_ceil(COL_BLOCK);
     if nrb <= 1 {
-        return for_each_tile(b, fold_tile_width(b.inner), |o, i0, out| {
+        return for_each_tile(b, tile_width(b.inner), |o, i0, out| {
             let w = out.len();
             let mut acc = [op.id(); TILE];
             cols_task(x, b, o, i0, 0, b.red, &mut acc[..w], op);

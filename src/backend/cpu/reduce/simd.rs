@@ -705,7 +705,8 @@ fn arg_beats<T: PartialOrd + Copy, const MAX: bool>(v: T, a: T) -> bool {
 }
 
 /// Defines `$name::<MAX>(x, rs, rows, vals, idx)`: [`arg_cols`]'s fold with `$n`-lane
-/// vectors, `$g` of them at a time down all the rows, indices as `$it` lanes beside the
+/// vectors, per [`COL_ROWS`] rows `$g` of them at a time (then single vectors, then the
+/// columns left over), indices as `$it` lanes beside the
 /// values; `$take(x, a)` is the lanes where `x` beats `a`, `$sel(a, take, x)` and
 /// `$seli(i, take, r)` pick `x` and row index `r` there.
 ///
@@ -726,32 +727,28 @@ macro_rules! arg_kernel {
             vals: &mut [$t],
             idx: &mut [i64],
         ) {
-            /// `G` vectors of columns `c..` down all the rows.
+            /// `G` vectors of columns `c..` down rows `r0..r1`, their indices in `ib`.
             #[target_feature(enable = $feature)]
             #[inline]
             unsafe fn group<const G: usize, const MAX: bool>(
                 x: *const $t,
                 rs: usize,
-                rows: usize,
+                r0: usize,
+                r1: usize,
                 c: usize,
-                vals: &mut [$t],
-                idx: &mut [i64],
+                vals: *mut $t,
+                ib: *mut $it,
             ) {
-                // (`G` is at most `$g`)
-                let mut ib = [0 as $it; $g * $n];
-                for (b, &i) in ib.iter_mut().zip(&idx[c..c + G * $n]) {
-                    *b = i as $it;
-                }
-                // SAFETY: the caller's promise: columns `c..c + G * N` of the rows are
-                // readable; `vals` and `ib` hold those columns.
+                // SAFETY: the caller's promise: columns `c..c + G * N` of rows `r0..r1`
+                // are readable; `vals` and `ib` hold those columns.
                 unsafe {
-                    let mut v: [$vt; G] = [$load(vals.as_ptr().add(c)); G];
-                    let mut iv: [$ivt; G] = [$iload(ib.as_ptr()); G];
+                    let mut v: [$vt; G] = [$load(vals.add(c).cast_const()); G];
+                    let mut iv: [$ivt; G] = [$iload(ib.add(c).cast_const()); G];
                     for k in 0..G {
-                        v[k] = $load(vals.as_ptr().add(c + k * $n));
-                        iv[k] = $iload(ib.as_ptr().add(k * $n));
+                        v[k] = $load(vals.add(c + k * $n).cast_const());
+                        iv[k] = $iload(ib.add(c + k * $n).cast_const());
                     }
-                    for r in 0..rows {
+                    for r in r0..r1 {
                         let row = x.add(r * rs + c);
                         let $sr = $iset1(r as $it);
                         for k in 0..G {
@@ -765,33 +762,43 @@ macro_rules! arg_kernel {
                         }
                     }
                     for k in 0..G {
-                        $store(vals.as_mut_ptr().add(c + k * $n), v[k]);
-                        $istore(ib.as_mut_ptr().add(k * $n), iv[k]);
+                        $store(vals.add(c + k * $n), v[k]);
+                        $istore(ib.add(c + k * $n), iv[k]);
                     }
-                }
-                for (i, &b) in idx[c..c + G * $n].iter_mut().zip(&ib) {
-                    *i = i64::from(b);
                 }
             }
             let w = vals.len();
-            let mut c = 0;
-            // SAFETY (each group): the columns and rows lie in the caller's range.
-            while c + $g * $n <= w {
-                unsafe { group::<{ $g }, MAX>(x, rs, rows, c, vals, idx) };
-                c += $g * $n;
-            }
-            while c + $n <= w {
-                unsafe { group::<1, MAX>(x, rs, rows, c, vals, idx) };
-                c += $n;
-            }
-            for r in 0..rows {
-                for (k, (a, i)) in vals[c..].iter_mut().zip(&mut idx[c..]).enumerate() {
-                    // SAFETY: as above.
-                    let v = unsafe { *x.add(r * rs + c + k) };
-                    if arg_beats::<$t, MAX>(v, *a) {
-                        (*a, *i) = (v, r as i64);
+            let mut ib: Vec<$it> = idx.iter().map(|&i| i as $it).collect();
+            let mut r0 = 0;
+            while r0 < rows {
+                let r1 = (r0 + COL_ROWS).min(rows);
+                let mut c = 0;
+                // SAFETY (each group): the columns and rows lie in the caller's range.
+                while c + $g * $n <= w {
+                    unsafe {
+                        group::<{ $g }, MAX>(x, rs, r0, r1, c, vals.as_mut_ptr(), ib.as_mut_ptr())
+                    };
+                    c += $g * $n;
+                }
+                while c + $n <= w {
+                    unsafe {
+                        group::<1, MAX>(x, rs, r0, r1, c, vals.as_mut_ptr(), ib.as_mut_ptr())
+                    };
+                    c += $n;
+                }
+                for r in r0..r1 {
+                    for (k, (a, i)) in vals[c..].iter_mut().zip(&mut ib[c..]).enumerate() {
+                        // SAFETY: as above.
+                        let v = unsafe { *x.add(r * rs + c + k) };
+                        if arg_beats::<$t, MAX>(v, *a) {
+                            (*a, *i) = (v, r as $it);
+                        }
                     }
                 }
+                r0 = r1;
+            }
+            for (i, &b) in idx.iter_mut().zip(&ib) {
+                *i = i64::from(b);
             }
         }
     };
