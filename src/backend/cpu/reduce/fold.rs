@@ -582,7 +582,7 @@ fn tile_width(inner: usize) -> usize {
         .min(inner)
 }
 /// The columns the AVX-512 column kernels hold in registers.
-const COL_GROUP: usize = 128;
+const COL_GROUP: usize = 64;
 
 /// Runs `f(o, i0, out)` for every tile of columns of a columns block, in parallel when
 /// large; `out` is the tile's outputs.
