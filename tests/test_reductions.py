@@ -168,6 +168,41 @@ def test_nan_and_inf_as_torch():
                 np.testing.assert_array_equal(getattr(t, op)().numpy(), getattr(u, op)().numpy(), err_msg=op)
 
 
+def test_column_folds_and_row_products_match_torch_with_keepdim_and_specials():
+    # the column kernels (sum, mean, prod, amax, amin down columns: short columns, long
+    # ones split into row blocks, wider than a 1024-column tile) and the row products,
+    # on contiguous, transposed and sliced inputs, with keepdim, NaN, inf * 0 (NaN) and
+    # -0.0, float32 and float64, against torch
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    for dt in (np.float32, np.float64):
+        # (torch sums float32 in float32: its error on sums of ~1000 values near 0)
+        tol = dict(rtol=1e-5, atol=1e-4) if dt == np.float32 else dict(rtol=1e-12, atol=1e-12)
+        for shape in [(3, 5), (17, 129), (600, 1030), (1030, 33)]:
+            x = np.tanh(rng.standard_normal(shape)).astype(dt)
+            # NaN in column 0; inf with a 0 in row 1 and in the last column (inf * 0);
+            # a -0.0 in column 1
+            x[0, 0], x[1, -1], x[1, 0], x[2, -1], x[2, 1] = np.nan, np.inf, 0.0, 0.0, -0.0
+            views = [
+                (rgrad.from_numpy(x), torch.from_numpy(x)),
+                (rgrad.from_numpy(np.ascontiguousarray(x.T)).transpose(0, 1),
+                 torch.from_numpy(np.ascontiguousarray(x.T)).transpose(0, 1)),
+                (rgrad.from_numpy(x)[:, 1:-1], torch.from_numpy(x)[:, 1:-1]),
+            ]
+            for t, u in views:
+                for d in (0, 1):
+                    for keep in (False, True):
+                        for op in ("sum", "mean", "prod", "amax", "amin"):
+                            r = getattr(t, op)(d, keepdim=keep).numpy()
+                            w = getattr(u, op)(d, keepdim=keep).numpy()
+                            assert r.shape == w.shape, f"{op} {d} {keep}"
+                            msg = f"{dt.__name__} {shape} {op}({d}, keepdim={keep})"
+                            if op in ("amax", "amin"):
+                                np.testing.assert_array_equal(r, w, err_msg=msg)
+                            else:
+                                np.testing.assert_allclose(r, w, equal_nan=True, err_msg=msg, **tol)
+
+
 def test_softmax_backward_matches_torch():
     torch = pytest.importorskip("torch")
     x = np.random.default_rng(2).standard_normal((37, 300)).astype(np.float32)

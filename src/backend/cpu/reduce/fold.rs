@@ -42,6 +42,15 @@ pub(crate) trait Op<T>: Sync {
     {
         lanes(self, x, o)
     }
+    /// Folds rows `0..rows` of columns `0..acc.len()` (element `(r, c)` at `x[s0 + r *
+    /// rs + c]`) into `acc`, each column in row order, by an intrinsics kernel of the
+    /// level in use (`simd.rs`: the generic column fold's order and steps, so its bits);
+    /// `false` where there is none, and the generic fold runs.
+    #[inline(always)]
+    fn cols(&self, x: &[T], s0: usize, rs: usize, rows: usize, acc: &mut [Self::A]) -> bool {
+        let _ = (x, s0, rs, rows, acc);
+        false
+    }
 }
 
 /// A float64 fold of a run in [`LANES`] lanes (as [`lanes`]: lane `k` takes elements
@@ -190,6 +199,16 @@ impl<T: Element> Op<T> for Sum {
         }
         f64_lanes!(xs, 0.0, |a, x| a + x, |p, q| p + q)
     }
+    #[inline(always)]
+    fn cols(&self, x: &[T], s0: usize, rs: usize, rows: usize, acc: &mut [f64]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return super::simd::cols_f64::<T, false>(x, s0, rs, rows, acc);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (x, s0, rs, rows, acc);
+            false
+        }
+    }
 }
 
 /// Π x, in float64.
@@ -208,9 +227,25 @@ impl<T: Element> Op<T> for Prod {
     fn comb(&self, a: f64, b: f64) -> f64 {
         a * b
     }
+    /// At the AVX-512 and AVX2 levels float32 and float64 take `simd::prod_row`'s
+    /// intrinsics (the same lanes and order, so the same bits).
     #[inline(always)]
     fn row(&self, xs: &[T], _: usize) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(p) = super::simd::prod_row(xs) {
+            return p;
+        }
         f64_lanes!(xs, 1.0, |a, x| a * x, |p, q| p * q)
+    }
+    #[inline(always)]
+    fn cols(&self, x: &[T], s0: usize, rs: usize, rows: usize, acc: &mut [f64]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return super::simd::cols_f64::<T, true>(x, s0, rs, rows, acc);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (x, s0, rs, rows, acc);
+            false
+        }
     }
 }
 
@@ -363,6 +398,16 @@ impl<T: Element, const MAX: bool> Op<T> for Extreme<MAX> {
         }
         if any_nan { T::from_f64(f64::NAN) } else { m }
     }
+    #[inline(always)]
+    fn cols(&self, x: &[T], s0: usize, rs: usize, rows: usize, acc: &mut [T]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return super::simd::cols_extreme::<T, MAX>(x, s0, rs, rows, acc);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (x, s0, rs, rows, acc);
+            false
+        }
+    }
 }
 
 /// Whether every (`Truth(true)`) or any element is nonzero (NaN is nonzero).
@@ -492,6 +537,9 @@ fn cols_body<T: Copy, O: Op<T>>(
     let w = acc.len();
     let out0 = o * b.inner + i0;
     let start = |r: usize| b.off + o * b.os + r * b.rs + i0;
+    if r1 > r0 && op.cols(x, start(r0), b.rs, r1 - r0, acc) {
+        return;
+    }
     let mut c0 = 0;
     while c0 + K <= w {
         let mut a = [op.id(); K];
@@ -521,16 +569,20 @@ leveled! {
     fn cols_task<T: Copy, O: Op<T>>(x: &[T], b: &Block, o: usize, i0: usize, r0: usize, r1: usize, acc: &mut [O::A], op: &O) = cols_body;
 }
 
-/// The tile width for `inner` columns: at most [`TILE`], and narrower where that gives
-/// the pool at least 8 pieces (the bits do not depend on it: each column is folded on
-/// its own).
-pub(crate) fn tile_width(inner: usize) -> usize {
+/// The tile width of the column folds and arg-reductions for `inner` columns: at most
+/// [`TILE`], narrower where that gives the pool at least 8 pieces, but at least
+/// [`COL_GROUP`] (the AVX-512 kernels' register group: `simd.rs` folds that many columns
+/// down 16 rows at a time; narrower tiles, down to 16 before, left most of it unused).
+/// The bits do not depend on it: each column is folded on its own.
+fn tile_width(inner: usize) -> usize {
     inner
         .div_ceil(8)
         .next_multiple_of(16)
-        .clamp(16, TILE)
+        .clamp(COL_GROUP, TILE)
         .min(inner)
 }
+/// The columns the AVX-512 column kernels hold in registers.
+const COL_GROUP: usize = 64;
 
 /// Runs `f(o, i0, out)` for every tile of columns of a columns block, in parallel when
 /// large; `out` is the tile's outputs.
@@ -554,34 +606,61 @@ pub(crate) fn for_each_tile<U: Send>(
 }
 
 /// `op` over each column of a block (any block; the general path for all but rows).
+///
+/// Columns of at most [`COL_BLOCK`] rows: one piece per tile of columns, down all the
+/// rows. Longer columns: one piece per (tile of up to [`LONG_TILE`] columns, block of
+/// [`COL_BLOCK`] rows), each folding its block into its own partial results, then a
+/// tree per column over its blocks: the pieces walk rows nearly whole (4 KB of float32
+/// at a time), where tiles down whole columns read 1 KB of each row and jumped to the
+/// next (2048² float32 columns read memory at about 40% of the rows' speed, measured).
+/// The same blocks and tree either way, so the same bits.
 pub(crate) fn cols<T: Copy + Sync, O: Op<T>>(x: &[T], b: &Block, op: &O) -> Vec<O::A> {
     let nrb = b.red.div_ceil(COL_BLOCK);
-    for_each_tile(b, tile_width(b.inner), |o, i0, out| {
-        let w = out.len();
-        let mut acc = [op.id(); TILE];
-        if nrb <= 1 {
+    if nrb <= 1 {
+        return for_each_tile(b, tile_width(b.inner), |o, i0, out| {
+            let w = out.len();
+            let mut acc = [op.id(); TILE];
             cols_task(x, b, o, i0, 0, b.red, &mut acc[..w], op);
             for (s, &a) in out.iter_mut().zip(&acc) {
                 s.write(a);
             }
-            return;
-        }
-        // long columns: fixed blocks of rows, combined by a tree per column
-        let mut parts = vec![op.id(); nrb * w];
-        for (j, p) in parts.chunks_exact_mut(w).enumerate() {
+        });
+    }
+    // long columns: partial results of block j in parts[j * n + output]
+    let n = b.outputs();
+    let tw = b.inner.min(LONG_TILE);
+    let nt = b.inner.div_ceil(tw);
+    let par = parallel(n.saturating_mul(b.red));
+    let parts: Vec<O::A> = build(nrb * n, |parts: &Parts<O::A>| {
+        tasks(b.outer * nt * nrb, par, &|t| {
+            let (j, i0, o) = (t % nrb, (t / nrb % nt) * tw, t / nrb / nt);
+            let w = tw.min(b.inner - i0);
             let r0 = j * COL_BLOCK;
-            cols_task(x, b, o, i0, r0, (r0 + COL_BLOCK).min(b.red), p, op);
-        }
-        let comb = |a, c| op.comb(a, c);
-        let mut col = vec![op.id(); nrb];
-        for (i, s) in out.iter_mut().enumerate() {
-            for (c, p) in col.iter_mut().zip(parts.chunks_exact(w)) {
-                *c = p[i];
+            let mut acc = vec![op.id(); w];
+            cols_task(x, b, o, i0, r0, (r0 + COL_BLOCK).min(b.red), &mut acc, op);
+            let s = j * n + o * b.inner + i0;
+            // SAFETY: each piece (o, tile, j) owns its own partial results.
+            let out = unsafe { parts.get(s..s + w) };
+            for (slot, &a) in out.iter_mut().zip(&acc) {
+                slot.write(a);
             }
-            s.write(tree(&col, op.id(), &comb));
+        });
+    });
+    let comb = |a, c| op.comb(a, c);
+    per_output(n, nrb, |r, out| {
+        let mut col = vec![op.id(); nrb];
+        for (k, slot) in r.zip(out.iter_mut()) {
+            for (j, c) in col.iter_mut().enumerate() {
+                *c = parts[j * n + k];
+            }
+            slot.write(tree(&col, op.id(), &comb));
         }
     })
 }
+
+/// The widest tile of a piece of a long column fold: 1024 float64 accumulators (8 KB,
+/// in L1 beside the rows streaming through).
+const LONG_TILE: usize = 1024;
 
 /// `op` over every output of a non-empty block.
 pub(crate) fn run<T: Copy + Sync, O: Op<T>>(x: &[T], b: &Block, op: &O) -> Vec<O::A> {
@@ -681,6 +760,10 @@ fn arg_cols_body<T: Element>(
     is_max: bool,
 ) {
     let w = vals.len();
+    #[cfg(target_arch = "x86_64")]
+    if super::simd::arg_cols(x, b.off + o * b.os + i0, b.rs, b.red, vals, idx, is_max) {
+        return;
+    }
     for r in 0..b.red {
         let s = b.off + o * b.os + r * b.rs + i0;
         let ri = r as i64;

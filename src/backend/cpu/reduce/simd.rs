@@ -264,3 +264,656 @@ first_kernel!(
         })
     }
 );
+
+/// As `&mut [f32]` when `T` is `f32`.
+#[inline(always)]
+fn as_f32_mut<T: 'static>(xs: &mut [T]) -> Option<&mut [f32]> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+        // SAFETY: `T` is `f32` (checked above): same size, alignment and values.
+        Some(unsafe { std::slice::from_raw_parts_mut(xs.as_mut_ptr().cast::<f32>(), xs.len()) })
+    } else {
+        None
+    }
+}
+
+/// As `&mut [f64]` when `T` is `f64`.
+#[inline(always)]
+fn as_f64_mut<T: 'static>(xs: &mut [T]) -> Option<&mut [f64]> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() {
+        // SAFETY: `T` is `f64` (checked above): same size, alignment and values.
+        Some(unsafe { std::slice::from_raw_parts_mut(xs.as_mut_ptr().cast::<f64>(), xs.len()) })
+    } else {
+        None
+    }
+}
+
+/// Π x of a run of a row in float64 (`fold::Prod`'s row), by the kernels of the level in
+/// use; `None` where there are none.
+#[inline(always)]
+pub(super) fn prod_row<T: Element>(xs: &[T]) -> Option<f64> {
+    // SAFETY (each call): as in `extreme`.
+    match (level_in_use(), as_f32(xs), as_f64(xs)) {
+        (Level::Avx512, Some(x), _) => Some(unsafe { prod512_f32(x) }),
+        (Level::Avx512, _, Some(x)) => Some(unsafe { prod512_f64(x) }),
+        (Level::Avx2, Some(x), _) => Some(unsafe { prod256_f32(x) }),
+        (Level::Avx2, _, Some(x)) => Some(unsafe { prod256_f64(x) }),
+        _ => None,
+    }
+}
+
+/// Defines `$name(xs) -> f64`: the product of a run in float64 as `fold::f64_lanes!`
+/// takes it (lane `k` multiplies elements `k, k + 32, ...` from 1 in order; then
+/// pairwise, lane `k` by lane `k + w` for w = 16, 8, .., 1; then by the tail's product,
+/// in order), with `$n`-lane vectors: `$load(p)` loads `$n` elements at `p` as float64.
+macro_rules! prod_kernel {
+    ($feature:literal, $name:ident, $t:ty, $n:expr, $vt:ty, $set1:ident, $store:ident,
+     $mul:ident, |$p:ident| $load:expr) => {
+        #[target_feature(enable = $feature)]
+        #[inline]
+        fn $name(xs: &[$t]) -> f64 {
+            /// Vectors per chunk of 32 lanes.
+            const V: usize = 32 / $n;
+            let mut acc: [$vt; V] = [$set1(1.0); V];
+            let mut chunks = xs.chunks_exact(32);
+            for c in &mut chunks {
+                for (j, a) in acc.iter_mut().enumerate() {
+                    // SAFETY: `c` holds 32 elements; vector `j` reads `j * N..(j + 1) * N`.
+                    let x = unsafe {
+                        let $p = c.as_ptr().add(j * $n);
+                        $load
+                    };
+                    *a = $mul(*a, x);
+                }
+            }
+            let mut f = [1.0f64; 32];
+            for (j, a) in acc.iter().enumerate() {
+                // SAFETY: `f` holds 32 elements; this writes `j * N..(j + 1) * N`.
+                unsafe { $store(f.as_mut_ptr().add(j * $n), *a) };
+            }
+            let tail = chunks
+                .remainder()
+                .iter()
+                .fold(1.0f64, |t, &v| t * f64::from(v));
+            let mut w = 32;
+            while w > 1 {
+                w /= 2;
+                for k in 0..w {
+                    f[k] *= f[k + w];
+                }
+            }
+            f[0] * tail
+        }
+    };
+}
+
+prod_kernel!(
+    "avx512f",
+    prod512_f32,
+    f32,
+    8,
+    __m512d,
+    _mm512_set1_pd,
+    _mm512_storeu_pd,
+    _mm512_mul_pd,
+    |p| _mm512_cvtps_pd(_mm256_loadu_ps(p))
+);
+prod_kernel!(
+    "avx512f",
+    prod512_f64,
+    f64,
+    8,
+    __m512d,
+    _mm512_set1_pd,
+    _mm512_storeu_pd,
+    _mm512_mul_pd,
+    |p| _mm512_loadu_pd(p)
+);
+prod_kernel!(
+    "avx2",
+    prod256_f32,
+    f32,
+    4,
+    __m256d,
+    _mm256_set1_pd,
+    _mm256_storeu_pd,
+    _mm256_mul_pd,
+    |p| _mm256_cvtps_pd(_mm_loadu_ps(p))
+);
+prod_kernel!(
+    "avx2",
+    prod256_f64,
+    f64,
+    4,
+    __m256d,
+    _mm256_set1_pd,
+    _mm256_storeu_pd,
+    _mm256_mul_pd,
+    |p| _mm256_loadu_pd(p)
+);
+
+/// Rows a column kernel advances before it moves to the next group of columns: the
+/// group's accumulators are loaded and stored once per this many rows, and the rows
+/// read stay close together in memory.
+const COL_ROWS: usize = 16;
+
+/// Folds rows `0..rows` of columns `0..acc.len()` (element `(r, c)` at `x[s0 + r * rs +
+/// c]`) into `acc`: Σ (`MUL` false) or Π in float64, each column in row order, so the
+/// same bits as `fold::Sum`'s and `fold::Prod`'s generic column fold (`acc[c] + x` or
+/// `acc[c] * x`, in float64). `false` (nothing done) where the level in use has no
+/// kernel or `T` is not float32 or float64.
+#[inline(always)]
+pub(super) fn cols_f64<T: Element, const MUL: bool>(
+    x: &[T],
+    s0: usize,
+    rs: usize,
+    rows: usize,
+    acc: &mut [f64],
+) -> bool {
+    let w = acc.len();
+    if rows == 0 || w == 0 {
+        return true;
+    }
+    assert!(
+        s0 + (rows - 1) * rs + w <= x.len(),
+        "the columns lie in the input"
+    );
+    // SAFETY (each call): as in `extreme`; the reads are in bounds (checked above).
+    unsafe {
+        match (level_in_use(), as_f32(x), as_f64(x)) {
+            (Level::Avx512, Some(x), _) => cols512_f32::<MUL>(x.as_ptr().add(s0), rs, rows, acc),
+            (Level::Avx512, _, Some(x)) => cols512_f64::<MUL>(x.as_ptr().add(s0), rs, rows, acc),
+            (Level::Avx2, Some(x), _) => cols256_f32::<MUL>(x.as_ptr().add(s0), rs, rows, acc),
+            (Level::Avx2, _, Some(x)) => cols256_f64::<MUL>(x.as_ptr().add(s0), rs, rows, acc),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Folds rows `0..rows` of columns `0..acc.len()` into `acc` by the max (`MAX`) or min,
+/// as `fold::Extreme`'s generic column fold: `x` replaces `a` where `x > a` (`x < a`)
+/// or `x` is NaN (so a column keeps its last NaN; equal zeros keep the one first met).
+/// `false` where the level in use has no kernel or `T` is not float32 or float64.
+#[inline(always)]
+pub(super) fn cols_extreme<T: Element, const MAX: bool>(
+    x: &[T],
+    s0: usize,
+    rs: usize,
+    rows: usize,
+    acc: &mut [T],
+) -> bool {
+    let w = acc.len();
+    if rows == 0 || w == 0 {
+        return true;
+    }
+    assert!(
+        s0 + (rows - 1) * rs + w <= x.len(),
+        "the columns lie in the input"
+    );
+    // SAFETY (each call): as in `extreme`; the reads are in bounds (checked above).
+    unsafe {
+        match (level_in_use(), as_f32(x), as_f64(x)) {
+            (Level::Avx512, Some(x), _) => {
+                let Some(a) = as_f32_mut(acc) else {
+                    return false;
+                };
+                ext512_f32::<MAX>(x.as_ptr().add(s0), rs, rows, a);
+            }
+            (Level::Avx512, _, Some(x)) => {
+                let Some(a) = as_f64_mut(acc) else {
+                    return false;
+                };
+                ext512_f64::<MAX>(x.as_ptr().add(s0), rs, rows, a);
+            }
+            (Level::Avx2, Some(x), _) => {
+                let Some(a) = as_f32_mut(acc) else {
+                    return false;
+                };
+                ext256_f32::<MAX>(x.as_ptr().add(s0), rs, rows, a);
+            }
+            (Level::Avx2, _, Some(x)) => {
+                let Some(a) = as_f64_mut(acc) else {
+                    return false;
+                };
+                ext256_f64::<MAX>(x.as_ptr().add(s0), rs, rows, a);
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Defines `$name::<K>(x, rs, rows, acc)`, a column fold (see [`cols_f64`]) with
+/// `$n`-lane vectors of accumulators (`$at` elements): per [`COL_ROWS`] rows, groups of
+/// `$g` vectors held in registers down those rows, then single vectors, then the
+/// columns left over one at a time (`$scalar(a, x)`). `$step(a, p)` folds the `$n`
+/// elements at `p` into the vector `a`. Every column is folded in row order whatever
+/// the grouping, so the grouping changes no bit.
+///
+/// # Safety (of the defined fn)
+/// The CPU has `$feature`; `x.add(r * rs + c)` is readable for `r < rows`, `c <
+/// acc.len()`.
+macro_rules! cols_kernel {
+    ($feature:literal, $name:ident, $t:ty, $at:ty, $n:expr, $g:expr, $vt:ty, $load:ident,
+     $store:ident, <$k:ident> |$a:ident, $p:ident| $step:expr, |$sa:ident, $sx:ident| $scalar:expr) => {
+        #[target_feature(enable = $feature)]
+        #[inline]
+        unsafe fn $name<const $k: bool>(x: *const $t, rs: usize, rows: usize, acc: &mut [$at]) {
+            /// `G` vectors of columns `c..` down rows `r0..r1`.
+            #[target_feature(enable = $feature)]
+            #[inline]
+            unsafe fn group<const G: usize, const $k: bool>(
+                x: *const $t,
+                rs: usize,
+                r0: usize,
+                r1: usize,
+                c: usize,
+                acc: *mut $at,
+            ) {
+                // SAFETY: the caller's promise: columns `c..c + G * N` of rows `r0..r1`
+                // are readable and `acc` holds columns `c..c + G * N`.
+                unsafe {
+                    let mut v: [$vt; G] = [$load(acc.add(c).cast_const()); G];
+                    for (i, a) in v.iter_mut().enumerate() {
+                        *a = $load(acc.add(c + i * $n).cast_const());
+                    }
+                    for r in r0..r1 {
+                        let row = x.add(r * rs + c);
+                        for (i, a) in v.iter_mut().enumerate() {
+                            let ($a, $p) = (*a, row.add(i * $n));
+                            *a = $step;
+                        }
+                    }
+                    for (i, a) in v.iter().enumerate() {
+                        $store(acc.add(c + i * $n), *a);
+                    }
+                }
+            }
+            let w = acc.len();
+            let mut r0 = 0;
+            while r0 < rows {
+                let r1 = (r0 + COL_ROWS).min(rows);
+                let mut c = 0;
+                // SAFETY (each group): the columns and rows lie in the caller's range.
+                while c + $g * $n <= w {
+                    unsafe { group::<{ $g }, $k>(x, rs, r0, r1, c, acc.as_mut_ptr()) };
+                    c += $g * $n;
+                }
+                while c + $n <= w {
+                    unsafe { group::<1, $k>(x, rs, r0, r1, c, acc.as_mut_ptr()) };
+                    c += $n;
+                }
+                for r in r0..r1 {
+                    for (i, a) in acc[c..].iter_mut().enumerate() {
+                        // SAFETY: as above.
+                        let ($sa, $sx) = (*a, unsafe { *x.add(r * rs + c + i) });
+                        *a = $scalar;
+                    }
+                }
+                r0 = r1;
+            }
+        }
+    };
+}
+
+// Σ / Π in float64 of float32 or float64 columns (8 vectors: 64 columns at AVX-512,
+// as fast as 16 in a standalone loop, and narrower tiles split 256 columns in 4; 8
+// vectors, 32 columns at AVX2, half of its 16 registers; the max/min: 64 columns at
+// AVX-512, 8 vectors at AVX2)
+cols_kernel!(
+    "avx512f", cols512_f32, f32, f64, 8, 8, __m512d, _mm512_loadu_pd, _mm512_storeu_pd,
+    <MUL> |a, p| {
+        let x = _mm512_cvtps_pd(_mm256_loadu_ps(p));
+        if MUL { _mm512_mul_pd(a, x) } else { _mm512_add_pd(a, x) }
+    },
+    |a, x| if MUL { a * f64::from(x) } else { a + f64::from(x) }
+);
+cols_kernel!(
+    "avx512f", cols512_f64, f64, f64, 8, 8, __m512d, _mm512_loadu_pd, _mm512_storeu_pd,
+    <MUL> |a, p| {
+        let x = _mm512_loadu_pd(p);
+        if MUL { _mm512_mul_pd(a, x) } else { _mm512_add_pd(a, x) }
+    },
+    |a, x| if MUL { a * x } else { a + x }
+);
+cols_kernel!(
+    "avx2", cols256_f32, f32, f64, 4, 8, __m256d, _mm256_loadu_pd, _mm256_storeu_pd,
+    <MUL> |a, p| {
+        let x = _mm256_cvtps_pd(_mm_loadu_ps(p));
+        if MUL { _mm256_mul_pd(a, x) } else { _mm256_add_pd(a, x) }
+    },
+    |a, x| if MUL { a * f64::from(x) } else { a + f64::from(x) }
+);
+cols_kernel!(
+    "avx2", cols256_f64, f64, f64, 4, 8, __m256d, _mm256_loadu_pd, _mm256_storeu_pd,
+    <MUL> |a, p| {
+        let x = _mm256_loadu_pd(p);
+        if MUL { _mm256_mul_pd(a, x) } else { _mm256_add_pd(a, x) }
+    },
+    |a, x| if MUL { a * x } else { a + x }
+);
+
+/// The generic column fold's step of the max (`MAX`) or min: `x` if it beats `a` or is
+/// NaN, else `a`.
+#[inline(always)]
+fn ext_step<T: PartialOrd + Copy, const MAX: bool>(a: T, x: T) -> T {
+    if (if MAX { x > a } else { x < a }) | is_nan(x) {
+        x
+    } else {
+        a
+    }
+}
+
+// max / min of float32 or float64 columns: `max(x, a)` (`x > a ? x : a`, `a` for a NaN
+// `x`), then `x` where `x` is NaN: the generic step exactly.
+cols_kernel!(
+    "avx512f", ext512_f32, f32, f32, 16, 4, __m512, _mm512_loadu_ps, _mm512_storeu_ps,
+    <MAX> |a, p| {
+        let x = _mm512_loadu_ps(p);
+        let m = if MAX { _mm512_max_ps(x, a) } else { _mm512_min_ps(x, a) };
+        _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), x)
+    },
+    |a, x| ext_step::<f32, MAX>(a, x)
+);
+cols_kernel!(
+    "avx512f", ext512_f64, f64, f64, 8, 8, __m512d, _mm512_loadu_pd, _mm512_storeu_pd,
+    <MAX> |a, p| {
+        let x = _mm512_loadu_pd(p);
+        let m = if MAX { _mm512_max_pd(x, a) } else { _mm512_min_pd(x, a) };
+        _mm512_mask_mov_pd(m, _mm512_cmp_pd_mask::<_CMP_UNORD_Q>(x, x), x)
+    },
+    |a, x| ext_step::<f64, MAX>(a, x)
+);
+cols_kernel!(
+    "avx2", ext256_f32, f32, f32, 8, 8, __m256, _mm256_loadu_ps, _mm256_storeu_ps,
+    <MAX> |a, p| {
+        let x = _mm256_loadu_ps(p);
+        let m = if MAX { _mm256_max_ps(x, a) } else { _mm256_min_ps(x, a) };
+        _mm256_blendv_ps(m, x, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x))
+    },
+    |a, x| ext_step::<f32, MAX>(a, x)
+);
+cols_kernel!(
+    "avx2", ext256_f64, f64, f64, 4, 8, __m256d, _mm256_loadu_pd, _mm256_storeu_pd,
+    <MAX> |a, p| {
+        let x = _mm256_loadu_pd(p);
+        let m = if MAX { _mm256_max_pd(x, a) } else { _mm256_min_pd(x, a) };
+        _mm256_blendv_pd(m, x, _mm256_cmp_pd::<_CMP_UNORD_Q>(x, x))
+    },
+    |a, x| ext_step::<f64, MAX>(a, x)
+);
+
+/// (value, first index) of the max (`is_max`) or min down rows `0..rows` of columns
+/// `0..vals.len()` (element `(r, c)` at `x[s0 + r * rs + c]`), started from `vals` and
+/// `idx` (row 0's values, index 0), as `fold::arg`'s generic column loop: row `r`
+/// takes a column where it beats the value so far (strictly, or a NaN over a non-NaN),
+/// so ties keep the first index and the first NaN wins. `false` where the level in use
+/// has no kernel, `T` is not float32 or float64, or the rows do not fit an `i32`.
+#[inline(always)]
+pub(super) fn arg_cols<T: Element>(
+    x: &[T],
+    s0: usize,
+    rs: usize,
+    rows: usize,
+    vals: &mut [T],
+    idx: &mut [i64],
+    is_max: bool,
+) -> bool {
+    let w = vals.len();
+    if rows == 0 || w == 0 {
+        return true;
+    }
+    if idx.len() != w || i32::try_from(rows).is_err() {
+        return false;
+    }
+    assert!(
+        s0 + (rows - 1) * rs + w <= x.len(),
+        "the columns lie in the input"
+    );
+    // SAFETY (each call): as in `extreme`; the reads are in bounds (checked above).
+    unsafe {
+        let p32 = as_f32(x).map(|x| x.as_ptr().add(s0));
+        let p64 = as_f64(x).map(|x| x.as_ptr().add(s0));
+        match (level_in_use(), p32, as_f32_mut(vals), p64) {
+            (Level::Avx512, Some(p), Some(v), _) if is_max => {
+                arg512_f32::<true>(p, rs, rows, v, idx)
+            }
+            (Level::Avx512, Some(p), Some(v), _) => arg512_f32::<false>(p, rs, rows, v, idx),
+            (Level::Avx2, Some(p), Some(v), _) if is_max => arg256_f32::<true>(p, rs, rows, v, idx),
+            (Level::Avx2, Some(p), Some(v), _) => arg256_f32::<false>(p, rs, rows, v, idx),
+            (level, _, _, Some(p)) => {
+                let Some(v) = as_f64_mut(vals) else {
+                    return false;
+                };
+                match (level, is_max) {
+                    (Level::Avx512, true) => arg512_f64::<true>(p, rs, rows, v, idx),
+                    (Level::Avx512, false) => arg512_f64::<false>(p, rs, rows, v, idx),
+                    (Level::Avx2, true) => arg256_f64::<true>(p, rs, rows, v, idx),
+                    (Level::Avx2, false) => arg256_f64::<false>(p, rs, rows, v, idx),
+                    _ => return false,
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Whether `v` beats `a` (the generic arg fold's rule).
+#[inline(always)]
+fn arg_beats<T: PartialOrd + Copy, const MAX: bool>(v: T, a: T) -> bool {
+    (if MAX { v > a } else { v < a }) | (is_nan(v) & !is_nan(a))
+}
+
+/// Defines `$name::<MAX>(x, rs, rows, vals, idx)`: [`arg_cols`]'s fold with `$n`-lane
+/// vectors, per [`COL_ROWS`] rows `$g` of them at a time (then single vectors, then the
+/// columns left over), indices as `$it` lanes beside the
+/// values; `$take(x, a)` is the lanes where `x` beats `a`, `$sel(a, take, x)` and
+/// `$seli(i, take, r)` pick `x` and row index `r` there.
+///
+/// # Safety (of the defined fn)
+/// The CPU has `$feature`; `x.add(r * rs + c)` is readable for `r < rows`, `c <
+/// vals.len()`; `idx.len() == vals.len()`; `rows` fits an `i32`.
+macro_rules! arg_kernel {
+    ($feature:literal, $name:ident, $t:ty, $it:ty, $n:expr, $g:expr, $vt:ty, $ivt:ty,
+     $load:ident, $store:ident, $iload:expr, $istore:expr, $iset1:expr,
+     |$x:ident, $a:ident| $take:expr, |$sa:ident, $tk:ident, $sx:ident| $sel:expr,
+     |$si:ident, $tk2:ident, $sr:ident| $seli:expr) => {
+        #[target_feature(enable = $feature)]
+        #[inline]
+        unsafe fn $name<const MAX: bool>(
+            x: *const $t,
+            rs: usize,
+            rows: usize,
+            vals: &mut [$t],
+            idx: &mut [i64],
+        ) {
+            /// `G` vectors of columns `c..` down rows `r0..r1`, their indices in `ib`.
+            #[target_feature(enable = $feature)]
+            #[inline]
+            unsafe fn group<const G: usize, const MAX: bool>(
+                x: *const $t,
+                rs: usize,
+                r0: usize,
+                r1: usize,
+                c: usize,
+                vals: *mut $t,
+                ib: *mut $it,
+            ) {
+                // SAFETY: the caller's promise: columns `c..c + G * N` of rows `r0..r1`
+                // are readable; `vals` and `ib` hold those columns.
+                unsafe {
+                    let mut v: [$vt; G] = [$load(vals.add(c).cast_const()); G];
+                    let mut iv: [$ivt; G] = [$iload(ib.add(c).cast_const()); G];
+                    for k in 0..G {
+                        v[k] = $load(vals.add(c + k * $n).cast_const());
+                        iv[k] = $iload(ib.add(c + k * $n).cast_const());
+                    }
+                    for r in r0..r1 {
+                        let row = x.add(r * rs + c);
+                        let $sr = $iset1(r as $it);
+                        for k in 0..G {
+                            let ($x, $a) = ($load(row.add(k * $n)), v[k]);
+                            let $tk = $take;
+                            let $tk2 = $tk;
+                            let ($sa, $sx) = ($a, $x);
+                            v[k] = $sel;
+                            let $si = iv[k];
+                            iv[k] = $seli;
+                        }
+                    }
+                    for k in 0..G {
+                        $store(vals.add(c + k * $n), v[k]);
+                        $istore(ib.add(c + k * $n), iv[k]);
+                    }
+                }
+            }
+            let w = vals.len();
+            let mut ib: Vec<$it> = idx.iter().map(|&i| i as $it).collect();
+            let mut r0 = 0;
+            while r0 < rows {
+                let r1 = (r0 + COL_ROWS).min(rows);
+                let mut c = 0;
+                // SAFETY (each group): the columns and rows lie in the caller's range.
+                while c + $g * $n <= w {
+                    unsafe {
+                        group::<{ $g }, MAX>(x, rs, r0, r1, c, vals.as_mut_ptr(), ib.as_mut_ptr())
+                    };
+                    c += $g * $n;
+                }
+                while c + $n <= w {
+                    unsafe {
+                        group::<1, MAX>(x, rs, r0, r1, c, vals.as_mut_ptr(), ib.as_mut_ptr())
+                    };
+                    c += $n;
+                }
+                for r in r0..r1 {
+                    for (k, (a, i)) in vals[c..].iter_mut().zip(&mut ib[c..]).enumerate() {
+                        // SAFETY: as above.
+                        let v = unsafe { *x.add(r * rs + c + k) };
+                        if arg_beats::<$t, MAX>(v, *a) {
+                            (*a, *i) = (v, r as $it);
+                        }
+                    }
+                }
+                r0 = r1;
+            }
+            for (i, &b) in idx.iter_mut().zip(&ib) {
+                *i = i64::from(b);
+            }
+        }
+    };
+}
+
+arg_kernel!(
+    "avx512f",
+    arg512_f32,
+    f32,
+    i32,
+    16,
+    4,
+    __m512,
+    __m512i,
+    _mm512_loadu_ps,
+    _mm512_storeu_ps,
+    |p: *const i32| _mm512_loadu_si512(p.cast()),
+    |p: *mut i32, v| _mm512_storeu_si512(p.cast(), v),
+    _mm512_set1_epi32,
+    |x, a| {
+        let gt = if MAX {
+            _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, a)
+        } else {
+            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, a)
+        };
+        gt | (_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x) & !_mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, a))
+    },
+    |a, take, x| _mm512_mask_mov_ps(a, take, x),
+    |i, take, r| _mm512_mask_mov_epi32(i, take, r)
+);
+arg_kernel!(
+    "avx512f",
+    arg512_f64,
+    f64,
+    i64,
+    8,
+    4,
+    __m512d,
+    __m512i,
+    _mm512_loadu_pd,
+    _mm512_storeu_pd,
+    |p: *const i64| _mm512_loadu_si512(p.cast()),
+    |p: *mut i64, v| _mm512_storeu_si512(p.cast(), v),
+    _mm512_set1_epi64,
+    |x, a| {
+        let gt = if MAX {
+            _mm512_cmp_pd_mask::<_CMP_GT_OQ>(x, a)
+        } else {
+            _mm512_cmp_pd_mask::<_CMP_LT_OQ>(x, a)
+        };
+        gt | (_mm512_cmp_pd_mask::<_CMP_UNORD_Q>(x, x) & !_mm512_cmp_pd_mask::<_CMP_UNORD_Q>(a, a))
+    },
+    |a, take, x| _mm512_mask_mov_pd(a, take, x),
+    |i, take, r| _mm512_mask_mov_epi64(i, take, r)
+);
+arg_kernel!(
+    "avx2",
+    arg256_f32,
+    f32,
+    i32,
+    8,
+    4,
+    __m256,
+    __m256,
+    _mm256_loadu_ps,
+    _mm256_storeu_ps,
+    |p: *const i32| _mm256_loadu_ps(p.cast()),
+    |p: *mut i32, v| _mm256_storeu_ps(p.cast(), v),
+    |r: i32| _mm256_castsi256_ps(_mm256_set1_epi32(r)),
+    |x, a| {
+        let gt = if MAX {
+            _mm256_cmp_ps::<_CMP_GT_OQ>(x, a)
+        } else {
+            _mm256_cmp_ps::<_CMP_LT_OQ>(x, a)
+        };
+        _mm256_or_ps(
+            gt,
+            _mm256_andnot_ps(
+                _mm256_cmp_ps::<_CMP_UNORD_Q>(a, a),
+                _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x),
+            ),
+        )
+    },
+    |a, take, x| _mm256_blendv_ps(a, x, take),
+    |i, take, r| _mm256_blendv_ps(i, r, take)
+);
+arg_kernel!(
+    "avx2",
+    arg256_f64,
+    f64,
+    i64,
+    4,
+    4,
+    __m256d,
+    __m256d,
+    _mm256_loadu_pd,
+    _mm256_storeu_pd,
+    |p: *const i64| _mm256_loadu_pd(p.cast()),
+    |p: *mut i64, v| _mm256_storeu_pd(p.cast(), v),
+    |r: i64| _mm256_castsi256_pd(_mm256_set1_epi64x(r)),
+    |x, a| {
+        let gt = if MAX {
+            _mm256_cmp_pd::<_CMP_GT_OQ>(x, a)
+        } else {
+            _mm256_cmp_pd::<_CMP_LT_OQ>(x, a)
+        };
+        _mm256_or_pd(
+            gt,
+            _mm256_andnot_pd(
+                _mm256_cmp_pd::<_CMP_UNORD_Q>(a, a),
+                _mm256_cmp_pd::<_CMP_UNORD_Q>(x, x),
+            ),
+        )
+    },
+    |a, take, x| _mm256_blendv_pd(a, x, take),
+    |i, take, r| _mm256_blendv_pd(i, r, take)
+);

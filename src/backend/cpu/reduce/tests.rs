@@ -573,3 +573,332 @@ fn extreme_rows_keep_nans_and_zeros_at_every_level() {
     }
     vmath::set_level(restore);
 }
+
+/// NaN-normalised bits (any NaN as the canonical one): products of NaNs keep one of
+/// their payloads, which the compiler's operand order may pick.
+fn bits_nan(b: &Buffer) -> Vec<u64> {
+    let canon = |nan: bool, b: u64, c: u64| if nan { c } else { b };
+    match b {
+        Buffer::F32(v) => v
+            .iter()
+            .map(|x| canon(x.is_nan(), u64::from(x.to_bits()), 0x7fc0_0000))
+            .collect(),
+        Buffer::F64(v) => v
+            .iter()
+            .map(|x| canon(x.is_nan(), x.to_bits(), 0x7ff8_0000_0000_0000))
+            .collect(),
+        _ => bits(b),
+    }
+}
+
+/// Deterministic test values: mostly in (-1.5, 1.5) (products of a few thousand stay
+/// in range), with zeros of both signs, infinities and NaNs at the rate `special`
+/// (0: none).
+fn mixed(n: usize, seed: u64, special: usize) -> Vec<f64> {
+    let specials = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let k = (s >> 33) as usize;
+            if special > 0 && k.is_multiple_of(special) {
+                specials[(k / special) % specials.len()]
+            } else {
+                ((k % 3001) as f64 - 1500.0) / 1000.0
+            }
+        })
+        .collect()
+}
+
+/// The generic column fold of `fold::cols`, written out plainly for one column `xs`:
+/// blocks of `COL_BLOCK` rows, each folded in order from `id` by `step`, the blocks
+/// combined by `par::tree`'s shape with `step`.
+fn col_reference(xs: &[f64], id: f64, step: &dyn Fn(f64, f64) -> f64) -> f64 {
+    use super::fold::COL_BLOCK;
+    fn tree(s: &[f64], id: f64, step: &dyn Fn(f64, f64) -> f64) -> f64 {
+        match s.len() {
+            0 => id,
+            1 => s[0],
+            n => {
+                let h = n.next_power_of_two() / 2;
+                step(tree(&s[..h], id, step), tree(&s[h..], id, step))
+            }
+        }
+    }
+    let parts: Vec<f64> = xs
+        .chunks(COL_BLOCK)
+        .map(|b| b.iter().fold(id, |a, &x| step(a, x)))
+        .collect();
+    tree(&parts, id, step)
+}
+
+/// The max/min step of the generic folds: `x` if it beats `a` or is NaN, else `a`.
+fn ext_step(max: bool) -> impl Fn(f64, f64) -> f64 {
+    move |a, x| {
+        if (if max { x > a } else { x < a }) || x.is_nan() {
+            x
+        } else {
+            a
+        }
+    }
+}
+
+/// Sums, means, products, max and min (with and without the first index) down columns
+/// (the intrinsics of `simd.rs` at the
+/// AVX-512 and AVX2 levels, the generic fold at the baseline): float32 and float64, row
+/// counts around the kernels' 16-row step and `COL_BLOCK` (the long-column pieces),
+/// column counts around the register groups (odd ones, a tail under one vector) and
+/// `LONG_TILE`, contiguous, transposed, sliced
+/// and 3-D layouts, with NaNs, infinities and zeros of both signs: the same bits at
+/// every level and as the plain column fold (`col_reference`; float32 rounded once from
+/// the float64 result, max/min exact, NaN payloads included).
+#[test]
+fn column_folds_give_the_reference_bits_at_every_level() {
+    use crate::backend::cpu::vmath;
+    let restore = vmath::level();
+    let shapes = [
+        (1usize, 1usize),
+        (2, 3),
+        (15, 7),
+        (16, 8),
+        (17, 9),
+        (33, 31),
+        (40, 33),
+        (511, 127),
+        (512, 128),
+        (513, 129),
+        (70, 255),
+        (64, 256),
+        (30, 257),
+        (1025, 100),
+        (300, 301),
+        (9, 1000),
+        // long columns wider than a long-fold tile (1024): two tiles, two row blocks
+        (520, 1030),
+    ];
+    let ops = [
+        ReduceOp::Sum,
+        ReduceOp::Mean,
+        ReduceOp::Prod,
+        ReduceOp::Max,
+        ReduceOp::Min,
+    ];
+    for (si, &(r, c)) in shapes.iter().enumerate() {
+        for special in [0usize, 13] {
+            let v = mixed(r * c, 11 + si as u64, special);
+            // the layouts reading the same [r, c] values by columns: contiguous (dim
+            // 0), the transpose of a [c, r] tensor stored as its rows (dim 1), a slice
+            // whose rows are c + 5 apart (offset 3, dim 0), and [2, r, c] (dim 1, the
+            // second copy doubled)
+            let mut padded = vec![0.0f64; 3 + r * (c + 5)];
+            for i in 0..r {
+                padded[3 + i * (c + 5)..3 + i * (c + 5) + c]
+                    .copy_from_slice(&v[i * c..(i + 1) * c]);
+            }
+            let two: Vec<f64> = v.iter().copied().chain(v.iter().map(|x| x * 2.0)).collect();
+            let layouts: Vec<(Vec<f64>, Layout, usize, usize)> = vec![
+                (v.clone(), Layout::contiguous(&[r, c]), 0, 1),
+                (
+                    v.clone(),
+                    Layout::contiguous(&[r, c]).transpose(0, 1).unwrap(),
+                    1,
+                    1,
+                ),
+                (
+                    padded,
+                    Layout {
+                        shape: [r, c].into_iter().collect(),
+                        strides: [c + 5, 1].into_iter().collect(),
+                        offset: 3,
+                    },
+                    0,
+                    1,
+                ),
+                (two.clone(), Layout::contiguous(&[2, r, c]), 1, 2),
+            ];
+            for (data, layout, dim, groups) in &layouts {
+                for f32_ in [true, false] {
+                    let buf = if f32_ {
+                        Buffer::F32(data.iter().map(|&x| x as f32).collect::<Vec<_>>().into())
+                    } else {
+                        Buffer::F64(data.clone().into())
+                    };
+                    // the values as the kernels read them (float32 rounded first)
+                    let vals: Vec<f64> = if f32_ {
+                        two.iter().map(|&x| f64::from(x as f32)).collect()
+                    } else {
+                        two.clone()
+                    };
+                    for op in ops {
+                        let want: Vec<u64> = (0..groups * c)
+                            .map(|o| {
+                                let (g, j) = (o / c, o % c);
+                                let col: Vec<f64> =
+                                    (0..r).map(|i| vals[g * r * c + i * c + j]).collect();
+                                let x = match op {
+                                    ReduceOp::Sum => col_reference(&col, 0.0, &|a, x| a + x),
+                                    ReduceOp::Mean => {
+                                        col_reference(&col, 0.0, &|a, x| a + x) / r as f64
+                                    }
+                                    ReduceOp::Prod => col_reference(&col, 1.0, &|a, x| a * x),
+                                    ReduceOp::Max => {
+                                        col_reference(&col, f64::NEG_INFINITY, &ext_step(true))
+                                    }
+                                    _ => col_reference(&col, f64::INFINITY, &ext_step(false)),
+                                };
+                                let b = if f32_ {
+                                    Buffer::F32(vec![x as f32].into())
+                                } else {
+                                    Buffer::F64(vec![x].into())
+                                };
+                                bits_nan(&b)[0]
+                            })
+                            .collect();
+                        for level in vmath::supported() {
+                            vmath::set_level(level);
+                            let got = reduce(op, &buf, layout, &[*dim]);
+                            assert!(
+                                bits_nan(&got) == want,
+                                "{op:?} [{r}, {c}] {layout:?} dim {dim} f32 {f32_} special \
+                                 {special} at {level:?}"
+                            );
+                        }
+                    }
+                    // the arg-reductions: the first index of the max (min), the first NaN
+                    // winning; the value is that element
+                    for max in [true, false] {
+                        let (want_v, want_i): (Vec<u64>, Vec<i64>) = (0..groups * c)
+                            .map(|o| {
+                                let (g, j) = (o / c, o % c);
+                                let col: Vec<f64> =
+                                    (0..r).map(|i| vals[g * r * c + i * c + j]).collect();
+                                let mut bi = 0;
+                                for (i, &x) in col.iter().enumerate() {
+                                    let a = col[bi];
+                                    let better = if max { x > a } else { x < a };
+                                    if better || (x.is_nan() && !a.is_nan()) {
+                                        bi = i;
+                                    }
+                                }
+                                let b = if f32_ {
+                                    Buffer::F32(vec![col[bi] as f32].into())
+                                } else {
+                                    Buffer::F64(vec![col[bi]].into())
+                                };
+                                (bits_nan(&b)[0], bi as i64)
+                            })
+                            .unzip();
+                        for level in vmath::supported() {
+                            vmath::set_level(level);
+                            let (v, i) = arg_reduce(&buf, layout, &[*dim], max);
+                            assert!(
+                                bits_nan(&v) == want_v && i == want_i,
+                                "arg {max} [{r}, {c}] {layout:?} dim {dim} f32 {f32_} special \
+                                 {special} at {level:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    vmath::set_level(restore);
+}
+
+/// A float64 product of a run as `fold::Prod`'s row takes it (`f64_lanes!`): lane `k`
+/// multiplies elements `k, k + 32, ...` from 1, pairwise, then by the tail's product.
+fn prod_run_reference(xs: &[f64]) -> f64 {
+    let body = xs.len() / 32 * 32;
+    let mut l = [1.0f64; 32];
+    for (i, &x) in xs[..body].iter().enumerate() {
+        l[i % 32] *= x;
+    }
+    let tail = xs[body..].iter().fold(1.0, |t, &x| t * x);
+    let mut w = 32;
+    while w > 1 {
+        w /= 2;
+        for k in 0..w {
+            l[k] *= l[k + w];
+        }
+    }
+    l[0] * tail
+}
+
+/// Products along rows (the intrinsics of `simd.rs` at the AVX-512 and AVX2 levels):
+/// float32 and float64, lengths around the 32 lanes and the `ROW_BLOCK` blocks (combined
+/// by `par::tree`), with zeros, infinities (`inf * 0` is NaN) and NaNs, contiguous and
+/// transposed: the same bits at every level and as the plain lane order.
+#[test]
+fn row_products_give_the_reference_bits_at_every_level() {
+    use super::fold::ROW_BLOCK;
+    use crate::backend::cpu::vmath;
+    let restore = vmath::level();
+    for len in [
+        1usize,
+        5,
+        31,
+        32,
+        33,
+        63,
+        64,
+        65,
+        100,
+        1000,
+        ROW_BLOCK,
+        ROW_BLOCK + 1,
+        40000,
+    ] {
+        let rows = if len > 1000 { 3 } else { 20 };
+        for special in [0usize, 29, 997] {
+            let v = mixed(rows * len, len as u64 + special as u64, special);
+            for f32_ in [true, false] {
+                let vals: Vec<f64> = if f32_ {
+                    v.iter().map(|&x| f64::from(x as f32)).collect()
+                } else {
+                    v.clone()
+                };
+                let want: Vec<u64> = vals
+                    .chunks_exact(len)
+                    .map(|row| {
+                        let parts: Vec<f64> =
+                            row.chunks(ROW_BLOCK).map(prod_run_reference).collect();
+                        let p = super::par::tree(&parts, 1.0, &|a: f64, b: f64| a * b);
+                        let b = if f32_ {
+                            Buffer::F32(vec![p as f32].into())
+                        } else {
+                            Buffer::F64(vec![p].into())
+                        };
+                        bits_nan(&b)[0]
+                    })
+                    .collect();
+                let buf = |d: &[f64]| {
+                    if f32_ {
+                        Buffer::F32(d.iter().map(|&x| x as f32).collect::<Vec<_>>().into())
+                    } else {
+                        Buffer::F64(d.to_vec().into())
+                    }
+                };
+                // the rows as stored, and as the transpose of a [len, rows] tensor
+                // (its dim 0 reduced: the same rows in memory)
+                let t = Layout::contiguous(&[rows, len]).transpose(0, 1).unwrap();
+                for level in vmath::supported() {
+                    vmath::set_level(level);
+                    let a = reduce(
+                        ReduceOp::Prod,
+                        &buf(&v),
+                        &Layout::contiguous(&[rows, len]),
+                        &[1],
+                    );
+                    let b = reduce(ReduceOp::Prod, &buf(&v), &t, &[0]);
+                    assert!(
+                        bits_nan(&a) == want && bits_nan(&b) == want,
+                        "prod len {len} special {special} f32 {f32_} at {level:?}"
+                    );
+                }
+            }
+        }
+    }
+    vmath::set_level(restore);
+}
