@@ -12,6 +12,7 @@
 #![allow(clippy::excessive_precision)]
 
 use super::super::float64::log_f64_pos as ln;
+use super::super::float64::poly;
 
 /// 1.5 * 2^52: adding it rounds a float64 below 2^51 in magnitude to an integer.
 const MAGIC: f64 = 6_755_399_441_055_744.0;
@@ -101,18 +102,6 @@ const SINPI: [f64; 11] = [
     -2.2948428997269873e-08,
     5.392664662608129e-10,
 ];
-
-/// Horner's rule, lowest coefficient first.
-#[inline(always)]
-fn poly<const N: usize>(x: f64, c: [f64; N]) -> f64 {
-    let mut p = c[N - 1];
-    let mut i = N - 1;
-    while i > 0 {
-        i -= 1;
-        p = p.mul_add(x, c[i]);
-    }
-    p
-}
 
 /// a rounded to an integer (ties either way), for 0 <= a < 2^51.
 #[inline(always)]

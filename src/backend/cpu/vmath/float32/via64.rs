@@ -7,24 +7,14 @@
 
 #![allow(clippy::excessive_precision)]
 
+use super::super::float64::poly;
+
 /// 1.5 * 2^52: adding it rounds a float64 below 2^51 in magnitude to an integer, read
 /// from the low bits.
 const MAGIC: f64 = 6_755_399_441_055_744.0;
 // ln 2 = LN2_HI + LN2_LO, LN2_HI with 32 bits (k LN2_HI exact for |k| < 2^21)
 const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
 const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
-
-/// Horner's rule, lowest coefficient first.
-#[inline(always)]
-fn poly<const N: usize>(x: f64, c: [f64; N]) -> f64 {
-    let mut p = c[N - 1];
-    let mut i = N - 1;
-    while i > 0 {
-        i -= 1;
-        p = p.mul_add(x, c[i]);
-    }
-    p
-}
 
 /// e^r for |r| <= ln2/2 by Taylor's polynomial of degree 10 (remainder 2^-42).
 const TAYLOR10: [f64; 11] = [

@@ -60,9 +60,10 @@ fn to_float(k: i64) -> f64 {
     f64::from_bits((MAGIC.to_bits() as i64).wrapping_add(k) as u64) - MAGIC
 }
 
-/// Horner's rule, lowest coefficient first in `c`.
+/// Horner's rule, lowest coefficient first in `c` (float32's functions evaluated in
+/// float64 use it too).
 #[inline(always)]
-fn poly<const N: usize>(x: f64, c: [f64; N]) -> f64 {
+pub(in crate::backend::cpu::vmath) fn poly<const N: usize>(x: f64, c: [f64; N]) -> f64 {
     let mut p = c[N - 1];
     let mut i = N - 1;
     while i > 0 {
