@@ -209,9 +209,20 @@ pub(super) fn map<T: Copy + Sync, U: Send>(src: &[T], f: impl Fn(T) -> U + Sync 
     })
 }
 
-/// Chunk size of parallel elementwise work (fixed, so that results never depend on how
-/// the work was split).
+/// Smallest chunk of parallel elementwise work.
 const CHUNK: usize = 1 << 13;
+
+/// The chunk size for `n` elements: about four chunks a thread, at least [`CHUNK`], a
+/// multiple of 1024 elements (the vector math's block). Each thread then walks long
+/// contiguous runs, which the hardware prefetchers follow; 8K-element chunks claimed in
+/// turn had each thread jump every 32 KiB and scaled in-place `mul_` at 4M by 1.29x on 2
+/// threads where torch's halves scale 2.4x. No elementwise result depends on the split
+/// (each element is computed alone; `vmath`'s blocks give the same bits wherever they
+/// start).
+fn chunk_for(n: usize) -> usize {
+    let per = n.div_ceil(4 * crate::runtime::num_threads().max(1));
+    per.next_multiple_of(1024).max(CHUNK)
+}
 
 /// A new vector of `n` elements, each chunk written by `fill(start, chunk)` (which must
 /// initialise every element of its chunk), in parallel for large `n`. Writing straight
@@ -232,7 +243,7 @@ pub(super) fn fill_chunks_from<U: Send>(
     let mut out: Vec<U> = Vec::with_capacity(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     if n >= par_min && crate::runtime::intra_op_parallel() {
-        for_each_chunk_of(spare, CHUNK, &|start, chunk| {
+        for_each_chunk_of(spare, chunk_for(n), &|start, chunk| {
             super::wide::wide(|| fill(start, chunk))
         });
     } else {
@@ -555,7 +566,7 @@ pub fn arith_in_place(op: BinaryOp, dst: &mut Buffer, ld: &Layout, rhs: InPlaceR
 
 fn for_chunks_in_place<T: Num>(d: &mut [T], f: impl Fn(usize, &mut [T]) + Sync + Send) {
     if d.len() >= PAR_MIN && crate::runtime::intra_op_parallel() {
-        for_each_chunk_of(d, CHUNK, &|start, chunk| {
+        for_each_chunk_of(d, chunk_for(d.len()), &|start, chunk| {
             super::wide::wide(|| f(start, chunk))
         });
     } else {
