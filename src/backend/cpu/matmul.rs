@@ -696,6 +696,48 @@ mod tests {
     }
 
     #[test]
+    fn long_dot_products_are_split_alike_at_every_level_and_thread_count() {
+        // 1 x k by k x 1 past two pieces: the same bits serial and split, within the
+        // dot tolerance of the exact sum, from zero and from C's old value
+        use crate::backend::cpu::vmath::supported;
+        fn go<T: Chain>() {
+            for k in [2 * 65536, 3 * 65536 + 123] {
+                let ((ad, ap), (bd, bp)) = (build::<T>(1, k, 0, 7), build::<T>(k, 1, 0, 8));
+                let (a, b) = (view(&ad, 1, k, ap), view(&bd, k, 1, bp));
+                let exact: f64 = (0..k).map(|q| a.at(0, q).f() * b.at(q, 0).f()).sum();
+                let mag: f64 = (0..k)
+                    .map(|q| (a.at(0, q).f() * b.at(q, 0).f()).abs())
+                    .sum();
+                let mut seen = None;
+                for level in supported() {
+                    for parallel in [false, true] {
+                        let mut z = vec![<T as GemmElem>::ZERO; 1];
+                        float_gemm(level, a, b, as_uninit(&mut z), Start::Zero, parallel);
+                        let got = z[0];
+                        assert!(
+                            (got.f() - exact).abs() <= 2.0 * T::TOL * mag,
+                            "{k} {level:?}"
+                        );
+                        let mut acc = z.clone();
+                        float_gemm(level, a, b, as_uninit(&mut acc), Start::Out, parallel);
+                        assert!((acc[0].f() - 2.0 * exact).abs() <= 4.0 * T::TOL * mag);
+                        // a level's bits are its own (FMA or not), the split's are fixed
+                        let key = (level, got.bits(), acc[0].bits());
+                        if let Some((l, g, c)) = seen
+                            && l == level
+                        {
+                            assert_eq!((g, c), (key.1, key.2), "serial and split differ");
+                        }
+                        seen = Some(key);
+                    }
+                }
+            }
+        }
+        go::<f32>();
+        go::<f64>();
+    }
+
+    #[test]
     fn float_gemm_at_splitting_sizes_matches_the_chain() {
         // products above the split threshold, every layout pair, both element types
         fn go<T: Chain>() {
