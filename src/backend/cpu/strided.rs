@@ -229,10 +229,12 @@ unsafe fn copy_row<T: Copy>(d: *mut T, ds: usize, s: *const T, ss: usize, len: u
     unsafe {
         match (ds, ss) {
             (1, 1) => std::ptr::copy_nonoverlapping(s, d, len),
-            (1, 0) => {
+            // (a short row stays inline: the AVX2 build is a call, per row)
+            (1, 0) if len >= 64 => {
                 let v = *s;
                 super::wide::wide(|| std::slice::from_raw_parts_mut(d, len).fill(v))
             }
+            (1, 0) => std::slice::from_raw_parts_mut(d, len).fill(*s),
             (1, _) => {
                 for j in 0..len {
                     *d.add(j) = *s.add(j * ss);
