@@ -82,3 +82,37 @@ def test_avx2_and_avx512_give_the_same_bits(results):
     for name in a:
         for u, v in zip(a[name], b[name]):
             assert np.array_equal(u.view(np.uint32), v.view(np.uint32)), name
+
+
+def test_outer_products_are_one_rounded_multiply_at_every_thread_count():
+    """Products with an inner dimension of 1 (per-sample weight gradients are batched
+    outer products) take their own streaming kernel: each element is ``a[i] * b[j]``
+    rounded once, whatever the thread count, batched or not, with strided operands, and
+    many small batched products split by product give each product's bits."""
+    import rgrad
+
+    rgrad.manual_seed(3)
+    a = rgrad.randn(64, 300, 1, dtype=rgrad.float64)
+    b = rgrad.randn(64, 1, 520, dtype=rgrad.float64)
+    an, bn = a.numpy(), b.numpy()
+    want = an * bn  # NumPy: one multiply per element
+    small_a, small_b = rgrad.randn(256, 16, 40), rgrad.randn(256, 32, 40).transpose(1, 2)
+    results = []
+    before = rgrad.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            rgrad.set_num_threads(threads)
+            got = rgrad.bmm(a, b)
+            np.testing.assert_array_equal(got.numpy(), want)
+            np.testing.assert_array_equal(rgrad.mm(a[3], b[5]).numpy(), an[3] @ bn[5])
+            # strided: b's row every other element, a's column from a transposed view
+            bs = rgrad.randn(1, 1040, dtype=rgrad.float64)[:, ::2]
+            at = rgrad.randn(1, 300, dtype=rgrad.float64).t()
+            np.testing.assert_array_equal(rgrad.mm(at, bs).numpy(), at.numpy() * bs.numpy())
+            results.append(rgrad.bmm(small_a, small_b).numpy())
+    finally:
+        rgrad.set_num_threads(before)
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+    loose = np.einsum("bmk,bkn->bmn", small_a.numpy().astype(np.float64), small_b.numpy().astype(np.float64))
+    np.testing.assert_allclose(results[0], loose, rtol=1e-4, atol=1e-4)

@@ -59,6 +59,11 @@ pub enum Start<'a, T> {
 pub trait GemmElem: Copy + Send + Sync + 'static {
     /// Additive identity, written to `out` when the inner dimension is 0.
     const ZERO: Self;
+    /// One element of a product with an inner dimension of 1, with the bits of the
+    /// one-step chain from zero: `fma(a, b, 0)` for floats (which is `a * b + 0`: one
+    /// rounding either way, and -0 becomes +0 as the chain makes it), a wrapping
+    /// multiply for integers.
+    fn outer(a: Self, b: Self) -> Self;
     /// Kernel for non-degenerate shapes; views are bounds-checked and `out.len() == m*n`.
     /// Writes every element of `out`; reads none, unless `start` is `Out` (then `out`
     /// is initialised and the product is added to it).
@@ -76,6 +81,10 @@ macro_rules! float_elem {
     ($t:ty) => {
         impl GemmElem for $t {
             const ZERO: Self = 0.0;
+            #[inline(always)]
+            fn outer(a: Self, b: Self) -> Self {
+                a * b + 0.0
+            }
             fn gemm_kernel(
                 a: MatView<'_, $t>,
                 b: MatView<'_, $t>,
@@ -157,6 +166,10 @@ fn float_gemm<T: gemm::GemmFloat + GemmElem>(
 
 impl GemmElem for i64 {
     const ZERO: Self = 0;
+    #[inline(always)]
+    fn outer(a: Self, b: Self) -> Self {
+        a.wrapping_mul(b)
+    }
     fn gemm_kernel(
         a: MatView<'_, i64>,
         b: MatView<'_, i64>,
@@ -401,31 +414,118 @@ pub fn bmm(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer {
 
 fn batched<T: Element + GemmElem>(ra: &Buffer, la: &Layout, rb: &Buffer, lb: &Layout) -> Buffer {
     let nd = la.ndim();
-    let (m, n) = (la.shape[nd - 2], lb.shape[nd - 1]);
+    let (m, k, n) = (la.shape[nd - 2], la.shape[nd - 1], lb.shape[nd - 1]);
     let batch = if nd == 3 { la.shape[0] } else { 1 };
-    // Not zeroed first: the GEMM writes every element (zeroing was 2.6% of a linear
-    // layer's backward).
-    let len = batch * m * n;
-    let mut out: Vec<T> = Vec::with_capacity(len);
-    let spare = &mut out.spare_capacity_mut()[..len];
     let (da, db) = (T::slice(ra), T::slice(rb));
-    let parallel = crate::runtime::intra_op_parallel();
-    for i in 0..batch {
-        let (oa, ob) = if nd == 3 {
+    let offsets = |i: usize| {
+        if nd == 3 {
             (i * la.strides[0], i * lb.strides[0])
         } else {
             (0, 0)
-        };
-        gemm_uninit(
-            view_of(da, la, oa),
-            view_of(db, lb, ob),
-            &mut spare[i * m * n..(i + 1) * m * n],
-            parallel,
-        );
+        }
+    };
+    let len = batch * m * n;
+    if k == 1 {
+        return T::into_buffer(outer_products(da, la, db, lb, batch, len));
+    }
+    // Not zeroed first: the GEMM writes every element (zeroing was 2.6% of a linear
+    // layer's backward).
+    let mut out: Vec<T> = Vec::with_capacity(len);
+    let spare = &mut out.spare_capacity_mut()[..len];
+    let parallel = crate::runtime::intra_op_parallel();
+    let product = |i: usize, out: &mut [MaybeUninit<T>], parallel: bool| {
+        let (oa, ob) = offsets(i);
+        gemm_uninit(view_of(da, la, oa), view_of(db, lb, ob), out, parallel);
+    };
+    let whole = (batch as u128) * (m as u128) * (n as u128) * (k as u128);
+    if parallel && batch > 1 && !splits(m, n, k) && whole >= 1 << 20 {
+        // Products too small to split, many of them (per-sample gradients): whole
+        // products to each thread. Each product's bits do not depend on where it runs.
+        let pieces = crate::runtime::num_threads().min(batch);
+        let base = spare.as_mut_ptr() as usize;
+        gemm::for_each_piece(pieces, &|p| {
+            for i in p * batch / pieces..(p + 1) * batch / pieces {
+                // SAFETY: product i owns elements [i*m*n, (i+1)*m*n) of `spare`, and
+                // each i belongs to one piece, run once while `spare` stays borrowed.
+                let out = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        (base as *mut MaybeUninit<T>).add(i * m * n),
+                        m * n,
+                    )
+                };
+                product(i, out, false);
+            }
+        });
+    } else {
+        for i in 0..batch {
+            product(i, &mut spare[i * m * n..(i + 1) * m * n], parallel);
+        }
     }
     // SAFETY: each batch's GEMM wrote all of its m*n elements, so all `len` are set.
     unsafe { out.set_len(len) };
     T::into_buffer(out)
+}
+
+/// `C[b] = A[b]·B[b]` with an inner dimension of 1 (the outer products of per-sample
+/// weight gradients, `grad_out[b]ᵀ · x[b]`): element (b, i, j) is `A[b][i] · B[b][j]`, one
+/// multiply, streamed into the output as an elementwise kernel is (parallel chunks, the
+/// AVX2 build) rather than through GEMM tiles whose k loop has one step. The bits are
+/// the GEMM's (see [`GemmElem::outer`]).
+fn outer_products<T: Element + GemmElem>(
+    da: &[T],
+    la: &Layout,
+    db: &[T],
+    lb: &Layout,
+    batch: usize,
+    len: usize,
+) -> Vec<T> {
+    let nd = la.ndim();
+    let (m, n) = (la.shape[nd - 2], lb.shape[nd - 1]);
+    let at = |i: usize| {
+        if nd == 3 {
+            (i * la.strides[0], i * lb.strides[0])
+        } else {
+            (0, 0)
+        }
+    };
+    if len == 0 {
+        return Vec::new();
+    }
+    // B's row of product b starts at `bbase + b * bstep` of `brows` (packed first when
+    // its elements are not contiguous: n per product)
+    let packed: Vec<T>;
+    let (brows, bbase, bstep) = if lb.strides[nd - 1] == 1 || n == 1 {
+        (db, lb.offset, at(1).1)
+    } else {
+        packed = (0..batch)
+            .flat_map(|b| {
+                let v = view_of(db, lb, at(b).1);
+                (0..n).map(move |j| v.at(0, j))
+            })
+            .collect();
+        (&packed[..], 0, n)
+    };
+    let (ars, aoff) = (la.strides[nd - 2], la.offset);
+    super::elementwise::fill_chunks(len, |start, chunk| {
+        // the chunk starts at element `start`: row r (of batch*m), column j
+        let (mut r, mut j) = (start / n, start % n);
+        let mut done = 0;
+        while done < chunk.len() {
+            let (b, i) = (r / m, r % m);
+            let ai = da[aoff + at(b).0 + i * ars];
+            let row = bbase + b * bstep;
+            let take = (n - j).min(chunk.len() - done);
+            for (o, &bj) in chunk[done..done + take]
+                .iter_mut()
+                .zip(&brows[row + j..row + j + take])
+            {
+                o.write(T::outer(ai, bj));
+            }
+            done += take;
+            r += 1;
+            j = 0;
+        }
+    })
 }
 
 /// `bias + a·b` for 2-D float or integer layouts of one dtype, the bias (over `lc`)
@@ -850,6 +950,129 @@ mod tests {
         }
         go::<f32>();
         go::<f64>();
+    }
+
+    /// Products with an inner dimension of 1 (`outer_products`, per-sample weight
+    /// gradients) have the bits of the GEMM chain from zero, element by element (zeros of
+    /// either sign, strided and broadcast operands, batched or not, split or not).
+    #[test]
+    fn outer_products_have_the_bits_of_the_gemm_chain() {
+        trait Raw {
+            fn raw(self) -> u64;
+        }
+        impl Raw for f32 {
+            fn raw(self) -> u64 {
+                self.to_bits().into()
+            }
+        }
+        impl Raw for f64 {
+            fn raw(self) -> u64 {
+                self.to_bits()
+            }
+        }
+        impl Raw for i64 {
+            fn raw(self) -> u64 {
+                self as u64
+            }
+        }
+        fn go<T: TestElem + Element + Raw>(special: &[T]) {
+            let layout = |shape: &[usize], strides: &[usize], offset: usize| Layout {
+                shape: crate::shape::copy(shape),
+                strides: crate::shape::copy(strides),
+                offset,
+            };
+            // (batch, m, n, b's column stride, b's batch stride, a's row stride)
+            let cases = [
+                (None, 5, 7, 1, 0, 1),
+                (Some(3), 4, 9, 1, 9, 1),
+                (Some(3), 4, 9, 2, 20, 1),
+                (Some(2), 6, 5, 1, 0, 3),
+                (Some(64), 128, 300, 1, 300, 1),
+                (Some(1), 2049, 1030, 1, 1030, 1),
+            ];
+            for (batch, m, n, bcs, bbs, ars) in cases {
+                let nb = batch.unwrap_or(1);
+                let alen = 1 + nb * m * ars;
+                let blen = 2 + nb.max(1) * (n * bcs + bbs);
+                let mut ad: Vec<T> = (0..alen as u64).map(|i| T::sample(i * 7)).collect();
+                let bd: Vec<T> = (0..blen as u64).map(|i| T::sample(i * 13 + 5)).collect();
+                for (slot, &v) in ad.iter_mut().skip(1).zip(special) {
+                    *slot = v;
+                }
+                let (la, lb) = match batch {
+                    Some(b) => (
+                        layout(&[b, m, 1], &[m * ars, ars, 1], 1),
+                        layout(&[b, 1, n], &[bbs, n * bcs, bcs], 2),
+                    ),
+                    None => (
+                        layout(&[m, 1], &[ars, 1], 1),
+                        layout(&[1, n], &[n * bcs, bcs], 2),
+                    ),
+                };
+                let (ab, bb) = (T::into_buffer(ad.clone()), T::into_buffer(bd.clone()));
+                let got = bmm(&ab, &la, &bb, &lb);
+                let got = T::slice(&got);
+                assert_eq!(got.len(), nb * m * n);
+                for p in 0..nb {
+                    let (oa, ob) = if batch.is_some() {
+                        (p * la.strides[0], p * lb.strides[0])
+                    } else {
+                        (0, 0)
+                    };
+                    let mut want = vec![T::sample(1); m * n];
+                    gemm(
+                        view_of(&ad, &la, oa),
+                        view_of(&bd, &lb, ob),
+                        &mut want,
+                        false,
+                    );
+                    let g = &got[p * m * n..(p + 1) * m * n];
+                    assert!(
+                        g.iter().zip(&want).all(|(x, y)| x.raw() == y.raw()),
+                        "batch {p} of {batch:?} x {m} x {n}"
+                    );
+                }
+            }
+        }
+        go::<f32>(&[-0.0, 0.0, -3.5, f32::MIN_POSITIVE, -1e30]);
+        go::<f64>(&[-0.0, 0.0, -3.5, f64::MIN_POSITIVE, -1e300]);
+        go::<i64>(&[i64::MIN, -1, 0, i64::MAX, 3]);
+    }
+
+    /// Many products too small to split (a batch of 64 of 16 x 40 x 32, 2^20
+    /// multiply-adds in all) run whole products per thread, with each product's bits.
+    #[test]
+    fn small_batched_products_split_by_product_alike() {
+        fn go<T: TestElem + Element + PartialEq + std::fmt::Debug>() {
+            let (b, m, k, n) = (64, 16, 40, 32);
+            let ad: Vec<T> = (0..(b * m * k) as u64).map(|i| T::sample(i * 3)).collect();
+            // B transposed in each product
+            let bd: Vec<T> = (0..(b * k * n) as u64)
+                .map(|i| T::sample(i * 11 + 1))
+                .collect();
+            let la = Layout::contiguous(&[b, m, k]);
+            let lb = Layout {
+                shape: crate::shape::copy(&[b, k, n]),
+                strides: crate::shape::copy(&[k * n, 1, k]),
+                offset: 0,
+            };
+            let (ab, bb) = (T::into_buffer(ad.clone()), T::into_buffer(bd.clone()));
+            let got = bmm(&ab, &la, &bb, &lb);
+            let got = T::slice(&got);
+            for p in 0..b {
+                let mut want = vec![T::sample(1); m * n];
+                gemm(
+                    view_of(&ad, &la, p * m * k),
+                    view_of(&bd, &lb, p * k * n),
+                    &mut want,
+                    false,
+                );
+                assert_eq!(&got[p * m * n..(p + 1) * m * n], &want[..], "product {p}");
+            }
+        }
+        go::<f32>();
+        go::<f64>();
+        go::<i64>();
     }
 
     #[test]
