@@ -180,10 +180,16 @@ class Function(_SingleLevelFunction):
 
     @staticmethod
     def vmap(info: Any, in_dims: Any, *args: Any) -> Any:
-        """Batching rule. Under ``rgrad.func.vmap`` a Function that overrides this (or sets
-        ``generate_vmap_rule = True``) runs once per sample instead; this rule is not called."""
-        raise NotImplementedError("rgrad.func.vmap runs a custom Function once per sample; its vmap rule is not "
-                                  "called.")
+        """The Function's batching rule under ``rgrad.func.vmap``: called with
+        ``info`` (``batch_size``, ``randomness``), ``in_dims`` (per argument, the dim its
+        batch is at, or None) and the arguments' batched tensors; returns
+        ``(outputs, out_dims)``. Usually calls the Function itself on the batch. Instead
+        of writing one, set ``generate_vmap_rule = True``: forward, setup_context,
+        backward and jvp then run under vmap themselves."""
+        raise NotImplementedError(
+            "To use autograd.Function with vmap, you must either override the vmap staticmethod or set "
+            "generate_vmap_rule=True."
+        )
 
 
 class InplaceFunction(Function):

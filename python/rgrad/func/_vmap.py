@@ -649,32 +649,15 @@ def _random_method_wrapper(op: str, orig: Any) -> Callable:
 def _function_apply(cls: Any, args: tuple, kwargs: dict | None) -> Any:
     """Every custom ``Function.apply`` call while a vmap runs (installed in Rust with
     ``_C._set_vmap_apply``, so that a ``MyFn.apply`` bound before the vmap is covered too):
-    NotImplemented (the native apply) when no argument is batched; otherwise the Function
-    runs once per sample (torch's errors where torch would refuse it)."""
+    NotImplemented (the native apply) when no argument is batched; otherwise its vmap
+    staticmethod or its generated rule runs once for the batch (``_function_vmap``)."""
     kwargs = kwargs or {}
     level = max_level(args, kwargs)
     if level < 0:
         return NotImplemented
-    if not cls._setup_ctx_defined:
-        raise RuntimeError(
-            "In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), it "
-            "must override the setup_context staticmethod. For more details, please see "
-            "https://pytorch.org/docs/main/notes/extending.func.html"
-        )
-    if not cls.generate_vmap_rule and cls.vmap is rgrad.autograd.Function.vmap:
-        raise RuntimeError(
-            f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please override and "
-            "implement the vmap staticmethod or set generate_vmap_rule=True. For more details, please see "
-            "https://pytorch.org/docs/main/notes/extending.func.html"
-        )
-    # one call per sample (each its own graph node); a vmap staticmethod is not needed for that
-    from rgrad.func._batched_tensor import _select, stack_results
+    from rgrad.func import _function_vmap
 
-    results = []
-    for b in range(batch_size(level)):
-        results.append(cls.apply(*(_select(a, level, b) for a in args),
-                                 **{k: _select(v, level, b) for k, v in kwargs.items()}))
-    return stack_results(results, level, f"{cls.__name__}.apply")
+    return _function_vmap.apply(cls, level, args, kwargs)
 
 
 def _function_backward_batched(backward: Callable, batch: int, ctx: Any, *grads: Any) -> Any:
