@@ -281,12 +281,13 @@ pub(crate) fn blocking<R>(wait: impl FnOnce() -> R) -> R {
     }
 }
 
-/// One call of [`for_each_index_with_caller`]: indices claimed from a shared counter.
+/// One call of [`for_each_index_with_caller`]: indices claimed from both ends of the
+/// range `0..n` (see [`Job::claim`]).
 struct Job {
-    next: AtomicUsize,
+    /// The indices not yet claimed, `lo..hi`, as `lo | hi << 32` (`n` fits 32 bits).
+    left: AtomicU64,
     done: AtomicUsize,
     panicked: AtomicBool,
-    n: usize,
     /// The caller's `f`, lifetime erased: dereferenced only for a claimed index < n, and
     /// the caller does not return before every such call has finished.
     f: *const (dyn Fn(usize) + Sync),
@@ -297,12 +298,45 @@ unsafe impl Send for Job {}
 unsafe impl Sync for Job {}
 
 impl Job {
-    fn work(&self) {
+    fn new(n: usize, f: *const (dyn Fn(usize) + Sync)) -> Job {
+        Job {
+            left: AtomicU64::new((n as u64) << 32),
+            done: AtomicUsize::new(0),
+            panicked: AtomicBool::new(false),
+            f,
+        }
+    }
+
+    /// The next unclaimed index, from the front (the caller: 0, 1, 2, ...) or from the
+    /// back (the helpers: n - 1, n - 2, ...), or `None` when all are claimed. Pieces are
+    /// consecutive runs of memory in the kernels that use this, so the caller and a
+    /// helper each walk their half in order and meet where the work balances: with one
+    /// shared counter the two took turns (0, 2, 4, .. and 1, 3, 5, ..), each jumping a
+    /// piece ahead every time (in-place `mul_` of 4M float32 on 2 threads: 111 to 91 us).
+    fn claim(&self, from_back: bool) -> Option<usize> {
+        let mut cur = self.left.load(Ordering::Acquire);
         loop {
-            let i = self.next.fetch_add(1, Ordering::AcqRel);
-            if i >= self.n {
-                return;
+            let (lo, hi) = (cur & 0xFFFF_FFFF, cur >> 32);
+            if lo >= hi {
+                return None;
             }
+            let (next, i) = if from_back {
+                (lo | (hi - 1) << 32, hi - 1)
+            } else {
+                ((lo + 1) | hi << 32, lo)
+            };
+            match self
+                .left
+                .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some(i as usize),
+                Err(seen) => cur = seen,
+            }
+        }
+    }
+
+    fn work(&self, from_back: bool) {
+        while let Some(i) = self.claim(from_back) {
             // SAFETY: i < n was claimed by this thread alone, so the caller is still
             // waiting in `for_each_index_with_caller` and `f` is alive.
             let f = unsafe { &*self.f };
@@ -354,7 +388,7 @@ impl Warm {
     fn take_posted(&self) {
         let job = self.job.lock().clone();
         if let Some(j) = job {
-            j.work();
+            j.work(true);
         }
     }
     /// Run by a helper after its kernel: spins for jobs (see [`Warm`]).
@@ -400,15 +434,23 @@ impl Warm {
 ///
 /// Why not `pool.install(|| par_iter)`: that hands all the work to the pool and parks
 /// the caller until a worker has woken (10-20 µs on a VM) and finished. Here the caller
-/// claims indices itself from a shared counter; workers join in when they wake (or at
-/// once, if they are still warm from the last call: see [`Warm`]), and the caller only
+/// claims indices itself (from the front; helpers from the back: [`Job::claim`]);
+/// workers join in when they wake (or at once, if they are still warm from the last
+/// call: see [`Warm`]), and the caller only
 /// waits for indices a worker has already claimed. A worker that starts after
 /// everything was claimed finds nothing and touches nothing but the counter, which it
 /// co-owns, so `f` (a borrow of the caller's stack) is never used after this returns.
 pub(crate) fn for_each_index_with_caller(n: usize, f: &(dyn Fn(usize) + Sync)) {
     let helpers = num_threads().saturating_sub(1);
     let (pool, warm) = match pool_and_warm() {
-        Ok(p) if helpers > 0 && n > 1 && rayon::current_thread_index().is_none() => p,
+        Ok(p)
+            if helpers > 0
+                && n > 1
+                && n <= u32::MAX as usize
+                && rayon::current_thread_index().is_none() =>
+        {
+            p
+        }
         _ => {
             (0..n).for_each(f);
             return;
@@ -421,20 +463,14 @@ pub(crate) fn for_each_index_with_caller(n: usize, f: &(dyn Fn(usize) + Sync)) {
             *const (dyn Fn(usize) + Sync + 'static),
         >(f)
     };
-    let job = Arc::new(Job {
-        next: AtomicUsize::new(0),
-        done: AtomicUsize::new(0),
-        panicked: AtomicBool::new(false),
-        n,
-        f: f_static,
-    });
+    let job = Arc::new(Job::new(n, f_static));
     // Warm helpers take the job from the post; sleeping ones are woken with a task.
     warm.post(&job);
     let awake = warm.spinning.load(Ordering::SeqCst).min(helpers);
     for _ in awake..helpers.min(n - 1).max(awake) {
         let (j, w) = (job.clone(), warm.clone());
         pool.spawn(move || {
-            j.work();
+            j.work(true);
             w.stay_warm(helpers);
         });
     }
@@ -442,7 +478,7 @@ pub(crate) fn for_each_index_with_caller(n: usize, f: &(dyn Fn(usize) + Sync)) {
     // Python threads (and workers running Python backwards) go on meanwhile, as it would
     // while waiting for the pool.
     blocking(|| {
-        job.work();
+        job.work(false);
         // Every index is claimed; wait for those a worker is still running (at most one
         // call per worker).
         while job.done.load(Ordering::Acquire) < n {
@@ -465,6 +501,41 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
     use std::sync::atomic::AtomicU32;
+
+    #[test]
+    fn job_indices_are_claimed_once_from_both_ends() {
+        let f: &(dyn Fn(usize) + Sync) = &|_| {};
+        // SAFETY: the job's `f` is never called here.
+        let f = unsafe {
+            std::mem::transmute::<
+                *const (dyn Fn(usize) + Sync + '_),
+                *const (dyn Fn(usize) + Sync + 'static),
+            >(f)
+        };
+        let job = Job::new(5, f);
+        let order: Vec<_> = [false, true, false, true, false, true, false]
+            .iter()
+            .map(|&back| job.claim(back))
+            .collect();
+        assert_eq!(
+            order,
+            [Some(0), Some(4), Some(1), Some(3), Some(2), None, None]
+        );
+        // many threads at once: every index exactly once
+        let job = Job::new(100_000, f);
+        let seen: Vec<AtomicU32> = (0..100_000).map(|_| AtomicU32::new(0)).collect();
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let (job, seen) = (&job, &seen);
+                s.spawn(move || {
+                    while let Some(i) = job.claim(t % 2 == 1) {
+                        seen[i].fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+    }
 
     #[test]
     fn workers_are_pinned_to_distinct_cpus_only_with_one_per_cpu() {

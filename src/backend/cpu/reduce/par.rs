@@ -70,15 +70,22 @@ pub(crate) fn build<U>(n: usize, fill: impl FnOnce(&Parts<U>)) -> Vec<U> {
     out
 }
 
-/// `n` outputs, `f(range, out)` writing those of a range, in pieces of about
-/// [`TASK`] elements of work (`cost` per output), in parallel above [`PAR_MIN`].
+/// `n` outputs, `f(range, out)` writing those of a range, in parallel above
+/// [`PAR_MIN`] elements of work (`cost` per output): pieces of at least [`TASK`]
+/// elements, and about four a thread (each thread then streams long runs, and claims a
+/// piece a few times a call rather than every 16K elements: row sums of 2048 x 2048
+/// float32 on 2 threads 1.34x torch's time with 256 pieces). Each output is computed on
+/// its own, so the split never changes a bit.
 pub(crate) fn per_output<U: Send>(
     n: usize,
     cost: usize,
     f: impl Fn(Range<usize>, &mut [MaybeUninit<U>]) + Sync,
 ) -> Vec<U> {
-    let per = (TASK / cost.max(1)).max(1);
     let par = parallel(n.saturating_mul(cost));
+    let mut per = (TASK / cost.max(1)).max(1);
+    if par {
+        per = per.max(n.div_ceil(4 * crate::runtime::num_threads().max(1)));
+    }
     build(n, |parts| {
         tasks(n.div_ceil(per), par, &|t| {
             let r = t * per..((t + 1) * per).min(n);
