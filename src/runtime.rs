@@ -436,10 +436,10 @@ impl Warm {
 /// the caller until a worker has woken (10-20 µs on a VM) and finished. Here the caller
 /// claims indices itself (from the front; helpers from the back: [`Job::claim`]);
 /// workers join in when they wake (or at once, if they are still warm from the last
-/// call: see [`Warm`]), and the caller only
-/// waits for indices a worker has already claimed. A worker that starts after
-/// everything was claimed finds nothing and touches nothing but the counter, which it
-/// co-owns, so `f` (a borrow of the caller's stack) is never used after this returns.
+/// call: see [`Warm`]), and the caller only waits for indices a worker has already
+/// claimed. A worker that starts after everything was claimed finds nothing and touches
+/// nothing but the counter, which it co-owns, so `f` (a borrow of the caller's stack) is
+/// never used after this returns.
 pub(crate) fn for_each_index_with_caller(n: usize, f: &(dyn Fn(usize) + Sync)) {
     let helpers = num_threads().saturating_sub(1);
     let (pool, warm) = match pool_and_warm() {

@@ -412,18 +412,21 @@ pub fn bmm(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer {
     }
 }
 
+/// Where product `i` of a batched (3-D) or single (2-D) product starts in A and in B.
+fn batch_offsets(la: &Layout, lb: &Layout, i: usize) -> (usize, usize) {
+    if la.ndim() == 3 {
+        (i * la.strides[0], i * lb.strides[0])
+    } else {
+        (0, 0)
+    }
+}
+
 fn batched<T: Element + GemmElem>(ra: &Buffer, la: &Layout, rb: &Buffer, lb: &Layout) -> Buffer {
     let nd = la.ndim();
     let (m, k, n) = (la.shape[nd - 2], la.shape[nd - 1], lb.shape[nd - 1]);
     let batch = if nd == 3 { la.shape[0] } else { 1 };
     let (da, db) = (T::slice(ra), T::slice(rb));
-    let offsets = |i: usize| {
-        if nd == 3 {
-            (i * la.strides[0], i * lb.strides[0])
-        } else {
-            (0, 0)
-        }
-    };
+    let offsets = |i: usize| batch_offsets(la, lb, i);
     let len = batch * m * n;
     if k == 1 {
         return T::into_buffer(outer_products(da, la, db, lb, batch, len));
@@ -481,13 +484,7 @@ fn outer_products<T: Element + GemmElem>(
 ) -> Vec<T> {
     let nd = la.ndim();
     let (m, n) = (la.shape[nd - 2], lb.shape[nd - 1]);
-    let at = |i: usize| {
-        if nd == 3 {
-            (i * la.strides[0], i * lb.strides[0])
-        } else {
-            (0, 0)
-        }
-    };
+    let at = |i: usize| batch_offsets(la, lb, i);
     if len == 0 {
         return Vec::new();
     }
