@@ -156,25 +156,84 @@ pub fn refresh_view(t: &Tensor) -> Result<()> {
         };
         let node = super::as_strided_node(bl.shape.clone(), rel);
         attach_edges(node, smallvec::smallvec![None], saved![], &[t])?;
-    } else if base.grad_fn().is_some()
-        && let Some(order) = storage_order(&bl)
-    {
-        let rel = Layout {
-            shape: vl.shape.clone(),
-            strides: vl.strides.clone(),
-            offset: vl.offset - bl.offset,
+    } else if base.grad_fn().is_some() {
+        let fresh = match storage_order(&bl) {
+            Some(order) => {
+                let rel = Layout {
+                    shape: vl.shape.clone(),
+                    strides: vl.strides.clone(),
+                    offset: vl.offset - bl.offset,
+                };
+                with_grad_mode(true, || {
+                    as_strided(&in_storage_order(&base, order.as_deref())?, &rel)
+                })
+                .ok()
+            }
+            // a base with gaps (a detached strided view, `x[::2]`): its elements picked
+            // by index (an error, never a view left without its new history)
+            None => Some(with_grad_mode(true, || picked_from(&base, &bl, &vl))?),
         };
-        let fresh = with_grad_mode(true, || {
-            as_strided(&in_storage_order(&base, order.as_deref())?, &rel)
-        });
-        if let Ok(fresh) = fresh
-            && let Some(f) = fresh.grad_fn()
-        {
+        if let Some(f) = fresh.and_then(|f| f.grad_fn()) {
             t.set_history(f, 0);
         }
     }
     t.lock().cold_mut().view_version = now;
     Ok(())
+}
+
+/// The view over `vl` re-derived from a base over `bl` whose elements have gaps between
+/// them (no storage order makes it dense, so `as_strided` cannot re-read it): each view
+/// element is the base element at the same storage offset, picked by `index_select` from
+/// the flattened base, so the gradient goes back to exactly those base elements. A view
+/// element that is no base element, or a base that reaches one storage offset twice,
+/// is refused with an error.
+fn picked_from(base: &Tensor, bl: &Layout, vl: &Layout) -> Result<Tensor> {
+    // each element's storage offset, in row-major order of the layout's shape
+    let offsets = |l: &Layout| {
+        let n = l.numel();
+        let mut out = Vec::with_capacity(n);
+        let mut idx = vec![0usize; l.ndim()];
+        for _ in 0..n {
+            out.push(
+                l.offset
+                    + idx
+                        .iter()
+                        .zip(&l.strides)
+                        .map(|(i, s)| i * s)
+                        .sum::<usize>(),
+            );
+            for d in (0..idx.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < l.shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        out
+    };
+    let mut at = std::collections::HashMap::with_capacity(bl.numel());
+    for (i, o) in offsets(bl).into_iter().enumerate() {
+        if at.insert(o, i as i64).is_some() {
+            return Err(Error::runtime(
+                "rgrad: a view of a tensor whose elements overlap in memory cannot be re-derived after an \
+                 in-place operation; call .clone() on the tensor before taking the view",
+            ));
+        }
+    }
+    let picks: Vec<i64> = offsets(vl)
+        .into_iter()
+        .map(|o| {
+            at.get(&o)
+                .copied()
+                .ok_or_else(|| Error::Internal("a view reaches memory outside its base".into()))
+        })
+        .collect::<Result<_>>()?;
+    let n = picks.len();
+    let index = new_tensor(crate::storage::Buffer::I64(picks.into()), &[n]);
+    let flat = reshape(base, &[-1])?;
+    let shape: Vec<i64> = vl.shape.iter().map(|&d| d as i64).collect();
+    reshape(&index_select(&flat, 0, &index)?, &shape)
 }
 
 /// A base's dims from outermost to innermost in memory, for re-deriving its views: `None`
