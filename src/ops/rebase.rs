@@ -72,11 +72,9 @@ pub fn rebase_history(x: &Tensor, node: crate::autograd::graph::NodeRef, nr: u32
 /// and the rest from the base's old history; the view is then re-derived from the base.
 pub(super) fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
     let (bl, vl) = (base.layout(), view.layout());
-    let order = storage_order(&bl).ok_or_else(|| {
-        Error::runtime(
-            "rgrad: in-place operations on views of non-contiguous tensors that require grad are not supported; call .contiguous() first",
-        )
-    })?;
+    let Some(order) = storage_order(&bl) else {
+        return rebase_view_with_gaps(view, base, result, &bl, &vl);
+    };
     let rel = Layout {
         shape: vl.shape.clone(),
         strides: vl.strides.clone(),
@@ -100,7 +98,7 @@ pub(super) fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Resu
     }
     let op = CopySlices {
         shape: base_shape,
-        view: Box::new(ViewOfBase {
+        view: Box::new(ViewOfBase::Strided {
             rel: rel.clone(),
             order: order.clone(),
         }),
@@ -112,6 +110,47 @@ pub(super) fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Resu
     base.lock().requires_grad = false;
     // the view now derives from the updated base
     let fresh = as_strided(&in_storage_order(base, order.as_deref())?, &rel)?;
+    if let Some(f) = fresh.grad_fn() {
+        view.set_history(f, 0);
+    }
+    let now = view.version();
+    view.lock().cold_mut().view_version = now;
+    Ok(())
+}
+
+/// [`rebase_view`] for a base with gaps between its elements (a detached `x[::2]`), which
+/// no storage order makes dense: the region is the base's elements at the view's storage
+/// offsets ([`picks`]), and the view is re-derived by picking them ([`picked_from`]).
+fn rebase_view_with_gaps(
+    view: &Tensor,
+    base: &Tensor,
+    result: &Tensor,
+    bl: &Layout,
+    vl: &Layout,
+) -> Result<()> {
+    let r = if result.shape() == vl.shape {
+        result.clone()
+    } else {
+        expand(result, &vl.shape)?
+    };
+    let base_input = base.detach();
+    if let Some(f) = base.grad_fn() {
+        base_input.set_history(f, base.output_nr());
+    } else if base.requires_grad() {
+        base_input.lock().requires_grad = true;
+    }
+    let op = CopySlices {
+        shape: bl.shape.clone(),
+        view: Box::new(ViewOfBase::Picks {
+            picks: picks(bl, vl)?,
+            shape: vl.shape.clone(),
+        }),
+    };
+    let inputs: [&Tensor; 2] = [&base_input, &r];
+    let node = attach(super::BackwardOp::from(op), &inputs, saved![], &[])?;
+    base.set_history(node, 0);
+    base.lock().requires_grad = false;
+    let fresh = picked_from(base, bl, vl)?;
     if let Some(f) = fresh.grad_fn() {
         view.set_history(f, 0);
     }
@@ -181,13 +220,10 @@ pub fn refresh_view(t: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// The view over `vl` re-derived from a base over `bl` whose elements have gaps between
-/// them (no storage order makes it dense, so `as_strided` cannot re-read it): each view
-/// element is the base element at the same storage offset, picked by `index_select` from
-/// the flattened base, so the gradient goes back to exactly those base elements. A view
-/// element that is no base element, or a base that reaches one storage offset twice,
-/// is refused with an error.
-fn picked_from(base: &Tensor, bl: &Layout, vl: &Layout) -> Result<Tensor> {
+/// For each element of the view over `vl` (row-major), the row-major index of the base
+/// element over `bl` at the same storage offset. An error for a view element that is no
+/// base element, or a base that reaches one storage offset twice.
+fn picks(bl: &Layout, vl: &Layout) -> Result<Vec<i64>> {
     // each element's storage offset, in row-major order of the layout's shape
     let offsets = |l: &Layout| {
         let n = l.numel();
@@ -221,16 +257,32 @@ fn picked_from(base: &Tensor, bl: &Layout, vl: &Layout) -> Result<Tensor> {
             ));
         }
     }
-    let picks: Vec<i64> = offsets(vl)
+    offsets(vl)
         .into_iter()
         .map(|o| {
             at.get(&o)
                 .copied()
                 .ok_or_else(|| Error::Internal("a view reaches memory outside its base".into()))
         })
-        .collect::<Result<_>>()?;
-    let n = picks.len();
-    let index = new_tensor(crate::storage::Buffer::I64(picks.into()), &[n]);
+        .collect()
+}
+
+/// `index` as an int64 tensor on `device`.
+fn index_tensor(index: &[i64], device: crate::device::Device) -> Result<Tensor> {
+    super::new_tensor_on(
+        crate::storage::Buffer::I64(index.to_vec().into()),
+        &[index.len()],
+        device,
+    )
+}
+
+/// The view over `vl` re-derived from a base over `bl` whose elements have gaps between
+/// them (no storage order makes it dense, so `as_strided` cannot re-read it): each view
+/// element is the base element at the same storage offset ([`picks`]), picked by
+/// `index_select` from the flattened base, so the gradient goes back to exactly those
+/// base elements.
+fn picked_from(base: &Tensor, bl: &Layout, vl: &Layout) -> Result<Tensor> {
+    let index = index_tensor(&picks(bl, vl)?, base.device())?;
     let flat = reshape(base, &[-1])?;
     let shape: Vec<i64> = vl.shape.iter().map(|&d| d as i64).collect();
     reshape(&index_select(&flat, 0, &index)?, &shape)
@@ -277,12 +329,18 @@ pub struct CopySlices {
     view: Box<ViewOfBase>,
 }
 
-/// Where a view lies in its base: its layout relative to the base's storage, and the
-/// base's [`storage_order`] when the base is dense but not row-major.
+/// Where a view lies in its base.
 #[derive(Clone)]
-struct ViewOfBase {
-    rel: Layout,
-    order: Option<Vec<i64>>,
+enum ViewOfBase {
+    /// Its layout relative to the base's storage, and the base's [`storage_order`] when
+    /// the base is dense but not row-major.
+    Strided {
+        rel: Layout,
+        order: Option<Vec<i64>>,
+    },
+    /// A base with gaps: the row-major index in the base of each view element
+    /// ([`picks`]), and the view's shape.
+    Picks { picks: Vec<i64>, shape: Shape },
 }
 impl Backward for CopySlices {
     fn name(&self) -> Cow<'static, str> {
@@ -305,7 +363,12 @@ impl Backward for CopySlices {
 
 impl CopySlices {
     fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
-        let ViewOfBase { rel, order } = &*self.view;
+        let (rel, order) = match &*self.view {
+            ViewOfBase::Strided { rel, order } => (rel, order),
+            ViewOfBase::Picks { picks, shape } => {
+                return self.picked_grads(ctx, g, batched, picks, shape);
+            }
+        };
         if rel.numel() > 0
             && rel
                 .shape
@@ -354,6 +417,52 @@ impl CopySlices {
         };
         let gr = if ctx.needs_input_grad(1) {
             Some(region)
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![gb, gr])
+    }
+
+    /// [`Self::grads`] for a base with gaps: the region is the base's elements `picks`
+    /// (row-major indices; distinct, as the base reaches each storage offset once).
+    fn picked_grads(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batched: bool,
+        picks: &[i64],
+        view_shape: &Shape,
+    ) -> Result<Grads> {
+        let g = grad0(g)?;
+        let lead: Vec<i64> = if batched {
+            vec![g.shape()[0] as i64]
+        } else {
+            Vec::new()
+        };
+        let flat_shape: Vec<i64> = lead.iter().copied().chain([-1]).collect();
+        let index = index_tensor(picks, g.device())?;
+        let gb = if ctx.needs_input_grad(0) {
+            let mut inside = vec![false; crate::shape::numel(&self.shape)];
+            for &p in picks {
+                inside[p as usize] = true;
+            }
+            let mask = super::new_tensor_on(
+                crate::storage::Buffer::Bool(inside.into()),
+                &self.shape,
+                g.device(),
+            )?;
+            Some(masked_fill(&g, &mask, Scalar::Float(0.0))?)
+        } else {
+            None
+        };
+        let gr = if ctx.needs_input_grad(1) {
+            let region = index_select(&reshape(&g, &flat_shape)?, lead.len() as i64, &index)?;
+            let shape: Vec<i64> = lead
+                .iter()
+                .copied()
+                .chain(view_shape.iter().map(|&d| d as i64))
+                .collect();
+            Some(reshape(&region, &shape)?)
         } else {
             None
         };
