@@ -70,24 +70,36 @@ pub fn rebase_history(x: &Tensor, node: crate::autograd::graph::NodeRef, nr: u32
 
 /// CopySlices: the base's new history takes the view region's gradient from `result`
 /// and the rest from the base's old history; the view is then re-derived from the base.
+/// A base that is dense in some order is re-read with `as_strided`; a base with gaps
+/// between its elements (a detached `x[::2]`) by the indices of the elements the view
+/// covers ([`picks`], [`picked_from`]).
 pub(super) fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
     let (bl, vl) = (base.layout(), view.layout());
-    let Some(order) = storage_order(&bl) else {
-        return rebase_view_with_gaps(view, base, result, &bl, &vl);
-    };
-    let rel = Layout {
-        shape: vl.shape.clone(),
-        strides: vl.strides.clone(),
-        offset: vl.offset - bl.offset,
+    let (base_shape, geometry) = match storage_order(&bl) {
+        Some(order) => {
+            let rel = Layout {
+                shape: vl.shape.clone(),
+                strides: vl.strides.clone(),
+                offset: vl.offset - bl.offset,
+            };
+            let shape = match &order {
+                Some(o) => bl.permute(o)?.shape,
+                None => bl.shape.clone(),
+            };
+            (shape, ViewOfBase::Strided { rel, order })
+        }
+        None => (
+            bl.shape.clone(),
+            ViewOfBase::Picks {
+                picks: picks(&bl, &vl)?,
+                shape: vl.shape.clone(),
+            },
+        ),
     };
     let r = if result.shape() == vl.shape {
         result.clone()
     } else {
         expand(result, &vl.shape)?
-    };
-    let base_shape = match &order {
-        Some(o) => bl.permute(o)?.shape,
-        None => bl.shape.clone(),
     };
     // A node with edges [base's old history, result]; its output is the base.
     let base_input = base.detach();
@@ -98,10 +110,7 @@ pub(super) fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Resu
     }
     let op = CopySlices {
         shape: base_shape,
-        view: Box::new(ViewOfBase::Strided {
-            rel: rel.clone(),
-            order: order.clone(),
-        }),
+        view: Box::new(geometry.clone()),
     };
     // attach() reads edges from the inputs: base_input carries the base's old history.
     let inputs: [&Tensor; 2] = [&base_input, &r];
@@ -109,48 +118,12 @@ pub(super) fn rebase_view(view: &Tensor, base: &Tensor, result: &Tensor) -> Resu
     base.set_history(node, 0);
     base.lock().requires_grad = false;
     // the view now derives from the updated base
-    let fresh = as_strided(&in_storage_order(base, order.as_deref())?, &rel)?;
-    if let Some(f) = fresh.grad_fn() {
-        view.set_history(f, 0);
-    }
-    let now = view.version();
-    view.lock().cold_mut().view_version = now;
-    Ok(())
-}
-
-/// [`rebase_view`] for a base with gaps between its elements (a detached `x[::2]`), which
-/// no storage order makes dense: the region is the base's elements at the view's storage
-/// offsets ([`picks`]), and the view is re-derived by picking them ([`picked_from`]).
-fn rebase_view_with_gaps(
-    view: &Tensor,
-    base: &Tensor,
-    result: &Tensor,
-    bl: &Layout,
-    vl: &Layout,
-) -> Result<()> {
-    let r = if result.shape() == vl.shape {
-        result.clone()
-    } else {
-        expand(result, &vl.shape)?
+    let fresh = match &geometry {
+        ViewOfBase::Strided { rel, order } => {
+            as_strided(&in_storage_order(base, order.as_deref())?, rel)?
+        }
+        ViewOfBase::Picks { picks, shape } => picked(base, picks, shape)?,
     };
-    let base_input = base.detach();
-    if let Some(f) = base.grad_fn() {
-        base_input.set_history(f, base.output_nr());
-    } else if base.requires_grad() {
-        base_input.lock().requires_grad = true;
-    }
-    let op = CopySlices {
-        shape: bl.shape.clone(),
-        view: Box::new(ViewOfBase::Picks {
-            picks: picks(bl, vl)?,
-            shape: vl.shape.clone(),
-        }),
-    };
-    let inputs: [&Tensor; 2] = [&base_input, &r];
-    let node = attach(super::BackwardOp::from(op), &inputs, saved![], &[])?;
-    base.set_history(node, 0);
-    base.lock().requires_grad = false;
-    let fresh = picked_from(base, bl, vl)?;
     if let Some(f) = fresh.grad_fn() {
         view.set_history(f, 0);
     }
@@ -282,9 +255,14 @@ fn index_tensor(index: &[i64], device: crate::device::Device) -> Result<Tensor> 
 /// `index_select` from the flattened base, so the gradient goes back to exactly those
 /// base elements.
 fn picked_from(base: &Tensor, bl: &Layout, vl: &Layout) -> Result<Tensor> {
-    let index = index_tensor(&picks(bl, vl)?, base.device())?;
+    picked(base, &picks(bl, vl)?, &vl.shape)
+}
+
+/// The elements `picks` (row-major indices) of `base`, as a tensor of `shape`.
+fn picked(base: &Tensor, picks: &[i64], shape: &[usize]) -> Result<Tensor> {
+    let index = index_tensor(picks, base.device())?;
     let flat = reshape(base, &[-1])?;
-    let shape: Vec<i64> = vl.shape.iter().map(|&d| d as i64).collect();
+    let shape: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
     reshape(&index_select(&flat, 0, &index)?, &shape)
 }
 
