@@ -82,7 +82,7 @@ def test_writes_through_detach_are_caught_by_the_version_check():
 @pytest.mark.parametrize("make_view", [
     lambda t: t.t(),
     lambda t: t[:1],
-    lambda t: t.view(-1) if t.is_contiguous() else t.squeeze(1),
+    lambda t: t.squeeze(1),
     lambda t: t.t()[:, 1:],
 ])
 def test_views_of_a_base_with_gaps_follow_an_in_place_write(make_view):

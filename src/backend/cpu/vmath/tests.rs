@@ -18,7 +18,7 @@ const SAMPLES: usize = if cfg!(debug_assertions) {
     1 << 20
 };
 
-fn run<T: Copy>(f: &Func<T>, level: Level, xs: &[T]) -> Vec<T> {
+pub(super) fn run<T: Copy>(f: &Func<T>, level: Level, xs: &[T]) -> Vec<T> {
     let mut out = vec![MaybeUninit::<T>::uninit(); xs.len()];
     (f.at)(level, xs, &mut out);
     // SAFETY: slice functions initialise every element
@@ -27,11 +27,11 @@ fn run<T: Copy>(f: &Func<T>, level: Level, xs: &[T]) -> Vec<T> {
         .collect()
 }
 
-fn same32(a: f32, b: f32) -> bool {
+pub(super) fn same32(a: f32, b: f32) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
-fn same64(a: f64, b: f64) -> bool {
+pub(super) fn same64(a: f64, b: f64) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 

@@ -6,28 +6,12 @@
 #![allow(clippy::unwrap_used, clippy::panic, clippy::float_cmp)]
 
 use super::reference::{digamma_ref, lgamma_ref, ulps_f32};
+use super::tests::{run, same32, same64};
 use super::{Func, Func2, Level, float32, float64, supported};
 use std::mem::MaybeUninit;
 
 fn func(name: &str) -> &'static Func<f32> {
     float32::FUNCS.iter().find(|f| f.name == name).unwrap()
-}
-
-fn run<T: Copy>(f: impl Fn(&[T], &mut [MaybeUninit<T>]), xs: &[T]) -> Vec<T> {
-    let mut out = vec![MaybeUninit::<T>::uninit(); xs.len()];
-    f(xs, &mut out);
-    // SAFETY: slice functions initialise every element
-    out.into_iter()
-        .map(|v| unsafe { v.assume_init() })
-        .collect()
-}
-
-fn same32(a: f32, b: f32) -> bool {
-    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
-}
-
-fn same64(a: f64, b: f64) -> bool {
-    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
 #[test]
@@ -53,7 +37,7 @@ fn gamma_fast_blocks_give_the_full_formulas_bits() {
     for name in ["lgamma", "digamma"] {
         let f = func(name);
         for l in supported() {
-            let y = run(|s, d| (f.at)(l, s, d), &xs);
+            let y = run(f, l, &xs);
             for i in 0..1023 {
                 assert!(same32(y[i], y[1024 + i]), "{name}({:e}) at {l:?}", xs[i]);
             }
@@ -116,7 +100,7 @@ fn gamma_within_half_an_ulp_where_the_values_are_small() {
         };
         for c in centers {
             let xs: Vec<f32> = around(c, step).collect();
-            let y = run(|s, d| (f.at)(super::level(), s, d), &xs);
+            let y = run(f, super::level(), &xs);
             for (&x, &v) in xs.iter().zip(&y) {
                 let u = ulps_f32(v, exact(f64::from(x)));
                 assert!(u <= 0.51, "{name}({x:e}) = {v:e}: {u} ulp");
