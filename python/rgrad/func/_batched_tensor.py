@@ -534,25 +534,28 @@ def fallback(name: str, level: int, args: tuple, kwargs: dict) -> Any:
 
 def _fallback_empty(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     """A batch of size 0: the op on zeros shaped as one sample gives the shapes; the result is empty."""
-    def zero_sample(x: Any) -> Any:
-        t = type(x)
-        if t is BatchedTensor and x._level == level:
-            # summing the empty batch dim gives zeros shaped as one sample (any nesting)
-            return dispatch("zeros_like", (x._value.sum(0),), {"dtype": x.dtype})
-        if t is list or t is tuple:
-            return t(zero_sample(i) for i in x)
-        return x
-
-    sample = dispatch(name, tuple(zero_sample(a) for a in args), {k: zero_sample(v) for k, v in kwargs.items()})
+    sample = dispatch(name, tuple(_zero_sample(a, level) for a in args),
+                      {k: _zero_sample(v, level) for k, v in kwargs.items()})
     if name in INPLACE:
         return args[0]
+    return _empty_batch(sample, level)
 
-    def empty(r: Any) -> Any:
-        if isinstance(r, Tensor):
-            return BatchedTensor(r.unsqueeze(0).narrow(0, 0, 0), level)
-        if isinstance(r, tuple):
-            items = [empty(i) for i in r]
-            return type(r)(*items) if hasattr(type(r), "_fields") else tuple(items)
-        return r
 
-    return empty(sample)
+# (module-level rather than closures that call themselves, which are reference cycles)
+def _zero_sample(x: Any, level: int) -> Any:
+    t = type(x)
+    if t is BatchedTensor and x._level == level:
+        # summing the empty batch dim gives zeros shaped as one sample (any nesting)
+        return dispatch("zeros_like", (x._value.sum(0),), {"dtype": x.dtype})
+    if t is list or t is tuple:
+        return t(_zero_sample(i, level) for i in x)
+    return x
+
+
+def _empty_batch(r: Any, level: int) -> Any:
+    if isinstance(r, Tensor):
+        return BatchedTensor(r.unsqueeze(0).narrow(0, 0, 0), level)
+    if isinstance(r, tuple):
+        items = [_empty_batch(i, level) for i in r]
+        return type(r)(*items) if hasattr(type(r), "_fields") else tuple(items)
+    return r

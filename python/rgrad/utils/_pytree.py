@@ -150,17 +150,20 @@ _LEAF = LeafSpec()
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, TreeSpec]:
     """The leaves of ``tree`` (depth first, left to right; dicts in insertion order) and its spec."""
     leaves: list = []
-
-    def go(node: Any) -> TreeSpec:
-        kind = None if (is_leaf is not None and is_leaf(node)) else _node_type(node)
-        if kind is None:
-            leaves.append(node)
-            return _LEAF
-        children, context = _children_and_context(node, kind)
-        return TreeSpec(kind, context, [go(c) for c in children])
-
-    spec = go(tree)
+    spec = _flatten_into(tree, is_leaf, leaves)
     return leaves, spec
+
+
+def _flatten_into(node: Any, is_leaf: Callable[[Any], bool] | None, leaves: list) -> TreeSpec:
+    # (a module-level function, not a closure that calls itself: such a closure is a
+    # reference cycle through its own cell, and it would keep ``leaves``, the caller's
+    # tensors, alive until the garbage collector runs)
+    kind = None if (is_leaf is not None and is_leaf(node)) else _node_type(node)
+    if kind is None:
+        leaves.append(node)
+        return _LEAF
+    children, context = _children_and_context(node, kind)
+    return TreeSpec(kind, context, [_flatten_into(c, is_leaf, leaves) for c in children])
 
 
 def tree_unflatten(leaves: Any, treespec: TreeSpec) -> Any:
@@ -204,17 +207,18 @@ def _broadcast_to_and_flatten(tree: Any, treespec: TreeSpec) -> list | None:
     repeated once per leaf of the subtree it stands for (flattened); None if ``tree`` is not
     such a prefix (torch's helper, used for vmap's in_dims and out_dims)."""
     out: list = []
+    return out if _broadcast_into(tree, treespec, out) else None
 
-    def go(prefix: Any, spec: TreeSpec) -> bool:
-        kind = _node_type(prefix)
-        if kind is None:
-            out.extend([prefix] * spec.num_leaves)
-            return True
-        if spec.is_leaf() or kind is not spec.type:
-            return False
-        children, context = _children_and_context(prefix, kind)
-        if len(children) != spec.num_children or context != spec.context:
-            return False
-        return all(go(c, s) for c, s in zip(children, spec.children_specs))
 
-    return out if go(tree, treespec) else None
+def _broadcast_into(prefix: Any, spec: TreeSpec, out: list) -> bool:
+    # (module level for the reason given at _flatten_into)
+    kind = _node_type(prefix)
+    if kind is None:
+        out.extend([prefix] * spec.num_leaves)
+        return True
+    if spec.is_leaf() or kind is not spec.type:
+        return False
+    children, context = _children_and_context(prefix, kind)
+    if len(children) != spec.num_children or context != spec.context:
+        return False
+    return all(_broadcast_into(c, s, out) for c, s in zip(children, spec.children_specs))
