@@ -574,7 +574,7 @@ leveled! {
 /// [`COL_GROUP`] (the AVX-512 kernels' register group: `simd.rs` folds that many columns
 /// down 16 rows at a time; narrower tiles, down to 16 before, left most of it unused).
 /// The bits do not depend on it: each column is folded on its own.
-fn tile_width(inner: usize) -> usize {
+pub(crate) fn tile_width(inner: usize) -> usize {
     inner
         .div_ceil(8)
         .next_multiple_of(16)

@@ -902,3 +902,74 @@ fn row_products_give_the_reference_bits_at_every_level() {
     }
     vmath::set_level(restore);
 }
+
+/// softmax, log_softmax and logsumexp down columns give, staged or not (a tile copied to
+/// a contiguous stage when it fits in `STAGE_BYTES`, read in place when it does not),
+/// the bits of one column at a time: the max, each exponential, the sum in order in
+/// float64, then one quotient or difference per element.
+#[test]
+fn softmax_down_columns_staged_or_not_gives_one_columns_bits() {
+    use super::softmax::{Real, softmax as softmax_of};
+    fn check<T: Real + std::fmt::Debug>(shape: &[usize], dim: usize) {
+        let v: Vec<T> = values(shape.iter().product())
+            .iter()
+            .map(|&x| T::from_f64(x * 1e-2))
+            .collect();
+        let red = shape[dim];
+        let inner: usize = shape[dim + 1..].iter().product();
+        let outer: usize = shape[..dim].iter().product();
+        let l = Layout::contiguous(shape);
+        let lse = logsumexp(&T::into_buffer(v.clone()), &l, &[dim]).unwrap();
+        let lse = T::slice(&lse);
+        let bits = |x: T| x.to_f64().to_bits();
+        for log in [false, true] {
+            let got = softmax_of(&v, shape, dim, log);
+            for o in 0..outer {
+                for i in 0..inner {
+                    let at = |r: usize| (o * red + r) * inner + i;
+                    let m =
+                        (0..red)
+                            .map(|r| v[at(r)])
+                            .fold(
+                                T::from_f64(f64::NEG_INFINITY),
+                                |a, b| {
+                                    if b > a { b } else { a }
+                                },
+                            );
+                    let mut e = vec![T::default(); red];
+                    for r in 0..red {
+                        let mut one = [std::mem::MaybeUninit::uninit()];
+                        T::exp_slice(&[v[at(r)] - m], &mut one);
+                        // SAFETY: exp_slice initialised it.
+                        e[r] = unsafe { one[0].assume_init() };
+                    }
+                    let s: f64 = e.iter().fold(0.0, |a, &x| a + x.to_f64());
+                    let (f, ls) = (T::from_f64(s), T::from_f64(s).ln());
+                    for r in 0..red {
+                        let want = if log {
+                            (v[at(r)] - m) - ls
+                        } else {
+                            e[r].div(f)
+                        };
+                        assert!(
+                            bits(got[at(r)]) == bits(want),
+                            "{shape:?} dim {dim} log {log}: {:?} != {want:?}",
+                            got[at(r)]
+                        );
+                    }
+                    let want = ls + m;
+                    assert_eq!(bits(lse[o * inner + i]), bits(want), "{shape:?} logsumexp");
+                }
+            }
+        }
+    }
+    // staged (the tile fits the stage; softmax stages from 32 KiB, logsumexp from 256) ...
+    check::<f32>(&[300, 40], 0);
+    check::<f32>(&[257, 100], 0);
+    check::<f32>(&[2048, 64], 0);
+    check::<f64>(&[600, 64], 0);
+    // ... and read in place (a small tile; one of 16 columns of 70,000 rows is 4.5 MB)
+    check::<f64>(&[2, 300, 5], 1);
+    check::<f32>(&[70_000, 16], 0);
+    check::<f64>(&[40_000, 4], 0);
+}
