@@ -702,6 +702,8 @@ mod tests {
             shapes.push([0; 3].map(|_| SIZES[next() as usize % SIZES.len()]));
         }
         shapes.extend([[1, 300, 129], [129, 300, 1], [300, 1, 300], [10, 129, 300]]);
+        // single dot products (their own chains), k with and without a tail
+        shapes.extend([[1, 1000, 1], [1, 129, 1], [1, 64, 1], [1, 17, 1]]);
         for (case, &[m, k, n]) in shapes.iter().enumerate() {
             let (la, lb) = ((next() % 4) as u8, (next() % 4) as u8);
             // 0 from zero, 1 from out, 2 from a bias broadcast down the rows (addmm's),
@@ -877,7 +879,7 @@ mod tests {
     #[test]
     fn thin_products_along_k_have_the_bits_of_their_matrix_vector_products() {
         // A row-major, B transposed (both contiguous along k: x·Wᵀ), one side thin: each
-        // element has the bits of its row of A times its column of B alone (a
+        // element has the bits of its row in A times its column of B alone (a
         // matrix-vector product), at every level and thread count, with a bias; k with
         // and without a tail, odd counts for the register blocks
         use crate::backend::cpu::vmath::{Level, supported};
@@ -905,30 +907,30 @@ mod tests {
                         float_gemm(level, a, b, as_uninit(&mut c), Start::Matrix(bv), parallel);
                         let got: Vec<u64> = c.iter().map(|x| x.bits()).collect();
                         let ctx = format!("{m}x{k}x{n} {level:?} par {parallel}");
+                        // A times each column of B alone (a matrix-vector product)
+                        let mvs: Vec<Vec<T>> = (0..n)
+                            .map(|j| {
+                                let mut mv = vec![<T as GemmElem>::ZERO; m];
+                                let vb = MatView {
+                                    cols: 1,
+                                    offset: bp[0] + j * bp[2],
+                                    ..b
+                                };
+                                let bj = view(&bias[j..], m, 1, [0, 0, 0]);
+                                float_gemm(
+                                    level,
+                                    a,
+                                    vb,
+                                    as_uninit(&mut mv),
+                                    Start::Matrix(bj),
+                                    false,
+                                );
+                                mv
+                            })
+                            .collect();
                         for (e, &x) in c.iter().enumerate() {
                             let (i, j) = (e / n, e % n);
-                            // row i of A times column j of B alone (a matrix-vector product)
-                            let mut one = [<T as GemmElem>::ZERO];
-                            let va = MatView {
-                                rows: 1,
-                                offset: ap[0] + i * ap[1],
-                                ..a
-                            };
-                            let vb = MatView {
-                                cols: 1,
-                                offset: bp[0] + j * bp[2],
-                                ..b
-                            };
-                            let bi = view(&bias[j..], 1, 1, [0, 0, 0]);
-                            float_gemm(
-                                level,
-                                va,
-                                vb,
-                                as_uninit(&mut one),
-                                Start::Matrix(bi),
-                                false,
-                            );
-                            assert_eq!(x.bits(), one[0].bits(), "{ctx} ({i},{j})");
+                            assert_eq!(x.bits(), mvs[j][i].bits(), "{ctx} ({i},{j})");
                             let terms = (0..k).map(|p| a.at(i, p).f() * b.at(p, j).f());
                             let c0 = bias[j].f();
                             let (exact, mag) =
