@@ -15,23 +15,28 @@ pub fn nll_targets(
     ignore_index: i64,
 ) -> Result<(Buffer, Buffer, usize), i64> {
     let tvals = contiguous(v, layout);
-    // (one pass: the first target out of range, in order, is the one reported)
-    let (mut safe, mut keep) = (
-        Vec::with_capacity(tvals.len()),
-        Vec::with_capacity(tvals.len()),
-    );
-    let mut kept = 0;
-    for &v in tvals.iter() {
-        if v == ignore_index {
-            safe.push(0);
-            keep.push(0.0);
-        } else if v < 0 || v >= classes as i64 {
-            return Err(v);
-        } else {
-            safe.push(v);
-            keep.push(1.0);
-            kept += 1;
-        }
+    let classes = classes as u64;
+    let out_of_range = |v: i64| v != ignore_index && v as u64 >= classes;
+    // (passes the compiler vectorises, counting rather than branching: a loop of pushes
+    // with an early return took 1 ns a target, 2 of the 10 µs of a 2048-row nll_loss)
+    if tvals
+        .iter()
+        .map(|&v| usize::from(out_of_range(v)))
+        .sum::<usize>()
+        > 0
+    {
+        // the first target out of range, in order, is the one reported
+        let first = tvals.iter().copied().find(|&v| out_of_range(v));
+        return Err(first.unwrap_or_default());
     }
+    let safe: Vec<i64> = tvals
+        .iter()
+        .map(|&v| if v == ignore_index { 0 } else { v })
+        .collect();
+    let keep: Vec<f64> = tvals
+        .iter()
+        .map(|&v| if v == ignore_index { 0.0 } else { 1.0 })
+        .collect();
+    let kept = tvals.iter().map(|&v| usize::from(v != ignore_index)).sum();
     Ok((Buffer::I64(safe.into()), Buffer::F64(keep.into()), kept))
 }
