@@ -973,3 +973,41 @@ fn softmax_down_columns_staged_or_not_gives_one_columns_bits() {
     check::<f32>(&[70_000, 16], 0);
     check::<f64>(&[40_000, 4], 0);
 }
+
+/// Each level's row-product kernel, forced (the level in use may skip one: Zen 4 takes
+/// AVX2's for AVX-512's), gives the plain lane order's bits, float32 and float64, with
+/// zeros, infinities and NaNs and lengths around the 32 lanes.
+#[test]
+fn every_row_product_kernel_gives_the_lane_order_bits() {
+    use crate::backend::cpu::vmath::{self, Level};
+    for level in vmath::supported() {
+        for len in [1usize, 31, 32, 33, 100, 1000, 2048] {
+            for special in [0usize, 29, 997] {
+                let v = mixed(len, len as u64 + special as u64, special);
+                let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+                let want32 =
+                    prod_run_reference(&v32.iter().map(|&x| f64::from(x)).collect::<Vec<_>>());
+                let want64 = prod_run_reference(&v);
+                // SAFETY: `supported` lists only levels the CPU runs.
+                let (g32, g64) = unsafe {
+                    (
+                        super::simd::prod_row_at(level, &v32),
+                        super::simd::prod_row_at(level, &v),
+                    )
+                };
+                let same = |g: Option<f64>, w: f64| match g {
+                    Some(g) => g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                    None => level == Level::Baseline,
+                };
+                assert!(
+                    same(g32, want32),
+                    "f32 len {len} special {special} at {level:?}"
+                );
+                assert!(
+                    same(g64, want64),
+                    "f64 len {len} special {special} at {level:?}"
+                );
+            }
+        }
+    }
+}
