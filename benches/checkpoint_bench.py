@@ -2,7 +2,7 @@
 """Activation checkpointing of a 32-layer MLP: peak memory and time of a training step.
 
 The model is 32 layers of ``h = tanh(h @ W + b)`` (width 256, batch 4096, float32) and a
-sum for a loss. One step is forward + backward. Three ways to run it:
+sum for a loss. One step is forward + backward. Four ways to run it:
 
 - ``plain``: no checkpointing (every layer keeps its input and its output for backward);
 - ``sequential``: ``checkpoint_sequential(layers, segments, x, use_reentrant=False)``, with
@@ -10,6 +10,12 @@ sum for a loss. One step is forward + backward. Three ways to run it:
   recomputes one segment at a time (as torch's, the last segment runs without a
   checkpoint, so 8 segments of 4 layers keep the least for 32 layers: 6 inputs besides
   x, the last segment's 4 activations, then one recomputed segment);
+- ``schedule``: ``checkpoint`` around segments of decreasing size (``--sizes``, default
+  6,6,5,5,4,3,3; the last runs without a checkpoint). While segment j is recomputed the
+  inputs of segments 2..j are alive besides its own activations, so a schedule whose
+  later segments are shorter keeps less at its worst point than equal segments (Chen et
+  al., "Training Deep Nets with Sublinear Memory Cost", 2016); torch has no such helper,
+  and the same calls run on torch with ``--module torch``;
 - ``per-layer``: ``checkpoint`` around every layer (keeps 32 inputs: no saving for a
   layer that saves only its input and output, shown for contrast).
 
@@ -17,7 +23,7 @@ Peak memory is the highest number of tensor-storage bytes alive during the step 
 what was alive before it (the parameters and the input), read from the profiler's memory
 records (``profile_memory=True``: every allocation and free, in order), so it counts
 what rgrad allocates, not the Python heap. Time is the median of ``--reps`` steps without
-the profiler. Goals (issue 17): peak of ``sequential`` <= 0.35x ``plain``, time <= 1.4x.
+the profiler. Goals (issue 17): peak of checkpointing <= 0.35x ``plain``, time <= 1.4x.
 
     python benches/checkpoint_bench.py [--reps 10] [--width 256] [--batch 4096]
 
@@ -46,7 +52,12 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=4096)
     ap.add_argument("--segments", type=int, default=8)
     ap.add_argument("--module", default="rgrad")
+    ap.add_argument("--sizes", default="6,6,5,5,4,3,3",
+                    help="the 'schedule' run's segment sizes, first to last (their sum: --layers)")
     args = ap.parse_args()
+    sizes = [int(v) for v in args.sizes.split(",")]
+    if sum(sizes) != args.layers:
+        ap.error(f"--sizes {args.sizes} adds up to {sum(sizes)} layers, not {args.layers}")
     T = importlib.import_module(args.module)
     ckpt = importlib.import_module(f"{args.module}.utils.checkpoint")
 
@@ -73,6 +84,27 @@ def main() -> None:
         for f in layers:
             h = ckpt.checkpoint(f, h, use_reentrant=False)
         h.sum().backward()
+
+    def segment(seg):
+        def run(h):
+            for f in seg:
+                h = f(h)
+            return h
+        return run
+
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    segments = [segment(layers[a:a + n]) for a, n in zip(starts, sizes)]
+
+    def schedule() -> None:
+        # segments of decreasing size, each but the last checkpointed: while segment j
+        # is recomputed, the inputs of segments 2..j are alive besides its own layers,
+        # so later segments are shorter (the sqrt-style schedules of Chen et al. 2016).
+        # (a loop that keeps no reference: the step's output is freed as in the others)
+        def upto(j):
+            if j == 0:
+                return x
+            return ckpt.checkpoint(segments[j - 1], upto(j - 1), use_reentrant=False)
+        segments[-1](upto(len(segments) - 1)).sum().backward()
 
     def clear() -> None:
         for w, b in params:
@@ -133,11 +165,11 @@ def main() -> None:
             peak = max(peak, live)
         return peak
 
-    runs = {"plain": plain, "sequential": sequential, "per-layer": per_layer}
+    runs = {"plain": plain, "sequential": sequential, "schedule": schedule, "per-layer": per_layer}
     print(f"{args.module}  CPU: {cpu_model()}")
     print(
         f"{args.layers} layers tanh(h @ W + b), width {args.width}, batch {args.batch}, "
-        f"float32, segments {args.segments}, median of {args.reps}"
+        f"float32, segments {args.segments}, schedule {args.sizes}, median of {args.reps}"
     )
     times = {name: timed(run) for name, run in runs.items()}
     peaks = {name: peak_bytes(run) for name, run in runs.items()}
