@@ -457,7 +457,8 @@ class Generator:
             b = n[oname] if oname else np.float64(float(eval(oval, {"nan": math.nan, "inf": math.inf})))
             if alpha is not None:
                 o = self.vars.get(oname) if oname else None
-                o_bool = (o is not None and o.dtype == "bool") or any("dtype=torch.bool" in p for p in pre)
+                o_bool = ((o is not None and o.dtype == "bool") or any("dtype=torch.bool" in p for p in pre)
+                          or oval in ("True", "False"))  # a Python bool operand adds as a bool too
                 # bools add as `or`: alpha * b is b or nothing, whatever alpha's sign
                 logical = v.dtype == "bool" and o_bool
                 b = b * (abs(alpha) if logical else alpha)
