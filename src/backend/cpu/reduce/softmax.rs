@@ -127,9 +127,9 @@ fn tile_row<'a, T>(x: &'a [T], b: &Block, o: usize, i0: usize, w: usize, r: usiz
 /// KiB apart). A tile sized to stay in cache then does not, and each pass reads memory
 /// again: softmax(0) of 2048 x 2048 took 7.3 ms on 2 threads (torch about 6), 4.2 ms
 /// staged (2000 x 2000: 7.8 -> 4.2 ms, 4096 x 1024: 16.4 -> 8.6 ms; AMD EPYC, the modes
-/// alternated in one process). Copied once to consecutive
-/// addresses, the tile stays in cache for the other passes. The order of every
-/// operation, and so every bit, is the same either way.
+/// alternated in one process). Copied once to consecutive addresses, the tile stays in
+/// cache for the other passes. The order of every operation, and so every bit, is the
+/// same either way.
 #[inline(always)]
 fn tile_max_and_stage<T: Real>(
     x: &[T],
