@@ -545,6 +545,9 @@ def test_results_are_fresh_tensors_also_for_inputs_and_parameters():
 OP_STEPS = {
     "cross_entropy": lambda p, x, y: F.cross_entropy(F.linear(x, p[0], p[1]), y),
     "mse_sigmoid": lambda p, x, y: F.mse_loss(F.linear(x, p[0], p[1]).sigmoid(), x[:, :1].expand(4, 8)),
+    # (a contiguous target of the same shape: the fused Σ(x - t)² kernel)
+    "mse_fused": lambda p, x, y: F.mse_loss(F.linear(x, p[0], p[1]), x.sum(1, keepdim=True).expand(4, 8).contiguous(),
+                                            reduction="sum"),
     "softmax_var": lambda p, x, y: (F.softmax(F.linear(x, p[0], p[1]), dim=1).var(dim=0) + p[1].abs().sum()).sum(),
     "cat_stack_pow": lambda p, x, y: rgrad.cat([F.linear(x, p[0]), x @ p[0].t()], dim=1).pow(2).mean()
     + rgrad.stack([p[1], p[1] * 2]).sum(),

@@ -235,6 +235,9 @@ backend_kernels! {
     /// max/min over `dims` and the index of each (first of equals).
     fn arg_reduce(x: &Buffer, lx: &Layout, dims: &[usize], is_max: bool) -> (Buffer, Vec<i64>) => cpu::reduce::arg_reduce, on x;
     fn sum_squares(x: &Buffer, lx: &Layout, dims: &[usize]) -> Option<Buffer> => cpu::reduce::sum_squares, on x;
+    /// Σ(a - b)² (÷ the count for `mean`) of two contiguous buffers of one shape and
+    /// float dtype, fused (mse_loss); `None` where it does not apply.
+    fn sq_diff_sum(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout, mean: bool) -> Option<Buffer> => cpu::reduce::sq_diff_sum, on a, b;
     /// softmax (or log_softmax) along `dim`, fused, row-major; `None` where it does not apply.
     fn softmax(x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Option<Buffer> => cpu::reduce::softmax, on x;
     /// softmax's (or log_softmax's) backward along the last dim from `g` and the output `y`.

@@ -50,6 +50,23 @@ pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result
         &[input, target],
         || {
             with_grad_mode(false, || {
+                // Σ(x - t)² in one pass where the kernel applies (one dtype and shape,
+                // contiguous): the bits of the composed ops below, without their two
+                // temporaries
+                if input.dtype() == target.dtype() && input.shape() == target.shape() {
+                    let (sx, st) = (input.snapshot(), target.snapshot());
+                    let mean = reduction == Reduction::Mean;
+                    let fused = if std::sync::Arc::ptr_eq(&sx.storage, &st.storage) {
+                        let r = sx.storage.read();
+                        crate::backend::sq_diff_sum(&r, &sx.layout, &r, &st.layout, mean)?
+                    } else {
+                        let (rx, rt) = (sx.storage.read(), st.storage.read());
+                        crate::backend::sq_diff_sum(&rx, &sx.layout, &rt, &st.layout, mean)?
+                    };
+                    if let Some(buf) = fused {
+                        return new_tensor_on(buf, &[], input.device());
+                    }
+                }
                 let d = sub(&input.detach(), &target.detach())?;
                 reduce(&mul(&d, &d)?, reduction)
             })

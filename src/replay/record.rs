@@ -315,6 +315,21 @@ impl Backend for Rec {
             "min/argmin with indices"
         }))
     }
+    fn sq_diff_sum(
+        &self,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+        mean: bool,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.sq_diff_sum(a, la, b, lb, mean)?;
+        let (la, lb) = (la.clone(), lb.clone());
+        maybe("sq_diff_sum", &[a, b], &out, move |i| {
+            Cpu.sq_diff_sum(i[0], &la, i[1], &lb, mean)
+        })?;
+        Ok(out)
+    }
     fn sum_squares(&self, x: &Buffer, lx: &Layout, dims: &[usize]) -> Result<Option<Buffer>> {
         let out = Cpu.sum_squares(x, lx, dims)?;
         let (lx, dims) = (lx.clone(), owned_dims(dims));

@@ -607,6 +607,16 @@ impl Backend for Cuda {
     fn sum_squares(&self, _x: &Buffer, _lx: &Layout, _dims: &[usize]) -> Result<Option<Buffer>> {
         Ok(None) // (composed: x*x, then sum)
     }
+    fn sq_diff_sum(
+        &self,
+        _a: &Buffer,
+        _la: &Layout,
+        _b: &Buffer,
+        _lb: &Layout,
+        _mean: bool,
+    ) -> Result<Option<Buffer>> {
+        Ok(None) // (composed: sub, mul, then sum or mean)
+    }
     fn softmax(&self, x: &Buffer, lx: &Layout, dim: usize, log: bool) -> Result<Option<Buffer>> {
         let nd = lx.shape.len();
         if nd == 0 || dim != nd - 1 || lx.numel() == 0 || !x.dtype().is_float() {

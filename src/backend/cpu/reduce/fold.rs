@@ -814,3 +814,43 @@ pub(crate) fn arg<T: Element>(x: &[T], b: &Block, is_max: bool) -> Vec<(T, i64)>
         }
     })
 }
+
+/// Blocks `first..` (of [`ROW_BLOCK`] elements) of Σ(a - b)²: each block's squared
+/// differences, rounded to the dtype as `(a - b) * (a - b)` rounds them, made into
+/// `buf` and folded as [`Sum`]'s row.
+#[inline(always)]
+fn sq_diff_blocks_body<T: super::Real>(
+    a: &[T],
+    b: &[T],
+    first: usize,
+    out: &mut [MaybeUninit<f64>],
+    buf: &mut Vec<T>,
+) {
+    for (k, slot) in out.iter_mut().enumerate() {
+        let s = (first + k) * ROW_BLOCK;
+        let e = (s + ROW_BLOCK).min(a.len());
+        buf.clear();
+        buf.extend(a[s..e].iter().zip(&b[s..e]).map(|(&x, &y)| {
+            let d = x - y;
+            d * d
+        }));
+        slot.write(Sum.row(buf, 0));
+    }
+}
+leveled! {
+    fn sq_diff_blocks_task<T: super::Real>(a: &[T], b: &[T], first: usize, out: &mut [MaybeUninit<f64>], buf: &mut Vec<T>) = sq_diff_blocks_body;
+}
+
+/// Σ(a - b)² over two runs of one length (non-empty), in float64: the bits of `sum` of
+/// the tensor `(a - b) * (a - b)` (its blocks, each block's [`Sum`] row, the tree over
+/// blocks, as [`rows`] folds one row), without the two temporaries (mse_loss's forward:
+/// at 4M float32 elements the difference and its square were 32 MB written and read
+/// again).
+pub(crate) fn sq_diff_sum<T: super::Real>(a: &[T], b: &[T]) -> f64 {
+    let nb = a.len().div_ceil(ROW_BLOCK);
+    let parts = per_output(nb, ROW_BLOCK, |r, out| {
+        let mut buf = Vec::with_capacity(ROW_BLOCK.min(a.len()));
+        sq_diff_blocks_task(a, b, r.start, out, &mut buf);
+    });
+    tree(&parts, 0.0, &|p, q| p + q)
+}

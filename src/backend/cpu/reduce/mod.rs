@@ -249,6 +249,26 @@ pub fn sum_squares(buf: &Buffer, layout: &Layout, dims: &[usize]) -> Option<Buff
     }
 }
 
+/// mse_loss's forward: Σ(a - b)² (divided by the count for `mean`) of two float buffers
+/// of one dtype, laid out alike and contiguously, as a 0-d buffer; the bits of `sum` (or
+/// `mean`) of `(a - b) * (a - b)` (`fold::sq_diff_sum`). `None` where it does not apply.
+pub fn sq_diff_sum(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout, mean: bool) -> Option<Buffer> {
+    fn go<T: Real>(a: &[T], la: &Layout, b: &[T], lb: &Layout, mean: bool) -> Vec<T> {
+        let n = la.numel();
+        let (a, b) = (&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n]);
+        let k = if mean { n as f64 } else { 1.0 };
+        vec![T::from_f64(fold::sq_diff_sum(a, b) / k)]
+    }
+    if la.shape != lb.shape || la.numel() == 0 || !la.is_contiguous() || !lb.is_contiguous() {
+        return None;
+    }
+    match (a, b) {
+        (Buffer::F32(x), Buffer::F32(y)) => Some(Buffer::F32(go(x, la, y, lb, mean).into())),
+        (Buffer::F64(x), Buffer::F64(y)) => Some(Buffer::F64(go(x, la, y, lb, mean).into())),
+        _ => None,
+    }
+}
+
 /// var (or std, `sqrt`) over `dims` of a float input with `correction`: two passes (the
 /// mean as `mean`'s sum, then Σ(x - mean)² in float64), divided by
 /// `max(N - correction, 0)` and rounded once. `None` for other dtypes.

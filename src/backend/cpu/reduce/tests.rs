@@ -1011,3 +1011,70 @@ fn every_row_product_kernel_gives_the_lane_order_bits() {
         }
     }
 }
+
+/// mse_loss's fused Σ(a - b)² gives the bits of `sum` and `mean` of the tensor of
+/// squared differences, at every level, around the block size and past it, with zeros,
+/// infinities and NaNs; it declines other layouts and dtypes.
+#[test]
+fn fused_squared_differences_give_the_bits_of_the_sum_of_squares() {
+    use super::fold::ROW_BLOCK;
+    use crate::backend::cpu::vmath;
+    let restore = vmath::level();
+    for n in [
+        1usize,
+        5,
+        33,
+        1000,
+        ROW_BLOCK,
+        ROW_BLOCK + 1,
+        3 * ROW_BLOCK + 7,
+    ] {
+        for special in [0usize, 997] {
+            let a = mixed(n, n as u64, special);
+            let b = mixed(n, n as u64 + 1, 0);
+            for f32_ in [true, false] {
+                let (ba, bb, sq) = if f32_ {
+                    let (x, y): (Vec<f32>, Vec<f32>) = (
+                        a.iter().map(|&v| v as f32).collect(),
+                        b.iter().map(|&v| v as f32).collect(),
+                    );
+                    let sq: Vec<f32> = x.iter().zip(&y).map(|(&p, &q)| (p - q) * (p - q)).collect();
+                    (
+                        Buffer::F32(x.into()),
+                        Buffer::F32(y.into()),
+                        Buffer::F32(sq.into()),
+                    )
+                } else {
+                    let sq: Vec<f64> = a.iter().zip(&b).map(|(&p, &q)| (p - q) * (p - q)).collect();
+                    (
+                        Buffer::F64(a.clone().into()),
+                        Buffer::F64(b.clone().into()),
+                        Buffer::F64(sq.into()),
+                    )
+                };
+                let l = Layout::contiguous(&[n]);
+                for level in vmath::supported() {
+                    vmath::set_level(level);
+                    for (op, mean) in [(ReduceOp::Sum, false), (ReduceOp::Mean, true)] {
+                        let want = bits_nan(&reduce(op, &sq, &l, &[0]));
+                        let got = bits_nan(&sq_diff_sum(&ba, &l, &bb, &l, mean).unwrap());
+                        assert_eq!(
+                            got, want,
+                            "n {n} special {special} f32 {f32_} mean {mean} at {level:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    vmath::set_level(restore);
+    // not contiguous, shapes or dtypes that differ: declined (the op composes)
+    let x = Buffer::F32(vec![1.0; 6].into());
+    let l = Layout::contiguous(&[2, 3]);
+    let t = Layout::contiguous(&[3, 2]).transpose(0, 1).unwrap();
+    assert_eq!(t.shape, l.shape);
+    assert!(sq_diff_sum(&x, &l, &x, &t, true).is_none());
+    assert!(sq_diff_sum(&x, &l, &x, &Layout::contiguous(&[6]), true).is_none());
+    let y = Buffer::F64(vec![1.0; 6].into());
+    assert!(sq_diff_sum(&x, &l, &y, &l, true).is_none());
+}
