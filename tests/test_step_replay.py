@@ -544,6 +544,7 @@ def test_results_are_fresh_tensors_also_for_inputs_and_parameters():
 # ops), each in a training step with an SGD update: replayed bit for bit
 OP_STEPS = {
     "cross_entropy": lambda p, x, y: F.cross_entropy(F.linear(x, p[0], p[1]), y),
+    "nll_log_softmax": lambda p, x, y: F.nll_loss(F.log_softmax(F.linear(x, p[0], p[1]), 1), y),
     "mse_sigmoid": lambda p, x, y: F.mse_loss(F.linear(x, p[0], p[1]).sigmoid(), x[:, :1].expand(4, 8)),
     # (a contiguous target of the same shape: the fused Σ(x - t)² kernel)
     "mse_fused": lambda p, x, y: F.mse_loss(F.linear(x, p[0], p[1]), x.sum(1, keepdim=True).expand(4, 8).contiguous(),

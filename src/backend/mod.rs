@@ -251,6 +251,9 @@ backend_kernels! {
     fn exclusive_prod_rows(x: &Buffer, lx: &Layout) -> Option<Buffer> => cpu::reduce::exclusive_prod_rows, on x;
 
     // ---- indexing (index lists are host data the op layer has checked)
+    /// nll_loss's per-sample losses `-(x[i, idx[i]] * w[i])` (x [n, c], idx and w [n]);
+    /// `None` where the kernel does not apply (the op gathers, multiplies, negates).
+    fn nll_losses(x: &Buffer, lx: &Layout, idx: &Buffer, w: &Buffer) -> Option<Buffer> => cpu::nn::nll_losses, on x, idx, w;
     fn gather(x: &Buffer, lx: &Layout, dim: usize, index: &[i64], index_shape: &[usize]) -> Buffer => cpu::index::gather, on x;
     fn scatter_add(shape: &[usize], dim: usize, index: &[i64], index_shape: &[usize], src: &Buffer, ls: &Layout) -> Buffer => cpu::index::scatter_add, on src;
     fn index_select(x: &Buffer, lx: &Layout, dim: usize, index: &[i64]) -> Buffer => cpu::index::index_select, on x;

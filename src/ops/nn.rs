@@ -229,8 +229,13 @@ pub fn nll_loss(
         &[&x],
         || {
             with_grad_mode(false, || {
-                let picked = reshape(&gather(&x.detach(), 1, &idx)?, &[n as i64])?;
-                let losses = neg(&mul(&picked, &w)?)?;
+                let losses = match nll_losses(&x, &idx, &w)? {
+                    Some(l) => l,
+                    None => {
+                        let picked = reshape(&gather(&x.detach(), 1, &idx)?, &[n as i64])?;
+                        neg(&mul(&picked, &w)?)?
+                    }
+                };
                 match reduction {
                     Reduction::None => Ok(losses),
                     Reduction::Sum => sum(&losses, None, false),
@@ -260,6 +265,21 @@ pub fn nll_loss(
     } else {
         Ok(out)
     }
+}
+
+/// `-(x[i, idx[i]] * w[i])` per sample in one kernel (see `backend::nll_losses`), `None`
+/// where the backend composes it.
+fn nll_losses(x: &Tensor, idx: &Tensor, w: &Tensor) -> Result<Option<Tensor>> {
+    let (sx, si, sw) = (x.snapshot(), idx.snapshot(), w.snapshot());
+    // (idx and w are the op's own fresh tensors: whole contiguous buffers)
+    let whole = |l: &crate::layout::Layout| l.offset == 0 && l.is_contiguous();
+    if !whole(&si.layout) || !whole(&sw.layout) {
+        return Ok(None);
+    }
+    let (rx, ri, rw) = (sx.storage.read(), si.storage.read(), sw.storage.read());
+    let out = crate::backend::nll_losses(&rx, &sx.layout, &ri, &rw)?;
+    out.map(|b| crate::ops::new_tensor_on(b, &[sx.layout.shape[0]], x.device()))
+        .transpose()
 }
 
 #[derive(Clone)]

@@ -315,6 +315,20 @@ impl Backend for Rec {
             "min/argmin with indices"
         }))
     }
+    fn nll_losses(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        idx: &Buffer,
+        w: &Buffer,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.nll_losses(x, lx, idx, w)?;
+        let lx = lx.clone();
+        maybe("nll_losses", &[x, idx, w], &out, move |i| {
+            Cpu.nll_losses(i[0], &lx, i[1], i[2])
+        })?;
+        Ok(out)
+    }
     fn sq_diff_sum(
         &self,
         a: &Buffer,

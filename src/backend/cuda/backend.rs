@@ -607,6 +607,15 @@ impl Backend for Cuda {
     fn sum_squares(&self, _x: &Buffer, _lx: &Layout, _dims: &[usize]) -> Result<Option<Buffer>> {
         Ok(None) // (composed: x*x, then sum)
     }
+    fn nll_losses(
+        &self,
+        _x: &Buffer,
+        _lx: &Layout,
+        _idx: &Buffer,
+        _w: &Buffer,
+    ) -> Result<Option<Buffer>> {
+        Ok(None) // (composed: gather, mul, neg)
+    }
     fn sq_diff_sum(
         &self,
         _a: &Buffer,
