@@ -152,3 +152,34 @@ def test_autograd_grad_from_many_threads_returns_each_callers_result():
     run_threads(work)
     assert len(results) == THREADS
     assert x.grad is None
+
+
+def test_fused_kernels_from_many_threads_give_the_bits_they_give_alone(pool):
+    # the kernels changed for issue 15 that split work across the pool or keep scratch
+    # per piece (the columns softmax's stage, the fused mse_loss and nll_loss forwards,
+    # the single dot, row products) give the same bits from 8 threads at once as alone
+    rgrad.manual_seed(0)
+    x = rgrad.randn(300, 257, dtype=rgrad.float64) * 3
+    y = rgrad.randn(300, 257, dtype=rgrad.float64)
+    target = rgrad.randint(0, 257, (300,))
+    u = rgrad.rand(300, 257) * 2 - 1
+    cases = {
+        "softmax(0)": lambda: x.softmax(0),
+        "log_softmax(0)": lambda: x.float().log_softmax(0),
+        "logsumexp(0)": lambda: x.logsumexp(0),
+        "mse_loss": lambda: rgrad.nn.functional.mse_loss(x, y),
+        "nll_loss": lambda: rgrad.nn.functional.nll_loss(x.log_softmax(1), target, reduction="none"),
+        "dot": lambda: x.flatten().dot(y.flatten()),
+        "prod(1)": lambda: u.prod(1),
+    }
+    alone = {k: f().numpy().tobytes() for k, f in cases.items()}
+    wrong = []
+
+    def work(i):
+        for _ in range(10):
+            for k, f in cases.items():
+                if f().numpy().tobytes() != alone[k]:
+                    wrong.append((i, k))
+
+    run_threads(work)
+    assert not wrong, wrong[:5]
