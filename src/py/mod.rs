@@ -496,9 +496,11 @@ fn mse_loss(
         convert::tensor_arg(input, "mse_loss", "input", 0)?,
         convert::tensor_arg(target, "mse_loss", "target", 1)?,
     );
+    let reduction = ops::Reduction::parse(reduction)?;
+    // (large inputs: the kernels run without the GIL, as the tensor methods' do)
     wrap(
         py,
-        ops::mse_loss(&x, &t, ops::Reduction::parse(reduction)?)?,
+        pytensor::run(py, &x, || ops::mse_loss(&x, &t, reduction))?,
     )
 }
 
@@ -522,9 +524,10 @@ fn nll_loss(
         convert::tensor_arg(input, "nll_loss", "input", 0)?,
         convert::tensor_arg(target, "nll_loss", "target", 1)?,
     );
+    let reduction = ops::Reduction::parse(reduction)?;
     wrap(
         py,
-        ops::nll_loss(&x, &t, ops::Reduction::parse(reduction)?, ignore_index)?,
+        pytensor::run(py, &x, || ops::nll_loss(&x, &t, reduction, ignore_index))?,
     )
 }
 
