@@ -514,6 +514,19 @@ def test_state_round_trip_and_cached_normal():
     assert bits(rgrad.randn(5, generator=g)) == a
 
 
+def test_state_bytes_are_the_state_tensors_bytes():
+    """random._rng_state_bytes (what checkpoint and fork_rng keep) is get_rng_state()'s
+    values as bytes, with a cached normal sample too, and set_rng_state takes it back."""
+    rgrad.manual_seed(11)
+    rgrad.randn(3)
+    kept = rgrad.random._rng_state_bytes()
+    assert isinstance(kept, bytes)
+    assert kept == bytes(rgrad.get_rng_state().tolist())
+    a = bits(rgrad.randn(7))
+    rgrad.set_rng_state(kept)
+    assert bits(rgrad.randn(7)) == a
+
+
 def test_generators_are_independent():
     g1 = rgrad.Generator().manual_seed(3)
     g2 = rgrad.Generator().manual_seed(3)

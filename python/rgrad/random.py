@@ -56,7 +56,7 @@ def _rng_state_bytes() -> bytes:
     int64 tensor (rgrad has no uint8) takes 8 bytes per byte, 40 KB where torch's state
     tensor takes 5 KB (checkpoint keeps one per checkpointed call). ``set_rng_state`` takes
     it back."""
-    return bytes(get_rng_state().tolist())
+    return default_generator._get_state_bytes()
 
 
 @contextlib.contextmanager

@@ -106,6 +106,12 @@ impl PyGenerator {
             Tensor::from_buffer(Buffer::I64(b.into_iter().map(i64::from).collect()), &[n]),
         )
     }
+    /// The state as the 5056 bytes themselves (for `random._rng_state_bytes`: checkpoint
+    /// and `fork_rng` keep one per call, and an int64 tensor of them, then a list, took
+    /// 55 us to make where this takes well under one).
+    fn _get_state_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
+        pyo3::types::PyBytes::new(py, &self.g.get_state())
+    }
     /// Sets the generator state from what `get_state` (or torch's) returned.
     fn set_state<'py>(
         slf: &Bound<'py, Self>,
