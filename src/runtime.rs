@@ -44,6 +44,10 @@ fn default_threads() -> usize {
 /// those CPUs (see [`affinity`]).
 fn build(threads: usize) -> Result<Pool> {
     let plan = affinity::Plan::new(threads);
+    let warm = Warm {
+        pinned: plan.pin,
+        ..Warm::default()
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("rgrad-worker-{i}"))
@@ -52,7 +56,7 @@ fn build(threads: usize) -> Result<Pool> {
         .map_err(|e| Error::runtime(format!("rgrad could not start its worker threads: {e}")))?;
     Ok(Pool {
         pool: Arc::new(pool),
-        warm: Arc::new(Warm::default()),
+        warm: Arc::new(warm),
         pid: std::process::id(),
     })
 }
@@ -69,6 +73,12 @@ fn build(threads: usize) -> Result<Pool> {
 /// Pinned only when the pool has exactly one worker per CPU the process may use, so that
 /// processes sharing a machine still spread evenly; the calling thread is never pinned.
 /// `RGRAD_PIN_THREADS=0` turns it off.
+///
+/// The calling thread can still land on a pinned helper's CPU (the scheduler often wakes
+/// it where the worker that woke it runs), and a kernel split between the two then runs
+/// at one core's speed while another core idles: a checkpoint's recomputed `addmm` took
+/// 5.8 ms instead of 2.9. So a pinned helper that joins a job and finds the caller on its
+/// own CPU moves the caller off it for the rest of the job ([`Job::avoid_caller`]).
 mod affinity {
     /// Where the workers of a new pool run.
     pub(super) struct Plan {
@@ -76,6 +86,46 @@ mod affinity {
         process: Vec<usize>,
         /// Worker `i` pinned to `process[i]`.
         pub(super) pin: bool,
+    }
+
+    thread_local! {
+        /// The CPU this thread is pinned to, if it is a pinned pool worker.
+        static PINNED: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+        /// This thread's id (0: not read yet).
+        static TID: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+    }
+
+    /// The CPU this pool worker is pinned to (`None` off the pool, or unpinned).
+    pub(super) fn pinned_cpu() -> Option<usize> {
+        PINNED.get()
+    }
+
+    /// Marks this thread as a worker pinned to `cpu` (tests of what such workers do).
+    #[cfg(test)]
+    pub(super) fn mark_pinned(cpu: usize) {
+        PINNED.set(Some(cpu));
+    }
+
+    /// The CPU the calling thread runs on now, and its thread id (`None` if unknown).
+    pub(super) fn where_now() -> Option<(usize, i32)> {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: neither call has preconditions (sched_getcpu reads the vDSO or rseq
+            // area: tens of nanoseconds, once per job of a pinned pool).
+            let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
+            let tid = match TID.get() {
+                0 => {
+                    // SAFETY: as above.
+                    let t = unsafe { libc::gettid() };
+                    TID.set(t);
+                    t
+                }
+                t => t,
+            };
+            Some((cpu, tid))
+        }
+        #[cfg(not(target_os = "linux"))]
+        None
     }
 
     impl Plan {
@@ -92,7 +142,10 @@ mod affinity {
         /// all its workers on that worker's one CPU).
         pub(super) fn apply(&self, i: usize) {
             match self.process.get(i) {
-                Some(&cpu) if self.pin => set_current_thread(&[cpu]),
+                Some(&cpu) if self.pin => {
+                    set_current_thread(&[cpu]);
+                    PINNED.set(Some(cpu));
+                }
                 _ if !self.process.is_empty() => set_current_thread(&self.process),
                 _ => {}
             }
@@ -141,6 +194,25 @@ mod affinity {
 
     /// Restricts the calling thread to `cpus` (best effort: a refusal changes nothing).
     pub(super) fn set_current_thread(cpus: &[usize]) {
+        set_thread(0, cpus);
+    }
+
+    /// The CPUs thread `tid` of this process may run on (empty if unknown).
+    pub(super) fn thread_cpus(tid: i32) -> Vec<usize> {
+        #[cfg(target_os = "linux")]
+        {
+            get(tid)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = tid;
+            Vec::new()
+        }
+    }
+
+    /// Restricts thread `tid` of this process (0: the caller) to `cpus`; false if refused.
+    /// A running thread moved off its CPU this way migrates at once.
+    pub(super) fn set_thread(tid: i32, cpus: &[usize]) -> bool {
         #[cfg(target_os = "linux")]
         // SAFETY: as in `get`. Every cpu comes from a set `get` read, so it is below
         // CPU_SETSIZE (CPU_SET would panic on a bounds check otherwise, not write out of
@@ -150,10 +222,13 @@ mod affinity {
             for &cpu in cpus {
                 libc::CPU_SET(cpu, &mut set);
             }
-            let _ = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
         }
         #[cfg(not(target_os = "linux"))]
-        let _ = cpus;
+        {
+            let _ = (tid, cpus);
+            false
+        }
     }
 }
 
@@ -291,6 +366,13 @@ struct Job {
     /// The caller's `f`, lifetime erased: dereferenced only for a claimed index < n, and
     /// the caller does not return before every such call has finished.
     f: *const (dyn Fn(usize) + Sync),
+    /// Where the caller ran when it posted the job (CPU, thread id), if the pool's workers
+    /// are pinned: see [`Job::avoid_caller`].
+    caller: Option<(usize, i32)>,
+    /// The caller's CPUs before a helper moved it, for the caller to restore when the job
+    /// is done (`moved` says whether to look, so the lock is taken only then).
+    moved_from: parking_lot::Mutex<Option<Vec<usize>>>,
+    moved: AtomicBool,
 }
 // SAFETY: `f` is Sync (callable from any thread) and only used under the protocol above;
 // the counters are atomics.
@@ -298,12 +380,15 @@ unsafe impl Send for Job {}
 unsafe impl Sync for Job {}
 
 impl Job {
-    fn new(n: usize, f: *const (dyn Fn(usize) + Sync)) -> Job {
+    fn new(n: usize, f: *const (dyn Fn(usize) + Sync), caller: Option<(usize, i32)>) -> Job {
         Job {
             left: AtomicU64::new((n as u64) << 32),
             done: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
             f,
+            caller,
+            moved_from: parking_lot::Mutex::new(None),
+            moved: AtomicBool::new(false),
         }
     }
 
@@ -335,8 +420,48 @@ impl Job {
         }
     }
 
+    /// Run by a helper once it holds an index: if it is pinned to the CPU the caller was
+    /// on when it posted the job, the two would share that CPU for the whole job (the
+    /// helper cannot move, and the scheduler leaves a thread that ran in the last half
+    /// millisecond where it is), so the helper moves the caller to the caller's other
+    /// CPUs. The caller restores its CPUs when the job is done ([`Job::restore_caller`]);
+    /// it stays where it went. Costs two reads when there is nothing to do.
+    fn avoid_caller(&self) {
+        let (Some((cpu, tid)), Some(mine)) = (self.caller, affinity::pinned_cpu()) else {
+            return;
+        };
+        if cpu != mine {
+            return;
+        }
+        let before = affinity::thread_cpus(tid);
+        let elsewhere: Vec<usize> = before.iter().copied().filter(|&c| c != mine).collect();
+        if elsewhere.is_empty() || elsewhere.len() == before.len() {
+            return; // the caller may only run here (or not here at all)
+        }
+        let mut saved = self.moved_from.lock();
+        if saved.is_none() && affinity::set_thread(tid, &elsewhere) {
+            *saved = Some(before);
+            self.moved.store(true, Ordering::Release);
+        }
+    }
+
+    /// Run by the caller when every index is done: gives it back the CPUs a helper took
+    /// from it ([`Job::avoid_caller`]).
+    fn restore_caller(&self) {
+        if self.moved.load(Ordering::Acquire)
+            && let Some(before) = self.moved_from.lock().take()
+        {
+            affinity::set_current_thread(&before);
+        }
+    }
+
     fn work(&self, from_back: bool) {
+        let mut first = from_back;
         while let Some(i) = self.claim(from_back) {
+            if std::mem::take(&mut first) {
+                // after a claim: the caller is still in the job (it waits for index i)
+                self.avoid_caller();
+            }
             // SAFETY: i < n was claimed by this thread alone, so the caller is still
             // waiting in `for_each_index_with_caller` and `f` is alive.
             let f = unsafe { &*self.f };
@@ -360,6 +485,8 @@ const WARM_FOR: std::time::Duration = std::time::Duration::from_micros(100);
 /// with the calling thread no more than `num_threads()` threads are ever busy.
 #[derive(Default)]
 struct Warm {
+    /// The pool's workers are pinned (jobs then say where their caller runs).
+    pinned: bool,
     /// The job posted last, and a counter bumped at every post.
     job: parking_lot::Mutex<Option<Arc<Job>>>,
     posted: AtomicU64,
@@ -463,7 +590,12 @@ pub(crate) fn for_each_index_with_caller(n: usize, f: &(dyn Fn(usize) + Sync)) {
             *const (dyn Fn(usize) + Sync + 'static),
         >(f)
     };
-    let job = Arc::new(Job::new(n, f_static));
+    let caller = if warm.pinned {
+        affinity::where_now()
+    } else {
+        None
+    };
+    let job = Arc::new(Job::new(n, f_static, caller));
     // Warm helpers take the job from the post; sleeping ones are woken with a task.
     warm.post(&job);
     let awake = warm.spinning.load(Ordering::SeqCst).min(helpers);
@@ -487,6 +619,7 @@ pub(crate) fn for_each_index_with_caller(n: usize, f: &(dyn Fn(usize) + Sync)) {
         }
     });
     warm.retire(&job);
+    job.restore_caller();
     if job.panicked.load(Ordering::Acquire) {
         // a kernel bug: surface it like a panic on this thread
         #[allow(clippy::panic)]
@@ -512,7 +645,7 @@ mod tests {
                 *const (dyn Fn(usize) + Sync + 'static),
             >(f)
         };
-        let job = Job::new(5, f);
+        let job = Job::new(5, f, None);
         let order: Vec<_> = [false, true, false, true, false, true, false]
             .iter()
             .map(|&back| job.claim(back))
@@ -522,7 +655,7 @@ mod tests {
             [Some(0), Some(4), Some(1), Some(3), Some(2), None, None]
         );
         // many threads at once: every index exactly once
-        let job = Job::new(100_000, f);
+        let job = Job::new(100_000, f, None);
         let seen: Vec<AtomicU32> = (0..100_000).map(|_| AtomicU32::new(0)).collect();
         std::thread::scope(|s| {
             for t in 0..8 {
@@ -567,6 +700,53 @@ mod tests {
             .unwrap();
             assert!(seen.iter().all(|s| *s == cpus), "{seen:?}");
         }
+    }
+
+    #[test]
+    fn a_pinned_helper_on_the_callers_cpu_moves_the_caller_for_the_job() {
+        let cpus = affinity::current_cpus();
+        let Some((cpu, tid)) = affinity::where_now() else {
+            return; // not Linux: nothing is pinned
+        };
+        let f: &(dyn Fn(usize) + Sync) = &|_| {};
+        // SAFETY: the job's `f` is never called here.
+        let f = unsafe {
+            std::mem::transmute::<
+                *const (dyn Fn(usize) + Sync + '_),
+                *const (dyn Fn(usize) + Sync + 'static),
+            >(f)
+        };
+        let helper_on = |helper_cpu: usize, job: &Job| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    affinity::mark_pinned(helper_cpu);
+                    job.avoid_caller();
+                });
+            });
+        };
+        // a helper pinned elsewhere leaves the caller alone
+        let other = cpus.iter().copied().find(|&c| c != cpu);
+        if let Some(other) = other {
+            let job = Job::new(2, f, Some((cpu, tid)));
+            helper_on(other, &job);
+            assert_eq!(affinity::current_cpus(), cpus);
+            job.restore_caller();
+            assert_eq!(affinity::current_cpus(), cpus);
+        }
+        // a helper pinned to the caller's CPU moves it off that CPU at once, and the
+        // caller gets its CPUs back when the job is done
+        let job = Job::new(2, f, Some((cpu, tid)));
+        helper_on(cpu, &job);
+        let during = affinity::current_cpus();
+        if other.is_some() {
+            let want: Vec<usize> = cpus.iter().copied().filter(|&c| c != cpu).collect();
+            assert_eq!(during, want);
+            assert_ne!(affinity::where_now().map(|w| w.0), Some(cpu));
+        } else {
+            assert_eq!(during, cpus, "a caller with one CPU cannot be moved");
+        }
+        job.restore_caller();
+        assert_eq!(affinity::current_cpus(), cpus);
     }
 
     #[test]
