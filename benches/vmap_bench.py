@@ -5,7 +5,10 @@
 - psg: per-sample gradients of an MLP 784-128-10 (ReLU, cross-entropy; the MNIST shapes of
   torch.func's model-ensembling tutorial with one hidden layer) over 128 examples, float32:
   ``vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)``, against torch.func's, and against
-  a Python loop of ``loss.backward()``, one example at a time (rgrad's and torch's);
+  a Python loop of ``loss.backward()``, one example at a time (rgrad's and torch's); rgrad's
+  loop / vmap ratio is printed twice: from the alternating run, and from rgrad's two ways
+  timed alone first (no torch call between them: torch's idle OpenMP workers spin after each
+  call and slow whatever runs next);
 - jac: ``autograd.functional.jacobian(f, x, vectorize=True)`` of f: R^256 -> R^256, an MLP
   with one hidden layer of 256 (tanh), float32, against torch's (reverse mode; forward mode
   and rgrad's loop of backward passes printed for reference);
@@ -111,6 +114,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--threads", type=int, default=None, help="both libraries' thread counts (default: theirs)")
     ap.add_argument("--only", default="psg,jac,func")
+    ap.add_argument("--settle", type=float, default=0.02,
+                    help="seconds to sleep before each timed call (default 0.02)")
     args = ap.parse_args()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -126,10 +131,27 @@ def main() -> None:
             cases[lib_name].update(func_cases(lib))
     print(f"CPU: {cpu_model()}; torch {torch.__version__}; threads: rgrad {rgrad.get_num_threads()}, "
           f"torch {torch.get_num_threads()}")
+    alone: dict = {}
+    if "psg" in only:
+        # rgrad's two ways alone, back to back: torch's spinning OpenMP workers (after
+        # each of its calls) share the cores with whatever rgrad runs next, which slows
+        # a 2 ms call more than a 25 ms one and skews the ratio below
+        psg = {k: v for k, v in cases["rgrad"].items() if k.startswith("psg")}
+        for rep in range(args.reps + 2):
+            for name, fn in psg.items():
+                t0 = time.perf_counter()
+                fn()
+                if rep >= 2:
+                    alone.setdefault(name, []).append(time.perf_counter() - t0)
     times: dict = {}
     for rep in range(args.reps + 2):  # (2 warm-up rounds)
         for lib_name, fns in cases.items():
             for name, fn in fns.items():
+                # the other library's idle threads stop spinning first: torch's OpenMP
+                # workers spin after a parallel region and take a core from rgrad's
+                # call that follows (a 2.4 ms vmap(grad) measured 5.9 ms right after
+                # torch's loop)
+                time.sleep(args.settle)
                 t0 = time.perf_counter()
                 fn()
                 dt = time.perf_counter() - t0
@@ -145,6 +167,10 @@ def main() -> None:
         ours = statistics.median(times[("rgrad", "psg vmap(grad)")])
         loop = statistics.median(times[("rgrad", "psg loop of backward()")])
         print(f"rgrad per-sample grads: the loop of backward() / vmap(grad) = {loop / ours:.1f}x")
+        ours = statistics.median(alone["psg vmap(grad)"])
+        loop = statistics.median(alone["psg loop of backward()"])
+        print(f"  the same with no torch call in between: vmap(grad) {ours * 1e3:.2f} ms, loop "
+              f"{loop * 1e3:.2f} ms, loop / vmap = {loop / ours:.1f}x")
 
 
 if __name__ == "__main__":
