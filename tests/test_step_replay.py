@@ -276,6 +276,48 @@ def test_tensor_indexing_is_replayed_with_new_index_values():
         step(x, rgrad.tensor([0, 1, 2, 9]))
 
 
+def test_index_put_and_assignment_are_replayed_with_new_index_values():
+    # index_put's positions are a host plan too: recomputed from the index tensors on every
+    # replay (out of place with autograd, in place on a buffer without), with eager's
+    # errors for an index out of range, accumulate=True's duplicates summed in eager's order
+    def make(w):
+        def step(x, rows, cols):
+            y = (x * w).index_put((rows, cols), rgrad.cat([w, w])[:4] * 2.0)
+            z = x.clone()
+            z[rows] = y[cols] + 1.0  # __setitem__ with a tensor index, recorded by autograd
+            acc = rgrad.zeros(6, 3).index_put_((rows,), y[:4], accumulate=True)
+            buf = rgrad.zeros(6)
+            buf[cols] = 3.0  # in place, nothing recorded
+            out = (z * w).sum() + (acc * acc).sum() + (buf * x[:, 0]).sum() + y.sum()
+            out.backward()
+            return out
+
+        return step
+
+    rgrad.manual_seed(7)
+    we = rgrad.randn(3).requires_grad_()
+    wc = we.detach().clone().requires_grad_()
+    x = rgrad.randn(6, 3)
+    t = rgrad.tensor
+    eager = make(we)
+    step = rgrad.compile_step(make(wc), x, t([0, 1, 2, 3]), t([2, 0, 1, 2]))
+    cases = [([0, 1, 2, 3], [2, 0, 1, 2]), ([5, 5, 0, -1], [1, 1, 1, 1]), ([3, 2, 3, 2], [0, 2, 1, -3]),
+             ([0, 1, 2, 3], [2, 0, 1, 2])]
+    for k, (rows, cols) in enumerate(cases):
+        r, c = t(rows), t(cols)
+        assert_same(step(x, r, c), eager(x, r, c), f"value at step {k}")
+        assert_same(wc.grad, we.grad, f"grad at step {k}")
+    assert step.replays >= 2
+    with pytest.raises(IndexError, match="out of bounds"):
+        step(x, t([0, 1, 2, 6]), t([0, 0, 0, 0]))
+    with pytest.raises(IndexError, match="out of bounds"):
+        step(x, t([0, 1, 2, 3]), t([0, 0, 0, -4]))
+    # and the step still replays after the errors
+    r, c = t([1, 1, 4, 4]), t([2, 2, 0, 0])
+    assert_same(step(x, r, c), eager(x, r, c), "value after the errors")
+    assert_same(wc.grad, we.grad, "grad after the errors")
+
+
 # ---- refusals ----------------------------------------------------------------------------------
 
 
@@ -292,7 +334,7 @@ def test_tensor_indexing_is_replayed_with_new_index_values():
         (lambda x: x * rgrad.from_numpy(__import__("numpy").ones(3, dtype="float32")), "from_numpy / from_dlpack"),
         (lambda x: (x * 2).numpy(), r"numpy\(\)|DLPack export"),
         (lambda x: rgrad.from_dlpack(x * 2), "DLPack export"),
-        (lambda x: x.index_put_((rgrad.tensor([0]),), rgrad.tensor([5.0])), "index_put_"),
+        (lambda x: x.masked_fill(x > 0, 0.0).sum() + x.clone().__setitem__(x > 0, 1.0), "on the host"),
     ],
 )
 def test_host_reads_and_unsupported_ops_are_refused_while_recording(body, what):

@@ -16,11 +16,11 @@ tensor the step reads, e.g. one updated with ``lr.fill_(v)`` before the call).
 Replayed calls emit no profiler events and record no autograd graph. What a replay cannot reproduce is refused while recording, with a RuntimeError
 naming it: reading values on the host (``item()``, ``tolist()``, printing, ``nonzero``,
 boolean masks, ``bool(t)``), random ops other than ``rand``/``rand_like``, custom
-``autograd.Function``s, ``index_put_``, max/min with indices, CUDA tensors (the recording
+``autograd.Function``s, max/min with indices, CUDA tensors (the recording
 call is an eager run: what ran before the refusal, or the whole step for a refused random
 op, has had its effects; nothing is kept recorded). Index tensors
-(``x[idx]``, ``gather``, ``index_select``, nll_loss's targets) are allowed: their values
-are re-read on every replay.
+(``x[idx]``, ``x[idx] = v``, ``index_put(_)``, ``gather``, ``index_select``, nll_loss's
+targets) are allowed: their values are re-read on every replay.
 
 The step is recorded again (one more eager run) when the state it was recorded against
 changed: a leaf's ``.grad`` that the engine stored while it was None, or accumulated into,

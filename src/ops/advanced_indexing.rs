@@ -580,8 +580,25 @@ pub fn index_put_checked(
     let p = put_plan(x, indices, values, kind)?;
     let values = to_dtype(values, x.dtype())?;
     // Positions (row-major over x) of every selected element.
-    let (pos, sel_shape) = put_positions(&Layout::contiguous(&shape), &p)?;
+    let lx = Layout::contiguous(&shape);
+    let (pos, sel_shape) = put_positions(&lx, &p)?;
     let pos_vals = pos.flat();
+    if crate::replay::active() && !pos_vals.is_empty() {
+        // recording a step: the positions are a host plan, recomputed from the linear
+        // index (itself recomputed from the index tensors) on every replay
+        let linear = p.linear.snapshot();
+        let (dims, layout) = (p.dims.clone(), linear.layout.clone());
+        let PutPositions { before, after, .. } = pos;
+        crate::replay::plan_index(&linear.storage.read(), &pos_vals, move |b| {
+            let base = put_bases(b, &layout, &lx.shape, &lx.strides, &dims)?;
+            Ok(PutPositions {
+                before: before.clone(),
+                base,
+                after: after.clone(),
+            }
+            .flat())
+        })?;
+    }
     let vb = with_grad_mode(false, || contiguous(&expand(&values.detach(), &sel_shape)?))?;
     let xs = x.snapshot();
     let vs = vb.snapshot();
@@ -626,6 +643,9 @@ pub(crate) fn index_put_direct(
     accumulate: bool,
     kind: PutValues,
 ) -> Result<bool> {
+    if crate::replay::active() {
+        return Ok(false); // out of place, where the positions are recorded as a plan
+    }
     let p = put_plan(x, indices, values, kind)?;
     let values = with_grad_mode(false, || to_dtype(values, x.dtype()))?;
     let xs = x.snapshot();
@@ -685,9 +705,11 @@ impl PutPositions {
 /// The [`PutPositions`] of `x[indices]` (x laid out as `lx`) and the selection's shape:
 /// each broadcast index's offset comes from the plan's linear index over the indexed dims,
 /// the other dims' from their strides.
+///
+/// The linear index is read on the host as a plan: a step being recorded
+/// ([`index_put_checked`], the only caller then) records the positions as a plan of their
+/// own, recomputed from the linear index on every replay.
 fn put_positions(lx: &Layout, p: &Plan) -> Result<(PutPositions, Shape)> {
-    // (the positions are a host plan no replay step recomputes yet)
-    crate::replay::refuse("index_put_ / assignment through advanced indexing")?;
     let shape = &lx.shape;
     let sel = indexed_shape(shape, &p.bshape, &p.dims);
     if p.empty.is_some() || crate::shape::numel(&sel) == 0 {
@@ -699,22 +721,14 @@ fn put_positions(lx: &Layout, p: &Plan) -> Result<(PutPositions, Shape)> {
         return Ok((none, sel));
     }
     let linear = p.linear.snapshot();
-    let linear = host::read(&linear.storage.read())?.into_owned();
-    let Buffer::I64(linear) = linear else {
-        return Err(Error::Internal("advanced index is not int64".into()));
-    };
-    let base = linear
-        .iter()
-        .map(|&l| {
-            let mut l = l as usize;
-            let mut off = 0;
-            for &d in p.dims.iter().rev() {
-                off += (l % shape[d]) * lx.strides[d];
-                l /= shape[d];
-            }
-            off
-        })
-        .collect();
+    let r = linear.storage.read();
+    let base = put_bases(
+        &*host::read_planned(&r)?,
+        &linear.layout,
+        shape,
+        &lx.strides,
+        &p.dims,
+    )?;
     // the offsets of the other dims, row-major over those before and after the index block
     let offsets = |dims: &mut dyn Iterator<Item = usize>, start: usize| {
         let mut out = vec![start];
@@ -733,6 +747,36 @@ fn put_positions(lx: &Layout, p: &Plan) -> Result<(PutPositions, Shape)> {
         after: offsets(&mut rest().filter(|&d| d >= p.insert_at), 0),
     };
     Ok((pos, sel))
+}
+
+/// Each element's offset in x's buffer (shape `shape`, strides `strides`) over the indexed
+/// dims `dims`, from the plan's linear index (contiguous int64, laid out as `layout`, every
+/// value in range: checked when it was made).
+fn put_bases(
+    linear: &Buffer,
+    layout: &Layout,
+    shape: &[usize],
+    strides: &[usize],
+    dims: &[usize],
+) -> Result<Vec<usize>> {
+    let Buffer::I64(linear) = linear else {
+        return Err(Error::Internal("advanced index is not int64".into()));
+    };
+    let linear = linear
+        .get(layout.offset..layout.offset + layout.numel())
+        .ok_or_else(|| Error::Internal("advanced index shorter than its layout".into()))?;
+    Ok(linear
+        .iter()
+        .map(|&l| {
+            let mut l = l as usize;
+            let mut off = 0;
+            for &d in dims.iter().rev() {
+                off += (l % shape[d]) * strides[d];
+                l /= shape[d];
+            }
+            off
+        })
+        .collect())
 }
 
 /// index_put's plan, after torch's checks on the indices and on values of the kind `kind`.
@@ -827,7 +871,9 @@ impl Backward for IndexPutBackward0 {
                 g.clone()
             } else {
                 let z = super::zeros_on(&[], g.dtype(), g.device())?;
-                index_put(&g, &self.indices, &z, false)?
+                // (g's dtype: no check of the zero as a number, which would read it on
+                // the host, and a recorded step could not)
+                index_put_checked(&g, &self.indices, &z, false, PutValues::SameDtype)?
             })
         } else {
             None
@@ -857,7 +903,9 @@ impl Backward for IndexPutBackward0 {
                     g.clone()
                 } else {
                     let z = super::zeros_on(&[], g.dtype(), g.device())?;
-                    index_put(&g, &b.indices, &z, false)?
+                    // (g's dtype: no check of the zero as a number, which would read it
+                    // on the host, and a recorded step could not)
+                    index_put_checked(&g, &b.indices, &z, false, PutValues::SameDtype)?
                 })
             } else {
                 None

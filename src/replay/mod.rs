@@ -18,11 +18,11 @@
 //! What the program cannot reproduce is refused while recording, with the op named: a
 //! value read on the host to plan Python's control flow (`item()`, `tolist()`, printing,
 //! `nonzero`, a boolean mask), a random op other than `rand`, a kernel without a replay
-//! rule (`arg_reduce`, `index_put`, `any_nonzero`), a custom Python Function, a CUDA
-//! buffer. Index lists read from tensors (`gather`, `index_select`, nll_loss's targets)
-//! are host *plans*: a step recomputes them from the index tensor's slot on every replay,
-//! and a plan whose shape of work would change (nll_loss's count of targets not ignored)
-//! makes the replay fail with a clear error.
+//! rule (`arg_reduce`, `any_nonzero`), a custom Python Function, a CUDA buffer. Index
+//! lists read from tensors (`gather`, `index_select`, index_put's positions, nll_loss's
+//! targets) are host *plans*: a step recomputes them from the index tensor's slot on
+//! every replay, and a plan whose shape of work would change (nll_loss's count of
+//! targets not ignored) makes the replay fail with a clear error.
 //!
 //! Replay ([`Program::run`]): the steps in recorded order, on the calling thread or, for a
 //! program with big kernels, on a pool thread (a kernel's result does not depend on how it

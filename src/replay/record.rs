@@ -493,15 +493,21 @@ impl Backend for Rec {
     }
     fn index_put(
         &self,
-        _x: &Buffer,
-        _lx: &Layout,
-        _dtype: DType,
-        _positions: &[i64],
-        _values: &Buffer,
-        _lv: &Layout,
-        _accumulate: bool,
+        x: &Buffer,
+        lx: &Layout,
+        dtype: DType,
+        positions: &[i64],
+        values: &Buffer,
+        lv: &Layout,
+        accumulate: bool,
     ) -> Result<Buffer> {
-        Err(refusal("index_put_ / assignment through advanced indexing"))
+        let out = Cpu.index_put(x, lx, dtype, positions, values, lv, accumulate)?;
+        let (lx, lv, idx) = (lx.clone(), lv.clone(), index_arg(positions));
+        let extra = idx.extra();
+        record_one("index_put", &[x, values], &extra, &out, move |i| {
+            Cpu.index_put(i[0], &lx, dtype, idx.get(i)?, i[1], &lv, accumulate)
+        })?;
+        Ok(out)
     }
     fn index_put_in_place(
         &self,
@@ -513,7 +519,9 @@ impl Backend for Rec {
         _lv: &Layout,
         _accumulate: bool,
     ) -> Result<bool> {
-        Err(refusal("index_put_ / assignment through advanced indexing"))
+        // (never reached: `ops::index_put_direct` computes out of place while recording,
+        // where the positions are a recorded plan)
+        Err(refusal("index_put_ written in place"))
     }
 
     fn bmm(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Buffer> {
