@@ -371,6 +371,18 @@ mod avx2 {
 pub fn random(g: &mut GeneratorState, n: usize, dtype: DType, from: i64, to: i64) -> Buffer {
     let range = to.wrapping_sub(from) as u64;
     let wide = range >= 1 << 32 && dtype != DType::Bool;
+    if let Ok(d) = u32::try_from(range) {
+        // 32-bit draws in bulk, each reduced by one multiply instead of a 64-bit
+        // division (`Remainder`)
+        let rem = Remainder::new(d);
+        let value = |v: u32| u64::from(rem.of(v)).wrapping_add(from as u64) as i64;
+        return match dtype {
+            DType::I64 => Buffer::I64(draws32(g, n, value).into()),
+            DType::F32 => Buffer::F32(draws32(g, n, |v| value(v) as f32).into()),
+            DType::F64 => Buffer::F64(draws32(g, n, |v| value(v) as f64).into()),
+            DType::Bool => Buffer::Bool(draws32(g, n, |v| value(v) != 0).into()),
+        };
+    }
     let mut draw = || -> i64 {
         let v = if wide {
             g.random64()
@@ -385,6 +397,40 @@ pub fn random(g: &mut GeneratorState, n: usize, dtype: DType, from: i64, to: i64
         DType::F64 => Buffer::F64((0..n).map(|_| draw() as f64).collect()),
         DType::Bool => Buffer::Bool((0..n).map(|_| draw() != 0).collect()),
     }
+}
+
+/// `v % d` for 32-bit `v` by one multiply (Lemire, Kaser and Kurz, "Faster remainder by
+/// direct computation", 2019: exact for every 32-bit `v` and `d` with a 64-bit `m`).
+#[derive(Clone, Copy)]
+struct Remainder {
+    d: u32,
+    m: u64,
+}
+
+impl Remainder {
+    fn new(d: u32) -> Remainder {
+        // d = 1 gives m = 0, so every remainder 0 (d = 0 too, where `%` would panic)
+        let m = (u64::MAX / u64::from(d.max(1))).wrapping_add(1);
+        Remainder { d, m }
+    }
+    #[inline(always)]
+    fn of(self, v: u32) -> u32 {
+        ((u128::from(self.m.wrapping_mul(u64::from(v))) * u128::from(self.d)) >> 64) as u32
+    }
+}
+
+/// `n` values `f(draw)` of 32-bit draws, in the generator's order.
+fn draws32<T: Default + Copy>(g: &mut GeneratorState, n: usize, f: impl Fn(u32) -> T) -> Vec<T> {
+    let mut out = vec![T::default(); n];
+    let mut buf = [0u32; 1024];
+    for c in out.chunks_mut(buf.len()) {
+        let b = &mut buf[..c.len()];
+        g.fill_random(b);
+        for (o, &v) in c.iter_mut().zip(b.iter()) {
+            *o = f(v);
+        }
+    }
+    out
 }
 
 /// One value per element from a uniform double `u` in [0, 1) (ATen's
@@ -802,6 +848,78 @@ mod tests {
                     .all(|(a, b)| a.to_bits() == b.to_bits()),
                 "{n}"
             );
+        }
+    }
+
+    #[test]
+    fn integers_are_each_draw_modulo_the_range_plus_from() {
+        // the bulk path (Lemire's remainder) against one draw and one `%` at a time, for
+        // ranges from 1 to 2^32 - 1, every dtype, and a 64-bit range (two draws each)
+        let ranges: [(i64, i64); 9] = [
+            (0, 1),
+            (0, 2),
+            (-3, 7),
+            (5, 6 + 1000),
+            (0, 1 << 31),
+            (-(1 << 31), (1 << 31) - 1),
+            (0, (1 << 32) - 1),
+            (i64::MIN, i64::MIN + 1_000_003),
+            (0, 1 << 40),
+        ];
+        for (k, &(from, to)) in ranges.iter().enumerate() {
+            for dtype in [DType::I64, DType::F32, DType::F64, DType::Bool] {
+                if dtype == DType::Bool && (from, to) != (0, 2) {
+                    continue;
+                }
+                let n = 3000 + k;
+                let mut g = GeneratorState::new(k as u64 + 11);
+                let mut h = g.clone();
+                let got = random(&mut g, n, dtype, from, to);
+                let range = to.wrapping_sub(from) as u64;
+                let want: Vec<i64> = (0..n)
+                    .map(|_| {
+                        let v = if range >= 1 << 32 {
+                            h.random64()
+                        } else {
+                            u64::from(h.random())
+                        };
+                        (v % range).wrapping_add(from as u64) as i64
+                    })
+                    .collect();
+                let as_i64: Vec<i64> = match &got {
+                    Buffer::I64(v) => v.to_vec(),
+                    Buffer::F32(v) => {
+                        assert!(v.iter().zip(&want).all(|(a, &b)| *a == b as f32));
+                        want.clone()
+                    }
+                    Buffer::F64(v) => {
+                        assert!(v.iter().zip(&want).all(|(a, &b)| *a == b as f64));
+                        want.clone()
+                    }
+                    Buffer::Bool(v) => v.iter().map(|&b| i64::from(b)).collect(),
+                    _ => panic!("unexpected buffer"),
+                };
+                assert_eq!(as_i64, want, "[{from}, {to}) {dtype:?}");
+                assert_eq!(g.to_bytes(), h.to_bytes(), "the generator moved as far");
+            }
+        }
+        // and the remainder itself, exhaustively over the low and high values of v
+        for d in [
+            1u32,
+            2,
+            3,
+            7,
+            10,
+            641,
+            65_537,
+            1 << 31,
+            u32::MAX - 1,
+            u32::MAX,
+        ] {
+            let rem = Remainder::new(d);
+            for v in (0..100_000u32).chain(u32::MAX - 100_000..=u32::MAX) {
+                assert_eq!(rem.of(v), v % d, "{v} % {d}");
+            }
         }
     }
 }
