@@ -583,6 +583,14 @@ def _lgamma_ref(x: float) -> float:
 _B2K = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798, -174611 / 330]
 
 
+def _pow(x: float, e: int) -> float:
+    """x ** e, inf where it overflows (Python raises OverflowError for floats there)."""
+    try:
+        return x**e
+    except OverflowError:
+        return math.inf
+
+
 def polygamma_ref(n: int, x: float) -> float:
     """ψ⁽ⁿ⁾(x) in float64 from its definition: the recurrence ψ⁽ⁿ⁾(x) = ψ⁽ⁿ⁾(x + 1) -
     (-1)ⁿ n!/xⁿ⁺¹ up to x ≥ 20, then the asymptotic (Bernoulli) series; the reflection
@@ -604,10 +612,10 @@ def polygamma_ref(n: int, x: float) -> float:
         acc += (sign * fact / x ** (n + 1)) if n > 0 else -1 / x
         x += 1
     if n == 0:
-        series = math.log(x) - 1 / (2 * x) - sum(b / (2 * k * x ** (2 * k)) for k, b in enumerate(_B2K, 1))
+        series = math.log(x) - 1 / (2 * x) - sum(b / (2 * k * _pow(x, 2 * k)) for k, b in enumerate(_B2K, 1))
     else:
-        series = math.factorial(n - 1) / x**n + fact / (2 * x ** (n + 1))
-        series += sum(b * math.factorial(2 * k + n - 1) / (math.factorial(2 * k) * x ** (2 * k + n))
+        series = math.factorial(n - 1) / _pow(x, n) + fact / (2 * _pow(x, n + 1))
+        series += sum(b * math.factorial(2 * k + n - 1) / (math.factorial(2 * k) * _pow(x, 2 * k + n))
                       for k, b in enumerate(_B2K, 1))
         series *= sign
     return acc + series
