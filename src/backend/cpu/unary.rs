@@ -180,7 +180,7 @@ float_impl!(f64, v64, true, |op, x| match vmath_fn::<f64>(op) {
             .unwrap_or_else(|| float_map(op, x)),
     },
     |op, x, c, first| float_scalar_map(op, x, c, first),
-    erf: libm::erf, erfc: libm::erfc, erfinv: erfinv,
+    erf: v64::erf1, erfc: v64::erfc1, erfinv: v64::erfinv1,
     exp: v64::exp1, ln: v64::log1, ln_1p: v64::log1p1, exp_m1: v64::expm11,
     sin: v64::sin1, cos: v64::cos1, tan: v64::tan1, tanh: v64::tanh1, sigmoid: v64::sigmoid1,
     sinh: v64::sinh1, cosh: v64::cosh1, asin: v64::asin1, acos: v64::acos1, atan: v64::atan1,
@@ -585,64 +585,6 @@ fn fused_elements<T: Float>(
     })
 }
 
-/// The inverse error function: Giles' single-precision approximation ("Approximating the
-/// erfinv function", 2010), then Newton steps on erf (on ln erfc near ±1, where erf has
-/// no digits left), which bring it to float64's precision.
-fn erfinv(y: f64) -> f64 {
-    let a = y.abs();
-    if y.is_nan() || a > 1.0 {
-        return f64::NAN;
-    }
-    if a == 1.0 {
-        return f64::INFINITY.copysign(y);
-    }
-    let w = -((1.0 - a) * (1.0 + a)).ln();
-    let p = if w < 5.0 {
-        let w = w - 2.5;
-        [
-            2.810_226_36e-08,
-            3.432_739_39e-07,
-            -3.523_387_7e-06,
-            -4.391_506_54e-06,
-            0.000_218_580_87,
-            -0.001_253_725_03,
-            -0.004_177_681_64,
-            0.246_640_727,
-            1.501_409_41,
-        ]
-        .iter()
-        .fold(0.0, |p, &c| p * w + c)
-    } else {
-        let w = w.sqrt() - 3.0;
-        [
-            -0.000_200_214_257,
-            0.000_100_950_558,
-            0.001_349_343_22,
-            -0.003_673_428_44,
-            0.005_739_507_73,
-            -0.007_622_461_3,
-            0.009_438_870_47,
-            1.001_674_06,
-            2.832_976_82,
-        ]
-        .iter()
-        .fold(0.0, |p, &c| p * w + c)
-    };
-    let mut x = p * a;
-    for _ in 0..4 {
-        let d = std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp(); // erf'(x)
-        x -= if a > 0.5 {
-            // on ln(erfc(x)) = ln(1 - a): erfc keeps the digits erf has lost near 1, and
-            // its logarithm is nearly quadratic, where Giles' start is too far for erf
-            let c = libm::erfc(x);
-            (c.ln() - (1.0 - a).ln()) / (-d / c)
-        } else {
-            (libm::erf(x) - a) / d
-        };
-    }
-    x.copysign(y)
-}
-
 /// The element types with `vmath` slice functions.
 trait VmathSlices: Sized + 'static {
     fn slice_fn(op: UnaryOp) -> Option<vmath::SliceFn<Self>>;
@@ -680,7 +622,7 @@ macro_rules! vmath_slices {
     };
 }
 vmath_slices!(f32, v32, Erf => erf, Erfc => erfc, Erfinv => erfinv, Lgamma => lgamma, Digamma => digamma);
-vmath_slices!(f64, v64);
+vmath_slices!(f64, v64, Erf => erf, Erfc => erfc, Erfinv => erfinv);
 
 /// The `vmath` slice function for the op, where there is one.
 fn vmath_fn<T: VmathSlices>(op: UnaryOp) -> Option<vmath::SliceFn<T>> {

@@ -43,6 +43,8 @@ mod tests;
 #[cfg(test)]
 mod tests2;
 #[cfg(test)]
+mod tests_erf64;
+#[cfg(test)]
 mod tests_gamma;
 
 pub use float32::{

@@ -1,8 +1,9 @@
 //! The float64 functions, evaluated in float64 with the steps that need more than
 //! float64's precision carried as unevaluated sums of two floats (double-double): exp,
 //! expm1, log, log1p, tanh, sigmoid (`exp_log`), sin, cos, tan, atan, asin, acos
-//! (`trig`), sinh, cosh, asinh, acosh, atanh (`hyp`); sqrt and rsqrt as IEEE
-//! operations. The float32 kernels of sinh ... atanh are these formulas rounded once.
+//! (`trig`), sinh, cosh, asinh, acosh, atanh (`hyp`), erf, erfc, erfinv (`special`);
+//! sqrt and rsqrt as IEEE operations. The float32 kernels of sinh ... atanh are these
+//! formulas rounded once.
 //!
 //! Each function's per-element form (`exp1`, ...) gives the slice function's bits; see
 //! the parent module for the guarantees and docs/kernels.md for the designs.
@@ -12,6 +13,7 @@
 mod binary;
 mod exp_log;
 mod hyp;
+mod special;
 mod trig;
 
 use super::{Func, Func2, scalar_fns, scalar_fns2, slice_fns, slice_fns2};
@@ -20,6 +22,7 @@ pub(crate) use exp_log::log_fast as log_f64_pos;
 pub(crate) use exp_log::log1p_full as log1p_f64;
 use exp_log::*;
 pub(crate) use hyp::{acosh_f64, asinh_f64, atanh_f64, cosh_f64, sinh_f64};
+use special::{ERFINV_FAST, erf_f64, erfc_f64, erfinv_f64, erfinv_fast};
 use trig::*;
 
 /// 1.5 * 2^52: adding it rounds a float64 of magnitude below 2^51 to an integer, which
@@ -137,6 +140,9 @@ slice_fns! { f64;
     atanh: |x| atanh_f64(x);
     sqrt: |x| sqrt_f64(x);
     rsqrt: |x| rsqrt_f64(x);
+    erf: |x| erf_f64(x);
+    erfc: |x| erfc_f64(x);
+    erfinv: |x| erfinv_f64(x), fast(|x| x.abs() <= ERFINV_FAST => erfinv_fast(x));
 }
 
 scalar_fns! { f64;
@@ -174,7 +180,34 @@ scalar_fns! { f64;
     acosh1 = acosh_f64;
     /// atanh x of one element.
     atanh1 = atanh_f64;
+    /// erf x of one element.
+    erf1 = erf_f64;
+    /// erfc x of one element.
+    erfc1 = erfc_f64;
+    /// erfinv x of one element.
+    erfinv1 = erfinv_f64;
 }
+
+/// erf, erfc and erfinv (`special`), for tests and tools: kept out of [`FUNCS`], whose
+/// checks take their reference from `reference::exact_f64` (which has none for these;
+/// `tests_erf64.rs` checks them against mpmath's values and a double-double erf).
+pub const ERF_FUNCS: &[Func<f64>] = &[
+    Func {
+        name: "erf",
+        at: erf::at,
+        one: erf1,
+    },
+    Func {
+        name: "erfc",
+        at: erfc::at,
+        one: erfc1,
+    },
+    Func {
+        name: "erfinv",
+        at: erfinv::at,
+        one: erfinv1,
+    },
+];
 
 /// Every float64 function, for tests and tools.
 pub const FUNCS: &[Func<f64>] = &[
