@@ -239,22 +239,22 @@ fn quick(a: f64, b: f64) -> Dd {
 }
 
 impl Dd {
-    fn f(v: f64) -> Dd {
+    pub(super) fn f(v: f64) -> Dd {
         Dd(v, 0.0)
     }
-    fn add(self, o: Dd) -> Dd {
+    pub(super) fn add(self, o: Dd) -> Dd {
         let (s, e) = two_sum(self.0, o.0);
         let (t, f) = two_sum(self.1, o.1);
         let d = quick(s, e + t);
         quick(d.0, d.1 + f)
     }
-    fn neg(self) -> Dd {
+    pub(super) fn neg(self) -> Dd {
         Dd(-self.0, -self.1)
     }
-    fn sub(self, o: Dd) -> Dd {
+    pub(super) fn sub(self, o: Dd) -> Dd {
         self.add(o.neg())
     }
-    fn mul(self, o: Dd) -> Dd {
+    pub(super) fn mul(self, o: Dd) -> Dd {
         let p = self.0 * o.0;
         let e = self.0.mul_add(o.0, -p);
         quick(p, e + (self.0 * o.1 + self.1 * o.0))
@@ -262,7 +262,7 @@ impl Dd {
     fn mulf(self, o: f64) -> Dd {
         self.mul(Dd::f(o))
     }
-    fn div(self, o: Dd) -> Dd {
+    pub(super) fn div(self, o: Dd) -> Dd {
         let q1 = self.0 / o.0;
         let r = self.sub(o.mulf(q1));
         let q2 = r.0 / o.0;

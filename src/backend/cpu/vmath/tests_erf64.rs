@@ -34,51 +34,7 @@ fn samples() -> usize {
 
 // ---- a double-double reference ------------------------------------------------------
 
-/// hi + lo, |lo| <= ulp(hi)/2.
-#[derive(Clone, Copy, Debug)]
-struct Dd(f64, f64);
-
-fn two_sum(a: f64, b: f64) -> (f64, f64) {
-    let s = a + b;
-    let bb = s - a;
-    (s, (a - (s - bb)) + (b - bb))
-}
-
-fn quick(a: f64, b: f64) -> Dd {
-    let s = a + b;
-    Dd(s, b - (s - a))
-}
-
-impl Dd {
-    fn f(v: f64) -> Dd {
-        Dd(v, 0.0)
-    }
-    fn add(self, o: Dd) -> Dd {
-        let (s, e) = two_sum(self.0, o.0);
-        let (t, f) = two_sum(self.1, o.1);
-        let d = quick(s, e + t);
-        quick(d.0, d.1 + f)
-    }
-    fn neg(self) -> Dd {
-        Dd(-self.0, -self.1)
-    }
-    fn sub(self, o: Dd) -> Dd {
-        self.add(o.neg())
-    }
-    fn mul(self, o: Dd) -> Dd {
-        let p = self.0 * o.0;
-        let e = self.0.mul_add(o.0, -p);
-        quick(p, e + (self.0 * o.1 + self.1 * o.0))
-    }
-    fn div(self, o: Dd) -> Dd {
-        let q1 = self.0 / o.0;
-        let r = self.sub(o.mul(Dd::f(q1)));
-        let q2 = r.0 / o.0;
-        let r = r.sub(o.mul(Dd::f(q2)));
-        let q3 = r.0 / o.0;
-        quick(q1, q2).add(Dd::f(q3))
-    }
-}
+use super::reference::Dd;
 
 const LN2: [f64; 3] = [
     std::f64::consts::LN_2,
