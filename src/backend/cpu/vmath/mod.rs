@@ -100,8 +100,23 @@ impl Level {
 const UNSET: u8 = u8::MAX;
 static LEVEL: AtomicU8 = AtomicU8::new(UNSET);
 
-/// The highest level this CPU runs.
+static DETECTED: AtomicU8 = AtomicU8::new(UNSET);
+
+/// The highest level this CPU runs (found once: every slice call caps its level by it).
+#[inline]
 pub fn detected() -> Level {
+    match DETECTED.load(Ordering::Relaxed) {
+        UNSET => {
+            let l = detect();
+            DETECTED.store(l as u8, Ordering::Relaxed);
+            l
+        }
+        v => Level::from_u8(v),
+    }
+}
+
+#[cold]
+fn detect() -> Level {
     #[cfg(target_arch = "x86_64")]
     {
         let fma = std::arch::is_x86_feature_detected!("fma");
@@ -128,18 +143,21 @@ pub fn supported() -> Vec<Level> {
 #[inline]
 pub fn level() -> Level {
     match LEVEL.load(Ordering::Relaxed) {
-        UNSET => {
-            let cap = std::env::var("RGRAD_VMATH_LEVEL").ok().and_then(|v| {
-                [Level::Baseline, Level::Avx2, Level::Avx512]
-                    .into_iter()
-                    .find(|l| l.name() == v.trim().to_ascii_lowercase())
-            });
-            let l = cap.map_or(detected(), |c| c.min(detected()));
-            LEVEL.store(l as u8, Ordering::Relaxed);
-            l
-        }
+        UNSET => first_level(),
         v => Level::from_u8(v),
     }
+}
+
+#[cold]
+fn first_level() -> Level {
+    let cap = std::env::var("RGRAD_VMATH_LEVEL").ok().and_then(|v| {
+        [Level::Baseline, Level::Avx2, Level::Avx512]
+            .into_iter()
+            .find(|l| l.name() == v.trim().to_ascii_lowercase())
+    });
+    let l = cap.map_or(detected(), |c| c.min(detected()));
+    LEVEL.store(l as u8, Ordering::Relaxed);
+    l
 }
 
 /// The level in use, for kernels already dispatched by [`level`]: one load, without
