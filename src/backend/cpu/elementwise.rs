@@ -1,6 +1,7 @@
 //! Elementwise CPU kernels: unary maps, broadcasting binary maps, casts, where.
 
 use super::strided::{contiguous, copy_layout, for_each_offset2, to_vec};
+use super::vmath::{Kernel, at_level};
 pub use crate::backend::InPlaceRhs;
 use crate::dtype::DType;
 use crate::layout::Layout;
@@ -9,6 +10,7 @@ use crate::with_dtype;
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::hint::select_unpredictable;
+use std::mem::MaybeUninit;
 
 /// Above this many elements a map (one input or two) is split across the worker pool:
 /// the calling thread takes part and claims chunks itself, helpers join when awake
@@ -203,10 +205,106 @@ impl Num for i64 {
 pub(super) fn map<T: Copy + Sync, U: Send>(src: &[T], f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
     fill_chunks(src.len(), |start, out| {
         let end = start + out.len();
-        for (o, &x) in out.iter_mut().zip(&src[start..end]) {
-            o.write(f(x));
-        }
+        at_level(MapLoop {
+            out,
+            src: &src[start..end],
+            f: &f,
+        });
     })
+}
+
+/// `out[i] = f(src[i])`, compiled per level ([`at_level`]: the loops of `map` and `zip`
+/// vectorise with AVX-512 or AVX2 registers, not SSE2's: the broadcast multiply of a
+/// 256 x 256 float32 outer product 6.1 -> 3.9 µs on one thread, AMD EPYC Zen 4).
+struct MapLoop<'a, T, U, F> {
+    out: &'a mut [MaybeUninit<U>],
+    src: &'a [T],
+    f: &'a F,
+}
+impl<T: Copy, U, F: Fn(T) -> U> Kernel for MapLoop<'_, T, U, F> {
+    type Out = ();
+    #[inline(always)]
+    fn run(self) {
+        for (o, &x) in self.out.iter_mut().zip(self.src) {
+            o.write((self.f)(x));
+        }
+    }
+}
+
+/// `out[i] = f(a[i], b[i])`, compiled per level (see [`MapLoop`]).
+struct ZipLoop<'a, T, U, F> {
+    out: &'a mut [MaybeUninit<U>],
+    a: &'a [T],
+    b: &'a [T],
+    f: &'a F,
+}
+impl<T: Copy, U, F: Fn(T, T) -> U> Kernel for ZipLoop<'_, T, U, F> {
+    type Out = ();
+    #[inline(always)]
+    fn run(self) {
+        for ((o, &x), &y) in self.out.iter_mut().zip(self.a).zip(self.b) {
+            o.write((self.f)(x, y));
+        }
+    }
+}
+
+/// A chunk of `zip`'s rows whose last dim is contiguous or broadcast in each operand
+/// (`sa`, `sb` its strides, 0 or 1): the chunk starts at element `start`, rows of
+/// `inner` elements begin at `rows[r]` in `a` and `b`. Compiled per level (see
+/// [`MapLoop`]).
+struct RowsLoop<'a, T, U, F> {
+    out: &'a mut [MaybeUninit<U>],
+    start: usize,
+    inner: usize,
+    rows: &'a [(usize, usize)],
+    a: &'a [T],
+    b: &'a [T],
+    strides: (usize, usize),
+    f: &'a F,
+}
+impl<T: Copy, U, F: Fn(T, T) -> U> Kernel for RowsLoop<'_, T, U, F> {
+    type Out = ();
+    #[inline(always)]
+    fn run(self) {
+        let Self {
+            out,
+            start,
+            inner,
+            rows,
+            a,
+            b,
+            strides,
+            f,
+        } = self;
+        let mut done = 0;
+        while done < out.len() {
+            let i = start + done;
+            let (c0, (oa, ob)) = (i % inner, rows[i / inner]);
+            let len = (inner - c0).min(out.len() - done);
+            let dst = &mut out[done..done + len];
+            let (ra, rb) = (oa + c0..oa + c0 + len, ob + c0..ob + c0 + len);
+            match strides {
+                (0, _) => {
+                    let x = a[oa];
+                    for (d, &y) in dst.iter_mut().zip(&b[rb]) {
+                        d.write(f(x, y));
+                    }
+                }
+                (_, 0) => {
+                    let y = b[ob];
+                    for (d, &x) in dst.iter_mut().zip(&a[ra]) {
+                        d.write(f(x, y));
+                    }
+                }
+                _ => {
+                    for ((d, &x), &y) in dst.iter_mut().zip(&a[ra]).zip(&b[rb]) {
+                        d.write(f(x, y));
+                    }
+                }
+            }
+            done += len;
+        }
+    }
 }
 
 /// Smallest chunk of parallel elementwise work.
@@ -364,9 +462,12 @@ pub(super) fn zip<T: Element, U: Element>(
         let (xa, xb) = (&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n]);
         return fill_chunks_from(PAR_MIN, n, |start, out| {
             let end = start + out.len();
-            for ((o, &x), &y) in out.iter_mut().zip(&xa[start..end]).zip(&xb[start..end]) {
-                o.write(f(x, y));
-            }
+            at_level(ZipLoop {
+                out,
+                a: &xa[start..end],
+                b: &xb[start..end],
+                f: &f,
+            });
         });
     }
     if lb.strides.iter().all(|&s| s == 0) && la.is_contiguous() {
@@ -394,34 +495,16 @@ pub(super) fn zip<T: Element, U: Element>(
                 |oa, ob| rows.push((oa, ob)),
             );
             return fill_chunks(n, |start, out| {
-                let mut done = 0;
-                while done < out.len() {
-                    let i = start + done;
-                    let (c0, (oa, ob)) = (i % inner, rows[i / inner]);
-                    let len = (inner - c0).min(out.len() - done);
-                    let dst = &mut out[done..done + len];
-                    let (ra, rb) = (oa + c0..oa + c0 + len, ob + c0..ob + c0 + len);
-                    match (sa, sb) {
-                        (0, _) => {
-                            let x = a[oa];
-                            for (d, &y) in dst.iter_mut().zip(&b[rb]) {
-                                d.write(f(x, y));
-                            }
-                        }
-                        (_, 0) => {
-                            let y = b[ob];
-                            for (d, &x) in dst.iter_mut().zip(&a[ra]) {
-                                d.write(f(x, y));
-                            }
-                        }
-                        _ => {
-                            for ((d, &x), &y) in dst.iter_mut().zip(&a[ra]).zip(&b[rb]) {
-                                d.write(f(x, y));
-                            }
-                        }
-                    }
-                    done += len;
-                }
+                at_level(RowsLoop {
+                    out,
+                    start,
+                    inner,
+                    rows: &rows,
+                    a,
+                    b,
+                    strides: (sa, sb),
+                    f: &f,
+                });
             });
         }
     }
@@ -989,6 +1072,83 @@ mod tests {
             );
             assert_eq!(got, want);
         }
+    }
+
+    #[test]
+    fn map_and_zip_give_the_walks_bits_at_every_level() {
+        // `map` and `zip`'s loops are compiled per level (`vmath::at_level`): contiguous,
+        // a broadcast row or column on either side, and a broadcast number, with NaN, -0
+        // and infinities among the values, for float32 and float64 ops whose SIMD forms
+        // could differ (min/max with NaN, division, a fused-looking a * b + c)
+        use crate::backend::cpu::vmath;
+        fn check<T: Num + std::fmt::Debug>(bits: impl Fn(T) -> u64) {
+            let (rows, cols) = (37usize, 203usize);
+            let special = [f64::NAN, -0.0, 0.0, f64::INFINITY, -f64::INFINITY, 1e-310];
+            let val = |i: usize| {
+                T::from_f64(if i.is_multiple_of(11) {
+                    special[i / 11 % special.len()]
+                } else {
+                    (i % 97) as f64 * 0.37 - 9.0
+                })
+            };
+            let m: Vec<T> = (0..rows * cols).map(val).collect();
+            let m2: Vec<T> = (0..rows * cols).map(|i| val(i * 7 + 3)).collect();
+            let bias: Vec<T> = (0..cols).map(|i| val(i + 5)).collect();
+            let col: Vec<T> = (0..rows).map(|i| val(i * 3 + 1)).collect();
+            let lm = Layout::contiguous(&[rows, cols]);
+            let lbias = Layout::contiguous(&[cols]).expand(&[rows, cols]).unwrap();
+            let lcol = Layout::contiguous(&[rows, 1])
+                .expand(&[rows, cols])
+                .unwrap();
+            let lone = Layout::contiguous(&[1, 1]).expand(&[rows, cols]).unwrap();
+            let cases: [(&[T], &Layout, &[T], &Layout); 6] = [
+                (&m, &lm, &m2, &lm),
+                (&m, &lm, &bias, &lbias),
+                (&bias, &lbias, &m, &lm),
+                (&m, &lm, &col, &lcol),
+                (&col, &lcol, &m, &lm),
+                (&m, &lm, &col[..1], &lone),
+            ];
+            let ops = [
+                BinaryOp::Add,
+                BinaryOp::Sub,
+                BinaryOp::Mul,
+                BinaryOp::Div,
+                BinaryOp::Maximum,
+                BinaryOp::Minimum,
+            ];
+            let restore = vmath::level();
+            for level in vmath::supported() {
+                vmath::set_level(level);
+                for (a, la, b, lb) in cases {
+                    for op in ops {
+                        let got = float_zip(op, a, la, b, lb);
+                        let mut want = Vec::new();
+                        for_each_offset2(
+                            &la.shape,
+                            (&la.strides, la.offset),
+                            (&lb.strides, lb.offset),
+                            |oa, ob| want.push(arith(op, a[oa], b[ob])),
+                        );
+                        let (got, want): (Vec<u64>, Vec<u64>) = (
+                            got.into_iter().map(&bits).collect(),
+                            want.into_iter().map(&bits).collect(),
+                        );
+                        assert_eq!(got, want, "{op:?} at {level:?}");
+                    }
+                }
+                let c = T::from_f64(2.5);
+                let got = map(&m, |x| x * c + c);
+                let want: Vec<T> = m.iter().map(|&x| x * c + c).collect();
+                assert!(
+                    got.iter().zip(&want).all(|(&g, &w)| bits(g) == bits(w)),
+                    "map at {level:?}"
+                );
+            }
+            vmath::set_level(restore);
+        }
+        check::<f32>(|x| u64::from(x.to_bits()));
+        check::<f64>(f64::to_bits);
     }
 
     #[test]
