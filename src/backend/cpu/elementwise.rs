@@ -1,7 +1,7 @@
 //! Elementwise CPU kernels: unary maps, broadcasting binary maps, casts, where.
 
 use super::strided::{contiguous, copy_layout, for_each_offset2, to_vec};
-use super::vmath::{Kernel, at_level};
+use super::wide::{Kernel, wide_kernel};
 pub use crate::backend::InPlaceRhs;
 use crate::dtype::DType;
 use crate::layout::Layout;
@@ -205,53 +205,16 @@ impl Num for i64 {
 pub(super) fn map<T: Copy + Sync, U: Send>(src: &[T], f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
     fill_chunks(src.len(), |start, out| {
         let end = start + out.len();
-        at_level(MapLoop {
-            out,
-            src: &src[start..end],
-            f: &f,
-        });
+        for (o, &x) in out.iter_mut().zip(&src[start..end]) {
+            o.write(f(x));
+        }
     })
-}
-
-/// `out[i] = f(src[i])`, compiled per level ([`at_level`]: the loops of `map` and `zip`
-/// vectorise with AVX-512 or AVX2 registers, not SSE2's: the broadcast multiply of a
-/// 256 x 256 float32 outer product 6.1 -> 3.9 µs on one thread, AMD EPYC Zen 4).
-struct MapLoop<'a, T, U, F> {
-    out: &'a mut [MaybeUninit<U>],
-    src: &'a [T],
-    f: &'a F,
-}
-impl<T: Copy, U, F: Fn(T) -> U> Kernel for MapLoop<'_, T, U, F> {
-    type Out = ();
-    #[inline(always)]
-    fn run(self) {
-        for (o, &x) in self.out.iter_mut().zip(self.src) {
-            o.write((self.f)(x));
-        }
-    }
-}
-
-/// `out[i] = f(a[i], b[i])`, compiled per level (see [`MapLoop`]).
-struct ZipLoop<'a, T, U, F> {
-    out: &'a mut [MaybeUninit<U>],
-    a: &'a [T],
-    b: &'a [T],
-    f: &'a F,
-}
-impl<T: Copy, U, F: Fn(T, T) -> U> Kernel for ZipLoop<'_, T, U, F> {
-    type Out = ();
-    #[inline(always)]
-    fn run(self) {
-        for ((o, &x), &y) in self.out.iter_mut().zip(self.a).zip(self.b) {
-            o.write((self.f)(x, y));
-        }
-    }
 }
 
 /// A chunk of `zip`'s rows whose last dim is contiguous or broadcast in each operand
 /// (`sa`, `sb` its strides, 0 or 1): the chunk starts at element `start`, rows of
-/// `inner` elements begin at `rows[r]` in `a` and `b`. Compiled per level (see
-/// [`MapLoop`]).
+/// `inner` elements begin at `rows[r]` in `a` and `b`. A [`Kernel`], so that its loops
+/// are built for AVX2 (see `wide::Kernel`).
 struct RowsLoop<'a, T, U, F> {
     out: &'a mut [MaybeUninit<U>],
     start: usize,
@@ -462,12 +425,9 @@ pub(super) fn zip<T: Element, U: Element>(
         let (xa, xb) = (&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n]);
         return fill_chunks_from(PAR_MIN, n, |start, out| {
             let end = start + out.len();
-            at_level(ZipLoop {
-                out,
-                a: &xa[start..end],
-                b: &xb[start..end],
-                f: &f,
-            });
+            for ((o, &x), &y) in out.iter_mut().zip(&xa[start..end]).zip(&xb[start..end]) {
+                o.write(f(x, y));
+            }
         });
     }
     if lb.strides.iter().all(|&s| s == 0) && la.is_contiguous() {
@@ -495,7 +455,7 @@ pub(super) fn zip<T: Element, U: Element>(
                 |oa, ob| rows.push((oa, ob)),
             );
             return fill_chunks(n, |start, out| {
-                at_level(RowsLoop {
+                wide_kernel(RowsLoop {
                     out,
                     start,
                     inner,
@@ -1076,8 +1036,9 @@ mod tests {
 
     #[test]
     fn map_and_zip_give_the_walks_bits_at_every_level() {
-        // `map` and `zip`'s loops are compiled per level (`vmath::at_level`): contiguous,
-        // a broadcast row or column on either side, and a broadcast number, with NaN, -0
+        // `map` and `zip`'s loops have a baseline and an AVX2 build (`wide`,
+        // `wide_kernel`), picked by the level: contiguous, a broadcast row or column on
+        // either side, and a broadcast number, with NaN, -0
         // and infinities among the values, for float32 and float64 ops whose SIMD forms
         // could differ (min/max with NaN, division, a fused-looking a * b + c)
         use crate::backend::cpu::vmath;

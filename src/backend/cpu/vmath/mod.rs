@@ -169,44 +169,6 @@ pub(crate) fn level_in_use() -> Level {
     Level::from_u8(LEVEL.load(Ordering::Relaxed))
 }
 
-/// A loop to compile per level (see [`at_level`]): its `run` must be `#[inline(always)]`,
-/// so that it is inlined into each level's `#[target_feature]` function. (A closure
-/// cannot be marked so, and with three call sites LLVM leaves a loop-sized closure
-/// out of line, compiled for the baseline.)
-pub(crate) trait Kernel {
-    type Out;
-    fn run(self) -> Self::Out;
-}
-
-/// Runs `k` compiled for the current [`level`]: `k.run()` (and the small closures it
-/// calls) inlined into a `#[target_feature]` function, so that a generic loop over a
-/// closure (the elementwise kernels' `map` and `zip`) vectorises with that level's
-/// registers instead of the crate's baseline SSE2. The same bits at every level: the
-/// loops' operations are IEEE's, element by element, and `mul_add` is exact in hardware
-/// and in software alike.
-#[inline(always)]
-pub(crate) fn at_level<K: Kernel>(k: K) -> K::Out {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f,fma")]
-        fn wide<K: Kernel>(k: K) -> K::Out {
-            k.run()
-        }
-        #[target_feature(enable = "avx2,fma")]
-        fn mid<K: Kernel>(k: K) -> K::Out {
-            k.run()
-        }
-        match level() {
-            // SAFETY: the level is never above what the CPU has (see `detected`).
-            Level::Avx512 => return unsafe { wide(k) },
-            // SAFETY: as above.
-            Level::Avx2 => return unsafe { mid(k) },
-            Level::Baseline => {}
-        }
-    }
-    k.run()
-}
-
 /// Sets the level the slice functions use (capped by what the CPU runs) and returns the
 /// level set. For tests and tools: results are the same at every level, only the speed
 /// differs.
