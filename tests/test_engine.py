@@ -203,3 +203,29 @@ def test_root_gradient_is_cast_to_the_output_dtype():
     y = rgrad.tensor([1.0, 2.0], requires_grad=True)
     (g,) = rgrad.autograd.grad(y * 2, y, rgrad.ones(2, dtype=rgrad.float64))
     assert g.dtype == rgrad.float32
+
+
+def test_accumulate_grad_steals_a_sole_fresh_gradient_and_copies_a_shared_one():
+    # torch's AccumulateGrad keeps the incoming gradient itself as .grad when nothing else
+    # holds it (no copy of a weight-sized buffer per step); a gradient the caller still
+    # holds (passed through unchanged by clone's backward) is copied. (rgrad counted a
+    # reference it had just taken itself and copied every first gradient.)
+    a = rgrad.randn(64, 32, requires_grad=True)
+    seen = []
+    a.register_hook(lambda g: seen.append(g.data_ptr()))
+    rgrad.relu(a).backward(rgrad.randn(64, 32))
+    assert a.grad.data_ptr() == seen[0]
+    b = rgrad.randn(4, requires_grad=True)
+    g = rgrad.randn(4)
+    b.clone().backward(g)
+    assert b.grad.data_ptr() != g.data_ptr()
+    assert b.grad.tolist() == g.tolist()
+    g.add_(1.0)  # the caller's tensor changes; .grad does not
+    assert b.grad.tolist() != g.tolist()
+    # a hook that keeps the gradient makes it shared: copied, so .grad is not the kept one
+    c = rgrad.randn(4, requires_grad=True)
+    kept = []
+    c.register_hook(lambda t: kept.append(t))
+    (c * 2).backward(rgrad.ones(4))
+    assert c.grad.data_ptr() != kept[0].data_ptr()
+    assert c.grad.tolist() == kept[0].tolist()

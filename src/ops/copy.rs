@@ -145,8 +145,8 @@ pub fn clone_detached_if_shared(g: Tensor, var: &Layout) -> Result<Tensor> {
     } else {
         gl.is_contiguous()
     };
-    let sole =
-        std::sync::Arc::strong_count(&g.0) == 1 && std::sync::Arc::strong_count(&g.storage()) == 1;
+    let sole = std::sync::Arc::strong_count(&g.0) == 1
+        && std::sync::Arc::strong_count(&g.lock().storage) == 1;
     if sole && laid_out && gl.offset == 0 && g.storage().len() == g.numel() {
         g.detach_();
         return Ok(g);
