@@ -208,8 +208,8 @@ fn exp_sums_down<'a, T: Real>(
 
 /// A tile of columns of a softmax down columns: `x` and `out` from the block's group
 /// `o`, columns `i0..i0 + w`. Three passes down the tile (the max, the exponentials and
-/// their sums, the products by the sums' reciprocals), on a contiguous copy of the tile where it fits
-/// ([`tile_max_and_stage`]).
+/// their sums, the products by the sums' reciprocals), on a contiguous copy of the tile
+/// where it fits ([`tile_max_and_stage`]).
 #[inline(always)]
 fn softmax_cols_body<T: Real>(
     x: &[T],
