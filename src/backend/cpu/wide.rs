@@ -23,19 +23,17 @@
 /// for closures that are cheap to build twice: the loop bodies of elementwise kernels.
 #[inline(always)]
 pub(crate) fn wide<R>(f: impl FnOnce() -> R) -> R {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx2,fma")]
-        fn avx2<R>(f: impl FnOnce() -> R) -> R {
-            f()
-        }
-        if super::vmath::level() >= super::vmath::Level::Avx2 {
-            // SAFETY: vmath::level never reports a level above what the CPU runs (it is
-            // the detected level, capped): AVX2 and FMA are present.
-            return unsafe { avx2(f) };
+    /// A closure as a [`Kernel`] (its body is inlined into the AVX2 build only where
+    /// LLVM chooses to).
+    struct Call<F>(F);
+    impl<R, F: FnOnce() -> R> Kernel for Call<F> {
+        type Out = R;
+        #[inline(always)]
+        fn run(self) -> R {
+            (self.0)()
         }
     }
-    f()
+    wide_kernel(Call(f))
 }
 
 /// A loop for [`wide_kernel`]: its `run` must be `#[inline(always)]`, so that it is
@@ -61,7 +59,8 @@ pub(crate) fn wide_kernel<K: Kernel>(k: K) -> K::Out {
             k.run()
         }
         if super::vmath::level() >= super::vmath::Level::Avx2 {
-            // SAFETY: as in `wide`.
+            // SAFETY: vmath::level never reports a level above what the CPU runs (it is
+            // the detected level, capped): AVX2 and FMA are present.
             return unsafe { avx2(k) };
         }
     }
