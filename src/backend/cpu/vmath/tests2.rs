@@ -581,3 +581,53 @@ fn float64_logaddexp_where_the_max_and_the_log_cancel() {
     let first = run2(f, supported()[0], &a[..1], &b[..1])[0];
     assert!(ulps_f64(first, exact(a[0], b[0])) <= 1.0);
 }
+
+/// Estrin's scheme written out (`float64::estrin`) pairs exactly as the loop over its
+/// levels that it replaced: the same multiply-adds, so the same bits, for every length.
+#[test]
+fn estrin_written_out_gives_the_level_loops_bits() {
+    fn by_levels(x: f64, c: &[f64]) -> f64 {
+        let mut v = c.to_vec();
+        let mut xp = x;
+        while v.len() > 1 {
+            v = v
+                .chunks(2)
+                .map(|p| {
+                    if p.len() == 2 {
+                        p[1].mul_add(xp, p[0])
+                    } else {
+                        p[0]
+                    }
+                })
+                .collect();
+            xp *= xp;
+        }
+        v[0]
+    }
+    fn check<const N: usize>(next: &mut impl FnMut() -> u64) {
+        for _ in 0..200 {
+            let mut unit = || (next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+            let c: [f64; N] = std::array::from_fn(|_| unit());
+            let x = unit();
+            let (got, want) = (float64::estrin(x, c), by_levels(x, &c));
+            assert_eq!(got.to_bits(), want.to_bits(), "N = {N}, x = {x:e}");
+        }
+    }
+    let mut next = rng(11);
+    check::<1>(&mut next);
+    check::<2>(&mut next);
+    check::<3>(&mut next);
+    check::<4>(&mut next);
+    check::<5>(&mut next);
+    check::<6>(&mut next);
+    check::<7>(&mut next);
+    check::<8>(&mut next);
+    check::<9>(&mut next);
+    check::<10>(&mut next);
+    check::<11>(&mut next);
+    check::<12>(&mut next);
+    check::<13>(&mut next);
+    check::<14>(&mut next);
+    check::<15>(&mut next);
+    check::<16>(&mut next);
+}
