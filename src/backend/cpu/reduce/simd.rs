@@ -11,7 +11,7 @@
 //! a NaN `x` and for equal zeros. So every level gives the same bits, which of two
 //! equal zeros included; a run with a NaN gives the canonical NaN, as the generic fold.
 
-use super::fold::{as_f32, as_f64, is_nan};
+use super::fold::{F32_COL_ROWS, as_f32, as_f64, block_sum_into, cols_sum_f32_generic, is_nan};
 use crate::backend::cpu::vmath::{Level, level_in_use};
 use crate::storage::Element;
 use std::arch::x86_64::*;
@@ -467,6 +467,158 @@ pub(super) fn cols_f64<T: Element, const MUL: bool>(
     }
     true
 }
+
+/// [`fold::cols_sum_f32`](super::fold::cols_sum_f32) by the intrinsics of the level in
+/// use (its bits: the same float32 block sums, the same float64 adds); `false` at the
+/// baseline level.
+#[inline(always)]
+pub(super) fn cols_sum_f32(x: &[f32], s0: usize, rs: usize, rows: usize, acc: &mut [f64]) -> bool {
+    let w = acc.len();
+    if rows == 0 || w == 0 {
+        return true;
+    }
+    assert!(
+        s0 + (rows - 1) * rs + w <= x.len(),
+        "the columns lie in the input"
+    );
+    let x = &x[s0..];
+    // SAFETY (each call): the level is never above what the CPU runs; the reads are in
+    // bounds (checked above).
+    unsafe {
+        match level_in_use() {
+            Level::Avx512 => sum512_f32(x, rs, rows, acc),
+            Level::Avx2 => sum256_f32(x, rs, rows, acc),
+            Level::Baseline => return false,
+        }
+    }
+    true
+}
+
+/// Defines `$name(x, rs, rows, acc)`, [`cols_sum_f32`] with `$n`-lane float32 vectors,
+/// `$g` of them down each block of rows, then single vectors, then the columns left
+/// over by the generic fold. `$finite(v)` is the lanes of `v` holding finite sums as
+/// bits (`$full` when all do); `$widen(v)` the two float64 halves of `v`.
+///
+/// # Safety (of the defined fn)
+/// The CPU has `$feature`; `x` holds rows `0..rows` of `acc.len()` columns, `rs` apart.
+macro_rules! col_sum_kernel {
+    ($feature:literal, $name:ident, $n:expr, $g:expr, $vt:ty, $dt:ty, $load:ident,
+     $add:ident, $loadd:ident, $addd:ident, $stored:ident, $full:expr,
+     |$fv:ident| $finite:expr, |$wv:ident| $widen:expr) => {
+        #[target_feature(enable = $feature)]
+        unsafe fn $name(x: &[f32], rs: usize, rows: usize, acc: &mut [f64]) {
+            /// `G` vectors of columns `c..` down rows `r0..r1` into `acc`.
+            #[target_feature(enable = $feature)]
+            #[inline]
+            unsafe fn group<const G: usize>(
+                x: &[f32],
+                rs: usize,
+                r0: usize,
+                r1: usize,
+                c: usize,
+                acc: &mut [f64],
+            ) {
+                let p = x.as_ptr();
+                // SAFETY: the caller's promise: columns `c..c + G * N` of rows `r0..r1`
+                // lie in `x`, and `acc` holds columns `c..c + G * N`.
+                unsafe {
+                    let mut v: [$vt; G] = [$load(p.add(r0 * rs + c)); G];
+                    for (i, a) in v.iter_mut().enumerate() {
+                        *a = $load(p.add(r0 * rs + c + i * $n));
+                    }
+                    for r in r0 + 1..r1 {
+                        let row = p.add(r * rs + c);
+                        for (i, a) in v.iter_mut().enumerate() {
+                            *a = $add(*a, $load(row.add(i * $n)));
+                        }
+                    }
+                    for (i, &s) in v.iter().enumerate() {
+                        let c = c + i * $n;
+                        let $fv = s;
+                        if $finite == $full {
+                            let $wv = s;
+                            let (lo, hi): ($dt, $dt) = $widen;
+                            let a = acc.as_mut_ptr().add(c);
+                            $stored(a, $addd($loadd(a), lo));
+                            $stored(a.add($n / 2), $addd($loadd(a.add($n / 2)), hi));
+                        } else {
+                            // an overflow, an inf or a NaN: lane by lane
+                            let sums: [f32; $n] = std::mem::transmute(s);
+                            for (k, (a, &t)) in acc[c..c + $n].iter_mut().zip(&sums).enumerate() {
+                                *a = block_sum_into(*a, t, |r| x[r * rs + c + k], r0, r1);
+                            }
+                        }
+                    }
+                }
+            }
+            let w = acc.len();
+            let mut r0 = 0;
+            while r0 < rows {
+                let r1 = (r0 + F32_COL_ROWS).min(rows);
+                let mut c = 0;
+                // SAFETY (each group): the columns and rows lie in the caller's range.
+                while c + $g * $n <= w {
+                    unsafe { group::<{ $g }>(x, rs, r0, r1, c, acc) };
+                    c += $g * $n;
+                }
+                while c + $n <= w {
+                    unsafe { group::<1>(x, rs, r0, r1, c, acc) };
+                    c += $n;
+                }
+                if c < w {
+                    cols_sum_f32_generic(&x[r0 * rs + c..], rs, r1 - r0, &mut acc[c..]);
+                }
+                r0 = r1;
+            }
+        }
+    };
+}
+
+// (4 vectors: 64 columns, the AVX-512 column tiles' group; 8 at AVX2, whose two adds a
+// cycle on Intel want 8 chains in flight)
+col_sum_kernel!(
+    "avx512f",
+    sum512_f32,
+    16,
+    4,
+    __m512,
+    __m512d,
+    _mm512_loadu_ps,
+    _mm512_add_ps,
+    _mm512_loadu_pd,
+    _mm512_add_pd,
+    _mm512_storeu_pd,
+    0xFFFF,
+    |v| _mm512_cmp_ps_mask::<_CMP_LT_OQ>(_mm512_abs_ps(v), _mm512_set1_ps(f32::INFINITY)),
+    |v| (
+        _mm512_cvtps_pd(_mm512_castps512_ps256(v)),
+        _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(
+            _mm512_castps_pd(v)
+        ))),
+    )
+);
+col_sum_kernel!(
+    "avx2",
+    sum256_f32,
+    8,
+    8,
+    __m256,
+    __m256d,
+    _mm256_loadu_ps,
+    _mm256_add_ps,
+    _mm256_loadu_pd,
+    _mm256_add_pd,
+    _mm256_storeu_pd,
+    0xFF,
+    |v| _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(
+        _mm256_andnot_ps(_mm256_set1_ps(-0.0), v),
+        _mm256_set1_ps(f32::INFINITY),
+    )),
+    |v| (
+        _mm256_cvtps_pd(_mm256_castps256_ps128(v)),
+        _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(v)),
+    )
+);
 
 /// Folds rows `0..rows` of columns `0..acc.len()` into `acc` by the max (`MAX`) or min,
 /// as `fold::Extreme`'s generic column fold: `x` replaces `a` where `x > a` (`x < a`)

@@ -262,7 +262,8 @@ fn every_level_gives_the_same_bits_and_the_reference() {
 /// Σ x (Σ x² with `sq`) over dim `d` of a contiguous float32 `shape`, in the kernels'
 /// order, written out plainly: rows (`d` last) in fixed blocks of `ROW_BLOCK` elements,
 /// each as [`f32_run_reference`], combined by [`tree_reference`]; columns in blocks of
-/// `COL_BLOCK` rows, each folded in order in float64, combined the same way.
+/// `COL_BLOCK` rows, each as [`f32_col_block_reference`] (Σ x²: folded in order in
+/// float64), combined the same way.
 fn sum_reference(v: &[f32], shape: &[usize], d: usize, sq: bool) -> Vec<f64> {
     use super::fold::{COL_BLOCK, ROW_BLOCK};
     let n: usize = shape.iter().product();
@@ -278,15 +279,17 @@ fn sum_reference(v: &[f32], shape: &[usize], d: usize, sq: bool) -> Vec<f64> {
                 xs.chunks(ROW_BLOCK)
                     .map(|b| f32_run_reference(b, sq))
                     .collect()
-            } else {
+            } else if sq {
                 xs.chunks(COL_BLOCK)
                     .map(|b| {
                         b.iter().fold(0.0, |a, &x| {
                             let x = f64::from(x);
-                            a + if sq { x * x } else { x }
+                            a + x * x
                         })
                     })
                     .collect()
+            } else {
+                xs.chunks(COL_BLOCK).map(f32_col_block_reference).collect()
             };
             tree_reference(&parts)
         })
@@ -382,6 +385,46 @@ fn float32_row_sums_fall_back_to_float64_where_float32_fails() {
         assert!(sum(v.clone()).is_nan());
         v[40] = f32::NAN;
         assert!(sum(v.clone()).is_nan() && sq(v).is_nan());
+    }
+    vmath::set_level(restore);
+}
+
+/// Float32 column sums whose float32 block sums would go wrong add that block in float64
+/// instead: a block that overflows float32 (in a vector's lane and in the columns left
+/// over after the vectors), inf and NaN; the other columns of the block keep their
+/// float32 sums.
+#[test]
+fn float32_column_sums_fall_back_to_float64_where_float32_fails() {
+    use crate::backend::cpu::vmath;
+    let restore = vmath::level();
+    // 40 rows (two full blocks of 16 and one of 8) of 83 columns: 5 vectors of 16, 10
+    // of 8, and a tail of 3
+    let (r, c) = (40usize, 83usize);
+    let l = Layout::contiguous(&[r, c]);
+    for level in vmath::supported() {
+        vmath::set_level(level);
+        let mut v = vec![0.5f32; r * c];
+        for col in [7, 81] {
+            // the first block: zeros, and 3e38 + 3e38 overflows float32 (in float64
+            // the four cancel exactly; the halves of the other blocks follow)
+            for row in 0..16 {
+                v[row * c + col] = 0.0;
+            }
+            (v[c + col], v[2 * c + col]) = (3e38, 3e38);
+            (v[3 * c + col], v[4 * c + col]) = (-3e38, -3e38);
+        }
+        v[3 * c + 30] = f32::INFINITY;
+        (v[c + 50], v[2 * c + 50]) = (f32::INFINITY, f32::NEG_INFINITY);
+        v[33 * c + 60] = f32::NAN;
+        let got = f32s(reduce(ReduceOp::Sum, &Buffer::F32(v.into()), &l, &[0]));
+        for (j, &g) in got.iter().enumerate() {
+            match j {
+                7 | 81 => assert_eq!(g, 12.0, "column {j} at {level:?}"),
+                30 => assert_eq!(g, f32::INFINITY, "at {level:?}"),
+                50 | 60 => assert!(g.is_nan(), "column {j} at {level:?}"),
+                _ => assert_eq!(g, 20.0, "column {j} at {level:?}"),
+            }
+        }
     }
     vmath::set_level(restore);
 }
@@ -634,6 +677,45 @@ fn col_reference(xs: &[f64], id: f64, step: &dyn Fn(f64, f64) -> f64) -> f64 {
     tree(&parts, id, step)
 }
 
+/// The float32 column sum of `fold::cols_sum_f32`, written out plainly for one column
+/// `xs` (float32 values): blocks of `COL_BLOCK` rows combined as in [`col_reference`],
+/// each block from +0 in float64 adding the float32 sums of its runs of
+/// `F32_COL_ROWS` rows (from the run's first element), or a run's elements one by one
+/// where its float32 sum is not finite.
+fn col_sum_f32_reference(xs: &[f64]) -> f64 {
+    use super::fold::COL_BLOCK;
+    let xs: Vec<f32> = xs.iter().map(|&x| x as f32).collect();
+    let blocks: Vec<f64> = xs.chunks(COL_BLOCK).map(f32_col_block_reference).collect();
+    // (the blocks' tree: col_reference's over the block sums, which are its leaves)
+    col_reference_tree(&blocks)
+}
+
+/// One `COL_BLOCK` of a float32 column as `fold::cols_sum_f32` sums it (see
+/// [`col_sum_f32_reference`]).
+fn f32_col_block_reference(b: &[f32]) -> f64 {
+    use super::fold::F32_COL_ROWS;
+    b.chunks(F32_COL_ROWS).fold(0.0, |a, run| {
+        let s = run[1..].iter().fold(run[0], |s, &x| s + x);
+        if s.is_finite() {
+            a + f64::from(s)
+        } else {
+            run.iter().fold(a, |a, &x| a + f64::from(x))
+        }
+    })
+}
+
+/// `col_reference`'s tree over per-block results with `+`.
+fn col_reference_tree(parts: &[f64]) -> f64 {
+    match parts.len() {
+        0 => 0.0,
+        1 => parts[0],
+        n => {
+            let h = n.next_power_of_two() / 2;
+            col_reference_tree(&parts[..h]) + col_reference_tree(&parts[h..])
+        }
+    }
+}
+
 /// The max/min step of the generic folds: `x` if it beats `a` or is NaN, else `a`.
 fn ext_step(max: bool) -> impl Fn(f64, f64) -> f64 {
     move |a, x| {
@@ -737,11 +819,16 @@ fn column_folds_give_the_reference_bits_at_every_level() {
                                 let (g, j) = (o / c, o % c);
                                 let col: Vec<f64> =
                                     (0..r).map(|i| vals[g * r * c + i * c + j]).collect();
-                                let x = match op {
-                                    ReduceOp::Sum => col_reference(&col, 0.0, &|a, x| a + x),
-                                    ReduceOp::Mean => {
-                                        col_reference(&col, 0.0, &|a, x| a + x) / r as f64
+                                let sum = || {
+                                    if f32_ {
+                                        col_sum_f32_reference(&col)
+                                    } else {
+                                        col_reference(&col, 0.0, &|a, x| a + x)
                                     }
+                                };
+                                let x = match op {
+                                    ReduceOp::Sum => sum(),
+                                    ReduceOp::Mean => sum() / r as f64,
                                     ReduceOp::Prod => col_reference(&col, 1.0, &|a, x| a * x),
                                     ReduceOp::Max => {
                                         col_reference(&col, f64::NEG_INFINITY, &ext_step(true))
