@@ -229,3 +229,37 @@ def test_accumulate_grad_steals_a_sole_fresh_gradient_and_copies_a_shared_one():
     (c * 2).backward(rgrad.ones(4))
     assert c.grad.data_ptr() != kept[0].data_ptr()
     assert c.grad.tolist() == kept[0].tolist()
+
+
+def test_accumulate_grad_steals_views_whose_bases_nothing_else_holds():
+    # the linear layer's weight gradient is a view of its product and the bias gradient a
+    # view of a keepdim sum: torch steals both (no copy of a weight-sized buffer per step);
+    # rgrad counted the base's hold on the storage as another owner and copied them
+    F = rgrad.nn.functional
+    x = rgrad.randn(4, 8)
+    w = rgrad.randn(16, 8, requires_grad=True)
+    b = rgrad.randn(16, requires_grad=True)
+    seen = {}
+    w.register_hook(lambda g: seen.__setitem__("w", g.data_ptr()))
+    b.register_hook(lambda g: seen.__setitem__("b", g.data_ptr()))
+    rgrad.relu(F.linear(x, w, b)).sum().backward()
+    assert w.grad.data_ptr() == seen["w"]
+    assert b.grad.data_ptr() == seen["b"]
+    assert w.grad._base is None and b.grad._base is None
+    # a view whose base someone else holds is copied: changing the base leaves .grad alone
+    kept = rgrad.ones(2, 4)
+
+    class ViewOfKept(rgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return kept.view(8)
+
+    c = rgrad.randn(8, requires_grad=True)
+    ViewOfKept.apply(c).sum().backward()
+    assert c.grad.data_ptr() != kept.data_ptr()
+    kept.add_(1.0)
+    assert c.grad.tolist() == [1.0] * 8

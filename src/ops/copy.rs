@@ -132,6 +132,37 @@ fn clone_as(x: &Tensor, keep_format: bool) -> Result<Tensor> {
     )
 }
 
+/// Whether `g` is the only way to its memory: nothing else holds `g`, and its storage's
+/// other holders are only the bases `g` keeps as a view (a view of a view: each in turn),
+/// which nothing else holds. (Storage alone was not enough: the linear layer's weight
+/// gradient is a view of its product, the bias gradient a view of a keepdim sum, and both
+/// were copied where torch steals them.)
+fn sole_owner(g: &Tensor) -> bool {
+    use std::sync::Arc;
+    if Arc::strong_count(&g.0) != 1 {
+        return false;
+    }
+    let (storage, mut base) = {
+        let l = g.lock();
+        (l.storage.clone(), l.base().cloned())
+    };
+    // holders accounted for: `g`, and the clone just taken
+    let mut holders = 2;
+    while let Some(b) = base {
+        // (the view's reference, and `b` here)
+        if Arc::strong_count(&b.0) != 2 {
+            return false;
+        }
+        let l = b.lock();
+        if !Arc::ptr_eq(&l.storage, &storage) {
+            return false;
+        }
+        holders += 1;
+        base = l.base().cloned();
+    }
+    Arc::strong_count(&storage) == holders
+}
+
 /// A detached gradient for `var`'s `.grad`, in torch's "gradient layout contract": with
 /// `var`'s strides if `var` is dense (row-major otherwise). `g` itself is reused when it is
 /// the sole owner of its storage and already laid out so (torch's AccumulateGrad "steals"
@@ -145,9 +176,7 @@ pub fn clone_detached_if_shared(g: Tensor, var: &Layout) -> Result<Tensor> {
     } else {
         gl.is_contiguous()
     };
-    let sole = std::sync::Arc::strong_count(&g.0) == 1
-        && std::sync::Arc::strong_count(&g.lock().storage) == 1;
-    if sole && laid_out && gl.offset == 0 && g.storage().len() == g.numel() {
+    if sole_owner(&g) && laid_out && gl.offset == 0 && g.storage().len() == g.numel() {
         g.detach_();
         return Ok(g);
     }

@@ -749,6 +749,11 @@ impl Task {
         };
         self.release_batched(local);
         self.check_count(local, &outs)?;
+        // The incoming gradients and saved tensors go before the outputs move on: a leaf
+        // may accumulate inside `send`, and steals its gradient only if nothing else holds
+        // it, its storage or a base it views (a view's input, here, would).
+        drop(grads);
+        drop(saved);
         for (i, (t, g)) in st.targets().zip(outs).enumerate() {
             if let Some(t) = t {
                 self.send(t, ((local as u64 + 1) << 16) | i as u64, g, ready)?;
@@ -848,6 +853,7 @@ impl Task {
                 outs = new.into_iter().collect();
             }
         }
+        drop(grads); // (as in `run_node_in_mode`)
         for (i, (t, g)) in st.targets().zip(outs).enumerate() {
             if let Some(t) = t {
                 self.send(t, ((local as u64 + 1) << 16) | i as u64, g, ready)?;
