@@ -235,6 +235,7 @@ unsafe fn copy_row<T: Copy>(d: *mut T, ds: usize, s: *const T, ss: usize, len: u
                 super::wide::wide(|| std::slice::from_raw_parts_mut(d, len).fill(v))
             }
             (1, 0) => std::slice::from_raw_parts_mut(d, len).fill(*s),
+            (1, 2) if len >= 16 && registers::available::<T>() => registers::every_other(d, s, len),
             (1, _) => {
                 for j in 0..len {
                     *d.add(j) = *s.add(j * ss);
@@ -428,9 +429,91 @@ mod registers {
         }
     }
 
+    /// d[j] = s[2 j] for j < `len` (a row of `x[..., ::2]`): two vectors of the source
+    /// per vector of the destination, their even elements picked by shuffles, where the
+    /// element loop took about 2 cycles an element (2048² float32 `x[::2, ::2]`, one
+    /// thread: 1.5x torch's time).
+    ///
+    /// # Safety
+    /// [`available`] must have said yes for `T`; `d` valid for `len` elements, `s` for
+    /// `2 len - 1`, not overlapping.
+    #[inline]
+    pub(super) unsafe fn every_other<T>(d: *mut T, s: *const T, len: usize) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller's guarantees; AVX2 is present (`available`).
+        unsafe {
+            if std::mem::size_of::<T>() == 4 {
+                x86::every_other_32(d.cast(), s.cast(), len)
+            } else {
+                x86::every_other_64(d.cast(), s.cast(), len)
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (d, s, len);
+            unreachable!("registers::available is false off x86-64");
+        }
+    }
+
     #[cfg(target_arch = "x86_64")]
     mod x86 {
         use std::arch::x86_64::*;
+
+        /// [`every_other`](super::every_other) for 4-byte elements.
+        ///
+        /// # Safety
+        /// AVX2; `d` valid for `len` elements, `s` for `2 len - 1`.
+        #[target_feature(enable = "avx2")]
+        pub(super) unsafe fn every_other_32(d: *mut f32, s: *const f32, len: usize) {
+            // SAFETY: the caller's guarantee: a vector at j reads source elements up
+            // to 2 j + 15, which is at most 2 len - 2, the last one named, while j + 8
+            // < len (the odd element after the last even one may lie past the buffer);
+            // the rest element by element.
+            unsafe {
+                let mut j = 0;
+                while j + 8 < len {
+                    let a = _mm256_loadu_ps(s.add(2 * j));
+                    let b = _mm256_loadu_ps(s.add(2 * j + 8));
+                    // even elements of each 128-bit lane: a0 a2 b0 b2 | a4 a6 b4 b6
+                    let e = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
+                    // in order: a0 a2 a4 a6 b0 b2 b4 b6
+                    let o = _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(
+                        _mm256_castps_pd(e),
+                    ));
+                    _mm256_storeu_ps(d.add(j), o);
+                    j += 8;
+                }
+                for j in j..len {
+                    *d.add(j) = *s.add(2 * j);
+                }
+            }
+        }
+
+        /// [`every_other`](super::every_other) for 8-byte elements.
+        ///
+        /// # Safety
+        /// AVX2; `d` valid for `len` elements, `s` for `2 len - 1`.
+        #[target_feature(enable = "avx2")]
+        pub(super) unsafe fn every_other_64(d: *mut f64, s: *const f64, len: usize) {
+            // SAFETY: as in `every_other_32`, four elements a vector (reads up to
+            // 2 j + 7 <= 2 len - 2 while j + 4 < len).
+            unsafe {
+                let mut j = 0;
+                while j + 4 < len {
+                    let a = _mm256_loadu_pd(s.add(2 * j));
+                    let b = _mm256_loadu_pd(s.add(2 * j + 4));
+                    // a0 b0 | a2 b2
+                    let e = _mm256_unpacklo_pd(a, b);
+                    // a0 a2 b0 b2
+                    let o = _mm256_permute4x64_pd::<0b11_01_10_00>(e);
+                    _mm256_storeu_pd(d.add(j), o);
+                    j += 4;
+                }
+                for j in j..len {
+                    *d.add(j) = *s.add(2 * j);
+                }
+            }
+        }
 
         /// d[k * ds + m] = s[m * ss + k] for k, m < 8 (4-byte elements): row k of the
         /// output is column k of the eight source rows `s + m * ss`.
