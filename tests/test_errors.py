@@ -557,3 +557,32 @@ def test_errors_leave_grad_mode_and_state_usable():
     (x * x).sum().backward()
     # d/dx sum(x^2) = 2x
     assert x.grad.tolist() == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("bad", [-1, 4096, -5000])
+@pytest.mark.parametrize("where", [0, 70_000, 262_143])
+def test_gather_along_rows_checks_its_indices_in_the_kernel(bad, where):
+    # along the rows of a contiguous input the kernel checks the indices in its own pass
+    # (parallel chunks from 64K elements); one bad index anywhere is torch's error, and
+    # nothing half-written comes back
+    x = rgrad.arange(64 * 4096, dtype=rgrad.float32).reshape(64, 4096)
+    idx = rgrad.randint(0, 4096, (64, 4096))
+    flat = idx.view(-1)
+    flat[where] = bad
+    with pytest.raises(RuntimeError, match=rf"^index {bad} is out of bounds for dimension 1 with size 4096$"):
+        x.gather(1, idx)
+    flat[where] = 7
+    assert x.gather(1, idx).view(-1)[where].item() == (where // 4096) * 4096 + 7
+
+
+def test_gather_reports_the_first_bad_index_in_row_major_order():
+    x = rgrad.zeros(8, 300)
+    idx = rgrad.zeros(8, 300, dtype=rgrad.int64)
+    idx[5, 3] = 400
+    idx[2, 9] = -2
+    idx[7, 0] = 300
+    with pytest.raises(RuntimeError, match=r"^index -2 is out of bounds for dimension 1 with size 300$"):
+        x.gather(1, idx)
+    # along dim 0 (the index checked before the kernel): the same rule
+    with pytest.raises(RuntimeError, match=r"^index -2 is out of bounds for dimension 0 with size 8$"):
+        x.gather(0, idx)

@@ -4,7 +4,7 @@
 //! algorithm), and topk's tie order. They work on host buffers: a device buffer is
 //! copied down first ([`read`]).
 
-pub use super::cpu::index::{index_values, nonzero};
+pub use super::cpu::index::{index_list, index_values, nonzero};
 
 /// `buf` in host memory: itself, or a device buffer's copy (which waits for its stream).
 /// Refused while a step is recorded (`replay`): values read on the host plan work that a

@@ -255,6 +255,10 @@ backend_kernels! {
     /// `None` where the kernel does not apply (the op gathers, multiplies, negates).
     fn nll_losses(x: &Buffer, lx: &Layout, idx: &Buffer, w: &Buffer) -> Option<Buffer> => cpu::nn::nll_losses, on x, idx, w;
     fn gather(x: &Buffer, lx: &Layout, dim: usize, index: &[i64], index_shape: &[usize]) -> Buffer => cpu::index::gather, on x;
+    /// `gather` with index values the op layer has not checked, checked in the kernel's
+    /// own pass; `None` where one is out of range or the backend does not check its own
+    /// (the op layer then checks, for its error, and calls `gather`).
+    fn gather_checking(x: &Buffer, lx: &Layout, dim: usize, index: &[i64], index_shape: &[usize]) -> Option<Buffer> => cpu::index::gather_checking, on x;
     fn scatter_add(shape: &[usize], dim: usize, index: &[i64], index_shape: &[usize], src: &Buffer, ls: &Layout) -> Buffer => cpu::index::scatter_add, on src;
     fn index_select(x: &Buffer, lx: &Layout, dim: usize, index: &[i64]) -> Buffer => cpu::index::index_select, on x;
     fn index_add(shape: &[usize], dim: usize, index: &[i64], src: &Buffer, ls: &Layout) -> Buffer => cpu::index::index_add, on src;

@@ -83,7 +83,13 @@ fn values_of<'a>(
     let Buffer::I64(v) = buf else {
         return Err(Error::Internal("index buffer is not int64".into()));
     };
-    host::index_values(v, layout, size, rule == IndexRule::Wrap).map_err(|i| {
+    host::index_values(v, layout, size, rule == IndexRule::Wrap)
+        .map_err(|i| out_of_range(i, dim, size, rule))
+}
+
+/// The error for index value `i` out of range for `size` along `dim`, by `rule`.
+fn out_of_range(i: i64, dim: usize, size: usize, rule: IndexRule) -> Error {
+    {
         let bounds = format!("index {i} is out of bounds for dimension {dim} with size {size}");
         match rule {
             IndexRule::Wrap => Error::index(bounds),
@@ -93,7 +99,7 @@ fn values_of<'a>(
                 "INDICES element is out of DATA bounds, id={i} axis_dim={size}"
             )),
         }
-    })
+    }
 }
 
 /// `torch.gather(x, dim, index)`.
@@ -136,29 +142,66 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     }
     let size = s.layout.shape.get(d).copied().unwrap_or(1);
     let shape = s.layout.shape.clone();
-    // (the index read in place where it can be: its storage's read lock is held through
-    // the kernel, beside x's)
-    with_index_values(index, size, d, IndexRule::Gather, |idx| {
-        let idx = &*idx;
-        apply(
-            "aten::gather",
-            &[x],
-            || {
-                Ok(new_tensor(
-                    k::gather(&s.storage.read(), &s.layout, d, idx, &ishape)?,
-                    &ishape,
-                ))
-            },
-            |_| {
-                let mut sv = Saver::default();
-                sv.input_if(true, index);
-                // torch's formula takes self (for its sizes): saved, so that modifying x
-                // in place before backward is reported as torch reports it
-                sv.input_if(true, x);
-                (GatherBackward0 { shape, dim: d }, sv.list)
-            },
-        )
-    })
+    if index.dtype() != DType::I64 || crate::replay::active() {
+        // (the dtype's error; a recorded step plans its index on every replay)
+        return with_index_values(index, size, d, IndexRule::Gather, |idx| {
+            gather_node(x, index, &s, d, &idx, &ishape, shape, false)
+        });
+    }
+    // The index read in place where it can be (its storage's read lock is held through
+    // the kernel, beside x's) and checked by the kernel in its own pass where the backend
+    // can: otherwise (or for the error) checked here first.
+    let si = index.snapshot();
+    let r = si.storage.read();
+    let h = host::read_planned(&r)?;
+    let Buffer::I64(v) = &*h else {
+        return Err(Error::Internal("index buffer is not int64".into()));
+    };
+    let list = host::index_list(v, &si.layout);
+    gather_node(x, index, &s, d, &list, &ishape, shape, true)
+}
+
+/// The gather kernel and its node: `idx` already checked against x's size along `d`,
+/// or, with `unchecked`, checked by the kernel where the backend can and here otherwise.
+#[allow(clippy::too_many_arguments)]
+fn gather_node(
+    x: &Tensor,
+    index: &Tensor,
+    s: &crate::tensor::Snapshot,
+    d: usize,
+    idx: &[i64],
+    ishape: &[usize],
+    shape: Shape,
+    unchecked: bool,
+) -> Result<Tensor> {
+    apply(
+        "aten::gather",
+        &[x],
+        || {
+            let xb = s.storage.read();
+            if unchecked {
+                if let Some(out) = k::gather_checking(&xb, &s.layout, d, idx, ishape)? {
+                    return Ok(new_tensor(out, ishape));
+                }
+                let size = s.layout.shape.get(d).copied().unwrap_or(1);
+                let layout = Layout::contiguous(&[idx.len()]);
+                host::index_values(idx, &layout, size, false)
+                    .map_err(|i| out_of_range(i, d, size, IndexRule::Gather))?;
+            }
+            Ok(new_tensor(
+                k::gather(&xb, &s.layout, d, idx, ishape)?,
+                ishape,
+            ))
+        },
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, index);
+            // torch's formula takes self (for its sizes): saved, so that modifying x
+            // in place before backward is reported as torch reports it
+            sv.input_if(true, x);
+            (GatherBackward0 { shape, dim: d }, sv.list)
+        },
+    )
 }
 
 #[derive(Clone)]

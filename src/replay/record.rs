@@ -444,6 +444,17 @@ impl Backend for Rec {
         })?;
         Ok(out)
     }
+    fn gather_checking(
+        &self,
+        _: &Buffer,
+        _: &Layout,
+        _: usize,
+        _: &[i64],
+        _: &[usize],
+    ) -> Result<Option<Buffer>> {
+        // (a recorded step checks its index plan on every replay, then gathers: `gather`)
+        Ok(None)
+    }
     fn scatter_add(
         &self,
         shape: &[usize],

@@ -52,6 +52,12 @@ pub fn index_values<'a>(
     Ok(std::borrow::Cow::Owned(out))
 }
 
+/// An int64 index's values (`v` over `layout`, row-major), unchecked: borrowed where the
+/// index is contiguous (for kernels that check them in their own pass).
+pub fn index_list<'a>(v: &'a [i64], layout: &Layout) -> std::borrow::Cow<'a, [i64]> {
+    contiguous(v, layout)
+}
+
 /// The largest of `v` read as unsigned (0 when empty), split across the pool for long
 /// indices (the check is a pass of its own before the kernel: 4M indices, 32 MB, took
 /// 2 ms on one thread while the gather it guards ran on two; a maximum is the same
@@ -249,6 +255,103 @@ fn prefetch_lines<T>(s: &[T]) {
     let _ = s;
 }
 
+/// Whether a gather takes [`gather_rows`]: along the last dim of a contiguous input, the
+/// index of the same outer shape and non-empty.
+fn along_rows(layout: &Layout, dim: usize, index_shape: &[usize]) -> bool {
+    let last = layout.ndim().saturating_sub(1);
+    dim == last
+        && layout.is_contiguous()
+        && index_shape.len() == layout.ndim()
+        && index_shape[..last] == layout.shape[..last]
+        && index_shape[last] > 0
+}
+
+/// A gather along the rows of a contiguous input (a loss picking each row's targets, a
+/// permutation of each row): output element k reads row k / kc at its index, in
+/// parallel chunks of the output. With `CHECK`, the indices are checked here, in the
+/// same pass (`None` if one is out of range); without, they were checked before (an
+/// index out of range still panics on the row's bounds, never reads outside it).
+fn gather_rows<T: Element, const CHECK: bool>(
+    data: &[T],
+    layout: &Layout,
+    index: &[i64],
+    index_shape: &[usize],
+) -> Option<Vec<T>> {
+    let last = layout.ndim() - 1;
+    let (cols, kc, off) = (layout.shape[last], index_shape[last], layout.offset);
+    // With about one read per cache line of a row or more (a permutation of each row),
+    // the reads hit the row's lines in random order, which the hardware prefetchers
+    // cannot follow: each row's lines are asked for ahead, the next row's while this one
+    // is read (2048 x 2048 float32 with 2048 indices a row, one thread: 8.1 to 7.2 ms,
+    // the index check's 2 ms included).
+    let ahead = kc * 16 >= cols && cols * std::mem::size_of::<T>() >= 1024;
+    let bad = std::sync::atomic::AtomicBool::new(false);
+    let out = super::elementwise::fill_chunks(index.len(), |start, out| {
+        // a row's piece at a time: the row's slice bounds each read (one division per
+        // chunk, not per row: with one index a row, nll_loss's case, a division per
+        // element was most of the kernel)
+        let (mut k, mut r, mut c0) = (start, start / kc, start % kc);
+        let mut rest = out;
+        let mut out_of_range = false;
+        if ahead {
+            prefetch_lines(&data[off + r * cols..off + (r + 1) * cols]);
+        }
+        while !rest.is_empty() {
+            let len = (kc - c0).min(rest.len());
+            let row = &data[off + r * cols..off + (r + 1) * cols];
+            if ahead
+                && len < rest.len()
+                && let Some(next) = data.get(off + (r + 1) * cols..off + (r + 2) * cols)
+            {
+                prefetch_lines(next);
+            }
+            let (head, tail) = rest.split_at_mut(len);
+            for (o, &j) in head.iter_mut().zip(&index[k..k + len]) {
+                if CHECK {
+                    // (a negative index is huge as unsigned: out of range too)
+                    o.write(match row.get(j as usize) {
+                        Some(&v) => v,
+                        None => {
+                            out_of_range = true;
+                            T::from_f64(0.0)
+                        }
+                    });
+                } else {
+                    o.write(row[j as usize]);
+                }
+            }
+            rest = tail;
+            k += len;
+            r += 1;
+            c0 = 0;
+        }
+        if out_of_range {
+            bad.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    (!bad.into_inner()).then_some(out)
+}
+
+/// [`gather`] with index values not yet checked against the input's size along `dim`,
+/// checked in the kernel's own pass where it can (along rows: the separate check read
+/// all the indices once more, 32 MB at 4M, about a fifth of the op). `None` where an
+/// index is out of range or the kernel does not check its own: the op layer checks (for
+/// its error) and calls [`gather`].
+pub fn gather_checking(
+    buf: &Buffer,
+    layout: &Layout,
+    dim: usize,
+    index: &[i64],
+    index_shape: &[usize],
+) -> Option<Buffer> {
+    if index.is_empty() || !along_rows(layout, dim, index_shape) {
+        return None;
+    }
+    with_dtype!(buf.dtype(), T => {
+        gather_rows::<T, true>(T::slice(buf), layout, index, index_shape).map(T::into_buffer)
+    })
+}
+
 pub fn gather(
     buf: &Buffer,
     layout: &Layout,
@@ -264,50 +367,10 @@ pub fn gather(
             return T::into_buffer(out);
         }
         let last = layout.ndim().saturating_sub(1);
-        if dim == last
-            && layout.is_contiguous()
-            && index_shape.len() == layout.ndim()
-            && index_shape[..last] == layout.shape[..last]
-            && index_shape[last] > 0
+        if along_rows(layout, dim, index_shape)
+            && let Some(out) = gather_rows::<T, false>(data, layout, index, index_shape)
         {
-            // a contiguous input, along its rows (a loss picking each row's targets, a
-            // permutation of each row): output element k reads row k / kc at its
-            // index, in parallel chunks of the output
-            let (cols, kc, off) = (layout.shape[last], index_shape[last], layout.offset);
-            // With about one read per cache line of a row or more (a permutation of each
-            // row), the reads hit the row's lines in random order, which the hardware
-            // prefetchers cannot follow: each row's lines are asked for ahead, the next
-            // row's while this one is read (2048 x 2048 float32 with 2048 indices a row,
-            // one thread: 8.1 to 7.2 ms, the index check's 2 ms included).
-            let ahead = kc * 16 >= cols && cols * std::mem::size_of::<T>() >= 1024;
-            return T::into_buffer(super::elementwise::fill_chunks(index.len(), |start, out| {
-                // a row's piece at a time: the row's slice bounds each read (one
-                // division per chunk, not per row: with one index a row, nll_loss's
-                // case, a division per element was most of the kernel)
-                let (mut k, mut r, mut c0) = (start, start / kc, start % kc);
-                let mut rest = out;
-                if ahead {
-                    prefetch_lines(&data[off + r * cols..off + (r + 1) * cols]);
-                }
-                while !rest.is_empty() {
-                    let len = (kc - c0).min(rest.len());
-                    let row = &data[off + r * cols..off + (r + 1) * cols];
-                    if ahead
-                        && len < rest.len()
-                        && let Some(next) = data.get(off + (r + 1) * cols..off + (r + 2) * cols)
-                    {
-                        prefetch_lines(next);
-                    }
-                    let (head, tail) = rest.split_at_mut(len);
-                    for (o, &j) in head.iter_mut().zip(&index[k..k + len]) {
-                        o.write(row[j as usize]);
-                    }
-                    rest = tail;
-                    k += len;
-                    r += 1;
-                    c0 = 0;
-                }
-            }));
+            return T::into_buffer(out);
         }
         if dim == last && layout.strides.get(last) == Some(&1) && index_shape.len() == layout.ndim() {
             // along contiguous rows (a loss picking each row's target): a row at a time

@@ -715,6 +715,17 @@ impl Backend for Cuda {
         self.fallback();
         self.up(cpu::index::gather(&host(x)?, lx, dim, index, index_shape))
     }
+    fn gather_checking(
+        &self,
+        _: &Buffer,
+        _: &Layout,
+        _: usize,
+        _: &[i64],
+        _: &[usize],
+    ) -> Result<Option<Buffer>> {
+        // (the op layer checks the indices on the host, then `gather`)
+        Ok(None)
+    }
     fn scatter_add(
         &self,
         shape: &[usize],
