@@ -586,3 +586,14 @@ def test_gather_reports_the_first_bad_index_in_row_major_order():
     # along dim 0 (the index checked before the kernel): the same rule
     with pytest.raises(RuntimeError, match=r"^index -2 is out of bounds for dimension 0 with size 8$"):
         x.gather(0, idx)
+
+
+def test_gather_along_rows_of_no_columns_is_an_index_error_not_a_panic():
+    # (fuzz seed 9505: rows of size 0 at a storage offset past the end of an empty
+    # storage, and an empty slice of a longer one, reached the row kernel unchecked)
+    x = rgrad.tensor([], dtype=rgrad.float32).reshape(4, 0)[-1:5]
+    with pytest.raises(RuntimeError, match=r"^index 0 is out of bounds for dimension 1 with size 0$"):
+        x.gather(1, rgrad.tensor([[0, 0, 0]]))
+    y = rgrad.arange(8, dtype=rgrad.float32).reshape(2, 4)[::2][1:-1:3, -1, ...]
+    with pytest.raises(RuntimeError, match=r"^index 0 is out of bounds for dimension 0 with size 0$"):
+        y.gather(0, rgrad.tensor([0, 0]))

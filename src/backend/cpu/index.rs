@@ -344,7 +344,9 @@ pub fn gather_checking(
     index: &[i64],
     index_shape: &[usize],
 ) -> Option<Buffer> {
-    if index.is_empty() || !along_rows(layout, dim, index_shape) {
+    // (no element along `dim`: every index is out of range, and the rows may start past
+    // the buffer's end)
+    if index.is_empty() || !along_rows(layout, dim, index_shape) || layout.shape[dim] == 0 {
         return None;
     }
     with_dtype!(buf.dtype(), T => {
