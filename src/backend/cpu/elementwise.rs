@@ -900,10 +900,45 @@ mod to_i64 {
         body(src, out)
     }
 
+    /// AVX2 has no float-to-int64 conversion: four lanes at a time in float64, truncated
+    /// (`vroundpd`) and read from the low bits after adding 1.5 * 2^52, exact where |x| <
+    /// 2^51; a group of four with a lane beyond (or NaN) goes element by element. The
+    /// element loop it replaces converted one scalar at a time (256x256 float32 `to(int64)`
+    /// at the AVX2 level 36.7 µs, 4x the AVX-512 build's 9.0; AMD EPYC Zen 4).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     fn mid<S: Src>(src: &[S], out: &mut [MaybeUninit<i64>]) {
-        body(src, out)
+        use std::arch::x86_64::*;
+        let n = src.len().min(out.len());
+        let mut j = 0;
+        let magic = _mm256_set1_pd(6_755_399_441_055_744.0);
+        let limit = _mm256_set1_pd(2_251_799_813_685_248.0); // 2^51
+        let abs = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
+        while j + 4 <= n {
+            // SAFETY: elements j..j + 4 of both slices exist (j + 4 <= n); `S` is f32 or
+            // f64 (the trait's two types), read as its size says.
+            unsafe {
+                let p = src.as_ptr().add(j);
+                let x = if std::mem::size_of::<S>() == 4 {
+                    _mm256_cvtps_pd(_mm_loadu_ps(p.cast::<f32>()))
+                } else {
+                    _mm256_loadu_pd(p.cast::<f64>())
+                };
+                let small = _mm256_cmp_pd::<_CMP_LT_OQ>(_mm256_and_pd(x, abs), limit);
+                if _mm256_movemask_pd(small) == 0xF {
+                    let t = _mm256_round_pd::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(x);
+                    let i = _mm256_sub_epi64(
+                        _mm256_castpd_si256(_mm256_add_pd(t, magic)),
+                        _mm256_castpd_si256(magic),
+                    );
+                    _mm256_storeu_si256(out.as_mut_ptr().add(j).cast::<__m256i>(), i);
+                } else {
+                    body(&src[j..j + 4], &mut out[j..j + 4]);
+                }
+            }
+            j += 4;
+        }
+        body(&src[j..n], &mut out[j..n]);
     }
 
     /// One chunk at `level` (capped by what the CPU has).
@@ -1156,6 +1191,20 @@ mod tests {
             f64::MIN_POSITIVE,
         ];
         xs.extend((0..3000).map(|i| (i as f64 - 1500.0) * 1.37e15));
+        // around the AVX2 build's 2^51 (exact below it, element by element from it) and
+        // small fractions, in groups of four and alone
+        let p51 = 2_251_799_813_685_248.0f64;
+        for x in [
+            p51 - 1.5,
+            p51 - 0.5,
+            p51,
+            p51 + 1.0,
+            2.0 * p51 - 1.0,
+            2.0 * p51,
+        ] {
+            xs.extend([x, -x, 0.25, -0.75]);
+        }
+        xs.extend((0..3001).map(|i| (i as f64 - 1500.0) * 0.37));
         for level in super::super::vmath::supported() {
             let n = xs.len();
             let mut out = vec![std::mem::MaybeUninit::uninit(); n];
