@@ -489,10 +489,14 @@ macro_rules! arith_op_table {
                 inplace: div_,
                 numbers: (none, wrapped),
                 // div(a, b, rounding_mode="floor"): piecewise constant, a zero gradient;
-                // torch's formulas (div_tensor_self_backward / _other_backward) name b
-                // and a, so the node saves them (and reports them modified in place)
+                // torch's formulas name what they read (div_tensor_self_backward: b;
+                // div_tensor_other_backward: a and b), so the node saves them and reports
+                // them modified in place (b needing a gradient, then changed: an error)
                 da: |g, b| g.zeros_naming(b),
-                db: |g, a| g.zeros_naming(a),
+                db: |g, a, b| {
+                    b.tensor()?;
+                    g.zeros_naming(a)
+                },
             }
             div_trunc DivTrunc "DivBackward2" {
                 kernel: TruncDiv,
@@ -501,7 +505,10 @@ macro_rules! arith_op_table {
                 numbers: (none, wrapped),
                 // div(a, b, rounding_mode="trunc"), as div_floor
                 da: |g, b| g.zeros_naming(b),
-                db: |g, a| g.zeros_naming(a),
+                db: |g, a, b| {
+                    b.tensor()?;
+                    g.zeros_naming(a)
+                },
             }
             floor_divide FloorDivide "NotImplemented" {
                 kernel: FloorDiv,
