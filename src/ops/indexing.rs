@@ -89,16 +89,14 @@ fn values_of<'a>(
 
 /// The error for index value `i` out of range for `size` along `dim`, by `rule`.
 fn out_of_range(i: i64, dim: usize, size: usize, rule: IndexRule) -> Error {
-    {
-        let bounds = format!("index {i} is out of bounds for dimension {dim} with size {size}");
-        match rule {
-            IndexRule::Wrap => Error::index(bounds),
-            IndexRule::Gather => Error::runtime(bounds),
-            IndexRule::Select => Error::index("index out of range in self"),
-            IndexRule::SelectDim1 => Error::runtime(format!(
-                "INDICES element is out of DATA bounds, id={i} axis_dim={size}"
-            )),
-        }
+    let bounds = format!("index {i} is out of bounds for dimension {dim} with size {size}");
+    match rule {
+        IndexRule::Wrap => Error::index(bounds),
+        IndexRule::Gather => Error::runtime(bounds),
+        IndexRule::Select => Error::index("index out of range in self"),
+        IndexRule::SelectDim1 => Error::runtime(format!(
+            "INDICES element is out of DATA bounds, id={i} axis_dim={size}"
+        )),
     }
 }
 

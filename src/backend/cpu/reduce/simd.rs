@@ -447,14 +447,9 @@ pub(super) fn cols_f64<T: Element, const MUL: bool>(
     rows: usize,
     acc: &mut [f64],
 ) -> bool {
-    let w = acc.len();
-    if rows == 0 || w == 0 {
+    if nothing_to_fold(x.len(), s0, rs, rows, acc.len()) {
         return true;
     }
-    assert!(
-        s0 + (rows - 1) * rs + w <= x.len(),
-        "the columns lie in the input"
-    );
     // SAFETY (each call): as in `extreme`; the reads are in bounds (checked above).
     unsafe {
         match (level_in_use(), as_f32(x), as_f64(x)) {
@@ -468,19 +463,29 @@ pub(super) fn cols_f64<T: Element, const MUL: bool>(
     true
 }
 
+/// Whether a column fold of `rows` rows of `w` columns (element `(r, c)` at `s0 + r * rs +
+/// c` of `len` elements) has nothing to do; panics if the columns leave the input (the
+/// column kernels read through raw pointers).
+#[inline(always)]
+fn nothing_to_fold(len: usize, s0: usize, rs: usize, rows: usize, w: usize) -> bool {
+    if rows == 0 || w == 0 {
+        return true;
+    }
+    assert!(
+        s0 + (rows - 1) * rs + w <= len,
+        "the columns lie in the input"
+    );
+    false
+}
+
 /// [`fold::cols_sum_f32`](super::fold::cols_sum_f32) by the intrinsics of the level in
 /// use (its bits: the same float32 block sums, the same float64 adds); `false` at the
 /// baseline level.
 #[inline(always)]
 pub(super) fn cols_sum_f32(x: &[f32], s0: usize, rs: usize, rows: usize, acc: &mut [f64]) -> bool {
-    let w = acc.len();
-    if rows == 0 || w == 0 {
+    if nothing_to_fold(x.len(), s0, rs, rows, acc.len()) {
         return true;
     }
-    assert!(
-        s0 + (rows - 1) * rs + w <= x.len(),
-        "the columns lie in the input"
-    );
     let x = &x[s0..];
     // SAFETY (each call): the level is never above what the CPU runs; the reads are in
     // bounds (checked above).
@@ -632,14 +637,9 @@ pub(super) fn cols_extreme<T: Element, const MAX: bool>(
     rows: usize,
     acc: &mut [T],
 ) -> bool {
-    let w = acc.len();
-    if rows == 0 || w == 0 {
+    if nothing_to_fold(x.len(), s0, rs, rows, acc.len()) {
         return true;
     }
-    assert!(
-        s0 + (rows - 1) * rs + w <= x.len(),
-        "the columns lie in the input"
-    );
     // SAFETY (each call): as in `extreme`; the reads are in bounds (checked above).
     unsafe {
         match (level_in_use(), as_f32(x), as_f64(x)) {
