@@ -61,6 +61,11 @@ pub(crate) const NVTX: u8 = 8;
 /// Some thread has saved-tensor hooks (`autograd::saved_hooks`): ops collect the nodes
 /// they make, whose saved tensors are packed when the op ends.
 pub(crate) const SAVED_HOOKS: u8 = 16;
+/// Some thread has node-creation hooks (`autograd::node_hooks`): ops collect the nodes
+/// they make, whose hooks run when the op ends.
+pub(crate) const NODE_HOOKS: u8 = 32;
+/// The bits under which an op runs in an op scope (`saved_hooks::scope`).
+pub(crate) const SCOPED: u8 = SAVED_HOOKS | NODE_HOOKS;
 
 static OBSERVED: AtomicU8 = AtomicU8::new(0);
 static HOOK_SLOT: RwLock<Option<Arc<dyn Hook>>> = RwLock::new(None);
@@ -151,7 +156,7 @@ pub fn forward<R>(
     shapes: impl Fn() -> Vec<Box<[usize]>>,
     f: impl FnOnce() -> Result<R>,
 ) -> Result<R> {
-    match observed() & (HOOK | PROFILER | NVTX | SAVED_HOOKS) {
+    match observed() & (HOOK | PROFILER | NVTX | SCOPED) {
         0 => f(),
         bits => forward_observed(bits, name, shapes, f),
     }
@@ -164,11 +169,12 @@ fn forward_observed<R>(
     shapes: impl Fn() -> Vec<Box<[usize]>>,
     f: impl FnOnce() -> Result<R>,
 ) -> Result<R> {
-    if bits & SAVED_HOOKS == 0 {
+    if bits & SCOPED == 0 {
         return forward_watched(bits, name, shapes, f);
     }
-    // the nodes made by the op get their saved tensors packed when it ends
-    crate::autograd::saved_hooks::scope(|| match bits & !SAVED_HOOKS {
+    // the nodes made by the op get their saved tensors packed, and are shown to the
+    // node-creation hooks, when it ends
+    crate::autograd::saved_hooks::scope(|| match bits & !SCOPED {
         0 => f(),
         rest => forward_watched(rest, name, shapes, f),
     })

@@ -131,6 +131,9 @@ struct NodeExtra {
     node_hooks: NodeHooks,
     /// The binding's `Node.metadata` dict (kept for the node's life, as in torch).
     metadata: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// What the binding keeps alive while the node lives (the AccumulateGrad objects
+    /// of the leaves a node made under a node-creation hook is wired to).
+    keep: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl NodeData {
@@ -174,6 +177,22 @@ impl NodeData {
     }
     pub fn set_metadata(&mut self, m: Arc<dyn std::any::Any + Send + Sync>) {
         self.extra_mut().metadata = Some(m);
+    }
+    /// Keeps `k` alive as long as the node (see `NodeExtra::keep`).
+    pub fn set_keep(&mut self, k: Arc<dyn std::any::Any + Send + Sync>) {
+        self.extra_mut().keep = Some(k);
+    }
+    /// The leaves this node's edges reach (each once, in edge order).
+    pub fn leaf_edges(&self) -> SmallVec<[Tensor; 2]> {
+        let mut out: SmallVec<[Tensor; 2]> = SmallVec::new();
+        for e in self.next.iter().flatten() {
+            if let Edge::Leaf(t) = e
+                && !out.iter().any(|o| o.same(t))
+            {
+                out.push(t.clone());
+            }
+        }
+        out
     }
     /// Whether the engine has hooks to run for this node (tensor hooks of its outputs,
     /// retain_grad records, its own hooks).
@@ -417,10 +436,14 @@ impl Arena {
             });
         }
         slot.refs.store(1, Ordering::Release);
-        Ok(NodeRef {
+        let node = NodeRef {
             idx,
             generation: slot.generation.load(Ordering::Acquire),
-        })
+        };
+        if crate::autograd::node_hooks::maybe_active() {
+            crate::autograd::node_hooks::made(&node)?;
+        }
+        Ok(node)
     }
 }
 

@@ -8,5 +8,6 @@ pub mod function;
 pub mod grad_mode;
 pub mod graph;
 pub mod hooks;
+pub mod node_hooks;
 pub mod saved;
 pub mod saved_hooks;

@@ -79,6 +79,17 @@ pub(crate) fn maybe_active() -> bool {
     crate::dispatch::observed() & crate::dispatch::SAVED_HOOKS != 0
 }
 
+/// Ops run in op scopes ([`scope`]): some thread has saved-tensor or node-creation hooks.
+#[inline(always)]
+pub(crate) fn scoped() -> bool {
+    crate::dispatch::observed() & crate::dispatch::SCOPED != 0
+}
+
+/// This thread is inside an op scope.
+pub(crate) fn in_op() -> bool {
+    DEPTH.with(Cell::get) > 0
+}
+
 /// `_push_saved_tensors_default_hooks`: an error while hooks are disabled.
 pub fn push(hooks: Arc<dyn SavedTensorHooks>) -> Result<()> {
     STATE.with(|s| {
@@ -180,8 +191,8 @@ pub(crate) fn with_state<R>(state: &HookState, f: impl FnOnce() -> R) -> R {
 // ---- packing ---------------------------------------------------------------------------
 
 /// Runs one op (or an in-place op's op and commit) with the nodes it makes collected, and
-/// packs their saved tensors when the outermost scope ends. Called only when
-/// [`maybe_active`].
+/// packs their saved tensors when the outermost scope ends, then shows them to the
+/// node-creation hooks. Called only when [`scoped`].
 pub(crate) fn scope<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
     /// Leaves the scope, also when `f` unwinds (an outermost scope left by a panic
     /// forgets the nodes it collected).
@@ -206,6 +217,10 @@ pub(crate) fn scope<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
         return r;
     }
     let pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    if r.is_err() {
+        // (the failed op's nodes are not shown to node-creation hooks)
+        crate::autograd::node_hooks::discard_pending();
+    }
     let r = r?;
     if !pending.is_empty()
         && let Some(hooks) = current_hooks()?
@@ -214,6 +229,7 @@ pub(crate) fn scope<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
             pack_node(node, &hooks)?;
         }
     }
+    crate::autograd::node_hooks::fire_pending()?;
     Ok(r)
 }
 

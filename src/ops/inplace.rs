@@ -392,7 +392,7 @@ fn inplace_checked(
         }
     }
     crate::autograd::saved_hooks::before_mutation(x)?;
-    if crate::autograd::saved_hooks::maybe_active() {
+    if crate::autograd::saved_hooks::scoped() {
         // what the op's node saves is packed after the commit: the tensors it keeps then
         crate::autograd::saved_hooks::scope(|| {
             let r = f(x)?;

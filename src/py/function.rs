@@ -389,6 +389,8 @@ fn wrap_function_outputs(
     };
     ctx.as_super().get().attach(&node);
     ctx.get().st.lock().saved_slots = saved_slots;
+    // (the node is whole now: the node-creation hooks see it, ctx attached)
+    crate::autograd::node_hooks::fire_pending()?;
 
     let mut results: SmallVec<[Py<PyAny>; 2]> = SmallVec::with_capacity(items.len());
     for (obj, new) in items.iter().zip(replaced) {

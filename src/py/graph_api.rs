@@ -411,6 +411,86 @@ pub fn _make_saved_tensor(tensor: PyRef<'_, PyTensor>, is_output: bool) -> PyRes
     Ok(PySavedTensor { saved })
 }
 
+// ---- node-creation hooks ------------------------------------------------------------------
+
+/// A hook of `node_creation_hook`: a Python callable given each node made.
+struct PyNodeCreationHook(Py<PyAny>);
+
+/// The AccumulateGrad objects a node made under a node-creation hook keeps alive (as
+/// torch's graph holds its AccumulateGrad nodes): a leaf's shows up again only once the
+/// graphs made under hooks that reach it are gone, and the user holds none of it.
+struct KeptAccumulators(#[allow(dead_code)] Vec<Py<PyAny>>);
+
+/// The core's firer (`node_hooks::set_firer`): for each leaf `node` is wired to whose
+/// AccumulateGrad object is made now, every hook with that object; then every hook with
+/// the node's object (outermost first, as torch).
+pub fn fire_node_creation_hooks(
+    hooks: &[crate::autograd::node_hooks::Hook],
+    node: &NodeRef,
+) -> Result<()> {
+    let leaves = node.lock().leaf_edges();
+    gil::attach(|py| {
+        let call = |obj: &Py<PyAny>| -> Result<()> {
+            for h in hooks {
+                if let Some(h) = h.downcast_ref::<PyNodeCreationHook>() {
+                    h.0.call1(py, (obj.clone_ref(py),)).map_err(external)?;
+                }
+            }
+            Ok(())
+        };
+        let mut kept = Vec::with_capacity(leaves.len());
+        for leaf in leaves.iter().filter(|l| l.requires_grad()) {
+            let (acc, made) =
+                super::node::accumulate_grad_object_made(py, leaf).map_err(external)?;
+            if made {
+                call(&acc)?;
+            }
+            kept.push(acc);
+        }
+        if !kept.is_empty() {
+            node.lock().set_keep(Arc::new(KeptAccumulators(kept)));
+        }
+        let obj = super::node::node_object(py, node.clone()).map_err(external)?;
+        call(&obj)
+    })
+}
+
+/// Pushes a hook on this thread's stack of node-creation hooks.
+#[pyfunction]
+pub fn _push_node_creation_hook(hook: Py<PyAny>) {
+    crate::autograd::node_hooks::push(Arc::new(PyNodeCreationHook(hook)));
+}
+
+/// Pops this thread's innermost node-creation hook.
+#[pyfunction]
+pub fn _pop_node_creation_hook() -> PyResult<()> {
+    crate::autograd::node_hooks::pop()?;
+    Ok(())
+}
+
+// ---- final callbacks and the executor's threads ---------------------------------------------
+
+/// `queue_callback`: `callback` runs once the backward this thread is running a node of
+/// has run them all (torch's `Variable._execution_engine.queue_callback`).
+#[pyfunction]
+pub fn _queue_callback(callback: Py<PyAny>) -> PyResult<()> {
+    let cb: crate::autograd::engine::Callback =
+        Arc::new(move || gil::attach(|py| callback.call0(py).map(drop).map_err(external)));
+    Ok(crate::autograd::engine::queue_callback(cb)?)
+}
+
+/// `_set_multithreading_enabled`: off, this thread's backward calls run on it alone.
+#[pyfunction]
+pub fn _set_multithreading_enabled(mode: bool) {
+    crate::autograd::engine::set_multithreading_enabled(mode);
+}
+
+/// `_is_multithreading_enabled`.
+#[pyfunction]
+pub fn _is_multithreading_enabled() -> bool {
+    crate::autograd::engine::is_multithreading_enabled()
+}
+
 // ---- engine queries ---------------------------------------------------------------------
 
 /// The id of the backward call this thread is running (inside hooks and custom

@@ -656,6 +656,12 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?)?;
     m.add_function(wrap_pyfunction!(graph_api::_make_saved_tensor, m)?)?;
     m.add_function(wrap_pyfunction!(graph_api::_current_graph_task_id, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_push_node_creation_hook, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_pop_node_creation_hook, m)?)?;
+    crate::autograd::node_hooks::set_firer(graph_api::fire_node_creation_hooks);
+    m.add_function(wrap_pyfunction!(graph_api::_queue_callback, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_set_multithreading_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_is_multithreading_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(graph_api::_will_engine_execute_node, m)?)?;
     m.add_function(wrap_pyfunction!(graph_api::_is_checkpoint_valid, m)?)?;
     m.add_function(wrap_pyfunction!(graph_api::_increment_version, m)?)?;

@@ -70,13 +70,18 @@ struct AccBinding(Py<pyo3::types::PyWeakrefReference>);
 /// The AccumulateGrad object of `leaf`: the live one if any, else a new one (remembered
 /// weakly by the leaf).
 pub fn accumulate_grad_object(py: Python<'_>, leaf: &Tensor) -> PyResult<Py<PyAny>> {
+    Ok(accumulate_grad_object_made(py, leaf)?.0)
+}
+
+/// [`accumulate_grad_object`], and whether it was made now (none was alive).
+pub fn accumulate_grad_object_made(py: Python<'_>, leaf: &Tensor) -> PyResult<(Py<PyAny>, bool)> {
     let cached = leaf.acc_binding();
     if let Some(obj) = cached
         .as_ref()
         .and_then(|b| b.downcast_ref::<AccBinding>())
         .and_then(|w| w.0.bind(py).upgrade())
     {
-        return Ok(obj.unbind());
+        return Ok((obj.unbind(), false));
     }
     // (a Node, as torch's AccumulateGrad is, whose graph-node handle stays empty)
     let init =
@@ -87,7 +92,7 @@ pub fn accumulate_grad_object(py: Python<'_>, leaf: &Tensor) -> PyResult<Py<PyAn
     let obj = Bound::new(py, init)?;
     let weak = pyo3::types::PyWeakrefReference::new(&obj)?;
     leaf.set_acc_binding(std::sync::Arc::new(AccBinding(weak.unbind())));
-    Ok(obj.into_any().unbind())
+    Ok((obj.into_any().unbind(), true))
 }
 
 static NODE_CLASS: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();

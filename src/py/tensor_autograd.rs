@@ -136,6 +136,8 @@ impl PyTensor {
     #[getter]
     fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         ops::refresh_view(&self.t)?;
+        // (a view's history re-derived now is shown to the node-creation hooks)
+        crate::autograd::node_hooks::fire_pending()?;
         self.t.grad_fn().map(|n| node_object(py, n)).transpose()
     }
     /// This tensor's position among the outputs of its `grad_fn`.

@@ -11,7 +11,13 @@ from rgrad._C import Tensor
 from rgrad.autograd import profiler  # noqa: F401  (rgrad.autograd.profiler, as torch's)
 from rgrad.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from rgrad.autograd.profiler_util import DeviceType  # noqa: F401
-from rgrad.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+from rgrad.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    no_grad,
+    set_grad_enabled,
+    set_multithreading_enabled,
+)
 
 __all__ = [
     "backward",
@@ -29,7 +35,11 @@ __all__ = [
     "gradgradcheck",
     "detect_anomaly",
     "set_detect_anomaly",
+    "set_multithreading_enabled",
 ]
+
+#: Returns True if multithreading is currently enabled.
+is_multithreading_enabled = _C._is_multithreading_enabled
 
 
 #: ``rgrad.func._vmap`` while a vmap runs in some thread (None otherwise): grad and backward

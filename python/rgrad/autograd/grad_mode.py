@@ -7,7 +7,7 @@ import inspect
 
 from rgrad import _C
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode"]
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "set_multithreading_enabled"]
 
 
 class _DecoratorContextManager:
@@ -139,4 +139,39 @@ class inference_mode(_DecoratorContextManager):  # noqa: N801
         _C._restore_inference_mode(self.prev)
 
     def clone(self) -> "inference_mode":
+        return self.__class__(self.mode)
+
+
+class set_multithreading_enabled(_DecoratorContextManager):  # noqa: N801
+    r"""Context-manager that enables or disables multithreaded backward.
+
+    Ordinarily the backward pass runs a graph's independent branches on rgrad's worker
+    threads. When ``mode=False``, the backward pass runs on the calling thread instead
+    (kernels still use the worker threads). ``mode=True`` restores the default behavior.
+
+    This can be used as a context-manager or as a function. It is thread-local and will
+    not affect computation in other threads.
+
+    Args:
+        mode (bool): Whether to enable multithreaded backward (``True``, default) or
+            disable (``False``).
+
+    .. note::
+        This API does not apply to :ref:`forward-mode AD <forward-mode-ad>`, which never
+        uses multithreading.
+    """
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _C._is_multithreading_enabled()
+        _C._set_multithreading_enabled(mode)
+        self.mode = mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *args) -> None:
+        _C._set_multithreading_enabled(self.prev)
+
+    def clone(self) -> "set_multithreading_enabled":
+        r"""Create a copy of this class"""
         return self.__class__(self.mode)

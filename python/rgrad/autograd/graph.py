@@ -20,12 +20,14 @@ __all__ = [
     "saved_tensors_hooks",
     "save_on_cpu",
     "disable_saved_tensors_hooks",
+    "node_creation_hook",
     "register_multi_grad_hook",
     "allow_mutation_on_saved_tensors",
     "Node",
     "GradientEdge",
     "get_gradient_edge",
     "increment_version",
+    "queue_callback",
 ]
 
 _node_classes: dict = {}
@@ -123,6 +125,85 @@ def increment_version(tensor) -> None:
     if isinstance(tensor, _C.Tensor):
         tensor = (tensor,)
     _C._increment_version(tensor)
+
+
+class node_creation_hook:  # noqa: N801  (torch's name)
+    """Context-manager that registers a hook called on each autograd Node created within it.
+
+    In that context, ``hook`` is called once for every autograd graph node created by
+    operations on tensors that require grad, with the freshly created
+    :class:`rgrad.autograd.graph.Node` as its only argument. The intended use is to record
+    the node, stash entries in ``node.metadata``, or register backward hooks on it via
+    :meth:`~rgrad.autograd.graph.Node.register_hook` and
+    :meth:`~rgrad.autograd.graph.Node.register_prehook`.
+
+    The node is passed to the hook only once it is fully populated: its ``next_functions``
+    are wired, all outputs' metadata are bound, and the tensors saved for backward have
+    been stored (and packed by saved-tensor hooks, if any), so a hook that inspects the
+    node sees its complete state.
+
+    The hook should have the following signature::
+
+        hook(node: rgrad.autograd.graph.Node) -> None
+
+    The registration is thread-local and propagates like other autograd thread-local
+    state: it is active on autograd engine worker threads, so nodes created during
+    backward (e.g. with ``create_graph=True`` or inside checkpoint recomputation) also fire
+    the hook.
+
+    When nesting this context-manager, every active hook is called for each node, in
+    registration order (outermost context-manager first). Creating a new autograd node
+    from inside a hook raises an error; hooks must only observe the node they are given.
+
+    Example::
+
+        >>> a = rgrad.ones(5, requires_grad=True)
+        >>> with rgrad.autograd.graph.node_creation_hook(lambda node: print(node)):
+        ...     b = a * 2
+        <AccumulateGrad object at ...>
+        <MulBackward0 object at ...>
+
+    .. note::
+        A leaf's ``AccumulateGrad`` node fires this hook when it is created: the first
+        time the leaf is wired into a graph within the context while no ``AccumulateGrad``
+        object of it is alive. The graph made within the context keeps it alive, so it
+        fires again only after that graph has been freed (the common case of freeing the
+        graph each iteration fires it on each leaf's first use). rgrad makes the object
+        only when it is asked for, so a graph built before entering the context does not
+        keep it alive, as torch's would.
+    """
+
+    def __init__(self, hook: Callable[[Node], None]) -> None:
+        self.hook = hook
+
+    def __enter__(self) -> None:
+        _C._push_node_creation_hook(self.hook)
+
+    def __exit__(self, *args: object) -> None:
+        _C._pop_node_creation_hook()
+
+
+def queue_callback(callback: Callable[[], None]) -> None:
+    """Queue a callback to run after the current backward pass completes.
+
+    Must be called during a backward pass, for example from a
+    :class:`rgrad.autograd.Function` backward or a backward hook. The callback runs once
+    the backward pass currently executing on this thread completes successfully; it is
+    not run if the backward pass raises an error. Callbacks queued multiple times run
+    multiple times, in queueing order.
+
+    Example::
+
+        >>> t = rgrad.rand(3, requires_grad=True)
+        >>>
+        >>> def hook(unused_grad):
+        ...     rgrad.autograd.graph.queue_callback(lambda: print("backward done"))
+        >>>
+        >>> _ = t.register_hook(hook)
+        >>> t.sum().backward()
+        backward done
+    """
+    _C._queue_callback(callback)
 
 
 class saved_tensors_hooks:  # noqa: N801  (torch's name)

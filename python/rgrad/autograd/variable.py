@@ -19,10 +19,26 @@ class VariableMeta(type):
         return isinstance(other, Tensor)
 
 
+class _EngineBase:
+    """``Variable._execution_engine``: the backward executor as torch's ``_EngineBase``
+    shows it (what hooks of distributed wrappers call)."""
+
+    def queue_callback(self, callback: Any) -> None:
+        """Queues ``callback`` to run once the backward pass running on this thread is
+        done (see :func:`rgrad.autograd.graph.queue_callback`)."""
+        _C._queue_callback(callback)
+
+    def is_checkpoint_valid(self) -> bool:
+        """False inside a backward given ``inputs`` (``grad()``, ``backward(inputs=...)``)."""
+        return _C._is_checkpoint_valid()
+
+
 class Variable(metaclass=VariableMeta):
     """``Variable(data=None, requires_grad=False, volatile=False)``: a tensor sharing
     ``data``'s storage, detached from its history, with ``requires_grad`` set.
     ``volatile`` was removed and only warns (use ``with rgrad.no_grad():``)."""
+
+    _execution_engine = _EngineBase()
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = False, volatile: bool = False) -> Any:  # type: ignore[misc]
         if volatile:

@@ -325,7 +325,9 @@ impl Task {
             id: 0,
             can_checkpoint: true,
             saved_hooks: None,
+            node_hooks: None,
             replay: None,
+            callbacks: Mutex::new(Vec::new()),
             batch: None,
             fallbacks: Mutex::new(Vec::new()),
         };

@@ -158,8 +158,12 @@ struct Task {
     /// The caller's saved-tensor hooks, which nodes run under (on any thread), as torch
     /// propagates its thread-local state to the threads that run the graph.
     saved_hooks: Option<crate::autograd::saved_hooks::HookState>,
+    /// The caller's node-creation hooks, which nodes made in backward fire too.
+    node_hooks: Option<crate::autograd::node_hooks::HookState>,
     /// The step recording of the caller (`replay`), which nodes run under on any thread.
     replay: Option<std::sync::Arc<crate::replay::Session>>,
+    /// Callbacks queued during the pass (`queue_callback`), run in order once it is done.
+    callbacks: Mutex<Vec<Callback>>,
     /// `grad(is_grads_batched=True)`: every gradient has a leading batch dim of this many
     /// samples, and formulas run batched (`Backward::apply_batched`, else one call per
     /// sample).
@@ -252,6 +256,42 @@ pub fn will_execute_leaf(leaf: &Tensor) -> Result<bool> {
 
 fn not_in_backward() -> Error {
     Error::runtime("_get_should_execute_nodes should only be called during the backward pass")
+}
+
+/// A callback queued with [`queue_callback`].
+pub type Callback = std::sync::Arc<dyn Fn() -> Result<()> + Send + Sync>;
+
+/// torch's `queue_callback` (`Variable._execution_engine.queue_callback`): `cb` runs on
+/// the calling thread once the backward pass this thread is running nodes of has run
+/// every node, in queueing order (a callback may queue more), with grad mode =
+/// `create_graph`; not if the pass fails.
+pub fn queue_callback(cb: Callback) -> Result<()> {
+    with_current(|t| match t {
+        Some(t) => {
+            t.callbacks.lock().push(cb);
+            Ok(())
+        }
+        None => Err(Error::runtime(
+            "Final callbacks can only be installed during backward pass.",
+        )),
+    })
+}
+
+thread_local! {
+    /// torch's `set_multithreading_enabled` (thread-local; on by default).
+    static MULTITHREADING: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// `_set_multithreading_enabled`: off, this thread's backward calls run every node on the
+/// thread itself (the pool is not used to run nodes; kernels still split). Returns the
+/// previous setting.
+pub fn set_multithreading_enabled(on: bool) -> bool {
+    MULTITHREADING.with(|m| m.replace(on))
+}
+
+/// `_is_multithreading_enabled`.
+pub fn is_multithreading_enabled() -> bool {
+    MULTITHREADING.with(std::cell::Cell::get)
 }
 
 /// Runs backward from `outputs` seeded with `grad_outputs` (already validated by the
@@ -413,6 +453,7 @@ fn run(
     task.id = TASK_IDS.fetch_add(1, Ordering::Relaxed);
     task.can_checkpoint = inputs.is_empty() && is_checkpoint_valid();
     task.saved_hooks = crate::autograd::saved_hooks::capture();
+    task.node_hooks = crate::autograd::node_hooks::capture();
     task.replay = crate::replay::capture();
     task.batch = batch;
     let pool = crate::runtime::pool()?;
@@ -424,7 +465,17 @@ fn run(
             }
         }
     };
-    if rayon::current_thread_index().is_some() {
+    if !is_multithreading_enabled() {
+        // every node on this thread, depth first
+        let _current = Current::enter(&task);
+        let mut ready = Ready::new();
+        seed(&mut ready);
+        while let Some(r) = ready.pop() {
+            if !task.run_caught(r, &mut ready) {
+                break;
+            }
+        }
+    } else if rayon::current_thread_index().is_some() {
         // reentrant backward (from a node running on a worker): work-first on the pool
         pool.scope(|s| {
             let _current = Current::enter(&task);
@@ -462,6 +513,7 @@ fn run(
     if let Some(e) = task.error.lock().take() {
         return Err(e);
     }
+    task.run_callbacks()?;
     let mut result = Vec::with_capacity(inputs.len());
     for (i, slot) in task.captured.iter().enumerate() {
         let g = slot.lock().take();
@@ -568,24 +620,9 @@ impl Task {
     fn work<'s>(&'s self, scope: &rayon::Scope<'s>, mut node: ReadyNode, inline: bool) {
         let _current = Current::enter(self);
         loop {
-            if self.failed.load(Ordering::Acquire) {
-                return;
-            }
             let mut ready = Ready::new();
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.run_node(node, &mut ready)
-            }));
-            match result {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => return self.fail(e),
-                Err(p) => {
-                    let msg = p
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_string()))
-                        .unwrap_or_else(|| "panic in backward".into());
-                    return self.fail(Error::Internal(msg));
-                }
+            if !self.run_caught(node, &mut ready) {
+                return;
             }
             if inline && ready.len() > 1 {
                 for other in ready {
@@ -603,6 +640,45 @@ impl Task {
                     node = first;
                 }
             }
+        }
+    }
+
+    /// Runs `node` (pushing the children it makes ready), unless the pass has failed; an
+    /// error or a panic fails the pass. Returns whether the pass goes on.
+    fn run_caught(&self, node: ReadyNode, ready: &mut Ready) -> bool {
+        if self.failed.load(Ordering::Acquire) {
+            return false;
+        }
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_node(node, ready)));
+        let e = match result {
+            Ok(Ok(())) => return true,
+            Ok(Err(e)) => e,
+            Err(p) => {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_string()))
+                    .unwrap_or_else(|| "panic in backward".into());
+                Error::Internal(msg)
+            }
+        };
+        self.fail(e);
+        false
+    }
+
+    /// Runs the callbacks queued during the pass, in order (those they queue too), on
+    /// this thread, as the current pass and with grad mode = create_graph.
+    fn run_callbacks(&self) -> Result<()> {
+        let _current = Current::enter(self);
+        let mut i = 0;
+        loop {
+            let cb = match self.callbacks.lock().get(i) {
+                Some(cb) => cb.clone(),
+                None => return Ok(()),
+            };
+            with_grad_mode(self.opts.create_graph, || cb())?;
+            i += 1;
         }
     }
 
@@ -631,6 +707,10 @@ impl Task {
         let run = || match &self.saved_hooks {
             None => run(),
             Some(state) => crate::autograd::saved_hooks::with_state(state, run),
+        };
+        let run = || match &self.node_hooks {
+            None => run(),
+            Some(state) => crate::autograd::node_hooks::with_state(state, run),
         };
         crate::replay::with_session(&self.replay, run)
     }
