@@ -99,7 +99,7 @@ crate::backward_ops! {
     // softmax.rs
     SoftmaxBackward0, LogSoftmaxBackward0,
     // shape.rs
-    ViewBackward, ExpandBackward0, PermuteBackward0, TransposeBackward0, SliceBackward0, SelectBackward0,
+    ViewBackward, ExpandBackward0, PermuteBackward0, TransposeBackward0, SliceBackward0, SelectBackward0, SplitBackward,
     SqueezeBackward, UnsqueezeBackward0, AsStridedBackward0, AsStridedScatterBackward0,
     // concat.rs
     CatBackward0, StackBackward0, RepeatBackward0,
@@ -405,6 +405,45 @@ where
         }
         Ok(out)
     })
+}
+
+/// [`apply`] for an op with several outputs that all get one node (split and unbind's
+/// views): the node has an output per tensor `forward` returns, in order. Nothing is
+/// recorded for an op that returns no tensor.
+pub(crate) fn apply_multi<B, F, G>(
+    name: &'static str,
+    inputs: &[&Tensor],
+    forward: F,
+    backward: G,
+) -> Result<Vec<Tensor>>
+where
+    B: Into<BackwardOp>,
+    F: FnOnce() -> Result<Vec<Tensor>>,
+    G: FnOnce(&[Tensor]) -> (B, SmallVec<[SavedTensor; 2]>),
+{
+    crate::dispatch::forward(
+        name,
+        || shapes_of(inputs),
+        || {
+            let outs = forward()?;
+            let reverse = any_requires_grad(inputs);
+            let dual = crate::autograd::forward_ad::any_dual(inputs);
+            if outs.is_empty() || !(reverse || dual) {
+                return Ok(outs);
+            }
+            let (op, saved) = backward(&outs);
+            {
+                let refs: SmallVec<[&Tensor; 4]> = outs.iter().collect();
+                let edges = inputs.iter().map(|t| edge_of(t)).collect::<Result<_>>()?;
+                let node = record_edges(op.into(), edges, saved, &refs, reverse)?;
+                if dual {
+                    let tangents = inputs.iter().map(|t| t.tangent()).collect();
+                    jvp::propagate_slots(&node, tangents, inputs, &refs)?;
+                }
+            }
+            Ok(outs)
+        },
+    )
 }
 
 /// A forward that built its result as a view of one of its own temporaries (a keepdim

@@ -36,18 +36,134 @@ fn multi_output(views: Vec<Tensor>, op: &'static str) -> Vec<Tensor> {
     views
 }
 
-/// `x.unbind(dim)`: the slices along `dim`, as views.
+/// `x.unbind(dim)`: the slices along `dim`, as views, with one node for all of them
+/// (torch's UnbindBackward0).
 pub fn unbind(x: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     if x.ndim() == 0 {
         return Err(Error::index(
             "Dimension specified as 0 but tensor has no dimensions",
         ));
     }
-    let len = x.shape()[wrap_dim(dim, x.ndim())?];
-    let views = (0..len)
-        .map(|i| select(x, dim, i as i64))
-        .collect::<Result<_>>()?;
-    Ok(multi_output(views, "Unbind"))
+    let l = x.layout();
+    let d = wrap_dim(dim, l.ndim())?;
+    let views = || {
+        let views = (0..l.shape[d])
+            .map(|i| Ok(view_of(x, l.select(d, i as i64)?)))
+            .collect::<Result<_>>()?;
+        Ok(multi_output(views, "Unbind"))
+    };
+    super::apply_multi("aten::unbind", &[x], views, |_| {
+        (
+            SplitBackward::new(SplitKind::Unbind, &l.shape, d, vec![1; l.shape[d]]),
+            saved![],
+        )
+    })
+}
+
+/// Which op made a [`SplitBackward`] node (its name, and whether its views keep `dim`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitKind {
+    /// `split(int)`, `chunk`: SplitBackward0
+    Split,
+    /// `split(list)`, `chunk` along an empty dim: SplitWithSizesBackward0
+    SplitWithSizes,
+    /// `unbind`: UnbindBackward0 (its views drop `dim`)
+    Unbind,
+}
+
+/// The one node of the views split, chunk and unbind return together (torch's
+/// SplitBackward0, SplitWithSizesBackward0, UnbindBackward0): an output per view, and a
+/// backward that puts their gradients side by side in one tensor of the input's shape
+/// (zeros for a view that got none), as torch's `split_backward` / `unbind_backward`: one
+/// copy of the input's size, where a node per view would give each a zero tensor of
+/// the input's size.
+#[derive(Clone)]
+pub struct SplitBackward(Box<SplitInfo>);
+
+#[derive(Clone)]
+struct SplitInfo {
+    kind: SplitKind,
+    /// the input's shape
+    shape: Shape,
+    dim: usize,
+    /// each view's size along `dim` (1 for unbind's)
+    sizes: Vec<usize>,
+}
+
+impl SplitBackward {
+    fn new(kind: SplitKind, shape: &Shape, dim: usize, sizes: Vec<usize>) -> SplitBackward {
+        SplitBackward(Box::new(SplitInfo {
+            kind,
+            shape: shape.clone(),
+            dim,
+            sizes,
+        }))
+    }
+
+    /// The gradients of the views, side by side along `dim + lead` (`lead`: a batch dim
+    /// in front of each), zeros of `like`'s dtype and device for a view that got none.
+    fn assemble(&self, g: &[Option<Tensor>], lead: &[usize]) -> Result<Option<Tensor>> {
+        let s = &self.0;
+        let Some(like) = g.iter().flatten().next() else {
+            return Ok(None);
+        };
+        let pieces = s
+            .sizes
+            .iter()
+            .zip(g.iter().chain(std::iter::repeat(&None)))
+            .map(|(&size, g)| match g {
+                Some(g) => Ok(g.clone()),
+                None => {
+                    let mut shape: Vec<usize> = lead.to_vec();
+                    shape.extend_from_slice(&s.shape);
+                    if s.kind == SplitKind::Unbind {
+                        shape.remove(lead.len() + s.dim);
+                    } else {
+                        shape[lead.len() + s.dim] = size;
+                    }
+                    super::zeros_on(&shape, like.dtype(), like.device())
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let dim = (lead.len() + s.dim) as i64;
+        Ok(Some(if s.kind == SplitKind::Unbind {
+            super::stack(&pieces, dim)?
+        } else {
+            super::cat(&pieces, dim)?
+        }))
+    }
+}
+
+impl Backward for SplitBackward {
+    fn name(&self) -> Cow<'static, str> {
+        match self.0.kind {
+            SplitKind::Split => "SplitBackward0",
+            SplitKind::SplitWithSizes => "SplitWithSizesBackward0",
+            SplitKind::Unbind => "UnbindBackward0",
+        }
+        .into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![self.assemble(g, &[])?])
+    }
+    fn jvp(&self, _ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let s = &self.0;
+        let t = t.first()?.as_ref()?;
+        let views = if s.kind == SplitKind::Unbind {
+            unbind(t, s.dim as i64)
+        } else {
+            split(t, &s.sizes, s.dim as i64, "SplitWithSizes")
+        };
+        Some(views.map(|v| v.into_iter().map(Some).collect()))
+    }
+    fn apply_batched(
+        &self,
+        _ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.assemble(g, &[batch]).map(|g| smallvec::smallvec![g]))
+    }
 }
 
 /// `x.view(dtype)`: rgrad reinterprets no bits, so only `x`'s own dtype is accepted
@@ -837,30 +953,44 @@ impl Backward for UnsqueezeBackward0 {
     }
 }
 
-/// `split(split_size_or_sections, dim)`: views along `dim`. `op` names the op in
-/// messages: `Split` (equal sizes: split, chunk) or `SplitWithSizes`.
+/// `split(split_size_or_sections, dim)`: views along `dim`, with one node for all of
+/// them. `op` names the op in messages and the node: `Split` (equal sizes: split, chunk)
+/// or `SplitWithSizes`.
 pub fn split(x: &Tensor, sizes: &[usize], dim: i64, op: &'static str) -> Result<Vec<Tensor>> {
-    let shape = x.shape();
-    if shape.is_empty() {
+    let l = x.layout();
+    if l.shape.is_empty() {
         return Err(Error::runtime(
             "split expects at least a 1-dimensional tensor",
         ));
     }
-    let d = wrap_dim(dim, shape.len())?;
+    let d = wrap_dim(dim, l.ndim())?;
     let total: usize = sizes.iter().sum();
-    if total != shape[d] {
+    if total != l.shape[d] {
         return Err(Error::runtime(format!(
             "split_with_sizes expects split_sizes to sum exactly to {} (input tensor's size at dimension {d}), but got split_sizes={:?}",
-            shape[d], sizes
+            l.shape[d], sizes
         )));
     }
-    let mut out = Vec::with_capacity(sizes.len());
-    let mut at = 0i64;
-    for &s in sizes {
-        out.push(narrow(x, d as i64, at, s as i64)?);
-        at += s as i64;
-    }
-    Ok(multi_output(out, op))
+    let views = || {
+        let mut out = Vec::with_capacity(sizes.len());
+        let mut at = 0;
+        for &s in sizes {
+            out.push(view_of(x, l.narrow(d, at, s)?));
+            at += s;
+        }
+        Ok(multi_output(out, op))
+    };
+    let (name, kind) = if op == "Split" {
+        ("aten::split", SplitKind::Split)
+    } else {
+        ("aten::split_with_sizes", SplitKind::SplitWithSizes)
+    };
+    super::apply_multi(name, &[x], views, |_| {
+        (
+            SplitBackward::new(kind, &l.shape, d, sizes.to_vec()),
+            saved![],
+        )
+    })
 }
 
 /// The size of `dim` of `x`, for an op that splits `x` along it (`op` names the op in
