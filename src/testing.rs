@@ -306,6 +306,7 @@ fn jacobian_of(y: &Tensor, inputs: &[Tensor]) -> Result<Vec<Vec<f64>>> {
         accumulate: false,
         allow_unused: true,
         forward_ad_off: false,
+        relax_grad_layout: false,
     };
     for r in 0..n_out {
         let grads = run_backward(std::slice::from_ref(y), &[one_hot(y, r)?], &diff, opts)?;
@@ -479,6 +480,7 @@ pub fn gradgradcheck_with(
             accumulate: false,
             allow_unused: true,
             forward_ad_off: false,
+            relax_grad_layout: false,
         };
         let grads = run_backward(
             std::slice::from_ref(&y),
@@ -538,6 +540,7 @@ mod tests {
                 accumulate: true,
                 allow_unused: false,
                 forward_ad_off: false,
+                relax_grad_layout: false,
             },
         )
     }

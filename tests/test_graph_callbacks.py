@@ -501,3 +501,81 @@ def test_backward_with_and_without_multithreading_gives_the_same_bits(trial):
     for g in grads[1:]:
         for a, b in zip(grads[0], g):
             assert a.tolist() == b.tolist()
+
+
+# ---- enforce_grad_layout_policy -------------------------------------------------------------
+
+
+def test_enforce_grad_layout_policy_relaxed_steals_any_sole_gradient():
+    def program(T):
+        A = T.autograd
+        out = [T._C._is_grad_layout_enforcement_enabled()]
+        q = T.zeros(4, 2, 3, requires_grad=True)
+        w = T.ones(3, 2, 4)
+        (q.permute(2, 1, 0) * w).sum().backward()
+        out.append(q.grad.stride())  # enforced: laid out as q
+        q.grad = None
+        with A.enforce_grad_layout_policy(False):
+            out.append(T._C._is_grad_layout_enforcement_enabled())
+            seen = []
+            th = threading.Thread(target=lambda: seen.append(T._C._is_grad_layout_enforcement_enabled()))
+            th.start()
+            th.join()
+            out.append(seen[0])  # thread-local
+            (q.permute(2, 1, 0) * w).sum().backward()
+            out.append(q.grad.stride())  # stolen as it came
+            # a gradient the caller holds is not stealable: still cloned, into q's layout
+            q.grad = None
+            g = T.ones(3, 2, 4).permute(2, 1, 0)
+            q.backward(g)
+            out.append((q.grad.stride(), q.grad.data_ptr() == g.data_ptr()))
+            # an expanded gradient is stolen too, and the next accumulation into it fails
+            # (rgrad steals a view only when nothing holds its base either: here a fresh
+            # product, not the implicit gradient of the root, which Python holds)
+            r = T.zeros(4, 3, requires_grad=True)
+            (r.sum() * 2).backward()
+            out.append(r.grad.stride())
+            out.append(caught(lambda: (r.sum() * 2).backward()))
+            # a permuted parameter keeps the gradient's own (row-major) layout
+            p = T.zeros(2, 3, 4).permute(2, 0, 1).requires_grad_()
+            (p * 2).sum().backward()
+            out.append(p.grad.stride())
+        out.append(T._C._is_grad_layout_enforcement_enabled())
+        return out
+
+    res = both(program)
+    assert res[0] is True and res[1] == (6, 3, 1) and res[2] is False and res[3] is True
+    assert res[4] == (1, 4, 8)
+    assert res[5] == ((6, 3, 1), False)
+    assert res[6] == (0, 0)
+    assert res[7][:2] == ("E", "RuntimeError")
+    assert res[9] is True
+
+
+def test_enforce_grad_layout_policy_applies_on_the_engine_threads():
+    # the leaf's gradient arrives from two branches: the sum is made (and accumulated) by
+    # whichever thread finishes the leaf, under the caller's policy
+    q = rgrad.zeros(64, 32, requires_grad=True)
+    w = rgrad.ones(32, 64)
+    for _ in range(TRIALS):
+        q.grad = None
+        with rgrad.autograd.enforce_grad_layout_policy(False):
+            branches = [(q.t() * (w * k)).tanh().sum() for k in range(1, 5)]
+            sum(branches).backward()
+        assert q.grad.shape == (64, 32)
+        q.grad = None
+        sum((q.t() * (w * k)).tanh().sum() for k in range(1, 5)).backward()
+        assert q.grad.stride() == (32, 1)
+
+
+def test_accumulating_into_an_expanded_grad_is_refused():
+    # (rgrad wrote the sum into the one shared element before: silently wrong values)
+    def program(T):
+        x = T.zeros(4, 3, requires_grad=True)
+        x.grad = T.zeros(1).expand(4, 3)
+        err = caught(lambda: (x * 2).sum().backward())
+        return err, x.grad
+
+    err, grad = both(program)
+    assert err[:2] == ("E", "RuntimeError") and "more than one element of the written-to tensor" in err[2]
+    assert grad[3] == [[0.0] * 3] * 4

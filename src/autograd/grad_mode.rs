@@ -5,6 +5,20 @@ use std::cell::Cell;
 thread_local! {
     static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
     static INFERENCE: Cell<bool> = const { Cell::new(false) };
+    static GRAD_LAYOUT_ENFORCED: Cell<bool> = const { Cell::new(true) };
+}
+
+/// torch's `_is_grad_layout_enforcement_enabled` (thread-local, on by default): a leaf's
+/// first gradient is stolen only when laid out as the leaf (its strides if it is dense,
+/// else row-major); off (`enforce_grad_layout_policy(False)`), any gradient nothing
+/// else holds is stolen as it is.
+pub fn is_grad_layout_enforcement_enabled() -> bool {
+    GRAD_LAYOUT_ENFORCED.with(Cell::get)
+}
+
+/// `_set_grad_layout_enforcement_enabled`; returns the previous setting.
+pub fn set_grad_layout_enforcement_enabled(on: bool) -> bool {
+    GRAD_LAYOUT_ENFORCED.with(|g| g.replace(on))
 }
 
 pub fn is_grad_enabled() -> bool {

@@ -166,8 +166,12 @@ fn sole_owner(g: &Tensor) -> bool {
 /// A detached gradient for `var`'s `.grad`, in torch's "gradient layout contract": with
 /// `var`'s strides if `var` is dense (row-major otherwise). `g` itself is reused when it is
 /// the sole owner of its storage and already laid out so (torch's AccumulateGrad "steals"
-/// such gradients too).
-pub fn clone_detached_if_shared(g: Tensor, var: &Layout) -> Result<Tensor> {
+/// such gradients too), or, when `enforce_layout` is off, whatever its layout.
+pub fn clone_detached_if_shared(g: Tensor, var: &Layout, enforce_layout: bool) -> Result<Tensor> {
+    if !enforce_layout && sole_owner(&g) {
+        g.detach_();
+        return Ok(g);
+    }
     let keep =
         var.is_non_overlapping_and_dense() && !var.is_contiguous() && var.shape == g.layout().shape;
     let gl = g.layout();

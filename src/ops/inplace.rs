@@ -368,6 +368,21 @@ fn check_no_overlap(out: &Tensor, input: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// torch's internal-overlap check of a tensor about to be written: no expanded dim (an
+/// element another element shares memory with would be written twice).
+fn check_no_internal_overlap(x: &Tensor) -> Result<()> {
+    let l = x.layout();
+    // (an empty tensor has no elements to share)
+    let shared = |(&d, &s): (&usize, &usize)| d > 1 && s == 0;
+    if l.numel() > 0 && l.shape.iter().zip(&l.strides).any(shared) {
+        return Err(Error::runtime(
+            "unsupported operation: more than one element of the written-to tensor refers to a single \
+             memory location. Please clone() the tensor before performing the operation.",
+        ));
+    }
+    Ok(())
+}
+
 /// The autograd checks (first, as torch's autograd layer runs before its kernel), the
 /// overlap check if asked, then the op and the commit.
 fn inplace_checked(
@@ -381,15 +396,7 @@ fn inplace_checked(
         check_no_partial_overlap(x, t)?;
     }
     if no_overlap {
-        let l = x.layout();
-        // (an empty tensor has no elements to share)
-        let shared = |(&d, &s): (&usize, &usize)| d > 1 && s == 0;
-        if l.numel() > 0 && l.shape.iter().zip(&l.strides).any(shared) {
-            return Err(Error::runtime(
-                "unsupported operation: more than one element of the written-to tensor refers to a single \
-                 memory location. Please clone() the tensor before performing the operation.",
-            ));
-        }
+        check_no_internal_overlap(x)?;
     }
     crate::autograd::saved_hooks::before_mutation(x)?;
     if crate::autograd::saved_hooks::scoped() {
@@ -731,7 +738,7 @@ pub struct CopyBackwards {
 }
 impl Backward for CopyBackwards {
     fn name(&self) -> Cow<'static, str> {
-        "CopyBackwards".into()
+        "torch::autograd::CopyBackwards".into()
     }
     // d(self)/d(old self) = 0 (overwritten); d(self)/d(src) = 1, summed to src's shape
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
@@ -817,6 +824,9 @@ pub fn index_put_(
 
 /// Gradient accumulation (`grad += new`) with no autograd and no checks.
 pub fn inplace_add(x: &Tensor, g: &Tensor) -> Result<()> {
+    // (a `.grad` the user set to an expanded tensor, or one stolen under a relaxed layout
+    // policy: torch's add_ refuses it)
+    check_no_internal_overlap(x)?;
     let r = with_grad_mode(false, || add(x, g))?;
     commit(x, &r)
 }

@@ -322,7 +322,7 @@ enum ViewOfBase {
 }
 impl Backward for CopySlices {
     fn name(&self) -> Cow<'static, str> {
-        "CopySlices".into()
+        "torch::autograd::CopySlices".into()
     }
     // base: g with the region zeroed; result: g's region
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {

@@ -371,6 +371,7 @@ fn _run_backward(
         accumulate,
         allow_unused,
         forward_ad_off: false,
+        relax_grad_layout: false,
     };
     let r = gil::detach(py, || engine::run_backward_from(&outs, &grads, &ins, opts))?;
     wrap_grads(py, r)
@@ -400,6 +401,7 @@ fn _run_backward_batched(
         accumulate: false,
         allow_unused,
         forward_ad_off: false,
+        relax_grad_layout: false,
     };
     let (r, fallbacks) = gil::detach(py, || {
         engine::run_backward_batched(&outs, &grads, &ins, opts, batch)
@@ -417,6 +419,19 @@ fn is_grad_enabled() -> bool {
 #[pyfunction]
 fn _set_grad_enabled(mode: bool) -> bool {
     grad_mode::set_grad_enabled(mode)
+}
+
+/// `_set_grad_layout_enforcement_enabled`: whether this thread's backward calls steal a
+/// leaf's first gradient only when it obeys the gradient layout contract.
+#[pyfunction]
+fn _set_grad_layout_enforcement_enabled(enable: bool) {
+    grad_mode::set_grad_layout_enforcement_enabled(enable);
+}
+
+/// `_is_grad_layout_enforcement_enabled`.
+#[pyfunction]
+fn _is_grad_layout_enforcement_enabled() -> bool {
+    grad_mode::is_grad_layout_enforcement_enabled()
 }
 
 /// Returns True if inference mode is currently enabled (in this thread).
@@ -672,6 +687,8 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph_api::_pop_op_log, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_grad_layout_enforcement_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_is_grad_layout_enforcement_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
     m.add_function(wrap_pyfunction!(_restore_inference_mode, m)?)?;

@@ -13,6 +13,7 @@ from rgrad.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from rgrad.autograd.profiler_util import DeviceType  # noqa: F401
 from rgrad.autograd.grad_mode import (
     enable_grad,
+    enforce_grad_layout_policy,
     inference_mode,
     no_grad,
     set_grad_enabled,
@@ -36,6 +37,7 @@ __all__ = [
     "detect_anomaly",
     "set_detect_anomaly",
     "set_multithreading_enabled",
+    "enforce_grad_layout_policy",
 ]
 
 #: Returns True if multithreading is currently enabled.

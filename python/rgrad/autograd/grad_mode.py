@@ -7,7 +7,8 @@ import inspect
 
 from rgrad import _C
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "set_multithreading_enabled"]
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "set_multithreading_enabled",
+           "enforce_grad_layout_policy"]
 
 
 class _DecoratorContextManager:
@@ -173,5 +174,54 @@ class set_multithreading_enabled(_DecoratorContextManager):  # noqa: N801
         _C._set_multithreading_enabled(self.prev)
 
     def clone(self) -> "set_multithreading_enabled":
+        r"""Create a copy of this class"""
+        return self.__class__(self.mode)
+
+
+class enforce_grad_layout_policy(_DecoratorContextManager):  # noqa: N801
+    r"""Context-manager that controls the gradient layout policy enforcement.
+
+    The gradient layout contract ensures that accumulated gradients have strides matching
+    their corresponding parameters (for non-overlapping dense parameters) or are
+    row-major contiguous (otherwise). This aids performance in optimizers and
+    distributed reducers.
+
+    When ``enable=False``, the autograd engine relaxes this enforcement: stealable
+    gradients whose layout does *not* match the parameter can still be stolen directly
+    (avoiding an extra copy). The logic that *creates* a brand-new gradient (e.g.,
+    cloning into the correct layout when the gradient is not stealable) is **not**
+    affected by this flag.
+
+    This can be used as a context-manager or as a function. It is thread-local and will
+    not affect computation in other threads.
+
+    Args:
+        enable (bool): Whether to enforce the gradient layout contract (``True``,
+            default) or relax enforcement (``False``).
+
+    Example::
+        >>> p = rgrad.empty(2, 3, 4).permute(2, 0, 1).requires_grad_()
+        >>> with rgrad.autograd.enforce_grad_layout_policy(False):
+        ...     (p * 2).sum().backward()
+        ...     # p.grad may now have the same strides as the incoming
+        ...     # gradient rather than being forced to match p's strides.
+    """
+
+    def __init__(self, enable: bool = True) -> None:
+        self.prev = _C._is_grad_layout_enforcement_enabled()
+        _C._set_grad_layout_enforcement_enabled(enable)
+        self.mode = enable
+
+    def __call__(self, orig_func):
+        _C._set_grad_layout_enforcement_enabled(self.prev)
+        return super().__call__(orig_func)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *args) -> None:
+        _C._set_grad_layout_enforcement_enabled(self.prev)
+
+    def clone(self) -> "enforce_grad_layout_policy":
         r"""Create a copy of this class"""
         return self.__class__(self.mode)

@@ -36,9 +36,11 @@ fn lock_grad(t: &Tensor) -> parking_lot::MutexGuard<'static, ()> {
 }
 
 /// torch's AccumulateGrad: the first gradient is stored (stolen when nothing else holds
-/// it, cloned otherwise); later ones are added in place, or out of place with history
-/// when create_graph is set. Atomic per tensor (see [`lock_grad`]).
-pub fn accumulate_grad(t: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
+/// it and it obeys the layout contract, or the contract is relaxed; cloned otherwise);
+/// later ones are added in place, or out of place with history when create_graph is set.
+/// Atomic per tensor (see [`lock_grad`]).
+pub fn accumulate_grad(t: &Tensor, g: Tensor, opts: &super::Options) -> Result<()> {
+    let create_graph = opts.create_graph;
     let _guard = lock_grad(t);
     crate::replay::note_grad(t, false);
     crate::runtime::serial(|| {
@@ -49,7 +51,7 @@ pub fn accumulate_grad(t: &Tensor, g: Tensor, create_graph: bool) -> Result<()> 
                     // gradient's history is one CopyBackwards node over g's
                     ops::copy_(&ops::zeros_like(&g)?, &g)?
                 } else {
-                    ops::clone_detached_if_shared(g, &t.layout())?
+                    ops::clone_detached_if_shared(g, &t.layout(), !opts.relax_grad_layout)?
                 }
             }
             Some(old) => {

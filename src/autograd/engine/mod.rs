@@ -44,6 +44,9 @@ pub struct Options {
     /// run computes a tangent and must not propagate tangents itself). Taken from the
     /// calling thread's switch at the start.
     pub forward_ad_off: bool,
+    /// A leaf's first gradient is stolen whatever its layout (`enforce_grad_layout_policy
+    /// (False)`), taken from the calling thread at the start.
+    pub relax_grad_layout: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -399,6 +402,7 @@ fn run(
         opts.create_graph = false;
     }
     opts.forward_ad_off |= !crate::autograd::forward_ad::is_enabled();
+    opts.relax_grad_layout |= !crate::autograd::grad_mode::is_grad_layout_enforcement_enabled();
     for i in outputs.iter().chain(inputs) {
         if let Input::Tensor(t) = i {
             ops::refresh_view(t)?;
@@ -523,7 +527,7 @@ fn run(
                 && let Input::Tensor(t) = &inputs[i]
                 && !t.is_leaf()
             {
-                accumulate_grad(t, g.clone(), opts.create_graph)?;
+                accumulate_grad(t, g.clone(), &opts)?;
             }
         } else if g.is_none() && !opts.allow_unused {
             return Err(Error::runtime(format!(
@@ -991,7 +995,7 @@ impl Task {
                     .cold()
                     .and_then(|c| c.acc_hooks.as_deref().cloned());
                 let Some(acc_hooks) = acc_hooks else {
-                    return accumulate_grad(&leaf.tensor, g, self.opts.create_graph);
+                    return accumulate_grad(&leaf.tensor, g, &self.opts);
                 };
                 let mut grads: HookGrads = smallvec::smallvec![Some(g)];
                 for (_, pre) in &acc_hooks.pre {
@@ -1000,7 +1004,7 @@ impl Task {
                     }
                 }
                 if let Some(g) = grads.first().cloned().flatten() {
-                    accumulate_grad(&leaf.tensor, g, self.opts.create_graph)?;
+                    accumulate_grad(&leaf.tensor, g, &self.opts)?;
                 }
                 for (_, post) in &acc_hooks.post {
                     post(&[], &grads)?;
