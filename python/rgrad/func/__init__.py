@@ -1,6 +1,6 @@
 """rgrad.func: torch.func's function transforms on rgrad's autograd.
 
-``vmap``, ``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian`` and
+``vmap``, ``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``, ``hessian`` and
 ``functional_call``, with torch.func's signatures, pytree inputs and outputs, argnums,
 has_aux and error messages; they nest (``grad(grad(f))``, ``jacfwd(jacrev(f))``,
 ``vmap(vmap(f))``), compose (``vmap(grad(f))`` gives per-sample gradients) and compose with
@@ -13,7 +13,8 @@ works (BatchedTensor, batching rules, the function forms it swaps in while it ru
 """
 
 from rgrad.func._functional_call import functional_call
-from rgrad.func._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
+from rgrad.func._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from rgrad.func._vmap import vmap
 
-__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call"]
+__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
+           "functional_call"]

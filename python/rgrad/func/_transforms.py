@@ -51,7 +51,7 @@ from rgrad.func._batched_tensor import current_layers, movedim
 from rgrad.func._vmap import _callable, _flat_vmap, materialize, physical, vmap
 from rgrad.utils._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten, treespec_pprint
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"]
 
 # ---------------------------------------------------------------------------------------
 # Levels without levels: a transform's own leaves, and unwrapping its results
@@ -692,3 +692,120 @@ def hessian(func: Callable[..., Any], argnums=0) -> Callable[..., Any]:
     for tuple ``argnums``).
     """
     return jacfwd(jacrev(func, argnums), argnums)
+
+
+# ---------------------------------------------------------------------------------------
+# linearize
+# ---------------------------------------------------------------------------------------
+
+def linearize(func: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
+    """Returns the value of ``func`` at ``primals`` and linear approximation at ``primals``,
+    as ``torch.func.linearize``.
+
+    Args:
+        func (Callable[..., Any]): A Python function that takes one or more arguments.
+        primals (Tensors): Positional arguments to ``func`` that must all be Tensors. These
+            are the values at which the function is linearly approximated.
+
+    Returns:
+        Returns a ``(output, jvp_fn)`` tuple containing the output of ``func`` applied to
+        ``primals`` and a function that computes the jvp of ``func`` evaluated at
+        ``primals``.
+
+    linearize is useful if jvp is to be computed multiple times at ``primals``: ``func``
+    runs twice, here, and never again. To achieve this, linearize keeps a graph of
+    ``func`` at ``primals`` and of its vector-Jacobian product ``u -> u^T J``, which is
+    linear in ``u``; ``jvp_fn(t)`` is the gradient of ``<u^T J, t>`` w.r.t. ``u``, that is
+    ``J t``: one backward pass through that graph per call (where torch.func traces a
+    forward-mode graph with ``make_fx``). So it holds more memory than a direct ``jvp``;
+    if all the ``tangents`` are known, ``vmap(jvp_fn)`` or ``jacfwd`` may be faster.
+
+    The primals are constants of the linear map, as in torch.func's traced graph:
+    ``jvp_fn``'s results are differentiable w.r.t. tangents that require grad, not w.r.t.
+    the primals. A tangent of an output that does not depend on the primals (or is not
+    floating point) is zeros.
+
+    Example::
+
+        >>> from rgrad.func import linearize
+        >>> def fn(x):
+        ...     return x.sin()
+        ...
+        >>> output, jvp_fn = linearize(fn, rgrad.zeros(3, 3))
+        >>> jvp_fn(rgrad.ones(3, 3))
+        tensor([[1., 1., 1.],
+                [1., 1., 1.],
+                [1., 1., 1.]])
+    """
+    output = func(*primals)
+    _, output_spec = tree_flatten(output)
+    flat_primals, primals_argspec = tree_flatten(primals)
+    for p in flat_primals:
+        if not isinstance(p, Tensor):
+            raise AttributeError(f"'{type(p).__name__}' object has no attribute 'new_empty'")
+    for p in flat_primals:
+        if not p.is_floating_point():
+            raise ValueError(f"Expected primal to be floating point or complex, but got: {p.dtype}")
+
+    level = _Level()
+    level.outer_grad = False  # (every primal gets a leaf of its own: a constant outside)
+    with rgrad.enable_grad():
+        flat_diff = [level.differentiable(p) for p in flat_primals]
+        out = func(*tree_unflatten(flat_diff, primals_argspec))
+        flat_out, _ = tree_flatten(out)
+        # the outputs with a derivative, and a cotangent leaf for each
+        diff = [i for i, o in enumerate(flat_out) if isinstance(o, Tensor) and o.requires_grad]
+        cotangents = [rgrad.zeros_like(flat_out[i]).requires_grad_() for i in diff]
+        if diff:
+            vjps = rgrad.autograd.grad([flat_out[i] for i in diff], flat_diff, cotangents, create_graph=True,
+                                       allow_unused=True)
+        else:
+            vjps = [None] * len(flat_diff)
+        # (a product that does not depend on the cotangents adds nothing to any jvp)
+        live = [k for k, v in enumerate(vjps) if v is not None and v.requires_grad]
+
+    flat_primals_shape = tuple(p.shape for p in flat_primals)
+    flat_primals_device = tuple(p.device for p in flat_primals)
+    flat_primals_dtype = tuple(p.dtype for p in flat_primals)
+
+    def forward_ad_checks(flat_tangents: list) -> None:
+        for idx, t in enumerate(flat_tangents):
+            if t.shape != flat_primals_shape[idx]:
+                raise RuntimeError(
+                    f"tangent:{idx} with shape {t.shape} in flattened pytree doesn't match the shape "
+                    f"{flat_primals_shape[idx]} of the corresponding primal."
+                )
+            if t.device != flat_primals_device[idx]:
+                raise RuntimeError(
+                    f"tangent:{idx} with device {t.device} in flattened pytree doesn't match the device "
+                    f"{flat_primals_device[idx]} of the corresponding primal."
+                )
+            if t.dtype != flat_primals_dtype[idx]:
+                raise RuntimeError(
+                    f"tangent:{idx} with dtype {t.dtype} in flattened pytree doesn't match the dtype "
+                    f"{flat_primals_dtype[idx]} of the corresponding primal."
+                )
+
+    def jvp_fn(*tangents: Any) -> Any:
+        flat_tangents, tangent_argspec = tree_flatten(tangents)
+        if tangent_argspec != primals_argspec:
+            raise RuntimeError(
+                f"Expected the tangents {tangent_argspec} to have the same argspec as the primals {primals_argspec}"
+            )
+        forward_ad_checks(flat_tangents)
+        results = [rgrad.zeros_like(o) if isinstance(o, Tensor) else o for o in flat_out]
+        if live:
+            create_graph = rgrad.is_grad_enabled()
+            with rgrad.enable_grad():
+                jvps = rgrad.autograd.grad([vjps[k] for k in live], cotangents,
+                                           [flat_tangents[k] for k in live], retain_graph=True,
+                                           create_graph=create_graph, allow_unused=True)
+            for i, j in zip(diff, jvps):
+                if j is not None:
+                    results[i] = j
+            # depends on nothing outside: detached (torch.func's graph holds the primals as
+            # constants, so only primals and tangents that require grad keep one)
+            results = level.unwrap_tree(results, outer_grad=create_graph)
+        return tree_unflatten(results, output_spec)
+
+    return output, jvp_fn
