@@ -108,6 +108,9 @@ __all__ = [
     "_step_is_recording",
     "_NodeHookOwner",
     "SavedTensor",
+    "_NodeSavedTensor",
+    "_node_saved_names",
+    "_node_saved_field",
     "_push_saved_tensors_default_hooks",
     "_pop_saved_tensors_default_hooks",
     "_top_saved_tensors_default_hooks",
@@ -881,6 +884,13 @@ class _NodeHookOwner:
 @final
 class SavedTensor:
     def unpack(self) -> Tensor: ...
+
+@final
+class _NodeSavedTensor:
+    def register_hooks(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None: ...
+
+def _node_saved_names(node: Node) -> list[tuple[str, _bool]]: ...
+def _node_saved_field(node: Node, name: str, raw: _bool) -> Any: ...
 
 def _push_saved_tensors_default_hooks(pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None: ...
 def _pop_saved_tensors_default_hooks() -> None: ...

@@ -39,6 +39,39 @@ pub trait Backward: Send + Sync {
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
     }
+    /// What torch's generated node of this op shows as `_saved_<name>` (its saved
+    /// tensors and arguments), for the fields this node keeps, in name order.
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        Vec::new()
+    }
+}
+
+/// One `_saved_<name>` field of a node (see [`Backward::saved_fields`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum SavedField {
+    /// saved tensor `i` of the node; `None`: not saved (torch shows None)
+    Tensor(Option<u8>),
+    /// a Python number operand torch saved as a (wrapped-number) 0-dim tensor
+    Number(crate::dtype::Scalar),
+    /// a number argument (`alpha`, `exponent`)
+    Scalar(crate::dtype::Scalar),
+    Int(i64),
+    /// a tuple of ints (sizes, dims)
+    Ints(Vec<i64>),
+    Bool(bool),
+    /// an argument given as None
+    None,
+}
+
+impl SavedField {
+    /// A shape or list of dims as torch shows it (a tuple of ints).
+    pub fn ints<T: Copy + TryInto<i64>>(v: &[T]) -> SavedField {
+        SavedField::Ints(
+            v.iter()
+                .map(|&x| x.try_into().unwrap_or(i64::MAX))
+                .collect(),
+        )
+    }
 }
 
 /// What a backward formula can see of its node.

@@ -301,6 +301,53 @@ fn pack_node(node: &NodeRef, hooks: &Arc<dyn SavedTensorHooks>) -> Result<()> {
     Ok(())
 }
 
+/// `node._raw_saved_<name>.register_hooks(pack, unpack)` (torch's
+/// `SavedVariable::register_hooks`): saved tensor `i` of `node` is packed now with
+/// `hooks`, and unpacked through them when read.
+pub fn pack_saved_slot(
+    node: &NodeRef,
+    i: Option<u8>,
+    hooks: Arc<dyn SavedTensorHooks>,
+) -> Result<()> {
+    const FREED: &str = "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate \
+                         values of the graph are freed when you call .backward() or autograd.grad(). Specify \
+                         retain_graph=True if you need to backward through the graph a second time or if you need \
+                         to access saved variables after calling backward.";
+    let Some(i) = i else {
+        return Err(Error::runtime(
+            "Calling register_hooks on a saved tensor with value None is forbidden",
+        ));
+    };
+    let t = {
+        let n = node.lock();
+        if n.released {
+            return Err(Error::runtime(FREED));
+        }
+        let outputs = n.outputs.clone();
+        let slot = n
+            .saved
+            .get(usize::from(i))
+            .ok_or_else(|| Error::runtime(FREED))?;
+        match slot.to_pack(node, &outputs) {
+            None => {
+                return Err(Error::runtime(
+                    "Calling register_hooks on a saved tensor whose hooks have already been set. Hint: only one \
+                     pair of hooks is allowed at a time.",
+                ));
+            }
+            Some(t) => t?,
+        }
+    };
+    let packed = pack_one(&hooks, &t)?;
+    let s = crate::autograd::graph::SavedTensor::packed(&t, node, packed)?;
+    let mut n = node.lock();
+    if let Some(slot) = n.saved.get_mut(usize::from(i)) {
+        *slot = s;
+        n.packed = true;
+    }
+    Ok(())
+}
+
 /// Packs a list of saved tensors about to be stored in `node` (a custom Function's
 /// `save_for_backward`, whose outputs already carry the node), if this thread has hooks.
 pub(crate) fn pack_list(

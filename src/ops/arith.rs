@@ -595,6 +595,46 @@ impl ArithBackward {
 }
 
 impl Backward for ArithBackward {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        let number = |at: u8| (self.number_at == at).then_some(self.number).flatten();
+        let operand = |at: u8| match number(at) {
+            Some(n) => F::Number(n),
+            None => F::Tensor(self.saved[at as usize]),
+        };
+        let alpha = if self.alpha.fract() == 0.0 && self.alpha.abs() < 9.0e15 {
+            crate::dtype::Scalar::Int(self.alpha as i64)
+        } else {
+            crate::dtype::Scalar::Float(self.alpha)
+        };
+        match &*self.name() {
+            "AddBackward0" | "SubBackward0" | "RsubBackward0" | "RsubBackward1" => {
+                vec![("alpha", F::Scalar(alpha))]
+            }
+            "MulBackward0" | "DivBackward0" => vec![("other", operand(1)), ("self", operand(0))],
+            "PowBackward0" => vec![
+                ("exponent", number(1).map_or(F::None, F::Scalar)),
+                ("self", F::Tensor(self.saved[0])),
+            ],
+            "PowBackward1" => vec![
+                ("exponent", F::Tensor(self.saved[1])),
+                ("result", F::Tensor(self.saved[2])),
+                ("self", F::Tensor(self.saved[0])),
+            ],
+            // (torch saves the exponent too; rgrad's formula reads the result alone, so
+            // the field is shown only when the node kept it)
+            "PowBackward2" => {
+                let mut f = Vec::with_capacity(3);
+                if self.saved[1].is_some() {
+                    f.push(("exponent", F::Tensor(self.saved[1])));
+                }
+                f.push(("result", F::Tensor(self.saved[2])));
+                f.push(("self", number(0).map_or(F::None, F::Scalar)));
+                f
+            }
+            _ => Vec::new(),
+        }
+    }
     fn name(&self) -> Cow<'static, str> {
         let r = self.op.row();
         let at = usize::from(self.number_at);

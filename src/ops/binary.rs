@@ -311,6 +311,19 @@ pub struct BinaryFnBackward {
     saved: [Option<u8>; 3],
 }
 impl Backward for BinaryFnBackward {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        let operand = |at: usize| match self.number_at {
+            Some(n) if n == at => F::None,
+            _ => F::Tensor(self.saved[at]),
+        };
+        let mut fields = vec![("other", operand(1))];
+        if self.node == "HypotBackward0" {
+            fields.push(("result", F::Tensor(self.saved[2])));
+        }
+        fields.push(("self", operand(0)));
+        fields
+    }
     fn name(&self) -> Cow<'static, str> {
         self.node.into()
     }

@@ -129,6 +129,10 @@ pub struct CatBackward0 {
     sizes: Vec<Option<usize>>,
 }
 impl Backward for CatBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("dim", F::Int(self.dim as i64))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "CatBackward0".into()
     }
@@ -253,6 +257,10 @@ pub struct StackBackward0 {
     dtypes: Box<[crate::dtype::DType]>,
 }
 impl Backward for StackBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("dim", F::Int(self.dim as i64))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "StackBackward0".into()
     }
@@ -369,6 +377,13 @@ pub struct RepeatBackward0 {
     repeats: Box<[usize]>,
 }
 impl Backward for RepeatBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![
+            ("repeats", F::ints(&self.repeats)),
+            ("self_sym_sizes", F::ints(&self.shape)),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         "RepeatBackward0".into()
     }

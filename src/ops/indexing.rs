@@ -208,6 +208,13 @@ pub struct GatherBackward0 {
     dim: usize,
 }
 impl Backward for GatherBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![
+            ("dim", F::Int(self.dim as i64)),
+            ("index", F::Tensor(Some(0))),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         "GatherBackward0".into()
     }
@@ -280,6 +287,13 @@ pub struct ScatterAddBackward0 {
     dim: usize,
 }
 impl Backward for ScatterAddBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![
+            ("dim", F::Int(self.dim as i64)),
+            ("index", F::Tensor(Some(0))),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         "ScatterAddBackward0".into()
     }
@@ -415,6 +429,14 @@ pub struct IndexSelectBackward0 {
     dim: usize,
 }
 impl Backward for IndexSelectBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![
+            ("dim", F::Int(self.dim as i64)),
+            ("index", F::Tensor(Some(0))),
+            ("self_sym_sizes", F::ints(&self.shape)),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         "IndexSelectBackward0".into()
     }
@@ -489,6 +511,13 @@ pub struct IndexAddBackward0 {
     dim: usize,
 }
 impl Backward for IndexAddBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![
+            ("dim", F::Int(self.dim as i64)),
+            ("index", F::Tensor(Some(0))),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         "IndexAddBackward0".into()
     }
@@ -611,6 +640,10 @@ fn check_fill_mask(x: &Tensor, mask: &Tensor) -> Result<()> {
 #[derive(Clone)]
 pub struct MaskedFillBackward0;
 impl Backward for MaskedFillBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("mask", F::Tensor(Some(0)))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "MaskedFillBackward0".into()
     }
@@ -636,6 +669,10 @@ pub struct MaskedFillBackward1 {
     value_dtype: DType,
 }
 impl Backward for MaskedFillBackward1 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("mask", F::Tensor(Some(0)))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "MaskedFillBackward1".into()
     }

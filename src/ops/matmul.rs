@@ -269,6 +269,19 @@ pub struct AddmmBackward0 {
     scales: Option<Box<[Scalar; 2]>>,
 }
 impl Backward for AddmmBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        let (beta, alpha) = match &self.scales {
+            Some(s) => (s[0], s[1]),
+            None => (crate::dtype::Scalar::Int(1), crate::dtype::Scalar::Int(1)),
+        };
+        vec![
+            ("alpha", F::Scalar(alpha)),
+            ("beta", F::Scalar(beta)),
+            ("mat1", F::Tensor(self.mm.a)),
+            ("mat2", F::Tensor(self.mm.b)),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         "AddmmBackward0".into()
     }
@@ -569,6 +582,10 @@ impl MmBackward0 {
     }
 }
 impl Backward for MmBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("mat2", F::Tensor(self.b)), ("self", F::Tensor(self.a))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "MmBackward0".into()
     }
@@ -595,6 +612,10 @@ impl Backward for MmBackward0 {
 #[derive(Clone)]
 pub struct BmmBackward0(MmBackward0);
 impl Backward for BmmBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("mat2", F::Tensor(self.0.b)), ("self", F::Tensor(self.0.a))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "BmmBackward0".into()
     }
@@ -663,6 +684,10 @@ pub struct DotBackward0 {
     b: Option<u8>,
 }
 impl Backward for DotBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("self", F::Tensor(self.a)), ("tensor", F::Tensor(self.b))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "DotBackward0".into()
     }

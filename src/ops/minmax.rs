@@ -62,6 +62,15 @@ pub struct AmaxBackward0 {
     name: &'static str,
 }
 impl Backward for AmaxBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![
+            ("dim", F::ints(&self.r.dims)),
+            ("keepdim", F::Bool(self.r.keepdim)),
+            ("result", F::Tensor(Some(1))),
+            ("self", F::Tensor(Some(0))),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         self.name.into()
     }
@@ -162,6 +171,15 @@ pub struct MaxBackward0 {
     is_max: bool,
 }
 impl Backward for MaxBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![
+            ("dim", F::Int(self.dim as i64)),
+            ("indices", F::Tensor(Some(0))),
+            ("keepdim", F::Bool(self.keepdim)),
+            ("self_sym_sizes", F::ints(&self.shape)),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         if self.is_max {
             "MaxBackward0"

@@ -85,6 +85,19 @@ pub struct MseLossBackward0 {
     reduction: Reduction,
 }
 impl Backward for MseLossBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        let reduction = match self.reduction {
+            Reduction::None => 0,
+            Reduction::Mean => 1,
+            Reduction::Sum => 2,
+        };
+        vec![
+            ("reduction", F::Int(reduction)),
+            ("self", F::Tensor(Some(0))),
+            ("target", F::Tensor(Some(1))),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         "MseLossBackward0".into()
     }

@@ -62,7 +62,7 @@ pub(super) fn reduce_kernel(
 pub struct ReduceDims {
     pub(super) shape: Shape,
     pub(super) dims: Shape,
-    keepdim: bool,
+    pub(super) keepdim: bool,
 }
 
 impl ReduceDims {
@@ -157,6 +157,10 @@ pub struct SumBackward0 {
     shape: Shape,
 }
 impl Backward for SumBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("self_sym_sizes", F::ints(&self.shape))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "SumBackward0".into()
     }
@@ -189,6 +193,14 @@ pub struct SumBackward1 {
     r: Box<ReduceDims>,
 }
 impl Backward for SumBackward1 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![
+            ("dim", F::ints(&self.r.dims)),
+            ("keepdim", F::Bool(self.r.keepdim)),
+            ("self_sym_sizes", F::ints(&self.r.shape)),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         "SumBackward1".into()
     }
@@ -268,6 +280,13 @@ pub struct MeanBackward0 {
     n: usize,
 }
 impl Backward for MeanBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![
+            ("self_sym_numel", F::Int(self.n as i64)),
+            ("self_sym_sizes", F::ints(&self.shape)),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         "MeanBackward0".into()
     }
@@ -304,6 +323,18 @@ pub struct MeanBackward1 {
     n: usize,
 }
 impl Backward for MeanBackward1 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![
+            ("dim", F::ints(&self.r.dims)),
+            ("keepdim", F::Bool(self.r.keepdim)),
+            (
+                "self_sym_numel",
+                F::Int(self.r.shape.iter().product::<usize>() as i64),
+            ),
+            ("self_sym_sizes", F::ints(&self.r.shape)),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         "MeanBackward1".into()
     }
@@ -455,6 +486,10 @@ pub fn any_true(t: &Tensor) -> Result<bool> {
 #[derive(Clone)]
 pub struct ProdBackward0(ProdGrad);
 impl Backward for ProdBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("result", F::Tensor(Some(1))), ("self", F::Tensor(Some(0)))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "ProdBackward0".into()
     }
@@ -473,6 +508,16 @@ impl Backward for ProdBackward0 {
 #[derive(Clone)]
 pub struct ProdBackward1(ProdGrad);
 impl Backward for ProdBackward1 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        let dim = self.0.r.dims.first().map_or(F::None, |&d| F::Int(d as i64));
+        vec![
+            ("dim", dim),
+            ("keepdim", F::Bool(self.0.r.keepdim)),
+            ("result", F::Tensor(Some(1))),
+            ("self", F::Tensor(Some(0))),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         "ProdBackward1".into()
     }
@@ -576,6 +621,10 @@ impl VarGrad {
 #[derive(Clone)]
 pub struct VarBackward0(VarGrad);
 impl Backward for VarBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("self", F::Tensor(Some(0)))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "VarBackward0".into()
     }
@@ -594,6 +643,10 @@ impl Backward for VarBackward0 {
 #[derive(Clone)]
 pub struct StdBackward0(VarGrad);
 impl Backward for StdBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("result", F::Tensor(Some(1))), ("self", F::Tensor(Some(0)))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "StdBackward0".into()
     }
@@ -671,6 +724,10 @@ pub struct NormBackward0 {
     p: f64,
 }
 impl Backward for NormBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("result", F::Tensor(Some(1))), ("self", F::Tensor(Some(0)))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "LinalgVectorNormBackward0".into()
     }
@@ -783,6 +840,15 @@ pub struct LogsumexpBackward0 {
     r: Box<ReduceDims>,
 }
 impl Backward for LogsumexpBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![
+            ("dim", F::ints(&self.r.dims)),
+            ("keepdim", F::Bool(self.r.keepdim)),
+            ("result", F::Tensor(Some(1))),
+            ("self", F::Tensor(Some(0))),
+        ]
+    }
     fn name(&self) -> Cow<'static, str> {
         "LogsumexpBackward0".into()
     }

@@ -288,6 +288,27 @@ pub struct SelectBackward {
 }
 
 impl Backward for SelectBackward {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        let bound = |i: usize| match self.numbers[i] {
+            Some(v) => F::Scalar(crate::dtype::Scalar::Float(v)),
+            None => F::None,
+        };
+        match &*self.name() {
+            "WhereBackward0" => vec![("condition", F::Tensor(self.saved[0]))],
+            "ClampBackward1" => vec![
+                ("max", bound(1)),
+                ("min", bound(0)),
+                ("self", F::Tensor(self.saved[1])),
+            ],
+            "ClampBackward0" => vec![
+                ("max", F::Tensor(self.saved[3])),
+                ("min", F::Tensor(self.saved[2])),
+                ("self", F::Tensor(self.saved[1])),
+            ],
+            _ => Vec::new(),
+        }
+    }
     fn name(&self) -> Cow<'static, str> {
         self.op.row().node.into()
     }

@@ -135,6 +135,20 @@ impl SplitBackward {
 }
 
 impl Backward for SplitBackward {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        let s = &self.0;
+        let dim = ("dim", F::Int(s.dim as i64));
+        let sizes = ("self_sym_sizes", F::ints(&s.shape));
+        match s.kind {
+            SplitKind::Unbind => vec![dim],
+            SplitKind::Split => {
+                let size = s.sizes.first().copied().unwrap_or(0);
+                vec![dim, sizes, ("split_size", F::Int(size as i64))]
+            }
+            SplitKind::SplitWithSizes => vec![dim, sizes, ("split_sizes", F::ints(&s.sizes))],
+        }
+    }
     fn name(&self) -> Cow<'static, str> {
         match self.0.kind {
             SplitKind::Split => "SplitBackward0",
@@ -416,6 +430,10 @@ pub struct ExpandBackward0 {
     shape: Shape,
 }
 impl Backward for ExpandBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("self_sym_sizes", F::ints(&self.shape))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "ExpandBackward0".into()
     }
@@ -461,6 +479,17 @@ pub struct PermuteBackward0 {
     inverse: Vec<i64>,
 }
 impl Backward for PermuteBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        // (the node keeps the inverse permutation)
+        let mut dims = vec![0i64; self.inverse.len()];
+        for (i, &d) in self.inverse.iter().enumerate() {
+            if let Some(slot) = usize::try_from(d).ok().and_then(|d| dims.get_mut(d)) {
+                *slot = i as i64;
+            }
+        }
+        vec![("dims", F::Ints(dims))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "PermuteBackward0".into()
     }
@@ -929,6 +958,10 @@ pub struct UnsqueezeBackward0 {
     dim: i64,
 }
 impl Backward for UnsqueezeBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("dim", F::Int(self.dim))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "UnsqueezeBackward0".into()
     }

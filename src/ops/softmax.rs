@@ -88,6 +88,10 @@ pub struct SoftmaxBackward0 {
     dim: i64,
 }
 impl Backward for SoftmaxBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("dim", F::Int(self.dim)), ("result", F::Tensor(Some(0)))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "SoftmaxBackward0".into()
     }
@@ -133,6 +137,10 @@ pub struct LogSoftmaxBackward0 {
     dim: i64,
 }
 impl Backward for LogSoftmaxBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![("dim", F::Int(self.dim)), ("result", F::Tensor(Some(0)))]
+    }
     fn name(&self) -> Cow<'static, str> {
         "LogSoftmaxBackward0".into()
     }

@@ -363,6 +363,14 @@ pub struct UnaryBackward {
     saved: Option<u8>,
 }
 impl Backward for UnaryBackward {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        match row(self.op).saves {
+            Saves::Input => vec![("self", F::Tensor(self.saved))],
+            Saves::Output => vec![("result", F::Tensor(self.saved))],
+            Saves::None => Vec::new(),
+        }
+    }
     fn name(&self) -> Cow<'static, str> {
         row(self.op).node.into()
     }

@@ -15,9 +15,11 @@ use super::error::external;
 use super::gil;
 use super::node::{PyAccumulateGrad, PyNode};
 use super::pytensor::{PyTensor, wrap_cached};
+use crate::autograd::function::SavedField;
 use crate::autograd::graph::{HookGrads, NodePostHook, NodePreHook, NodeRef, WeakNodeRef};
 use crate::autograd::hooks;
 use crate::autograd::saved_hooks::{self, PackedTensor, SavedTensorHooks};
+use crate::dtype::Scalar;
 use crate::tensor::{Tensor, TensorImpl};
 use crate::{Error, Result};
 use pyo3::exceptions::PyTypeError;
@@ -409,6 +411,136 @@ pub fn _make_saved_tensor(tensor: PyRef<'_, PyTensor>, is_output: bool) -> PyRes
     let t = tensor.t.clone();
     let saved = saved_hooks::make_saved(&t)?;
     Ok(PySavedTensor { saved })
+}
+
+// ---- a node's saved fields (`grad_fn._saved_self`) ---------------------------------------
+
+/// The `_saved_<name>` fields of `node`'s op, as torch's generated node has them.
+fn saved_fields(node: &NodeRef) -> Vec<(&'static str, SavedField)> {
+    node.op().as_backward().saved_fields()
+}
+
+/// The names of `node`'s saved fields, each with whether it is a tensor (which also has a
+/// `_raw_saved_<name>`).
+#[pyfunction]
+pub fn _node_saved_names(node: &Bound<'_, PyNode>) -> PyResult<Vec<(String, bool)>> {
+    let n = node_of(node)?;
+    Ok(saved_fields(&n)
+        .into_iter()
+        .map(|(k, f)| (k.to_string(), matches!(f, SavedField::Tensor(_))))
+        .collect())
+}
+
+/// `node._saved_<name>` (`raw`: `node._raw_saved_<name>`, a SavedTensor).
+#[pyfunction]
+pub fn _node_saved_field(
+    py: Python<'_>,
+    node: &Bound<'_, PyNode>,
+    name: &str,
+    raw: bool,
+) -> PyResult<Py<PyAny>> {
+    let n = node_of(node)?;
+    let field = saved_fields(&n).into_iter().find(|(k, _)| *k == name);
+    let no_such = || {
+        let tn = node
+            .get_type()
+            .name()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        let prefix = if raw { "_raw_saved_" } else { "_saved_" };
+        pyo3::exceptions::PyAttributeError::new_err(format!(
+            "'{tn}' object has no attribute '{prefix}{name}'"
+        ))
+    };
+    let Some((_, field)) = field else {
+        return Err(no_such());
+    };
+    let number = |s: Scalar| -> PyResult<Py<PyAny>> {
+        Ok(match s {
+            Scalar::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+            Scalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+            Scalar::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
+        })
+    };
+    match field {
+        SavedField::Tensor(i) if raw => Ok(Py::new(
+            py,
+            PyNodeSavedTensor {
+                node: n.clone(),
+                index: i,
+            },
+        )?
+        .into_any()),
+        _ if raw => Err(no_such()),
+        SavedField::Tensor(None) | SavedField::None => Ok(py.None()),
+        SavedField::Tensor(Some(i)) => {
+            let (slot, released) = {
+                let g = n.lock();
+                (g.saved.get(usize::from(i)).cloned(), g.released)
+            };
+            let t = match slot {
+                Some(s) if !released => gil::detach(py, || {
+                    crate::autograd::function::unpack_saved(&n, &s, released)
+                })?,
+                _ => return Err(Error::GraphFreed.into()),
+            };
+            wrap_cached(py, &t)
+        }
+        // (torch's wrapped number: a 0-dim tensor of the number's own type)
+        SavedField::Number(s) => {
+            let t = match s {
+                Scalar::Bool(b) => {
+                    crate::ops::full(&[], Scalar::Bool(b), crate::dtype::DType::Bool)
+                }
+                Scalar::Int(i) => crate::ops::full(&[], Scalar::Int(i), crate::dtype::DType::I64),
+                Scalar::Float(f) => {
+                    crate::ops::full(&[], Scalar::Float(f), crate::dtype::DType::F64)
+                }
+            }?;
+            Ok(super::pytensor::wrap(py, t)?.into_any())
+        }
+        SavedField::Scalar(s) => number(s),
+        SavedField::Int(i) => Ok(i.into_pyobject(py)?.into_any().unbind()),
+        SavedField::Bool(b) => Ok(b.into_pyobject(py)?.to_owned().into_any().unbind()),
+        SavedField::Ints(v) => Ok(PyTuple::new(py, v)?.into_any().unbind()),
+    }
+}
+
+/// `node._raw_saved_<name>`: torch's `SavedTensor` of a node's saved tensor, whose
+/// `register_hooks(pack_hook, unpack_hook)` packs it now and unpacks it through the
+/// hooks when it is read (by backward or `_saved_<name>`).
+#[pyclass(name = "_NodeSavedTensor", module = "rgrad._C", frozen)]
+pub struct PyNodeSavedTensor {
+    node: NodeRef,
+    index: Option<u8>,
+}
+
+#[pymethods]
+impl PyNodeSavedTensor {
+    /// Packs the saved tensor with `pack_hook` now; `unpack_hook` gives it back when read.
+    fn register_hooks(
+        &self,
+        py: Python<'_>,
+        pack_hook: Py<PyAny>,
+        unpack_hook: Py<PyAny>,
+    ) -> PyResult<()> {
+        for (f, what) in [(&pack_hook, "pack_hook"), (&unpack_hook, "unpack_hook")] {
+            if !f.bind(py).is_callable() {
+                return Err(PyTypeError::new_err(format!(
+                    "register_hooks(): {what} must be callable, got {}",
+                    convert::type_name(f.bind(py))
+                )));
+            }
+        }
+        let hooks = Arc::new(PyHooks {
+            pack: pack_hook,
+            unpack: unpack_hook,
+        });
+        let (node, index) = (&self.node, self.index);
+        Ok(gil::detach(py, || {
+            saved_hooks::pack_saved_slot(node, index, hooks)
+        })?)
+    }
 }
 
 // ---- node-creation hooks ------------------------------------------------------------------

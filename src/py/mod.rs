@@ -671,6 +671,9 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?)?;
     m.add_function(wrap_pyfunction!(graph_api::_make_saved_tensor, m)?)?;
     m.add_function(wrap_pyfunction!(graph_api::_current_graph_task_id, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_node_saved_names, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_api::_node_saved_field, m)?)?;
+    m.add_class::<graph_api::PyNodeSavedTensor>()?;
     m.add_function(wrap_pyfunction!(graph_api::_push_node_creation_hook, m)?)?;
     m.add_function(wrap_pyfunction!(graph_api::_pop_node_creation_hook, m)?)?;
     crate::autograd::node_hooks::set_firer(graph_api::fire_node_creation_hooks);

@@ -33,12 +33,36 @@ __all__ = [
 _node_classes: dict = {}
 
 
+def _node_getattr(self, name: str) -> Any:
+    """``node._saved_<field>`` / ``node._raw_saved_<field>``: what torch's generated node of
+    the op saved (a tensor, unpacked with the version check, or an argument)."""
+    if name.startswith("_saved_"):
+        return _C._node_saved_field(self, name[len("_saved_"):], False)
+    if name.startswith("_raw_saved_"):
+        return _C._node_saved_field(self, name[len("_raw_saved_"):], True)
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+def _node_dir(self) -> list:
+    names = set(object.__dir__(self))
+    for field, is_tensor in _C._node_saved_names(self):
+        names.add("_saved_" + field)
+        if is_tensor:
+            names.add("_raw_saved_" + field)
+    return sorted(names)
+
+
 def _node_class(name: str) -> type:
     """The Node subclass named after an op (``MulBackward0``), created on first use."""
     cls = _node_classes.get(name)
     if cls is None:
         short = name.rsplit("::", 1)[-1]  # torch's C++ nodes are types named without namespace
-        cls = _node_classes[name] = type(short, (Node,), {"__slots__": (), "__module__": "rgrad.autograd.graph"})
+        cls = _node_classes[name] = type(short, (Node,), {
+            "__slots__": (),
+            "__module__": "rgrad.autograd.graph",
+            "__getattr__": _node_getattr,
+            "__dir__": _node_dir,
+        })
     return cls
 
 
