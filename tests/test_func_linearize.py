@@ -117,3 +117,27 @@ def test_vmap_of_linearize_gives_the_jacobian():
 
     cols, jac = both(program)
     assert cols == jac
+
+
+def test_debug_unwrap_gives_the_tensor_under_vmap():
+    def program(T):
+        seen = []
+
+        def f(v):
+            u = T.func.debug_unwrap(v)
+            seen.append((tuple(u.shape), type(u).__name__ == "Tensor"))
+            return v * 2
+
+        x = T.arange(12.0).reshape(3, 4)
+        out = T.func.vmap(f)(x)
+        inner = []
+
+        def g(v):
+            inner.append(tuple(T.func.debug_unwrap(v, recurse=True).shape))
+            return v
+
+        T.func.vmap(T.func.vmap(g))(T.zeros(2, 3, 4))
+        return seen, out, inner, T.func.debug_unwrap(x) is x
+
+    seen, out, inner, same = both(program)
+    assert seen == [((3, 4), True)] and inner == [(2, 3, 4)] and same
