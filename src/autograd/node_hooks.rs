@@ -106,27 +106,13 @@ pub(crate) fn capture() -> Option<HookState> {
 /// Runs `f` with `state` as this thread's hooks, then restores the thread's own (also
 /// when `f` unwinds).
 pub(crate) fn with_state<R>(state: &HookState, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<HookState>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            if let Some(old) = self.0.take() {
-                let _ = STATE.try_with(|s| {
-                    let mut s = s.borrow_mut();
-                    let was = !s.stack.is_empty();
-                    *s = old;
-                    recount(was, !s.stack.is_empty());
-                });
-            }
-        }
-    }
-    let old = STATE.with(|s| {
-        let mut s = s.borrow_mut();
-        let old = std::mem::replace(&mut *s, state.clone());
-        recount(!old.stack.is_empty(), !s.stack.is_empty());
-        old
-    });
-    let _restore = Restore(Some(old));
-    f()
+    crate::autograd::saved_hooks::with_thread_state(
+        &STATE,
+        state,
+        |s| !s.stack.is_empty(),
+        recount,
+        f,
+    )
 }
 
 /// A node was just allocated while some thread has hooks (called by the arena, which

@@ -164,27 +164,49 @@ pub(crate) fn capture() -> Option<HookState> {
 
 /// Runs `f` with `state` as this thread's hook state, then restores the thread's own.
 pub(crate) fn with_state<R>(state: &HookState, f: impl FnOnce() -> R) -> R {
-    /// Puts the thread's own state back, also when `f` unwinds.
-    struct Restore(Option<HookState>);
-    impl Drop for Restore {
+    with_thread_state(&STATE, state, |s| !s.stack.is_empty(), recount, f)
+}
+
+/// Runs `f` with `state` in the thread-local `key`, then puts the thread's own back (also
+/// when `f` unwinds); `recount(was_on, now_on)` follows every swap (`on`: the state has
+/// hooks). The engine runs a backward's nodes so under its caller's hook states.
+pub(crate) fn with_thread_state<S: Clone + 'static, R>(
+    key: &'static std::thread::LocalKey<RefCell<S>>,
+    state: &S,
+    on: fn(&S) -> bool,
+    recount: fn(bool, bool),
+    f: impl FnOnce() -> R,
+) -> R {
+    struct Restore<S: 'static> {
+        key: &'static std::thread::LocalKey<RefCell<S>>,
+        old: Option<S>,
+        on: fn(&S) -> bool,
+        recount: fn(bool, bool),
+    }
+    impl<S: 'static> Drop for Restore<S> {
         fn drop(&mut self) {
-            if let Some(old) = self.0.take() {
-                let _ = STATE.try_with(|s| {
+            if let Some(old) = self.old.take() {
+                let _ = self.key.try_with(|s| {
                     let mut s = s.borrow_mut();
-                    let was = !s.stack.is_empty();
+                    let was = (self.on)(&s);
                     *s = old;
-                    recount(was, !s.stack.is_empty());
+                    (self.recount)(was, (self.on)(&s));
                 });
             }
         }
     }
-    let old = STATE.with(|s| {
+    let old = key.with(|s| {
         let mut s = s.borrow_mut();
         let old = std::mem::replace(&mut *s, state.clone());
-        recount(!old.stack.is_empty(), !s.stack.is_empty());
+        recount(on(&old), on(&s));
         old
     });
-    let _restore = Restore(Some(old));
+    let _restore = Restore {
+        key,
+        old: Some(old),
+        on,
+        recount,
+    };
     f()
 }
 
