@@ -21,8 +21,16 @@ _QUERY = "queries metadata and returns a python value, not a tensor"
 _AUTOGRAD = "autograd bookkeeping, not an op (test_engine.py, test_function.py)"
 _PROTOCOL = "python protocol: converts to a python value or container (test_api.py)"
 
+_CLOSE = "composite of ==, abs, <=, isfinite (each has its entry), no gradient; tests/test_closeness.py against torch"
+
 EXCLUDED: dict[str, str] = {
     # -- rgrad functions
+    "isclose": _CLOSE,
+    "Tensor.isclose": _CLOSE,
+    "allclose": "a Python bool: isclose(...).all(); tests/test_closeness.py against torch",
+    "Tensor.allclose": "a Python bool: isclose(...).all(); tests/test_closeness.py against torch",
+    "equal": "a Python bool: sizes and == (each has its entry); tests/test_closeness.py against torch",
+    "Tensor.equal": "a Python bool: sizes and == (each has its entry); tests/test_closeness.py against torch",
     "tensor": _FACTORY,
     "compile_step": "records and replays a whole training step, not an op: tests/test_step_replay.py",
     "zeros": _FACTORY,

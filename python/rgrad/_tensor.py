@@ -355,6 +355,92 @@ def _isfinite(self: Tensor) -> Tensor:
     return (self == self) & (self.abs() != float("inf"))
 
 
+_SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+
+
+def _scalar_type_name(dtype) -> str:
+    return _SCALAR_TYPE_NAMES.get(str(dtype).rsplit(".", 1)[-1], str(dtype))
+
+
+def _check_tensor_arg(fn: str, other, name: str = "other", pos: int = 2) -> None:
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not {type(other).__name__}")
+
+
+def _isclose(self: Tensor, other: Tensor, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+             equal_nan: builtins.bool = False) -> Tensor:
+    r"""isclose(other, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor
+
+    Returns a new tensor with boolean elements representing if each element of ``self`` is
+    "close" to the corresponding element of ``other``: ``|self - other| <= atol + rtol *
+    |other|``, where equal elements (infinities of one sign included) are always close and
+    NaNs are close to each other only with ``equal_nan=True``. Both must have one dtype;
+    they broadcast. As torch's (its ATen algorithm: equality, then the finite error test).
+    """
+    _check_tensor_arg("isclose", self, "input", 1)
+    _check_tensor_arg("isclose", other)
+    if self.dtype != other.dtype:
+        raise RuntimeError(f"{_scalar_type_name(self.dtype)} did not match {_scalar_type_name(other.dtype)}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {_number_text(rtol)}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {_number_text(atol)}")
+    with _C_no_grad():
+        close = self == other
+        if equal_nan and self.dtype.is_floating_point:
+            close = close | (_isnan(self) & _isnan(other))
+        if rtol == 0 and atol == 0:
+            return close
+        a, b = self, other
+        if a.dtype == _C.bool:
+            a, b = a.to(_C.float32), b.to(_C.float32)
+        allowed = (b * rtol).abs() + atol
+        actual = (a - b).abs()
+        return close | (_isfinite(actual) & (actual <= allowed))
+
+
+def _number_text(v) -> str:
+    """A number as torch's C++ prints it in messages (-1 for -1.0)."""
+    if isinstance(v, builtins.float) and v.is_integer():
+        return str(builtins.int(v))
+    return str(v)
+
+
+class _C_no_grad:
+    """Grad mode off inside (isclose's comparisons record nothing anyway)."""
+
+    def __enter__(self) -> None:
+        self.prev = _C._set_grad_enabled(False)
+
+    def __exit__(self, *args) -> None:
+        _C._set_grad_enabled(self.prev)
+
+
+def _allclose(self: Tensor, other: Tensor, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+              equal_nan: builtins.bool = False) -> builtins.bool:
+    r"""allclose(other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool
+
+    Whether every element of ``self`` is close to ``other``'s (see :meth:`isclose`).
+    """
+    _check_tensor_arg("allclose", self, "input", 1)
+    _check_tensor_arg("allclose", other)
+    return builtins.bool(_isclose(self, other, rtol, atol, equal_nan).all().item())
+
+
+def _equal(self: Tensor, other: Tensor) -> builtins.bool:
+    r"""equal(other) -> bool
+
+    ``True`` if the two tensors have the same size and elements (compared after type
+    promotion; NaN is equal to nothing), ``False`` otherwise.
+    """
+    _check_tensor_arg("equal", self, "input", 1)
+    _check_tensor_arg("equal", other)
+    if tuple(self.shape) != tuple(other.shape):
+        return False
+    with _C_no_grad():
+        return builtins.bool((self == other).all().item())
+
+
 def _make_max(is_max: builtins.bool):
     from rgrad import return_types
 
@@ -431,6 +517,9 @@ for _name, _fn in {
     "isnan": _isnan,
     "isinf": _isinf,
     "isfinite": _isfinite,
+    "isclose": _isclose,
+    "allclose": _allclose,
+    "equal": _equal,
     "square": _square,
     "square_": _square_,
 }.items():
