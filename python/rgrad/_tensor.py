@@ -385,7 +385,9 @@ def _isclose(self: Tensor, other: Tensor, rtol: builtins.float = 1e-05, atol: bu
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {_number_text(rtol)}")
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {_number_text(atol)}")
-    with _C_no_grad():
+    from rgrad.autograd.grad_mode import no_grad  # (rgrad.autograd loads after this module)
+
+    with no_grad():
         close = self == other
         if equal_nan and self.dtype.is_floating_point:
             close = close | (_isnan(self) & _isnan(other))
@@ -404,16 +406,6 @@ def _number_text(v) -> str:
     if isinstance(v, builtins.float) and v.is_integer():
         return str(builtins.int(v))
     return str(v)
-
-
-class _C_no_grad:
-    """Grad mode off inside (isclose's comparisons record nothing anyway)."""
-
-    def __enter__(self) -> None:
-        self.prev = _C._set_grad_enabled(False)
-
-    def __exit__(self, *args) -> None:
-        _C._set_grad_enabled(self.prev)
 
 
 def _allclose(self: Tensor, other: Tensor, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
@@ -437,7 +429,9 @@ def _equal(self: Tensor, other: Tensor) -> builtins.bool:
     _check_tensor_arg("equal", other)
     if tuple(self.shape) != tuple(other.shape):
         return False
-    with _C_no_grad():
+    from rgrad.autograd.grad_mode import no_grad  # (rgrad.autograd loads after this module)
+
+    with no_grad():
         return builtins.bool((self == other).all().item())
 
 

@@ -94,12 +94,8 @@ pub fn pop() -> Result<Hook> {
 /// This thread's hooks, for the engine (`None` when it has none: the usual case costs
 /// one relaxed load).
 pub(crate) fn capture() -> Option<HookState> {
-    if !maybe_active() {
-        return None;
-    }
-    STATE.with(|s| {
-        let s = s.borrow();
-        (!s.stack.is_empty()).then(|| s.clone())
+    crate::autograd::saved_hooks::capture_thread_state(&STATE, maybe_active(), |s| {
+        !s.stack.is_empty()
     })
 }
 

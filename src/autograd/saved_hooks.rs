@@ -153,12 +153,22 @@ pub fn disabled_message() -> Option<String> {
 /// its thread-local state to the threads that run the graph): `None` when no thread has
 /// hooks (the usual case, one relaxed load) or this one has none.
 pub(crate) fn capture() -> Option<HookState> {
-    if !maybe_active() {
+    capture_thread_state(&STATE, maybe_active(), |s| !s.stack.is_empty())
+}
+
+/// A copy of the thread-local `key` if some thread may have hooks (`active`, one relaxed
+/// load) and this one has (`on`); else `None`.
+pub(crate) fn capture_thread_state<S: Clone + 'static>(
+    key: &'static std::thread::LocalKey<RefCell<S>>,
+    active: bool,
+    on: fn(&S) -> bool,
+) -> Option<S> {
+    if !active {
         return None;
     }
-    STATE.with(|s| {
+    key.with(|s| {
         let s = s.borrow();
-        (!s.stack.is_empty()).then(|| s.clone())
+        on(&s).then(|| s.clone())
     })
 }
 

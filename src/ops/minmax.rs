@@ -64,12 +64,8 @@ pub struct AmaxBackward0 {
 impl Backward for AmaxBackward0 {
     fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
         use crate::autograd::function::SavedField as F;
-        vec![
-            ("dim", F::ints(&self.r.dims)),
-            ("keepdim", F::Bool(self.r.keepdim)),
-            ("result", F::Tensor(Some(1))),
-            ("self", F::Tensor(Some(0))),
-        ]
+        self.r
+            .saved_fields([("result", F::Tensor(Some(1))), ("self", F::Tensor(Some(0)))])
     }
     fn name(&self) -> Cow<'static, str> {
         self.name.into()

@@ -66,6 +66,20 @@ pub struct ReduceDims {
 }
 
 impl ReduceDims {
+    /// torch's `_saved_dim` and `_saved_keepdim`, then `rest` (the node's other fields,
+    /// in name order).
+    pub(super) fn saved_fields<const N: usize>(
+        &self,
+        rest: [(&'static str, crate::autograd::function::SavedField); N],
+    ) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        let mut v = vec![
+            ("dim", F::ints(&self.dims)),
+            ("keepdim", F::Bool(self.keepdim)),
+        ];
+        v.extend(rest);
+        v
+    }
     pub(super) fn new(shape: Shape, dims: &[usize], keepdim: bool) -> Box<ReduceDims> {
         Box::new(ReduceDims {
             shape,
@@ -195,11 +209,8 @@ pub struct SumBackward1 {
 impl Backward for SumBackward1 {
     fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
         use crate::autograd::function::SavedField as F;
-        vec![
-            ("dim", F::ints(&self.r.dims)),
-            ("keepdim", F::Bool(self.r.keepdim)),
-            ("self_sym_sizes", F::ints(&self.r.shape)),
-        ]
+        self.r
+            .saved_fields([("self_sym_sizes", F::ints(&self.r.shape))])
     }
     fn name(&self) -> Cow<'static, str> {
         "SumBackward1".into()
@@ -325,15 +336,13 @@ pub struct MeanBackward1 {
 impl Backward for MeanBackward1 {
     fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
         use crate::autograd::function::SavedField as F;
-        vec![
-            ("dim", F::ints(&self.r.dims)),
-            ("keepdim", F::Bool(self.r.keepdim)),
+        self.r.saved_fields([
             (
                 "self_sym_numel",
                 F::Int(self.r.shape.iter().product::<usize>() as i64),
             ),
             ("self_sym_sizes", F::ints(&self.r.shape)),
-        ]
+        ])
     }
     fn name(&self) -> Cow<'static, str> {
         "MeanBackward1".into()
@@ -842,12 +851,8 @@ pub struct LogsumexpBackward0 {
 impl Backward for LogsumexpBackward0 {
     fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
         use crate::autograd::function::SavedField as F;
-        vec![
-            ("dim", F::ints(&self.r.dims)),
-            ("keepdim", F::Bool(self.r.keepdim)),
-            ("result", F::Tensor(Some(1))),
-            ("self", F::Tensor(Some(0))),
-        ]
+        self.r
+            .saved_fields([("result", F::Tensor(Some(1))), ("self", F::Tensor(Some(0)))])
     }
     fn name(&self) -> Cow<'static, str> {
         "LogsumexpBackward0".into()
