@@ -514,6 +514,29 @@ def _narrow_ref(a, dim, start, length):
     return a[(slice(None),) * d + (slice(start, start + length),)]
 
 
+def _unflat(n, sizes):
+    sizes = list(sizes)
+    if -1 in sizes:
+        known = int(np.prod([x for x in sizes if x != -1]))
+        sizes[sizes.index(-1)] = n // known
+    return tuple(sizes)
+
+
+def _tensor_split_ref(a, ios, dim=0):
+    return tuple(np.array_split(a, ios, axis=dim))
+
+
+def _np_diff_kw(k):
+    return {"dim": "axis"}.get(k, k)
+
+
+def _cartesian_prod_ref(*ts):
+    if len(ts) == 1:
+        return ts[0]
+    grids = np.meshgrid(*ts, indexing="ij")
+    return np.stack([g.reshape(-1) for g in grids], axis=1)
+
+
 def _unbind_ref(a, dim=0):
     return tuple(np.moveaxis(a, dim, 0))
 
@@ -1331,12 +1354,28 @@ def build_op_db(T) -> list[OpInfo]:
         ("erfinv", np.vectorize(erfinv_ref, otypes=[float]), (-0.9, 0.9), list(SPECIAL) + [1.0, -1.0, 0.999]),
         ("trunc", np.trunc, DEFAULT_DOMAIN, list(SPECIAL) + [2.5, -2.5, -0.5]),
         ("frac", lambda x: x - np.trunc(x), DEFAULT_DOMAIN, list(SPECIAL) + [2.5, -2.5, -0.5]),
+        ("floor", np.floor, DEFAULT_DOMAIN, list(SPECIAL) + [2.5, -2.5, -0.5, 0.5, 3.0]),
+        ("ceil", np.ceil, DEFAULT_DOMAIN, list(SPECIAL) + [2.5, -2.5, -0.5, 0.5, 3.0]),
+        ("round", np.round, DEFAULT_DOMAIN, list(SPECIAL) + [2.5, -2.5, -0.5, 0.5, 1.5, -1.5, 3.0]),
+        ("sgn", np.sign, DEFAULT_DOMAIN, [0.0, INF, -INF, 1.5, -2.5]),
+        ("log2", np.log2, POSITIVE, list(SPECIAL) + [8.0, 0.125]),
+        ("log10", np.log10, POSITIVE, list(SPECIAL) + [1000.0, 0.001]),
+        ("exp2", np.exp2, DEFAULT_DOMAIN, list(SPECIAL) + [10.0, -3.0]),
+        ("deg2rad", np.deg2rad, DEFAULT_DOMAIN, SPECIAL),
+        ("rad2deg", np.rad2deg, DEFAULT_DOMAIN, SPECIAL),
     ]
     for name, ref, domain, special in unary:
         add(name, (lambda n: lambda a: getattr(T, n)(a))(name), ref, unary_samples(special), domain=domain,
             inplace=f"{name}_", inplace_grad=name not in ("asinh", "acosh", "atanh"))
         add(f"Tensor.{name}", (lambda n: lambda a: getattr(a, n)())(name), ref, variant_unary_samples,
             domain=domain)
+    for d in (2, -1):
+        add(f"round.decimals{d}", (lambda d: lambda a: T.round(a, decimals=d))(d),
+            (lambda d: lambda a: np.round(a, d))(d),
+            (lambda d: lambda m, rng: [S(m(3, 4) * 100), S(m(5) * 1000),
+                                       S(np.array([0.125, -0.125, 2.5, -25.0, 15.0, 0.0, INF, NAN])).fwd("halves, specials")])(d))
+        add(f"Tensor.round.decimals{d}", (lambda d: lambda a: a.round(decimals=d))(d),
+            (lambda d: lambda a: np.round(a, d))(d), variant_unary_samples)
     gamma_special = [0.0, -0.0, -1.0, -2.5, INF, -INF, NAN, 1e-30, 0.5, 25.0]
     for name, ref in (("lgamma", _lgamma_ref), ("digamma", lambda x: polygamma_ref(0, x))):
         ref = np.vectorize(ref, otypes=[float])
@@ -1677,6 +1716,95 @@ def build_op_db(T) -> list[OpInfo]:
     add("__ror__", lambda a, b: a | b, lambda a, b: a | b, rbit_samples, **nograd)
     add("__rxor__", lambda a, b: a ^ b, lambda a, b: a ^ b, rbit_samples, **nograd)
     add("__invert__", lambda a: ~a, lambda a: ~a, lambda m, rng: [S(m.mask(3, 4)), S(m.ints(8, 2, 3) - 4)], **nograd)
+
+    # ---- torch's composite functions (python/rgrad/_composite.py) ----------
+
+    add("broadcast_to", lambda a, size: T.broadcast_to(a, size), lambda a, size: np.broadcast_to(a, size),
+        lambda m, rng: [S(m(3), (2, 3)), S(m(2, 1), (2, 4)), S(m(), (3,)), S(NC(m(4, 1), "t"), (3, 1, 4))])
+    for name, ref in (("negative", np.negative), ("absolute", np.abs), ("subtract", np.subtract),
+                      ("multiply", np.multiply), ("divide", np.divide), ("true_divide", np.divide)):
+        arity = 1 if name in ("negative", "absolute") else 2
+        add(name, (lambda n: lambda *a: getattr(T, n)(*a))(name), ref,
+            (lambda k: lambda m, rng: [S(*[m(2, 3) + 1.5] * k), S(*[m(3)] * k)])(arity))
+    add("Tensor.broadcast_to", lambda a, size: a.broadcast_to(size), lambda a, size: np.broadcast_to(a, size),
+        lambda m, rng: [S(m(1, 3), (2, 3))])
+    for name in ("movedim", "moveaxis"):
+        add(name, (lambda n: lambda a, s, d: getattr(T, n)(a, s, d))(name), lambda a, s, d: np.moveaxis(a, s, d),
+            lambda m, rng: [S(m(2, 3, 4), 0, 2), S(m(2, 3, 4), -1, 0), S(m(2, 3, 4), (0, 1), (2, 0)),
+                            S(NC(m(4, 3), "t"), 1, 0), S(m(3), 0, 0)])
+        add(f"Tensor.{name}", (lambda n: lambda a, s, d: getattr(a, n)(s, d))(name),
+            lambda a, s, d: np.moveaxis(a, s, d), lambda m, rng: [S(m(2, 3, 4), 2, 0)])
+    for name in ("swapaxes", "swapdims"):
+        add(name, (lambda n: lambda a, x, y: getattr(T, n)(a, x, y))(name), np.swapaxes,
+            lambda m, rng: [S(m(2, 3, 4), 0, 2), S(m(2, 3), -1, 0), S(NC(m(4, 3), "t"), 0, 1)])
+        add(f"Tensor.{name}", (lambda n: lambda a, x, y: getattr(a, n)(x, y))(name), np.swapaxes,
+            lambda m, rng: [S(m(2, 3, 4), 1, 2)])
+    add("ravel", lambda a: T.ravel(a), np.ravel,
+        lambda m, rng: [S(m(2, 3)), S(NC(m(4, 3), "t")), S(m()), S(NC(m(6, 2), "step"))])
+    add("Tensor.ravel", lambda a: a.ravel(), np.ravel, lambda m, rng: [S(m(2, 3, 2))])
+    add("unflatten", lambda a, d, sizes: T.unflatten(a, d, sizes),
+        lambda a, d, sizes: a.reshape(a.shape[:d % a.ndim] + _unflat(a.shape[d % a.ndim], sizes) + a.shape[d % a.ndim + 1:]),
+        lambda m, rng: [S(m(2, 6), 1, (2, 3)), S(m(6, 2), 0, (3, -1)), S(m(2, 4, 3), -2, (2, 2)),
+                        S(NC(m(4, 6), "t"), 0, (3, 2))])
+    add("Tensor.unflatten", lambda a, d, sizes: a.unflatten(d, sizes), lambda a, d, sizes: a.reshape(2, 3),
+        lambda m, rng: [S(m(6), 0, (2, 3))])
+    add("tile", lambda a, dims: T.tile(a, dims), np.tile,
+        lambda m, rng: [S(m(3), (2,)), S(m(2, 3), (2,)), S(m(2, 3), (2, 1, 2)), S(m(), (3,)),
+                        S(NC(m(3, 2), "t"), (1, 2))])
+    add("Tensor.tile", lambda a, dims: a.tile(dims), np.tile, lambda m, rng: [S(m(2, 2), (2, 2))])
+    for name in ("atleast_1d", "atleast_2d", "atleast_3d"):
+        add(name, (lambda n: lambda *ts: getattr(T, n)(*ts))(name), getattr(np, name),
+            lambda m, rng: [S(m()), S(m(3)), S(m(2, 3)), S(m(2, 3, 2)), S(m(), m(3))])
+    for name in ("hstack", "vstack", "row_stack", "dstack", "column_stack"):
+        ref = np.vstack if name == "row_stack" else getattr(np, name)
+        add(name, (lambda n: lambda ts: getattr(T, n)(ts))(name), ref,
+            lambda m, rng: [S([m(3), m(3)]), S([m(2, 3), m(2, 3)]), S([m(2, 3, 2), m(2, 3, 2)]),
+                            S([m(), m()]), S((m(2, 2), NC(m(2, 2), "t")))])
+    add("tensor_split", lambda a, ios, **kw: T.tensor_split(a, ios, **kw), _tensor_split_ref,
+        lambda m, rng: [S(m(7, 2), 3), S(m(2, 7), 3, dim=1), S(m(5), [1, 4]), S(m(5, 2), [2, 2, 9]),
+                        S(m(3), 5), S(NC(m(4, 3), "t"), 2, dim=-1)])
+    add("Tensor.tensor_split", lambda a, ios, **kw: a.tensor_split(ios, **kw), _tensor_split_ref,
+        lambda m, rng: [S(m(6, 2), 4)])
+    for name, need in (("hsplit", 1), ("vsplit", 2), ("dsplit", 3)):
+        ref = (lambda n: lambda a, s: tuple(getattr(np, n)(a, s)))(name)
+        shape = (4, 6, 2) if need == 3 else (4, 6)
+        add(name, (lambda n: lambda a, s: getattr(T, n)(a, s))(name), ref,
+            (lambda shape: lambda m, rng: [S(m(*shape), 2), S(m(*shape), [1, 3])])(shape))
+        add(f"Tensor.{name}", (lambda n: lambda a, s: getattr(a, n)(s))(name), ref,
+            (lambda shape: lambda m, rng: [S(m(*shape), 2)])(shape))
+    add("tensordot", lambda a, b, **kw: T.tensordot(a, b, **kw), lambda a, b, dims=2: np.tensordot(a, b, dims),
+        lambda m, rng: [S(m(2, 3, 4), m(3, 4, 5)), S(m(2, 3), m(3, 4), dims=1), S(m(2, 3), m(4, 5), dims=0),
+                        S(m(2, 3, 4), m(4, 3), dims=([1, 2], [1, 0])), S(NC(m(4, 3), "t"), m(4, 2), dims=1)])
+    add("inner", lambda a, b: T.inner(a, b), np.inner,
+        lambda m, rng: [S(m(3), m(3)), S(m(2, 3), m(4, 3)), S(m(), m(2, 2)), S(NC(m(3, 2), "t"), m(3))])
+    add("Tensor.inner", lambda a, b: a.inner(b), np.inner, lambda m, rng: [S(m(2, 3), m(3))])
+    add("kron", lambda a, b: T.kron(a, b), np.kron,
+        # (not a transposed input: torch's kron fails on one, "view size is not compatible")
+        lambda m, rng: [S(m(2, 3), m(3, 2)), S(m(2), m(3)), S(m(2, 2), m(2, 1, 3)), S(m(), m(2, 2))])
+    add("Tensor.kron", lambda a, b: a.kron(b), np.kron, lambda m, rng: [S(m(2, 2), m(2))])
+    add("diff", lambda a, *args, **kw: T.diff(a, *args, **kw),
+        lambda a, *args, **kw: np.diff(a, *args, **{_np_diff_kw(k): v for k, v in kw.items()}),
+        lambda m, rng: [S(m(5)), S(m(3, 5), n=2), S(m(4, 3), dim=0), S(m(3, 4), 1, -1, m(3, 1), m(3, 2)),
+                        S(m(4), n=0), S(m(4), n=5), S(NC(m(5, 3), "t"), dim=-1)])
+    add("Tensor.diff", lambda a, **kw: a.diff(**kw), lambda a, **kw: np.diff(a, **{_np_diff_kw(k): v for k, v in kw.items()}),
+        lambda m, rng: [S(m(2, 5), n=2)])
+    add("meshgrid", lambda *ts, **kw: T.meshgrid(*ts, **kw), lambda *ts, **kw: tuple(np.meshgrid(*ts, **kw)),
+        lambda m, rng: [S(m(3), m(4), indexing="ij"), S(m(3), m(4), indexing="xy"), S(m(2), m(3), m(2), indexing="ij"),
+                        S(m(), m(3), indexing="xy")])
+    add("cartesian_prod", lambda *ts: T.cartesian_prod(*ts), _cartesian_prod_ref,
+        lambda m, rng: [S(m(3), m(2)), S(m(2), m(2), m(3)), S(m(4))])
+    add("einsum", lambda eq, *ts: T.einsum(eq, *ts), lambda eq, *ts: np.einsum(eq, *ts),
+        lambda m, rng: [S("ij,jk->ik", m(3, 4), m(4, 5)), S("ij,jk", m(2, 3), m(3, 2)), S("ij->ji", m(2, 3)),
+                        S("bij,bjk->bik", m(2, 3, 4), m(2, 4, 2)), S("...ij,...jk->...ik", m(2, 1, 3, 4), m(3, 4, 2)),
+                        S("i,i->", m(4), m(4)), S("i,j->ij", m(3), m(2)), S("ijk->", m(2, 3, 2)),
+                        S("abc,cd,de->abe", m(2, 3, 4), m(4, 2), m(2, 3)), S("bn,anm,bm->ba", m(2, 3), m(4, 3, 2), m(2, 2)),
+                        S("ii->i", m(3, 3)), S("ii", m(3, 3)), S("iij->j", m(3, 3, 2)), S("ijj,jk->ik", m(2, 3, 3), m(3, 2)),
+                        S("...ii->...i", m(2, 3, 3)), S("ab,ab,ab->", m(1, 3), m(2, 3), m(2, 1)),
+                        S("ij,jk->ik", NC(m(4, 3), "t"), m(4, 2))])
+    add("einsum.list", lambda eq, ts: T.einsum(eq, ts), lambda eq, ts: np.einsum(eq, *ts),
+        lambda m, rng: [S("ij,j->i", [m(3, 4), m(4)])])
+    add("einsum.sublist", lambda a, sa, b, sb, so: T.einsum(a, sa, b, sb, so),
+        lambda a, sa, b, sb, so: np.einsum(a, sa, b, sb, so), lambda m, rng: [S(m(3, 4), [0, 1], m(4, 2), [1, 2], [0, 2])])
 
     # ---- comparisons (forward only, bool results) ---------------------------
 

@@ -159,6 +159,14 @@ def square(input: Tensor) -> Tensor:
 
 
 from rgrad.utils.dlpack import from_dlpack  # noqa: E402  (needs the names above)
+from rgrad import _composite  # noqa: E402
+from rgrad._composite import (  # noqa: E402,F401  (torch's composite functions)
+    atleast_1d, atleast_2d, atleast_3d, broadcast_to, cartesian_prod, column_stack, diff, dsplit, dstack,
+    einsum, hsplit, hstack, inner, kron, meshgrid, moveaxis, movedim, ravel, row_stack, swapaxes, swapdims,
+    tensor_split, tensordot, tile, unflatten, vsplit, vstack,
+)
+
+_composite.install()
 
 __all__ = [
     "CompiledStep", "compile_step",
@@ -172,5 +180,6 @@ __all__ = [
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "autograd", "func", "vmap", "nn", "is_tensor",
     "square", "pow",
     "FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor",
-    *_METHOD_FUNCTIONS, *_BINARY_FUNCTIONS,
+    *_METHOD_FUNCTIONS, *_BINARY_FUNCTIONS, *_composite.__all__,
+    "negative", "absolute", "subtract", "multiply", "divide", "true_divide",
 ]

@@ -483,6 +483,26 @@ def _square_(self: Tensor) -> Tensor:
     return self.pow_(2)
 
 
+_round_table = Tensor.round  # the op table's row: decimals=0
+_round_table_ = Tensor.round_
+
+
+def _round(self: Tensor, *, decimals: int = 0) -> Tensor:
+    """Rounds elements to the nearest integer (halves to even), or with ``decimals`` to
+    that many decimal places (a negative number: to the left of the point). Integer
+    tensors are returned as a copy (decimals=0 only)."""
+    if decimals == 0 and type(decimals) is int:
+        return _round_table(self)
+    return self._round_decimals(decimals)
+
+
+def _round_(self: Tensor, *, decimals: int = 0) -> Tensor:
+    """In-place version of `round()`. Returns this tensor."""
+    if decimals == 0 and type(decimals) is int:
+        return _round_table_(self)
+    return self._round_decimals_(decimals)
+
+
 def _type_as(self: Tensor, other: Tensor) -> Tensor:
     """Returns this tensor cast to `other`'s dtype."""
     if not isinstance(other, Tensor):
@@ -516,6 +536,8 @@ for _name, _fn in {
     "equal": _equal,
     "square": _square,
     "square_": _square_,
+    "round": _round,
+    "round_": _round_,
 }.items():
     setattr(Tensor, _name, _fn)
 Tensor.type = _legacy.tensor_type

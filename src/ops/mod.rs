@@ -90,7 +90,7 @@ crate::backward_ops! {
     // copy.rs
     ToCopyBackward0, CloneBackward0,
     // unary.rs, binary.rs (the op tables)
-    UnaryBackward, InplaceNotImplemented, PolygammaBackward, TanhBackwardBackward0, BinaryFnBackward,
+    UnaryBackward, InplaceNotImplemented, PolygammaBackward, RoundDecimalsBackward, TanhBackwardBackward0, BinaryFnBackward,
     // reduce.rs
     SumBackward0, SumBackward1, MeanBackward0, MeanBackward1, ProdBackward0, ProdBackward1, LogsumexpBackward0,
     VarBackward0, StdBackward0, NormBackward0,

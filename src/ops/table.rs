@@ -268,6 +268,73 @@ macro_rules! unary_op_table {
                 inplace: recorded,
                 doc: "Computes the fractional portion of each element: x - trunc(x).",
             }
+            floor floor_ Floor "FloorBackward0" {
+                ints: keep(|a| a),
+                bool: Some("\"floor_vml_cpu\" not implemented for 'Bool'"),
+                f: |x| x.floor(),
+                df(none): |g| g.zeros_like(),
+                inplace: recorded,
+                doc: "Returns a new tensor with the floor of the elements, the largest integer less than or equal to each element.",
+            }
+            ceil ceil_ Ceil "CeilBackward0" {
+                ints: keep(|a| a),
+                bool: Some("\"ceil_vml_cpu\" not implemented for 'Bool'"),
+                f: |x| x.ceil(),
+                df(none): |g| g.zeros_like(),
+                inplace: recorded,
+                doc: "Returns a new tensor with the ceil of the elements, the smallest integer greater than or equal to each element.",
+            }
+            round round_ Round "RoundBackward0" {
+                ints: keep(|a| a),
+                bool: Some("\"round_vml_cpu\" not implemented for 'Bool'"),
+                f: |x| x.round_even(),
+                df(none): |g| g.zeros_like(),
+                inplace: recorded,
+                doc: "Rounds elements of input to the nearest integer, halves to the nearest even integer.",
+            }
+            sgn sgn_ Sgn "SgnBackward0" {
+                ints: keep(|a| a.signum()),
+                bool: None,
+                f: |x| x.sign(),
+                df(none): |g| g.zeros_like(),
+                inplace: recorded,
+                doc: "The sign of each element: for real tensors the same as sign.",
+            }
+            log2 log2_ Log2 "Log2Backward0" {
+                ints: promote, bool: None,
+                f: |x| x.log2(),
+                df(input): |g, x| g.div(&x.mul_s(std::f64::consts::LN_2)?),
+                inplace: recorded,
+                doc: "Returns a new tensor with the logarithm to the base 2 of the elements.",
+            }
+            log10 log10_ Log10 "Log10Backward0" {
+                ints: promote, bool: None,
+                f: |x| x.log10(),
+                df(input): |g, x| g.div(&x.mul_s(std::f64::consts::LN_10)?),
+                inplace: recorded,
+                doc: "Returns a new tensor with the logarithm to the base 10 of the elements.",
+            }
+            exp2 exp2_ Exp2 "Exp2Backward0" {
+                ints: promote, bool: None,
+                f: |x| x.exp2(),
+                df(output): |g, y| g.mul(y)?.mul_s(std::f64::consts::LN_2),
+                inplace: recorded,
+                doc: "Computes the base two exponential function of each element.",
+            }
+            deg2rad deg2rad_ Deg2rad "Deg2RadBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.deg2rad(),
+                df(none): |g| g.mul_s(std::f64::consts::PI / 180.0),
+                inplace: recorded,
+                doc: "Returns a new tensor with each of the elements converted from angles in degrees to radians.",
+            }
+            rad2deg rad2deg_ Rad2deg "Rad2DegBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.rad2deg(),
+                df(none): |g| g.mul_s(180.0 / std::f64::consts::PI),
+                inplace: recorded,
+                doc: "Returns a new tensor with each of the elements converted from angles in radians to degrees.",
+            }
         }
     };
 }

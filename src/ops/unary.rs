@@ -449,6 +449,65 @@ fn polygamma_as(n: i64, x: &Tensor, node: &'static str) -> Result<Tensor> {
     )
 }
 
+/// `torch.round(x, decimals=d)`: to the nearest multiple of 10⁻ᵈ, halves to even, as
+/// torch's kernel computes it: `nearbyint(x · 10ᵈ) / 10ᵈ`, or `nearbyint(x / 10⁻ᵈ) · 10⁻ᵈ`
+/// for d < 0, the power rounded to the dtype, each step rounded as a tensor op rounds
+/// (so the same bits). `d = 0` is the table's `round` (RoundBackward0); any other
+/// records RoundBackward1, a zero gradient. Floats only (torch's `round_cpu`).
+pub fn round_decimals(x: &Tensor, decimals: i64) -> Result<Tensor> {
+    if decimals == 0 {
+        return unary(UnaryOp::Round, x);
+    }
+    round_decimals_as(x, decimals)
+}
+
+/// `x.round_(decimals=d)`.
+pub fn round_decimals_(x: &Tensor, decimals: i64) -> Result<Tensor> {
+    if decimals == 0 {
+        return super::unary_(x, UnaryOp::Round);
+    }
+    super::inplace::inplace_no_overlap(x, |x| round_decimals_as(x, decimals))
+}
+
+fn round_decimals_as(x: &Tensor, decimals: i64) -> Result<Tensor> {
+    if !x.dtype().is_float() {
+        return Err(Error::not_implemented(format!(
+            "\"round_cpu\" not implemented for '{}'",
+            x.dtype().scalar_type_name()
+        )));
+    }
+    let power = Scalar::Float(10f64.powf(decimals.unsigned_abs() as f64));
+    apply(
+        "aten::round",
+        &[x],
+        || {
+            // the steps as ops of their own, recording nothing and no tangents
+            crate::autograd::grad_mode::with_grad_mode(false, || {
+                crate::autograd::forward_ad::with_enabled(false, || {
+                    if decimals > 0 {
+                        super::div_scalar(&unary(UnaryOp::Round, &super::mul_scalar(x, power)?)?, power)
+                    } else {
+                        super::mul_scalar(&unary(UnaryOp::Round, &super::div_scalar(x, power)?)?, power)
+                    }
+                })
+            })
+        },
+        |_| (RoundDecimalsBackward, smallvec::SmallVec::new()),
+    )
+}
+
+/// Backward of `round(x, decimals=d)` (d ≠ 0): zero.
+#[derive(Clone)]
+pub struct RoundDecimalsBackward;
+impl Backward for RoundDecimalsBackward {
+    fn name(&self) -> Cow<'static, str> {
+        "RoundBackward1".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        Ok(smallvec::smallvec![Some(super::zeros_like(&grad0(g)?)?)])
+    }
+}
+
 /// Backward of `polygamma(n, x)`: g·ψ⁽ⁿ⁺¹⁾(x).
 #[derive(Clone)]
 pub struct PolygammaBackward {

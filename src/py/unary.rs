@@ -50,6 +50,19 @@ impl PyTensor {
     }
 }
 
+#[pymethods]
+impl PyTensor {
+    /// `round(decimals=d)` for d ≠ 0 (python/rgrad/_tensor.py's `round`).
+    fn _round_decimals(&self, py: Python<'_>, decimals: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::round_decimals(&self.t, decimals))?)
+    }
+    /// `round_(decimals=d)`.
+    fn _round_decimals_(slf: &Bound<'_, Self>, decimals: i64) -> PyResult<Py<PyTensor>> {
+        ops::round_decimals_(&slf.get().t, decimals)?;
+        Ok(slf.clone().unbind())
+    }
+}
+
 /// `rgrad.polygamma(n, input)`: the n-th derivative of the digamma function.
 #[pyfunction]
 pub fn polygamma(py: Python<'_>, n: i64, input: PyRef<'_, PyTensor>) -> PyResult<Py<PyTensor>> {

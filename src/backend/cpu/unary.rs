@@ -48,6 +48,18 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     fn trunc(self) -> Self;
     /// `x - trunc(x)`, as torch computes it.
     fn frac(self) -> Self;
+    fn floor(self) -> Self;
+    fn ceil(self) -> Self;
+    /// To the nearest integer, halves to even (torch's `nearbyint`).
+    fn round_even(self) -> Self;
+    fn log2(self) -> Self;
+    fn log10(self) -> Self;
+    fn exp2(self) -> Self;
+    /// `x · (π / 180)`, the factor rounded to the dtype first (torch multiplies by a
+    /// number).
+    fn deg2rad(self) -> Self;
+    /// `x · (180 / π)`, as `deg2rad`.
+    fn rad2deg(self) -> Self;
     fn lgamma(self) -> Self {
         super::special::lgamma(self)
     }
@@ -158,6 +170,46 @@ macro_rules! float_impl {
             fn frac(self) -> Self {
                 self - Float::trunc(self)
             }
+            // floor and ceil from the exact trunc: one step down (up) where trunc went up
+            // (down); -0, infinities and NaN come out as libm's.
+            #[inline(always)]
+            fn floor(self) -> Self {
+                let t = Float::trunc(self);
+                if t > self { t - 1.0 } else { t }
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                let t = Float::trunc(self);
+                if t < self { t + 1.0 } else { t }
+            }
+            // Below 2^(digits-1), adding and subtracting that power rounds to an integer
+            // in the default rounding mode, halves to even: nearbyint's values, exactly.
+            #[inline(always)]
+            fn round_even(self) -> Self {
+                const BIG: $t = (1u64 << (<$t>::MANTISSA_DIGITS - 1)) as $t;
+                let a = self.abs();
+                if a < BIG { ((a + BIG) - BIG).copysign(self) } else { self }
+            }
+            #[inline(always)]
+            fn log2(self) -> Self {
+                <$t>::log2(self)
+            }
+            #[inline(always)]
+            fn log10(self) -> Self {
+                <$t>::log10(self)
+            }
+            #[inline(always)]
+            fn exp2(self) -> Self {
+                <$t>::exp2(self)
+            }
+            #[inline(always)]
+            fn deg2rad(self) -> Self {
+                self * (std::f64::consts::PI / 180.0) as $t
+            }
+            #[inline(always)]
+            fn rad2deg(self) -> Self {
+                self * (180.0 / std::f64::consts::PI) as $t
+            }
         }
     };
 }
@@ -204,14 +256,17 @@ fn gamma_map<T: Float>(op: UnaryOp, x: &[T]) -> Option<Vec<T>> {
     }))
 }
 
-/// trunc and frac at the AVX2 / AVX-512 levels, where the rounding is one instruction
+/// trunc, frac, floor, ceil and round at the AVX2 / AVX-512 levels, where the rounding is one instruction
 /// (`vroundps`): the same values as `Float::trunc`'s exact branch-free form, which the
 /// baseline level (SSE2 has no rounding instruction) and the per-element paths use.
 /// `None` for other ops and at the baseline level.
 fn rounding_map<T: Float + RoundSlice>(op: UnaryOp, x: &[T]) -> Option<Vec<T>> {
-    let frac = match op {
-        UnaryOp::Trunc => false,
-        UnaryOp::Frac => true,
+    let mode = match op {
+        UnaryOp::Trunc => Rounding::Trunc,
+        UnaryOp::Frac => Rounding::Frac,
+        UnaryOp::Floor => Rounding::Floor,
+        UnaryOp::Ceil => Rounding::Ceil,
+        UnaryOp::Round => Rounding::Even,
         _ => return None,
     };
     let level = vmath::level().min(vmath::detected());
@@ -219,15 +274,27 @@ fn rounding_map<T: Float + RoundSlice>(op: UnaryOp, x: &[T]) -> Option<Vec<T>> {
         return None;
     }
     Some(fill_chunks(x.len(), |start, out| {
-        T::round_slice(level, frac, &x[start..start + out.len()], out)
+        T::round_slice(level, mode, &x[start..start + out.len()], out)
     }))
 }
 
-/// The per-level trunc/frac loops of [`rounding_map`].
+/// What [`rounding_map`] computes.
+#[derive(Clone, Copy)]
+enum Rounding {
+    Trunc,
+    /// `x - trunc(x)`
+    Frac,
+    Floor,
+    Ceil,
+    /// to nearest, halves to even
+    Even,
+}
+
+/// The per-level rounding loops of [`rounding_map`].
 trait RoundSlice: Sized {
     fn round_slice(
         level: vmath::Level,
-        frac: bool,
+        mode: Rounding,
         x: &[Self],
         out: &mut [std::mem::MaybeUninit<Self>],
     );
@@ -237,44 +304,52 @@ macro_rules! round_slice {
         impl RoundSlice for $t {
             fn round_slice(
                 level: vmath::Level,
-                frac: bool,
+                mode: Rounding,
                 x: &[Self],
                 out: &mut [std::mem::MaybeUninit<Self>],
             ) {
                 #[inline(always)]
-                fn body(frac: bool, x: &[$t], out: &mut [std::mem::MaybeUninit<$t>]) {
-                    if frac {
-                        for (o, &v) in out.iter_mut().zip(x) {
-                            o.write(v - v.trunc());
-                        }
-                    } else {
-                        for (o, &v) in out.iter_mut().zip(x) {
-                            o.write(v.trunc());
-                        }
+                fn each(x: &[$t], out: &mut [std::mem::MaybeUninit<$t>], f: impl Fn($t) -> $t) {
+                    for (o, &v) in out.iter_mut().zip(x) {
+                        o.write(f(v));
+                    }
+                }
+                // With SSE4.1 or later each is one rounding instruction (`vroundps`).
+                #[inline(always)]
+                fn body(mode: Rounding, x: &[$t], out: &mut [std::mem::MaybeUninit<$t>]) {
+                    match mode {
+                        Rounding::Trunc => each(x, out, |v| v.trunc()),
+                        Rounding::Frac => each(x, out, |v| v - v.trunc()),
+                        Rounding::Floor => each(x, out, |v| v.floor()),
+                        Rounding::Ceil => each(x, out, |v| v.ceil()),
+                        Rounding::Even => each(x, out, |v| v.round_ties_even()),
                     }
                 }
                 #[cfg(target_arch = "x86_64")]
                 {
                     #[target_feature(enable = "avx512f")]
-                    fn wide(frac: bool, x: &[$t], out: &mut [std::mem::MaybeUninit<$t>]) {
-                        body(frac, x, out)
+                    fn wide(mode: Rounding, x: &[$t], out: &mut [std::mem::MaybeUninit<$t>]) {
+                        body(mode, x, out)
                     }
                     #[target_feature(enable = "avx2")]
-                    fn mid(frac: bool, x: &[$t], out: &mut [std::mem::MaybeUninit<$t>]) {
-                        body(frac, x, out)
+                    fn mid(mode: Rounding, x: &[$t], out: &mut [std::mem::MaybeUninit<$t>]) {
+                        body(mode, x, out)
                     }
                     match level.min(vmath::detected()) {
                         // SAFETY: the CPU has AVX-512F (the level is capped by what it has).
-                        vmath::Level::Avx512 => return unsafe { wide(frac, x, out) },
+                        vmath::Level::Avx512 => return unsafe { wide(mode, x, out) },
                         // SAFETY: the CPU has AVX2 (as above).
-                        vmath::Level::Avx2 => return unsafe { mid(frac, x, out) },
+                        vmath::Level::Avx2 => return unsafe { mid(mode, x, out) },
                         vmath::Level::Baseline => {}
                     }
                 }
                 let _ = level;
-                for (o, &v) in out.iter_mut().zip(x) {
-                    let t = Float::trunc(v);
-                    o.write(if frac { v - t } else { t });
+                match mode {
+                    Rounding::Trunc => each(x, out, Float::trunc),
+                    Rounding::Frac => each(x, out, Float::frac),
+                    Rounding::Floor => each(x, out, Float::floor),
+                    Rounding::Ceil => each(x, out, Float::ceil),
+                    Rounding::Even => each(x, out, Float::round_even),
                 }
             }
         }

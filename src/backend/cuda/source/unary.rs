@@ -121,6 +121,20 @@ fn unary_form(op: UnaryOp, v: &str) -> UnaryForm {
         UnaryOp::Trunc => (call("trunc"), Some("v")),
         // x - trunc(x), as torch computes it
         UnaryOp::Frac => (format!("({v} - rg_trunc({v}))"), None),
+        UnaryOp::Floor => (call("floor"), Some("v")),
+        UnaryOp::Ceil => (call("ceil"), Some("v")),
+        // to nearest, halves to even (torch's CUDA round calls nearbyint)
+        UnaryOp::Round => (call("rint"), Some("v")),
+        UnaryOp::Sgn => (
+            format!("(T)(({v} > (T)0) - ({v} < (T)0))"),
+            Some("(i64)((v > 0) - (v < 0))"),
+        ),
+        UnaryOp::Log2 => (call("log2"), None),
+        UnaryOp::Log10 => (call("log10"), None),
+        UnaryOp::Exp2 => (call("exp2"), None),
+        // a product with the factor rounded to the dtype, as torch's
+        UnaryOp::Deg2rad => (format!("({v} * (T)0.017453292519943295)"), None),
+        UnaryOp::Rad2deg => (format!("({v} * (T)57.29577951308232)"), None),
     };
     UnaryForm { float, int }
 }
