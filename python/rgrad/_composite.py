@@ -238,8 +238,8 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0):
         t = indices_or_sections
         if t.is_floating_point() or t.dtype == _C.bool:
             raise RuntimeError(
-                "tensor_split expected tensor_indices_or_sections to have integer dtype, but got "
-                f"{str(t.dtype).replace('rgrad.', 'torch.')}"
+                "tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
+                f"{ {'rgrad.float32': 'Float', 'rgrad.float64': 'Double', 'rgrad.bool': 'Bool'}[str(t.dtype)]}"
             )
         if t.dim() > 1:
             raise RuntimeError(
@@ -269,8 +269,8 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0):
 def _split_at(input: Tensor, indices_or_sections, dim: int, name: str, need: int):
     if input.dim() < need:
         raise RuntimeError(
-            f"torch.{name} requires a tensor with at least {need} dimension"
-            f"{'' if need == 1 else 's'}, but got a tensor with {input.dim()} dimensions!"
+            f"torch.{name} requires a tensor with at least {need} dimension, but got a tensor with "
+            f"{input.dim()} dimensions!"
         )
     if isinstance(indices_or_sections, int):
         size = input.shape[dim]
@@ -314,7 +314,7 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
             raise RuntimeError(
                 f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}"
             )
-        da = list(range(a.dim() - dims, a.dim()))
+        da = list(range(-dims, 0))
         db = list(range(dims))
     else:
         if len(dims) != 2:
@@ -322,17 +322,17 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
         da, db = _dims_list(dims[0]), _dims_list(dims[1])
     if len(da) != len(db):
         raise RuntimeError("both dimension lists should have same length")
-    da = [_wrap_dim(d, a.dim()) for d in da]
-    db = [_wrap_dim(d, b.dim()) for d in db]
     k = 1
     for x, y in zip(da, db):
-        sa, sb = a.shape[x], b.shape[y]
+        sa, sb = a.shape[_wrap_dim(x, a.dim())], b.shape[_wrap_dim(y, b.dim())]
         if sa != sb:
             raise RuntimeError(
                 f"contracted dimensions need to match, but first has size {sa} in dim {x} and second "
                 f"has size {sb} in dim {y}"
             )
         k *= sa
+    da = [_wrap_dim(d, a.dim()) for d in da]
+    db = [_wrap_dim(d, b.dim()) for d in db]
     fa = [d for d in range(a.dim()) if d not in da]
     fb = [d for d in range(b.dim()) if d not in db]
     size_a = [a.shape[d] for d in fa]
@@ -546,7 +546,7 @@ def einsum(*args) -> Tensor:
     algorithm: operands aligned to the output's dims then the contracted ones (diagonals for
     repeated subscripts), contracted left to right, each pair one bmm."""
     if len(args) < 2:
-        raise RuntimeError(
+        raise ValueError(
             "einsum(): must specify the equation string and at least one operand, or at least one "
             "operand and its subscripts list"
         )

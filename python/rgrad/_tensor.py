@@ -503,6 +503,11 @@ def _round_(self: Tensor, *, decimals: int = 0) -> Tensor:
     return self._round_decimals_(decimals)
 
 
+def _is_view(self: Tensor) -> bool:
+    """Whether this tensor is a view of another (it has a ``_base``)."""
+    return self._base is not None
+
+
 def _type_as(self: Tensor, other: Tensor) -> Tensor:
     """Returns this tensor cast to `other`'s dtype."""
     if not isinstance(other, Tensor):
@@ -537,6 +542,7 @@ for _name, _fn in {
     "square": _square,
     "square_": _square_,
     "round": _round,
+    "_is_view": _is_view,
     "round_": _round_,
 }.items():
     setattr(Tensor, _name, _fn)
