@@ -537,6 +537,38 @@ def _cartesian_prod_ref(*ts):
     return np.stack([g.reshape(-1) for g in grids], axis=1)
 
 
+def _nan_to_num_ref(a, nan=0.0, posinf=None, neginf=None):
+    return np.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def _nan_reduce_ref(f):
+    def ref(a, dim=None, keepdim=False):
+        return f(a, axis=dim if not isinstance(dim, list) else tuple(dim), keepdims=keepdim)
+    return ref
+
+
+def _logit_ref(a, eps=None):
+    x = a if eps is None else np.clip(a, eps, 1 - eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(x / (1 - x))
+
+
+def _moments_ref(f):
+    def ref(a, dim=None, unbiased=None, keepdim=False, correction=None):
+        if isinstance(dim, bool):
+            dim, unbiased = None, dim
+        ddof = correction if correction is not None else (0 if unbiased is False else 1)
+        return (f(a, axis=dim, ddof=ddof, keepdims=keepdim), np.mean(a, axis=dim, keepdims=keepdim))
+    return ref
+
+
+def _cosine_ref(a, b, dim=1, eps=1e-8):
+    a, b = np.broadcast_arrays(a, b)
+    na = np.maximum(np.sqrt((a * a).sum(dim, keepdims=True)), eps)
+    nb = np.maximum(np.sqrt((b * b).sum(dim, keepdims=True)), eps)
+    return ((a / na) * (b / nb)).sum(dim)
+
+
 def _unbind_ref(a, dim=0):
     return tuple(np.moveaxis(a, dim, 0))
 
@@ -1805,6 +1837,93 @@ def build_op_db(T) -> list[OpInfo]:
         lambda m, rng: [S("ij,j->i", [m(3, 4), m(4)])])
     add("einsum.sublist", lambda a, sa, b, sb, so: T.einsum(a, sa, b, sb, so),
         lambda a, sa, b, sb, so: np.einsum(a, sa, b, sb, so), lambda m, rng: [S(m(3, 4), [0, 1], m(4, 2), [1, 2], [0, 2])])
+
+    # fused arithmetic, NaN handling, products with a bias (python/rgrad/_composite.py)
+    for name, f in (("addcmul", lambda a, b, c, **kw: T.addcmul(a, b, c, **kw)),
+                    ("Tensor.addcmul", lambda a, b, c, **kw: a.addcmul(b, c, **kw))):
+        add(name, f, lambda a, b, c, value=1: a + value * b * c,
+            lambda m, rng: [S(m(2, 3), m(2, 3), m(2, 3)), S(m(2, 3), m(3), m(2, 1), value=0.5),
+                            S(m(3), m(2, 3), m(2, 3), value=-2), S(NC(m(3, 2), "t"), m(2, 3), m(1), value=3.0)],
+            inplace="addcmul_" if name == "addcmul" else None)
+    for name, f in (("addcdiv", lambda a, b, c, **kw: T.addcdiv(a, b, c, **kw)),
+                    ("Tensor.addcdiv", lambda a, b, c, **kw: a.addcdiv(b, c, **kw))):
+        add(name, f, lambda a, b, c, value=1: a + value * b / c,
+            lambda m, rng: [S(m(2, 3), m(2, 3), m(2, 3) + 3), S(m(2, 3), m(3), m(2, 1) - 3, value=0.5),
+                            S(NC(m(3, 2), "t"), m(2, 3), m(1) + 3, value=-1.5)],
+            inplace="addcdiv_" if name == "addcdiv" else None)
+    for name, f in (("lerp", lambda a, b, w: T.lerp(a, b, w)), ("Tensor.lerp", lambda a, b, w: a.lerp(b, w))):
+        add(name, f, lambda a, b, w: a + w * (b - a),
+            lambda m, rng: [S(m(2, 3), m(2, 3), 0.25), S(m(2, 3), m(3), 0.75), S(m(2, 3), m(2, 3), m(2, 3) * 0.3 + 0.5),
+                            S(m(3), m(3), m(2, 3)), S(NC(m(3, 2), "t"), m(2, 3), -0.5)],
+            inplace="lerp_" if name == "lerp" else None)
+    for name in ("clamp_min", "clamp_max"):
+        ref = (lambda a, b: np.maximum(a, b)) if name == "clamp_min" else (lambda a, b: np.minimum(a, b))
+        add(name, (lambda n: lambda a, b: getattr(T, n)(a, b))(name), ref,
+            lambda m, rng: [S(m(3, 4), 0.1), S(m(3, 4), m(3, 4)), S(m(3, 4), m(4)), S(NC(m(4, 3), "t"), -0.2)],
+            inplace=name + "_")
+        add(f"Tensor.{name}", (lambda n: lambda a, b: getattr(a, n)(b))(name), ref, lambda m, rng: [S(m(3, 4), 0.1)])
+    add("nan_to_num", lambda a, *args, **kw: T.nan_to_num(a, *args, **kw), _nan_to_num_ref,
+        lambda m, rng: [S(m(3, 4)), S(np.array([NAN, 1.5, -2.0])).fwd("NaN"),
+                        S(np.array([NAN, INF, -INF, 1.5]), 2.0, 100.0, -100.0).fwd("specials, given values"),
+                        S(np.array([NAN, INF, -INF]), nan=-1.0, posinf=5.0, neginf=-7.0).fwd("keywords")],
+        inplace="nan_to_num_")
+    add("Tensor.nan_to_num", lambda a, *args, **kw: a.nan_to_num(*args, **kw), _nan_to_num_ref,
+        lambda m, rng: [S(m(3, 4), 0.5)])
+    add("nansum", lambda a, *args, **kw: T.nansum(a, *args, **kw), _nan_reduce_ref(np.nansum),
+        lambda m, rng: [S(m(3, 4)), S(m(3, 4), 1), S(m(3, 4), (0, 1), keepdim=True),
+                        S(np.array([[1.0, NAN], [NAN, NAN]]), 1).fwd("NaN"), S(NC(m(4, 3), "t"), 0)])
+    add("Tensor.nansum", lambda a, *args, **kw: a.nansum(*args, **kw), _nan_reduce_ref(np.nansum),
+        lambda m, rng: [S(m(3, 4), 0)])
+    add("nanmean", lambda a, *args, **kw: T.nanmean(a, *args, **kw), _nan_reduce_ref(np.nanmean),
+        lambda m, rng: [S(m(3, 4)), S(m(3, 4), 1), S(m(3, 4), -1, keepdim=True),
+                        S(np.array([[1.0, NAN], [2.0, 4.0]]), 1).fwd("NaN"), S(NC(m(4, 3), "t"), 0)])
+    add("Tensor.nanmean", lambda a, *args, **kw: a.nanmean(*args, **kw), _nan_reduce_ref(np.nanmean),
+        lambda m, rng: [S(m(3, 4), 1)])
+    add("count_nonzero", lambda a, *args: T.count_nonzero(a, *args), lambda a, *args: np.count_nonzero(a, *args),
+        lambda m, rng: [S(np.array([[0.0, 1.0, 2.0], [0.0, 0.0, 3.0]])), S(np.array([[0.0, 1.0], [2.0, 0.0]]), 1),
+                        S(m.ints(5, 3, 4) - 2, (0, 1))], **nograd)
+    add("Tensor.count_nonzero", lambda a, *args: a.count_nonzero(*args), lambda a, *args: np.count_nonzero(a, *args),
+        lambda m, rng: [S(np.array([[0.0, 1.0], [2.0, 0.0]]), 0)], **nograd)
+    add("vdot", lambda a, b: T.vdot(a, b), np.vdot, lambda m, rng: [S(m(4), m(4)), S(NC(m(6), "step"), m(3))])
+    add("Tensor.vdot", lambda a, b: a.vdot(b), np.vdot, lambda m, rng: [S(m(3), m(3))])
+    add("addmv", lambda a, b, c, **kw: T.addmv(a, b, c, **kw), lambda a, b, c, beta=1, alpha=1: beta * a + alpha * (b @ c),
+        lambda m, rng: [S(m(3), m(3, 4), m(4)), S(m(3), m(3, 4), m(4), beta=0.5, alpha=2.0), S(m(1), m(2, 3), m(3)),
+                        S(m(3), NC(m(4, 3), "t"), m(4), alpha=-1)], inplace="addmv_")
+    add("Tensor.addmv", lambda a, b, c, **kw: a.addmv(b, c, **kw), lambda a, b, c, **kw: a + b @ c,
+        lambda m, rng: [S(m(2), m(2, 3), m(3))])
+    add("addr", lambda a, b, c, **kw: T.addr(a, b, c, **kw), lambda a, b, c, beta=1, alpha=1: beta * a + alpha * np.outer(b, c),
+        lambda m, rng: [S(m(3, 4), m(3), m(4)), S(m(3, 4), m(3), m(4), beta=2, alpha=0.5), S(m(4), m(3), m(4))],
+        inplace="addr_")
+    add("Tensor.addr", lambda a, b, c, **kw: a.addr(b, c, **kw), lambda a, b, c: a + np.outer(b, c),
+        lambda m, rng: [S(m(2, 3), m(2), m(3))])
+    add("baddbmm", lambda a, b, c, **kw: T.baddbmm(a, b, c, **kw),
+        lambda a, b, c, beta=1, alpha=1: beta * a + alpha * np.matmul(b, c),
+        lambda m, rng: [S(m(2, 3, 4), m(2, 3, 5), m(2, 5, 4)), S(m(3, 4), m(2, 3, 5), m(2, 5, 4), beta=0.5, alpha=2),
+                        S(m(2, 3, 4), m(2, 3, 5), m(2, 5, 4), beta=0)], inplace="baddbmm_")
+    add("Tensor.baddbmm", lambda a, b, c, **kw: a.baddbmm(b, c, **kw), lambda a, b, c: a + np.matmul(b, c),
+        lambda m, rng: [S(m(2, 2, 2), m(2, 2, 3), m(2, 3, 2))])
+    add("addbmm", lambda a, b, c, **kw: T.addbmm(a, b, c, **kw),
+        lambda a, b, c, beta=1, alpha=1: beta * a + alpha * np.matmul(b, c).sum(0),
+        lambda m, rng: [S(m(3, 4), m(2, 3, 5), m(2, 5, 4)), S(m(4), m(2, 3, 5), m(2, 5, 4), beta=-1, alpha=0.5)],
+        inplace="addbmm_")
+    add("Tensor.addbmm", lambda a, b, c, **kw: a.addbmm(b, c, **kw), lambda a, b, c: a + np.matmul(b, c).sum(0),
+        lambda m, rng: [S(m(2, 2), m(2, 2, 3), m(2, 3, 2))])
+    add("logit", lambda a, *args: T.logit(a, *args), _logit_ref,
+        lambda m, rng: [S(m(3, 4) * 0.2 + 0.5), S(m(3, 4) * 0.2 + 0.5, 0.3),
+                        S(np.array([0.0, 1.0, 0.5, -0.5, 1.5])).fwd("ends, outside"),
+                        S(np.array([0.0, 1.0, 0.05, 0.99]), 0.1).fwd("eps clamps")], inplace="logit_")
+    add("Tensor.logit", lambda a, *args: a.logit(*args), _logit_ref, lambda m, rng: [S(m(3) * 0.2 + 0.5)])
+    for name, ref in (("var_mean", np.var), ("std_mean", np.std)):
+        add(name, (lambda n: lambda a, *args, **kw: getattr(T, n)(a, *args, **kw))(name), _moments_ref(ref),
+            lambda m, rng: [S(m(3, 4)), S(m(3, 4), 1), S(m(3, 4), (0, 1), keepdim=True), S(m(3, 4), 0, correction=0),
+                            S(m(5), False), S(NC(m(4, 3), "t"), -1, unbiased=False)])
+    add("cosine_similarity", lambda a, b, **kw: T.cosine_similarity(a, b, **kw), _cosine_ref,
+        lambda m, rng: [S(m(3, 4), m(3, 4)), S(m(3, 4), m(4), dim=-1), S(m(2, 3, 4), m(2, 3, 4), dim=0),
+                        S(np.zeros((2, 3)), m(2, 3)).fwd("a zero vector (eps)")])
+    add("nn.functional.cosine_similarity", lambda a, b, **kw: F().cosine_similarity(a, b, **kw), _cosine_ref,
+        lambda m, rng: [S(m(3, 4), m(3, 4))])
+    add("broadcast_tensors", lambda *ts: T.broadcast_tensors(*ts), lambda *ts: tuple(np.broadcast_arrays(*ts)),
+        lambda m, rng: [S(m(3, 1), m(4)), S(m(2, 3), m(3), m()), S(NC(m(3, 2), "t"), m(1, 3))])
 
     # ---- comparisons (forward only, bool results) ---------------------------
 

@@ -312,3 +312,126 @@ def test_round_decimals_under_vmap_and_forward_ad():
         d = fwAD.make_dual(x.double(), rgrad.ones(2, 2, dtype=rgrad.float64))
         y = d.round(decimals=1)
         assert fwAD.unpack_dual(y).tangent.abs().sum().item() == 0.0
+
+
+# ---- fused arithmetic, NaN handling, products with a bias --------------------------------
+
+
+def _f32(*shapes, seed=6):
+    rng = np.random.RandomState(seed)
+    arrs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    return [rgrad.tensor(a) for a in arrs], [torch.tensor(a) for a in arrs]
+
+
+@pytest.mark.parametrize("name,call", [
+    ("addcmul", lambda L, a, b, c: L.addcmul(a, b, c, value=0.37)),
+    ("addcmul-1", lambda L, a, b, c: L.addcmul(a, b, c)),
+    ("addcdiv", lambda L, a, b, c: L.addcdiv(a, b, c.abs() + 1, value=-1.3)),
+    ("lerp-low", lambda L, a, b, c: L.lerp(a, b, 0.3)),
+    ("lerp-high", lambda L, a, b, c: L.lerp(a, b, 0.9)),
+    ("lerp-tensor", lambda L, a, b, c: L.lerp(a, b, c)),
+    ("addcmul_", lambda L, a, b, c: a.clone().addcmul_(b, c, value=2.5)),
+    ("addcdiv_", lambda L, a, b, c: a.clone().addcdiv_(b, c.abs() + 1, value=0.1)),
+    ("lerp_", lambda L, a, b, c: a.clone().lerp_(b, 0.6)),
+])
+def test_fused_arithmetic_matches_torch_within_an_ulp(name, call):
+    # float32: torch's kernels fuse the last multiply and add (one rounding fewer)
+    rs, ts = _f32((64,), (64,), (64,))
+    a, b = call(rgrad, *rs).numpy(), call(torch, *ts).numpy()
+    # an ulp or two of the terms (which may cancel)
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+
+
+def test_optimizer_style_updates_match_torch():
+    # an Adam step written with the in-place forms (no_grad), as hand-written optimizers do
+    rs, ts = _f32((5, 7), (5, 7), seed=7)
+    for L, (p, g) in ((rgrad, rs), (torch, ts)):
+        m, v = L.zeros_like(p), L.zeros_like(p)
+        with L.no_grad():
+            for step in range(1, 4):
+                m.lerp_(g, 0.1)
+                v.mul_(0.999).addcmul_(g, g, value=0.001)
+                denom = (v / (1 - 0.999 ** step)).sqrt().add_(1e-8)
+                p.addcdiv_(m, denom, value=-0.01 / (1 - 0.9 ** step))
+    np.testing.assert_allclose(rs[0].numpy(), ts[0].numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_integer_addcmul_truncates_the_value_as_torch():
+    for value in (1.9, -1.9, 3):
+        a = rgrad.addcmul(rgrad.tensor([1]), rgrad.tensor([2]), rgrad.tensor([3]), value=value)
+        b = torch.addcmul(torch.tensor([1]), torch.tensor([2]), torch.tensor([3]), value=value)
+        assert a.tolist() == b.tolist() and a.dtype == rgrad.int64
+    a = rgrad.addcmul(rgrad.tensor([1.0]), rgrad.tensor([2]), rgrad.tensor([3]), value=0.5)
+    assert a.tolist() == [4.0]
+
+
+ARITH_ERRORS = [
+    ("addcdiv-ints", lambda L: L.addcdiv(L.tensor([1.0]), L.tensor([2]), L.tensor([3]))),
+    ("lerp-dtype", lambda L: L.lerp(L.zeros(2), L.zeros(2, dtype=L.float64), 0.5)),
+    ("vdot-2d", lambda L: L.vdot(L.zeros(2, 2), L.zeros(2))),
+    ("broadcast", lambda L: L.broadcast_tensors(L.zeros(2, 3), L.zeros(4))),
+    ("nanmean-int", lambda L: L.nanmean(L.tensor([1, 2]))),
+]
+
+
+@pytest.mark.parametrize("name,call", ARITH_ERRORS, ids=[e[0] for e in ARITH_ERRORS])
+def test_arithmetic_errors_match_torch(name, call):
+    r = _outcome(lambda lib: lambda: call(lib), rgrad)
+    t = _outcome(lambda lib: lambda: call(lib), torch)
+    assert t[0] == "raises", t
+    assert r == t
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nan_to_num_defaults_are_the_dtypes_extremes(dtype):
+    vals = [float("nan"), float("inf"), -float("inf"), 1.5]
+    a = rgrad.nan_to_num(rgrad.tensor(vals, dtype=getattr(rgrad, dtype))).numpy()
+    b = torch.nan_to_num(torch.tensor(vals, dtype=getattr(torch, dtype))).numpy()
+    np.testing.assert_array_equal(a, b)
+    assert rgrad.nan_to_num(rgrad.tensor([1, 2])).tolist() == [1, 2]
+
+
+def test_in_place_forms_differentiate_as_torch():
+    (a, b, c), (ta, tb, tc) = _pair((3, 4), (3, 4), (4,), seed=8)
+    rng = np.random.RandomState(9)
+    cases = [
+        (lambda L, x, y, z: (x * 1).logit_(0.1) if False else (x.sigmoid() * 1).logit_(0.2)),
+        (lambda L, x, y, z: (x * 1).lerp_(y, 0.7)),
+        (lambda L, x, y, z: (x * 1).nan_to_num_()),
+        (lambda L, x, y, z: (x[:, 0] * 1).addmv_(y[:, :3], z[:3], beta=0.5)),
+        (lambda L, x, y, z: (x * 1).addr_(z[:3], z, alpha=2)),
+        (lambda L, x, y, z: (x * 1).clamp_min_(0.1)),
+        (lambda L, x, y, z: (x * 1).addcmul_(y, z, value=0.5)),
+    ]
+    for f in cases:
+        yr, yt = f(rgrad, a, b, c), f(torch, ta, tb, tc)
+        np.testing.assert_allclose(yr.detach().numpy(), yt.detach().numpy(), rtol=1e-12)
+        v = rng.standard_normal(tuple(yt.shape))
+        gr = rgrad.autograd.grad(yr, (a, b, c), rgrad.tensor(v), allow_unused=True)
+        gt = torch.autograd.grad(yt, (ta, tb, tc), torch.tensor(v), allow_unused=True)
+        for x, y in zip(gr, gt):
+            assert (x is None) == (y is None)
+            if x is not None:
+                np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_reductions_and_similarity_match_torch():
+    (a, b), (ta, tb) = _pair((3, 4), (3, 4), seed=10)
+    for f in (lambda L, x, y: L.var_mean(x, 1), lambda L, x, y: L.std_mean(x, (0, 1), keepdim=True, correction=0),
+              lambda L, x, y: L.var_mean(x, False), lambda L, x, y: (L.cosine_similarity(x, y),),
+              lambda L, x, y: (L.nn.functional.cosine_similarity(x, y, dim=0, eps=0.5),),
+              lambda L, x, y: (L.nansum(x.masked_fill(x > 1, float("nan")), 0),),
+              lambda L, x, y: (L.nanmean(x.masked_fill(x > 0.5, float("nan"))),)):
+        rr, tt = f(rgrad, a, b), f(torch, ta, tb)
+        for x, y in zip(rr, tt):
+            np.testing.assert_allclose(x.detach().numpy(), y.detach().numpy(), rtol=1e-12, equal_nan=True)
+        v = [np.random.RandomState(11).standard_normal(tuple(t.shape)) for t in tt]
+        gr = rgrad.autograd.grad(rr, (a, b), [rgrad.tensor(x) for x in v], allow_unused=True)
+        gt = torch.autograd.grad(tt, (ta, tb), [torch.tensor(x) for x in v], allow_unused=True)
+        for x, y in zip(gr, gt):
+            if y is None:
+                assert x is None
+            else:
+                np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-10, atol=1e-12)
+    c = rgrad.count_nonzero(rgrad.tensor([[0.0, 1.0], [2.0, 0.0]]), 0)
+    assert c.dtype == rgrad.int64 and c.tolist() == [1, 1]

@@ -163,7 +163,9 @@ from rgrad import _composite  # noqa: E402
 from rgrad._composite import (  # noqa: E402,F401  (torch's composite functions)
     atleast_1d, atleast_2d, atleast_3d, broadcast_to, cartesian_prod, column_stack, diff, dsplit, dstack,
     einsum, hsplit, hstack, inner, kron, meshgrid, moveaxis, movedim, ravel, row_stack, swapaxes, swapdims,
-    tensor_split, tensordot, tile, unflatten, vsplit, vstack,
+    tensor_split, tensordot, tile, unflatten, vsplit, vstack, addcmul, addcdiv, lerp, clamp_min, clamp_max,
+    clamp_min_, clamp_max_, nan_to_num, nan_to_num_, nansum, nanmean, count_nonzero, vdot, addmv, addmv_, addr,
+    baddbmm, addbmm, logit, logit_, var_mean, std_mean, cosine_similarity, broadcast_tensors,
 )
 
 _composite.install()

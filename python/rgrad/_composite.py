@@ -20,7 +20,9 @@ __all__ = [
     "broadcast_to", "movedim", "moveaxis", "swapaxes", "swapdims", "ravel", "unflatten", "tile",
     "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack", "dstack", "column_stack",
     "tensor_split", "hsplit", "vsplit", "dsplit", "tensordot", "inner", "kron", "diff", "meshgrid",
-    "cartesian_prod", "einsum",
+    "cartesian_prod", "einsum", "addcmul", "addcdiv", "lerp", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_",
+    "nan_to_num", "nan_to_num_", "nansum", "nanmean", "count_nonzero", "vdot", "addmv", "addmv_", "addr",
+    "baddbmm", "addbmm", "logit", "logit_", "var_mean", "std_mean", "cosine_similarity", "broadcast_tensors",
 ]
 
 
@@ -751,10 +753,318 @@ def einsum(*args) -> Tensor:
     return ops[0]
 
 
+# ---- fused arithmetic, NaN handling, products with a bias ---------------------------------
+#
+# Written as the ops they are made of, in the order torch's kernels round (so the same
+# values); their nodes are those ops' (torch records one node, AddcmulBackward0 and so on).
+
+
+def _is_int(t) -> bool:
+    return isinstance(t, Tensor) and not t.is_floating_point()
+
+
+def _value(value, *tensors):
+    """``value`` in the tensors' common dtype: truncated to an integer when all are integer
+    tensors, as torch converts it."""
+    if isinstance(value, float) and all(_is_int(t) for t in tensors):
+        return int(value)
+    return value
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """``input + value * tensor1 * tensor2`` (torch's kernel fuses the last multiply and add:
+    within an ulp)."""
+    value = _value(value, input, tensor1, tensor2)
+    prod = tensor1 * tensor2 if value == 1 else (tensor1 * value) * tensor2
+    return input + prod
+
+
+def addcmul_(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """In-place version of `addcmul()`. Returns this tensor."""
+    value = _value(value, input, tensor1, tensor2)
+    prod = tensor1 * tensor2 if value == 1 else (tensor1 * value) * tensor2
+    return input.add_(prod)
+
+
+def _addcdiv_check(input, tensor1, tensor2, value):
+    if _is_int(tensor1) and _is_int(tensor2):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform "
+            "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
+            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+            "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes."
+        )
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """``input + value * tensor1 / tensor2`` (within an ulp of torch's fused kernel)."""
+    _addcdiv_check(input, tensor1, tensor2, value)
+    q = tensor1 / tensor2 if value == 1 else (tensor1 * value) / tensor2
+    return input + q
+
+
+def addcdiv_(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """In-place version of `addcdiv()`. Returns this tensor."""
+    _addcdiv_check(input, tensor1, tensor2, value)
+    q = tensor1 / tensor2 if value == 1 else (tensor1 * value) / tensor2
+    return input.add_(q)
+
+
+def _lerp(input: Tensor, end: Tensor, weight) -> Tensor:
+    # torch's kernel: weight < 0.5 ? input + weight * (end - input) : end - (end - input) * (1 - weight)
+    diff = end - input
+    if isinstance(weight, Tensor):
+        from rgrad import where
+
+        return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
+    if abs(weight) < 0.5:
+        return input + diff * weight
+    return end - diff * (1 - weight)
+
+
+def _lerp_check(input, end, weight, name):
+    if not input.is_floating_point() or not end.is_floating_point():
+        raise RuntimeError(f'"{name}" not implemented for \'Long\'')
+    if input.dtype != end.dtype:
+        raise RuntimeError(f"expected dtype {_dtype_str(input.dtype)} for `end` but got dtype {_dtype_str(end.dtype)}")
+    if isinstance(weight, Tensor) and weight.dtype != input.dtype:
+        raise RuntimeError(
+            f"expected dtype {_dtype_str(input.dtype)} for `weight` but got dtype {_dtype_str(weight.dtype)}"
+        )
+
+
+def _dtype_str(dt) -> str:
+    # the C++ type's name, as torch's message gives it
+    return {"rgrad.float32": "float", "rgrad.float64": "double", "rgrad.int64": "long", "rgrad.bool": "bool"}[str(dt)]
+
+
+def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
+    """Linear interpolation ``input + weight * (end - input)`` (``weight`` a number or a
+    tensor), computed from the nearer end as torch's kernel does (which fuses the last
+    multiply and add: within an ulp)."""
+    _lerp_check(input, end, weight, "lerp_kernel_scalar" if not isinstance(weight, Tensor) else "lerp_kernel_tensor")
+    return _lerp(input, end, weight)
+
+
+def lerp_(input: Tensor, end: Tensor, weight) -> Tensor:
+    """In-place version of `lerp()`. Returns this tensor."""
+    _lerp_check(input, end, weight, "lerp_kernel_scalar" if not isinstance(weight, Tensor) else "lerp_kernel_tensor")
+    return input.copy_(_lerp(input.clone() if input.requires_grad else input, end, weight))
+
+
+def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
+    """``clamp(input, min=min)`` (recorded as clamp's node)."""
+    return input.clamp(min=min)
+
+
+def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002
+    """``clamp(input, max=max)`` (recorded as clamp's node)."""
+    return input.clamp(max=max)
+
+
+def clamp_min_(input: Tensor, min) -> Tensor:  # noqa: A002
+    """In-place version of `clamp_min()`. Returns this tensor."""
+    return input.clamp_(min=min)
+
+
+def clamp_max_(input: Tensor, max) -> Tensor:  # noqa: A002
+    """In-place version of `clamp_max()`. Returns this tensor."""
+    return input.clamp_(max=max)
+
+
+_FINFO = {"rgrad.float32": (3.4028234663852886e38, -3.4028234663852886e38),
+          "rgrad.float64": (1.7976931348623157e308, -1.7976931348623157e308)}
+
+
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default 0 and the
+    dtype's largest and lowest values); the gradient passes where the input is finite."""
+    if not input.is_floating_point():
+        return input.clone()
+    from rgrad import where
+
+    hi, lo = _FINFO[str(input.dtype)]
+    posinf = hi if posinf is None else posinf
+    neginf = lo if neginf is None else neginf
+    return where(input.isnan(), nan, where(input == float("inf"), posinf, where(input == -float("inf"), neginf, input)))
+
+
+def nan_to_num_(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """In-place version of `nan_to_num()`. Returns this tensor."""
+    if not input.is_floating_point():
+        return input
+    return input.copy_(nan_to_num(input.clone() if input.requires_grad else input, nan, posinf, neginf))
+
+
+def _reduce_args(dim):
+    return () if dim is None else (dim,)
+
+
+def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """The sum with NaN counted as zero."""
+    if not input.is_floating_point():
+        return input.sum(*_reduce_args(dim), keepdim=keepdim, dtype=dtype) if dim is not None else input.sum(dtype=dtype)
+    from rgrad import where
+
+    x = where(input.isnan(), 0.0, input)
+    if dim is None:
+        return x.sum(dtype=dtype)
+    return x.sum(dim, keepdim=keepdim, dtype=dtype)
+
+
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """The mean of the elements that are not NaN (NaN where all are)."""
+    if not (input.is_floating_point() or (dtype is not None and dtype.is_floating_point)):
+        raise NotImplementedError(
+            "nanmean(): expected input to have floating point or complex dtype but got "
+            + {"rgrad.int64": "Long", "rgrad.bool": "Bool"}[str(input.dtype)]
+        )
+    count = input.isnan().logical_not()
+    count = count.sum() if dim is None else count.sum(dim, keepdim=keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / count
+
+
+def count_nonzero(input: Tensor, dim=None) -> Tensor:
+    """The number of non-zero elements (along ``dim``, an int or a tuple of ints)."""
+    nz = input != 0
+    return nz.sum() if dim is None else nz.sum(dim)
+
+
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    """The dot product of two 1-D tensors (for real tensors, ``dot``)."""
+    if input.dim() != 1 or other.dim() != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
+    return input.dot(other)
+
+
+def _scaled(prod: Tensor, input: Tensor, beta, alpha) -> Tensor:
+    # beta * input + alpha * prod; beta == 0 ignores input (NaN and inf in it too), as BLAS
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:
+        return prod
+    return (input if beta == 1 else input * beta) + prod
+
+
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * (mat @ vec)``."""
+    return _scaled(mat.mv(vec), input, beta, alpha)
+
+
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    if vec1.dim() != 1 or vec2.dim() != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.dim()}-D" if vec1.dim() != 1
+                           else f"addr: Expected 1-D argument vec2, but got {vec2.dim()}-D")
+    return _scaled(vec1.outer(vec2), input, beta, alpha)
+
+
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * (batch1 @ batch2)``, batched."""
+    return _scaled(batch1.bmm(batch2), input, beta, alpha)
+
+
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    return _scaled(batch1.bmm(batch2).sum(0), input, beta, alpha)
+
+
+def _in_place(fn):
+    def method(self: Tensor, *args, **kwargs) -> Tensor:
+        return self.copy_(fn(self.clone() if self.requires_grad else self, *args, **kwargs))
+
+    method.__name__ = method.__qualname__ = fn.__name__ + "_"
+    method.__doc__ = f"In-place version of `{fn.__name__}()`. Returns this tensor."
+    return method
+
+
+addmv_ = _in_place(addmv)
+addr_ = _in_place(addr)
+baddbmm_ = _in_place(baddbmm)
+addbmm_ = _in_place(addbmm)
+
+
+def logit(input: Tensor, eps: float | None = None) -> Tensor:
+    """``log(p / (1 - p))``, ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    x = input if input.is_floating_point() else input.float()
+    if eps is not None:
+        x = x.clamp(eps, 1 - eps)
+    return (x / (1 - x)).log()
+
+
+def logit_(input: Tensor, eps: float | None = None) -> Tensor:
+    """In-place version of `logit()`. Returns this tensor."""
+    # from a copy: the derivative reads the input, which the write overwrites (torch's
+    # in-place node keeps the original too)
+    return input.copy_(logit(input.clone() if input.requires_grad else input, eps))
+
+
+def _moments(input, dim, unbiased, keepdim, correction, fn):
+    kw = {"keepdim": keepdim}
+    if correction is not None:
+        kw["correction"] = correction
+    elif unbiased is not None:
+        kw["unbiased"] = unbiased
+    spread = getattr(input, fn)(dim, **kw) if dim is not None else getattr(input, fn)(**kw)
+    mean = input.mean(dim, keepdim=keepdim) if dim is not None else input.mean(keepdim=keepdim) if keepdim else input.mean()
+    return spread, mean
+
+
+def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """``(var(input, ...), mean(input, ...))`` over the same dims."""
+    if isinstance(dim, bool) and unbiased is None:
+        dim, unbiased = None, dim
+    return _moments(input, dim, unbiased, keepdim, correction, "var")
+
+
+def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """``(std(input, ...), mean(input, ...))`` over the same dims."""
+    if isinstance(dim, bool) and unbiased is None:
+        dim, unbiased = None, dim
+    return _moments(input, dim, unbiased, keepdim, correction, "std")
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """The cosine of the angle between ``x1`` and ``x2`` along ``dim`` (broadcast), each
+    divided by its norm clamped below at ``eps``: ATen's algorithm."""
+    from rgrad import broadcast_tensors, no_grad
+
+    a, b = broadcast_tensors(x1, x2)
+    n1 = a.norm(2, dim, keepdim=True).clone()
+    n2 = b.norm(2, dim, keepdim=True).clone()
+    with no_grad():
+        n1.clamp_(min=eps)
+        n2.clamp_(min=eps)
+    return ((a / n1) * (b / n2)).sum(dim)
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded to their common broadcast shape (views)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape: list[int] = []
+    for t in tensors:
+        s = list(t.shape)
+        if len(s) > len(shape):
+            shape = [1] * (len(s) - len(shape)) + shape
+        s = [1] * (len(shape) - len(s)) + s
+        for i, (x, y) in enumerate(zip(shape, s)):
+            if x != y and x != 1 and y != 1:
+                raise RuntimeError(
+                    f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i}"
+                )
+            shape[i] = y if x == 1 else x
+    return tuple(t.expand(tuple(shape)) for t in tensors)
+
+
 # Tensor methods torch has for these
 _METHODS = (
     "broadcast_to", "movedim", "moveaxis", "swapaxes", "swapdims", "ravel", "unflatten", "tile",
-    "tensor_split", "hsplit", "vsplit", "dsplit", "inner", "kron", "diff",
+    "tensor_split", "hsplit", "vsplit", "dsplit", "inner", "kron", "diff", "addcmul", "addcmul_", "addcdiv",
+    "addcdiv_", "lerp", "lerp_", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_", "nan_to_num", "nan_to_num_",
+    "nansum", "nanmean", "count_nonzero", "vdot", "addmv", "addmv_", "addr", "addr_", "baddbmm", "baddbmm_",
+    "addbmm", "addbmm_", "logit", "logit_",
 )
 
 

@@ -3,8 +3,10 @@
 from rgrad import _C
 from rgrad._C import Tensor, cross_entropy, linear, nll_loss
 from rgrad._C import mse_loss as _mse_loss
+from rgrad._composite import cosine_similarity  # noqa: F401  (torch.nn.functional's, the same function)
 
-__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "mse_loss", "cross_entropy", "nll_loss", "linear"]
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "mse_loss", "cross_entropy", "nll_loss", "linear",
+           "cosine_similarity"]
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
