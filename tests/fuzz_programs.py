@@ -226,6 +226,15 @@ UNARY = {
     "frac": lambda x: x - np.trunc(x),
     "lgamma": np.vectorize(_lgamma_ref, otypes=[float]),
     "digamma": np.vectorize(lambda x: polygamma_ref(0, x), otypes=[float]),
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.round,
+    "sgn": np.sign,
+    "log2": np.log2,
+    "log10": np.log10,
+    "exp2": np.exp2,
+    "deg2rad": np.deg2rad,
+    "rad2deg": np.rad2deg,
 }
 
 BINARY = {
@@ -411,7 +420,7 @@ class Generator:
         if op == "clone":
             return Step(f"{t} = {v.name}.clone()", t, (v.name,), lambda n: n[v.name], kind="exact")
         fn = UNARY[op]
-        nan_ok = op == "sign"
+        nan_ok = op in ("sign", "sgn")
         if form == 0:
             src = f"{t} = {v.name}.{op}()"
         elif form == 1:
@@ -422,7 +431,8 @@ class Generator:
         return Step(src, t, (v.name,), lambda n: fn(n[v.name]), nan_ok=nan_ok, scale_by_reads=periodic,
                     # (digamma and lgamma: poles at the non-positive integers, near which an
                     # input one ulp apart moves the value by far more than any tolerance)
-                    discontinuous=op in ("trunc", "frac", "sign", "digamma", "lgamma"))
+                    discontinuous=op in ("trunc", "frac", "sign", "sgn", "floor", "ceil", "round", "digamma",
+                                         "lgamma"))
 
     def binary(self) -> Step:
         s = self.src
