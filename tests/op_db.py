@@ -1170,6 +1170,13 @@ def _diag_embed_ref(a, offset=0, dim1=-2, dim2=-1):
     return np.moveaxis(out, (-2, -1), (dim1 % nd, dim2 % nd))
 
 
+def _cum_ref(fn):
+    def ref(a, d):
+        return fn(a, axis=d) if a.ndim else a.copy()
+
+    return ref
+
+
 def flip_samples(m, rng):
     return [
         S(m(3, 4), (0,)),
@@ -1284,10 +1291,15 @@ def cumulative_samples(m, rng):
 
 
 def cumprod_zero_samples(m, rng):
+    def zeros(desc, *args):
+        s = S(*args)
+        s.desc = desc
+        return s
+
     return [
-        S(np.array([[1.5, 0.0, 2.0, 0.5], [0.5, -1.0, 0.0, 0.0]]), 1, desc="zeros"),
-        S(np.array([0.0, 1.5, -2.0]), 0, desc="zero first"),
-        S(np.array([[1.5, 0.5], [0.0, -1.0], [2.0, 0.0]]), 0, desc="zeros along dim 0"),
+        zeros("zeros", np.array([[1.5, 0.0, 2.0, 0.5], [0.5, -1.0, 0.0, 0.0]]), 1),
+        zeros("zero first", np.array([0.0, 1.5, -2.0]), 0),
+        zeros("zeros along dim 0", np.array([[1.5, 0.5], [0.0, -1.0], [2.0, 0.0]]), 0),
     ]
 
 
@@ -1818,17 +1830,17 @@ def build_op_db(T) -> list[OpInfo]:
     add("trace", lambda a: T.trace(a), lambda a: np.asarray(np.trace(a)),
         lambda m, rng: [S(m(3, 4)), S(m(4, 3)), S(m(0, 3)), S(m(1, 1)), S(NC(m(4, 3), "t"))])
     add("Tensor.trace", lambda a: a.trace(), lambda a: np.asarray(np.trace(a)), lambda m, rng: [S(m(3, 3))])
-    add("cumsum", lambda a, d: T.cumsum(a, d), lambda a, d: np.cumsum(a, axis=d), cumulative_samples)
-    add("cumsum.dtype", lambda a, d: T.cumsum(a, d, dtype=T.float64), lambda a, d: np.cumsum(a, axis=d),
+    add("cumsum", lambda a, d: T.cumsum(a, d), _cum_ref(np.cumsum), cumulative_samples)
+    add("cumsum.dtype", lambda a, d: T.cumsum(a, d, dtype=T.float64), _cum_ref(np.cumsum),
         lambda m, rng: cumulative_samples(m, rng)[:3], keeps_ref_dtype=True)
-    add("Tensor.cumsum", lambda a, d: a.cumsum(dim=d), lambda a, d: np.cumsum(a, axis=d),
+    add("Tensor.cumsum", lambda a, d: a.cumsum(dim=d), _cum_ref(np.cumsum),
         lambda m, rng: cumulative_samples(m, rng)[:3])
-    add("cumprod", lambda a, d: T.cumprod(a, d), lambda a, d: np.cumprod(a, axis=d),
+    add("cumprod", lambda a, d: T.cumprod(a, d), _cum_ref(np.cumprod),
         lambda m, rng: cumulative_samples(m, rng) + cumprod_zero_samples(m, rng), domain=(0.5, 1.5))
-    add("cumprod.dtype", lambda a, d: T.cumprod(a, d, dtype=T.float64), lambda a, d: np.cumprod(a, axis=d),
+    add("cumprod.dtype", lambda a, d: T.cumprod(a, d, dtype=T.float64), _cum_ref(np.cumprod),
         lambda m, rng: cumulative_samples(m, rng)[:3] + cumprod_zero_samples(m, rng)[:1], keeps_ref_dtype=True,
         domain=(0.5, 1.5))
-    add("Tensor.cumprod", lambda a, d: a.cumprod(d), lambda a, d: np.cumprod(a, axis=d),
+    add("Tensor.cumprod", lambda a, d: a.cumprod(d), _cum_ref(np.cumprod),
         lambda m, rng: cumulative_samples(m, rng)[:3] + cumprod_zero_samples(m, rng)[:1], domain=(0.5, 1.5))
 
     # ---- nn.functional -----------------------------------------------------

@@ -82,7 +82,14 @@ pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
         "aten::flip",
         &[x],
         || flip_copy(&s, &wrapped),
-        |_| (FlipBackward0 { dims: dims.to_vec() }, saved![]),
+        |_| {
+            (
+                FlipBackward0 {
+                    dims: dims.to_vec(),
+                },
+                saved![],
+            )
+        },
     )
 }
 
@@ -155,7 +162,13 @@ fn norm_shift(shift: i64, n: usize) -> usize {
 }
 
 /// The buffer of `(buf, l)` rolled by `shift` along `dim`, row-major.
-fn roll_buffer(buf: &Buffer, l: &Layout, dim: usize, shift: i64, dtype: crate::dtype::DType) -> Result<Buffer> {
+fn roll_buffer(
+    buf: &Buffer,
+    l: &Layout,
+    dim: usize,
+    shift: i64,
+    dtype: crate::dtype::DType,
+) -> Result<Buffer> {
     let n = l.shape[dim];
     let numel = l.numel();
     if n == 0 || numel == 0 {
@@ -168,8 +181,18 @@ fn roll_buffer(buf: &Buffer, l: &Layout, dim: usize, shift: i64, dtype: crate::d
     let dense = Layout::contiguous(&l.shape);
     let mut out = k::on(buf.device())?.zeros(dtype, numel)?;
     // out[s..] = x[..n-s]; out[..s] = x[n-s..]
-    k::copy_into(&mut out, &dense.narrow(dim, s, n - s)?, buf, &l.narrow(dim, 0, n - s)?)?;
-    k::copy_into(&mut out, &dense.narrow(dim, 0, s)?, buf, &l.narrow(dim, n - s, s)?)?;
+    k::copy_into(
+        &mut out,
+        &dense.narrow(dim, s, n - s)?,
+        buf,
+        &l.narrow(dim, 0, n - s)?,
+    )?;
+    k::copy_into(
+        &mut out,
+        &dense.narrow(dim, 0, s)?,
+        buf,
+        &l.narrow(dim, n - s, s)?,
+    )?;
     Ok(out)
 }
 
@@ -201,7 +224,10 @@ pub fn roll(x: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
             let n = s.layout.numel();
             let buf = copy_row_major(&s)?;
             let l = Layout::contiguous(&[n]);
-            return Ok(new_tensor(roll_buffer(&buf, &l, 0, shifts[0], s.dtype)?, &shape));
+            return Ok(new_tensor(
+                roll_buffer(&buf, &l, 0, shifts[0], s.dtype)?,
+                &shape,
+            ));
         }
         let mut buf: Option<Buffer> = None;
         let dense = Layout::contiguous(&shape);
@@ -238,13 +264,21 @@ impl RollBackward0 {
         if dims.is_empty() {
             if lead == 0 {
                 let n = g.numel();
-                let back = if n == 0 { 0 } else { (n - norm_shift(shifts[0], n)) as i64 };
+                let back = if n == 0 {
+                    0
+                } else {
+                    (n - norm_shift(shifts[0], n)) as i64
+                };
                 return roll(g, &[back], &[]);
             }
             // per sample: along the flattened sample
             let per: usize = shape[lead..].iter().product();
             let flat = super::reshape(g, &[shape[0] as i64, per as i64])?;
-            let back = if per == 0 { 0 } else { (per - norm_shift(shifts[0], per)) as i64 };
+            let back = if per == 0 {
+                0
+            } else {
+                (per - norm_shift(shifts[0], per)) as i64
+            };
             let r = roll(&flat, &[back], &[1])?;
             let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
             return super::reshape(&r, &dims);
@@ -255,7 +289,11 @@ impl RollBackward0 {
         for (&d, &s) in dims.iter().zip(shifts) {
             let w = roll_dim(d, rank)? + lead;
             let n = shape[w];
-            back.push(if n == 0 { 0 } else { (n - norm_shift(s, n)) as i64 });
+            back.push(if n == 0 {
+                0
+            } else {
+                (n - norm_shift(s, n)) as i64
+            });
             at.push(w as i64);
         }
         roll(g, &back, &at)
@@ -361,7 +399,11 @@ impl Backward for Rot90Backward0 {
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let back = (4 - self.k.rem_euclid(4)) % 4;
-        Ok(smallvec::smallvec![Some(rot90(&grad0(g)?, back, &self.dims)?)])
+        Ok(smallvec::smallvec![Some(rot90(
+            &grad0(g)?,
+            back,
+            &self.dims
+        )?)])
     }
     fn jvp(&self, _ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
         let t = t.first()?.as_ref()?;

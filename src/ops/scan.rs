@@ -31,7 +31,11 @@ fn cumulative(x: &Tensor, dim: i64, dtype: Option<DType>, prod: bool) -> Result<
         DType::I64
     });
     if out_dtype == DType::Bool {
-        let kernel = if prod { "cumprod_out_cpu" } else { "cumsum_out_cpu" };
+        let kernel = if prod {
+            "cumprod_out_cpu"
+        } else {
+            "cumsum_out_cpu"
+        };
         return Err(Error::not_implemented(format!(
             "\"{kernel}\" not implemented for 'Bool'"
         )));
@@ -159,8 +163,9 @@ fn has_zero(x: &Tensor) -> Result<bool> {
 /// `x`, `reversed_cumsum(y·g) / x`; with zeros, the explicit formula (each position's
 /// products with it left out: the product of what comes before it times the running
 /// products of what comes after), which needs no division and is itself differentiable,
-/// as torch's formula for double backward is.
-fn cumprod_backward(g: &Tensor, x: &Tensor, dim: usize, y: &Tensor) -> Result<Tensor> {
+/// as torch's formula for double backward is. `lead`: batch dims in front of `g` (a
+/// batched backward: `x` and `y` broadcast against the samples).
+fn cumprod_backward(g: &Tensor, x: &Tensor, dim: usize, y: &Tensor, lead: usize) -> Result<Tensor> {
     let shape = x.shape();
     let Some(&n) = shape.get(dim) else {
         return Ok(g.clone());
@@ -169,24 +174,43 @@ fn cumprod_backward(g: &Tensor, x: &Tensor, dim: usize, y: &Tensor) -> Result<Te
         return Ok(g.clone());
     }
     if n == 0 {
-        return super::zeros_like(x);
+        return super::zeros_like(g);
     }
+    let gd = dim + lead;
     if !has_zero(x)? {
-        return super::div(&reversed_cumsum(&super::mul(y, g)?, dim)?, x);
+        return super::div(&reversed_cumsum(&super::mul(y, g)?, gd)?, x);
     }
-    let di = dim as i64;
+    let (di, gdi) = (dim as i64, gd as i64);
     let mut parts = Vec::with_capacity(n);
     for kk in 0..n {
         let before = super::prod(&super::narrow(x, di, 0, kk as i64)?, Some(di), true)?;
-        let after = cumprod(&super::narrow(x, di, kk as i64 + 1, (n - kk - 1) as i64)?, di, None)?;
+        let after = cumprod(
+            &super::narrow(x, di, kk as i64 + 1, (n - kk - 1) as i64)?,
+            di,
+            None,
+        )?;
         let omitted = super::mul(
             &before,
             &super::cat(&[super::ones_like(&before)?, after], di)?,
         )?;
-        let gk = super::narrow(g, di, kk as i64, (n - kk) as i64)?;
-        parts.push(super::sum_dims(&super::mul(&gk, &omitted)?, &[di], true)?);
+        let gk = super::narrow(g, gdi, kk as i64, (n - kk) as i64)?;
+        parts.push(super::sum_dims(&super::mul(&gk, &omitted)?, &[gdi], true)?);
     }
-    super::cat(&parts, di)
+    super::cat(&parts, gdi)
+}
+
+impl CumprodBackward0 {
+    fn run(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], lead: usize) -> Result<Grads> {
+        let x = ctx.saved(0)?;
+        let y = ctx.saved(1)?;
+        let g = grad_as(grad0(g)?, self.in_dtype)?;
+        let d = wrap_dim(self.dim, x.ndim())?;
+        // (the result in the input's dtype, as the gradient is)
+        let y = grad_as(y, self.in_dtype)?;
+        Ok(smallvec::smallvec![Some(cumprod_backward(
+            &g, &x, d, &y, lead
+        )?)])
+    }
 }
 
 impl Backward for CumprodBackward0 {
@@ -201,12 +225,14 @@ impl Backward for CumprodBackward0 {
         "CumprodBackward0".into()
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
-        let x = ctx.saved(0)?;
-        let y = ctx.saved(1)?;
-        let g = grad_as(grad0(g)?, self.in_dtype)?;
-        let d = wrap_dim(self.dim, x.ndim())?;
-        // (the result in the input's dtype, as the gradient is)
-        let y = grad_as(y, self.in_dtype)?;
-        Ok(smallvec::smallvec![Some(cumprod_backward(&g, &x, d, &y)?)])
+        self.run(ctx, g, 0)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.run(ctx, g, 1))
     }
 }

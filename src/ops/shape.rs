@@ -311,7 +311,11 @@ fn batched_dim(d: i64, g: &Tensor) -> Result<i64> {
 }
 
 /// `zeros(shape)` with the region `rel` set to `g`, for each sample of a batched `g`.
-pub(crate) fn view_grad_in_base_batched(g: &Tensor, shape: &[usize], rel: &Layout) -> Result<Tensor> {
+pub(crate) fn view_grad_in_base_batched(
+    g: &Tensor,
+    shape: &[usize],
+    rel: &Layout,
+) -> Result<Tensor> {
     let batch = g.shape()[0];
     let mut brel = rel.clone();
     brel.shape.insert(0, batch);

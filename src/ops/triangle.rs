@@ -46,7 +46,8 @@ pub fn triangle(x: &Tensor, diagonal: i64, upper: bool) -> Result<Tensor> {
                         })
                     })
                     .collect::<Vec<bool>>();
-                let mask = super::new_tensor_on(Buffer::Bool(keep.into()), &[rows, cols], x.device())?;
+                let mask =
+                    super::new_tensor_on(Buffer::Bool(keep.into()), &[rows, cols], x.device())?;
                 let zero = super::scalar_tensor(Scalar::Int(0), x.dtype());
                 // (a row-major result, as torch's)
                 super::select::where_row_major(&mask, &x.detach(), &zero)
@@ -112,11 +113,21 @@ impl Backward for TriangleBackward {
 pub(crate) fn diagonal_layout(l: &Layout, offset: i64, d1: usize, d2: usize) -> Layout {
     let (n1, n2) = (l.shape[d1] as i128, l.shape[d2] as i128);
     let off = offset as i128;
-    let len = if off >= 0 { n1.min(n2 - off) } else { (n1 + off).min(n2) }.max(0) as usize;
+    let len = if off >= 0 {
+        n1.min(n2 - off)
+    } else {
+        (n1 + off).min(n2)
+    }
+    .max(0) as usize;
     let mut start = l.offset;
     if len > 0 {
         // (|offset| < the size of its dim here)
-        start += offset.unsigned_abs() as usize * if offset >= 0 { l.strides[d2] } else { l.strides[d1] };
+        start += offset.unsigned_abs() as usize
+            * if offset >= 0 {
+                l.strides[d2]
+            } else {
+                l.strides[d1]
+            };
     }
     let mut shape = Shape::new();
     let mut strides = Shape::new();
@@ -178,7 +189,12 @@ fn diagonal_as(x: &Tensor, offset: i64, dim1: i64, dim2: i64, copy: bool) -> Res
             |_| (node, saved![]),
         );
     }
-    apply("aten::diagonal", &[x], || Ok(view_of(x, view)), |_| (node, saved![]))
+    apply(
+        "aten::diagonal",
+        &[x],
+        || Ok(view_of(x, view)),
+        |_| (node, saved![]),
+    )
 }
 
 #[derive(Clone)]
@@ -202,7 +218,12 @@ impl DiagonalBackward {
     fn region(&self) -> Result<Layout> {
         let s = &self.0;
         let (d1, d2) = diagonal_dims(s.shape.len(), s.dim1, s.dim2)?;
-        Ok(diagonal_layout(&Layout::contiguous(&s.shape), s.offset, d1, d2))
+        Ok(diagonal_layout(
+            &Layout::contiguous(&s.shape),
+            s.offset,
+            d1,
+            d2,
+        ))
     }
 }
 
@@ -281,14 +302,7 @@ pub fn diag_embed(x: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tenso
         Ok(new_tensor(buf, &shape))
     };
     apply("aten::diag_embed", &[x], forward, |_| {
-        (
-            DiagEmbedBackward0 {
-                offset,
-                dim1,
-                dim2,
-            },
-            saved![],
-        )
+        (DiagEmbedBackward0 { offset, dim1, dim2 }, saved![])
     })
 }
 
@@ -320,10 +334,7 @@ impl Backward for DiagEmbedBackward0 {
     }
     fn jvp(&self, _ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
         let t = t.first()?.as_ref()?;
-        Some(
-            diag_embed(t, self.offset, self.dim1, self.dim2)
-                .map(|r| smallvec::smallvec![Some(r)]),
-        )
+        Some(diag_embed(t, self.offset, self.dim1, self.dim2).map(|r| smallvec::smallvec![Some(r)]))
     }
     fn apply_batched(
         &self,
@@ -335,7 +346,12 @@ impl Backward for DiagEmbedBackward0 {
             let rank = g.ndim() - 1;
             let d1 = wrap_dim(self.dim1, rank)? as i64 + 1;
             let d2 = wrap_dim(self.dim2, rank)? as i64 + 1;
-            Ok(smallvec::smallvec![Some(diagonal(&g, self.offset, d1, d2)?)])
+            Ok(smallvec::smallvec![Some(diagonal(
+                &g,
+                self.offset,
+                d1,
+                d2
+            )?)])
         }))
     }
 }
@@ -418,7 +434,10 @@ impl Backward for TraceBackward0 {
     ) -> Option<Result<Grads>> {
         Some(grad0(g).and_then(|g| {
             let region = self.region();
-            let g = super::expand(&super::reshape(&g, &[batch as i64, 1])?, &[batch, region.shape[0]])?;
+            let g = super::expand(
+                &super::reshape(&g, &[batch as i64, 1])?,
+                &[batch, region.shape[0]],
+            )?;
             Ok(smallvec::smallvec![Some(view_grad_in_base_batched(
                 &g,
                 &self.shape,

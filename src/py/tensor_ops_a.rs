@@ -93,7 +93,12 @@ impl PyTensor {
         shifts: Option<&Bound<'_, PyAny>>,
         dims: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        let s = int_list(shifts.ok_or_else(|| missing("roll", "shifts"))?, "roll", "shifts", 2)?;
+        let s = int_list(
+            shifts.ok_or_else(|| missing("roll", "shifts"))?,
+            "roll",
+            "shifts",
+            2,
+        )?;
         let d = match dims {
             Some(d) => int_list(d, "roll", "dims", 3)?,
             None => Vec::new(),
@@ -165,7 +170,13 @@ impl PyTensor {
     ///     dim1: The first dim of the matrices.
     ///     dim2: The second dim of the matrices.
     #[pyo3(signature = (offset=0, dim1=0, dim2=1))]
-    fn diagonal(&self, py: Python<'_>, offset: i64, dim1: i64, dim2: i64) -> PyResult<Py<PyTensor>> {
+    fn diagonal(
+        &self,
+        py: Python<'_>,
+        offset: i64,
+        dim1: i64,
+        dim2: i64,
+    ) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::diagonal(&self.t, offset, dim1, dim2)?)
     }
     /// Returns a tensor whose `offset`-th diagonals in the dims `dim1` and `dim2` (added)
@@ -183,7 +194,10 @@ impl PyTensor {
         dim1: i64,
         dim2: i64,
     ) -> PyResult<Py<PyTensor>> {
-        wrap(py, run(py, &self.t, || ops::diag_embed(&self.t, offset, dim1, dim2))?)
+        wrap(
+            py,
+            run(py, &self.t, || ops::diag_embed(&self.t, offset, dim1, dim2))?,
+        )
     }
     /// Of a vector, the square matrix with it on the `diagonal`-th diagonal; of a matrix,
     /// its `diagonal`-th diagonal (a copy).

@@ -2,17 +2,16 @@
 diagonal / diag_embed / diag / trace and cumsum / cumprod; see ``_batching.py``.
 
 Each moves the op's dims one place right of the batch dim; an argument that is itself
-batched, or a logical shape the op refuses, runs the loop fallback (whose per-sample call
-raises torch's error), except where the physical call would succeed on a logical shape
-the op refuses: those raise the op's own error here.
+batched runs the loop fallback; arguments the op refuses for the logical shape raise the
+op's own error, found by running it on a stand-in of that shape (``_refuse``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rgrad.func._batched_tensor import INPLACE, dispatch, fallback, inplace_error, wrap_dim
-from rgrad.func._batching_common import BT, _at, _final, _logical_errors, _other_batched
+from rgrad.func._batched_tensor import INPLACE, PLAIN, dispatch, fallback, inplace_error, wrap_dim
+from rgrad.func._batching_common import BT, _at, _final, _logical_errors, _other_batched, _probe
 
 
 def _arg(args: tuple, kwargs: dict, pos: int, name: str, default: Any) -> Any:
@@ -24,6 +23,16 @@ def _arg(args: tuple, kwargs: dict, pos: int, name: str, default: Any) -> Any:
 
 def _ints(v: Any) -> list:
     return [v] if isinstance(v, int) else list(v)
+
+
+def _refuse(name: str, level: int, args: tuple, kwargs: dict) -> Any:
+    """The op's error for arguments it refuses on the logical shape (run on a stand-in of
+    that shape); the loop fallback if the stand-in is accepted after all."""
+    try:
+        PLAIN[name](*(_probe(a) for a in args), **{k: _probe(v) for k, v in kwargs.items()})
+    except (RuntimeError, IndexError, TypeError, NotImplementedError) as e:
+        raise _final(e) from None
+    return fallback(name, level, args, kwargs)
 
 
 def _batched_self(name: str, level: int, args: tuple, kwargs: dict) -> bool:
@@ -71,14 +80,14 @@ def _roll(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     shifts = _arg(args, kwargs, 1, "shifts", None)
     dims = _arg(args, kwargs, 2, "dims", None)
     if shifts is None:
-        return fallback(name, level, args, kwargs)
+        return _refuse(name, level, args, kwargs)
     shifts = _ints(shifts)
     dims = [] if dims is None else _ints(dims)
     if not dims and len(shifts) == 1:
         flat = v.reshape(v.shape[0], -1)
         return BT(dispatch("roll", (flat, shifts, [1]), {}).reshape(v.shape), level)
     if r == 0 or not shifts or len(shifts) != len(dims):
-        return fallback(name, level, args, kwargs)
+        return _refuse(name, level, args, kwargs)
     return BT(dispatch("roll", (v, shifts, [wrap_dim(d, r) + 1 for d in dims]), {}), level)
 
 
@@ -90,10 +99,10 @@ def _rot90(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     k = _arg(args, kwargs, 1, "k", 1)
     dims = list(_arg(args, kwargs, 2, "dims", (0, 1)))
     if len(dims) != 2 or r < 2:
-        return fallback(name, level, args, kwargs)
+        return _refuse(name, level, args, kwargs)
     d0, d1 = wrap_dim(dims[0], r), wrap_dim(dims[1], r)
     if d0 == d1:
-        return fallback(name, level, args, kwargs)
+        return _refuse(name, level, args, kwargs)
     return BT(dispatch("rot90", (v, k, [d0 + 1, d1 + 1]), {}), level)
 
 
@@ -116,14 +125,14 @@ def _diagonal(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     if name == "diagonal":
         d1, d2 = wrap_dim(_arg(args, kwargs, 2, "dim1", 0), r), wrap_dim(_arg(args, kwargs, 3, "dim2", 1), r)
         if d1 == d2:
-            return fallback(name, level, args, kwargs)
+            return _refuse(name, level, args, kwargs)
         return BT(dispatch("diagonal", (v, offset, d1 + 1, d2 + 1), {}), level)
     if r == 0:
-        return fallback(name, level, args, kwargs)
+        return _refuse(name, level, args, kwargs)
     d1 = wrap_dim(_arg(args, kwargs, 2, "dim1", -2), r + 1)
     d2 = wrap_dim(_arg(args, kwargs, 3, "dim2", -1), r + 1)
     if d1 == d2:
-        return fallback(name, level, args, kwargs)
+        return _refuse(name, level, args, kwargs)
     return BT(dispatch("diag_embed", (v, offset, d1 + 1, d2 + 1), {}), level)
 
 
@@ -134,14 +143,14 @@ def _diag(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     r = v.dim() - 1
     if name == "trace":
         if r != 2 or str(v.dtype).endswith("bool"):
-            return fallback(name, level, args, kwargs)
+            return _refuse(name, level, args, kwargs)
         return BT(dispatch("diagonal", (v, 0, 1, 2), {}).sum(-1), level)
     diagonal = _arg(args, kwargs, 1, "diagonal", 0)
     if r == 1:
         return BT(dispatch("diag_embed", (v, diagonal, 1, 2), {}), level)
     if r == 2:
         return BT(dispatch("diagonal", (v, diagonal, 1, 2), {}).contiguous(), level)
-    return fallback(name, level, args, kwargs)
+    return _refuse(name, level, args, kwargs)
 
 
 def _cumulative(name: str, level: int, args: tuple, kwargs: dict) -> Any:
@@ -151,7 +160,7 @@ def _cumulative(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     r = v.dim() - 1
     dim = _arg(args, kwargs, 1, "dim", None)
     if dim is None:
-        return fallback(name, level, args, kwargs)
+        return _refuse(name, level, args, kwargs)
     d = wrap_dim(dim, r)
     extra = {"dtype": kwargs["dtype"]} if "dtype" in kwargs else {}
     if r == 0:

@@ -51,12 +51,20 @@ pub fn cumulative(buf: &Buffer, layout: &Layout, dim: usize, prod: bool) -> Buff
     }
     match buf {
         Buffer::F32(v) => Buffer::F32(
-            go!(v, 0.0f64, 1.0f64, f64::from, |a: f64| a as f32, |a, b| a + b, |a, b| a * b)
-                .into(),
+            go!(
+                v,
+                0.0f64,
+                1.0f64,
+                f64::from,
+                |a: f64| a as f32,
+                |a, b| a + b,
+                |a, b| a * b
+            )
+            .into(),
         ),
-        Buffer::F64(v) => Buffer::F64(
-            go!(v, 0.0f64, 1.0f64, |x| x, |a| a, |a, b| a + b, |a, b| a * b).into(),
-        ),
+        Buffer::F64(v) => {
+            Buffer::F64(go!(v, 0.0f64, 1.0f64, |x| x, |a| a, |a, b| a + b, |a, b| a * b).into())
+        }
         Buffer::I64(v) => Buffer::I64(
             go!(
                 v,
