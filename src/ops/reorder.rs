@@ -136,6 +136,10 @@ impl Backward for FlipBackward0 {
     ) -> Option<Result<Grads>> {
         Some(grad0(g).and_then(|g| {
             let rank = g.ndim() - 1;
+            if rank == 0 {
+                // (a 0-d input: nothing to flip)
+                return Ok(smallvec::smallvec![Some(flip(&g, &[])?)]);
+            }
             let dims = self
                 .dims
                 .iter()
