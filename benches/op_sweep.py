@@ -120,6 +120,13 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "copy_": lambda: b.copy_(a), "to(float64)": lambda: a.double(),
         "to(int64)": lambda: a.to(T.int64), "to(bool)": lambda: a.bool(),
         "zeros_like": lambda: T.zeros_like(a), "fill_": lambda: b.fill_(1.0), "zero_": lambda: b.zero_(),
+        # flip, roll, rot90, triangles, diagonals, cumulative ops
+        "flip(0)": lambda: a.flip(0), "flip(1)": lambda: a.flip(1), "fliplr": lambda: a.fliplr(),
+        "flipud": lambda: a.flipud(), "roll(1)": lambda: a.roll(3, 1), "roll": lambda: a.roll(5),
+        "rot90": lambda: a.rot90(), "tril": lambda: a.tril(), "triu(1)": lambda: a.triu(1),
+        "diagonal": lambda: a.diagonal(), "diag_embed": lambda: v.diag_embed(), "diag": lambda: a.diag(),
+        "trace": lambda: a.trace(), "cumsum(1)": lambda: a.cumsum(1), "cumsum(0)": lambda: a.cumsum(0),
+        "cumprod(1)": lambda: unit.cumprod(1),
         # in-place arithmetic (b is scratch: its values do not matter)
         "add_(alpha)": lambda: b.add_(a, alpha=0.5), "mul_": lambda: b.mul_(1.0),
         "sub_": lambda: b.sub_(a), "masked_fill_": lambda: b.masked_fill_(mask, 0.0),

@@ -1193,6 +1193,172 @@ def linear_samples(m, rng):
 # --------------------------------------------------------------------------
 
 
+# ---- flip / roll / rot90, triangles, diagonals, cumulative ops -------------------------
+
+
+def _flip_ref(a, dims):
+    if a.ndim == 0:
+        return a.copy()
+    return np.flip(a, axis=tuple(d % a.ndim for d in dims)).copy()
+
+
+def _roll_ref(a, shifts, dims=None):
+    return np.roll(a, shifts, axis=dims)
+
+
+def _rot90_ref(a, k=1, dims=(0, 1)):
+    return np.rot90(a, k, axes=tuple(dims)).copy()
+
+
+def _diagonal_ref(a, offset=0, dim1=0, dim2=1):
+    return np.diagonal(a, offset, dim1, dim2).copy()
+
+
+def _diag_embed_ref(a, offset=0, dim1=-2, dim2=-1):
+    n = a.shape[-1]
+    side = n + abs(offset)
+    nd = a.ndim + 1
+    out = np.zeros(a.shape[:-1] + (side, side), dtype=a.dtype)
+    idx = np.arange(n)
+    rows, cols = (idx, idx + offset) if offset >= 0 else (idx - offset, idx)
+    out[..., rows, cols] = a
+    return np.moveaxis(out, (-2, -1), (dim1 % nd, dim2 % nd))
+
+
+def _cum_ref(fn):
+    def ref(a, d):
+        return fn(a, axis=d) if a.ndim else a.copy()
+
+    return ref
+
+
+def flip_samples(m, rng):
+    return [
+        S(m(3, 4), (0,)),
+        S(m(3, 4), [0, 1]),
+        S(m(2, 3, 4), (-1, 0)),
+        S(m(), (0,)),
+        S(m(0, 3), (1,)),
+        S(m(3, 4), ()),
+        S(NC(m(4, 3), "t"), (0,)),
+        S(NC(m(8, 3), "step"), (1, 0)),
+    ]
+
+
+def roll_samples(m, rng):
+    return [
+        S(m(3, 4), 1),
+        S(m(3, 4), -5),
+        S(m(3, 4), 2, 1),
+        S(m(3, 4), (1, 2), (0, 1)),
+        S(m(2, 3, 4), (1, -1), (-1, 0)),
+        S(m(3, 4), (1, 1), (1, 1)),
+        S(m(), 1),
+        S(m(0, 3), 1, 0),
+        S(NC(m(4, 3), "t"), 1, 0),
+        S(NC(m(4, 3), "t"), 2),
+        S(m(3, 4), 2**62, 0),
+    ]
+
+
+def rot90_samples(m, rng):
+    return [
+        S(m(3, 4)),
+        S(m(3, 4), 2),
+        S(m(3, 4), -1),
+        S(m(3, 4), 3, [1, 0]),
+        S(m(2, 3, 4), 1, [0, 2]),
+        S(m(2, 3, 4), 5, [-1, 1]),
+        S(m(3, 4), 0),
+        S(NC(m(4, 3), "t"), 1),
+        S(m(0, 2), 1),
+    ]
+
+
+def triangle_samples(m, rng):
+    return [
+        S(m(3, 4)),
+        S(m(3, 4), 1),
+        S(m(3, 4), -1),
+        S(m(4, 3), diagonal=2),
+        S(m(2, 3, 4), -2),
+        S(m(3, 4), 10),
+        S(m(3, 4), -10),
+        S(NC(m(4, 3), "t")),
+        S(m(0, 3)),
+    ]
+
+
+def diagonal_samples(m, rng):
+    return [
+        S(m(3, 4)),
+        S(m(3, 4), 1),
+        S(m(3, 4), -2),
+        S(m(2, 3, 4), 0, 1, 2),
+        S(m(2, 3, 4), 1, -1, 0),
+        S(m(3, 4), 10),
+        S(NC(m(4, 3), "t"), 1),
+        S(m(3, 4), offset=-1, dim1=1, dim2=0),
+        S(m(0, 3)),
+    ]
+
+
+def diag_embed_samples(m, rng):
+    return [
+        S(m(3)),
+        S(m(2, 3)),
+        S(m(3), 1),
+        S(m(3), -2),
+        S(m(2, 3), 0, 0, 2),
+        S(m(2, 3), 1, 2, 0),
+        S(m(0)),
+        S(NC(m(4, 3), "t"), -1, -1, 0),
+    ]
+
+
+def diag_samples(m, rng):
+    return [
+        S(m(3)),
+        S(m(3), 1),
+        S(m(3), -2),
+        S(m(3, 4)),
+        S(m(3, 4), 1),
+        S(m(3, 4), -2),
+        S(m(3, 4), 5),
+        S(NC(m(4, 3), "t"), 1),
+        S(NC(m(8), "step")),
+    ]
+
+
+def cumulative_samples(m, rng):
+    return [
+        S(m(3, 4), 0),
+        S(m(3, 4), 1),
+        S(m(2, 3, 4), -1),
+        S(m(2, 3, 4), 1),
+        S(m(), 0),
+        S(m(), -1),
+        S(m(0, 3), 0),
+        S(m(3, 1), 1),
+        S(NC(m(4, 3), "t"), 1),
+        S(NC(m(8, 3), "step"), 0),
+    ]
+
+
+def cumprod_zero_samples(m, rng):
+    def zeros(desc, *args):
+        s = S(*args)
+        s.desc = desc
+        return s
+
+    return [
+        zeros("zeros", np.array([[1.5, 0.0, 2.0, 0.5], [0.5, -1.0, 0.0, 0.0]]), 1),
+        zeros("zero first", np.array([0.0, 1.5, -2.0]), 0),
+        zeros("zeros along dim 0", np.array([[1.5, 0.5], [0.0, -1.0], [2.0, 0.0]]), 0),
+    ]
+
+
+
 def build_op_db(T) -> list[OpInfo]:
     """The op table for the torch-like module ``T`` (rgrad, or torch for parity)."""
 
@@ -1695,6 +1861,58 @@ def build_op_db(T) -> list[OpInfo]:
     add("masked_fill", lambda a, mask, v: T.masked_fill(a, mask, v), masked_fill_ref, masked_fill_samples,
         inplace="masked_fill_")
     add("Tensor.masked_fill", lambda a, mask, v: a.masked_fill(mask, v), masked_fill_ref, masked_fill_samples)
+
+    # ---- flip / roll / rot90, triangles, diagonals, cumulative ops --------------------
+
+    add("flip", lambda a, dims: T.flip(a, dims), _flip_ref, flip_samples)
+    add("flip.kwargs", lambda a, dims: T.flip(a, dims=dims), _flip_ref, lambda m, rng: flip_samples(m, rng)[:3])
+    add("Tensor.flip", lambda a, *dims: a.flip(*dims), lambda a, *dims: _flip_ref(a, _sizes(dims)),
+        lambda m, rng: [S(m(3, 4), 0), S(m(3, 4), 0, 1), S(m(2, 3, 4), (2, 0)), S(NC(m(4, 3), "t"), 1)])
+    add("fliplr", lambda a: T.fliplr(a), np.fliplr, lambda m, rng: [S(m(3, 4)), S(m(2, 3, 4)), S(NC(m(4, 3), "t"))])
+    add("Tensor.fliplr", lambda a: a.fliplr(), np.fliplr, lambda m, rng: [S(m(3, 4))])
+    add("flipud", lambda a: T.flipud(a), np.flipud,
+        lambda m, rng: [S(m(3, 4)), S(m(5)), S(NC(m(4, 3), "t")), S(m(0, 2))])
+    add("Tensor.flipud", lambda a: a.flipud(), np.flipud, lambda m, rng: [S(m(3, 4))])
+    add("roll", lambda a, *args, **kw: T.roll(a, *args, **kw), _roll_ref, roll_samples)
+    add("roll.kwargs", lambda a, s, d: T.roll(a, shifts=s, dims=d), _roll_ref,
+        lambda m, rng: [S(m(3, 4), 1, 0), S(m(3, 4), (1, 2), (0, 1))])
+    add("Tensor.roll", lambda a, *args, **kw: a.roll(*args, **kw), _roll_ref,
+        lambda m, rng: roll_samples(m, rng)[:4])
+    add("rot90", lambda a, *args, **kw: T.rot90(a, *args, **kw), _rot90_ref, rot90_samples)
+    add("Tensor.rot90", lambda a, *args, **kw: a.rot90(*args, **kw), _rot90_ref,
+        lambda m, rng: rot90_samples(m, rng)[:4])
+    add("tril", lambda a, *args, **kw: T.tril(a, *args, **kw), lambda a, diagonal=0: np.tril(a, diagonal),
+        triangle_samples, inplace="tril_")
+    add("triu", lambda a, *args, **kw: T.triu(a, *args, **kw), lambda a, diagonal=0: np.triu(a, diagonal),
+        triangle_samples, inplace="triu_")
+    add("Tensor.tril", lambda a, *args, **kw: a.tril(*args, **kw), lambda a, diagonal=0: np.tril(a, diagonal),
+        lambda m, rng: triangle_samples(m, rng)[:3])
+    add("Tensor.triu", lambda a, *args, **kw: a.triu(*args, **kw), lambda a, diagonal=0: np.triu(a, diagonal),
+        lambda m, rng: triangle_samples(m, rng)[:3])
+    add("diagonal", lambda a, *args, **kw: T.diagonal(a, *args, **kw), _diagonal_ref, diagonal_samples)
+    add("Tensor.diagonal", lambda a, *args, **kw: a.diagonal(*args, **kw), _diagonal_ref,
+        lambda m, rng: diagonal_samples(m, rng)[:4])
+    add("diag_embed", lambda a, *args, **kw: T.diag_embed(a, *args, **kw), _diag_embed_ref, diag_embed_samples)
+    add("Tensor.diag_embed", lambda a, *args, **kw: a.diag_embed(*args, **kw), _diag_embed_ref,
+        lambda m, rng: diag_embed_samples(m, rng)[:3])
+    add("diag", lambda a, *args: T.diag(a, *args), lambda a, k=0: np.diag(a, k).copy(), diag_samples)
+    add("Tensor.diag", lambda a, *args: a.diag(*args), lambda a, k=0: np.diag(a, k).copy(),
+        lambda m, rng: diag_samples(m, rng)[:5])
+    add("trace", lambda a: T.trace(a), lambda a: np.asarray(np.trace(a)),
+        lambda m, rng: [S(m(3, 4)), S(m(4, 3)), S(m(0, 3)), S(m(1, 1)), S(NC(m(4, 3), "t"))])
+    add("Tensor.trace", lambda a: a.trace(), lambda a: np.asarray(np.trace(a)), lambda m, rng: [S(m(3, 3))])
+    add("cumsum", lambda a, d: T.cumsum(a, d), _cum_ref(np.cumsum), cumulative_samples)
+    add("cumsum.dtype", lambda a, d: T.cumsum(a, d, dtype=T.float64), _cum_ref(np.cumsum),
+        lambda m, rng: cumulative_samples(m, rng)[:3], keeps_ref_dtype=True)
+    add("Tensor.cumsum", lambda a, d: a.cumsum(dim=d), _cum_ref(np.cumsum),
+        lambda m, rng: cumulative_samples(m, rng)[:3])
+    add("cumprod", lambda a, d: T.cumprod(a, d), _cum_ref(np.cumprod),
+        lambda m, rng: cumulative_samples(m, rng) + cumprod_zero_samples(m, rng), domain=(0.5, 1.5))
+    add("cumprod.dtype", lambda a, d: T.cumprod(a, d, dtype=T.float64), _cum_ref(np.cumprod),
+        lambda m, rng: cumulative_samples(m, rng)[:3] + cumprod_zero_samples(m, rng)[:1], keeps_ref_dtype=True,
+        domain=(0.5, 1.5))
+    add("Tensor.cumprod", lambda a, d: a.cumprod(d), _cum_ref(np.cumprod),
+        lambda m, rng: cumulative_samples(m, rng)[:3] + cumprod_zero_samples(m, rng)[:1], domain=(0.5, 1.5))
 
     # ---- nn.functional -----------------------------------------------------
 

@@ -1560,3 +1560,57 @@ def test_values_of_a_level_of_copies_can_be_read():
     assert seen == [(-0.5, True, [0.5, -1.0], 1)]  # (reverse mode runs it once, unbatched)
     with pytest.raises(RuntimeError, match="vmap: It looks like you're calling .item()"):
         vmap(f)(rgrad.ones(2, 2))
+
+
+# ---------------------------------------------------------------------------------------
+# flip / roll / rot90, triangles, diagonals, cumulative ops (_batching_ops_a.py)
+# ---------------------------------------------------------------------------------------
+
+_OPS_A_CALLS = {
+    "flip": (lambda x: rgrad.flip(x, (0, -1)), (3, 4)),
+    "flip_method": (lambda x: x.flip(1), (3, 4)),
+    "fliplr": (lambda x: x.fliplr(), (3, 4)),
+    "flipud": (lambda x: rgrad.flipud(x), (3, 4)),
+    "roll": (lambda x: rgrad.roll(x, (1, -2), (0, 1)), (3, 4)),
+    "roll_flat": (lambda x: rgrad.roll(x, 5), (3, 4)),
+    "rot90": (lambda x: rgrad.rot90(x, 1, (0, 2)), (2, 3, 4)),
+    "tril": (lambda x: rgrad.tril(x, -1), (3, 4)),
+    "triu": (lambda x: x.triu(1), (3, 4)),
+    "tril_": (lambda x: x.clone().tril_(1), (3, 4)),
+    "diagonal": (lambda x: rgrad.diagonal(x, 1, 1, 0), (3, 4)),
+    "diag_embed": (lambda x: rgrad.diag_embed(x, -1), (2, 3)),
+    "diag1": (lambda x: rgrad.diag(x, 1), (3,)),
+    "diag2": (lambda x: rgrad.diag(x), (3, 4)),
+    "trace": (lambda x: rgrad.trace(x), (3, 4)),
+    "cumsum": (lambda x: rgrad.cumsum(x, 1), (3, 4)),
+    "cumsum_0d": (lambda x: rgrad.cumsum(x, 0), ()),
+    "cumprod": (lambda x: x.cumprod(-1, dtype=rgrad.float64), (3, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OPS_A_CALLS))
+@pytest.mark.parametrize("in_dim", [0, 1])
+def test_ops_a_match_the_loop_without_fallback(name, in_dim):
+    f, shape = _OPS_A_CALLS[name]
+    if in_dim > len(shape):
+        in_dim = 0
+    check(f, _batched(shape, in_dim), in_dims=in_dim)
+
+
+@pytest.mark.parametrize("f", [lambda x: rgrad.tril(x), lambda x: rgrad.fliplr(x), lambda x: rgrad.trace(x),
+                               lambda x: rgrad.diagonal(x, 0, 0, 0), lambda x: rgrad.roll(x, (1, 2), (0,)),
+                               lambda x: rgrad.flip(x, (0, 0))])
+def test_ops_a_refuse_what_each_sample_refuses(f):
+    check(f, _batched((3,), 0))
+
+
+def test_ops_a_vmap_of_grad():
+    def f(x):
+        return (rgrad.cumprod(rgrad.roll(rgrad.tril(x), 1, 0), 1) * rgrad.flip(x, (1,))).diagonal().sum()
+
+    x = _batched((3, 3), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = vmap(rgrad.func.grad(f))(x)
+    expected = rgrad.stack([rgrad.func.grad(f)(x[i]) for i in range(x.shape[0])])
+    assert rgrad.allclose(ours, expected, rtol=1e-10, atol=1e-12)

@@ -80,7 +80,8 @@ _METHOD_FUNCTIONS = (
     "logical_not logical_and logical_or clamp clip sum mean prod var std norm amax amin argmax "
     "argmin logsumexp softmax log_softmax matmul mm addmm bmm mv dot outer t transpose permute reshape flatten squeeze "
     "unsqueeze gather index_select masked_fill eq ne lt le gt ge detach clone split chunk unbind narrow select "
-    "numel max min remainder fmod floor_divide all any isnan isinf isfinite isclose allclose equal"
+    "numel max min remainder fmod floor_divide all any isnan isinf isfinite isclose allclose equal "
+    "flip fliplr flipud roll rot90 tril triu diagonal diag_embed diag trace cumsum cumprod"
 ).split() + list(_C._UNARY_OPS)  # the op table's unary ops
 for _name in _METHOD_FUNCTIONS:
     globals()[_name] = getattr(Tensor, _name)

@@ -249,6 +249,9 @@ backend_kernels! {
     fn any_nonzero(x: &Buffer, lx: &Layout) -> bool => cpu::reduce::any_nonzero, on x;
     /// Per row, the product of every other element (prod's gradient through zeros).
     fn exclusive_prod_rows(x: &Buffer, lx: &Layout) -> Option<Buffer> => cpu::reduce::exclusive_prod_rows, on x;
+    /// The running sum (or product, `prod`) along `dim`, row-major, of x's dtype (cumsum,
+    /// cumprod).
+    fn cumulative(x: &Buffer, lx: &Layout, dim: usize, prod: bool) -> Buffer => cpu::scan::cumulative, on x;
 
     // ---- indexing (index lists are host data the op layer has checked)
     /// nll_loss's per-sample losses `-(x[i, idx[i]] * w[i])` (x [n, c], idx and w [n]);

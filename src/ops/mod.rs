@@ -39,6 +39,8 @@ pub mod pow;
 pub mod random;
 pub mod rebase;
 pub mod reduce;
+pub mod reorder;
+pub mod scan;
 pub mod select;
 pub mod selection;
 pub mod shape;
@@ -46,6 +48,7 @@ pub mod softmax;
 pub mod special;
 pub mod subscript;
 pub(crate) mod table;
+pub mod triangle;
 pub mod unary;
 
 pub use advanced_indexing::*;
@@ -64,12 +67,15 @@ pub use nn::*;
 pub use pow::*;
 pub use rebase::*;
 pub use reduce::*;
+pub use reorder::*;
+pub use scan::*;
 pub use select::*;
 pub use selection::{SelectBackward, SelectOp};
 pub use shape::*;
 pub use softmax::*;
 pub use special::*;
 pub use subscript::*;
+pub use triangle::*;
 pub use unary::*;
 
 use crate::Result;
@@ -118,6 +124,12 @@ crate::backward_ops! {
     MseLossBackward0, NllLossBackward0,
     // special.rs
     DelayedError, UndefinedGradBackward,
+    // reorder.rs
+    FlipBackward0, RollBackward0, Rot90Backward0,
+    // triangle.rs
+    TriangleBackward, DiagonalBackward, DiagEmbedBackward0, TraceBackward0,
+    // scan.rs
+    CumsumBackward0, CumprodBackward0,
 }
 
 /// Who needs to record: grad mode is on and some input requires grad.

@@ -311,7 +311,11 @@ fn batched_dim(d: i64, g: &Tensor) -> Result<i64> {
 }
 
 /// `zeros(shape)` with the region `rel` set to `g`, for each sample of a batched `g`.
-fn view_grad_in_base_batched(g: &Tensor, shape: &[usize], rel: &Layout) -> Result<Tensor> {
+pub(crate) fn view_grad_in_base_batched(
+    g: &Tensor,
+    shape: &[usize],
+    rel: &Layout,
+) -> Result<Tensor> {
     let batch = g.shape()[0];
     let mut brel = rel.clone();
     brel.shape.insert(0, batch);
@@ -811,7 +815,7 @@ impl Backward for AsStridedBackward0 {
 /// The gradient of a view of a base of `shape`: `g` placed in the view's region `rel`;
 /// where the view repeats an element (an expanded dim: stride 0, as an as_strided
 /// re-derived from an expanded view has), the copies' gradients add up.
-fn view_grad_in_base(g: &Tensor, shape: &[usize], rel: &Layout) -> Result<Tensor> {
+pub(crate) fn view_grad_in_base(g: &Tensor, shape: &[usize], rel: &Layout) -> Result<Tensor> {
     let repeated: Vec<i64> = (0..rel.ndim())
         .filter(|&d| rel.strides[d] == 0 && rel.shape[d] > 1)
         .map(|d| d as i64)

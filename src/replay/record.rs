@@ -419,6 +419,14 @@ impl Backend for Rec {
             "a test of a tensor's values on the host (any_nonzero)",
         ))
     }
+    fn cumulative(&self, x: &Buffer, lx: &Layout, dim: usize, prod: bool) -> Result<Buffer> {
+        let out = Cpu.cumulative(x, lx, dim, prod)?;
+        let lx = lx.clone();
+        one("cumulative", &[x], &out, move |i| {
+            Cpu.cumulative(i[0], &lx, dim, prod)
+        })?;
+        Ok(out)
+    }
     fn exclusive_prod_rows(&self, x: &Buffer, lx: &Layout) -> Result<Option<Buffer>> {
         let out = Cpu.exclusive_prod_rows(x, lx)?;
         let lx = lx.clone();

@@ -16,6 +16,7 @@ pub mod matmul;
 pub mod nn;
 pub mod random;
 pub mod reduce;
+pub mod scan;
 pub mod special;
 pub mod strided;
 pub mod topk;

@@ -693,6 +693,11 @@ impl Backend for Cuda {
     fn any_nonzero(&self, x: &Buffer, lx: &Layout) -> Result<bool> {
         Ok(cpu::reduce::any_nonzero(&host(x)?, lx))
     }
+    fn cumulative(&self, x: &Buffer, lx: &Layout, dim: usize, prod: bool) -> Result<Buffer> {
+        // (no device kernel yet: computed on the host)
+        self.fallback();
+        self.up(cpu::scan::cumulative(&host(x)?, lx, dim, prod))
+    }
     fn exclusive_prod_rows(&self, x: &Buffer, lx: &Layout) -> Result<Option<Buffer>> {
         self.host_opt(|| {
             cpu::reduce::exclusive_prod_rows(&host(x)?, lx)
