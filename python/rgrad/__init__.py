@@ -32,6 +32,7 @@ from rgrad._C import (
 from rgrad._C import bool as bool  # noqa: A001  (torch exports these names too)
 from rgrad._C import dtype, float32, float64, int64
 from rgrad import _tensor  # noqa: F401  (installs the Python-side Tensor methods)
+from rgrad._ops_b import argsort, kthvalue, median, msort, sort, topk  # noqa: E402
 from rgrad._tensor import (
     Size,
     bernoulli,
@@ -171,6 +172,7 @@ __all__ = [
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "autograd", "func", "vmap", "nn", "is_tensor",
     "square", "pow",
+    "sort", "argsort", "msort", "topk", "kthvalue", "median",
     "FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor",
     *_METHOD_FUNCTIONS, *_BINARY_FUNCTIONS,
 ]

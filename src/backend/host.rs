@@ -101,3 +101,15 @@ pub fn non_finite(buf: &crate::storage::Buffer, layout: &crate::layout::Layout) 
         },
     }
 }
+
+/// The indices sort / topk / kthvalue / median choose along `dim` (ATen's CPU order, ties
+/// and NaNs included; `cpu::sort`), read on the host whatever the device.
+pub fn select_indices(
+    buf: &crate::storage::Buffer,
+    layout: &crate::layout::Layout,
+    dim: usize,
+    sel: super::cpu::sort::Select,
+) -> crate::Result<Vec<i64>> {
+    let h = read(buf)?;
+    Ok(super::cpu::sort::select_indices(&h, layout, dim, sel))
+}

@@ -43,6 +43,7 @@ pub mod select;
 pub mod selection;
 pub mod shape;
 pub mod softmax;
+pub mod sort;
 pub mod special;
 pub mod subscript;
 pub(crate) mod table;
@@ -68,6 +69,7 @@ pub use select::*;
 pub use selection::{SelectBackward, SelectOp};
 pub use shape::*;
 pub use softmax::*;
+pub use sort::*;
 pub use special::*;
 pub use subscript::*;
 pub use unary::*;
@@ -96,6 +98,8 @@ crate::backward_ops! {
     VarBackward0, StdBackward0, NormBackward0,
     // minmax.rs
     MaxBackward0, AmaxBackward0,
+    // sort.rs
+    SelectAlongBackward, MedianBackward0,
     // softmax.rs
     SoftmaxBackward0, LogSoftmaxBackward0,
     // shape.rs
