@@ -951,6 +951,95 @@ def index_select_samples(m, rng):
     ]
 
 
+
+# ---- ordering ops (sort, topk, kthvalue, median): random draws are distinct, so the
+# chosen indices (and finite differences) are well defined
+
+
+def _sort_ref(a, dim=-1, descending=False, stable=None):
+    if a.ndim == 0:
+        return a, np.asarray(0, dtype=np.int64)
+    idx = np.argsort(-a if descending else a, axis=dim, kind="stable")
+    return np.take_along_axis(a, idx, axis=dim), idx.astype(np.int64)
+
+
+def _topk_ref(a, k, dim=-1, largest=True, sorted=True):
+    if a.ndim == 0:
+        return a, np.asarray(0, dtype=np.int64)
+    i = np.take(_sort_ref(a, dim, descending=largest)[1], np.arange(k), axis=dim)
+    return np.take_along_axis(a, i, axis=dim), i
+
+
+def _kthvalue_ref(a, k, dim=-1, keepdim=False):
+    if a.ndim == 0:
+        return a, np.asarray(0, dtype=np.int64)
+    v, i = _sort_ref(a, dim)
+    i = np.take(i, [k - 1], axis=dim)
+    v = np.take_along_axis(a, i, axis=dim)
+    if not keepdim:
+        v, i = np.squeeze(v, dim), np.squeeze(i, dim)
+    return v, i
+
+
+def _median_dim_ref(a, dim, keepdim=False):
+    n = a.shape[dim] if a.ndim else 1
+    return _kthvalue_ref(a, (n - 1) // 2 + 1, dim, keepdim)
+
+
+def _median_ref(a):
+    f = np.sort(a.reshape(-1))
+    return f[(f.size - 1) // 2]
+
+
+def sort_samples(m, rng):
+    return [
+        S(m(3, 4)),
+        S(m(3, 4), 0),
+        S(m(2, 3, 4), -2, True),
+        S(m(3, 4), dim=1, descending=True, stable=True),
+        S(m(5), stable=False),
+        S(NC(m(4, 3), "t"), 1),
+        S(m()),
+        S(m(0, 3), 0),
+    ]
+
+
+def topk_samples(m, rng):
+    return [
+        S(m(3, 5), 2),
+        S(m(3, 5), 3, 0, largest=False),
+        S(m(2, 3, 4), 4, -1),
+        S(m(200), 3),  # ATen's partial_sort path (k * 64 <= n)
+        S(NC(m(4, 3), "t"), 1, 0),
+        S(m(3, 4), 0),
+        S(m(), 1),
+    ]
+
+
+def kthvalue_samples(m, rng):
+    return [
+        S(m(3, 5), 2),
+        S(m(3, 5), 3, 0, keepdim=True),
+        S(m(2, 3, 4), 4, -1),
+        S(NC(m(4, 3), "t"), 1, 0),
+        S(m(), 1),
+    ]
+
+
+def median_dim_samples(m, rng):
+    return [
+        S(m(3, 5), 1),
+        S(m(4, 3), 0, keepdim=True),
+        S(m(2, 3, 4), -1),
+        S(NC(m(4, 3), "t"), 1),
+        S(m(), 0),
+    ]
+
+
+def median_samples(m, rng):
+    return [S(m(3, 4)), S(m(5)), S(m()), S(NC(m(4, 3), "t"))]
+
+
 def masked_fill_samples(m, rng):
     return [
         S(m(3, 4), m.mask(3, 4), 0.5),
@@ -1537,6 +1626,28 @@ def build_op_db(T) -> list[OpInfo]:
                         S(NC(m(4, 3), "t"), 2, dim=1)])
     add("Tensor.chunk", lambda a, c, **kw: a.chunk(c, **kw), _chunk_ref, lambda m, rng: [S(m(4, 3), 2)])
     add("__getitem__", lambda a, idx: a[idx], lambda a, idx: a[idx], getitem_samples)
+    _pair = lambda r: (r.values, r.indices)  # noqa: E731
+    add("sort", lambda a, *args, **kw: _pair(T.sort(a, *args, **kw)), _sort_ref, sort_samples)
+    add("Tensor.sort", lambda a, *args, **kw: tuple(a.sort(*args, **kw)), _sort_ref,
+        lambda m, rng: sort_samples(m, rng)[:4])
+    add("argsort", lambda a, *args, **kw: T.argsort(a, *args, **kw), lambda *a, **kw: _sort_ref(*a, **kw)[1],
+        sort_samples, supports_grad=False, supports_gradgrad=False)
+    add("Tensor.argsort", lambda a, *args, **kw: a.argsort(*args, **kw), lambda *a, **kw: _sort_ref(*a, **kw)[1],
+        lambda m, rng: sort_samples(m, rng)[:4], supports_grad=False, supports_gradgrad=False)
+    add("msort", lambda a: T.msort(a), lambda a: np.sort(a, axis=0),
+        lambda m, rng: [S(m(3, 4)), S(m(5)), S(NC(m(4, 3), "t"))])
+    add("Tensor.msort", lambda a: a.msort(), lambda a: np.sort(a, axis=0), lambda m, rng: [S(m(3, 4))])
+    add("topk", lambda a, *args, **kw: _pair(T.topk(a, *args, **kw)), _topk_ref, topk_samples)
+    add("Tensor.topk", lambda a, *args, **kw: tuple(a.topk(*args, **kw)), _topk_ref,
+        lambda m, rng: topk_samples(m, rng)[:3])
+    add("kthvalue", lambda a, *args, **kw: _pair(T.kthvalue(a, *args, **kw)), _kthvalue_ref, kthvalue_samples)
+    add("Tensor.kthvalue", lambda a, *args, **kw: tuple(a.kthvalue(*args, **kw)), _kthvalue_ref,
+        lambda m, rng: kthvalue_samples(m, rng)[:3])
+    add("median", lambda a: T.median(a), _median_ref, median_samples)
+    add("Tensor.median", lambda a: a.median(), _median_ref, lambda m, rng: median_samples(m, rng)[:2])
+    add("median.dim", lambda a, *args, **kw: _pair(T.median(a, *args, **kw)), _median_dim_ref, median_dim_samples)
+    add("Tensor.median.dim", lambda a, *args, **kw: tuple(a.median(*args, **kw)), _median_dim_ref,
+        lambda m, rng: median_dim_samples(m, rng)[:3])
     add("gather", lambda a, d, idx: T.gather(a, d, idx), _gather_ref, gather_samples)
     add("gather.kwargs", lambda a, d, idx: T.gather(a, dim=d, index=idx), _gather_ref,
         lambda m, rng: gather_samples(m, rng)[:1])

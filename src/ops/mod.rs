@@ -39,6 +39,7 @@ pub mod pow;
 pub mod random;
 pub mod rebase;
 pub mod reduce;
+pub mod scatter;
 pub mod select;
 pub mod selection;
 pub mod shape;
@@ -65,6 +66,7 @@ pub use nn::*;
 pub use pow::*;
 pub use rebase::*;
 pub use reduce::*;
+pub use scatter::*;
 pub use select::*;
 pub use selection::{SelectBackward, SelectOp};
 pub use shape::*;
@@ -98,6 +100,8 @@ crate::backward_ops! {
     VarBackward0, StdBackward0, NormBackward0,
     // minmax.rs
     MaxBackward0, AmaxBackward0,
+    // scatter.rs
+    ScatterFamilyBackward, MaskedSelectBackward0,
     // sort.rs
     SelectAlongBackward, MedianBackward0,
     // softmax.rs

@@ -81,6 +81,8 @@ fn select_along(
     let d = wrap_dim(dim, x.ndim())?;
     let s = x.snapshot();
     let layout = layout_1d(&s);
+    // (a 0-d input is its own result with index 0, whatever k: ATen's special case)
+    let sel = if s.layout.ndim() == 0 { Select::Median } else { sel };
     let idx = host::select_indices(&s.storage.read(), &layout, d, sel)?;
     let mut kshape = layout.shape.clone();
     kshape[d] = sel.count(layout.shape[d]);
