@@ -1040,6 +1040,130 @@ def median_samples(m, rng):
     return [S(m(3, 4)), S(m(5)), S(m()), S(NC(m(4, 3), "t"))]
 
 
+
+# ---- the scatter family: scatter's samples write each position once (an overwritten
+# src element has no gradient in finite differences)
+
+
+def _scatter_ref(a, dim, idx, src, add=False):
+    out = np.array(a, dtype=np.float64, copy=True)
+    for pos in np.ndindex(*idx.shape):
+        t = list(pos)
+        t[dim] = idx[pos]
+        v = src[pos] if isinstance(src, np.ndarray) else src
+        if add:
+            out[tuple(t)] += v
+        else:
+            out[tuple(t)] = v
+    return out
+
+
+def _index_add_ref(a, dim, idx, src, alpha=1):
+    out = np.array(a, dtype=np.float64, copy=True)
+    for t, i in enumerate(idx.reshape(-1)):
+        sl = (slice(None),) * dim + (i,)
+        out[sl] += alpha * (np.take(src, t, axis=dim) if src.ndim else src)
+    return out
+
+
+def _index_copy_ref(a, dim, idx, src):
+    out = np.array(a, dtype=np.float64, copy=True)
+    for t, i in enumerate(idx.reshape(-1)):
+        out[(slice(None),) * dim + (i,)] = np.take(src, t, axis=dim) if src.ndim else src
+    return out
+
+
+def _index_fill_ref(a, dim, idx, v):
+    out = np.array(a, dtype=np.float64, copy=True)
+    for i in idx.reshape(-1):
+        out[(slice(None),) * dim + (i,)] = v
+    return out
+
+
+def _i64(x):
+    return np.array(x, dtype=np.int64)
+
+
+def scatter_samples(m, rng):
+    return [
+        S(m(3, 4), 1, _i64([[0, 2], [3, 1], [1, 0]]), m(3, 3)),
+        S(m(3, 4), 0, _i64([[2, 0, 1, 1]]), m(2, 4)),
+        S(m(2, 3, 4), -1, _i64([[[3, 0]], [[1, 2]]]), m(2, 2, 2)),
+        S(NC(m(4, 3), "t"), 1, _i64([[1], [0], [3]]), m(3, 1)),
+        S(m(3, 4), 1, np.zeros((0, 2), dtype=np.int64), m(1, 2)),
+    ]
+
+
+def scatter_add_samples(m, rng):
+    return scatter_samples(m, rng) + [S(m(3, 4), 1, _i64([[0, 0, 0], [3, 1, 3], [2, 2, 1]]), m(3, 3))]
+
+
+def scatter_value_samples(m, rng):
+    return [S(m(3, 4), 1, _i64([[0, 2], [3, 3], [1, 0]]), 1.5), S(m(2, 3), 0, _i64([[1, 0, 1]]), -2.0)]
+
+
+def index_add_samples(m, rng):
+    return [
+        S(m(4, 3), 0, _i64([3, 0, 3]), m(3, 3)),
+        S(m(4, 3), 1, _i64([2, 0]), m(4, 2), alpha=2.5),
+        S(m(5), 0, _i64([4, 4, 1]), m(3)),
+        S(NC(m(3, 4), "t"), 1, _i64([1, 2, 1]), m(4, 3)),
+        S(m(4, 3), 0, np.zeros(0, dtype=np.int64), m(0, 3)),
+    ]
+
+
+def index_copy_samples(m, rng):
+    return [
+        S(m(4, 3), 0, _i64([3, 0]), m(2, 3)),
+        S(m(4, 3), 1, _i64([2, 0]), m(4, 2)),
+        S(m(5), 0, _i64([4, 1]), m(2)),
+        S(NC(m(3, 4), "t"), 1, _i64([1, 2]), m(4, 2)),
+    ]
+
+
+def index_fill_samples(m, rng):
+    return [
+        S(m(4, 3), 0, _i64([3, 0, 3]), 1.5),
+        S(m(4, 3), 1, _i64([2, -1]), -0.5),
+        S(NC(m(3, 4), "t"), 1, _i64([1]), 2.0),
+    ]
+
+
+def masked_select_samples(m, rng):
+    return [
+        S(m(3, 4), np.array([[True, False, True, True], [False] * 4, [True, False, False, True]])),
+        S(m(3, 4), np.array([True, False, True, False])).bc(),
+        S(m(4), np.array([[True, False, True, False], [False, True, True, False]])).bc(),
+        S(NC(m(4, 3), "t"), np.array([[True, False, True, False]] * 3)),
+        S(m(), np.array(True)),
+    ]
+
+
+def take_along_dim_samples(m, rng):
+    return [
+        S(m(3, 4), _i64([[0, 3], [1, 1], [2, 0]]), 1),
+        S(m(3, 4), _i64([[2, 0, 1, 1]]), 0),
+        S(m(3, 4), _i64([[0], [3], [1]]), -1),
+        S(m(3, 4), _i64([5, 0, 11])),
+        S(NC(m(4, 3), "t"), _i64([[1, 2]]), 1),
+    ]
+
+
+def _take_along_dim_ref(a, idx, dim=None):
+    if dim is None:
+        return a.reshape(-1)[idx.reshape(-1)]
+    return np.take_along_axis(a, idx, axis=dim)
+
+
+def nonzero_samples(m, rng):
+    return [
+        S(np.array([[1.0, 0.0, 2.0], [0.0, 0.0, -1.0]])),
+        S(np.array([0.0, 3.0, 0.0, 4.0])),
+        S(np.zeros((2, 0))),
+        S(np.array([[0.0, 0.0]])),
+    ]
+
+
 def masked_fill_samples(m, rng):
     return [
         S(m(3, 4), m.mask(3, 4), 0.5),
@@ -1648,6 +1772,46 @@ def build_op_db(T) -> list[OpInfo]:
     add("median.dim", lambda a, *args, **kw: _pair(T.median(a, *args, **kw)), _median_dim_ref, median_dim_samples)
     add("Tensor.median.dim", lambda a, *args, **kw: tuple(a.median(*args, **kw)), _median_dim_ref,
         lambda m, rng: median_dim_samples(m, rng)[:3])
+    add("scatter", lambda a, d, idx, src: T.scatter(a, d, idx, src), _scatter_ref, scatter_samples)
+    add("Tensor.scatter", lambda a, d, idx, src: a.scatter(d, idx, src), _scatter_ref,
+        lambda m, rng: scatter_samples(m, rng)[:4], inplace="scatter_")
+    add("scatter.value", lambda a, d, idx, v: T.scatter(a, d, idx, v), _scatter_ref, scatter_value_samples)
+    add("Tensor.scatter.value", lambda a, d, idx, v: a.scatter(d, idx, v), _scatter_ref, scatter_value_samples,
+        inplace="scatter_")
+    add("scatter_add", lambda a, d, idx, src: T.scatter_add(a, d, idx, src),
+        lambda *a: _scatter_ref(*a, add=True), scatter_add_samples)
+    add("Tensor.scatter_add", lambda a, d, idx, src: a.scatter_add(d, idx, src),
+        lambda *a: _scatter_ref(*a, add=True), lambda m, rng: scatter_add_samples(m, rng)[-2:],
+        inplace="scatter_add_")
+    add("index_add", lambda a, d, idx, src, **kw: T.index_add(a, d, idx, src, **kw), _index_add_ref,
+        index_add_samples)
+    add("Tensor.index_add", lambda a, d, idx, src, **kw: a.index_add(d, idx, src, **kw), _index_add_ref,
+        lambda m, rng: index_add_samples(m, rng)[:3], inplace="index_add_")
+    add("index_copy", lambda a, d, idx, src: T.index_copy(a, d, idx, src), _index_copy_ref, index_copy_samples)
+    add("Tensor.index_copy", lambda a, d, idx, src: a.index_copy(d, idx, src), _index_copy_ref,
+        lambda m, rng: index_copy_samples(m, rng)[:3], inplace="index_copy_")
+    add("index_fill", lambda a, d, idx, v: T.index_fill(a, d, idx, v), _index_fill_ref, index_fill_samples)
+    add("Tensor.index_fill", lambda a, d, idx, v: a.index_fill(d, idx, v), _index_fill_ref, index_fill_samples,
+        inplace="index_fill_")
+    add("masked_select", lambda a, mask: T.masked_select(a, mask),
+        lambda a, mask: np.broadcast_to(a, np.broadcast_shapes(a.shape, mask.shape))[
+            np.broadcast_to(mask, np.broadcast_shapes(a.shape, mask.shape))], masked_select_samples)
+    add("Tensor.masked_select", lambda a, mask: a.masked_select(mask), lambda a, mask: a[mask],
+        lambda m, rng: masked_select_samples(m, rng)[:1])
+    add("take_along_dim", lambda a, idx, *d: T.take_along_dim(a, idx, *d), _take_along_dim_ref,
+        take_along_dim_samples)
+    add("Tensor.take_along_dim", lambda a, idx, *d: a.take_along_dim(idx, *d), _take_along_dim_ref,
+        lambda m, rng: take_along_dim_samples(m, rng)[:2])
+    add("nonzero", lambda a: T.nonzero(a), lambda a: np.argwhere(a).astype(np.int64), nonzero_samples,
+        supports_grad=False, supports_gradgrad=False)
+    add("Tensor.nonzero", lambda a: a.nonzero(), lambda a: np.argwhere(a).astype(np.int64),
+        lambda m, rng: nonzero_samples(m, rng)[:2], supports_grad=False, supports_gradgrad=False)
+    add("nonzero.as_tuple", lambda a: T.nonzero(a, as_tuple=True), lambda a: tuple(np.nonzero(a)),
+        nonzero_samples, supports_grad=False, supports_gradgrad=False)
+    add("argwhere", lambda a: T.argwhere(a), lambda a: np.argwhere(a).astype(np.int64), nonzero_samples,
+        supports_grad=False, supports_gradgrad=False)
+    add("Tensor.argwhere", lambda a: a.argwhere(), lambda a: np.argwhere(a).astype(np.int64),
+        lambda m, rng: nonzero_samples(m, rng)[:2], supports_grad=False, supports_gradgrad=False)
     add("gather", lambda a, d, idx: T.gather(a, d, idx), _gather_ref, gather_samples)
     add("gather.kwargs", lambda a, d, idx: T.gather(a, dim=d, index=idx), _gather_ref,
         lambda m, rng: gather_samples(m, rng)[:1])

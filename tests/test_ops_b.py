@@ -310,3 +310,195 @@ def test_vmap_against_the_loop(name, f, in_dim):
     want = [w if isinstance(w, tuple) else (w,) for w in want]
     for j, g in enumerate(got):
         assert g.tolist() == rgrad.stack([w[j] for w in want]).tolist()
+
+
+# --------------------------------------------------------------------------------------
+# The scatter family
+# --------------------------------------------------------------------------------------
+
+
+def test_scatter_family_values_as_torch():
+    def program(T):
+        x = T.arange(12.0).reshape(3, 4)
+        dup = T.tensor([[0, 0, 3], [1, 1, 1], [2, 0, 2]])
+        src = T.arange(100.0, 109.0).reshape(3, 3)
+        i1 = T.tensor([2, 0, 2])
+        out = [
+            x.scatter(1, dup, src), x.scatter(-1, dup, 7.5), x.scatter(1, dup, value=-1),
+            x.scatter_add(1, dup, src), T.scatter_add(x, 0, dup[:2], src[:2]),
+            x.index_add(0, i1, src.repeat(1, 2)[:, :4]), x.index_add(1, i1, src, alpha=-2),
+            x.index_copy(1, T.tensor([3, 0, 3]), src), x.index_fill(1, T.tensor([1, -1]), 9.0),
+            x.index_fill(0, T.tensor(2), T.tensor(4.0)),
+            x.long().scatter(1, dup, src.long()), x.long().scatter_add(1, dup, src.long()),
+            x.long().index_add(0, i1, T.ones(3, 4).long(), alpha=3), x.long().index_fill(1, i1, 2),
+            (x > 4).scatter(1, dup, T.ones(3, 3).bool()), (x > 4).index_fill(0, i1, False),
+            x.t().scatter(0, dup.t(), src.t()), x.t().index_add(0, T.tensor([1, 1]), src[:2, :3]),
+            T.tensor(5.0).scatter(0, T.tensor(0), T.tensor(2.0)), T.tensor(5.0).index_fill(0, T.tensor(0), 1.0),
+            x.scatter(1, T.zeros(0, 2).long(), src), x.index_add(0, T.zeros(0).long(), T.zeros(0, 4)),
+        ]
+        return out
+
+    both(program)
+
+
+def test_masked_select_nonzero_argwhere_take_along_dim_as_torch():
+    def program(T):
+        x = T.arange(12.0).reshape(3, 4)
+        m = T.tensor([True, False, True, True])
+        i = T.tensor([[0, 3], [1, 1], [2, 0]])
+        return [
+            x.masked_select(x > 4), T.masked_select(x, m), T.masked_select(x[0], m.reshape(1, 4).expand(2, 4)),
+            T.masked_select(x, T.tensor(True)), T.masked_select(T.tensor(2.0), T.tensor(False)),
+            x.t().masked_select(x.t() > 2), (x > 2).masked_select(m), x.long().masked_select(m),
+            T.nonzero(x > 6), x.nonzero(), T.nonzero(x, as_tuple=True), T.nonzero(T.tensor(3.0)),
+            T.nonzero(T.tensor(0.0)), T.nonzero(T.tensor(3.0), as_tuple=True),
+            T.nonzero(T.tensor(0.0), as_tuple=True), T.nonzero(T.zeros(2, 0)), T.argwhere(x > 3),
+            (x > 3).argwhere(), T.nonzero(T.tensor([True, False, True])),
+            T.take_along_dim(x, i, 1), T.take_along_dim(x, i[:1], 0), x.take_along_dim(T.tensor([11, 0, 5])),
+            T.take_along_dim(x, T.tensor([[1], [0], [3]]), dim=-1), T.take_along_dim(x, i[:, :1]),
+        ]
+
+    both(program)
+
+
+_SCATTER_BAD = [
+    lambda T, x: x.scatter(1, T.tensor([[0, 4]]), T.ones(1, 2)),
+    lambda T, x: x.scatter(1, T.tensor([[0, -1]]), T.ones(1, 2)),
+    lambda T, x: x.scatter(1, T.tensor([[0, 1]]).float(), T.ones(1, 2)),
+    lambda T, x: x.scatter(1, T.tensor([[0, 1]]), T.ones(1, 2).double()),
+    lambda T, x: x.scatter(1, T.tensor([0, 1]), T.ones(1, 2)),
+    lambda T, x: x.scatter(1, T.tensor([[0, 1]]), T.ones(2)),
+    lambda T, x: x.scatter(1, T.zeros(4, 2).long(), T.ones(4, 2)),
+    lambda T, x: x.scatter(1, T.zeros(2, 3).long(), T.ones(2, 2)),
+    lambda T, x: x.scatter(2, T.zeros(2, 2).long(), T.ones(2, 2)),
+    lambda T, x: x.scatter(1, T.zeros(4, 2).long(), 1.0),
+    lambda T, x: x.scatter_add(1, T.tensor([[0, 9]]), T.ones(1, 2)),
+    lambda T, x: x.scatter_add(1, T.tensor([[0, 1]]).float(), T.ones(1, 2)),
+    lambda T, x: x.scatter_add(1, T.zeros(2, 3).long(), T.ones(2, 2)),
+    lambda T, x: x.index_add(0, T.tensor([0, 5]), T.ones(2, 4)),
+    lambda T, x: x.index_add(0, T.tensor([0, -1]), T.ones(2, 4)),
+    lambda T, x: x.index_add(0, T.tensor([0, 1]), T.ones(2, 4).double()),
+    lambda T, x: x.index_add(0, T.tensor([0, 1]), T.ones(3, 4)),
+    lambda T, x: x.index_add(0, T.tensor([0, 1]), T.ones(2, 5)),
+    lambda T, x: x.index_add(0, T.tensor([[0, 1]]), T.ones(2, 4)),
+    lambda T, x: x.index_add(0, T.tensor([0.0, 1.0]), T.ones(2, 4)),
+    lambda T, x: x.index_copy(0, T.tensor([0, 5]), T.ones(2, 4)),
+    lambda T, x: x.index_copy(0, T.tensor([0, 1]), T.ones(2, 4).double()),
+    lambda T, x: x.index_copy(0, T.tensor([0.0, 1.0]), T.ones(2, 4)),
+    lambda T, x: x.index_copy(0, T.tensor([[0, 1]]), T.ones(2, 4)),
+    lambda T, x: x.index_copy(0, T.tensor([0, 1]), T.ones(3, 4)),
+    lambda T, x: x.index_copy(0, T.tensor([0, 1]), T.ones(2, 5)),
+    lambda T, x: x.index_fill(0, T.tensor([0, 5]), 1.0),
+    lambda T, x: x.index_fill(0, T.tensor([0, -4]), 1.0),
+    lambda T, x: x.index_fill(0, T.tensor([0.0, 1.0]), 1.0),
+    lambda T, x: x.index_fill(0, T.tensor([[0, 1]]), 1.0),
+    lambda T, x: x.index_fill(0, T.tensor([0, 1]), T.tensor([1.0, 2.0])),
+    lambda T, x: x.masked_select(T.tensor([1, 0, 1, 0])),
+    lambda T, x: x.masked_select(T.ones(2, 4).bool()),
+    lambda T, x: T.take_along_dim(x, T.tensor([[0]]).float(), 1),
+    lambda T, x: T.take_along_dim(x, T.tensor([0]), 1),
+    lambda T, x: T.take_along_dim(x, T.tensor([[0]]), 2),
+    lambda T, x: T.take_along_dim(x, T.tensor([[5]]), 1),
+    lambda T, x: x.expand(2, 3, 4).scatter_(2, T.zeros(2, 3, 1).long(), 1.0),
+    lambda T, x: x.scatter_(1, T.tensor([[0, 1]]), x[:1, 1:3]),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_SCATTER_BAD)))
+def test_scatter_family_errors_as_torch(i):
+    res = both(lambda T: caught(lambda: _SCATTER_BAD[i](T, T.zeros(3, 4))))
+    assert res[0] == "E"
+
+
+def test_scatter_family_nodes_and_saved_fields():
+    def program(T):
+        x = T.zeros(3, 4, requires_grad=True)
+        s = T.ones(2, 3, requires_grad=True)
+        i = T.tensor([[0, 1], [2, 0]])
+        r = T.ones(2, 4, requires_grad=True)
+        nodes = [x.scatter(1, i, s[:, :2]), x.scatter(1, i, 2.0), x.scatter_add(1, i, s), x.index_add(0, i[0], r),
+                 x.index_add(0, i[0], r, alpha=2), x.index_copy(0, i[1], r), x.index_fill(1, i[0], 2.0),
+                 x.index_fill(1, i[0], T.tensor(2.0)), x.masked_select(x > 0),
+                 T.take_along_dim(x, i, 1), T.take_along_dim(x, i[0])]
+        out = []
+        for t in nodes:
+            g = t.grad_fn
+            fields = sorted(a for a in dir(g) if a.startswith("_saved_"))
+            out.append((g, fields, [getattr(g, a) for a in fields if a not in ("_saved_index", "_saved_mask")],
+                        [f[0] for f in g.next_functions]))
+        return out
+
+    res = both(program)
+    assert [r[0][1] for r in res] == [
+        "ScatterBackward0", "ScatterBackward1", "ScatterAddBackward0", "IndexAddBackward0", "IndexAddBackward0",
+        "IndexCopyBackward0", "IndexFillBackward0", "IndexFillBackward1", "MaskedSelectBackward0",
+        "GatherBackward0", "GatherBackward0"]
+
+
+def test_in_place_forms_as_torch():
+    def program(T):
+        out = []
+        i = T.tensor([[0, 1], [2, 0]])
+        for f in (lambda y: y.scatter_(1, i, T.ones(2, 2)), lambda y: y.scatter_(1, i, 3.0),
+                  lambda y: y.scatter_add_(1, i, T.ones(2, 2)), lambda y: y.index_add_(0, i[0], T.ones(2, 4)),
+                  lambda y: y.index_copy_(0, i[0], T.ones(2, 4)), lambda y: y.index_fill_(1, i[0], 2.0)):
+            leaf = T.zeros(3, 4, requires_grad=True)
+            out.append(caught(lambda: f(leaf)))  # a leaf that requires grad
+            out.append(caught(lambda: f(leaf[1:])))  # a view of one
+            with T.no_grad():
+                y = T.arange(12.0).reshape(3, 4)
+                v0 = y._version
+                r = f(y)
+                out += [r is y, y._version > v0, y]
+            base = T.arange(12.0).reshape(3, 4).requires_grad_().clone()
+            view = base[1:]
+            r = f(view)
+            out += [r is view, view.grad_fn, base.grad_fn, base]
+            base.sum().backward()
+            w = T.arange(12.0).reshape(3, 4).requires_grad_()
+            z = w * 2
+            p = z.exp()  # saves z's result
+            f(z)
+            out.append(caught(lambda: p.sum().backward()))
+        return out
+
+    both(program)
+
+
+def test_in_place_source_gradient():
+    def program(T):
+        s = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        y = T.zeros(3, 4).requires_grad_().clone()
+        y.scatter_(1, T.tensor([[0, 1], [2, 0]]), s * 2)
+        (y * T.arange(12.0).reshape(3, 4)).sum().backward()
+        return [s.grad, y.grad_fn]
+
+    both(program)
+
+
+def _dup_free(*shape, seed=3):
+    return _distinct(*shape, seed=seed)
+
+
+_I2 = [[0, 2], [3, 1], [1, 0]]
+_SC_FNS = [
+    ("scatter", lambda x, s: rgrad.scatter(x, 1, rgrad.tensor(_I2), s)),
+    ("scatter_value", lambda x, s: x.scatter(1, rgrad.tensor(_I2), 2.5) * s.sum()),
+    ("scatter_add", lambda x, s: x.scatter_add(1, rgrad.tensor([[0, 0, 3], [1, 1, 1], [2, 0, 2]]), s)),
+    ("index_add", lambda x, s: x.index_add(1, rgrad.tensor([3, 0, 3]), s, alpha=-1.5)),
+    ("index_copy", lambda x, s: rgrad.index_copy(x, 1, rgrad.tensor([3, 0, 1]), s)),
+    ("index_fill", lambda x, s: x.index_fill(1, rgrad.tensor([3, 0, 3]), -2.0) + s.sum()),
+    ("index_fill_tensor", lambda x, s: x.index_fill(1, rgrad.tensor([3, 1]), s[0, 0])),
+    ("masked_select", lambda x, s: x.masked_select(rgrad.tensor([[True, False, True, True]] * 3)) * s.sum()),
+    ("masked_select_bc", lambda x, s: rgrad.masked_select(s[0], rgrad.tensor([[True], [False]]).expand(2, 3))),
+    ("take_along_dim", lambda x, s: rgrad.take_along_dim(x, rgrad.tensor(_I2), 1) + s[:, :2]),
+    ("scatter_", lambda x, s: (x * 1).scatter_(1, rgrad.tensor(_I2), s)),
+    ("index_add_", lambda x, s: (x * 1).index_add_(1, rgrad.tensor([3, 0, 3]), s)),
+]
+
+
+@pytest.mark.parametrize("name,f", _SC_FNS, ids=[n for n, _ in _SC_FNS])
+def test_scatter_family_gradcheck_gradgradcheck_forward_ad(name, f):
+    x, s = _dup_free(3, 4), _dup_free(3, 3, seed=4)
+    assert gradcheck(f, (x, s), check_forward_ad=True)
+    assert gradgradcheck(f, (x, s))

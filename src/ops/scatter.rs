@@ -33,18 +33,36 @@ fn at_least_1d(l: &Layout) -> Layout {
 /// The values of an int64 index, row-major, each checked to lie in `[0, size)` (torch's
 /// RuntimeError naming the index, the dim and the size).
 fn checked_index(index: &Tensor, size: usize, dim: usize) -> Result<Vec<i64>> {
+    checked_index_as(index, size, dim, Bounds::Runtime)
+}
+
+/// How an op reports (and whether it wraps) an index out of range.
+#[derive(Clone, Copy, PartialEq)]
+enum Bounds {
+    /// scatter, index_add: RuntimeError, no wrapping.
+    Runtime,
+    /// index_copy: IndexError prefixed with its name, no wrapping.
+    Copy,
+    /// index_fill: negatives count from the end; IndexError.
+    Wrap,
+}
+
+fn checked_index_as(index: &Tensor, size: usize, dim: usize, rule: Bounds) -> Result<Vec<i64>> {
     let s = index.snapshot();
     let r = s.storage.read();
     let h = host::read(&r)?;
     let Buffer::I64(v) = &*h else {
         return Err(Error::Internal("index buffer is not int64".into()));
     };
-    host::index_values(v, &s.layout, size, false)
+    host::index_values(v, &s.layout, size, rule == Bounds::Wrap)
         .map(Cow::into_owned)
         .map_err(|i| {
-            Error::runtime(format!(
-                "index {i} is out of bounds for dimension {dim} with size {size}"
-            ))
+            let msg = format!("index {i} is out of bounds for dimension {dim} with size {size}");
+            match rule {
+                Bounds::Runtime => Error::runtime(msg),
+                Bounds::Copy => Error::index(format!("index_copy_(): {msg}")),
+                Bounds::Wrap => Error::index(msg),
+            }
         })
 }
 
@@ -75,7 +93,13 @@ fn positions(
 
 /// `x` with `values` (over `lv`, in x's dtype) written at `pos` (added with
 /// `accumulate`): a new contiguous buffer of x's shape.
-fn put(x: &Tensor, pos: &[i64], values: &Tensor, lv: Option<Layout>, accumulate: bool) -> Result<Tensor> {
+fn put(
+    x: &Tensor,
+    pos: &[i64],
+    values: &Tensor,
+    lv: Option<Layout>,
+    accumulate: bool,
+) -> Result<Tensor> {
     let xs = x.snapshot();
     let mut vs = values.snapshot();
     if std::sync::Arc::ptr_eq(&xs.storage, &vs.storage) {
@@ -114,10 +138,16 @@ fn shape1(t: &Tensor) -> Shape {
 
 /// torch's scatter/gather checks of `index` against `x` (and `src`): the index's dtype,
 /// the ranks, and sizes no larger than x's apart from `d` (no larger than src's at all).
-fn scatter_checks(name: &str, x: &Tensor, d: usize, index: &Tensor, src: Option<&Tensor>) -> Result<()> {
+fn scatter_checks(
+    name: &str,
+    x: &Tensor,
+    d: usize,
+    index: &Tensor,
+    src: Option<&Tensor>,
+) -> Result<()> {
     if index.dtype() != DType::I64 {
         return Err(Error::runtime(format!(
-            "{name}(): Expected dtype int64 for index"
+            "{name}(): Expected dtype int32/int64 for index"
         )));
     }
     if let Some(s) = src
@@ -143,7 +173,11 @@ fn scatter_checks(name: &str, x: &Tensor, d: usize, index: &Tensor, src: Option<
         return Ok(());
     }
     let (is, xs) = (shape1(index), shape1(x));
-    let bad_self = is.iter().zip(&xs).enumerate().any(|(j, (&a, &b))| j != d && a > b);
+    let bad_self = is
+        .iter()
+        .zip(&xs)
+        .enumerate()
+        .any(|(j, (&a, &b))| j != d && a > b);
     match src {
         Some(s) => {
             let ss = shape1(s);
@@ -199,7 +233,11 @@ pub fn scatter(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, add: bool) ->
         ScatterKind::Scatter0
     };
     apply(
-        if add { "aten::scatter_add" } else { "aten::scatter" },
+        if add {
+            "aten::scatter_add"
+        } else {
+            "aten::scatter"
+        },
         &[x, src],
         || put(&x.detach(), &pos, &src.detach(), Some(lv), add),
         |_| {
@@ -225,7 +263,10 @@ pub fn scatter_value(x: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Res
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, index);
-            (ScatterFamilyBackward::new(ScatterKind::Scatter1, d, x, x), sv.list)
+            (
+                ScatterFamilyBackward::new(ScatterKind::Scatter1, d, x, x),
+                sv.list,
+            )
         },
     )
 }
@@ -275,7 +316,12 @@ fn source_checks(name: &str, x: &Tensor, d: usize, index: &Tensor, source: &Tens
         )));
     }
     let xs = x.shape();
-    let same = ss.len() == xs.len() && ss.iter().zip(&xs).enumerate().all(|(j, (a, b))| j == d || a == b);
+    let same = ss.len() == xs.len()
+        && ss
+            .iter()
+            .zip(&xs)
+            .enumerate()
+            .all(|(j, (a, b))| j == d || a == b);
     if !same && !(ss.is_empty() || xs.is_empty()) {
         return Err(Error::runtime(format!(
             "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = {} source.shape = {}",
@@ -287,14 +333,26 @@ fn source_checks(name: &str, x: &Tensor, d: usize, index: &Tensor, source: &Tens
 }
 
 /// The positions the rows of `source` go to: row t of dim `d` to `index[t]`.
-fn row_positions(x: &Tensor, d: usize, index: &Tensor, vshape: &[usize]) -> Result<Vec<i64>> {
+fn row_positions(
+    x: &Tensor,
+    d: usize,
+    index: &Tensor,
+    vshape: &[usize],
+    rule: Bounds,
+) -> Result<Vec<i64>> {
     let xs = shape1(x);
-    let idx = checked_index(index, xs[d], d)?;
+    let idx = checked_index_as(index, xs[d], d, rule)?;
     Ok(positions(&xs, vshape, d, |_, m| idx[m]))
 }
 
 /// `x.index_add(dim, index, source, alpha=alpha)`.
-pub fn index_add(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
+pub fn index_add(
+    x: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: Scalar,
+) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     source_checks("index_add_", x, d, index, source)?;
     // (an integer tensor takes alpha as an integer, as ATen's kernel does)
@@ -302,7 +360,7 @@ pub fn index_add(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: S
         (false, Scalar::Float(f)) => Scalar::Int(f as i64),
         _ => alpha,
     };
-    let pos = row_positions(x, d, index, &shape1(source))?;
+    let pos = row_positions(x, d, index, &shape1(source), Bounds::Runtime)?;
     apply(
         "aten::index_add",
         &[x, source],
@@ -329,8 +387,8 @@ pub fn index_add(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: S
 /// `x.index_copy(dim, index, source)`.
 pub fn index_copy(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
-    source_checks("index_copy_", x, d, index, source)?;
-    let pos = row_positions(x, d, index, &shape1(source))?;
+    index_copy_checks(x, d, index, source)?;
+    let pos = row_positions(x, d, index, &shape1(source), Bounds::Copy)?;
     apply(
         "aten::index_copy",
         &[x, source],
@@ -341,19 +399,144 @@ pub fn index_copy(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Resu
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, index);
-            (ScatterFamilyBackward::new(ScatterKind::IndexCopy, d, x, source), sv.list)
+            (
+                ScatterFamilyBackward::new(ScatterKind::IndexCopy, d, x, source),
+                sv.list,
+            )
         },
     )
+}
+
+/// torch's index_copy checks (its own messages, not index_add's).
+fn index_copy_checks(x: &Tensor, d: usize, index: &Tensor, source: &Tensor) -> Result<()> {
+    if index.ndim() > 1 {
+        return Err(Error::index(format!(
+            "index_copy_(): Index should have dimension 1 or 0 (got {})",
+            index.ndim()
+        )));
+    }
+    let ss = shape1(source);
+    let n = if source.ndim() == 0 {
+        1
+    } else {
+        ss.get(d).copied().unwrap_or(1)
+    };
+    if index.numel() != n {
+        return Err(Error::index(format!(
+            "index_copy_(): Number of indices ({}) should be equal to source.size(dim) ({n})",
+            index.numel()
+        )));
+    }
+    if index.dtype() != DType::I64 {
+        return Err(Error::runtime(format!(
+            "index_copy_(): Expected a long tensor for index, but got {}",
+            index.dtype().scalar_type_name()
+        )));
+    }
+    if x.dtype() != source.dtype() {
+        return Err(Error::runtime(format!(
+            "index_copy_(): self and source expected to have the same dtype, but got (self) {} and (source) {}",
+            x.dtype().scalar_type_name(),
+            source.dtype().scalar_type_name()
+        )));
+    }
+    let xs = shape1(x);
+    // the slices (every dim but d) must match
+    let xslice: Vec<usize> = xs
+        .iter()
+        .enumerate()
+        .filter(|&(j, _)| j != d)
+        .map(|(_, &v)| v)
+        .collect();
+    let sslice: Vec<usize> = if source.ndim() == 0 {
+        Vec::new()
+    } else {
+        ss.iter()
+            .enumerate()
+            .filter(|&(j, _)| j != d)
+            .map(|(_, &v)| v)
+            .collect()
+    };
+    if xslice.len() != sslice.len() && !(source.ndim() == 0 && x.numel() <= 1) {
+        return Err(Error::index(format!(
+            "index_copy_(): When source and destination are not scalars, their dimensionality must match. Source dimensionality ({}), destination dimensionality ({})",
+            source.ndim(),
+            x.ndim()
+        )));
+    }
+    if let Some(j) = (0..xslice.len().min(sslice.len())).find(|&j| xslice[j] != sslice[j]) {
+        return Err(Error::runtime(format!(
+            "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: {} at dimension {j} and source slice shape: {} at dimension {j}.",
+            xslice[j], sslice[j]
+        )));
+    }
+    Ok(())
+}
+
+/// index_fill's index checks.
+fn index_fill_checks(index: &Tensor) -> Result<()> {
+    if index.dtype() != DType::I64 {
+        return Err(Error::index(
+            "index_fill_(): Expected dtype int64 for index.",
+        ));
+    }
+    if index.ndim() > 1 {
+        return Err(Error::runtime("Index has to be a vector/scalar"));
+    }
+    Ok(())
+}
+
+/// `x.index_fill(dim, index, value)` with a 0-d tensor `value` (torch's
+/// IndexFillBackward1: the value gets the sum of the filled positions' gradient).
+pub fn index_fill_tensor(x: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+    let d = wrap_dim(dim, x.ndim())?;
+    index_fill_checks(index)?;
+    if value.ndim() != 0 {
+        return Err(Error::runtime(format!(
+            "index_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+            value.ndim()
+        )));
+    }
+    let v = value.item()?;
+    let mut vshape = shape1(x);
+    vshape[d] = index.numel();
+    let pos = row_positions(x, d, index, &vshape, Bounds::Wrap)?;
+    apply(
+        "aten::index_fill",
+        &[x, value],
+        || {
+            let f = filled(x, &vshape, cast_scalar(v, x.dtype()))?;
+            put(&x.detach(), &pos, &f, None, false)
+        },
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, index);
+            (
+                ScatterFamilyBackward::new(ScatterKind::IndexFill1, d, x, value),
+                sv.list,
+            )
+        },
+    )
+}
+
+/// A number in `dtype`'s kind (a float cast to an integer truncates, as a copy does).
+fn cast_scalar(v: Scalar, dtype: DType) -> Scalar {
+    match (dtype, v) {
+        (DType::I64, Scalar::Float(f)) => Scalar::Int(f as i64),
+        (DType::Bool, v) => Scalar::Bool(v.as_f64() != 0.0),
+        _ => v,
+    }
 }
 
 /// `x.index_fill(dim, index, value)` with a number.
 pub fn index_fill(x: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
-    vector_index("index_fill_", index)?;
+    index_fill_checks(index)?;
     value.check_fits(x.dtype())?;
+    let value = cast_scalar(value, x.dtype());
     let mut vshape = shape1(x);
     vshape[d] = index.numel();
-    let pos = row_positions(x, d, index, &vshape)?;
+    let pos = row_positions(x, d, index, &vshape, Bounds::Wrap)?;
     apply(
         "aten::index_fill",
         &[x],
@@ -364,7 +547,10 @@ pub fn index_fill(x: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, index);
-            (ScatterFamilyBackward::new(ScatterKind::IndexFill, d, x, x), sv.list)
+            (
+                ScatterFamilyBackward::new(ScatterKind::IndexFill, d, x, x),
+                sv.list,
+            )
         },
     )
 }
@@ -373,7 +559,9 @@ pub fn index_fill(x: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result
 /// true, in row-major order, as a 1-D tensor.
 pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     if mask.dtype() != DType::Bool {
-        return Err(Error::runtime("masked_select: expected BoolTensor for mask"));
+        return Err(Error::runtime(
+            "masked_select: expected BoolTensor for mask",
+        ));
     }
     let shape = crate::shape::broadcast_shapes(&x.shape(), &mask.shape())?;
     let mb = expand(mask, &shape)?;
@@ -410,7 +598,11 @@ pub fn nonzero(x: &Tensor) -> Result<Tensor> {
         let m = if x.dtype() == DType::Bool {
             x.detach()
         } else {
-            compare(crate::backend::BinaryOp::Ne, Operand::T(&x.detach()), Operand::S(Scalar::Int(0)))?
+            compare(
+                crate::backend::BinaryOp::Ne,
+                Operand::T(&x.detach()),
+                Operand::S(Scalar::Int(0)),
+            )?
         };
         if m.ndim() == 0 {
             let n = i64::from(m.item()?.as_f64() != 0.0);
@@ -429,6 +621,7 @@ pub enum ScatterKind {
     IndexAdd,
     IndexCopy,
     IndexFill,
+    IndexFill1,
 }
 
 #[derive(Clone)]
@@ -478,6 +671,7 @@ impl Backward for ScatterFamilyBackward {
             ScatterKind::IndexAdd => "IndexAddBackward0",
             ScatterKind::IndexCopy => "IndexCopyBackward0",
             ScatterKind::IndexFill => "IndexFillBackward0",
+            ScatterKind::IndexFill1 => "IndexFillBackward1",
         }
         .into()
     }
@@ -488,9 +682,13 @@ impl Backward for ScatterFamilyBackward {
         let zero = Scalar::Int(0);
         let gx = if ctx.needs_input_grad(0) {
             Some(match self.kind {
-                ScatterKind::Scatter0 | ScatterKind::Scatter1 => scatter_value(&g, dim, &index, zero)?,
+                ScatterKind::Scatter0 | ScatterKind::Scatter1 => {
+                    scatter_value(&g, dim, &index, zero)?
+                }
                 ScatterKind::ScatterAdd | ScatterKind::IndexAdd => g.clone(),
-                ScatterKind::IndexCopy | ScatterKind::IndexFill => index_fill(&g, dim, &index, zero)?,
+                ScatterKind::IndexCopy | ScatterKind::IndexFill | ScatterKind::IndexFill1 => {
+                    index_fill(&g, dim, &index, zero)?
+                }
             })
         } else {
             None
@@ -502,6 +700,7 @@ impl Backward for ScatterFamilyBackward {
         let gs = if ctx.needs_input_grad(1) {
             Some(match self.kind {
                 ScatterKind::Scatter0 | ScatterKind::ScatterAdd => gather(&g, dim, &index)?,
+                ScatterKind::IndexFill1 => sum(&index_select(&g, dim, &index)?, None, false)?,
                 _ => {
                     let r = if self.source_dim == 0 && g.ndim() > 0 {
                         // a 0-d source was one row

@@ -82,7 +82,11 @@ fn select_along(
     let s = x.snapshot();
     let layout = layout_1d(&s);
     // (a 0-d input is its own result with index 0, whatever k: ATen's special case)
-    let sel = if s.layout.ndim() == 0 { Select::Median } else { sel };
+    let sel = if s.layout.ndim() == 0 {
+        Select::Median
+    } else {
+        sel
+    };
     let idx = host::select_indices(&s.storage.read(), &layout, d, sel)?;
     let mut kshape = layout.shape.clone();
     kshape[d] = sel.count(layout.shape[d]);
@@ -142,13 +146,7 @@ pub fn sort(
 }
 
 /// `topk(x, k, dim, largest, sorted)`.
-pub fn topk(
-    x: &Tensor,
-    k: i64,
-    dim: i64,
-    largest: bool,
-    sorted: bool,
-) -> Result<(Tensor, Tensor)> {
+pub fn topk(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
     let d = wrap_dim(dim, x.ndim())?;
     let size = if x.ndim() == 0 { 1 } else { x.shape()[d] };
     if k < 0 || k as u64 > size as u64 {

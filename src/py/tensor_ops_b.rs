@@ -20,7 +20,11 @@ enum Src {
     S(Scalar),
 }
 
-fn src_arg(src: Option<&Bound<'_, PyAny>>, value: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Src> {
+fn src_arg(
+    src: Option<&Bound<'_, PyAny>>,
+    value: Option<&Bound<'_, PyAny>>,
+    name: &str,
+) -> PyResult<Src> {
     match (src, value) {
         (Some(s), None) => match s.cast::<PyTensor>() {
             Ok(t) => Ok(Src::T(t.get().t.clone())),
@@ -52,6 +56,14 @@ fn alpha_arg(alpha: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Scalar> {
                 convert::type_name(a)
             ))
         }),
+    }
+}
+
+/// index_fill with a number, or a 0-d tensor (IndexFillBackward1, as torch's overload).
+fn fill_of(x: &Tensor, dim: i64, index: &Tensor, value: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    match value.cast::<PyTensor>() {
+        Ok(v) => Ok(ops::index_fill_tensor(x, dim, index, &v.get().t)?),
+        Err(_) => Ok(ops::index_fill(x, dim, index, scalar_or_item(value)?)?),
     }
 }
 
@@ -96,13 +108,7 @@ impl PyTensor {
     }
     /// kthvalue's native half: (values, indices) of the k-th smallest along `dim`.
     #[pyo3(signature = (k, dim=-1, keepdim=false))]
-    fn _kthvalue(
-        &self,
-        py: Python<'_>,
-        k: i64,
-        dim: i64,
-        keepdim: bool,
-    ) -> PyResult<Py<PyTuple>> {
+    fn _kthvalue(&self, py: Python<'_>, k: i64, dim: i64, keepdim: bool) -> PyResult<Py<PyTuple>> {
         let x = &self.t;
         pair(py, run(py, x, || ops::kthvalue(x, k, dim, keepdim))?)
     }
@@ -146,7 +152,9 @@ impl PyTensor {
             Src::T(t) => Some(t),
             Src::S(_) => None,
         };
-        ops::scatter_inplace(&slf.get().t, &[other, Some(&i)], |x| scatter_of(x, dim, &i, &s, false))?;
+        ops::scatter_inplace(&slf.get().t, &[other, Some(&i)], |x| {
+            scatter_of(x, dim, &i, &s, false)
+        })?;
         Ok(slf.clone().unbind())
     }
     /// Adds the elements of `src` into a copy of this tensor at the positions `index`
@@ -171,7 +179,9 @@ impl PyTensor {
     ) -> PyResult<Py<PyTensor>> {
         let i = convert::tensor_arg(index, "scatter_add_", "index", 2)?;
         let s = convert::tensor_arg(src, "scatter_add_", "src", 3)?;
-        ops::scatter_inplace(&slf.get().t, &[Some(&s), Some(&i)], |x| ops::scatter(x, dim, &i, &s, true))?;
+        ops::scatter_inplace(&slf.get().t, &[Some(&s), Some(&i)], |x| {
+            ops::scatter(x, dim, &i, &s, true)
+        })?;
         Ok(slf.clone().unbind())
     }
     /// Adds `alpha` times the rows of `source` into a copy of this tensor at the indices
@@ -202,7 +212,9 @@ impl PyTensor {
         let i = convert::tensor_arg(index, "index_add_", "index", 2)?;
         let s = convert::tensor_arg(source, "index_add_", "source", 3)?;
         let a = alpha_arg(alpha, "index_add_")?;
-        ops::scatter_inplace(&slf.get().t, &[Some(&s), Some(&i)], |x| ops::index_add(x, dim, &i, &s, a))?;
+        ops::scatter_inplace(&slf.get().t, &[Some(&s), Some(&i)], |x| {
+            ops::index_add(x, dim, &i, &s, a)
+        })?;
         Ok(slf.clone().unbind())
     }
     /// Copies the rows of `source` into a copy of this tensor at the indices `index`
@@ -227,7 +239,9 @@ impl PyTensor {
     ) -> PyResult<Py<PyTensor>> {
         let i = convert::tensor_arg(index, "index_copy_", "index", 2)?;
         let s = convert::tensor_arg(source, "index_copy_", "source", 3)?;
-        ops::scatter_inplace(&slf.get().t, &[Some(&s), Some(&i)], |x| ops::index_copy(x, dim, &i, &s))?;
+        ops::scatter_inplace(&slf.get().t, &[Some(&s), Some(&i)], |x| {
+            ops::index_copy(x, dim, &i, &s)
+        })?;
         Ok(slf.clone().unbind())
     }
     /// Fills a copy of this tensor with `value` at the indices `index` gives along `dim`.
@@ -239,8 +253,7 @@ impl PyTensor {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
         let i = convert::tensor_arg(index, "index_fill", "index", 2)?;
-        let v = scalar_or_item(value)?;
-        wrap(py, ops::index_fill(&self.t, dim, &i, v)?)
+        wrap(py, fill_of(&self.t, dim, &i, value)?)
     }
     /// In-place version of `index_fill()`.
     fn index_fill_(
@@ -250,8 +263,16 @@ impl PyTensor {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
         let i = convert::tensor_arg(index, "index_fill_", "index", 2)?;
-        let v = scalar_or_item(value)?;
-        ops::scatter_inplace(&slf.get().t, &[Some(&i)], |x| ops::index_fill(x, dim, &i, v))?;
+        let v = value.cast::<PyTensor>().ok().map(|t| t.get().t.clone());
+        let n = match &v {
+            Some(_) => None,
+            None => Some(scalar_or_item(value)?),
+        };
+        ops::scatter_inplace(&slf.get().t, &[Some(&i)], |x| match (&v, n) {
+            (Some(v), _) => ops::index_fill_tensor(x, dim, &i, v),
+            (None, Some(n)) => ops::index_fill(x, dim, &i, n),
+            (None, None) => Err(crate::Error::Internal("index_fill_: no value".into())),
+        })?;
         Ok(slf.clone().unbind())
     }
     /// The elements where `mask` (broadcast with this tensor) is true, as a 1-D tensor.

@@ -16,7 +16,11 @@ pub enum Select {
     /// Every index, in sorted order.
     Sort { descending: bool, stable: bool },
     /// The first `k` of the sorted order (largest or smallest first).
-    Topk { k: usize, largest: bool, sorted: bool },
+    Topk {
+        k: usize,
+        largest: bool,
+        sorted: bool,
+    },
     /// The index of the k-th smallest (1-based).
     Kth { k: usize },
     /// The index of the lower median (the first NaN if any).
@@ -71,8 +75,13 @@ fn run<T: Element>(v: &[T], layout: &Layout, dim: usize, sel: Select) -> Vec<i64
     if m == 0 {
         return out;
     }
-    let radix = matches!(sel, Select::Sort { descending: false, .. })
-        && shape.len() == 1
+    let radix = matches!(
+        sel,
+        Select::Sort {
+            descending: false,
+            ..
+        }
+    ) && shape.len() == 1
         && T::DTYPE == crate::dtype::DType::I64
         && n >= RADIX_MIN;
     let mut keys: Vec<(T, usize)> = Vec::with_capacity(n);

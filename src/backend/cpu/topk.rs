@@ -87,7 +87,11 @@ pub(crate) mod stl {
         unguarded_partition(v, first + 1, last, first, comp)
     }
 
-    fn unguarded_linear_insert<E: Copy, C: Fn(&E, &E) -> bool>(v: &mut [E], mut last: usize, comp: &C) {
+    fn unguarded_linear_insert<E: Copy, C: Fn(&E, &E) -> bool>(
+        v: &mut [E],
+        mut last: usize,
+        comp: &C,
+    ) {
         let val = v[last];
         let mut next = last - 1;
         while comp(&val, &v[next]) {
@@ -98,7 +102,12 @@ pub(crate) mod stl {
         v[last] = val;
     }
 
-    fn insertion_sort<E: Copy, C: Fn(&E, &E) -> bool>(v: &mut [E], first: usize, last: usize, comp: &C) {
+    fn insertion_sort<E: Copy, C: Fn(&E, &E) -> bool>(
+        v: &mut [E],
+        first: usize,
+        last: usize,
+        comp: &C,
+    ) {
         if first == last {
             return;
         }
