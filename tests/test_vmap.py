@@ -1560,3 +1560,22 @@ def test_values_of_a_level_of_copies_can_be_read():
     assert seen == [(-0.5, True, [0.5, -1.0], 1)]  # (reverse mode runs it once, unbatched)
     with pytest.raises(RuntimeError, match="vmap: It looks like you're calling .item()"):
         vmap(f)(rgrad.ones(2, 2))
+
+
+# ---------------------------------------------------------------------------------------
+# Ordering ops (sort, argsort, msort, topk, kthvalue, median): the dim moved past the batch
+# ---------------------------------------------------------------------------------------
+
+_ORDERING_CALLS = [
+    lambda t: t.sort(), lambda t: t.sort(0, True), lambda t: rgrad.sort(t, dim=-1, stable=True),
+    lambda t: t.argsort(0), lambda t: rgrad.argsort(t, descending=True), lambda t: t.msort(),
+    lambda t: rgrad.msort(t), lambda t: t.topk(2), lambda t: rgrad.topk(t, 1, 0, largest=False),
+    lambda t: t.kthvalue(2, 0), lambda t: rgrad.kthvalue(t, 1, keepdim=True), lambda t: t.median(1),
+    lambda t: rgrad.median(t, 0, True), lambda t: t.median(), lambda t: rgrad.median(t),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_ORDERING_CALLS)))
+@pytest.mark.parametrize("in_dim", [0, 1, -1])
+def test_ordering_ops(i, in_dim):
+    check(_ORDERING_CALLS[i], _batched((3, 2), in_dim), in_dims=in_dim)

@@ -162,6 +162,10 @@ fn scatter_checks(
             "Index tensor must have the same number of dimensions as self tensor",
         ));
     }
+    if let Some(s) = src {
+        // (torch wraps the dim against src too)
+        wrap_dim(d as i64, s.ndim())?;
+    }
     if let Some(s) = src
         && dims1(index) != dims1(s)
     {
@@ -563,19 +567,24 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
             "masked_select: expected BoolTensor for mask",
         ));
     }
-    let shape = crate::shape::broadcast_shapes(&x.shape(), &mask.shape())?;
-    let mb = expand(mask, &shape)?;
+    // (torch expands the mask against self: its message names the mask first)
+    let shape = crate::shape::broadcast_shapes(&mask.shape(), &x.shape())?;
+    // a 0-d result shape as one element
+    let work: Vec<usize> = if shape.is_empty() {
+        vec![1]
+    } else {
+        shape.to_vec()
+    };
+    let w: Vec<i64> = work.iter().map(|&n| n as i64).collect();
+    let mb = reshape(&expand(mask, &shape)?, &w)?;
     let coords = nonzero_indices(&mb)?;
     let xshape = x.shape();
     apply(
         "aten::masked_select",
         &[x],
         || {
-            let xb = expand(&x.detach(), &shape)?;
+            let xb = reshape(&expand(&x.detach(), &shape)?, &w)?;
             let idx: Vec<Option<Tensor>> = coords.iter().cloned().map(Some).collect();
-            if shape.is_empty() {
-                return reshape(&index(&xb, &[Some(mb.clone())])?, &[-1]);
-            }
             Ok(super::fresh_result(index(&xb, &idx)?))
         },
         |_| {

@@ -7,7 +7,8 @@
 use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads, SavedField};
-use crate::backend::cpu::sort::Select;
+
+use crate::backend::host::Select;
 use crate::backend::{self as k, BinaryOp, host};
 use crate::dtype::DType;
 use crate::layout::Layout;
