@@ -146,9 +146,10 @@ fn scatter_checks(
     src: Option<&Tensor>,
 ) -> Result<()> {
     if index.dtype() != DType::I64 {
-        return Err(Error::runtime(format!(
-            "{name}(): Expected dtype int32/int64 for index"
-        )));
+        // (torch's message names scatter for scatter_add too)
+        return Err(Error::runtime(
+            "scatter(): Expected dtype int32/int64 for index",
+        ));
     }
     if let Some(s) = src
         && s.dtype() != x.dtype()
@@ -326,7 +327,7 @@ fn source_checks(name: &str, x: &Tensor, d: usize, index: &Tensor, source: &Tens
             .zip(&xs)
             .enumerate()
             .all(|(j, (a, b))| j == d || a == b);
-    if !same && !(ss.is_empty() || xs.is_empty()) {
+    if !(same || ss.is_empty() || xs.is_empty()) {
         return Err(Error::runtime(format!(
             "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = {} source.shape = {}",
             fmt_shape(&xs),
@@ -383,6 +384,7 @@ pub fn index_add(
             sv.input_if(true, index);
             let mut b = ScatterFamilyBackward::new(ScatterKind::IndexAdd, d, x, source);
             b.alpha = alpha;
+            b.source_slot = sv.input_if(super::wants_grad(source), source);
             (b, sv.list)
         },
     )
@@ -403,10 +405,9 @@ pub fn index_copy(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Resu
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, index);
-            (
-                ScatterFamilyBackward::new(ScatterKind::IndexCopy, d, x, source),
-                sv.list,
-            )
+            let mut b = ScatterFamilyBackward::new(ScatterKind::IndexCopy, d, x, source);
+            b.source_slot = sv.input_if(super::wants_grad(source), source);
+            (b, sv.list)
         },
     )
 }
@@ -640,6 +641,9 @@ pub struct ScatterFamilyBackward {
     /// source's rank (index_add / index_copy: torch's `source_dim`)
     source_dim: u32,
     alpha: Scalar,
+    /// index_add / index_copy: where `source` is saved (torch saves it when it needs a
+    /// gradient; shown as `_saved_source`)
+    source_slot: Option<u8>,
 }
 
 impl ScatterFamilyBackward {
@@ -649,6 +653,7 @@ impl ScatterFamilyBackward {
             dim: dim as u32,
             source_dim: src.ndim() as u32,
             alpha: Scalar::Int(1),
+            source_slot: None,
         }
     }
 }
@@ -662,11 +667,13 @@ impl Backward for ScatterFamilyBackward {
                 ("alpha", SavedField::Scalar(self.alpha)),
                 dim,
                 index,
+                ("source", SavedField::Tensor(self.source_slot)),
                 ("source_dim", SavedField::Int(i64::from(self.source_dim))),
             ],
             ScatterKind::IndexCopy => vec![
                 dim,
                 index,
+                ("source", SavedField::Tensor(self.source_slot)),
                 ("source_dim", SavedField::Int(i64::from(self.source_dim))),
             ],
             _ => vec![dim, index],
