@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from rgrad._C import stack
-from rgrad.func._batched_tensor import dispatch, fallback, wrap_dim
-from rgrad.func._batching_common import BT, _at, _other_batched
+from rgrad.func._batched_tensor import dispatch, fallback, inplace_error, wrap_dim
+from rgrad.func._batching_common import BT, _at, _final, _other_batched
 
 # op -> (position of dim among the arguments after self, its default; None: required)
 _DIM = {"sort": (0, -1), "argsort": (0, -1), "topk": (1, -1), "kthvalue": (1, -1), "median": (0, None)}
@@ -63,6 +63,8 @@ def _scatter_like(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     batched = [t for t in tensors if _at(t, level)]
     self = args[0]
     inplace = name.endswith("_")
+    if inplace and batched and not _at(self, level):
+        raise _final(inplace_error(name))
     if len(args) < 3 or not batched or (inplace and not _at(self, level)) or _lrank(self, level) == 0:
         return fallback(name, level, args, kwargs)
     b = batched[0]._value.shape[0]
