@@ -127,6 +127,16 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "diagonal": lambda: a.diagonal(), "diag_embed": lambda: v.diag_embed(), "diag": lambda: a.diag(),
         "trace": lambda: a.trace(), "cumsum(1)": lambda: a.cumsum(1), "cumsum(0)": lambda: a.cumsum(0),
         "cumprod(1)": lambda: unit.cumprod(1),
+        # ordering and scatter ops
+        "sort(1)": lambda: a.sort(1), "sort(0) stable": lambda: a.sort(dim=0, stable=True),
+        "argsort(1)": lambda: a.argsort(1), "msort": lambda: a.msort(),
+        "topk(1)": lambda: a.topk(min(4, m), 1), "kthvalue(1)": lambda: a.kthvalue(max(m // 2, 1), 1),
+        "median": lambda: a.median(), "median(1)": lambda: a.median(1),
+        "scatter": lambda: a.scatter(1, idx_cols, b), "scatter_add": lambda: a.scatter_add(1, idx_cols, b),
+        "index_add": lambda: a.index_add(0, idx_rows, b), "index_copy": lambda: a.index_copy(0, idx_rows, b),
+        "index_fill": lambda: a.index_fill(0, idx_rows, 1.0), "masked_select": lambda: a.masked_select(mask),
+        "nonzero": lambda: mask.nonzero(), "argwhere": lambda: mask.argwhere(),
+        "take_along_dim": lambda: T.take_along_dim(a, idx_cols, 1),
         # in-place arithmetic (b is scratch: its values do not matter)
         "add_(alpha)": lambda: b.add_(a, alpha=0.5), "mul_": lambda: b.mul_(1.0),
         "sub_": lambda: b.sub_(a), "masked_fill_": lambda: b.masked_fill_(mask, 0.0),

@@ -1006,6 +1006,221 @@ def index_select_samples(m, rng):
     ]
 
 
+
+# ---- ordering ops (sort, topk, kthvalue, median): random draws are distinct, so the
+# chosen indices (and finite differences) are well defined
+
+
+def _sort_ref(a, dim=-1, descending=False, stable=None):
+    if a.ndim == 0:
+        return a, np.asarray(0, dtype=np.int64)
+    idx = np.argsort(-a if descending else a, axis=dim, kind="stable")
+    return np.take_along_axis(a, idx, axis=dim), idx.astype(np.int64)
+
+
+def _topk_ref(a, k, dim=-1, largest=True, sorted=True):
+    if a.ndim == 0:
+        return a, np.asarray(0, dtype=np.int64)
+    i = np.take(_sort_ref(a, dim, descending=largest)[1], np.arange(k), axis=dim)
+    return np.take_along_axis(a, i, axis=dim), i
+
+
+def _kthvalue_ref(a, k, dim=-1, keepdim=False):
+    if a.ndim == 0:
+        return a, np.asarray(0, dtype=np.int64)
+    v, i = _sort_ref(a, dim)
+    i = np.take(i, [k - 1], axis=dim)
+    v = np.take_along_axis(a, i, axis=dim)
+    if not keepdim:
+        v, i = np.squeeze(v, dim), np.squeeze(i, dim)
+    return v, i
+
+
+def _median_dim_ref(a, dim, keepdim=False):
+    n = a.shape[dim] if a.ndim else 1
+    return _kthvalue_ref(a, (n - 1) // 2 + 1, dim, keepdim)
+
+
+def _median_ref(a):
+    f = np.sort(a.reshape(-1))
+    return f[(f.size - 1) // 2]
+
+
+def sort_samples(m, rng):
+    return [
+        S(m(3, 4)),
+        S(m(3, 4), 0),
+        S(m(2, 3, 4), -2, True),
+        S(m(3, 4), dim=1, descending=True, stable=True),
+        S(m(5), stable=False),
+        S(NC(m(4, 3), "t"), 1),
+        S(m()),
+        S(m(0, 3), 0),
+    ]
+
+
+def topk_samples(m, rng):
+    return [
+        S(m(3, 5), 2),
+        S(m(3, 5), 3, 0, largest=False),
+        S(m(2, 3, 4), 4, -1),
+        S(m(200), 3),  # ATen's partial_sort path (k * 64 <= n)
+        S(NC(m(4, 3), "t"), 1, 0),
+        S(m(3, 4), 0),
+        S(m(), 1),
+    ]
+
+
+def kthvalue_samples(m, rng):
+    return [
+        S(m(3, 5), 2),
+        S(m(3, 5), 3, 0, keepdim=True),
+        S(m(2, 3, 4), 4, -1),
+        S(NC(m(4, 3), "t"), 1, 0),
+        S(m(), 1),
+    ]
+
+
+def median_dim_samples(m, rng):
+    return [
+        S(m(3, 5), 1),
+        S(m(4, 3), 0, keepdim=True),
+        S(m(2, 3, 4), -1),
+        S(NC(m(4, 3), "t"), 1),
+        S(m(), 0),
+    ]
+
+
+def median_samples(m, rng):
+    return [S(m(3, 4)), S(m(5)), S(m()), S(NC(m(4, 3), "t"))]
+
+
+
+# ---- the scatter family: scatter's samples write each position once (an overwritten
+# src element has no gradient in finite differences)
+
+
+def _scatter_ref(a, dim, idx, src, add=False):
+    out = np.array(a, dtype=np.float64, copy=True)
+    for pos in np.ndindex(*idx.shape):
+        t = list(pos)
+        t[dim] = idx[pos]
+        v = src[pos] if isinstance(src, np.ndarray) else src
+        if add:
+            out[tuple(t)] += v
+        else:
+            out[tuple(t)] = v
+    return out
+
+
+def _index_add_ref(a, dim, idx, src, alpha=1):
+    out = np.array(a, dtype=np.float64, copy=True)
+    for t, i in enumerate(idx.reshape(-1)):
+        sl = (slice(None),) * dim + (i,)
+        out[sl] += alpha * (np.take(src, t, axis=dim) if src.ndim else src)
+    return out
+
+
+def _index_copy_ref(a, dim, idx, src):
+    out = np.array(a, dtype=np.float64, copy=True)
+    for t, i in enumerate(idx.reshape(-1)):
+        out[(slice(None),) * dim + (i,)] = np.take(src, t, axis=dim) if src.ndim else src
+    return out
+
+
+def _index_fill_ref(a, dim, idx, v):
+    out = np.array(a, dtype=np.float64, copy=True)
+    for i in idx.reshape(-1):
+        out[(slice(None),) * dim + (i,)] = v
+    return out
+
+
+def _i64(x):
+    return np.array(x, dtype=np.int64)
+
+
+def scatter_samples(m, rng):
+    # (src of the index's shape: a larger src's gradient is the index's shape, which
+    # torch's engine refuses as rgrad's does; forward only)
+    return [
+        S(m(3, 4), 1, _i64([[0, 2], [3, 1], [1, 0]]), m(3, 2)),
+        S(m(3, 4), 0, _i64([[2, 0, 1, 1]]), m(1, 4)),
+        S(m(2, 3, 4), -1, _i64([[[3, 0]], [[1, 2]]]), m(2, 1, 2)),
+        S(NC(m(4, 3), "t"), 1, _i64([[1], [0], [3]]), m(3, 1)),
+        S(m(3, 4), 1, _i64([[0, 2], [3, 1], [1, 0]]), m(3, 3)).fwd("src larger than the index"),
+    ]
+
+
+def scatter_add_samples(m, rng):
+    return scatter_samples(m, rng) + [S(m(3, 4), 1, _i64([[0, 0, 0], [3, 1, 3], [2, 2, 1]]), m(3, 3))]
+
+
+def scatter_value_samples(m, rng):
+    return [S(m(3, 4), 1, _i64([[0, 2], [3, 3], [1, 0]]), 1.5), S(m(2, 3), 0, _i64([[1, 0, 1]]), -2.0)]
+
+
+def index_add_samples(m, rng):
+    return [
+        S(m(4, 3), 0, _i64([3, 0, 3]), m(3, 3)),
+        S(m(4, 3), 1, _i64([2, 0]), m(4, 2), alpha=2.5),
+        S(m(5), 0, _i64([4, 4, 1]), m(3)),
+        S(NC(m(3, 4), "t"), 1, _i64([1, 2, 1]), m(4, 3)),
+        S(m(4, 3), 0, np.zeros(0, dtype=np.int64), m(0, 3)),
+    ]
+
+
+def index_copy_samples(m, rng):
+    return [
+        S(m(4, 3), 0, _i64([3, 0]), m(2, 3)),
+        S(m(4, 3), 1, _i64([2, 0]), m(4, 2)),
+        S(m(5), 0, _i64([4, 1]), m(2)),
+        S(NC(m(3, 4), "t"), 1, _i64([1, 2]), m(4, 2)),
+    ]
+
+
+def index_fill_samples(m, rng):
+    return [
+        S(m(4, 3), 0, _i64([3, 0, 3]), 1.5),
+        S(m(4, 3), 1, _i64([2, -1]), -0.5),
+        S(NC(m(3, 4), "t"), 1, _i64([1]), 2.0),
+    ]
+
+
+def masked_select_samples(m, rng):
+    return [
+        S(m(3, 4), np.array([[True, False, True, True], [False] * 4, [True, False, False, True]])),
+        S(m(3, 4), np.array([True, False, True, False])).bc(),
+        S(m(4), np.array([[True, False, True, False], [False, True, True, False]])).bc(),
+        S(NC(m(4, 3), "t"), np.array([[True, False, True, False]] * 3)),
+        S(m(), np.array(True)),
+    ]
+
+
+def take_along_dim_samples(m, rng):
+    return [
+        S(m(3, 4), _i64([[0, 3], [1, 1], [2, 0]]), 1),
+        S(m(3, 4), _i64([[2, 0, 1, 1]]), 0),
+        S(m(3, 4), _i64([[0], [3], [1]]), -1),
+        S(m(3, 4), _i64([5, 0, 11])),
+        S(NC(m(4, 3), "t"), _i64([[1, 2]]), 1),
+    ]
+
+
+def _take_along_dim_ref(a, idx, dim=None):
+    if dim is None:
+        return a.reshape(-1)[idx.reshape(-1)]
+    return np.take_along_axis(a, idx, axis=dim)
+
+
+def nonzero_samples(m, rng):
+    return [
+        S(np.array([[1.0, 0.0, 2.0], [0.0, 0.0, -1.0]])),
+        S(np.array([0.0, 3.0, 0.0, 4.0])),
+        S(np.zeros((2, 0))),
+        S(np.array([[0.0, 0.0]])),
+    ]
+
+
 def masked_fill_samples(m, rng):
     return [
         S(m(3, 4), m.mask(3, 4), 0.5),
@@ -1774,6 +1989,68 @@ def build_op_db(T) -> list[OpInfo]:
                         S(NC(m(4, 3), "t"), 2, dim=1)])
     add("Tensor.chunk", lambda a, c, **kw: a.chunk(c, **kw), _chunk_ref, lambda m, rng: [S(m(4, 3), 2)])
     add("__getitem__", lambda a, idx: a[idx], lambda a, idx: a[idx], getitem_samples)
+    _pair = lambda r: (r.values, r.indices)  # noqa: E731
+    add("sort", lambda a, *args, **kw: _pair(T.sort(a, *args, **kw)), _sort_ref, sort_samples)
+    add("Tensor.sort", lambda a, *args, **kw: tuple(a.sort(*args, **kw)), _sort_ref,
+        lambda m, rng: sort_samples(m, rng)[:4])
+    add("argsort", lambda a, *args, **kw: T.argsort(a, *args, **kw), lambda *a, **kw: _sort_ref(*a, **kw)[1],
+        sort_samples, supports_grad=False, supports_gradgrad=False)
+    add("Tensor.argsort", lambda a, *args, **kw: a.argsort(*args, **kw), lambda *a, **kw: _sort_ref(*a, **kw)[1],
+        lambda m, rng: sort_samples(m, rng)[:4], supports_grad=False, supports_gradgrad=False)
+    add("msort", lambda a: T.msort(a), lambda a: np.sort(a, axis=0),
+        lambda m, rng: [S(m(3, 4)), S(m(5)), S(NC(m(4, 3), "t"))])
+    add("Tensor.msort", lambda a: a.msort(), lambda a: np.sort(a, axis=0), lambda m, rng: [S(m(3, 4))])
+    add("topk", lambda a, *args, **kw: _pair(T.topk(a, *args, **kw)), _topk_ref, topk_samples)
+    add("Tensor.topk", lambda a, *args, **kw: tuple(a.topk(*args, **kw)), _topk_ref,
+        lambda m, rng: topk_samples(m, rng)[:3])
+    add("kthvalue", lambda a, *args, **kw: _pair(T.kthvalue(a, *args, **kw)), _kthvalue_ref, kthvalue_samples)
+    add("Tensor.kthvalue", lambda a, *args, **kw: tuple(a.kthvalue(*args, **kw)), _kthvalue_ref,
+        lambda m, rng: kthvalue_samples(m, rng)[:3])
+    add("median", lambda a: T.median(a), _median_ref, median_samples)
+    add("Tensor.median", lambda a: a.median(), _median_ref, lambda m, rng: median_samples(m, rng)[:2])
+    add("median.dim", lambda a, *args, **kw: _pair(T.median(a, *args, **kw)), _median_dim_ref, median_dim_samples)
+    add("Tensor.median.dim", lambda a, *args, **kw: tuple(a.median(*args, **kw)), _median_dim_ref,
+        lambda m, rng: median_dim_samples(m, rng)[:3])
+    add("scatter", lambda a, d, idx, src: T.scatter(a, d, idx, src), _scatter_ref, scatter_samples)
+    add("Tensor.scatter", lambda a, d, idx, src: a.scatter(d, idx, src), _scatter_ref,
+        lambda m, rng: scatter_samples(m, rng)[:4], inplace="scatter_")
+    add("scatter.value", lambda a, d, idx, v: T.scatter(a, d, idx, v), _scatter_ref, scatter_value_samples)
+    add("Tensor.scatter.value", lambda a, d, idx, v: a.scatter(d, idx, v), _scatter_ref, scatter_value_samples,
+        inplace="scatter_")
+    add("scatter_add", lambda a, d, idx, src: T.scatter_add(a, d, idx, src),
+        lambda *a: _scatter_ref(*a, add=True), scatter_add_samples)
+    add("Tensor.scatter_add", lambda a, d, idx, src: a.scatter_add(d, idx, src),
+        lambda *a: _scatter_ref(*a, add=True), lambda m, rng: scatter_add_samples(m, rng)[-2:],
+        inplace="scatter_add_")
+    add("index_add", lambda a, d, idx, src, **kw: T.index_add(a, d, idx, src, **kw), _index_add_ref,
+        index_add_samples)
+    add("Tensor.index_add", lambda a, d, idx, src, **kw: a.index_add(d, idx, src, **kw), _index_add_ref,
+        lambda m, rng: index_add_samples(m, rng)[:3], inplace="index_add_")
+    add("index_copy", lambda a, d, idx, src: T.index_copy(a, d, idx, src), _index_copy_ref, index_copy_samples)
+    add("Tensor.index_copy", lambda a, d, idx, src: a.index_copy(d, idx, src), _index_copy_ref,
+        lambda m, rng: index_copy_samples(m, rng)[:3], inplace="index_copy_")
+    add("index_fill", lambda a, d, idx, v: T.index_fill(a, d, idx, v), _index_fill_ref, index_fill_samples)
+    add("Tensor.index_fill", lambda a, d, idx, v: a.index_fill(d, idx, v), _index_fill_ref, index_fill_samples,
+        inplace="index_fill_")
+    add("masked_select", lambda a, mask: T.masked_select(a, mask),
+        lambda a, mask: np.broadcast_to(a, np.broadcast_shapes(a.shape, mask.shape))[
+            np.broadcast_to(mask, np.broadcast_shapes(a.shape, mask.shape))], masked_select_samples)
+    add("Tensor.masked_select", lambda a, mask: a.masked_select(mask), lambda a, mask: a[mask],
+        lambda m, rng: masked_select_samples(m, rng)[:1])
+    add("take_along_dim", lambda a, idx, *d: T.take_along_dim(a, idx, *d), _take_along_dim_ref,
+        take_along_dim_samples)
+    add("Tensor.take_along_dim", lambda a, idx, *d: a.take_along_dim(idx, *d), _take_along_dim_ref,
+        lambda m, rng: take_along_dim_samples(m, rng)[:2])
+    add("nonzero", lambda a: T.nonzero(a), lambda a: np.argwhere(a).astype(np.int64), nonzero_samples,
+        supports_grad=False, supports_gradgrad=False)
+    add("Tensor.nonzero", lambda a: a.nonzero(), lambda a: np.argwhere(a).astype(np.int64),
+        lambda m, rng: nonzero_samples(m, rng)[:2], supports_grad=False, supports_gradgrad=False)
+    add("nonzero.as_tuple", lambda a: T.nonzero(a, as_tuple=True), lambda a: tuple(np.nonzero(a)),
+        nonzero_samples, supports_grad=False, supports_gradgrad=False)
+    add("argwhere", lambda a: T.argwhere(a), lambda a: np.argwhere(a).astype(np.int64), nonzero_samples,
+        supports_grad=False, supports_gradgrad=False)
+    add("Tensor.argwhere", lambda a: a.argwhere(), lambda a: np.argwhere(a).astype(np.int64),
+        lambda m, rng: nonzero_samples(m, rng)[:2], supports_grad=False, supports_gradgrad=False)
     add("gather", lambda a, d, idx: T.gather(a, d, idx), _gather_ref, gather_samples)
     add("gather.kwargs", lambda a, d, idx: T.gather(a, dim=d, index=idx), _gather_ref,
         lambda m, rng: gather_samples(m, rng)[:1])

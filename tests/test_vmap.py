@@ -1614,3 +1614,56 @@ def test_ops_a_vmap_of_grad():
         ours = vmap(rgrad.func.grad(f))(x)
     expected = rgrad.stack([rgrad.func.grad(f)(x[i]) for i in range(x.shape[0])])
     assert rgrad.allclose(ours, expected, rtol=1e-10, atol=1e-12)
+# Ordering ops (sort, argsort, msort, topk, kthvalue, median): the dim moved past the batch
+# ---------------------------------------------------------------------------------------
+
+_ORDERING_CALLS = [
+    lambda t: t.sort(), lambda t: t.sort(0, True), lambda t: rgrad.sort(t, dim=-1, stable=True),
+    lambda t: t.argsort(0), lambda t: rgrad.argsort(t, descending=True), lambda t: t.msort(),
+    lambda t: rgrad.msort(t), lambda t: t.topk(2), lambda t: rgrad.topk(t, 1, 0, largest=False),
+    lambda t: t.kthvalue(2, 0), lambda t: rgrad.kthvalue(t, 1, keepdim=True), lambda t: t.median(1),
+    lambda t: rgrad.median(t, 0, True), lambda t: t.median(), lambda t: rgrad.median(t),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_ORDERING_CALLS)))
+@pytest.mark.parametrize("in_dim", [0, 1, -1])
+def test_ordering_ops(i, in_dim):
+    check(_ORDERING_CALLS[i], _batched((3, 2), in_dim), in_dims=in_dim)
+
+
+# ---------------------------------------------------------------------------------------
+# The scatter family: batched self, index, src / source in any combination
+# ---------------------------------------------------------------------------------------
+
+_IDX = rgrad.tensor([[0, 1], [1, 0], [2, 2]])
+_ROWS = rgrad.tensor([2, 0])
+
+
+_SCATTER_CALLS = [  # (call, writes an unbatched self in place when only src is batched)
+    (lambda t, s: t.scatter(1, _IDX, s), False), (lambda t, s: rgrad.scatter_add(t, 1, _IDX, s), False),
+    (lambda t, s: t.scatter(0, _IDX[:2], 2.5) + s.sum(), False), (lambda t, s: t.clone().scatter_(1, _IDX, s), True),
+    (lambda t, s: t.clone().scatter_add_(1, _IDX, s), True),
+    (lambda t, s: t.index_add(1, _ROWS, s, alpha=2), False), (lambda t, s: rgrad.index_copy(t, 1, _ROWS, s), False),
+    (lambda t, s: t.clone().index_add_(1, _ROWS, s), True), (lambda t, s: t.clone().index_copy_(1, _ROWS, s), True),
+    (lambda t, s: t.index_fill(1, _ROWS, -1.0) * s.sum(), False),
+    (lambda t, s: t.clone().index_fill_(0, _ROWS, 3.0) + s[0, 0], False),
+    (lambda t, s: rgrad.take_along_dim(t, _IDX, 1) + s, False),
+    (lambda t, s: t.take_along_dim(_IDX.reshape(-1)).sum() + s, False),
+]
+
+
+@pytest.mark.parametrize("which", ["self", "src", "both"])
+@pytest.mark.parametrize("i", range(len(_SCATTER_CALLS)))
+def test_scatter_family(i, which):
+    call, writes_unbatched = _SCATTER_CALLS[i]
+    t, s = _rand((B, 3, 3)), _rand((B, 3, 2))
+    if which == "self":
+        check(call, t, s[0], in_dims=(0, None))
+    elif which == "src" and not writes_unbatched:
+        check(call, t[0], s, in_dims=(None, 0))
+    elif which == "src":  # vmap's in-place error, as torch's
+        with pytest.raises(RuntimeError, match="being vmapped over but `self` not being vmapped"):
+            rgrad.vmap(call, in_dims=(None, 0))(t[0], s)
+    elif which == "both":
+        check(call, t, s, in_dims=(0, 0))

@@ -1,7 +1,23 @@
-"""Named tuples returned by reductions that give (values, indices), as torch.return_types."""
+"""Named tuples returned by ops that give (values, indices), as torch.return_types."""
 
 from collections import namedtuple
 
 max = namedtuple("max", ["values", "indices"])  # noqa: A001
 min = namedtuple("min", ["values", "indices"])  # noqa: A001
 max.__module__ = min.__module__ = "rgrad.return_types"
+
+
+def _structseq(name: str) -> type:
+    """A (values, indices) named tuple printed as torch prints its return types."""
+    base = namedtuple(name, ["values", "indices"])
+
+    def __repr__(self) -> str:
+        return f"rgrad.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "rgrad.return_types"})
+
+
+sort = _structseq("sort")
+topk = _structseq("topk")
+kthvalue = _structseq("kthvalue")
+median = _structseq("median")

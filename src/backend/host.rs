@@ -5,6 +5,7 @@
 //! copied down first ([`read`]).
 
 pub use super::cpu::index::{index_list, index_values, nonzero};
+pub use super::cpu::sort::Select;
 
 /// `buf` in host memory: itself, or a device buffer's copy (which waits for its stream).
 /// Refused while a step is recorded (`replay`): values read on the host plan work that a
@@ -100,4 +101,16 @@ pub fn non_finite(buf: &crate::storage::Buffer, layout: &crate::layout::Layout) 
             Err(_) => (false, false),
         },
     }
+}
+
+/// The indices sort / topk / kthvalue / median choose along `dim` (ATen's CPU order, ties
+/// and NaNs included; `cpu::sort`), read on the host whatever the device.
+pub fn select_indices(
+    buf: &crate::storage::Buffer,
+    layout: &crate::layout::Layout,
+    dim: usize,
+    sel: Select,
+) -> crate::Result<Vec<i64>> {
+    let h = read(buf)?;
+    Ok(super::cpu::sort::select_indices(&h, layout, dim, sel))
 }

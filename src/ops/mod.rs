@@ -41,10 +41,12 @@ pub mod rebase;
 pub mod reduce;
 pub mod reorder;
 pub mod scan;
+pub mod scatter;
 pub mod select;
 pub mod selection;
 pub mod shape;
 pub mod softmax;
+pub mod sort;
 pub mod special;
 pub mod subscript;
 pub(crate) mod table;
@@ -69,10 +71,12 @@ pub use rebase::*;
 pub use reduce::*;
 pub use reorder::*;
 pub use scan::*;
+pub use scatter::*;
 pub use select::*;
 pub use selection::{SelectBackward, SelectOp};
 pub use shape::*;
 pub use softmax::*;
+pub use sort::*;
 pub use special::*;
 pub use subscript::*;
 pub use triangle::*;
@@ -102,6 +106,10 @@ crate::backward_ops! {
     VarBackward0, StdBackward0, NormBackward0,
     // minmax.rs
     MaxBackward0, AmaxBackward0,
+    // scatter.rs
+    ScatterFamilyBackward, MaskedSelectBackward0,
+    // sort.rs
+    SelectAlongBackward, MedianBackward0,
     // softmax.rs
     SoftmaxBackward0, LogSoftmaxBackward0,
     // shape.rs

@@ -19,6 +19,7 @@ mod tensor_arith;
 mod tensor_autograd;
 mod tensor_index;
 mod tensor_ops_a;
+mod tensor_ops_b;
 mod tensor_reduce;
 mod tensor_shape;
 mod unary;

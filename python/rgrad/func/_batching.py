@@ -35,6 +35,7 @@ from rgrad.func._batching_common import (
     _other_batched,
     _pad,
 )
+from rgrad.func._batching_ops_b import RULES_B
 from rgrad.func._batching_nn import _addmm, _class_loss, _linear, _matmul, _mse_loss, _outer
 from rgrad.func._batching_random import RANDOM_INPLACE, RANDOM_OPS, _random_rule, random_entry
 from rgrad.func._batching_ops_a import RULES_A
@@ -368,6 +369,7 @@ TABLE.update({
 })
 TABLE.update({n: _random_rule for n in RANDOM_OPS})
 TABLE.update(RULES_A)
+TABLE.update(RULES_B)
 del _n
 
 INPLACE.update(n for n in (*UNARY_INPLACE, *BINARY_INPLACE, "zero_", "detach_", "fill_", "masked_fill_",

@@ -17,6 +17,7 @@ pub mod nn;
 pub mod random;
 pub mod reduce;
 pub mod scan;
+pub mod sort;
 pub mod special;
 pub mod strided;
 pub mod topk;

@@ -20,15 +20,14 @@ pub(crate) fn topk_indices(keys: &[f64], k: usize) -> Vec<usize> {
 
 /// libstdc++'s sorting algorithms (bits/stl_algo.h, stl_heap.h), index-based, for the tie
 /// order of ATen's topk. Ranges are [first, last) of `v`.
-mod stl {
-    type E = (f64, usize);
+pub(crate) mod stl {
     const THRESHOLD: usize = 16;
 
-    fn lg(n: usize) -> usize {
+    pub(crate) fn lg(n: usize) -> usize {
         (usize::BITS - 1 - n.leading_zeros()) as usize
     }
 
-    fn move_median_to_first<C: Fn(&E, &E) -> bool>(
+    fn move_median_to_first<E: Copy, C: Fn(&E, &E) -> bool>(
         v: &mut [E],
         r: usize,
         a: usize,
@@ -54,7 +53,7 @@ mod stl {
         v.swap(r, pick);
     }
 
-    fn unguarded_partition<C: Fn(&E, &E) -> bool>(
+    fn unguarded_partition<E: Copy, C: Fn(&E, &E) -> bool>(
         v: &mut [E],
         mut first: usize,
         mut last: usize,
@@ -77,7 +76,7 @@ mod stl {
         }
     }
 
-    fn unguarded_partition_pivot<C: Fn(&E, &E) -> bool>(
+    fn unguarded_partition_pivot<E: Copy, C: Fn(&E, &E) -> bool>(
         v: &mut [E],
         first: usize,
         last: usize,
@@ -88,7 +87,11 @@ mod stl {
         unguarded_partition(v, first + 1, last, first, comp)
     }
 
-    fn unguarded_linear_insert<C: Fn(&E, &E) -> bool>(v: &mut [E], mut last: usize, comp: &C) {
+    fn unguarded_linear_insert<E: Copy, C: Fn(&E, &E) -> bool>(
+        v: &mut [E],
+        mut last: usize,
+        comp: &C,
+    ) {
         let val = v[last];
         let mut next = last - 1;
         while comp(&val, &v[next]) {
@@ -99,7 +102,12 @@ mod stl {
         v[last] = val;
     }
 
-    fn insertion_sort<C: Fn(&E, &E) -> bool>(v: &mut [E], first: usize, last: usize, comp: &C) {
+    fn insertion_sort<E: Copy, C: Fn(&E, &E) -> bool>(
+        v: &mut [E],
+        first: usize,
+        last: usize,
+        comp: &C,
+    ) {
         if first == last {
             return;
         }
@@ -114,7 +122,7 @@ mod stl {
         }
     }
 
-    fn final_insertion_sort<C: Fn(&E, &E) -> bool>(
+    fn final_insertion_sort<E: Copy, C: Fn(&E, &E) -> bool>(
         v: &mut [E],
         first: usize,
         last: usize,
@@ -130,7 +138,7 @@ mod stl {
         }
     }
 
-    fn introsort_loop<C: Fn(&E, &E) -> bool>(
+    fn introsort_loop<E: Copy, C: Fn(&E, &E) -> bool>(
         v: &mut [E],
         first: usize,
         mut last: usize,
@@ -149,14 +157,14 @@ mod stl {
         }
     }
 
-    pub fn sort<C: Fn(&E, &E) -> bool>(v: &mut [E], first: usize, last: usize, comp: &C) {
+    pub fn sort<E: Copy, C: Fn(&E, &E) -> bool>(v: &mut [E], first: usize, last: usize, comp: &C) {
         if last > first {
             introsort_loop(v, first, last, 2 * lg(last - first), comp);
             final_insertion_sort(v, first, last, comp);
         }
     }
 
-    pub fn nth_element<C: Fn(&E, &E) -> bool>(
+    pub fn nth_element<E: Copy, C: Fn(&E, &E) -> bool>(
         v: &mut [E],
         mut first: usize,
         nth: usize,
@@ -184,7 +192,7 @@ mod stl {
         insertion_sort(v, first, last, comp);
     }
 
-    fn push_heap<C: Fn(&E, &E) -> bool>(
+    fn push_heap<E: Copy, C: Fn(&E, &E) -> bool>(
         v: &mut [E],
         first: usize,
         mut hole: usize,
@@ -203,7 +211,7 @@ mod stl {
         v[first + hole] = val;
     }
 
-    fn adjust_heap<C: Fn(&E, &E) -> bool>(
+    fn adjust_heap<E: Copy, C: Fn(&E, &E) -> bool>(
         v: &mut [E],
         first: usize,
         mut hole: usize,
@@ -229,7 +237,7 @@ mod stl {
         push_heap(v, first, hole, top, val, comp);
     }
 
-    fn make_heap<C: Fn(&E, &E) -> bool>(v: &mut [E], first: usize, last: usize, comp: &C) {
+    fn make_heap<E: Copy, C: Fn(&E, &E) -> bool>(v: &mut [E], first: usize, last: usize, comp: &C) {
         let len = last - first;
         if len < 2 {
             return;
@@ -245,7 +253,7 @@ mod stl {
         }
     }
 
-    fn pop_heap<C: Fn(&E, &E) -> bool>(
+    fn pop_heap<E: Copy, C: Fn(&E, &E) -> bool>(
         v: &mut [E],
         first: usize,
         last: usize,
@@ -257,7 +265,7 @@ mod stl {
         adjust_heap(v, first, 0, last - first, val, comp);
     }
 
-    fn heap_select<C: Fn(&E, &E) -> bool>(
+    fn heap_select<E: Copy, C: Fn(&E, &E) -> bool>(
         v: &mut [E],
         first: usize,
         middle: usize,
@@ -272,7 +280,7 @@ mod stl {
         }
     }
 
-    pub fn partial_sort<C: Fn(&E, &E) -> bool>(
+    pub fn partial_sort<E: Copy, C: Fn(&E, &E) -> bool>(
         v: &mut [E],
         first: usize,
         middle: usize,

@@ -1,0 +1,784 @@
+//! Writes along a dim: scatter (a tensor or a number), scatter_add, index_add,
+//! index_copy, index_fill (out of place; their in-place forms commit these through
+//! `inplace`), and masked_select. Each computes the flat positions it writes on the host
+//! (index values checked with torch's messages) and runs the backend's `index_put` (with
+//! `accumulate` for the adds), which writes them in index order as ATen's CPU loops do.
+
+use super::elementwise::{Saver, grad0};
+use super::{apply, new_tensor};
+use crate::autograd::function::{Backward, BackwardCtx, Grads, SavedField};
+use crate::backend::{self as k, host};
+use crate::dtype::{DType, Scalar};
+use crate::layout::Layout;
+use crate::ops::*;
+use crate::shape::{Shape, contiguous_strides, fmt_shape, wrap_dim};
+use crate::storage::Buffer;
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+use std::borrow::Cow;
+
+/// A layout of at least one dim (a 0-d tensor as one element).
+fn at_least_1d(l: &Layout) -> Layout {
+    if l.ndim() == 0 {
+        Layout {
+            shape: smallvec::smallvec![1],
+            strides: smallvec::smallvec![1],
+            offset: l.offset,
+        }
+    } else {
+        l.clone()
+    }
+}
+
+/// The values of an int64 index, row-major, each checked to lie in `[0, size)` (torch's
+/// RuntimeError naming the index, the dim and the size).
+fn checked_index(index: &Tensor, size: usize, dim: usize) -> Result<Vec<i64>> {
+    checked_index_as(index, size, dim, Bounds::Runtime)
+}
+
+/// How an op reports (and whether it wraps) an index out of range.
+#[derive(Clone, Copy, PartialEq)]
+enum Bounds {
+    /// scatter, index_add: RuntimeError, no wrapping.
+    Runtime,
+    /// index_copy: IndexError prefixed with its name, no wrapping.
+    Copy,
+    /// index_fill: negatives count from the end; IndexError.
+    Wrap,
+}
+
+fn checked_index_as(index: &Tensor, size: usize, dim: usize, rule: Bounds) -> Result<Vec<i64>> {
+    let s = index.snapshot();
+    let r = s.storage.read();
+    let h = host::read(&r)?;
+    let Buffer::I64(v) = &*h else {
+        return Err(Error::Internal("index buffer is not int64".into()));
+    };
+    host::index_values(v, &s.layout, size, rule == Bounds::Wrap)
+        .map(Cow::into_owned)
+        .map_err(|i| {
+            let msg = format!("index {i} is out of bounds for dimension {dim} with size {size}");
+            match rule {
+                Bounds::Runtime => Error::runtime(msg),
+                Bounds::Copy => Error::index(format!("index_copy_(): {msg}")),
+                Bounds::Wrap => Error::index(msg),
+            }
+        })
+}
+
+/// The flat row-major positions in a tensor of shape `xshape` of the elements of shape
+/// `vshape` (row-major), each at its own coordinates except along `d`, where `target(k,
+/// m_d)` (element k, coordinate m_d) gives the coordinate it goes to.
+fn positions(
+    xshape: &[usize],
+    vshape: &[usize],
+    d: usize,
+    target: impl Fn(usize, usize) -> i64,
+) -> Vec<i64> {
+    let xs = contiguous_strides(xshape);
+    let vs = contiguous_strides(vshape);
+    let n = crate::shape::numel(vshape);
+    let mut out = Vec::with_capacity(n);
+    for k in 0..n {
+        let mut p = 0i64;
+        for j in 0..vshape.len() {
+            let m = (k / vs[j]) % vshape[j].max(1);
+            let c = if j == d { target(k, m) } else { m as i64 };
+            p += c * xs[j] as i64;
+        }
+        out.push(p);
+    }
+    out
+}
+
+/// `x` with `values` (over `lv`, in x's dtype) written at `pos` (added with
+/// `accumulate`): a new contiguous buffer of x's shape.
+fn put(
+    x: &Tensor,
+    pos: &[i64],
+    values: &Tensor,
+    lv: Option<Layout>,
+    accumulate: bool,
+) -> Result<Tensor> {
+    let xs = x.snapshot();
+    let mut vs = values.snapshot();
+    if std::sync::Arc::ptr_eq(&xs.storage, &vs.storage) {
+        // (one storage read twice: the values copied first)
+        vs = clone_row_major(&values.detach())?.snapshot();
+    }
+    let lv = lv.unwrap_or_else(|| vs.layout.clone());
+    let lx = at_least_1d(&xs.layout);
+    let out = {
+        let xb = xs.storage.read();
+        let vb = vs.storage.read();
+        k::index_put(&xb, &lx, x.dtype(), pos, &vb, &lv, accumulate)?
+    };
+    Ok(new_tensor(out, &xs.layout.shape))
+}
+
+/// `n` copies of `v` in `dtype` on `x`'s device, as a tensor of shape `shape`.
+fn filled(x: &Tensor, shape: &[usize], v: Scalar) -> Result<Tensor> {
+    let n = crate::shape::numel(shape);
+    let buf = k::on(x.device())?.full(x.dtype(), n, v)?;
+    Ok(new_tensor(buf, shape))
+}
+
+fn dims1(t: &Tensor) -> usize {
+    t.ndim().max(1)
+}
+
+fn shape1(t: &Tensor) -> Shape {
+    let s = t.shape();
+    if s.is_empty() {
+        smallvec::smallvec![1]
+    } else {
+        s
+    }
+}
+
+/// torch's scatter/gather checks of `index` against `x` (and `src`): the index's dtype,
+/// the ranks, and sizes no larger than x's apart from `d` (no larger than src's at all).
+fn scatter_checks(
+    name: &str,
+    x: &Tensor,
+    d: usize,
+    index: &Tensor,
+    src: Option<&Tensor>,
+) -> Result<()> {
+    if index.dtype() != DType::I64 {
+        // (torch's message names scatter for scatter_add too)
+        return Err(Error::runtime(
+            "scatter(): Expected dtype int32/int64 for index",
+        ));
+    }
+    if let Some(s) = src
+        && s.dtype() != x.dtype()
+    {
+        return Err(Error::runtime(format!(
+            "{name}(): Expected self.dtype to be equal to src.dtype"
+        )));
+    }
+    if dims1(index) != dims1(x) {
+        return Err(Error::runtime(
+            "Index tensor must have the same number of dimensions as self tensor",
+        ));
+    }
+    if let Some(s) = src {
+        // (torch wraps the dim against src too)
+        wrap_dim(d as i64, s.ndim())?;
+    }
+    if let Some(s) = src
+        && dims1(index) != dims1(s)
+    {
+        return Err(Error::runtime(
+            "Index tensor must have the same number of dimensions as src tensor",
+        ));
+    }
+    if index.numel() == 0 {
+        return Ok(());
+    }
+    let (is, xs) = (shape1(index), shape1(x));
+    let bad_self = is
+        .iter()
+        .zip(&xs)
+        .enumerate()
+        .any(|(j, (&a, &b))| j != d && a > b);
+    match src {
+        Some(s) => {
+            let ss = shape1(s);
+            if bad_self || is.iter().zip(&ss).any(|(&a, &b)| a > b) {
+                return Err(Error::runtime(format!(
+                    "Expected index {} to be no larger than self {} apart from dimension {d} and to be no larger size than src {}",
+                    fmt_shape(&index.shape()),
+                    fmt_shape(&x.shape()),
+                    fmt_shape(&s.shape())
+                )));
+            }
+        }
+        None if bad_self => {
+            return Err(Error::runtime(format!(
+                "Expected index {} to be no larger than self {} apart from dimension {d}",
+                fmt_shape(&index.shape()),
+                fmt_shape(&x.shape())
+            )));
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// The positions scatter writes: index element k goes to its own coordinates with
+/// `index[k]` along `d`.
+fn scatter_positions(x: &Tensor, d: usize, index: &Tensor) -> Result<Vec<i64>> {
+    let xs = shape1(x);
+    let idx = checked_index(index, xs[d], d)?;
+    Ok(positions(&xs, &shape1(index), d, |k, _| idx[k]))
+}
+
+/// `src` restricted to the index's shape (its first elements along every dim).
+fn src_layout(src: &Tensor, index: &Tensor) -> Layout {
+    let l = at_least_1d(&src.layout());
+    Layout {
+        shape: shape1(index),
+        strides: l.strides,
+        offset: l.offset,
+    }
+}
+
+/// `x.scatter(dim, index, src)` (`add`: `scatter_add`).
+pub fn scatter(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, add: bool) -> Result<Tensor> {
+    let name = if add { "scatter_add" } else { "scatter" };
+    let d = wrap_dim(dim, x.ndim())?;
+    scatter_checks(name, x, d, index, Some(src))?;
+    let pos = scatter_positions(x, d, index)?;
+    let lv = src_layout(src, index);
+    let kind = if add {
+        ScatterKind::ScatterAdd
+    } else {
+        ScatterKind::Scatter0
+    };
+    apply(
+        if add {
+            "aten::scatter_add"
+        } else {
+            "aten::scatter"
+        },
+        &[x, src],
+        || put(&x.detach(), &pos, &src.detach(), Some(lv), add),
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, index);
+            (ScatterFamilyBackward::new(kind, d, x, src), sv.list)
+        },
+    )
+}
+
+/// `x.scatter(dim, index, value)` with a number.
+pub fn scatter_value(x: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    let d = wrap_dim(dim, x.ndim())?;
+    scatter_checks("scatter", x, d, index, None)?;
+    let pos = scatter_positions(x, d, index)?;
+    apply(
+        "aten::scatter",
+        &[x],
+        || {
+            let v = filled(x, &shape1(index), value)?;
+            put(&x.detach(), &pos, &v, None, false)
+        },
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, index);
+            (
+                ScatterFamilyBackward::new(ScatterKind::Scatter1, d, x, x),
+                sv.list,
+            )
+        },
+    )
+}
+
+/// The 1-D (or 0-d) index of index_add / index_copy / index_fill, checked against x's
+/// size along `d` (torch's out-of-bounds RuntimeError).
+fn vector_index(name: &str, index: &Tensor) -> Result<()> {
+    if index.ndim() > 1 {
+        return Err(Error::index(format!(
+            "{name}(): Index is supposed to be a vector, but got dim: {} with type: {} and size: {}",
+            index.ndim(),
+            index.dtype().scalar_type_name(),
+            fmt_shape(&index.shape())
+        )));
+    }
+    if index.dtype() != DType::I64 {
+        return Err(Error::runtime(format!(
+            "{name}(): Expected dtype int32/int64 for index but got: {}",
+            index.dtype().scalar_type_name()
+        )));
+    }
+    Ok(())
+}
+
+/// index_add's and index_copy's checks of `source` against `x` along `d`.
+fn source_checks(name: &str, x: &Tensor, d: usize, index: &Tensor, source: &Tensor) -> Result<()> {
+    vector_index(name, index)?;
+    if x.dtype() != source.dtype() {
+        return Err(Error::runtime(format!(
+            "{name}(): self ({}) and source ({}) must have the same scalar type",
+            x.dtype().scalar_type_name(),
+            source.dtype().scalar_type_name()
+        )));
+    }
+    if !(d == 0 || d < source.ndim()) {
+        return Err(Error::index(format!(
+            "{name}(): Indexing dim {d} is out of bounds of the source tensor with dim {}",
+            source.ndim()
+        )));
+    }
+    let ss = source.shape();
+    let n = if ss.is_empty() { 1 } else { ss[d] };
+    if index.numel() != n {
+        return Err(Error::runtime(format!(
+            "{name}(): Number of indices ({}) should be equal to source.size(dim): ({n}), for dim: {d}",
+            index.numel()
+        )));
+    }
+    let xs = x.shape();
+    let same = ss.len() == xs.len()
+        && ss
+            .iter()
+            .zip(&xs)
+            .enumerate()
+            .all(|(j, (a, b))| j == d || a == b);
+    if !(same || ss.is_empty() || xs.is_empty()) {
+        return Err(Error::runtime(format!(
+            "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = {} source.shape = {}",
+            fmt_shape(&xs),
+            fmt_shape(&ss)
+        )));
+    }
+    Ok(())
+}
+
+/// The positions the rows of `source` go to: row t of dim `d` to `index[t]`.
+fn row_positions(
+    x: &Tensor,
+    d: usize,
+    index: &Tensor,
+    vshape: &[usize],
+    rule: Bounds,
+) -> Result<Vec<i64>> {
+    let xs = shape1(x);
+    let idx = checked_index_as(index, xs[d], d, rule)?;
+    Ok(positions(&xs, vshape, d, |_, m| idx[m]))
+}
+
+/// `x.index_add(dim, index, source, alpha=alpha)`.
+pub fn index_add(
+    x: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    alpha: Scalar,
+) -> Result<Tensor> {
+    let d = wrap_dim(dim, x.ndim())?;
+    source_checks("index_add_", x, d, index, source)?;
+    // (an integer tensor takes alpha as an integer, as ATen's kernel does)
+    let alpha = match (x.dtype().is_float(), alpha) {
+        (false, Scalar::Float(f)) => Scalar::Int(f as i64),
+        _ => alpha,
+    };
+    let pos = row_positions(x, d, index, &shape1(source), Bounds::Runtime)?;
+    apply(
+        "aten::index_add",
+        &[x, source],
+        || {
+            let s = source.detach();
+            let s = if alpha.as_f64() == 1.0 {
+                s
+            } else {
+                mul_scalar(&s, alpha)?
+            };
+            let s = to_dtype(&s, x.dtype())?;
+            put(&x.detach(), &pos, &s, Some(at_least_1d(&s.layout())), true)
+        },
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, index);
+            let mut b = ScatterFamilyBackward::new(ScatterKind::IndexAdd, d, x, source);
+            b.alpha = alpha;
+            b.source_slot = sv.input_if(super::wants_grad(source), source);
+            (b, sv.list)
+        },
+    )
+}
+
+/// `x.index_copy(dim, index, source)`.
+pub fn index_copy(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+    let d = wrap_dim(dim, x.ndim())?;
+    index_copy_checks(x, d, index, source)?;
+    let pos = row_positions(x, d, index, &shape1(source), Bounds::Copy)?;
+    apply(
+        "aten::index_copy",
+        &[x, source],
+        || {
+            let s = source.detach();
+            put(&x.detach(), &pos, &s, Some(at_least_1d(&s.layout())), false)
+        },
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, index);
+            let mut b = ScatterFamilyBackward::new(ScatterKind::IndexCopy, d, x, source);
+            b.source_slot = sv.input_if(super::wants_grad(source), source);
+            (b, sv.list)
+        },
+    )
+}
+
+/// torch's index_copy checks (its own messages, not index_add's).
+fn index_copy_checks(x: &Tensor, d: usize, index: &Tensor, source: &Tensor) -> Result<()> {
+    if index.ndim() > 1 {
+        return Err(Error::index(format!(
+            "index_copy_(): Index should have dimension 1 or 0 (got {})",
+            index.ndim()
+        )));
+    }
+    let ss = shape1(source);
+    let n = if source.ndim() == 0 {
+        1
+    } else {
+        ss.get(d).copied().unwrap_or(1)
+    };
+    if index.numel() != n {
+        return Err(Error::index(format!(
+            "index_copy_(): Number of indices ({}) should be equal to source.size(dim) ({n})",
+            index.numel()
+        )));
+    }
+    if index.dtype() != DType::I64 {
+        return Err(Error::runtime(format!(
+            "index_copy_(): Expected a long tensor for index, but got {}",
+            index.dtype().scalar_type_name()
+        )));
+    }
+    if x.dtype() != source.dtype() {
+        return Err(Error::runtime(format!(
+            "index_copy_(): self and source expected to have the same dtype, but got (self) {} and (source) {}",
+            x.dtype().scalar_type_name(),
+            source.dtype().scalar_type_name()
+        )));
+    }
+    let xs = shape1(x);
+    // the slices (every dim but d) must match
+    let xslice: Vec<usize> = xs
+        .iter()
+        .enumerate()
+        .filter(|&(j, _)| j != d)
+        .map(|(_, &v)| v)
+        .collect();
+    let sslice: Vec<usize> = if source.ndim() == 0 {
+        Vec::new()
+    } else {
+        ss.iter()
+            .enumerate()
+            .filter(|&(j, _)| j != d)
+            .map(|(_, &v)| v)
+            .collect()
+    };
+    if xslice.len() != sslice.len() && !(source.ndim() == 0 && x.numel() <= 1) {
+        return Err(Error::index(format!(
+            "index_copy_(): When source and destination are not scalars, their dimensionality must match. Source dimensionality ({}), destination dimensionality ({})",
+            source.ndim(),
+            x.ndim()
+        )));
+    }
+    if let Some(j) = (0..xslice.len().min(sslice.len())).find(|&j| xslice[j] != sslice[j]) {
+        return Err(Error::runtime(format!(
+            "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: {} at dimension {j} and source slice shape: {} at dimension {j}.",
+            xslice[j], sslice[j]
+        )));
+    }
+    Ok(())
+}
+
+/// index_fill's index checks.
+fn index_fill_checks(index: &Tensor) -> Result<()> {
+    if index.dtype() != DType::I64 {
+        return Err(Error::index(
+            "index_fill_(): Expected dtype int64 for index.",
+        ));
+    }
+    if index.ndim() > 1 {
+        return Err(Error::runtime("Index has to be a vector/scalar"));
+    }
+    Ok(())
+}
+
+/// `x.index_fill(dim, index, value)` with a 0-d tensor `value` (torch's
+/// IndexFillBackward1: the value gets the sum of the filled positions' gradient).
+pub fn index_fill_tensor(x: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+    let d = wrap_dim(dim, x.ndim())?;
+    index_fill_checks(index)?;
+    if value.ndim() != 0 {
+        return Err(Error::runtime(format!(
+            "index_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+            value.ndim()
+        )));
+    }
+    let v = value.item()?;
+    let mut vshape = shape1(x);
+    vshape[d] = index.numel();
+    let pos = row_positions(x, d, index, &vshape, Bounds::Wrap)?;
+    apply(
+        "aten::index_fill",
+        &[x, value],
+        || {
+            let f = filled(x, &vshape, cast_scalar(v, x.dtype()))?;
+            put(&x.detach(), &pos, &f, None, false)
+        },
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, index);
+            (
+                ScatterFamilyBackward::new(ScatterKind::IndexFill1, d, x, value),
+                sv.list,
+            )
+        },
+    )
+}
+
+/// A number in `dtype`'s kind (a float cast to an integer truncates, as a copy does).
+fn cast_scalar(v: Scalar, dtype: DType) -> Scalar {
+    match (dtype, v) {
+        (DType::I64, Scalar::Float(f)) => Scalar::Int(f as i64),
+        (DType::Bool, v) => Scalar::Bool(v.as_f64() != 0.0),
+        _ => v,
+    }
+}
+
+/// `x.index_fill(dim, index, value)` with a number.
+pub fn index_fill(x: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    let d = wrap_dim(dim, x.ndim())?;
+    index_fill_checks(index)?;
+    value.check_fits(x.dtype())?;
+    let value = cast_scalar(value, x.dtype());
+    let mut vshape = shape1(x);
+    vshape[d] = index.numel();
+    let pos = row_positions(x, d, index, &vshape, Bounds::Wrap)?;
+    apply(
+        "aten::index_fill",
+        &[x],
+        || {
+            let v = filled(x, &vshape, value)?;
+            put(&x.detach(), &pos, &v, None, false)
+        },
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, index);
+            (
+                ScatterFamilyBackward::new(ScatterKind::IndexFill, d, x, x),
+                sv.list,
+            )
+        },
+    )
+}
+
+/// `x.masked_select(mask)`: the elements of x (broadcast with the mask) where the mask is
+/// true, in row-major order, as a 1-D tensor.
+pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    if mask.dtype() != DType::Bool {
+        return Err(Error::runtime(
+            "masked_select: expected BoolTensor for mask",
+        ));
+    }
+    // (torch expands the mask against self: its message names the mask first)
+    let shape = crate::shape::broadcast_shapes(&mask.shape(), &x.shape())?;
+    // a 0-d result shape as one element
+    let work: Vec<usize> = if shape.is_empty() {
+        vec![1]
+    } else {
+        shape.to_vec()
+    };
+    let w: Vec<i64> = work.iter().map(|&n| n as i64).collect();
+    let mb = reshape(&expand(mask, &shape)?, &w)?;
+    let coords = nonzero_indices(&mb)?;
+    let xshape = x.shape();
+    apply(
+        "aten::masked_select",
+        &[x],
+        || {
+            let xb = reshape(&expand(&x.detach(), &shape)?, &w)?;
+            let idx: Vec<Option<Tensor>> = coords.iter().cloned().map(Some).collect();
+            Ok(super::fresh_result(index(&xb, &idx)?))
+        },
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, mask);
+            sv.input_if(true, x);
+            (
+                MaskedSelectBackward0 {
+                    shapes: Box::new([xshape, shape.clone()]),
+                },
+                sv.list,
+            )
+        },
+    )
+}
+
+/// `x.nonzero()`: the coordinates of the nonzero elements, `[n, x.ndim()]`, row-major.
+pub fn nonzero(x: &Tensor) -> Result<Tensor> {
+    super::apply_nondiff("aten::nonzero", || {
+        let m = if x.dtype() == DType::Bool {
+            x.detach()
+        } else {
+            compare(
+                crate::backend::BinaryOp::Ne,
+                Operand::T(&x.detach()),
+                Operand::S(Scalar::Int(0)),
+            )?
+        };
+        if m.ndim() == 0 {
+            let n = i64::from(m.item()?.as_f64() != 0.0);
+            return zeros(&[n as usize, 0], DType::I64);
+        }
+        let cols = nonzero_indices(&m)?;
+        stack(&cols, 1)
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ScatterKind {
+    Scatter0,
+    Scatter1,
+    ScatterAdd,
+    IndexAdd,
+    IndexCopy,
+    IndexFill,
+    IndexFill1,
+}
+
+#[derive(Clone)]
+pub struct ScatterFamilyBackward {
+    kind: ScatterKind,
+    dim: u32,
+    /// source's rank (index_add / index_copy: torch's `source_dim`)
+    source_dim: u32,
+    alpha: Scalar,
+    /// index_add / index_copy: where `source` is saved (torch saves it when it needs a
+    /// gradient; shown as `_saved_source`)
+    source_slot: Option<u8>,
+}
+
+impl ScatterFamilyBackward {
+    fn new(kind: ScatterKind, dim: usize, _x: &Tensor, src: &Tensor) -> Self {
+        ScatterFamilyBackward {
+            kind,
+            dim: dim as u32,
+            source_dim: src.ndim() as u32,
+            alpha: Scalar::Int(1),
+            source_slot: None,
+        }
+    }
+}
+
+impl Backward for ScatterFamilyBackward {
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        let dim = ("dim", SavedField::Int(i64::from(self.dim)));
+        let index = ("index", SavedField::Tensor(Some(0)));
+        match self.kind {
+            ScatterKind::IndexAdd => vec![
+                ("alpha", SavedField::Scalar(self.alpha)),
+                dim,
+                index,
+                ("source", SavedField::Tensor(self.source_slot)),
+                ("source_dim", SavedField::Int(i64::from(self.source_dim))),
+            ],
+            ScatterKind::IndexCopy => vec![
+                dim,
+                index,
+                ("source", SavedField::Tensor(self.source_slot)),
+                ("source_dim", SavedField::Int(i64::from(self.source_dim))),
+            ],
+            _ => vec![dim, index],
+        }
+    }
+    fn name(&self) -> Cow<'static, str> {
+        match self.kind {
+            ScatterKind::Scatter0 => "ScatterBackward0",
+            ScatterKind::Scatter1 => "ScatterBackward1",
+            ScatterKind::ScatterAdd => "ScatterAddBackward0",
+            ScatterKind::IndexAdd => "IndexAddBackward0",
+            ScatterKind::IndexCopy => "IndexCopyBackward0",
+            ScatterKind::IndexFill => "IndexFillBackward0",
+            ScatterKind::IndexFill1 => "IndexFillBackward1",
+        }
+        .into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let index = ctx.saved(0)?;
+        let dim = i64::from(self.dim);
+        let zero = Scalar::Int(0);
+        let gx = if ctx.needs_input_grad(0) {
+            Some(match self.kind {
+                ScatterKind::Scatter0 | ScatterKind::Scatter1 => {
+                    scatter_value(&g, dim, &index, zero)?
+                }
+                ScatterKind::ScatterAdd | ScatterKind::IndexAdd => g.clone(),
+                ScatterKind::IndexCopy | ScatterKind::IndexFill | ScatterKind::IndexFill1 => {
+                    index_fill(&g, dim, &index, zero)?
+                }
+            })
+        } else {
+            None
+        };
+        let two = !matches!(self.kind, ScatterKind::Scatter1 | ScatterKind::IndexFill);
+        if !two {
+            return Ok(smallvec::smallvec![gx]);
+        }
+        let gs = if ctx.needs_input_grad(1) {
+            Some(match self.kind {
+                ScatterKind::Scatter0 | ScatterKind::ScatterAdd => gather(&g, dim, &index)?,
+                ScatterKind::IndexFill1 => sum(&index_select(&g, dim, &index)?, None, false)?,
+                _ => {
+                    let r = if self.source_dim == 0 && g.ndim() > 0 {
+                        // a 0-d source was one row
+                        reshape(&index_select(&g, dim, &index)?, &[])?
+                    } else {
+                        index_select(&g, dim, &index)?
+                    };
+                    if self.kind == ScatterKind::IndexAdd && self.alpha.as_f64() != 1.0 {
+                        mul_scalar(&r, self.alpha)?
+                    } else {
+                        r
+                    }
+                }
+            })
+        } else {
+            None
+        };
+        Ok(smallvec::smallvec![gx, gs])
+    }
+}
+
+#[derive(Clone)]
+pub struct MaskedSelectBackward0 {
+    /// the input's shape and the shape it broadcasts to with the mask (boxed: nodes
+    /// keep 56 bytes inline)
+    shapes: Box<[Shape; 2]>,
+}
+impl Backward for MaskedSelectBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        vec![
+            ("mask", SavedField::Tensor(Some(0))),
+            ("self", SavedField::Tensor(Some(1))),
+        ]
+    }
+    fn name(&self) -> Cow<'static, str> {
+        "MaskedSelectBackward0".into()
+    }
+    // the gradient put back at the selected positions (of the broadcast shape), summed
+    // back to the input's shape
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let [shape, bshape] = &*self.shapes;
+        let mask = expand(&ctx.saved(0)?, bshape)?;
+        let z = zeros(bshape, g.dtype())?;
+        let full = if bshape.is_empty() {
+            // (a 0-d mask selects one element or none)
+            where_(&mask, &sum(&g, None, false)?, &z)?
+        } else {
+            let idx: Vec<Option<Tensor>> = nonzero_indices(&mask)?.into_iter().map(Some).collect();
+            index_put(&z, &idx, &g, false)?
+        };
+        Ok(smallvec::smallvec![Some(sum_to(&full, shape)?)])
+    }
+}
+
+/// An in-place scatter-family op (`scatter_`, `index_add_`, ...): torch's checks of the
+/// destination (autograd's, no internal overlap, no partial overlap with `operands`), then
+/// the out-of-place op committed into `x`.
+pub fn scatter_inplace(
+    x: &Tensor,
+    operands: &[Option<&Tensor>],
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    super::inplace::inplace_no_overlap_with(x, operands, f)
+}

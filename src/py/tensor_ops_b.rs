@@ -1,0 +1,287 @@
+//! `rgrad.Tensor`'s ordering ops (sort, topk, kthvalue, median: the native halves, each
+//! returning (values, indices); the Python methods (`python/rgrad/_ops_b.py`) parse
+//! torch's overloads and wrap the pair in its `return_types` named tuple) and the scatter
+//! family (scatter, scatter_add, index_add, index_copy, index_fill and their in-place
+//! forms, masked_select, nonzero).
+
+use super::convert::{self, scalar};
+use super::pytensor::*;
+use crate::dtype::Scalar;
+use crate::ops;
+use crate::tensor::Tensor;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+/// scatter's third argument: a tensor `src`, or a number `value` (a 0-d tensor that
+/// needs no gradient counts as a tensor, as in torch).
+enum Src {
+    T(Tensor),
+    S(Scalar),
+}
+
+fn src_arg(
+    src: Option<&Bound<'_, PyAny>>,
+    value: Option<&Bound<'_, PyAny>>,
+    name: &str,
+) -> PyResult<Src> {
+    match (src, value) {
+        (Some(s), None) => match s.cast::<PyTensor>() {
+            Ok(t) => Ok(Src::T(t.get().t.clone())),
+            Err(_) => scalar(s).map(Src::S).ok_or_else(|| {
+                PyTypeError::new_err(format!(
+                    "{name}(): argument 'src' (position 3) must be Tensor, not {}",
+                    convert::type_name(s)
+                ))
+            }),
+        },
+        (None, Some(v)) => scalar(v).map(Src::S).ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "{name}(): argument 'value' must be Number, not {}",
+                convert::type_name(v)
+            ))
+        }),
+        _ => Err(PyTypeError::new_err(format!(
+            "{name}() received an invalid combination of arguments: expected (dim, index, src) or (dim, index, value)"
+        ))),
+    }
+}
+
+fn alpha_arg(alpha: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Scalar> {
+    match alpha {
+        None => Ok(Scalar::Int(1)),
+        Some(a) => scalar(a).ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "{name}(): argument 'alpha' must be Number, not {}",
+                convert::type_name(a)
+            ))
+        }),
+    }
+}
+
+/// index_fill with a number, or a 0-d tensor (IndexFillBackward1, as torch's overload).
+fn fill_of(x: &Tensor, dim: i64, index: &Tensor, value: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    match value.cast::<PyTensor>() {
+        Ok(v) => Ok(ops::index_fill_tensor(x, dim, index, &v.get().t)?),
+        Err(_) => Ok(ops::index_fill(x, dim, index, scalar_or_item(value)?)?),
+    }
+}
+
+fn scatter_of(x: &Tensor, dim: i64, index: &Tensor, src: &Src, add: bool) -> crate::Result<Tensor> {
+    match src {
+        Src::T(s) => ops::scatter(x, dim, index, s, add),
+        Src::S(v) => ops::scatter_value(x, dim, index, *v),
+    }
+}
+
+fn pair(py: Python<'_>, (v, i): (Tensor, Tensor)) -> PyResult<Py<PyTuple>> {
+    Ok(PyTuple::new(py, [wrap(py, v)?, wrap(py, i)?])?.unbind())
+}
+
+#[pymethods]
+impl PyTensor {
+    /// sort's native half: (values, indices) along `dim`; `stable` None is torch's
+    /// overload without it.
+    #[pyo3(signature = (dim=-1, descending=false, stable=None))]
+    fn _sort(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        descending: bool,
+        stable: Option<bool>,
+    ) -> PyResult<Py<PyTuple>> {
+        let x = &self.t;
+        pair(py, run(py, x, || ops::sort(x, dim, descending, stable))?)
+    }
+    /// topk's native half: (values, indices) of the `k` largest (smallest) along `dim`.
+    #[pyo3(signature = (k, dim=-1, largest=true, sorted=true))]
+    fn _topk(
+        &self,
+        py: Python<'_>,
+        k: i64,
+        dim: i64,
+        largest: bool,
+        sorted: bool,
+    ) -> PyResult<Py<PyTuple>> {
+        let x = &self.t;
+        pair(py, run(py, x, || ops::topk(x, k, dim, largest, sorted))?)
+    }
+    /// kthvalue's native half: (values, indices) of the k-th smallest along `dim`.
+    #[pyo3(signature = (k, dim=-1, keepdim=false))]
+    fn _kthvalue(&self, py: Python<'_>, k: i64, dim: i64, keepdim: bool) -> PyResult<Py<PyTuple>> {
+        let x = &self.t;
+        pair(py, run(py, x, || ops::kthvalue(x, k, dim, keepdim))?)
+    }
+    /// median's native half: the median of all elements, or (values, indices) along `dim`.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn _median(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        let x = &self.t;
+        match dim {
+            None => Ok(wrap(py, run(py, x, || ops::median(x))?)?.into_any()),
+            Some(d) => Ok(pair(py, run(py, x, || ops::median_dim(x, d, keepdim))?)?.into_any()),
+        }
+    }
+
+    /// Writes `src` (or `value`) into a copy of this tensor at the positions `index`
+    /// gives along `dim`.
+    #[pyo3(signature = (dim, index, src=None, *, value=None))]
+    fn scatter(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+        src: Option<&Bound<'_, PyAny>>,
+        value: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "scatter", "index", 2)?;
+        let s = src_arg(src, value, "scatter")?;
+        wrap(py, scatter_of(&self.t, dim, &i, &s, false)?)
+    }
+    /// In-place version of `scatter()`.
+    #[pyo3(signature = (dim, index, src=None, *, value=None))]
+    fn scatter_(
+        slf: &Bound<'_, Self>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+        src: Option<&Bound<'_, PyAny>>,
+        value: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "scatter_", "index", 2)?;
+        let s = src_arg(src, value, "scatter_")?;
+        let other = match &s {
+            Src::T(t) => Some(t),
+            Src::S(_) => None,
+        };
+        ops::scatter_inplace(&slf.get().t, &[other, Some(&i)], |x| {
+            scatter_of(x, dim, &i, &s, false)
+        })?;
+        Ok(slf.clone().unbind())
+    }
+    /// Adds the elements of `src` into a copy of this tensor at the positions `index`
+    /// gives along `dim`.
+    fn scatter_add(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+        src: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "scatter_add", "index", 2)?;
+        let s = convert::tensor_arg(src, "scatter_add", "src", 3)?;
+        wrap(py, ops::scatter(&self.t, dim, &i, &s, true)?)
+    }
+    /// In-place version of `scatter_add()`.
+    fn scatter_add_(
+        slf: &Bound<'_, Self>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+        src: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "scatter_add_", "index", 2)?;
+        let s = convert::tensor_arg(src, "scatter_add_", "src", 3)?;
+        ops::scatter_inplace(&slf.get().t, &[Some(&s), Some(&i)], |x| {
+            ops::scatter(x, dim, &i, &s, true)
+        })?;
+        Ok(slf.clone().unbind())
+    }
+    /// Adds `alpha` times the rows of `source` into a copy of this tensor at the indices
+    /// `index` gives along `dim`.
+    #[pyo3(signature = (dim, index, source, *, alpha=None))]
+    fn index_add(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+        source: &Bound<'_, PyAny>,
+        alpha: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "index_add", "index", 2)?;
+        let s = convert::tensor_arg(source, "index_add", "source", 3)?;
+        let a = alpha_arg(alpha, "index_add")?;
+        wrap(py, ops::index_add(&self.t, dim, &i, &s, a)?)
+    }
+    /// In-place version of `index_add()`.
+    #[pyo3(signature = (dim, index, source, *, alpha=None))]
+    fn index_add_(
+        slf: &Bound<'_, Self>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+        source: &Bound<'_, PyAny>,
+        alpha: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "index_add_", "index", 2)?;
+        let s = convert::tensor_arg(source, "index_add_", "source", 3)?;
+        let a = alpha_arg(alpha, "index_add_")?;
+        ops::scatter_inplace(&slf.get().t, &[Some(&s), Some(&i)], |x| {
+            ops::index_add(x, dim, &i, &s, a)
+        })?;
+        Ok(slf.clone().unbind())
+    }
+    /// Copies the rows of `source` into a copy of this tensor at the indices `index`
+    /// gives along `dim`.
+    fn index_copy(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+        source: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "index_copy", "index", 2)?;
+        let s = convert::tensor_arg(source, "index_copy", "source", 3)?;
+        wrap(py, ops::index_copy(&self.t, dim, &i, &s)?)
+    }
+    /// In-place version of `index_copy()`.
+    fn index_copy_(
+        slf: &Bound<'_, Self>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+        source: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "index_copy_", "index", 2)?;
+        let s = convert::tensor_arg(source, "index_copy_", "source", 3)?;
+        ops::scatter_inplace(&slf.get().t, &[Some(&s), Some(&i)], |x| {
+            ops::index_copy(x, dim, &i, &s)
+        })?;
+        Ok(slf.clone().unbind())
+    }
+    /// Fills a copy of this tensor with `value` at the indices `index` gives along `dim`.
+    fn index_fill(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "index_fill", "index", 2)?;
+        wrap(py, fill_of(&self.t, dim, &i, value)?)
+    }
+    /// In-place version of `index_fill()`.
+    fn index_fill_(
+        slf: &Bound<'_, Self>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "index_fill_", "index", 2)?;
+        let v = value.cast::<PyTensor>().ok().map(|t| t.get().t.clone());
+        let n = match &v {
+            Some(_) => None,
+            None => Some(scalar_or_item(value)?),
+        };
+        ops::scatter_inplace(&slf.get().t, &[Some(&i)], |x| match (&v, n) {
+            (Some(v), _) => ops::index_fill_tensor(x, dim, &i, v),
+            (None, Some(n)) => ops::index_fill(x, dim, &i, n),
+            (None, None) => Err(crate::Error::Internal("index_fill_: no value".into())),
+        })?;
+        Ok(slf.clone().unbind())
+    }
+    /// The elements where `mask` (broadcast with this tensor) is true, as a 1-D tensor.
+    fn masked_select(&self, py: Python<'_>, mask: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let m = convert::tensor_arg(mask, "masked_select", "mask", 2)?;
+        wrap(py, ops::masked_select(&self.t, &m)?)
+    }
+    /// nonzero's native half: the coordinates of the nonzero elements, `[n, ndim]`.
+    fn _nonzero(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::nonzero(&self.t)?)
+    }
+}
