@@ -435,3 +435,12 @@ def test_reductions_and_similarity_match_torch():
                 np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-10, atol=1e-12)
     c = rgrad.count_nonzero(rgrad.tensor([[0.0, 1.0], [2.0, 0.0]]), 0)
     assert c.dtype == rgrad.int64 and c.tolist() == [1, 1]
+
+
+def test_huge_section_counts_raise_instead_of_looping():
+    x = rgrad.zeros(2, 3)
+    with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+        rgrad.tensor_split(x, 10**20)
+    with pytest.raises(RuntimeError):
+        rgrad.tensor_split(x, 2**40)  # torch: std::bad_alloc
+    assert len(rgrad.tensor_split(x, 1000)) == 1000  # many empty parts, as torch's

@@ -34,6 +34,16 @@ def _wrap_dim(dim: int, ndim: int) -> int:
     return dim % n
 
 
+_MAX_PARTS = 1 << 32
+
+
+def _int64(v: int) -> int:
+    """``v``, or torch's error for an integer argument outside int64."""
+    if not -(1 << 63) <= v < (1 << 63):
+        raise ValueError("Overflow when unpacking long long")
+    return v
+
+
 def _dims_list(dims) -> list[int]:
     if isinstance(dims, int):
         return [dims]
@@ -250,9 +260,12 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0):
             )
         indices_or_sections = t.item() if t.dim() == 0 else [int(v) for v in t.tolist()]
     if isinstance(indices_or_sections, int):
-        sections = indices_or_sections
+        sections = _int64(indices_or_sections)
         if sections <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        if sections > _MAX_PARTS:
+            # (torch's vector of that many tensors fails to allocate: std::bad_alloc)
+            raise RuntimeError(f"tensor_split: {sections} sections would be {sections} tensors, more than can be made")
         base, extra = divmod(n, sections)
         out, start = [], 0
         for i in range(sections):
@@ -260,7 +273,7 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0):
             out.append(_slice_dim(input, d, start, start + size))
             start += size
         return tuple(out)
-    indices = [int(i) for i in indices_or_sections]
+    indices = [_int64(int(i)) for i in indices_or_sections]
     out, start = [], 0
     for idx in indices + [n]:
         out.append(_slice_dim(input, d, start, idx))
