@@ -65,6 +65,8 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "log1p": pos, "neg": a, "reciprocal": pos, "relu": a, "rsqrt": pos, "sigmoid": a,
         "sign": a, "sin": a, "sinh": a, "sqrt": pos, "square": a, "tan": unit, "tanh": a,
         "trunc": a, "isfinite": a, "isinf": a, "isnan": a, "logical_not": mask,
+        "floor": a, "ceil": a, "round": a, "sgn": a, "log2": pos, "log10": pos, "exp2": a,
+        "deg2rad": a, "rad2deg": a, "logit": unit.abs(), "nan_to_num": a,
     }
     out: dict[str, Callable[[], Any]] = {
         name: (lambda f=getattr(T, name), x=x: f(x)) for name, x in unary.items()
@@ -137,6 +139,29 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "index_fill": lambda: a.index_fill(0, idx_rows, 1.0), "masked_select": lambda: a.masked_select(mask),
         "nonzero": lambda: mask.nonzero(), "argwhere": lambda: mask.argwhere(),
         "take_along_dim": lambda: T.take_along_dim(a, idx_cols, 1),
+        # torch's composites (python/rgrad/_composite.py)
+        "round(decimals=2)": lambda: a.round(decimals=2), "nansum": lambda: T.nansum(a),
+        "nanmean(1)": lambda: T.nanmean(a, 1), "count_nonzero": lambda: T.count_nonzero(a),
+        "addcmul": lambda: T.addcmul(a, b, a, value=0.5), "addcdiv": lambda: T.addcdiv(a, b, pos, value=0.5),
+        "lerp": lambda: T.lerp(a, b, 0.3), "clamp_min": lambda: a.clamp_min(0.0), "clamp_max": lambda: a.clamp_max(0.0),
+        "addmv": lambda: T.addmv(v, a, v), "addr": lambda: T.addr(a, v, v), "vdot": lambda: T.vdot(v, v),
+        "baddbmm": lambda: T.baddbmm(a3 @ b3, a3, b3), "addbmm": lambda: T.addbmm(a3[0] @ b3[0], a3, b3),
+        "einsum(ij,jk)": lambda: T.einsum("ij,jk->ik", a, b), "einsum(bij->bji)": lambda: T.einsum("bij->bji", a3),
+        "tensordot": lambda: T.tensordot(a, b, 1), "inner": lambda: T.inner(a, b), "kron": lambda: T.kron(v[:16], v[:16]),
+        "diff(1)": lambda: T.diff(a, dim=1), "tile": lambda: T.tile(v, (2,)), "ravel": lambda: a.t().ravel(),
+        "movedim copy": lambda: T.movedim(a3, 0, 2).contiguous(), "moveaxis": lambda: T.moveaxis(a3, 0, 2),
+        "swapaxes": lambda: T.swapaxes(a, 0, 1), "swapdims": lambda: T.swapdims(a, 0, 1),
+        "unflatten": lambda: a.unflatten(1, (2, m // 2)), "broadcast_to": lambda: T.broadcast_to(v, (n, m)),
+        "broadcast_tensors": lambda: T.broadcast_tensors(col, v), "atleast_1d": lambda: T.atleast_1d(a),
+        "atleast_2d": lambda: T.atleast_2d(v), "atleast_3d": lambda: T.atleast_3d(a),
+        "hstack": lambda: T.hstack([a, b]), "vstack": lambda: T.vstack([a, b]), "row_stack": lambda: T.row_stack([a, b]),
+        "dstack": lambda: T.dstack([a, b]), "column_stack": lambda: T.column_stack([v, v]),
+        "tensor_split": lambda: T.tensor_split(a, 3, 1), "hsplit": lambda: T.hsplit(a, 2),
+        "vsplit": lambda: T.vsplit(a, 2), "dsplit": lambda: T.dsplit(a3.reshape(2, -1, 2), 2),
+        "meshgrid": lambda: T.meshgrid(v, v, indexing="ij"), "cartesian_prod": lambda: T.cartesian_prod(v[:64], v[:64]),
+        "var_mean(1)": lambda: T.var_mean(a, 1), "std_mean": lambda: T.std_mean(a),
+        "cosine_similarity": lambda: T.cosine_similarity(a, b),
+        "nn.functional.cosine_similarity": lambda: F.cosine_similarity(a, b),
         # in-place arithmetic (b is scratch: its values do not matter)
         "add_(alpha)": lambda: b.add_(a, alpha=0.5), "mul_": lambda: b.mul_(1.0),
         "sub_": lambda: b.sub_(a), "masked_fill_": lambda: b.masked_fill_(mask, 0.0),

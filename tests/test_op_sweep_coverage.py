@@ -24,6 +24,11 @@ _ALIAS = "an alias of Tensor.to(dtype), timed by the to(...) cases"
 EXCLUDED = {
     "T": _VIEW, "view": _VIEW, "view_as": _VIEW, "reshape_as": _VIEW, "expand_as": _VIEW,
     "type": _ALIAS, "type_as": _ALIAS, "long": _ALIAS, "double": _ALIAS, "bool": _ALIAS,
+    "absolute": "an alias of abs (the same function), timed by its case",
+    "negative": "an alias of neg (the same function), timed by its case",
+    "subtract": "an alias of sub (the same function), timed by its case",
+    "multiply": "an alias of mul (the same function), timed by its case",
+    "divide": "an alias of div (the same function), timed by its case",
 }
 
 
