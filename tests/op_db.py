@@ -2249,7 +2249,7 @@ def build_op_db(T) -> list[OpInfo]:
     add("broadcast_to", lambda a, size: T.broadcast_to(a, size), lambda a, size: np.broadcast_to(a, size),
         lambda m, rng: [S(m(3), (2, 3)), S(m(2, 1), (2, 4)), S(m(), (3,)), S(NC(m(4, 1), "t"), (3, 1, 4))])
     for name, ref in (("negative", np.negative), ("absolute", np.abs), ("subtract", np.subtract),
-                      ("multiply", np.multiply), ("divide", np.divide), ("true_divide", np.divide)):
+                      ("multiply", np.multiply), ("divide", np.divide)):
         arity = 1 if name in ("negative", "absolute") else 2
         add(name, (lambda n: lambda *a: getattr(T, n)(*a))(name), ref,
             (lambda k: lambda m, rng: [S(*[m(2, 3) + 1.5] * k), S(*[m(3)] * k)])(arity))
