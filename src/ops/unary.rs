@@ -485,9 +485,15 @@ fn round_decimals_as(x: &Tensor, decimals: i64) -> Result<Tensor> {
             crate::autograd::grad_mode::with_grad_mode(false, || {
                 crate::autograd::forward_ad::with_enabled(false, || {
                     if decimals > 0 {
-                        super::div_scalar(&unary(UnaryOp::Round, &super::mul_scalar(x, power)?)?, power)
+                        super::div_scalar(
+                            &unary(UnaryOp::Round, &super::mul_scalar(x, power)?)?,
+                            power,
+                        )
                     } else {
-                        super::mul_scalar(&unary(UnaryOp::Round, &super::div_scalar(x, power)?)?, power)
+                        super::mul_scalar(
+                            &unary(UnaryOp::Round, &super::div_scalar(x, power)?)?,
+                            power,
+                        )
                     }
                 })
             })

@@ -54,7 +54,10 @@ impl PyTensor {
 impl PyTensor {
     /// `round(decimals=d)` for d ≠ 0 (python/rgrad/_tensor.py's `round`).
     fn _round_decimals(&self, py: Python<'_>, decimals: i64) -> PyResult<Py<PyTensor>> {
-        wrap(py, run(py, &self.t, || ops::round_decimals(&self.t, decimals))?)
+        wrap(
+            py,
+            run(py, &self.t, || ops::round_decimals(&self.t, decimals))?,
+        )
     }
     /// `round_(decimals=d)`.
     fn _round_decimals_(slf: &Bound<'_, Self>, decimals: i64) -> PyResult<Py<PyTensor>> {
