@@ -870,7 +870,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn trunc_and_frac_slices_are_the_branch_free_forms_at_every_level() {
+    fn rounding_slices_are_the_branch_free_forms_at_every_level() {
         let mut xs: Vec<f64> = vec![
             0.0,
             -0.0,
@@ -888,33 +888,70 @@ mod tests {
             1e-40,
         ];
         xs.extend((0..5000).map(|i| (i as f64 - 2500.0) * 0.0173));
+        xs.extend([
+            1.5,
+            -1.5,
+            3.5,
+            -3.5,
+            0.49999999999999994,
+            4503599627370497.0,
+            8388609.0,
+        ]);
         let xf: Vec<f32> = xs.iter().map(|&x| x as f32).collect();
+        // each mode's scalar form (exact, branch-free where SSE2 has no rounding instruction)
+        fn scalar<T: Float>(mode: Rounding, x: T) -> T {
+            match mode {
+                Rounding::Trunc => Float::trunc(x),
+                Rounding::Frac => Float::frac(x),
+                Rounding::Floor => Float::floor(x),
+                Rounding::Ceil => Float::ceil(x),
+                Rounding::Even => Float::round_even(x),
+            }
+        }
+        let modes = [
+            Rounding::Trunc,
+            Rounding::Frac,
+            Rounding::Floor,
+            Rounding::Ceil,
+            Rounding::Even,
+        ];
         for level in vmath::supported() {
-            for frac in [false, true] {
+            for mode in modes {
                 let mut out = vec![std::mem::MaybeUninit::uninit(); xs.len()];
-                f64::round_slice(level, frac, &xs, &mut out);
+                f64::round_slice(level, mode, &xs, &mut out);
                 for (o, &x) in out.iter().zip(&xs) {
                     // SAFETY: round_slice initialises every element.
                     let got = unsafe { o.assume_init() };
-                    let t = Float::trunc(x);
-                    let want = if frac { x - t } else { t };
+                    let want = scalar(mode, x);
                     assert!(
                         got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
                         "{x} {level:?}"
                     );
                 }
                 let mut out = vec![std::mem::MaybeUninit::uninit(); xf.len()];
-                f32::round_slice(level, frac, &xf, &mut out);
+                f32::round_slice(level, mode, &xf, &mut out);
                 for (o, &x) in out.iter().zip(&xf) {
                     // SAFETY: as above.
                     let got = unsafe { o.assume_init() };
-                    let t = Float::trunc(x);
-                    let want = if frac { x - t } else { t };
+                    let want = scalar(mode, x);
                     assert!(
                         got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
                         "{x} {level:?}"
                     );
                 }
+            }
+        }
+        // and the scalar forms are libm's
+        for &x in &xs {
+            for (got, want) in [
+                (Float::floor(x), x.floor()),
+                (Float::ceil(x), x.ceil()),
+                (Float::round_even(x), x.round_ties_even()),
+            ] {
+                assert!(
+                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                    "{x}"
+                );
             }
         }
     }
