@@ -27,6 +27,12 @@ class Raises:
 # (id, program, expected): the program's last line is an expression whose repr (with the
 # module named `torch`) is compared, unless `expected` is a Raises.
 ROWS = [
+    # sgn's node keeps its result as torch's does (seed 1128): writing to it in place makes
+    # backward fail
+    ("sgn_result_written_in_place",
+     "x = torch.tensor([-1.5, 0.0, 2.0], requires_grad=True)\ny = torch.sgn(x)\ny.rad2deg_()\n"
+     "((x * 2).sum() + y.sum()).backward()",
+     Raises(RuntimeError, "one of the variables needed for gradient computation has been modified by an inplace")),
     # the binary op table's nodes (seed 5): atan2's 1/(a² + b²) is 0 where both are 0; the
     # node saves the operands as given (a bool one makes the formula fail, as torch's);
     # hypot saves an operand only when its gradient is needed

@@ -296,7 +296,13 @@ macro_rules! unary_op_table {
                 ints: keep(|a| a.signum()),
                 bool: None,
                 f: |x| x.sign(),
-                df(none): |g| g.zeros_like(),
+                // zero for real tensors; torch's node keeps the result (its complex
+                // formula reads it), so writing to the result in place fails backward
+                // there too
+                df(output): |g, y| {
+                    let _ = y;
+                    g.zeros_like()
+                },
                 inplace: recorded,
                 doc: "The sign of each element: for real tensors the same as sign.",
             }
