@@ -302,3 +302,20 @@ def test_two_norm_in_one_pass_matches_the_composed_ops(shape, dims, dtype):
         want = strided.norm(dim=dims) if dims else strided.norm()
         rtol = 1e-6 if dtype == rgrad.float32 else 1e-13
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=rtol, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("shape", [(3, 7), (300, 1001), (2, 3, 50000)], ids=["small", "parallel", "3d"])
+def test_index_select_along_the_innermost_dim(shape):
+    # the innermost dim's own loop (chunks start mid-row on the pool): as numpy's take
+    rng = np.random.RandomState(12)
+    a = rng.standard_normal(shape)
+    idx = rng.randint(0, shape[-1], size=shape[-1] // 2 + 3)
+    x = rgrad.tensor(a)
+    got = x.index_select(x.dim() - 1, rgrad.tensor(idx)).numpy()
+    np.testing.assert_array_equal(got, np.take(a, idx, axis=-1))
+    np.testing.assert_array_equal(x.flip(-1).numpy(), a[..., ::-1])
+    # an offset view (a row of a larger tensor) reads from its offset
+    big = rgrad.tensor(np.concatenate([a, a + 1], axis=0))
+    view = big[shape[0]:]
+    np.testing.assert_array_equal(view.index_select(view.dim() - 1, rgrad.tensor(idx)).numpy(),
+                                  np.take(a + 1, idx, axis=-1))

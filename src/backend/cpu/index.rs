@@ -438,6 +438,21 @@ pub fn index_select(buf: &Buffer, layout: &Layout, dim: usize, index: &[i64]) ->
             // A contiguous input: the output is outer x index x slab, each slab a run of
             // the input; written in parallel chunks of the output, a run at a time.
             let (ni, step, off) = (index.len(), layout.shape[dim] * slab, layout.offset);
+            if slab == 1 {
+                // the innermost dim (flip's reversed positions, a column pick): one element
+                // a step, the row and the index position counted, not divided out
+                return T::into_buffer(super::elementwise::fill_chunks(n_out, |start, out| {
+                    let (mut o, mut i) = (start / ni, start % ni);
+                    for d in out.iter_mut() {
+                        d.write(data[off + o * step + index[i] as usize]);
+                        i += 1;
+                        if i == ni {
+                            i = 0;
+                            o += 1;
+                        }
+                    }
+                }));
+            }
             return T::into_buffer(super::elementwise::fill_chunks(n_out, |start, out| {
                 let mut e = start;
                 let mut rest = out;
