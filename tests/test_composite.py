@@ -395,7 +395,7 @@ def test_in_place_forms_differentiate_as_torch():
     (a, b, c), (ta, tb, tc) = _pair((3, 4), (3, 4), (4,), seed=8)
     rng = np.random.RandomState(9)
     cases = [
-        (lambda L, x, y, z: (x * 1).logit_(0.1) if False else (x.sigmoid() * 1).logit_(0.2)),
+        (lambda L, x, y, z: (x.sigmoid() * 1).logit_(0.2)),
         (lambda L, x, y, z: (x * 1).lerp_(y, 0.7)),
         (lambda L, x, y, z: (x * 1).nan_to_num_()),
         (lambda L, x, y, z: (x[:, 0] * 1).addmv_(y[:, :3], z[:3], beta=0.5)),

@@ -183,3 +183,41 @@ def test_fused_kernels_from_many_threads_give_the_bits_they_give_alone(pool):
 
     run_threads(work)
     assert not wrong, wrong[:5]
+
+
+@pytest.mark.parametrize("trial", range(TRIALS))
+def test_todays_ops_from_many_threads_give_the_bits_they_give_alone(pool, trial):
+    # the ops added for torch parity that release the GIL on large inputs (sort and the
+    # scatter family choose positions on the host, cumsum and flip use the pool), and
+    # their backward, from 8 threads at once: the bits they give alone
+    rgrad.manual_seed(trial)
+    x = rgrad.randn(200, 257, dtype=rgrad.float64, requires_grad=True)
+    idx = rgrad.randint(0, 200, (200, 257))
+    rows = rgrad.randint(0, 200, (200,))
+    cases = {
+        "sort": lambda: x.sort(1).values,
+        "topk": lambda: x.topk(5, 0).values,
+        "scatter_add": lambda: x.scatter_add(0, idx, x),
+        "index_add": lambda: x.index_add(0, rows, x, alpha=0.5),
+        "index_fill": lambda: x.index_fill(0, rows, 2.0),
+        "cumsum": lambda: x.cumsum(1),
+        "flip": lambda: x.flip(1),
+        "einsum": lambda: rgrad.einsum("ij,kj->ik", x, x),
+    }
+
+    def run(f):
+        y = f()
+        (g,) = rgrad.autograd.grad(y.sum(), x)
+        return y.detach().numpy().tobytes() + g.numpy().tobytes()
+
+    alone = {k: run(f) for k, f in cases.items()}
+    wrong = []
+
+    def work(i):
+        for _ in range(3):
+            for k, f in cases.items():
+                if run(f) != alone[k]:
+                    wrong.append((i, k))
+
+    run_threads(work)
+    assert not wrong, wrong[:5]

@@ -15,6 +15,7 @@ from typing import Sequence
 
 from rgrad import _C
 from rgrad._C import Tensor
+from rgrad._tensor import _scalar_type_name
 
 __all__ = [
     "broadcast_to", "movedim", "moveaxis", "swapaxes", "swapdims", "ravel", "unflatten", "tile",
@@ -250,8 +251,7 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0):
         t = indices_or_sections
         if t.is_floating_point() or t.dtype == _C.bool:
             raise RuntimeError(
-                "tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
-                f"{ {'rgrad.float32': 'Float', 'rgrad.float64': 'Double', 'rgrad.bool': 'Bool'}[str(t.dtype)]}"
+                f"tensor_split expected tensor_indices_or_sections to have dtype of long, but got {_scalar_type_name(t.dtype)}"
             )
         if t.dim() > 1:
             raise RuntimeError(
@@ -910,17 +910,11 @@ def nan_to_num_(input: Tensor, nan: float = 0.0, posinf: float | None = None, ne
     return input.copy_(nan_to_num(input.clone() if input.requires_grad else input, nan, posinf, neginf))
 
 
-def _reduce_args(dim):
-    return () if dim is None else (dim,)
-
-
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The sum with NaN counted as zero."""
-    if not input.is_floating_point():
-        return input.sum(*_reduce_args(dim), keepdim=keepdim, dtype=dtype) if dim is not None else input.sum(dtype=dtype)
     from rgrad import where
 
-    x = where(input.isnan(), 0.0, input)
+    x = where(input.isnan(), 0.0, input) if input.is_floating_point() else input
     if dim is None:
         return x.sum(dtype=dtype)
     return x.sum(dim, keepdim=keepdim, dtype=dtype)
@@ -930,8 +924,7 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
     """The mean of the elements that are not NaN (NaN where all are)."""
     if not (input.is_floating_point() or (dtype is not None and dtype.is_floating_point)):
         raise NotImplementedError(
-            "nanmean(): expected input to have floating point or complex dtype but got "
-            + {"rgrad.int64": "Long", "rgrad.bool": "Bool"}[str(input.dtype)]
+            f"nanmean(): expected input to have floating point or complex dtype but got {_scalar_type_name(input.dtype)}"
         )
     count = input.isnan().logical_not()
     count = count.sum() if dim is None else count.sum(dim, keepdim=keepdim)
@@ -1019,9 +1012,8 @@ def _moments(input, dim, unbiased, keepdim, correction, fn):
         kw["correction"] = correction
     elif unbiased is not None:
         kw["unbiased"] = unbiased
-    spread = getattr(input, fn)(dim, **kw) if dim is not None else getattr(input, fn)(**kw)
-    mean = input.mean(dim, keepdim=keepdim) if dim is not None else input.mean(keepdim=keepdim) if keepdim else input.mean()
-    return spread, mean
+    dims = () if dim is None else (dim,)
+    return getattr(input, fn)(*dims, **kw), input.mean(*dims, keepdim=keepdim)
 
 
 def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):

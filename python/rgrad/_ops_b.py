@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 
 from rgrad import _C, return_types
+from rgrad._tensor import _scalar_type_name
 
 Tensor = _C.Tensor
 _NOT_GIVEN = object()
@@ -283,7 +284,6 @@ def argwhere(input):
     return input.argwhere()
 
 
-_SCALAR_TYPE = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
 
 
 def _infer_size(a, b):
@@ -306,7 +306,7 @@ def _take_along_dim(self, indices, dim=None):
     """
     if str(indices.dtype).split(".")[-1] != "int64":
         raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
-                           f"{_SCALAR_TYPE.get(str(indices.dtype).split('.')[-1], indices.dtype)}")
+                           f"{_scalar_type_name(indices.dtype)}")
     if dim is None:
         return self.view(-1).gather(0, indices.view(-1))
     if self.dim() != indices.dim():

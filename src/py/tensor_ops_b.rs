@@ -60,10 +60,23 @@ fn alpha_arg(alpha: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Scalar> {
 }
 
 /// index_fill with a number, or a 0-d tensor (IndexFillBackward1, as torch's overload).
-fn fill_of(x: &Tensor, dim: i64, index: &Tensor, value: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+/// index_fill's value: a tensor (a 0-d one, IndexFillBackward1) or a number.
+enum Fill {
+    T(Tensor),
+    S(Scalar),
+}
+
+fn fill_arg(value: &Bound<'_, PyAny>) -> PyResult<Fill> {
     match value.cast::<PyTensor>() {
-        Ok(v) => Ok(ops::index_fill_tensor(x, dim, index, &v.get().t)?),
-        Err(_) => Ok(ops::index_fill(x, dim, index, scalar_or_item(value)?)?),
+        Ok(v) => Ok(Fill::T(v.get().t.clone())),
+        Err(_) => Ok(Fill::S(scalar_or_item(value)?)),
+    }
+}
+
+fn fill_of(x: &Tensor, dim: i64, index: &Tensor, value: &Fill) -> crate::Result<Tensor> {
+    match value {
+        Fill::T(v) => ops::index_fill_tensor(x, dim, index, v),
+        Fill::S(n) => ops::index_fill(x, dim, index, *n),
     }
 }
 
@@ -135,7 +148,10 @@ impl PyTensor {
     ) -> PyResult<Py<PyTensor>> {
         let i = convert::tensor_arg(index, "scatter", "index", 2)?;
         let s = src_arg(src, value, "scatter")?;
-        wrap(py, scatter_of(&self.t, dim, &i, &s, false)?)
+        wrap(
+            py,
+            run(py, &self.t, || scatter_of(&self.t, dim, &i, &s, false))?,
+        )
     }
     /// In-place version of `scatter()`.
     #[pyo3(signature = (dim, index, src=None, *, value=None))]
@@ -168,7 +184,10 @@ impl PyTensor {
     ) -> PyResult<Py<PyTensor>> {
         let i = convert::tensor_arg(index, "scatter_add", "index", 2)?;
         let s = convert::tensor_arg(src, "scatter_add", "src", 3)?;
-        wrap(py, ops::scatter(&self.t, dim, &i, &s, true)?)
+        wrap(
+            py,
+            run(py, &self.t, || ops::scatter(&self.t, dim, &i, &s, true))?,
+        )
     }
     /// In-place version of `scatter_add()`.
     fn scatter_add_(
@@ -198,7 +217,10 @@ impl PyTensor {
         let i = convert::tensor_arg(index, "index_add", "index", 2)?;
         let s = convert::tensor_arg(source, "index_add", "source", 3)?;
         let a = alpha_arg(alpha, "index_add")?;
-        wrap(py, ops::index_add(&self.t, dim, &i, &s, a)?)
+        wrap(
+            py,
+            run(py, &self.t, || ops::index_add(&self.t, dim, &i, &s, a))?,
+        )
     }
     /// In-place version of `index_add()`.
     #[pyo3(signature = (dim, index, source, *, alpha=None))]
@@ -228,7 +250,10 @@ impl PyTensor {
     ) -> PyResult<Py<PyTensor>> {
         let i = convert::tensor_arg(index, "index_copy", "index", 2)?;
         let s = convert::tensor_arg(source, "index_copy", "source", 3)?;
-        wrap(py, ops::index_copy(&self.t, dim, &i, &s)?)
+        wrap(
+            py,
+            run(py, &self.t, || ops::index_copy(&self.t, dim, &i, &s))?,
+        )
     }
     /// In-place version of `index_copy()`.
     fn index_copy_(
@@ -253,7 +278,8 @@ impl PyTensor {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
         let i = convert::tensor_arg(index, "index_fill", "index", 2)?;
-        wrap(py, fill_of(&self.t, dim, &i, value)?)
+        let v = fill_arg(value)?;
+        wrap(py, run(py, &self.t, || fill_of(&self.t, dim, &i, &v))?)
     }
     /// In-place version of `index_fill()`.
     fn index_fill_(
@@ -263,25 +289,17 @@ impl PyTensor {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
         let i = convert::tensor_arg(index, "index_fill_", "index", 2)?;
-        let v = value.cast::<PyTensor>().ok().map(|t| t.get().t.clone());
-        let n = match &v {
-            Some(_) => None,
-            None => Some(scalar_or_item(value)?),
-        };
-        ops::scatter_inplace(&slf.get().t, &[Some(&i)], |x| match (&v, n) {
-            (Some(v), _) => ops::index_fill_tensor(x, dim, &i, v),
-            (None, Some(n)) => ops::index_fill(x, dim, &i, n),
-            (None, None) => Err(crate::Error::Internal("index_fill_: no value".into())),
-        })?;
+        let v = fill_arg(value)?;
+        ops::scatter_inplace(&slf.get().t, &[Some(&i)], |x| fill_of(x, dim, &i, &v))?;
         Ok(slf.clone().unbind())
     }
     /// The elements where `mask` (broadcast with this tensor) is true, as a 1-D tensor.
     fn masked_select(&self, py: Python<'_>, mask: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
         let m = convert::tensor_arg(mask, "masked_select", "mask", 2)?;
-        wrap(py, ops::masked_select(&self.t, &m)?)
+        wrap(py, run(py, &self.t, || ops::masked_select(&self.t, &m))?)
     }
     /// nonzero's native half: the coordinates of the nonzero elements, `[n, ndim]`.
     fn _nonzero(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::nonzero(&self.t)?)
+        wrap(py, run(py, &self.t, || ops::nonzero(&self.t))?)
     }
 }
