@@ -68,6 +68,13 @@ def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
 def movedim(input: Tensor, source, destination) -> Tensor:
     """Moves the dims of ``input`` at ``source`` to the positions ``destination``; the other
     dims keep their order."""
+    ndim = input.dim()
+    if type(source) is int and type(destination) is int and ndim > 1 and -ndim <= source < ndim and -ndim <= destination < ndim:
+        # One dim moved, in range: the common call, without the general path's lists.
+        order = list(range(ndim))
+        del order[source % ndim]
+        order.insert(destination % ndim, source % ndim)
+        return input.permute(order)
     src = _dims_list(source)
     dst = _dims_list(destination)
     if len(src) != len(dst):
@@ -75,7 +82,6 @@ def movedim(input: Tensor, source, destination) -> Tensor:
             "movedim: Invalid source or destination dims: source "
             f"({src} dims) should contain the same number of dims as destination ({dst} dims)"
         )
-    ndim = input.dim()
     src = [_wrap_dim(d, ndim) for d in src]
     dst = [_wrap_dim(d, ndim) for d in dst]
     if len(set(src)) != len(src):
@@ -111,6 +117,17 @@ def ravel(input: Tensor) -> Tensor:
 
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Expands dim ``dim`` of ``input`` into the dims ``sizes`` (one of them may be -1)."""
+    shape = input.shape
+    ndim = len(shape)
+    if type(dim) is int and -ndim <= dim < ndim and type(sizes) in (tuple, list) and len(sizes) == 2:
+        # Two known sizes that multiply up: the common call, checked without the general
+        # path's lists.
+        s0, s1 = sizes
+        d = dim % ndim
+        if type(s0) is int and type(s1) is int and s0 >= 0 and s1 >= 0 and s0 * s1 == shape[d]:
+            out = list(shape)
+            out[d : d + 1] = s0, s1
+            return input.view(*out)
     sizes = [int(s) for s in sizes]
     if len(sizes) == 0:
         raise RuntimeError("unflatten: sizes must be non-empty")
@@ -269,8 +286,8 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0):
         base, extra = divmod(n, sections)
         out, start = [], 0
         for i in range(sections):
-            size = base + (1 if i < extra else 0)
-            out.append(_slice_dim(input, d, start, start + size))
+            size = base + 1 if i < extra else base
+            out.append(input.narrow(d, start, size))
             start += size
         return tuple(out)
     indices = [_int64(int(i)) for i in indices_or_sections]
