@@ -24,7 +24,7 @@ import rgrad
 OPS = [
     "exp", "expm1", "log", "log1p", "tanh", "sigmoid", "sin", "cos", "tan", "atan", "asin",
     "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "sqrt", "rsqrt",
-    "lgamma", "digamma",
+    "lgamma", "digamma", "exp2", "log2", "log10",
 ]
 # (float64 lgamma and digamma are not vmath kernels: libm's lgamma and Cephes' digamma, one
 # element at a time; only float32's are held to torch's values within 2 ulps below)

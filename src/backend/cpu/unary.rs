@@ -191,18 +191,6 @@ macro_rules! float_impl {
                 if a < BIG { ((a + BIG) - BIG).copysign(self) } else { self }
             }
             #[inline(always)]
-            fn log2(self) -> Self {
-                <$t>::log2(self)
-            }
-            #[inline(always)]
-            fn log10(self) -> Self {
-                <$t>::log10(self)
-            }
-            #[inline(always)]
-            fn exp2(self) -> Self {
-                <$t>::exp2(self)
-            }
-            #[inline(always)]
             fn deg2rad(self) -> Self {
                 self * (std::f64::consts::PI / 180.0) as $t
             }
@@ -224,6 +212,7 @@ float_impl!(f32, v32, true, |op, x| match vmath_fn::<f32>(op) {
     sinh: v32::sinh1, cosh: v32::cosh1, asin: v32::asin1, acos: v32::acos1, atan: v32::atan1,
     asinh: v32::asinh1, acosh: v32::acosh1, atanh: v32::atanh1,
     lgamma: v32::lgamma1, digamma: v32::digamma1,
+    log2: v32::log21, log10: v32::log101, exp2: v32::exp21,
 );
 float_impl!(f64, v64, true, |op, x| match vmath_fn::<f64>(op) {
         Some(f) => map_slices(x, f),
@@ -237,6 +226,7 @@ float_impl!(f64, v64, true, |op, x| match vmath_fn::<f64>(op) {
     sin: v64::sin1, cos: v64::cos1, tan: v64::tan1, tanh: v64::tanh1, sigmoid: v64::sigmoid1,
     sinh: v64::sinh1, cosh: v64::cosh1, asin: v64::asin1, acos: v64::acos1, atan: v64::atan1,
     asinh: v64::asinh1, acosh: v64::acosh1, atanh: v64::atanh1,
+    log2: v64::log21, log10: v64::log101, exp2: v64::exp21,
 );
 
 /// lgamma and digamma one element at a time (float64: libm's lgamma and Cephes' digamma,
@@ -696,8 +686,9 @@ macro_rules! vmath_slices {
         }
     };
 }
-vmath_slices!(f32, v32, Erf => erf, Erfc => erfc, Erfinv => erfinv, Lgamma => lgamma, Digamma => digamma);
-vmath_slices!(f64, v64, Erf => erf, Erfc => erfc, Erfinv => erfinv);
+vmath_slices!(f32, v32, Erf => erf, Erfc => erfc, Erfinv => erfinv, Lgamma => lgamma, Digamma => digamma,
+    Exp2 => exp2, Log2 => log2, Log10 => log10);
+vmath_slices!(f64, v64, Erf => erf, Erfc => erfc, Erfinv => erfinv, Exp2 => exp2, Log2 => log2, Log10 => log10);
 
 /// The `vmath` slice function for the op, where there is one.
 fn vmath_fn<T: VmathSlices>(op: UnaryOp) -> Option<vmath::SliceFn<T>> {

@@ -32,6 +32,9 @@ pub fn exact_f32(name: &str) -> fn(f64) -> f64 {
         "erfinv" => erfinv_ref,
         "lgamma" => lgamma_ref,
         "digamma" => digamma_ref,
+        "exp2" => f64::exp2,
+        "log2" => f64::log2,
+        "log10" => f64::log10,
         _ => panic!("no float32 reference for {name}"),
     }
 }
@@ -287,6 +290,8 @@ impl Dd {
 }
 
 const LN2: Dd = Dd(std::f64::consts::LN_2, 2.319_046_813_846_299_6e-17);
+const LOG2E: Dd = Dd(std::f64::consts::LOG2_E, 2.035_527_374_093_103_3e-17);
+const LOG10E: Dd = Dd(std::f64::consts::LOG10_E, 1.098_319_650_216_765e-17);
 const PIO2: [f64; 4] = [
     std::f64::consts::FRAC_PI_2,
     6.123_233_995_736_766e-17,
@@ -346,8 +351,10 @@ fn expm1_dd(x: f64) -> Dd {
 }
 
 /// ln of a positive two-float u: u = m 2^k, one Newton step on e^y from libm's ln m.
+/// m in about [sqrt(1/2), sqrt(2)]: k = 0 near 1, where ln u is tiny and k ln 2 would
+/// cancel against ln m (just below 1 that cost the reference an ulp of log10).
 fn log_dd(u: Dd) -> Dd {
-    let k = u.0.abs().log2().floor() as i32;
+    let k = u.0.abs().log2().round() as i32;
     let m = u.scale(-k);
     let y0 = Dd::f(m.0.ln());
     let y1 = y0.add(m.mul(exp_dd(y0.neg())).sub(Dd::f(1.0)));
@@ -502,6 +509,24 @@ fn dd_f64(name: &str) -> fn(f64) -> (f64, f64, i32) {
         },
         "log" => |x| log_dd(Dd::f(x)).v(),
         "log1p" => |x| log1p_dd(x).v(),
+        "exp2" => |x| {
+            if x >= 1024.0 {
+                return (f64::INFINITY, 0.0, 0);
+            }
+            if x < -1080.0 {
+                return (0.0, 0.0, 0);
+            }
+            // 2^x = 2^k e^(r ln 2), r = x - k exact
+            let k = x.round();
+            let s = exp_small(Dd::f(x - k).mul(LN2));
+            if k < -1000.0 {
+                (s.0, s.1, k as i32)
+            } else {
+                s.scale(k as i32).v()
+            }
+        },
+        "log2" => |x| log_dd(Dd::f(x)).mul(LOG2E).v(),
+        "log10" => |x| log_dd(Dd::f(x)).mul(LOG10E).v(),
         "tanh" => |x| {
             if x.abs() > 40.0 {
                 return (1f64.copysign(x), 0.0, 0);
@@ -660,7 +685,8 @@ pub fn sample_f64(name: &str, c: u64, n: usize) -> Vec<f64> {
     let (lo, hi, pos) = match name {
         "exp" => (-746.0, 710.0, false),
         "expm1" => (-40.0, 710.0, false),
-        "log" | "sqrt" | "rsqrt" => (0.0, 4.0, true),
+        "log" | "log2" | "log10" | "sqrt" | "rsqrt" => (0.0, 4.0, true),
+        "exp2" => (-1080.0, 1025.0, false),
         "log1p" => (-1.0, 4.0, false),
         "tanh" => (-20.0, 20.0, false),
         "sigmoid" => (-750.0, 40.0, false),
@@ -699,7 +725,7 @@ pub fn sample_f64(name: &str, c: u64, n: usize) -> Vec<f64> {
                         "asin" | "acos" | "atanh" => {
                             (1.0 - tiny).copysign(if b & 1 == 0 { 1.0 } else { -1.0 })
                         }
-                        "log" | "log1p" => {
+                        "log" | "log1p" | "log2" | "log10" => {
                             1.0 + tiny.copysign(if b & 1 == 0 { 1.0 } else { -1.0 }) * 0.25
                         }
                         _ => lo + (hi - lo) * unit(b),

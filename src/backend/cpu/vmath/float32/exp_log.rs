@@ -114,6 +114,28 @@ pub(super) fn exp_full(x: f32) -> f32 {
     scale2(w + rest, magic_int(t))
 }
 
+// ln 2 as a float32 and the rest (r LN2_F + r LN2_F_LO is r ln 2 to 2^-48 relative)
+const LN2_F: f32 = std::f32::consts::LN_2;
+const LN2_F_LO: f32 = -1.904_654_3e-9;
+
+/// 2^x = 2^k e^(r ln 2), k = round(x) and r = x - k exact (|r| <= 1/2): r ln 2 = a + al
+/// (a rounded, al its error from an fma plus ln 2's own), e^(a + al) as in
+/// [`exp_sum`] (1 + a an exact sum; a is its own reduced argument, |a| <= ln2/2), so
+/// exact at integers (2^-150, halfway to the smallest subnormal, rounds to 0). Beyond
+/// the clamp the result is 0 or infinity already; NaN stays NaN through it (its k is any
+/// integer; `scale2` takes any).
+#[inline(always)]
+pub(super) fn exp2_full(x: f32) -> f32 {
+    let v = x.clamp(-152.0, 129.0);
+    let t = v + MAGIC;
+    let r = v - (t - MAGIC);
+    let a = r * LN2_F;
+    let al = r.mul_add(LN2_F, -a) + r * LN2_F_LO;
+    let q = (a * a) * poly(a, EXP_U);
+    let (w, e) = fast_two_sum(1.0, a);
+    scale2(w + (e + al.mul_add(w + q, q)), magic_int(t))
+}
+
 #[inline(always)]
 pub(super) fn exp_fast(x: f32) -> f32 {
     let (t, w, rest) = exp_sum(x);
@@ -216,10 +238,24 @@ const LOG_LN2_LO: f32 = 1.428_606_765_330_187_045e-6;
 fn log_tail(kf: f32, f: f32, extra: f32) -> f32 {
     let hi = kf * LOG_LN2_HI;
     let (s, e) = fast_two_sum(hi, f); // |hi| >= ln2 > |f| unless k = 0
-    let q = poly(
+    let corr = (f * f).mul_add(log_q(f), e + kf.mul_add(LOG_LN2_LO, extra));
+    s + corr
+}
+
+/// Q(f) with log(1 + f) = f + f^2 Q(f) on [sqrt(1/2) - 1, sqrt(2) - 1]
+/// (`tools/fit_vmath.py log_f32`): -1/2 + f Q1(f), Horner's last step written out (the
+/// same bits as one polynomial).
+#[inline(always)]
+fn log_q(f: f32) -> f32 {
+    log_q1(f).mul_add(f, -0.5)
+}
+
+/// Q1 of [`log_q`].
+#[inline(always)]
+fn log_q1(f: f32) -> f32 {
+    poly(
         f,
         [
-            -0.5,
             0.333_333_134_651_184_1,
             -0.250_000_119_209_289_55,
             0.200_020_745_396_614_07,
@@ -230,9 +266,81 @@ fn log_tail(kf: f32, f: f32, extra: f32) -> f32 {
             -0.116_610_914_468_765_26,
             0.067_327_551_543_712_62,
         ],
-    );
-    let corr = (f * f).mul_add(q, e + kf.mul_add(LOG_LN2_LO, extra));
-    s + corr
+    )
+}
+
+// log2(e) and log10(e) as two-float sums; log10(2) = L102_HI + L102_LO with L102_HI of
+// 12 bits (k L102_HI is exact for |k| < 2^12)
+const LOG2E_HI: f32 = std::f32::consts::LOG2_E;
+const LOG2E_LO: f32 = 1.925_963e-8;
+const LOG10E_HI: f32 = std::f32::consts::LOG10_E;
+const LOG10E_LO: f32 = -1.010_305e-8;
+const L102_HI: f32 = 0.301_025_390_625;
+const L102_LO: f32 = 4.605_039e-6;
+
+/// (k, f): x = 2^k (1 + f) for a positive finite x (subnormals scaled first), 1 + f in
+/// [sqrt(1/2), sqrt(2)) and f exact.
+#[inline(always)]
+fn log_parts(x: f32) -> (f32, f32) {
+    let sub = x < f32::MIN_POSITIVE;
+    let v = if sub { x * 8_388_608.0 } else { x };
+    let (k, m) = split_log(v);
+    (k as f32 - if sub { 23.0 } else { 0.0 }, m - 1.0)
+}
+
+/// The special values of a logarithm at x (+inf at +inf, -inf at ±0, NaN below 0 and
+/// at NaN), else `y`.
+#[inline(always)]
+fn log_select(x: f32, y: f32) -> f32 {
+    if x == f32::INFINITY {
+        x
+    } else if x == 0.0 {
+        f32::NEG_INFINITY
+    } else if x > 0.0 {
+        y
+    } else {
+        f32::NAN // negative or NaN
+    }
+}
+
+/// c log(1 + f) + a = s + lo (|lo| about ulp(s)) for x = 2^k (1 + f), where a is k or
+/// k log10(2)'s leading part (exact; |a| >= 0.30 where k is not 0) with its rest `al`,
+/// c = ch + cl is log2(e) or log10(e): log(1 + f) = f - f^2/2 + f^3 Q1(f), the first
+/// two terms times ch as exact products summed exactly with a (each at most the sum so
+/// far: |f^2/2| <= |f|/2), the rest beside them. With f^2 Q(f) rounded as one term, as
+/// ln does, 20 inputs of log2 near sqrt(2) were 1.09 ulp off.
+#[inline(always)]
+fn log_scaled(f: f32, a: f32, al: f32, ch: f32, cl: f32) -> f32 {
+    let p = f * ch;
+    let pe = f.mul_add(ch, -p);
+    let ff = f * f;
+    let ffe = f.mul_add(f, -ff);
+    let h = -0.5 * ff;
+    let hp = h * ch;
+    let hpe = h.mul_add(ch, -hp);
+    let (s1, e1) = fast_two_sum(a, p);
+    let (s2, e2) = fast_two_sum(s1, hp);
+    let cubic = (ff * f) * log_q1(f);
+    let small = (-0.5 * ffe).mul_add(ch, f.mul_add(cl, h.mul_add(cl, al)));
+    let lo = cubic.mul_add(ch, (e1 + e2) + ((pe + hpe) + small));
+    s2 + lo
+}
+
+/// log2 x = k + log(1 + f) log2(e) ([`log_scaled`]); exact at powers of two.
+#[inline(always)]
+pub(super) fn log2_full(x: f32) -> f32 {
+    let (kf, f) = log_parts(x);
+    log_select(x, log_scaled(f, kf, 0.0, LOG2E_HI, LOG2E_LO))
+}
+
+/// log10 x = k log10(2) + log(1 + f) log10(e) ([`log_scaled`]).
+#[inline(always)]
+pub(super) fn log10_full(x: f32) -> f32 {
+    let (kf, f) = log_parts(x);
+    log_select(
+        x,
+        log_scaled(f, kf * L102_HI, kf * L102_LO, LOG10E_HI, LOG10E_LO),
+    )
 }
 
 /// (k, m) with v = 2^k m and m in [sqrt(1/2), sqrt(2)), for a positive normal v: k

@@ -146,6 +146,9 @@ slice_fns! { f32;
     erfinv: |x| erfinv_f32(x), fast(|x| x.abs() <= ERFINV_FAST => erfinv_fast(x));
     lgamma: |x| lgamma_f32(x), fast(|x| x > 0.0 && x < 8.0 => lgamma_fast(x));
     digamma: |x| digamma_f32(x), fast(|x| x > 0.0 && x < 8.0 => digamma_fast(x));
+    exp2: |x| exp2_full(x);
+    log2: |x| log2_full(x);
+    log10: |x| log10_full(x);
 }
 
 scalar_fns! { f32;
@@ -193,6 +196,12 @@ scalar_fns! { f32;
     lgamma1 = lgamma_f32;
     /// ψ(x) of one element.
     digamma1 = digamma_f32;
+    /// 2^x of one element.
+    exp21 = exp2_full;
+    /// log2 x of one element.
+    log21 = log2_full;
+    /// log10 x of one element.
+    log101 = log10_full;
 }
 
 /// Every float32 function, for tests and tools (sqrt and rsqrt are single IEEE
@@ -307,6 +316,21 @@ pub const FUNCS: &[Func<f32>] = &[
         name: "digamma",
         at: digamma::at,
         one: digamma1,
+    },
+    Func {
+        name: "exp2",
+        at: exp2::at,
+        one: exp21,
+    },
+    Func {
+        name: "log2",
+        at: log2::at,
+        one: log21,
+    },
+    Func {
+        name: "log10",
+        at: log10::at,
+        one: log101,
     },
     Func {
         name: "sqrt",

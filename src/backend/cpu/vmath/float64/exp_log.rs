@@ -301,3 +301,79 @@ pub(crate) fn log1p_full(x: f64) -> f64 {
         f64::NAN
     }
 }
+
+// ---- exp2, log2, log10 -----------------------------------------------------------------
+
+// log2(e), log10(e) and ln 2 as two-float sums; log10(2) = L102_HI + L102_LO with
+// L102_HI of 32 bits (k L102_HI is exact for |k| < 2^21)
+const LOG2E_HI: f64 = 1.442_695_040_888_963_4;
+const LOG2E_LO: f64 = 2.035_527_374_093_103_3e-17;
+const LOG10E_HI: f64 = 0.434_294_481_903_251_8;
+const LOG10E_LO: f64 = 1.098_319_650_216_765e-17;
+const LN2_LO_EXACT: f64 = 2.319_046_813_846_299_6e-17;
+const L102_HI: f64 = 0.301_029_995_549_470_2;
+const L102_LO: f64 = 1.145_110_089_802_183_8e-10;
+
+/// 2^x: x = k + r with r = x - k exact (|r| <= 1/2), r ln 2 as a two-float sum, e^(r ln
+/// 2) by [`exp_core`] (2^-58 relative), then 2^k; exact at integers. Beyond the clamp the
+/// result is 0 or infinity already; NaN stays NaN through it (its k is any integer:
+/// wrapping arithmetic).
+#[inline(always)]
+pub(super) fn exp2_full(x: f64) -> f64 {
+    let v = x.clamp(-1080.0, 1030.0);
+    let t = v + MAGIC;
+    let r = v - (t - MAGIC);
+    let ah = r * std::f64::consts::LN_2;
+    let al = r.mul_add(std::f64::consts::LN_2, -ah) + r * LN2_LO_EXACT;
+    let (t2, w, lo) = exp_core(ah, al);
+    scale2(w + lo, magic_int(t).wrapping_add(magic_int(t2)))
+}
+
+/// (k, h, l): a positive finite nonzero x (subnormals too) as 2^k m with ln m = h + l
+/// to about 2^-60 relative ([`log_tail_pair`] without its k ln 2).
+#[inline(always)]
+fn ln_m_pair(x: f64) -> (f64, f64, f64) {
+    let sub = x < f64::MIN_POSITIVE;
+    let v = if sub { x * 4_503_599_627_370_496.0 } else { x }; // 2^52
+    let (k, m) = split_log(v);
+    let kf = to_float(k) - if sub { 52.0 } else { 0.0 };
+    let (h, l) = log_tail_pair(0.0, m - 1.0, 0.0);
+    (kf, h, l)
+}
+
+/// The special values of a logarithm at x (+inf at +inf, -inf at ±0, NaN below 0 and at
+/// NaN), else `y`.
+#[inline(always)]
+fn log_select(x: f64, y: f64) -> f64 {
+    if x == f64::INFINITY {
+        x
+    } else if x == 0.0 {
+        f64::NEG_INFINITY
+    } else if x > 0.0 {
+        y
+    } else {
+        f64::NAN
+    }
+}
+
+/// log2 x = k + (h + l) log2(e), the product as a two-float sum, k added exactly
+/// (|k| >= 1 > |(h + l) log2(e)| where k is not 0); exact at powers of two.
+#[inline(always)]
+pub(super) fn log2_full(x: f64) -> f64 {
+    let (kf, h, l) = ln_m_pair(x);
+    let p = h * LOG2E_HI;
+    let lo = h.mul_add(LOG2E_HI, -p) + h.mul_add(LOG2E_LO, l * LOG2E_HI);
+    let (s, e) = fast_two_sum(kf, p);
+    log_select(x, s + (e + lo))
+}
+
+/// log10 x = k log10(2) + (h + l) log10(e): k's part exact in its leading float (|k
+/// L102_HI| >= 0.30 > |(h + l) log10(e)| where k is not 0), the product a two-float sum.
+#[inline(always)]
+pub(super) fn log10_full(x: f64) -> f64 {
+    let (kf, h, l) = ln_m_pair(x);
+    let p = h * LOG10E_HI;
+    let lo = h.mul_add(LOG10E_HI, -p) + h.mul_add(LOG10E_LO, l.mul_add(LOG10E_HI, kf * L102_LO));
+    let (s, e) = fast_two_sum(kf * L102_HI, p);
+    log_select(x, s + (e + lo))
+}

@@ -204,6 +204,9 @@ slice_fns! { f64;
     erf: |x| erf_f64(x);
     erfc: |x| erfc_f64(x);
     erfinv: |x| erfinv_f64(x), fast(|x| x.abs() <= ERFINV_FAST => erfinv_fast(x));
+    exp2: |x| exp2_full(x);
+    log2: |x| log2_full(x);
+    log10: |x| log10_full(x);
 }
 
 scalar_fns! { f64;
@@ -247,6 +250,12 @@ scalar_fns! { f64;
     erfc1 = erfc_f64;
     /// erfinv x of one element.
     erfinv1 = erfinv_f64;
+    /// 2^x of one element.
+    exp21 = exp2_full;
+    /// log2 x of one element.
+    log21 = log2_full;
+    /// log10 x of one element.
+    log101 = log10_full;
 }
 
 /// erf, erfc and erfinv (`special`), for tests and tools: kept out of [`FUNCS`], whose
@@ -272,6 +281,21 @@ pub const ERF_FUNCS: &[Func<f64>] = &[
 
 /// Every float64 function, for tests and tools.
 pub const FUNCS: &[Func<f64>] = &[
+    Func {
+        name: "exp2",
+        at: exp2::at,
+        one: exp21,
+    },
+    Func {
+        name: "log2",
+        at: log2::at,
+        one: log21,
+    },
+    Func {
+        name: "log10",
+        at: log10::at,
+        one: log101,
+    },
     Func {
         name: "exp",
         at: exp::at,
