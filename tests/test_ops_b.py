@@ -686,3 +686,34 @@ def test_ordering_kernels_bitwise_as_torch(dtype, shape):
 
     _bits(program)
     _same_on_1_and_2_threads(program)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("n", [40, 64, 300])
+def test_radix_sorted_slices_bitwise_as_torch(dtype, n):
+    # distinct values (the radix sort's order is introsort's), rows with one NaN, with
+    # -0.0 and 0.0 (equal: a tie), with repeated values (sorted again by introsort); a
+    # slice shorter than the radix sort's minimum (64) and longer
+    r = np.random.default_rng(n)
+    rows = [r.permutation(n * 10)[:n] - n * 5 for _ in range(6)]
+    data = np.array(rows, dtype=np.float64)
+    if dtype != "int64":
+        data = data * 0.37
+        data[1, 3] = nan
+        data[2, 4], data[2, 7] = -0.0, 0.0
+        data[3, :4] = nan
+    data[4, 10:20] = 5.0
+    data = data.tolist()
+
+    def program(T):
+        x = T.tensor(data, dtype=getattr(T, dtype))
+        out = []
+        for v in (x, x.t().contiguous().t()):
+            for desc in (False, True):
+                out += list(v.sort(1, descending=desc)) + list(v.sort(dim=1, descending=desc, stable=True))
+                out.append(v.argsort(1, descending=desc))
+            out += list(v.t().sort(0)) + [v.t().msort()]
+        return out
+
+    _bits(program)
+    _same_on_1_and_2_threads(program)

@@ -77,7 +77,7 @@ impl Idx for usize {
     }
 }
 
-fn run<T: Element>(v: &[T], layout: &Layout, dim: usize, sel: Select) -> Vec<i64> {
+fn run<T: SortKey>(v: &[T], layout: &Layout, dim: usize, sel: Select) -> Vec<i64> {
     if layout.shape[dim] <= u32::MAX as usize {
         run_with::<T, u32>(v, layout, dim, sel)
     } else {
@@ -88,7 +88,7 @@ fn run<T: Element>(v: &[T], layout: &Layout, dim: usize, sel: Select) -> Vec<i64
 /// Every slice's choice, the slices split across the pool in pieces of whole slices
 /// (each slice's choice is its own: no bit depends on the split), each piece with one
 /// set of scratch vectors.
-fn run_with<T: Element, I: Idx>(v: &[T], layout: &Layout, dim: usize, sel: Select) -> Vec<i64> {
+fn run_with<T: SortKey, I: Idx>(v: &[T], layout: &Layout, dim: usize, sel: Select) -> Vec<i64> {
     let shape = &layout.shape;
     let n = shape[dim];
     let st = layout.strides[dim];
@@ -140,6 +140,7 @@ fn run_with<T: Element, I: Idx>(v: &[T], layout: &Layout, dim: usize, sel: Selec
                 st == 0,
                 radix,
                 &mut scratch.keys,
+                &mut scratch.radix,
                 &mut scratch.work,
                 &mut scratch.chosen,
             );
@@ -152,10 +153,114 @@ fn run_with<T: Element, I: Idx>(v: &[T], layout: &Layout, dim: usize, sel: Selec
     out
 }
 
+/// Slices from this long are sorted by [`Radix`] first (below, introsort's insertion
+/// sorts are as cheap as the radix sort's counts).
+const RADIX_SORT_MIN: usize = 64;
+
+/// An order-preserving unsigned key of a sortable dtype: `key(x) < key(y)` exactly when
+/// `x < y` under ATen's ascending comparator (NaN above everything, every NaN one key;
+/// -0.0 and 0.0 one key, as they compare equal), in the low `BYTES` bytes.
+pub(crate) trait SortKey: Element {
+    const BYTES: usize;
+    fn key(self) -> u64;
+}
+impl SortKey for f32 {
+    const BYTES: usize = 4;
+    #[inline(always)]
+    fn key(self) -> u64 {
+        if self.is_nan() {
+            return u64::from(u32::MAX);
+        }
+        let b = (self + 0.0).to_bits(); // (-0.0 + 0.0 is 0.0)
+        u64::from(if b >> 31 == 1 { !b } else { b | 1 << 31 })
+    }
+}
+impl SortKey for f64 {
+    const BYTES: usize = 8;
+    #[inline(always)]
+    fn key(self) -> u64 {
+        if self.is_nan() {
+            return u64::MAX;
+        }
+        let b = (self + 0.0).to_bits();
+        if b >> 63 == 1 { !b } else { b | 1 << 63 }
+    }
+}
+impl SortKey for i64 {
+    const BYTES: usize = 8;
+    #[inline(always)]
+    fn key(self) -> u64 {
+        (self as u64) ^ (1 << 63)
+    }
+}
+impl SortKey for bool {
+    // (not radix sorted: `BYTES` 1 keeps bool on the comparison sorts)
+    const BYTES: usize = 1;
+    fn key(self) -> u64 {
+        u64::from(self)
+    }
+}
+
+/// A least-significant-digit radix sort of (key, position), a byte a pass (stable).
+struct Radix<I> {
+    keys: Vec<(u64, I)>,
+    tmp: Vec<(u64, I)>,
+}
+impl<I> Default for Radix<I> {
+    fn default() -> Self {
+        Radix {
+            keys: Vec::new(),
+            tmp: Vec::new(),
+        }
+    }
+}
+impl<I: Idx> Radix<I> {
+    /// `vals`' keys (inverted for `descending`: ties still in index order) sorted into
+    /// `self.keys`.
+    fn sort<T: SortKey>(&mut self, vals: &[T], descending: bool) {
+        let n = vals.len();
+        let flip = if descending { u64::MAX } else { 0 };
+        self.keys.clear();
+        self.keys.extend(
+            vals.iter()
+                .enumerate()
+                .map(|(j, &x)| (x.key() ^ flip, I::new(j))),
+        );
+        self.tmp.clear();
+        self.tmp.resize(n, (0, I::new(0)));
+        let mut counts = [[0u32; 256]; 8];
+        for &(k, _) in &self.keys {
+            for (b, c) in counts.iter_mut().enumerate().take(T::BYTES) {
+                c[((k >> (8 * b)) & 255) as usize] += 1;
+            }
+        }
+        for (b, c) in counts.iter_mut().enumerate().take(T::BYTES) {
+            if c.iter().any(|&x| x as usize == n) {
+                continue; // every key has this byte: the pass would move nothing
+            }
+            let mut at = 0u32;
+            for x in c.iter_mut() {
+                (*x, at) = (at, at + *x);
+            }
+            for &e in &self.keys {
+                let d = &mut c[((e.0 >> (8 * b)) & 255) as usize];
+                self.tmp[*d as usize] = e;
+                *d += 1;
+            }
+            std::mem::swap(&mut self.keys, &mut self.tmp);
+        }
+    }
+    /// Whether two sorted keys are equal.
+    fn has_ties(&self) -> bool {
+        self.keys.windows(2).any(|w| w[0].0 == w[1].0)
+    }
+}
+
 /// One piece's scratch vectors, reused slice after slice.
 struct Scratch<T, I> {
     vals: Vec<T>,
     keys: Vec<(T, I)>,
+    radix: Radix<I>,
     work: Vec<T>,
     chosen: Vec<usize>,
 }
@@ -164,6 +269,7 @@ impl<T, I> Default for Scratch<T, I> {
         Scratch {
             vals: Vec::new(),
             keys: Vec::new(),
+            radix: Radix::default(),
             work: Vec::new(),
             chosen: Vec::new(),
         }
@@ -219,12 +325,13 @@ fn ordering<E>(comp: impl Fn(&E, &E) -> bool) -> impl Fn(&E, &E) -> std::cmp::Or
 
 /// One slice's choice into `out` (`expanded`: every element is the same memory, which
 /// ATen's sort leaves in index order); `keys` and `work` are scratch.
-fn slice<T: Element, I: Idx>(
+fn slice<T: SortKey, I: Idx>(
     vals: &[T],
     sel: Select,
     expanded: bool,
     radix: bool,
     keys: &mut Vec<(T, I)>,
+    rad: &mut Radix<I>,
     work: &mut Vec<T>,
     out: &mut Vec<usize>,
 ) {
@@ -239,6 +346,17 @@ fn slice<T: Element, I: Idx>(
             if expanded {
                 out.extend(0..n);
                 return;
+            }
+            // A radix sort on order-preserving keys is stable, so it is the stable
+            // order; where no two keys are equal, the only order there is, so also
+            // introsort's (tested after the sort; a slice with ties is sorted again by
+            // introsort). 256 x 256 float32 rows: 10 us a row by introsort.
+            if n >= RADIX_SORT_MIN && T::BYTES > 1 && n <= u32::MAX as usize {
+                rad.sort(vals, descending);
+                if stable || radix || !rad.has_ties() {
+                    out.extend(rad.keys.iter().map(|e| e.1.get()));
+                    return;
+                }
             }
             fill_keys(keys);
             with_comp!(T, I, descending, has_nan, comp => {
