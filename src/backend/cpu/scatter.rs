@@ -202,6 +202,21 @@ fn scatter_elems<T: Acc>(
                     // SAFETY: the output row of outer position a is this piece's.
                     let row = unsafe { o.row(bo, (size - 1) * step + 1) };
                     let irow = &index[a * n..(a + 1) * n];
+                    if step == 1 && sstep == 1 {
+                        // (dense rows, the common case: no stride products)
+                        let srow = &src[bs..bs + n];
+                        if add {
+                            for (&i, &v) in irow.iter().zip(srow) {
+                                let e = &mut row[i as usize];
+                                *e = T::acc(*e, v);
+                            }
+                        } else {
+                            for (&i, &v) in irow.iter().zip(srow) {
+                                row[i as usize] = v;
+                            }
+                        }
+                        continue;
+                    }
                     for (m, &i) in irow.iter().enumerate() {
                         let (e, v) = (&mut row[i as usize * step], src[bs + m * sstep]);
                         *e = if add { T::acc(*e, v) } else { v };

@@ -139,8 +139,6 @@ fn run_with<T: SortKey, I: Idx>(v: &[T], layout: &Layout, dim: usize, sel: Selec
                 sel,
                 st == 0,
                 radix,
-                &mut scratch.keys,
-                &mut scratch.radix,
                 &mut scratch.work,
                 &mut scratch.chosen,
             );
@@ -258,22 +256,31 @@ impl<I: Idx> Radix<I> {
 
 /// One piece's scratch vectors, reused slice after slice.
 struct Scratch<T, I> {
+    /// a strided slice copied to a run
     vals: Vec<T>,
-    keys: Vec<(T, I)>,
-    radix: Radix<I>,
-    work: Vec<T>,
+    work: Work<T, I>,
     chosen: Vec<usize>,
 }
 impl<T, I> Default for Scratch<T, I> {
     fn default() -> Self {
         Scratch {
             vals: Vec::new(),
-            keys: Vec::new(),
-            radix: Radix::default(),
-            work: Vec::new(),
+            work: Work {
+                keys: Vec::new(),
+                radix: Radix::default(),
+                values: Vec::new(),
+            },
             chosen: Vec::new(),
         }
     }
+}
+
+/// What a slice's algorithm works in: (value, position) keys, the radix sort's, the
+/// values alone (median).
+struct Work<T, I> {
+    keys: Vec<(T, I)>,
+    radix: Radix<I>,
+    values: Vec<T>,
 }
 
 #[inline]
@@ -330,11 +337,14 @@ fn slice<T: SortKey, I: Idx>(
     sel: Select,
     expanded: bool,
     radix: bool,
-    keys: &mut Vec<(T, I)>,
-    rad: &mut Radix<I>,
-    work: &mut Vec<T>,
+    w: &mut Work<T, I>,
     out: &mut Vec<usize>,
 ) {
+    let Work {
+        keys,
+        radix: rad,
+        values: work,
+    } = w;
     let n = vals.len();
     let has_nan = T::DTYPE.is_float() && vals.iter().any(|&x| nan(x));
     let fill_keys = |keys: &mut Vec<(T, I)>| {
