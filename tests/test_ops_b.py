@@ -504,3 +504,216 @@ def test_scatter_family_gradcheck_gradgradcheck_forward_ad(name, f):
     x, s = _dup_free(3, 4), _dup_free(3, 3, seed=4)
     assert gradcheck(f, (x, s), check_forward_ad=True)
     assert gradgradcheck(f, (x, s))
+
+
+# The scatter-family and ordering kernels: every path, bit for bit against torch
+# --------------------------------------------------------------------------------------
+
+def _bits(program):
+    """Runs ``program(T)`` on rgrad and on torch (when installed) and asserts every tensor
+    it returns has torch's dtype, shape and bits; returns rgrad's tensors as arrays."""
+    import importlib
+
+    def arrays(T):
+        return [np.ascontiguousarray(t.detach().numpy()) for t in program(T)]
+
+    mine = arrays(rgrad)
+    try:
+        t = importlib.import_module("torch")
+    except ImportError:  # pragma: no cover
+        return mine
+    theirs = arrays(t)
+    assert len(mine) == len(theirs)
+    for k, (a, b) in enumerate(zip(mine, theirs)):
+        assert a.dtype == b.dtype and a.shape == b.shape, (k, a.dtype, b.dtype, a.shape, b.shape)
+        assert a.tobytes() == b.tobytes(), (k, a, b)
+    return mine
+
+
+def _with_threads(n, f):
+    before = rgrad.get_num_threads()
+    rgrad.set_num_threads(n)
+    try:
+        return f()
+    finally:
+        rgrad.set_num_threads(before)
+
+
+def _same_on_1_and_2_threads(program):
+    one = _with_threads(1, lambda: [np.ascontiguousarray(t.detach().numpy()) for t in program(rgrad)])
+    two = _with_threads(2, lambda: [np.ascontiguousarray(t.detach().numpy()) for t in program(rgrad)])
+    for a, b in zip(one, two):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def _data(shape, dtype, seed):
+    r = np.random.default_rng(seed)
+    if dtype == "bool":
+        return (r.random(shape) < 0.5).tolist()
+    if dtype == "int64":
+        return r.integers(-(2**40), 2**40, shape).tolist()
+    return (r.standard_normal(shape) * 3).tolist()
+
+
+# (3, 4, 5): one piece; (40, 50, 30): 60K elements, past the pool's threshold (32K)
+_SC_SHAPES = [(3, 4, 5), (40, 50, 30)]
+
+
+def _scatter_program(shape, dtype, dim, view):
+    """Every scatter-family op along `dim` of an input of `shape`, x / src / index as
+    contiguous tensors, transposed views or offset views (`view`)."""
+    xs = _data(shape, dtype, 1)
+    n = shape[dim] + 3
+    ishape = [max(s - 1, 1) for s in shape]
+    ishape[dim] = n
+    ivals = np.random.default_rng(2).integers(0, shape[dim], ishape).tolist()
+    sshape = list(shape)
+    sshape[dim] = n
+    svals = _data(sshape, dtype, 3)
+    srcs = _data(ishape, dtype, 4)
+    rows = np.random.default_rng(5).integers(0, shape[dim], n).tolist()
+    # (index_copy's repeated positions are written in an order torch's TensorIterator
+    # leaves to its threads: a permutation for it)
+    perm = np.random.default_rng(6).permutation(shape[dim]).tolist()
+
+    def shaped(T, vals, dt):
+        t = T.tensor(vals, dtype=dt)
+        if view == "transposed":
+            # the same values, read through a transpose of a permuted copy
+            return t.permute(2, 1, 0).contiguous().permute(2, 1, 0)
+        if view == "offset":
+            return T.cat([T.zeros((1,) + t.shape[1:], dtype=dt), t])[1:]
+        return t
+
+    def program(T):
+        dt = getattr(T, dtype)
+        x = shaped(T, xs, dt)
+        idx = shaped(T, ivals, T.int64)
+        src = shaped(T, srcs, dt)
+        source = shaped(T, svals, dt)
+        r = T.tensor(rows)
+        if view == "offset":
+            r = T.cat([T.tensor([0]), r])[1:]
+        one = T.ones((), dtype=dt)
+        out = [x.scatter(dim, idx, src), x.scatter(dim, idx, one.item()),
+               x.index_copy(dim, T.tensor(perm), source.narrow(dim, 0, shape[dim])), x.index_fill(dim, r, one.item()),
+               x.index_fill(dim, r[:2] - shape[dim], one)]
+        if dtype != "bool":
+            out += [x.scatter_add(dim, idx, src), x.index_add(dim, r, source)]
+        if dtype in ("float32", "float64"):
+            out.append(x.index_add(dim, r, source, alpha=0.5))
+        return out
+
+    return program
+
+
+@pytest.mark.parametrize("shape", _SC_SHAPES, ids=["small", "large"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+@pytest.mark.parametrize("view", ["contiguous", "transposed", "offset"])
+def test_scatter_family_kernels_bitwise_as_torch(shape, dtype, view):
+    for dim in range(3):
+        program = _scatter_program(shape, dtype, dim, view)
+        _bits(program)
+        _same_on_1_and_2_threads(program)
+
+
+def test_scatter_family_kernels_1d_empty_and_one_element():
+    def program(T):
+        x = T.tensor([1.5, -2.0, 3.25, 4.0, 0.5] * 20000)  # 100K: the pool's side, one column
+        i = T.tensor([3, 1, 3, 0] * 25000)
+        s = T.arange(100000.0) * 0.37
+        e = T.zeros(0, 4)
+        return [x.scatter(0, i, s), x.scatter_add(0, i, s), x.index_add(0, i, s), x.index_copy(0, i[:5], s[:5]),
+                x.index_fill(0, i, 2.0), e.scatter(1, T.zeros(0, 2).long(), e), e.index_add(0, T.zeros(0).long(), e),
+                e.index_fill(1, T.tensor([1]), 3.0), T.tensor([7.0]).scatter_add(0, T.tensor([0, 0]), T.tensor([0.1, 0.2])),
+                T.tensor([7.0]).index_add(0, T.tensor([0]), T.tensor([0.1])),
+                T.ones(3, 1).index_copy(1, T.tensor([0]), T.full((3, 1), 2.0))]
+
+    _bits(program)
+    _same_on_1_and_2_threads(program)
+
+
+def test_scatter_family_backward_kernels_bitwise_as_torch():
+    # gather's and index_select's backward (scatter_add / index_add into zeros) along each
+    # dim, both sides of the pool's threshold; the scatter family's own backward passes
+    def program(T):
+        out = []
+        for shape in [(3, 4, 5), (40, 50, 30)]:
+            x = T.tensor(_data(shape, "float64", 6), requires_grad=True)
+            for dim in range(3):
+                ishape = list(shape)
+                ishape[dim] += 2
+                idx = T.tensor(np.random.default_rng(dim).integers(0, shape[dim], ishape).tolist())
+                rows = T.tensor(np.random.default_rng(dim + 9).integers(0, shape[dim], shape[dim] + 2).tolist())
+                g = T.tensor(_data(ishape, "float64", 7))
+                out += T.autograd.grad(x.gather(dim, idx), x, g)
+                out += T.autograd.grad(x.index_select(dim, rows), x, g)
+                small = idx[:, :, :1] if dim != 2 else idx[:, :1, :]
+                out += T.autograd.grad((x * 1).scatter(dim, small, 1.0).sum(), x)
+                out += T.autograd.grad((x * 1).index_fill(dim, rows, 1.0).sum(), x)
+        return out
+
+    _bits(program)
+    _same_on_1_and_2_threads(program)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("shape", [(7, 9), (300, 200)], ids=["small", "large"])
+def test_ordering_kernels_bitwise_as_torch(dtype, shape):
+    # ties (values 0..3) and, for floats, NaNs; the large shape runs its slices on the pool
+    data = _ties(17, shape, hi=3, nans=0.1 if dtype != "int64" else 0.0)
+    if dtype == "int64":
+        data = data.astype(np.int64)
+    data = data.tolist()
+
+    def program(T):
+        x = T.tensor(data, dtype=getattr(T, dtype))
+        out = []
+        for v in (x, x.t(), x[1:, 1:]):  # contiguous, strided along the dim, offset
+            for dim in (0, 1):
+                n = v.shape[dim]
+                out += list(v.sort(dim))
+                out += list(v.sort(dim, descending=True))
+                out += list(v.sort(dim=dim, stable=True))
+                out += list(v.topk(3, dim)) + list(v.topk(n // 2, dim, largest=False))
+                out += list(v.kthvalue(n // 2, dim)) + list(v.median(dim))
+            out.append(v.median())
+        if dtype != "int64":
+            clean = x.nan_to_num(0.0)  # the same slices without NaN (the plain comparators)
+            out += list(clean.sort(1)) + list(clean.median(0)) + list(clean.kthvalue(3, 1)) + [clean.median()]
+            out += list(clean.topk(5, 1))
+        return out
+
+    _bits(program)
+    _same_on_1_and_2_threads(program)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("n", [40, 64, 300])
+def test_radix_sorted_slices_bitwise_as_torch(dtype, n):
+    # distinct values (the radix sort's order is introsort's), rows with one NaN, with
+    # -0.0 and 0.0 (equal: a tie), with repeated values (sorted again by introsort); a
+    # slice shorter than the radix sort's minimum (64) and longer
+    r = np.random.default_rng(n)
+    rows = [r.permutation(n * 10)[:n] - n * 5 for _ in range(6)]
+    data = np.array(rows, dtype=np.float64)
+    if dtype != "int64":
+        data = data * 0.37
+        data[1, 3] = nan
+        data[2, 4], data[2, 7] = -0.0, 0.0
+        data[3, :4] = nan
+    data[4, 10:20] = 5.0
+    data = data.tolist()
+
+    def program(T):
+        x = T.tensor(data, dtype=getattr(T, dtype))
+        out = []
+        for v in (x, x.t().contiguous().t()):
+            for desc in (False, True):
+                out += list(v.sort(1, descending=desc)) + list(v.sort(dim=1, descending=desc, stable=True))
+                out.append(v.argsort(1, descending=desc))
+            out += list(v.t().sort(0)) + [v.t().msort()]
+        return out
+
+    _bits(program)
+    _same_on_1_and_2_threads(program)

@@ -267,6 +267,16 @@ backend_kernels! {
     fn index_add(shape: &[usize], dim: usize, index: &[i64], src: &Buffer, ls: &Layout) -> Buffer => cpu::index::index_add, on src;
     fn index_put(x: &Buffer, lx: &Layout, dtype: DType, positions: &[i64], values: &Buffer, lv: &Layout,
         accumulate: bool) -> Buffer => cpu::index::index_put, on x;
+    /// `x` copied row-major with `src` (over `ls`, of the index's shape) written along
+    /// `dim` where `index` (row-major of `index_shape`, checked) says, `+=` with `add`,
+    /// in index order (scatter, scatter_add; a number as one element under zero strides).
+    fn scatter(x: &Buffer, lx: &Layout, dim: usize, index: &[i64], index_shape: &[usize], src: &Buffer, ls: &Layout,
+        add: bool) -> Buffer => cpu::scatter::scatter, on x, src;
+    /// `x` copied row-major with slice `m` along `dim` of `src` (over `ls`) written at
+    /// slice `index[m]` (checked), `+=` with `add`, in index order (index_copy /
+    /// index_fill / index_add).
+    fn index_write(x: &Buffer, lx: &Layout, dim: usize, index: &[i64], src: &Buffer, ls: &Layout,
+        add: bool) -> Buffer => cpu::scatter::index_write, on x, src;
     /// `x[before[i] + base[b] + after[j]] = values[i, b, j]` (`+=` with accumulate) in place,
     /// `values` read in the row-major order of `lv`; the offsets into x's buffer are the
     /// op layer's, checked. `false` where the backend has no such kernel (the op computes

@@ -1,8 +1,9 @@
 //! Writes along a dim: scatter (a tensor or a number), scatter_add, index_add,
 //! index_copy, index_fill (out of place; their in-place forms commit these through
-//! `inplace`), and masked_select. Each computes the flat positions it writes on the host
-//! (index values checked with torch's messages) and runs the backend's `index_put` (with
-//! `accumulate` for the adds), which writes them in index order as ATen's CPU loops do.
+//! `inplace`), and masked_select. The scatter family reads its index in place (values
+//! checked with torch's messages) and runs the backend's `scatter` / `index_write`,
+//! which write in index order as ATen's CPU loops do (a number written as one element
+//! under zero strides).
 
 use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
@@ -11,7 +12,7 @@ use crate::backend::{self as k, host};
 use crate::dtype::{DType, Scalar};
 use crate::layout::Layout;
 use crate::ops::*;
-use crate::shape::{Shape, contiguous_strides, fmt_shape, wrap_dim};
+use crate::shape::{Shape, fmt_shape, wrap_dim};
 use crate::storage::Buffer;
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -30,12 +31,6 @@ fn at_least_1d(l: &Layout) -> Layout {
     }
 }
 
-/// The values of an int64 index, row-major, each checked to lie in `[0, size)` (torch's
-/// RuntimeError naming the index, the dim and the size).
-fn checked_index(index: &Tensor, size: usize, dim: usize) -> Result<Vec<i64>> {
-    checked_index_as(index, size, dim, Bounds::Runtime)
-}
-
 /// How an op reports (and whether it wraps) an index out of range.
 #[derive(Clone, Copy, PartialEq)]
 enum Bounds {
@@ -47,80 +42,85 @@ enum Bounds {
     Wrap,
 }
 
-fn checked_index_as(index: &Tensor, size: usize, dim: usize, rule: Bounds) -> Result<Vec<i64>> {
+/// Runs `f` on an int64 index's values, row-major, each checked to lie in `[0, size)`
+/// (torch's error naming the index, the dim and the size, by `rule`): the index's own
+/// memory where it is contiguous and in range (its read lock held through `f`).
+fn with_index<R>(
+    index: &Tensor,
+    size: usize,
+    dim: usize,
+    rule: Bounds,
+    f: impl FnOnce(&[i64]) -> Result<R>,
+) -> Result<R> {
     let s = index.snapshot();
     let r = s.storage.read();
     let h = host::read(&r)?;
     let Buffer::I64(v) = &*h else {
         return Err(Error::Internal("index buffer is not int64".into()));
     };
-    host::index_values(v, &s.layout, size, rule == Bounds::Wrap)
-        .map(Cow::into_owned)
-        .map_err(|i| {
-            let msg = format!("index {i} is out of bounds for dimension {dim} with size {size}");
-            match rule {
-                Bounds::Runtime => Error::runtime(msg),
-                Bounds::Copy => Error::index(format!("index_copy_(): {msg}")),
-                Bounds::Wrap => Error::index(msg),
-            }
-        })
-}
-
-/// The flat row-major positions in a tensor of shape `xshape` of the elements of shape
-/// `vshape` (row-major), each at its own coordinates except along `d`, where `target(k,
-/// m_d)` (element k, coordinate m_d) gives the coordinate it goes to.
-fn positions(
-    xshape: &[usize],
-    vshape: &[usize],
-    d: usize,
-    target: impl Fn(usize, usize) -> i64,
-) -> Vec<i64> {
-    let xs = contiguous_strides(xshape);
-    let vs = contiguous_strides(vshape);
-    let n = crate::shape::numel(vshape);
-    let mut out = Vec::with_capacity(n);
-    for k in 0..n {
-        let mut p = 0i64;
-        for j in 0..vshape.len() {
-            let m = (k / vs[j]) % vshape[j].max(1);
-            let c = if j == d { target(k, m) } else { m as i64 };
-            p += c * xs[j] as i64;
+    let idx = host::index_values(v, &s.layout, size, rule == Bounds::Wrap).map_err(|i| {
+        let msg = format!("index {i} is out of bounds for dimension {dim} with size {size}");
+        match rule {
+            Bounds::Runtime => Error::runtime(msg),
+            Bounds::Copy => Error::index(format!("index_copy_(): {msg}")),
+            Bounds::Wrap => Error::index(msg),
         }
-        out.push(p);
-    }
-    out
+    })?;
+    f(&idx)
 }
 
-/// `x` with `values` (over `lv`, in x's dtype) written at `pos` (added with
-/// `accumulate`): a new contiguous buffer of x's shape.
-fn put(
+/// A number in `x`'s dtype on x's device as one element read under zero strides over
+/// `shape` (what the kernels write for scatter's and index_fill's value).
+fn number(x: &Tensor, shape: &[usize], v: Scalar) -> Result<(Buffer, Layout)> {
+    let buf = k::on(x.device())?.full(x.dtype(), 1, v)?;
+    let layout = Layout {
+        shape: shape.iter().copied().collect(),
+        strides: smallvec::smallvec![0; shape.len()],
+        offset: 0,
+    };
+    Ok((buf, layout))
+}
+
+/// `x` with `values` written along `d` at the index's positions by the backend's
+/// `scatter` (index elements) or, with `slices`, `index_write` (whole slices), `+=`
+/// with `add`: a new contiguous tensor of x's shape.
+fn write(
     x: &Tensor,
-    pos: &[i64],
-    values: &Tensor,
-    lv: Option<Layout>,
-    accumulate: bool,
+    d: usize,
+    index: &Tensor,
+    rule: Bounds,
+    values: Source<'_>,
+    slices: bool,
+    add: bool,
 ) -> Result<Tensor> {
     let xs = x.snapshot();
-    let mut vs = values.snapshot();
-    if std::sync::Arc::ptr_eq(&xs.storage, &vs.storage) {
-        // (one storage read twice: the values copied first)
-        vs = clone_row_major(&values.detach())?.snapshot();
-    }
-    let lv = lv.unwrap_or_else(|| vs.layout.clone());
     let lx = at_least_1d(&xs.layout);
-    let out = {
+    let ishape = shape1(index);
+    let run = |idx: &[i64], vb: &Buffer, lv: &Layout| -> Result<Tensor> {
         let xb = xs.storage.read();
-        let vb = vs.storage.read();
-        k::index_put(&xb, &lx, x.dtype(), pos, &vb, &lv, accumulate)?
+        let out = if slices {
+            k::index_write(&xb, &lx, d, idx, vb, lv, add)?
+        } else {
+            k::scatter(&xb, &lx, d, idx, &ishape, vb, lv, add)?
+        };
+        Ok(new_tensor(out, &xs.layout.shape))
     };
-    Ok(new_tensor(out, &xs.layout.shape))
+    with_index(index, lx.shape[d], d, rule, |idx| match values {
+        Source::Tensor(t, l) => {
+            let vs = t.snapshot();
+            let lv = l.unwrap_or_else(|| at_least_1d(&vs.layout));
+            let vb = vs.storage.read();
+            run(idx, &vb, &lv)
+        }
+        Source::Number(buf, lv) => run(idx, &buf, &lv),
+    })
 }
 
-/// `n` copies of `v` in `dtype` on `x`'s device, as a tensor of shape `shape`.
-fn filled(x: &Tensor, shape: &[usize], v: Scalar) -> Result<Tensor> {
-    let n = crate::shape::numel(shape);
-    let buf = k::on(x.device())?.full(x.dtype(), n, v)?;
-    Ok(new_tensor(buf, shape))
+/// What a scatter-family op writes: a tensor (over a layout of its own, else its own,
+/// at least 1-D), or a number (one element and its zero-stride layout).
+enum Source<'a> {
+    Tensor(&'a Tensor, Option<Layout>),
+    Number(Buffer, Layout),
 }
 
 fn dims1(t: &Tensor) -> usize {
@@ -207,14 +207,6 @@ fn scatter_checks(
     Ok(())
 }
 
-/// The positions scatter writes: index element k goes to its own coordinates with
-/// `index[k]` along `d`.
-fn scatter_positions(x: &Tensor, d: usize, index: &Tensor) -> Result<Vec<i64>> {
-    let xs = shape1(x);
-    let idx = checked_index(index, xs[d], d)?;
-    Ok(positions(&xs, &shape1(index), d, |k, _| idx[k]))
-}
-
 /// `src` restricted to the index's shape (its first elements along every dim).
 fn src_layout(src: &Tensor, index: &Tensor) -> Layout {
     let l = at_least_1d(&src.layout());
@@ -230,7 +222,6 @@ pub fn scatter(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, add: bool) ->
     let name = if add { "scatter_add" } else { "scatter" };
     let d = wrap_dim(dim, x.ndim())?;
     scatter_checks(name, x, d, index, Some(src))?;
-    let pos = scatter_positions(x, d, index)?;
     let lv = src_layout(src, index);
     let kind = if add {
         ScatterKind::ScatterAdd
@@ -244,7 +235,10 @@ pub fn scatter(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, add: bool) ->
             "aten::scatter"
         },
         &[x, src],
-        || put(&x.detach(), &pos, &src.detach(), Some(lv), add),
+        || {
+            let src = Source::Tensor(src, Some(lv));
+            write(x, d, index, Bounds::Runtime, src, false, add)
+        },
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, index);
@@ -257,13 +251,20 @@ pub fn scatter(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, add: bool) ->
 pub fn scatter_value(x: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     scatter_checks("scatter", x, d, index, None)?;
-    let pos = scatter_positions(x, d, index)?;
     apply(
         "aten::scatter",
         &[x],
         || {
-            let v = filled(x, &shape1(index), value)?;
-            put(&x.detach(), &pos, &v, None, false)
+            let (buf, l) = number(x, &shape1(index), value)?;
+            write(
+                x,
+                d,
+                index,
+                Bounds::Runtime,
+                Source::Number(buf, l),
+                false,
+                false,
+            )
         },
         |_| {
             let mut sv = Saver::default();
@@ -337,19 +338,6 @@ fn source_checks(name: &str, x: &Tensor, d: usize, index: &Tensor, source: &Tens
     Ok(())
 }
 
-/// The positions the rows of `source` go to: row t of dim `d` to `index[t]`.
-fn row_positions(
-    x: &Tensor,
-    d: usize,
-    index: &Tensor,
-    vshape: &[usize],
-    rule: Bounds,
-) -> Result<Vec<i64>> {
-    let xs = shape1(x);
-    let idx = checked_index_as(index, xs[d], d, rule)?;
-    Ok(positions(&xs, vshape, d, |_, m| idx[m]))
-}
-
 /// `x.index_add(dim, index, source, alpha=alpha)`.
 pub fn index_add(
     x: &Tensor,
@@ -365,7 +353,6 @@ pub fn index_add(
         (false, Scalar::Float(f)) => Scalar::Int(f as i64),
         _ => alpha,
     };
-    let pos = row_positions(x, d, index, &shape1(source), Bounds::Runtime)?;
     apply(
         "aten::index_add",
         &[x, source],
@@ -377,7 +364,15 @@ pub fn index_add(
                 mul_scalar(&s, alpha)?
             };
             let s = to_dtype(&s, x.dtype())?;
-            put(&x.detach(), &pos, &s, Some(at_least_1d(&s.layout())), true)
+            write(
+                x,
+                d,
+                index,
+                Bounds::Runtime,
+                Source::Tensor(&s, None),
+                true,
+                true,
+            )
         },
         |_| {
             let mut sv = Saver::default();
@@ -394,13 +389,12 @@ pub fn index_add(
 pub fn index_copy(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     index_copy_checks(x, d, index, source)?;
-    let pos = row_positions(x, d, index, &shape1(source), Bounds::Copy)?;
     apply(
         "aten::index_copy",
         &[x, source],
         || {
-            let s = source.detach();
-            put(&x.detach(), &pos, &s, Some(at_least_1d(&s.layout())), false)
+            let src = Source::Tensor(source, None);
+            write(x, d, index, Bounds::Copy, src, true, false)
         },
         |_| {
             let mut sv = Saver::default();
@@ -505,13 +499,20 @@ pub fn index_fill_tensor(x: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -
     let v = value.item()?;
     let mut vshape = shape1(x);
     vshape[d] = index.numel();
-    let pos = row_positions(x, d, index, &vshape, Bounds::Wrap)?;
     apply(
         "aten::index_fill",
         &[x, value],
         || {
-            let f = filled(x, &vshape, cast_scalar(v, x.dtype()))?;
-            put(&x.detach(), &pos, &f, None, false)
+            let (buf, l) = number(x, &vshape, cast_scalar(v, x.dtype()))?;
+            write(
+                x,
+                d,
+                index,
+                Bounds::Wrap,
+                Source::Number(buf, l),
+                true,
+                false,
+            )
         },
         |_| {
             let mut sv = Saver::default();
@@ -541,13 +542,20 @@ pub fn index_fill(x: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result
     let value = cast_scalar(value, x.dtype());
     let mut vshape = shape1(x);
     vshape[d] = index.numel();
-    let pos = row_positions(x, d, index, &vshape, Bounds::Wrap)?;
     apply(
         "aten::index_fill",
         &[x],
         || {
-            let v = filled(x, &vshape, value)?;
-            put(&x.detach(), &pos, &v, None, false)
+            let (buf, l) = number(x, &vshape, value)?;
+            write(
+                x,
+                d,
+                index,
+                Bounds::Wrap,
+                Source::Number(buf, l),
+                true,
+                false,
+            )
         },
         |_| {
             let mut sv = Saver::default();

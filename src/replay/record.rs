@@ -510,6 +510,48 @@ impl Backend for Rec {
         })?;
         Ok(out)
     }
+    fn scatter(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        index: &[i64],
+        index_shape: &[usize],
+        src: &Buffer,
+        ls: &Layout,
+        add: bool,
+    ) -> Result<Buffer> {
+        let out = Cpu.scatter(x, lx, dim, index, index_shape, src, ls, add)?;
+        let (lx, ishape, ls, idx) = (
+            lx.clone(),
+            owned_dims(index_shape),
+            ls.clone(),
+            index_arg(index),
+        );
+        let extra = idx.extra();
+        record_one("scatter", &[x, src], &extra, &out, move |i| {
+            Cpu.scatter(i[0], &lx, dim, idx.get(i)?, &ishape, i[1], &ls, add)
+        })?;
+        Ok(out)
+    }
+    fn index_write(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        index: &[i64],
+        src: &Buffer,
+        ls: &Layout,
+        add: bool,
+    ) -> Result<Buffer> {
+        let out = Cpu.index_write(x, lx, dim, index, src, ls, add)?;
+        let (lx, ls, idx) = (lx.clone(), ls.clone(), index_arg(index));
+        let extra = idx.extra();
+        record_one("index_write", &[x, src], &extra, &out, move |i| {
+            Cpu.index_write(i[0], &lx, dim, idx.get(i)?, i[1], &ls, add)
+        })?;
+        Ok(out)
+    }
     fn index_put(
         &self,
         x: &Buffer,

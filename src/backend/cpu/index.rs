@@ -412,20 +412,7 @@ pub fn scatter_add(
     src: &Buffer,
     src_layout: &Layout,
 ) -> Buffer {
-    let out_layout = Layout::contiguous(shape);
-    with_dtype!(src.dtype(), T => {
-        let s = contiguous(T::slice(src), src_layout);
-        let mut out = vec![T::default(); out_layout.numel()];
-        let mut strides = out_layout.strides.clone();
-        strides[dim] = 0;
-        let mut k = 0;
-        for_each_offset(index_shape, &strides, 0, |o| {
-            let t = o + index[k] as usize * out_layout.strides[dim];
-            out[t] = T::from_f64(out[t].to_f64() + s[k].to_f64());
-            k += 1;
-        });
-        T::into_buffer(out)
-    })
+    super::scatter::scatter_add_zeros(shape, dim, index, index_shape, src, src_layout)
 }
 
 /// Selects entries `index` along `dim` (torch.index_select), contiguous result.
@@ -503,24 +490,7 @@ pub fn index_add(
     src: &Buffer,
     src_layout: &Layout,
 ) -> Buffer {
-    let out_layout = Layout::contiguous(shape);
-    with_dtype!(src.dtype(), T => {
-        let s = contiguous(T::slice(src), src_layout);
-        let mut out = vec![T::default(); out_layout.numel()];
-        let outer: usize = shape[..dim].iter().product();
-        let inner: usize = shape[dim + 1..].iter().product();
-        let mut k = 0;
-        for o in 0..outer {
-            for &i in index {
-                let base = o * shape[dim] * inner + i as usize * inner;
-                for j in 0..inner {
-                    out[base + j] = T::from_f64(out[base + j].to_f64() + s[k].to_f64());
-                    k += 1;
-                }
-            }
-        }
-        T::into_buffer(out)
-    })
+    super::scatter::index_add_zeros(shape, dim, index, src, src_layout)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The CPU backend: strided walks, elementwise maps (`elementwise`, the op tables'
 //! `unary` and `binary`, the gamma family in `special`, float32 transcendentals in
-//! `vmath`), reductions, index kernels, the AVX2 builds of plain loops (`wide`), GEMM (`matmul`; the float kernels in `gemm`), factories (`creation`),
+//! `vmath`), reductions, index kernels (`index`; the scatter family in `scatter`), the AVX2 builds of plain loops (`wide`), GEMM (`matmul`; the float kernels in `gemm`), factories (`creation`),
 //! nll's target pass (`nn`), random draws (`random`, torch's generator) and topk's tie
 //! order (`topk`). `Cpu` implements `backend::Backend` with these functions.
 
@@ -17,6 +17,7 @@ pub mod nn;
 pub mod random;
 pub mod reduce;
 pub mod scan;
+pub mod scatter;
 pub mod sort;
 pub mod special;
 pub mod strided;

@@ -100,6 +100,21 @@ pub fn for_each_offset2(
     }
 }
 
+/// The storage offsets of every row-major position of `shape` under `strides`.
+pub(crate) fn offsets(shape: &[usize], strides: &[usize]) -> Vec<usize> {
+    let mut out = vec![0usize];
+    for (&n, &s) in shape.iter().zip(strides) {
+        let mut next = Vec::with_capacity(out.len() * n);
+        for &o in &out {
+            for j in 0..n {
+                next.push(o + j * s);
+            }
+        }
+        out = next;
+    }
+    out
+}
+
 /// The elements of a layout in row-major order: borrowed when already contiguous,
 /// gathered otherwise (by [`to_vec`]).
 pub fn contiguous<'a, T: Copy>(data: &'a [T], layout: &Layout) -> Cow<'a, [T]> {

@@ -779,6 +779,50 @@ impl Backend for Cuda {
         self.fallback();
         self.up(cpu::index::index_add(shape, dim, index, &host(src)?, ls))
     }
+    fn scatter(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        index: &[i64],
+        index_shape: &[usize],
+        src: &Buffer,
+        ls: &Layout,
+        add: bool,
+    ) -> Result<Buffer> {
+        self.fallback();
+        self.up(cpu::scatter::scatter(
+            &host(x)?,
+            lx,
+            dim,
+            index,
+            index_shape,
+            &host(src)?,
+            ls,
+            add,
+        ))
+    }
+    fn index_write(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        index: &[i64],
+        src: &Buffer,
+        ls: &Layout,
+        add: bool,
+    ) -> Result<Buffer> {
+        self.fallback();
+        self.up(cpu::scatter::index_write(
+            &host(x)?,
+            lx,
+            dim,
+            index,
+            &host(src)?,
+            ls,
+            add,
+        ))
+    }
     fn index_put(
         &self,
         x: &Buffer,
