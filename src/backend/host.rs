@@ -4,6 +4,7 @@
 //! algorithm), and topk's tie order. They work on host buffers: a device buffer is
 //! copied down first ([`read`]).
 
+pub use super::cpu::compact::nonzero_coords;
 pub use super::cpu::index::{index_list, index_values, nonzero};
 pub use super::cpu::sort::Select;
 

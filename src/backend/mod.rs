@@ -284,6 +284,20 @@ backend_kernels! {
     fn index_put_in_place(x: &mut Buffer, before: &[usize], base: &[usize], after: &[usize],
         values: &Buffer, lv: &Layout, accumulate: bool) -> bool => cpu::index::index_put_in_place, on x;
 
+    // ---- data movement (flip, roll, triangles, masked_select)
+    /// `x` copied row-major with the dims `flip` reversed and each `(dim, shift)` of `roll`
+    /// rolled by `shift` places (`shift < size`; torch.flip, torch.roll); `None` where the
+    /// kernel does not apply (the op copies with index_select / copy_into).
+    fn reorder(x: &Buffer, lx: &Layout, flip: &[usize], roll: &[(usize, usize)]) -> Option<Buffer> => cpu::reorder::reorder, on x;
+    /// tril (`upper`: triu) of the last two dims, row-major; `None` where it does not apply.
+    fn triangle(x: &Buffer, lx: &Layout, diagonal: i64, upper: bool) -> Option<Buffer> => cpu::reorder::triangle, on x;
+    /// tril_ / triu_: the elements of `ld` outside the triangle zeroed in place; `false`
+    /// where the kernel does not apply (the op computes out of place).
+    fn triangle_in_place(dst: &mut Buffer, ld: &Layout, diagonal: i64, upper: bool) -> bool => cpu::reorder::triangle_in_place, on dst;
+    /// The elements of `x` where the bool `mask` is true (both over one shape), row-major,
+    /// 1-D; `None` where it does not apply (the op indexes with the mask's coordinates).
+    fn masked_select(x: &Buffer, lx: &Layout, mask: &Buffer, lm: &Layout) -> Option<Buffer> => cpu::compact::masked_select, on x, mask;
+
     // ---- products
     /// `C[b] = A[b]·B[b]` of 2-D or 3-D operands.
     fn bmm(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::matmul::bmm, on a, b;

@@ -1,7 +1,9 @@
 //! Ops that move elements to other positions: flip, roll and rot90. Each is a copy, as in
-//! torch (rgrad's layouts have no negative strides), made by the backend's strided kernels:
-//! flip reverses a dim with an index_select of the reversed positions, roll writes the two
-//! parts of a dim to their places with strided copies.
+//! torch (rgrad's layouts have no negative strides), made in one pass by the backend's
+//! `reorder` kernel (each output row at most two runs of the source, copied forwards or
+//! backwards). Where a backend has no such kernel, flip reverses a dim with an
+//! index_select of the reversed positions and roll writes the two parts of a dim to their
+//! places with strided copies.
 
 use super::elementwise::grad0;
 use super::{apply, new_tensor};
@@ -14,15 +16,15 @@ use crate::tensor::{Snapshot, Tensor};
 use crate::{Error, Result, saved};
 use std::borrow::Cow;
 
-/// `x`'s dims from the outermost to the innermost in memory (by stride, ties in order):
-/// the order torch's TensorIterator gives a copy of `x`. The identity when `x` is
-/// contiguous.
+/// `x`'s dims from the outermost to the innermost in memory: the order torch's
+/// TensorIterator gives a copy of `x` (`layout::iter_output_order`: by stride, a
+/// broadcast dim's stride telling nothing), which torch's flip result has. The identity
+/// when `x` is contiguous or that order is row-major.
 fn memory_order(l: &Layout) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..l.ndim()).collect();
-    if !l.is_contiguous() {
-        order.sort_by(|&a, &b| l.strides[b].cmp(&l.strides[a]));
+    match crate::layout::iter_output_order(&l.shape, &[l]) {
+        Some((order, _)) => order.into_iter().map(|d| d as usize).collect(),
+        None => (0..l.ndim()).collect(),
     }
-    order
 }
 
 /// A copy of `s` (row-major) as a new buffer.
@@ -41,22 +43,14 @@ fn flip_copy(s: &Snapshot, flip: &[usize]) -> Result<Tensor> {
         offset: l.offset,
     };
     let pshape = permuted.shape.clone();
-    let dense = Layout::contiguous(&pshape);
-    let mut buf: Option<Buffer> = None;
-    for (i, &d) in order.iter().enumerate() {
-        let n = l.shape[d];
-        if n < 2 || !flip.contains(&d) {
-            continue;
-        }
-        let reversed: Vec<i64> = (0..n as i64).rev().collect();
-        buf = Some(match &buf {
-            None => k::index_select(&s.storage.read(), &permuted, i, &reversed)?,
-            Some(b) => k::index_select(b, &dense, i, &reversed)?,
-        });
-    }
-    let buf = match buf {
+    // (the flipped dims' positions in memory order)
+    let at: Vec<usize> = (0..order.len())
+        .filter(|&i| flip.contains(&order[i]))
+        .collect();
+    let fast = k::reorder(&s.storage.read(), &permuted, &at, &[])?;
+    let buf = match fast {
         Some(b) => b,
-        None => k::cast(&s.storage.read(), &permuted, s.dtype)?,
+        None => flip_by_index(s, &permuted, &at)?,
     };
     let t = new_tensor(buf, &pshape);
     if order.iter().enumerate().all(|(i, &d)| i == d) {
@@ -72,6 +66,28 @@ fn flip_copy(s: &Snapshot, flip: &[usize]) -> Result<Tensor> {
         strides,
         offset: 0,
     }))
+}
+
+/// [`flip_copy`]'s buffer where the backend has no `reorder`: each flipped dim (`at`, of
+/// `permuted`) reversed by an index_select of the reversed positions.
+fn flip_by_index(s: &Snapshot, permuted: &Layout, at: &[usize]) -> Result<Buffer> {
+    let dense = Layout::contiguous(&permuted.shape);
+    let mut buf: Option<Buffer> = None;
+    for &i in at {
+        let n = permuted.shape[i];
+        if n < 2 {
+            continue;
+        }
+        let reversed: Vec<i64> = (0..n as i64).rev().collect();
+        buf = Some(match &buf {
+            None => k::index_select(&s.storage.read(), permuted, i, &reversed)?,
+            Some(b) => k::index_select(b, &dense, i, &reversed)?,
+        });
+    }
+    match buf {
+        Some(b) => Ok(b),
+        None => k::cast(&s.storage.read(), permuted, s.dtype),
+    }
 }
 
 /// `torch.flip(x, dims)`: the elements in reverse order along each of `dims`.
@@ -200,6 +216,39 @@ fn roll_buffer(
     Ok(out)
 }
 
+/// roll's result by the backend's `reorder` kernel: one pass over a row-major or strided
+/// input along dims, and along the flattened tensor of a contiguous one (a non-contiguous
+/// one is copied row-major first, as torch's flatten copies it); `None` where the backend
+/// has no such kernel.
+fn roll_in_one_pass(
+    s: &Snapshot,
+    flat: bool,
+    dims: &[usize],
+    shifts: &[i64],
+) -> Result<Option<Buffer>> {
+    let n = s.layout.numel();
+    if flat {
+        let l = Layout::contiguous(&[n]);
+        let by = if n == 0 { 0 } else { norm_shift(shifts[0], n) };
+        if s.layout.is_contiguous() {
+            let l = Layout {
+                offset: s.layout.offset,
+                ..l
+            };
+            return k::reorder(&s.storage.read(), &l, &[], &[(0, by)]);
+        }
+        let buf = copy_row_major(s)?;
+        return k::reorder(&buf, &l, &[], &[(0, by)]);
+    }
+    let moves: Vec<(usize, usize)> = dims
+        .iter()
+        .zip(shifts)
+        .filter(|&(&d, _)| s.layout.shape[d] > 0)
+        .map(|(&d, &sh)| (d, norm_shift(sh, s.layout.shape[d])))
+        .collect();
+    k::reorder(&s.storage.read(), &s.layout, &[], &moves)
+}
+
 /// `torch.roll(x, shifts, dims)`: the elements moved `shifts[i]` places along `dims[i]`,
 /// wrapping around; with no dims (one shift), along the flattened tensor.
 pub fn roll(x: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
@@ -224,6 +273,9 @@ pub fn roll(x: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     };
     let shape = s.layout.shape.clone();
     let forward = || {
+        if let Some(buf) = roll_in_one_pass(&s, flat, &wrapped, shifts)? {
+            return Ok(new_tensor(buf, &shape));
+        }
         if flat {
             let n = s.layout.numel();
             let buf = copy_row_major(&s)?;

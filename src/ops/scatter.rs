@@ -586,13 +586,26 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     };
     let w: Vec<i64> = work.iter().map(|&n| n as i64).collect();
     let mb = reshape(&expand(mask, &shape)?, &w)?;
-    let coords = nonzero_indices(&mb)?;
     let xshape = x.shape();
     apply(
         "aten::masked_select",
         &[x],
         || {
             let xb = reshape(&expand(&x.detach(), &shape)?, &w)?;
+            // one kernel: the kept elements counted per chunk, then copied in place
+            let (xs, ms) = (xb.snapshot(), mb.snapshot());
+            let fast = crate::backend::masked_select(
+                &xs.storage.read(),
+                &xs.layout,
+                &ms.storage.read(),
+                &ms.layout,
+            )?;
+            if let Some(buf) = fast {
+                let n = buf.len();
+                return Ok(super::new_tensor(buf, &[n]));
+            }
+            // (a backend without the kernel: x indexed by the mask's coordinates)
+            let coords = nonzero_indices(&mb)?;
             let idx: Vec<Option<Tensor>> = coords.iter().cloned().map(Some).collect();
             Ok(super::fresh_result(index(&xb, &idx)?))
         },
@@ -610,24 +623,30 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     )
 }
 
-/// `x.nonzero()`: the coordinates of the nonzero elements, `[n, x.ndim()]`, row-major.
+/// `x.nonzero()`: the coordinates of the nonzero elements, `[n, x.ndim()]`, in row-major
+/// order, each coordinate's column contiguous (torch's layout).
 pub fn nonzero(x: &Tensor) -> Result<Tensor> {
     super::apply_nondiff("aten::nonzero", || {
-        let m = if x.dtype() == DType::Bool {
-            x.detach()
-        } else {
-            compare(
-                crate::backend::BinaryOp::Ne,
-                Operand::T(&x.detach()),
-                Operand::S(Scalar::Int(0)),
-            )?
-        };
-        if m.ndim() == 0 {
-            let n = i64::from(m.item()?.as_f64() != 0.0);
+        let s = x.snapshot();
+        let nd = s.layout.ndim();
+        if nd == 0 {
+            let n = i64::from(x.item()?.as_f64() != 0.0);
             return zeros(&[n as usize, 0], DType::I64);
         }
-        let cols = nonzero_indices(&m)?;
-        stack(&cols, 1)
+        // any dtype's elements tested against 0 as they are read, counted per chunk and
+        // then written in place
+        let coords = {
+            let r = s.storage.read();
+            crate::backend::host::nonzero_coords(&*crate::backend::host::read(&r)?, &s.layout)
+        };
+        let n = coords.len() / nd;
+        // (laid out as torch's: [ndim, n] row-major, transposed)
+        let t = super::new_tensor_on(Buffer::I64(coords.into()), &[nd, n], s.storage.device())?;
+        Ok(t.alias_with_layout(Layout {
+            shape: smallvec::smallvec![n, nd],
+            strides: smallvec::smallvec![1, n],
+            offset: 0,
+        }))
     })
 }
 

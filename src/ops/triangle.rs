@@ -33,6 +33,13 @@ pub fn triangle(x: &Tensor, diagonal: i64, upper: bool) -> Result<Tensor> {
         if upper { "aten::triu" } else { "aten::tril" },
         &[x],
         || {
+            // one pass: each row a copied run and zeros (row-major, as torch's)
+            let s = x.snapshot();
+            let fast = k::triangle(&s.storage.read(), &s.layout, diagonal, upper)?;
+            if let Some(buf) = fast {
+                return Ok(new_tensor(buf, &s.layout.shape));
+            }
+            // (a backend without the kernel: `where` over a mask)
             with_grad_mode(false, || {
                 let keep = (0..rows)
                     .flat_map(|i| {
@@ -63,6 +70,42 @@ pub fn tril(x: &Tensor, diagonal: i64) -> Result<Tensor> {
 
 pub fn triu(x: &Tensor, diagonal: i64) -> Result<Tensor> {
     triangle(x, diagonal, true)
+}
+
+/// `x.tril_(diagonal)` (`upper`: `x.triu_(diagonal)`) in place. Where nothing is recorded
+/// (no gradient wanted, no tangent) and `x` is on the CPU, the elements outside the
+/// triangle are zeroed where they are, the others never touched (one pass over the zeros,
+/// as torch's in-place kernel, which an expanded `x` shows: every row's zeros land);
+/// otherwise the out-of-place result is committed, which records the history torch
+/// records.
+pub fn triangle_(x: &Tensor, diagonal: i64, upper: bool) -> Result<()> {
+    let s = x.snapshot();
+    let direct = s.layout.ndim() >= 2
+        && s.storage.device() == crate::device::Device::Cpu
+        && !crate::replay::active()
+        && !(crate::autograd::grad_mode::is_grad_enabled() && x.requires_grad())
+        && !crate::autograd::forward_ad::any_dual(&[x]);
+    if direct {
+        crate::autograd::saved_hooks::before_mutation(x)?;
+        let name = if upper { "aten::triu" } else { "aten::tril" };
+        let shape = || vec![Box::from(&s.layout.shape[..])];
+        let done = crate::dispatch::forward(name, shape, || {
+            k::triangle_in_place(&mut s.storage.write(), &s.layout, diagonal, upper)
+        })?;
+        if done {
+            x.bump_version();
+            return Ok(());
+        }
+    }
+    super::inplace::commit_checked(x, |x| triangle(x, diagonal, upper))
+}
+
+pub fn tril_(x: &Tensor, diagonal: i64) -> Result<()> {
+    triangle_(x, diagonal, false)
+}
+
+pub fn triu_(x: &Tensor, diagonal: i64) -> Result<()> {
+    triangle_(x, diagonal, true)
 }
 
 /// torch's TrilBackward0 / TriuBackward0: the gradient's same triangle.

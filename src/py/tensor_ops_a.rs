@@ -149,7 +149,7 @@ impl PyTensor {
     #[pyo3(signature = (diagonal=0))]
     fn tril_(slf: &Bound<'_, Self>, diagonal: i64) -> PyResult<Py<PyTensor>> {
         let x = &slf.get().t;
-        crate::ops::inplace::commit_checked(x, |x| ops::tril(x, diagonal))?;
+        run(slf.py(), x, || ops::tril_(x, diagonal))?;
         Ok(slf.clone().unbind())
     }
     /// In-place version of `triu`.
@@ -159,7 +159,7 @@ impl PyTensor {
     #[pyo3(signature = (diagonal=0))]
     fn triu_(slf: &Bound<'_, Self>, diagonal: i64) -> PyResult<Py<PyTensor>> {
         let x = &slf.get().t;
-        crate::ops::inplace::commit_checked(x, |x| ops::triu(x, diagonal))?;
+        run(slf.py(), x, || ops::triu_(x, diagonal))?;
         Ok(slf.clone().unbind())
     }
     /// Returns a view of the `offset`-th diagonal of the dims `dim1` and `dim2`, as a new

@@ -585,6 +585,56 @@ impl Backend for Rec {
         Err(refusal("index_put_ written in place"))
     }
 
+    fn reorder(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        flip: &[usize],
+        roll: &[(usize, usize)],
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.reorder(x, lx, flip, roll)?;
+        let (lx, flip, roll) = (lx.clone(), flip.to_vec(), roll.to_vec());
+        maybe("reorder", &[x], &out, move |i| {
+            Cpu.reorder(i[0], &lx, &flip, &roll)
+        })?;
+        Ok(out)
+    }
+    fn triangle(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        diagonal: i64,
+        upper: bool,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.triangle(x, lx, diagonal, upper)?;
+        let lx = lx.clone();
+        maybe("triangle", &[x], &out, move |i| {
+            Cpu.triangle(i[0], &lx, diagonal, upper)
+        })?;
+        Ok(out)
+    }
+    fn triangle_in_place(
+        &self,
+        _dst: &mut Buffer,
+        _ld: &Layout,
+        _diagonal: i64,
+        _upper: bool,
+    ) -> Result<bool> {
+        // (the op computes out of place, a recorded `triangle`, and commits it)
+        Ok(false)
+    }
+    fn masked_select(
+        &self,
+        _x: &Buffer,
+        _lx: &Layout,
+        _mask: &Buffer,
+        _lm: &Layout,
+    ) -> Result<Option<Buffer>> {
+        // (its size depends on the mask's values: the op's host plan, which a recording
+        // refuses, as before)
+        Ok(None)
+    }
+
     fn bmm(&self, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Result<Buffer> {
         let out = Cpu.bmm(a, la, b, lb)?;
         let (la, lb) = (la.clone(), lb.clone());

@@ -1,13 +1,17 @@
 //! The CPU backend: strided walks, elementwise maps (`elementwise`, the op tables'
 //! `unary` and `binary`, the gamma family in `special`, float32 transcendentals in
-//! `vmath`), reductions, index kernels (`index`; the scatter family in `scatter`), the AVX2 builds of plain loops (`wide`), GEMM (`matmul`; the float kernels in `gemm`), factories (`creation`),
-//! nll's target pass (`nn`), random draws (`random`, torch's generator) and topk's tie
+//! `vmath`), reductions, index kernels (`index`; the scatter family in `scatter`), the
+//! AVX2 builds of plain loops (`wide`), GEMM (`matmul`; the float kernels in `gemm`),
+//! factories (`creation`), nll's target pass (`nn`), flip / roll / tril / triu copies
+//! (`reorder`), nonzero and masked_select (`compact`), random draws (`random`, torch's
+//! generator) and topk's tie
 //! order (`topk`). `Cpu` implements `backend::Backend` with these functions.
 
 /// The CPU backend (see `backend::Backend`).
 pub struct Cpu;
 
 pub mod binary;
+pub mod compact;
 pub mod creation;
 pub mod elementwise;
 pub mod gemm;
@@ -16,6 +20,7 @@ pub mod matmul;
 pub mod nn;
 pub mod random;
 pub mod reduce;
+pub mod reorder;
 pub mod scan;
 pub mod scatter;
 pub mod sort;

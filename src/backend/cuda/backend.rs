@@ -424,6 +424,46 @@ impl Backend for Cuda {
         self.fallback();
         self.up(cpu::binary::binary_fn(op, &host(a)?, la, &host(b)?, lb))
     }
+    fn reorder(
+        &self,
+        _x: &Buffer,
+        _lx: &Layout,
+        _flip: &[usize],
+        _roll: &[(usize, usize)],
+    ) -> Result<Option<Buffer>> {
+        // (the op layer copies with index_select and copy_into, on the device)
+        Ok(None)
+    }
+    fn triangle(
+        &self,
+        _x: &Buffer,
+        _lx: &Layout,
+        _diagonal: i64,
+        _upper: bool,
+    ) -> Result<Option<Buffer>> {
+        // (the op layer selects with `where` over a mask, on the device)
+        Ok(None)
+    }
+    fn triangle_in_place(
+        &self,
+        _dst: &mut Buffer,
+        _ld: &Layout,
+        _diagonal: i64,
+        _upper: bool,
+    ) -> Result<bool> {
+        // (the op layer computes out of place and writes the result with `copy_into`)
+        Ok(false)
+    }
+    fn masked_select(
+        &self,
+        _x: &Buffer,
+        _lx: &Layout,
+        _mask: &Buffer,
+        _lm: &Layout,
+    ) -> Result<Option<Buffer>> {
+        // (the op layer indexes with the mask's coordinates)
+        Ok(None)
+    }
     fn index_put_in_place(
         &self,
         _x: &mut Buffer,
