@@ -306,9 +306,9 @@ pub(crate) fn log1p_full(x: f64) -> f64 {
 
 // log2(e), log10(e) and ln 2 as two-float sums; log10(2) = L102_HI + L102_LO with
 // L102_HI of 32 bits (k L102_HI is exact for |k| < 2^21)
-const LOG2E_HI: f64 = 1.442_695_040_888_963_4;
+const LOG2E_HI: f64 = std::f64::consts::LOG2_E;
 const LOG2E_LO: f64 = 2.035_527_374_093_103_3e-17;
-const LOG10E_HI: f64 = 0.434_294_481_903_251_8;
+const LOG10E_HI: f64 = std::f64::consts::LOG10_E;
 const LOG10E_LO: f64 = 1.098_319_650_216_765e-17;
 const LN2_LO_EXACT: f64 = 2.319_046_813_846_299_6e-17;
 const L102_HI: f64 = 0.301_029_995_549_470_2;
