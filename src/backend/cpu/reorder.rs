@@ -95,10 +95,10 @@ fn run<T: Copy>(out: &mut [MaybeUninit<T>], src: &[T], first: isize, stride: isi
     }
     match stride {
         1 => {
-            let f = first as usize;
-            for (d, &v) in out.iter_mut().zip(&src[f..f + m]) {
-                d.write(v);
-            }
+            let s = &src[first as usize..first as usize + m];
+            // SAFETY: `s` and `out` are m elements each, in different allocations;
+            // MaybeUninit<T> has T's layout.
+            unsafe { copy_run(s.as_ptr(), out.as_mut_ptr().cast::<T>(), m) };
         }
         -1 => {
             let l = first as usize;
@@ -118,6 +118,44 @@ fn run<T: Copy>(out: &mut [MaybeUninit<T>], src: &[T], first: isize, stride: isi
             }
         }
     }
+}
+
+/// Copies `m` elements from `s` to `d` (not overlapping). Long runs go through 16-byte
+/// vector moves of our own: a `memcpy` here (glibc's `rep movsb` for runs of kilobytes)
+/// took 5 ms on one thread for roll(3, 1) of 2048 x 2048 float32, whose rows' source and
+/// destination are 12 bytes apart in their alignment, against 0.9 ms for roll(8, 1)
+/// (AMD EPYC Zen 4).
+///
+/// # Safety
+/// `s` readable and `d` writable for `m` elements, not overlapping.
+#[inline(always)]
+unsafe fn copy_run<T: Copy>(s: *const T, d: *mut T, m: usize) {
+    let bytes = m * std::mem::size_of::<T>();
+    #[cfg(target_arch = "x86_64")]
+    if bytes >= 256 {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128};
+        let (s8, d8) = (s.cast::<u8>(), d.cast::<u8>());
+        let mut k = 0;
+        // SAFETY: every 16-byte block lies within the run's `bytes` (the caller's
+        // promise); SSE2 is part of x86-64.
+        unsafe {
+            while k + 64 <= bytes {
+                let a = _mm_loadu_si128(s8.add(k).cast::<__m128i>());
+                let b = _mm_loadu_si128(s8.add(k + 16).cast::<__m128i>());
+                let c = _mm_loadu_si128(s8.add(k + 32).cast::<__m128i>());
+                let e = _mm_loadu_si128(s8.add(k + 48).cast::<__m128i>());
+                _mm_storeu_si128(d8.add(k).cast::<__m128i>(), a);
+                _mm_storeu_si128(d8.add(k + 16).cast::<__m128i>(), b);
+                _mm_storeu_si128(d8.add(k + 32).cast::<__m128i>(), c);
+                _mm_storeu_si128(d8.add(k + 48).cast::<__m128i>(), e);
+                k += 64;
+            }
+            std::ptr::copy_nonoverlapping(s8.add(k), d8.add(k), bytes - k);
+        }
+        return;
+    }
+    // SAFETY: as above.
+    unsafe { std::ptr::copy_nonoverlapping(s, d, m) };
 }
 
 /// The source offset of row `r` (row-major over the outer dims).
