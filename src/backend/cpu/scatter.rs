@@ -264,21 +264,12 @@ fn write_slices<T: Acc>(
     let outer: usize = xshape[..dim].iter().product();
     let inner: usize = xshape[dim + 1..].iter().product();
     let work = outer * index.len() * inner + init.map_or(0, <[T]>::len);
-    if outer == 1 && inner >= 2 && par::parallel(work) {
-        // One outer position (a write along dim 0): x copied first in contiguous chunks,
-        // then one wide block of columns a thread, every row written in index order.
-        // The general split's narrow blocks (32 columns of 2048 rows) and their strided
+    if outer == 1 && init.is_none() && inner >= 2 && par::parallel(work) {
+        // One outer position (a write along dim 0; `index_write` had x copied first):
+        // one wide block of columns a thread, every row written in index order. The
+        // general split's narrow blocks (32 columns of 2048 rows) and their strided
         // copies made 2 threads 2.4x slower than one here (index_add of 2048 x 2048).
         let threads = crate::runtime::num_threads().max(1);
-        if let Some(init) = init {
-            let o = Disjoint::new(&mut *out);
-            let per = init.len().div_ceil(4 * threads).max(4096);
-            par::tasks(init.len().div_ceil(per), true, &|t| {
-                let r = t * per..((t + 1) * per).min(init.len());
-                // SAFETY: chunk t is this task's alone.
-                unsafe { o.row(r.start, r.len()) }.copy_from_slice(&init[r]);
-            });
-        }
         let per = inner.div_ceil(threads).next_multiple_of(16).min(inner);
         let o = Disjoint::new(out);
         let body = slices_body(&o, size, inner, index, src, ls, add, None, dim);
@@ -411,7 +402,10 @@ pub fn index_write(
     if index.is_empty() || lx.numel() == 0 {
         return super::elementwise::cast(x, lx, x.dtype());
     }
-    crate::with_dtype!(x.dtype(), T => with_copy_of::<T>(x, lx, true, |out, init| {
+    // (along dim 0 the pieces are column blocks of every row: x is copied whole first,
+    // in contiguous chunks, rather than by the pieces)
+    let by_pieces = lx.shape[..dim].iter().product::<usize>() != 1;
+    crate::with_dtype!(x.dtype(), T => with_copy_of::<T>(x, lx, by_pieces, |out, init| {
         write_slices(out, &lx.shape, dim, index, T::slice(src), ls, add, init)
     }))
 }
