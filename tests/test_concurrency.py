@@ -187,8 +187,9 @@ def test_fused_kernels_from_many_threads_give_the_bits_they_give_alone(pool):
 
 @pytest.mark.parametrize("trial", range(TRIALS))
 def test_todays_ops_from_many_threads_give_the_bits_they_give_alone(pool, trial):
-    # the ops added for torch parity that release the GIL on large inputs (sort and the
-    # scatter family choose positions on the host, cumsum and flip use the pool), and
+    # the ops added for torch parity that release the GIL on large inputs (their kernels
+    # split across the pool: sort, the scatter family, cumsum, flip / roll, tril,
+    # masked_select, median, exp2), and
     # their backward, from 8 threads at once: the bits they give alone
     rgrad.manual_seed(trial)
     x = rgrad.randn(200, 257, dtype=rgrad.float64, requires_grad=True)
@@ -202,6 +203,11 @@ def test_todays_ops_from_many_threads_give_the_bits_they_give_alone(pool, trial)
         "index_fill": lambda: x.index_fill(0, rows, 2.0),
         "cumsum": lambda: x.cumsum(1),
         "flip": lambda: x.flip(1),
+        "roll": lambda: x.roll(3, 1),
+        "tril": lambda: x.tril(-2),
+        "masked_select": lambda: x.masked_select(x > 0),
+        "median": lambda: x.median(1).values,
+        "exp2": lambda: x.exp2(),
         "einsum": lambda: rgrad.einsum("ij,kj->ik", x, x),
     }
 
