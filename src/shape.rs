@@ -99,11 +99,13 @@ pub fn wrap_dims(dims: &[i64], ndim: usize) -> Result<Shape> {
     Ok(out)
 }
 
-/// The broadcast shape of two shapes (torch.broadcast_shapes).
+/// The broadcast shape of two shapes (torch.broadcast_shapes). Dims are matched from the
+/// last, as torch's `infer_size` does, so that a mismatch is reported at the dim torch
+/// names when several differ.
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Shape> {
     let n = a.len().max(b.len());
     let mut out: Shape = smallvec::smallvec![0; n];
-    for i in 0..n {
+    for i in (0..n).rev() {
         let da = if i + a.len() >= n {
             a[i + a.len() - n]
         } else {

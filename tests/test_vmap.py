@@ -1614,6 +1614,53 @@ def test_ops_a_vmap_of_grad():
         ours = vmap(rgrad.func.grad(f))(x)
     expected = rgrad.stack([rgrad.func.grad(f)(x[i]) for i in range(x.shape[0])])
     assert rgrad.allclose(ours, expected, rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# addcmul / addcdiv / lerp / addr, native fused ops (`_broadcast`; addr: `_addr`)
+# ---------------------------------------------------------------------------------------
+
+# (f, the operands' logical shapes); each runs with every operand batched, and with each
+# one alone unbatched
+_FUSED_CALLS = {
+    "addcmul": (lambda a, b, c: rgrad.addcmul(a, b, c, value=0.5), [(3, 4), (4,), (3, 1)]),
+    "addcmul_method": (lambda a, b, c: a.addcmul(b, c), [(3, 4), (3, 4), ()]),
+    "addcmul_": (lambda a, b, c: a.clone().addcmul_(b, c, value=-2), [(3, 4), (3, 4), (4,)]),
+    "addcdiv": (lambda a, b, c: rgrad.addcdiv(a, b, c.abs() + 1, value=2), [(3, 1), (3, 4), (4,)]),
+    "addcdiv_": (lambda a, b, c: a.clone().addcdiv_(b, c.abs() + 1), [(3, 4), (4,), (3, 4)]),
+    "lerp": (lambda a, b, c: rgrad.lerp(a, b, 0.3), [(3, 4), (4,), ()]),
+    "lerp_tensor": (lambda a, b, c: a.lerp(b, c), [(3, 4), (3, 4), (3, 1)]),
+    "lerp_": (lambda a, b, c: a.clone().lerp_(b, c), [(3, 4), (4,), (3, 4)]),
+    "addr": (lambda a, b, c: rgrad.addr(a, b, c, beta=0.5, alpha=2), [(3, 4), (3,), (4,)]),
+    "addr_method": (lambda a, b, c: a.addr(b, c), [(4,), (3,), (4,)]),
+    "addr_beta0": (lambda a, b, c: rgrad.addr(a, b, c, beta=0), [(3, 4), (3,), (4,)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FUSED_CALLS))
+@pytest.mark.parametrize("unbatched", [None, 0, 1, 2])
+def test_fused_ops_match_the_loop_without_fallback(name, unbatched):
+    f, shapes = _FUSED_CALLS[name]
+    in_dims = tuple(None if i == unbatched else 0 for i in range(3))
+    args = [_batched(s, d) for s, d in zip(shapes, in_dims)]
+    if name.endswith("_") and unbatched == 0:
+        # an unbatched self written with batched values: vmap's error, as torch's
+        with pytest.raises(RuntimeError, match=f"vmap: aten::{name}\\(self, \\*extra_args\\) is not possible"):
+            vmap(f, in_dims)(*args)
+        return
+    check(f, *args, in_dims=in_dims)
+
+
+def test_fused_ops_refuse_what_each_sample_refuses():
+    # (a shape mismatch names the physical dim, as torch.vmap's message does)
+    with pytest.raises(RuntimeError, match="must match the size of tensor b \\(2\\) at non-singleton dimension 1"):
+        vmap(lambda a, b: rgrad.addcmul(a, b, b[:2]))(_batched((3,), 0), _batched((3,), 0))
+    check(lambda a, b: rgrad.lerp(a, b.double(), 0.5), _batched((3,), 0), _batched((3,), 0))
+    check(lambda a, b: rgrad.addr(a, b, b.unsqueeze(0)), _batched((3, 3), 0), _batched((3,), 0))
+    check(lambda a, b: rgrad.addr(a, b.unsqueeze(0), b), _batched((3, 3), 0), _batched((3,), 0))
+
+
+# ---------------------------------------------------------------------------------------
 # Ordering ops (sort, argsort, msort, topk, kthvalue, median): the dim moved past the batch
 # ---------------------------------------------------------------------------------------
 

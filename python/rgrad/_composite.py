@@ -21,8 +21,8 @@ __all__ = [
     "broadcast_to", "movedim", "moveaxis", "swapaxes", "swapdims", "ravel", "unflatten", "tile",
     "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack", "dstack", "column_stack",
     "tensor_split", "hsplit", "vsplit", "dsplit", "tensordot", "inner", "kron", "diff", "meshgrid",
-    "cartesian_prod", "einsum", "addcmul", "addcdiv", "lerp", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_",
-    "nan_to_num", "nan_to_num_", "nansum", "nanmean", "count_nonzero", "vdot", "addmv", "addmv_", "addr",
+    "cartesian_prod", "einsum", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_",
+    "nan_to_num", "nan_to_num_", "nansum", "nanmean", "count_nonzero", "vdot", "addmv", "addmv_",
     "baddbmm", "addbmm", "logit", "logit_", "var_mean", "std_mean", "cosine_similarity", "broadcast_tensors",
 ]
 
@@ -783,104 +783,10 @@ def einsum(*args) -> Tensor:
     return ops[0]
 
 
-# ---- fused arithmetic, NaN handling, products with a bias ---------------------------------
+# ---- clamp's aliases, NaN handling, products with a bias -----------------------------------
 #
 # Written as the ops they are made of, in the order torch's kernels round (so the same
-# values); their nodes are those ops' (torch records one node, AddcmulBackward0 and so on).
-
-
-def _is_int(t) -> bool:
-    return isinstance(t, Tensor) and not t.is_floating_point()
-
-
-def _value(value, *tensors):
-    """``value`` in the tensors' common dtype: truncated to an integer when all are integer
-    tensors, as torch converts it."""
-    if isinstance(value, float) and all(_is_int(t) for t in tensors):
-        return int(value)
-    return value
-
-
-def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
-    """``input + value * tensor1 * tensor2`` (torch's kernel fuses the last multiply and add:
-    within an ulp)."""
-    value = _value(value, input, tensor1, tensor2)
-    prod = tensor1 * tensor2 if value == 1 else (tensor1 * value) * tensor2
-    return input + prod
-
-
-def addcmul_(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
-    """In-place version of `addcmul()`. Returns this tensor."""
-    value = _value(value, input, tensor1, tensor2)
-    prod = tensor1 * tensor2 if value == 1 else (tensor1 * value) * tensor2
-    return input.add_(prod)
-
-
-def _addcdiv_check(input, tensor1, tensor2, value):
-    if _is_int(tensor1) and _is_int(tensor2):
-        raise RuntimeError(
-            "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform "
-            "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
-            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
-            "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
-            "implementation: (input + value * tensor1 / tensor2), for all dtypes."
-        )
-
-
-def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
-    """``input + value * tensor1 / tensor2`` (within an ulp of torch's fused kernel)."""
-    _addcdiv_check(input, tensor1, tensor2, value)
-    q = tensor1 / tensor2 if value == 1 else (tensor1 * value) / tensor2
-    return input + q
-
-
-def addcdiv_(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
-    """In-place version of `addcdiv()`. Returns this tensor."""
-    _addcdiv_check(input, tensor1, tensor2, value)
-    q = tensor1 / tensor2 if value == 1 else (tensor1 * value) / tensor2
-    return input.add_(q)
-
-
-def _lerp(input: Tensor, end: Tensor, weight) -> Tensor:
-    # torch's kernel: weight < 0.5 ? input + weight * (end - input) : end - (end - input) * (1 - weight)
-    diff = end - input
-    if isinstance(weight, Tensor):
-        from rgrad import where
-
-        return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
-    if abs(weight) < 0.5:
-        return input + diff * weight
-    return end - diff * (1 - weight)
-
-
-def _lerp_check(input, end, weight, name):
-    if not input.is_floating_point() or not end.is_floating_point():
-        raise RuntimeError(f'"{name}" not implemented for \'Long\'')
-    if input.dtype != end.dtype:
-        raise RuntimeError(f"expected dtype {_dtype_str(input.dtype)} for `end` but got dtype {_dtype_str(end.dtype)}")
-    if isinstance(weight, Tensor) and weight.dtype != input.dtype:
-        raise RuntimeError(
-            f"expected dtype {_dtype_str(input.dtype)} for `weight` but got dtype {_dtype_str(weight.dtype)}"
-        )
-
-
-def _dtype_str(dt) -> str:
-    # the C++ type's name, as torch's message gives it
-    return {"rgrad.float32": "float", "rgrad.float64": "double", "rgrad.int64": "long", "rgrad.bool": "bool"}[str(dt)]
-
-
-def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
-    """Linear interpolation ``input + weight * (end - input)`` (``weight`` a number or a
-    tensor), computed from the nearer end as torch's kernel does (which fuses the last
-    multiply and add: within an ulp)."""
-    _lerp_check(input, end, weight, "lerp_kernel_scalar" if not isinstance(weight, Tensor) else "lerp_kernel_tensor")
-    return _lerp(input, end, weight)
-
-
-def lerp_(input: Tensor, end: Tensor, weight) -> Tensor:
-    """In-place version of `lerp()`. Returns this tensor."""
-    _lerp_check(input, end, weight, "lerp_kernel_scalar" if not isinstance(weight, Tensor) else "lerp_kernel_tensor")
-    return input.copy_(_lerp(input.clone() if input.requires_grad else input, end, weight))
+# values). addcmul, addcdiv, lerp and addr are native (src/ops/fused.rs).
 
 
 def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
@@ -975,14 +881,6 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor
     return _scaled(mat.mv(vec), input, beta, alpha)
 
 
-def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:
-    """``beta * input + alpha * outer(vec1, vec2)``."""
-    if vec1.dim() != 1 or vec2.dim() != 1:
-        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.dim()}-D" if vec1.dim() != 1
-                           else f"addr: Expected 1-D argument vec2, but got {vec2.dim()}-D")
-    return _scaled(vec1.outer(vec2), input, beta, alpha)
-
-
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * (batch1 @ batch2)``, batched."""
     return _scaled(batch1.bmm(batch2), input, beta, alpha)
@@ -1003,7 +901,6 @@ def _in_place(fn):
 
 
 addmv_ = _in_place(addmv)
-addr_ = _in_place(addr)
 baddbmm_ = _in_place(baddbmm)
 addbmm_ = _in_place(addbmm)
 
@@ -1083,9 +980,8 @@ def broadcast_tensors(*tensors):
 # Tensor methods torch has for these
 _METHODS = (
     "broadcast_to", "movedim", "moveaxis", "swapaxes", "swapdims", "ravel", "unflatten", "tile",
-    "tensor_split", "hsplit", "vsplit", "dsplit", "inner", "kron", "diff", "addcmul", "addcmul_", "addcdiv",
-    "addcdiv_", "lerp", "lerp_", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_", "nan_to_num", "nan_to_num_",
-    "nansum", "nanmean", "count_nonzero", "vdot", "addmv", "addmv_", "addr", "addr_", "baddbmm", "baddbmm_",
+    "tensor_split", "hsplit", "vsplit", "dsplit", "inner", "kron", "diff", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_", "nan_to_num", "nan_to_num_",
+    "nansum", "nanmean", "count_nonzero", "vdot", "addmv", "addmv_", "baddbmm", "baddbmm_",
     "addbmm", "addbmm_", "logit", "logit_",
 )
 

@@ -20,6 +20,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::storage::Buffer;
+pub use cpu::fused::Fused3;
 
 macro_rules! unary_op_ids {
     ($($name:ident $name_:ident $V:ident $node:literal { $($row:tt)* })*) => {
@@ -221,6 +222,12 @@ backend_kernels! {
     /// `dst op= rhs` in place; false where the kernel does not apply.
     fn arith_in_place(op: BinaryOp, dst: &mut Buffer, ld: &Layout, rhs: InPlaceRhs<'_>) -> bool => cpu::elementwise::arith_in_place, on dst;
     fn where_(cond: &Buffer, lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Buffer => cpu::elementwise::where_, on cond, a, b;
+    /// addcmul, addcdiv, lerp with a tensor weight or addr (`op`) of three operands of one
+    /// dtype, their layouts broadcast to the output's shape: a row-major buffer; `None`
+    /// for a dtype the op has no kernel for.
+    fn fused3(op: Fused3, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout, c: &Buffer, lc: &Layout) -> Option<Buffer> => cpu::fused::fused3, on a, b, c;
+    /// lerp of two float operands of one dtype (broadcast layouts) with a number weight.
+    fn lerp_scalar(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout, weight: crate::dtype::Scalar) -> Option<Buffer> => cpu::fused::lerp_scalar, on a, b;
     fn cast(x: &Buffer, lx: &Layout, to: DType) -> Buffer => cpu::elementwise::cast, on x;
     /// Writes `src` (cast to `dst`'s dtype) into the elements `ld` names of `dst`.
     fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) -> () => cpu::elementwise::copy_into;

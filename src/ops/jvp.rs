@@ -149,6 +149,8 @@ fn is_elementwise(op: &BackwardOp) -> bool {
             | B::SelectBackward(_)
             | B::ToCopyBackward0(_)
             | B::CloneBackward0(_)
+            | B::AddcBackward(_)
+            | B::LerpBackward(_)
     )
 }
 

@@ -29,6 +29,7 @@ pub mod copy;
 pub mod creation;
 pub mod division;
 pub mod elementwise;
+pub mod fused;
 pub mod indexing;
 pub mod inplace;
 pub mod jvp;
@@ -61,6 +62,7 @@ pub use copy::*;
 pub use creation::*;
 pub use division::*;
 pub use elementwise::*;
+pub use fused::*;
 pub use indexing::*;
 pub use inplace::*;
 pub use matmul::*;
@@ -138,6 +140,8 @@ crate::backward_ops! {
     TriangleBackward, DiagonalBackward, DiagEmbedBackward0, TraceBackward0,
     // scan.rs
     CumsumBackward0, CumprodBackward0,
+    // fused.rs
+    AddcBackward, LerpBackward, AddrBackward0,
 }
 
 /// Who needs to record: grad mode is on and some input requires grad.

@@ -247,6 +247,39 @@ impl Backend for Rec {
         })?;
         Ok(out)
     }
+    #[allow(clippy::too_many_arguments)]
+    fn fused3(
+        &self,
+        op: crate::backend::Fused3,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+        c: &Buffer,
+        lc: &Layout,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.fused3(op, a, la, b, lb, c, lc)?;
+        let (la, lb, lc) = (la.clone(), lb.clone(), lc.clone());
+        maybe("fused3", &[a, b, c], &out, move |i| {
+            Cpu.fused3(op, i[0], &la, i[1], &lb, i[2], &lc)
+        })?;
+        Ok(out)
+    }
+    fn lerp_scalar(
+        &self,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+        weight: crate::dtype::Scalar,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.lerp_scalar(a, la, b, lb, weight)?;
+        let (la, lb) = (la.clone(), lb.clone());
+        maybe("lerp_scalar", &[a, b], &out, move |i| {
+            Cpu.lerp_scalar(i[0], &la, i[1], &lb, weight)
+        })?;
+        Ok(out)
+    }
     fn cast(&self, x: &Buffer, lx: &Layout, to: DType) -> Result<Buffer> {
         let out = Cpu.cast(x, lx, to)?;
         let lx = lx.clone();

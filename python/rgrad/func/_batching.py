@@ -36,7 +36,7 @@ from rgrad.func._batching_common import (
     _pad,
 )
 from rgrad.func._batching_ops_b import RULES_B
-from rgrad.func._batching_nn import _addmm, _class_loss, _linear, _matmul, _mse_loss, _outer
+from rgrad.func._batching_nn import _addmm, _addr, _class_loss, _linear, _matmul, _mse_loss, _outer
 from rgrad.func._batching_random import RANDOM_INPLACE, RANDOM_OPS, _random_rule, random_entry
 from rgrad.func._batching_ops_a import RULES_A
 from rgrad.func._batching_shape import (
@@ -343,7 +343,8 @@ CASTS = ("to", "type", "type_as", "_to_dtype")
 TABLE: dict[str, Any] = {}
 for _n in UNARY_METHODS + UNARY_INPLACE:
     TABLE[_n] = _unary
-for _n in BINARY_METHODS + BINARY_INPLACE + ("clamp", "clip", "clamp_"):
+for _n in BINARY_METHODS + BINARY_INPLACE + ("clamp", "clip", "clamp_", "addcmul", "addcmul_", "addcdiv",
+                                          "addcdiv_", "lerp", "lerp_"):
     TABLE[_n] = _broadcast
 TABLE.update({n: _reduce for n in REDUCTIONS})
 TABLE.update({n: _cast for n in CASTS})
@@ -358,7 +359,7 @@ TABLE.update({
     "matmul": _logical_errors(_matmul), "__matmul__": _logical_errors(_matmul),
     "__rmatmul__": _logical_errors(_matmul), "mm": _logical_errors(_matmul), "bmm": _logical_errors(_matmul),
     "mv": _logical_errors(_matmul), "dot": _logical_errors(_matmul), "outer": _outer,
-    "addmm": _logical_errors(_addmm), "linear": _logical_errors(_linear),
+    "addmm": _logical_errors(_addmm), "addr": _logical_errors(_addr), "linear": _logical_errors(_linear),
     "gather": _logical_errors(_gather), "index_select": _logical_errors(_index_select),
     "__getitem__": _logical_errors(_getitem), "__setitem__": _logical_errors(_setitem),
     "index_put": _per_sample_errors(_index_put), "index_put_": _per_sample_errors(_index_put),

@@ -120,6 +120,27 @@ def _addmm(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     return out + (self if beta == 1 else self * beta)
 
 
+def _addr(name: str, level: int, args: tuple, kwargs: dict) -> Any:
+    """``beta * self + alpha * outer(vec1, vec2)`` from the batched ops (the native kernel
+    takes one 2-D self and 1-D vectors)."""
+    self = args[0]
+    v1 = args[1] if len(args) > 1 else kwargs.get("vec1")
+    v2 = args[2] if len(args) > 2 else kwargs.get("vec2")
+    r1, r2 = _lrank(v1, level), _lrank(v2, level)
+    if r1 != 1 or r2 != 1:
+        raise _final(RuntimeError(f"addr: Expected 1-D argument vec1, but got {r1}-D" if r1 != 1 else
+                                  f"addr: Expected 1-D argument vec2, but got {r2}-D"))
+    beta = kwargs.get("beta", 1)
+    alpha = kwargs.get("alpha", 1)
+    out = dispatch("outer", (v1, v2), {})
+    if alpha != 1:
+        out = out * alpha
+    if beta == 0:
+        # (self's batch, not its values: NaN and inf in it are ignored)
+        return out + dispatch("zeros_like", (self,), {}) if _at(self, level) else out
+    return out + (self if beta == 1 else self * beta)
+
+
 def _linear(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     x = args[0]
     weight = args[1] if len(args) > 1 else kwargs["weight"]

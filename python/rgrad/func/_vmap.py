@@ -585,7 +585,8 @@ _TENSOR_METHODS = (
     "index_put_", "max", "min", "__eq__", "__ne__", "__getitem__", "__setitem__", "__iadd__", "__isub__", "__imul__",
     "__itruediv__", "__ipow__", *(f"{n}_" for n in rgrad._C._BINARY_OPS),
     "scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_", "index_copy", "index_copy_",
-    "index_fill", "index_fill_", "masked_select", "take_along_dim",
+    "index_fill", "index_fill_", "masked_select", "take_along_dim", "addcmul", "addcmul_", "addcdiv", "addcdiv_",
+    "lerp", "lerp_", "addr", "addr_",
     # operators called as methods (``b.__rmatmul__(a)``): the operator protocol reaches
     # BatchedTensor's own methods through NotImplemented, a direct call does not
     "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",

@@ -3,7 +3,7 @@
 //! `vmath`), reductions, index kernels (`index`; the scatter family in `scatter`), the
 //! AVX2 builds of plain loops (`wide`), GEMM (`matmul`; the float kernels in `gemm`),
 //! factories (`creation`), nll's target pass (`nn`), flip / roll / tril / triu copies
-//! (`reorder`), nonzero and masked_select (`compact`), random draws (`random`, torch's
+//! (`reorder`), addcmul / addcdiv / lerp / addr in one pass (`fused`), nonzero and masked_select (`compact`), random draws (`random`, torch's
 //! generator) and topk's tie
 //! order (`topk`). `Cpu` implements `backend::Backend` with these functions.
 
@@ -14,6 +14,7 @@ pub mod binary;
 pub mod compact;
 pub mod creation;
 pub mod elementwise;
+pub mod fused;
 pub mod gemm;
 pub mod index;
 pub mod matmul;

@@ -403,6 +403,51 @@ impl Backend for Cuda {
         // (the two table kernels, maximum then minimum, run instead)
         Ok(None)
     }
+    #[allow(clippy::too_many_arguments)]
+    fn fused3(
+        &self,
+        op: crate::backend::Fused3,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+        c: &Buffer,
+        lc: &Layout,
+    ) -> Result<Option<Buffer>> {
+        // (no device kernel yet: computed on the host)
+        crate::backend::check_same_device(&[a, b, c])?;
+        self.host_opt(|| {
+            Ok(cpu::fused::fused3(
+                op,
+                &host(a)?,
+                la,
+                &host(b)?,
+                lb,
+                &host(c)?,
+                lc,
+            ))
+        })
+    }
+    fn lerp_scalar(
+        &self,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+        weight: Scalar,
+    ) -> Result<Option<Buffer>> {
+        // (no device kernel yet: computed on the host)
+        crate::backend::check_same_device(&[a, b])?;
+        self.host_opt(|| {
+            Ok(cpu::fused::lerp_scalar(
+                &host(a)?,
+                la,
+                &host(b)?,
+                lb,
+                weight,
+            ))
+        })
+    }
     fn binary_fn(
         &self,
         op: BinaryFn,
