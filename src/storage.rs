@@ -431,6 +431,47 @@ impl Storage {
             (src.read(), w)
         }
     }
+    /// `a` and `b` shared (one storage or two) and `dst` exclusive (distinct from both),
+    /// all locked in address order as [`read_and_write`](Self::read_and_write) does.
+    /// `b`'s guard is `None` when it is `a`'s storage.
+    #[allow(clippy::type_complexity)]
+    pub fn read2_and_write<'a>(
+        a: &'a Storage,
+        b: &'a Storage,
+        dst: &'a Storage,
+    ) -> (
+        parking_lot::RwLockReadGuard<'a, Buffer>,
+        Option<parking_lot::RwLockReadGuard<'a, Buffer>>,
+        parking_lot::RwLockWriteGuard<'a, Buffer>,
+    ) {
+        if std::ptr::eq(a, b) {
+            let (r, w) = Self::read_and_write(a, dst);
+            return (r, None, w);
+        }
+        let (lo, hi, swapped) = if std::ptr::from_ref(a) < std::ptr::from_ref(b) {
+            (a, b, false)
+        } else {
+            (b, a, true)
+        };
+        let d = std::ptr::from_ref(dst);
+        // the three in address order: dst before, between or after the two sources
+        let (rl, rh, w) = if d < std::ptr::from_ref(lo) {
+            let w = dst.write();
+            (lo.read(), hi.read(), w)
+        } else if d < std::ptr::from_ref(hi) {
+            let rl = lo.read();
+            let w = dst.write();
+            (rl, hi.read(), w)
+        } else {
+            let (rl, rh) = (lo.read(), hi.read());
+            (rl, rh, dst.write())
+        };
+        if swapped {
+            (rh, Some(rl), w)
+        } else {
+            (rl, Some(rh), w)
+        }
+    }
     pub fn len(&self) -> usize {
         self.read().len()
     }

@@ -395,3 +395,93 @@ def test_no_grad_and_integer_outputs_record_nothing():
         assert rgrad.addcmul(x, x, x).grad_fn is None
     i = rgrad.ones(3, dtype=rgrad.int64)
     assert rgrad.addcmul(i, i, i).requires_grad is False
+
+
+IN_PLACE = {
+    "addcmul_": lambda x, b, c: x.addcmul_(b, c, value=0.3),
+    "addcdiv_": lambda x, b, c: x.addcdiv_(b, c, value=-2),
+    "lerp_-low": lambda x, b, c: x.lerp_(b, 0.3),
+    "lerp_-high": lambda x, b, c: x.lerp_(b, -0.8),
+    "lerp_-tensor": lambda x, b, c: x.lerp_(b, c),
+}
+
+
+@pytest.mark.parametrize("op", IN_PLACE)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_in_place_one_pass_gives_the_general_paths_bits(op, dtype):
+    # no graph: one pass over x (src/backend/cpu/fused.rs, fused3_in_place); with an
+    # operand that requires grad: out of place, then committed
+    x0, full, row = _arrs([(300, 257), (300, 257), (257,)], dtype, seed=13)
+    unit = lambda a: np.abs(a) / (np.abs(a) + 1) + 0.25  # noqa: E731  (addcdiv's divisor, lerp's weight)
+    operands = {
+        "full": (full, unit(full)),
+        "row": (full, unit(row)),
+        "scalar": (row, np.array(unit(row)[0])),
+    }
+    for name, (b, c) in operands.items():
+        fast = rgrad.from_numpy(x0.copy())
+        version = fast._version
+        with rgrad.no_grad():
+            out = IN_PLACE[op](fast, rgrad.from_numpy(b.copy()), rgrad.from_numpy(c.copy()))
+        assert out is fast and fast._version == version + 1
+        general = rgrad.from_numpy(x0.copy())
+        rb = rgrad.from_numpy(b.copy()).requires_grad_()
+        IN_PLACE[op](general, rb, rgrad.from_numpy(c.copy()))
+        assert general.grad_fn is not None, name
+        _same(fast, general.detach())
+        want = torch.from_numpy(x0.copy())
+        IN_PLACE[op](want, torch.from_numpy(b.copy()), torch.from_numpy(c.copy()))
+        _same(fast, want)
+
+
+def test_in_place_with_an_operand_in_its_own_storage_and_views():
+    # the general path: x read as an operand, and a strided x
+    for L in (rgrad, torch):
+        v = L.arange(6.0)
+        with L.no_grad():
+            v.addcmul_(v, v, value=0.5)
+        assert v.tolist() == [0.0, 1.5, 4.0, 7.5, 12.0, 17.5]
+    x, tx = rgrad.zeros(4, 6), torch.zeros(4, 6)
+    for t, L in ((x, rgrad), (tx, torch)):
+        t[:, ::2].lerp_(L.ones(4, 3), 0.25)
+    _same(x, tx)
+
+
+def test_in_place_one_pass_under_threads_neither_deadlocks_nor_loses_updates():
+    # two threads each write one tensor reading the other (locks in address order)
+    import threading
+
+    a, b, c = rgrad.ones(70_000), rgrad.ones(70_000), rgrad.full((70_000,), 0.5)
+    errors = []
+
+    def work(x, y):
+        try:
+            with rgrad.no_grad():
+                for _ in range(200):
+                    x.addcmul_(y, c, value=0.0)
+                    x.lerp_(y, 0.0)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(a, b)), threading.Thread(target=work, args=(b, a))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in ts) and not errors
+    assert a.tolist() == b.tolist() == [1.0] * 70_000
+    # many threads adding into one accumulator each through its own tensor: nothing lost
+    acc = [rgrad.zeros(1000) for _ in range(8)]
+    g = rgrad.ones(1000)
+
+    def add(t):
+        with rgrad.no_grad():
+            for _ in range(500):
+                t.addcmul_(g, g)
+
+    ts = [threading.Thread(target=add, args=(t,)) for t in acc]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=60)
+    assert all(t.tolist() == [500.0] * 1000 for t in acc)

@@ -228,6 +228,11 @@ backend_kernels! {
     fn fused3(op: Fused3, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout, c: &Buffer, lc: &Layout) -> Option<Buffer> => cpu::fused::fused3, on a, b, c;
     /// lerp of two float operands of one dtype (broadcast layouts) with a number weight.
     fn lerp_scalar(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout, weight: crate::dtype::Scalar) -> Option<Buffer> => cpu::fused::lerp_scalar, on a, b;
+    /// `fused3` with `dst` as its first operand, written in place (`b` and `c` contiguous
+    /// over dst's shape or one element); false, touching nothing, where it does not apply.
+    fn fused3_in_place(op: Fused3, dst: &mut Buffer, ld: &Layout, b: &Buffer, lb: &Layout, c: &Buffer, lc: &Layout) -> bool => cpu::fused::fused3_in_place, on dst;
+    /// `lerp_scalar` with `dst` as its first operand, written in place (as `fused3_in_place`).
+    fn lerp_scalar_in_place(dst: &mut Buffer, ld: &Layout, b: &Buffer, lb: &Layout, weight: crate::dtype::Scalar) -> bool => cpu::fused::lerp_scalar_in_place, on dst;
     fn cast(x: &Buffer, lx: &Layout, to: DType) -> Buffer => cpu::elementwise::cast, on x;
     /// Writes `src` (cast to `dst`'s dtype) into the elements `ld` names of `dst`.
     fn copy_into(dst: &mut Buffer, ld: &Layout, src: &Buffer, ls: &Layout) -> () => cpu::elementwise::copy_into;

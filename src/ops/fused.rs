@@ -195,12 +195,79 @@ fn addc(x: &Tensor, t1: &Tensor, t2: &Tensor, value: Scalar, div: bool) -> Resul
 
 /// `x.addcmul_(t1, t2, value=value)`.
 pub fn addcmul_(x: &Tensor, t1: &Tensor, t2: &Tensor, value: Scalar) -> Result<Tensor> {
+    if x.dtype().is_float()
+        && let Some(r) = one_pass(x, [t1, t2], |d, ld, [(b, lb), (c, lc)]| {
+            k::fused3_in_place(Fused3::Addcmul(value), d, ld, b, lb, c, lc)
+        })
+    {
+        return r;
+    }
     in_place(x, &[t1, t2], |x| addcmul(x, t1, t2, value))
 }
 
 /// `x.addcdiv_(t1, t2, value=value)`.
 pub fn addcdiv_(x: &Tensor, t1: &Tensor, t2: &Tensor, value: Scalar) -> Result<Tensor> {
+    if x.dtype().is_float()
+        && let Some(r) = one_pass(x, [t1, t2], |d, ld, [(b, lb), (c, lc)]| {
+            k::fused3_in_place(Fused3::Addcdiv(value), d, ld, b, lb, c, lc)
+        })
+    {
+        return r;
+    }
     in_place(x, &[t1, t2], |x| addcdiv(x, t1, t2, value))
+}
+
+/// An in-place form in one pass over `x` (an optimiser's step: no graph, same dtypes):
+/// nothing records (no operand needs a gradient or has a tangent), `x` a contiguous float
+/// tensor, `others` of its dtype and outside its storage, each broadcast to its shape
+/// (the kernel takes a contiguous operand or a single element, and says false for
+/// anything else). The same bits as the out-of-place op committed. `None`: the general
+/// path (which also raises every error).
+fn one_pass(
+    x: &Tensor,
+    others: [&Tensor; 2],
+    kernel: impl FnOnce(
+        &mut crate::storage::Buffer,
+        &Layout,
+        [(&crate::storage::Buffer, &Layout); 2],
+    ) -> Result<bool>,
+) -> Option<Result<Tensor>> {
+    use crate::autograd::grad_mode::is_grad_enabled;
+    if is_grad_enabled() && (x.requires_grad() || others.iter().any(|t| t.requires_grad())) {
+        return None;
+    }
+    if crate::autograd::forward_ad::any_dual(&[x, others[0], others[1]]) {
+        return None;
+    }
+    let sx = x.snapshot();
+    if !sx.layout.is_contiguous() {
+        return None;
+    }
+    let so = others.map(|t| t.snapshot());
+    let mut layouts = Vec::with_capacity(2);
+    for s in &so {
+        if s.dtype != sx.dtype || std::sync::Arc::ptr_eq(&s.storage, &sx.storage) {
+            return None;
+        }
+        layouts.push(s.layout.expand(&sx.layout.shape).ok()?);
+    }
+    if let Err(e) = crate::autograd::saved_hooks::before_mutation(x) {
+        return Some(Err(e));
+    }
+    let done = {
+        let (rb, rc, mut w) =
+            crate::storage::Storage::read2_and_write(&so[0].storage, &so[1].storage, &sx.storage);
+        let c = rc.as_deref().unwrap_or(&rb);
+        kernel(&mut w, &sx.layout, [(&rb, &layouts[0]), (c, &layouts[1])])
+    };
+    match done {
+        Ok(true) => {
+            x.bump_version();
+            Some(Ok(x.clone()))
+        }
+        Ok(false) => None,
+        Err(e) => Some(Err(e)),
+    }
 }
 
 /// An in-place form: the operands must broadcast to `x`'s shape (torch's message
@@ -396,6 +463,19 @@ pub fn lerp(x: &Tensor, end: &Tensor, weight: Weight<'_>) -> Result<Tensor> {
 
 /// `x.lerp_(end, weight)`.
 pub fn lerp_(x: &Tensor, end: &Tensor, weight: Weight<'_>) -> Result<Tensor> {
+    if x.dtype().is_float() {
+        let fast = match weight {
+            Weight::Number(w) => one_pass(x, [end, end], |d, ld, [(b, lb), _]| {
+                k::lerp_scalar_in_place(d, ld, b, lb, w)
+            }),
+            Weight::Tensor(w) => one_pass(x, [end, w], |d, ld, [(b, lb), (c, lc)]| {
+                k::fused3_in_place(Fused3::Lerp, d, ld, b, lb, c, lc)
+            }),
+        };
+        if let Some(r) = fast {
+            return r;
+        }
+    }
     match weight {
         Weight::Number(_) => in_place(x, &[end], |x| lerp(x, end, weight)),
         Weight::Tensor(w) => in_place(x, &[end, w], |x| lerp(x, end, weight)),

@@ -265,6 +265,30 @@ impl Backend for Rec {
         })?;
         Ok(out)
     }
+    #[allow(clippy::too_many_arguments)]
+    fn fused3_in_place(
+        &self,
+        _op: crate::backend::Fused3,
+        _dst: &mut Buffer,
+        _ld: &Layout,
+        _b: &Buffer,
+        _lb: &Layout,
+        _c: &Buffer,
+        _lc: &Layout,
+    ) -> Result<bool> {
+        // (the op computes out of place, a recorded `fused3`, and commits it)
+        Ok(false)
+    }
+    fn lerp_scalar_in_place(
+        &self,
+        _dst: &mut Buffer,
+        _ld: &Layout,
+        _b: &Buffer,
+        _lb: &Layout,
+        _weight: crate::dtype::Scalar,
+    ) -> Result<bool> {
+        Ok(false)
+    }
     fn lerp_scalar(
         &self,
         a: &Buffer,

@@ -607,7 +607,7 @@ pub fn arith_in_place(op: BinaryOp, dst: &mut Buffer, ld: &Layout, rhs: InPlaceR
     true
 }
 
-fn for_chunks_in_place<T: Num>(d: &mut [T], f: impl Fn(usize, &mut [T]) + Sync + Send) {
+pub(super) fn for_chunks_in_place<T: Send>(d: &mut [T], f: impl Fn(usize, &mut [T]) + Sync + Send) {
     if d.len() >= PAR_MIN && crate::runtime::intra_op_parallel() {
         for_each_chunk_of(d, chunk_for(d.len()), &|start, chunk| {
             super::wide::wide(|| f(start, chunk))

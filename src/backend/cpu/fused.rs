@@ -650,6 +650,21 @@ pub fn fused3(
     })
 }
 
+/// `fma(coeff, b - a, a)` (`LOW`) or `fma(coeff, b - a, b)`.
+#[derive(Clone, Copy)]
+struct LerpS<T, const LOW: bool>(T);
+macro_rules! lerp_maps {
+    ($($t:ty),*) => {$(
+        impl<const LOW: bool> Map<$t, 3> for LerpS<$t, LOW> {
+            #[inline(always)]
+            fn f(self, [a, b, _]: [$t; 3]) -> $t {
+                self.0.mul_add(b - a, if LOW { a } else { b })
+            }
+        }
+    )*};
+}
+lerp_maps!(f32, f64);
+
 /// `lerp(a, b, weight)` with a number weight (rounded to the dtype): the end to start
 /// from is chosen once. Float buffers of one dtype, layouts broadcast to the output's
 /// shape; `None` otherwise.
@@ -660,20 +675,6 @@ pub fn lerp_scalar(
     lb: &Layout,
     weight: Scalar,
 ) -> Option<Buffer> {
-    /// `fma(coeff, b - a, a)` (`LOW`) or `fma(coeff, b - a, b)`.
-    #[derive(Clone, Copy)]
-    struct LerpS<T, const LOW: bool>(T);
-    macro_rules! lerp_maps {
-        ($($t:ty),*) => {$(
-            impl<const LOW: bool> Map<$t, 3> for LerpS<$t, LOW> {
-                #[inline(always)]
-                fn f(self, [a, b, _]: [$t; 3]) -> $t {
-                    self.0.mul_add(b - a, if LOW { a } else { b })
-                }
-            }
-        )*};
-    }
-    lerp_maps!(f32, f64);
     let n = la.numel();
     let nothing = Layout {
         shape: la.shape.clone(),
@@ -703,6 +704,154 @@ pub fn lerp_scalar(
         (Buffer::F64(_), Buffer::F64(_)) => go!(f64, F64),
         _ => return None,
     })
+}
+
+// ---- in place -------------------------------------------------------------------------
+
+/// One chunk of an in-place map: `out[k] = m.f([out[k], b[k], c[k]])`.
+struct InPlace<'a, T, M, B, C> {
+    out: &'a mut [T],
+    b: B,
+    c: C,
+    m: M,
+}
+
+impl<'a, T: Copy, M: Map<T, 3>, B: Lane<'a, T>, C: Lane<'a, T>> Kernel for InPlace<'a, T, M, B, C> {
+    type Out = ();
+    #[inline(always)]
+    fn run(self) {
+        let n = self.out.len();
+        let (b, c, m) = (self.b.fit(n), self.c.fit(n), self.m);
+        for (k, o) in self.out.iter_mut().enumerate() {
+            *o = m.f([*o, b.get(k), c.get(k)]);
+        }
+    }
+}
+
+/// An operand of an in-place map over `n` positions: contiguous (`Some(false)`), one
+/// element broadcast everywhere (`Some(true)`), or neither (`None`).
+fn in_place_kind(l: &Layout, n: usize) -> Option<bool> {
+    if l.strides.iter().all(|&s| s == 0) {
+        Some(true)
+    } else if l.is_contiguous() && l.numel() == n {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// `m` over `dst` (contiguous) in place, `b` and `c` each contiguous or one element.
+fn map_in_place<T: Element, M: Map<T, 3>>(
+    m: M,
+    dst: &mut [T],
+    (b, lb): (&[T], &Layout),
+    (c, lc): (&[T], &Layout),
+) -> bool {
+    let n = dst.len();
+    let (Some(kb), Some(kc)) = (in_place_kind(lb, n), in_place_kind(lc, n)) else {
+        return false;
+    };
+    super::elementwise::for_chunks_in_place(dst, |start, out| {
+        let len = out.len();
+        macro_rules! go {
+            ($b:ident, $c:ident) => {
+                wide_kernel(InPlace {
+                    out,
+                    b: $b::new(b, lb.offset, start, len),
+                    c: $c::new(c, lc.offset, start, len),
+                    m,
+                })
+            };
+        }
+        match (kb, kc) {
+            (false, false) => go!(Each, Each),
+            (true, false) => go!(One, Each),
+            (false, true) => go!(Each, One),
+            (true, true) => go!(One, One),
+        }
+    });
+    true
+}
+
+/// `dst = op(dst, b, c)` in place (an optimiser's `v.addcmul_(g, g, value=...)`), one
+/// pass where the out-of-place op and the copy back took three: `dst` contiguous, `b`
+/// and `c` of its dtype, each contiguous over `dst`'s shape or one element broadcast
+/// (the same bits as [`fused3`]). False, touching nothing, in any other case.
+pub fn fused3_in_place(
+    op: Fused3,
+    dst: &mut Buffer,
+    ld: &Layout,
+    b: &Buffer,
+    lb: &Layout,
+    c: &Buffer,
+    lc: &Layout,
+) -> bool {
+    if !ld.is_contiguous() {
+        return false;
+    }
+    let n = ld.numel();
+    if n == 0 {
+        return true;
+    }
+    let range = ld.offset..ld.offset + n;
+    macro_rules! float {
+        ($t:ty, $d:expr, $b:expr, $c:expr) => {{
+            let (d, b, c) = (&mut $d[range], ($b, lb), ($c, lc));
+            match op {
+                Fused3::Addcmul(v) => map_in_place(Addcmul(<$t>::from_scalar(v)), d, b, c),
+                Fused3::Addcdiv(v) => map_in_place(Addcdiv(<$t>::from_scalar(v)), d, b, c),
+                Fused3::Lerp => map_in_place(LerpW, d, b, c),
+                // (addr's self is the product's shape, its vectors are not)
+                Fused3::Addr { .. } => false,
+            }
+        }};
+    }
+    match (dst, b, c) {
+        (Buffer::F32(d), Buffer::F32(b), Buffer::F32(c)) => float!(f32, d, &b[..], &c[..]),
+        (Buffer::F64(d), Buffer::F64(b), Buffer::F64(c)) => float!(f64, d, &b[..], &c[..]),
+        _ => false,
+    }
+}
+
+/// [`lerp_scalar`] in place: `dst` contiguous, `b` of its dtype contiguous over `dst`'s
+/// shape or one element. False, touching nothing, otherwise.
+pub fn lerp_scalar_in_place(
+    dst: &mut Buffer,
+    ld: &Layout,
+    b: &Buffer,
+    lb: &Layout,
+    weight: Scalar,
+) -> bool {
+    if !ld.is_contiguous() {
+        return false;
+    }
+    let n = ld.numel();
+    if n == 0 {
+        return true;
+    }
+    let range = ld.offset..ld.offset + n;
+    let nothing = Layout {
+        shape: ld.shape.clone(),
+        strides: smallvec::smallvec![0; ld.shape.len()],
+        offset: 0,
+    };
+    macro_rules! go {
+        ($t:ty, $d:expr, $b:expr) => {{
+            let w = <$t>::from_scalar(weight);
+            let unused = [w];
+            let (d, b, c) = (&mut $d[range], (&$b[..], lb), (&unused[..], &nothing));
+            if w.abs() < 0.5 {
+                map_in_place(LerpS::<$t, true>(w), d, b, c)
+            } else {
+                map_in_place(LerpS::<$t, false>(w - 1.0), d, b, c)
+            }
+        }};
+    }
+    match (dst, b) {
+        (Buffer::F32(d), Buffer::F32(b)) => go!(f32, d, b),
+        (Buffer::F64(d), Buffer::F64(b)) => go!(f64, d, b),
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -428,6 +428,30 @@ impl Backend for Cuda {
             ))
         })
     }
+    #[allow(clippy::too_many_arguments)]
+    fn fused3_in_place(
+        &self,
+        _op: crate::backend::Fused3,
+        _dst: &mut Buffer,
+        _ld: &Layout,
+        _b: &Buffer,
+        _lb: &Layout,
+        _c: &Buffer,
+        _lc: &Layout,
+    ) -> Result<bool> {
+        // (the op computes out of place and commits)
+        Ok(false)
+    }
+    fn lerp_scalar_in_place(
+        &self,
+        _dst: &mut Buffer,
+        _ld: &Layout,
+        _b: &Buffer,
+        _lb: &Layout,
+        _weight: Scalar,
+    ) -> Result<bool> {
+        Ok(false)
+    }
     fn lerp_scalar(
         &self,
         a: &Buffer,
