@@ -1651,6 +1651,17 @@ def test_fused_ops_match_the_loop_without_fallback(name, unbatched):
     check(f, *args, in_dims=in_dims)
 
 
+@pytest.mark.parametrize("f", [lambda x: rgrad.nan_to_num(x, 1.0), lambda x: x.clone().nan_to_num_(posinf=2.0),
+                               lambda x: x.nansum(1), lambda x: rgrad.nansum(x),
+                               lambda x: rgrad.nansum(x, (0, 1), keepdim=True)])
+@pytest.mark.parametrize("in_dim", [0, 1])
+def test_nan_ops_match_the_loop_without_fallback(f, in_dim):
+    x = _batched((3, 4), in_dim)
+    x[0, 0] = float("nan")
+    x[1, 2] = float("inf")
+    check(f, x, in_dims=in_dim)
+
+
 def test_fused_ops_refuse_what_each_sample_refuses():
     # (a shape mismatch names the physical dim, as torch.vmap's message does)
     with pytest.raises(RuntimeError, match="must match the size of tensor b \\(2\\) at non-singleton dimension 1"):

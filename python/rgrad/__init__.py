@@ -86,7 +86,7 @@ _METHOD_FUNCTIONS = (
     "unsqueeze gather index_select masked_fill eq ne lt le gt ge detach clone split chunk unbind narrow select "
     "numel max min remainder fmod floor_divide all any isnan isinf isfinite isclose allclose equal "
     "flip fliplr flipud roll rot90 tril triu diagonal diag_embed diag trace cumsum cumprod "
-    "addcmul addcdiv lerp addr"
+    "addcmul addcdiv lerp addr nan_to_num nan_to_num_ nansum"
 ).split() + list(_C._UNARY_OPS)  # the op table's unary ops
 for _name in _METHOD_FUNCTIONS:
     globals()[_name] = getattr(Tensor, _name)
@@ -170,7 +170,7 @@ from rgrad._composite import (  # noqa: E402,F401  (torch's composite functions)
     atleast_1d, atleast_2d, atleast_3d, broadcast_to, cartesian_prod, column_stack, diff, dsplit, dstack,
     einsum, hsplit, hstack, inner, kron, meshgrid, moveaxis, movedim, ravel, row_stack, swapaxes, swapdims,
     tensor_split, tensordot, tile, unflatten, vsplit, vstack, clamp_min, clamp_max,
-    clamp_min_, clamp_max_, nan_to_num, nan_to_num_, nansum, nanmean, count_nonzero, vdot, addmv, addmv_,
+    clamp_min_, clamp_max_, nanmean, count_nonzero, vdot, addmv, addmv_,
     baddbmm, addbmm, logit, logit_, var_mean, std_mean, cosine_similarity, broadcast_tensors,
 )
 

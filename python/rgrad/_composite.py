@@ -22,7 +22,7 @@ __all__ = [
     "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack", "dstack", "column_stack",
     "tensor_split", "hsplit", "vsplit", "dsplit", "tensordot", "inner", "kron", "diff", "meshgrid",
     "cartesian_prod", "einsum", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_",
-    "nan_to_num", "nan_to_num_", "nansum", "nanmean", "count_nonzero", "vdot", "addmv", "addmv_",
+    "nanmean", "count_nonzero", "vdot", "addmv", "addmv_",
     "baddbmm", "addbmm", "logit", "logit_", "var_mean", "std_mean", "cosine_similarity", "broadcast_tensors",
 ]
 
@@ -786,7 +786,8 @@ def einsum(*args) -> Tensor:
 # ---- clamp's aliases, NaN handling, products with a bias -----------------------------------
 #
 # Written as the ops they are made of, in the order torch's kernels round (so the same
-# values). addcmul, addcdiv, lerp and addr are native (src/ops/fused.rs).
+# values). addcmul, addcdiv, lerp, addr, nan_to_num and nansum are native (src/ops/fused.rs,
+# src/ops/reduce.rs).
 
 
 def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
@@ -809,40 +810,6 @@ def clamp_max_(input: Tensor, max) -> Tensor:  # noqa: A002
     return input.clamp_(max=max)
 
 
-_FINFO = {"rgrad.float32": (3.4028234663852886e38, -3.4028234663852886e38),
-          "rgrad.float64": (1.7976931348623157e308, -1.7976931348623157e308)}
-
-
-def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
-    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default 0 and the
-    dtype's largest and lowest values); the gradient passes where the input is finite."""
-    if not input.is_floating_point():
-        return input.clone()
-    from rgrad import where
-
-    hi, lo = _FINFO[str(input.dtype)]
-    posinf = hi if posinf is None else posinf
-    neginf = lo if neginf is None else neginf
-    return where(input.isnan(), nan, where(input == float("inf"), posinf, where(input == -float("inf"), neginf, input)))
-
-
-def nan_to_num_(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
-    """In-place version of `nan_to_num()`. Returns this tensor."""
-    if not input.is_floating_point():
-        return input
-    return input.copy_(nan_to_num(input.clone() if input.requires_grad else input, nan, posinf, neginf))
-
-
-def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    """The sum with NaN counted as zero."""
-    from rgrad import where
-
-    x = where(input.isnan(), 0.0, input) if input.is_floating_point() else input
-    if dim is None:
-        return x.sum(dtype=dtype)
-    return x.sum(dim, keepdim=keepdim, dtype=dtype)
-
-
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The mean of the elements that are not NaN (NaN where all are)."""
     if not (input.is_floating_point() or (dtype is not None and dtype.is_floating_point)):
@@ -851,7 +818,7 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
         )
     count = input.isnan().logical_not()
     count = count.sum() if dim is None else count.sum(dim, keepdim=keepdim)
-    return nansum(input, dim, keepdim, dtype=dtype) / count
+    return input.nansum(dim, keepdim, dtype=dtype) / count
 
 
 def count_nonzero(input: Tensor, dim=None) -> Tensor:
@@ -980,8 +947,8 @@ def broadcast_tensors(*tensors):
 # Tensor methods torch has for these
 _METHODS = (
     "broadcast_to", "movedim", "moveaxis", "swapaxes", "swapdims", "ravel", "unflatten", "tile",
-    "tensor_split", "hsplit", "vsplit", "dsplit", "inner", "kron", "diff", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_", "nan_to_num", "nan_to_num_",
-    "nansum", "nanmean", "count_nonzero", "vdot", "addmv", "addmv_", "baddbmm", "baddbmm_",
+    "tensor_split", "hsplit", "vsplit", "dsplit", "inner", "kron", "diff", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_",
+    "nanmean", "count_nonzero", "vdot", "addmv", "addmv_", "baddbmm", "baddbmm_",
     "addbmm", "addbmm_", "logit", "logit_",
 )
 

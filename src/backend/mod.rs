@@ -129,6 +129,8 @@ impl BinaryOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReduceOp {
     Sum,
+    /// The sum with NaN counted as 0 (nansum; integers and bools: the sum).
+    NanSum,
     /// The sum divided by the count, in the accumulator's precision.
     Mean,
     Prod,
@@ -228,6 +230,9 @@ backend_kernels! {
     fn fused3(op: Fused3, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout, c: &Buffer, lc: &Layout) -> Option<Buffer> => cpu::fused::fused3, on a, b, c;
     /// lerp of two float operands of one dtype (broadcast layouts) with a number weight.
     fn lerp_scalar(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout, weight: crate::dtype::Scalar) -> Option<Buffer> => cpu::fused::lerp_scalar, on a, b;
+    /// NaN, +inf and -inf of a float buffer replaced by the numbers (torch's nan_to_num);
+    /// `None` for other dtypes.
+    fn nan_to_num(x: &Buffer, lx: &Layout, nan: f64, posinf: f64, neginf: f64) -> Option<Buffer> => cpu::fused::nan_to_num, on x;
     /// `fused3` with `dst` as its first operand, written in place (`b` and `c` contiguous
     /// over dst's shape or one element); false, touching nothing, where it does not apply.
     fn fused3_in_place(op: Fused3, dst: &mut Buffer, ld: &Layout, b: &Buffer, lb: &Layout, c: &Buffer, lc: &Layout) -> bool => cpu::fused::fused3_in_place, on dst;

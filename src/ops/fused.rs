@@ -755,3 +755,100 @@ impl AddrBackward0 {
         Ok(out)
     }
 }
+
+// ---- nan_to_num -----------------------------------------------------------------------------
+
+/// Which elements are finite (neither NaN nor infinite): `x == x & |x| != inf`.
+fn isfinite(x: &Tensor) -> Result<Tensor> {
+    use crate::backend::BinaryOp;
+    use crate::ops::Operand;
+    let not_nan = super::eq(x, x)?;
+    let abs = super::abs(x)?;
+    let not_inf = super::compare(
+        BinaryOp::Ne,
+        Operand::T(&abs),
+        Operand::S(Scalar::Float(f64::INFINITY)),
+    )?;
+    super::logical_and(&not_nan, &not_inf)
+}
+
+/// `torch.nan_to_num(x, nan, posinf, neginf)`: NaN, +inf and -inf replaced by `nan` (0
+/// when absent) and `posinf` / `neginf` (the dtype's largest / lowest when absent); an
+/// integer or bool tensor is copied.
+pub fn nan_to_num(
+    x: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<Tensor> {
+    let dtype = x.dtype();
+    if !dtype.is_float() {
+        return super::clone_tensor(x);
+    }
+    let max = if dtype == DType::F32 {
+        f64::from(f32::MAX)
+    } else {
+        f64::MAX
+    };
+    let (nan, posinf, neginf) = (
+        nan.unwrap_or(0.0),
+        posinf.unwrap_or(max),
+        neginf.unwrap_or(-max),
+    );
+    let run = || {
+        let s = x.snapshot();
+        let r = s.storage.read();
+        super::elementwise::unary_out(&s.layout, |l| {
+            k::nan_to_num(&r, l, nan, posinf, neginf)?
+                .ok_or_else(|| Error::Internal("nan_to_num: no kernel for the dtype".into()))
+        })
+    };
+    apply("aten::nan_to_num", &[x], run, |_| {
+        let mut s = Saver::default();
+        let saved = s.input_if(true, x);
+        (NanToNumBackward0 { saved }, s.list)
+    })
+}
+
+/// `x.nan_to_num_(nan, posinf, neginf)` (an integer or bool tensor is left as it is).
+pub fn nan_to_num_(
+    x: &Tensor,
+    nan: Option<f64>,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<Tensor> {
+    if !x.dtype().is_float() {
+        return Ok(x.clone());
+    }
+    super::inplace::inplace_no_overlap(x, |x| nan_to_num(x, nan, posinf, neginf))
+}
+
+/// NanToNumBackward0: `grad * isfinite(self)` (a multiply, as torch's: a NaN or infinite
+/// gradient where the input was not finite gives NaN).
+#[derive(Clone)]
+pub struct NanToNumBackward0 {
+    saved: Option<u8>,
+}
+
+impl Backward for NanToNumBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        vec![("self", SavedField::Tensor(self.saved))]
+    }
+    fn name(&self) -> Cow<'static, str> {
+        "NanToNumBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let finite = isfinite(&get(ctx, self.saved)?)?;
+        Ok(smallvec::smallvec![Some(super::mul(&g, &finite)?)])
+    }
+    // (the formula broadcasts each sample's gradient against the saved input)
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.apply(ctx, g))
+    }
+}

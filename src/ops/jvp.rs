@@ -151,6 +151,7 @@ fn is_elementwise(op: &BackwardOp) -> bool {
             | B::CloneBackward0(_)
             | B::AddcBackward(_)
             | B::LerpBackward(_)
+            | B::NanToNumBackward0(_)
     )
 }
 

@@ -104,7 +104,7 @@ crate::backward_ops! {
     // unary.rs, binary.rs (the op tables)
     UnaryBackward, InplaceNotImplemented, PolygammaBackward, RoundDecimalsBackward, TanhBackwardBackward0, BinaryFnBackward,
     // reduce.rs
-    SumBackward0, SumBackward1, MeanBackward0, MeanBackward1, ProdBackward0, ProdBackward1, LogsumexpBackward0,
+    SumBackward0, SumBackward1, NansumBackward0, MeanBackward0, MeanBackward1, ProdBackward0, ProdBackward1, LogsumexpBackward0,
     VarBackward0, StdBackward0, NormBackward0,
     // minmax.rs
     MaxBackward0, AmaxBackward0,
@@ -141,7 +141,7 @@ crate::backward_ops! {
     // scan.rs
     CumsumBackward0, CumprodBackward0,
     // fused.rs
-    AddcBackward, LerpBackward, AddrBackward0,
+    AddcBackward, LerpBackward, AddrBackward0, NanToNumBackward0,
 }
 
 /// Who needs to record: grad mode is on and some input requires grad.

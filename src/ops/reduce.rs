@@ -232,6 +232,92 @@ impl Backward for SumBackward1 {
     }
 }
 
+/// `x.nansum()` / `x.nansum(dims, keepdim)`: the sum with NaN counted as 0, in one pass
+/// (the bits of `sum(where(isnan(x), 0, x))`); integers and bools: the sum.
+pub fn nansum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    if !x.dtype().is_float() {
+        return sum(x, dims, keepdim);
+    }
+    let d = resolve_dims(x, dims)?;
+    let shape = x.shape();
+    let given = dims.map(|ds| wrap_dims(ds, x.ndim().max(1)).map(|w| w.to_vec()));
+    let given = given.transpose()?;
+    apply(
+        "aten::nansum",
+        &[x],
+        || reduce_kernel(ReduceOp::NanSum, x, &d, keepdim),
+        |_| {
+            let mut s = super::elementwise::Saver::default();
+            let saved = s.input_if(true, x);
+            let node = NansumBackward0 {
+                r: ReduceDims::new(shape.clone(), &d, keepdim),
+                given: given.map(|g| g.into_iter().map(|d| d as i64).collect()),
+                saved,
+            };
+            (BackwardOp::from(node), s.list)
+        },
+    )
+}
+
+/// NansumBackward0: `grad` brought back to the input's shape, times `!isnan(self)` (a
+/// multiply by the mask, as torch's `nansum_backward`).
+#[derive(Clone)]
+pub struct NansumBackward0 {
+    r: Box<ReduceDims>,
+    /// the dims as given (None: all of them; torch's `_saved_dim`)
+    given: Option<Vec<i64>>,
+    saved: Option<u8>,
+}
+impl Backward for NansumBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        vec![
+            (
+                "dim",
+                self.given.as_ref().map_or(F::None, |g| F::Ints(g.clone())),
+            ),
+            ("keepdim", F::Bool(self.r.keepdim)),
+            ("self", F::Tensor(self.saved)),
+        ]
+    }
+    fn name(&self) -> Cow<'static, str> {
+        "NansumBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, false)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.grads(ctx, g, true))
+    }
+    // derivatives.yaml: result: at::where(self_p.isnan(), 0, self_t).sum(dim, keepdim)
+    fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let t = t.first()?.as_ref()?;
+        Some((|| {
+            let x = super::elementwise::get(ctx, self.saved)?;
+            let kept = mul(t, &eq(&x, &x)?)?;
+            Ok(smallvec::smallvec![Some(self.r.reduce(&kept)?)])
+        })())
+    }
+}
+impl NansumBackward0 {
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
+        let g = grad0(g)?;
+        let x = super::elementwise::get(ctx, self.saved)?;
+        let g = if g.dtype() == x.dtype() {
+            g
+        } else {
+            to_dtype(&g, x.dtype())?
+        };
+        let back = self.r.expand_back_maybe_batched(&g, batched)?;
+        Ok(smallvec::smallvec![Some(mul(&back, &eq(&x, &x)?)?)])
+    }
+}
+
 fn require_float(x: &Tensor, op: &str) -> Result<()> {
     if x.dtype().is_float() {
         return Ok(());

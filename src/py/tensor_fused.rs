@@ -1,5 +1,5 @@
-//! `rgrad.Tensor`'s addcmul, addcdiv, lerp and addr and their in-place forms (also
-//! `rgrad.<name>`, through `_METHOD_FUNCTIONS`).
+//! `rgrad.Tensor`'s addcmul, addcdiv, lerp, addr, nan_to_num and their in-place forms,
+//! and nansum (also `rgrad.<name>`, through `_METHOD_FUNCTIONS`).
 
 use super::convert::{self, scalar};
 use super::pytensor::*;
@@ -7,6 +7,7 @@ use crate::dtype::Scalar;
 use crate::ops::{self, Weight};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 /// A keyword number argument (`value`, `beta`, `alpha`): 1 when absent, torch's TypeError
 /// for anything but a number.
@@ -46,6 +47,49 @@ fn weight<'a>(
 /// operand broadcast against a large one computes a large result).
 fn large(ts: &[&crate::tensor::Tensor]) -> bool {
     ts.iter().any(|t| t.numel() >= RELEASE_GIL_AT)
+}
+
+/// nan_to_num's `float?` arguments (`nan`, `posinf`, `neginf`), given by position
+/// (`args`) or by keyword: each None or a number as a float; torch's TypeErrors (which
+/// name the position only of an argument given by position).
+fn nan_args(
+    fname: &str,
+    args: &Bound<'_, PyTuple>,
+    kw: [Option<&Bound<'_, PyAny>>; 3],
+) -> PyResult<[Option<f64>; 3]> {
+    const NAMES: [&str; 3] = ["nan", "posinf", "neginf"];
+    if args.len() > 3 {
+        return Err(PyTypeError::new_err(format!(
+            "{fname}() takes from 0 to 3 positional arguments but {} were given",
+            args.len()
+        )));
+    }
+    let mut out = [None; 3];
+    for (i, slot) in out.iter_mut().enumerate() {
+        let (v, pos) = match (args.get_item(i).ok(), kw[i]) {
+            (Some(_), Some(_)) => {
+                return Err(PyTypeError::new_err(format!(
+                    "{fname}() got multiple values for argument '{}'",
+                    NAMES[i]
+                )));
+            }
+            (Some(v), None) => (v, Some(i + 1)),
+            (None, Some(v)) => (v.clone(), None),
+            (None, None) => continue,
+        };
+        if v.is_none() {
+            continue;
+        }
+        *slot = Some(scalar(&v).map(Scalar::as_f64).ok_or_else(|| {
+            let at = pos.map_or(String::new(), |p| format!(" (position {p})"));
+            PyTypeError::new_err(format!(
+                "{fname}(): argument '{}'{at} must be float, not {}",
+                NAMES[i],
+                convert::type_name(&v)
+            ))
+        })?);
+    }
+    Ok(out)
 }
 
 #[pymethods]
@@ -216,5 +260,59 @@ impl PyTensor {
         );
         run(slf.py(), x, || ops::addr_(x, v1, v2, b, a))?;
         Ok(slf.clone().unbind())
+    }
+    /// Replaces NaN, positive infinity and negative infinity with the given numbers.
+    ///
+    /// Args:
+    ///     nan: The value for NaN (0 when None).
+    ///     posinf: The value for +inf (the dtype's largest finite value when None).
+    ///     neginf: The value for -inf (the dtype's lowest finite value when None).
+    #[pyo3(signature = (*args, nan=None, posinf=None, neginf=None))]
+    fn nan_to_num(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        nan: Option<&Bound<'_, PyAny>>,
+        posinf: Option<&Bound<'_, PyAny>>,
+        neginf: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let [n, p, m] = nan_args("nan_to_num", args, [nan, posinf, neginf])?;
+        wrap(py, run(py, &self.t, || ops::nan_to_num(&self.t, n, p, m))?)
+    }
+    /// In-place version of `nan_to_num`.
+    ///
+    /// Returns:
+    ///     This tensor.
+    #[pyo3(signature = (*args, nan=None, posinf=None, neginf=None))]
+    fn nan_to_num_(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        nan: Option<&Bound<'_, PyAny>>,
+        posinf: Option<&Bound<'_, PyAny>>,
+        neginf: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let x = &slf.get().t;
+        let [n, p, m] = nan_args("nan_to_num_", args, [nan, posinf, neginf])?;
+        run(slf.py(), x, || ops::nan_to_num_(x, n, p, m))?;
+        Ok(slf.clone().unbind())
+    }
+    /// Returns the sum of all elements, or of each slice along the given dimension(s),
+    /// with NaN counted as zero.
+    ///
+    /// Args:
+    ///     dim: A dim or tuple of dims to reduce; all dims when None.
+    ///     keepdim: Whether the reduced dims are kept with size 1.
+    ///     dtype: If given, the tensor is cast to this dtype before the sum.
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn nansum(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyTensor>> {
+        let d = opt_dims(dim)?;
+        let x = self.cast_to(dtype)?;
+        wrap(py, run(py, &x, || ops::nansum(&x, d.as_deref(), keepdim))?)
     }
 }

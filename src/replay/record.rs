@@ -289,6 +289,21 @@ impl Backend for Rec {
     ) -> Result<bool> {
         Ok(false)
     }
+    fn nan_to_num(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        nan: f64,
+        posinf: f64,
+        neginf: f64,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.nan_to_num(x, lx, nan, posinf, neginf)?;
+        let lx = lx.clone();
+        maybe("nan_to_num", &[x], &out, move |i| {
+            Cpu.nan_to_num(i[0], &lx, nan, posinf, neginf)
+        })?;
+        Ok(out)
+    }
     fn lerp_scalar(
         &self,
         a: &Buffer,

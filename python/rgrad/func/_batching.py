@@ -230,11 +230,11 @@ def _as_other(name: str, level: int, args: tuple, kwargs: dict) -> Any:
 # ---------------------------------------------------------------------------------------
 
 # position of ``dim`` among the arguments after self
-_DIM_POS = {"sum": 0, "mean": 0, "prod": 0, "var": 0, "std": 0, "norm": 1, "amax": 0, "amin": 0, "argmax": 0,
+_DIM_POS = {"sum": 0, "nansum": 0, "mean": 0, "prod": 0, "var": 0, "std": 0, "norm": 1, "amax": 0, "amin": 0, "argmax": 0,
             "argmin": 0, "logsumexp": 0, "max": 0, "min": 0, "all": 0, "any": 0, "softmax": 0, "log_softmax": 0}
 # reductions whose dim must be an int: with dim=None they reduce the flattened sample
 _FLATTEN_WHEN_NONE = {"prod", "argmax", "argmin", "norm", "max", "min"}
-_KEEPDIM_POS = {"sum": 1, "mean": 1, "prod": 1, "var": 2, "std": 2, "norm": 2, "amax": 1, "amin": 1, "argmax": 1,
+_KEEPDIM_POS = {"sum": 1, "nansum": 1, "mean": 1, "prod": 1, "var": 2, "std": 2, "norm": 2, "amax": 1, "amin": 1, "argmax": 1,
                 "argmin": 1, "logsumexp": 1, "max": 1, "min": 1, "all": 1, "any": 1}
 
 
@@ -326,8 +326,8 @@ def _like(name: str, level: int, args: tuple, kwargs: dict) -> Any:
 
 UNARY_METHODS = (*_C._UNARY_OPS, "sign", "logical_not", "isnan", "isinf", "isfinite", "bool", "float", "double",
                  "long", "int", "polygamma", "clone", "detach", "contiguous", "square", "__neg__", "__abs__",
-                 "__invert__", "__pos__", "zero_", "detach_", "relu", "sigmoid", "tanh")
-UNARY_INPLACE = tuple(f"{n}_" for n in (*_C._UNARY_OPS, "sign", "polygamma", "square")
+                 "__invert__", "__pos__", "zero_", "detach_", "relu", "sigmoid", "tanh", "nan_to_num")
+UNARY_INPLACE = tuple(f"{n}_" for n in (*_C._UNARY_OPS, "sign", "polygamma", "square", "nan_to_num")
                       if f"{n}_" in Tensor.__dict__)
 BINARY_METHODS = (*_C._BINARY_OPS, "add", "sub", "mul", "div", "pow", "remainder", "fmod", "floor_divide", "eq",
                   "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "__add__", "__radd__", "__sub__",

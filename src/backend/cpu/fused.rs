@@ -1,6 +1,6 @@
 //! Fused elementwise maps of three operands (`fused3`: addcmul, addcdiv, lerp with a
-//! tensor weight, addr) and lerp with a number weight (`lerp_scalar`): one pass, one
-//! rounding where torch's kernels round once.
+//! tensor weight, addr), lerp with a number weight (`lerp_scalar`) and `nan_to_num`: one
+//! pass, one rounding where torch's kernels round once.
 //!
 //! What each computes, as ATen's CPU kernels do (checked bit for bit against torch 2.15
 //! on float32 and float64; `v` is the number rounded to the dtype first, as ATen's
@@ -702,6 +702,64 @@ pub fn lerp_scalar(
     Some(match (a, b) {
         (Buffer::F32(_), Buffer::F32(_)) => go!(f32, F32),
         (Buffer::F64(_), Buffer::F64(_)) => go!(f64, F64),
+        _ => return None,
+    })
+}
+
+// ---- nan_to_num -------------------------------------------------------------------------
+
+/// `nan_to_num`'s map: NaN, +inf and -inf replaced (the other two operands unused).
+#[derive(Clone, Copy)]
+struct NanToNum<T> {
+    nan: T,
+    posinf: T,
+    neginf: T,
+}
+
+macro_rules! nan_to_num_map {
+    ($($t:ty),*) => {$(
+        impl Map<$t, 3> for NanToNum<$t> {
+            #[inline(always)]
+            fn f(self, [x, _, _]: [$t; 3]) -> $t {
+                // (selects, so that the loop vectorises)
+                let y = if x == <$t>::INFINITY { self.posinf } else { x };
+                let y = if x == <$t>::NEG_INFINITY { self.neginf } else { y };
+                if x.is_nan() { self.nan } else { y }
+            }
+        }
+    )*};
+}
+nan_to_num_map!(f32, f64);
+
+/// `nan_to_num(x)`: NaN, +inf and -inf replaced by the numbers (rounded to the dtype, as
+/// torch converts them; a float32 beyond its range is inf), every other element kept.
+/// Float buffers; `None` otherwise.
+pub fn nan_to_num(x: &Buffer, lx: &Layout, nan: f64, posinf: f64, neginf: f64) -> Option<Buffer> {
+    let n = lx.numel();
+    let nothing = Layout {
+        shape: lx.shape.clone(),
+        strides: smallvec::smallvec![0; lx.shape.len()],
+        offset: 0,
+    };
+    macro_rules! go {
+        ($t:ty, $wrap:ident, $d:expr) => {{
+            let m = NanToNum {
+                nan: nan as $t,
+                posinf: posinf as $t,
+                neginf: neginf as $t,
+            };
+            let unused = [m.nan];
+            let srcs = [
+                Src::of(&$d[..], lx),
+                Src::Strided(&unused[..], &nothing),
+                Src::Strided(&unused[..], &nothing),
+            ];
+            Buffer::$wrap(map(m, srcs, n).into())
+        }};
+    }
+    Some(match x {
+        Buffer::F32(d) => go!(f32, F32, d),
+        Buffer::F64(d) => go!(f64, F64, d),
         _ => return None,
     })
 }

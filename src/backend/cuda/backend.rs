@@ -452,6 +452,17 @@ impl Backend for Cuda {
     ) -> Result<bool> {
         Ok(false)
     }
+    fn nan_to_num(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        nan: f64,
+        posinf: f64,
+        neginf: f64,
+    ) -> Result<Option<Buffer>> {
+        // (no device kernel yet: computed on the host)
+        self.host_opt(|| Ok(cpu::fused::nan_to_num(&host(x)?, lx, nan, posinf, neginf)))
+    }
     fn lerp_scalar(
         &self,
         a: &Buffer,
@@ -1030,7 +1041,9 @@ pub fn reduce_out_dtype(op: ReduceOp, dt: DType) -> DType {
     match (op, dt) {
         (ReduceOp::All | ReduceOp::Any, _) => DType::Bool,
         (ReduceOp::ArgMax | ReduceOp::ArgMin, _) => DType::I64,
-        (ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Prod, DType::Bool) => DType::I64,
+        (ReduceOp::Sum | ReduceOp::NanSum | ReduceOp::Mean | ReduceOp::Prod, DType::Bool) => {
+            DType::I64
+        }
         (_, dt) => dt,
     }
 }

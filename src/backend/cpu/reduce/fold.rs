@@ -126,10 +126,12 @@ pub(super) fn as_f64<T: 'static>(xs: &[T]) -> Option<&[f64]> {
 /// elements, at most [`F32_CHUNK`]): lane `k` adds elements `k, k + 32, ...` in order
 /// from +0, whatever the vector width (two AVX-512 registers, four AVX2 ones).
 #[inline(always)]
-fn chunk_lanes<const SQ: bool>(c: &[f32]) -> [f32; LANES] {
+fn chunk_lanes<const SQ: bool, const NZ: bool>(c: &[f32]) -> [f32; LANES] {
     let mut s = [0.0f32; LANES];
     for g in c.chunks_exact(LANES) {
         for (a, &x) in s.iter_mut().zip(g) {
+            // (NZ: a NaN counts as 0, nansum's elements, as a select)
+            let x = if NZ && x.is_nan() { 0.0 } else { x };
             // (`x * x` then `+`: never fused, so the same bits with or without FMA)
             *a = if SQ { *a + x * x } else { *a + x };
         }
@@ -143,7 +145,7 @@ fn chunk_lanes<const SQ: bool>(c: &[f32]) -> [f32; LANES] {
 /// in float64, as [`f64_lanes!`]. The order depends on the length alone. The float32
 /// part may overflow where float64 does not (the callers check the result).
 #[inline(always)]
-fn f32_chunks<const SQ: bool>(xs: &[f32]) -> f64 {
+fn f32_chunks<const SQ: bool, const NZ: bool>(xs: &[f32]) -> f64 {
     let body = xs.len() / LANES * LANES;
     let (body, tail) = xs.split_at(body);
     let mut acc = [0.0f64; LANES];
@@ -152,13 +154,13 @@ fn f32_chunks<const SQ: bool>(xs: &[f32]) -> f64 {
         // conversion below in the same expression tree, LLVM vectorised the float32
         // adds two lanes at a time (0.12-0.20 ns/element at every level instead of
         // 0.05, measured in a standalone loop).
-        let s = std::hint::black_box(chunk_lanes::<SQ>(c));
+        let s = std::hint::black_box(chunk_lanes::<SQ, NZ>(c));
         for (a, &v) in acc.iter_mut().zip(&s) {
             *a += f64::from(v);
         }
     }
     let t = tail.iter().fold(0.0f64, |t, &v| {
-        let v = f64::from(v);
+        let v = if NZ && v.is_nan() { 0.0 } else { f64::from(v) };
         if SQ { t + v * v } else { t + v }
     });
     let mut w = LANES;
@@ -190,7 +192,7 @@ impl<T: Element> Op<T> for Sum {
     #[inline(always)]
     fn row(&self, xs: &[T], _: usize) -> f64 {
         if let Some(x) = as_f32(xs) {
-            let s = f32_chunks::<false>(x);
+            let s = f32_chunks::<false, false>(x);
             if s.is_finite() {
                 return s;
             }
@@ -211,6 +213,55 @@ impl<T: Element> Op<T> for Sum {
         {
             let _ = (x, s0, rs, rows, acc);
             false
+        }
+    }
+}
+
+/// Σ x with NaN counted as 0 (nansum): [`Sum`]'s order and steps over the elements with
+/// each NaN replaced by 0, so `nansum(x)` has the bits of `sum(where(isnan(x), 0, x))`
+/// in one pass, along rows and columns alike.
+pub(crate) struct NanSum;
+impl<T: Element> Op<T> for NanSum {
+    type A = f64;
+    #[inline(always)]
+    fn id(&self) -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn load(&self, x: T, _: usize) -> f64 {
+        let x = x.to_f64();
+        if x.is_nan() { 0.0 } else { x }
+    }
+    #[inline(always)]
+    fn comb(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+    #[inline(always)]
+    fn row(&self, xs: &[T], _: usize) -> f64 {
+        if let Some(x) = as_f32(xs) {
+            let s = f32_chunks::<false, true>(x);
+            if s.is_finite() {
+                return s;
+            }
+            // (a float32 lane overflowed or the run holds an inf: float64, as Sum)
+        }
+        f64_lanes!(
+            xs,
+            0.0,
+            |a, x| a + if x.is_nan() { 0.0 } else { x },
+            |p, q| p + q
+        )
+    }
+    #[inline(always)]
+    fn cols(&self, x: &[T], s0: usize, rs: usize, rows: usize, acc: &mut [f64]) -> bool {
+        // float32: Sum's float32 column blocks (float64 columns take the generic fold,
+        // whose bits Sum's kernels keep)
+        match as_f32(x) {
+            Some(x) => {
+                cols_sum_f32_of::<true>(&x[s0..], rs, rows, acc);
+                true
+            }
+            None => false,
         }
     }
 }
@@ -239,6 +290,14 @@ pub(super) fn cols_sum_f32(x: &[f32], s0: usize, rs: usize, rows: usize, acc: &m
 /// [`cols_sum_f32`] in plain Rust, 32 columns at a time (element `(r, c)` at `x[r * rs
 /// + c]`); also the intrinsics' column tails.
 pub(super) fn cols_sum_f32_generic(x: &[f32], rs: usize, rows: usize, acc: &mut [f64]) {
+    cols_sum_f32_of::<false>(x, rs, rows, acc);
+}
+
+/// [`cols_sum_f32_generic`], each NaN counted as 0 when `NZ` (nansum's columns: the bits
+/// of the column sum of the zeroed elements).
+#[inline(always)]
+pub(super) fn cols_sum_f32_of<const NZ: bool>(x: &[f32], rs: usize, rows: usize, acc: &mut [f64]) {
+    let z = |v: f32| if NZ && v.is_nan() { 0.0 } else { v };
     const K: usize = 32;
     let w = acc.len();
     let mut r0 = 0;
@@ -247,14 +306,16 @@ pub(super) fn cols_sum_f32_generic(x: &[f32], rs: usize, rows: usize, acc: &mut 
         for (c0, acc) in (0..w).step_by(K).zip(acc.chunks_mut(K)) {
             let kw = acc.len();
             let mut p = [0.0f32; K];
-            p[..kw].copy_from_slice(&x[r0 * rs + c0..r0 * rs + c0 + kw]);
+            for (p, &v) in p.iter_mut().zip(&x[r0 * rs + c0..r0 * rs + c0 + kw]) {
+                *p = z(v);
+            }
             for r in r0 + 1..r1 {
                 for (p, &v) in p.iter_mut().zip(&x[r * rs + c0..r * rs + c0 + kw]) {
-                    *p += v;
+                    *p += z(v);
                 }
             }
             for (k, (a, &s)) in acc.iter_mut().zip(&p).enumerate() {
-                *a = block_sum_into(*a, s, |r| x[r * rs + c0 + k], r0, r1);
+                *a = block_sum_into(*a, s, |r| z(x[r * rs + c0 + k]), r0, r1);
             }
         }
         r0 = r1;
@@ -337,7 +398,7 @@ impl<T: Element> Op<T> for SumSq {
     #[inline(always)]
     fn row(&self, xs: &[T], _: usize) -> f64 {
         if let Some(x) = as_f32(xs) {
-            let s = f32_chunks::<true>(x);
+            let s = f32_chunks::<true, false>(x);
             if (SQ_MIN..=f64::MAX).contains(&s) {
                 return s;
             }

@@ -23,7 +23,7 @@ use crate::layout::Layout;
 use crate::shape::Shape;
 use crate::storage::{Buffer, Element};
 use crate::with_dtype;
-use fold::{Extreme, Prod, SqDev, Sum, SumSq, Truth};
+use fold::{Extreme, NanSum, Prod, SqDev, Sum, SumSq, Truth};
 use plan::{Block, counts, plan};
 pub(crate) use softmax::Real;
 use std::borrow::Cow;
@@ -168,6 +168,7 @@ fn float_reduce<T: Real>(op: ReduceOp, v: &[T], layout: &Layout, dims: &[usize])
         ReduceOp::Mean => to(fold::run(&x, &b, &Sum), b.red as f64),
         ReduceOp::Max => fold::run(&x, &b, &Extreme::<true>),
         ReduceOp::Min => fold::run(&x, &b, &Extreme::<false>),
+        ReduceOp::NanSum => to(fold::run(&x, &b, &NanSum), 1.0),
         _ => to(fold::run(&x, &b, &Sum), 1.0),
     }
 }

@@ -1162,3 +1162,49 @@ fn fused_squared_differences_give_the_bits_of_the_sum_of_squares() {
     let y = Buffer::F64(vec![1.0; 6].into());
     assert!(sq_diff_sum(&x, &l, &y, &l, true).is_none());
 }
+
+#[test]
+fn nansum_is_the_sum_of_the_zeroed_elements_bit_for_bit() {
+    // rows, columns, everything and a middle dim, float32 and float64, NaN among the
+    // elements and an infinity in some runs (the float64 fallback), sizes past a row block
+    for &(r, c) in &[(3usize, 5usize), (64, 700), (3, 40_000), (1000, 33)] {
+        let n = r * c;
+        let v: Vec<f64> = (0..n)
+            .map(|i| match i % 37 {
+                0 => f64::NAN,
+                5 if i % 5000 == 5 => f64::INFINITY,
+                _ => ((i as f64) * 0.61).sin() * 1e3,
+            })
+            .collect();
+        let z: Vec<f64> = v
+            .iter()
+            .map(|&x| if x.is_nan() { 0.0 } else { x })
+            .collect();
+        let l = Layout::contiguous(&[r, c]);
+        for dims in [vec![0usize], vec![1], vec![0, 1]] {
+            for f32_ in [false, true] {
+                let buf = |v: &[f64]| {
+                    if f32_ {
+                        Buffer::F32(v.iter().map(|&x| x as f32).collect::<Vec<_>>().into())
+                    } else {
+                        Buffer::F64(v.to_vec().into())
+                    }
+                };
+                let got = reduce(ReduceOp::NanSum, &buf(&v), &l, &dims);
+                let want = reduce(ReduceOp::Sum, &buf(&z), &l, &dims);
+                let bits = |b: &Buffer| -> Vec<u64> {
+                    match b {
+                        Buffer::F32(x) => x.iter().map(|v| u64::from(v.to_bits())).collect(),
+                        Buffer::F64(x) => x.iter().map(|v| v.to_bits()).collect(),
+                        _ => panic!("dtype"),
+                    }
+                };
+                assert_eq!(bits(&got), bits(&want), "{r}x{c} {dims:?} f32={f32_}");
+            }
+        }
+    }
+    // integers: the sum
+    let l = Layout::contiguous(&[3]);
+    let i = Buffer::I64(vec![1, 2, 3].into());
+    assert!(matches!(reduce(ReduceOp::NanSum, &i, &l, &[0]), Buffer::I64(v) if v[..] == [6]));
+}

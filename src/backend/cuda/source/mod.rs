@@ -274,7 +274,8 @@ const DTYPES: [DType; 4] = [DType::Bool, DType::I64, DType::F32, DType::F64];
 fn reduce_ops() -> Vec<ReduceOp> {
     use ReduceOp::*;
     let next = |op: &ReduceOp| match op {
-        Sum => Some(Mean),
+        Sum => Some(NanSum),
+        NanSum => Some(Mean),
         Mean => Some(Prod),
         Prod => Some(Max),
         Max => Some(Min),
@@ -410,7 +411,7 @@ mod tests {
         let mut names: Vec<String> = reduce_ops().into_iter().map(snake).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 9);
+        assert_eq!(names.len(), 10);
     }
 
     #[test]

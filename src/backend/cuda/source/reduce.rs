@@ -100,6 +100,12 @@ fn fold(op: ReduceOp, dt: DType) -> Option<Fold> {
     };
     Some(match op {
         ReduceOp::Sum => sum("a"),
+        // (NaN loaded as 0; integers and bools have none)
+        ReduceOp::NanSum if float => Fold {
+            load: "(rg_isnan(v) ? (Acc)0 : (Acc)v)",
+            ..sum("a")
+        },
+        ReduceOp::NanSum => sum("a"),
         // the sum divided by the count in the accumulator's type (0 / 0 = NaN when empty);
         // torch refuses the mean of integers ("could not infer output dtype")
         ReduceOp::Mean if float => sum("a / (Acc)inner"),
