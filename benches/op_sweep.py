@@ -164,6 +164,9 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "nn.functional.cosine_similarity": lambda: F.cosine_similarity(a, b),
         # in-place arithmetic (b is scratch: its values do not matter)
         "add_(alpha)": lambda: b.add_(a, alpha=0.5), "mul_": lambda: b.mul_(1.0),
+        # an optimiser's in-place steps (small values: b stays finite however many calls)
+        "addcmul_": lambda: b.addcmul_(a, a, value=1e-6), "addcdiv_": lambda: b.addcdiv_(a, pos, value=1e-6),
+        "lerp_": lambda: b.lerp_(a, 0.1),
         "sub_": lambda: b.sub_(a), "masked_fill_": lambda: b.masked_fill_(mask, 0.0),
         # linear algebra
         "mm": lambda: T.mm(a, b), "matmul": lambda: T.matmul(a, b.t()), "mv": lambda: a @ v,

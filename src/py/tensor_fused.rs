@@ -92,6 +92,20 @@ fn nan_args(
     Ok(out)
 }
 
+/// addcmul's and addcdiv's arguments (`fname`: the method, for torch's TypeErrors).
+fn addc_args<'a>(
+    fname: &str,
+    tensor1: &'a Bound<'_, PyAny>,
+    tensor2: &'a Bound<'_, PyAny>,
+    value: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(&'a crate::tensor::Tensor, &'a crate::tensor::Tensor, Scalar)> {
+    Ok((
+        convert::tensor_ref(tensor1, fname, "tensor1", 1)?,
+        convert::tensor_ref(tensor2, fname, "tensor2", 2)?,
+        number(value, fname, "value")?,
+    ))
+}
+
 #[pymethods]
 impl PyTensor {
     /// `self + value * tensor1 * tensor2`, broadcast (the last multiply and add fused, as
@@ -109,9 +123,7 @@ impl PyTensor {
         tensor2: &Bound<'_, PyAny>,
         value: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        let t1 = convert::tensor_ref(tensor1, "addcmul", "tensor1", 1)?;
-        let t2 = convert::tensor_ref(tensor2, "addcmul", "tensor2", 2)?;
-        let v = number(value, "addcmul", "value")?;
+        let (t1, t2, v) = addc_args("addcmul", tensor1, tensor2, value)?;
         wrap(
             py,
             run_if(py, large(&[&self.t, t1, t2]), || {
@@ -131,9 +143,7 @@ impl PyTensor {
         value: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let x = &slf.get().t;
-        let t1 = convert::tensor_ref(tensor1, "addcmul_", "tensor1", 1)?;
-        let t2 = convert::tensor_ref(tensor2, "addcmul_", "tensor2", 2)?;
-        let v = number(value, "addcmul_", "value")?;
+        let (t1, t2, v) = addc_args("addcmul_", tensor1, tensor2, value)?;
         run(slf.py(), x, || ops::addcmul_(x, t1, t2, v))?;
         Ok(slf.clone().unbind())
     }
@@ -151,9 +161,7 @@ impl PyTensor {
         tensor2: &Bound<'_, PyAny>,
         value: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
-        let t1 = convert::tensor_ref(tensor1, "addcdiv", "tensor1", 1)?;
-        let t2 = convert::tensor_ref(tensor2, "addcdiv", "tensor2", 2)?;
-        let v = number(value, "addcdiv", "value")?;
+        let (t1, t2, v) = addc_args("addcdiv", tensor1, tensor2, value)?;
         wrap(
             py,
             run_if(py, large(&[&self.t, t1, t2]), || {
@@ -173,9 +181,7 @@ impl PyTensor {
         value: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let x = &slf.get().t;
-        let t1 = convert::tensor_ref(tensor1, "addcdiv_", "tensor1", 1)?;
-        let t2 = convert::tensor_ref(tensor2, "addcdiv_", "tensor2", 2)?;
-        let v = number(value, "addcdiv_", "value")?;
+        let (t1, t2, v) = addc_args("addcdiv_", tensor1, tensor2, value)?;
         run(slf.py(), x, || ops::addcdiv_(x, t1, t2, v))?;
         Ok(slf.clone().unbind())
     }
