@@ -241,3 +241,19 @@ def test_vmap_matches_torch():
         got = rgrad.vmap(lambda x: f(rgrad, x))(rgrad.tensor(a))
         want = torch.vmap(lambda x: f(torch, x))(torch.tensor(a))
         np.testing.assert_allclose(_np(got), _np(want), rtol=1e-14, equal_nan=True)
+
+
+def test_a_sum_asked_for_in_bool_is_torchs_or():
+    # (torch adds in bool: any element nonzero; rgrad counts in int64, then casts)
+    cases = [
+        lambda L: L.sum(L.tensor([1, 2]), dtype=L.bool),
+        lambda L: L.tensor([0, 0]).sum(dtype=L.bool),
+        lambda L: L.sum(L.tensor([[1, 0], [0, 0]]), 0, dtype=L.bool),
+        lambda L: L.nansum(L.tensor([0.5, -0.5]), dtype=L.bool),
+        lambda L: L.nansum(L.tensor([[0.0, 0.0], [0.0, 2.0]]), 1, dtype=L.bool),
+        lambda L: L.tensor([True, True]).sum(),  # (no dtype: the int64 count)
+    ]
+    for f in cases:
+        got, want = f(rgrad), f(torch)
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+        assert got.tolist() == want.tolist()

@@ -318,7 +318,13 @@ impl PyTensor {
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let d = opt_dims(dim)?;
+        let dt = dtype_arg(dtype)?;
         let x = self.cast_to(dtype)?;
-        wrap(py, run(py, &x, || ops::nansum(&x, d.as_deref(), keepdim))?)
+        wrap(
+            py,
+            run(py, &x, || {
+                super::tensor_reduce::bool_sum(ops::nansum(&x, d.as_deref(), keepdim), dt)
+            })?,
+        )
     }
 }

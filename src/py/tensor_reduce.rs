@@ -8,6 +8,21 @@ use crate::ops;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
+/// A sum asked for in bool (`dtype`: the argument, `rgrad.bool`): torch adds in bool,
+/// which is `or`, so the result is a bool telling whether any element is nonzero
+/// (rgrad's int64 count, cast). Any other sum as it is.
+pub(super) fn bool_sum(
+    sum: crate::Result<crate::tensor::Tensor>,
+    dtype: Option<crate::dtype::DType>,
+) -> crate::Result<crate::tensor::Tensor> {
+    let s = sum?;
+    if dtype == Some(crate::dtype::DType::Bool) {
+        ops::to_dtype(&s, crate::dtype::DType::Bool)
+    } else {
+        Ok(s)
+    }
+}
+
 #[pymethods]
 impl PyTensor {
     // ---- reductions -------------------------------------------------------------------
@@ -26,8 +41,12 @@ impl PyTensor {
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyTensor>> {
         let d = opt_dims(dim)?;
+        let dt = dtype_arg(dtype)?;
         let x = self.cast_to(dtype)?;
-        wrap(py, run(py, &x, || ops::sum(&x, d.as_deref(), keepdim))?)
+        wrap(
+            py,
+            run(py, &x, || bool_sum(ops::sum(&x, d.as_deref(), keepdim), dt))?,
+        )
     }
     /// Returns the mean value of all elements, or of each slice along the given dimension(s).
     ///
