@@ -2360,15 +2360,29 @@ def build_op_db(T) -> list[OpInfo]:
     add("nan_to_num", lambda a, *args, **kw: T.nan_to_num(a, *args, **kw), _nan_to_num_ref,
         lambda m, rng: [S(m(3, 4)), S(np.array([NAN, 1.5, -2.0])).fwd("NaN"),
                         S(np.array([NAN, INF, -INF, 1.5]), 2.0, 100.0, -100.0).fwd("specials, given values"),
-                        S(np.array([NAN, INF, -INF]), nan=-1.0, posinf=5.0, neginf=-7.0).fwd("keywords")],
+                        S(np.array([NAN, INF, -INF]), nan=-1.0, posinf=5.0, neginf=-7.0).fwd("keywords"),
+                        S(NC(m(4, 3), "t"), 0.5),
+                        S(NC(np.array([[NAN, INF], [1.5, -INF], [2.0, NAN]]), "t"), 1.0, 3.0, -3.0)
+                        .fwd("specials, transposed"),
+                        S(m.ints(5, 2, 3) - 2, 1.0).fwd("integers: a copy")],
+        # (the defaults, and numbers past float32's range, are float32's own: against torch in
+        # tests/test_nan_ops.py, the reference computes in float64)
         inplace="nan_to_num_")
     add("Tensor.nan_to_num", lambda a, *args, **kw: a.nan_to_num(*args, **kw), _nan_to_num_ref,
         lambda m, rng: [S(m(3, 4), 0.5)])
     add("nansum", lambda a, *args, **kw: T.nansum(a, *args, **kw), _nan_reduce_ref(np.nansum),
         lambda m, rng: [S(m(3, 4)), S(m(3, 4), 1), S(m(3, 4), (0, 1), keepdim=True),
-                        S(np.array([[1.0, NAN], [NAN, NAN]]), 1).fwd("NaN"), S(NC(m(4, 3), "t"), 0)])
+                        S(np.array([[1.0, NAN], [NAN, NAN]]), 1).fwd("NaN"), S(NC(m(4, 3), "t"), 0),
+                        S(NC(m(4, 3), "step"), -1, keepdim=True), S(m(2, 3, 4), (0, 2)), S(m(2, 3, 4), 1),
+                        S(np.array([[NAN, INF, 1.0], [2.0, NAN, -3.0]]), 0).fwd("NaN and inf"),
+                        S(m.ints(5, 3, 4) - 2, 1).fwd("integers: the sum"), S(m.mask(3, 4)).fwd("bools: the count")])
+    add("nansum.dtype", lambda a, *args, **kw: T.nansum(a, *args, dtype=T.float64, **kw),
+        lambda a, dim=None, keepdim=False: _nan_reduce_ref(np.nansum)(np.asarray(a, dtype=np.float64), dim, keepdim),
+        lambda m, rng: [S(m(3, 4)), S(m(3, 4), 1), S(NC(m(4, 3), "t"), 0, True),
+                        S(np.array([[1.0, NAN], [NAN, 2.5]]), 1).fwd("NaN"), S(m.ints(5, 3, 4), 0).fwd("integers")],
+        keeps_ref_dtype=True)
     add("Tensor.nansum", lambda a, *args, **kw: a.nansum(*args, **kw), _nan_reduce_ref(np.nansum),
-        lambda m, rng: [S(m(3, 4), 0)])
+        lambda m, rng: [S(m(3, 4), 0), S(m(3, 4), dim=(0, 1), keepdim=True), S(NC(m(4, 3), "t"), 1)])
     add("nanmean", lambda a, *args, **kw: T.nanmean(a, *args, **kw), _nan_reduce_ref(np.nanmean),
         lambda m, rng: [S(m(3, 4)), S(m(3, 4), 1), S(m(3, 4), -1, keepdim=True),
                         S(np.array([[1.0, NAN], [2.0, 4.0]]), 1).fwd("NaN"), S(NC(m(4, 3), "t"), 0)])

@@ -315,6 +315,10 @@ def test_round_decimals_under_vmap_and_forward_ad():
 
 
 # ---- fused arithmetic, NaN handling, products with a bias --------------------------------
+#
+# (addcmul, addcdiv, lerp, addr, nan_to_num and nansum are native ops now, with tests of
+# their own: tests/test_fused_ops.py, tests/test_nan_ops.py. Their rows here stay, beside
+# the composites they are used with: nanmean is nansum / count.)
 
 
 def _f32(*shapes, seed=6):
@@ -384,6 +388,7 @@ def test_arithmetic_errors_match_torch(name, call):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_nan_to_num_defaults_are_the_dtypes_extremes(dtype):
+    # (the native kernel fills in float32's / float64's max and lowest, as torch's)
     vals = [float("nan"), float("inf"), -float("inf"), 1.5]
     a = rgrad.nan_to_num(rgrad.tensor(vals, dtype=getattr(rgrad, dtype))).numpy()
     b = torch.nan_to_num(torch.tensor(vals, dtype=getattr(torch, dtype))).numpy()

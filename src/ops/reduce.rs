@@ -6,7 +6,7 @@ use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
-use crate::backend::{self as k, ReduceOp};
+use crate::backend::{self as k, BinaryOp, ReduceOp};
 use crate::dtype::{DType, Scalar};
 use crate::ops::BackwardOp;
 use crate::ops::*;
@@ -232,26 +232,58 @@ impl Backward for SumBackward1 {
     }
 }
 
-/// `x.nansum()` / `x.nansum(dims, keepdim)`: the sum with NaN counted as 0, in one pass
-/// (the bits of `sum(where(isnan(x), 0, x))`); integers and bools: the sum.
-pub fn nansum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
-    if !x.dtype().is_float() {
-        return sum(x, dims, keepdim);
+/// `x.nansum()` / `x.nansum(dims, keepdim, dtype)`: the sum with NaN counted as 0, in one
+/// pass (the bits of `sum(where(isnan(x), 0, x))`); integers and bools: the sum.
+///
+/// `dtype` as torch's: a float input is cast first (its NaNs stay NaN and count as 0),
+/// except to an integer or bool dtype, where each NaN is 0 before the cast (torch's
+/// `nansum([1.5, nan], dtype=int64)` is 1); the node keeps the input as it was given and
+/// casts the gradient back (NansumBackward0 straight onto the input, no cast node), and
+/// an integer result of an input that requires grad is torch's error.
+pub fn nansum(
+    x: &Tensor,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+    dtype: Option<DType>,
+) -> Result<Tensor> {
+    let from = x.dtype();
+    if !from.is_float() {
+        let x = match dtype {
+            Some(dt) => to_dtype(x, dt)?,
+            None => x.clone(),
+        };
+        return sum(&x, dims, keepdim);
+    }
+    let to = dtype.unwrap_or(from);
+    if !to.is_float() && super::any_requires_grad(&[x]) {
+        return Err(Error::runtime(format!(
+            "Autograd not support dtype: {}",
+            to.scalar_type_name()
+        )));
     }
     let d = resolve_dims(x, dims)?;
     let shape = x.shape();
-    let given = dims.map(|ds| wrap_dims(ds, x.ndim().max(1)).map(|w| w.to_vec()));
-    let given = given.transpose()?;
+    // (what is summed: the input, or a cast of it that records nothing)
+    let data = if to == from {
+        x.clone()
+    } else if to.is_float() {
+        to_dtype(&x.detach(), to)?
+    } else {
+        let inf = f64::INFINITY;
+        let zeroed = nan_to_num(&x.detach(), Some(0.0), Some(inf), Some(-inf))?;
+        return sum(&to_dtype(&zeroed, to)?, dims, keepdim);
+    };
     apply(
         "aten::nansum",
         &[x],
-        || reduce_kernel(ReduceOp::NanSum, x, &d, keepdim),
+        || reduce_kernel(ReduceOp::NanSum, &data, &d, keepdim),
         |_| {
             let mut s = super::elementwise::Saver::default();
             let saved = s.input_if(true, x);
             let node = NansumBackward0 {
                 r: ReduceDims::new(shape.clone(), &d, keepdim),
-                given: given.map(|g| g.into_iter().map(|d| d as i64).collect()),
+                given: dims.map(<[i64]>::to_vec),
+                to,
                 saved,
             };
             (BackwardOp::from(node), s.list)
@@ -259,13 +291,16 @@ pub fn nansum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor>
     )
 }
 
-/// NansumBackward0: `grad` brought back to the input's shape, times `!isnan(self)` (a
-/// multiply by the mask, as torch's `nansum_backward`).
+/// NansumBackward0: `grad` (in the input's dtype) brought back to the input's shape,
+/// times `!isnan(self)` (a multiply by the mask, as torch's `nansum_backward`).
 #[derive(Clone)]
 pub struct NansumBackward0 {
     r: Box<ReduceDims>,
-    /// the dims as given (None: all of them; torch's `_saved_dim`)
+    /// the dims as given, unwrapped (None: all of them; torch's `_saved_dim`, which shows
+    /// a negative dim as its uint64 bits)
     given: Option<Vec<i64>>,
+    /// the result's dtype (`dtype=`, else the input's): the forward derivative's
+    to: DType,
     saved: Option<u8>,
 }
 impl Backward for NansumBackward0 {
@@ -294,12 +329,16 @@ impl Backward for NansumBackward0 {
     ) -> Option<Result<Grads>> {
         Some(self.grads(ctx, g, true))
     }
-    // derivatives.yaml: result: at::where(self_p.isnan(), 0, self_t).sum(dim, keepdim)
+    // derivatives.yaml: result: at::where(self_p.isnan(), 0, self_t).sum(dim, keepdim, dtype)
+    // (a select, not a multiply: a NaN or infinite tangent where the input is NaN counts
+    // as 0, as torch's)
     fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
         let t = t.first()?.as_ref()?;
         Some((|| {
             let x = super::elementwise::get(ctx, self.saved)?;
-            let kept = mul(t, &eq(&x, &x)?)?;
+            let isnan = compare(BinaryOp::Ne, Operand::T(&x), Operand::T(&x))?;
+            let kept = where_op(&isnan, Operand::S(Scalar::Float(0.0)), Operand::T(t))?;
+            let kept = to_dtype(&kept, self.to)?;
             Ok(smallvec::smallvec![Some(self.r.reduce(&kept)?)])
         })())
     }

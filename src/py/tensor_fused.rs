@@ -5,9 +5,9 @@ use super::convert::{self, scalar};
 use super::pytensor::*;
 use crate::dtype::Scalar;
 use crate::ops::{self, Weight};
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PySequence, PyTuple};
 
 /// A keyword number argument (`value`, `beta`, `alpha`): 1 when absent, torch's TypeError
 /// for anything but a number.
@@ -49,45 +49,187 @@ fn large(ts: &[&crate::tensor::Tensor]) -> bool {
     ts.iter().any(|t| t.numel() >= RELEASE_GIL_AT)
 }
 
-/// nan_to_num's `float?` arguments (`nan`, `posinf`, `neginf`), given by position
-/// (`args`) or by keyword: each None or a number as a float; torch's TypeErrors (which
-/// name the position only of an argument given by position).
-fn nan_args(
+/// An argument as given: its value, and its position when given by position.
+type Given<'py> = Option<(Bound<'py, PyAny>, Option<usize>)>;
+
+/// A method's arguments as torch's parser takes them: `args` by position (at most
+/// `positional` of them, the first names in order), the others by keyword from `kwargs`
+/// (`names` only). Each given one with its position (counted from 1 after `self`, as
+/// torch's messages for the method count; None for a keyword); None for one not given.
+/// torch's TypeErrors for too many positions, a name given twice or an unknown keyword.
+fn method_args<'py, const N: usize>(
     fname: &str,
-    args: &Bound<'_, PyTuple>,
-    kw: [Option<&Bound<'_, PyAny>>; 3],
-) -> PyResult<[Option<f64>; 3]> {
-    const NAMES: [&str; 3] = ["nan", "posinf", "neginf"];
-    if args.len() > 3 {
+    names: [&str; N],
+    positional: usize,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<[Given<'py>; N]> {
+    if args.len() > positional {
         return Err(PyTypeError::new_err(format!(
-            "{fname}() takes from 0 to 3 positional arguments but {} were given",
+            "{fname}() takes from 0 to {positional} positional arguments but {} were given",
             args.len()
         )));
     }
-    let mut out = [None; 3];
-    for (i, slot) in out.iter_mut().enumerate() {
-        let (v, pos) = match (args.get_item(i).ok(), kw[i]) {
-            (Some(_), Some(_)) => {
-                return Err(PyTypeError::new_err(format!(
-                    "{fname}() got multiple values for argument '{}'",
-                    NAMES[i]
-                )));
-            }
-            (Some(v), None) => (v, Some(i + 1)),
-            (None, Some(v)) => (v.clone(), None),
-            (None, None) => continue,
+    let mut out: [Given<'py>; N] = std::array::from_fn(|_| None);
+    for (i, v) in args.iter().enumerate() {
+        out[i] = Some((v, Some(i + 1)));
+    }
+    for (k, v) in kwargs.into_iter().flat_map(|d| d.iter()) {
+        let k: String = k.extract()?;
+        let Some(i) = names.iter().position(|n| *n == k) else {
+            return Err(PyTypeError::new_err(format!(
+                "{fname}() got an unexpected keyword argument '{k}'"
+            )));
         };
-        if v.is_none() {
-            continue;
+        if out[i].is_some() {
+            return Err(PyTypeError::new_err(format!(
+                "{fname}() got multiple values for argument '{k}'"
+            )));
         }
-        *slot = Some(scalar(&v).map(Scalar::as_f64).ok_or_else(|| {
-            let at = pos.map_or(String::new(), |p| format!(" (position {p})"));
+        out[i] = Some((v, None));
+    }
+    Ok(out)
+}
+
+/// " (position p)" for an argument given by position, as torch's messages name it.
+fn at(pos: Option<usize>) -> String {
+    pos.map_or(String::new(), |p| format!(" (position {p})"))
+}
+
+/// A `float` argument as torch's parser reads one: a Python float, int or bool (an int
+/// too large for a float is Python's OverflowError), a NumPy number, or a 0-d tensor that
+/// does not require grad; torch's TypeError for anything else.
+fn float_arg(v: &Bound<'_, PyAny>, fname: &str, arg: &str, pos: Option<usize>) -> PyResult<f64> {
+    if v.is_instance_of::<PyFloat>() || v.is_instance_of::<PyInt>() {
+        return v.extract::<f64>();
+    }
+    if let Ok(t) = v.cast::<PyTensor>() {
+        let t = &t.get().t;
+        if t.ndim() == 0 && !t.requires_grad() {
+            return Ok(t.item()?.as_f64());
+        }
+    } else if is_numpy_number(v) {
+        return v.call_method0("__float__")?.extract::<f64>();
+    }
+    Err(PyTypeError::new_err(format!(
+        "{fname}(): argument '{arg}'{} must be float, not {}",
+        at(pos),
+        convert::type_name(v)
+    )))
+}
+
+/// Whether `v` is a NumPy scalar (an instance of `numpy.generic`: np.float32(1), np.int64(2),
+/// np.bool_(True)), which torch's parser takes for a number; a 0-d array is not one.
+fn is_numpy_number(v: &Bound<'_, PyAny>) -> bool {
+    v.get_type().mro().iter().any(|t| {
+        t.getattr("__module__")
+            .is_ok_and(|m| m.extract::<String>().is_ok_and(|m| m == "numpy"))
+            && t.getattr("__name__")
+                .is_ok_and(|n| n.extract::<String>().is_ok_and(|n| n == "generic"))
+    })
+}
+
+/// An index as torch's parser checks one (an int or anything with `__index__`, a bool
+/// not): None when `v` is not one; its value, or torch's error past int64.
+fn index_of(v: &Bound<'_, PyAny>) -> Option<PyResult<i64>> {
+    if v.is_instance_of::<PyBool>() {
+        return None;
+    }
+    let i = if v.is_instance_of::<PyInt>() {
+        v.clone()
+    } else {
+        v.call_method0("__index__").ok()?
+    };
+    Some(
+        i.extract::<i64>()
+            .map_err(|_| PyValueError::new_err("Overflow when unpacking long long")),
+    )
+}
+
+/// A `int[1]?` argument (nansum's `dim`): None, an index, or a tuple or list whose first
+/// element is an index (each element then read as one, a bool as its int); torch's
+/// TypeErrors otherwise.
+fn dims_arg(
+    v: &Bound<'_, PyAny>,
+    fname: &str,
+    arg: &str,
+    pos: Option<usize>,
+) -> PyResult<Option<Vec<i64>>> {
+    if v.is_none() {
+        return Ok(None);
+    }
+    let bad = |what: String| {
+        PyTypeError::new_err(format!(
+            "{fname}(): argument '{arg}'{} must be tuple of ints, {what}",
+            at(pos)
+        ))
+    };
+    if !(v.is_instance_of::<PyTuple>() || v.is_instance_of::<PyList>()) {
+        return match index_of(v) {
+            Some(i) => Ok(Some(vec![i?])),
+            None => Err(bad(format!("not {}", convert::type_name(v)))),
+        };
+    }
+    let seq = v.cast::<PySequence>()?;
+    let n = seq.len()?;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let it = seq.get_item(i)?;
+        let value = if it.is_instance_of::<PyBool>() && i > 0 {
+            Some(Ok(i64::from(it.extract::<bool>()?)))
+        } else {
+            index_of(&it)
+        };
+        let failed = |e: String| {
             PyTypeError::new_err(format!(
-                "{fname}(): argument '{}'{at} must be float, not {}",
-                NAMES[i],
-                convert::type_name(&v)
+                "{fname}(): argument '{arg}' failed to unpack the object at pos {} with error \"{e}\"",
+                i + 1
             ))
-        })?);
+        };
+        out.push(match value {
+            Some(Ok(d)) => d,
+            None if i == 0 => {
+                let t = convert::type_name(&it);
+                return Err(bad(format!("but found element of type {t} at pos 0")));
+            }
+            None => {
+                let t = convert::type_name(&it);
+                return Err(failed(format!("type must be tuple of ints,but got {t}")));
+            }
+            Some(Err(_)) => return Err(failed("Overflow when unpacking long long".into())),
+        });
+    }
+    Ok(Some(out))
+}
+
+/// A `bool` argument: a Python bool only (torch refuses an int, a NumPy bool, a tensor).
+fn bool_arg(v: &Bound<'_, PyAny>, fname: &str, arg: &str, pos: Option<usize>) -> PyResult<bool> {
+    if v.is_instance_of::<PyBool>() {
+        return v.extract::<bool>();
+    }
+    Err(PyTypeError::new_err(format!(
+        "{fname}(): argument '{arg}'{} must be bool, not {}",
+        at(pos),
+        convert::type_name(v)
+    )))
+}
+
+/// nan_to_num's `float?` arguments (`nan`, `posinf`, `neginf`), by position or keyword:
+/// each None or a float (torch's parsing and messages).
+fn nan_args(
+    fname: &str,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<[Option<f64>; 3]> {
+    const NAMES: [&str; 3] = ["nan", "posinf", "neginf"];
+    let given = method_args(fname, NAMES, 3, args, kwargs)?;
+    let mut out = [None; 3];
+    for ((slot, g), name) in out.iter_mut().zip(given).zip(NAMES) {
+        if let Some((v, pos)) = g
+            && !v.is_none()
+        {
+            *slot = Some(float_arg(&v, fname, name, pos)?);
+        }
     }
     Ok(out)
 }
@@ -273,32 +415,28 @@ impl PyTensor {
     ///     nan: The value for NaN (0 when None).
     ///     posinf: The value for +inf (the dtype's largest finite value when None).
     ///     neginf: The value for -inf (the dtype's lowest finite value when None).
-    #[pyo3(signature = (*args, nan=None, posinf=None, neginf=None))]
+    #[pyo3(signature = (*args, **kwargs))]
     fn nan_to_num(
         &self,
         py: Python<'_>,
         args: &Bound<'_, PyTuple>,
-        nan: Option<&Bound<'_, PyAny>>,
-        posinf: Option<&Bound<'_, PyAny>>,
-        neginf: Option<&Bound<'_, PyAny>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyTensor>> {
-        let [n, p, m] = nan_args("nan_to_num", args, [nan, posinf, neginf])?;
+        let [n, p, m] = nan_args("nan_to_num", args, kwargs)?;
         wrap(py, run(py, &self.t, || ops::nan_to_num(&self.t, n, p, m))?)
     }
     /// In-place version of `nan_to_num`.
     ///
     /// Returns:
     ///     This tensor.
-    #[pyo3(signature = (*args, nan=None, posinf=None, neginf=None))]
+    #[pyo3(signature = (*args, **kwargs))]
     fn nan_to_num_(
         slf: &Bound<'_, Self>,
         args: &Bound<'_, PyTuple>,
-        nan: Option<&Bound<'_, PyAny>>,
-        posinf: Option<&Bound<'_, PyAny>>,
-        neginf: Option<&Bound<'_, PyAny>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyTensor>> {
         let x = &slf.get().t;
-        let [n, p, m] = nan_args("nan_to_num_", args, [nan, posinf, neginf])?;
+        let [n, p, m] = nan_args("nan_to_num_", args, kwargs)?;
         run(slf.py(), x, || ops::nan_to_num_(x, n, p, m))?;
         Ok(slf.clone().unbind())
     }
@@ -308,22 +446,31 @@ impl PyTensor {
     /// Args:
     ///     dim: A dim or tuple of dims to reduce; all dims when None.
     ///     keepdim: Whether the reduced dims are kept with size 1.
-    ///     dtype: If given, the tensor is cast to this dtype before the sum.
-    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    ///     dtype: If given, the result's dtype: the tensor is cast to it before the sum
+    ///         (to an integer or bool dtype, each NaN is 0 first).
+    #[pyo3(signature = (*args, **kwargs))]
     fn nansum(
         &self,
         py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
-        keepdim: bool,
-        dtype: Option<&Bound<'_, PyAny>>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyTensor>> {
-        let d = opt_dims(dim)?;
-        let dt = dtype_arg(dtype)?;
-        let x = self.cast_to(dtype)?;
+        const F: &str = "nansum";
+        let [dim, keepdim, dtype] = method_args(F, ["dim", "keepdim", "dtype"], 2, args, kwargs)?;
+        let d = match &dim {
+            Some((v, pos)) => dims_arg(v, F, "dim", *pos)?,
+            None => None,
+        };
+        let keepdim = match &keepdim {
+            Some((v, pos)) => bool_arg(v, F, "keepdim", *pos)?,
+            None => false,
+        };
+        let dt = dtype_arg(dtype.as_ref().map(|(v, _)| v))?;
+        let x = &self.t;
         wrap(
             py,
-            run(py, &x, || {
-                super::tensor_reduce::bool_sum(ops::nansum(&x, d.as_deref(), keepdim), dt)
+            run(py, x, || {
+                super::tensor_reduce::bool_sum(ops::nansum(x, d.as_deref(), keepdim, dt), dt)
             })?,
         )
     }

@@ -1208,3 +1208,49 @@ fn nansum_is_the_sum_of_the_zeroed_elements_bit_for_bit() {
     let i = Buffer::I64(vec![1, 2, 3].into());
     assert!(matches!(reduce(ReduceOp::NanSum, &i, &l, &[0]), Buffer::I64(v) if v[..] == [6]));
 }
+
+#[test]
+fn nansum_of_3d_and_transposed_layouts_is_the_sum_of_the_zeroed_elements() {
+    // a middle dim, the outer and inner dims together, everything; contiguous and stored
+    // transposed in the last two dims (fold's general path); float32 runs with +inf (the
+    // float64 fallback, which must skip NaN as the float32 chunks do)
+    let shape = [4usize, 50, 33];
+    let n: usize = shape.iter().product();
+    let v: Vec<f64> = (0..n)
+        .map(|i| match i % 29 {
+            0 => f64::NAN,
+            7 if i % 1000 == 7 => f64::INFINITY,
+            _ => ((i as f64) * 0.37).cos() * 300.0,
+        })
+        .collect();
+    let z: Vec<f64> = v
+        .iter()
+        .map(|&x| if x.is_nan() { 0.0 } else { x })
+        .collect();
+    let contiguous = Layout::contiguous(&shape);
+    let (tv, strided) = strided_copy(&v, &shape);
+    let (tz, _) = strided_copy(&z, &shape);
+    let bits = |b: &Buffer| -> Vec<u64> {
+        match b {
+            Buffer::F32(x) => x.iter().map(|v| u64::from(v.to_bits())).collect(),
+            Buffer::F64(x) => x.iter().map(|v| v.to_bits()).collect(),
+            _ => panic!("dtype"),
+        }
+    };
+    for (vals, zeroed, l) in [(&v, &z, &contiguous), (&tv, &tz, &strided)] {
+        for dims in [vec![1usize], vec![0, 2], vec![2], vec![0, 1, 2]] {
+            for f32_ in [false, true] {
+                let buf = |v: &[f64]| {
+                    if f32_ {
+                        Buffer::F32(v.iter().map(|&x| x as f32).collect::<Vec<_>>().into())
+                    } else {
+                        Buffer::F64(v.to_vec().into())
+                    }
+                };
+                let got = reduce(ReduceOp::NanSum, &buf(vals), l, &dims);
+                let want = reduce(ReduceOp::Sum, &buf(zeroed), l, &dims);
+                assert_eq!(bits(&got), bits(&want), "{dims:?} f32={f32_}");
+            }
+        }
+    }
+}
