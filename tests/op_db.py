@@ -1676,14 +1676,32 @@ def build_op_db(T) -> list[OpInfo]:
         ("hypot", np.hypot, None, ([INF, NAN, 0.0, 3.0, -INF], [NAN, INF, 0.0, -4.0, 1.0])),
         ("logaddexp", np.logaddexp, None, ([INF, -INF, INF, NAN, 1.0, -800.0], [INF, -INF, -INF, 1.0, NAN, -800.0])),
         ("xlogy", xlogy_ref, _positive, ([0.0, 0.0, 1.0, 0.0, 2.0, 0.0], [NAN, 0.0, 0.0, -1.0, INF, INF])),
+        ("fmax", np.fmax, None, ([NAN, 1.0, NAN, INF, -INF, 0.0, -0.0], [1.0, NAN, NAN, -INF, 0.0, -0.0, 0.0])),
+        ("fmin", np.fmin, None, ([NAN, 1.0, NAN, INF, -INF, 0.0, -0.0], [1.0, NAN, NAN, -INF, 0.0, -0.0, 0.0])),
+        ("copysign", np.copysign, None, ([1.0, 2.0, INF, NAN, 0.0, -3.0], [-0.0, -NAN, -1.0, -2.0, -INF, NAN])),
+        ("logaddexp2", np.logaddexp2, None, ([INF, -INF, INF, NAN, 1.0, -2000.0], [INF, -INF, -INF, 1.0, NAN, -2000.0])),
+        # (the reference steps in float64: no special value whose step depends on the dtype)
+        ("nextafter", np.nextafter, None, ([0.0, -0.0, 1.0, NAN, 1.0, -1e-300], [1.0, -1.0, 1.0, 1.0, NAN, 0.0])),
+        ("ldexp", lambda a, b: a * np.exp2(b), None, ([1.5, -2.0, 0.0, INF, NAN, 3.0], [3.0, -1.0, 1000.0, -2.0, 1.0, 0.5])),
     ]
     for name, ref, mb, special in binary_table:
         extra = (lambda m, b, rng: [S(m(3, 4), 2.5), S(1.5, _positive(m, 3, 4)), S(m(2, 3), 3),
                                     S(0, _positive(m, 2, 3))]) if name == "xlogy" else None
+        if name == "copysign":
+            extra = lambda m, b, rng: [S(m(3, 4), -2.5), S(m(2, 3), 3), S(m(2, 3), -0.0)]  # noqa: E731
         add(name, (lambda n: lambda a, b: getattr(T, n)(a, b))(name), ref,
             binary_samples(mb=mb, special=special, extra=extra),
-            inplace=None if name == "logaddexp" else f"{name}_")
+            inplace=None if name in ("logaddexp", "logaddexp2", "fmax", "fmin") else f"{name}_")
         add(f"Tensor.{name}", (lambda n: lambda a, b: getattr(a, n)(b))(name), ref, variant_binary_samples(mb=mb))
+    # torch gives heaviside no derivative: forward only. torch's NaN input gives 0 (NumPy's NaN)
+    def heaviside_ref(a, b):
+        return np.where(a == 0, b, (a > 0).astype(np.result_type(a, b)))
+
+    add("heaviside", lambda a, b: T.heaviside(a, b), heaviside_ref,
+        binary_samples(special=([0.0, -0.0, NAN, INF, -INF, 2.0], [0.5, 3.0, 1.0, 2.0, NAN, NAN])),
+        supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::heaviside", inplace="heaviside_")
+    add("Tensor.heaviside", lambda a, b: a.heaviside(b), heaviside_ref, variant_binary_samples(),
+        supports_grad=False, supports_gradgrad=False, grad_not_implemented="aten::heaviside")
     add("where", lambda c, a, b: T.where(c, a, b), np.where, where_samples)
     add("Tensor.where", lambda c, a, b: a.where(c, b), np.where,
         lambda m, rng: [S(m.mask(3, 4), m(3, 4), m(3, 4)), S(m.mask(3, 1), m(1, 4), m(3, 4)).bc()])
@@ -1776,6 +1794,7 @@ def build_op_db(T) -> list[OpInfo]:
         ("exp2", np.exp2, DEFAULT_DOMAIN, list(SPECIAL) + [10.0, -3.0]),
         ("deg2rad", np.deg2rad, DEFAULT_DOMAIN, SPECIAL),
         ("rad2deg", np.rad2deg, DEFAULT_DOMAIN, SPECIAL),
+        ("sinc", np.sinc, DEFAULT_DOMAIN, list(SPECIAL) + [1.0, -2.0, 0.5, 1e-30]),
     ]
     for name, ref, domain, special in unary:
         add(name, (lambda n: lambda a: getattr(T, n)(a))(name), ref, unary_samples(special), domain=domain,
@@ -2422,6 +2441,24 @@ def build_op_db(T) -> list[OpInfo]:
                         S(np.array([0.0, 1.0, 0.5, -0.5, 1.5])).fwd("ends, outside"),
                         S(np.array([0.0, 1.0, 0.05, 0.99]), 0.1).fwd("eps clamps")], inplace="logit_")
     add("Tensor.logit", lambda a, *args: a.logit(*args), _logit_ref, lambda m, rng: [S(m(3) * 0.2 + 0.5)])
+    # float_power: pow on float64 operands (a float32 operand is cast: ToCopyBackward0)
+    def float_power_ref(a, b):
+        return np.power(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+
+    add("float_power", lambda a, b: T.float_power(a, b), float_power_ref,
+        lambda m, rng: [S(_positive(m, 3, 4), m(3, 4)), S(_positive(m, 3, 1), m(4)).bc(), S(_positive(m, 2, 3), 2),
+                        S(_positive(m, 2, 3), -1.5), S(2.5, m(3, 4)), S(NC(_positive(m, 4, 3), "t"), 0.5)],
+        keeps_ref_dtype=True)
+    add("Tensor.float_power", lambda a, b: a.float_power(b), float_power_ref,
+        lambda m, rng: [S(_positive(m, 3, 4), m(3, 4)), S(_positive(m, 2, 3), 3)], keeps_ref_dtype=True)
+    add("Tensor.float_power_", _inplace_op("float_power_"), float_power_ref,
+        lambda m, rng: [S(_positive(m, 3, 4), m(3, 4)), S(_positive(m, 2, 3), 3)], dtypes=("float64",))
+    signbit_samples = lambda m, rng: [  # noqa: E731
+        S(np.array([1.0, -0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf, -2.5])), S(m(3, 4)), S(m.ints(5, 2, 3)),
+        S(m.mask(2, 2)), S(NC(m(4, 3), "t")), S(np.zeros((0, 2)))]
+    add("signbit", lambda a: T.signbit(a), np.signbit, signbit_samples, supports_grad=False, supports_gradgrad=False)
+    add("Tensor.signbit", lambda a: a.signbit(), np.signbit, signbit_samples, supports_grad=False,
+        supports_gradgrad=False)
     for name, ref in (("var_mean", np.var), ("std_mean", np.std)):
         add(name, (lambda n: lambda a, *args, **kw: getattr(T, n)(a, *args, **kw))(name), _moments_ref(ref),
             lambda m, rng: [S(m(3, 4)), S(m(3, 4), 1), S(m(3, 4), (0, 1), keepdim=True), S(m(3, 4), 0, correction=0),

@@ -172,6 +172,7 @@ from rgrad._composite import (  # noqa: E402,F401  (torch's composite functions)
     tensor_split, tensordot, tile, unflatten, vsplit, vstack, clamp_min, clamp_max,
     clamp_min_, clamp_max_, nanmean, count_nonzero, vdot, addmv, addmv_,
     baddbmm, addbmm, logit, logit_, var_mean, std_mean, cosine_similarity, broadcast_tensors,
+    float_power, signbit,
 )
 
 _composite.install()

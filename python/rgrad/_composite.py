@@ -24,6 +24,7 @@ __all__ = [
     "cartesian_prod", "einsum", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_",
     "nanmean", "count_nonzero", "vdot", "addmv", "addmv_",
     "baddbmm", "addbmm", "logit", "logit_", "var_mean", "std_mean", "cosine_similarity", "broadcast_tensors",
+    "float_power", "signbit",
 ]
 
 
@@ -944,12 +945,62 @@ def broadcast_tensors(*tensors):
     return tuple(t.expand(tuple(shape)) for t in tensors)
 
 
+def _as_double(v):
+    """A float_power operand in float64: a tensor cast (recorded as ToCopyBackward0 when it
+    is not float64 already), a number as it is."""
+    if isinstance(v, Tensor):
+        return v.to(_C.float64)
+    if isinstance(v, (bool, int, float)):
+        return float(v)
+    return v
+
+
+def float_power(input, exponent) -> Tensor:
+    """``input ** exponent`` in double precision (float64), whatever the operands' dtypes."""
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise TypeError(
+            "float_power() received an invalid combination of arguments - got "
+            f"({type(input).__name__}, {type(exponent).__name__}), but expected one of:\n"
+            " * (Tensor input, Tensor exponent, *, Tensor out = None)\n"
+            " * (Number self, Tensor exponent, *, Tensor out = None)\n"
+            " * (Tensor input, Number exponent, *, Tensor out = None)\n"
+        )
+    import rgrad
+
+    return rgrad.pow(_as_double(input), _as_double(exponent))
+
+
+def float_power_(input: Tensor, exponent) -> Tensor:
+    """In-place ``float_power``: ``input`` must be float64 already."""
+    if input.dtype != _C.float64:
+        raise RuntimeError(
+            f"the base given to float_power_ has dtype {_scalar_type_name(input.dtype)} but "
+            "the operation's result requires dtype Double"
+        )
+    return input.pow_(_as_double(exponent))
+
+
+def signbit(input: Tensor) -> Tensor:
+    """A bool tensor: whether each element's sign bit is set (-0.0 and -NaN too; for
+    integers, whether negative)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"signbit(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input.dtype == _C.bool:
+        return _C.zeros(tuple(input.shape), dtype=_C.bool)
+    if not input.is_floating_point():
+        return input < 0
+    import rgrad
+
+    with rgrad.no_grad():
+        return rgrad.ones_like(input).copysign(input) < 0
+
+
 # Tensor methods torch has for these
 _METHODS = (
     "broadcast_to", "movedim", "moveaxis", "swapaxes", "swapdims", "ravel", "unflatten", "tile",
     "tensor_split", "hsplit", "vsplit", "dsplit", "inner", "kron", "diff", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_",
     "nanmean", "count_nonzero", "vdot", "addmv", "addmv_", "baddbmm", "baddbmm_",
-    "addbmm", "addbmm_", "logit", "logit_",
+    "addbmm", "addbmm_", "logit", "logit_", "float_power", "float_power_", "signbit",
 )
 
 

@@ -399,6 +399,7 @@ pub fn on(device: Device) -> Result<&'static dyn Backend> {
 pub trait Calc: Sized {
     fn mul(&self, o: &Self) -> Result<Self>;
     fn div(&self, o: &Self) -> Result<Self>;
+    fn sub(&self, o: &Self) -> Result<Self>;
     fn neg(&self) -> Result<Self>;
     /// `self + c`
     fn add_s(&self, c: f64) -> Result<Self>;
@@ -426,6 +427,8 @@ pub trait Calc: Sized {
     fn threshold_backward(&self, y: &Self) -> Result<Self>;
     /// `self * (1 - y²)`: torch's tanh_backward.
     fn tanh_backward(&self, y: &Self) -> Result<Self>;
+    /// `self`, with 0 where `m` is 0 (torch's `where(m == 0, 0, self)`).
+    fn zero_where_zero(&self, m: &Self) -> Result<Self>;
 }
 
 /// The CPU's vector math build in use (`cpu::vmath`): "baseline", "avx2" or "avx512".

@@ -46,7 +46,25 @@ impl Row {
 /// The tensor operations the rows' derivatives use besides [`Calc`]'s.
 trait BinaryCalc: Sized {
     fn add(&self, o: &Self) -> Result<Self>;
-    fn sub(&self, o: &Self) -> Result<Self>;
+    fn exp2(&self) -> Result<Self>;
+    /// Zeros of `self`'s shape and dtype (a gradient torch gives as `zeros_like`).
+    fn zeros(&self) -> Result<Self>;
+    /// `self`, with 0 where the bool `mask` is false (torch's
+    /// `masked_fill(mask.logical_not(), 0)`).
+    fn zero_unless(&self, mask: &Self) -> Result<Self>;
+    /// `self`, with 0 where the bool `mask` is true.
+    fn zero_where(&self, mask: &Self) -> Result<Self>;
+    /// `self`, with 0 where `a == c`.
+    fn zero_where_eq(&self, a: &Self, c: f64) -> Result<Self>;
+    /// The mask `(self <op> o) | isnan(n)` (fmax's and fmin's; `op`: ">", ">=", "<", "<=").
+    fn cmp_or_nan(&self, op: &str, o: &Self, n: &Self) -> Result<Self>;
+    /// `self`, with 0 where `a == b` (torch's `where(a != b, self, 0)`).
+    fn zero_where_equal(&self, a: &Self, b: &Self) -> Result<Self>;
+    /// [`zeros`](BinaryCalc::zeros), for a node that keeps `_kept` though this formula
+    /// does not read them (torch's NextafterBackward0 saves both operands).
+    fn zeros_keeping(&self, _kept: &[&Self]) -> Result<Self>;
+    /// torch's error for an op without a derivative (`op`: its aten name).
+    fn not_implemented(&self, op: &str) -> Result<Self>;
     /// `1 / self`, 0 where `self` is 0.
     fn reciprocal_or_zero(&self) -> Result<Self>;
     fn xlogy(&self, o: &Self) -> Result<Self>;
@@ -64,8 +82,42 @@ impl BinaryCalc for Tensor {
     fn add(&self, o: &Self) -> Result<Self> {
         super::add(self, o)
     }
-    fn sub(&self, o: &Self) -> Result<Self> {
-        super::sub(self, o)
+    fn exp2(&self) -> Result<Self> {
+        super::exp2(self)
+    }
+    fn zeros(&self) -> Result<Self> {
+        super::zeros_like(self)
+    }
+    fn zero_unless(&self, mask: &Self) -> Result<Self> {
+        super::masked_fill(self, &super::logical_not(mask)?, Scalar::Float(0.0))
+    }
+    fn zero_where(&self, mask: &Self) -> Result<Self> {
+        super::masked_fill(self, mask, Scalar::Float(0.0))
+    }
+    fn zero_where_eq(&self, a: &Self, c: f64) -> Result<Self> {
+        super::masked_fill(self, &super::eq_scalar(a, c)?, Scalar::Float(0.0))
+    }
+    fn cmp_or_nan(&self, op: &str, o: &Self, n: &Self) -> Result<Self> {
+        let op = match op {
+            ">" => BinaryOp::Gt,
+            ">=" => BinaryOp::Ge,
+            "<" => BinaryOp::Lt,
+            _ => BinaryOp::Le,
+        };
+        let c = super::compare(op, Operand::T(self), Operand::T(o))?;
+        let nan = super::compare(BinaryOp::Ne, Operand::T(n), Operand::T(n))?;
+        super::logical(BinaryOp::LogicalOr, &c, &nan)
+    }
+    fn zero_where_equal(&self, a: &Self, b: &Self) -> Result<Self> {
+        super::masked_fill(self, &super::eq(a, b)?, Scalar::Float(0.0))
+    }
+    fn zeros_keeping(&self, _kept: &[&Self]) -> Result<Self> {
+        self.zeros()
+    }
+    fn not_implemented(&self, op: &str) -> Result<Self> {
+        Err(Error::runtime(format!(
+            "derivative for {op} is not implemented"
+        )))
     }
     fn reciprocal_or_zero(&self) -> Result<Self> {
         let r = super::reciprocal(self)?;
@@ -114,6 +166,8 @@ macro_rules! dtype_rule {
     };
 }
 
+/// The nodes torch records with a number for the first or the second operand ("": the
+/// number is refused there).
 macro_rules! numbers_rule {
     (none) => {
         None::<(&'static str, &'static str)>
@@ -121,18 +175,21 @@ macro_rules! numbers_rule {
     (either($n1:literal, $n2:literal)) => {
         Some(($n1, $n2))
     };
+    (second($n2:literal)) => {
+        Some(("", $n2))
+    };
 }
 
 macro_rules! op_layer {
     ($($name:ident $name_:ident $V:ident $node:literal {
         dtypes: $dt:ident $(($($dtargs:tt)*))?,
-        numbers: $num:ident $(($n1:literal, $n2:literal))?,
+        numbers: $num:ident $(($($nodes:literal),*))?,
         inplace: $inplace:ident,
         doc: $doc:literal,
         f: |$fa:ident, $fb:ident| $f:expr,
-        da: |$ga:ident, $($da_args:ident),*| $da:expr,
-        db: |$gb:ident, $($db_args:ident),*| $db:expr,
-        $(da_when_b_is_a_number: |$gn:ident, $($dn_args:ident),*| $dn:expr,)?
+        da: |$ga:ident $(, $da_args:ident)*| $da:expr,
+        db: |$gb:ident $(, $db_args:ident)*| $db:expr,
+        $(da_when_b_is_a_number: |$gn:ident $(, $dn_args:ident)*| $dn:expr,)?
     })*) => {
         fn row(op: BinaryFn) -> Row {
             match op {
@@ -144,7 +201,7 @@ macro_rules! op_layer {
                         node: $node,
                         float_result,
                         kernel,
-                        number_nodes: numbers_rule!($num $(($n1, $n2))?),
+                        number_nodes: numbers_rule!($num $(($($nodes),*))?),
                         da_reads: &[$(stringify!($da_args),)* $($(stringify!($dn_args),)*)?],
                         db_reads: &[$(stringify!($db_args)),*],
                     }
@@ -185,7 +242,7 @@ macro_rules! op_layer {
             stringify!($name),
             BinaryFn::$V,
             stringify!($inplace).len() != 4, // (not `none`)
-            numbers_rule!($num $(($n1, $n2))?).is_some(),
+            numbers_rule!($num $(($($nodes),*))?).is_some(),
             $doc,
         ),)*];
     };
@@ -198,7 +255,7 @@ pub fn binary_fn(op: BinaryFn, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor>
     let r = row(op);
     let number_node = match (a, b) {
         (Operand::T(_), Operand::T(_)) => None,
-        (Operand::S(_), Operand::T(_)) => r.number_nodes.map(|n| n.0),
+        (Operand::S(_), Operand::T(_)) => r.number_nodes.map(|n| n.0).filter(|n| !n.is_empty()),
         (Operand::T(_), Operand::S(_)) => r.number_nodes.map(|n| n.1),
         (Operand::S(_), Operand::S(_)) => None,
     };
@@ -208,6 +265,11 @@ pub fn binary_fn(op: BinaryFn, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor>
     if let (Operand::T(x), Operand::T(y)) = (a, b) {
         // torch finds shapes that do not broadcast before the dtype it has no kernel for
         crate::shape::broadcast_shapes(&x.shape(), &y.shape())?;
+        if op == BinaryFn::Heaviside && x.dtype() != y.dtype() {
+            return Err(Error::runtime(
+                "heaviside is not yet implemented for tensors with different dtypes.",
+            ));
+        }
     }
     let (ta, tb, dtype) = promote(a, b, r.float_result)?;
     if !dtype.is_float() && !r.kernel.is_empty() {
@@ -317,11 +379,19 @@ impl Backward for BinaryFnBackward {
             Some(n) if n == at => F::None,
             _ => F::Tensor(self.saved[at]),
         };
-        let mut fields = vec![("other", operand(1))];
-        if self.node == "HypotBackward0" {
+        // what the row's derivatives read, in torch's (alphabetical) order
+        let r = row(self.op);
+        let reads = |v| r.da_reads.contains(&v) || r.db_reads.contains(&v);
+        let mut fields = Vec::with_capacity(3);
+        if reads("b") {
+            fields.push(("other", operand(1)));
+        }
+        if reads("y") {
             fields.push(("result", F::Tensor(self.saved[2])));
         }
-        fields.push(("self", operand(0)));
+        if reads("a") {
+            fields.push(("self", operand(0)));
+        }
         fields
     }
     fn name(&self) -> Cow<'static, str> {
@@ -329,6 +399,16 @@ impl Backward for BinaryFnBackward {
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         self.grads(ctx, g, false)
+    }
+    // (only for an op without a derivative: the others' forward derivative is the
+    // elementwise rule, `ops::jvp`)
+    fn jvp(&self, _ctx: &BackwardCtx<'_>, _t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        self.underived().then(|| {
+            Err(Error::not_implemented(format!(
+                "Trying to use forward AD with {} that does not support it.",
+                row(self.op).aten
+            )))
+        })
     }
     // (the formulas broadcast each sample's gradient against the saved tensors)
     fn apply_batched(
@@ -342,6 +422,11 @@ impl Backward for BinaryFnBackward {
 }
 
 impl BinaryFnBackward {
+    /// Whether torch gives the op no derivative (its node is `NotImplemented`).
+    pub(crate) fn underived(&self) -> bool {
+        self.node == "NotImplemented"
+    }
+
     fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
         let g = grad0(g)?;
         let [a, b, y] = self.saved.map(|i| i.map(|i| get(ctx, Some(i))).transpose());
@@ -411,6 +496,19 @@ mod tests {
         let a = leaf(vec![0.5, -1.2, 2.0, 0.7, 1.5, -0.3], &[2, 3]);
         let b = leaf(vec![1.1, 0.4, -0.8], &[3]);
         for &(name, op, ..) in BINARY_OPS {
+            if op == BinaryFn::Heaviside {
+                // torch gives it no derivative: its node raises torch's error
+                let y = heaviside(Operand::T(&a), Operand::T(&b)).unwrap();
+                assert_eq!(y.grad_fn().unwrap().name(), "NotImplemented");
+                let f = |x: &[Tensor]| heaviside(Operand::T(&x[0]), Operand::T(&x[1]));
+                let e = gradcheck(f, &[a.clone(), b.clone()]).unwrap_err();
+                assert!(
+                    e.to_string()
+                        .contains("derivative for aten::heaviside is not implemented"),
+                    "{e}"
+                );
+                continue;
+            }
             let f = |x: &[Tensor]| {
                 let b = if op == BinaryFn::Xlogy {
                     super::super::abs(&x[1])?

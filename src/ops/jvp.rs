@@ -139,6 +139,11 @@ fn output_tangents(
 /// rule is [`elementwise`], derived from their backward formula.
 fn is_elementwise(op: &BackwardOp) -> bool {
     use BackwardOp as B;
+    if let B::BinaryFnBackward(b) = op
+        && b.underived()
+    {
+        return false; // (its own jvp: torch's error)
+    }
     matches!(
         op,
         B::ArithBackward(_)

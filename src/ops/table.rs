@@ -341,6 +341,20 @@ macro_rules! unary_op_table {
                 inplace: recorded,
                 doc: "Returns a new tensor with each of the elements converted from angles in radians to degrees.",
             }
+            sinc sinc_ Sinc "SincBackward0" {
+                ints: promote, bool: None,
+                f: |x| x.sinc(),
+                // torch's sinc_backward: g · ((πx·cos πx - sin πx) / (x·x·π)), 0 where
+                // x·x·π is 0 (in this order: the same roundings)
+                df(input): |g, x| {
+                    let px = x.mul_s(std::f64::consts::PI)?;
+                    let pxx = x.mul(x)?.mul_s(std::f64::consts::PI)?;
+                    let d = px.mul(&px.cos()?)?.sub(&px.sin()?)?.div(&pxx)?;
+                    g.mul(&d)?.zero_where_zero(&pxx)
+                },
+                inplace: recorded,
+                doc: "Computes the normalized sinc of each element: sin(πx) / (πx), and 1 where x is 0.",
+            }
         }
     };
 }
@@ -440,6 +454,78 @@ macro_rules! binary_op_table {
                 // torch's Scalar_Other overload: `other > 0 ? xlogy(grad, other) : ...
                 // .masked_fill(self == 0, 0)`, which masks for a NaN number too
                 da_when_b_is_a_number: |g, a, b| g.xlogy(b)?.zero_where_zero_unless_positive(a, b),
+            }
+            fmax fmax_ Fmax "FmaxBackward0" {
+                dtypes: any(|a, b| a.max(b), |a, b| a || b),
+                numbers: none,
+                inplace: none,
+                doc: "Computes the element-wise maximum of input and other, the number where one is NaN (NaN only where both are).",
+                f: |a, b| a.fmax(b),
+                // derivatives.yaml (torch 2.15): ties split the gradient; otherwise self gets
+                // it where self > other or other is NaN (the value fmax returns), other
+                // everywhere else
+                da: |g, a, b| g.ties_halved(a, b)?.zero_unless(&a.cmp_or_nan(">=", b, b)?),
+                db: |g, a, b| g.ties_halved(a, b)?.zero_where(&a.cmp_or_nan(">", b, b)?),
+            }
+            fmin fmin_ Fmin "FminBackward0" {
+                dtypes: any(|a, b| a.min(b), |a, b| a && b),
+                numbers: none,
+                inplace: none,
+                doc: "Computes the element-wise minimum of input and other, the number where one is NaN (NaN only where both are).",
+                f: |a, b| a.fmin(b),
+                da: |g, a, b| g.ties_halved(a, b)?.zero_unless(&a.cmp_or_nan("<=", b, b)?),
+                db: |g, a, b| g.ties_halved(a, b)?.zero_where(&a.cmp_or_nan("<", b, b)?),
+            }
+            copysign copysign_ Copysign "CopysignBackward0" {
+                dtypes: float,
+                numbers: second("CopysignBackward1"),
+                inplace: recorded,
+                doc: "Returns input's magnitudes with other's signs (the sign bit: -0.0 and -NaN count as negative).",
+                f: |a, b| a.copysign(b),
+                // torch's copysign_tensor_self_backward: g · (result / self), 0 where self
+                // is 0; other's gradient is zeros
+                da: |g, a, y| g.mul(&y.div(a)?.zero_where_eq(a, 0.0)?),
+                db: |g| g.zeros(),
+            }
+            logaddexp2 logaddexp2_ Logaddexp2 "Logaddexp2Backward0" {
+                dtypes: floats("logaddexp2_cpu"),
+                numbers: none,
+                inplace: none,
+                doc: "Logarithm in base 2 of the sum of powers of 2 of the inputs: log2(2^input + 2^other).",
+                f: |a, b| a.logaddexp2(b),
+                da: |g, a, b| g.div(&b.sub(a)?.exp2()?.add_s(1.0)?),
+                db: |g, a, b| g.div(&a.sub(b)?.exp2()?.add_s(1.0)?),
+            }
+            heaviside heaviside_ Heaviside "NotImplemented" {
+                dtypes: any(|a, b| if a == 0 { b } else { i64::from(a > 0) }, |a, b| if a { true } else { b }),
+                numbers: none,
+                inplace: recorded,
+                doc: "Computes the Heaviside step function of input: 0 where it is negative, 1 where positive, values where 0.",
+                f: |a, b| a.heaviside(b),
+                // torch has no derivative (an autograd NotImplemented node)
+                da: |g| g.not_implemented("aten::heaviside"),
+                db: |g| g.not_implemented("aten::heaviside"),
+            }
+            nextafter nextafter_ Nextafter "NextafterBackward0" {
+                dtypes: floats("nextafter_cpu"),
+                numbers: none,
+                inplace: recorded,
+                doc: "Returns the next floating-point value after input towards other.",
+                f: |a, b| a.nextafter(b),
+                // derivatives.yaml: where(self != other, grad, 0); other's is zeros (the
+                // node keeps both operands)
+                da: |g, a, b| g.zero_where_equal(a, b),
+                db: |g, a, b| g.zeros_keeping(&[a, b]),
+            }
+            ldexp ldexp_ Ldexp "LdexpBackward0" {
+                dtypes: float,
+                numbers: none,
+                inplace: recorded,
+                doc: "Multiplies input by 2 to the power of other.",
+                f: |a, b| a.ldexp(b),
+                // derivatives.yaml: g · 2^other, and g · result · ln 2
+                da: |g, b| g.mul(&b.exp2()?),
+                db: |g, y| g.mul(y)?.mul_s(std::f64::consts::LN_2),
             }
         }
     };

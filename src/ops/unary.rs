@@ -142,6 +142,9 @@ impl Calc for Tensor {
     fn div(&self, o: &Self) -> Result<Self> {
         super::div(self, o)
     }
+    fn sub(&self, o: &Self) -> Result<Self> {
+        super::sub(self, o)
+    }
     fn neg(&self) -> Result<Self> {
         neg(self)
     }
@@ -200,6 +203,11 @@ impl Calc for Tensor {
     }
     fn tanh_backward(&self, y: &Self) -> Result<Self> {
         tanh_backward(self, y)
+    }
+    fn zero_where_zero(&self, m: &Self) -> Result<Self> {
+        use super::elementwise::Operand;
+        let zero = super::eq_scalar(m, 0.0)?;
+        super::where_op(&zero, Operand::S(Scalar::Float(0.0)), Operand::T(self))
     }
 }
 

@@ -23,28 +23,41 @@ fn call(py: Python<'_>, op: BinaryFn, a: Arg<'_>, b: Arg<'_>) -> PyResult<Py<PyT
 }
 
 /// The operands of `rgrad.<name>(input, other)` (`method`: of `x.<name>(other)`), with
-/// torch's TypeErrors: tensors, or (where the row allows it) a number for one of them.
+/// torch's TypeErrors: tensors, or (where the row's `numbers` allows it: `either`,
+/// `second`) a number for one of them.
 fn operands<'a>(
     name: &str,
-    numbers: bool,
+    numbers: &str,
     input: &'a Bound<'_, PyAny>,
     other: &'a Bound<'_, PyAny>,
     method: bool,
 ) -> PyResult<(Arg<'a>, Arg<'a>)> {
-    if !numbers {
+    if numbers == "none" {
         let a = tensor_ref(input, name, "input", 1)?;
-        let b = tensor_ref(other, name, "other", 1 + usize::from(!method))?;
+        // (heaviside's second operand is torch's `values`)
+        let second = if name.starts_with("heaviside") {
+            "values"
+        } else {
+            "other"
+        };
+        let b = tensor_ref(other, name, second, 1 + usize::from(!method))?;
         return Ok((Arg::T(a), Arg::T(b)));
     }
+    let either = numbers == "either";
     match (arg(input), arg(other)) {
-        (Some(a @ Arg::T(_)), Some(b)) | (Some(a @ Arg::S(_)), Some(b @ Arg::T(_))) => Ok((a, b)),
+        (Some(a @ Arg::T(_)), Some(b)) => Ok((a, b)),
+        (Some(a @ Arg::S(_)), Some(b @ Arg::T(_))) if either => Ok((a, b)),
         _ => Err(PyTypeError::new_err(format!(
             "{name}() received an invalid combination of arguments - got ({}, {}), but expected one of:\n \
-             * (Tensor input, Tensor other, *, Tensor out = None)\n \
-             * (Number self, Tensor other, *, Tensor out = None)\n \
+             * (Tensor input, Tensor other, *, Tensor out = None)\n{}\
              * (Tensor input, Number other, *, Tensor out = None)\n",
             type_name(input),
-            type_name(other)
+            type_name(other),
+            if either {
+                " * (Number self, Tensor other, *, Tensor out = None)\n "
+            } else {
+                " "
+            },
         ))),
     }
 }
@@ -68,7 +81,7 @@ macro_rules! py_inplace {
 macro_rules! py_layer {
     ($($name:ident $name_:ident $V:ident $node:literal {
         dtypes: $dt:ident $(($($dtargs:tt)*))?,
-        numbers: $num:ident $(($n1:literal, $n2:literal))?,
+        numbers: $num:ident $(($($nodes:literal),*))?,
         inplace: $inplace:ident,
         doc: $doc:literal,
         $($rest:tt)*
@@ -78,12 +91,12 @@ macro_rules! py_layer {
         impl PyTensor {
             #[doc = $doc]
             fn $name(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-                let numbers = stringify!($num) != "none";
+                let numbers = stringify!($num);
                 let (a, b) = operands(stringify!($name), numbers, slf.as_any(), other, true)?;
                 call(slf.py(), BinaryFn::$V, a, b)
             }
         }
-        py_inplace!($inplace, $name, $name_, $V, stringify!($num) != "none");
+        py_inplace!($inplace, $name, $name_, $V, stringify!($num));
         )*
 
         /// `rgrad.<name>(input, other)` for every row.
@@ -93,7 +106,7 @@ macro_rules! py_layer {
             #[doc = $doc]
             #[pyfunction]
             pub fn $name(input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
-                let numbers = stringify!($num) != "none";
+                let numbers = stringify!($num);
                 let (a, b) = operands(stringify!($name), numbers, input, other, false)?;
                 call(input.py(), BinaryFn::$V, a, b)
             }

@@ -230,7 +230,9 @@ def _callable(func: Callable) -> Callable:
     if isinstance(func, (types.MethodDescriptorType, types.BuiltinFunctionType)):
         name = func.__name__
         for namespace in (rgrad, rgrad.nn.functional):
-            if getattr(namespace, name, None) is func:
+            # (called where the vmap has swapped it already: the wrapper keeps it)
+            current = getattr(namespace, name, None)
+            if current is func or getattr(current, "__wrapped__", None) is func:
                 return _late_lookup(namespace, name)
         if isinstance(func, types.MethodDescriptorType) and func.__objclass__ is Tensor:
             return lambda self, *args, **kwargs: getattr(self, name)(*args, **kwargs)

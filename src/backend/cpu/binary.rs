@@ -160,7 +160,7 @@ macro_rules! int_kernels {
 macro_rules! kernels {
     ($($name:ident $name_:ident $V:ident $node:literal {
         dtypes: $dt:ident $(($($dtargs:tt)*))?,
-        numbers: $num:ident $(($n1:literal, $n2:literal))?,
+        numbers: $num:ident $(($($nodes:literal),*))?,
         inplace: $inplace:ident,
         doc: $doc:literal,
         f: |$a:ident, $b:ident| $f:expr,

@@ -12,6 +12,30 @@ use super::unary::Float;
 const PI: f64 = std::f64::consts::PI;
 
 /// `ln |Γ(x)|` (+∞ at the poles, as C's lgamma).
+/// `x · 2ⁿ` with one rounding (C's scalbn, as musl computes it: the power applied in at
+/// most three exact steps, so a result that is subnormal is rounded once).
+pub fn scalbn(mut x: f64, mut n: i32) -> f64 {
+    let two_1023 = f64::from_bits(0x7fe0_0000_0000_0000);
+    // 2^-1022 · 2^53: a step that stays normal while the exponent is large
+    let two_m969 = f64::from_bits(0x0010_0000_0000_0000) * f64::from_bits(0x4340_0000_0000_0000);
+    if n > 1023 {
+        x *= two_1023;
+        n -= 1023;
+        if n > 1023 {
+            x *= two_1023;
+            n = (n - 1023).min(1023);
+        }
+    } else if n < -1022 {
+        x *= two_m969;
+        n += 1022 - 53;
+        if n < -1022 {
+            x *= two_m969;
+            n = (n + 1022 - 53).max(-1022);
+        }
+    }
+    x * f64::from_bits(((0x3ff + n) as u64) << 52)
+}
+
 pub fn lgamma<T: Float>(x: T) -> T {
     // (fdlibm's algorithm in float64; float32 rounds once from it)
     T::from_f64(libm::lgamma(x.to_f64()))
@@ -172,6 +196,33 @@ pub fn zeta(s: f64, q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scalbn_rounds_once_across_the_whole_range() {
+        // exact where the result is normal, whatever the steps
+        for (x, n, want) in [
+            (1.5, 3, 12.0),
+            (3.0, -1074, f64::from_bits(3)), // three subnormal units, exactly
+            (2f64.powi(-1000), 1500, 2f64.powi(500)),
+            (2f64.powi(1000), -1500, 2f64.powi(-500)),
+            (1.0, 5000, f64::INFINITY),
+            (-1.0, -5000, -0.0),
+            (
+                f64::MAX,
+                -2046,
+                f64::MAX * 2f64.powi(-1023) * 2f64.powi(-1023),
+            ),
+        ] {
+            let got = scalbn(x, n);
+            assert_eq!(got.to_bits(), want.to_bits(), "scalbn({x:e}, {n})");
+        }
+        // one rounding into the subnormals: 1.75 units is 2, 1.25 units 1, 2.5 units 2
+        // (a tie, to even)
+        assert_eq!(scalbn(1.75, -1074), f64::from_bits(2));
+        assert_eq!(scalbn(1.25, -1074), f64::from_bits(1));
+        assert_eq!(scalbn(2.5, -1074), f64::from_bits(2));
+        assert!(scalbn(f64::NAN, 3).is_nan());
+    }
 
     #[test]
     fn known_values() {

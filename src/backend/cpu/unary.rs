@@ -60,6 +60,9 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     fn deg2rad(self) -> Self;
     /// `x · (180 / π)`, as `deg2rad`.
     fn rad2deg(self) -> Self;
+    /// sin(πx) / (πx), 1 at 0: torch's kernel (π rounded to the dtype, libm's sin, one
+    /// division), the same bits.
+    fn sinc(self) -> Self;
     fn lgamma(self) -> Self {
         super::special::lgamma(self)
     }
@@ -84,6 +87,24 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     /// `self · ln(o)`, +0 where `self` is ±0 unless `o` is NaN (torch's xlogy): vmath's
     /// per-element form (`xlogy1`, the bits of its slice kernel).
     fn xlogy(self, o: Self) -> Self;
+    /// torch's fmax: the other value where one is NaN, else the larger, `self` on a tie
+    /// (so fmax(0.0, -0.0) is 0.0 and fmax(-0.0, 0.0) is -0.0, as torch's).
+    fn fmax(self, o: Self) -> Self;
+    /// torch's fmin, as `fmax` (`self` on a tie).
+    fn fmin(self, o: Self) -> Self;
+    /// `self`'s magnitude with `o`'s sign bit.
+    fn copysign(self, o: Self) -> Self;
+    /// log2(2ˢᵉˡᶠ + 2ᵒ) as torch computes it: the larger plus log1p(2^-|difference|) / ln 2,
+    /// an infinity of both signs' own value. float32 in float64, rounded once.
+    fn logaddexp2(self, o: Self) -> Self;
+    /// `o` where `self` is 0, else 1 where `self > 0` and 0 where not (NaN too).
+    fn heaviside(self, o: Self) -> Self;
+    /// The next representable value after `self` towards `o` (C's nextafter; NaN where
+    /// either is).
+    fn nextafter(self, o: Self) -> Self;
+    /// `self · 2ᵒ`: exact scaling (C's ldexp, one rounding) for an integer `o`, else
+    /// `self · exp2(o)`.
+    fn ldexp(self, o: Self) -> Self;
     /// The forward kernel of `op` over a contiguous slice.
     fn unary_slice(op: UnaryOp, x: &[Self]) -> Vec<Self>;
     /// `op(x, c)` (or `op(c, x)`) over a slice, the number rounded to the dtype: the
@@ -112,6 +133,59 @@ macro_rules! float_impl {
             #[inline(always)]
             fn xlogy(self, o: Self) -> Self {
                 $m::xlogy1(self, o)
+            }
+            #[inline(always)]
+            fn fmax(self, o: Self) -> Self {
+                if self.is_nan() || o > self { o } else { self }
+            }
+            #[inline(always)]
+            fn fmin(self, o: Self) -> Self {
+                if self.is_nan() || o < self { o } else { self }
+            }
+            #[inline(always)]
+            fn copysign(self, o: Self) -> Self {
+                <$t>::copysign(self, o)
+            }
+            fn logaddexp2(self, o: Self) -> Self {
+                if self.is_infinite() && self == o {
+                    return self;
+                }
+                let (a, b) = (f64::from(self), f64::from(o));
+                let m = if a < b { b } else { a };
+                let r = m + (-(a - b).abs()).exp2().ln_1p() * std::f64::consts::LOG2_E;
+                r as $t
+            }
+            #[inline(always)]
+            fn heaviside(self, o: Self) -> Self {
+                if self == 0.0 {
+                    o
+                } else if self > 0.0 {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            #[inline(always)]
+            fn nextafter(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    // (the canonical NaN, as torch's vector loop gives; its scalar tail
+                    // gives `self + o`, a NaN of either sign)
+                    <$t>::NAN
+                } else if self == o {
+                    o
+                } else if self < o {
+                    self.next_up()
+                } else {
+                    self.next_down()
+                }
+            }
+            fn ldexp(self, o: Self) -> Self {
+                if o.is_finite() && o == o.round() {
+                    // beyond ±4200 every finite value over- or underflows, whatever it is
+                    super::special::scalbn(f64::from(self), o.clamp(-4200.0, 4200.0) as i32) as $t
+                } else {
+                    self * Float::exp2(o)
+                }
             }
             fn unary_slice(op: UnaryOp, x: &[Self]) -> Vec<Self> {
                 let f: fn(UnaryOp, &[$t]) -> Vec<$t> = $slice;
@@ -197,6 +271,14 @@ macro_rules! float_impl {
             #[inline(always)]
             fn rad2deg(self) -> Self {
                 self * (180.0 / std::f64::consts::PI) as $t
+            }
+            #[inline(always)]
+            fn sinc(self) -> Self {
+                if self == 0.0 {
+                    return 1.0;
+                }
+                let p = std::f64::consts::PI as $t * self;
+                <$t>::sin(p) / p
             }
         }
     };
@@ -361,6 +443,9 @@ impl<T: Float> Calc for E<T> {
     fn div(&self, o: &Self) -> Result<Self> {
         Ok(E(self.0.div(o.0)))
     }
+    fn sub(&self, o: &Self) -> Result<Self> {
+        Ok(E(self.0.sub(o.0)))
+    }
     fn neg(&self) -> Result<Self> {
         Ok(E(-self.0))
     }
@@ -429,6 +514,13 @@ impl<T: Float> Calc for E<T> {
     fn tanh_backward(&self, y: &Self) -> Result<Self> {
         Ok(E(self.0 * (T::from_f64(1.0) - y.0 * y.0)))
     }
+    fn zero_where_zero(&self, m: &Self) -> Result<Self> {
+        Ok(if m.0 == T::from_f64(0.0) {
+            E(T::from_f64(0.0))
+        } else {
+            *self
+        })
+    }
 }
 
 /// Whether a derivative calls a function that `vmath` computes (sin, cos, exp, sinh,
@@ -448,6 +540,9 @@ impl Calc for Probe {
         self.with(o)
     }
     fn div(&self, o: &Self) -> Result<Self> {
+        self.with(o)
+    }
+    fn sub(&self, o: &Self) -> Result<Self> {
         self.with(o)
     }
     fn neg(&self) -> Result<Self> {
@@ -507,6 +602,9 @@ impl Calc for Probe {
     fn tanh_backward(&self, y: &Self) -> Result<Self> {
         self.with(y)
     }
+    fn zero_where_zero(&self, m: &Self) -> Result<Self> {
+        self.with(m)
+    }
 }
 
 /// A block of contiguous elements: `df` over blocks, each step one loop over a block
@@ -551,6 +649,9 @@ impl<T: Float> Calc for Block<'_, T> {
     }
     fn div(&self, o: &Self) -> Result<Self> {
         self.zip(o, BinaryOp::Div)
+    }
+    fn sub(&self, o: &Self) -> Result<Self> {
+        self.zip(o, BinaryOp::Sub)
     }
     fn neg(&self) -> Result<Self> {
         self.unary(UnaryOp::Neg)
@@ -608,6 +709,9 @@ impl<T: Float> Calc for Block<'_, T> {
     }
     fn tanh_backward(&self, y: &Self) -> Result<Self> {
         self.each2(y, |g, y| Ok(E(g).tanh_backward(&E(y))?.0))
+    }
+    fn zero_where_zero(&self, m: &Self) -> Result<Self> {
+        self.each2(m, |g, m| Ok(E(g).zero_where_zero(&E(m))?.0))
     }
 }
 

@@ -112,6 +112,21 @@ template <typename T> __device__ __forceinline__ T rg_logaddexp(T a, T b) {
   const T m = a < b ? b : a;
   return m + rg_log1p(rg_exp(-rg_fabs(a - b)));
 }
+// log2(2^a + 2^b): the larger plus log1p(2^-|a - b|) / ln 2; an infinity of both signs'
+// own value (torch's)
+template <typename T> __device__ __forceinline__ T rg_logaddexp2(T a, T b) {
+  if (a == b && rg_fabs(a) == rg_inf<T>()) return a;
+  const T m = a < b ? b : a;
+  return m + rg_log1p(rg_exp2(-rg_fabs(a - b))) * (T)1.4426950408889634;
+}
+// a * 2^b: exact scaling for an integer b (C's ldexp), else a * exp2(b)
+template <typename T> __device__ __forceinline__ T rg_ldexp(T a, T b) {
+  if (rg_fabs(b) < rg_inf<T>() && rg_trunc(b) == b) {
+    const T c = b < (T)-4200 ? (T)-4200 : (b > (T)4200 ? (T)4200 : b);
+    return rg_scalbn(a, (int)c);
+  }
+  return a * rg_exp2(b);
+}
 // a * ln(b), +0 where a is 0 unless b is NaN
 template <typename T> __device__ __forceinline__ T rg_xlogy(T a, T b) {
   if (rg_isnan(b)) return b;
@@ -286,6 +301,29 @@ fn binary_fn_form(op: BinaryFn) -> BinForm {
         BinaryFn::Hypot => float("rg_hypot(p, q)"),
         BinaryFn::Logaddexp => float("rg_logaddexp(p, q)"),
         BinaryFn::Xlogy => float("rg_xlogy(p, q)"),
+        // NaN only where both are; `p` on a tie (the CPU's)
+        BinaryFn::Fmax => BinForm {
+            float: Some("(rg_isnan(p) || q > p ? q : p)"),
+            int: Some("(p > q ? p : q)"),
+            boolean: Some("p || q"),
+            to_bool: false,
+        },
+        BinaryFn::Fmin => BinForm {
+            float: Some("(rg_isnan(p) || q < p ? q : p)"),
+            int: Some("(p < q ? p : q)"),
+            boolean: Some("p && q"),
+            to_bool: false,
+        },
+        BinaryFn::Copysign => float("rg_copysign(p, q)"),
+        BinaryFn::Logaddexp2 => float("rg_logaddexp2(p, q)"),
+        BinaryFn::Heaviside => BinForm {
+            float: Some("(p == (T)0 ? q : (T)(p > (T)0))"),
+            int: Some("(p == 0 ? q : (i64)(p > 0))"),
+            boolean: Some("p || q"),
+            to_bool: false,
+        },
+        BinaryFn::Nextafter => float("rg_nextafter(p, q)"),
+        BinaryFn::Ldexp => float("rg_ldexp(p, q)"),
     }
 }
 

@@ -172,7 +172,9 @@ RG_F1(sin) RG_F1(cos) RG_F1(tan) RG_F1(tanh) RG_F1(sinh) RG_F1(cosh) RG_F1(asin)
 RG_F1(acos) RG_F1(atan) RG_F1(asinh) RG_F1(acosh) RG_F1(atanh) RG_F1(erf) RG_F1(erfc)
 RG_F1(erfinv) RG_F1(lgamma) RG_F1(trunc) RG_F1(floor) RG_F1(ceil) RG_F1(rint)
 RG_F1(log2) RG_F1(log10) RG_F1(exp2)
-RG_F2(pow) RG_F2(fmod) RG_F2(atan2) RG_F2(hypot) RG_F2(copysign)
+RG_F2(pow) RG_F2(fmod) RG_F2(atan2) RG_F2(hypot) RG_F2(copysign) RG_F2(nextafter)
+__device__ __forceinline__ float rg_scalbn(float x, int n) { return scalbnf(x, n); }
+__device__ __forceinline__ double rg_scalbn(double x, int n) { return scalbn(x, n); }
 
 // IEEE operations rounded to nearest, never fused into an FMA.
 __device__ __forceinline__ float rg_add(float a, float b) { return __fadd_rn(a, b); }

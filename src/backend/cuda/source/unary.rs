@@ -135,6 +135,13 @@ fn unary_form(op: UnaryOp, v: &str) -> UnaryForm {
         // a product with the factor rounded to the dtype, as torch's
         UnaryOp::Deg2rad => (format!("({v} * (T)0.017453292519943295)"), None),
         UnaryOp::Rad2deg => (format!("({v} * (T)57.29577951308232)"), None),
+        // torch's: sin(πx) / (πx), 1 at 0
+        UnaryOp::Sinc => (
+            format!(
+                "({v} == (T)0 ? (T)1 : rg_sin((T)3.141592653589793 * {v}) / ((T)3.141592653589793 * {v}))"
+            ),
+            None,
+        ),
     };
     UnaryForm { float, int }
 }
@@ -242,6 +249,9 @@ impl Calc for Cv {
     fn div(&self, o: &Self) -> Result<Self> {
         self.let_(format!("rg_div({}, {})", self.v, o.v))
     }
+    fn sub(&self, o: &Self) -> Result<Self> {
+        self.let_(format!("rg_sub({}, {})", self.v, o.v))
+    }
     fn neg(&self) -> Result<Self> {
         self.op(UnaryOp::Neg)
     }
@@ -312,6 +322,9 @@ impl Calc for Cv {
             "rg_mul({}, rg_sub((T)1, rg_mul({}, {})))",
             self.v, y.v, y.v
         ))
+    }
+    fn zero_where_zero(&self, m: &Self) -> Result<Self> {
+        self.let_(format!("({} == (T)0 ? (T)0 : {})", m.v, self.v))
     }
 }
 
