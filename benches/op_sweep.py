@@ -66,7 +66,7 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "sign": a, "sin": a, "sinh": a, "sqrt": pos, "square": a, "tan": unit, "tanh": a,
         "trunc": a, "isfinite": a, "isinf": a, "isnan": a, "logical_not": mask,
         "floor": a, "ceil": a, "round": a, "sgn": a, "log2": pos, "log10": pos, "exp2": a,
-        "deg2rad": a, "rad2deg": a, "logit": unit.abs(), "nan_to_num": a,
+        "deg2rad": a, "rad2deg": a, "logit": unit.abs(), "nan_to_num": a, "sinc": a, "signbit": a,
     }
     out: dict[str, Callable[[], Any]] = {
         name: (lambda f=getattr(T, name), x=x: f(x)) for name, x in unary.items()
@@ -77,7 +77,9 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "minimum": (a, b), "fmod": (a, pos), "remainder": (a, pos), "floor_divide": (a, pos),
         "logaddexp": (a, b), "xlogy": (pos, b), "logical_and": (mask, mask),
         "logical_or": (mask, mask), "eq": (a, b), "ne": (a, b), "lt": (a, b), "le": (a, b),
-        "gt": (a, b), "ge": (a, b),
+        "gt": (a, b), "ge": (a, b), "fmax": (a, b), "fmin": (a, b), "copysign": (a, b),
+        "logaddexp2": (a, b), "heaviside": (a, b), "nextafter": (a, b), "ldexp": (a, b.round()),
+        "float_power": (pos, b),
     }
     out.update({name: (lambda f=getattr(T, name), x=x, y=y: f(x, y)) for name, (x, y) in binary.items()})
     out.update({

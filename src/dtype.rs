@@ -63,19 +63,37 @@ impl DType {
             DType::F64 => "DoubleTensor",
         }
     }
-    /// The default dtype of a category (torch's default float dtype is float32).
-    pub const fn default_for(c: Category) -> DType {
+    /// The default dtype of a category (floats: [`DType::default_float`]).
+    pub fn default_for(c: Category) -> DType {
         match c {
             Category::Bool => DType::Bool,
             Category::Int => DType::I64,
-            Category::Float => DType::F32,
+            Category::Float => DType::default_float(),
         }
+    }
+    /// torch's default float dtype (`get_default_dtype()`): float32 unless
+    /// [`set_default_float`](DType::set_default_float) chose float64. What a float Python
+    /// number, a factory without `dtype=` and an integer promoted to float become.
+    pub fn default_float() -> DType {
+        if DEFAULT_FLOAT_IS_F64.load(std::sync::atomic::Ordering::Relaxed) {
+            DType::F64
+        } else {
+            DType::F32
+        }
+    }
+    /// `set_default_dtype(d)`: process-wide, as torch's (a float dtype; the caller checks).
+    pub fn set_default_float(d: DType) {
+        DEFAULT_FLOAT_IS_F64.store(d == DType::F64, std::sync::atomic::Ordering::Relaxed);
     }
     /// Promotion of two dtypes of the same priority class (torch.promote_types).
     pub fn promote(a: DType, b: DType) -> DType {
         a.max(b)
     }
 }
+
+/// Whether the default float dtype is float64 (torch.set_default_dtype; float32 else).
+static DEFAULT_FLOAT_IS_F64: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 /// A Python number on its way into an op: it keeps its kind so that it promotes
 /// like torch's "wrapped numbers" (it never widens a tensor's dtype within a category).
@@ -169,7 +187,7 @@ impl ResultType {
             self.zero_dim,
             self.wrapped.map(|w| DType::default_for(w.category())),
         );
-        combine(self.dim, lower).unwrap_or(DType::F32)
+        combine(self.dim, lower).unwrap_or_else(DType::default_float)
     }
 }
 

@@ -2453,6 +2453,39 @@ def build_op_db(T) -> list[OpInfo]:
         lambda m, rng: [S(_positive(m, 3, 4), m(3, 4)), S(_positive(m, 2, 3), 3)], keeps_ref_dtype=True)
     add("Tensor.float_power_", _inplace_op("float_power_"), float_power_ref,
         lambda m, rng: [S(_positive(m, 3, 4), m(3, 4)), S(_positive(m, 2, 3), 3)], dtypes=("float64",))
+    # linalg: the cross product (torch's fma bits), dist, aminmax (one node, two results)
+    def cross_ref(a, b, dim=-1):
+        return np.cross(a, b, axis=dim)
+
+    cross_samples = lambda m, rng: [  # noqa: E731
+        S(m(4, 3), m(4, 3), dim=1), S(m(3, 5), m(3, 5), dim=0), S(m(2, 3), m(1, 3), dim=-1).bc(),
+        S(NC(m(3, 4), "t"), m(4, 3), dim=1), S(m(3), m(3), dim=0)]
+    add("cross", lambda a, b, **kw: T.cross(a, b, **kw), cross_ref, cross_samples)
+    add("Tensor.cross", lambda a, b, **kw: a.cross(b, **kw), cross_ref, lambda m, rng: cross_samples(m, rng)[:2])
+
+    def dist_ref(a, b, p=2):
+        d = np.abs(a - b).ravel()
+        if p == 0:
+            return np.asarray(float(np.count_nonzero(d)))
+        if np.isinf(p):
+            return np.asarray(d.max() if p > 0 else d.min())
+        return np.asarray(np.sum(d ** p) ** (1.0 / p))
+
+    dist_samples = lambda m, rng: [  # noqa: E731
+        S(m(3, 4), m(3, 4)), S(m(3, 4), m(4), 1).bc(), S(m(2, 3), m(2, 3), 3), S(m(5), m(5), 1.5),
+        S(m(2, 3), m(2, 3), INF), S(m(3), m(3), 0).fwd("p=0: a count")]
+    add("dist", lambda a, b, *args: T.dist(a, b, *args), dist_ref, dist_samples)
+    add("Tensor.dist", lambda a, b, *args: a.dist(b, *args), dist_ref, lambda m, rng: dist_samples(m, rng)[:3])
+
+    def aminmax_ref(a, dim=None, keepdim=False):
+        return (np.min(a, axis=dim, keepdims=keepdim), np.max(a, axis=dim, keepdims=keepdim))
+
+    aminmax_samples = lambda m, rng: [  # noqa: E731
+        S(m(3, 4)), S(m(3, 4), dim=0), S(m(3, 4), dim=-1, keepdim=True), S(NC(m(4, 3), "t"), dim=1),
+        S(m(5), dim=0), S(m.ints(5, 3, 4), dim=1).fwd("int64"), S(m.mask(2, 3)).fwd("bool")]
+    add("aminmax", lambda a, **kw: tuple(T.aminmax(a, **kw)), aminmax_ref, aminmax_samples)
+    add("Tensor.aminmax", lambda a, **kw: tuple(a.aminmax(**kw)), aminmax_ref,
+        lambda m, rng: aminmax_samples(m, rng)[:3])
     signbit_samples = lambda m, rng: [  # noqa: E731
         S(np.array([1.0, -0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf, -2.5])), S(m(3, 4)), S(m.ints(5, 2, 3)),
         S(m.mask(2, 2)), S(NC(m(4, 3), "t")), S(np.zeros((0, 2)))]

@@ -25,6 +25,8 @@ _CLOSE = "composite of ==, abs, <=, isfinite (each has its entry), no gradient; 
 
 EXCLUDED: dict[str, str] = {
     # -- rgrad functions
+    "set_default_dtype": "a process-wide setting, not an op: tests/test_default_dtype.py against torch",
+    "get_default_dtype": "a process-wide setting, not an op: tests/test_default_dtype.py against torch",
     "isclose": _CLOSE,
     "Tensor.isclose": _CLOSE,
     "allclose": "a Python bool: isclose(...).all(); tests/test_closeness.py against torch",

@@ -65,6 +65,7 @@ from rgrad import autograd, backends, cuda, nn, profiler, random, return_types, 
 from rgrad._C import OutOfMemoryError  # noqa: F401
 from rgrad.cuda import AcceleratorError  # noqa: F401
 from rgrad import func  # noqa: F401,E402  (rgrad.func, as torch.func)
+from rgrad import linalg  # noqa: F401,E402  (rgrad.linalg, as torch.linalg)
 from rgrad.func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from rgrad._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor
 from rgrad.autograd.anomaly_mode import set_anomaly_enabled
@@ -75,6 +76,22 @@ float = float32  # noqa: A001
 double = float64
 long = int64
 
+
+def set_default_dtype(d) -> None:
+    """Sets the default float dtype (float32 or float64): the dtype of tensors made from
+    Python floats, of factories (``zeros``, ``rand``, ``linspace``...) without ``dtype=``, and
+    of integers promoted to float (``int_tensor / 2``, ``int_tensor.sqrt()``). Process-wide,
+    as torch's."""
+    if not isinstance(d, dtype):
+        raise TypeError("invalid dtype object: only floating-point types are supported as the default type")
+    _C._set_default_float(d)
+
+
+def get_default_dtype() -> dtype:
+    """The default float dtype (``rgrad.float32`` unless ``set_default_dtype`` chose another)."""
+    return float64 if _C._default_float_is_f64() else float32
+
+
 __version__ = "0.1.0"
 
 # Function forms of Tensor methods: the method descriptors themselves, so that
@@ -82,7 +99,7 @@ __version__ = "0.1.0"
 _METHOD_FUNCTIONS = (
     "add sub mul div "
     "logical_not logical_and logical_or clamp clip sum mean prod var std norm amax amin argmax "
-    "argmin logsumexp softmax log_softmax matmul mm addmm bmm mv dot outer t transpose permute reshape flatten squeeze "
+    "argmin dist logsumexp softmax log_softmax matmul mm addmm bmm mv dot outer t transpose permute reshape flatten squeeze "
     "unsqueeze gather index_select masked_fill eq ne lt le gt ge detach clone split chunk unbind narrow select "
     "numel max min remainder fmod floor_divide all any isnan isinf isfinite isclose allclose equal "
     "flip fliplr flipud roll rot90 tril triu diagonal diag_embed diag trace cumsum cumprod "
@@ -172,7 +189,7 @@ from rgrad._composite import (  # noqa: E402,F401  (torch's composite functions)
     tensor_split, tensordot, tile, unflatten, vsplit, vstack, clamp_min, clamp_max,
     clamp_min_, clamp_max_, nanmean, count_nonzero, vdot, addmv, addmv_,
     baddbmm, addbmm, logit, logit_, var_mean, std_mean, cosine_similarity, broadcast_tensors,
-    float_power, signbit,
+    float_power, signbit, cross, aminmax,
 )
 
 _composite.install()
@@ -186,7 +203,7 @@ __all__ = [
     "arange", "linspace", "eye", "manual_seed", "from_numpy", "from_dlpack", "cat", "concat", "stack",
     "where", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
-    "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "autograd", "func", "vmap", "nn", "is_tensor",
+    "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "set_default_dtype", "get_default_dtype", "autograd", "func", "linalg", "vmap", "nn", "is_tensor",
     "square", "pow",
     "sort", "argsort", "msort", "topk", "kthvalue", "median", "scatter", "scatter_add", "index_add", "index_copy",
     "index_fill", "masked_select", "nonzero", "argwhere", "take_along_dim",

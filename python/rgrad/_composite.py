@@ -24,7 +24,7 @@ __all__ = [
     "cartesian_prod", "einsum", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_",
     "nanmean", "count_nonzero", "vdot", "addmv", "addmv_",
     "baddbmm", "addbmm", "logit", "logit_", "var_mean", "std_mean", "cosine_similarity", "broadcast_tensors",
-    "float_power", "signbit",
+    "float_power", "signbit", "cross", "aminmax",
 ]
 
 
@@ -995,12 +995,53 @@ def signbit(input: Tensor) -> Tensor:
         return rgrad.ones_like(input).copysign(input) < 0
 
 
+_CROSS_WARNED = False
+
+
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:  # noqa: A002
+    """The cross product of 3-vectors along ``dim``; without ``dim``, along the first dim of
+    ``input`` of size 3 (deprecated in torch, which warns once: ``rgrad.linalg.cross``
+    defaults to the last dim)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"cross(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if not isinstance(other, Tensor):
+        raise TypeError(f"cross(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    if dim is None:
+        global _CROSS_WARNED
+        if not _CROSS_WARNED:
+            _CROSS_WARNED = True
+            import warnings
+
+            warnings.warn(
+                "Using torch.cross without specifying the dim arg is deprecated.\n"
+                "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
+                "The default value of dim will change to agree with that of linalg.cross in a future release.",
+                UserWarning,
+                stacklevel=2,
+            )
+        sizes = list(input.shape)
+        if 3 not in sizes:
+            raise RuntimeError("no dimension of size 3 in input")
+        dim = sizes.index(3)
+    return input._linalg_cross(other, dim)
+
+
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):  # noqa: A002
+    """The min and the max of ``input`` (over everything, or along ``dim``) as
+    ``return_types.aminmax(min, max)``, one pass and one node (AminmaxBackward0)."""
+    from rgrad import return_types
+
+    if not isinstance(input, Tensor):
+        raise TypeError(f"aminmax(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return return_types.aminmax(*input._aminmax(dim, keepdim))
+
+
 # Tensor methods torch has for these
 _METHODS = (
     "broadcast_to", "movedim", "moveaxis", "swapaxes", "swapdims", "ravel", "unflatten", "tile",
     "tensor_split", "hsplit", "vsplit", "dsplit", "inner", "kron", "diff", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_",
     "nanmean", "count_nonzero", "vdot", "addmv", "addmv_", "baddbmm", "baddbmm_",
-    "addbmm", "addbmm_", "logit", "logit_", "float_power", "float_power_", "signbit",
+    "addbmm", "addbmm_", "logit", "logit_", "float_power", "float_power_", "signbit", "cross", "aminmax",
 )
 
 

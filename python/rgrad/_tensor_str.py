@@ -34,10 +34,12 @@ _PROFILES = {
     "full": {"precision": 4, "threshold": math.inf, "edgeitems": 3, "linewidth": 80},
 }
 
-# dtypes whose name is not printed, as torch does (default float dtype, int64,
+# dtypes whose name is not printed, as torch does (the default float dtype, int64,
 # bool).  An empty tensor prints every dtype except the default float one.
-_DEFAULT_FLOAT_DTYPE = "float32"
-_IMPLICIT_DTYPES = frozenset((_DEFAULT_FLOAT_DTYPE, "int64", "bool"))
+def _default_float_name() -> str:
+    from rgrad import _C
+
+    return "float64" if _C._default_float_is_f64() else "float32"
 
 # Placeholder for the rows/elements elided by summarization.
 _SKIP = object()
@@ -267,11 +269,11 @@ def tensor_repr(t):
         # default float one: with no elements it cannot be inferred.
         if t.dim() != 1:
             suffixes.append("size=" + str(tuple(t.shape)))
-        if dtype_name != _DEFAULT_FLOAT_DTYPE:
+        if dtype_name != _default_float_name():
             suffixes.append("dtype=" + dtype_str)
         body = "[]"
     else:
-        if dtype_name not in _IMPLICIT_DTYPES:
+        if dtype_name not in (_default_float_name(), "int64", "bool"):
             suffixes.append("dtype=" + dtype_str)
         floating = t.dtype.is_floating_point
         if callable(floating):  # tolerate a method as well as an attribute

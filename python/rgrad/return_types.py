@@ -21,3 +21,16 @@ sort = _structseq("sort")
 topk = _structseq("topk")
 kthvalue = _structseq("kthvalue")
 median = _structseq("median")
+
+
+def _structseq_of(name: str, fields: tuple[str, str]) -> type:
+    """A named tuple of two tensors printed as torch prints its return types."""
+    base = namedtuple(name, fields)
+
+    def __repr__(self) -> str:
+        return f"rgrad.return_types.{name}(\n{fields[0]}={self[0]!r},\n{fields[1]}={self[1]!r})"
+
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "rgrad.return_types"})
+
+
+aminmax = _structseq_of("aminmax", ("min", "max"))

@@ -169,7 +169,7 @@ pub(crate) fn promote(
     }
     let mut dtype = rt.finish();
     if float_result && !dtype.is_float() {
-        dtype = DType::F32;
+        dtype = DType::default_float();
     }
     let conv = |o: Operand<'_>| match o {
         Operand::T(t) => {
@@ -471,6 +471,9 @@ pub fn lt_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
 }
 pub fn le_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
     compare(BinaryOp::Le, Operand::T(a), Operand::S(Scalar::Float(v)))
+}
+pub fn ne_scalar(a: &Tensor, v: f64) -> Result<Tensor> {
+    compare(BinaryOp::Ne, Operand::T(a), Operand::S(Scalar::Float(v)))
 }
 pub fn logical_and(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     logical(BinaryOp::LogicalAnd, a, b)

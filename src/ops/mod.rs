@@ -33,6 +33,7 @@ pub mod fused;
 pub mod indexing;
 pub mod inplace;
 pub mod jvp;
+pub mod linalg;
 pub mod matmul;
 pub mod minmax;
 pub mod nn;
@@ -65,6 +66,7 @@ pub use elementwise::*;
 pub use fused::*;
 pub use indexing::*;
 pub use inplace::*;
+pub use linalg::*;
 pub use matmul::*;
 pub use minmax::*;
 pub use nn::*;
@@ -108,6 +110,8 @@ crate::backward_ops! {
     VarBackward0, StdBackward0, NormBackward0,
     // minmax.rs
     MaxBackward0, AmaxBackward0,
+    // linalg.rs
+    LinalgCrossBackward0, DistBackward0, AminmaxBackward0,
     // scatter.rs
     ScatterFamilyBackward, MaskedSelectBackward0,
     // sort.rs

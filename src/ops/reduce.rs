@@ -830,6 +830,11 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
                 if p.is_infinite() {
                     return amax(&a, Some(&di), keepdim, p > 0.0, false);
                 }
+                if p == 0.0 {
+                    // the number of nonzero elements, in x's dtype (torch's ord=0)
+                    let nz = to_dtype(&ne_scalar(&a, 0.0)?, x.dtype())?;
+                    return sum(&nz, Some(&di), keepdim);
+                }
                 if p == 1.0 {
                     return sum(&a, Some(&di), keepdim);
                 }
@@ -881,33 +886,56 @@ impl Backward for NormBackward0 {
 
 impl NormBackward0 {
     fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
+        if self.p == 0.0 {
+            // torch's norm_backward gives no gradient for ord = 0 (a count)
+            return Ok(smallvec::smallvec![None]);
+        }
         let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
-        let g = self.r.expand_back_maybe_batched(&grad0(g)?, batched)?;
-        let y = self.r.expand_back(&y)?;
-        let d = if self.p == 1.0 {
-            sign(&x)?
-        } else if self.p.is_infinite() {
-            let mask = to_dtype(&eq(&abs(&x)?, &y)?, x.dtype())?;
-            let di: Vec<i64> = self.r.dims.iter().map(|&i| i as i64).collect();
-            let count = expand(&sum(&mask, Some(&di), true)?, &self.r.shape)?;
-            div(&mul(&sign(&x)?, &mask)?, &count)?
-        } else {
-            let num = if self.p == 2.0 {
-                x.clone()
-            } else {
-                mul(&x, &pow_scalar(&abs(&x)?, Scalar::Float(self.p - 2.0))?)?
-            };
-            let den = if self.p == 2.0 {
-                y.clone()
-            } else {
-                pow_scalar(&y, Scalar::Float(self.p - 1.0))?
-            };
-            let r = div(&num, &den)?;
-            let zero = eq_scalar(&y, 0.0)?;
-            where_(&zero, &zeros_like(&r)?, &r)?
-        };
-        Ok(smallvec::smallvec![Some(mul(&g, &d)?)])
+        let d = norm_grad(&self.r, &x, &y, &grad0(g)?, self.p, batched)?;
+        Ok(smallvec::smallvec![Some(d)])
     }
+}
+
+/// The gradient of the vector p-norm `y` of `x` over `r`'s dims, for the gradient `g`
+/// of `y` (torch's `norm_backward`): p=0: zeros; p=1: sign(x); p=∞: sign(x) at the
+/// elements whose |x| is the norm, split evenly; p=2: x/‖x‖; other p:
+/// x·|x|^(p-2)/‖x‖^(p-1); 0 where the norm is 0.
+pub(super) fn norm_grad(
+    r: &ReduceDims,
+    x: &Tensor,
+    y: &Tensor,
+    g: &Tensor,
+    p: f64,
+    batched: bool,
+) -> Result<Tensor> {
+    let g = r.expand_back_maybe_batched(g, batched)?;
+    if p == 0.0 {
+        return mul(&g, &zeros_like(x)?);
+    }
+    let y = r.expand_back(y)?;
+    let d = if p == 1.0 {
+        sign(x)?
+    } else if p.is_infinite() {
+        let mask = to_dtype(&eq(&abs(x)?, &y)?, x.dtype())?;
+        let di: Vec<i64> = r.dims.iter().map(|&i| i as i64).collect();
+        let count = expand(&sum(&mask, Some(&di), true)?, &r.shape)?;
+        div(&mul(&sign(x)?, &mask)?, &count)?
+    } else {
+        let num = if p == 2.0 {
+            x.clone()
+        } else {
+            mul(x, &pow_scalar(&abs(x)?, Scalar::Float(p - 2.0))?)?
+        };
+        let den = if p == 2.0 {
+            y.clone()
+        } else {
+            pow_scalar(&y, Scalar::Float(p - 1.0))?
+        };
+        let q = div(&num, &den)?;
+        let zero = eq_scalar(&y, 0.0)?;
+        where_(&zero, &zeros_like(&q)?, &q)?
+    };
+    mul(&g, &d)
 }
 
 /// `logsumexp(x, dims, keepdim)`, computed stably around the max.
@@ -915,7 +943,7 @@ pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     let x = if x.dtype().is_float() {
         x.clone()
     } else {
-        to_dtype(x, DType::F32)?
+        to_dtype(x, DType::default_float())?
     };
     let d = resolve_dims(&x, Some(dims))?;
     let di: Vec<i64> = d.iter().map(|&i| i as i64).collect();

@@ -269,7 +269,7 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let promoted;
     let x = if matches!(row(op).ints, Ints::Promote) && !x.dtype().is_float() {
         // (the cast keeps a permuted input's memory format, and so does the result)
-        promoted = super::to_dtype(x, DType::F32)?;
+        promoted = super::to_dtype(x, DType::default_float())?;
         &promoted
     } else {
         x
@@ -441,7 +441,7 @@ fn polygamma_as(n: i64, x: &Tensor, node: &'static str) -> Result<Tensor> {
     let x = if x.dtype().is_float() {
         x
     } else {
-        promoted = super::to_dtype(x, DType::F32)?;
+        promoted = super::to_dtype(x, DType::default_float())?;
         &promoted
     };
     let s = x.snapshot();

@@ -19,6 +19,7 @@ mod tensor_arith;
 mod tensor_autograd;
 mod tensor_fused;
 mod tensor_index;
+mod tensor_linalg;
 mod tensor_ops_a;
 mod tensor_ops_b;
 mod tensor_reduce;
@@ -132,9 +133,9 @@ macro_rules! factory {
         }
     };
 }
-factory!(zeros, DType::F32, |s, d| ops::zeros(&s, d));
-factory!(ones, DType::F32, |s, d| ops::ones(&s, d));
-factory!(empty, DType::F32, |s, d| ops::zeros(&s, d));
+factory!(zeros, DType::default_float(), |s, d| ops::zeros(&s, d));
+factory!(ones, DType::default_float(), |s, d| ops::ones(&s, d));
+factory!(empty, DType::default_float(), |s, d| ops::zeros(&s, d));
 
 /// Creates a tensor of size `size` filled with `fill_value`.
 ///
@@ -198,7 +199,11 @@ fn arange(
         _ => Scalar::Int(1),
     };
     let all_int = [a, b, st].iter().all(|s| !matches!(s, Scalar::Float(_)));
-    let d = dtype_arg(dtype)?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
+    let d = dtype_arg(dtype)?.unwrap_or(if all_int {
+        DType::I64
+    } else {
+        DType::default_float()
+    });
     finish(
         py,
         cuda::on_device(device, || {
@@ -229,7 +234,7 @@ fn linspace(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let d = dtype_arg(dtype)?.unwrap_or(DType::F32);
+    let d = dtype_arg(dtype)?.unwrap_or_else(DType::default_float);
     finish(
         py,
         cuda::on_device(device, || Ok(ops::linspace(start, end, steps, d)?))?,
@@ -255,7 +260,7 @@ fn eye(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
-    let d = dtype_arg(dtype)?.unwrap_or(DType::F32);
+    let d = dtype_arg(dtype)?.unwrap_or_else(DType::default_float);
     finish(
         py,
         cuda::on_device(device, || Ok(ops::eye(n, m.unwrap_or(n), d)?))?,
@@ -473,6 +478,27 @@ fn set_num_threads(n: &Bound<'_, PyAny>) -> PyResult<()> {
     // a negative count is refused as 0 is, with the core's message
     crate::runtime::set_num_threads(usize::try_from(n).unwrap_or(0))?;
     Ok(())
+}
+
+/// Sets the default float dtype (`rgrad.set_default_dtype`, which checks it is a float
+/// dtype): float32 or float64, process-wide as torch's.
+#[pyfunction]
+fn _set_default_float(dtype: &Bound<'_, PyAny>) -> PyResult<()> {
+    match dtype_arg(Some(dtype))? {
+        Some(d) if d.is_float() => {
+            DType::set_default_float(d);
+            Ok(())
+        }
+        _ => Err(pyo3::exceptions::PyTypeError::new_err(
+            "only floating-point types are supported as the default type",
+        )),
+    }
+}
+
+/// Whether the default float dtype is float64 (`rgrad.get_default_dtype`).
+#[pyfunction]
+fn _default_float_is_f64() -> bool {
+    DType::default_float() == DType::F64
 }
 
 /// Returns the number of threads used for parallelizing CPU operations.
@@ -700,6 +726,8 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_restore_inference_mode, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_default_float, m)?)?;
+    m.add_function(wrap_pyfunction!(_default_float_is_f64, m)?)?;
     m.add_function(wrap_pyfunction!(_live_nodes, m)?)?;
     m.add_function(wrap_pyfunction!(_vmath_level, m)?)?;
     m.add_function(wrap_pyfunction!(mse_loss, m)?)?;

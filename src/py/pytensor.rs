@@ -255,13 +255,14 @@ pub(super) fn bound_arg(b: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Scalar>
 
 #[pymethods]
 impl PyTensor {
-    /// The legacy constructor `rgrad.Tensor(data)` / `rgrad.Tensor(*sizes)`: float32.
+    /// The legacy constructor `rgrad.Tensor(data)` / `rgrad.Tensor(*sizes)`: the default
+    /// float dtype (float32 unless `set_default_dtype` chose float64).
     #[new]
     #[pyo3(signature = (*args))]
     fn py_new(args: &Bound<'_, PyTuple>) -> PyResult<Self> {
         if args.is_empty() {
             return Ok(PyTensor {
-                t: ops::zeros(&[0], DType::F32)?,
+                t: ops::zeros(&[0], DType::default_float())?,
             });
         }
         let first = args.get_item(0)?;
@@ -270,10 +271,10 @@ impl PyTensor {
         {
             let s = crate::shape::sizes_to_shape(&convert::sizes(args, "Tensor")?)?;
             return Ok(PyTensor {
-                t: ops::zeros(&s, DType::F32)?,
+                t: ops::zeros(&s, DType::default_float())?,
             });
         }
-        let (buf, shape) = convert::data_to_buffer(&first, Some(DType::F32))?;
+        let (buf, shape) = convert::data_to_buffer(&first, Some(DType::default_float()))?;
         Ok(PyTensor {
             t: {
                 crate::replay::const_born(&buf);

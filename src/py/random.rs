@@ -155,7 +155,7 @@ fn owned(gen_: &Gen<'_>) -> Option<Generator> {
 }
 
 fn float_dtype(dtype: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
-    Ok(dtype_arg(dtype)?.unwrap_or(DType::F32))
+    Ok(dtype_arg(dtype)?.unwrap_or_else(DType::default_float))
 }
 
 /// Returns a tensor of random numbers from the uniform distribution on [0, 1).

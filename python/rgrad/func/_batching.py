@@ -308,6 +308,62 @@ def _reduce(name: str, level: int, args: tuple, kwargs: dict) -> Any:
 
 
 
+def _front(x: Any, level: int) -> Any:
+    """``x``'s physical value with this level's batch dim in front (a size-1 dim added for
+    an operand not batched here, so that it broadcasts against the batch)."""
+    return x._value if _at(x, level) else x.unsqueeze(0)
+
+
+def _linalg_cross_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
+    """``a._linalg_cross(b, dim)``: both operands with the batch dim in front, ``dim``
+    shifted past it (torch's check that the ranks agree sees the logical ranks)."""
+    a, b = args[0], args[1]
+    dim = args[2] if len(args) > 2 else kwargs["dim"]
+    ra = a.dim()
+    rb = b.dim()
+    if ra != rb:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    d = wrap_dim(dim, ra)
+    return BT(dispatch(name, (_front(a, level), _front(b, level), d + 1), {}), level)
+
+
+def _aminmax_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
+    """``x._aminmax(dim, keepdim)``: per sample, over the logical dims."""
+    x = args[0]
+    if not _at(x, level):
+        return fallback(name, level, args, kwargs)
+    dim = args[1] if len(args) > 1 else kwargs.get("dim")
+    keepdim = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
+    v = x._value
+    r = v.dim() - 1
+    if dim is None:
+        if r == 0:
+            lo, hi = dispatch(name, (v, 0, False), {})
+        else:
+            lo, hi = dispatch(name, (v.reshape(v.shape[0], _numel(v.shape[1:])), 1, False), {})
+        if keepdim:
+            lo, hi = (t.reshape(v.shape[0], *([1] * r)) for t in (lo, hi))
+        return BT(lo, level), BT(hi, level)
+    d = wrap_dim(dim, r) if r > 0 else 0
+    if r == 0:
+        lo, hi = dispatch(name, (v.unsqueeze(1), 1, False), {})
+    else:
+        lo, hi = dispatch(name, (v, d + 1, keepdim), {})
+    return BT(lo, level), BT(hi, level)
+
+
+def _dist_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
+    """``a.dist(b, p)``: the p-norm of the difference over each sample's logical dims."""
+    a, b = args[0], args[1]
+    p = args[2] if len(args) > 2 else kwargs.get("p", 2)
+    diff = a - b
+    r = diff.dim()
+    v = _front(diff, level)
+    if r == 0:
+        return BT(v.abs() if p != 0 else (v != 0).to(v.dtype), level)
+    return BT(v.norm(p, tuple(range(1, r + 1))), level)
+
+
 # ---------------------------------------------------------------------------------------
 # Factories that take a tensor
 # ---------------------------------------------------------------------------------------
@@ -367,6 +423,7 @@ TABLE.update({
     "zeros_like": _like, "ones_like": _like, "full_like": _like,
     "cross_entropy": _logical_errors(_class_loss), "nll_loss": _logical_errors(_class_loss),
     "mse_loss": _logical_errors(_mse_loss),
+    "_linalg_cross": _linalg_cross_rule, "_aminmax": _aminmax_rule, "dist": _dist_rule,
 })
 TABLE.update({n: _random_rule for n in RANDOM_OPS})
 TABLE.update(RULES_A)
@@ -430,6 +487,9 @@ def method_names() -> list:
 
 for _n in method_names():
     setattr(BT, _n, _make_random_method(_n) if _n in RANDOM_OPS else _make_method(_n))
+# natives behind Python methods (cross, aminmax) that the Python method calls on a BatchedTensor
+for _n in ("_linalg_cross", "_aminmax"):
+    setattr(BT, _n, _make_method(_n))
 del _n
 
 

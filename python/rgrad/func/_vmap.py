@@ -588,7 +588,7 @@ _TENSOR_METHODS = (
     "__itruediv__", "__ipow__", *(f"{n}_" for n in rgrad._C._BINARY_OPS),
     "scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_", "index_copy", "index_copy_",
     "index_fill", "index_fill_", "masked_select", "take_along_dim", "addcmul", "addcmul_", "addcdiv", "addcdiv_",
-    "lerp", "lerp_", "addr", "addr_",
+    "lerp", "lerp_", "addr", "addr_", "_linalg_cross", "dist",
     # operators called as methods (``b.__rmatmul__(a)``): the operator protocol reaches
     # BatchedTensor's own methods through NotImplemented, a direct call does not
     "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
