@@ -255,7 +255,11 @@ pub fn cum_extreme(x: &Tensor, dim: i64, is_max: bool) -> Result<(Tensor, Tensor
     let indices = new_tensor(idx, &shape);
     let ind = indices.clone();
     let values = apply(
-        if is_max { "aten::cummax" } else { "aten::cummin" },
+        if is_max {
+            "aten::cummax"
+        } else {
+            "aten::cummin"
+        },
         &[x],
         || Ok(new_tensor(vals, &shape)),
         |_| {
@@ -296,9 +300,14 @@ pub struct CumExtremeBackward0 {
 }
 
 impl CumExtremeBackward0 {
-    /// `lead`: batch dims in front of `g` (a batched backward: the indices expanded over
-    /// the samples).
-    fn run(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batch: Option<usize>) -> Result<Grads> {
+    /// `batch`: the samples in front of `g` in a batched backward (the indices expanded
+    /// over them, the scatter one dim further in).
+    fn run(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: Option<usize>,
+    ) -> Result<Grads> {
         let x = ctx.saved(0)?;
         let idx = ctx.saved(1)?;
         let g = grad0(g)?;
@@ -416,8 +425,14 @@ fn logcumsumexp_backward(g: &Tensor, x: &Tensor, y: &Tensor, dim: usize) -> Resu
     let log_abs = super::log(&super::abs(g)?)?;
     let pos = super::where_(&super::gt_scalar(g, 0.0)?, &log_abs, &min)?;
     let neg = super::where_(&super::lt_scalar(g, 0.0)?, &log_abs, &min)?;
-    let out_pos = super::exp(&super::add(&reverse_logcumsumexp(&super::sub(&pos, y)?, dim)?, x)?)?;
-    let out_neg = super::exp(&super::add(&reverse_logcumsumexp(&super::sub(&neg, y)?, dim)?, x)?)?;
+    let out_pos = super::exp(&super::add(
+        &reverse_logcumsumexp(&super::sub(&pos, y)?, dim)?,
+        x,
+    )?)?;
+    let out_neg = super::exp(&super::add(
+        &reverse_logcumsumexp(&super::sub(&neg, y)?, dim)?,
+        x,
+    )?)?;
     super::sub(&out_pos, &out_neg)
 }
 
@@ -442,7 +457,9 @@ impl Backward for LogcumsumexpBackward0 {
         let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
         let g = grad0(g)?;
         let d = wrap_dim(self.dim, x.ndim())?;
-        Ok(smallvec::smallvec![Some(logcumsumexp_backward(&g, &x, &y, d)?)])
+        Ok(smallvec::smallvec![Some(logcumsumexp_backward(
+            &g, &x, &y, d
+        )?)])
     }
     // torch's logcumsumexp_jvp: e = exp(x - max(x, dim, keepdim)),
     // cumsum(e·t) / (cumsum(e) + 1e-13)
@@ -456,7 +473,10 @@ impl Backward for LogcumsumexpBackward0 {
             let (m, _) = super::max_dim(&x, self.dim, true, true)?;
             let e = super::exp(&super::sub(&x, &m)?)?;
             let num = cumsum(&super::mul(&e, t)?, self.dim, None)?;
-            let den = super::add_scalar(&cumsum(&e, self.dim, None)?, crate::dtype::Scalar::Float(1e-13))?;
+            let den = super::add_scalar(
+                &cumsum(&e, self.dim, None)?,
+                crate::dtype::Scalar::Float(1e-13),
+            )?;
             Ok(smallvec::smallvec![Some(super::div(&num, &den)?)])
         };
         Some(run())
@@ -474,7 +494,9 @@ impl Backward for LogcumsumexpBackward0 {
                 return Ok(smallvec::smallvec![Some(g)]);
             }
             let d = wrap_dim(self.dim, x.ndim())? + 1;
-            Ok(smallvec::smallvec![Some(logcumsumexp_backward(&g, &x, &y, d)?)])
+            Ok(smallvec::smallvec![Some(logcumsumexp_backward(
+                &g, &x, &y, d
+            )?)])
         };
         Some(run())
     }

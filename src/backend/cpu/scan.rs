@@ -294,7 +294,13 @@ pub fn cumulative(buf: &Buffer, layout: &Layout, dim: usize, prod: bool) -> Buff
 /// a state made by `init` from the line's first element; `step(state, x, k)` gives the
 /// two outputs of position `k` (the second may be `()`). Lines are independent chains,
 /// so the split (as [`run`]'s: rows, or a slab's columns in blocks) changes no bit.
-fn scan_lines<T, St, V, I, N, S>(v: &[T], shape: &[usize], dim: usize, init: N, step: S) -> (Vec<V>, Vec<I>)
+fn scan_lines<T, St, V, I, N, S>(
+    v: &[T],
+    shape: &[usize],
+    dim: usize,
+    init: N,
+    step: S,
+) -> (Vec<V>, Vec<I>)
 where
     T: Copy + Send + Sync,
     V: Send,
@@ -398,23 +404,46 @@ pub fn cum_extreme(buf: &Buffer, layout: &Layout, dim: usize, is_max: bool) -> (
     }
     match buf {
         Buffer::F32(v) => {
-            let (a, i) = go!(v, |x: f32| x.is_nan(), |x: f32, y: f32| x >= y, |x: f32, y: f32| x <= y);
+            let (a, i) = go!(
+                v,
+                |x: f32| x.is_nan(),
+                |x: f32, y: f32| x >= y,
+                |x: f32, y: f32| x <= y
+            );
             (Buffer::F32(a), i)
         }
         Buffer::F64(v) => {
-            let (a, i) = go!(v, |x: f64| x.is_nan(), |x: f64, y: f64| x >= y, |x: f64, y: f64| x <= y);
+            let (a, i) = go!(
+                v,
+                |x: f64| x.is_nan(),
+                |x: f64, y: f64| x >= y,
+                |x: f64, y: f64| x <= y
+            );
             (Buffer::F64(a), i)
         }
         Buffer::I64(v) => {
-            let (a, i) = go!(v, |_: i64| false, |x: i64, y: i64| x >= y, |x: i64, y: i64| x <= y);
+            let (a, i) = go!(
+                v,
+                |_: i64| false,
+                |x: i64, y: i64| x >= y,
+                |x: i64, y: i64| x <= y
+            );
             (Buffer::I64(a), i)
         }
         Buffer::Bool(v) => {
-            let (a, i) = go!(v, |_: bool| false, |x: bool, y: bool| x >= y, |x: bool, y: bool| x <= y);
+            let (a, i) = go!(
+                v,
+                |_: bool| false,
+                |x: bool, y: bool| x >= y,
+                |x: bool, y: bool| x <= y
+            );
             (Buffer::Bool(a), i)
         }
         // (a device buffer never reaches the CPU's kernels)
-        Buffer::Cuda(_) => (Buffer::F32(Vec::new().into()), Buffer::I64(Vec::new().into())),
+        Buffer::Cuda(_) => (
+            Buffer::F32(Vec::new().into()),
+            Buffer::I64(Vec::new().into()),
+        ),
     }
 }
 
@@ -549,7 +578,8 @@ mod tests {
         assert_eq!(v[2], 3.0);
         assert!(v[3].is_nan() && v[5].is_nan());
         let b = Buffer::I64(vec![3, 1, 1, 2, 0, 5].into());
-        let (Buffer::I64(v), Buffer::I64(i)) = cum_extreme(&b, &Layout::contiguous(&[2, 3]), 0, false)
+        let (Buffer::I64(v), Buffer::I64(i)) =
+            cum_extreme(&b, &Layout::contiguous(&[2, 3]), 0, false)
         else {
             panic!()
         };
@@ -560,15 +590,35 @@ mod tests {
     #[test]
     fn logcumsumexp_infinities_and_splits() {
         let l = Layout::contiguous(&[5]);
-        let b = Buffer::F64(vec![f64::NEG_INFINITY, f64::NEG_INFINITY, 0.0, f64::INFINITY, 1.0].into());
+        let b = Buffer::F64(
+            vec![
+                f64::NEG_INFINITY,
+                f64::NEG_INFINITY,
+                0.0,
+                f64::INFINITY,
+                1.0,
+            ]
+            .into(),
+        );
         let Some(Buffer::F64(v)) = logcumsumexp(&b, &l, 0) else {
             panic!()
         };
-        assert_eq!(&v[..], &[f64::NEG_INFINITY, f64::NEG_INFINITY, 0.0, f64::INFINITY, f64::INFINITY]);
+        assert_eq!(
+            &v[..],
+            &[
+                f64::NEG_INFINITY,
+                f64::NEG_INFINITY,
+                0.0,
+                f64::INFINITY,
+                f64::INFINITY
+            ]
+        );
         for &(outer, n, inner) in &[(3, 5, 1), (300, 257, 1), (2, 33, 700), (1, 300, 300)] {
             let shape = [outer, n, inner];
             let len = outer * n * inner;
-            let v: Vec<f32> = (0..len).map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 37.0).collect();
+            let v: Vec<f32> = (0..len)
+                .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 37.0)
+                .collect();
             let b = Buffer::F32(v.clone().into());
             let mut want = v.clone();
             for o in 0..outer {
@@ -583,14 +633,16 @@ mod tests {
             }
             for threads in [1, 2] {
                 crate::runtime::set_num_threads(threads).unwrap();
-                let Some(Buffer::F32(got)) = logcumsumexp(&b, &Layout::contiguous(&shape), 1) else {
+                let Some(Buffer::F32(got)) = logcumsumexp(&b, &Layout::contiguous(&shape), 1)
+                else {
                     panic!()
                 };
                 assert_eq!(
                     got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
                     want.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
                 );
-                let (_, Buffer::I64(i)) = cum_extreme(&b, &Layout::contiguous(&shape), 1, true) else {
+                let (_, Buffer::I64(i)) = cum_extreme(&b, &Layout::contiguous(&shape), 1, true)
+                else {
                     panic!()
                 };
                 assert_eq!(i.len(), len);
