@@ -130,7 +130,8 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "rot90": lambda: a.rot90(), "tril": lambda: a.tril(), "triu(1)": lambda: a.triu(1),
         "diagonal": lambda: a.diagonal(), "diag_embed": lambda: v.diag_embed(), "diag": lambda: a.diag(),
         "trace": lambda: a.trace(), "cumsum(1)": lambda: a.cumsum(1), "cumsum(0)": lambda: a.cumsum(0),
-        "cumprod(1)": lambda: unit.cumprod(1),
+        "cumprod(1)": lambda: unit.cumprod(1), "cummax(1)": lambda: a.cummax(1), "cummin(0)": lambda: a.cummin(0),
+        "logcumsumexp(1)": lambda: a.logcumsumexp(1), "logcumsumexp(0)": lambda: a.logcumsumexp(0),
         # ordering and scatter ops
         "sort(1)": lambda: a.sort(1), "sort(0) stable": lambda: a.sort(dim=0, stable=True),
         "argsort(1)": lambda: a.argsort(1), "msort": lambda: a.msort(),

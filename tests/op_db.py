@@ -1447,6 +1447,24 @@ def _cum_ref(fn):
     return ref
 
 
+def _cum_extreme_ref(is_max):
+    """cummax / cummin as torch's CPU kernel: NaN propagates, of equal values the last."""
+    def ref(a, d):
+        if a.ndim == 0:
+            return a.copy(), np.zeros((), np.int64)
+        x = np.moveaxis(a, d, -1)
+        vals, idx = np.empty_like(x), np.zeros(x.shape, np.int64)
+        for pos in np.ndindex(x.shape[:-1]):
+            best, bi = None, 0
+            for k, v in enumerate(x[pos]):
+                if k == 0 or np.isnan(v) or (not np.isnan(best) and (v >= best if is_max else v <= best)):
+                    best, bi = v, k
+                vals[pos + (k,)], idx[pos + (k,)] = best, bi
+        return np.moveaxis(vals, -1, d), np.moveaxis(idx, -1, d)
+
+    return ref
+
+
 def flip_samples(m, rng):
     return [
         S(m(3, 4), (0,)),
@@ -2209,6 +2227,15 @@ def build_op_db(T) -> list[OpInfo]:
         domain=(0.5, 1.5))
     add("Tensor.cumprod", lambda a, d: a.cumprod(d), _cum_ref(np.cumprod),
         lambda m, rng: cumulative_samples(m, rng)[:3] + cumprod_zero_samples(m, rng)[:1], domain=(0.5, 1.5))
+    add("cummax", lambda a, d: tuple(T.cummax(a, d)), _cum_extreme_ref(True), cumulative_samples)
+    add("cummin", lambda a, d: tuple(T.cummin(a, d)), _cum_extreme_ref(False), cumulative_samples)
+    add("Tensor.cummax", lambda a, d: tuple(a.cummax(dim=d)), _cum_extreme_ref(True),
+        lambda m, rng: cumulative_samples(m, rng)[:3])
+    add("Tensor.cummin", lambda a, d: tuple(a.cummin(d)), _cum_extreme_ref(False),
+        lambda m, rng: cumulative_samples(m, rng)[:3])
+    add("logcumsumexp", lambda a, d: T.logcumsumexp(a, d), _cum_ref(np.logaddexp.accumulate), cumulative_samples)
+    add("Tensor.logcumsumexp", lambda a, d: a.logcumsumexp(dim=d), _cum_ref(np.logaddexp.accumulate),
+        lambda m, rng: cumulative_samples(m, rng)[:3])
 
     # ---- nn.functional -----------------------------------------------------
 

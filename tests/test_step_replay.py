@@ -604,6 +604,9 @@ OP_STEPS = {
     "bmm_tanh": lambda p, x, y: (x.unsqueeze(0).expand(3, 4, 6) @ p[0].t().unsqueeze(0)).tanh().sum(),
     "index_select_gather": lambda p, x, y: p[0].index_select(0, y).sum()
     + p[0].gather(0, y.unsqueeze(1).expand(4, 6)).pow(3).sum(),
+    "cummax_cummin_logcumsumexp": lambda p, x, y: rgrad.cummax(F.linear(x, p[0], p[1]), 1).values.pow(2).sum()
+    + p[0].cummin(0).values.sum()
+    + rgrad.logcumsumexp(p[1], 0).sum(),
 }
 
 

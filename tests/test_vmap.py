@@ -1585,6 +1585,12 @@ _OPS_A_CALLS = {
     "cumsum": (lambda x: rgrad.cumsum(x, 1), (3, 4)),
     "cumsum_0d": (lambda x: rgrad.cumsum(x, 0), ()),
     "cumprod": (lambda x: x.cumprod(-1, dtype=rgrad.float64), (3, 4)),
+    "cummax": (lambda x: rgrad.cummax(x, 1).values, (3, 4)),
+    "cummax_indices": (lambda x: x.cummax(-1).indices, (3, 4)),
+    "cummin": (lambda x: rgrad.cummin(x, dim=0).values, (3, 4)),
+    "cummin_0d": (lambda x: rgrad.cummin(x, 0).indices, ()),
+    "logcumsumexp": (lambda x: rgrad.logcumsumexp(x, 1), (3, 4)),
+    "logcumsumexp_0d": (lambda x: x.logcumsumexp(0), ()),
 }
 
 

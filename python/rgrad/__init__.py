@@ -33,8 +33,8 @@ from rgrad._C import bool as bool  # noqa: A001  (torch exports these names too)
 from rgrad._C import dtype, float32, float64, int64
 from rgrad import _tensor  # noqa: F401  (installs the Python-side Tensor methods)
 from rgrad._ops_b import (  # noqa: E402
-    argsort, argwhere, index_add, index_copy, index_fill, kthvalue, masked_select, median, msort, nonzero, scatter,
-    scatter_add, sort, take_along_dim, topk,
+    argsort, argwhere, cummax, cummin, index_add, index_copy, index_fill, kthvalue, logcumsumexp, masked_select,
+    median, msort, nonzero, scatter, scatter_add, sort, take_along_dim, topk,
 )
 from rgrad._tensor import (
     Size,
@@ -206,7 +206,7 @@ __all__ = [
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "set_default_dtype", "get_default_dtype", "autograd", "func", "linalg", "vmap", "nn", "is_tensor",
     "square", "pow",
     "sort", "argsort", "msort", "topk", "kthvalue", "median", "scatter", "scatter_add", "index_add", "index_copy",
-    "index_fill", "masked_select", "nonzero", "argwhere", "take_along_dim",
+    "index_fill", "masked_select", "nonzero", "argwhere", "take_along_dim", "cummax", "cummin", "logcumsumexp",
     "FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor",
     *_METHOD_FUNCTIONS, *_BINARY_FUNCTIONS, *_composite.__all__,
     "negative", "absolute", "subtract", "multiply", "divide", "true_divide",

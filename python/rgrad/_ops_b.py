@@ -183,7 +183,112 @@ def _median(self, *args, **kwargs):
     return return_types.median(*self._median(dim, keepdim))
 
 
+# ---- cummax / cummin / logcumsumexp: torch's argument parsing (its TypeErrors) over the
+# natives ``Tensor._cummax`` ...
+
+
+def _dim_int(v) -> builtins.bool:
+    """Whether ``v`` passes torch's parser as an int (a 0-d int64 tensor does)."""
+    if isinstance(v, Tensor):
+        return v.dim() == 0 and str(v.dtype) == "rgrad.int64"
+    return _is_int(v)
+
+
+def _parse_dim_args(name: str, function: builtins.bool, args, kwargs) -> int:
+    """``dim`` from ``(dim)`` (a method) or ``(input, dim, *, out=None)`` (a function), as
+    torch's parser checks them: the count of positionals, each parameter (given twice,
+    missing, of a wrong type), then unknown keywords."""
+    params = ("input", "dim") if function else ("dim",)
+    if len(args) > len(params):
+        n = len(params)
+        raise TypeError(f"{name}() takes {n} positional argument{'s' if n != 1 else ''} but {len(args)} were given")
+    for i, p in enumerate(params):
+        if i < len(args):
+            if p in kwargs:
+                raise TypeError(f"{name}() got multiple values for argument '{p}'")
+            v, where = args[i], f" (position {i + 1})"
+        elif p in kwargs:
+            v, where = kwargs[p], ""
+        else:
+            missing = params[len(args):]
+            n = len(missing)
+            names = ", ".join(f'"{m}"' for m in missing)
+            raise TypeError(f"{name}() missing {n} required positional argument{'s' if n == 1 else ''}: {names}")
+        if p == "input" and not isinstance(v, Tensor) and type(v).__name__ != "BatchedTensor":
+            raise TypeError(f"{name}(): argument 'input'{where} must be Tensor, not {type(v).__name__}")
+        if p == "dim" and not _dim_int(v):
+            raise TypeError(f"{name}(): argument 'dim'{where} must be int, not {_type_name(v)}")
+    allowed = set(params) | ({"out"} if function else set())
+    for k in kwargs:
+        if k not in allowed:
+            raise TypeError(f"{name}() got an unexpected keyword argument '{k}'")
+    if function and kwargs.get("out") is not None:
+        raise TypeError(f"{name}(): the out= argument is not supported by rgrad")
+    return builtins.int(args[-1] if len(args) == len(params) else kwargs["dim"])
+
+
+def _cummax_method(self, *args, **kwargs):
+    r"""cummax(dim) -> (Tensor, LongTensor)
+
+    The running maximum of the elements along ``dim`` and the index of each (of equal
+    values the last; a NaN, once seen, propagates). Returns the named tuple
+    (values, indices).
+    """
+    return return_types.cummax(*self._cummax(_parse_dim_args("cummax", False, args, kwargs)))
+
+
+def _cummin_method(self, *args, **kwargs):
+    r"""cummin(dim) -> (Tensor, LongTensor)
+
+    The running minimum of the elements along ``dim`` and the index of each (of equal
+    values the last; a NaN, once seen, propagates). Returns the named tuple
+    (values, indices).
+    """
+    return return_types.cummin(*self._cummin(_parse_dim_args("cummin", False, args, kwargs)))
+
+
+def _logcumsumexp_method(self, *args, **kwargs):
+    r"""logcumsumexp(dim) -> Tensor
+
+    The running ``log(sum(exp(x)))`` of the elements along ``dim`` (float dtypes).
+    """
+    return self._logcumsumexp(_parse_dim_args("logcumsumexp", False, args, kwargs))
+
+
+def cummax(*args, **kwargs):
+    r"""cummax(input, dim, *, out=None) -> (Tensor, LongTensor)
+
+    See :meth:`Tensor.cummax`.
+    """
+    dim = _parse_dim_args("cummax", True, args, kwargs)
+    x = args[0] if args else kwargs["input"]
+    return x.cummax(dim)
+
+
+def cummin(*args, **kwargs):
+    r"""cummin(input, dim, *, out=None) -> (Tensor, LongTensor)
+
+    See :meth:`Tensor.cummin`.
+    """
+    dim = _parse_dim_args("cummin", True, args, kwargs)
+    x = args[0] if args else kwargs["input"]
+    return x.cummin(dim)
+
+
+def logcumsumexp(*args, **kwargs):
+    r"""logcumsumexp(input, dim, *, out=None) -> Tensor
+
+    See :meth:`Tensor.logcumsumexp`.
+    """
+    dim = _parse_dim_args("logcumsumexp", True, args, kwargs)
+    x = args[0] if args else kwargs["input"]
+    return x.logcumsumexp(dim)
+
+
 for _name, _fn in {
+    "cummax": _cummax_method,
+    "cummin": _cummin_method,
+    "logcumsumexp": _logcumsumexp_method,
     "sort": _sort_method,
     "argsort": _argsort_method,
     "msort": _msort,

@@ -21,6 +21,8 @@ sort = _structseq("sort")
 topk = _structseq("topk")
 kthvalue = _structseq("kthvalue")
 median = _structseq("median")
+cummax = _structseq("cummax")
+cummin = _structseq("cummin")
 
 
 def _structseq_of(name: str, fields: tuple[str, str]) -> type:

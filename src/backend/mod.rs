@@ -269,6 +269,13 @@ backend_kernels! {
     /// The running sum (or product, `prod`) along `dim`, row-major, of x's dtype (cumsum,
     /// cumprod).
     fn cumulative(x: &Buffer, lx: &Layout, dim: usize, prod: bool) -> Buffer => cpu::scan::cumulative, on x;
+    /// The running max (`is_max`) or min along `dim` and the index of each (int64),
+    /// row-major, as torch's CPU kernel (the last of equal values; NaN propagates) (cummax,
+    /// cummin).
+    fn cum_extreme(x: &Buffer, lx: &Layout, dim: usize, is_max: bool) -> (Buffer, Buffer) => cpu::scan::cum_extreme, on x;
+    /// The running `log Σ exp` along `dim`, row-major, of x's float dtype (logcumsumexp);
+    /// `None` for other dtypes.
+    fn logcumsumexp(x: &Buffer, lx: &Layout, dim: usize) -> Option<Buffer> => cpu::scan::logcumsumexp, on x;
 
     // ---- indexing (index lists are host data the op layer has checked)
     /// nll_loss's per-sample losses `-(x[i, idx[i]] * w[i])` (x [n, c], idx and w [n]);

@@ -143,7 +143,7 @@ crate::backward_ops! {
     // triangle.rs
     TriangleBackward, DiagonalBackward, DiagEmbedBackward0, TraceBackward0,
     // scan.rs
-    CumsumBackward0, CumprodBackward0,
+    CumsumBackward0, CumprodBackward0, CumExtremeBackward0, LogcumsumexpBackward0,
     // fused.rs
     AddcBackward, LerpBackward, AddrBackward0, NanToNumBackward0,
 }

@@ -1,4 +1,5 @@
-//! Cumulative ops along one dim: cumsum and cumprod (the backend's `cumulative` kernel).
+//! Cumulative ops along one dim: cumsum and cumprod (the backend's `cumulative` kernel),
+//! cummax and cummin (`cum_extreme`: the running value and its index) and logcumsumexp.
 
 use super::elementwise::{Saver, grad0};
 use super::{apply, new_tensor};
@@ -234,5 +235,269 @@ impl Backward for CumprodBackward0 {
         _batch: usize,
     ) -> Option<Result<Grads>> {
         Some(self.run(ctx, g, 1))
+    }
+}
+
+/// `torch.cummax(x, dim)` (`is_max`) or `torch.cummin(x, dim)`: the running max (min)
+/// along `dim` and the index of each (int64; of equal values the last, a NaN once seen
+/// kept). A 0-d input is its own result with index 0.
+pub fn cum_extreme(x: &Tensor, dim: i64, is_max: bool) -> Result<(Tensor, Tensor)> {
+    let name = if is_max { "cummax" } else { "cummin" };
+    let s = x.snapshot();
+    if s.layout.ndim() == 0 && dim != 0 && dim != -1 {
+        return Err(Error::index(format!(
+            "{name}(): Expected reduction dim -1 or 0 for scalar but got {dim}"
+        )));
+    }
+    let d = wrap_dim(dim, s.layout.ndim())?;
+    let shape = s.layout.shape.clone();
+    let (vals, idx) = k::cum_extreme(&s.storage.read(), &s.layout, d, is_max)?;
+    let indices = new_tensor(idx, &shape);
+    let ind = indices.clone();
+    let values = apply(
+        if is_max {
+            "aten::cummax"
+        } else {
+            "aten::cummin"
+        },
+        &[x],
+        || Ok(new_tensor(vals, &shape)),
+        |_| {
+            let mut sv = Saver::default();
+            sv.input_if(true, x);
+            sv.input_if(true, &ind);
+            (
+                CumExtremeBackward0 {
+                    dim,
+                    is_max,
+                    shape: shape.to_vec(),
+                },
+                sv.list,
+            )
+        },
+    )?;
+    Ok((values, indices))
+}
+
+/// `torch.cummax(x, dim)`.
+pub fn cummax(x: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    cum_extreme(x, dim, true)
+}
+
+/// `torch.cummin(x, dim)`.
+pub fn cummin(x: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    cum_extreme(x, dim, false)
+}
+
+/// CummaxBackward0 / CumminBackward0: torch's `cummaxmin_backward`, the gradient
+/// scatter-added into zeros at the saved indices along `dim`.
+#[derive(Clone)]
+pub struct CumExtremeBackward0 {
+    /// as given
+    dim: i64,
+    is_max: bool,
+    shape: Vec<usize>,
+}
+
+impl CumExtremeBackward0 {
+    /// `batch`: the samples in front of `g` in a batched backward (the indices expanded
+    /// over them, the scatter one dim further in).
+    fn run(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: Option<usize>,
+    ) -> Result<Grads> {
+        let x = ctx.saved(0)?;
+        let idx = ctx.saved(1)?;
+        let g = grad0(g)?;
+        if x.numel() == 0 {
+            // (torch returns the empty input itself)
+            return Ok(smallvec::smallvec![Some(match batch {
+                None => x.detach(),
+                Some(_) => super::zeros_like(&g)?,
+            })]);
+        }
+        if self.shape.is_empty() {
+            return Ok(smallvec::smallvec![Some(g)]);
+        }
+        let d = wrap_dim(self.dim, self.shape.len())?;
+        let r = match batch {
+            None => super::scatter_add_zeros(&self.shape, d, &idx, &g)?,
+            Some(b) => {
+                let bshape = super::batched_shape(b, &self.shape);
+                let idx = super::expand(&super::unsqueeze(&idx, 0)?, &bshape)?;
+                super::scatter_add_zeros(&bshape, d + 1, &idx, &g)?
+            }
+        };
+        Ok(smallvec::smallvec![Some(r)])
+    }
+}
+
+impl Backward for CumExtremeBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        vec![
+            ("dim", SavedField::Int(self.dim)),
+            ("indices", SavedField::Tensor(Some(1))),
+            ("self", SavedField::Tensor(Some(0))),
+        ]
+    }
+    fn name(&self) -> Cow<'static, str> {
+        if self.is_max {
+            "CummaxBackward0".into()
+        } else {
+            "CumminBackward0".into()
+        }
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.run(ctx, g, None)
+    }
+    // values: self_t.gather(dim, indices)
+    fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let t = t.first()?.as_ref()?;
+        let run = || -> Result<Grads> {
+            let idx = ctx.saved(1)?;
+            if self.shape.is_empty() {
+                return Ok(smallvec::smallvec![Some(t.clone())]);
+            }
+            Ok(smallvec::smallvec![Some(super::gather(t, self.dim, &idx)?)])
+        };
+        Some(run())
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.run(ctx, g, Some(batch)))
+    }
+}
+
+/// `torch.logcumsumexp(x, dim)`: the running `log Σ exp` along `dim` (float dtypes).
+pub fn logcumsumexp(x: &Tensor, dim: i64) -> Result<Tensor> {
+    let s = x.snapshot();
+    let d = wrap_dim(dim, s.layout.ndim())?;
+    if !s.dtype.is_float() {
+        return Err(Error::not_implemented(format!(
+            "\"logcumsumexp_out_cpu\" not implemented for '{}'",
+            s.dtype.scalar_type_name()
+        )));
+    }
+    let shape = s.layout.shape.clone();
+    apply(
+        "aten::logcumsumexp",
+        &[x],
+        || {
+            let buf = k::logcumsumexp(&s.storage.read(), &s.layout, d)?
+                .ok_or_else(|| Error::Internal("logcumsumexp: a float buffer".into()))?;
+            Ok(new_tensor(buf, &shape))
+        },
+        |y| {
+            let mut sv = Saver::default();
+            sv.input_if(true, x);
+            sv.output(y);
+            (LogcumsumexpBackward0 { dim }, sv.list)
+        },
+    )
+}
+
+/// The running `logcumsumexp` from each position to the end along `dim`.
+fn reverse_logcumsumexp(x: &Tensor, dim: usize) -> Result<Tensor> {
+    let d = [dim as i64];
+    super::flip(&logcumsumexp(&super::flip(x, &d)?, dim as i64)?, &d)
+}
+
+/// torch's `logcumsumexp_backward`: with `G⁺ = log g` where g > 0 (else the dtype's
+/// lowest), `G⁻ = log(-g)` where g < 0, the gradient
+/// `exp(rlcse(G⁺ - y) + x) - exp(rlcse(G⁻ - y) + x)` (rlcse: the reversed
+/// logcumsumexp along `dim`). `dim`: in g's dims (a batched backward: past the samples').
+fn logcumsumexp_backward(g: &Tensor, x: &Tensor, y: &Tensor, dim: usize) -> Result<Tensor> {
+    if g.ndim() == 0 || g.numel() == 0 {
+        return Ok(g.clone());
+    }
+    let lowest = if g.dtype() == DType::F32 {
+        f64::from(f32::MIN)
+    } else {
+        f64::MIN
+    };
+    let min = super::scalar_tensor(crate::dtype::Scalar::Float(lowest), g.dtype());
+    let log_abs = super::log(&super::abs(g)?)?;
+    let pos = super::where_(&super::gt_scalar(g, 0.0)?, &log_abs, &min)?;
+    let neg = super::where_(&super::lt_scalar(g, 0.0)?, &log_abs, &min)?;
+    let out_pos = super::exp(&super::add(
+        &reverse_logcumsumexp(&super::sub(&pos, y)?, dim)?,
+        x,
+    )?)?;
+    let out_neg = super::exp(&super::add(
+        &reverse_logcumsumexp(&super::sub(&neg, y)?, dim)?,
+        x,
+    )?)?;
+    super::sub(&out_pos, &out_neg)
+}
+
+#[derive(Clone)]
+pub struct LogcumsumexpBackward0 {
+    /// as given
+    dim: i64,
+}
+
+impl Backward for LogcumsumexpBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        vec![
+            ("dim", SavedField::Int(self.dim)),
+            ("result", SavedField::Tensor(Some(1))),
+            ("self", SavedField::Tensor(Some(0))),
+        ]
+    }
+    fn name(&self) -> Cow<'static, str> {
+        "LogcumsumexpBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+        let g = grad0(g)?;
+        let d = wrap_dim(self.dim, x.ndim())?;
+        Ok(smallvec::smallvec![Some(logcumsumexp_backward(
+            &g, &x, &y, d
+        )?)])
+    }
+    // torch's logcumsumexp_jvp: e = exp(x - max(x, dim, keepdim)),
+    // cumsum(e·t) / (cumsum(e) + 1e-13)
+    fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let t = t.first()?.as_ref()?;
+        let run = || -> Result<Grads> {
+            let x = ctx.saved(0)?;
+            if x.numel() == 0 {
+                return Ok(smallvec::smallvec![Some(t.clone())]);
+            }
+            let (m, _) = super::max_dim(&x, self.dim, true, true)?;
+            let e = super::exp(&super::sub(&x, &m)?)?;
+            let num = cumsum(&super::mul(&e, t)?, self.dim, None)?;
+            let den = super::add_scalar(
+                &cumsum(&e, self.dim, None)?,
+                crate::dtype::Scalar::Float(1e-13),
+            )?;
+            Ok(smallvec::smallvec![Some(super::div(&num, &den)?)])
+        };
+        Some(run())
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        let run = || -> Result<Grads> {
+            let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+            let g = grad0(g)?;
+            if x.ndim() == 0 || x.numel() == 0 {
+                return Ok(smallvec::smallvec![Some(g)]);
+            }
+            let d = wrap_dim(self.dim, x.ndim())? + 1;
+            Ok(smallvec::smallvec![Some(logcumsumexp_backward(
+                &g, &x, &y, d
+            )?)])
+        };
+        Some(run())
     }
 }

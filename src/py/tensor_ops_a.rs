@@ -246,4 +246,22 @@ impl PyTensor {
         let dt = dtype_arg(dtype)?;
         wrap(py, run(py, &self.t, || ops::cumprod(&self.t, dim, dt))?)
     }
+    /// cummax's native half: (values, indices) of the running max along `dim` (the
+    /// Python method parses torch's arguments and wraps the pair in
+    /// `return_types.cummax`).
+    fn _cummax(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTuple>> {
+        let x = &self.t;
+        let (v, i) = run(py, x, || ops::cummax(x, dim))?;
+        Ok(PyTuple::new(py, [wrap(py, v)?, wrap(py, i)?])?.unbind())
+    }
+    /// cummin's native half: (values, indices) of the running min along `dim`.
+    fn _cummin(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTuple>> {
+        let x = &self.t;
+        let (v, i) = run(py, x, || ops::cummin(x, dim))?;
+        Ok(PyTuple::new(py, [wrap(py, v)?, wrap(py, i)?])?.unbind())
+    }
+    /// logcumsumexp's native half: the running `log Σ exp` along `dim`.
+    fn _logcumsumexp(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::logcumsumexp(&self.t, dim))?)
+    }
 }

@@ -499,6 +499,35 @@ impl Backend for Rec {
         })?;
         Ok(out)
     }
+    fn cum_extreme(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        is_max: bool,
+    ) -> Result<(Buffer, Buffer)> {
+        let (v, i) = Cpu.cum_extreme(x, lx, dim, is_max)?;
+        let lx = lx.clone();
+        record(
+            "cum_extreme",
+            &[x],
+            None,
+            &[&v, &i],
+            Box::new(move |ins, _| {
+                let (v, i) = Cpu.cum_extreme(ins[0], &lx, dim, is_max)?;
+                Ok(Outs::from_iter([v, i]))
+            }),
+        )?;
+        Ok((v, i))
+    }
+    fn logcumsumexp(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<Option<Buffer>> {
+        let out = Cpu.logcumsumexp(x, lx, dim)?;
+        let lx = lx.clone();
+        maybe("logcumsumexp", &[x], &out, move |i| {
+            Cpu.logcumsumexp(i[0], &lx, dim)
+        })?;
+        Ok(out)
+    }
     fn exclusive_prod_rows(&self, x: &Buffer, lx: &Layout) -> Result<Option<Buffer>> {
         let out = Cpu.exclusive_prod_rows(x, lx)?;
         let lx = lx.clone();

@@ -164,8 +164,14 @@ def _cumulative(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     d = wrap_dim(dim, r)
     extra = {"dtype": kwargs["dtype"]} if "dtype" in kwargs else {}
     if r == 0:
-        return BT(dispatch(name, (v.unsqueeze(1), 1), extra).squeeze(1), level)
-    return BT(dispatch(name, (v, d + 1), extra), level)
+        out = dispatch(name, (v.unsqueeze(1), 1), extra)
+        if isinstance(out, tuple):  # cummax / cummin: (values, indices)
+            return type(out)(*(BT(o.squeeze(1), level) for o in out))
+        return BT(out.squeeze(1), level)
+    out = dispatch(name, (v, d + 1), extra)
+    if isinstance(out, tuple):
+        return type(out)(*(BT(o, level) for o in out))
+    return BT(out, level)
 
 
 #: op name -> rule (merged into ``_batching.TABLE``)
@@ -176,4 +182,6 @@ RULES_A: dict[str, Any] = {
     "diagonal": _logical_errors(_diagonal), "diag_embed": _logical_errors(_diagonal),
     "diag": _logical_errors(_diag), "trace": _diag,
     "cumsum": _logical_errors(_cumulative), "cumprod": _logical_errors(_cumulative),
+    "cummax": _logical_errors(_cumulative), "cummin": _logical_errors(_cumulative),
+    "logcumsumexp": _logical_errors(_cumulative),
 }

@@ -818,6 +818,22 @@ impl Backend for Cuda {
         self.fallback();
         self.up(cpu::scan::cumulative(&host(x)?, lx, dim, prod))
     }
+    fn cum_extreme(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        is_max: bool,
+    ) -> Result<(Buffer, Buffer)> {
+        // (no device kernel yet: computed on the host)
+        self.fallback();
+        let (v, i) = cpu::scan::cum_extreme(&host(x)?, lx, dim, is_max);
+        Ok((self.up(v)?, self.up(i)?))
+    }
+    fn logcumsumexp(&self, x: &Buffer, lx: &Layout, dim: usize) -> Result<Option<Buffer>> {
+        // (no device kernel yet: computed on the host)
+        self.host_opt(|| Ok(cpu::scan::logcumsumexp(&host(x)?, lx, dim)))
+    }
     fn exclusive_prod_rows(&self, x: &Buffer, lx: &Layout) -> Result<Option<Buffer>> {
         self.host_opt(|| {
             cpu::reduce::exclusive_prod_rows(&host(x)?, lx)
