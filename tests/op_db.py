@@ -258,6 +258,9 @@ class OpInfo:
     grad_rtol: float = 1e-3
     supports_grad: bool = True
     supports_gradgrad: bool = True
+    # False: torch gives the op no forward derivative (its tangent is None, which the
+    # forward-mode tests check instead of the derivative)
+    supports_forward_ad: bool = True
     # torch records a node whose backward raises "derivative for aten::X is not implemented"
     grad_not_implemented: str | None = None
     not_implemented_node: str = "NotImplemented"  # that node's name
@@ -1148,6 +1151,32 @@ def scatter_samples(m, rng):
         S(m(2, 3, 4), -1, _i64([[[3, 0]], [[1, 2]]]), m(2, 1, 2)),
         S(NC(m(4, 3), "t"), 1, _i64([[1], [0], [3]]), m(3, 1)),
         S(m(3, 4), 1, _i64([[0, 2], [3, 1], [1, 0]]), m(3, 3)).fwd("src larger than the index"),
+    ]
+
+
+def _scatter_reduce_ref(a, dim, idx, src, reduce, include_self=True):
+    out = np.array(a, dtype=np.float64, copy=True)
+    groups: dict = {}
+    for pos in np.ndindex(*idx.shape):
+        t = list(pos)
+        t[dim] = idx[pos]
+        groups.setdefault(tuple(t), []).append(src[pos])
+    for t, vs in groups.items():
+        vals = ([out[t]] if include_self else []) + vs
+        out[t] = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "amax": np.max, "amin": np.min}[reduce](vals)
+    return out
+
+
+def scatter_reduce_samples(m, rng):
+    # repeated positions (each reduction's join), both include_self, strided operands
+    idx = _i64([[0, 0, 0], [3, 1, 3], [2, 2, 1]])
+    return [
+        S(m(3, 4), 1, idx, m(3, 3), "sum"),
+        S(m(3, 4), 1, idx, m(3, 3), "mean", include_self=False),
+        S(m(3, 4), 1, idx, m(3, 3), "amax"),
+        S(m(3, 4), 1, idx, m(3, 3), "amin", include_self=False),
+        S(m(3, 4), 0, _i64([[2, 0, 1, 1], [2, 2, 0, 1]]), m(2, 4), "mean"),
+        S(NC(m(4, 3), "t"), 1, _i64([[1], [0], [3]]), m(3, 1), "amax", include_self=False),
     ]
 
 
@@ -2059,6 +2088,17 @@ def build_op_db(T) -> list[OpInfo]:
     add("Tensor.scatter_add", lambda a, d, idx, src: a.scatter_add(d, idx, src),
         lambda *a: _scatter_ref(*a, add=True), lambda m, rng: scatter_add_samples(m, rng)[-2:],
         inplace="scatter_add_")
+    add("scatter_reduce", lambda a, d, idx, src, red, **kw: T.scatter_reduce(a, d, idx, src, red, **kw),
+        _scatter_reduce_ref, scatter_reduce_samples)
+    add("Tensor.scatter_reduce", lambda a, d, idx, src, red, **kw: a.scatter_reduce(d, idx, src, red, **kw),
+        _scatter_reduce_ref, lambda m, rng: scatter_reduce_samples(m, rng)[:3], inplace="scatter_reduce_")
+    # (torch gives "prod" no forward derivative)
+    add("scatter_reduce.prod", lambda a, d, idx, src, red, **kw: T.scatter_reduce(a, d, idx, src, red, **kw),
+        _scatter_reduce_ref,
+        lambda m, rng: [S(_positive(m, 3, 4), 1, _i64([[0, 0, 0], [3, 1, 3], [2, 2, 1]]), _positive(m, 3, 3), "prod"),
+                        S(_positive(m, 3, 4), 0, _i64([[2, 0, 1, 1]]), _positive(m, 1, 4), "prod",
+                          include_self=False)],
+        supports_forward_ad=False)
     add("index_add", lambda a, d, idx, src, **kw: T.index_add(a, d, idx, src, **kw), _index_add_ref,
         index_add_samples)
     add("Tensor.index_add", lambda a, d, idx, src, **kw: a.index_add(d, idx, src, **kw), _index_add_ref,

@@ -790,3 +790,85 @@ def test_saved_tensor_hooks_are_exact_under_concurrent_backward(trial):
     _run_threads(work)
     # d/dx (x+1)*2*(x+3) at 0 = 2*(x+3) + 2*(x+1) = 8
     assert x.grad.tolist() == [8.0 * 8 * calls] * 4
+
+
+# ---- Tensor.register_post_accumulate_grad_hook ------------------------------------------
+
+
+def test_post_accumulate_grad_hook_sees_the_leaf_after_its_grad_is_updated_in_torchs_order():
+    torch = pytest.importorskip("torch")
+    for m in (rgrad, torch):
+        x = m.ones(2, requires_grad=True)
+        order = []
+        x.register_hook(lambda g: order.append(("tensor", g.tolist())))
+        x.register_post_accumulate_grad_hook(lambda t: order.append(("post", t is x, t.grad.tolist())))
+        acc = (x * 1).grad_fn.next_functions[0][0]
+        acc.register_hook(lambda gi, go: order.append(("node",)))
+
+        def scale(t):
+            t.grad.mul_(10)
+
+        x.register_post_accumulate_grad_hook(scale)
+        (x * 3).sum().backward()
+        assert order == [("tensor", [3.0, 3.0]), ("post", True, [3.0, 3.0]), ("node",)], m
+        assert x.grad.tolist() == [30.0, 30.0]
+
+
+def test_post_accumulate_grad_hook_runs_for_backward_not_for_grad_and_can_be_removed():
+    x = rgrad.ones(2, requires_grad=True)
+    calls = []
+    h = x.register_post_accumulate_grad_hook(lambda t: calls.append(t.grad.sum().item()))
+    rgrad.autograd.grad((x * 2).sum(), x)
+    assert calls == []
+    (x * 2).sum().backward(inputs=[x])
+    (x * 2).sum().backward()
+    assert calls == [4.0, 8.0]
+    h.remove()
+    (x * 2).sum().backward()
+    assert calls == [4.0, 8.0]
+
+
+def test_post_accumulate_grad_hook_errors_are_torchs():
+    torch = pytest.importorskip("torch")
+    for make, exc in ((lambda m: m.ones(2, requires_grad=True) * 2, RuntimeError),
+                      (lambda m: m.ones(2), RuntimeError)):
+        with pytest.raises(exc) as want:
+            make(torch).register_post_accumulate_grad_hook(lambda t: None)
+        with pytest.raises(exc) as got:
+            make(rgrad).register_post_accumulate_grad_hook(lambda t: None)
+        assert str(got.value) == str(want.value)
+    for ret, exc in ((lambda t: t.grad, RuntimeError), (lambda t: 5, TypeError)):
+        msgs = []
+        for m in (torch, rgrad):
+            x = m.ones(2, requires_grad=True)
+            x.register_post_accumulate_grad_hook(ret)
+            with pytest.raises(exc) as e:
+                (x * 2).sum().backward()
+            msgs.append(str(e.value))
+        assert msgs[0] == msgs[1]
+
+
+def test_post_accumulate_grad_hooks_from_many_threads_see_every_accumulation():
+    import threading
+
+    x = rgrad.ones(64, requires_grad=True)
+    lock = threading.Lock()
+    seen = []
+
+    def hook(t):
+        with lock:
+            seen.append(1)
+
+    x.register_post_accumulate_grad_hook(hook)
+
+    def work():
+        for _ in range(20):
+            (x * 2).sum().backward()
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 160
+    assert x.grad.tolist() == [320.0] * 64

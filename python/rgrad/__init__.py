@@ -34,7 +34,7 @@ from rgrad._C import dtype, float32, float64, int64
 from rgrad import _tensor  # noqa: F401  (installs the Python-side Tensor methods)
 from rgrad._ops_b import (  # noqa: E402
     argsort, argwhere, cummax, cummin, index_add, index_copy, index_fill, kthvalue, logcumsumexp, masked_select,
-    median, msort, nonzero, scatter, scatter_add, sort, take_along_dim, topk,
+    median, msort, nonzero, scatter, scatter_add, scatter_reduce, sort, take_along_dim, topk,
 )
 from rgrad._tensor import (
     Size,
@@ -205,7 +205,7 @@ __all__ = [
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "set_default_dtype", "get_default_dtype", "autograd", "func", "linalg", "vmap", "nn", "is_tensor",
     "square", "pow",
-    "sort", "argsort", "msort", "topk", "kthvalue", "median", "scatter", "scatter_add", "index_add", "index_copy",
+    "sort", "argsort", "msort", "topk", "kthvalue", "median", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
     "index_fill", "masked_select", "nonzero", "argwhere", "take_along_dim", "cummax", "cummin", "logcumsumexp",
     "FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor",
     *_METHOD_FUNCTIONS, *_BINARY_FUNCTIONS, *_composite.__all__,

@@ -345,6 +345,7 @@ def _function_of(name: str, doc_args: str):
 
 scatter = _function_of("scatter", "dim, index, src")
 scatter_add = _function_of("scatter_add", "dim, index, src")
+scatter_reduce = _function_of("scatter_reduce", "dim, index, src, reduce, *, include_self=True")
 index_add = _function_of("index_add", "dim, index, source, *, alpha=1")
 index_copy = _function_of("index_copy", "dim, index, source")
 index_fill = _function_of("index_fill", "dim, index, value")

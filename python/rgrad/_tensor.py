@@ -208,6 +208,18 @@ def _register_hook(self: Tensor, hook):
     return RemovableHandle(self, self._register_hook(hook))
 
 
+def _register_post_accumulate_grad_hook(self: Tensor, hook):
+    """Registers a hook called with this leaf (``hook(tensor)``, returning None) each time
+    backward has accumulated a gradient into its ``.grad`` (not by ``autograd.grad``).
+
+    Returns:
+        A handle with ``remove()``.
+    """
+    from rgrad.utils.hooks import RemovableHandle
+
+    return RemovableHandle(self, self._register_post_accumulate_grad_hook(hook))
+
+
 def _numpy(self: Tensor, *, force: builtins.bool = False):
     """Returns the tensor as a NumPy ``ndarray``.
 
@@ -522,6 +534,7 @@ for _name, _fn in {
     "__array__": _array,
     "backward": _backward,
     "register_hook": _register_hook,
+    "register_post_accumulate_grad_hook": _register_post_accumulate_grad_hook,
     "numpy": _numpy,
     "size": _size,
     "to": _to,

@@ -59,6 +59,8 @@ pub enum SavedField {
     /// a tuple of ints (sizes, dims)
     Ints(Vec<i64>),
     Bool(bool),
+    /// a string argument (scatter_reduce's `reduce`)
+    Str(&'static str),
     /// an argument given as None
     None,
 }

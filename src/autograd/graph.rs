@@ -42,21 +42,28 @@ pub type NodePreHook = Arc<dyn Fn(&[Option<Tensor>]) -> Result<Option<HookGrads>
 pub type NodePostHook =
     Arc<dyn Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<HookGrads>> + Send + Sync>;
 
-/// A node's own hooks (a graph node's, or a leaf's AccumulateGrad's), by registration id.
+/// A leaf's post-accumulate-grad hook (`Tensor.register_post_accumulate_grad_hook`):
+/// called with the leaf once its `.grad` holds the new gradient.
+pub type PostAccHook = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
+
+/// A node's own hooks (a graph node's, or a leaf's AccumulateGrad's), by registration id;
+/// a leaf's also keep its post-accumulate-grad hooks (`post_acc`, run before `post`).
 #[derive(Default, Clone)]
 pub struct NodeHooks {
     pub pre: Vec<(u64, NodePreHook)>,
     pub post: Vec<(u64, NodePostHook)>,
+    pub post_acc: Vec<(u64, PostAccHook)>,
 }
 
 impl NodeHooks {
     pub fn is_empty(&self) -> bool {
-        self.pre.is_empty() && self.post.is_empty()
+        self.pre.is_empty() && self.post.is_empty() && self.post_acc.is_empty()
     }
-    /// Removes the hook `id` (pre or post).
+    /// Removes the hook `id` (of any kind).
     pub fn remove(&mut self, id: u64) {
         self.pre.retain(|h| h.0 != id);
         self.post.retain(|h| h.0 != id);
+        self.post_acc.retain(|h| h.0 != id);
     }
 }
 

@@ -129,6 +129,34 @@ pub fn register_acc_posthook(leaf: &Tensor, hook: NodePostHook) -> u64 {
     id
 }
 
+/// `leaf.register_post_accumulate_grad_hook(hook)`: `hook(leaf)` after each accumulation
+/// into `leaf.grad` by backward (after the tensor hooks and before the AccumulateGrad
+/// node's post-hooks, as torch's order); torch's errors for a non-leaf and for a tensor
+/// that does not require grad. Removed with [`remove_acc_hook`].
+pub fn register_post_acc_hook(
+    leaf: &Tensor,
+    hook: crate::autograd::graph::PostAccHook,
+) -> Result<u64> {
+    if !leaf.requires_grad() {
+        return Err(Error::runtime(
+            "cannot register a hook on a tensor that doesn't require gradient",
+        ));
+    }
+    if !leaf.is_leaf() {
+        return Err(Error::runtime(
+            "post accumulate grad hooks cannot be registered on non-leaf tensors",
+        ));
+    }
+    let id = HOOK_IDS.fetch_add(1, Ordering::Relaxed);
+    let mut g = leaf.lock();
+    g.cold_mut()
+        .acc_hooks
+        .get_or_insert_with(Default::default)
+        .post_acc
+        .push((id, hook));
+    Ok(id)
+}
+
 /// Removes the AccumulateGrad hook `id` of `leaf`.
 pub fn remove_acc_hook(leaf: &Tensor, id: u64) {
     let mut g = leaf.lock();

@@ -52,6 +52,41 @@ macro_rules! binary_fn_ids {
 }
 crate::ops::table::binary_op_table!(binary_fn_ids);
 
+/// torch.scatter_reduce's `reduce=` (the kernel's join; "mean" is a sum the op layer
+/// divides by the counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScatterReduce {
+    Sum,
+    Prod,
+    Mean,
+    Amax,
+    Amin,
+}
+
+impl ScatterReduce {
+    /// From torch's name; None for any other.
+    pub fn parse(s: &str) -> Option<ScatterReduce> {
+        Some(match s {
+            "sum" => ScatterReduce::Sum,
+            "prod" => ScatterReduce::Prod,
+            "mean" => ScatterReduce::Mean,
+            "amax" => ScatterReduce::Amax,
+            "amin" => ScatterReduce::Amin,
+            _ => return None,
+        })
+    }
+    /// torch's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScatterReduce::Sum => "sum",
+            ScatterReduce::Prod => "prod",
+            ScatterReduce::Mean => "mean",
+            ScatterReduce::Amax => "amax",
+            ScatterReduce::Amin => "amin",
+        }
+    }
+}
+
 /// The elementwise binary ops (device-agnostic ids; each backend has their kernels).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinaryOp {
@@ -296,6 +331,11 @@ backend_kernels! {
     /// in index order (scatter, scatter_add; a number as one element under zero strides).
     fn scatter(x: &Buffer, lx: &Layout, dim: usize, index: &[i64], index_shape: &[usize], src: &Buffer, ls: &Layout,
         add: bool) -> Buffer => cpu::scatter::scatter, on x, src;
+    /// `x` copied row-major with each `src` element joined by `reduce` into the element
+    /// `index` names along `dim`, in index order (torch.scatter_reduce's kernel; "mean"
+    /// sums, the op layer divides).
+    fn scatter_reduce(x: &Buffer, lx: &Layout, dim: usize, index: &[i64], index_shape: &[usize], src: &Buffer,
+        ls: &Layout, reduce: ScatterReduce) -> Buffer => cpu::scatter::scatter_reduce, on x, src;
     /// `x` copied row-major with slice `m` along `dim` of `src` (over `ls`) written at
     /// slice `index[m]` (checked), `+=` with `add`, in index order (index_copy /
     /// index_fill / index_add).

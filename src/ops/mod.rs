@@ -113,7 +113,7 @@ crate::backward_ops! {
     // linalg.rs
     LinalgCrossBackward0, DistBackward0, AminmaxBackward0,
     // scatter.rs
-    ScatterFamilyBackward, MaskedSelectBackward0,
+    ScatterFamilyBackward, MaskedSelectBackward0, ScatterReduceBackward0,
     // sort.rs
     SelectAlongBackward, MedianBackward0,
     // softmax.rs

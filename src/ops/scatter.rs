@@ -247,6 +247,241 @@ pub fn scatter(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, add: bool) ->
     )
 }
 
+/// `x.scatter_reduce(dim, index, src, reduce, include_self=)`: each `src` element joined
+/// into the element `index` names along `dim` by `reduce` ("sum", "prod", "mean",
+/// "amax", "amin"), in index order (ATen's CPU loop: torch's bits); without
+/// `include_self` the positions written start from the reduction's identity (x's value
+/// does not take part; "mean" does not count it). One node, ScatterReduceBackward0, with
+/// torch's `scatter_reduce_backward`.
+pub fn scatter_reduce(
+    x: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: k::ScatterReduce,
+    include_self: bool,
+) -> Result<Tensor> {
+    let d = wrap_dim(dim, dims1(x))?;
+    // (torch's messages name scatter)
+    scatter_checks("scatter", x, d, index, Some(src))?;
+    let forward = || {
+        crate::autograd::grad_mode::with_grad_mode(false, || {
+            scatter_reduce_values(x, d, index, src, reduce, include_self)
+        })
+    };
+    apply("aten::scatter_reduce", &[x, src], forward, |y| {
+        let mut sv = Saver::default();
+        let saved = [
+            sv.input_if(true, index),
+            sv.input_if(true, x),
+            sv.input_if(true, src),
+            Some(sv.output(y)),
+        ];
+        let node = ScatterReduceBackward0 {
+            dim: d,
+            reduce,
+            include_self,
+            saved,
+        };
+        (node, sv.list)
+    })
+}
+
+/// scatter_reduce's values (nothing recorded).
+fn scatter_reduce_values(
+    x: &Tensor,
+    d: usize,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: k::ScatterReduce,
+    include_self: bool,
+) -> Result<Tensor> {
+    use k::ScatterReduce as R;
+    let base = if include_self {
+        x.clone()
+    } else {
+        let float = x.dtype().is_float();
+        let identity = match reduce {
+            R::Sum | R::Mean => Scalar::Int(0),
+            R::Prod => Scalar::Int(1),
+            R::Amax if float => Scalar::Float(f64::NEG_INFINITY),
+            R::Amin if float => Scalar::Float(f64::INFINITY),
+            R::Amax if x.dtype() == DType::Bool => Scalar::Bool(false),
+            R::Amin if x.dtype() == DType::Bool => Scalar::Bool(true),
+            R::Amax => Scalar::Int(i64::MIN),
+            R::Amin => Scalar::Int(i64::MAX),
+        };
+        scatter_value(x, d as i64, index, identity)?
+    };
+    let bs = base.snapshot();
+    let lx = at_least_1d(&bs.layout);
+    let ishape = shape1(index);
+    let lv = src_layout(src, index);
+    let out = with_index(index, lx.shape[d], d, Bounds::Runtime, |idx| {
+        let vs = src.snapshot();
+        let xb = bs.storage.read();
+        let vb = vs.storage.read();
+        let out = k::scatter_reduce(&xb, &lx, d, idx, &ishape, &vb, &lv, reduce)?;
+        Ok(new_tensor(out, &bs.layout.shape))
+    })?;
+    if reduce != R::Mean {
+        return Ok(out);
+    }
+    // the sum divided by the count of what went in (1 where nothing did)
+    let counts = scatter_reduce_counts(x, d, index, src, include_self)?;
+    if out.dtype().is_float() {
+        div(&out, &counts)
+    } else {
+        floor_divide(Operand::T(&out), Operand::T(&counts))
+    }
+}
+
+/// How many values each position of "mean" averages (x's own when `include_self`), 1
+/// where none (so x's value is kept), in x's dtype.
+fn scatter_reduce_counts(
+    x: &Tensor,
+    d: usize,
+    index: &Tensor,
+    src: &Tensor,
+    include_self: bool,
+) -> Result<Tensor> {
+    let start = if include_self {
+        ones_like(x)?
+    } else {
+        zeros_like(x)?
+    };
+    let n = scatter(&start, d as i64, index, &ones_like(src)?, true)?;
+    masked_fill(&n, &eq_scalar(&n, 0.0)?, Scalar::Int(1))
+}
+
+/// ScatterReduceBackward0: torch's `scatter_reduce_backward` for each reduction, over
+/// recorded ops (so double backward works): "sum" passes the gradient (gathered for
+/// src), "mean" divides it by the counts, "amax"/"amin" split it evenly among the
+/// elements equal to the result, "prod" is the product of the others (zeros handled as
+/// torch does); without `include_self`, self gets nothing where it was replaced.
+#[derive(Clone)]
+pub struct ScatterReduceBackward0 {
+    dim: usize,
+    reduce: k::ScatterReduce,
+    include_self: bool,
+    /// index, self, src, result
+    saved: [Option<u8>; 4],
+}
+impl Backward for ScatterReduceBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        vec![
+            ("dim", SavedField::Int(self.dim as i64)),
+            ("include_self", SavedField::Bool(self.include_self)),
+            ("index", SavedField::Tensor(self.saved[0])),
+            ("reduce", SavedField::Str(self.reduce.name())),
+            ("result", SavedField::Tensor(self.saved[3])),
+            ("self", SavedField::Tensor(self.saved[1])),
+            ("src", SavedField::Tensor(self.saved[2])),
+        ]
+    }
+    fn name(&self) -> Cow<'static, str> {
+        "ScatterReduceBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        use k::ScatterReduce as R;
+        let g = grad0(g)?;
+        let get = |i: usize| super::elementwise::get(ctx, self.saved[i]);
+        let (index, x, src, result) = (get(0)?, get(1)?, get(2)?, get(3)?);
+        let d = self.dim as i64;
+        let (mut gx, gs) = match self.reduce {
+            R::Sum => (g.clone(), gather(&g, d, &index)?),
+            R::Mean => {
+                let n = scatter_reduce_counts(&x, self.dim, &index, &src, self.include_self)?;
+                let gs = div(&gather(&g, d, &index)?, &gather(&n, d, &index)?)?;
+                (div(&g, &n)?, gs)
+            }
+            R::Amax | R::Amin => {
+                let value = gather(&result, d, &index)?;
+                let self_is = to_dtype(&eq(&x, &result)?, x.dtype())?;
+                let src_is = to_dtype(&eq(&src, &value)?, x.dtype())?;
+                let count = scatter(&self_is, d, &index, &src_is, true)?;
+                let spread = div(&g, &count)?;
+                (
+                    mul(&self_is, &spread)?,
+                    mul(&src_is, &gather(&spread, d, &index)?)?,
+                )
+            }
+            R::Prod => {
+                // self: grad · (the product of the others), through self with its zeros
+                // as 1; src: through the result, or (a single zero at its position) the
+                // product of the others
+                let one = Scalar::Int(1);
+                let masked_self = masked_fill(&x, &eq_scalar(&x, 0.0)?, one)?;
+                let masked_self_result =
+                    scatter_reduce(&masked_self, d, &index, &src, R::Prod, self.include_self)?;
+                let gx = div(&mul(&g, &masked_self_result)?, &masked_self)?;
+                let src_zero = eq_scalar(&src, 0.0)?;
+                let zeros_at = scatter(
+                    &zeros_like(&x)?,
+                    d,
+                    &index,
+                    &to_dtype(&src_zero, x.dtype())?,
+                    true,
+                )?;
+                let src_num_zeros = gather(&zeros_at, d, &index)?;
+                let single = logical_and(&src_zero, &eq_scalar(&src_num_zeros, 1.0)?)?;
+                let masked_src = masked_fill(&src, &single, one)?;
+                let masked_src_result =
+                    scatter_reduce(&x, d, &index, &masked_src, R::Prod, self.include_self)?;
+                let through_others = gather(&mul(&g, &masked_src_result)?, d, &index)?;
+                let through_result = div(
+                    &gather(&mul(&g, &result)?, d, &index)?,
+                    &masked_fill(&src, &src_zero, one)?,
+                )?;
+                (gx, where_(&single, &through_others, &through_result)?)
+            }
+        };
+        if !self.include_self {
+            gx = scatter_value(&gx, d, &index, Scalar::Int(0))?;
+        }
+        let mut out = Grads::new();
+        out.push(ctx.needs_input_grad(0).then_some(gx));
+        out.push(ctx.needs_input_grad(1).then_some(gs));
+        Ok(out)
+    }
+    // torch's scatter_reduce_jvp: "sum" and "mean" are linear; "amax"/"amin" average the
+    // tangents of the elements equal to the result; "prod" has none (torch's gives none)
+    fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        use k::ScatterReduce as R;
+        if self.reduce == R::Prod {
+            return Some(Ok(smallvec::smallvec![None]));
+        }
+        Some((|| {
+            let index = super::elementwise::get(ctx, self.saved[0])?;
+            let x = super::elementwise::get(ctx, self.saved[1])?;
+            let src = super::elementwise::get(ctx, self.saved[2])?;
+            let tx = match t.first().and_then(Option::as_ref) {
+                Some(tx) => tx.clone(),
+                None => zeros_like(&x)?,
+            };
+            let ts = match t.get(1).and_then(Option::as_ref) {
+                Some(ts) => ts.clone(),
+                None => zeros_like(&src)?,
+            };
+            let d = self.dim as i64;
+            if matches!(self.reduce, R::Sum | R::Mean) {
+                let r = scatter_reduce(&tx, d, &index, &ts, self.reduce, self.include_self)?;
+                return Ok(smallvec::smallvec![Some(r)]);
+            }
+            let result = super::elementwise::get(ctx, self.saved[3])?;
+            let value = gather(&result, d, &index)?;
+            let mut self_is = to_dtype(&eq(&x, &result)?, tx.dtype())?;
+            if !self.include_self {
+                self_is = scatter_value(&self_is, d, &index, Scalar::Int(0))?;
+            }
+            let src_is = to_dtype(&eq(&src, &value)?, tx.dtype())?;
+            let n = scatter(&self_is, d, &index, &src_is, true)?;
+            let sum = scatter(&mul(&self_is, &tx)?, d, &index, &mul(&src_is, &ts)?, true)?;
+            Ok(smallvec::smallvec![Some(div(&sum, &n)?)])
+        })())
+    }
+}
+
 /// `x.scatter(dim, index, value)` with a number.
 pub fn scatter_value(x: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;

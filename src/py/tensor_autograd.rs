@@ -181,8 +181,39 @@ impl PyTensor {
     fn _register_hook(&self, f: Py<PyAny>) -> PyResult<u64> {
         Ok(hooks::register_hook(&self.t, py_hook(f))?)
     }
-    /// Removes the hook with this id (called by the handle's `remove()`).
-    fn _remove_hook(&self, id: u64) {
-        hooks::remove_hook(&self.t, id)
+    /// Registers a post-accumulate-grad hook; returns its id (the Python wrapper makes
+    /// the handle).
+    fn _register_post_accumulate_grad_hook(&self, f: Py<PyAny>) -> PyResult<u64> {
+        Ok(hooks::register_post_acc_hook(&self.t, py_post_acc_hook(f))?)
     }
+    /// Removes the hook with this id (called by the handle's `remove()`): a gradient hook
+    /// or a post-accumulate-grad hook (ids are unique in the process).
+    fn _remove_hook(&self, id: u64) {
+        hooks::remove_hook(&self.t, id);
+        hooks::remove_acc_hook(&self.t, id);
+    }
+}
+
+/// A Python callable as a post-accumulate-grad hook: called under the GIL with the leaf
+/// (its own Python object); it must return None (torch's errors otherwise).
+fn py_post_acc_hook(f: Py<PyAny>) -> crate::autograd::graph::PostAccHook {
+    Arc::new(move |t: &Tensor| {
+        gil::attach(|py| {
+            let obj = wrap_cached(py, t).map_err(super::error::external)?;
+            let r = f.call1(py, (obj,)).map_err(super::error::external)?;
+            let r = r.bind(py);
+            if r.is_none() {
+                return Ok(());
+            }
+            if r.cast::<PyTensor>().is_ok() {
+                return Err(Error::runtime(
+                    "Tensor post accumulate grad hooks should return None.",
+                ));
+            }
+            Err(Error::Type(format!(
+                "expected Variable, but hook returned '{}'",
+                convert::type_name(r)
+            )))
+        })
+    })
 }

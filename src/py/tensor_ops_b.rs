@@ -203,6 +203,53 @@ impl PyTensor {
         })?;
         Ok(slf.clone().unbind())
     }
+    /// Reduces the elements of `src` into a copy of this tensor at the positions `index`
+    /// gives along `dim`.
+    ///
+    /// Args:
+    ///     dim: The dim along which to index.
+    ///     index: The positions (int64, the shape of the elements of `src` used).
+    ///     src: The values.
+    ///     reduce: "sum", "prod", "mean", "amax" or "amin".
+    ///     include_self: Whether this tensor's values at the positions written take part.
+    #[pyo3(signature = (dim, index, src, reduce, *, include_self=true))]
+    fn scatter_reduce(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+        src: &Bound<'_, PyAny>,
+        reduce: &str,
+        include_self: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "scatter_reduce", "index", 2)?;
+        let s = convert::tensor_arg(src, "scatter_reduce", "src", 3)?;
+        let r = scatter_reduction(reduce)?;
+        wrap(
+            py,
+            run(py, &self.t, || {
+                ops::scatter_reduce(&self.t, dim, &i, &s, r, include_self)
+            })?,
+        )
+    }
+    /// In-place version of `scatter_reduce()`.
+    #[pyo3(signature = (dim, index, src, reduce, *, include_self=true))]
+    fn scatter_reduce_(
+        slf: &Bound<'_, Self>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+        src: &Bound<'_, PyAny>,
+        reduce: &str,
+        include_self: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "scatter_reduce_", "index", 2)?;
+        let s = convert::tensor_arg(src, "scatter_reduce_", "src", 3)?;
+        let r = scatter_reduction(reduce)?;
+        ops::scatter_inplace(&slf.get().t, &[Some(&s), Some(&i)], |x| {
+            ops::scatter_reduce(x, dim, &i, &s, r, include_self)
+        })?;
+        Ok(slf.clone().unbind())
+    }
     /// Adds `alpha` times the rows of `source` into a copy of this tensor at the indices
     /// `index` gives along `dim`.
     #[pyo3(signature = (dim, index, source, *, alpha=None))]
@@ -302,4 +349,18 @@ impl PyTensor {
     fn _nonzero(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
         wrap(py, run(py, &self.t, || ops::nonzero(&self.t))?)
     }
+}
+
+/// scatter_reduce's `reduce` (torch also takes "max" and "min"), torch's error otherwise.
+fn scatter_reduction(reduce: &str) -> PyResult<crate::backend::ScatterReduce> {
+    let name = match reduce {
+        "max" => "amax",
+        "min" => "amin",
+        r => r,
+    };
+    crate::backend::ScatterReduce::parse(name).ok_or_else(|| {
+        pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
+        ))
+    })
 }

@@ -635,6 +635,30 @@ impl Backend for Rec {
         })?;
         Ok(out)
     }
+    fn scatter_reduce(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        index: &[i64],
+        index_shape: &[usize],
+        src: &Buffer,
+        ls: &Layout,
+        reduce: crate::backend::ScatterReduce,
+    ) -> Result<Buffer> {
+        let out = Cpu.scatter_reduce(x, lx, dim, index, index_shape, src, ls, reduce)?;
+        let (lx, ishape, ls, idx) = (
+            lx.clone(),
+            owned_dims(index_shape),
+            ls.clone(),
+            index_arg(index),
+        );
+        let extra = idx.extra();
+        record_one("scatter_reduce", &[x, src], &extra, &out, move |i| {
+            Cpu.scatter_reduce(i[0], &lx, dim, idx.get(i)?, &ishape, i[1], &ls, reduce)
+        })?;
+        Ok(out)
+    }
     fn index_write(
         &self,
         x: &Buffer,

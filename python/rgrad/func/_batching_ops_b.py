@@ -72,7 +72,7 @@ def _scatter_like(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     d = wrap_dim(args[1], r) + 1
     index = args[2]
     rest = list(args[3:])
-    if name.rstrip("_") in ("scatter", "scatter_add"):
+    if name.rstrip("_") in ("scatter", "scatter_add", "scatter_reduce"):
         if _lrank(index, level) != r:
             return fallback(name, level, args, kwargs)  # (the op's own rank error, per sample)
         index = _phys(index, level, b)
@@ -100,6 +100,6 @@ def _take_along_dim_rule(name: str, level: int, args: tuple, kwargs: dict) -> An
     return _take_along_dim(*args, **kwargs)
 
 
-_SCATTER_NAMES = ("scatter", "scatter_add", "index_add", "index_copy", "index_fill")
+_SCATTER_NAMES = ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill")
 RULES_B.update({n: _scatter_like for base in _SCATTER_NAMES for n in (base, f"{base}_")})
 RULES_B["take_along_dim"] = _take_along_dim_rule

@@ -586,7 +586,7 @@ _TENSOR_METHODS = (
     "reshape_as", "type_as", "to", "copy_", "fill_", "add_", "sub_", "mul_", "div_", "pow_", "index_put",
     "index_put_", "max", "min", "__eq__", "__ne__", "__getitem__", "__setitem__", "__iadd__", "__isub__", "__imul__",
     "__itruediv__", "__ipow__", *(f"{n}_" for n in rgrad._C._BINARY_OPS),
-    "scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_", "index_copy", "index_copy_",
+    "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_", "index_add", "index_add_", "index_copy", "index_copy_",
     "index_fill", "index_fill_", "masked_select", "take_along_dim", "addcmul", "addcmul_", "addcdiv", "addcdiv_",
     "lerp", "lerp_", "addr", "addr_", "_linalg_cross", "dist",
     # operators called as methods (``b.__rmatmul__(a)``): the operator protocol reaches

@@ -1006,6 +1006,9 @@ impl Task {
                 if let Some(g) = grads.first().cloned().flatten() {
                     accumulate_grad(&leaf.tensor, g, &self.opts)?;
                 }
+                for (_, hook) in &acc_hooks.post_acc {
+                    hook(&leaf.tensor)?;
+                }
                 for (_, post) in &acc_hooks.post {
                     post(&[], &grads)?;
                 }

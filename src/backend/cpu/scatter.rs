@@ -19,29 +19,98 @@ use std::ops::Range;
 /// in f64 and rounded again give the float32 sum: 53 >= 2 x 24 + 2 bits).
 pub(crate) trait Acc: Element {
     fn acc(a: Self, b: Self) -> Self;
+    /// scatter_reduce's "prod": the dtype's `*` (integers wrap, bools `and`).
+    fn prod(a: Self, b: Self) -> Self;
+    /// "amax": the source where it is NaN, else `std::max(a, b)` (the first on a tie or
+    /// where `a` is NaN: a NaN stays), as ATen's ReduceMaximum.
+    fn amax(a: Self, b: Self) -> Self;
+    /// "amin": as `amax`, `std::min(a, b)`.
+    fn amin(a: Self, b: Self) -> Self;
 }
-impl Acc for f32 {
-    #[inline(always)]
-    fn acc(a: f32, b: f32) -> f32 {
-        a + b
-    }
+macro_rules! float_acc {
+    ($t:ty) => {
+        impl Acc for $t {
+            #[inline(always)]
+            fn acc(a: $t, b: $t) -> $t {
+                a + b
+            }
+            #[inline(always)]
+            fn prod(a: $t, b: $t) -> $t {
+                a * b
+            }
+            #[inline(always)]
+            fn amax(a: $t, b: $t) -> $t {
+                if b.is_nan() || a < b { b } else { a }
+            }
+            #[inline(always)]
+            fn amin(a: $t, b: $t) -> $t {
+                if b.is_nan() || b < a { b } else { a }
+            }
+        }
+    };
 }
-impl Acc for f64 {
-    #[inline(always)]
-    fn acc(a: f64, b: f64) -> f64 {
-        a + b
-    }
-}
+float_acc!(f32);
+float_acc!(f64);
 impl Acc for i64 {
     #[inline(always)]
     fn acc(a: i64, b: i64) -> i64 {
         a.wrapping_add(b)
+    }
+    #[inline(always)]
+    fn prod(a: i64, b: i64) -> i64 {
+        a.wrapping_mul(b)
+    }
+    #[inline(always)]
+    fn amax(a: i64, b: i64) -> i64 {
+        a.max(b)
+    }
+    #[inline(always)]
+    fn amin(a: i64, b: i64) -> i64 {
+        a.min(b)
     }
 }
 impl Acc for bool {
     #[inline(always)]
     fn acc(a: bool, b: bool) -> bool {
         a | b
+    }
+    #[inline(always)]
+    fn prod(a: bool, b: bool) -> bool {
+        a & b
+    }
+    #[inline(always)]
+    fn amax(a: bool, b: bool) -> bool {
+        a | b
+    }
+    #[inline(always)]
+    fn amin(a: bool, b: bool) -> bool {
+        a & b
+    }
+}
+
+/// How a scattered element joins the one there.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Join {
+    Write,
+    Add,
+    Prod,
+    Amax,
+    Amin,
+}
+
+impl Join {
+    #[inline(always)]
+    fn apply<T: Acc>(self, e: T, v: T) -> T {
+        match self {
+            Join::Write => v,
+            Join::Add => T::acc(e, v),
+            Join::Prod => T::prod(e, v),
+            Join::Amax => T::amax(e, v),
+            Join::Amin => T::amin(e, v),
+        }
+    }
+    fn of(add: bool) -> Join {
+        if add { Join::Add } else { Join::Write }
     }
 }
 
@@ -172,7 +241,7 @@ fn scatter_elems<T: Acc>(
     ishape: &[usize],
     src: &[T],
     ls: &Layout,
-    add: bool,
+    how: Join,
     init: Option<&[T]>,
 ) {
     let xs = contiguous_strides(xshape);
@@ -205,21 +274,30 @@ fn scatter_elems<T: Acc>(
                     if step == 1 && sstep == 1 {
                         // (dense rows, the common case: no stride products)
                         let srow = &src[bs..bs + n];
-                        if add {
-                            for (&i, &v) in irow.iter().zip(srow) {
-                                let e = &mut row[i as usize];
-                                *e = T::acc(*e, v);
+                        match how {
+                            Join::Add => {
+                                for (&i, &v) in irow.iter().zip(srow) {
+                                    let e = &mut row[i as usize];
+                                    *e = T::acc(*e, v);
+                                }
                             }
-                        } else {
-                            for (&i, &v) in irow.iter().zip(srow) {
-                                row[i as usize] = v;
+                            Join::Write => {
+                                for (&i, &v) in irow.iter().zip(srow) {
+                                    row[i as usize] = v;
+                                }
+                            }
+                            _ => {
+                                for (&i, &v) in irow.iter().zip(srow) {
+                                    let e = &mut row[i as usize];
+                                    *e = how.apply(*e, v);
+                                }
                             }
                         }
                         continue;
                     }
                     for (m, &i) in irow.iter().enumerate() {
                         let (e, v) = (&mut row[i as usize * step], src[bs + m * sstep]);
-                        *e = if add { T::acc(*e, v) } else { v };
+                        *e = how.apply(*e, v);
                     }
                     continue;
                 }
@@ -237,7 +315,7 @@ fn scatter_elems<T: Acc>(
                         };
                         // SAFETY: element p belongs to this piece's other-dim positions.
                         let e = unsafe { o.at(p) };
-                        *e = if add { T::acc(*e, v) } else { v };
+                        *e = how.apply(*e, v);
                     }
                 }
             }
@@ -382,7 +460,43 @@ pub fn scatter(
         .enumerate()
         .all(|(j, (a, b))| j == dim || a == b);
     crate::with_dtype!(x.dtype(), T => with_copy_of::<T>(x, lx, covered, |out, init| {
-        scatter_elems(out, &lx.shape, dim, index, index_shape, T::slice(src), ls, add, init)
+        scatter_elems(out, &lx.shape, dim, index, index_shape, T::slice(src), ls, Join::of(add), init)
+    }))
+}
+
+/// torch.scatter_reduce's kernel: `x` copied row-major with each `src` element joined
+/// into the element `index` names along `dim` by `reduce` ("sum" (also "mean"'s sum),
+/// "prod", "amax", "amin"), in index order, as ATen's CPU loop: the same bits at any
+/// thread count (see [`scatter`] for the layouts; the op layer has put the reduction's
+/// identity where `include_self=False`).
+#[allow(clippy::too_many_arguments)]
+pub fn scatter_reduce(
+    x: &Buffer,
+    lx: &Layout,
+    dim: usize,
+    index: &[i64],
+    index_shape: &[usize],
+    src: &Buffer,
+    ls: &Layout,
+    reduce: crate::backend::ScatterReduce,
+) -> Buffer {
+    use crate::backend::ScatterReduce as R;
+    if index.is_empty() {
+        return super::elementwise::cast(x, lx, x.dtype());
+    }
+    let how = match reduce {
+        R::Sum | R::Mean => Join::Add,
+        R::Prod => Join::Prod,
+        R::Amax => Join::Amax,
+        R::Amin => Join::Amin,
+    };
+    let covered = index_shape
+        .iter()
+        .zip(&lx.shape)
+        .enumerate()
+        .all(|(j, (a, b))| j == dim || a == b);
+    crate::with_dtype!(x.dtype(), T => with_copy_of::<T>(x, lx, covered, |out, init| {
+        scatter_elems(out, &lx.shape, dim, index, index_shape, T::slice(src), ls, how, init)
     }))
 }
 
@@ -424,7 +538,7 @@ pub(super) fn scatter_add_zeros(
     crate::with_dtype!(src.dtype(), T => {
         let mut out = vec![T::default(); n];
         if !index.is_empty() {
-            scatter_elems(&mut out, shape, dim, index, index_shape, T::slice(src), ls, true, None);
+            scatter_elems(&mut out, shape, dim, index, index_shape, T::slice(src), ls, Join::Add, None);
         }
         T::into_buffer(out)
     })

@@ -938,6 +938,29 @@ impl Backend for Cuda {
             add,
         ))
     }
+    fn scatter_reduce(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        index: &[i64],
+        index_shape: &[usize],
+        src: &Buffer,
+        ls: &Layout,
+        reduce: crate::backend::ScatterReduce,
+    ) -> Result<Buffer> {
+        self.fallback();
+        self.up(cpu::scatter::scatter_reduce(
+            &host(x)?,
+            lx,
+            dim,
+            index,
+            index_shape,
+            &host(src)?,
+            ls,
+            reduce,
+        ))
+    }
     fn index_write(
         &self,
         x: &Buffer,
