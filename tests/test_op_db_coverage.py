@@ -132,6 +132,15 @@ EXCLUDED: dict[str, str] = {
             "in test_vmap.py",
 }
 
+# torch's aliases, function forms of in-place methods, queries and composites of
+# python/rgrad/_aliases.py: each compared with torch (values, dtype, node, grads, errors) in
+# tests/test_aliases.py; the op each names has its entry
+_ALIAS = "alias, function form, query or composite from _aliases.py: tests/test_aliases.py against torch"
+_ENTRIES = {op.name for op in op_db}
+for _n in [*rgrad._aliases.__all__, *(f"Tensor.{m}" for m in rgrad._aliases.METHODS)]:
+    if _n not in _ENTRIES and not any(e.startswith(_n + ".") for e in _ENTRIES):
+        EXCLUDED.setdefault(_n, _ALIAS)
+
 
 def _public_ops() -> list[str]:
     """The public callables, in op_db's spelling."""

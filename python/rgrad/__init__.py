@@ -193,3 +193,9 @@ __all__ = [
     *_METHOD_FUNCTIONS, *_BINARY_FUNCTIONS, *_composite.__all__,
     "negative", "absolute", "subtract", "multiply", "divide", "true_divide",
 ]
+
+from rgrad import _aliases  # noqa: E402
+from rgrad._aliases import *  # noqa: E402,F401,F403  (torch's aliases, in-place function forms, queries)
+
+_aliases.install()
+__all__ += _aliases.__all__

@@ -1,0 +1,401 @@
+"""torch's aliases, the function forms of in-place methods, and the small queries of
+python/rgrad/_aliases.py, against torch: values, dtype, recorded node, gradients, errors
+(type and message)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rgrad
+
+torch = pytest.importorskip("torch")
+
+
+def _both(data, dtype="float64", grad=False):
+    """The same tensor in rgrad and torch (through a clone when it requires grad, so that
+    in-place ops apply to a non-leaf)."""
+    r = rgrad.tensor(data, dtype=getattr(rgrad, dtype), requires_grad=grad)
+    t = torch.tensor(data, dtype=getattr(torch, dtype), requires_grad=grad)
+    return r, t
+
+
+def _node(t):
+    return None if t.grad_fn is None else type(t.grad_fn).__name__
+
+
+def _check_same(r, t):
+    assert isinstance(r, rgrad.Tensor), type(r)
+    assert str(r.dtype).replace("rgrad.", "") == str(t.dtype).replace("torch.", "")
+    assert tuple(r.shape) == tuple(t.shape)
+    np.testing.assert_allclose(r.detach().numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-12, equal_nan=True)
+    assert _node(r) == _node(t)
+    assert r.requires_grad == t.requires_grad
+
+
+def _same_backward(out_r, out_t, r0, t0):
+    """``sum().backward()`` of both: the same gradient of the leaf, or the same error."""
+    rr = _outcome(lambda: out_r.sum().backward())
+    tt = _outcome(lambda: out_t.sum().backward())
+    assert rr[0] == tt[0] and (rr[0] == "ok" or rr[1:] == tt[1:]), (rr, tt)
+    if rr[0] == "ok":
+        np.testing.assert_allclose(r0.grad.numpy(), t0.grad.numpy(), rtol=1e-12)
+
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except Exception as e:  # noqa: BLE001  (the outcome is compared)
+        return ("raises", type(e).__name__, str(e).replace("torch.", "").replace("rgrad.", ""))
+
+
+def _same_error(fr, ft):
+    r, t = _outcome(fr), _outcome(ft)
+    assert r[0] == "raises" and t[0] == "raises", (r, t)
+    assert r[1:] == t[1:]
+
+
+_X = [[0.25, -0.5, 0.75], [-0.1, 0.3, 0.9]]
+_XPOS = [[1.25, 1.5, 2.75], [3.1, 1.3, 4.9]]
+
+UNARY_ALIASES = [
+    ("arccos", _X), ("arcsin", _X), ("arctan", _X), ("arccosh", _XPOS), ("arcsinh", _X), ("arctanh", _X),
+    ("absolute", _X), ("negative", _X), ("fix", [[1.5, -2.5, 0.3], [-0.7, 2.0, 3.9]]), ("positive", _X),
+]
+
+
+@pytest.mark.parametrize("name,data", UNARY_ALIASES, ids=[n for n, _ in UNARY_ALIASES])
+@pytest.mark.parametrize("form", ["function", "method", "inplace_method", "inplace_function"])
+def test_unary_alias(name, data, form):
+    if form == "inplace_function" and not hasattr(torch, name + "_"):
+        assert not hasattr(rgrad, name + "_")
+        return
+    if form.startswith("inplace") and not hasattr(torch.Tensor, name + "_"):
+        return
+    r0, t0 = _both(data, grad=True)
+    r, t = r0 * 1.0, t0 * 1.0  # non-leaves, for the in-place forms
+
+    def call(lib, x):
+        if form == "function":
+            return getattr(lib, name)(x)
+        if form == "method":
+            return getattr(x, name)()
+        if form == "inplace_method":
+            return getattr(x, name + "_")()
+        return getattr(lib, name + "_")(x)
+
+    out_r, out_t = call(rgrad, r), call(torch, t)
+    _check_same(out_r, out_t)
+    if form.startswith("inplace"):
+        assert out_r is r
+    _same_backward(out_r, out_t, r0, t0)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float32"])
+@pytest.mark.parametrize("name", ["fix", "absolute", "negative", "positive"])
+def test_unary_alias_dtypes(name, dtype):
+    data = [1, 0, 1] if dtype == "bool" else [3, -2, 0]
+    r, t = _both(data, dtype)
+    rr, tt = _outcome(lambda: getattr(rgrad, name)(r)), _outcome(lambda: getattr(torch, name)(t))
+    assert rr[0] == tt[0], (rr, tt)
+    if rr[0] == "ok":
+        _check_same(rr[1], tt[1])
+    else:
+        assert rr[1:] == tt[1:]
+
+
+def test_positive_is_the_input():
+    r, _ = _both(_X, grad=True)
+    assert rgrad.positive(r) is r and r.positive() is r
+
+
+BINARY = [
+    ("multiply", {}), ("subtract", {}), ("subtract", {"alpha": 2}), ("divide", {}),
+    ("divide", {"rounding_mode": "floor"}), ("divide", {"rounding_mode": "trunc"}), ("true_divide", {}),
+    ("greater", {}), ("greater_equal", {}), ("less", {}), ("less_equal", {}), ("not_equal", {}), ("arctan2", {}),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", BINARY, ids=[f"{n}-{k}" for n, k in BINARY])
+@pytest.mark.parametrize("form", ["function", "method", "inplace_method"])
+@pytest.mark.parametrize("other_kind", ["tensor", "number"])
+def test_binary_alias(name, kwargs, form, other_kind):
+    a_r0, a_t0 = _both(_X, grad=True)
+    b_r0, b_t0 = _both([[0.5, -0.5, 0.75], [2.0, 0.3, -1.5]], grad=True)
+    a_r, a_t = a_r0 * 1.0, a_t0 * 1.0
+    b_r, b_t = (b_r0, b_t0) if other_kind == "tensor" else (0.75, 0.75)
+    if form == "inplace_method" and name in ("greater", "greater_equal", "less", "less_equal", "not_equal"):
+        a_r, a_t = a_r.detach(), a_t.detach()  # (the comparisons' in-place forms: test_inplace_comparisons)
+
+    def call(lib, a, b):
+        if form == "function":
+            return getattr(lib, name)(a, b, **kwargs)
+        if form == "method":
+            return getattr(a, name)(b, **kwargs)
+        return getattr(a, name + "_")(b, **kwargs)
+
+    rr, tt = _outcome(lambda: call(rgrad, a_r, b_r)), _outcome(lambda: call(torch, a_t, b_t))
+    assert rr[0] == tt[0], (rr, tt)
+    if rr[0] == "raises":
+        assert rr[1:] == tt[1:]
+        return
+    _check_same(rr[1], tt[1])
+    if tt[1].requires_grad:
+        rr[1].sum().backward()
+        tt[1].sum().backward()
+        np.testing.assert_allclose(a_r0.grad.numpy(), a_t0.grad.numpy(), rtol=1e-12)
+        if other_kind == "tensor":
+            np.testing.assert_allclose(b_r0.grad.numpy(), b_t0.grad.numpy(), rtol=1e-12)
+
+
+def test_ger_is_outer():
+    (a_r, a_t), (b_r, b_t) = _both([1.0, 2.0], grad=True), _both([3.0, -1.0, 0.5], grad=True)
+    _check_same(rgrad.ger(a_r, b_r), torch.ger(a_t, b_t))
+    _check_same(a_r.ger(b_r), a_t.ger(b_t))
+
+
+def test_clip_inplace_function():
+    r0, t0 = _both(_X, grad=True)
+    r, t = r0 * 1.0, t0 * 1.0
+    out_r, out_t = rgrad.clip_(r, -0.2, 0.5), torch.clip_(t, -0.2, 0.5)
+    assert out_r is r
+    _check_same(out_r, out_t)
+    _same_error(lambda: rgrad.clip_(r), lambda: torch.clip_(t))
+    _check_same(r.clip_(min=0.0), t.clip_(min=0.0))
+
+
+@pytest.mark.parametrize("call", [
+    "arccos([1.0])", "arctan2(x, 2.0)", "arctan2(2.0, x)", "positive([1])", "exp_([1.0])", "relu_(1)",
+    "exp_()", "x.arctan2(2.0)", "x.arctan2_(2.0)", "greater([1.0], x)",
+])
+def test_argument_errors(call):
+    r, t = _both([1.0, 2.0])
+    _same_error(lambda: eval(call, {"x": r}, vars(rgrad)), lambda: eval(call, {"x": t}, vars(torch)))
+
+
+INPLACE_FUNCTIONS = [n for n in rgrad._aliases._INPLACE_FUNCTIONS if hasattr(rgrad.Tensor, n)]
+_OVERLOADED = ("clamp_", "xlogy_")
+_ARGS = {"clamp_": (-0.2, 0.5), "fill_": (2.5,), "xlogy_": (3.0,)}
+
+
+@pytest.mark.parametrize("name", INPLACE_FUNCTIONS)
+def test_inplace_function_forms(name):
+    data = _XPOS if name in ("acosh_", "log_", "log2_", "log10_", "sqrt_", "rsqrt_") else _X
+    r0, t0 = _both(data, grad=True)
+    r, t = r0 * 1.0, t0 * 1.0
+    args = _ARGS.get(name, ())
+    out_r, out_t = getattr(rgrad, name)(r, *args), getattr(torch, name)(t, *args)
+    assert out_r is r and out_t is t
+    if name in ("fill_", "zero_"):  # rgrad's record MaskedFillBackward0 (torch: FillBackward2, ZeroBackward0)
+        np.testing.assert_allclose(out_r.detach().numpy(), out_t.detach().numpy())
+        return
+    _check_same(out_r, out_t)
+    if out_t.requires_grad:
+        _same_backward(out_r, out_t, r0, t0)
+    if name in _OVERLOADED:  # torch lists its overloads ("received an invalid combination of arguments")
+        with pytest.raises(TypeError, match=f"^{name}\\(\\): argument 'input' \\(position 1\\) must be Tensor, not list$"):
+            getattr(rgrad, name)([1.0])
+        with pytest.raises(TypeError):
+            getattr(torch, name)([1.0])
+    else:
+        _same_error(lambda: getattr(rgrad, name)([1.0]), lambda: getattr(torch, name)([1.0]))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "bool"])
+@pytest.mark.parametrize("value", [3, 2.5, True])
+def test_fill(dtype, value):
+    r, t = _both([1, 0, 1], dtype)
+    _check_same(rgrad.fill(r, value), torch.fill(t, value))
+    assert rgrad.fill(r, value) is not r
+
+
+def test_fill_grads():
+    """torch.fill's FillBackward nodes give a zero gradient to the input and the sum to a
+    tensor value; rgrad's (clone, then fill_) gives the same gradients."""
+    r0, t0 = _both(_X, grad=True)
+    vr, vt = _both(2.5, grad=True)
+    out_r, out_t = rgrad.fill(r0, vr), torch.fill(t0, vt)
+    np.testing.assert_allclose(out_r.detach().numpy(), out_t.detach().numpy())
+    (out_r * 2).sum().backward()
+    (out_t * 2).sum().backward()
+    np.testing.assert_allclose(r0.grad.numpy(), t0.grad.numpy())
+    np.testing.assert_allclose(vr.grad.numpy(), vt.grad.numpy())
+
+
+# ---- queries and small functions ---------------------------------------------------------
+
+_DTYPES = ["bool", "int64", "float32", "float64"]
+
+
+def _tensor_of(lib, dtype, shape):
+    data = np.arange(int(np.prod(shape))).reshape(shape) % 3
+    return lib.tensor(data.tolist(), dtype=getattr(lib, dtype))
+
+
+def _dt(lib, d):
+    return getattr(lib, d)
+
+
+@pytest.mark.parametrize("a", _DTYPES)
+@pytest.mark.parametrize("b", _DTYPES)
+def test_promote_types_and_can_cast(a, b):
+    assert str(rgrad.promote_types(_dt(rgrad, a), _dt(rgrad, b))) == str(torch.promote_types(_dt(torch, a), _dt(torch, b))).replace("torch", "rgrad")
+    assert rgrad.can_cast(_dt(rgrad, a), _dt(rgrad, b)) == torch.can_cast(_dt(torch, a), _dt(torch, b))
+
+
+_OPERANDS = [("t", d, s) for d in _DTYPES for s in [(2,), ()]] + [("n", True, None), ("n", 3, None), ("n", 2.5, None)]
+
+
+def _operand(lib, op):
+    return _tensor_of(lib, op[1], op[2]) if op[0] == "t" else op[1]
+
+
+@pytest.mark.parametrize("a", _OPERANDS, ids=str)
+@pytest.mark.parametrize("b", _OPERANDS, ids=str)
+def test_result_type(a, b):
+    rr = _outcome(lambda: rgrad.result_type(_operand(rgrad, a), _operand(rgrad, b)))
+    tt = _outcome(lambda: torch.result_type(_operand(torch, a), _operand(torch, b)))
+    assert rr[0] == tt[0] == "ok"
+    assert str(rr[1]).replace("rgrad", "torch") == str(tt[1])
+    if a[0] == "t" or b[0] == "t":  # the dtype an arithmetic op gives
+        r_sum = _operand(rgrad, a) + _operand(rgrad, b) if a[1] != "bool" or b[1] != "bool" else None
+        if r_sum is not None and isinstance(r_sum, rgrad.Tensor):
+            assert r_sum.dtype == rr[1]
+
+
+def test_result_type_errors():
+    with pytest.raises(TypeError, match="result_type\\(\\) received an invalid combination of arguments"):
+        rgrad.result_type(rgrad.ones(2), [1])
+    _same_error(lambda: rgrad.promote_types(1, rgrad.float32), lambda: torch.promote_types(1, torch.float32))
+
+
+@pytest.mark.parametrize("dtype", _DTYPES)
+@pytest.mark.parametrize("shape", [(), (1,), (0,), (2, 3), (1, 1, 1)])
+def test_queries(dtype, shape):
+    r, t = _tensor_of(rgrad, dtype, shape), _tensor_of(torch, dtype, shape)
+    for name in ("is_floating_point", "is_complex", "is_conj", "is_neg", "is_inference"):
+        assert getattr(rgrad, name)(r) == getattr(torch, name)(t), name
+        assert getattr(r, name)() == getattr(t, name)(), name
+    assert r.is_signed() == t.is_signed()
+    assert r.ndimension() == t.ndimension()
+    assert r.nbytes == t.nbytes and r.itemsize == t.itemsize
+    for fr, ft in ((lambda: rgrad.is_nonzero(r), lambda: torch.is_nonzero(t)), (r.is_nonzero, t.is_nonzero)):
+        rr, tt = _outcome(fr), _outcome(ft)
+        assert rr == tt
+    assert rgrad.is_same_size(r, r) and not rgrad.is_same_size(r, rgrad.ones(5, 5))
+    assert r.is_same_size(r) == t.is_same_size(t)
+
+
+@pytest.mark.parametrize("call", [
+    "is_nonzero([1])", "is_floating_point(1)", "is_same_size(x, 1)", "is_complex(None)", "x.is_same_size(2)",
+])
+def test_query_errors(call):
+    r, t = _both([1.0])
+    _same_error(lambda: eval(call, {"x": r}, vars(rgrad)), lambda: eval(call, {"x": t}, vars(torch)))
+
+
+@pytest.mark.parametrize("obj", ["tensor_f", "tensor_l", "tensor_b", "tensor_d", "int", "function", "class"])
+def test_typename(obj):
+    def make(lib):
+        return {"tensor_f": lib.ones(1), "tensor_l": lib.ones(1, dtype=lib.int64), "tensor_b": lib.ones(1, dtype=lib.bool),
+                "tensor_d": lib.ones(1, dtype=lib.float64), "int": 1, "function": np.sum, "class": dict}[obj]
+    assert rgrad.typename(make(rgrad)) == torch.typename(make(torch)).replace("torch.", "rgrad.")
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (4, 2, 3)])
+@pytest.mark.parametrize("attr", ["mT", "mH", "H", "adjoint()", "adjoint"])
+def test_matrix_transposes(shape, attr):
+    r0, t0 = _both(np.arange(int(np.prod(shape)), dtype=float).reshape(shape).tolist(), grad=True)
+    if attr == "adjoint":
+        fr, ft = (lambda: rgrad.adjoint(r0)), (lambda: torch.adjoint(t0))
+    else:
+        fr, ft = (lambda: eval(f"x.{attr}", {"x": r0})), (lambda: eval(f"x.{attr}", {"x": t0}))
+    import warnings
+
+    with warnings.catch_warnings(record=True) as wr:
+        warnings.simplefilter("always")
+        rr = _outcome(fr)
+    with warnings.catch_warnings(record=True) as wt:
+        warnings.simplefilter("always")
+        tt = _outcome(ft)
+    assert [str(w.message) for w in wr] == [str(w.message).split(" (Triggered")[0] for w in wt]
+    assert rr[0] == tt[0], (rr, tt)
+    if rr[0] == "raises":
+        assert rr[1:] == tt[1:]
+        return
+    _check_same(rr[1], tt[1])
+    if rr[1] is not r0:
+        _same_backward(rr[1] * rgrad.arange(rr[1].numel()).reshape(rr[1].shape), tt[1] * torch.arange(tt[1].numel()).reshape(tt[1].shape), r0, t0)
+
+
+@pytest.mark.parametrize("size", [(3,), (1, 3), (2, 1), (1, 1), (2, 3), (1, 2, 3), (4,), (1, 1, 1, 3), ()])
+def test_sum_to_size(size):
+    r0, t0 = _both(np.arange(6.0).reshape(2, 3).tolist(), grad=True)
+    for fr, ft in ((lambda: r0.sum_to_size(size), lambda: t0.sum_to_size(size)),
+                   (lambda: r0.sum_to_size(*size), lambda: t0.sum_to_size(*size))):
+        rr, tt = _outcome(fr), _outcome(ft)
+        assert rr[0] == tt[0], (rr, tt)
+        if rr[0] == "raises":
+            assert rr[1:] == tt[1:]
+            continue
+        _check_same(rr[1], tt[1])
+        assert (rr[1] is r0) == (tt[1] is t0)
+
+
+@pytest.mark.parametrize("dtype", [None, "int64", "float64", "bool"])
+@pytest.mark.parametrize("self_dtype", ["float32", "int64"])
+def test_new_full_new_empty_empty_like(dtype, self_dtype):
+    r, t = _tensor_of(rgrad, self_dtype, (2, 3)), _tensor_of(torch, self_dtype, (2, 3))
+    kr = {} if dtype is None else {"dtype": getattr(rgrad, dtype)}
+    kt = {} if dtype is None else {"dtype": getattr(torch, dtype)}
+    _check_same(r.new_full((3, 1), 2.5, **kr), t.new_full((3, 1), 2.5, **kt))
+    for a, b in ((r.new_empty(4, 2, **kr), t.new_empty(4, 2, **kt)), (r.new_empty((4,), **kr), t.new_empty((4,), **kt)),
+                 (rgrad.empty_like(r, **kr), torch.empty_like(t, **kt)),
+                 (rgrad.empty_like(r.t(), **kr), torch.empty_like(t.t(), **kt))):
+        assert str(a.dtype).replace("rgrad", "torch") == str(b.dtype) and tuple(a.shape) == tuple(b.shape)
+        assert a.stride() == b.stride()
+    assert r.new_full((2,), 1, requires_grad=True).requires_grad if self_dtype == "float32" and dtype is None else True
+
+
+@pytest.mark.parametrize("value", [3, 2.5, True])
+@pytest.mark.parametrize("dtype", [None, "int64", "float64"])
+def test_scalar_tensor(value, dtype):
+    kr = {} if dtype is None else {"dtype": getattr(rgrad, dtype)}
+    kt = {} if dtype is None else {"dtype": getattr(torch, dtype)}
+    _check_same(rgrad.scalar_tensor(value, **kr), torch.scalar_tensor(value, **kt))
+
+
+@pytest.mark.parametrize("fn", ["as_tensor", "asarray"])
+@pytest.mark.parametrize("data", ["list_i", "list_f", "numpy", "tensor", "tensor_grad"])
+@pytest.mark.parametrize("dtype", [None, "float64"])
+def test_as_tensor_asarray(fn, data, dtype):
+    import warnings
+
+    arr = np.array([1.0, 2.0, 3.0])
+
+    def make(lib):
+        return {"list_i": [1, 2], "list_f": [1.5, 2.0], "numpy": arr, "tensor": lib.tensor([1.0, 2.0]),
+                "tensor_grad": lib.tensor([1.0, 2.0], requires_grad=True) * 1}[data]
+
+    kr = {} if dtype is None else {"dtype": getattr(rgrad, dtype)}
+    kt = {} if dtype is None else {"dtype": getattr(torch, dtype)}
+    xr, xt = make(rgrad), make(torch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out_r, out_t = getattr(rgrad, fn)(xr, **kr), getattr(torch, fn)(xt, **kt)
+    _check_same(out_r, out_t)
+    assert (out_r is xr) == (out_t is xt)
+    if data == "numpy" and dtype is None:  # shares the array's memory
+        arr[0] = 7.0
+        assert out_r[0].item() == out_t[0].item() == 7.0
+
+
+def test_set_printoptions_is_exported():
+    assert rgrad.set_printoptions is rgrad._tensor_str.set_printoptions
+    try:
+        rgrad.set_printoptions(precision=2)
+        torch.set_printoptions(precision=2)
+        assert repr(rgrad.tensor([1.23456])) == repr(torch.tensor([1.23456]))
+    finally:
+        rgrad.set_printoptions(profile="default")
+        torch.set_printoptions(profile="default")
