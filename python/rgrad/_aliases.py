@@ -122,6 +122,201 @@ def fill(input=_MISSING, value=_MISSING) -> Tensor:  # noqa: A002
 __all__.append("fill")
 
 
+# ---- 3. in-place comparisons, logical ops, fmod_, remainder_, floor_divide_, cumsum_, cumprod_
+
+_CUMOP_DTYPE_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}
+
+
+def _dtype_key(d) -> str:
+    return str(d).rsplit(".", 1)[-1]
+
+
+def _inplace_function(node_name: str, backward: Callable[..., Any]) -> Any:
+    """A custom Function writing ``out`` into ``self`` whose node is named as torch's
+    (``EqBackward1``): forward(self, other, out) -> self, marked dirty."""
+    from rgrad.autograd import Function
+
+    def forward(ctx, self_, other, payload):
+        out, saved = payload  # (a tuple: not inputs of the node, as in torch's)
+        ctx.other = other
+        ctx.save_for_backward(*saved)
+        ctx.mark_dirty(self_)
+        return self_.copy_(out)
+
+    def backward_all(ctx, grad):
+        g_self, g_other = backward(ctx, grad)
+        return g_self, g_other, None
+
+    cls = type(f"_Inplace{node_name}", (Function,), {"forward": staticmethod(forward),
+                                                       "backward": staticmethod(backward_all)})
+    cls._backward_cls.__name__ = cls._backward_cls.__qualname__ = node_name
+    return cls
+
+
+def _zero_grads(ctx, grad):
+    """A comparison's derivative: zeros for each tensor input."""
+    self_like, other_like = ctx.saved_tensors
+    return (grad.new_zeros(self_like.shape) if ctx.needs_input_grad[0] else None,
+            other_like.new_zeros(other_like.shape) if ctx.needs_input_grad[1] else None)
+
+
+def _recompute_grads(op: Callable[..., Tensor]) -> Callable[..., Any]:
+    """The derivative of the out-of-place ``op`` (first order), at the saved original input."""
+
+    def backward(ctx, grad):
+        import rgrad
+
+        orig, *rest = ctx.saved_tensors
+        with rgrad.enable_grad():
+            x = orig.detach().requires_grad_(True)
+            other = rest[0].detach().requires_grad_(bool(ctx.needs_input_grad[1])) if rest else ctx.other
+            y = op(x, other)
+            inputs = [x] + ([other] if rest and ctx.needs_input_grad[1] else [])
+            grads = rgrad.autograd.grad(y, inputs, grad, allow_unused=True)
+        return (grads[0], grads[1] if len(grads) > 1 else None)
+
+    return backward
+
+
+def _floor_divide_backward(ctx, grad):
+    raise RuntimeError("derivative for aten::floor_divide_ is not implemented")
+
+
+def _check_leaf(self: Tensor) -> None:
+    if self.requires_grad and self.is_leaf:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+def _write_inplace(self: Tensor, other, out: Tensor, nodes: tuple[Any, Any], saved: tuple) -> Tensor:
+    """Writes ``out`` (already checked) into ``self``, recorded as torch's node when autograd
+    records (``nodes``: the Functions for a number and for a tensor ``other``)."""
+    import rgrad
+
+    other_grad = isinstance(other, Tensor) and other.requires_grad
+    if not rgrad.is_grad_enabled() or not (self.requires_grad or other_grad):
+        return self.copy_(out)
+    _check_leaf(self)
+    fn = nodes[1] if isinstance(other, Tensor) else nodes[0]
+    return fn.apply(self, other, (out.detach(), saved))
+
+
+def _check_out_shape(self: Tensor, out: Tensor) -> None:
+    if tuple(out.shape) != tuple(self.shape):
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(out.shape)}")
+
+
+def _check_cast(result_dtype, self: Tensor) -> None:
+    from rgrad._tensor import _scalar_type_name
+
+    if not can_cast(result_dtype, self.dtype):
+        raise RuntimeError(f"result type {_scalar_type_name(result_dtype)} can't be cast to the desired output type "
+                           f"{_scalar_type_name(self.dtype)}")
+
+
+def _make_comparison_(op: str) -> Callable[..., Tensor]:
+    node = op.capitalize() + "Backward"
+    nodes = (_inplace_function(node + "0", _zero_grads), _inplace_function(node + "1", _zero_grads))
+
+    def method(self: Tensor, other) -> Tensor:
+        out = getattr(self, op)(other)
+        _check_out_shape(self, out)
+        if isinstance(other, Tensor):
+            return _write_inplace(self, other, out, nodes, (self.detach(), other.detach()))
+        return _write_inplace(self, other, out, nodes, (self.detach(), self.new_zeros(())))
+
+    method.__name__ = method.__qualname__ = op + "_"
+    method.__doc__ = f"In-place version of `Tensor.{op}`: writes 1 where the comparison holds, 0 elsewhere, in this tensor's dtype."
+    return method
+
+
+def _make_arith_(op: str, node: str | None) -> Callable[..., Tensor]:
+    def op_fn(x, other):
+        return getattr(x, op)(other)
+
+    if node is None:  # floor_divide_: torch's NotImplemented node
+        nodes = (_inplace_function("NotImplemented", _floor_divide_backward),) * 2
+    else:
+        backward = _recompute_grads(op_fn)
+        nodes = (_inplace_function(node + "0", backward), _inplace_function(node + "1", backward))
+
+    def method(self: Tensor, other) -> Tensor:
+        out = op_fn(self, other)
+        _check_cast(out.dtype, self)
+        _check_out_shape(self, out)
+        saved = (self.detach().clone(), other.detach()) if isinstance(other, Tensor) else (self.detach().clone(),)
+        return _write_inplace(self, other, out, nodes, saved)
+
+    method.__name__ = method.__qualname__ = op + "_"
+    method.__doc__ = f"In-place version of `Tensor.{op}`. Returns this tensor."
+    return method
+
+
+def _make_cum_(op: str, node: str) -> Callable[..., Tensor]:
+    backward = _recompute_grads(lambda x, dim: getattr(x, op)(dim))
+    fn = _inplace_function(node, backward)
+
+    def method(self: Tensor, dim, *, dtype=None) -> Tensor:
+        import rgrad
+
+        out = getattr(self, op)(dim)  # (its errors first: the dim's)
+        if dtype is not None and dtype != self.dtype:
+            raise RuntimeError(f"Bad in-place call: input tensor dtype {_CUMOP_DTYPE_NAMES[_dtype_key(self.dtype)]} "
+                               f"and output tensor dtype {_CUMOP_DTYPE_NAMES[_dtype_key(dtype)]} should match")
+        if self.dtype == _C.bool:
+            raise NotImplementedError(f"\"{op}_out_cpu\" not implemented for 'Bool'")
+        if not rgrad.is_grad_enabled() or not self.requires_grad:
+            return self.copy_(out)
+        _check_leaf(self)
+        return fn.apply(self, dim, (out.detach(), (self.detach().clone(),)))
+
+    method.__name__ = method.__qualname__ = op + "_"
+    method.__doc__ = f"In-place version of `Tensor.{op}` (dtype, if given, must be this tensor's). Returns this tensor."
+    return method
+
+
+def _make_logical_(op: str) -> Callable[..., Tensor]:
+    """torch's in-place logical ops write without recording (the tensor keeps its node)."""
+
+    def method(self: Tensor, *other) -> Tensor:
+        import rgrad
+
+        out = getattr(self, op)(*other)
+        _check_out_shape(self, out)
+        with rgrad.no_grad():
+            return self.copy_(out)
+
+    method.__name__ = method.__qualname__ = op + "_"
+    method.__doc__ = f"In-place version of `Tensor.{op}`: 1 where true, 0 elsewhere, in this tensor's dtype."
+    return method
+
+
+def _logical_xor_method(self: Tensor, other=_MISSING) -> Tensor:
+    _check_tensor("logical_xor", other, "other", 1)
+    return self.ne(0).ne(other.ne(0))
+
+
+def logical_xor(input=_MISSING, other=_MISSING) -> Tensor:  # noqa: A002
+    """Element-wise logical XOR of `input` and `other` (non-zero is True), a bool tensor."""
+    _check_tensor("logical_xor", input)
+    _check_tensor("logical_xor", other, "other", 2)
+    return input.ne(0).ne(other.ne(0))
+
+
+__all__.append("logical_xor")
+
+
+def _group3_methods() -> dict[str, Any]:
+    methods: dict[str, Any] = {op + "_": _make_comparison_(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")}
+    methods["fmod_"] = _make_arith_("fmod", "FmodBackward")
+    methods["remainder_"] = _make_arith_("remainder", "RemainderBackward")
+    methods["floor_divide_"] = _make_arith_("floor_divide", None)
+    methods["cumsum_"] = _make_cum_("cumsum", "CumsumBackward0")
+    methods["cumprod_"] = _make_cum_("cumprod", "CumprodBackward0")
+    methods["logical_xor"] = _logical_xor_method
+    for op in ("logical_and", "logical_or", "logical_not", "logical_xor"):
+        methods[op + "_"] = _make_logical_(op)
+    return methods
+
 # ---- 4. queries and small functions ------------------------------------------------------
 
 
@@ -305,13 +500,23 @@ _ZERO_D_ADVICE = {"mT": "This function is the identity in these cases.", "mH": "
                   "adjoint": "Consider using x.conj()."}
 
 
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A UserWarning the first time only, as torch's TORCH_WARN_ONCE."""
+    if message not in _WARNED:
+        import warnings
+
+        _WARNED.add(message)
+        warnings.warn(message, UserWarning, stacklevel=3)
+
+
 def _matrix_transpose(what: str, call: str = "") -> Callable[[Tensor], Tensor]:
     def transpose(self: Tensor) -> Tensor:
         if self.dim() == 0:
-            import warnings
-
             name = "adjoint()" if call else f"Tensor.{what}"
-            warnings.warn(f"{name} is deprecated on 0-D tensors. {_ZERO_D_ADVICE[what]}", UserWarning, stacklevel=2)
+            _warn_once(f"{name} is deprecated on 0-D tensors. {_ZERO_D_ADVICE[what]}")
             return self
         if self.dim() < 2:
             raise RuntimeError(f"tensor.{what}{call} is only supported on matrices or batches of matrices. "
@@ -324,9 +529,7 @@ def _matrix_transpose(what: str, call: str = "") -> Callable[[Tensor], Tensor]:
 def _H(self: Tensor) -> Tensor:
     nd = self.dim()
     if nd == 0:
-        import warnings
-
-        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
+        _warn_once("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().")
         return self
     if nd != 2:
         more = " For batches of matrices, consider using tensor.mH" if nd > 2 else ""
@@ -473,6 +676,10 @@ def install() -> None:
     """The Tensor methods (and the same on vmap's BatchedTensor where it has the op)."""
     from rgrad.func._batched_tensor import BatchedTensor
 
+    group3 = _group3_methods()
+    for name, fn in group3.items():
+        setattr(Tensor, name, fn)
+    METHODS.extend(group3)
     aliases = {**_UNARY_ALIASES, **{f"{a}_": f"{t}_" for a, t in _UNARY_ALIASES.items()}}
     aliases.update(_BINARY_ALIASES)
     aliases.update({f"{a}_": f"{t}_" for a, t in _BINARY_ALIASES.items() if a != "arctan2"})
