@@ -679,6 +679,7 @@ def install() -> None:
     group3 = _group3_methods()
     for name, fn in group3.items():
         setattr(Tensor, name, fn)
+        setattr(BatchedTensor, name, fn)
     METHODS.extend(group3)
     aliases = {**_UNARY_ALIASES, **{f"{a}_": f"{t}_" for a, t in _UNARY_ALIASES.items()}}
     aliases.update(_BINARY_ALIASES)
@@ -695,6 +696,7 @@ def install() -> None:
             setattr(BatchedTensor, name, fn)
     for name, (getter, doc) in _PROPERTIES.items():
         setattr(Tensor, name, property(getter, doc=doc))
+        setattr(BatchedTensor, name, property(getter, doc=doc))
     METHODS.extend(a for a in [*aliases, *_methods()] if hasattr(Tensor, a) and a not in METHODS)
 
 
