@@ -511,3 +511,15 @@ def test_logical_xor(a, b):
     _check_same(xr.logical_xor(yr), xt.logical_xor(yt))
     _same_error(lambda: rgrad.logical_xor(xr, 1), lambda: torch.logical_xor(xt, 1))
     _same_error(lambda: xr.logical_xor(1), lambda: xt.logical_xor(1))
+
+
+def test_asarray_options():
+    xr, xt = rgrad.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0])
+    _same_error(lambda: rgrad.asarray(xr, dtype=rgrad.float64, copy=False),
+                lambda: torch.asarray(xt, dtype=torch.float64, copy=False))
+    assert rgrad.asarray(xr, requires_grad=False) is xr and torch.asarray(xt, requires_grad=False) is xt
+    gr, gt = rgrad.tensor([1.0], requires_grad=True), torch.tensor([1.0], requires_grad=True)
+    assert rgrad.asarray(gr, requires_grad=False).requires_grad == torch.asarray(gt, requires_grad=False).requires_grad
+    cr, ct = rgrad.asarray(xr, copy=True), torch.asarray(xt, copy=True)
+    assert (cr is xr) == (ct is xt) == False  # noqa: E712
+    _check_same(cr, ct)

@@ -147,7 +147,7 @@ def _inplace_function(node_name: str, backward: Callable[..., Any]) -> Any:
         g_self, g_other = backward(ctx, grad)
         return g_self, g_other, None
 
-    cls = type(f"_Inplace{node_name}", (Function,), {"forward": staticmethod(forward),
+    cls: Any = type(f"_Inplace{node_name}", (Function,), {"forward": staticmethod(forward),
                                                        "backward": staticmethod(backward_all)})
     cls._backward_cls.__name__ = cls._backward_cls.__qualname__ = node_name
     return cls
@@ -225,7 +225,8 @@ def _make_comparison_(op: str) -> Callable[..., Tensor]:
         return _write_inplace(self, other, out, nodes, (self.detach(), self.new_zeros(())))
 
     method.__name__ = method.__qualname__ = op + "_"
-    method.__doc__ = f"In-place version of `Tensor.{op}`: writes 1 where the comparison holds, 0 elsewhere, in this tensor's dtype."
+    method.__doc__ = (f"In-place version of `Tensor.{op}`: writes 1 where the comparison holds, 0 elsewhere, in "
+                      "this tensor's dtype.")
     return method
 
 
@@ -332,11 +333,15 @@ def _query(fn: str, query: Callable[[Tensor], Any], doc: str) -> Callable[..., A
 
 is_floating_point = _query("is_floating_point", lambda t: t.is_floating_point(),
                            "Whether `input`'s dtype is a floating-point type (float32, float64).")
-is_complex = _query("is_complex", lambda t: False, "Whether `input`'s dtype is complex: always False (rgrad has no complex dtypes).")
-is_conj = _query("is_conj", lambda t: False, "Whether `input` is a lazily conjugated view: always False (no complex dtypes).")
-is_neg = _query("is_neg", lambda t: False, "Whether `input` is a lazily negated view: always False (no complex dtypes).")
+is_complex = _query("is_complex", lambda t: False,
+                    "Whether `input`'s dtype is complex: always False (rgrad has no complex dtypes).")
+is_conj = _query("is_conj", lambda t: False,
+                 "Whether `input` is a lazily conjugated view: always False (no complex dtypes).")
+is_neg = _query("is_neg", lambda t: False,
+                "Whether `input` is a lazily negated view: always False (no complex dtypes).")
 is_inference = _query("is_inference", lambda t: False,
-                      "Whether `input` is an inference tensor: always False (rgrad's inference mode makes ordinary tensors).")
+                      "Whether `input` is an inference tensor: always False (rgrad's inference mode makes "
+                      "ordinary tensors).")
 
 
 def _is_nonzero(t: Tensor) -> bool:
@@ -646,10 +651,13 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=_MISSING) 
                               "warning.", UserWarning, stacklevel=2)
             t = obj
         else:
-            t = obj if requires_grad else obj.detach()
+            t = obj.detach() if not requires_grad and obj.requires_grad else obj
         if dtype is not None and dtype != t.dtype or device is not None and str(device) != str(t.device):
-            if copy is False:
-                raise ValueError("can't alias tensor from variable of type: ... (copy=False with a dtype or device change)")
+            if copy is False and dtype is not None and dtype != t.dtype:
+                from rgrad._tensor import _scalar_type_name
+
+                raise ValueError(f"can't alias tensor with dtype '{_scalar_type_name(t.dtype)}' into dtype "
+                                 f"'{_scalar_type_name(dtype)}'.")
             t = t.to(dtype=dtype or t.dtype, device=device or t.device)
         elif copy:
             t = t.clone()

@@ -371,7 +371,8 @@ def _binary_bitwise(name: str, op: str):
         return self.copy_(out)
 
     function.__name__ = function.__qualname__ = name
-    function.__doc__ = f"Element-wise ``input {dict(__and__='&', __or__='|', __xor__='^')[op]} other`` of integer or bool tensors."
+    symbol = {"__and__": "&", "__or__": "|", "__xor__": "^"}[op]
+    function.__doc__ = f"Element-wise ``input {symbol} other`` of integer or bool tensors."
     inplace.__name__ = inplace.__qualname__ = name + "_"
     inplace.__doc__ = f"In-place version of `{name}`."
     return function, inplace
