@@ -523,3 +523,33 @@ def test_asarray_options():
     cr, ct = rgrad.asarray(xr, copy=True), torch.asarray(xt, copy=True)
     assert (cr is xr) == (ct is xt) == False  # noqa: E712
     _check_same(cr, ct)
+
+
+def _double_backward(lib, name, other_kind):
+    a = lib.tensor([[1.5, -2.0, 3.0], [0.5, 2.0, 5.5]], dtype=lib.float64, requires_grad=True)
+    o = lib.tensor([[2.0, -1.5, 1.7], [1.1, 2.3, -4.0]], dtype=lib.float64, requires_grad=True)
+    z = a * a
+    cumulative = name in ("cumsum_", "cumprod_")
+    if cumulative:
+        getattr(z, name)(1)
+    else:
+        getattr(z, name)(o * o if other_kind == "tensor" else 1.7)
+    w = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=lib.float64)
+    ins = [a, o] if other_kind == "tensor" and not cumulative else [a]
+    g = lib.autograd.grad((z * w).sum(), ins, create_graph=True)
+    gg = lib.autograd.grad(sum((gi * gi).sum() for gi in g), ins, allow_unused=True)
+    return _node(z), [x.detach().numpy() for x in g], [np.zeros(2) if x is None else x.numpy() for x in gg]
+
+
+@pytest.mark.parametrize("name", ["cumsum_", "cumprod_", "fmod_", "remainder_"])
+@pytest.mark.parametrize("other_kind", ["tensor", "number"])
+def test_inplace_double_backward(name, other_kind):
+    """The in-place nodes' gradients, recorded under create_graph, give torch's second
+    derivatives (a None second derivative counts as zeros)."""
+    node_r, g_r, gg_r = _double_backward(rgrad, name, other_kind)
+    node_t, g_t, gg_t = _double_backward(torch, name, other_kind)
+    assert node_r == node_t
+    for x, y in zip(g_r, g_t):
+        np.testing.assert_allclose(x, y, rtol=1e-12)
+    for x, y in zip(gg_r, gg_t):
+        np.testing.assert_allclose(np.broadcast_to(x, y.shape) if x.shape != y.shape else x, y, rtol=1e-12)

@@ -161,19 +161,28 @@ def _zero_grads(ctx, grad):
 
 
 def _recompute_grads(op: Callable[..., Tensor]) -> Callable[..., Any]:
-    """The derivative of the out-of-place ``op`` (first order), at the saved original input."""
+    """The derivative of the out-of-place ``op`` at the saved original input (a copy made
+    before the write, attached to the input's history): under ``create_graph`` the
+    gradients are recorded from it, so that higher derivatives are the op's."""
 
     def backward(ctx, grad):
         import rgrad
 
+        create = rgrad.is_grad_enabled()  # (the engine's create_graph)
         orig, *rest = ctx.saved_tensors
+        need_x, need_o = bool(ctx.needs_input_grad[0]), bool(rest) and bool(ctx.needs_input_grad[1])
+        if not (need_x or need_o):
+            return None, None
         with rgrad.enable_grad():
-            x = orig.detach().requires_grad_(True)
-            other = rest[0].detach().requires_grad_(bool(ctx.needs_input_grad[1])) if rest else ctx.other
+            if create:
+                x, other = orig, (rest[0] if rest else ctx.other)
+            else:
+                x = orig.detach().requires_grad_(need_x)
+                other = rest[0].detach().requires_grad_(need_o) if rest else ctx.other
             y = op(x, other)
-            inputs = [x] + ([other] if rest and ctx.needs_input_grad[1] else [])
-            grads = rgrad.autograd.grad(y, inputs, grad, allow_unused=True)
-        return (grads[0], grads[1] if len(grads) > 1 else None)
+            inputs = ([x] if need_x else []) + ([other] if need_o else [])
+            grads = list(rgrad.autograd.grad(y, inputs, grad, create_graph=create, allow_unused=True))
+        return (grads.pop(0) if need_x else None), (grads.pop(0) if need_o else None)
 
     return backward
 
@@ -187,9 +196,10 @@ def _check_leaf(self: Tensor) -> None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
-def _write_inplace(self: Tensor, other, out: Tensor, nodes: tuple[Any, Any], saved: tuple) -> Tensor:
+def _write_inplace(self: Tensor, other, out: Tensor, nodes: tuple[Any, Any], saved: Callable[[], tuple]) -> Tensor:
     """Writes ``out`` (already checked) into ``self``, recorded as torch's node when autograd
-    records (``nodes``: the Functions for a number and for a tensor ``other``)."""
+    records (``nodes``: the Functions for a number and for a tensor ``other``; ``saved()``:
+    what the derivative reads, made before the write)."""
     import rgrad
 
     other_grad = isinstance(other, Tensor) and other.requires_grad
@@ -197,7 +207,7 @@ def _write_inplace(self: Tensor, other, out: Tensor, nodes: tuple[Any, Any], sav
         return self.copy_(out)
     _check_leaf(self)
     fn = nodes[1] if isinstance(other, Tensor) else nodes[0]
-    return fn.apply(self, other, (out.detach(), saved))
+    return fn.apply(self, other, (out.detach(), saved()))
 
 
 def _check_out_shape(self: Tensor, out: Tensor) -> None:
@@ -221,8 +231,8 @@ def _make_comparison_(op: str) -> Callable[..., Tensor]:
         out = getattr(self, op)(other)
         _check_out_shape(self, out)
         if isinstance(other, Tensor):
-            return _write_inplace(self, other, out, nodes, (self.detach(), other.detach()))
-        return _write_inplace(self, other, out, nodes, (self.detach(), self.new_zeros(())))
+            return _write_inplace(self, other, out, nodes, lambda: (self.detach(), other.detach()))
+        return _write_inplace(self, other, out, nodes, lambda: (self.detach(), self.new_zeros(())))
 
     method.__name__ = method.__qualname__ = op + "_"
     method.__doc__ = (f"In-place version of `Tensor.{op}`: writes 1 where the comparison holds, 0 elsewhere, in "
@@ -244,8 +254,8 @@ def _make_arith_(op: str, node: str | None) -> Callable[..., Tensor]:
         out = op_fn(self, other)
         _check_cast(out.dtype, self)
         _check_out_shape(self, out)
-        saved = (self.detach().clone(), other.detach()) if isinstance(other, Tensor) else (self.detach().clone(),)
-        return _write_inplace(self, other, out, nodes, saved)
+        return _write_inplace(self, other, out, nodes,
+                              lambda: (self.clone(), other) if isinstance(other, Tensor) else (self.clone(),))
 
     method.__name__ = method.__qualname__ = op + "_"
     method.__doc__ = f"In-place version of `Tensor.{op}`. Returns this tensor."
@@ -268,7 +278,7 @@ def _make_cum_(op: str, node: str) -> Callable[..., Tensor]:
         if not rgrad.is_grad_enabled() or not self.requires_grad:
             return self.copy_(out)
         _check_leaf(self)
-        return fn.apply(self, dim, (out.detach(), (self.detach().clone(),)))
+        return fn.apply(self, dim, (out.detach(), (self.clone(),)))
 
     method.__name__ = method.__qualname__ = op + "_"
     method.__doc__ = f"In-place version of `Tensor.{op}` (dtype, if given, must be this tensor's). Returns this tensor."
