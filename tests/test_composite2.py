@@ -249,3 +249,59 @@ def test_bitwise_not(a):
         return out
 
     _compare(inplace)
+
+
+@pytest.mark.parametrize("data", [_M, np.array(3.0), np.zeros(0), np.array([1, 2, 3])], ids=["2d", "0d", "empty", "int"])
+@pytest.mark.parametrize("index", [[[0, 5], [-1, 2]], [1], 0, [], [6], [-7], [1.0], [True], "list"], ids=str)
+def test_take(data, index):
+    def fn(lib, x):
+        idx = [1] if index == "list" else lib.tensor(index, dtype=lib.int64 if not isinstance(
+            np.array(index).flat[0] if np.size(index) else 0, (float, bool, np.floating, np.bool_)) else None)
+        return lib.take(x, idx)
+
+    _compare(fn, data)
+    if index == [[0, 5], [-1, 2]] and data.ndim == 2:
+        _compare(lambda lib, x: x.take(lib.tensor([[0, 5], [-1, 2]])), data)
+
+
+_A = np.array([[1.0, -2.0, 3.0], [4.0, 0.5, -6.0]])
+_B = np.array([[0.5, -2.0, 1.0], [4.0, 2.5, -1.0]])
+
+
+@pytest.mark.parametrize("p", [2, 1, 0, 3.5, float("inf"), -float("inf"), -1])
+@pytest.mark.parametrize("other", ["same_shape", "broadcast", "equal", "bad", "number", "int"])
+def test_dist(p, other):
+    o = {"same_shape": _B, "broadcast": _B[0], "equal": _A.copy(), "bad": np.ones(4), "number": 2.0,
+         "int": np.array([1, 2, 3])}[other]
+    if p == 0 and other in ("same_shape", "broadcast", "equal", "int"):
+        # torch's DistBackward0 at p=0 fails ("Expected a proper Tensor but got None") or
+        # gives None; rgrad gives the derivative of the count, zeros
+        fl = other != "int"
+        a_r, b_r = rgrad.tensor(_A, requires_grad=True), rgrad.tensor(o, requires_grad=fl)
+        out_r = rgrad.dist(a_r, b_r, 0)
+        _check_same(out_r, torch.dist(torch.tensor(_A, requires_grad=True), torch.tensor(o, requires_grad=fl), 0))
+        out_r.backward()
+        assert not a_r.grad.numpy().any() and (not fl or not b_r.grad.numpy().any())
+        return
+    _compare(lambda lib, a, b: lib.dist(a, b, p), _A, o)
+    _compare(lambda lib, a, b: a.dist(b, p=p), _A, o)
+
+
+@pytest.mark.parametrize("fn", ["take", "dist"])
+def test_take_dist_double_backward(fn):
+    def run(lib):
+        a = lib.tensor(_A, requires_grad=True)
+        b = lib.tensor(_B, requires_grad=True)
+        out = lib.take(a * a, lib.tensor([[0, 5], [-1, 2]])).sum() if fn == "take" else lib.dist(a * a, b, 3)
+        g = lib.autograd.grad(out, [a, b], create_graph=True, allow_unused=True)
+        gs = [x for x in g if x is not None]
+        gg = lib.autograd.grad(sum((x * x).sum() for x in gs), [a, b], allow_unused=True)
+        return [x.detach().numpy() for x in gs], [None if x is None else x.numpy() for x in gg]
+
+    (g_r, gg_r), (g_t, gg_t) = run(rgrad), run(torch)
+    for x, y in zip(g_r, g_t):
+        np.testing.assert_allclose(x, y, rtol=1e-10)
+    for x, y in zip(gg_r, gg_t):
+        assert (x is None) == (y is None)
+        if x is not None:
+            np.testing.assert_allclose(x, y, rtol=1e-10)

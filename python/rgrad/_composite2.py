@@ -18,7 +18,7 @@ from rgrad._tensor import _scalar_type_name
 
 __all__ = [
     "repeat_interleave", "tril_indices", "triu_indices", "diagflat", "trapezoid", "trapz", "cumulative_trapezoid",
-    "combinations", "unravel_index", "vander", "cov", "corrcoef",
+    "combinations", "unravel_index", "vander", "cov", "corrcoef", "take", "dist",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
 ]
 
@@ -336,6 +336,113 @@ def corrcoef(input: Tensor) -> Tensor:  # noqa: A002
     return c.clip(-1, 1)
 
 
+# ---- ops with a node of their own in torch (TakeBackward0, DistBackward0) -------------------
+
+
+def _named_function(node_name: str, op):
+    """A custom Function computing ``op(*args)`` whose node carries torch's name; its
+    backward differentiates ``op`` at the saved inputs, recorded under ``create_graph`` (so
+    that higher derivatives are those of the ops ``op`` is made of)."""
+    from rgrad.autograd import Function
+
+    def forward(ctx, *args):
+        ctx.args = args
+        ctx.save_for_backward(*[a for a in args if isinstance(a, Tensor)])
+        return op(*args)
+
+    def backward(ctx, grad):
+        import rgrad
+
+        create = rgrad.is_grad_enabled()  # (the engine's create_graph)
+        saved = iter(ctx.saved_tensors)
+        args, inputs, wanted = [], [], []
+        for i, a in enumerate(ctx.args):
+            if isinstance(a, Tensor):
+                t = next(saved)
+                need = bool(ctx.needs_input_grad[i])
+                if not create:
+                    t = t.detach().requires_grad_(need)
+                if need:
+                    inputs.append(t)
+                    wanted.append(i)
+                a = t
+            args.append(a)
+        grads: list[Any] = [None] * len(ctx.args)
+        if inputs:
+            with rgrad.enable_grad():
+                out = op(*args)
+                if out.requires_grad:
+                    got = rgrad.autograd.grad(out, inputs, grad, create_graph=create, allow_unused=True)
+                else:  # (dist's p=0: a count, whose derivative is zero)
+                    got = tuple(t.new_zeros(t.shape) for t in inputs)
+            for i, g in zip(wanted, got):
+                grads[i] = g
+        return tuple(grads)
+
+    cls: Any = type(f"_{node_name}", (Function,),
+                    {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+    cls._backward_cls.__name__ = cls._backward_cls.__qualname__ = node_name
+    return cls
+
+
+def _take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
+    flat = index.reshape(-1)
+    if flat.numel():
+        flat = flat.remainder(input.numel())  # (checked in [-numel, numel))
+    return input.reshape(-1).index_select(0, flat).view(list(index.shape))
+
+
+_Take = _named_function("TakeBackward0", _take)
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
+    """The elements of `input`, as if flattened, at the (long) `index`; the result has the
+    shape of `index`. Recorded as torch's TakeBackward0."""
+    if not isinstance(index, Tensor):
+        raise TypeError(f"take(): argument 'index' (position 2) must be Tensor, not {type(index).__name__}")
+    if index.dtype != _C.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {_scalar_type_name(index.dtype)}")
+    n = input.numel()
+    if n == 0 and index.numel():
+        raise IndexError("take(): tried to take from an empty tensor")
+    if index.numel():
+        lo, hi = int(index.min()), int(index.max())
+        for v in (lo, hi):
+            if not -n <= v < n:
+                raise IndexError(f"out of range: tried to access index {v} on a tensor of {n} elements.")
+    import rgrad
+
+    if rgrad.is_grad_enabled() and input.requires_grad:
+        return _Take.apply(input, index)
+    return _take(input, index)
+
+
+def _dist(input: Tensor, other: Tensor, p) -> Tensor:  # noqa: A002
+    diff = input - other
+    if p == 0:  # the number of non-zero differences (a zero gradient)
+        return diff.ne(0).sum().to(diff.dtype)
+    return diff.norm(p)
+
+
+_Dist = _named_function("DistBackward0", _dist)
+
+
+def dist(input: Tensor, other: Tensor, p=2, *, _pos: int = 2) -> Tensor:  # noqa: A002
+    """The `p`-norm of ``input - other`` (broadcast). Recorded as torch's DistBackward0."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"dist(): argument 'other' (position {_pos}) must be Tensor, not {type(other).__name__}")
+    dtype = _C.tensor(0, dtype=input.dtype).add(_C.tensor(0, dtype=other.dtype)).dtype  # (the difference's)
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f"norm(): input dtype should be either floating point or complex. Got "
+                                  f"{_scalar_type_name(dtype)} instead.")
+    import rgrad
+
+    p = float(p)
+    if rgrad.is_grad_enabled() and (input.requires_grad or other.requires_grad):
+        return _Dist.apply(input, other, p)
+    return _dist(input, other, p)
+
+
 # ---- bitwise ---------------------------------------------------------------------------
 
 
@@ -398,6 +505,7 @@ def _bitwise_not_(self: Tensor) -> Tensor:
 
 _METHODS = {
     "repeat_interleave": repeat_interleave, "diagflat": diagflat, "cov": cov, "corrcoef": corrcoef,
+    "take": take, "dist": lambda self, other, p=2: dist(self, other, p, _pos=1),
     "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
     "bitwise_and_": _bitwise_and_, "bitwise_or_": _bitwise_or_, "bitwise_xor_": _bitwise_xor_,
     "bitwise_not_": _bitwise_not_,
