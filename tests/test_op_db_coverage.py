@@ -135,6 +135,17 @@ EXCLUDED: dict[str, str] = {
             "in test_vmap.py",
 }
 
+# torch's aliases, function forms of in-place methods, queries and composites of
+# python/rgrad/_aliases.py and python/rgrad/_composite2.py: each compared with torch (values, dtype, node, grads, errors) in
+# tests/test_aliases.py and tests/test_composite2.py; the op each names has its entry
+_ALIAS = ("alias, function form, query or composite from _aliases.py or _composite2.py: tests/test_aliases.py, "
+          "tests/test_composite2.py against torch")
+_ENTRIES = {op.name for op in op_db}
+for _n in [*rgrad._aliases.__all__, *(f"Tensor.{m}" for m in rgrad._aliases.METHODS),
+           *rgrad._composite2.__all__, *(f"Tensor.{m}" for m in rgrad._composite2._METHODS)]:
+    if _n not in _ENTRIES and not any(e.startswith(_n + ".") for e in _ENTRIES):
+        EXCLUDED.setdefault(_n, _ALIAS)
+
 
 def _public_ops() -> list[str]:
     """The public callables, in op_db's spelling."""

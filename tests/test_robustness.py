@@ -51,6 +51,8 @@ def _call(fn, args):
         fn(*args)
     except ALLOWED:
         pass
+    except UserWarning:
+        pass  # a warning torch gives too (cov's "degrees of freedom is <= 0"), an error under the suite's filter
     except BaseException as e:  # noqa: BLE001  (this is what the test is about)
         pytest.fail(f"{fn!r}{args!r} raised {type(e).__module__}.{type(e).__name__}: {e}")
 

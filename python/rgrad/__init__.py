@@ -211,3 +211,15 @@ __all__ = [
     *_METHOD_FUNCTIONS, *_BINARY_FUNCTIONS, *_composite.__all__,
     "negative", "absolute", "subtract", "multiply", "divide", "true_divide",
 ]
+
+from rgrad import _aliases  # noqa: E402
+from rgrad._aliases import *  # noqa: E402,F401,F403  (torch's aliases, in-place function forms, queries)
+
+_aliases.install()
+__all__ += _aliases.__all__
+
+from rgrad import _composite2  # noqa: E402
+from rgrad._composite2 import *  # noqa: E402,F401,F403  (more of torch's composite functions)
+
+_composite2.install()
+__all__ += _composite2.__all__
