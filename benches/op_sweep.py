@@ -91,6 +91,9 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         # selection
         "where": lambda: T.where(mask, a, b), "where.scalar": lambda: T.where(mask, a, 0.0),
         "masked_fill": lambda: a.masked_fill(mask, 0.0), "clamp": lambda: a.clamp(-0.5, 0.5),
+        # linalg.rs's ops and scatter_reduce
+        "cross": lambda: T.cross(a[:3], b[:3], dim=0), "dist": lambda: T.dist(a, b),
+        "aminmax": lambda: T.aminmax(a, dim=1), "scatter_reduce": lambda: a.scatter_reduce(1, idx_cols, b, "amax"),
         "clamp.tensor_bounds": lambda: a.clamp(lo, hi), "clip": lambda: a.clip(-0.5, 0.5),
         # reductions
         "sum": lambda: a.sum(), "sum(0)": lambda: a.sum(0), "sum(1)": lambda: a.sum(1),

@@ -1591,7 +1591,23 @@ _OPS_A_CALLS = {
     "cummin_0d": (lambda x: rgrad.cummin(x, 0).indices, ()),
     "logcumsumexp": (lambda x: rgrad.logcumsumexp(x, 1), (3, 4)),
     "logcumsumexp_0d": (lambda x: x.logcumsumexp(0), ()),
+    # linalg.rs's ops and scatter_reduce (their rules: "_linalg_cross", "_aminmax", dist,
+    # scatter_reduce and scatter_reduce_)
+    "_linalg_cross": (lambda x: rgrad.linalg.cross(x, x.sin(), dim=0), (3, 4)),
+    "_linalg_cross_unbatched_other": (lambda x: x.cross(_W34, dim=0), (3, 4)),
+    "_aminmax": (lambda x: rgrad.aminmax(x, dim=1).max, (3, 4)),
+    "_aminmax_all_keepdim": (lambda x: x.aminmax(keepdim=True).min, (3, 4)),
+    "_aminmax_0d": (lambda x: rgrad.aminmax(x).max, ()),
+    "dist": (lambda x: x.dist(x.cos(), 3), (3, 4)),
+    "dist_unbatched_other": (lambda x: rgrad.dist(x, _W34), (3, 4)),
+    "scatter_reduce": (lambda x: x.scatter_reduce(1, _IDX34, x.sin(), "amax"), (3, 4)),
+    "scatter_reduce_": (lambda x: x.clone().scatter_reduce_(0, _IDX34, x.cos(), "mean", include_self=False),
+                        (3, 4)),
 }
+
+
+_W34 = rgrad.tensor([[0.5, -1.0, 2.0, 0.25], [1.5, 0.0, -0.5, 1.0], [-2.0, 0.75, 1.0, 3.0]], dtype=rgrad.float64)
+_IDX34 = rgrad.tensor([[0, 2, 2, 1], [1, 1, 0, 2], [2, 0, 1, 1]])
 
 
 @pytest.mark.parametrize("name", sorted(_OPS_A_CALLS))

@@ -99,7 +99,7 @@ __version__ = "0.1.0"
 _METHOD_FUNCTIONS = (
     "add sub mul div "
     "logical_not logical_and logical_or clamp clip sum mean prod var std norm amax amin argmax "
-    "argmin dist logsumexp softmax log_softmax matmul mm addmm bmm mv dot outer t transpose permute reshape flatten squeeze "
+    "argmin logsumexp softmax log_softmax matmul mm addmm bmm mv dot outer t transpose permute reshape flatten squeeze "
     "unsqueeze gather index_select masked_fill eq ne lt le gt ge detach clone split chunk unbind narrow select "
     "numel max min remainder fmod floor_divide all any isnan isinf isfinite isclose allclose equal "
     "flip fliplr flipud roll rot90 tril triu diagonal diag_embed diag trace cumsum cumprod "
@@ -189,7 +189,7 @@ from rgrad._composite import (  # noqa: E402,F401  (torch's composite functions)
     tensor_split, tensordot, tile, unflatten, vsplit, vstack, clamp_min, clamp_max,
     clamp_min_, clamp_max_, nanmean, count_nonzero, vdot, addmv, addmv_,
     baddbmm, addbmm, logit, logit_, var_mean, std_mean, cosine_similarity, broadcast_tensors,
-    float_power, signbit, cross, aminmax,
+    float_power, signbit, cross, aminmax, dist,
 )
 
 _composite.install()

@@ -24,7 +24,7 @@ __all__ = [
     "cartesian_prod", "einsum", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_",
     "nanmean", "count_nonzero", "vdot", "addmv", "addmv_",
     "baddbmm", "addbmm", "logit", "logit_", "var_mean", "std_mean", "cosine_similarity", "broadcast_tensors",
-    "float_power", "signbit", "cross", "aminmax",
+    "float_power", "signbit", "cross", "aminmax", "dist",
 ]
 
 
@@ -1024,6 +1024,16 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:  # no
             raise RuntimeError("no dimension of size 3 in input")
         dim = sizes.index(3)
     return input._linalg_cross(other, dim)
+
+
+def dist(input: Tensor, other: Tensor, p=2) -> Tensor:  # noqa: A002
+    """The p-norm of ``input - other`` (broadcast): one node, DistBackward0 (the native
+    ``Tensor.dist``, whose messages count its arguments from the method's)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"dist(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if not isinstance(other, Tensor):
+        raise TypeError(f"dist(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    return input.dist(other, p)
 
 
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):  # noqa: A002

@@ -18,7 +18,7 @@ from rgrad._tensor import _scalar_type_name
 
 __all__ = [
     "repeat_interleave", "tril_indices", "triu_indices", "diagflat", "trapezoid", "trapz", "cumulative_trapezoid",
-    "combinations", "unravel_index", "vander", "cov", "corrcoef", "take", "dist",
+    "combinations", "unravel_index", "vander", "cov", "corrcoef", "take",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
 ]
 
@@ -336,7 +336,7 @@ def corrcoef(input: Tensor) -> Tensor:  # noqa: A002
     return c.clip(-1, 1)
 
 
-# ---- ops with a node of their own in torch (TakeBackward0, DistBackward0) -------------------
+# ---- ops with a node of their own in torch (TakeBackward0; dist is native: src/ops/linalg.rs) ----
 
 
 def _named_function(node_name: str, op):
@@ -373,7 +373,7 @@ def _named_function(node_name: str, op):
                 out = op(*args)
                 if out.requires_grad:
                     got = rgrad.autograd.grad(out, inputs, grad, create_graph=create, allow_unused=True)
-                else:  # (dist's p=0: a count, whose derivative is zero)
+                else:  # (an output that does not require grad: a zero derivative)
                     got = tuple(t.new_zeros(t.shape) for t in inputs)
             for i, g in zip(wanted, got):
                 grads[i] = g
@@ -417,30 +417,6 @@ def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
     return _take(input, index)
 
 
-def _dist(input: Tensor, other: Tensor, p) -> Tensor:  # noqa: A002
-    diff = input - other
-    if p == 0:  # the number of non-zero differences (a zero gradient)
-        return diff.ne(0).sum().to(diff.dtype)
-    return diff.norm(p)
-
-
-_Dist = _named_function("DistBackward0", _dist)
-
-
-def dist(input: Tensor, other: Tensor, p=2, *, _pos: int = 2) -> Tensor:  # noqa: A002
-    """The `p`-norm of ``input - other`` (broadcast). Recorded as torch's DistBackward0."""
-    if not isinstance(other, Tensor):
-        raise TypeError(f"dist(): argument 'other' (position {_pos}) must be Tensor, not {type(other).__name__}")
-    dtype = _C.tensor(0, dtype=input.dtype).add(_C.tensor(0, dtype=other.dtype)).dtype  # (the difference's)
-    if not dtype.is_floating_point:
-        raise NotImplementedError(f"norm(): input dtype should be either floating point or complex. Got "
-                                  f"{_scalar_type_name(dtype)} instead.")
-    import rgrad
-
-    p = float(p)
-    if rgrad.is_grad_enabled() and (input.requires_grad or other.requires_grad):
-        return _Dist.apply(input, other, p)
-    return _dist(input, other, p)
 
 
 # ---- bitwise ---------------------------------------------------------------------------
@@ -505,7 +481,7 @@ def _bitwise_not_(self: Tensor) -> Tensor:
 
 _METHODS = {
     "repeat_interleave": repeat_interleave, "diagflat": diagflat, "cov": cov, "corrcoef": corrcoef,
-    "take": take, "dist": lambda self, other, p=2: dist(self, other, p, _pos=1),
+    "take": take,
     "bitwise_and": bitwise_and, "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
     "bitwise_and_": _bitwise_and_, "bitwise_or_": _bitwise_or_, "bitwise_xor_": _bitwise_xor_,
     "bitwise_not_": _bitwise_not_,

@@ -164,6 +164,12 @@ fn sum_to_shape(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
 /// `dist(a, b, p)`: the p-norm of `a - b` (broadcast), one node (DistBackward0).
 pub fn dist(a: &Tensor, b: &Tensor, p: f64) -> Result<Tensor> {
     let diff = with_grad_mode(false, || sub(a, b))?;
+    if !diff.dtype().is_float() {
+        return Err(Error::not_implemented(format!(
+            "norm(): input dtype should be either floating point or complex. Got {} instead.",
+            diff.dtype().scalar_type_name()
+        )));
+    }
     apply(
         "aten::dist",
         &[a, b],

@@ -338,7 +338,7 @@ def _aminmax_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     r = v.dim() - 1
     if dim is None:
         if r == 0:
-            lo, hi = dispatch(name, (v, 0, False), {})
+            lo, hi = dispatch(name, (v.unsqueeze(1), 1, False), {})
         else:
             lo, hi = dispatch(name, (v.reshape(v.shape[0], _numel(v.shape[1:])), 1, False), {})
         if keepdim:
