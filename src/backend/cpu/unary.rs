@@ -95,7 +95,8 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     /// `self`'s magnitude with `o`'s sign bit.
     fn copysign(self, o: Self) -> Self;
     /// log2(2ˢᵉˡᶠ + 2ᵒ) as torch computes it: the larger plus log1p(2^-|difference|) / ln 2,
-    /// an infinity of both signs' own value. float32 in float64, rounded once.
+    /// an infinity of both signs' own value; in float64 (vmath's exp2 and log1p: the bits
+    /// of the slice kernel `binary::logaddexp2_slices`), rounded once.
     fn logaddexp2(self, o: Self) -> Self;
     /// `o` where `self` is 0, else 1 where `self > 0` and 0 where not (NaN too).
     fn heaviside(self, o: Self) -> Self;
@@ -152,8 +153,9 @@ macro_rules! float_impl {
                 }
                 let (a, b) = (f64::from(self), f64::from(o));
                 let m = if a < b { b } else { a };
-                let r = m + (-(a - b).abs()).exp2().ln_1p() * std::f64::consts::LOG2_E;
-                r as $t
+                // (vmath's float64 forms: the bits of the slice kernel, binary.rs)
+                let l = v64::log1p1(v64::exp21(-(a - b).abs()));
+                (m + l * std::f64::consts::LOG2_E) as $t
             }
             #[inline(always)]
             fn heaviside(self, o: Self) -> Self {
