@@ -223,3 +223,9 @@ from rgrad._composite2 import *  # noqa: E402,F401,F403  (more of torch's compos
 
 _composite2.install()
 __all__ += _composite2.__all__
+
+# torch.det, logdet, slogdet, inverse, cholesky_solve, ... (rgrad.linalg's ops) and their Tensor methods
+globals().update(linalg.FUNCTIONS)
+globals().update(linalg.TORCH_ONLY)
+linalg.install()
+__all__ += [*linalg.FUNCTIONS, *linalg.TORCH_ONLY]

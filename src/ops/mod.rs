@@ -27,6 +27,7 @@ pub mod binary;
 pub mod concat;
 pub mod copy;
 pub mod creation;
+pub mod decomp;
 pub mod division;
 pub mod elementwise;
 pub mod fused;
@@ -61,6 +62,7 @@ pub use binary::*;
 pub use concat::*;
 pub use copy::*;
 pub use creation::*;
+pub use decomp::*;
 pub use division::*;
 pub use elementwise::*;
 pub use fused::*;
@@ -112,6 +114,10 @@ crate::backward_ops! {
     MaxBackward0, AmaxBackward0,
     // linalg.rs
     LinalgCrossBackward0, DistBackward0, AminmaxBackward0,
+    // decomp.rs
+    LinalgLuFactorExBackward0, LinalgDetBackward0, LinalgSlogdetBackward0, LinalgInvExBackward0,
+    LinalgSolveExBackward0, LinalgLuSolveBackward0, LinalgSolveTriangularBackward0, LinalgCholeskyExBackward0,
+    CholeskySolveBackward0, CholeskyInverseBackward0, LinalgMatrixExpBackward0,
     // scatter.rs
     ScatterFamilyBackward, MaskedSelectBackward0, ScatterReduceBackward0,
     // sort.rs
