@@ -105,7 +105,7 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "det": lambda: T.det(sq), "slogdet": lambda: T.slogdet(sq), "logdet": lambda: T.logdet(spd),
         "inverse": lambda: T.inverse(sq), "cholesky_solve": lambda: T.cholesky_solve(sq[:, :8], chol),
         "cholesky_inverse": lambda: T.cholesky_inverse(chol), "matrix_power": lambda: T.matrix_power(sq, 5),
-        "matrix_exp": lambda: T.matrix_exp(sq / k),
+        "matrix_exp": lambda: T.matrix_exp(sq / k), "lu_unpack": lambda: T.lu_unpack(*T.linalg.lu_factor(sq)),
         # reductions
         "sum": lambda: a.sum(), "sum(0)": lambda: a.sum(0), "sum(1)": lambda: a.sum(1),
         "mean": lambda: a.mean(), "mean(0)": lambda: a.mean(0), "prod(0)": lambda: unit.prod(0),

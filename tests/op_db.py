@@ -2757,6 +2757,17 @@ def _linalg_decomp_rows(T, add):
     add("linalg.lu_solve", lambda a, b, **kw: T.linalg.lu_solve(*T.linalg.lu_factor(a), b, **kw), lu_solve_ref,
         lu_solve_samples)
 
+    def lu_ref(a):
+        lu_, piv = _np_lu_factor(a)
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        low = np.tril(lu_[..., :, :k], -1) + np.eye(m, k)
+        up = np.triu(lu_[..., :k, :])
+        return (low, up)
+
+    add("linalg.lu", lambda a: tuple(T.linalg.lu(a))[1:], lu_ref, lu_samples)
+    add("lu_unpack", lambda a: tuple(T.lu_unpack(*T.linalg.lu_factor(a)))[1:], lu_ref, lu_samples)
+
     def matrix_power_ref(a, n):
         return np.linalg.matrix_power(a, n)
 

@@ -28,6 +28,8 @@ _REMOVED = "torch's removed function: raises torch's RuntimeError naming its lin
 EXCLUDED: dict[str, str] = {
     "chain_matmul": "deprecated (warns): multi_dot of its arguments, whose op_db entry it shares "
     "(test_linalg_decomp.py against torch)",
+    "lu": "deprecated (warns): linalg.lu_factor(_ex)'s op, whose op_db entries it shares (test_linalg_decomp.py)",
+    "Tensor.lu": "deprecated (warns): linalg.lu_factor(_ex)'s op, whose op_db entries it shares (test_linalg_decomp.py)",
     "cholesky": _REMOVED, "Tensor.cholesky": _REMOVED, "solve": _REMOVED, "Tensor.solve": _REMOVED,
     # -- rgrad functions
     "set_default_dtype": "a process-wide setting, not an op: tests/test_default_dtype.py against torch",

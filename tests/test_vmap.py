@@ -1617,6 +1617,8 @@ _OPS_A_CALLS = {
     "_cholesky_solve": (lambda x: rgrad.cholesky_solve(x.sin(), rgrad.linalg.cholesky(_pd(x))), (3, 3)),
     "_cholesky_inverse": (lambda x: rgrad.cholesky_inverse(rgrad.linalg.cholesky(_pd(x))), (3, 3)),
     "_linalg_matrix_exp": (lambda x: rgrad.linalg.matrix_exp(x), (3, 3)),
+    "_linalg_lu": (lambda x: rgrad.linalg.lu(x).U, (3, 3)),
+    "_lu_unpack": (lambda x: rgrad.lu_unpack(*rgrad.linalg.lu_factor(x)).L, (3, 3)),
 }
 
 

@@ -17,7 +17,7 @@ from rgrad._C import Tensor
 __all__ = [
     "cross", "vector_norm", "matrix_norm", "norm", "vecdot",
     "det", "slogdet", "inv", "inv_ex", "solve", "solve_ex", "cholesky", "cholesky_ex", "solve_triangular",
-    "lu_factor", "lu_factor_ex", "lu_solve", "matrix_power", "multi_dot", "matrix_exp", "LinAlgError",
+    "lu_factor", "lu_factor_ex", "lu_solve", "matrix_power", "multi_dot", "matrix_exp", "lu", "LinAlgError",
 ]
 
 # (torch's is torch._C._LinAlgError, a RuntimeError, under this name)
@@ -225,6 +225,15 @@ def lu_factor(A: Tensor, *, pivot: bool = True):
     return return_types.linalg_lu_factor(lu, piv)
 
 
+def lu(A: Tensor, *, pivot: bool = True):
+    """``(P, L, U)`` with ``A = P L U``: P a permutation matrix, L unit lower and U upper
+    trapezoidal (one LinalgLuBackward0 for L and U)."""
+    from rgrad import return_types
+
+    _tensor_arg("linalg_lu", "A", 1, A)
+    return return_types.linalg_lu(*A._linalg_lu(pivot))
+
+
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor:  # noqa: N803
     """The solution of ``A X = B`` from A's packed factors (``Aᴴ X = B`` with
     ``adjoint``, ``X A = B`` when not ``left``) (LinalgLuSolveBackward0)."""
@@ -428,6 +437,39 @@ def _matrix_exp(input: Tensor) -> Tensor:  # noqa: A002
     return input._linalg_matrix_exp()
 
 
+def _lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True):  # noqa: N803
+    """``(P, L, U)`` from ``lu_factor``'s packed factors and pivots (what is not unpacked
+    is empty)."""
+    from rgrad import return_types
+
+    _tensor_arg("lu_unpack", "LU_data", 1, LU_data)
+    _tensor_arg("lu_unpack", "LU_pivots", 2, LU_pivots)
+    return return_types.lu_unpack(*LU_data._lu_unpack(LU_pivots, unpack_data, unpack_pivots))
+
+
+_lu_warned = False
+
+
+def _lu(A: Tensor, pivot: bool = True, get_infos: bool = False):  # noqa: N803
+    """Deprecated: ``(LU, pivots)`` (and ``info`` with ``get_infos``), warning once."""
+    import warnings
+
+    global _lu_warned
+    if not _lu_warned:
+        _lu_warned = True
+        warnings.warn(
+            "torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
+            "removed in a future PyTorch release.\nLU, pivots = torch.lu(A, compute_pivots)\nshould be replaced "
+            "with\nLU, pivots = torch.linalg.lu_factor(A, compute_pivots)\nand\nLU, pivots, info = torch.lu(A, "
+            "compute_pivots, get_infos=True)\nshould be replaced with\nLU, pivots, info = "
+            "torch.linalg.lu_factor_ex(A, compute_pivots)",
+            UserWarning,
+            stacklevel=2,
+        )
+    lu_, piv, info = A._linalg_lu_factor_ex(pivot, not get_infos, "torch.linalg.lu_factor")
+    return (lu_, piv, info) if get_infos else (lu_, piv)
+
+
 _chain_matmul_warned = False
 
 
@@ -460,10 +502,10 @@ def _chain_matmul(*matrices: Tensor) -> Tensor:
 FUNCTIONS = {
     "det": _det, "logdet": _logdet, "slogdet": _slogdet, "inverse": _inverse,
     "cholesky_solve": _cholesky_solve, "cholesky_inverse": _cholesky_inverse, "cholesky": _cholesky,
-    "solve": _solve, "matrix_power": _matrix_power, "matrix_exp": _matrix_exp,
+    "solve": _solve, "matrix_power": _matrix_power, "matrix_exp": _matrix_exp, "lu": _lu,
 }
 # torch.* functions without a Tensor method
-TORCH_ONLY = {"chain_matmul": _chain_matmul}
+TORCH_ONLY = {"chain_matmul": _chain_matmul, "lu_unpack": _lu_unpack}
 
 
 def install() -> None:

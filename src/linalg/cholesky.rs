@@ -9,10 +9,7 @@ pub fn factor_lower(a: &mut [f64], n: usize) -> i64 {
         let rest = &mut a[j * n..];
         let row_j = &mut rest[..n];
         // the diagonal: a_jj - Σ_k L_jk²
-        let mut d = row_j[j];
-        for &l in &row_j[..j] {
-            d -= l * l;
-        }
+        let d = row_j[j] - dot(&row_j[..j], &row_j[..j]);
         // (`!(d > 0)` also catches NaN)
         if d.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             row_j[j] = d;
@@ -25,15 +22,29 @@ pub fn factor_lower(a: &mut [f64], n: usize) -> i64 {
         let (head, tail) = a.split_at_mut((j + 1) * n);
         let lj = &head[j * n..j * n + j];
         for row_i in tail.chunks_exact_mut(n) {
-            let mut s = row_i[j];
-            for (&x, &y) in row_i[..j].iter().zip(lj) {
-                s -= x * y;
-            }
-            row_i[j] = s / ljj;
+            row_i[j] = (row_i[j] - dot(&row_i[..j], lj)) / ljj;
         }
     }
     zero_upper(a, n);
     0
+}
+
+/// `Σ x_k y_k` in eight interleaved partial sums (one chain would wait on the adder's
+/// latency at every element: the factorization's inner loop is these dot products).
+fn dot(x: &[f64], y: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
+    let (xr, yr) = (xc.remainder(), yc.remainder());
+    for (a, b) in xc.zip(yc) {
+        for l in 0..8 {
+            acc[l] += a[l] * b[l];
+        }
+    }
+    let mut tail = 0.0;
+    for (a, b) in xr.iter().zip(yr) {
+        tail += a * b;
+    }
+    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
 }
 
 /// Zeroes the strict upper triangle (what torch returns there, whether or not the

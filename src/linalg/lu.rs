@@ -100,8 +100,10 @@ pub fn slogdet(lu: &[f64], piv: &[i64], n: usize) -> (f64, f64) {
     let mut log = 0.0;
     for i in 0..n {
         let u = lu[i * n + i];
-        if !(u > 0.0) {
-            sign = if u < 0.0 { -sign } else { 0.0 };
+        if u < 0.0 {
+            sign = -sign;
+        } else if u == 0.0 || u.is_nan() {
+            sign = 0.0;
         }
         if piv[i] != i as i64 + 1 {
             sign = -sign;

@@ -389,33 +389,39 @@ fn lu_backward(
             g
         }
     } else {
-        // tall: A1 = L1 U, A2 = L2 U
+        // tall: A1 = L1 U, A2 = L2 U. With X = L1⁻¹ dA1 U⁻¹ (dL1 = L1 tril(X, -1), dU =
+        // triu(X) U, dL2 = (dA2 - L2 dU) U⁻¹), X's gradient is
+        // G = tril(L1ᴴ gL1, -1) + triu(gU Uᴴ - L2ᴴ gL2); then gA1 = L1^{-H} G U^{-H} and
+        // gA2 = gL2 U^{-H}
         let l1 = narrow(l, -2, 0, k as i64)?;
-        let mut g: Option<Tensor> = None;
-        if let Some(gu) = gu {
-            g = Some(matmul(gu, &uh)?);
-        }
-        if let Some(gl) = gl {
-            let t = matmul(&lh, gl)?;
-            g = Some(match g {
-                Some(g) => sub(&g, &t)?,
-                None => neg(&t)?,
-            });
-        }
-        let g = g.ok_or_else(|| Error::Internal("lu_backward: no gradient".into()))?;
-        let mut g = linalg_solve_triangular(&mt(&l1)?, &triu(&g, 0)?, true, true, true)?;
+        let l2 = narrow(l, -2, k as i64, (m - k) as i64)?;
+        let mut upper_part: Option<Tensor> = gu.map(|gu| matmul(gu, &uh)).transpose()?;
+        let mut lower_part: Option<Tensor> = None;
+        let mut bottom: Option<Tensor> = None;
         if let Some(gl) = gl {
             let gl1 = narrow(gl, -2, 0, k as i64)?;
             let gl2 = narrow(gl, -2, k as i64, (m - k) as i64)?;
-            g = cat(&[add(&g, &tril(&gl1, -1)?)?, gl2], -2)?;
+            lower_part = Some(tril(&matmul(&mt(&l1)?, &gl1)?, -1)?);
+            let t = matmul(&mt(&l2)?, &gl2)?;
+            upper_part = Some(match upper_part {
+                Some(x) => sub(&x, &t)?,
+                None => neg(&t)?,
+            });
+            bottom = Some(linalg_solve_triangular(&uh, &gl2, false, false, false)?);
         }
-        let g = linalg_solve_triangular(&uh, &g, false, false, false)?;
-        if gl.is_none() {
-            let z = zeros_like(&narrow(l, -2, k as i64, (m - k) as i64)?)?;
-            cat(&[g, z], -2)?
-        } else {
-            g
-        }
+        let g = match (lower_part, upper_part) {
+            (Some(lo), Some(up)) => add(&lo, &triu(&up, 0)?)?,
+            (Some(lo), None) => lo,
+            (None, Some(up)) => triu(&up, 0)?,
+            (None, None) => return Err(Error::Internal("lu_backward: no gradient".into())),
+        };
+        let top = linalg_solve_triangular(&mt(&l1)?, &g, true, true, true)?;
+        let top = linalg_solve_triangular(&uh, &top, false, false, false)?;
+        let bottom = match bottom {
+            Some(b) => b,
+            None => zeros_like(&narrow(l, -2, k as i64, (m - k) as i64)?)?,
+        };
+        cat(&[top, bottom], -2)?
     };
     match p {
         Some(p) => matmul(p, &ga),
@@ -730,7 +736,8 @@ impl Backward for LinalgSlogdetBackward0 {
 /// `linalg.inv_ex(A, check_errors)`: `(inverse, info)` (LinalgInvExBackward0); `name`
 /// is the function named in errors (`linalg.inv` raises through this).
 pub fn linalg_inv_ex(a: &Tensor, check_errors: bool, name: &str) -> Result<(Tensor, Tensor)> {
-    square_float(name, a)?;
+    // (torch checks the input as linalg.inv's, whichever function it is)
+    square_float("linalg.inv", a)?;
     let (inv, info) = with_grad_mode(false, || -> Result<_> {
         let a = a.detach();
         let (lu, piv, info) = raw_lu_factor(&a, true)?;
@@ -1262,7 +1269,8 @@ pub fn linalg_cholesky_ex(
     check_errors: bool,
     name: &str,
 ) -> Result<(Tensor, Tensor)> {
-    square_float(name, a)?;
+    // (torch checks the input as linalg.cholesky's, whichever function it is)
+    square_float("linalg.cholesky", a)?;
     let (l, info) = with_grad_mode(false, || -> Result<_> {
         let a = a.detach();
         // the upper factor reads A's upper triangle: the lower factor of Aᵀ, transposed
@@ -1628,6 +1636,224 @@ impl Backward for LinalgMatrixExpBackward0 {
                 da,
                 false
             )?)])
+        })())
+    }
+}
+
+// ---- linalg.lu / lu_unpack ----------------------------------------------------------------
+
+/// `linalg.lu(A, *, pivot=True)`: `(P, L, U)`, one LinalgLuBackward0 for L and U (P
+/// has no gradient, as torch's).
+pub fn linalg_lu(a: &Tensor, pivot: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    if a.ndim() < 2 {
+        return Err(Error::runtime(format!(
+            "linalg.lu: Expected tensor with 2 or more dimensions. Got size: {:?} instead",
+            a.shape().as_slice()
+        )));
+    }
+    let (lu, piv, _) = linalg_lu_factor_ex(&a.detach(), pivot, false, "linalg.lu_factor")?;
+    let (m, _) = mat_dims(&a.shape());
+    let (p, l, u) = with_grad_mode(false, || -> Result<_> {
+        let (l, u) = unpack_lu(&lu)?;
+        Ok((
+            permutation(&piv, m, a.dtype())?,
+            contiguous(&l)?,
+            contiguous(&u)?,
+        ))
+    })?;
+    let pp = p.clone();
+    let outs = apply_multi(
+        "aten::linalg_lu",
+        &[a],
+        || Ok(vec![l, u]),
+        |outs| {
+            use crate::autograd::saved::SavedTensor;
+            let list = smallvec::smallvec![
+                SavedTensor::output(&outs[0], 0),
+                SavedTensor::input(&pp),
+                SavedTensor::output(&outs[1], 1),
+            ];
+            (LinalgLuBackward0 { pivot }, list)
+        },
+    )?;
+    let mut it = outs.into_iter();
+    match (it.next(), it.next()) {
+        (Some(l), Some(u)) => Ok((p, l, u)),
+        _ => Err(Error::Internal("linalg.lu: two outputs".into())),
+    }
+}
+
+/// LinalgLuBackward0: torch's `linalg_lu_backward`; forward: `linalg_lu_jvp`.
+#[derive(Clone)]
+pub struct LinalgLuBackward0 {
+    pivot: bool,
+}
+impl Backward for LinalgLuBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        vec![
+            ("L", SavedField::Tensor(Some(0))),
+            ("P", SavedField::Tensor(Some(1))),
+            ("U", SavedField::Tensor(Some(2))),
+            ("pivot", SavedField::Bool(self.pivot)),
+        ]
+    }
+    fn name(&self) -> Cow<'static, str> {
+        "LinalgLuBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let (gl, gu) = (
+            g.first().and_then(Option::as_ref),
+            g.get(1).and_then(Option::as_ref),
+        );
+        if gl.is_none() && gu.is_none() {
+            return Ok(smallvec::smallvec![None]);
+        }
+        let (l, p, u) = (ctx.saved(0)?, ctx.saved(1)?, ctx.saved(2)?);
+        let p = self.pivot.then_some(&p);
+        Ok(smallvec::smallvec![Some(lu_backward(gl, gu, p, &l, &u)?)])
+    }
+    fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let da = t.first()?.as_ref()?;
+        Some((|| {
+            let (l, p, u) = (ctx.saved(0)?, ctx.saved(1)?, ctx.saved(2)?);
+            let (dl, du) = lu_jvp(da, &p, &l, &u)?;
+            Ok(smallvec::smallvec![Some(dl), Some(du)])
+        })())
+    }
+}
+
+/// `lu_unpack(LU, pivots, unpack_data=True, unpack_pivots=True)`: `(P, L, U)` from the
+/// packed factors (LuUnpackBackward0 for L and U); what is not unpacked is empty.
+pub fn lu_unpack(
+    lu: &Tensor,
+    piv: &Tensor,
+    unpack_data: bool,
+    unpack_pivots: bool,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    if lu.ndim() < 2 {
+        return Err(Error::runtime(format!(
+            "torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: {:?} instead",
+            lu.shape().as_slice()
+        )));
+    }
+    let (m, n) = mat_dims(&lu.shape());
+    let k = m.min(n);
+    if unpack_pivots {
+        if piv.dtype() != DType::I64 {
+            return Err(Error::runtime(
+                "torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of rgrad.int64 dtype.\nNote: this function is intended to be used with the output produced by torch.linalg.lu_factor",
+            ));
+        }
+        let mut want = lu.shape()[..lu.ndim() - 2].to_vec();
+        want.push(k);
+        if piv.shape().as_slice() != want.as_slice() {
+            return Err(Error::value(format!(
+                "Expected LU_pivots to have shape {:?} but got {:?} instead.",
+                want,
+                piv.shape().as_slice()
+            )));
+        }
+    }
+    let empty = || zeros(&[0], lu.dtype()).and_then(|z| to_device(&z, lu.device()));
+    let p = if unpack_pivots {
+        with_grad_mode(false, || permutation(piv, m, lu.dtype()))?
+    } else {
+        empty()?
+    };
+    if !unpack_data {
+        let (l, u) = (empty()?, empty()?);
+        return Ok((p, l, u));
+    }
+    let (l, u) = with_grad_mode(false, || -> Result<_> {
+        let (l, u) = unpack_lu(&lu.detach())?;
+        Ok((contiguous(&l)?, contiguous(&u)?))
+    })?;
+    let outs = apply_multi(
+        "aten::lu_unpack",
+        &[lu],
+        || Ok(vec![l, u]),
+        |_| (LuUnpackBackward0 { m, n }, smallvec::SmallVec::new()),
+    )?;
+    let mut it = outs.into_iter();
+    match (it.next(), it.next()) {
+        (Some(l), Some(u)) => Ok((p, l, u)),
+        _ => Err(Error::Internal("lu_unpack: two outputs".into())),
+    }
+}
+
+/// LuUnpackBackward0: torch's `lu_unpack_backward`: L's gradient below the diagonal and
+/// U's on and above it, placed in the packed matrix; forward: the packed tangent's parts.
+#[derive(Clone)]
+pub struct LuUnpackBackward0 {
+    m: usize,
+    n: usize,
+}
+impl Backward for LuUnpackBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        vec![
+            (
+                "LU_data_sym_argsize_minus_1",
+                SavedField::Int(self.n as i64),
+            ),
+            (
+                "LU_data_sym_argsize_minus_2",
+                SavedField::Int(self.m as i64),
+            ),
+        ]
+    }
+    fn name(&self) -> Cow<'static, str> {
+        "LuUnpackBackward0".into()
+    }
+    fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let (gl, gu) = (
+            g.first().and_then(Option::as_ref),
+            g.get(1).and_then(Option::as_ref),
+        );
+        let (m, n) = (self.m, self.n);
+        let pad = |x: Tensor, rows: usize, cols: usize| -> Result<Tensor> {
+            // x (*, r, c) placed at the top left of (*, rows, cols)
+            let s = x.shape();
+            let (r, c) = mat_dims(&s);
+            let batch = &s[..s.len() - 2];
+            let x = if cols > c {
+                cat(
+                    &[
+                        x.clone(),
+                        zeros(&with_matrix(batch, r, cols - c), x.dtype())?,
+                    ],
+                    -1,
+                )?
+            } else {
+                x
+            };
+            if rows > r {
+                cat(
+                    &[
+                        x.clone(),
+                        zeros(&with_matrix(batch, rows - r, cols), x.dtype())?,
+                    ],
+                    -2,
+                )
+            } else {
+                Ok(x)
+            }
+        };
+        let mut total: Option<Tensor> = None;
+        if let Some(gl) = gl {
+            total = Some(pad(tril(gl, -1)?, m, n)?);
+        }
+        if let Some(gu) = gu {
+            total = Some(add_opt(total, pad(triu(gu, 0)?, m, n)?)?);
+        }
+        Ok(smallvec::smallvec![total])
+    }
+    fn jvp(&self, _ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let dlu = t.first()?.as_ref()?;
+        Some((|| {
+            let k = self.m.min(self.n) as i64;
+            let dl = tril(&narrow(dlu, -1, 0, k)?, -1)?;
+            let du = triu(&narrow(dlu, -2, 0, k)?, 0)?;
+            Ok(smallvec::smallvec![Some(dl), Some(du)])
         })())
     }
 }

@@ -117,7 +117,7 @@ crate::backward_ops! {
     // decomp.rs
     LinalgLuFactorExBackward0, LinalgDetBackward0, LinalgSlogdetBackward0, LinalgInvExBackward0,
     LinalgSolveExBackward0, LinalgLuSolveBackward0, LinalgSolveTriangularBackward0, LinalgCholeskyExBackward0,
-    CholeskySolveBackward0, CholeskyInverseBackward0, LinalgMatrixExpBackward0,
+    CholeskySolveBackward0, CholeskyInverseBackward0, LinalgMatrixExpBackward0, LinalgLuBackward0, LuUnpackBackward0,
     // scatter.rs
     ScatterFamilyBackward, MaskedSelectBackward0, ScatterReduceBackward0,
     // sort.rs

@@ -122,4 +122,24 @@ impl PyTensor {
             run(py, &self.t, || ops::cholesky_inverse(&self.t, upper))?,
         )
     }
+    fn _linalg_matrix_exp(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::linalg_matrix_exp(&self.t))?)
+    }
+    fn _linalg_lu(&self, py: Python<'_>, pivot: bool) -> PyResult<Triple> {
+        let (p, l, u) = run(py, &self.t, || ops::linalg_lu(&self.t, pivot))?;
+        Ok((wrap(py, p)?, wrap(py, l)?, wrap(py, u)?))
+    }
+    fn _lu_unpack(
+        &self,
+        py: Python<'_>,
+        pivots: &Bound<'_, PyAny>,
+        unpack_data: bool,
+        unpack_pivots: bool,
+    ) -> PyResult<Triple> {
+        let p = tensor_ref(pivots, "lu_unpack", "LU_pivots", 2)?;
+        let (p, l, u) = run(py, &self.t, || {
+            ops::lu_unpack(&self.t, p, unpack_data, unpack_pivots)
+        })?;
+        Ok((wrap(py, p)?, wrap(py, l)?, wrap(py, u)?))
+    }
 }

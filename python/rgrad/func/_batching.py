@@ -329,17 +329,30 @@ def _linalg_cross_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
 
 def _matrix_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     """The factorizations and solves (``_linalg_det``, ``_linalg_solve_ex``, ...): each
-    works on the last two dims and broadcasts batch dims, so the batch dim goes in
-    front of every tensor operand (size 1 for one not batched here); a vector
-    right-hand side of ``_linalg_solve_ex`` (judged on the logical shapes) is solved as
-    a one-column matrix."""
-    if not _at(args[0], level) and not any(_at(a, level) for a in args[1:]):
+    works on its operands' last dims (two for a matrix, one for pivots or a vector) and
+    broadcasts the dims before them, so each tensor operand gets this level's batch dim
+    in front (size 1 for one not batched here) and size-1 dims after it up to the
+    operands' longest logical batch (so that the batch dims line up as the logical ones
+    do); a vector right-hand side of ``_linalg_solve_ex`` (judged on the logical shapes)
+    is solved as a one-column matrix."""
+    if not any(_at(a, level) for a in args):
         return fallback(name, level, args, kwargs)
     vector = False
     if name == "_linalg_solve_ex":
         a, b = args[0], args[1]
         vector = b.dim() == 1 or (b.dim() == a.dim() - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
-    phys = [_front(x, level) if isinstance(x, (Tensor, BT)) else x for x in args]
+    # the dims each tensor operand's op works on (pivots: one; the rest: two)
+    core = {i: (1 if (i == 1 and name in ("_linalg_lu_solve", "_lu_unpack")) else 2)
+            for i, x in enumerate(args) if isinstance(x, (Tensor, BT))}
+    if vector:
+        core[1] = 1
+    longest = max(args[i].dim() - c for i, c in core.items())
+    phys = list(args)
+    for i, c in core.items():
+        p = _front(args[i], level)
+        for _ in range(longest - (args[i].dim() - c)):
+            p = p.unsqueeze(1)
+        phys[i] = p
     if vector:
         phys[1] = phys[1].unsqueeze(-1)
     out = dispatch(name, tuple(phys), kwargs)
@@ -353,7 +366,7 @@ def _matrix_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
 _MATRIX_OPS = (
     "_linalg_det", "_linalg_slogdet", "_linalg_inv_ex", "_linalg_solve_ex", "_linalg_lu_factor_ex",
     "_linalg_lu_solve", "_linalg_solve_triangular", "_linalg_cholesky_ex", "_cholesky_solve", "_cholesky_inverse",
-    "_linalg_matrix_exp",
+    "_linalg_matrix_exp", "_linalg_lu", "_lu_unpack",
 )
 
 
