@@ -50,6 +50,7 @@ pub mod shape;
 pub mod softmax;
 pub mod sort;
 pub mod special;
+pub mod spectral;
 pub mod subscript;
 pub(crate) mod table;
 pub mod triangle;
@@ -82,6 +83,7 @@ pub use shape::*;
 pub use softmax::*;
 pub use sort::*;
 pub use special::*;
+pub use spectral::*;
 pub use subscript::*;
 pub use triangle::*;
 pub use unary::*;
@@ -112,6 +114,7 @@ crate::backward_ops! {
     MaxBackward0, AmaxBackward0,
     // linalg.rs
     LinalgCrossBackward0, DistBackward0, AminmaxBackward0,
+    LinalgEighBackward0, LinalgSvdBackward0, LinalgQrBackward0,
     // scatter.rs
     ScatterFamilyBackward, MaskedSelectBackward0, ScatterReduceBackward0,
     // sort.rs
