@@ -95,6 +95,13 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "cross": lambda: T.cross(a[:3], b[:3], dim=0), "dist": lambda: T.dist(a, b),
         "aminmax": lambda: T.aminmax(a, dim=1), "scatter_reduce": lambda: a.scatter_reduce(1, idx_cols, b, "amax"),
         "clamp.tensor_bounds": lambda: a.clamp(lo, hi), "clip": lambda: a.clip(-0.5, 0.5),
+        # the spectral decompositions (O(n³) on the host): a 64x64 block at most
+        "linalg.eigh 64x64": lambda: T.linalg.eigh(a[:64, :64] + a[:64, :64].mT),
+        "linalg.svd 64x64": lambda: T.linalg.svd(a[:64, :64]),
+        "linalg.qr 64x64": lambda: T.linalg.qr(a[:64, :64]),
+        "svd 64x64": lambda: T.svd(a[:64, :64]),
+        "nuclear_norm 64x64": lambda: T.linalg.matrix_norm(a[:64, :64], "nuc"),
+        "pinverse 64x64": lambda: T.pinverse(a[:64, :64]),
         # reductions
         "sum": lambda: a.sum(), "sum(0)": lambda: a.sum(0), "sum(1)": lambda: a.sum(1),
         "mean": lambda: a.mean(), "mean(0)": lambda: a.mean(0), "prod(0)": lambda: unit.prod(0),

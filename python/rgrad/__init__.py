@@ -193,6 +193,7 @@ from rgrad._composite import (  # noqa: E402,F401  (torch's composite functions)
 )
 
 _composite.install()
+linalg.install()
 
 __all__ = [
     "CompiledStep", "compile_step",
@@ -223,3 +224,6 @@ from rgrad._composite2 import *  # noqa: E402,F401,F403  (more of torch's compos
 
 _composite2.install()
 __all__ += _composite2.__all__
+# torch.svd, torch.qr (removed in torch 2.15: raises as torch's), torch.nuclear_norm, torch.pinverse
+# (rgrad.linalg.install)
+__all__ += ["svd", "qr", "nuclear_norm", "pinverse"]

@@ -36,3 +36,22 @@ def _structseq_of(name: str, fields: tuple[str, str]) -> type:
 
 
 aminmax = _structseq_of("aminmax", ("min", "max"))
+
+
+def _structseq_fields(name: str, fields: tuple) -> type:
+    """A named tuple of tensors printed as torch prints its return types (any number of
+    fields: the decompositions')."""
+    base = namedtuple(name, fields)
+
+    def __repr__(self) -> str:
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
+        return f"rgrad.return_types.{name}(\n{body})"
+
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "rgrad.return_types"})
+
+
+# the spectral decompositions (rgrad.linalg)
+linalg_eigh = _structseq_fields("linalg_eigh", ("eigenvalues", "eigenvectors"))
+linalg_svd = _structseq_fields("linalg_svd", ("U", "S", "Vh"))
+svd = _structseq_fields("svd", ("U", "S", "V"))
+linalg_qr = _structseq_fields("linalg_qr", ("Q", "R"))

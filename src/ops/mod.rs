@@ -114,7 +114,7 @@ crate::backward_ops! {
     MaxBackward0, AmaxBackward0,
     // linalg.rs
     LinalgCrossBackward0, DistBackward0, AminmaxBackward0,
-    LinalgEighBackward0, LinalgSvdBackward0, LinalgQrBackward0,
+    LinalgEighBackward0, LinalgSvdBackward0, LinalgQrBackward0, LinalgPinvBackward0,
     // scatter.rs
     ScatterFamilyBackward, MaskedSelectBackward0, ScatterReduceBackward0,
     // sort.rs

@@ -68,6 +68,15 @@ fn shape_of(batch: &[usize], tail: &[usize], dtype: DType) -> Result<Vec<usize>>
     Ok(s)
 }
 
+/// torch's prefix naming the failing matrix of a batch ("" for one matrix).
+fn batch_element(batch: &[usize], b: usize) -> String {
+    if batch.is_empty() {
+        String::new()
+    } else {
+        format!("(Batch element {b}): ")
+    }
+}
+
 fn not_float(a: &Tensor, op: &str) -> Error {
     Error::not_implemented(format!(
         "{op}: Expected a floating point or complex tensor as input. Got {}",
@@ -167,10 +176,11 @@ pub fn linalg_eigh(a: &Tensor, uplo: &str, compute_v: bool) -> Result<(Tensor, T
                 });
                 let mut w = Vec::with_capacity(count * n);
                 let mut v = Vec::with_capacity(if compute_v { count * per } else { 0 });
-                for r in results {
+                for (b, r) in results.into_iter().enumerate() {
                     let Some((wb, vb)) = r else {
                         return Err(Error::runtime(format!(
-                            "linalg.eigh: The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated eigenvalues (error code: {}).",
+                            "linalg.eigh: {}The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated eigenvalues (error code: {}).",
+                            batch_element(&batch, b),
                             n.saturating_sub(1)
                         )));
                     };
@@ -306,11 +316,22 @@ pub fn linalg_svd(
                 });
                 let (mut u, mut s, mut vh) =
                     (Vec::new(), Vec::with_capacity(count * k), Vec::new());
-                for r in results {
+                for (b, r) in results.into_iter().enumerate() {
                     let Some(f) = r else {
-                        return Err(Error::runtime(
-                            "linalg.svd: The algorithm failed to converge because the input matrix contained non-finite values.",
-                        ));
+                        // LAPACK's two failures: a NaN, or (inf) no convergence
+                        let nan = data[b * per..(b + 1) * per].iter().any(|x| x.is_nan());
+                        let why = if nan {
+                            "contained non-finite values.".to_string()
+                        } else {
+                            format!(
+                                "is ill-conditioned or has too many repeated singular values (error code: {}).",
+                                k.saturating_sub(1)
+                            )
+                        };
+                        return Err(Error::runtime(format!(
+                            "linalg.svd: {}The algorithm failed to converge because the input matrix {why}",
+                            batch_element(&batch, b)
+                        )));
                     };
                     u.extend(f.u);
                     s.extend(f.s);
@@ -732,4 +753,170 @@ fn solve_triangular(
     Err(Error::not_implemented(
         "the derivative for 'linalg_qr' is not implemented (it needs linalg.solve_triangular)",
     ))
+}
+
+// ---------------------------------------------------------------------------------
+// pinv
+// ---------------------------------------------------------------------------------
+
+/// `linalg.pinv(A, *, atol, rtol, hermitian)`: the pseudo-inverse, as torch computes it
+/// (without recording: the op has its own node, LinalgPinvBackward0): from the SVD,
+/// `V·diag(S⁺)·Uᵀ` (from `eigh` with hermitian, `V·diag(L⁺)·Vᵀ`), where S⁺ inverts the
+/// values above `max(atol, rtol·σ_max)` and zeroes the others. The tolerances broadcast
+/// against the batch (0-d, or one per matrix); rtol defaults to eps·max(m, n) (to 0
+/// where a positive atol is given), atol to 0.
+pub fn linalg_pinv(
+    a: &Tensor,
+    atol: Option<&Tensor>,
+    rtol: Option<&Tensor>,
+    hermitian: bool,
+) -> Result<Tensor> {
+    if a.ndim() < 2 || !a.dtype().is_float() {
+        let sizes: Vec<String> = a.shape().iter().map(ToString::to_string).collect();
+        return Err(Error::runtime(format!(
+            "linalg.pinv({}{{[{}]}}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types",
+            a.dtype().scalar_type_name(),
+            sizes.join(", ")
+        )));
+    }
+    let (batch, m, n) = dims(a);
+    let eps = if a.dtype() == DType::F32 {
+        f64::from(f32::EPSILON)
+    } else {
+        f64::EPSILON
+    };
+    let default_rtol = eps * m.max(n) as f64;
+    let dev = a.device();
+    let on_dev = |t: Tensor| -> Result<Tensor> {
+        if t.device() == dev {
+            Ok(t)
+        } else {
+            to_device(&t, dev)
+        }
+    };
+    let forward = || -> Result<Tensor> {
+        // the decomposition without history (nor a tangent): this op's node is the only one
+        let a = &a.detach();
+        with_grad_mode(false, || {
+            let zero = on_dev(scalar_tensor(Scalar::Float(0.0), DType::F64))?;
+            let atol_t = match atol {
+                Some(t) => t.clone(),
+                None => zero.clone(),
+            };
+            let rtol_t = match (rtol, atol) {
+                (Some(t), _) => t.clone(),
+                (None, Some(at)) => {
+                    let d = on_dev(scalar_tensor(Scalar::Float(default_rtol), DType::F64))?;
+                    where_(&gt(at, &zero)?, &zero, &d)?
+                }
+                (None, None) => on_dev(scalar_tensor(Scalar::Float(default_rtol), DType::F64))?,
+            };
+            if m.min(n) == 0 {
+                let shape = shape_of(&batch, &[n, m], a.dtype())?;
+                return on_dev(zeros(&shape, a.dtype())?);
+            }
+            let cutoff = |sv: &Tensor, max_val: &Tensor| -> Result<Tensor> {
+                let scaled = mul(&unsqueeze(&rtol_t, -1)?, max_val)?;
+                let tol = maximum(Operand::T(&unsqueeze(&atol_t, -1)?), Operand::T(&scaled))?;
+                gt(sv, &tol)
+            };
+            if hermitian {
+                let (l, v) = linalg_eigh(a, "L", true)?;
+                let labs = abs(&l)?;
+                let max_val = amax(&labs, Some(&[-1]), true, true, false)?;
+                let keep = cutoff(&labs, &max_val)?;
+                let inv = where_(&keep, &reciprocal(&l)?, &zeros_like(&l)?)?;
+                let inv = to_dtype(&inv, a.dtype())?;
+                matmul(&mul(&v, &unsqueeze(&inv, -2)?)?, &mt(&v)?)
+            } else {
+                let (u, s, vh) = linalg_svd(a, false, true)?;
+                let max_val = narrow(&s, -1, 0, 1)?;
+                let keep = cutoff(&s, &max_val)?;
+                let inv = where_(&keep, &reciprocal(&s)?, &zeros_like(&s)?)?;
+                let inv = to_dtype(&inv, a.dtype())?;
+                matmul(&mul(&mt(&vh)?, &unsqueeze(&inv, -2)?)?, &mt(&u)?)
+            }
+        })
+    };
+    apply("aten::linalg_pinv", &[a], forward, |y| {
+        let mut s = super::elementwise::Saver::default();
+        let x = s.input_if(true, a);
+        let r = s.output(y);
+        (
+            LinalgPinvBackward0 {
+                saved: [x, Some(r)],
+            },
+            s.list,
+        )
+    })
+}
+
+/// LinalgPinvBackward0: torch's `pinv_backward(grad, result, self)` (the products
+/// arranged for the smaller of m and n, as torch); forward: `pinv_jvp`.
+#[derive(Clone)]
+pub struct LinalgPinvBackward0 {
+    /// self, result
+    saved: [Option<u8>; 2],
+}
+impl Backward for LinalgPinvBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        vec![
+            ("result", SavedField::Tensor(self.saved[1])),
+            ("self", SavedField::Tensor(self.saved[0])),
+        ]
+    }
+    fn name(&self) -> Cow<'static, str> {
+        "LinalgPinvBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let Some(grad) = g.first().and_then(Option::as_ref) else {
+            return Ok(smallvec::smallvec![None]);
+        };
+        let a = super::elementwise::get(ctx, self.saved[0])?;
+        let p = super::elementwise::get(ctx, self.saved[1])?;
+        let (_, m, n) = dims(&a);
+        let ph = mt(&p)?;
+        let gh = mt(grad)?;
+        let ga = if m <= n {
+            let k = matmul(&gh, &p)?;
+            let kph = matmul(&k, &ph)?;
+            let t1 = neg(&mt(&matmul(&p, &k)?)?)?;
+            let t3 = matmul(&matmul(&a, &p)?, &kph)?;
+            let t4 = matmul(&matmul(&ph, &p)?, &sub(&gh, &matmul(&k, &a)?)?)?;
+            add(&sub(&add(&t1, &kph)?, &t3)?, &t4)?
+        } else {
+            let k = matmul(&p, &gh)?;
+            let phk = matmul(&ph, &k)?;
+            let t1 = neg(&mt(&matmul(&k, &p)?)?)?;
+            let t2 = matmul(&matmul(&sub(&gh, &matmul(&a, &k)?)?, &p)?, &ph)?;
+            let t4 = matmul(&matmul(&phk, &p)?, &a)?;
+            sub(&add(&add(&t1, &t2)?, &phk)?, &t4)?
+        };
+        Ok(smallvec::smallvec![Some(ga)])
+    }
+    fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        let da = t.first()?.as_ref()?;
+        Some((|| {
+            let a = super::elementwise::get(ctx, self.saved[0])?;
+            let p = super::elementwise::get(ctx, self.saved[1])?;
+            let (_, m, n) = dims(&a);
+            let dah = mt(da)?;
+            let ph = mt(&p)?;
+            let r = if m <= n {
+                let k = matmul(&ph, &dah)?;
+                let inner = sub(&sub(&k, &mt(&k)?)?, &matmul(&k, &matmul(&a, &p)?)?)?;
+                let left = matmul(&p, &inner)?;
+                let proj = sub(&dah, &matmul(&p, &matmul(&a, &dah)?)?)?;
+                add(&left, &matmul(&proj, &matmul(&ph, &p)?)?)?
+            } else {
+                let k = matmul(&p, da)?;
+                let kh = mt(&k)?;
+                let inner = sub(&sub(&kh, &k)?, &matmul(&matmul(&p, &a)?, &kh)?)?;
+                let left = matmul(&inner, &p)?;
+                let proj = sub(&dah, &matmul(&matmul(&dah, &a)?, &p)?)?;
+                add(&left, &matmul(&matmul(&p, &ph)?, &proj)?)?
+            };
+            Ok(smallvec::smallvec![Some(r)])
+        })())
+    }
 }

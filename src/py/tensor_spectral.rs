@@ -33,6 +33,22 @@ impl PyTensor {
         })?;
         Ok((wrap(py, u)?, wrap(py, s)?, wrap(py, vh)?))
     }
+    /// `linalg.pinv(self, atol=, rtol=, hermitian=)` (the tolerances as tensors: 0-d or one
+    /// per matrix; None: torch's defaults).
+    #[pyo3(signature = (atol=None, rtol=None, hermitian=false))]
+    fn _linalg_pinv(
+        &self,
+        py: Python<'_>,
+        atol: Option<PyRef<'_, PyTensor>>,
+        rtol: Option<PyRef<'_, PyTensor>>,
+        hermitian: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let (atol, rtol) = (atol.map(|t| t.t.clone()), rtol.map(|t| t.t.clone()));
+        let p = run(py, &self.t, || {
+            ops::linalg_pinv(&self.t, atol.as_ref(), rtol.as_ref(), hermitian)
+        })?;
+        wrap(py, p)
+    }
     /// `linalg.qr(self, mode)`: (Q, R); Q is empty with mode 'r'.
     #[pyo3(signature = (mode="reduced"))]
     fn _linalg_qr(&self, py: Python<'_>, mode: &str) -> PyResult<(Py<PyTensor>, Py<PyTensor>)> {
