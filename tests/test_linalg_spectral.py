@@ -197,6 +197,8 @@ def test_eigh_gradcheck_gradgradcheck_and_forward_ad():
     assert gradcheck(f, (r,), check_forward_ad=True, check_backward_ad=False, check_undefined_grad=False)
 
 
+# torch's make_dual loads its jvp decompositions, which warn about torch.jit.script
+@pytest.mark.filterwarnings("ignore::FutureWarning")
 def test_eigh_forward_ad_matches_torch():
     a = _sym(5, 4)
     d = np.random.default_rng(6).standard_normal((4, 4))
@@ -358,6 +360,8 @@ def test_svd_gradcheck_gradgradcheck_and_forward_ad(m, n, full):
     assert gradcheck(f, (r,), check_forward_ad=True, check_backward_ad=False, check_undefined_grad=False)
 
 
+# torch's make_dual loads its jvp decompositions, which warn about torch.jit.script
+@pytest.mark.filterwarnings("ignore::FutureWarning")
 def test_svd_forward_ad_matches_torch():
     for m, n in [(4, 3), (3, 4), (3, 3)]:
         a = _fullrank(m * 3 + n, m, n)
@@ -471,6 +475,8 @@ def test_pinv_matches_torch():
     _close(rgrad.linalg.pinv(r, 0.5), torch.linalg.pinv(t, 0.5), 1e-12)
 
 
+# torch's make_dual loads its jvp decompositions, which warn about torch.jit.script
+@pytest.mark.filterwarnings("ignore::FutureWarning")
 @pytest.mark.parametrize("m, n, hermitian", [(3, 3, False), (4, 3, False), (3, 5, False), (3, 3, True)])
 def test_pinv_node_gradients_and_forward_ad_match_torch(m, n, hermitian):
     a = _sym(m, m) if hermitian else _fullrank(m * 5 + n, m, n)
