@@ -2635,6 +2635,19 @@ def build_op_db(T) -> list[OpInfo]:
     add("Tensor.svd", torch_svd_op(lambda a, **kw: a.svd(**kw)), torch_svd_ref,
         lambda m, rng: torch_svd_samples(m, rng)[:3], atol_f32=1e-4, rtol_f32=1e-4)
 
+    # QR: Householder with LAPACK's reflector signs, so Q and R are compared as they are
+    def qr_ref(a, mode="reduced"):
+        if mode == "r":
+            return np.zeros(0), np.linalg.qr(a, mode="r")
+        return np.linalg.qr(a, mode=mode)
+
+    qr_samples = lambda m, rng: [  # noqa: E731
+        S(m(4, 3)), S(m(3, 5)), S(m(3, 3), "reduced"), S(m(2, 4, 3)), S(NC(m(3, 4), "t")), S(m(3, 5), "complete"),
+        S(m(2, 2, 4), mode="complete"), S(m(4, 3), "complete").fwd("mode='complete' with m > n: no derivative"),
+        S(m(4, 3), mode="r").fwd("mode='r': no derivative"), S(np.zeros((0, 3))).fwd("empty")]
+    add("linalg.qr", lambda a, *args, **kw: tuple(T.linalg.qr(a, *args, **kw)), qr_ref, qr_samples,
+        atol_f32=1e-4, rtol_f32=1e-4)
+
     # the norms and queries torch composes from svdvals: the same nodes
     def matrix_norm_ref(a, ord="fro", dim=(-2, -1), keepdim=False):  # noqa: A002
         return np.linalg.norm(a, ord=ord, axis=dim, keepdims=keepdim)

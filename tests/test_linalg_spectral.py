@@ -380,6 +380,121 @@ def test_svd_forward_ad_matches_torch():
             _close(x, y, 1e-9)
 
 
+# ---- qr ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("m, n, batch", [(3, 3, ()), (5, 3, ()), (3, 6, ()), (1, 1, ()), (4, 2, (2,)), (2, 5, (2, 2)),
+                                         (12, 7, ())])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr_matches_torch(m, n, batch, mode, dtype):
+    a = np.random.default_rng(m * 10 + n).standard_normal((*batch, m, n))
+    r, t = _pair(a, dtype)
+    Q, R = rgrad.linalg.qr(r, mode=mode)
+    tQ, tR = torch.linalg.qr(t, mode=mode)
+    assert tuple(Q.shape) == tuple(tQ.shape) and tuple(R.shape) == tuple(tR.shape)
+    tol = 10 * _tol(dtype)
+    # LAPACK's reflector convention: the same Q and R (not just up to sign)
+    _close(R, tR, tol)
+    if mode != "r":
+        _close(Q, tQ, tol)
+        q, rr = _np(Q), _np(R)
+        np.testing.assert_allclose(q @ rr, a, atol=tol)
+        k = q.shape[-1]
+        np.testing.assert_allclose(q.swapaxes(-1, -2) @ q, np.broadcast_to(_eye(k), q.shape[:-2] + (k, k)), atol=tol)
+
+
+def test_qr_of_rank_deficient_and_empty_inputs():
+    a = np.array([[0.0, 1.0, 2.0], [0.0, 2.0, 4.0], [0.0, 3.0, 6.0]])
+    r, t = _pair(a)
+    Q, R = rgrad.linalg.qr(r)
+    np.testing.assert_allclose(_np(Q) @ _np(R), a, atol=1e-14)
+    np.testing.assert_allclose(_np(Q).T @ _np(Q), np.eye(3), atol=1e-14)
+    for shape in [(0, 3), (3, 0), (2, 0, 0)]:
+        r, t = _pair(np.zeros(shape))
+        for mode in ("reduced", "complete", "r"):
+            for x, y in zip(rgrad.linalg.qr(r, mode), torch.linalg.qr(t, mode)):
+                assert tuple(x.shape) == tuple(y.shape)
+                _close(x, y, 0)
+
+
+def test_qr_node_saved_fields_and_return_type():
+    r, t = _pair(np.random.default_rng(0).standard_normal((4, 3)), grad=True)
+    for mode in ("reduced", "complete", "r"):
+        out, tout = rgrad.linalg.qr(r, mode), torch.linalg.qr(t, mode)
+        assert type(out).__name__ == type(tout).__name__ == "linalg_qr" and out._fields == ("Q", "R")
+        g, tg = out.R.grad_fn, tout.R.grad_fn
+        assert g.name() == tg.name() == "LinalgQrBackward0"
+        assert _fields(g) == _fields(tg) and _scalars(g) == _scalars(tg)
+        _close(g._saved_R, tg._saved_R, 1e-12)
+    assert repr(out).startswith("rgrad.return_types.linalg_qr(\nQ=tensor(")
+
+
+@pytest.mark.parametrize("m, n, mode", [(3, 3, "reduced"), (5, 3, "reduced"), (3, 5, "reduced"), (3, 5, "complete"),
+                                        (4, 4, "complete")])
+@pytest.mark.parametrize("uses", ["Q", "R", "both"])
+def test_qr_gradients_and_forward_ad_match_torch(m, n, mode, uses):
+    a = np.random.default_rng(m * 3 + n).standard_normal((2, m, n))
+    r, t = _pair(a, grad=True)
+    w = np.random.default_rng(9).standard_normal((2, m, m if mode == "complete" else min(m, n)))
+    v = np.random.default_rng(8).standard_normal((2, m if mode == "complete" else min(m, n), n))
+    (rw, tw), (rv, tv) = _pair(w), _pair(v)
+
+    def loss(mod, A, W, V):
+        Q, R = mod.linalg.qr(A, mode)
+        total = 0
+        if uses in ("Q", "both"):
+            total = total + (Q * W).sum()
+        if uses in ("R", "both"):
+            total = total + (R.sin() * V).sum()
+        return total
+
+    loss(rgrad, r, rw, rv).backward()
+    loss(torch, t, tw, tv).backward()
+    _close(r.grad, t.grad, 1e-9)
+    x = rgrad.tensor(a[0].tolist(), dtype=rgrad.float64, requires_grad=True)
+
+    def f(A):
+        return tuple(rgrad.linalg.qr(A, mode))
+
+    assert gradcheck(f, (x,))
+    assert gradgradcheck(f, (x,))
+    assert gradcheck(f, (x,), check_forward_ad=True, check_backward_ad=False, check_undefined_grad=False)
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_qr_forward_ad_matches_torch():
+    for m, n in [(4, 3), (3, 4), (3, 3)]:
+        a = np.random.default_rng(m + n).standard_normal((m, n))
+        d = np.random.default_rng(m).standard_normal((m, n))
+        (r, t), (rd, td) = _pair(a), _pair(d)
+        with fwad.dual_level():
+            ours = [fwad.unpack_dual(x).tangent for x in rgrad.linalg.qr(fwad.make_dual(r, rd))]
+        with tfwad.dual_level():
+            theirs = [tfwad.unpack_dual(x).tangent for x in torch.linalg.qr(tfwad.make_dual(t, td))]
+        for x, y in zip(ours, theirs):
+            _close(x, y, 1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_qr_derivative_errors_match_torch():
+    a = np.random.default_rng(1).standard_normal((4, 3))
+    for mode, m in (("r", 3), ("complete", 4)):
+        r, t = _pair(a[:m], grad=True)
+        with pytest.raises(RuntimeError) as theirs:
+            torch.linalg.qr(t, mode).R.sum().backward()
+        ours_out = rgrad.linalg.qr(r, mode)
+        with pytest.raises(RuntimeError) as ours:
+            ours_out.R.sum().backward()
+        assert str(ours.value) == str(theirs.value)
+        (r, t), (rd, td) = _pair(a[:m]), _pair(np.ones((m, 3)))
+        with tfwad.dual_level(), pytest.raises(RuntimeError) as theirs:
+            torch.linalg.qr(tfwad.make_dual(t, td), mode)
+        with fwad.dual_level(), pytest.raises(RuntimeError) as ours:
+            rgrad.linalg.qr(fwad.make_dual(r, rd), mode)
+        assert str(ours.value) == str(theirs.value)
+
+
 # ---- norms, rank, cond ------------------------------------------------------------------
 
 

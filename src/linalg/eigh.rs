@@ -158,7 +158,7 @@ mod tests {
         // repeated eigenvalues: the identity, and a rank-1 update of it
         check(&[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], 3, 1e-15);
         check(&[2.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 2.0], 3, 1e-14);
-        check(&vec![0.0; 16], 4, 1e-15);
+        check(&[0.0; 16], 4, 1e-15);
     }
 
     #[test]

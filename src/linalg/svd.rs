@@ -272,8 +272,8 @@ mod tests {
         let a: Vec<f64> = (0..m * n).map(|i| u[i / n] * v[i % n]).collect();
         check(&a, m, n, false, 1e-13);
         check(&a, m, n, true, 1e-13);
-        check(&vec![0.0; 12], 3, 4, true, 1e-15);
-        check(&vec![0.0; 12], 4, 3, false, 1e-15);
+        check(&[0.0; 12], 3, 4, true, 1e-15);
+        check(&[0.0; 12], 4, 3, false, 1e-15);
         // diag(1, 1e-12, 1e-200): small singular values to relative accuracy
         let d = [1.0, 0.0, 0.0, 0.0, 1e-12, 0.0, 0.0, 0.0, 1e-200];
         let f = svd(&d, 3, 3, false, false).map(|f| f.s).unwrap_or_default();
@@ -298,7 +298,7 @@ mod tests {
         check(&a, 3, 3, false, 1e-13);
         let b = [-1.0, -2.0, 3.0, 3.0, 4.0, -6.0, 3.0, 2.0, -3.0];
         check(&b, 3, 3, true, 1e-13);
-        let c: Vec<f64> = (0..48).map(|i| f64::from((i * 7 % 5) as i32 - 2)).collect();
+        let c: Vec<f64> = (0..48).map(|i| f64::from(i * 7 % 5 - 2)).collect();
         check(&c, 6, 8, true, 1e-12);
         check(&c, 8, 6, false, 1e-12);
     }
