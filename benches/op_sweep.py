@@ -58,6 +58,10 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
     lo, hi = T.full((n, m), -0.5, dtype=dt), T.full((n, m), 0.5, dtype=dt)
     target = T.randint(0, m, (n,))
     a3, b3 = a.reshape(4, n // 4, m), T.randn(4, m, n // 4)  # (every size is square, n % 4 == 0)
+    k = min(n, m, 256)
+    sq = a[:k, :k] + k * T.eye(k, dtype=dt)
+    spd = sq @ sq.mT
+    chol = T.linalg.cholesky(spd)
     unary = {
         "abs": a, "acos": unit, "acosh": ge1, "asin": unit, "asinh": a, "atan": a,
         "atanh": unit, "cos": a, "cosh": a, "digamma": pos, "erf": a, "erfc": a,
@@ -95,6 +99,13 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "cross": lambda: T.cross(a[:3], b[:3], dim=0), "dist": lambda: T.dist(a, b),
         "aminmax": lambda: T.aminmax(a, dim=1), "scatter_reduce": lambda: a.scatter_reduce(1, idx_cols, b, "amax"),
         "clamp.tensor_bounds": lambda: a.clamp(lo, hi), "clip": lambda: a.clip(-0.5, 0.5),
+        # decomp.rs's factorizations and solves: one matrix of at most 256 x 256 (a 2048 x 2048
+        # factorization is a different benchmark)
+        "linalg.solve": lambda: T.linalg.solve(sq, sq[:, :8]), "linalg.cholesky": lambda: T.linalg.cholesky(spd),
+        "det": lambda: T.det(sq), "slogdet": lambda: T.slogdet(sq), "logdet": lambda: T.logdet(spd),
+        "inverse": lambda: T.inverse(sq), "cholesky_solve": lambda: T.cholesky_solve(sq[:, :8], chol),
+        "cholesky_inverse": lambda: T.cholesky_inverse(chol), "matrix_power": lambda: T.matrix_power(sq, 5),
+        "matrix_exp": lambda: T.matrix_exp(sq / k),
         # the spectral decompositions (O(n³) on the host): a 64x64 block at most
         "linalg.eigh 64x64": lambda: T.linalg.eigh(a[:64, :64] + a[:64, :64].mT),
         "linalg.svd 64x64": lambda: T.linalg.svd(a[:64, :64]),

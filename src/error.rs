@@ -78,6 +78,11 @@ pub enum Error {
     #[error("{0}")]
     OutOfMemory(String),
 
+    /// A numerical failure of a torch.linalg function: a singular matrix, one that is not
+    /// positive-definite (torch.linalg.LinAlgError, a RuntimeError), with torch's wording.
+    #[error("{0}")]
+    LinAlg(String),
+
     // ---- IndexError --------------------------------------------------------------------
     #[error("Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")]
     DimOutOfRange { dim: i64, lo: i64, hi: i64 },

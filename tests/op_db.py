@@ -2767,8 +2767,208 @@ def build_op_db(T) -> list[OpInfo]:
         add(f"{dunder}.reflected", (lambda g: lambda a, b: g(b, a))(f), (lambda g: lambda a, b: g(b, a))(f),
             lambda m, rng: [S(m(3, 4), 0.5)], **nograd)
 
+    _linalg_decomp_rows(T, add)
+
     db += [inplace_variant(op) for op in db if op.inplace]
     return db
+
+
+def _wellcond(m, *shape):
+    """Matrices `(*shape)` far from singular: uniform entries plus n on the diagonal."""
+    n = shape[-1]
+    return m(*shape) + n * np.eye(n)
+
+
+def _spd_np(a):
+    """A symmetric positive-definite matrix made of `a` (numpy)."""
+    n = a.shape[-1]
+    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+
+
+def _spd(T, a):
+    """The same of an rgrad tensor (recorded, so gradients reach `a`)."""
+    n = a.shape[-1]
+    return a @ a.mT + n * T.eye(n, dtype=a.dtype)
+
+
+def _np_lu_factor(a):
+    """LAPACK's getrf (partial pivoting, the first of equal magnitudes), in numpy."""
+    a = np.array(a, dtype=np.float64)
+    *batch, m, n = a.shape
+    k = min(m, n)
+    lu = a.reshape(-1, m, n).copy()
+    piv = np.zeros((lu.shape[0], k), dtype=np.int64)
+    for b in range(lu.shape[0]):
+        x = lu[b]
+        for j in range(k):
+            p = j + int(np.argmax(np.abs(x[j:, j])))
+            piv[b, j] = p + 1
+            x[[j, p]] = x[[p, j]]
+            if x[j, j] != 0:
+                x[j + 1:, j] /= x[j, j]
+                x[j + 1:, j + 1:] -= np.outer(x[j + 1:, j], x[j, j + 1:])
+    return lu.reshape(a.shape), piv.reshape(*batch, k)
+
+
+def _np_solve(a, b, left=True):
+    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
+    if vector:
+        b = b[..., None]
+    if left:
+        x = np.linalg.solve(a, b)
+    else:
+        x = np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+    return x[..., 0] if vector else x
+
+
+def _np_tri(a, upper, unit):
+    t = np.triu(a) if upper else np.tril(a)
+    if unit:
+        t = t - np.eye(a.shape[-1]) * np.diagonal(a, axis1=-2, axis2=-1)[..., None, :] + np.eye(a.shape[-1])
+    return t
+
+
+def _linalg_decomp_rows(T, add):
+    """The LU and Cholesky families (src/ops/decomp.rs): well-conditioned samples, and
+    for the ops that read one triangle of a symmetric input, torch's OpInfo wrapper (the
+    input made symmetric positive-definite by a recorded `a aᵀ + nI`)."""
+    wc = _wellcond
+    square = lambda m, rng: [  # noqa: E731
+        S(wc(m, 3, 3)), S(wc(m, 2, 4, 4)), S(wc(m, 1, 1)), S(NC(wc(m, 3, 3), "t")),
+        S(np.zeros((2, 0, 0))).fwd("empty matrices"),
+        S(np.array([[1.0, 2.0], [2.0, 4.0]])).fwd("singular"),
+    ]
+    add("linalg.det", lambda a: T.linalg.det(a), np.linalg.det, square)
+    add("det", lambda a: T.det(a), np.linalg.det, lambda m, rng: square(m, rng)[:2])
+    add("Tensor.det", lambda a: a.det(), np.linalg.det, lambda m, rng: square(m, rng)[:2])
+
+    def slogdet_ref(a):
+        s, l = np.linalg.slogdet(a)
+        return (np.asarray(s), np.asarray(l))
+
+    signed = lambda m, rng: [  # noqa: E731
+        S(wc(m, 3, 3)), S(-wc(m, 2, 3, 3)), S(wc(m, 1, 1)), S(NC(wc(m, 3, 3), "t")),
+        S(np.array([[1.0, 2.0], [2.0, 4.0]])).fwd("singular: sign 0, -inf"),
+    ]
+    add("linalg.slogdet", lambda a: tuple(T.linalg.slogdet(a)), slogdet_ref, signed)
+    add("slogdet", lambda a: tuple(T.slogdet(a)), slogdet_ref, lambda m, rng: signed(m, rng)[:2])
+    add("Tensor.slogdet", lambda a: tuple(a.slogdet()), slogdet_ref, lambda m, rng: signed(m, rng)[:2])
+
+    def logdet_ref(a):
+        s, l = np.linalg.slogdet(a)
+        return np.where(s == -1, np.nan, l)
+
+    logdet_samples = lambda m, rng: [  # noqa: E731
+        S(wc(m, 3, 3)), S(wc(m, 2, 3, 3)), S(-np.eye(3)).fwd("negative determinant: nan")]
+    add("logdet", lambda a: T.logdet(a), logdet_ref, logdet_samples)
+    add("Tensor.logdet", lambda a: a.logdet(), logdet_ref, lambda m, rng: logdet_samples(m, rng)[:1])
+
+    invertible = lambda m, rng: [S(wc(m, 3, 3)), S(wc(m, 2, 4, 4)), S(wc(m, 1, 1)), S(NC(wc(m, 3, 3), "t"))]
+    add("linalg.inv", lambda a: T.linalg.inv(a), np.linalg.inv, invertible)
+    add("inverse", lambda a: T.inverse(a), np.linalg.inv, lambda m, rng: invertible(m, rng)[:2])
+    add("Tensor.inverse", lambda a: a.inverse(), np.linalg.inv, lambda m, rng: invertible(m, rng)[:2])
+    add("linalg.inv_ex", lambda a: T.linalg.inv_ex(a)[0], np.linalg.inv, lambda m, rng: invertible(m, rng)[:2])
+
+    solve_samples = lambda m, rng: [  # noqa: E731
+        S(wc(m, 3, 3), m(3, 2)), S(wc(m, 3, 3), m(3)), S(wc(m, 2, 3, 3), m(2, 3)),
+        S(wc(m, 2, 1, 3, 3), m(4, 3, 2)).bc(), S(wc(m, 3, 3), m(2, 3), left=False),
+        S(NC(wc(m, 3, 3), "t"), NC(m(2, 3), "t")),
+    ]
+    add("linalg.solve", lambda a, b, **kw: T.linalg.solve(a, b, **kw), _np_solve, solve_samples)
+    add("linalg.solve_ex", lambda a, b, **kw: T.linalg.solve_ex(a, b, **kw)[0], _np_solve,
+        lambda m, rng: solve_samples(m, rng)[:3])
+
+    def tri_ref(a, b, upper, left=True, unitriangular=False):
+        return _np_solve(_np_tri(a, upper, unitriangular), b, left)
+
+    tri_samples = lambda m, rng: [  # noqa: E731
+        S(wc(m, 3, 3), m(3, 2), upper=True), S(wc(m, 3, 3), m(3, 2), upper=False),
+        S(wc(m, 3, 3), m(2, 3), upper=True, left=False), S(wc(m, 3, 3), m(3, 2), upper=False, unitriangular=True),
+        S(wc(m, 2, 3, 3), m(1, 3, 4), upper=True).bc(), S(NC(wc(m, 3, 3), "t"), m(3, 2), upper=False, left=True),
+    ]
+    add("linalg.solve_triangular", lambda a, b, **kw: T.linalg.solve_triangular(a, b, **kw), tri_ref, tri_samples)
+
+    spd = lambda m, rng: [S(m(3, 3)), S(m(2, 4, 4)), S(m(1, 1))]  # noqa: E731
+    add("linalg.cholesky", lambda a, **kw: T.linalg.cholesky(_spd(T, a), **kw),
+        lambda a, upper=False: (np.swapaxes(np.linalg.cholesky(_spd_np(a)), -1, -2) if upper
+                                else np.linalg.cholesky(_spd_np(a))),
+        lambda m, rng: spd(m, rng) + [S(m(3, 3), upper=True)])
+    add("linalg.cholesky_ex", lambda a: T.linalg.cholesky_ex(_spd(T, a))[0],
+        lambda a: np.linalg.cholesky(_spd_np(a)), lambda m, rng: spd(m, rng)[:2])
+
+    def cholesky_solve_ref(b, a, upper=False):
+        return np.linalg.solve(_spd_np(a), b)
+
+    add("cholesky_solve",
+        lambda b, a, upper=False: T.cholesky_solve(b, T.linalg.cholesky(_spd(T, a), upper=upper), upper),
+        cholesky_solve_ref,
+        lambda m, rng: [S(m(3, 2), m(3, 3)), S(m(2, 3, 2), m(2, 3, 3)), S(m(3, 2), m(3, 3), True),
+                        S(m(2, 3, 1), m(3, 3)).bc()])
+    add("Tensor.cholesky_solve",
+        lambda b, a: b.cholesky_solve(T.linalg.cholesky(_spd(T, a))), cholesky_solve_ref,
+        lambda m, rng: [S(m(3, 2), m(3, 3))])
+    add("cholesky_inverse",
+        lambda a, upper=False: T.cholesky_inverse(T.linalg.cholesky(_spd(T, a), upper=upper), upper),
+        lambda a, upper=False: np.linalg.inv(_spd_np(a)),
+        lambda m, rng: [S(m(3, 3)), S(m(2, 3, 3)), S(m(3, 3), True)])
+    add("Tensor.cholesky_inverse", lambda a: T.linalg.cholesky(_spd(T, a)).cholesky_inverse(),
+        lambda a: np.linalg.inv(_spd_np(a)), lambda m, rng: [S(m(3, 3))])
+
+    lu_samples = lambda m, rng: [  # noqa: E731
+        S(wc(m, 3, 3)), S(m(2, 4, 4)), S(m(3, 5)), S(m(5, 3)), S(NC(wc(m, 3, 3), "t"))]
+    # (LU only: the pivots are int64 here, torch's int32; test_linalg_decomp.py compares their values)
+    add("linalg.lu_factor", lambda a: T.linalg.lu_factor(a).LU, lambda a: _np_lu_factor(a)[0], lu_samples)
+    add("linalg.lu_factor_ex", lambda a: T.linalg.lu_factor_ex(a).LU, lambda a: _np_lu_factor(a)[0],
+        lambda m, rng: lu_samples(m, rng)[:2])
+
+    lu_solve_samples = lambda m, rng: [  # noqa: E731
+        S(wc(m, 3, 3), m(3, 2)), S(wc(m, 3, 3), m(3, 2), adjoint=True), S(wc(m, 3, 3), m(2, 3), left=False),
+        S(wc(m, 3, 3), m(2, 3), left=False, adjoint=True), S(wc(m, 2, 3, 3), m(1, 3, 2)).bc()]
+
+    def lu_solve_ref(a, b, left=True, adjoint=False):
+        return _np_solve(np.swapaxes(a, -1, -2) if adjoint else a, b, left)
+
+    add("linalg.lu_solve", lambda a, b, **kw: T.linalg.lu_solve(*T.linalg.lu_factor(a), b, **kw), lu_solve_ref,
+        lu_solve_samples)
+
+    def matrix_power_ref(a, n):
+        return np.linalg.matrix_power(a, n)
+
+    power_samples = lambda m, rng: [  # noqa: E731
+        S(m(3, 3), 0), S(m(3, 3), 1), S(m(3, 3), 2), S(m(2, 3, 3), 3), S(m(3, 3), 5), S(wc(m, 3, 3), -1),
+        S(wc(m, 2, 3, 3), -2), S(NC(m(3, 3), "t"), 4)]
+    add("matrix_power", lambda a, n: T.matrix_power(a, n), matrix_power_ref, power_samples)
+    add("linalg.matrix_power", lambda a, n: T.linalg.matrix_power(a, n), matrix_power_ref, power_samples)
+    add("Tensor.matrix_power", lambda a, n: a.matrix_power(n), matrix_power_ref,
+        lambda m, rng: power_samples(m, rng)[2:4])
+
+    def expm_ref(a):
+        # the Taylor series, summed to convergence on a matrix scaled to norm < 1, squared back
+        a = np.asarray(a, dtype=np.float64)
+        s = max(0, int(np.ceil(np.log2(max(np.abs(a).sum(axis=-2).max(), 1e-300)))) + 1) if a.size else 0
+        x = a / 2.0 ** s
+        term = np.broadcast_to(np.eye(a.shape[-1]), a.shape).copy()
+        total = term.copy()
+        for k in range(1, 40):
+            term = term @ x / k
+            total = total + term
+        for _ in range(s):
+            total = total @ total
+        return total
+
+    exp_samples = lambda m, rng: [  # noqa: E731
+        S(m(3, 3)), S(m(2, 3, 3)), S(m(1, 1)), S(3 * m(3, 3)), S(0.001 * m(3, 3)), S(NC(m(3, 3), "t"))]
+    add("linalg.matrix_exp", lambda a: T.linalg.matrix_exp(a), expm_ref, exp_samples)
+    add("matrix_exp", lambda a: T.matrix_exp(a), expm_ref, lambda m, rng: exp_samples(m, rng)[:2])
+    add("Tensor.matrix_exp", lambda a: a.matrix_exp(), expm_ref, lambda m, rng: exp_samples(m, rng)[:1])
+
+    def multi_dot_ref(*ts):
+        return np.linalg.multi_dot(ts)
+
+    add("linalg.multi_dot", lambda *ts: T.linalg.multi_dot(ts), multi_dot_ref,
+        lambda m, rng: [S(m(3, 4), m(4, 2)), S(m(3, 4), m(4, 5), m(5, 2)), S(m(2, 6), m(6, 2), m(2, 6)),
+                        S(m(4), m(4, 3), m(3, 5), m(5)), S(m(3, 2), m(2, 4), m(4, 6), m(6, 2), m(2, 3)),
+                        S(m(4), m(4))])
 
 
 op_db: list[OpInfo] = build_op_db(rgrad)

@@ -23,7 +23,12 @@ _PROTOCOL = "python protocol: converts to a python value or container (test_api.
 
 _CLOSE = "composite of ==, abs, <=, isfinite (each has its entry), no gradient; tests/test_closeness.py against torch"
 
+_REMOVED = "torch's removed function: raises torch's RuntimeError naming its linalg replacement (test_linalg_decomp.py)"
+
 EXCLUDED: dict[str, str] = {
+    "chain_matmul": "deprecated (warns): multi_dot of its arguments, whose op_db entry it shares "
+    "(test_linalg_decomp.py against torch)",
+    "cholesky": _REMOVED, "Tensor.cholesky": _REMOVED, "solve": _REMOVED, "Tensor.solve": _REMOVED,
     # -- rgrad functions
     "set_default_dtype": "a process-wide setting, not an op: tests/test_default_dtype.py against torch",
     "Tensor.register_post_accumulate_grad_hook": "a hook, not an op: tests/test_graph_api.py against torch",

@@ -1603,6 +1603,20 @@ _OPS_A_CALLS = {
     "scatter_reduce": (lambda x: x.scatter_reduce(1, _IDX34, x.sin(), "amax"), (3, 4)),
     "scatter_reduce_": (lambda x: x.clone().scatter_reduce_(0, _IDX34, x.cos(), "mean", include_self=False),
                         (3, 4)),
+    # decomp.rs's factorizations and solves (the "_linalg_*" / "_cholesky_*" rules), on
+    # well-conditioned (_wc) or positive-definite (_pd) matrices made of the sample
+    "_linalg_det": (lambda x: rgrad.linalg.det(_wc(x)), (3, 3)),
+    "_linalg_slogdet": (lambda x: rgrad.linalg.slogdet(_wc(x)).logabsdet, (3, 3)),
+    "_linalg_inv_ex": (lambda x: rgrad.linalg.inv(_wc(x)), (3, 3)),
+    "_linalg_solve_ex": (lambda x: rgrad.linalg.solve(_wc(x), x[0]), (3, 3)),
+    "_linalg_solve_ex_unbatched_A": (lambda x: rgrad.linalg.solve(_wc(_W34[:, :3]), x, left=False), (3, 3)),
+    "_linalg_lu_factor_ex": (lambda x: rgrad.linalg.lu_factor(x).LU, (3, 3)),
+    "_linalg_lu_solve": (lambda x: rgrad.linalg.lu_solve(*rgrad.linalg.lu_factor(_wc(x)), x.cos()), (3, 3)),
+    "_linalg_solve_triangular": (lambda x: rgrad.linalg.solve_triangular(_wc(x), x.sin(), upper=True), (3, 3)),
+    "_linalg_cholesky_ex": (lambda x: rgrad.linalg.cholesky(_pd(x)), (3, 3)),
+    "_cholesky_solve": (lambda x: rgrad.cholesky_solve(x.sin(), rgrad.linalg.cholesky(_pd(x))), (3, 3)),
+    "_cholesky_inverse": (lambda x: rgrad.cholesky_inverse(rgrad.linalg.cholesky(_pd(x))), (3, 3)),
+    "_linalg_matrix_exp": (lambda x: rgrad.linalg.matrix_exp(x), (3, 3)),
     # spectral.rs's decompositions (their rule: "_linalg_eigh", "_linalg_svd", "_linalg_qr")
     "_linalg_eigh": (lambda x: rgrad.linalg.eigh(x + x.mT).eigenvalues, (3, 3)),
     "_linalg_eigh_vectors": (lambda x: rgrad.linalg.eigh(x + x.mT, UPLO="U").eigenvectors.abs(), (3, 3)),
@@ -1623,6 +1637,14 @@ _OPS_A_CALLS = {
     "_linalg_qr_r": (lambda x: rgrad.linalg.qr(x, mode="r").R, (3, 4)),
     "_linalg_qr_complete": (lambda x: rgrad.linalg.qr(x, mode="complete").R, (4, 3)),
 }
+
+
+def _wc(x):
+    return x + 3 * rgrad.eye(x.shape[-1], dtype=x.dtype)
+
+
+def _pd(x):
+    return x @ x.mT + 3 * rgrad.eye(x.shape[-1], dtype=x.dtype)
 
 
 _W34 = rgrad.tensor([[0.5, -1.0, 2.0, 0.25], [1.5, 0.0, -0.5, 1.0], [-2.0, 0.75, 1.0, 3.0]], dtype=rgrad.float64)

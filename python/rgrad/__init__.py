@@ -193,7 +193,6 @@ from rgrad._composite import (  # noqa: E402,F401  (torch's composite functions)
 )
 
 _composite.install()
-linalg.install()
 
 __all__ = [
     "CompiledStep", "compile_step",
@@ -224,6 +223,9 @@ from rgrad._composite2 import *  # noqa: E402,F401,F403  (more of torch's compos
 
 _composite2.install()
 __all__ += _composite2.__all__
-# torch.svd, torch.qr (removed in torch 2.15: raises as torch's), torch.nuclear_norm, torch.pinverse
-# (rgrad.linalg.install)
-__all__ += ["svd", "qr", "nuclear_norm", "pinverse"]
+
+# torch.det, logdet, slogdet, inverse, cholesky_solve, ... (rgrad.linalg's ops) and their Tensor methods
+globals().update(linalg.FUNCTIONS)
+globals().update(linalg.TORCH_ONLY)
+linalg.install()
+__all__ += [*linalg.FUNCTIONS, *linalg.TORCH_ONLY]

@@ -1,4 +1,6 @@
-"""``rgrad.linalg``: torch.linalg's norms, cross product, vecdot and spectral decompositions.
+"""``rgrad.linalg``: torch.linalg's norms, cross product, vecdot, the LU and Cholesky
+families of factorizations and solves (native ops, src/ops/decomp.rs) and the spectral
+decompositions (native ops, src/ops/spectral.rs).
 
 ``vector_norm`` and ``cross`` are native ops (LinalgVectorNormBackward0,
 LinalgCrossBackward0); ``matrix_norm``, ``norm`` and ``vecdot`` are compositions of them, as
@@ -6,8 +8,9 @@ torch's are (so they record the same nodes). ``eigh`` / ``eigvalsh``, ``svd`` / 
 and ``qr`` are native ops (LinalgEighBackward0, LinalgSvdBackward0, LinalgQrBackward0,
 computed in float64 on the host); the norms ``'nuc'``, ``2`` and ``-2``, ``matrix_rank``
 and ``cond`` are torch's compositions of ``svdvals`` (and ``eigvalsh``). The torch-level
-forms (``torch.svd``, ``Tensor.svd``, ``torch.nuclear_norm``; ``torch.qr``, which torch
-2.15 has removed and which raises as torch's) are here too, installed by ``install``.
+forms (``torch.svd``, ``Tensor.svd``, ``torch.nuclear_norm``, ``torch.pinverse``;
+``torch.qr``, which torch 2.15 has removed and which raises as torch's) are in
+``FUNCTIONS`` / ``TORCH_ONLY`` with the LU family's.
 """
 
 from __future__ import annotations
@@ -18,9 +21,14 @@ from rgrad import _C
 from rgrad._C import Tensor
 
 __all__ = [
-    "cross", "vector_norm", "matrix_norm", "norm", "vecdot", "eigh", "eigvalsh", "svd", "svdvals", "qr",
-    "matrix_rank", "cond", "pinv",
+    "cross", "vector_norm", "matrix_norm", "norm", "vecdot",
+    "det", "slogdet", "inv", "inv_ex", "solve", "solve_ex", "cholesky", "cholesky_ex", "solve_triangular",
+    "lu_factor", "lu_factor_ex", "lu_solve", "matrix_power", "multi_dot", "matrix_exp", "LinAlgError",
+    "eigh", "eigvalsh", "svd", "svdvals", "qr", "matrix_rank", "cond", "pinv",
 ]
+
+# (torch's is torch._C._LinAlgError, a RuntimeError, under this name)
+LinAlgError = _C._LinAlgError
 
 
 def _tensor_arg(fname: str, name: str, pos: int, v) -> None:
@@ -399,21 +407,358 @@ def _nuclear_norm(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None,
 _nuclear_warned = False
 
 
-def install() -> None:
-    """``rgrad.svd`` / ``rgrad.qr`` / ``rgrad.nuclear_norm`` / ``rgrad.pinverse`` and the
-    Tensor methods ``svd``, ``qr`` and ``pinverse`` (and the same on vmap's BatchedTensor)."""
-    import rgrad
+def _method(name: str, x, *args):
+    """``x.name(*args)``, or vmap's batched method when only a later operand is batched
+    (the native method of a plain tensor takes no BatchedTensor)."""
     from rgrad.func._batched_tensor import BatchedTensor
 
-    for name, f in (("svd", _svd_fn), ("qr", _qr_removed), ("pinverse", _pinverse)):
-        f.__name__ = name
-        setattr(Tensor, name, f)
-        setattr(BatchedTensor, name, f)
-    _nuclear_norm.__name__ = "nuclear_norm"
-    rgrad.svd = _svd_fn
-    rgrad.qr = _qr_removed
-    rgrad.nuclear_norm = _nuclear_norm
-    rgrad.pinverse = _pinverse
+    if not isinstance(x, BatchedTensor) and any(isinstance(a, BatchedTensor) for a in args):
+        return getattr(BatchedTensor, name)(x, *args)
+    return getattr(x, name)(*args)
 
 
-_ = _C  # (the native ops are Tensor methods)
+def det(A: Tensor) -> Tensor:
+    """The determinant of each square matrix of ``A`` (LinalgDetBackward0)."""
+    _tensor_arg("linalg_det", "A", 1, A)
+    return A._linalg_det()
+
+
+def slogdet(A: Tensor):
+    """``(sign, logabsdet)`` of each square matrix of ``A``: the determinant is
+    ``sign * exp(logabsdet)`` (one node, LinalgSlogdetBackward0)."""
+    from rgrad import return_types
+
+    _tensor_arg("linalg_slogdet", "A", 1, A)
+    return return_types.linalg_slogdet(*A._linalg_slogdet())
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False):
+    """``(inverse, info)``: the inverse of each square matrix, and LAPACK's info (0, or
+    the index of the first zero pivot of a singular matrix, whose inverse is then not
+    finite); raises LinAlgError for a singular one with ``check_errors``."""
+    from rgrad import return_types
+
+    _tensor_arg("linalg_inv_ex", "A", 1, A)
+    return return_types.linalg_inv_ex(*A._linalg_inv_ex(check_errors, "linalg.inv_ex"))
+
+
+def inv(A: Tensor) -> Tensor:
+    """The inverse of each square matrix of ``A``; LinAlgError for a singular one
+    (LinalgInvExBackward0)."""
+    _tensor_arg("linalg_inv", "A", 1, A)
+    return A._linalg_inv_ex(True, "linalg.inv")[0]
+
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False):
+    """``(result, info)``: the solution of ``A X = B`` (``X A = B`` when not ``left``),
+    B a matrix or a vector (batches broadcast), and LAPACK's info."""
+    from rgrad import return_types
+
+    _tensor_arg("linalg_solve_ex", "A", 1, A)
+    _tensor_arg("linalg_solve_ex", "B", 2, B)
+    return return_types.linalg_solve_ex(*_method("_linalg_solve_ex", A, B, left, check_errors, "torch.linalg.solve_ex"))
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """The solution of ``A X = B`` (``X A = B`` when not ``left``); LinAlgError for a
+    singular A (LinalgSolveExBackward0)."""
+    _tensor_arg("linalg_solve", "A", 1, A)
+    _tensor_arg("linalg_solve", "B", 2, B)
+    return _method("_linalg_solve_ex", A, B, left, True, "torch.linalg.solve")[0]
+
+
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False):
+    """``(L, info)``: the Cholesky factor of each symmetric positive-definite matrix (its
+    lower triangle read; the upper factor, from the upper triangle, with ``upper``) and
+    LAPACK's info (the order of the first leading minor that is not positive-definite)."""
+    from rgrad import return_types
+
+    _tensor_arg("linalg_cholesky_ex", "A", 1, A)
+    return return_types.linalg_cholesky_ex(*A._linalg_cholesky_ex(upper, check_errors, "linalg.cholesky_ex"))
+
+
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    """The Cholesky factor ``L`` (``A = L Lᴴ``; ``U``, ``A = Uᴴ U``, with ``upper``);
+    LinAlgError for a matrix that is not positive-definite (LinalgCholeskyExBackward0)."""
+    _tensor_arg("linalg_cholesky", "A", 1, A)
+    return A._linalg_cholesky_ex(upper, True, "linalg.cholesky")[0]
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
+    """The solution of ``A X = B`` (``X A = B`` when not ``left``) for the ``upper`` (or
+    lower) triangle of A, its diagonal taken as ones with ``unitriangular``."""
+    _tensor_arg("linalg_solve_triangular", "A", 1, A)
+    _tensor_arg("linalg_solve_triangular", "B", 2, B)
+    return _method("_linalg_solve_triangular", A, B, upper, left, unitriangular)
+
+
+def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False):
+    """``(LU, pivots, info)``: the LU factorization with partial pivoting, packed as
+    LAPACK's (L below the diagonal, U on and above it; 1-based pivots, int64 here where
+    torch's are int32)."""
+    from rgrad import return_types
+
+    _tensor_arg("linalg_lu_factor_ex", "A", 1, A)
+    return return_types.linalg_lu_factor_ex(*A._linalg_lu_factor_ex(pivot, check_errors, "torch.linalg.lu_factor_ex"))
+
+
+def lu_factor(A: Tensor, *, pivot: bool = True):
+    """``(LU, pivots)``: the packed LU factorization; raises for a zero pivot
+    (LinalgLuFactorExBackward0)."""
+    from rgrad import return_types
+
+    _tensor_arg("linalg_lu_factor", "A", 1, A)
+    lu, piv, _ = A._linalg_lu_factor_ex(pivot, True, "torch.linalg.lu_factor")
+    return return_types.linalg_lu_factor(lu, piv)
+
+
+def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor:  # noqa: N803
+    """The solution of ``A X = B`` from A's packed factors (``Aᴴ X = B`` with
+    ``adjoint``, ``X A = B`` when not ``left``) (LinalgLuSolveBackward0)."""
+    _tensor_arg("linalg_lu_solve", "LU", 1, LU)
+    _tensor_arg("linalg_lu_solve", "pivots", 2, pivots)
+    _tensor_arg("linalg_lu_solve", "B", 3, B)
+    return _method("_linalg_lu_solve", LU, pivots, B, left, adjoint)
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    """The matrix exponential of each square matrix (LinalgMatrixExpBackward0)."""
+    _tensor_arg("linalg_matrix_exp", "A", 1, A)
+    return A._linalg_matrix_exp()
+
+
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """``A`` to the integer power ``n`` (the inverse's for negative n), torch's way: a
+    copy of the identity for 0, a clone for 1, products of repeated squares above 3."""
+    _tensor_arg("linalg_matrix_power", "A", 1, A)
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
+    if A.dim() < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(
+            f"linalg.matrix_power: A must be batches of square matrices, but they are {A.shape[-2]} by "
+            f"{A.shape[-1]} matrices"
+        )
+    from rgrad import eye, matmul
+
+    if n == 0:
+        return A.clone().copy_(eye(A.shape[-2], A.shape[-1], dtype=A.dtype, device=A.device))
+    if n == 1:
+        return A.clone()
+    if n == -1:
+        return inv(A)
+    a = inv(A) if n < 0 else A
+    n = abs(n)
+    if n == 2:
+        return matmul(a, a)
+    if n == 3:
+        return matmul(matmul(a, a), a)
+    # the bits of n from the least significant: z runs through a, a², a⁴, ...
+    z = result = None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        z = a if z is None else matmul(z, z)
+        if bit:
+            result = z if result is None else matmul(result, z)
+    return result
+
+
+def multi_dot(tensors) -> Tensor:
+    """The product of a chain of matrices (the first and the last may be vectors) in the
+    order that costs the fewest multiplications (torch's: the cheaper of the two orders
+    for three, the classic dynamic program above)."""
+    from rgrad import mm
+
+    ts = list(tensors)
+    n = len(ts)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    out_shape = []
+    first, last = ts[0], ts[-1]
+    if first.dim() == 1:
+        first = first.unsqueeze(0)
+    elif first.dim() == 2:
+        out_shape.append(first.shape[0])
+    else:
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {first.dim()}D")
+    if last.dim() == 1:
+        last = last.unsqueeze(-1)
+    elif last.dim() == 2:
+        out_shape.append(last.shape[1])
+    else:
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {last.dim()}D")
+    mats = [first, *ts[1:-1], last]
+    for i in range(1, n - 1):
+        if ts[i].dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {ts[i].dim()}D")
+    names = {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}
+    for i in range(1, n):
+        if mats[i].dtype != mats[0].dtype:
+            d0, di = (names[str(m.dtype).split(".")[1]] for m in (mats[0], mats[i]))
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is {d0} and tensor {i} {di}")
+        if mats[i - 1].shape[-1] != mats[i].shape[0]:
+            raise RuntimeError(
+                f"multi_dot(): tensors {i - 1} and {i} with shapes {list(ts[i - 1].shape)} and {list(ts[i].shape)} "
+                "cannot be multiplied"
+            )
+    if n == 2:
+        result = mm(mats[0], mats[1])
+    elif n == 3:
+        a, b, c, d = mats[0].shape[0], mats[1].shape[0], mats[2].shape[0], mats[2].shape[1]
+        if a * c * (b + d) > b * d * (a + c):
+            result = mm(mats[0], mm(mats[1], mats[2]))
+        else:
+            result = mm(mm(mats[0], mats[1]), mats[2])
+    else:
+        p = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
+        cost = [[0] * n for _ in range(n)]
+        split = [[0] * n for _ in range(n)]
+        for length in range(1, n):
+            for i in range(n - length):
+                j = i + length
+                cost[i][j] = None
+                for k in range(i, j):
+                    q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                    if cost[i][j] is None or q < cost[i][j]:
+                        cost[i][j], split[i][j] = q, k
+
+        def chain(i: int, j: int) -> Tensor:
+            return mats[i] if i == j else mm(chain(i, split[i][j]), chain(split[i][j] + 1, j))
+
+        result = chain(0, n - 1)
+    return result.view(out_shape)
+
+
+# ---- the torch.* and Tensor forms of these -------------------------------------------------
+
+_REMOVED = (
+    "This function was deprecated since version 1.9 and is now removed. `torch.{0}` is deprecated in favor of "
+    "`torch.linalg.{0}`."
+)
+
+
+def _det(input: Tensor) -> Tensor:  # noqa: A002
+    _tensor_arg("det", "input", 1, input)
+    return input._linalg_det()
+
+
+def _logdet(input: Tensor) -> Tensor:  # noqa: A002
+    """log det: NaN for a negative determinant (torch's: slogdet, then a where)."""
+    from rgrad import where
+
+    _tensor_arg("logdet", "input", 1, input)
+    if input.dim() < 2:
+        raise RuntimeError("logdet: The input tensor A must have at least 2 dimensions.")
+    if input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(
+            f"logdet: A must be batches of square matrices, but they are {input.shape[-2]} by {input.shape[-1]} matrices"
+        )
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(
+            f"logdet: Expected a floating point or complex tensor as input. Got {_type_name(input.dtype)}"
+        )
+    sign, logabsdet = input._linalg_slogdet()
+    return where(sign == -1.0, math.nan, logabsdet)
+
+
+def _slogdet(input: Tensor):  # noqa: A002
+    from rgrad import return_types
+
+    _tensor_arg("slogdet", "input", 1, input)
+    return return_types.slogdet(*input._linalg_slogdet())
+
+
+def _inverse(input: Tensor) -> Tensor:  # noqa: A002
+    _tensor_arg("inverse", "input", 1, input)
+    return input._linalg_inv_ex(True, "linalg.inv")[0]
+
+
+def _cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:  # noqa: A002
+    _tensor_arg("cholesky_solve", "input", 1, input)
+    _tensor_arg("cholesky_solve", "input2", 2, input2)
+    return _method("_cholesky_solve", input, input2, upper)
+
+
+def _cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:  # noqa: A002
+    _tensor_arg("cholesky_inverse", "input", 1, input)
+    return input._cholesky_inverse(upper)
+
+
+def _cholesky(input: Tensor, upper: bool = False) -> Tensor:  # noqa: A002
+    raise RuntimeError(
+        _REMOVED.format("cholesky") + "\n"
+        "L = torch.cholesky(A) should be replaced with:\n"
+        "L = torch.linalg.cholesky(A)\n"
+        "U = torch.cholesky(A, upper=True) should be replaced with:\n"
+        "U = torch.linalg.cholesky(A).mH"
+    )
+
+
+def _solve(input: Tensor, A: Tensor) -> Tensor:  # noqa: A002,N803
+    raise RuntimeError(
+        _REMOVED.format("solve") + " `torch.linalg.solve` has its arguments reversed and does not return the LU "
+        "factorization.\n\n"
+        "To get the LU factorization see `torch.lu`, which can be used with `torch.lu_solve` or `torch.lu_unpack`.\n"
+        "X = torch.solve(B, A).solution should be replaced with:\n"
+        "X = torch.linalg.solve(A, B)"
+    )
+
+
+def _matrix_power(input: Tensor, n: int) -> Tensor:  # noqa: A002
+    _tensor_arg("matrix_power", "input", 1, input)
+    return matrix_power(input, n)
+
+
+def _matrix_exp(input: Tensor) -> Tensor:  # noqa: A002
+    _tensor_arg("matrix_exp", "input", 1, input)
+    return input._linalg_matrix_exp()
+
+
+_chain_matmul_warned = False
+
+
+def _chain_matmul(*matrices: Tensor) -> Tensor:
+    """Deprecated: multi_dot of the arguments (one matrix: a clone), warning once."""
+    import warnings
+
+    global _chain_matmul_warned
+    if not _chain_matmul_warned:
+        _chain_matmul_warned = True
+        warnings.warn(
+            "torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+            "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
+            "parameters.",
+            UserWarning,
+            stacklevel=2,
+        )
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    if len(matrices) == 1:
+        if matrices[0].dim() != 2:
+            raise RuntimeError(f"chain_matmul(): Tensor dimension is {matrices[0].dim()}, expected 2 instead.")
+        return matrices[0].clone()
+    return multi_dot(matrices)
+
+
+# torch.* functions (rgrad.__init__ exports them) and the Tensor methods of the same names
+FUNCTIONS = {
+    "det": _det, "logdet": _logdet, "slogdet": _slogdet, "inverse": _inverse,
+    "cholesky_solve": _cholesky_solve, "cholesky_inverse": _cholesky_inverse, "cholesky": _cholesky,
+    "solve": _solve, "matrix_power": _matrix_power, "matrix_exp": _matrix_exp,
+    "svd": _svd_fn, "qr": _qr_removed, "pinverse": _pinverse,
+}
+# torch.* functions without a Tensor method
+TORCH_ONLY = {"chain_matmul": _chain_matmul, "nuclear_norm": _nuclear_norm}
+
+
+def install() -> None:
+    """The Tensor methods (and the same on vmap's BatchedTensor)."""
+    from rgrad.func._batched_tensor import BatchedTensor
+
+    for name, fn in FUNCTIONS.items():
+        fn.__name__ = fn.__qualname__ = name
+        setattr(Tensor, name, fn)
+        setattr(BatchedTensor, name, fn)

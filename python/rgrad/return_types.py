@@ -25,18 +25,27 @@ cummax = _structseq("cummax")
 cummin = _structseq("cummin")
 
 
-def _structseq_of(name: str, fields: tuple[str, str]) -> type:
-    """A named tuple of two tensors printed as torch prints its return types."""
+def _structseq_of(name: str, fields: tuple[str, ...]) -> type:
+    """A named tuple of tensors printed as torch prints its return types."""
     base = namedtuple(name, fields)
 
     def __repr__(self) -> str:
-        return f"rgrad.return_types.{name}(\n{fields[0]}={self[0]!r},\n{fields[1]}={self[1]!r})"
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
+        return f"rgrad.return_types.{name}(\n{body})"
 
     return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "rgrad.return_types"})
 
 
 aminmax = _structseq_of("aminmax", ("min", "max"))
 
+# torch.linalg's factorizations and solves (rgrad.linalg)
+linalg_slogdet = _structseq_of("linalg_slogdet", ("sign", "logabsdet"))
+slogdet = _structseq_of("slogdet", ("sign", "logabsdet"))
+linalg_inv_ex = _structseq_of("linalg_inv_ex", ("inverse", "info"))
+linalg_solve_ex = _structseq_of("linalg_solve_ex", ("result", "info"))
+linalg_cholesky_ex = _structseq_of("linalg_cholesky_ex", ("L", "info"))
+linalg_lu_factor = _structseq_of("linalg_lu_factor", ("LU", "pivots"))
+linalg_lu_factor_ex = _structseq_of("linalg_lu_factor_ex", ("LU", "pivots", "info"))
 
 def _structseq_fields(name: str, fields: tuple) -> type:
     """A named tuple of tensors printed as torch prints its return types (any number of

@@ -368,6 +368,27 @@ backend_kernels! {
     /// `c + A·B` (`c` laid out over the result); `None` for bool.
     fn addmm(c: &Buffer, lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Option<Buffer> => cpu::matmul::addmm, on c, a, b;
 
+    // ---- factorizations and solves (crate::linalg, in float64; torch.linalg)
+    /// `getrf` of every matrix of `x` `(*, m, n)`: the packed factors (x's dtype), the
+    /// 1-based pivots (int64 `(*, min(m, n))`) and `info` (int64 `(*)`).
+    fn lu_factor(x: &Buffer, lx: &Layout, pivot: bool) -> (Buffer, Buffer, Buffer) => cpu::linalg::lu_factor, on x;
+    /// From square packed factors and pivots of one batch shape: each matrix's
+    /// determinant, its sign and log |det| (`(*)`, the factors' dtype).
+    fn lu_det(lu: &Buffer, llu: &Layout, piv: &Buffer, lp: &Layout) -> (Buffer, Buffer, Buffer) => cpu::linalg::lu_det, on lu, piv;
+    /// `A X = B` (`Aᵀ X = B` with `transpose`) from A's packed factors and pivots, B
+    /// `(*, n, k)` of their batch shape; the result in B's dtype.
+    fn lu_solve(lu: &Buffer, llu: &Layout, piv: &Buffer, lp: &Layout, b: &Buffer, lb: &Layout,
+        transpose: bool) -> Buffer => cpu::linalg::lu_solve, on lu, piv, b;
+    /// `op(A) X = B` for the `upper` (or lower) triangle of every `A` `(*, n, n)` (unit
+    /// diagonal with `unit`, `op` a transpose with `transpose`), B `(*, n, k)`.
+    fn solve_triangular(a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout, upper: bool, unit: bool,
+        transpose: bool) -> Buffer => cpu::linalg::solve_triangular, on a, b;
+    /// The lower Cholesky factor of every matrix `(*, n, n)` (its lower triangle read), and
+    /// `info` (int64 `(*)`).
+    fn cholesky(x: &Buffer, lx: &Layout) -> (Buffer, Buffer) => cpu::linalg::cholesky, on x;
+    /// The matrix exponential of every matrix `(*, n, n)`, x's dtype.
+    fn matrix_exp(x: &Buffer, lx: &Layout) -> Buffer => cpu::linalg::matrix_exp, on x;
+
     // ---- factories
     fn arange(start: f64, step: f64, n: usize, dtype: DType) -> Option<Buffer> => cpu::creation::arange;
     fn linspace(start: f64, end: f64, n: usize, dtype: DType) -> Buffer => cpu::creation::linspace;

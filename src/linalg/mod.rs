@@ -1,11 +1,21 @@
-//! Dense matrix decompositions computed on the host in float64 (rgrad links no LAPACK):
-//! the symmetric eigendecomposition (`eigh`), the singular value decomposition (`svd`) and
-//! the Householder QR decomposition (`qr`). Each works on one row-major matrix; the op
-//! layer (`ops::spectral`) runs them over a batch.
+//! Dense linear-algebra kernels on row-major float64 matrices: the numerical core of
+//! `torch.linalg`'s factorizations and decompositions, with no tensors, layouts or graph
+//! (the CPU backend's `linalg` module reads buffers into the LU/Cholesky family and
+//! writes the results back in the tensor's dtype; `ops::decomp` builds those ops and their
+//! nodes on top; `ops::spectral` runs `eigh`, `svd` and `qr` over a batch).
+//!
+//! Every routine works on one matrix (a batch is a loop, or the pool, above it), follows
+//! LAPACK's conventions where torch exposes them (1-based pivots, `info` the first
+//! failing index, geqrf's reflector signs) and never panics or hangs on NaN or infinite
+//! input: the loops run a bounded number of steps.
 
+pub mod cholesky;
 pub mod eigh;
+pub mod expm;
+pub mod lu;
 pub mod qr;
 pub mod svd;
+pub mod triangular;
 
 /// Runs `f` over `count` matrices, on the pool when there is enough work, and returns the
 /// results in order. `work` is an estimate of one matrix's flops.

@@ -27,6 +27,7 @@ pub mod binary;
 pub mod concat;
 pub mod copy;
 pub mod creation;
+pub mod decomp;
 pub mod division;
 pub mod elementwise;
 pub mod fused;
@@ -62,6 +63,7 @@ pub use binary::*;
 pub use concat::*;
 pub use copy::*;
 pub use creation::*;
+pub use decomp::*;
 pub use division::*;
 pub use elementwise::*;
 pub use fused::*;
@@ -115,6 +117,10 @@ crate::backward_ops! {
     // linalg.rs
     LinalgCrossBackward0, DistBackward0, AminmaxBackward0,
     LinalgEighBackward0, LinalgSvdBackward0, LinalgQrBackward0, LinalgPinvBackward0,
+    // decomp.rs
+    LinalgLuFactorExBackward0, LinalgDetBackward0, LinalgSlogdetBackward0, LinalgInvExBackward0,
+    LinalgSolveExBackward0, LinalgLuSolveBackward0, LinalgSolveTriangularBackward0, LinalgCholeskyExBackward0,
+    CholeskySolveBackward0, CholeskyInverseBackward0, LinalgMatrixExpBackward0,
     // scatter.rs
     ScatterFamilyBackward, MaskedSelectBackward0, ScatterReduceBackward0,
     // sort.rs

@@ -178,7 +178,7 @@ pub fn linalg_eigh(a: &Tensor, uplo: &str, compute_v: bool) -> Result<(Tensor, T
                 let mut v = Vec::with_capacity(if compute_v { count * per } else { 0 });
                 for (b, r) in results.into_iter().enumerate() {
                     let Some((wb, vb)) = r else {
-                        return Err(Error::runtime(format!(
+                        return Err(Error::LinAlg(format!(
                             "linalg.eigh: {}The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated eigenvalues (error code: {}).",
                             batch_element(&batch, b),
                             n.saturating_sub(1)
@@ -328,7 +328,7 @@ pub fn linalg_svd(
                                 k.saturating_sub(1)
                             )
                         };
-                        return Err(Error::runtime(format!(
+                        return Err(Error::LinAlg(format!(
                             "linalg.svd: {}The algorithm failed to converge because the input matrix {why}",
                             batch_element(&batch, b)
                         )));
@@ -740,19 +740,10 @@ impl Backward for LinalgQrBackward0 {
     }
 }
 
-/// The triangular solve QR's formulas need (torch's `linalg_solve_triangular(A, B,
-/// upper, left, unitriangular)`): until `ops::solve_triangular` lands, QR's derivatives
-/// report themselves as not implemented.
-fn solve_triangular(
-    _a: &Tensor,
-    _b: &Tensor,
-    _upper: bool,
-    _left: bool,
-    _unit: bool,
-) -> Result<Tensor> {
-    Err(Error::not_implemented(
-        "the derivative for 'linalg_qr' is not implemented (it needs linalg.solve_triangular)",
-    ))
+/// torch's `linalg_solve_triangular(A, B, upper, left, unitriangular)`, recorded (QR's
+/// formulas solve with R).
+fn solve_triangular(a: &Tensor, b: &Tensor, upper: bool, left: bool, unit: bool) -> Result<Tensor> {
+    super::decomp::linalg_solve_triangular(a, b, upper, left, unit)
 }
 
 // ---------------------------------------------------------------------------------

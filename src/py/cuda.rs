@@ -349,6 +349,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "OutOfMemoryError",
         m.py().get_type::<super::error::OutOfMemoryError>(),
     )?;
+    m.add(
+        "_LinAlgError",
+        m.py().get_type::<super::error::_LinAlgError>(),
+    )?;
     m.add_function(wrap_pyfunction!(_set_default_device, m)?)?;
     m.add_function(wrap_pyfunction!(_get_default_device, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_is_available, m)?)?;

@@ -15,6 +15,13 @@ pyo3::create_exception!(
     "Exception raised when device is out of memory"
 );
 
+pyo3::create_exception!(
+    rgrad._C,
+    _LinAlgError,
+    pyo3::exceptions::PyRuntimeError,
+    "Error raised by rgrad.linalg function when the cause of error is a numerical inconsistency in the data."
+);
+
 /// A Python exception raised by user code inside the engine (hook, custom Function),
 /// carried through the core unchanged.
 #[derive(Debug)]
@@ -59,6 +66,7 @@ impl From<Error> for PyErr {
             | Error::RetainGradWithoutGrad
             | Error::Internal(_) => PyRuntimeError::new_err(msg),
             Error::OutOfMemory(_) => OutOfMemoryError::new_err(msg),
+            Error::LinAlg(_) => _LinAlgError::new_err(msg),
             Error::DimOutOfRange { .. } | Error::Index(_) => PyIndexError::new_err(msg),
             Error::Type(_) => PyTypeError::new_err(msg),
             Error::Value(_) => PyValueError::new_err(msg),

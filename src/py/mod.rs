@@ -17,6 +17,7 @@ mod random;
 mod replay;
 mod tensor_arith;
 mod tensor_autograd;
+mod tensor_decomp;
 mod tensor_fused;
 mod tensor_index;
 mod tensor_linalg;

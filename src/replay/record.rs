@@ -748,6 +748,97 @@ impl Backend for Rec {
         // (the op computes out of place, a recorded `triangle`, and commits it)
         Ok(false)
     }
+    fn lu_factor(&self, x: &Buffer, lx: &Layout, pivot: bool) -> Result<(Buffer, Buffer, Buffer)> {
+        let (f, p, i) = Cpu.lu_factor(x, lx, pivot)?;
+        let lx = lx.clone();
+        record(
+            "lu_factor",
+            &[x],
+            None,
+            &[&f, &p, &i],
+            Box::new(move |ins, _| {
+                let (f, p, i) = Cpu.lu_factor(ins[0], &lx, pivot)?;
+                Ok(Outs::from_iter([f, p, i]))
+            }),
+        )?;
+        Ok((f, p, i))
+    }
+    fn lu_det(
+        &self,
+        lu: &Buffer,
+        llu: &Layout,
+        piv: &Buffer,
+        lp: &Layout,
+    ) -> Result<(Buffer, Buffer, Buffer)> {
+        let (d, s, l) = Cpu.lu_det(lu, llu, piv, lp)?;
+        let (llu, lp) = (llu.clone(), lp.clone());
+        record(
+            "lu_det",
+            &[lu, piv],
+            None,
+            &[&d, &s, &l],
+            Box::new(move |ins, _| {
+                let (d, s, l) = Cpu.lu_det(ins[0], &llu, ins[1], &lp)?;
+                Ok(Outs::from_iter([d, s, l]))
+            }),
+        )?;
+        Ok((d, s, l))
+    }
+    fn lu_solve(
+        &self,
+        lu: &Buffer,
+        llu: &Layout,
+        piv: &Buffer,
+        lp: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+        transpose: bool,
+    ) -> Result<Buffer> {
+        let out = Cpu.lu_solve(lu, llu, piv, lp, b, lb, transpose)?;
+        let (llu, lp, lb) = (llu.clone(), lp.clone(), lb.clone());
+        one("lu_solve", &[lu, piv, b], &out, move |i| {
+            Cpu.lu_solve(i[0], &llu, i[1], &lp, i[2], &lb, transpose)
+        })?;
+        Ok(out)
+    }
+    fn solve_triangular(
+        &self,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+        upper: bool,
+        unit: bool,
+        transpose: bool,
+    ) -> Result<Buffer> {
+        let out = Cpu.solve_triangular(a, la, b, lb, upper, unit, transpose)?;
+        let (la, lb) = (la.clone(), lb.clone());
+        one("solve_triangular", &[a, b], &out, move |i| {
+            Cpu.solve_triangular(i[0], &la, i[1], &lb, upper, unit, transpose)
+        })?;
+        Ok(out)
+    }
+    fn cholesky(&self, x: &Buffer, lx: &Layout) -> Result<(Buffer, Buffer)> {
+        let (l, i) = Cpu.cholesky(x, lx)?;
+        let lx = lx.clone();
+        record(
+            "cholesky",
+            &[x],
+            None,
+            &[&l, &i],
+            Box::new(move |ins, _| {
+                let (l, i) = Cpu.cholesky(ins[0], &lx)?;
+                Ok(Outs::from_iter([l, i]))
+            }),
+        )?;
+        Ok((l, i))
+    }
+    fn matrix_exp(&self, x: &Buffer, lx: &Layout) -> Result<Buffer> {
+        let out = Cpu.matrix_exp(x, lx)?;
+        let lx = lx.clone();
+        one("matrix_exp", &[x], &out, move |i| Cpu.matrix_exp(i[0], &lx))?;
+        Ok(out)
+    }
     fn masked_select(
         &self,
         _x: &Buffer,

@@ -370,6 +370,36 @@ def _pinv_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     return BT(dispatch(name, (v, *rest), kwargs), level)
 
 
+def _matrix_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
+    """The factorizations and solves (``_linalg_det``, ``_linalg_solve_ex``, ...): each
+    works on the last two dims and broadcasts batch dims, so the batch dim goes in
+    front of every tensor operand (size 1 for one not batched here); a vector
+    right-hand side of ``_linalg_solve_ex`` (judged on the logical shapes) is solved as
+    a one-column matrix."""
+    if not _at(args[0], level) and not any(_at(a, level) for a in args[1:]):
+        return fallback(name, level, args, kwargs)
+    vector = False
+    if name == "_linalg_solve_ex":
+        a, b = args[0], args[1]
+        vector = b.dim() == 1 or (b.dim() == a.dim() - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+    phys = [_front(x, level) if isinstance(x, (Tensor, BT)) else x for x in args]
+    if vector:
+        phys[1] = phys[1].unsqueeze(-1)
+    out = dispatch(name, tuple(phys), kwargs)
+    if vector:
+        out = (out[0].squeeze(-1), *out[1:])
+    if isinstance(out, tuple):
+        return tuple(BT(o, level) for o in out)
+    return BT(out, level)
+
+
+_MATRIX_OPS = (
+    "_linalg_det", "_linalg_slogdet", "_linalg_inv_ex", "_linalg_solve_ex", "_linalg_lu_factor_ex",
+    "_linalg_lu_solve", "_linalg_solve_triangular", "_linalg_cholesky_ex", "_cholesky_solve", "_cholesky_inverse",
+    "_linalg_matrix_exp",
+)
+
+
 def _aminmax_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     """``x._aminmax(dim, keepdim)``: per sample, over the logical dims."""
     x = args[0]
@@ -470,6 +500,7 @@ TABLE.update({
     "_linalg_eigh": _decomposition_rule, "_linalg_svd": _decomposition_rule, "_linalg_qr": _decomposition_rule,
     "_linalg_pinv": _pinv_rule,
 })
+TABLE.update({n: _matrix_rule for n in _MATRIX_OPS})
 TABLE.update({n: _random_rule for n in RANDOM_OPS})
 TABLE.update(RULES_A)
 TABLE.update(RULES_B)
@@ -533,7 +564,7 @@ def method_names() -> list:
 for _n in method_names():
     setattr(BT, _n, _make_random_method(_n) if _n in RANDOM_OPS else _make_method(_n))
 # natives behind Python methods (cross, aminmax) that the Python method calls on a BatchedTensor
-for _n in ("_linalg_cross", "_aminmax", "_linalg_eigh", "_linalg_svd", "_linalg_qr", "_linalg_pinv"):
+for _n in ("_linalg_cross", "_aminmax", *_MATRIX_OPS, "_linalg_eigh", "_linalg_svd", "_linalg_qr", "_linalg_pinv"):
     setattr(BT, _n, _make_method(_n))
 del _n
 

@@ -17,6 +17,7 @@ pub mod elementwise;
 pub mod fused;
 pub mod gemm;
 pub mod index;
+pub mod linalg;
 pub mod matmul;
 pub mod nn;
 pub mod random;

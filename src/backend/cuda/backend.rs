@@ -534,6 +534,61 @@ impl Backend for Cuda {
         // (the op layer computes out of place and writes the result with `copy_into`)
         Ok(false)
     }
+    // (no device factorizations yet: computed on the host, as torch's MAGMA paths
+    // compute small matrices)
+    fn lu_factor(&self, x: &Buffer, lx: &Layout, pivot: bool) -> Result<(Buffer, Buffer, Buffer)> {
+        self.fallback();
+        let (f, p, i) = cpu::linalg::lu_factor(&host(x)?, lx, pivot);
+        Ok((self.up(f)?, self.up(p)?, self.up(i)?))
+    }
+    fn lu_det(
+        &self,
+        lu: &Buffer,
+        llu: &Layout,
+        piv: &Buffer,
+        lp: &Layout,
+    ) -> Result<(Buffer, Buffer, Buffer)> {
+        self.fallback();
+        let (d, s, l) = cpu::linalg::lu_det(&host(lu)?, llu, &host(piv)?, lp);
+        Ok((self.up(d)?, self.up(s)?, self.up(l)?))
+    }
+    fn lu_solve(
+        &self,
+        lu: &Buffer,
+        llu: &Layout,
+        piv: &Buffer,
+        lp: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+        transpose: bool,
+    ) -> Result<Buffer> {
+        self.fallback();
+        let x = cpu::linalg::lu_solve(&host(lu)?, llu, &host(piv)?, lp, &host(b)?, lb, transpose);
+        self.up(x)
+    }
+    fn solve_triangular(
+        &self,
+        a: &Buffer,
+        la: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+        upper: bool,
+        unit: bool,
+        transpose: bool,
+    ) -> Result<Buffer> {
+        self.fallback();
+        let x = cpu::linalg::solve_triangular(&host(a)?, la, &host(b)?, lb, upper, unit, transpose);
+        self.up(x)
+    }
+    fn cholesky(&self, x: &Buffer, lx: &Layout) -> Result<(Buffer, Buffer)> {
+        self.fallback();
+        let (l, i) = cpu::linalg::cholesky(&host(x)?, lx);
+        Ok((self.up(l)?, self.up(i)?))
+    }
+    fn matrix_exp(&self, x: &Buffer, lx: &Layout) -> Result<Buffer> {
+        self.fallback();
+        self.up(cpu::linalg::matrix_exp(&host(x)?, lx))
+    }
     fn masked_select(
         &self,
         _x: &Buffer,

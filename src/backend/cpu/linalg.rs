@@ -1,0 +1,210 @@
+//! Batched matrix factorizations and solves (torch.linalg's LU, Cholesky and triangular
+//! solves) over buffers: each matrix of the batch (the leading dims) is read row-major
+//! into float64, factored or solved by `crate::linalg`, and written back in the
+//! operand's dtype. Computing in float64 makes the float32 results at least as accurate
+//! as LAPACK's single precision (they are not its bits). Batches run on the pool when
+//! there is enough work; each matrix is computed alone, so the split changes no bit.
+
+use super::reduce::par;
+use super::strided;
+use crate::layout::Layout;
+use crate::linalg::{cholesky, expm, lu, triangular};
+use crate::storage::Buffer;
+
+/// The elements of `layout` over `buf`, row-major, as float64 (floats only: the op layer
+/// refuses other dtypes before a kernel runs).
+fn read_f64(buf: &Buffer, layout: &Layout) -> Vec<f64> {
+    match buf {
+        Buffer::F64(v) => strided::to_vec(v, layout),
+        Buffer::F32(v) => strided::to_vec(v, layout)
+            .into_iter()
+            .map(f64::from)
+            .collect(),
+        Buffer::I64(v) => strided::to_vec(v, layout)
+            .into_iter()
+            .map(|x| x as f64)
+            .collect(),
+        Buffer::Bool(v) => strided::to_vec(v, layout)
+            .into_iter()
+            .map(|x| f64::from(u8::from(x)))
+            .collect(),
+        Buffer::Cuda(_) => Vec::new(),
+    }
+}
+
+/// `v` in the float dtype of `like` (float32: rounded to nearest).
+fn write_like(like: &Buffer, v: Vec<f64>) -> Buffer {
+    match like {
+        Buffer::F32(_) => Buffer::F32(v.into_iter().map(|x| x as f32).collect::<Vec<_>>().into()),
+        _ => Buffer::F64(v.into()),
+    }
+}
+
+/// The matrix dims `(rows, cols)` of a layout of rank ≥ 2 and the count of matrices.
+fn dims(layout: &Layout) -> (usize, usize, usize) {
+    let r = layout.ndim();
+    let (m, n) = (layout.shape[r - 2], layout.shape[r - 1]);
+    let batch = layout.shape[..r - 2].iter().product();
+    (batch, m, n)
+}
+
+/// Runs `f(b, outs)` for every matrix `b < batch`, where `outs[i]` is matrix b's slice
+/// (of `sizes[i]` elements) of output i; on the pool when the batch holds `flops` of
+/// work in all above the pool's threshold.
+fn per_matrix<const N: usize>(
+    batch: usize,
+    sizes: [usize; N],
+    flops: usize,
+    f: impl Fn(usize, &mut [&mut [f64]; N]) + Sync,
+) -> [Vec<f64>; N] {
+    let parallel = batch > 1 && par::parallel(flops);
+    let mut outs: [Vec<f64>; N] = std::array::from_fn(|i| vec![0.0; batch * sizes[i]]);
+    let shared: [Shared; N] = std::array::from_fn(|i| Shared(outs[i].as_mut_ptr()));
+    par::tasks(batch, parallel, &|b| {
+        // SAFETY: matrix b's ranges of the outputs are disjoint from every other
+        // matrix's, and the vectors outlive the tasks (joined before `tasks` returns)
+        let mut slices: [&mut [f64]; N] = std::array::from_fn(|i| unsafe {
+            std::slice::from_raw_parts_mut(shared[i].0.add(b * sizes[i]), sizes[i])
+        });
+        f(b, &mut slices);
+    });
+    outs
+}
+
+/// A raw output pointer shared by the tasks of [`per_matrix`] (each writes its own range).
+#[derive(Clone, Copy)]
+struct Shared(*mut f64);
+// SAFETY: see `per_matrix`: the tasks write disjoint ranges
+unsafe impl Sync for Shared {}
+unsafe impl Send for Shared {}
+
+fn ints(v: Vec<f64>) -> Buffer {
+    Buffer::I64(v.into_iter().map(|x| x as i64).collect::<Vec<_>>().into())
+}
+
+/// `getrf` of every matrix of `x` (`(*, m, n)`): the packed factors (x's dtype, `(*, m,
+/// n)`), the 1-based pivots (int64, `(*, min(m, n))`) and LAPACK's `info` (int64, `(*)`).
+pub fn lu_factor(x: &Buffer, lx: &Layout, pivot: bool) -> (Buffer, Buffer, Buffer) {
+    let (batch, m, n) = dims(lx);
+    let k = m.min(n);
+    let a = read_f64(x, lx);
+    let [f, p, i] = per_matrix(batch, [m * n, k, 1], batch * m * n * k, |b, out| {
+        let [f, p, i] = out;
+        f.copy_from_slice(&a[b * m * n..(b + 1) * m * n]);
+        let mut piv = vec![0i64; k];
+        i[0] = lu::factor(f, m, n, &mut piv, pivot) as f64;
+        p.iter_mut().zip(&piv).for_each(|(d, &s)| *d = s as f64);
+    });
+    (write_like(x, f), ints(p), ints(i))
+}
+
+/// From packed square factors and their pivots (as [`lu_factor`] gives them, of one
+/// batch shape): each matrix's determinant, its sign and log |det| (torch's slogdet:
+/// sign 0 and -inf when singular), in the factors' dtype, each `(*)`.
+pub fn lu_det(
+    lu_buf: &Buffer,
+    llu: &Layout,
+    piv: &Buffer,
+    lp: &Layout,
+) -> (Buffer, Buffer, Buffer) {
+    let (batch, n, _) = dims(llu);
+    let f = read_f64(lu_buf, llu);
+    let p: Vec<i64> = read_f64(piv, lp).into_iter().map(|x| x as i64).collect();
+    let [d, s, l] = per_matrix(batch, [1, 1, 1], 0, |b, out| {
+        let (fb, pb) = (&f[b * n * n..(b + 1) * n * n], &p[b * n..(b + 1) * n]);
+        out[0][0] = lu::det(fb, pb, n);
+        let (sign, log) = lu::slogdet(fb, pb, n);
+        out[1][0] = sign;
+        out[2][0] = log;
+    });
+    (
+        write_like(lu_buf, d),
+        write_like(lu_buf, s),
+        write_like(lu_buf, l),
+    )
+}
+
+/// `A X = B` (`Aᵀ X = B` with `transpose`) for every matrix, from A's packed factors
+/// (`(*, n, n)`) and pivots (`(*, n)`), `B` `(*, n, k)`, all of one batch shape (the op
+/// layer broadcasts); the result is `(*, n, k)` in B's dtype.
+pub fn lu_solve(
+    lu_buf: &Buffer,
+    llu: &Layout,
+    piv: &Buffer,
+    lp: &Layout,
+    b: &Buffer,
+    lb: &Layout,
+    transpose: bool,
+) -> Buffer {
+    let (batch, n, _) = dims(llu);
+    let (_, _, k) = dims(lb);
+    let f = read_f64(lu_buf, llu);
+    let p: Vec<i64> = read_f64(piv, lp).into_iter().map(|x| x as i64).collect();
+    let rhs = read_f64(b, lb);
+    let [x] = per_matrix(batch, [n * k], batch * n * n * k, |bi, out| {
+        out[0].copy_from_slice(&rhs[bi * n * k..(bi + 1) * n * k]);
+        lu::solve(
+            &f[bi * n * n..(bi + 1) * n * n],
+            &p[bi * n..(bi + 1) * n],
+            n,
+            out[0],
+            k,
+            transpose,
+        );
+    });
+    write_like(b, x)
+}
+
+/// `op(A) X = B` for every triangular `A` (`(*, n, n)`: its `upper` or lower triangle,
+/// the diagonal taken as ones with `unit`; `op` transposes with `transpose`) and `B`
+/// (`(*, n, k)`, of A's batch shape): `(*, n, k)` in B's dtype.
+pub fn solve_triangular(
+    a: &Buffer,
+    la: &Layout,
+    b: &Buffer,
+    lb: &Layout,
+    upper: bool,
+    unit: bool,
+    transpose: bool,
+) -> Buffer {
+    let (batch, n, _) = dims(la);
+    let (_, _, k) = dims(lb);
+    let t = read_f64(a, la);
+    let rhs = read_f64(b, lb);
+    let [x] = per_matrix(batch, [n * k], batch * n * n * k / 2, |bi, out| {
+        out[0].copy_from_slice(&rhs[bi * n * k..(bi + 1) * n * k]);
+        triangular::solve_in_place(
+            &t[bi * n * n..(bi + 1) * n * n],
+            n,
+            out[0],
+            k,
+            upper,
+            unit,
+            transpose,
+        );
+    });
+    write_like(b, x)
+}
+
+/// The lower Cholesky factor of every matrix of `x` (`(*, n, n)`, its lower triangle
+/// read) in x's dtype, and LAPACK's `info` (int64, `(*)`).
+pub fn cholesky(x: &Buffer, lx: &Layout) -> (Buffer, Buffer) {
+    let (batch, n, _) = dims(lx);
+    let a = read_f64(x, lx);
+    let [l, i] = per_matrix(batch, [n * n, 1], batch * n * n * n / 3, |b, out| {
+        let [l, i] = out;
+        l.copy_from_slice(&a[b * n * n..(b + 1) * n * n]);
+        i[0] = cholesky::factor_lower(l, n) as f64;
+    });
+    (write_like(x, l), ints(i))
+}
+
+/// The matrix exponential of every matrix of `x` (`(*, n, n)`) in x's dtype.
+pub fn matrix_exp(x: &Buffer, lx: &Layout) -> Buffer {
+    let (batch, n, _) = dims(lx);
+    let a = read_f64(x, lx);
+    let [e] = per_matrix(batch, [n * n], batch * n * n * n * 8, |b, out| {
+        out[0].copy_from_slice(&expm::expm(&a[b * n * n..(b + 1) * n * n], n));
+    });
+    write_like(x, e)
+}

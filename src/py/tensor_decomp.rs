@@ -1,0 +1,125 @@
+//! `rgrad.Tensor`'s factorizations and solves (`src/ops/decomp.rs`), as private methods
+//! the Python layer (`rgrad.linalg`, `torch.*` forms, `return_types`) names and checks.
+
+use super::convert::tensor_ref;
+use super::pytensor::*;
+use crate::ops;
+use pyo3::prelude::*;
+
+type Pair = (Py<PyTensor>, Py<PyTensor>);
+type Triple = (Py<PyTensor>, Py<PyTensor>, Py<PyTensor>);
+
+fn pair(py: Python<'_>, (a, b): (crate::Tensor, crate::Tensor)) -> PyResult<Pair> {
+    Ok((wrap(py, a)?, wrap(py, b)?))
+}
+
+#[pymethods]
+impl PyTensor {
+    fn _linalg_det(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, run(py, &self.t, || ops::linalg_det(&self.t))?)
+    }
+    fn _linalg_slogdet(&self, py: Python<'_>) -> PyResult<Pair> {
+        pair(py, run(py, &self.t, || ops::linalg_slogdet(&self.t))?)
+    }
+    fn _linalg_inv_ex(&self, py: Python<'_>, check_errors: bool, name: &str) -> PyResult<Pair> {
+        pair(
+            py,
+            run(py, &self.t, || {
+                ops::linalg_inv_ex(&self.t, check_errors, name)
+            })?,
+        )
+    }
+    fn _linalg_solve_ex(
+        &self,
+        py: Python<'_>,
+        b: &Bound<'_, PyAny>,
+        left: bool,
+        check_errors: bool,
+        name: &str,
+    ) -> PyResult<Pair> {
+        let b = tensor_ref(b, "linalg_solve", "B", 2)?;
+        pair(
+            py,
+            run(py, &self.t, || {
+                ops::linalg_solve_ex(&self.t, b, left, check_errors, name)
+            })?,
+        )
+    }
+    fn _linalg_lu_factor_ex(
+        &self,
+        py: Python<'_>,
+        pivot: bool,
+        check_errors: bool,
+        name: &str,
+    ) -> PyResult<Triple> {
+        let (lu, p, i) = run(py, &self.t, || {
+            ops::linalg_lu_factor_ex(&self.t, pivot, check_errors, name)
+        })?;
+        Ok((wrap(py, lu)?, wrap(py, p)?, wrap(py, i)?))
+    }
+    fn _linalg_lu_solve(
+        &self,
+        py: Python<'_>,
+        pivots: &Bound<'_, PyAny>,
+        b: &Bound<'_, PyAny>,
+        left: bool,
+        adjoint: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let p = tensor_ref(pivots, "linalg_lu_solve", "pivots", 2)?;
+        let b = tensor_ref(b, "linalg_lu_solve", "B", 3)?;
+        wrap(
+            py,
+            run(py, &self.t, || {
+                ops::linalg_lu_solve(&self.t, p, b, left, adjoint)
+            })?,
+        )
+    }
+    fn _linalg_solve_triangular(
+        &self,
+        py: Python<'_>,
+        b: &Bound<'_, PyAny>,
+        upper: bool,
+        left: bool,
+        unitriangular: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let b = tensor_ref(b, "linalg_solve_triangular", "B", 2)?;
+        wrap(
+            py,
+            run(py, &self.t, || {
+                ops::linalg_solve_triangular(&self.t, b, upper, left, unitriangular)
+            })?,
+        )
+    }
+    fn _linalg_cholesky_ex(
+        &self,
+        py: Python<'_>,
+        upper: bool,
+        check_errors: bool,
+        name: &str,
+    ) -> PyResult<Pair> {
+        pair(
+            py,
+            run(py, &self.t, || {
+                ops::linalg_cholesky_ex(&self.t, upper, check_errors, name)
+            })?,
+        )
+    }
+    fn _cholesky_solve(
+        &self,
+        py: Python<'_>,
+        input2: &Bound<'_, PyAny>,
+        upper: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let l = tensor_ref(input2, "cholesky_solve", "input2", 2)?;
+        wrap(
+            py,
+            run(py, &self.t, || ops::cholesky_solve(&self.t, l, upper))?,
+        )
+    }
+    fn _cholesky_inverse(&self, py: Python<'_>, upper: bool) -> PyResult<Py<PyTensor>> {
+        wrap(
+            py,
+            run(py, &self.t, || ops::cholesky_inverse(&self.t, upper))?,
+        )
+    }
+}
