@@ -2682,7 +2682,14 @@ def build_op_db(T) -> list[OpInfo]:
 
     add("linalg.cond", lambda a, *args: T.linalg.cond(a, *args), cond_ref,
         lambda m, rng: [S(_fullrank(rng, 3, 3)), S(_fullrank(rng, 4, 3), 2), S(_fullrank(rng, 3, 3, (2,)), -2),
-                        S(_fullrank(rng, 2, 4), None)],
+                        S(_fullrank(rng, 2, 4), None), S(_fullrank(rng, 3, 3), "nuc"),
+                        S(_fullrank(rng, 3, 3, (2,)), "nuc"),
+                        # torch's backward through these fails (its in-place fill of the saved
+                        # inverse): forward only; test_linalg_spectral.py checks the error
+                        S(_fullrank(rng, 3, 3), "fro").fwd("torch's backward raises"),
+                        S(_fullrank(rng, 3, 3), INF).fwd("torch's backward raises"),
+                        S(_fullrank(rng, 3, 3, (2,)), -1).fwd("torch's backward raises"),
+                        S(np.zeros((2, 0, 0)), 1).fwd("empty")],
         atol_f32=1e-4, rtol_f32=1e-4)
 
     # hermitian samples are half the matrix: the op reads A + Aᵀ (one triangle is read)

@@ -290,14 +290,24 @@ def _eps(dtype) -> float:
 
 
 def cond(A: Tensor, p=None, *, out=None) -> Tensor:
-    """The condition number of ``A`` in norm ``p``: for p None / 2 / -2 the ratio of the
-    extreme singular values (torch's ``svdvals`` composition: S[..., :1] / S[..., -1:]
-    for 2, the inverse for -2, squeezed); other ``p`` need a matrix inverse."""
+    """The condition number of ``A`` in norm ``p``, as torch composes it: for p None / 2 / -2
+    the ratio of the extreme singular values (``svdvals``, S[..., :1] / S[..., -1:], squeezed);
+    'nuc': ``S.sum(-1) * S.reciprocal().sum(-1)``; 'fro', ±1, ±inf (square matrices):
+    ``matrix_norm(A, p) * matrix_norm(inv, p)`` with ``inv`` from ``inv_ex`` (set to inf
+    in place where singular), then ``nan_to_num_(inf, inf, -inf)`` in place. (torch's
+    backward through the last ones fails, the in-place fill having modified the inverse
+    its node saved: rgrad's does the same.) An empty input gives zeros."""
     _tensor_arg("linalg_cond", "input", 1, A)
     _no_out("linalg_cond", out)
     if A.dim() < 2:
         raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
-    if p is None or (not isinstance(p, str) and p in (2, -2)):
+    numeric = not isinstance(p, (str, bool)) and isinstance(p, (int, float))
+    # (torch: a string order is checked after the square shape, a number before)
+    if p is not None and not isinstance(p, str) and not (numeric and p in (1, -1, 2, -2, math.inf, -math.inf)):
+        raise ValueError(f"linalg.cond got an invalid norm type: {p}")
+    if p is None or (numeric and p in (2, -2)):
+        if A.numel() == 0:
+            return _C.zeros(tuple(A.shape[:-2]), dtype=A.dtype, device=A.device)
         S = svdvals(A)
         k = S.shape[-1]
         if p == -2:
@@ -305,7 +315,29 @@ def cond(A: Tensor, p=None, *, out=None) -> Tensor:
         else:
             r = S.narrow(-1, 0, 1) / S.narrow(-1, k - 1, 1)
         return r.squeeze(-1)
-    raise NotImplementedError(f"linalg.cond: p={p!r} needs a matrix inverse (rgrad.linalg.inv), not available here yet")
+    if isinstance(p, str) or isinstance(p, int):
+        label = str(p)
+    else:
+        label = "inf" if p == math.inf else "-inf" if p == -math.inf else f"{p:f}"
+    m, n = A.shape[-2], A.shape[-1]
+    if m != n:
+        raise RuntimeError(
+            f"linalg.cond(ord={label}): A must be batches of square matrices, but they are {m} by {n} matrices"
+        )
+    if isinstance(p, str) and p not in ("fro", "nuc"):
+        raise ValueError(f"linalg.cond got an invalid norm type: {p}")
+    if A.numel() == 0:
+        return _C.zeros(tuple(A.shape[:-2]), dtype=A.dtype, device=A.device)
+    if p == "nuc":
+        # (torch: matrix_norm's 'nuc' refuses infinities, so the definition directly)
+        S = svdvals(A)
+        return S.sum(-1) * S.reciprocal().sum(-1)
+    if not A.dtype.is_floating_point:
+        raise NotImplementedError(f"linalg.inv: Expected a floating point or complex tensor as input. Got {_type_name(A.dtype)}")
+    inverse, info = inv_ex(A)
+    inverse.masked_fill_(info.unsqueeze(-1).unsqueeze(-1) > 0, math.inf)
+    r = matrix_norm(A, p) * matrix_norm(inverse, p)
+    return r.nan_to_num_(math.inf, math.inf, -math.inf)
 
 
 def _tol_tensor(v, A: Tensor, name: str):
