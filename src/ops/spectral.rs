@@ -226,6 +226,16 @@ impl Backward for LinalgEighBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "LinalgEighBackward0".into()
     }
+    // the formulas act on the last two dims and broadcast the rest, so a leading dim of
+    // gradients runs through them as it is
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.apply(ctx, g))
+    }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let gl = g.first().and_then(Option::as_ref);
         let gv = g.get(1).and_then(Option::as_ref);
@@ -417,6 +427,16 @@ impl Backward for LinalgSvdBackward0 {
     }
     fn name(&self) -> Cow<'static, str> {
         "LinalgSvdBackward0".into()
+    }
+    // the formulas act on the last two dims and broadcast the rest, so a leading dim of
+    // gradients runs through them as it is
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.apply(ctx, g))
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let gu = g
@@ -661,6 +681,16 @@ impl Backward for LinalgQrBackward0 {
     fn name(&self) -> Cow<'static, str> {
         "LinalgQrBackward0".into()
     }
+    // the formulas act on the last two dims and broadcast the rest, so a leading dim of
+    // gradients runs through them as it is
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.apply(ctx, g))
+    }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         self.check()?;
         let gq = g.first().and_then(Option::as_ref);
@@ -693,7 +723,8 @@ impl Backward for LinalgQrBackward0 {
             ga = matmul(&q, &adj)?;
             let r1 = narrow(&r, -1, 0, m as i64)?;
             ga = solve_triangular(&mt(&r1)?, &ga, false, false, false)?;
-            let mut shape = r.shape().to_vec();
+            // (ga's shape, not R's: a batch of gradients has a leading dim more)
+            let mut shape = ga.shape().to_vec();
             if let Some(last) = shape.last_mut() {
                 *last = n - m;
             }
@@ -858,6 +889,16 @@ impl Backward for LinalgPinvBackward0 {
     }
     fn name(&self) -> Cow<'static, str> {
         "LinalgPinvBackward0".into()
+    }
+    // the formulas act on the last two dims and broadcast the rest, so a leading dim of
+    // gradients runs through them as it is
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.apply(ctx, g))
     }
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let Some(grad) = g.first().and_then(Option::as_ref) else {
