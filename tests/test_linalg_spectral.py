@@ -716,3 +716,44 @@ def test_nan_inputs_raise_instead_of_hanging():
     for f in (rgrad.linalg.eigh, rgrad.linalg.svd, rgrad.linalg.svdvals, rgrad.linalg.eigvalsh):
         with pytest.raises(rgrad.linalg.LinAlgError, match="failed to converge"):
             f(rgrad.full((2, 4, 4), math.nan, dtype=rgrad.float32))
+
+
+# ---- batched gradients (jacrev: a batch of cotangents through each node) -------------------
+
+_JAC_FUNCS = {
+    "eigvalsh": (lambda a: rgrad.linalg.eigvalsh(a + a.mT), (3, 3)),
+    "eigh_vectors": (lambda a: rgrad.linalg.eigh(a + a.mT).eigenvectors.abs(), (3, 3)),
+    "svdvals": (lambda a: rgrad.linalg.svdvals(a), (4, 3)),
+    "svd_U": (lambda a: rgrad.linalg.svd(a, full_matrices=False).U.abs(), (4, 3)),
+    "svd_Vh_wide": (lambda a: rgrad.linalg.svd(a, full_matrices=False).Vh.abs(), (2, 4)),
+    "qr_tall": (lambda a: rgrad.linalg.qr(a).Q, (4, 3)),
+    "qr_wide": (lambda a: rgrad.linalg.qr(a).Q * 2 + rgrad.linalg.qr(a).R.sum(), (2, 4)),
+    "pinv": (lambda a: rgrad.linalg.pinv(a), (3, 4)),
+}
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+@pytest.mark.parametrize("name", sorted(_JAC_FUNCS))
+def test_jacrev_matches_jacfwd_and_torch_without_fallback(name):
+    from rgrad.func import jacfwd, jacrev
+
+    f, shape = _JAC_FUNCS[name]
+    a = _fullrank(len(name), *shape) if name != "eigvalsh" and not name.startswith("eigh") else _sym(3, 3) / 2
+    r = rgrad.tensor(a.tolist(), dtype=rgrad.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no "performance drop" loop fallback
+        jr = jacrev(f)(r)
+        jf = jacfwd(f)(r)
+    _close(jr, jf, 1e-9)
+    # torch's, of the same function
+    tf = {
+        "eigvalsh": lambda x: torch.linalg.eigvalsh(x + x.mT),
+        "eigh_vectors": lambda x: torch.linalg.eigh(x + x.mT).eigenvectors.abs(),
+        "svdvals": torch.linalg.svdvals,
+        "svd_U": lambda x: torch.linalg.svd(x, full_matrices=False).U.abs(),
+        "svd_Vh_wide": lambda x: torch.linalg.svd(x, full_matrices=False).Vh.abs(),
+        "qr_tall": lambda x: torch.linalg.qr(x).Q,
+        "qr_wide": lambda x: torch.linalg.qr(x).Q * 2 + torch.linalg.qr(x).R.sum(),
+        "pinv": torch.linalg.pinv,
+    }[name]
+    _close(jr, torch.func.jacrev(tf)(torch.tensor(a)), 1e-9)
