@@ -106,6 +106,13 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "inverse": lambda: T.inverse(sq), "cholesky_solve": lambda: T.cholesky_solve(sq[:, :8], chol),
         "cholesky_inverse": lambda: T.cholesky_inverse(chol), "matrix_power": lambda: T.matrix_power(sq, 5),
         "matrix_exp": lambda: T.matrix_exp(sq / k), "lu_unpack": lambda: T.lu_unpack(*T.linalg.lu_factor(sq)),
+        # the spectral decompositions (O(n³) on the host): a 64x64 block at most
+        "linalg.eigh 64x64": lambda: T.linalg.eigh(a[:64, :64] + a[:64, :64].mT),
+        "linalg.svd 64x64": lambda: T.linalg.svd(a[:64, :64]),
+        "linalg.qr 64x64": lambda: T.linalg.qr(a[:64, :64]),
+        "svd 64x64": lambda: T.svd(a[:64, :64]),
+        "nuclear_norm 64x64": lambda: T.linalg.matrix_norm(a[:64, :64], "nuc"),
+        "pinverse 64x64": lambda: T.pinverse(a[:64, :64]),
         # reductions
         "sum": lambda: a.sum(), "sum(0)": lambda: a.sum(0), "sum(1)": lambda: a.sum(1),
         "mean": lambda: a.mean(), "mean(0)": lambda: a.mean(0), "prod(0)": lambda: unit.prod(0),

@@ -2553,6 +2553,189 @@ def build_op_db(T) -> list[OpInfo]:
     add("aminmax", lambda a, **kw: tuple(T.aminmax(a, **kw)), aminmax_ref, aminmax_samples)
     add("Tensor.aminmax", lambda a, **kw: tuple(a.aminmax(**kw)), aminmax_ref,
         lambda m, rng: aminmax_samples(m, rng)[:3])
+    # linalg: the spectral decompositions. Their vectors are unique only up to sign, so the
+    # rows compare gauge-invariant quantities, as torch's OpInfos do: eigenvalues and |V|
+    # of A + Aᵀ (symmetric, so gradcheck's one-sided perturbations stay in the op's
+    # domain), S and |U|, |Vh| (narrowed to the k = min(m, n) determined vectors).
+    # Samples are well conditioned: separated eigenvalues, distinct singular values.
+    def _orth(rng, n, batch=()):
+        return np.linalg.qr(rng.randn(*batch, n, n))[0]
+
+    def _sym(rng, n, batch=()):
+        # half a symmetric matrix with eigenvalues spread over [-2, 2] (A + Aᵀ is it)
+        q = _orth(rng, n, batch)
+        w = np.linspace(-2.0, 2.0, n) + rng.uniform(-0.15, 0.15, size=(*batch, n))
+        return 0.5 * (q * w[..., None, :]) @ np.swapaxes(q, -1, -2)
+
+    def _fullrank(rng, m, n, batch=()):
+        # distinct singular values in [1, 3]
+        k = min(m, n)
+        u = _orth(rng, m, batch)[..., :k]
+        v = _orth(rng, n, batch)[..., :k]
+        sv = np.linspace(3.0, 1.0, k) + rng.uniform(-0.1, 0.1, size=(*batch, k))
+        return (u * sv[..., None, :]) @ np.swapaxes(v, -1, -2)
+
+    def eigh_ref(a, UPLO="L"):  # noqa: N803
+        w, v = np.linalg.eigh(a + np.swapaxes(a, -1, -2), UPLO=UPLO)
+        return w, np.abs(v)
+
+    def eigh_op(a, **kw):
+        w, v = T.linalg.eigh(a + a.mT, **kw)
+        return w, v.abs()
+
+    eigh_samples = lambda m, rng: [  # noqa: E731
+        S(_sym(rng, 3)), S(_sym(rng, 4), UPLO="U"), S(_sym(rng, 3, (2,))), S(NC(_sym(rng, 4).T, "t")),
+        S(_sym(rng, 1)), S(_sym(rng, 3, (2, 2)), UPLO="L"), S(np.zeros((0, 0))).fwd("empty"),
+        S(np.zeros((2, 0, 0))).fwd("empty batch")]
+    add("linalg.eigh", eigh_op, eigh_ref, eigh_samples, atol_f32=1e-4, rtol_f32=1e-4)
+    add("linalg.eigvalsh", lambda a, **kw: T.linalg.eigvalsh(a + a.mT, **kw),
+        lambda a, UPLO="L": np.linalg.eigvalsh(a + np.swapaxes(a, -1, -2), UPLO=UPLO),  # noqa: N803
+        eigh_samples, atol_f32=1e-4, rtol_f32=1e-4)
+
+    def _uv(u, s, v, full_v_rows=True):
+        k = s.shape[-1]
+        u = u[..., :k]
+        v = v[..., :k, :] if full_v_rows else v[..., :k]
+        return u, s, v
+
+    def svd_ref(a, full_matrices=True):
+        u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+        u, s, vh = _uv(u, s, vh)
+        return np.abs(u), s, np.abs(vh)
+
+    def svd_op(a, **kw):
+        u, s, vh = _uv(*T.linalg.svd(a, **kw))
+        return u.abs(), s, vh.abs()
+
+    svd_samples = lambda m, rng: [  # noqa: E731
+        S(_fullrank(rng, 3, 3)), S(_fullrank(rng, 4, 3), full_matrices=False), S(_fullrank(rng, 3, 5)),
+        S(_fullrank(rng, 4, 2, (2,)), full_matrices=False), S(_fullrank(rng, 2, 4, (2,))),
+        S(NC(_fullrank(rng, 3, 4).T, "t"), full_matrices=False), S(_fullrank(rng, 1, 1)),
+        S(np.zeros((0, 3))).fwd("empty"), S(np.zeros((2, 3, 0)), full_matrices=False).fwd("empty batch")]
+    add("linalg.svd", svd_op, svd_ref, svd_samples, atol_f32=1e-4, rtol_f32=1e-4)
+    add("linalg.svdvals", lambda a: T.linalg.svdvals(a), lambda a: np.linalg.svd(a, compute_uv=False),
+        lambda m, rng: [x for x in svd_samples(m, rng) if not x.kwargs], atol_f32=1e-4, rtol_f32=1e-4)
+
+    def torch_svd_ref(a, some=True):
+        u, s, vh = np.linalg.svd(a, full_matrices=not some)
+        u, s, v = _uv(u, s, np.swapaxes(vh, -1, -2), full_v_rows=False)
+        return np.abs(u), s, np.abs(v)
+
+    def torch_svd_op(call):
+        def op(a, **kw):
+            u, s, v = _uv(*call(a, **kw), full_v_rows=False)
+            return u.abs(), s, v.abs()
+        return op
+
+    torch_svd_samples = lambda m, rng: [  # noqa: E731
+        S(_fullrank(rng, 3, 3)), S(_fullrank(rng, 4, 3), some=False), S(_fullrank(rng, 3, 5)),
+        S(_fullrank(rng, 2, 4, (2,)), some=True), S(NC(_fullrank(rng, 3, 4).T, "t"))]
+    add("svd", torch_svd_op(lambda a, **kw: T.svd(a, **kw)), torch_svd_ref, torch_svd_samples,
+        atol_f32=1e-4, rtol_f32=1e-4)
+    add("Tensor.svd", torch_svd_op(lambda a, **kw: a.svd(**kw)), torch_svd_ref,
+        lambda m, rng: torch_svd_samples(m, rng)[:3], atol_f32=1e-4, rtol_f32=1e-4)
+
+    # QR: Householder with LAPACK's reflector signs, so Q and R are compared as they are
+    def qr_ref(a, mode="reduced"):
+        if mode == "r":
+            return np.zeros(0), np.linalg.qr(a, mode="r")
+        return np.linalg.qr(a, mode=mode)
+
+    qr_samples = lambda m, rng: [  # noqa: E731
+        S(m(4, 3)), S(m(3, 5)), S(m(3, 3), "reduced"), S(m(2, 4, 3)), S(NC(m(3, 4), "t")), S(m(3, 5), "complete"),
+        S(m(2, 2, 4), mode="complete"), S(m(4, 3), "complete").fwd("mode='complete' with m > n: no derivative"),
+        S(m(4, 3), mode="r").fwd("mode='r': no derivative"), S(np.zeros((0, 3))).fwd("empty")]
+    add("linalg.qr", lambda a, *args, **kw: tuple(T.linalg.qr(a, *args, **kw)), qr_ref, qr_samples,
+        atol_f32=1e-4, rtol_f32=1e-4)
+
+    # the norms and queries torch composes from svdvals: the same nodes
+    def matrix_norm_ref(a, ord="fro", dim=(-2, -1), keepdim=False):  # noqa: A002
+        return np.linalg.norm(a, ord=ord, axis=dim, keepdims=keepdim)
+
+    svd_norm_samples = lambda m, rng: [  # noqa: E731
+        S(_fullrank(rng, 3, 4), "nuc"), S(_fullrank(rng, 4, 3), 2), S(_fullrank(rng, 3, 3), -2),
+        S(_fullrank(rng, 3, 4, (2,)), "nuc", keepdim=True),
+        S(np.moveaxis(_fullrank(rng, 3, 4, (2,)), 0, 1), 2, dim=(0, 2)),
+        S(np.moveaxis(_fullrank(rng, 4, 3, (2,)), 0, 2), -2, dim=(1, 0), keepdim=True)]
+    add("linalg.matrix_norm.svd", lambda a, *args, **kw: T.linalg.matrix_norm(a, *args, **kw), matrix_norm_ref,
+        svd_norm_samples, atol_f32=1e-4, rtol_f32=1e-4)
+    add("linalg.norm.svd", lambda a, *args, **kw: T.linalg.norm(a, *args, **kw), matrix_norm_ref,
+        lambda m, rng: svd_norm_samples(m, rng)[:3], atol_f32=1e-4, rtol_f32=1e-4)
+
+    def nuclear_norm_op(a, *args, **kw):
+        import warnings
+
+        with warnings.catch_warnings():  # at::nuclear_norm's deprecation warning (tests/test_linalg_spectral.py)
+            warnings.simplefilter("ignore", UserWarning)
+            return T.nuclear_norm(a, *args, **kw)
+
+    def nuclear_norm_ref(a, dim=(-2, -1), keepdim=False):
+        return np.linalg.norm(a, ord="nuc", axis=tuple(dim), keepdims=keepdim)
+
+    add("nuclear_norm", nuclear_norm_op, nuclear_norm_ref,
+        lambda m, rng: [S(_fullrank(rng, 3, 4)), S(_fullrank(rng, 4, 3), keepdim=True),
+                        S(np.moveaxis(_fullrank(rng, 3, 4, (2,)), 0, 2), (0, 1))],
+        atol_f32=1e-4, rtol_f32=1e-4)
+
+    def cond_ref(a, p=None):
+        if a.size == 0:
+            return np.zeros(a.shape[:-2])
+        return np.linalg.cond(a, p=p)
+
+    add("linalg.cond", lambda a, *args: T.linalg.cond(a, *args), cond_ref,
+        lambda m, rng: [S(_fullrank(rng, 3, 3)), S(_fullrank(rng, 4, 3), 2), S(_fullrank(rng, 3, 3, (2,)), -2),
+                        S(_fullrank(rng, 2, 4), None), S(_fullrank(rng, 3, 3), "nuc"),
+                        S(_fullrank(rng, 3, 3, (2,)), "nuc"),
+                        # torch's backward through these fails (its in-place fill of the saved
+                        # inverse): forward only; test_linalg_spectral.py checks the error
+                        S(_fullrank(rng, 3, 3), "fro").fwd("torch's backward raises"),
+                        S(_fullrank(rng, 3, 3), INF).fwd("torch's backward raises"),
+                        S(_fullrank(rng, 3, 3, (2,)), -1).fwd("torch's backward raises"),
+                        S(np.zeros((2, 0, 0)), 1).fwd("empty")],
+        atol_f32=1e-4, rtol_f32=1e-4)
+
+    # hermitian samples are half the matrix: the op reads A + Aᵀ (one triangle is read)
+    def pinv_ref(a, rcond=None, hermitian=False, atol=None, rtol=None):
+        if rcond is not None:
+            atol, rtol = 0.0, rcond
+        if hermitian:
+            a = a + np.swapaxes(a, -1, -2)
+        return np.linalg.pinv(a, rtol=1e-15 if rtol is None else rtol, hermitian=hermitian)
+
+    def pinv_op(a, *args, **kw):
+        if kw.get("hermitian"):
+            a = a + a.mT
+        return T.linalg.pinv(a, *args, **kw)
+
+    pinv_samples = lambda m, rng: [  # noqa: E731
+        S(_fullrank(rng, 3, 3)), S(_fullrank(rng, 4, 3)), S(_fullrank(rng, 3, 5)), S(_fullrank(rng, 2, 4, (2,))),
+        S(_sym(rng, 3), hermitian=True), S(NC(_fullrank(rng, 4, 3).T, "t"), rtol=0.01),
+        S(_fullrank(rng, 3, 4), atol=0.5), S(np.zeros((0, 3))).fwd("empty")]
+    add("linalg.pinv", pinv_op, pinv_ref, pinv_samples,
+        atol_f32=1e-4, rtol_f32=1e-4)
+    add("pinverse", lambda a, *args: T.pinverse(a, *args), lambda a, rcond=1e-15: np.linalg.pinv(a, rcond),
+        lambda m, rng: [S(_fullrank(rng, 3, 3)), S(_fullrank(rng, 4, 3), 1e-3), S(_fullrank(rng, 2, 3, (2,)))],
+        atol_f32=1e-4, rtol_f32=1e-4)
+    add("Tensor.pinverse", lambda a, *args: a.pinverse(*args), lambda a, rcond=1e-15: np.linalg.pinv(a, rcond),
+        lambda m, rng: [S(_fullrank(rng, 3, 4)), S(_fullrank(rng, 4, 3), 1e-3)], atol_f32=1e-4, rtol_f32=1e-4)
+
+    def rank_ref(a, hermitian=False, atol=None, rtol=None):
+        if atol is None and rtol is None:
+            return np.asarray(np.linalg.matrix_rank(a, hermitian=hermitian))
+        s = np.abs(np.linalg.eigvalsh(a)) if hermitian else np.linalg.svd(a, compute_uv=False)
+        tol = np.maximum(atol or 0.0, (rtol or 0.0) * s.max(-1, keepdims=True))
+        return np.asarray((s > tol).sum(-1))
+
+    def _rank2(rng, m, n, batch=()):
+        # small integers: exactly rank 2 in float32 too
+        u = rng.randint(-3, 4, size=(*batch, m, 2)).astype(np.float64)
+        return u @ rng.randint(-3, 4, size=(*batch, 2, n)).astype(np.float64)
+
+    add("linalg.matrix_rank", lambda a, **kw: T.linalg.matrix_rank(a, **kw), rank_ref,
+        lambda m, rng: [S(_fullrank(rng, 3, 4)), S(_rank2(rng, 4, 3)), S(_rank2(rng, 3, 3, (2,))),
+                        S(2 * _sym(rng, 3), hermitian=True), S(_fullrank(rng, 3, 3), atol=1.5),
+                        S(_fullrank(rng, 3, 3), rtol=0.5), S(np.zeros((2, 0, 3)))],
+        supports_grad=False, supports_gradgrad=False, supports_forward_ad=False)
     signbit_samples = lambda m, rng: [  # noqa: E731
         S(np.array([1.0, -0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf, -2.5])), S(m(3, 4)), S(m.ints(5, 2, 3)),
         S(m.mask(2, 2)), S(NC(m(4, 3), "t")), S(np.zeros((0, 2)))]

@@ -1619,6 +1619,25 @@ _OPS_A_CALLS = {
     "_linalg_matrix_exp": (lambda x: rgrad.linalg.matrix_exp(x), (3, 3)),
     "_linalg_lu": (lambda x: rgrad.linalg.lu(x).U, (3, 3)),
     "_lu_unpack": (lambda x: rgrad.lu_unpack(*rgrad.linalg.lu_factor(x)).L, (3, 3)),
+    # spectral.rs's decompositions (their rule: "_linalg_eigh", "_linalg_svd", "_linalg_qr")
+    "_linalg_eigh": (lambda x: rgrad.linalg.eigh(x + x.mT).eigenvalues, (3, 3)),
+    "_linalg_eigh_vectors": (lambda x: rgrad.linalg.eigh(x + x.mT, UPLO="U").eigenvectors.abs(), (3, 3)),
+    "_linalg_eigh_batched": (lambda x: rgrad.linalg.eigvalsh(x @ x.mT), (2, 3, 3)),
+    "_linalg_eigh_1d": (lambda x: rgrad.linalg.eigh(x).eigenvalues, (3,)),
+    "_linalg_eigh_not_square": (lambda x: rgrad.linalg.eigvalsh(x), (3, 4)),
+    "_linalg_svd": (lambda x: rgrad.linalg.svd(x, full_matrices=False).S, (3, 4)),
+    "_linalg_svd_vectors": (lambda x: rgrad.linalg.svd(x).U.abs(), (4, 3)),
+    "_linalg_svd_svdvals": (lambda x: rgrad.linalg.svdvals(x), (2, 3, 4)),
+    "_linalg_svd_torch_svd": (lambda x: rgrad.svd(x).V.abs(), (3, 4)),
+    "_linalg_svd_nuc": (lambda x: rgrad.linalg.matrix_norm(x, "nuc"), (3, 4)),
+    "_linalg_svd_1d": (lambda x: rgrad.linalg.svdvals(x), (3,)),
+    "_linalg_pinv": (lambda x: rgrad.linalg.pinv(x), (4, 3)),
+    "_linalg_pinv_hermitian": (lambda x: rgrad.linalg.pinv(x + x.mT, hermitian=True), (3, 3)),
+    "_linalg_pinv_batched_atol": (lambda x: rgrad.linalg.pinv(x, atol=x.abs().amax() * 0.3), (2, 4, 3)),
+    "_linalg_pinv_tolerance_per_matrix": (lambda x: rgrad.linalg.pinv(x, rtol=_RTOL2), (2, 4, 3)),
+    "_linalg_qr": (lambda x: rgrad.linalg.qr(x).Q, (4, 3)),
+    "_linalg_qr_r": (lambda x: rgrad.linalg.qr(x, mode="r").R, (3, 4)),
+    "_linalg_qr_complete": (lambda x: rgrad.linalg.qr(x, mode="complete").R, (4, 3)),
 }
 
 
@@ -1632,6 +1651,7 @@ def _pd(x):
 
 _W34 = rgrad.tensor([[0.5, -1.0, 2.0, 0.25], [1.5, 0.0, -0.5, 1.0], [-2.0, 0.75, 1.0, 3.0]], dtype=rgrad.float64)
 _IDX34 = rgrad.tensor([[0, 2, 2, 1], [1, 1, 0, 2], [2, 0, 1, 1]])
+_RTOL2 = rgrad.tensor([0.5, 1e-3], dtype=rgrad.float64)
 
 
 @pytest.mark.parametrize("name", sorted(_OPS_A_CALLS))

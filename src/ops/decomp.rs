@@ -620,10 +620,8 @@ pub fn linalg_det(a: &Tensor) -> Result<Tensor> {
     )
 }
 
-/// LinalgDetBackward0: torch's `linalg_det_backward`, `(g det) A^{-H}`, solved with `A`
-/// so that it is differentiable again. (torch takes a singular matrix's gradient, the
-/// cofactor matrix, through the SVD; here a singular input gives the solve's non-finite
-/// values.)
+/// LinalgDetBackward0: torch's `linalg_det_backward` ([`det_grad`]), solved with `A`
+/// (not the saved factors) so that it is differentiable again.
 #[derive(Clone)]
 pub struct LinalgDetBackward0;
 impl Backward for LinalgDetBackward0 {
@@ -646,9 +644,7 @@ impl Backward for LinalgDetBackward0 {
         if a.numel() == 0 {
             return Ok(smallvec::smallvec![Some(zeros_like(&a)?)]);
         }
-        let n = mat_dims(&a.shape()).0;
-        let d = diag_of(&mul(g, &det)?, n)?;
-        Ok(smallvec::smallvec![Some(det_grad(&a, &d)?)])
+        Ok(smallvec::smallvec![Some(det_grad(&a, &det, g)?)])
     }
     // linalg_det_jvp: det · tr(A⁻¹ dA)
     fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
@@ -660,9 +656,60 @@ impl Backward for LinalgDetBackward0 {
     }
 }
 
-/// `A^{-H} d` for the gradient `d = diag(g det)` of det: the cofactor matrix scaled.
-fn det_grad(a: &Tensor, d: &Tensor) -> Result<Tensor> {
-    linalg_solve(&mt(a)?, d, true)
+/// det's gradient `(g det) A^{-H}`, the cofactor matrix scaled by `g`. torch's
+/// `linalg_det_backward`: a solve with `Aᴴ` where `|det| ≥ eps`; where a matrix is
+/// singular (`|det| < eps` of the dtype) the cofactors through the SVD, `A = U S Vh`:
+/// `U diag(∂ prod(S)) Vh · det(U) det(Vh) g`, the product's derivative safe at zeros.
+fn det_grad(a: &Tensor, det: &Tensor, g: &Tensor) -> Result<Tensor> {
+    let n = mat_dims(&a.shape()).0;
+    let nonsingular = || linalg_solve(&mt(a)?, &diag_of(&mul(g, det)?, n)?, true);
+    let eps = if a.dtype() == DType::F32 {
+        f64::from(f32::EPSILON)
+    } else {
+        f64::EPSILON
+    };
+    let singular_mask = lt_scalar(&abs(&det.detach())?, eps)?;
+    let count = host_ints(&singular_mask)?
+        .iter()
+        .filter(|&&v| v != 0)
+        .count();
+    if count == 0 {
+        return nonsingular();
+    }
+    let (u, s, vh) = super::spectral::linalg_svd(a, true, true)?;
+    let alpha = mul(&mul(&linalg_det(&u)?, &linalg_det(&vh)?)?, g)?;
+    let d = prod_safe_zeros_backward(&unsqueeze(&alpha, -1)?, &s)?;
+    let singular = matmul(&mul(&u, &unsqueeze(&d, -2)?)?, &vh)?;
+    if count == singular_mask.numel() {
+        return Ok(singular);
+    }
+    let mask = unsqueeze(&unsqueeze(&singular_mask, -1)?, -1)?;
+    where_(&mask, &singular, &nonsingular()?)
+}
+
+/// torch's `prod_safe_zeros_backward` along the last dim: `g` times the product of
+/// every other element (exclusive cumulative products from both ends, no division).
+fn prod_safe_zeros_backward(g: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let k = *x.shape().last().unwrap_or(&0) as i64;
+    if k == 0 {
+        return expand(g, &x.shape());
+    }
+    let mut ones_shape = x.shape().to_vec();
+    if let Some(last) = ones_shape.last_mut() {
+        *last = 1;
+    }
+    let ones = to_device(
+        &full(&ones_shape, Scalar::Float(1.0), x.dtype())?,
+        x.device(),
+    )?;
+    let before = cumprod(
+        &cat(&[ones.clone(), narrow(x, -1, 0, k - 1)?], -1)?,
+        -1,
+        None,
+    )?;
+    let after_rev = cat(&[ones, flip(&narrow(x, -1, 1, k - 1)?, &[-1])?], -1)?;
+    let after = flip(&cumprod(&after_rev, -1, None)?, &[-1])?;
+    mul(g, &mul(&before, &after)?)
 }
 
 /// `linalg.slogdet(A)`: `(sign, logabsdet)`, one LinalgSlogdetBackward0 for both.
@@ -716,7 +763,11 @@ impl Backward for LinalgSlogdetBackward0 {
             return Ok(smallvec::smallvec![Some(zeros_like(&a)?)]);
         }
         let n = mat_dims(&a.shape()).0;
-        Ok(smallvec::smallvec![Some(det_grad(&a, &diag_of(g, n)?)?)])
+        Ok(smallvec::smallvec![Some(linalg_solve(
+            &mt(&a)?,
+            &diag_of(g, n)?,
+            true
+        )?)])
     }
     // slogdet_jvp: sign's tangent 0, log |det|'s tr(A⁻¹ dA)
     fn jvp(&self, ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {

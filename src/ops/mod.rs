@@ -51,6 +51,7 @@ pub mod shape;
 pub mod softmax;
 pub mod sort;
 pub mod special;
+pub mod spectral;
 pub mod subscript;
 pub(crate) mod table;
 pub mod triangle;
@@ -84,6 +85,7 @@ pub use shape::*;
 pub use softmax::*;
 pub use sort::*;
 pub use special::*;
+pub use spectral::*;
 pub use subscript::*;
 pub use triangle::*;
 pub use unary::*;
@@ -114,6 +116,7 @@ crate::backward_ops! {
     MaxBackward0, AmaxBackward0,
     // linalg.rs
     LinalgCrossBackward0, DistBackward0, AminmaxBackward0,
+    LinalgEighBackward0, LinalgSvdBackward0, LinalgQrBackward0, LinalgPinvBackward0,
     // decomp.rs
     LinalgLuFactorExBackward0, LinalgDetBackward0, LinalgSlogdetBackward0, LinalgInvExBackward0,
     LinalgSolveExBackward0, LinalgLuSolveBackward0, LinalgSolveTriangularBackward0, LinalgCholeskyExBackward0,

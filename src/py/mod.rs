@@ -25,6 +25,7 @@ mod tensor_ops_a;
 mod tensor_ops_b;
 mod tensor_reduce;
 mod tensor_shape;
+mod tensor_spectral;
 mod unary;
 
 use crate::autograd::{engine, grad_mode};

@@ -327,6 +327,49 @@ def _linalg_cross_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     return BT(dispatch(name, (_front(a, level), _front(b, level), d + 1), {}), level)
 
 
+def _decomposition_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
+    """``A._linalg_eigh(UPLO, compute_v)``, ``A._linalg_svd(full_matrices, compute_uv)``,
+    ``A._linalg_qr(mode)``: the decompositions run over any leading dims, so the batch dim
+    goes in front and each result is batched there (an empty result, a vector the flags
+    left uncomputed, stays as it is). A logical input of rank < 2 raises what the op
+    raises on the logical shape."""
+    x = args[0]
+    v = x._value
+    if v.dim() - 1 < 2:
+        from rgrad.func._batching_common import _probe
+
+        PLAIN[name](_probe(x), *args[1:], **kwargs)
+    outs = dispatch(name, (v, *args[1:]), kwargs)
+    return tuple(BT(o, level) if o.dim() >= 2 else o for o in outs)
+
+
+def _pinv_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
+    """``A._linalg_pinv(atol, rtol, hermitian)``: the batch dim in front; a tolerance
+    batched here too (its logical dims padded to the input's logical batch dims), an
+    unbatched one broadcasts as given."""
+    x = args[0]
+    v = x._value
+    if v.dim() - 1 < 2:
+        from rgrad.func._batching_common import _probe
+
+        PLAIN[name](_probe(x), *args[1:], **kwargs)
+    rest = list(args[1:])
+    for key, pos in (("atol", 0), ("rtol", 1)):
+        t = rest[pos] if pos < len(rest) else kwargs.get(key)
+        if t is not None and _is_tensor(t) and _at(t, level):
+            # its logical dims align with the input's logical batch dims, from the right:
+            # pad them after the batch dim (an unbatched tolerance broadcasts as it is)
+            t = t._value
+            lb = v.dim() - 3
+            while t.dim() - 1 < lb:
+                t = t.unsqueeze(1)
+            if pos < len(rest):
+                rest[pos] = t
+            else:
+                kwargs = {**kwargs, key: t}
+    return BT(dispatch(name, (v, *rest), kwargs), level)
+
+
 def _matrix_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     """The factorizations and solves (``_linalg_det``, ``_linalg_solve_ex``, ...): each
     works on its operands' last dims (two for a matrix, one for pivots or a vector) and
@@ -467,6 +510,8 @@ TABLE.update({
     "cross_entropy": _logical_errors(_class_loss), "nll_loss": _logical_errors(_class_loss),
     "mse_loss": _logical_errors(_mse_loss),
     "_linalg_cross": _linalg_cross_rule, "_aminmax": _aminmax_rule, "dist": _dist_rule,
+    "_linalg_eigh": _decomposition_rule, "_linalg_svd": _decomposition_rule, "_linalg_qr": _decomposition_rule,
+    "_linalg_pinv": _pinv_rule,
 })
 TABLE.update({n: _matrix_rule for n in _MATRIX_OPS})
 TABLE.update({n: _random_rule for n in RANDOM_OPS})
@@ -532,7 +577,7 @@ def method_names() -> list:
 for _n in method_names():
     setattr(BT, _n, _make_random_method(_n) if _n in RANDOM_OPS else _make_method(_n))
 # natives behind Python methods (cross, aminmax) that the Python method calls on a BatchedTensor
-for _n in ("_linalg_cross", "_aminmax", *_MATRIX_OPS):
+for _n in ("_linalg_cross", "_aminmax", *_MATRIX_OPS, "_linalg_eigh", "_linalg_svd", "_linalg_qr", "_linalg_pinv"):
     setattr(BT, _n, _make_method(_n))
 del _n
 
