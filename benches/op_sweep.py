@@ -192,7 +192,25 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "randint": lambda: T.randint(0, 100, (n, m)), "normal_": lambda: b.normal_(),
         "uniform_": lambda: b.uniform_(),
     })
+    # (helper-41) distances and searches: cdist / pdist on row blocks (the full 2048² pairs
+    # would be 17 GFLOP), searches of every element in a sorted row of m boundaries
+    cols, bounds = a[:, :16], v.sort().values
+    out.update({
+        "cdist": lambda: T.cdist(a, b[: builtins_max(n // 8, 1)]),
+        "cdist p=1": lambda: T.cdist(cols, b[: builtins_max(n // 8, 1), :16], p=1.0),
+        "cdist no mm": lambda: T.cdist(cols, b[: builtins_max(n // 8, 1), :16],
+                                       compute_mode="donot_use_mm_for_euclid_dist"),
+        "pdist": lambda: T.pdist(cols[: builtins_max(n // 4, 2)]),
+        "nn.functional.pdist": lambda: F.pdist(cols[: builtins_max(n // 4, 2)], 1.0),
+        "pairwise_distance": lambda: T.pairwise_distance(a, b),
+        "nn.functional.pairwise_distance": lambda: F.pairwise_distance(a, b, 1.0),
+        "searchsorted": lambda: T.searchsorted(bounds, a), "bucketize": lambda: T.bucketize(a, bounds, right=True),
+    })
     return out
+
+
+def builtins_max(x: int, y: int) -> int:
+    return x if x > y else y
 
 
 def time_us(f: Callable[[], Any], budget_s: float) -> float:

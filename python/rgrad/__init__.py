@@ -223,3 +223,9 @@ from rgrad._composite2 import *  # noqa: E402,F401,F403  (more of torch's compos
 
 _composite2.install()
 __all__ += _composite2.__all__
+
+from rgrad import _composite3  # noqa: E402
+from rgrad._composite3 import *  # noqa: E402,F401,F403  (distances and searches: cdist, pdist, searchsorted, ...)
+
+_composite3.install()
+__all__ += _composite3.__all__

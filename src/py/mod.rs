@@ -20,6 +20,7 @@ mod tensor_autograd;
 mod tensor_fused;
 mod tensor_index;
 mod tensor_linalg;
+mod tensor_misc;
 mod tensor_ops_a;
 mod tensor_ops_b;
 mod tensor_reduce;

@@ -1,0 +1,313 @@
+"""Distances and searches, as torch's composites make them from its natives: ``cdist``
+(``_cdist_forward``, CdistBackward0, or for p = 2 on many rows ``_euclidean_dist``,
+EuclideanDistBackward0, viewed to the result's shape), ``pdist`` (``_pdist_forward``,
+PdistBackward0), ``pairwise_distance`` (``norm(x1 - x2 + eps)``), ``searchsorted`` and
+``bucketize`` (no gradient).
+"""
+
+from __future__ import annotations
+
+import builtins
+import numbers
+
+from rgrad import _C
+from rgrad._C import Tensor
+
+__all__ = ["cdist", "pdist", "pairwise_distance", "searchsorted", "bucketize", "unique", "unique_consecutive",
+           "bincount", "histc"]
+
+
+def _check_tensor(fn: str, x, name: str, pos: int) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
+
+
+def _float_arg(fn: str, v, name: str, pos: int) -> float:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be float, not {type(v).__name__}")
+    return float(v)
+
+
+# ---- distances ---------------------------------------------------------------------------
+
+_CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
+                "donot_use_mm_for_euclid_dist": 2}
+
+
+def _broadcast_batch(a: list, b: list) -> list:
+    n = builtins.max(len(a), len(b))
+    a = [1] * (n - len(a)) + list(a)
+    b = [1] * (n - len(b)) + list(b)
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                               f"at non-singleton dimension {i}")
+        out.append(y if x == 1 else x)
+    return out
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
+          compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
+    """The p-norm distance between each row of `x1` (``[*, r1, m]``) and each row of `x2`
+    (``[*, r2, m]``), batch dims broadcast: ``[*, r1, r2]``.
+
+    ``compute_mode``: for p = 2, ``'use_mm_for_euclid_dist_if_necessary'`` (the default)
+    takes the matrix-product form when either operand has more than 25 rows,
+    ``'use_mm_for_euclid_dist'`` always, ``'donot_use_mm_for_euclid_dist'`` never.
+    """
+    _check_tensor("cdist", x1, "x1", 1)
+    _check_tensor("cdist", x2, "x2", 2)
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    mode = _CDIST_MODES[compute_mode]
+    p = _float_arg("cdist", p, "p", 3)
+    if x1.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D")
+    if x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X2 got: {x2.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    r1, r2 = x1.shape[-2], x2.shape[-2]
+    # (an empty operand always takes _cdist_forward, so that the graph is connected)
+    if x1.numel() == 0 or x2.numel() == 0 or not (p == 2 and (mode == 1 or (mode is None and (r1 > 25 or r2 > 25)))):
+        return x1._cdist_forward(x2, p, mode)
+    # ATen's cdist_impl, matrix-product branch: the checks, the batch expanded and flattened
+    for i, x in ((1, x1), (2, x2)):
+        if not x.is_floating_point():
+            from rgrad._tensor import _scalar_type_name
+
+            raise RuntimeError(f"cdist only supports floating-point dtypes, X{i} got: {_scalar_type_name(x.dtype)}")
+    batch = _broadcast_batch(list(x1.shape[:-2]), list(x2.shape[:-2]))
+    c = x1.shape[-1]
+    b = 1
+    for s in batch:
+        b *= s
+    out_shape = [*batch, r1, r2]
+    if b == 1:
+        dist = x1._euclidean_dist(x2)
+    else:
+        e1 = x1.expand(*batch, r1, c).contiguous().view(b, r1, c)
+        e2 = x2.expand(*batch, r2, c).contiguous().view(b, r2, c)
+        dist = e1._euclidean_dist(e2)
+    return dist.view(out_shape)
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
+    """The p-norm distance between every pair of rows of a 2-D `input` (``i < j``, in
+    row-major order): ``n(n-1)/2`` values."""
+    _check_tensor("pdist", input, "input", 1)
+    p = _float_arg("pdist", p, "p", 2)
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.is_floating_point():
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    return input.contiguous()._pdist_forward(p)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    """The p-norm of ``x1 - x2 + eps`` over the last dim (the operands broadcast)."""
+    _check_tensor("pairwise_distance", x1, "x1", 1)
+    _check_tensor("pairwise_distance", x2, "x2", 2)
+    p = _float_arg("pairwise_distance", p, "p", 3)
+    eps = _float_arg("pairwise_distance", eps, "eps", 4)
+    innermost = builtins.max(x1.dim(), x2.dim()) - 1
+    return (x1 - x2 + eps)._norm_dim(p, innermost, keepdim)
+
+
+# ---- searches ----------------------------------------------------------------------------
+
+
+_SEARCHSORTED_SIGS = (
+    " * (Tensor sorted_sequence, Tensor input, *, bool out_int32 = False, bool right = False, str side = None, "
+    "Tensor sorter = None, Tensor out = None)\n"
+    " * (Tensor sorted_sequence, Number self, *, bool out_int32 = False, bool right = False, str side = None, "
+    "Tensor sorter = None, Tensor out = None)\n")
+_BUCKETIZE_SIGS = (
+    " * (Tensor input, Tensor boundaries, *, bool out_int32 = False, bool right = False, Tensor out = None)\n"
+    " * (Number self, Tensor boundaries, *, bool out_int32 = False, bool right = False)\n")
+
+
+def _type_name(v) -> str:
+    return "Tensor" if isinstance(v, Tensor) else type(v).__name__
+
+
+def _check_args(fn: str, sigs: str, positional: tuple, keywords: dict, ok: bool) -> None:
+    """torch's "invalid combination of arguments" TypeError unless `ok`: the positional
+    arguments' types, then the keywords given (those not at their defaults)."""
+    if ok:
+        return
+    got = [_type_name(v) for v in positional] + [f"{k}={_type_name(v)}" for k, v in keywords.items()]
+    raise TypeError(f"{fn}() received an invalid combination of arguments - got ({', '.join(got)}), "
+                    f"but expected one of:\n{sigs}")
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, numbers.Number)
+
+
+_WARNED: set = set()
+
+
+def _warn_non_contiguous(t: Tensor, what: str) -> None:
+    """torch's once-per-program performance warning for a non-contiguous operand."""
+    if not t.is_contiguous() and what not in _WARNED:
+        _WARNED.add(what)
+        import warnings
+
+        warnings.warn(f"torch.searchsorted(): {what} tensor is non-contiguous, this will lower the performance due "
+                      "to extra data copy when converting non-contiguous tensor to contiguous, please use "
+                      f"contiguous {what} tensor if possible. This message will only appear once per program.",
+                      UserWarning, stacklevel=3)
+
+
+def _values_tensor(v, like: Tensor) -> Tensor:
+    """A python number as a 0-d tensor (torch's Scalar overload), a Tensor as itself."""
+    if isinstance(v, Tensor):
+        return v
+    dtype = _C.int64 if isinstance(v, numbers.Integral) else _C.float64
+    return _C.tensor(v, dtype=dtype).to(like.device)
+
+
+def _no_int32(fn: str, out_int32: bool) -> None:
+    if out_int32:
+        raise NotImplementedError(f"{fn}(): out_int32=True is not supported: rgrad has no int32 dtype")
+
+
+def _finish(r: Tensor, out: Tensor | None) -> Tensor:
+    if out is None:
+        return r
+    from rgrad._aliases import _check_out_shape
+
+    _check_out_shape(out, r)
+    return out.copy_(r)
+
+
+def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,  # noqa: A002
+                 right: bool = False, side: str | None = None, out: Tensor | None = None,
+                 sorter: Tensor | None = None) -> Tensor:
+    """The indices in the innermost dim of `sorted_sequence` where the values of `input`
+    would be inserted to keep it sorted (before equal boundaries, after them with
+    ``right=True`` or ``side='right'``). A 1-D `sorted_sequence` serves every value; else
+    its leading dims match `input`'s. `sorter` sorts an unsorted `sorted_sequence`."""
+    given = {k: v for k, v, d in (("out_int32", out_int32, False), ("right", right, False), ("side", side, None),
+                                  ("sorter", sorter, None), ("out", out, None)) if v is not d}
+    _check_args("searchsorted", _SEARCHSORTED_SIGS, (sorted_sequence, input), given,
+                isinstance(sorted_sequence, Tensor) and (isinstance(input, Tensor) or _is_number(input))
+                and isinstance(out_int32, bool) and isinstance(right, bool)
+                and (side is None or isinstance(side, str)) and (sorter is None or isinstance(sorter, Tensor))
+                and (out is None or isinstance(out, Tensor)))
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if right and side != "right":
+            raise RuntimeError(f"torch.searchsorted(): side and right can't be set to opposites, got side of {side} "
+                               "while right was True")
+        right = side == "right"
+    _no_int32("searchsorted", out_int32)
+    values = _values_tensor(input, sorted_sequence)
+    r = sorted_sequence._searchsorted(values, right, sorter)
+    _warn_non_contiguous(values, "input value")
+    _warn_non_contiguous(sorted_sequence, "boundary")
+    return _finish(r, out)
+
+
+def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool = False,  # noqa: A002
+              out: Tensor | None = None) -> Tensor:
+    """The bucket of each value of `input` among the 1-D `boundaries`:
+    ``searchsorted(boundaries, input, right=right)``."""
+    given = {k: v for k, v, d in (("out_int32", out_int32, False), ("right", right, False), ("out", out, None))
+             if v is not d}
+    _check_args("bucketize", _BUCKETIZE_SIGS, (input, boundaries), given,
+                isinstance(boundaries, Tensor) and (isinstance(input, Tensor) or _is_number(input))
+                and isinstance(out_int32, bool) and isinstance(right, bool)
+                and (out is None or isinstance(out, Tensor)))
+    if boundaries.dim() != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+    _no_int32("bucketize", out_int32)
+    values = _values_tensor(input, boundaries)
+    r = boundaries._searchsorted(values, right, None)
+    _warn_non_contiguous(values, "input value")
+    return _finish(r, out)
+
+
+# ---- counting ---------------------------------------------------------------------------
+
+
+def _pick(values: Tensor, inverse: Tensor, counts: Tensor, return_inverse: bool, return_counts: bool):
+    if return_inverse and return_counts:
+        return values, inverse, counts
+    if return_inverse:
+        return values, inverse
+    if return_counts:
+        return values, counts
+    return values
+
+
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+           return_counts: bool = False, dim: int | None = None):
+    """The unique elements of `input` (or its unique slices along `dim`), sorted (as
+    torch's CPU unique, whatever `sorted` says), with each element's index among them
+    (``return_inverse``) and each one's count (``return_counts``): a tuple when either
+    is asked for. NaNs are each their own value. The values record Unique2Backward0
+    (UniqueDimBackward0 with `dim`), whose backward raises torch's error."""
+    _check_tensor("unique", input, "input", 1)
+    return _pick(*input._unique(dim, False), return_inverse, return_counts)
+
+
+def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,  # noqa: A002
+                       dim: int | None = None):
+    """`input` with each run of equal consecutive elements (slices along `dim`) kept
+    once; ``return_inverse`` and ``return_counts`` as for `unique`."""
+    _check_tensor("unique_consecutive", input, "input", 1)
+    return _pick(*input._unique(dim, True), return_inverse, return_counts)
+
+
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:  # noqa: A002
+    """The number of occurrences of each value of the 1-D non-negative int64 `input`
+    (or the sum of its `weights`), over ``max(max(input) + 1, minlength)`` bins."""
+    _check_tensor("bincount", input, "input", 1)
+    if isinstance(minlength, bool) or not isinstance(minlength, int):
+        raise TypeError(f"bincount(): argument 'minlength' (position 3) must be int, not {type(minlength).__name__}")
+    return input._bincount(weights, minlength)
+
+
+def histc(input: Tensor, bins: int = 100, min: numbers.Real = 0, max: numbers.Real = 0) -> Tensor:  # noqa: A002
+    """A histogram of `input` over `bins` equal bins between `min` and `max` (both 0:
+    the input's own min and max); values outside are ignored. No gradient."""
+    _check_tensor("histc", input, "input", 1)
+    if isinstance(bins, bool) or not isinstance(bins, int):
+        raise TypeError(f"histc(): argument 'bins' (position 2) must be int, not {type(bins).__name__}")
+    lo = _float_arg("histc", min, "min", 3)
+    hi = _float_arg("histc", max, "max", 4)
+    return input._histc(bins, lo, hi)
+
+
+def _tensor_unique(self: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+                   return_counts: bool = False, dim: int | None = None):
+    return unique(self, sorted, return_inverse, return_counts, dim)
+
+
+def _tensor_unique_consecutive(self: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                               dim: int | None = None):
+    return unique_consecutive(self, return_inverse, return_counts, dim)
+
+
+_METHODS = {"unique": _tensor_unique, "unique_consecutive": _tensor_unique_consecutive, "bincount": bincount,
+            "histc": histc}
+
+
+def install() -> None:
+    """The Tensor methods torch has for these (unique, unique_consecutive, bincount,
+    histc; torch gives cdist, pdist, searchsorted and bucketize none), also on vmap's
+    BatchedTensor; the natives they call are dispatching methods of the BatchedTensor
+    (``func/_batching.py``)."""
+    from rgrad.func._batched_tensor import BatchedTensor
+
+    for name, fn in _METHODS.items():
+        fn.__name__ = fn.__qualname__ = name
+        setattr(Tensor, name, fn)
+        setattr(BatchedTensor, name, fn)
