@@ -205,6 +205,13 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "pairwise_distance": lambda: T.pairwise_distance(a, b),
         "nn.functional.pairwise_distance": lambda: F.pairwise_distance(a, b, 1.0),
         "searchsorted": lambda: T.searchsorted(bounds, a), "bucketize": lambda: T.bucketize(a, bounds, right=True),
+        "unique": lambda: T.unique(ai), "unique inverse counts": lambda: T.unique(ai, return_inverse=True,
+                                                                              return_counts=True),
+        "unique_consecutive": lambda: T.unique_consecutive(ai.flatten().sort()[0]),
+        "bincount": lambda: T.bincount(ai.flatten().abs()), "histc": lambda: T.histc(a, bins=100),
+        "block_diag": lambda: T.block_diag(a[: builtins_max(n // 4, 1)], b[: builtins_max(n // 4, 1)]),
+        "isin": lambda: T.isin(ai, ai[0]), "isposinf": lambda: T.isposinf(a), "isneginf": lambda: T.isneginf(a),
+        "isreal": lambda: T.isreal(a),
     })
     return out
 

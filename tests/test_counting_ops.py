@@ -10,6 +10,7 @@ import pytest
 import rgrad
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
 
 
 def _outcome(fn):

@@ -14,7 +14,8 @@ from rgrad import _C
 from rgrad._C import Tensor
 
 __all__ = ["cdist", "pdist", "pairwise_distance", "searchsorted", "bucketize", "unique", "unique_consecutive",
-           "bincount", "histc"]
+           "bincount", "histc", "block_diag", "isin", "isposinf", "isneginf", "isreal", "is_signed",
+           "broadcast_shapes"]
 
 
 def _check_tensor(fn: str, x, name: str, pos: int) -> None:
@@ -254,7 +255,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     (``return_inverse``) and each one's count (``return_counts``): a tuple when either
     is asked for. NaNs are each their own value. The values record Unique2Backward0
     (UniqueDimBackward0 with `dim`), whose backward raises torch's error."""
-    _check_tensor("unique", input, "input", 1)
+    _check_tensor("_unique2" if dim is None else "unique_dim", input, "input", 1)
     return _pick(*input._unique(dim, False), return_inverse, return_counts)
 
 
@@ -284,6 +285,111 @@ def histc(input: Tensor, bins: int = 100, min: numbers.Real = 0, max: numbers.Re
     lo = _float_arg("histc", min, "min", 3)
     hi = _float_arg("histc", max, "max", 4)
     return input._histc(bins, lo, hi)
+
+
+# ---- block_diag, isin, queries, broadcast_shapes ------------------------------------------
+
+
+def block_diag(*tensors: Tensor) -> Tensor:
+    """The tensors (0-d as 1x1, 1-d as one row, 2-d) placed along the diagonal of a zero
+    matrix of their promoted dtype; one node (BlockDiagBackward0)."""
+    return _C._block_diag(tensors)
+
+
+_ISIN_SIGS = (
+    " * (Tensor elements, Tensor test_elements, *, bool assume_unique = False, bool invert = False, "
+    "Tensor out = None)\n"
+    " * (Number element, Tensor test_elements, *, bool assume_unique = False, bool invert = False, "
+    "Tensor out = None)\n"
+    " * (Tensor elements, Number test_element, *, bool assume_unique = False, bool invert = False, "
+    "Tensor out = None)\n")
+
+
+def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False,
+         out: Tensor | None = None) -> Tensor:
+    """Whether each element of `elements` is in `test_elements` (``invert``: is not), a
+    bool tensor of `elements`' shape; either may be a number. The values compare in their
+    promoted dtype (NaN matches nothing): a binary search of each element in the sorted
+    test elements."""
+    given = {k: v for k, v, d in (("assume_unique", assume_unique, False), ("invert", invert, False),
+                                  ("out", out, None)) if v is not d}
+    ok = ((isinstance(elements, Tensor) and (isinstance(test_elements, Tensor) or _is_number(test_elements)))
+          or (_is_number(elements) and isinstance(test_elements, Tensor)))
+    _check_args("isin", _ISIN_SIGS, (elements, test_elements), given,
+                ok and isinstance(assume_unique, bool) and isinstance(invert, bool)
+                and (out is None or isinstance(out, Tensor)))
+    like = elements if isinstance(elements, Tensor) else test_elements
+    e = _values_tensor(elements, like)
+    t = _values_tensor(test_elements, like)
+    for x in (e, t):
+        if x.dtype == _C.bool:
+            raise NotImplementedError("Unsupported input type encountered for isin(): Bool")
+    flat = t.detach().reshape(-1).sort()[0]
+    if flat.numel() == 0:
+        found = _C.zeros(list(e.shape), dtype=_C.bool).to(e.device)
+    else:
+        idx = flat._searchsorted(e.detach(), False, None).clamp(max=flat.numel() - 1)
+        found = flat[idx] == e.detach()
+    if invert:
+        found = ~found
+    return _finish(found, out)
+
+
+def isposinf(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """Whether each element is +inf (all False for an integer or bool tensor)."""
+    _check_tensor("isposinf", input, "input", 1)
+    r = (input == float("inf")) if input.is_floating_point() else _C.zeros(list(input.shape), dtype=_C.bool)
+    return _finish(r.to(input.device), out)
+
+
+def isneginf(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """Whether each element is -inf (all False for an integer or bool tensor)."""
+    _check_tensor("isneginf", input, "input", 1)
+    r = (input == float("-inf")) if input.is_floating_point() else _C.zeros(list(input.shape), dtype=_C.bool)
+    return _finish(r.to(input.device), out)
+
+
+def isreal(input: Tensor) -> Tensor:  # noqa: A002
+    """Whether each element is real-valued: all True (rgrad has no complex dtypes)."""
+    _check_tensor("isreal", input, "input", 1)
+    return _C.ones(list(input.shape), dtype=_C.bool).to(input.device)
+
+
+def is_signed(input: Tensor) -> bool:  # noqa: A002
+    """Whether the tensor's dtype is a signed type (all but bool)."""
+    _check_tensor("is_signed", input, "input", 1)
+    return input.is_signed()
+
+
+def broadcast_shapes(*shapes):
+    """The shape tensors of the given shapes (ints, tuples or lists of ints) would
+    broadcast to, as ``Size``, with torch's errors (its ``_refs._broadcast_shapes``)."""
+    from collections.abc import Sequence
+
+    from rgrad._tensor import Size
+
+    shapes = tuple((x,) if isinstance(x, int) else x for x in shapes if x is not None)
+    if not shapes:
+        return Size([])
+    for shape in shapes:
+        if not isinstance(shape, Sequence):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {shape}")
+    common = [1] * builtins.max(len(shape) for shape in shapes)
+    for arg_idx, shape in enumerate(shapes):
+        for idx in range(-1, -1 - len(shape), -1):
+            if shape[idx] == common[idx]:
+                continue
+            if common[idx] == 1:
+                if shape[idx] < 0:
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
+                common[idx] = shape[idx]
+            if shape[idx] == 1:
+                continue
+            if common[idx] != shape[idx]:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {shape[idx]} at {idx}! "
+                                   f"Mismatching argument at index {arg_idx} had {shape}; but expected shape "
+                                   f"should be broadcastable to {common}")
+    return Size(common)
 
 
 def _tensor_unique(self: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002

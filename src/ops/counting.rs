@@ -8,7 +8,7 @@
 use super::*;
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
-use crate::backend::cpu::strided::contiguous as host_contiguous;
+use crate::backend::host_misc::contiguous as host_contiguous;
 use crate::dtype::DType;
 use crate::shape::wrap_dim;
 use crate::storage::Buffer;

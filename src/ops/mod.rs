@@ -55,6 +55,7 @@ pub(crate) mod table;
 pub mod triangle;
 pub mod unary;
 // (helper-41: distances, searches)
+pub mod blockdiag;
 pub mod counting;
 pub mod distance;
 pub mod search;
@@ -90,6 +91,7 @@ pub use subscript::*;
 pub use triangle::*;
 pub use unary::*;
 // (helper-41)
+pub use blockdiag::*;
 pub use counting::*;
 pub use distance::*;
 pub use search::*;
@@ -158,6 +160,8 @@ crate::backward_ops! {
     CdistBackward0, EuclideanDistBackward0, PdistBackward0, NormBackward1,
     // counting.rs
     UniqueBackward, BincountBackward,
+    // blockdiag.rs
+    BlockDiagBackward0,
 }
 
 /// Who needs to record: grad mode is on and some input requires grad.

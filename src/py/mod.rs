@@ -735,6 +735,8 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(nll_loss, m)?)?;
     m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;
     m.add_function(wrap_pyfunction!(linear, m)?)?;
+    // (helper-41)
+    m.add_function(wrap_pyfunction!(tensor_misc::_block_diag, m)?)?;
     Ok(())
 }
 

@@ -106,3 +106,10 @@ impl PyTensor {
         )
     }
 }
+
+/// `block_diag(*tensors)`: the operands placed along the diagonal (BlockDiagBackward0).
+#[pyfunction]
+pub(super) fn _block_diag(py: Python<'_>, tensors: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    let ts = super::tensor_list(tensors, "block_diag")?;
+    wrap(py, run_if(py, false, || ops::block_diag(&ts))?)
+}
