@@ -115,3 +115,12 @@ def test_queries(name, data):
                                     [(-1,), (3,)], [()], [(3,), (-2, 5)], [(2, "a")], [None, (2,)], ["ab"]], ids=str)
 def test_broadcast_shapes(shapes):
     _compare(lambda lib: lib.broadcast_shapes(*shapes))
+
+
+def test_block_diag_vmap():
+    a, b = rng.standard_normal((3, 2, 2)), rng.standard_normal((3, 3))
+    got = rgrad.func.vmap(lambda x, y: rgrad.block_diag(x, y, rgrad.tensor(1.0, dtype=rgrad.float64)))(
+        rgrad.tensor(a), rgrad.tensor(b))
+    want = torch.func.vmap(lambda x, y: torch.block_diag(x, y, torch.tensor(1.0, dtype=torch.float64)))(
+        torch.tensor(a), torch.tensor(b))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

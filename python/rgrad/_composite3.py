@@ -293,7 +293,35 @@ def histc(input: Tensor, bins: int = 100, min: numbers.Real = 0, max: numbers.Re
 def block_diag(*tensors: Tensor) -> Tensor:
     """The tensors (0-d as 1x1, 1-d as one row, 2-d) placed along the diagonal of a zero
     matrix of their promoted dtype; one node (BlockDiagBackward0)."""
+    from rgrad.func._batched_tensor import BatchedTensor
+
+    if any(isinstance(t, BatchedTensor) for t in tensors):
+        return _block_diag_composite(tensors)
     return _C._block_diag(tensors)
+
+
+def _block_diag_composite(tensors) -> Tensor:
+    """block_diag under vmap: each block padded with zeros by ``cat`` (ops with batching
+    rules), the rows joined by ``cat``."""
+    for i, t in enumerate(tensors):
+        if t.dim() > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                               f"{t.dim()} dimensions")
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = (_C.zeros((), dtype=dtype) + _C.zeros((), dtype=t.dtype)).dtype
+    from rgrad import cat  # (vmap's dispatching cat while a vmap runs)
+
+    blocks = [t.reshape(1, 1) if t.dim() == 0 else t.reshape(1, -1) if t.dim() == 1 else t for t in tensors]
+    cols = sum(b.shape[1] for b in blocks)
+    rows = []
+    c0 = 0
+    for b in blocks:
+        r, c = b.shape
+        parts = [_C.zeros([r, c0], dtype=dtype), b.to(dtype), _C.zeros([r, cols - c0 - c], dtype=dtype)]
+        rows.append(cat(parts, 1))
+        c0 += c
+    return cat(rows, 0)
 
 
 _ISIN_SIGS = (

@@ -4,8 +4,8 @@
 //! through the host (no device kernel yet).
 
 use super::*;
-use crate::backend::host_misc::per_output;
 use crate::backend::host_misc::contiguous as host_contiguous;
+use crate::backend::host_misc::per_output;
 use crate::dtype::DType;
 use crate::storage::Buffer;
 use crate::{Error, Result};
