@@ -124,3 +124,14 @@ def test_block_diag_vmap():
     want = torch.func.vmap(lambda x, y: torch.block_diag(x, y, torch.tensor(1.0, dtype=torch.float64)))(
         torch.tensor(a), torch.tensor(b))
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")  # (torch's loop for isin)
+@pytest.mark.parametrize("dims", [(0, 0), (0, None), (None, 0)], ids=str)
+def test_isin_vmap(dims):
+    e, t = rng.randint(0, 6, (3, 5)), rng.randint(0, 6, (3, 4))
+    e_in = e if dims[0] == 0 else e[0]
+    t_in = t if dims[1] == 0 else t[0]
+    got = rgrad.func.vmap(rgrad.isin, in_dims=dims)(rgrad.tensor(e_in), rgrad.tensor(t_in))
+    want = torch.func.vmap(torch.isin, in_dims=dims)(torch.tensor(e_in), torch.tensor(t_in))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -1756,9 +1756,9 @@ def test_scatter_family(i, which):
 @pytest.mark.parametrize("case", ["1d", "nd", "values only", "boundaries only", "scalar values", "sorter", "right"])
 def test_searchsorted_rule(case):
     rs = np.random.RandomState(5)
-    b1 = rgrad.tensor(np.sort(rs.standard_normal((3, 6)), -1))
-    bn = rgrad.tensor(np.sort(rs.standard_normal((3, 2, 6)), -1))
-    v = rgrad.tensor(rs.standard_normal((3, 2, 4)))
+    b1 = rgrad.tensor(np.sort(rs.standard_normal((B, 6)), -1))
+    bn = rgrad.tensor(np.sort(rs.standard_normal((B, 2, 6)), -1))
+    v = rgrad.tensor(rs.standard_normal((B, 2, 4)))
     if case == "1d":
         check(lambda s, x: rgrad.searchsorted(s, x), b1, v)
         check(lambda x, s: rgrad.bucketize(x, s), v, b1)
@@ -1774,7 +1774,7 @@ def test_searchsorted_rule(case):
         check(lambda s, x: rgrad.searchsorted(s, x), b1, v[:, 0, 0])
         check(lambda s: rgrad.searchsorted(s, 0.25), b1)
     elif case == "sorter":
-        raw = rgrad.tensor(rs.standard_normal((3, 6)))
+        raw = rgrad.tensor(rs.standard_normal((B, 6)))
         check(lambda s, x: rgrad.searchsorted(s, x, sorter=s.argsort()), raw, v)
     else:
         check(lambda s, x: rgrad.searchsorted(s, x, side="right"), b1, v)

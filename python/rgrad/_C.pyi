@@ -168,6 +168,7 @@ __all__ = [
     "nll_loss",
     "cross_entropy",
     "linear",
+    "_block_diag",
     "OutOfMemoryError",
     "_CudaStream",
     "_CudaEvent",

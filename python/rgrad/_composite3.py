@@ -173,6 +173,16 @@ def _values_tensor(v, like: Tensor) -> Tensor:
     return _C.tensor(v, dtype=dtype).to(like.device)
 
 
+def _search(boundaries: Tensor, values: Tensor, right: bool, sorter: Tensor | None) -> Tensor:
+    """``boundaries._searchsorted(values, right, sorter)``, through vmap's dispatch when an
+    operand is batched (the native method of a plain `boundaries` takes no BatchedTensor)."""
+    from rgrad.func._batched_tensor import BatchedTensor, dispatch
+
+    if any(isinstance(t, BatchedTensor) for t in (boundaries, values, sorter)):
+        return dispatch("_searchsorted", (boundaries, values, right, sorter), {})
+    return boundaries._searchsorted(values, right, sorter)
+
+
 def _no_int32(fn: str, out_int32: bool) -> None:
     if out_int32:
         raise NotImplementedError(f"{fn}(): out_int32=True is not supported: rgrad has no int32 dtype")
@@ -210,7 +220,7 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,  # 
         right = side == "right"
     _no_int32("searchsorted", out_int32)
     values = _values_tensor(input, sorted_sequence)
-    r = sorted_sequence._searchsorted(values, right, sorter)
+    r = _search(sorted_sequence, values, right, sorter)
     _warn_non_contiguous(values, "input value")
     _warn_non_contiguous(sorted_sequence, "boundary")
     return _finish(r, out)
@@ -230,7 +240,7 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
     _no_int32("bucketize", out_int32)
     values = _values_tensor(input, boundaries)
-    r = boundaries._searchsorted(values, right, None)
+    r = _search(boundaries, values, right, None)
     _warn_non_contiguous(values, "input value")
     return _finish(r, out)
 
@@ -356,7 +366,7 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
     if flat.numel() == 0:
         found = _C.zeros(list(e.shape), dtype=_C.bool).to(e.device)
     else:
-        idx = flat._searchsorted(e.detach(), False, None).clamp(max=flat.numel() - 1)
+        idx = _search(flat, e.detach(), False, None).clamp(max=flat.numel() - 1)
         found = flat[idx] == e.detach()
     if invert:
         found = ~found
