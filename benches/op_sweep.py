@@ -211,7 +211,7 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "bincount": lambda: T.bincount(ai.flatten().abs()), "histc": lambda: T.histc(a, bins=100),
         "block_diag": lambda: T.block_diag(a[: builtins_max(n // 4, 1)], b[: builtins_max(n // 4, 1)]),
         "isin": lambda: T.isin(ai, ai[0]), "isposinf": lambda: T.isposinf(a), "isneginf": lambda: T.isneginf(a),
-        "isreal": lambda: T.isreal(a),
+        "isreal": lambda: T.isreal(a), "gcd": lambda: T.gcd(ai, ai.flip(0)), "lcm": lambda: T.lcm(ai, ai.flip(0)),
     })
     return out
 

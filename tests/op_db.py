@@ -2788,6 +2788,21 @@ def build_op_db(T) -> list[OpInfo]:
             lambda m, rng: [S(special_inf), S(m(3, 4)), S(m.ints(5, 2, 3)).fwd("int64"), S(m.mask(2, 2)).fwd("bool")],
             **nograd)
 
+    # (helper-41) gcd, lcm (integer only, no gradient)
+    def _gcd_ref(a, b):
+        return np.gcd(a, b).astype(np.int64)
+
+    def _lcm_ref(a, b):
+        return np.lcm(a, b).astype(np.int64)
+
+    gcd_samples = lambda m, rng: [  # noqa: E731
+        S(_i64([12, -18, 0, 0, 7]), _i64([8, 12, 0, 5, -3])), S(m.ints(50, 3, 4) - 25, m.ints(50, 4)),
+        S(m.ints(30, 2, 1), m.ints(30, 1, 3)), S(_i64([[6, 10]]), np.array(4, dtype=np.int64))]
+    add("gcd", lambda a, b: T.gcd(a, b), _gcd_ref, gcd_samples, inplace="gcd_", **nograd)
+    add("lcm", lambda a, b: T.lcm(a, b), _lcm_ref, gcd_samples, inplace="lcm_", **nograd)
+    add("Tensor.gcd", lambda a, b: a.gcd(b), _gcd_ref, lambda m, rng: gcd_samples(m, rng)[:2], **nograd)
+    add("Tensor.lcm", lambda a, b: a.lcm(b), _lcm_ref, lambda m, rng: gcd_samples(m, rng)[:2], **nograd)
+
     db += [inplace_variant(op) for op in db if op.inplace]
     return db
 

@@ -135,3 +135,24 @@ def test_isin_vmap(dims):
     got = rgrad.func.vmap(rgrad.isin, in_dims=dims)(rgrad.tensor(e_in), rgrad.tensor(t_in))
     want = torch.func.vmap(torch.isin, in_dims=dims)(torch.tensor(e_in), torch.tensor(t_in))
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("name", ["gcd", "lcm"])
+@pytest.mark.parametrize("case", [
+    (np.array([12, -18, 0, 0, 7]), np.array([8, 12, 0, 5, -3])), (np.array([[6], [10]]), np.array([4, 15, 0])),
+    (np.array([1.0, 2.0]), np.array([2, 3])), (np.array([1, 2]), np.array([2.0, 3.0])),
+    (np.array([True]), np.array([False])), (np.array([1, 2]), 3), (np.array([1, 2]), np.array([1, 2, 3])),
+    (np.array(12), np.array([8, 9])), (np.zeros(0, np.int64), np.array([3])),
+], ids=range(9))
+def test_gcd_lcm(name, case):
+    _compare(lambda lib, a, b: getattr(lib, name)(a, b), *case)
+    _compare(lambda lib, a, b: getattr(a, name)(b) if isinstance(a, lib.Tensor) else getattr(lib, name)(a, b), *case)
+    _compare(lambda lib, a, b: getattr(a.clone(), name + "_")(b) if isinstance(a, lib.Tensor) else None, *case)
+    _compare(lambda lib, a, b: getattr(lib, name + "_")(a.clone(), b) if isinstance(a, lib.Tensor) else None, *case)
+
+
+def test_gcd_large():
+    a, b = rng.randint(-10**12, 10**12, 5000), rng.randint(-10**6, 10**6, 5000)
+    for name in ("gcd", "lcm"):
+        np.testing.assert_array_equal(getattr(rgrad, name)(rgrad.tensor(a), rgrad.tensor(b)).numpy(),
+                                      getattr(torch, name)(torch.tensor(a), torch.tensor(b)).numpy())

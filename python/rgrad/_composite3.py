@@ -15,7 +15,7 @@ from rgrad._C import Tensor
 
 __all__ = ["cdist", "pdist", "pairwise_distance", "searchsorted", "bucketize", "unique", "unique_consecutive",
            "bincount", "histc", "block_diag", "isin", "isposinf", "isneginf", "isreal", "is_signed",
-           "broadcast_shapes"]
+           "broadcast_shapes", "gcd", "gcd_", "lcm", "lcm_"]
 
 
 def _check_tensor(fn: str, x, name: str, pos: int) -> None:
@@ -430,6 +430,83 @@ def broadcast_shapes(*shapes):
     return Size(common)
 
 
+# ---- gcd, lcm ---------------------------------------------------------------------------
+
+
+def _int_pair(fn: str, input, other) -> tuple:
+    """The operands broadcast, with torch's errors for non-tensors and non-integer dtypes."""
+    _check_tensor(fn, input, "input", 1)
+    _check_tensor(fn, other, "other", 2)
+    probe = (_C.empty([0] * input.dim(), dtype=input.dtype) + _C.empty([0] * other.dim(), dtype=other.dtype))
+    if probe.dtype != _C.int64:
+        from rgrad._tensor import _scalar_type_name
+
+        raise NotImplementedError(f"\"{fn}_cpu\" not implemented for '{_scalar_type_name(probe.dtype)}'")
+    from rgrad import broadcast_tensors
+
+    a, b = broadcast_tensors(input.to(_C.int64), other.to(_C.int64))
+    return a, b
+
+
+def gcd(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """The greatest common divisor of each pair of (broadcast) integer elements (never
+    negative; gcd(0, 0) = 0): ATen's Euclid loop, run on all elements at once."""
+    a, b = _int_pair("gcd", input, other)
+    a, b = a.abs(), b.abs()
+    zero = _C.zeros((), dtype=_C.int64).to(a.device)
+    one = _C.ones((), dtype=_C.int64).to(a.device)
+    while True:
+        nz = a != 0
+        if not bool(nz.any()):
+            break
+        c = a
+        a = _C.where(nz, b % _C.where(nz, a, one), zero)
+        b = _C.where(nz, c, b)
+    return _finish(b.contiguous(), out)
+
+
+def lcm(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """The least common multiple of each pair of (broadcast) integer elements: ATen's
+    ``|a / gcd(a, b) * b|`` (0 where the gcd is 0)."""
+    a, b = _int_pair("lcm", input, other)
+    g = gcd(a, b)
+    zero = g == 0
+    r = _C.where(zero, _C.zeros((), dtype=_C.int64).to(g.device),
+                 (a // _C.where(zero, _C.ones((), dtype=_C.int64).to(g.device), g) * b).abs())
+    return _finish(r, out)
+
+
+def _inplace_int(fn, name: str, pos: int):
+    def inplace(self: Tensor, other: Tensor) -> Tensor:
+        from rgrad._aliases import _check_cast, _check_out_shape
+
+        _check_tensor(name, other, "other", pos)
+        if isinstance(self, Tensor):
+            _check_cast((_C.empty([0] * self.dim(), dtype=self.dtype)
+                         + _C.empty([0] * other.dim(), dtype=other.dtype)).dtype, self)
+        r = fn(self, other)
+        _check_out_shape(self, r)
+        return self.copy_(r)
+
+    inplace.__name__ = inplace.__qualname__ = name
+    inplace.__doc__ = f"In-place version of `{name[:-1]}`."
+    return inplace
+
+
+gcd_ = _inplace_int(gcd, "gcd_", 2)
+lcm_ = _inplace_int(lcm, "lcm_", 2)
+
+
+def _int_method(fn, name: str):
+    def method(self: Tensor, other: Tensor) -> Tensor:
+        _check_tensor(name, other, "other", 1)
+        return fn(self, other)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = fn.__doc__
+    return method
+
+
 def _tensor_unique(self: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
                    return_counts: bool = False, dim: int | None = None):
     return unique(self, sorted, return_inverse, return_counts, dim)
@@ -441,7 +518,7 @@ def _tensor_unique_consecutive(self: Tensor, return_inverse: bool = False, retur
 
 
 _METHODS = {"unique": _tensor_unique, "unique_consecutive": _tensor_unique_consecutive, "bincount": bincount,
-            "histc": histc}
+            "histc": histc, "gcd": _int_method(gcd, "gcd"), "lcm": _int_method(lcm, "lcm"), "gcd_": _inplace_int(gcd, "gcd_", 1), "lcm_": _inplace_int(lcm, "lcm_", 1)}
 
 
 def install() -> None:
