@@ -156,3 +156,29 @@ def test_gcd_large():
     for name in ("gcd", "lcm"):
         np.testing.assert_array_equal(getattr(rgrad, name)(rgrad.tensor(a), rgrad.tensor(b)).numpy(),
                                       getattr(torch, name)(torch.tensor(a), torch.tensor(b)).numpy())
+
+
+@pytest.mark.parametrize("args", [(0, 2, 5), (-1, 1, 1), (1, 3, 0), (0, 1, 4, 2.0), (0.5, -3.25, 7), (-2, 3, 101),
+                                  (0, 10, 11, 2), (1.1, 2.2, 9, 3.5)], ids=str)
+@pytest.mark.parametrize("dtype", [None, "float64", "int64", "float32"])
+def test_logspace(args, dtype):
+    def call(lib):
+        kw = {} if dtype is None else {"dtype": getattr(lib, dtype)}
+        return lib.logspace(*args, **kw)
+
+    r, t = call(rgrad), call(torch)
+    assert str(r.dtype).split(".")[-1] == str(t.dtype).split(".")[-1] and tuple(r.shape) == tuple(t.shape)
+    np.testing.assert_allclose(r.numpy(), t.numpy(), rtol=2e-16 if t.dtype == torch.float64 else 0)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.logspace(0, 1, -1), lambda lib: lib.logspace(0, 1, 2.5),
+    lambda lib: lib.logspace(lib.tensor([0.0, 1.0]), 1, 2), lambda lib: lib.logspace(0, 1, 3, dtype=lib.bool),
+    lambda lib: lib.logspace(lib.tensor(0.0), lib.tensor(2.0), 3), lambda lib: lib.logspace(0, 2, 3, requires_grad=True),
+], ids=range(6))
+def test_logspace_misc(call):
+    rr, tt = _outcome(lambda: call(rgrad)), _outcome(lambda: call(torch))
+    assert rr[0] == tt[0] and (rr[0] == "ok" or rr[1:] == tt[1:]), (rr, tt)
+    if rr[0] == "ok":
+        assert rr[1].requires_grad == tt[1].requires_grad
+        np.testing.assert_allclose(rr[1].detach().numpy(), tt[1].detach().numpy())

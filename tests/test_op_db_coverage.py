@@ -136,6 +136,7 @@ EXCLUDED: dict[str, str] = {
     # (helper-41)
     "is_signed": _QUERY + " (tests/test_misc_ops.py against torch)",
     "broadcast_shapes": "computes a shape from shapes, no tensor (tests/test_misc_ops.py against torch)",
+    "logspace": _FACTORY + " (tests/test_misc_ops.py against torch, bit for bit)",
     "gcd_": "function form of Tensor.gcd_ (the gcd entry's inplace=)",
     "lcm_": "function form of Tensor.lcm_ (the lcm entry's inplace=)",
 }

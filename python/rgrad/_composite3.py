@@ -15,7 +15,7 @@ from rgrad._C import Tensor
 
 __all__ = ["cdist", "pdist", "pairwise_distance", "searchsorted", "bucketize", "unique", "unique_consecutive",
            "bincount", "histc", "block_diag", "isin", "isposinf", "isneginf", "isreal", "is_signed",
-           "broadcast_shapes", "gcd", "gcd_", "lcm", "lcm_"]
+           "broadcast_shapes", "gcd", "gcd_", "lcm", "lcm_", "logspace"]
 
 
 def _check_tensor(fn: str, x, name: str, pos: int) -> None:
@@ -505,6 +505,66 @@ def _int_method(fn, name: str):
     method.__name__ = method.__qualname__ = name
     method.__doc__ = fn.__doc__
     return method
+
+
+# ---- logspace --------------------------------------------------------------------------
+
+_LOGSPACE_TAIL = (", float base = 10.0, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+                  "torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n")
+_LOGSPACE_SIGS = "".join(f" * ({a} start, {b} end, int steps{_LOGSPACE_TAIL}"
+                         for a, b in (("Tensor", "Tensor"), ("Number", "Tensor"), ("Tensor", "Number"),
+                                      ("Number", "Number")))
+
+
+def logspace(start, end, steps: int, base: float = 10.0, *, out: Tensor | None = None, dtype=None,  # noqa: PLR0913
+             layout=None, device=None, pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """`steps` values ``base ** e`` for exponents evenly spaced from `start` to `end`, as
+    ATen computes them: the exponents in float64 (from the start for the first half,
+    from the end for the second; start and end first rounded to the dtype), the power
+    in float64, then the dtype (an integer dtype truncates)."""
+    given = {k: v for k, v, d in (("out", out, None), ("dtype", dtype, None), ("device", device, None),
+                                  ("requires_grad", requires_grad, False)) if v is not d}
+    ok = all(isinstance(v, Tensor) or (_is_number(v) and not isinstance(v, bool)) for v in (start, end)) \
+        and isinstance(steps, int) and not isinstance(steps, bool) and _is_number(base)
+    _check_args("logspace", _LOGSPACE_SIGS, (start, end, steps) if base == 10.0 else (start, end, steps, base),
+                given, ok)
+    for name, v in (("start", start), ("end", end)):
+        if isinstance(v, Tensor) and v.dim() != 0:
+            raise RuntimeError(f"logspace only supports 0-dimensional start and end tensors, but got {name} with "
+                               f"{v.dim()} dimension(s).")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    from rgrad._tensor import _scalar_type_name
+
+    if dtype is None:
+        from rgrad import get_default_dtype
+
+        dtype = get_default_dtype()
+    if dtype == _C.bool:
+        raise NotImplementedError(f"\"logspace_cpu\" not implemented for '{_scalar_type_name(dtype)}'")
+    lo = start.item() if isinstance(start, Tensor) else start
+    hi = end.item() if isinstance(end, Tensor) else end
+    # (start and end in the result's dtype first, as ATen's Scalar::to<scalar_t>)
+    lo = _C.tensor(lo, dtype=dtype).item()
+    hi = _C.tensor(hi, dtype=dtype).item()
+    f64 = _C.float64
+    if steps == 0:
+        r = _C.zeros([0], dtype=f64)
+    elif steps == 1:
+        r = _C.tensor([float(base) ** float(lo)], dtype=f64)
+    else:
+        # (end - start in the dtype, as ATen subtracts the converted scalars)
+        step = (_C.tensor(hi, dtype=dtype) - _C.tensor(lo, dtype=dtype)).item() / (steps - 1)
+        i = _C.arange(steps, dtype=f64)
+        half = steps // 2
+        exps = _C.where(i < half, i * step + lo, (steps - 1 - i) * (-step) + hi)
+        r = _C.full([steps], float(base), dtype=f64) ** exps
+    r = r.to(dtype)
+    if device is not None:
+        r = r.to(device)
+    if requires_grad:
+        r.requires_grad_(True)
+    return _finish(r, out)
 
 
 def _tensor_unique(self: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
