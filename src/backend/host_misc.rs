@@ -5,3 +5,17 @@
 
 pub(crate) use super::cpu::reduce::par::per_output;
 pub use super::cpu::strided::contiguous;
+
+/// Sorts `v` by `cmp` (rayon's parallel unstable sort on the shared pool from 32K
+/// elements; a total `cmp` makes the result unique, whatever the split).
+pub fn par_sort_by<T: Send, F: Fn(&T, &T) -> std::cmp::Ordering + Sync + Send>(
+    v: &mut [T],
+    cmp: F,
+) {
+    if v.len() >= super::cpu::reduce::par::PAR_MIN && crate::runtime::intra_op_parallel() {
+        use rayon::prelude::*;
+        crate::runtime::run(|| v.par_sort_unstable_by(cmp));
+    } else {
+        v.sort_unstable_by(cmp);
+    }
+}

@@ -83,20 +83,22 @@ fn same_rows<T: Key>(a: &[T], b: &[T]) -> bool {
 /// The groups of `n` rows of length `len` in `v`: (the first row of each group, in
 /// output order; each row's group; each group's size). Sorted (stably) unless
 /// `consecutive`, which groups runs of equal neighbours.
-fn groups<T: Key>(
+fn groups<T: Key + Send + Sync>(
     v: &[T],
     n: usize,
     len: usize,
     consecutive: bool,
 ) -> (Vec<usize>, Vec<i64>, Vec<i64>) {
+    if len == 1 && !consecutive {
+        return groups_sorted(v);
+    }
     let row = |i: usize| &v[i * len..(i + 1) * len];
     let mut idx: Vec<usize> = (0..n).collect();
     if !consecutive {
-        if len == 1 {
-            idx.sort_by(|&a, &b| order(v[a], v[b]));
-        } else {
-            idx.sort_by(|&a, &b| order_rows(row(a), row(b)));
-        }
+        // (the index breaks ties: the stable order, from a parallel unstable sort)
+        crate::backend::host_misc::par_sort_by(&mut idx, |&a, &b| {
+            order_rows(row(a), row(b)).then(a.cmp(&b))
+        });
     }
     let mut firsts = Vec::new();
     let mut inverse = vec![0i64; n];
@@ -109,6 +111,27 @@ fn groups<T: Key>(
         }
         let g = firsts.len() - 1;
         inverse[i] = g as i64;
+        if let Some(c) = counts.last_mut() {
+            *c += 1;
+        }
+    }
+    (firsts, inverse, counts)
+}
+
+/// [`groups`] of single elements, sorted: (value, index) pairs sorted in parallel (the
+/// index breaking ties: the stable order), then one pass.
+fn groups_sorted<T: Key + Send + Sync>(v: &[T]) -> (Vec<usize>, Vec<i64>, Vec<i64>) {
+    let mut pairs: Vec<(T, usize)> = v.iter().copied().zip(0..).collect();
+    crate::backend::host_misc::par_sort_by(&mut pairs, |a, b| order(a.0, b.0).then(a.1.cmp(&b.1)));
+    let mut firsts = Vec::new();
+    let mut inverse = vec![0i64; v.len()];
+    let mut counts: Vec<i64> = Vec::new();
+    for (k, &(x, i)) in pairs.iter().enumerate() {
+        if k == 0 || pairs[k - 1].0 != x {
+            firsts.push(i);
+            counts.push(0);
+        }
+        inverse[i] = (firsts.len() - 1) as i64;
         if let Some(c) = counts.last_mut() {
             *c += 1;
         }
