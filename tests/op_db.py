@@ -2787,6 +2787,8 @@ def build_op_db(T) -> list[OpInfo]:
         add(name, (lambda n: lambda a: getattr(T, n)(a))(name), ref,
             lambda m, rng: [S(special_inf), S(m(3, 4)), S(m.ints(5, 2, 3)).fwd("int64"), S(m.mask(2, 2)).fwd("bool")],
             **nograd)
+        add(f"Tensor.{name}", (lambda n: lambda a: getattr(a, n)())(name), ref,
+            lambda m, rng: [S(special_inf), S(m.ints(5, 2, 3)).fwd("int64")], **nograd)
 
     # (helper-41) gcd, lcm (integer only, no gradient)
     def _gcd_ref(a, b):

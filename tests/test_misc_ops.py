@@ -109,6 +109,7 @@ def test_isin_large():
                                   np.array([True]), np.zeros((2, 0))], ids=range(4))
 def test_queries(name, data):
     _compare(lambda lib, x: getattr(lib, name)(x), data)
+    _compare(lambda lib, x: getattr(x, name)(), data)
 
 
 @pytest.mark.parametrize("shapes", [[(2, 1), (3,)], [2, (3, 1)], [], [(2,), (3,)], [(2,), "a"], [(1, 4), [3, 1]],

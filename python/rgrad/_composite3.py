@@ -578,7 +578,9 @@ def _tensor_unique_consecutive(self: Tensor, return_inverse: bool = False, retur
 
 
 _METHODS = {"unique": _tensor_unique, "unique_consecutive": _tensor_unique_consecutive, "bincount": bincount,
-            "histc": histc, "gcd": _int_method(gcd, "gcd"), "lcm": _int_method(lcm, "lcm"), "gcd_": _inplace_int(gcd, "gcd_", 1), "lcm_": _inplace_int(lcm, "lcm_", 1)}
+            "histc": histc, "gcd": _int_method(gcd, "gcd"), "lcm": _int_method(lcm, "lcm"),
+            "gcd_": _inplace_int(gcd, "gcd_", 1), "lcm_": _inplace_int(lcm, "lcm_", 1),
+            "isposinf": isposinf, "isneginf": isneginf, "isreal": isreal}
 
 
 def install() -> None:
