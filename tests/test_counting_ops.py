@@ -141,3 +141,20 @@ def test_histc(case):
     x, bins, lo, hi = case
     _compare(lambda lib, a: lib.histc(a, bins=bins, min=lo, max=hi), x)
     _compare(lambda lib, a: a.histc(bins, lo, hi), x)
+
+
+def test_huge_bin_counts_raise():
+    """A bin count no memory can hold raises torch's allocator RuntimeError (no abort)."""
+    for lib in (rgrad, torch):
+        with pytest.raises(RuntimeError, match="can't allocate memory"):
+            lib.bincount(lib.tensor([10**15]))
+        with pytest.raises(RuntimeError, match="can't allocate memory"):
+            lib.histc(lib.tensor([1.0]), bins=10**15)
+
+
+def test_bincount_large_matches_torch():
+    x = np.random.RandomState(0).randint(0, 50, 100_003)
+    w = np.random.RandomState(1).standard_normal(100_003)
+    np.testing.assert_array_equal(rgrad.bincount(rgrad.tensor(x)).numpy(), torch.bincount(torch.tensor(x)).numpy())
+    np.testing.assert_allclose(rgrad.bincount(rgrad.tensor(x), rgrad.tensor(w)).numpy(),
+                               torch.bincount(torch.tensor(x), torch.tensor(w)).numpy(), rtol=1e-12)

@@ -296,6 +296,20 @@ impl Backward for UniqueBackward {
 
 // ---- bincount ---------------------------------------------------------------------------
 
+/// `n` zeros, or torch's allocator error when that much memory cannot be had (a huge
+/// bin count must not abort the process).
+fn zeroed<T: Copy + Default>(n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        Error::runtime(format!(
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.",
+            n.saturating_mul(std::mem::size_of::<T>())
+        ))
+    })?;
+    v.resize(n, T::default());
+    Ok(v)
+}
+
 /// `bincount(x, weights=None, minlength=0)`: how often each value of the 1-D
 /// non-negative int64 `x` occurs (int64), or the sum of its `weights` (float weights
 /// keep their dtype, others give float64), over `max(max(x) + 1, minlength)` bins. A
@@ -336,9 +350,31 @@ pub fn bincount(x: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<
     let device = x.device();
     match weights {
         None => {
-            let mut c = vec![0i64; bins];
-            for &i in v.iter() {
-                c[i as usize] += 1;
+            let mut c = zeroed::<i64>(bins)?;
+            if v.len() >= 4096 && bins <= v.len() / 4 {
+                // four interleaved histograms: neighbours falling in the same bin do not
+                // wait on each other's increments
+                let mut parts = [zeroed::<i64>(bins)?, zeroed(bins)?, zeroed(bins)?];
+                let chunks = v.chunks_exact(4);
+                let rest = chunks.remainder();
+                for q in chunks {
+                    c[q[0] as usize] += 1;
+                    parts[0][q[1] as usize] += 1;
+                    parts[1][q[2] as usize] += 1;
+                    parts[2][q[3] as usize] += 1;
+                }
+                for &i in rest {
+                    c[i as usize] += 1;
+                }
+                for p in &parts {
+                    for (a, b) in c.iter_mut().zip(p) {
+                        *a += b;
+                    }
+                }
+            } else {
+                for &i in v.iter() {
+                    c[i as usize] += 1;
+                }
             }
             longs(c, &[bins], device)
         }
@@ -352,7 +388,7 @@ pub fn bincount(x: &Tensor, weights: Option<&Tensor>, minlength: i64) -> Result<
             let Buffer::F64(wv) = host_values(&wv)? else {
                 return Err(Error::Internal("bincount: float64 weights".into()));
             };
-            let mut c = vec![0f64; bins];
+            let mut c = zeroed::<f64>(bins)?;
             for (&i, &wi) in v.iter().zip(wv.iter()) {
                 c[i as usize] += wi;
             }
@@ -453,7 +489,7 @@ pub fn histc(x: &Tensor, bins: i64, min: f64, max: f64) -> Result<Tensor> {
     if lo > hi {
         return Err(Error::runtime("torch.histc: max must be larger than min"));
     }
-    let mut h = vec![0f64; nb];
+    let mut h = zeroed::<f64>(nb)?;
     // ATen's bin, in the input's dtype: (a - lo) * bins / (hi - lo), the top edge in
     // the last bin
     let f32_math = x.dtype() == DType::F32;
