@@ -19,3 +19,31 @@ pub fn par_sort_by<T: Send, F: Fn(&T, &T) -> std::cmp::Ordering + Sync + Send>(
         v.sort_unstable_by(cmp);
     }
 }
+
+/// Folds `v` in chunks of `chunk` elements (on the shared pool from 32K elements),
+/// each chunk into its own accumulator (`init`, `fold`), the accumulators then combined
+/// by `merge`: for results that do not depend on the combining order (integer counts).
+pub fn par_fold_chunks<T: Sync, A: Send>(
+    v: &[T],
+    chunk: usize,
+    init: impl Fn() -> A + Sync + Send,
+    fold: impl Fn(&mut A, &[T]) + Sync + Send,
+    merge: impl Fn(A, A) -> A + Sync + Send,
+) -> A {
+    if v.len() >= super::cpu::reduce::par::PAR_MIN && crate::runtime::intra_op_parallel() {
+        use rayon::prelude::*;
+        crate::runtime::run(|| {
+            v.par_chunks(chunk.max(1))
+                .map(|c| {
+                    let mut a = init();
+                    fold(&mut a, c);
+                    a
+                })
+                .reduce(&init, &merge)
+        })
+    } else {
+        let mut a = init();
+        fold(&mut a, v);
+        a
+    }
+}

@@ -501,11 +501,31 @@ pub fn histc(x: &Tensor, bins: i64, min: f64, max: f64) -> Result<Tensor> {
             ((a - lo) * nb as f64 / (hi - lo)) as usize
         }
     };
-    for &a in v.iter() {
-        if !(a >= lo && a <= hi) {
-            continue;
+    let count = |h: &mut Vec<f64>, part: &[f64]| {
+        for &a in part {
+            if !(a >= lo && a <= hi) {
+                continue;
+            }
+            h[bin(a).min(nb - 1)] += 1.0;
         }
-        h[bin(a).min(nb - 1)] += 1.0;
+    };
+    if nb <= 1 << 16 {
+        // (counts are integers: the sum over the pieces does not depend on their order)
+        let merge = |mut a: Vec<f64>, b: Vec<f64>| {
+            for (x, y) in a.iter_mut().zip(&b) {
+                *x += y;
+            }
+            a
+        };
+        h = crate::backend::host_misc::par_fold_chunks(
+            &v,
+            1 << 16,
+            || vec![0f64; nb],
+            count,
+            merge,
+        );
+    } else {
+        count(&mut h, &v);
     }
     let buf = match x.dtype() {
         DType::F32 => Buffer::F32(h.into_iter().map(|s| s as f32).collect::<Vec<_>>().into()),

@@ -266,14 +266,21 @@ pub fn cdist_forward(
             let (e1, e2) = expanded(x1, x2, &batch, b, r1, r2, m)?;
             let (a, c) = (host_f64(&e1)?, host_f64(&e2)?);
             let norm = Norm::of(p);
-            let per_batch = r1 * r2;
             let out = per_output(n_out, m.max(1), |range, out| {
-                for (o, slot) in range.zip(out.iter_mut()) {
-                    let (bi, rest) = (o / per_batch, o % per_batch);
-                    let (i, j) = (rest / r2, rest % r2);
-                    let ra = &a[(bi * r1 + i) * m..(bi * r1 + i + 1) * m];
-                    let rc = &c[(bi * r2 + j) * m..(bi * r2 + j + 1) * m];
+                // (the first pair's row of x1 (over the batch) and column, then stepped)
+                let (mut row, mut j) = (range.start / r2, range.start % r2);
+                let mut base2 = (row / r1) * r2;
+                let mut ra = &a[row * m..(row + 1) * m];
+                for slot in out.iter_mut() {
+                    let rc = &c[(base2 + j) * m..(base2 + j + 1) * m];
                     slot.write(norm.dist(ra, rc));
+                    j += 1;
+                    if j == r2 && row + 1 < b * r1 {
+                        j = 0;
+                        row += 1;
+                        base2 = (row / r1) * r2;
+                        ra = &a[row * m..(row + 1) * m];
+                    }
                 }
             });
             from_f64(out, &out_shape, x1.dtype(), x1.device())
