@@ -158,3 +158,11 @@ def test_bincount_large_matches_torch():
     np.testing.assert_array_equal(rgrad.bincount(rgrad.tensor(x)).numpy(), torch.bincount(torch.tensor(x)).numpy())
     np.testing.assert_allclose(rgrad.bincount(rgrad.tensor(x), rgrad.tensor(w)).numpy(),
                                torch.bincount(torch.tensor(x), torch.tensor(w)).numpy(), rtol=1e-12)
+
+
+def test_histc_large_matches_torch():
+    for dtype in (np.float32, np.float64):
+        x = np.random.RandomState(2).standard_normal(300_001).astype(dtype)
+        for bins, lo, hi in ((100, 0, 0), (7, -1.0, 2.0), (70_000, -3.0, 3.0)):
+            np.testing.assert_array_equal(rgrad.histc(rgrad.tensor(x), bins, lo, hi).numpy(),
+                                          torch.histc(torch.tensor(x), bins, lo, hi).numpy())

@@ -177,3 +177,12 @@ def test_large_cdist_matches_torch():
             np.testing.assert_allclose(r, t, rtol=1e-4, atol=1e-4)
     r = rgrad.pdist(rgrad.tensor(a)).numpy()
     np.testing.assert_allclose(r, torch.pdist(torch.tensor(a)).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_large_batched_cdist_matches_torch():
+    a = rng.standard_normal((3, 301, 8))
+    b = rng.standard_normal((1, 57, 8))
+    for p in (0.0, 1.0, 3.0, math.inf):
+        r = rgrad.cdist(rgrad.tensor(a), rgrad.tensor(b), p=p).numpy()
+        t = torch.cdist(torch.tensor(a), torch.tensor(b), p=p).numpy()
+        np.testing.assert_allclose(r, t, rtol=1e-12, atol=1e-12)
