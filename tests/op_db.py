@@ -2800,8 +2800,11 @@ def build_op_db(T) -> list[OpInfo]:
     gcd_samples = lambda m, rng: [  # noqa: E731
         S(_i64([12, -18, 0, 0, 7]), _i64([8, 12, 0, 5, -3])), S(m.ints(50, 3, 4) - 25, m.ints(50, 4)),
         S(m.ints(30, 2, 1), m.ints(30, 1, 3)), S(_i64([[6, 10]]), np.array(4, dtype=np.int64))]
-    add("gcd", lambda a, b: T.gcd(a, b), _gcd_ref, gcd_samples, inplace="gcd_", **nograd)
-    add("lcm", lambda a, b: T.lcm(a, b), _lcm_ref, gcd_samples, inplace="lcm_", **nograd)
+    add("gcd", lambda a, b: T.gcd(a, b), _gcd_ref, gcd_samples, **nograd)
+    add("lcm", lambda a, b: T.lcm(a, b), _lcm_ref, gcd_samples, **nograd)
+    # (the in-place forms by hand: inplace_variant keeps float samples only)
+    add("Tensor.gcd_", lambda a, b: a.clone().gcd_(b), _gcd_ref, lambda m, rng: gcd_samples(m, rng)[:2], **nograd)
+    add("Tensor.lcm_", lambda a, b: a.clone().lcm_(b), _lcm_ref, lambda m, rng: gcd_samples(m, rng)[:2], **nograd)
     add("Tensor.gcd", lambda a, b: a.gcd(b), _gcd_ref, lambda m, rng: gcd_samples(m, rng)[:2], **nograd)
     add("Tensor.lcm", lambda a, b: a.lcm(b), _lcm_ref, lambda m, rng: gcd_samples(m, rng)[:2], **nograd)
 

@@ -88,7 +88,8 @@ def test_unique_dim(kw, dim, data):
     lambda lib, x: lib.unique(x, dim=2), lambda lib, x: lib.unique(x[:0], dim=0, return_counts=True),
     lambda lib, x: lib.unique(x[:0], dim=1), lambda lib, x: lib.unique_consecutive(x[:0], dim=1),
     lambda lib, x: lib.unique(x[:0, :0], dim=0), lambda lib, x: lib.unique([1, 2]),
-], ids=range(6))
+    lambda lib, x: lib.unique(x[0, 0], dim=0), lambda lib, x: lib.unique_consecutive(x[0, 0], dim=-1),
+], ids=range(8))
 def test_unique_errors(call):
     _compare(call, M)
 

@@ -137,8 +137,8 @@ EXCLUDED: dict[str, str] = {
     "is_signed": _QUERY + " (tests/test_misc_ops.py against torch)",
     "broadcast_shapes": "computes a shape from shapes, no tensor (tests/test_misc_ops.py against torch)",
     "logspace": _FACTORY + " (tests/test_misc_ops.py against torch, bit for bit)",
-    "gcd_": "function form of Tensor.gcd_ (the gcd entry's inplace=)",
-    "lcm_": "function form of Tensor.lcm_ (the lcm entry's inplace=)",
+    "gcd_": "function form of Tensor.gcd_ (its entry; tests/test_misc_ops.py against torch)",
+    "lcm_": "function form of Tensor.lcm_ (its entry; tests/test_misc_ops.py against torch)",
 }
 
 # torch's aliases, function forms of in-place methods, queries and composites of

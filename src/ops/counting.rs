@@ -210,6 +210,11 @@ pub fn unique(x: &Tensor, dim: Option<i64>, consecutive: bool) -> Result<(Tensor
             )
         }
         Some(d) => {
+            if x.ndim() == 0 {
+                return Err(Error::index(format!(
+                    "Dimension specified as {d} but tensor has no dimensions"
+                )));
+            }
             let d = wrap_dim(d, x.ndim())?;
             if x.numel() == 0 {
                 let zeros = shape.iter().filter(|&&s| s == 0).count();
