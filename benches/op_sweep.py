@@ -210,7 +210,32 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "randint": lambda: T.randint(0, 100, (n, m)), "normal_": lambda: b.normal_(),
         "uniform_": lambda: b.uniform_(),
     })
+    # (helper-41) distances and searches: cdist / pdist on row blocks (the full 2048² pairs
+    # would be 17 GFLOP), searches of every element in a sorted row of m boundaries
+    cols, bounds = a[:, :16], v.sort().values
+    out.update({
+        "cdist": lambda: T.cdist(a, b[: builtins_max(n // 8, 1)]),
+        "cdist p=1": lambda: T.cdist(cols, b[: builtins_max(n // 8, 1), :16], p=1.0),
+        "cdist no mm": lambda: T.cdist(cols, b[: builtins_max(n // 8, 1), :16],
+                                       compute_mode="donot_use_mm_for_euclid_dist"),
+        "pdist": lambda: T.pdist(cols[: builtins_max(n // 4, 2)]),
+        "nn.functional.pdist": lambda: F.pdist(cols[: builtins_max(n // 4, 2)], 1.0),
+        "pairwise_distance": lambda: T.pairwise_distance(a, b),
+        "nn.functional.pairwise_distance": lambda: F.pairwise_distance(a, b, 1.0),
+        "searchsorted": lambda: T.searchsorted(bounds, a), "bucketize": lambda: T.bucketize(a, bounds, right=True),
+        "unique": lambda: T.unique(ai), "unique inverse counts": lambda: T.unique(ai, return_inverse=True,
+                                                                              return_counts=True),
+        "unique_consecutive": lambda: T.unique_consecutive(ai.flatten().sort()[0]),
+        "bincount": lambda: T.bincount(ai.flatten().abs()), "histc": lambda: T.histc(a, bins=100),
+        "block_diag": lambda: T.block_diag(a[: builtins_max(n // 4, 1)], b[: builtins_max(n // 4, 1)]),
+        "isin": lambda: T.isin(ai, ai[0]), "isposinf": lambda: T.isposinf(a), "isneginf": lambda: T.isneginf(a),
+        "isreal": lambda: T.isreal(a), "gcd": lambda: T.gcd(ai, ai.flip(0)), "lcm": lambda: T.lcm(ai, ai.flip(0)),
+    })
     return out
+
+
+def builtins_max(x: int, y: int) -> int:
+    return x if x > y else y
 
 
 def time_us(f: Callable[[], Any], budget_s: float) -> float:

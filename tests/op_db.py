@@ -261,6 +261,10 @@ class OpInfo:
     # False: torch gives the op no forward derivative (its tangent is None, which the
     # forward-mode tests check instead of the derivative)
     supports_forward_ad: bool = True
+    # with supports_forward_ad False: torch raises NotImplementedError with this text
+    # (derivatives.yaml gives the op no forward formula: "Trying to use forward AD with
+    # _cdist_forward ...") instead of giving no tangent
+    forward_ad_error: str | None = None
     # torch records a node whose backward raises "derivative for aten::X is not implemented"
     grad_not_implemented: str | None = None
     not_implemented_node: str = "NotImplemented"  # that node's name
@@ -2775,6 +2779,217 @@ def build_op_db(T) -> list[OpInfo]:
         # python scalar on the left: python reflects `0.5 < t` to `t > 0.5`
         add(f"{dunder}.reflected", (lambda g: lambda a, b: g(b, a))(f), (lambda g: lambda a, b: g(b, a))(f),
             lambda m, rng: [S(m(3, 4), 0.5)], **nograd)
+
+    # ---- helper-41: distances and searches (python/rgrad/_composite3.py) -----------
+
+    def _pnorm_last(d, p):
+        a = np.abs(d)
+        if p == 0:
+            return (a != 0).sum(-1).astype(d.dtype)
+        if np.isinf(p):
+            return a.max(-1) if a.shape[-1] else np.zeros(a.shape[:-1], d.dtype)
+        return (a ** p).sum(-1) ** (1.0 / p)
+
+    def cdist_ref(a, b, p=2.0, compute_mode=None):
+        return _pnorm_last(a[..., :, None, :] - b[..., None, :, :], p)
+
+    def pdist_ref(x, p=2.0):
+        n = x.shape[0]
+        pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+        if not pairs:
+            return np.zeros(0, x.dtype)
+        return _pnorm_last(np.stack([x[i] - x[j] for i, j in pairs]), p)
+
+    def pairwise_distance_ref(a, b, p=2.0, eps=1e-6, keepdim=False):
+        r = _pnorm_last(a - b + eps, p)
+        return r[..., None] if keepdim else r
+
+    far = lambda m, *shape: m(*shape) + np.arange(np.prod(shape)).reshape(shape) * 0.37  # noqa: E731
+    cdist_samples = lambda m, rng: [  # noqa: E731
+        S(m(3, 4), m(5, 4)), S(m(3, 4), m(5, 4), 1.0), S(m(2, 3), m(4, 3), 3.0), S(m(2, 3), m(4, 3), 1.5),
+        S(far(m, 3, 4), m(2, 4), INF), S(m(3, 2), m(4, 2), 0.5), S(m(3, 2), m(4, 2), 0.0),
+        S(m(2, 3, 4), m(1, 5, 4)).bc(), S(m(3, 2), m(2, 4, 2), 1.0).bc(),
+        S(m(27, 2), m(3, 2)), S(m(3, 2), m(4, 2), compute_mode="use_mm_for_euclid_dist"),
+        S(m(2, 3, 2), m(1, 4, 2), compute_mode="use_mm_for_euclid_dist").bc(),
+        S(m(27, 2), m(3, 2), compute_mode="donot_use_mm_for_euclid_dist"),
+        S(NC(m(4, 3), "t"), m(2, 4), 1.0), S(np.zeros((0, 3)), m(2, 3)).fwd("empty")]
+    add("cdist", lambda a, b, *args, **kw: T.cdist(a, b, *args, **kw), cdist_ref, cdist_samples,
+        supports_forward_ad=False, forward_ad_error="Trying to use forward AD with _")
+    pdist_samples = lambda m, rng: [  # noqa: E731
+        S(m(4, 3)), S(m(4, 3), 1.0), S(m(3, 2), 3.0), S(m(3, 2), 1.5), S(m(3, 2), 0.5), S(far(m, 3, 2), INF),
+        S(m(3, 2), 0.0), S(NC(m(3, 4), "t")), S(m(1, 3)).fwd("one row"), S(m(3, 0)).fwd("no columns")]
+    add("pdist", lambda a, *args: T.pdist(a, *args), pdist_ref, pdist_samples,
+        supports_forward_ad=False, forward_ad_error="Trying to use forward AD with _pdist_forward")
+    add("nn.functional.pdist", lambda a, *args: F().pdist(a, *args), pdist_ref,
+        lambda m, rng: pdist_samples(m, rng)[:3], supports_forward_ad=False,
+        forward_ad_error="Trying to use forward AD with _pdist_forward")
+    pairwise_samples = lambda m, rng: [  # noqa: E731
+        S(m(3, 4), m(3, 4)), S(m(3, 4), m(4)).bc(), S(m(4), m(4), 1.0), S(m(2, 3), m(2, 3), 3.0),
+        S(far(m, 2, 3), m(2, 3), INF), S(m(2, 3), m(2, 3), 2.0, 1e-3, True), S(m(2, 3, 4), m(3, 4), keepdim=True).bc()]
+    add("pairwise_distance", lambda a, b, *args, **kw: T.pairwise_distance(a, b, *args, **kw),
+        pairwise_distance_ref, pairwise_samples)
+    add("nn.functional.pairwise_distance", lambda a, b, *args, **kw: F().pairwise_distance(a, b, *args, **kw),
+        pairwise_distance_ref, lambda m, rng: pairwise_samples(m, rng)[:3])
+
+    def searchsorted_ref(s, v, sorter=None, right=False, side=None):
+        side = side or ("right" if right else "left")
+        if sorter is not None:
+            s = np.take_along_axis(s, sorter, -1)
+        if s.ndim == 1:
+            return np.searchsorted(s, v, side=side).astype(np.int64)
+        out = np.stack([np.searchsorted(r, x, side=side) for r, x in zip(s.reshape(-1, s.shape[-1]),
+                                                                          v.reshape(-1, v.shape[-1]))])
+        return out.reshape(v.shape).astype(np.int64)
+
+    sorted_ = lambda m, *shape: np.sort(m(*shape), -1)  # noqa: E731
+    searchsorted_samples = lambda m, rng: [  # noqa: E731
+        S(sorted_(m, 6), m(3, 4)), S(sorted_(m, 6), m(3, 4), right=True), S(sorted_(m, 6), m(5), side="right"),
+        S(sorted_(m, 2, 5), m(2, 3)), S(sorted_(m, 2, 5), m(2, 3), side="left"),
+        S(np.array([1.0, 3.0, 3.0, 5.0]), np.array([3.0, 0.0, 6.0, 3.0]), right=True),
+        S(np.array([5.0, 1.0, 3.0]), m(4), _i64([1, 2, 0])),
+        S(sorted_(m, 6), np.array(0.5)),
+        S(sorted_(m, 4), m(0, 2)), S(np.array([1, 3, 5], dtype=np.int64), np.array([2, 3, 9], dtype=np.int64))]
+    # (a sorter travels as a third positional argument: the samples turn only positional arrays into tensors)
+    add("searchsorted", lambda s, v, *sorter, **kw: T.searchsorted(s, v, sorter=sorter[0] if sorter else None, **kw),
+        searchsorted_ref, searchsorted_samples,
+        **nograd)
+    add("bucketize", lambda v, s, **kw: T.bucketize(v, s, **kw), lambda v, s, **kw: searchsorted_ref(s, v, None, **kw),
+        lambda m, rng: [S(m(3, 4), sorted_(m, 6)), S(m(3, 4), sorted_(m, 6), right=True),
+                        S(np.array([3.0, 0.0, 6.0, 3.0]), np.array([1.0, 3.0, 3.0, 5.0]), right=True),
+                        S(np.array(0.5), sorted_(m, 6)), S(np.array([2, 3, 9], dtype=np.int64), sorted_(m, 3))],
+        **nograd)
+
+    # (helper-41) counting: unique, unique_consecutive, bincount, histc
+    def _unique_ref(x, sorted=True, return_inverse=False, return_counts=False, dim=None, consecutive=False):
+        if dim is None:
+            rows, shape_inv = x.reshape(-1, 1), x.shape
+        else:
+            rows, shape_inv = np.moveaxis(x, dim, 0).reshape(x.shape[dim], -1), (x.shape[dim],)
+        keys = [tuple(r) for r in rows]
+        order = list(range(len(keys))) if consecutive else _argsort_keys(keys)
+        firsts, inverse, counts = [], [0] * len(keys), []
+        for k, i in enumerate(order):
+            if k == 0 or keys[order[k - 1]] != keys[i]:
+                firsts.append(i)
+                counts.append(0)
+            inverse[i] = len(firsts) - 1
+            counts[-1] += 1
+        if dim is None:
+            vals = x.reshape(-1)[firsts]
+        else:
+            vals = np.take(x, firsts, axis=dim)
+        out = [vals]
+        if return_inverse:
+            out.append(np.array(inverse, dtype=np.int64).reshape(shape_inv))
+        if return_counts:
+            out.append(np.array(counts, dtype=np.int64))
+        return out[0] if len(out) == 1 else tuple(out)
+
+    def _argsort_keys(keys):
+        return sorted(range(len(keys)), key=lambda i: keys[i])
+
+    unique_samples = lambda m, rng: [  # noqa: E731
+        S(np.array([3.0, 1.0, 2.0, 3.0, 1.0])), S(np.array([[3.0, 1.0], [1.0, 2.0]]), return_inverse=True),
+        S(np.array([2.0, 2.0, 1.0]), return_counts=True),
+        S(np.array([3.0, 1.0, 3.0]), sorted=False, return_inverse=True, return_counts=True),
+        S(np.array([[1.0, 2.0], [1.0, 2.0], [0.0, 5.0]]), dim=0, return_inverse=True, return_counts=True),
+        S(np.array([[1.0, 2.0, 1.0], [3.0, 0.0, 3.0]]), dim=1), S(m.ints(4, 3, 2), dim=0).fwd("int64"),
+        S(m.ints(3, 7)).fwd("int64"), S(m.mask(6)).fwd("bool"), S(np.array(2.5)).fwd("0-d")]
+    unique_consecutive_samples = lambda m, rng: [  # noqa: E731
+        S(np.array([1.0, 1.0, 2.0, 2.0, 3.0, 1.0])), S(np.array([1.0, 1.0, 2.0]), return_inverse=True),
+        S(np.array([1.0, 1.0, 2.0]), return_counts=True, return_inverse=True),
+        S(np.array([[1.0, 2.0], [1.0, 2.0], [0.0, 5.0], [1.0, 2.0]]), dim=0, return_counts=True),
+        S(m.ints(3, 9)).fwd("int64"), S(m.mask(6)).fwd("bool")]
+    unique_nodes = dict(supports_grad=False, supports_gradgrad=False)
+    add("unique", lambda a, **kw: T.unique(a, **kw), _unique_ref, unique_samples,
+        grad_not_implemented="'_unique2'", not_implemented_node="Unique2Backward0", **unique_nodes)
+    add("unique.dim", lambda a, **kw: T.unique(a, **kw), _unique_ref, lambda m, rng: unique_samples(m, rng)[4:6],
+        grad_not_implemented="'unique_dim'", not_implemented_node="UniqueDimBackward0", **unique_nodes)
+    add("Tensor.unique", lambda a, **kw: a.unique(**kw), _unique_ref, lambda m, rng: unique_samples(m, rng)[:4],
+        grad_not_implemented="'_unique2'", not_implemented_node="Unique2Backward0", **unique_nodes)
+    add("unique_consecutive", lambda a, **kw: T.unique_consecutive(a, **kw),
+        lambda a, **kw: _unique_ref(a, consecutive=True, **kw), unique_consecutive_samples,
+        grad_not_implemented="'unique_consecutive'", not_implemented_node="UniqueConsecutiveBackward0",
+        **unique_nodes)
+    add("Tensor.unique_consecutive", lambda a, **kw: a.unique_consecutive(**kw),
+        lambda a, **kw: _unique_ref(a, consecutive=True, **kw), lambda m, rng: unique_consecutive_samples(m, rng)[:4],
+        grad_not_implemented="'unique_consecutive'", not_implemented_node="UniqueConsecutiveBackward0",
+        **unique_nodes)
+
+    def bincount_ref(x, weights=None, minlength=0):
+        r = np.bincount(x, weights, minlength)
+        return r.astype(np.int64) if weights is None else r
+
+    bincount_samples = lambda m, rng: [  # noqa: E731
+        S(_i64([1, 3, 1, 0]), m(4)), S(_i64([2, 0, 2]), m(3), 5), S(_i64([1, 3, 1, 0])).fwd("counts"),
+        S(_i64([1, 1]), minlength=4).fwd("counts"), S(np.zeros(0, np.int64)).fwd("empty")]
+    add("bincount", lambda a, *args, **kw: T.bincount(a, *args, **kw), bincount_ref, bincount_samples,
+        grad_not_implemented="aten::bincount", **unique_nodes)
+    add("Tensor.bincount", lambda a, *args, **kw: a.bincount(*args, **kw), bincount_ref,
+        lambda m, rng: bincount_samples(m, rng)[:3], grad_not_implemented="aten::bincount", **unique_nodes)
+
+    def histc_ref(x, bins=100, min=0, max=0):
+        lo, hi = (x.min(), x.max()) if min == max and x.size else (min, max)
+        if lo == hi:
+            lo, hi = lo - 1, hi + 1
+        return np.histogram(x, bins=bins, range=(lo, hi))[0].astype(x.dtype)
+
+    histc_samples = lambda m, rng: [  # noqa: E731
+        S(m(20)), S(m(4, 5), 7), S(m(30), 5, -1.0, 1.0), S(np.array([2.0, 2.0]), 3), S(np.zeros(0), 4)]
+    add("histc", lambda a, *args, **kw: T.histc(a, *args, **kw), histc_ref, histc_samples, **nograd)
+    add("Tensor.histc", lambda a, *args, **kw: a.histc(*args, **kw), histc_ref,
+        lambda m, rng: histc_samples(m, rng)[:3], **nograd)
+
+    # (helper-41) block_diag, isin, isposinf, isneginf, isreal
+    def block_diag_ref(*ts):
+        blocks = [np.atleast_2d(t) if t.ndim < 2 else t for t in ts]
+        rows, cols = sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)
+        out = np.zeros((rows, cols), dtype=np.result_type(*ts) if ts else np.float64)
+        r = c = 0
+        for b in blocks:
+            out[r:r + b.shape[0], c:c + b.shape[1]] = b
+            r, c = r + b.shape[0], c + b.shape[1]
+        return out
+
+    add("block_diag", lambda *ts: T.block_diag(*ts), block_diag_ref,
+        lambda m, rng: [S(m(2, 3), m(1, 2)), S(m(2, 3), m(4), m()), S(m(3)), S(NC(m(3, 2), "t"), m(1, 1)),
+                        S(m(2, 2), np.zeros((0, 3))), S(m(2, 2), m.ints(5, 1, 2)).fwd("int64 block")])
+
+    def isin_ref(e, t, assume_unique=False, invert=False):
+        r = np.isin(e, t)
+        return ~r if invert else r
+
+    isin_samples = lambda m, rng: [  # noqa: E731
+        S(m.ints(5, 3, 4), m.ints(5, 3)), S(m.ints(5, 3, 4), m.ints(5, 2, 2), invert=True),
+        S(np.array([1.0, 2.5, -1.0]), np.array([2.5, 7.0])), S(m.ints(5, 6), np.array([1.0, 2.0])),
+        S(m.ints(5, 4), np.zeros(0, np.int64)), S(np.array([[1.5, 2.0]]), np.array(2.0), assume_unique=True)]
+    add("isin", lambda e, t, **kw: T.isin(e, t, **kw), isin_ref, isin_samples, **nograd)
+    special_inf = np.array([0.0, INF, -INF, NAN, 1.5, -2.5])
+    for name, ref in (("isposinf", np.isposinf), ("isneginf", np.isneginf),
+                      ("isreal", lambda a: np.ones(np.shape(a), dtype=bool))):
+        add(name, (lambda n: lambda a: getattr(T, n)(a))(name), ref,
+            lambda m, rng: [S(special_inf), S(m(3, 4)), S(m.ints(5, 2, 3)).fwd("int64"), S(m.mask(2, 2)).fwd("bool")],
+            **nograd)
+        add(f"Tensor.{name}", (lambda n: lambda a: getattr(a, n)())(name), ref,
+            lambda m, rng: [S(special_inf), S(m.ints(5, 2, 3)).fwd("int64")], **nograd)
+
+    # (helper-41) gcd, lcm (integer only, no gradient)
+    def _gcd_ref(a, b):
+        return np.gcd(a, b).astype(np.int64)
+
+    def _lcm_ref(a, b):
+        return np.lcm(a, b).astype(np.int64)
+
+    gcd_samples = lambda m, rng: [  # noqa: E731
+        S(_i64([12, -18, 0, 0, 7]), _i64([8, 12, 0, 5, -3])), S(m.ints(50, 3, 4) - 25, m.ints(50, 4)),
+        S(m.ints(30, 2, 1), m.ints(30, 1, 3)), S(_i64([[6, 10]]), np.array(4, dtype=np.int64))]
+    add("gcd", lambda a, b: T.gcd(a, b), _gcd_ref, gcd_samples, **nograd)
+    add("lcm", lambda a, b: T.lcm(a, b), _lcm_ref, gcd_samples, **nograd)
+    # (the in-place forms by hand: inplace_variant keeps float samples only)
+    add("Tensor.gcd_", lambda a, b: a.clone().gcd_(b), _gcd_ref, lambda m, rng: gcd_samples(m, rng)[:2], **nograd)
+    add("Tensor.lcm_", lambda a, b: a.clone().lcm_(b), _lcm_ref, lambda m, rng: gcd_samples(m, rng)[:2], **nograd)
+    add("Tensor.gcd", lambda a, b: a.gcd(b), _gcd_ref, lambda m, rng: gcd_samples(m, rng)[:2], **nograd)
+    add("Tensor.lcm", lambda a, b: a.lcm(b), _lcm_ref, lambda m, rng: gcd_samples(m, rng)[:2], **nograd)
 
     _linalg_decomp_rows(T, add)
 

@@ -364,3 +364,18 @@ def test_lu_deprecated_form_and_lu_unpack():
     r = rgrad.lu_unpack(*rgrad.linalg.lu_factor(a))
     assert type(r).__name__ == "lu_unpack" and r._fields == ("P", "L", "U")
     _close(r.P @ r.L @ r.U, ta)
+
+
+@pytest.mark.parametrize("a", [
+    [[1.0, 2.0], [2.0, 4.0]],  # rank 1
+    [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]],  # rank 2 (det ~ 1e-15: below float64's eps? no: torch decides)
+    [[0.0, 0.0], [0.0, 0.0]],  # rank 0
+    [[[1.0, 2.0], [2.0, 4.0]], [[2.0, 1.0], [1.0, 3.0]]],  # a singular and a regular one in one batch
+])
+def test_det_gradient_at_singular_matrices_is_torchs(a):
+    r, t = _pair(a, grad=True)
+    gr = rgrad.autograd.grad(rgrad.linalg.det(r).sum(), r, create_graph=True)[0]
+    gt = torch.autograd.grad(torch.linalg.det(t).sum(), t, create_graph=True)[0]
+    _close(gr, gt, 1e-9)
+    # and its derivative again
+    _close(rgrad.autograd.grad((gr * gr).sum(), r)[0], torch.autograd.grad((gt * gt).sum(), t)[0], 1e-8)

@@ -144,6 +144,12 @@ EXCLUDED: dict[str, str] = {
     "__delitem__": "always raises, as torch's does (test_api.py)",
     "vmap": "a function transform (torch.vmap is torch.func.vmap): every batching rule is tested against the loop "
             "in test_vmap.py",
+    # (helper-41)
+    "is_signed": _QUERY + " (tests/test_misc_ops.py against torch)",
+    "broadcast_shapes": "computes a shape from shapes, no tensor (tests/test_misc_ops.py against torch)",
+    "logspace": _FACTORY + " (tests/test_misc_ops.py against torch, bit for bit)",
+    "gcd_": "function form of Tensor.gcd_ (its entry; tests/test_misc_ops.py against torch)",
+    "lcm_": "function form of Tensor.lcm_ (its entry; tests/test_misc_ops.py against torch)",
 }
 
 # torch's aliases, function forms of in-place methods, queries and composites of

@@ -1791,3 +1791,35 @@ def test_scatter_family(i, which):
             rgrad.vmap(call, in_dims=(None, 0))(t[0], s)
     elif which == "both":
         check(call, t, s, in_dims=(0, 0))
+
+
+# ---------------------------------------------------------------------------------------
+# (helper-41) searchsorted / bucketize: the _searchsorted rule
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["1d", "nd", "values only", "boundaries only", "scalar values", "sorter", "right"])
+def test_searchsorted_rule(case):
+    rs = np.random.RandomState(5)
+    b1 = rgrad.tensor(np.sort(rs.standard_normal((B, 6)), -1))
+    bn = rgrad.tensor(np.sort(rs.standard_normal((B, 2, 6)), -1))
+    v = rgrad.tensor(rs.standard_normal((B, 2, 4)))
+    if case == "1d":
+        check(lambda s, x: rgrad.searchsorted(s, x), b1, v)
+        check(lambda x, s: rgrad.bucketize(x, s), v, b1)
+    elif case == "nd":
+        check(lambda s, x: rgrad.searchsorted(s, x), bn, v)
+    elif case == "values only":
+        check(lambda x: rgrad.searchsorted(b1[0], x), v)
+        check(lambda x: rgrad.searchsorted(bn[0], x), v)
+    elif case == "boundaries only":
+        check(lambda s: rgrad.searchsorted(s, v[0]), b1)
+        check(lambda s: rgrad.searchsorted(s, v[0]), bn)
+    elif case == "scalar values":
+        check(lambda s, x: rgrad.searchsorted(s, x), b1, v[:, 0, 0])
+        check(lambda s: rgrad.searchsorted(s, 0.25), b1)
+    elif case == "sorter":
+        raw = rgrad.tensor(rs.standard_normal((B, 6)))
+        check(lambda s, x: rgrad.searchsorted(s, x, sorter=s.argsort()), raw, v)
+    else:
+        check(lambda s, x: rgrad.searchsorted(s, x, side="right"), b1, v)
+        check(lambda x, s: rgrad.bucketize(x, s, right=True), v, b1)

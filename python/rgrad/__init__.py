@@ -224,6 +224,12 @@ from rgrad._composite2 import *  # noqa: E402,F401,F403  (more of torch's compos
 _composite2.install()
 __all__ += _composite2.__all__
 
+from rgrad import _composite3  # noqa: E402
+from rgrad._composite3 import *  # noqa: E402,F401,F403  (distances and searches: cdist, pdist, searchsorted, ...)
+
+_composite3.install()
+__all__ += _composite3.__all__
+
 # torch.det, logdet, slogdet, inverse, cholesky_solve, ... (rgrad.linalg's ops) and their Tensor methods
 globals().update(linalg.FUNCTIONS)
 globals().update(linalg.TORCH_ONLY)

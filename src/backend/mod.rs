@@ -14,6 +14,7 @@
 pub mod cpu;
 pub mod cuda;
 pub mod host;
+pub mod host_misc;
 
 use crate::Result;
 use crate::device::Device;

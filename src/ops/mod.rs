@@ -56,6 +56,11 @@ pub mod subscript;
 pub(crate) mod table;
 pub mod triangle;
 pub mod unary;
+// (helper-41: distances, searches)
+pub mod blockdiag;
+pub mod counting;
+pub mod distance;
+pub mod search;
 
 pub use advanced_indexing::*;
 pub use arith::{ArithBackward, ArithOp};
@@ -89,6 +94,11 @@ pub use spectral::*;
 pub use subscript::*;
 pub use triangle::*;
 pub use unary::*;
+// (helper-41)
+pub use blockdiag::*;
+pub use counting::*;
+pub use distance::*;
+pub use search::*;
 
 use crate::Result;
 use crate::autograd::function::Grads;
@@ -155,6 +165,12 @@ crate::backward_ops! {
     CumsumBackward0, CumprodBackward0, CumExtremeBackward0, LogcumsumexpBackward0,
     // fused.rs
     AddcBackward, LerpBackward, AddrBackward0, NanToNumBackward0,
+    // distance.rs
+    CdistBackward0, EuclideanDistBackward0, PdistBackward0, NormBackward1,
+    // counting.rs
+    UniqueBackward, BincountBackward,
+    // blockdiag.rs
+    BlockDiagBackward0,
 }
 
 /// Who needs to record: grad mode is on and some input requires grad.

@@ -21,6 +21,7 @@ mod tensor_decomp;
 mod tensor_fused;
 mod tensor_index;
 mod tensor_linalg;
+mod tensor_misc;
 mod tensor_ops_a;
 mod tensor_ops_b;
 mod tensor_reduce;
@@ -736,6 +737,8 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(nll_loss, m)?)?;
     m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;
     m.add_function(wrap_pyfunction!(linear, m)?)?;
+    // (helper-41)
+    m.add_function(wrap_pyfunction!(tensor_misc::_block_diag, m)?)?;
     Ok(())
 }
 

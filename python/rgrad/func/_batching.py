@@ -588,3 +588,34 @@ def _setitem_method(self: Any, key: Any, value: Any) -> None:
 
 BT.__setitem__ = _setitem_method
 BT.where = _where_method
+
+# (helper-41) natives behind rgrad.cdist, pdist, searchsorted and bucketize: they have no
+# rule (the loop fallback runs them per sample)
+for _n in ("_cdist_forward", "_euclidean_dist", "_pdist_forward", "_searchsorted", "_unique", "_bincount", "_histc",
+           "_norm_dim"):
+    setattr(BT, _n, _make_method(_n))
+del _n
+
+
+def _searchsorted_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
+    """``boundaries._searchsorted(values, right, sorter)``: every operand given the batch
+    dim (an unbatched one expanded); 1-D boundaries search the values flattened per
+    sample, N-D ones line up with the values' leading dims as they are."""
+    from rgrad.func._batching_common import _physical
+
+    bd, values, *rest = args
+    sorter = rest[1] if len(rest) > 1 else kwargs.get("sorter")
+    right = rest[0] if rest else kwargs.get("right", False)
+    if _lrank(bd, level) == 0 or _lrank(values, level) == 0 and _lrank(bd, level) != 1:
+        return fallback(name, level, args, kwargs)  # (torch's errors, per sample)
+    b, v = _physical(bd, level), _physical(values, level)
+    s = None if sorter is None else _physical(sorter, level)
+    if b.dim() == 2:
+        n = v.shape[0]
+        out = dispatch(name, (b, v.reshape(n, -1), right, s), {})
+        return BT(out.reshape(v.shape), level)
+    return BT(dispatch(name, (b, v, right, s), {}), level)
+
+
+TABLE["_searchsorted"] = _searchsorted_rule
+RULES["_searchsorted"] = _searchsorted_rule

@@ -77,4 +77,9 @@ def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Te
     return input.log_softmax(dim, dtype=dtype)
 
 
+# (helper-41) torch.nn.functional's pdist and pairwise_distance are torch's own functions
+from rgrad._composite3 import pairwise_distance, pdist  # noqa: E402,F401
+
+__all__ += ["pdist", "pairwise_distance"]
+
 del _C

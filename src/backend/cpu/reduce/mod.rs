@@ -9,7 +9,7 @@
 //! strided fold below. The design and its measurements: docs/kernels.md, "Reductions".
 
 mod fold;
-pub(super) mod par;
+pub(crate) mod par;
 mod plan;
 #[cfg(target_arch = "x86_64")]
 mod simd;

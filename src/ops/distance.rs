@@ -1,0 +1,735 @@
+//! Pairwise distances with nodes of their own, as torch's: `_cdist_forward`
+//! (CdistBackward0), `_euclidean_dist` (EuclideanDistBackward0, the matrix-product form
+//! `cdist` takes for p = 2 on many rows) and `_pdist_forward` (PdistBackward0). The
+//! Python layer (`rgrad.cdist`, `rgrad.pdist`) makes the choices torch's composites
+//! make (which form, the batch expansion, `contiguous`).
+//!
+//! The values come from one host kernel over the rows (split across the pool by
+//! output); a CUDA tensor round-trips through the host (no device kernel yet). The
+//! backward formulas are torch's `_cdist_backward` / `_pdist_backward` /
+//! `_euclidean_dist_backward`, written with recorded ops so that they can be
+//! differentiated again.
+
+use super::elementwise::{Saver, grad0};
+use super::*;
+use crate::autograd::function::{Backward, BackwardCtx, Grads, SavedField};
+use crate::autograd::grad_mode::with_grad_mode;
+use crate::backend::host_misc::contiguous as host_contiguous;
+use crate::backend::host_misc::per_output;
+use crate::dtype::{DType, Scalar};
+use crate::shape::Shape;
+use crate::storage::Buffer;
+use crate::{Error, Result};
+use std::borrow::Cow;
+
+/// The norm a distance takes (torch's kernels special-case these orders).
+#[derive(Clone, Copy)]
+enum Norm {
+    Zero,
+    One,
+    Two,
+    Inf,
+    P(f64),
+}
+
+impl Norm {
+    fn of(p: f64) -> Norm {
+        if p == 0.0 {
+            Norm::Zero
+        } else if p == 1.0 {
+            Norm::One
+        } else if p == 2.0 {
+            Norm::Two
+        } else if p.is_infinite() {
+            Norm::Inf
+        } else {
+            Norm::P(p)
+        }
+    }
+
+    /// The distance between rows `a` and `b` (of the same length), accumulated in four
+    /// independent lanes (so the loop vectorizes), in float64.
+    #[inline]
+    fn dist(self, a: &[f64], b: &[f64]) -> f64 {
+        #[inline(always)]
+        fn lanes(
+            a: &[f64],
+            b: &[f64],
+            f: impl Fn(f64) -> f64,
+            comb: impl Fn(f64, f64) -> f64,
+        ) -> f64 {
+            let mut acc = [0.0f64; 4];
+            let ca = a.chunks_exact(4);
+            let cb = b.chunks_exact(4);
+            let (ra, rb) = (ca.remainder(), cb.remainder());
+            for (x, y) in ca.zip(cb) {
+                for l in 0..4 {
+                    acc[l] = comb(acc[l], f(x[l] - y[l]));
+                }
+            }
+            let mut t = comb(comb(acc[0], acc[1]), comb(acc[2], acc[3]));
+            for (x, y) in ra.iter().zip(rb) {
+                t = comb(t, f(x - y));
+            }
+            t
+        }
+        let add = |s: f64, v: f64| s + v;
+        match self {
+            Norm::Zero => lanes(a, b, |d| if d != 0.0 { 1.0 } else { 0.0 }, add),
+            Norm::One => lanes(a, b, f64::abs, add),
+            Norm::Two => lanes(a, b, |d| d * d, add).sqrt(),
+            // (a NaN difference propagates, as torch's max does)
+            Norm::Inf => lanes(a, b, f64::abs, |s, v| {
+                if v.is_nan() || s.is_nan() {
+                    f64::NAN
+                } else {
+                    s.max(v)
+                }
+            }),
+            Norm::P(p) => lanes(a, b, |d| d.abs().powf(p), add).powf(1.0 / p),
+        }
+    }
+}
+
+/// `t`'s elements in row-major order, as float64 (read on the host).
+fn host_f64(t: &Tensor) -> Result<Vec<f64>> {
+    let s = t.snapshot();
+    let guard = s.storage.read();
+    let h = crate::backend::host::read(&guard)?;
+    Ok(match &*h {
+        Buffer::F64(v) => host_contiguous(v, &s.layout).into_owned(),
+        Buffer::F32(v) => host_contiguous(v, &s.layout)
+            .iter()
+            .map(|&x| f64::from(x))
+            .collect(),
+        _ => {
+            return Err(Error::Internal(
+                "distance kernels take float tensors".into(),
+            ));
+        }
+    })
+}
+
+/// A float tensor of `dtype` and `shape` from float64 values, on `device`.
+fn from_f64(
+    v: Vec<f64>,
+    shape: &[usize],
+    dtype: DType,
+    device: crate::device::Device,
+) -> Result<Tensor> {
+    let buf = match dtype {
+        DType::F32 => Buffer::F32(v.into_iter().map(|x| x as f32).collect::<Vec<_>>().into()),
+        _ => Buffer::F64(v.into()),
+    };
+    new_tensor_on(buf, shape, device)
+}
+
+fn checked_product(dims: &[usize]) -> Result<usize> {
+    dims.iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| Error::runtime("cdist: the result's size overflows"))
+}
+
+/// torch's C++ name of a dtype, as its dtype-mismatch messages print it.
+fn cpp_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::I64 => "long",
+        DType::Bool => "bool",
+    }
+}
+
+fn dtype_name(d: DType) -> &'static str {
+    d.scalar_type_name()
+}
+
+/// The shapes cdist works with: (batch shape, r1, r2, columns).
+fn cdist_shapes(x1: &Tensor, x2: &Tensor) -> Result<(Shape, usize, usize, usize)> {
+    if x1.ndim() < 2 {
+        return Err(Error::runtime(format!(
+            "cdist only supports at least 2D tensors, X1 got: {}D",
+            x1.ndim()
+        )));
+    }
+    if x2.ndim() < 2 {
+        return Err(Error::runtime(format!(
+            "cdist only supports at least 2D tensors, X2 got: {}D",
+            x2.ndim()
+        )));
+    }
+    let (s1, s2) = (x1.shape(), x2.shape());
+    let (n1, n2) = (s1.len(), s2.len());
+    if s1[n1 - 1] != s2[n2 - 1] {
+        return Err(Error::runtime(format!(
+            "X1 and X2 must have the same number of columns. X1: {} X2: {}",
+            s1[n1 - 1],
+            s2[n2 - 1]
+        )));
+    }
+    Ok((
+        crate::shape::broadcast_shapes(&s1[..n1 - 2], &s2[..n2 - 2])?,
+        s1[n1 - 2],
+        s2[n2 - 2],
+        s1[n1 - 1],
+    ))
+}
+
+/// cdist's checks of the dtypes, `p` and the mode (torch's `cdist_impl`, in its order).
+pub fn cdist_checks(x1: &Tensor, x2: &Tensor, p: f64, compute_mode: Option<i64>) -> Result<()> {
+    if !x1.dtype().is_float() {
+        return Err(Error::runtime(format!(
+            "cdist only supports floating-point dtypes, X1 got: {}",
+            dtype_name(x1.dtype())
+        )));
+    }
+    if !x2.dtype().is_float() {
+        return Err(Error::runtime(format!(
+            "cdist only supports floating-point dtypes, X2 got: {}",
+            dtype_name(x2.dtype())
+        )));
+    }
+    if p.is_nan() || p < 0.0 {
+        return Err(Error::runtime("cdist only supports non-negative p values"));
+    }
+    let kind = |d: crate::device::Device| match d {
+        crate::device::Device::Cpu => "cpu",
+        crate::device::Device::Cuda(_) => "cuda",
+    };
+    if kind(x1.device()) != kind(x2.device()) {
+        return Err(Error::runtime(format!(
+            "X1 and X2 must have the same device type. X1: {} X2: {}",
+            kind(x1.device()),
+            kind(x2.device())
+        )));
+    }
+    let mode = compute_mode.unwrap_or(0);
+    if !(0..=2).contains(&mode) {
+        return Err(Error::runtime(format!(
+            "possible modes: 0, 1, 2, but was: {mode}"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether cdist takes the matrix-product form (`_euclidean_dist`): p = 2 and the mode
+/// asks for it, or (by default) either operand has more than 25 rows.
+pub fn cdist_uses_mm(p: f64, compute_mode: Option<i64>, r1: usize, r2: usize) -> bool {
+    let mode = compute_mode.unwrap_or(0);
+    p == 2.0 && (mode == 1 || (mode == 0 && (r1 > 25 || r2 > 25)))
+}
+
+/// `_cdist_forward(x1, x2, p, compute_mode)`: the p-norm distance between each row of
+/// `x1` (`[*, r1, m]`) and each row of `x2` (`[*, r2, m]`), batch dims broadcast:
+/// `[*, r1, r2]`, one node (CdistBackward0).
+pub fn cdist_forward(
+    x1: &Tensor,
+    x2: &Tensor,
+    p: f64,
+    compute_mode: Option<i64>,
+) -> Result<Tensor> {
+    let (batch, r1, r2, m) = cdist_shapes(x1, x2)?;
+    cdist_checks(x1, x2, p, compute_mode)?;
+    let mut out_shape = batch.clone();
+    out_shape.push(r1);
+    out_shape.push(r2);
+    let b = checked_product(&batch)?;
+    let n_out = checked_product(&out_shape)?;
+    let mm = cdist_uses_mm(p, compute_mode, r1, r2);
+    let empty = r1 == 0 || r2 == 0 || b == 0;
+    if !empty && m != 0 && x1.dtype() != x2.dtype() {
+        return Err(if mm {
+            Error::runtime(format!(
+                "expected m1 and m2 to have the same dtype, but got: {} != {}",
+                cpp_name(x1.dtype()),
+                cpp_name(x2.dtype())
+            ))
+        } else {
+            Error::runtime(format!(
+                "expected scalar type {} but found {}",
+                dtype_name(x1.dtype()),
+                dtype_name(x2.dtype())
+            ))
+        });
+    }
+    let values = || -> Result<Tensor> {
+        with_grad_mode(false, || {
+            if empty || m == 0 {
+                return zeros_on(&out_shape, x1.dtype(), x1.device());
+            }
+            if mm {
+                let (e1, e2) = expanded(x1, x2, &batch, b, r1, r2, m)?;
+                let d = euclidean_values(&e1, &e2)?;
+                let shape: Vec<i64> = out_shape.iter().map(|&s| s as i64).collect();
+                return reshape(&d, &shape);
+            }
+            let (e1, e2) = expanded(x1, x2, &batch, b, r1, r2, m)?;
+            let (a, c) = (host_f64(&e1)?, host_f64(&e2)?);
+            let norm = Norm::of(p);
+            let out = per_output(n_out, m.max(1), |range, out| {
+                // (the first pair's row of x1 (over the batch) and column, then stepped)
+                let (mut row, mut j) = (range.start / r2, range.start % r2);
+                let mut base2 = (row / r1) * r2;
+                let mut ra = &a[row * m..(row + 1) * m];
+                for slot in out.iter_mut() {
+                    let rc = &c[(base2 + j) * m..(base2 + j + 1) * m];
+                    slot.write(norm.dist(ra, rc));
+                    j += 1;
+                    if j == r2 && row + 1 < b * r1 {
+                        j = 0;
+                        row += 1;
+                        base2 = (row / r1) * r2;
+                        ra = &a[row * m..(row + 1) * m];
+                    }
+                }
+            });
+            from_f64(out, &out_shape, x1.dtype(), x1.device())
+        })
+    };
+    apply("aten::_cdist_forward", &[x1, x2], values, |y| {
+        let mut s = Saver::default();
+        let saved = [
+            s.input_if(true, x1),
+            s.input_if(true, x2),
+            Some(s.output(y)),
+        ];
+        (CdistBackward0 { p, saved }, s.list)
+    })
+}
+
+/// Zeros of `shape` on `device`.
+fn zeros_on(shape: &[usize], dtype: DType, device: crate::device::Device) -> Result<Tensor> {
+    let z = zeros(shape, dtype)?;
+    match device {
+        crate::device::Device::Cpu => Ok(z),
+        d => to_device(&z, d),
+    }
+}
+
+/// `x1` and `x2` expanded to the broadcast batch and flattened to `[b, r, m]`
+/// (contiguous).
+fn expanded(
+    x1: &Tensor,
+    x2: &Tensor,
+    batch: &[usize],
+    b: usize,
+    r1: usize,
+    r2: usize,
+    m: usize,
+) -> Result<(Tensor, Tensor)> {
+    let one = |x: &Tensor, r: usize| -> Result<Tensor> {
+        let mut full: Vec<usize> = batch.to_vec();
+        full.push(r);
+        full.push(m);
+        let e = expand(x, &full)?;
+        let e = contiguous(&e)?;
+        view(&e, &[b as i64, r as i64, m as i64])
+    };
+    Ok((one(x1, r1)?, one(x2, r2)?))
+}
+
+/// CdistBackward0: torch's `_cdist_backward(grad, x1, x2, p, result)` for x1 and the
+/// same with the operands swapped (and the gradient and result transposed) for x2,
+/// each summed back over the broadcast batch dims.
+#[derive(Clone)]
+pub struct CdistBackward0 {
+    p: f64,
+    /// x1, x2, result
+    saved: [Option<u8>; 3],
+}
+impl Backward for CdistBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        vec![
+            ("p", SavedField::Scalar(Scalar::Float(self.p))),
+            ("result", SavedField::Tensor(self.saved[2])),
+            ("x1", SavedField::Tensor(self.saved[0])),
+            ("x2", SavedField::Tensor(self.saved[1])),
+        ]
+    }
+    fn name(&self) -> Cow<'static, str> {
+        "CdistBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let x1 = elementwise::get(ctx, self.saved[0])?;
+        let x2 = elementwise::get(ctx, self.saved[1])?;
+        let y = elementwise::get(ctx, self.saved[2])?;
+        let mut out = Grads::new();
+        out.push(if ctx.needs_input_grad(0) {
+            Some(cdist_grad(&g, &x1, &x2, self.p, &y)?)
+        } else {
+            None
+        });
+        out.push(if ctx.needs_input_grad(1) {
+            let gt = transpose(&g, -1, -2)?;
+            let yt = transpose(&y, -1, -2)?;
+            Some(cdist_grad(&gt, &x2, &x1, self.p, &yt)?)
+        } else {
+            None
+        });
+        Ok(out)
+    }
+    fn jvp(&self, _ctx: &BackwardCtx<'_>, _t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        Some(Err(no_forward_ad("_cdist_forward")))
+    }
+}
+
+/// torch's error for an op derivatives.yaml gives no forward derivative.
+fn no_forward_ad(op: &str) -> Error {
+    Error::not_implemented(format!(
+        "Trying to use forward AD with {op} that does not support it because it has not been implemented yet.\n\
+         Please file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml \
+         so that we can prioritize its implementation or submit a PR adding the implementation to derivatives.yaml"
+    ))
+}
+
+/// The gradient of one distance w.r.t. the first row, given `diff` = a - b, the
+/// distance `d` and the incoming gradient `g` (both broadcasting against `diff`):
+/// torch's per-order formulas (`Distance` kernels), a zero distance giving zero, with
+/// safe denominators so that the formula can be differentiated again.
+fn pair_grad(diff: &Tensor, d: &Tensor, g: &Tensor, p: f64) -> Result<Tensor> {
+    let zero_d = eq_scalar(d, 0.0)?;
+    let safe_d = masked_fill(d, &zero_d, Scalar::Int(1))?;
+    let t = match Norm::of(p) {
+        Norm::Zero => return mul_scalar(&mul(diff, g)?, Scalar::Int(0)),
+        Norm::One => return mul(&sign(diff)?, g),
+        Norm::Two => {
+            // g·diff/d
+            let r = masked_fill(&div(g, &safe_d)?, &zero_d, Scalar::Int(0))?;
+            return mul(diff, &r);
+        }
+        Norm::Inf => {
+            // g·sign(diff) where |diff| is the maximum
+            let at_max = to_dtype(&eq(&abs(diff)?, d)?, diff.dtype())?;
+            return mul(&mul(&sign(diff)?, &at_max)?, g);
+        }
+        Norm::P(p) if p < 1.0 => {
+            // sign(diff)·|diff|^(p-1)·g/d^(p-1), zero where diff or d is zero
+            let zero_diff = eq_scalar(diff, 0.0)?;
+            let ad = masked_fill(&abs(diff)?, &zero_diff, Scalar::Int(1))?;
+            let num = mul(&sign(diff)?, &pow_scalar(&ad, Scalar::Float(p - 1.0))?)?;
+            let r = div(g, &pow_scalar(&safe_d, Scalar::Float(p - 1.0))?)?;
+            let t = mul(&num, &r)?;
+            let t = masked_fill(&t, &zero_diff, Scalar::Int(0))?;
+            return masked_fill(&t, &expand(&zero_d, &t.shape())?, Scalar::Int(0));
+        }
+        Norm::P(p) if p < 2.0 => {
+            // sign(diff)·|diff|^(p-1)·g/d^(p-1)
+            let num = mul(
+                &sign(diff)?,
+                &pow_scalar(&abs(diff)?, Scalar::Float(p - 1.0))?,
+            )?;
+            let r = div(g, &pow_scalar(&safe_d, Scalar::Float(p - 1.0))?)?;
+            mul(&num, &r)?
+        }
+        Norm::P(p) => {
+            // diff·|diff|^(p-2)·g/d^(p-1)
+            let num = mul(diff, &pow_scalar(&abs(diff)?, Scalar::Float(p - 2.0))?)?;
+            let r = div(g, &pow_scalar(&safe_d, Scalar::Float(p - 1.0))?)?;
+            mul(&num, &r)?
+        }
+    };
+    masked_fill(&t, &expand(&zero_d, &t.shape())?, Scalar::Int(0))
+}
+
+/// `_cdist_backward(g, a, b, p, d)`: the gradient w.r.t. `a` (`[*, r1, m]`) of the
+/// distances `d` (`[*, r1, r2]`) to the rows of `b`, summed to `a`'s shape.
+fn cdist_grad(g: &Tensor, a: &Tensor, b: &Tensor, p: f64, d: &Tensor) -> Result<Tensor> {
+    let (sa, sb) = (a.shape(), b.shape());
+    let (r1, m) = (sa[sa.len() - 2], sa[sa.len() - 1]);
+    let r2 = sb[sb.len() - 2];
+    if r1 == 0 || r2 == 0 || m == 0 || g.numel() == 0 {
+        return zeros_like(a);
+    }
+    let full = if p == 2.0 {
+        // the matrix-product form: a·Σⱼ r_ij - r·b with r = g/d
+        let zero_d = eq_scalar(d, 0.0)?;
+        let safe_d = masked_fill(d, &zero_d, Scalar::Int(1))?;
+        let r = masked_fill(&div(g, &safe_d)?, &zero_d, Scalar::Int(0))?;
+        sub(&mul(a, &sum(&r, Some(&[-1]), true)?)?, &matmul(&r, b)?)?
+    } else {
+        let diff = sub(&unsqueeze(a, -2)?, &unsqueeze(b, -3)?)?;
+        let t = pair_grad(&diff, &unsqueeze(d, -1)?, &unsqueeze(g, -1)?, p)?;
+        sum(&t, Some(&[-2]), false)?
+    };
+    if full.shape() == sa {
+        Ok(full)
+    } else {
+        sum_to(&full, &sa)
+    }
+}
+
+// ---- _euclidean_dist ------------------------------------------------------------------
+
+/// The values of `_euclidean_dist` (torch's composition: the squared norms padded onto
+/// the rows, one matrix product, clamped at zero and square-rooted).
+fn euclidean_values(x1: &Tensor, x2: &Tensor) -> Result<Tensor> {
+    let n1 = sum(&pow_scalar(x1, Scalar::Int(2))?, Some(&[-1]), true)?;
+    let n2 = sum(&pow_scalar(x2, Scalar::Int(2))?, Some(&[-1]), true)?;
+    let a = cat(
+        &[
+            mul_scalar(x1, Scalar::Int(-2))?,
+            n1.clone(),
+            ones_like(&n1)?,
+        ],
+        -1,
+    )?;
+    let b = cat(&[x2.clone(), ones_like(&n2)?, n2], -1)?;
+    let r = matmul(&a, &transpose(&b, -2, -1)?)?;
+    sqrt(&clamp(&r, Some(Scalar::Int(0)), None)?)
+}
+
+/// `_euclidean_dist(x1, x2)`: the Euclidean distances between the rows of `x1` and
+/// `x2` by one matrix product (EuclideanDistBackward0).
+pub fn euclidean_dist(x1: &Tensor, x2: &Tensor) -> Result<Tensor> {
+    apply(
+        "aten::_euclidean_dist",
+        &[x1, x2],
+        || with_grad_mode(false, || euclidean_values(x1, x2)),
+        |y| {
+            let mut s = Saver::default();
+            let saved = [
+                s.input_if(true, x1),
+                s.input_if(true, x2),
+                Some(s.output(y)),
+            ];
+            (EuclideanDistBackward0 { saved }, s.list)
+        },
+    )
+}
+
+/// EuclideanDistBackward0: torch's `_euclidean_dist_backward`, with r = g/d (zero
+/// where d is): x1·Σⱼ r - r·x2 and x2·Σᵢ r - rᵀ·x1.
+#[derive(Clone)]
+pub struct EuclideanDistBackward0 {
+    /// x1, x2, result
+    saved: [Option<u8>; 3],
+}
+impl Backward for EuclideanDistBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        vec![
+            ("result", SavedField::Tensor(self.saved[2])),
+            ("x1", SavedField::Tensor(self.saved[0])),
+            ("x2", SavedField::Tensor(self.saved[1])),
+        ]
+    }
+    fn name(&self) -> Cow<'static, str> {
+        "EuclideanDistBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let x1 = elementwise::get(ctx, self.saved[0])?;
+        let x2 = elementwise::get(ctx, self.saved[1])?;
+        let d = elementwise::get(ctx, self.saved[2])?;
+        let zero_d = eq_scalar(&d, 0.0)?;
+        let safe_d = masked_fill(&d, &zero_d, Scalar::Int(1))?;
+        let r = masked_fill(&div(&g, &safe_d)?, &zero_d, Scalar::Int(0))?;
+        let mut out = Grads::new();
+        out.push(if ctx.needs_input_grad(0) {
+            let v = sub(&mul(&x1, &sum(&r, Some(&[-1]), true)?)?, &matmul(&r, &x2)?)?;
+            Some(fit(v, &x1.shape())?)
+        } else {
+            None
+        });
+        out.push(if ctx.needs_input_grad(1) {
+            let col = unsqueeze(&sum(&r, Some(&[-2]), false)?, -1)?;
+            let v = sub(&mul(&x2, &col)?, &matmul(&transpose(&r, -1, -2)?, &x1)?)?;
+            Some(fit(v, &x2.shape())?)
+        } else {
+            None
+        });
+        Ok(out)
+    }
+    fn jvp(&self, _ctx: &BackwardCtx<'_>, _t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        Some(Err(no_forward_ad("_euclidean_dist")))
+    }
+}
+
+/// `v` summed to `shape` if it is larger (a broadcast operand).
+fn fit(v: Tensor, shape: &[usize]) -> Result<Tensor> {
+    if v.shape().as_slice() == shape {
+        Ok(v)
+    } else {
+        sum_to(&v, shape)
+    }
+}
+
+// ---- _pdist_forward -------------------------------------------------------------------
+
+/// The pair `(i, j)`, `i < j`, at position `k` of pdist's row-major order over `n` rows.
+fn pair_at(mut k: usize, n: usize) -> (usize, usize) {
+    let mut i = 0;
+    while i + 1 < n && k >= n - 1 - i {
+        k -= n - 1 - i;
+        i += 1;
+    }
+    (i, i + 1 + k)
+}
+
+/// `_pdist_forward(x, p)`: the p-norm distances between the rows of a contiguous 2-D
+/// float `x` (`[n, m]`), the pairs `i < j` in row-major order: `[n(n-1)/2]`, one node
+/// (PdistBackward0). `rgrad.pdist` checks the rank, dtype and `p` first.
+pub fn pdist_forward(x: &Tensor, p: f64) -> Result<Tensor> {
+    if !x.is_contiguous() {
+        return Err(Error::runtime("_pdist_forward requires contiguous input"));
+    }
+    if x.ndim() != 2 || !x.dtype().is_float() || p.is_nan() || p < 0.0 {
+        return Err(Error::runtime(
+            "_pdist_forward takes a 2-D float tensor and p >= 0",
+        ));
+    }
+    let (n, m) = (x.shape()[0], x.shape()[1]);
+    let pairs = if n <= 1 {
+        0
+    } else {
+        n.checked_mul(n - 1)
+            .map(|v| v / 2)
+            .ok_or_else(|| Error::runtime("pdist: the result's size overflows"))?
+    };
+    let values = || -> Result<Tensor> {
+        if pairs == 0 || m == 0 {
+            return zeros_on(&[pairs], x.dtype(), x.device());
+        }
+        let a = host_f64(x)?;
+        let norm = Norm::of(p);
+        let out = per_output(pairs, m, |range, out| {
+            let (mut i, mut j) = pair_at(range.start, n);
+            for slot in out.iter_mut() {
+                slot.write(norm.dist(&a[i * m..(i + 1) * m], &a[j * m..(j + 1) * m]));
+                j += 1;
+                if j == n {
+                    i += 1;
+                    j = i + 1;
+                }
+            }
+        });
+        from_f64(out, &[pairs], x.dtype(), x.device())
+    };
+    apply("aten::_pdist_forward", &[x], values, |y| {
+        let mut s = Saver::default();
+        let saved = [s.input_if(true, x), Some(s.output(y))];
+        (PdistBackward0 { p, saved }, s.list)
+    })
+}
+
+/// PdistBackward0: torch's `_pdist_backward(grad, self, p, result)`: each pair's
+/// gradient added to its first row and subtracted from its second.
+#[derive(Clone)]
+pub struct PdistBackward0 {
+    p: f64,
+    /// self, result
+    saved: [Option<u8>; 2],
+}
+impl Backward for PdistBackward0 {
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        vec![
+            ("p", SavedField::Scalar(Scalar::Float(self.p))),
+            ("result", SavedField::Tensor(self.saved[1])),
+            ("self", SavedField::Tensor(self.saved[0])),
+        ]
+    }
+    fn name(&self) -> Cow<'static, str> {
+        "PdistBackward0".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        let g = grad0(g)?;
+        let x = elementwise::get(ctx, self.saved[0])?;
+        let d = elementwise::get(ctx, self.saved[1])?;
+        let n = x.shape()[0];
+        let pairs = d.numel();
+        if pairs == 0 || x.shape()[1] == 0 {
+            return Ok(smallvec::smallvec![Some(zeros_like(&x)?)]);
+        }
+        let (mut is, mut js) = (Vec::with_capacity(pairs), Vec::with_capacity(pairs));
+        for i in 0..n {
+            for j in i + 1..n {
+                is.push(i as i64);
+                js.push(j as i64);
+            }
+        }
+        let dev = x.device();
+        let ii = new_tensor_on(Buffer::I64(is.into()), &[pairs], dev)?;
+        let jj = new_tensor_on(Buffer::I64(js.into()), &[pairs], dev)?;
+        let diff = sub(&index_select(&x, 0, &ii)?, &index_select(&x, 0, &jj)?)?;
+        let t = pair_grad(&diff, &unsqueeze(&d, -1)?, &unsqueeze(&g, -1)?, self.p)?;
+        let z = zeros_like(&x)?;
+        let plus = index_add(&z, 0, &ii, &t, Scalar::Int(1))?;
+        let r = index_add(&plus, 0, &jj, &t, Scalar::Int(-1))?;
+        Ok(smallvec::smallvec![Some(r)])
+    }
+    fn jvp(&self, _ctx: &BackwardCtx<'_>, _t: &[Option<Tensor>]) -> Option<Result<Grads>> {
+        Some(Err(no_forward_ad("_pdist_forward")))
+    }
+}
+
+// ---- norm(x, p, dim, keepdim): NormBackward1 (pairwise_distance's norm) ---------------------
+
+/// `norm(x, p, dim, keepdim)` (ATen's `norm.ScalarOpt_dim`, which pairwise_distance
+/// calls): the vector p-norm over one dim, recording NormBackward1 (torch's node for it;
+/// `Tensor.norm` records LinalgVectorNormBackward0).
+pub fn norm_scalaropt_dim(x: &Tensor, p: f64, dim: i64, keepdim: bool) -> Result<Tensor> {
+    let dims = [dim];
+    let d = reduce::resolve_dims(x, Some(&dims))?;
+    let shape = x.shape();
+    apply(
+        "aten::norm",
+        &[x],
+        || with_grad_mode(false, || norm(x, p, Some(&dims), keepdim)),
+        |y| {
+            let mut s = Saver::default();
+            s.input_if(true, x);
+            s.output(y);
+            let node = NormBackward1 {
+                r: reduce::ReduceDims::new(shape, &d, keepdim),
+                dim,
+                p,
+            };
+            (node, s.list)
+        },
+    )
+}
+
+/// NormBackward1: torch's `norm_backward(grad, self, p, result, dim, keepdim)`, the
+/// vector norm's formula (p = 0: no gradient).
+#[derive(Clone)]
+pub struct NormBackward1 {
+    r: Box<reduce::ReduceDims>,
+    /// the dim as given (torch's `_saved_dim`)
+    dim: i64,
+    p: f64,
+}
+impl NormBackward1 {
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
+        if self.p == 0.0 {
+            return Ok(smallvec::smallvec![None]);
+        }
+        let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+        let d = reduce::norm_grad(&self.r, &x, &y, &grad0(g)?, self.p, batched)?;
+        Ok(smallvec::smallvec![Some(d)])
+    }
+}
+impl Backward for NormBackward1 {
+    fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
+        vec![
+            ("dim", SavedField::Ints(vec![self.dim])),
+            ("keepdim", SavedField::Bool(self.r.keepdim)),
+            ("p", SavedField::Scalar(Scalar::Float(self.p))),
+            ("result", SavedField::Tensor(Some(1))),
+            ("self", SavedField::Tensor(Some(0))),
+        ]
+    }
+    fn name(&self) -> Cow<'static, str> {
+        "NormBackward1".into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, false)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.grads(ctx, g, true))
+    }
+}
