@@ -656,19 +656,31 @@ impl Backward for LinalgDetBackward0 {
     }
 }
 
-/// det's gradient `(g det) A^{-H}`, the cofactor matrix scaled by `g`. torch's
-/// `linalg_det_backward`: a solve with `Aᴴ` where `|det| ≥ eps`; where a matrix is
-/// singular (`|det| < eps` of the dtype) the cofactors through the SVD, `A = U S Vh`:
-/// `U diag(∂ prod(S)) Vh · det(U) det(Vh) g`, the product's derivative safe at zeros.
+/// det's gradient `(g det) A^{-H}`, the cofactor matrix scaled by `g`, as torch's
+/// `linalg_det_backward`: when the gradient will itself be differentiated (grad mode on,
+/// `create_graph`), the cofactors through the SVD for every matrix, a formula smooth
+/// at singular matrices too; otherwise a solve with `Aᴴ`, and the SVD's only for the
+/// matrices that are singular (`|det| < eps` of the dtype).
 fn det_grad(a: &Tensor, det: &Tensor, g: &Tensor) -> Result<Tensor> {
     let n = mat_dims(&a.shape()).0;
+    let singular = || -> Result<Tensor> {
+        // A = U S Vh: det = det U det Vh prod(S), so the gradient is
+        // U diag(∂prod(S)) Vh · det U det Vh · g
+        let (u, s, vh) = super::spectral::linalg_svd(a, true, true)?;
+        let alpha = mul(&mul(&linalg_det(&u)?, &linalg_det(&vh)?)?, g)?;
+        let d = prod_safe_zeros_backward(&unsqueeze(&alpha, -1)?, &s)?;
+        matmul(&mul(&u, &unsqueeze(&d, -2)?)?, &vh)
+    };
+    if crate::autograd::grad_mode::is_grad_enabled() {
+        return singular();
+    }
     let nonsingular = || linalg_solve(&mt(a)?, &diag_of(&mul(g, det)?, n)?, true);
     let eps = if a.dtype() == DType::F32 {
         f64::from(f32::EPSILON)
     } else {
         f64::EPSILON
     };
-    let singular_mask = lt_scalar(&abs(&det.detach())?, eps)?;
+    let singular_mask = lt_scalar(&abs(det)?, eps)?;
     let count = host_ints(&singular_mask)?
         .iter()
         .filter(|&&v| v != 0)
@@ -676,15 +688,11 @@ fn det_grad(a: &Tensor, det: &Tensor, g: &Tensor) -> Result<Tensor> {
     if count == 0 {
         return nonsingular();
     }
-    let (u, s, vh) = super::spectral::linalg_svd(a, true, true)?;
-    let alpha = mul(&mul(&linalg_det(&u)?, &linalg_det(&vh)?)?, g)?;
-    let d = prod_safe_zeros_backward(&unsqueeze(&alpha, -1)?, &s)?;
-    let singular = matmul(&mul(&u, &unsqueeze(&d, -2)?)?, &vh)?;
     if count == singular_mask.numel() {
-        return Ok(singular);
+        return singular();
     }
     let mask = unsqueeze(&unsqueeze(&singular_mask, -1)?, -1)?;
-    where_(&mask, &singular, &nonsingular()?)
+    where_(&mask, &singular()?, &nonsingular()?)
 }
 
 /// torch's `prod_safe_zeros_backward` along the last dim: `g` times the product of
