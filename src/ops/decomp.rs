@@ -136,6 +136,19 @@ fn sum_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     reshape(&r, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
 }
 
+/// `a - b`, or `-b` without `a` (a right-hand side's tangent less the matrix's term).
+fn minus(a: Option<Tensor>, b: &Tensor) -> Result<Tensor> {
+    match a {
+        Some(a) => sub(&a, b),
+        None => neg(b),
+    }
+}
+
+/// `g` summed to `shape` when the input needs a gradient.
+fn summed_if(needed: bool, g: &Tensor, shape: &[usize]) -> Result<Option<Tensor>> {
+    needed.then(|| sum_to(g, shape)).transpose()
+}
+
 fn add_opt(a: Option<Tensor>, b: Tensor) -> Result<Tensor> {
     match a {
         Some(a) => add(&a, &b),
@@ -369,10 +382,7 @@ fn lu_backward(
         }
         if let Some(gu) = gu {
             let t = matmul(&triu(gu, 0)?, &uh)?;
-            g = Some(match g {
-                Some(g) => sub(&g, &t)?,
-                None => neg(&t)?,
-            });
+            g = Some(minus(g, &t)?);
         }
         let g = g.ok_or_else(|| Error::Internal("lu_backward: no gradient".into()))?;
         let mut g = linalg_solve_triangular(&mt(&u1)?, &tril(&g, -1)?, false, false, false)?;
@@ -403,10 +413,7 @@ fn lu_backward(
             let gl2 = narrow(gl, -2, k as i64, (m - k) as i64)?;
             lower_part = Some(tril(&matmul(&mt(&l1)?, &gl1)?, -1)?);
             let t = matmul(&mt(&l2)?, &gl2)?;
-            upper_part = Some(match upper_part {
-                Some(x) => sub(&x, &t)?,
-                None => neg(&t)?,
-            });
+            upper_part = Some(minus(upper_part, &t)?);
             bottom = Some(linalg_solve_triangular(&uh, &gl2, false, false, false)?);
         }
         let g = match (lower_part, upper_part) {
@@ -1000,10 +1007,7 @@ impl Backward for LinalgSolveExBackward0 {
                 } else {
                     matmul(&x, da)?
                 };
-                rhs = Some(match rhs {
-                    Some(d) => sub(&d, &r)?,
-                    None => neg(&r)?,
-                });
+                rhs = Some(minus(rhs, &r)?);
             }
             let Some(rhs) = rhs else {
                 return Ok(smallvec::smallvec![None]);
@@ -1129,11 +1133,7 @@ impl Backward for LinalgLuSolveBackward0 {
         } else {
             None
         };
-        let gb = if ctx.needs_input_grad(1) {
-            Some(sum_to(&gb, &self.shapes[1])?)
-        } else {
-            None
-        };
+        let gb = summed_if(ctx.needs_input_grad(1), &gb, &self.shapes[1])?;
         Ok(smallvec::smallvec![glu, gb])
     }
     // linalg_lu_solve_jvp: dX = lu_solve(dB - op(dA) X), dA = P (dL U + L dU)
@@ -1154,10 +1154,7 @@ impl Backward for LinalgLuSolveBackward0 {
                 } else {
                     matmul(&x, &da)?
                 };
-                rhs = Some(match rhs {
-                    Some(d) => sub(&d, &r)?,
-                    None => neg(&r)?,
-                });
+                rhs = Some(minus(rhs, &r)?);
             }
             let Some(rhs) = rhs else {
                 return Ok(smallvec::smallvec![None]);
@@ -1279,11 +1276,7 @@ impl Backward for LinalgSolveTriangularBackward0 {
         } else {
             None
         };
-        let gb = if ctx.needs_input_grad(1) {
-            Some(sum_to(&gb, &self.shapes[1])?)
-        } else {
-            None
-        };
+        let gb = summed_if(ctx.needs_input_grad(1), &gb, &self.shapes[1])?;
         Ok(smallvec::smallvec![ga, gb])
     }
     // linalg_solve_triangular_forward_AD: A⁻¹ (dB - tri(dA) X)
@@ -1299,10 +1292,7 @@ impl Backward for LinalgSolveTriangularBackward0 {
                 } else {
                     matmul(&x, &da)?
                 };
-                rhs = Some(match rhs {
-                    Some(d) => sub(&d, &r)?,
-                    None => neg(&r)?,
-                });
+                rhs = Some(minus(rhs, &r)?);
             }
             let Some(rhs) = rhs else {
                 return Ok(smallvec::smallvec![None]);
@@ -1520,11 +1510,7 @@ impl Backward for CholeskySolveBackward0 {
         } else {
             None
         };
-        let gb = if ctx.needs_input_grad(0) {
-            Some(sum_to(&gb, &self.shapes[0])?)
-        } else {
-            None
-        };
+        let gb = summed_if(ctx.needs_input_grad(0), &gb, &self.shapes[0])?;
         Ok(smallvec::smallvec![gb, gl])
     }
     // cholesky_solve_jvp: dK = dL Lᴴ (dUᴴ U), dA = dK + dKᴴ, dX = A⁻¹ (dB - dA X)
@@ -1541,10 +1527,7 @@ impl Backward for CholeskySolveBackward0 {
                 };
                 let da = add(&dk, &mt(&dk)?)?;
                 let r = matmul(&da, &x)?;
-                rhs = Some(match rhs {
-                    Some(d) => sub(&d, &r)?,
-                    None => neg(&r)?,
-                });
+                rhs = Some(minus(rhs, &r)?);
             }
             let Some(rhs) = rhs else {
                 return Ok(smallvec::smallvec![None]);
