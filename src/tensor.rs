@@ -677,6 +677,12 @@ impl Tensor {
     }
     /// `x.data = other` (torch's set_data): adopt other's storage, layout and dtype while
     /// keeping this tensor's identity and autograd metadata.
+    /// Gives the tensor a new geometry over the same storage (the in-place view ops:
+    /// `squeeze_`, `transpose_`, ...); the caller checked that it lies in the storage.
+    pub(crate) fn set_layout(&self, layout: Layout) {
+        self.0.numel.store(layout.numel(), Ordering::Relaxed);
+        self.lock().layout = layout;
+    }
     pub fn set_data(&self, other: &Tensor) -> Result<()> {
         let s = other.snapshot();
         let mut g = self.lock();

@@ -959,6 +959,21 @@ def mm_samples(m, rng):
     ]
 
 
+def _inplace_view(method: str) -> Callable:
+    """``x.clone().method(*args)`` for an in-place view op (``squeeze_``, ``t_``, ...):
+    it must return ``self`` with the new shape and bump the version counter."""
+
+    def op(x, *args):
+        y = x.clone()
+        before = y._version
+        out = getattr(y, method)(*args)
+        assert out is y, f"{method} returned a new tensor instead of self"
+        assert y._version > before, f"{method} did not bump the version counter"
+        return out
+
+    return op
+
+
 def shape_samples_2d(m, rng):
     return [S(m(3, 4)), S(NC(m(4, 3), "t"))]
 
@@ -1100,6 +1115,36 @@ def median_dim_samples(m, rng):
 
 def median_samples(m, rng):
     return [S(m(3, 4)), S(m(5)), S(m()), S(NC(m(4, 3), "t"))]
+
+
+def _quantile_ref(a, q, dim=None, keepdim=False, interpolation="linear", nan=False):
+    f = np.nanquantile if nan else np.quantile
+    return np.asarray(f(a, q, axis=dim, keepdims=keepdim, method=interpolation))
+
+
+def quantile_samples(m, rng):
+    q2 = np.array([0.3, 0.77])
+    return [
+        S(m(3, 5), 0.3),
+        S(m(3, 5), 0.6, 1),
+        S(m(3, 5), q2, 0, keepdim=True),
+        S(m(2, 3, 4), q2, -2),
+        S(m(2, 5), 0.45, 1, interpolation="lower"),
+        S(m(2, 5), q2, 1, interpolation="higher"),
+        S(m(4, 5), 0.3, 1, interpolation="midpoint"),
+        S(m(4, 5), 0.66, None, True, interpolation="nearest"),
+        S(NC(m(5, 3), "t"), 0.5, 1),
+        S(m(), 0.25),
+    ]
+
+
+def _mode_ref(a, dim=-1, keepdim=False):
+    # the samples' values are distinct: each slice's mode is its smallest value
+    return _kthvalue_ref(a, 1, dim, keepdim)
+
+
+def mode_samples(m, rng):
+    return [S(m(3, 5)), S(m(4, 3), 0, keepdim=True), S(m(2, 3, 4), -2), S(NC(m(4, 3), "t"), 1), S(m(), 0)]
 
 
 
@@ -2031,6 +2076,19 @@ def build_op_db(T) -> list[OpInfo]:
     add("unsqueeze", lambda a, d: T.unsqueeze(a, d), np.expand_dims,
         lambda m, rng: [S(m(3, 4), 0), S(m(3, 4), -1), S(m(3, 4), 1), S(m(), 0), S(NC(m(4, 3), "t"), 2)])
     add("Tensor.unsqueeze", lambda a, d: a.unsqueeze(d), np.expand_dims, lambda m, rng: [S(m(3), -2)])
+    # the in-place view ops: `x.clone().squeeze_(...)` (the view op changes the shape, so
+    # these are entries of their own rather than inplace= flags, which keep the shape)
+    add("Tensor.squeeze_", _inplace_view("squeeze_"), _squeeze_ref,
+        lambda m, rng: [S(m(3, 1, 4, 1)), S(m(3, 1, 4), 1), S(m(3, 1, 4), (1, 2)), S(m()),
+                        S(NC(m(1, 3), "t"), 1)])
+    add("Tensor.unsqueeze_", _inplace_view("unsqueeze_"), np.expand_dims,
+        lambda m, rng: [S(m(3, 4), 0), S(m(3, 4), -1), S(m(), 0), S(NC(m(4, 3), "t"), 1)])
+    add("Tensor.transpose_", _inplace_view("transpose_"), np.swapaxes,
+        lambda m, rng: [S(m(2, 3, 4), -1, 0), S(m(3, 4), 0, 1), S(NC(m(4, 3), "t"), 1, 0)])
+    add("Tensor.t_", _inplace_view("t_"), lambda a: a.T,
+        lambda m, rng: [S(m(3, 4)), S(m(4)), S(m()), S(NC(m(4, 3), "t"))])
+    for name in ("swapaxes_", "swapdims_"):
+        add(f"Tensor.{name}", _inplace_view(name), np.swapaxes, lambda m, rng: [S(m(2, 3, 4), 1, 2)])
     add("Tensor.expand", lambda a, *sizes: a.expand(*sizes), _expand_ref,
         lambda m, rng: [S(m(3, 1), 3, 4).bc(), S(m(3, 1), 2, 3, 4).bc(), S(m(3, 1), -1, 4).bc(),
                         S(m(3, 1), (3, 4)).bc(), S(m(), 2, 3).bc(), S(m(1, 4), 0, 4).bc(),
@@ -2081,6 +2139,22 @@ def build_op_db(T) -> list[OpInfo]:
     add("median.dim", lambda a, *args, **kw: _pair(T.median(a, *args, **kw)), _median_dim_ref, median_dim_samples)
     add("Tensor.median.dim", lambda a, *args, **kw: tuple(a.median(*args, **kw)), _median_dim_ref,
         lambda m, rng: median_dim_samples(m, rng)[:3])
+    add("nanmedian", lambda a: T.nanmedian(a), _median_ref, median_samples)
+    add("Tensor.nanmedian", lambda a: a.nanmedian(), _median_ref, lambda m, rng: median_samples(m, rng)[:2])
+    add("nanmedian.dim", lambda a, *args, **kw: _pair(T.nanmedian(a, *args, **kw)), _median_dim_ref,
+        median_dim_samples)
+    add("Tensor.nanmedian.dim", lambda a, *args, **kw: tuple(a.nanmedian(*args, **kw)), _median_dim_ref,
+        lambda m, rng: median_dim_samples(m, rng)[:3])
+    add("quantile", lambda a, *args, **kw: T.quantile(a, *args, **kw), _quantile_ref, quantile_samples)
+    add("Tensor.quantile", lambda a, *args, **kw: a.quantile(*args, **kw), _quantile_ref,
+        lambda m, rng: quantile_samples(m, rng)[:4])
+    add("nanquantile", lambda a, *args, **kw: T.nanquantile(a, *args, **kw),
+        lambda *a, **kw: _quantile_ref(*a, nan=True, **kw), quantile_samples)
+    add("Tensor.nanquantile", lambda a, *args, **kw: a.nanquantile(*args, **kw),
+        lambda *a, **kw: _quantile_ref(*a, nan=True, **kw), lambda m, rng: quantile_samples(m, rng)[4:8])
+    add("mode", lambda a, *args, **kw: _pair(T.mode(a, *args, **kw)), _mode_ref, mode_samples)
+    add("Tensor.mode", lambda a, *args, **kw: tuple(a.mode(*args, **kw)), _mode_ref,
+        lambda m, rng: mode_samples(m, rng)[:3])
     add("scatter", lambda a, d, idx, src: T.scatter(a, d, idx, src), _scatter_ref, scatter_samples)
     add("Tensor.scatter", lambda a, d, idx, src: a.scatter(d, idx, src), _scatter_ref,
         lambda m, rng: scatter_samples(m, rng)[:4], inplace="scatter_")
@@ -3204,6 +3278,36 @@ def _linalg_decomp_rows(T, add):
         lambda m, rng: [S(m(3, 4), m(4, 2)), S(m(3, 4), m(4, 5), m(5, 2)), S(m(2, 6), m(6, 2), m(2, 6)),
                         S(m(4), m(4, 3), m(3, 5), m(5)), S(m(3, 2), m(2, 4), m(4, 6), m(6, 2), m(2, 3)),
                         S(m(4), m(4))])
+
+    # torch.linalg's compositions (python/rgrad/linalg.py)
+    add("linalg.diagonal", lambda a, **kw: T.linalg.diagonal(a, **kw),
+        lambda a, offset=0, dim1=-2, dim2=-1: np.diagonal(a, offset, dim1, dim2),
+        lambda m, rng: [S(m(3, 4)), S(m(2, 3, 4), offset=1), S(m(2, 3, 4), offset=-1, dim1=0, dim2=2),
+                        S(NC(m(4, 3), "t"))])
+    add("linalg.matmul", lambda a, b: T.linalg.matmul(a, b), np.matmul,
+        lambda m, rng: [S(m(3, 4), m(4, 2)), S(m(2, 3, 4), m(4)), S(m(4), m(2, 4, 3))])
+    add("linalg.vander", lambda a, **kw: T.linalg.vander(a, **kw),
+        lambda a, N=None: np.vander(a.reshape(-1), N if N is not None else a.reshape(-1).shape[0],
+                                    increasing=True).reshape(*a.shape, -1) if a.ndim <= 1 else
+        np.stack([np.vander(r, N or a.shape[-1], increasing=True) for r in a.reshape(-1, a.shape[-1])]).reshape(
+            *a.shape, -1),
+        lambda m, rng: [S(m(4)), S(m(3), N=5), S(m(2, 3)), S(m(2, 3), N=2)])
+
+    def tensorinv_ref(a, ind=2):
+        head, tail = a.shape[:ind], a.shape[ind:]
+        return np.linalg.inv(a.reshape(int(np.prod(head)), -1)).reshape(*tail, *head)
+
+    add("linalg.tensorinv", lambda a, *args, **kw: T.linalg.tensorinv(a, *args, **kw), tensorinv_ref,
+        lambda m, rng: [S(wc(m, 6, 6).reshape(2, 3, 6)), S(wc(m, 4, 4).reshape(4, 2, 2), ind=1),
+                        S(wc(m, 6, 6).reshape(6, 3, 2), 1)])
+
+    def tensorsolve_ref(a, b, dims=None):
+        return np.linalg.tensorsolve(a, b, axes=dims)
+
+    add("linalg.tensorsolve", lambda a, b, *args, **kw: T.linalg.tensorsolve(a, b, *args, **kw), tensorsolve_ref,
+        lambda m, rng: [S(wc(m, 6, 6).reshape(2, 3, 6), m(2, 3)),
+                        S(wc(m, 6, 6).reshape(6, 2, 3), m(6)),
+                        S(np.moveaxis(wc(m, 6, 6).reshape(6, 2, 3), -1, 0), m(6), dims=(0,))])
 
 
 op_db: list[OpInfo] = build_op_db(rgrad)

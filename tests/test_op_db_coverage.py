@@ -147,6 +147,12 @@ EXCLUDED: dict[str, str] = {
     # (helper-41)
     "is_signed": _QUERY + " (tests/test_misc_ops.py against torch)",
     "broadcast_shapes": "computes a shape from shapes, no tensor (tests/test_misc_ops.py against torch)",
+    "vander": "forward values against torch in test_stats_inplace_views.py; its backward raises as torch's does "
+    "(torch's cumprod saves the slice it then overwrites), so no gradient checks apply",
+    "lu_solve": "deprecated (warns): linalg.lu_solve with its arguments reversed, whose op_db entry it shares "
+    "(test_linalg_extras.py against torch)",
+    "Tensor.lu_solve": "deprecated (warns): linalg.lu_solve with its arguments reversed, whose op_db entry it "
+    "shares (test_linalg_extras.py against torch)",
     "logspace": _FACTORY + " (tests/test_misc_ops.py against torch, bit for bit)",
     "gcd_": "function form of Tensor.gcd_ (its entry; tests/test_misc_ops.py against torch)",
     "lcm_": "function form of Tensor.lcm_ (its entry; tests/test_misc_ops.py against torch)",

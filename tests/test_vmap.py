@@ -1738,7 +1738,8 @@ def test_fused_ops_refuse_what_each_sample_refuses():
 
 
 # ---------------------------------------------------------------------------------------
-# Ordering ops (sort, argsort, msort, topk, kthvalue, median): the dim moved past the batch
+# Ordering ops (sort, argsort, msort, topk, kthvalue, median, nanmedian, mode): the dim
+# moved past the batch
 # ---------------------------------------------------------------------------------------
 
 _ORDERING_CALLS = [
@@ -1747,6 +1748,9 @@ _ORDERING_CALLS = [
     lambda t: rgrad.msort(t), lambda t: t.topk(2), lambda t: rgrad.topk(t, 1, 0, largest=False),
     lambda t: t.kthvalue(2, 0), lambda t: rgrad.kthvalue(t, 1, keepdim=True), lambda t: t.median(1),
     lambda t: rgrad.median(t, 0, True), lambda t: t.median(), lambda t: rgrad.median(t),
+    lambda t: t.nanmedian(1), lambda t: rgrad.nanmedian(t, 0, True), lambda t: t.nanmedian(),
+    lambda t: rgrad.nanmedian(t), lambda t: t.mode(), lambda t: rgrad.mode(t, 0, keepdim=True),
+    lambda t: t.round().mode(1),
 ]
 
 
@@ -1754,6 +1758,37 @@ _ORDERING_CALLS = [
 @pytest.mark.parametrize("in_dim", [0, 1, -1])
 def test_ordering_ops(i, in_dim):
     check(_ORDERING_CALLS[i], _batched((3, 2), in_dim), in_dims=in_dim)
+
+
+# ---------------------------------------------------------------------------------------
+# In-place view ops (squeeze_, unsqueeze_, transpose_, swapdims_, swapaxes_, t_): the op in
+# place on the physical value, its dims past the batch dim
+# ---------------------------------------------------------------------------------------
+
+_INPLACE_VIEW_CALLS = [
+    lambda t: t.clone().squeeze_(), lambda t: t.clone().squeeze_(1), lambda t: t.clone().squeeze_((0, 1)),
+    lambda t: t.clone().unsqueeze_(0), lambda t: t.clone().unsqueeze_(-1), lambda t: t.clone().transpose_(0, 2),
+    lambda t: t.clone().swapdims_(-1, 0), lambda t: t.clone().swapaxes_(1, 2),
+    lambda t: t[:, 0].clone().t_(), lambda t: t.clone().squeeze_(1).t_() * 2,
+]
+
+
+@pytest.mark.parametrize("i", range(len(_INPLACE_VIEW_CALLS)))
+@pytest.mark.parametrize("in_dim", [0, 1, -1])
+def test_inplace_view_ops(i, in_dim):
+    check(_INPLACE_VIEW_CALLS[i], _batched((3, 1, 2), in_dim), in_dims=in_dim)
+
+
+def test_inplace_view_ops_return_self_and_grad():
+    def f(t):
+        y = t * 1
+        out = y.squeeze_(1)
+        assert out is y
+        return y.sum()
+
+    x = _rand((B, 3, 1, 2))
+    g = rgrad.func.vmap(rgrad.func.grad(f))(x)
+    assert tuple(g.shape) == (B, 3, 1, 2) and bool((g == 1).all())
 
 
 # ---------------------------------------------------------------------------------------

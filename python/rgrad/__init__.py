@@ -34,10 +34,18 @@ from rgrad._C import dtype, float32, float64, int64
 from rgrad import _tensor  # noqa: F401  (installs the Python-side Tensor methods)
 from rgrad._ops_b import (  # noqa: E402
     argsort, argwhere, cummax, cummin, index_add, index_copy, index_fill, kthvalue, logcumsumexp, masked_select,
-    median, msort, nonzero, scatter, scatter_add, scatter_reduce, sort, take_along_dim, topk,
+    median, mode, msort, nanmedian, nonzero, scatter, scatter_add, scatter_reduce, sort, take_along_dim, topk,
 )
 from rgrad._tensor import (
     Size,
+    layout,
+    strided,
+    sparse_coo,
+    sparse_csr,
+    sparse_csc,
+    sparse_bsr,
+    sparse_bsc,
+    jagged,
     bernoulli,
     device,
     from_numpy,
@@ -196,7 +204,8 @@ _composite.install()
 
 __all__ = [
     "CompiledStep", "compile_step",
-    "Tensor", "Size", "dtype", "device", "get_default_device", "set_default_device", "float32", "float64", "int64", "bool", "float", "double", "long",
+    "Tensor", "Size", "dtype", "device", "layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc",
+    "sparse_bsr", "sparse_bsc", "jagged", "get_default_device", "set_default_device", "float32", "float64", "int64", "bool", "float", "double", "long",
     "tensor", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "rand", "randn", "randint",
     "rand_like", "randn_like", "randint_like", "randperm", "bernoulli", "multinomial", "normal", "Generator",
     "default_generator", "seed", "initial_seed", "get_rng_state", "set_rng_state",
@@ -205,7 +214,7 @@ __all__ = [
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
     "is_inference_mode_enabled", "set_num_threads", "get_num_threads", "set_default_dtype", "get_default_dtype", "autograd", "func", "linalg", "vmap", "nn", "is_tensor",
     "square", "pow",
-    "sort", "argsort", "msort", "topk", "kthvalue", "median", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
+    "sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
     "index_fill", "masked_select", "nonzero", "argwhere", "take_along_dim", "cummax", "cummin", "logcumsumexp",
     "FloatTensor", "DoubleTensor", "LongTensor", "BoolTensor",
     *_METHOD_FUNCTIONS, *_BINARY_FUNCTIONS, *_composite.__all__,
@@ -229,6 +238,12 @@ from rgrad._composite3 import *  # noqa: E402,F401,F403  (distances and searches
 
 _composite3.install()
 __all__ += _composite3.__all__
+
+from rgrad import _statistics  # noqa: E402
+from rgrad._statistics import *  # noqa: E402,F401,F403  (quantile, nanquantile)
+
+_statistics.install()
+__all__ += _statistics.__all__
 
 # torch.det, logdet, slogdet, inverse, cholesky_solve, ... (rgrad.linalg's ops) and their Tensor methods
 globals().update(linalg.FUNCTIONS)

@@ -183,6 +183,36 @@ def _median(self, *args, **kwargs):
     return return_types.median(*self._median(dim, keepdim))
 
 
+def _nanmedian(self, *args, **kwargs):
+    r"""nanmedian(dim=None, keepdim=False) -> Tensor or (Tensor, LongTensor)
+
+    :meth:`median` of the non-NaN elements: the lower median of all of them (a 0-d
+    tensor), or along ``dim`` of each slice with its index; NaN where there are none.
+    """
+    if not args and not kwargs:
+        return self._nanmedian(None, False)
+    if set(kwargs) - {"dim", "keepdim"} or len(args) > 2 or ("dim" not in kwargs and not args):
+        if not args and set(kwargs) <= {"keepdim"}:
+            raise TypeError('nanmedian() missing 1 required positional arguments: "dim"')
+        raise TypeError("nanmedian() received an invalid combination of arguments")
+    vals = dict(zip(("dim", "keepdim"), args))
+    vals.update(kwargs)
+    dim = _check_int("nanmedian", "dim", 1, vals["dim"])
+    keepdim = _check_bool("nanmedian", "keepdim", 2, vals.get("keepdim", False))
+    return return_types.nanmedian(*self._nanmedian(dim, keepdim))
+
+
+def _mode(self, dim=-1, keepdim=False):
+    r"""mode(dim=-1, keepdim=False) -> (Tensor, LongTensor)
+
+    The most frequent value of each slice along ``dim`` (the smallest of equally frequent
+    ones) and an index where it occurs, the index torch's CPU kernel reports.
+    """
+    dim = _check_int("mode", "dim", 1, dim)
+    keepdim = _check_bool("mode", "keepdim", 2, keepdim)
+    return return_types.mode(*self._mode(dim, keepdim))
+
+
 # ---- cummax / cummin / logcumsumexp: torch's argument parsing (its TypeErrors) over the
 # natives ``Tensor._cummax`` ...
 
@@ -295,6 +325,8 @@ for _name, _fn in {
     "topk": _topk,
     "kthvalue": _kthvalue,
     "median": _median,
+    "nanmedian": _nanmedian,
+    "mode": _mode,
 }.items():
     _fn.__name__ = _name
     _fn.__qualname__ = f"Tensor.{_name}"
@@ -327,6 +359,24 @@ def median(input, *args, **kwargs):
     """
     _check_input("median", input)
     return input.median(*args, **kwargs)
+
+
+def nanmedian(input, *args, **kwargs):
+    r"""nanmedian(input, dim=None, keepdim=False) -> Tensor or (Tensor, LongTensor)
+
+    See :meth:`Tensor.nanmedian`.
+    """
+    _check_input("nanmedian", input)
+    return input.nanmedian(*args, **kwargs)
+
+
+def mode(input, *args, **kwargs):
+    r"""mode(input, dim=-1, keepdim=False) -> (Tensor, LongTensor)
+
+    See :meth:`Tensor.mode`.
+    """
+    _check_input("mode", input)
+    return input.mode(*args, **kwargs)
 
 
 # ---- the scatter family: function forms of the native methods (through the method, so

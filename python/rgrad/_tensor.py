@@ -57,6 +57,33 @@ def _parse_device_string(s: str) -> tuple[str, int | None]:
     return name, index
 
 
+class layout:  # noqa: N801  (torch's name)
+    """How a tensor's elements are laid out in memory: ``rgrad.strided`` (dense, with
+    strides) for every rgrad tensor; the sparse layouts exist as names, as torch's, for
+    code that compares against them."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"rgrad.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
+_mkldnn = layout("_mkldnn")
+jagged = layout("jagged")
+
+
 class device:  # noqa: N801  (torch's name)
     """Where a tensor's data lives: ``device('cpu')``, ``device('cuda:0')``, ``device('cuda', 1)``
     or ``device(1)`` (a CUDA ordinal), parsed as torch parses them. Every device type torch
@@ -564,6 +591,15 @@ Tensor.shape = property(_shape, doc="The shape of the tensor (an rgrad.Size).")
 Tensor.device = property(_device_of, doc="The device the tensor's data is on.")
 Tensor.is_cuda = property(lambda self: self._device_str != "cpu", doc="Whether the tensor is on a CUDA device.")
 Tensor.is_cpu = property(lambda self: self._device_str == "cpu", doc="Whether the tensor is in CPU memory.")
+Tensor.layout = property(lambda self: strided, doc="The memory layout of the tensor (always rgrad.strided).")
+# torch's queries of other layouts and device kinds: an rgrad tensor is none of them
+for _name, _what in {"is_sparse": "a sparse COO tensor", "is_sparse_csr": "a sparse CSR tensor",
+                     "is_quantized": "a quantized tensor", "is_meta": "a meta tensor (no data)",
+                     "is_mkldnn": "an MKL-DNN tensor", "is_nested": "a nested tensor", "is_xpu": "on an XPU",
+                     "is_mps": "on an MPS device", "is_ipu": "on an IPU", "is_xla": "on an XLA device",
+                     "is_vulkan": "on a Vulkan device", "is_maia": "on a MAIA device",
+                     "is_mtia": "on an MTIA device"}.items():
+    setattr(Tensor, _name, property(lambda self: False, doc=f"Whether the tensor is {_what} (never, in rgrad)."))
 Tensor.cuda = _cuda
 Tensor.cpu = _cpu
 Tensor.get_device = _get_device

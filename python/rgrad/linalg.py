@@ -25,6 +25,7 @@ __all__ = [
     "det", "slogdet", "inv", "inv_ex", "solve", "solve_ex", "cholesky", "cholesky_ex", "solve_triangular",
     "lu_factor", "lu_factor_ex", "lu_solve", "matrix_power", "multi_dot", "matrix_exp", "lu", "LinAlgError",
     "eigh", "eigvalsh", "svd", "svdvals", "qr", "matrix_rank", "cond", "pinv",
+    "diagonal", "matmul", "vander", "tensorinv", "tensorsolve",
 ]
 
 # (torch's is torch._C._LinAlgError, a RuntimeError, under this name)
@@ -817,15 +818,130 @@ def _chain_matmul(*matrices: Tensor) -> Tensor:
     return multi_dot(matrices)
 
 
+# ---- torch.linalg's compositions of other ops: diagonal, matmul, vander, tensorinv,
+# tensorsolve (each records the nodes of the ops it is made of, as torch's does)
+
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """``A.diagonal(offset, dim1, dim2)``, with torch.linalg's defaults (the last two dims)."""
+    _tensor_arg("linalg_diagonal", "A", 1, A)
+    return A.diagonal(offset, dim1, dim2)
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """``torch.matmul`` under its torch.linalg name."""
+    _tensor_arg("linalg_matmul", "input", 1, input)
+    _tensor_arg("linalg_matmul", "other", 2, other)
+    return input.matmul(other)
+
+
+def _int_arg(fname: str, name: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{fname}(): argument '{name}' must be int, not {type(v).__name__}")
+    return v
+
+
+def vander(x: Tensor, *, N: int | None = None) -> Tensor:  # noqa: N803
+    """The Vandermonde matrix of ``x`` (along its last dim): columns ``x**0 ... x**(N-1)``,
+    as torch composes it (a row of ones and the cumulative product of ``x``)."""
+    _tensor_arg("linalg_vander", "x", 1, x)
+    if x.dtype == _C.bool:
+        raise NotImplementedError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+    x_ = x.unsqueeze(-1) if x.dim() == 0 else x
+    shape = list(x_.shape)
+    n = shape[-1] if N is None else _int_arg("linalg_vander", "N", N)
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    powers = x_.unsqueeze(-1).expand(*shape, n - 1).cumprod(-1)
+    ones = powers.new_ones((*shape, 1))
+    import rgrad  # (the module's cat: vmap batches it)
+
+    return rgrad.cat([ones, powers], -1)
+
+
+def _prod(sizes) -> int:
+    return math.prod(sizes)
+
+
+def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
+    """The inverse of ``A`` as a multilinear map: ``tensordot(tensorinv(A, ind), A, ind)`` is
+    the identity; ``A.shape[:ind]`` and ``A.shape[ind:]`` must hold as many elements."""
+    _tensor_arg("linalg_tensorinv", "A", 1, A)
+    ind = _int_arg("linalg_tensorinv", "ind", ind)
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    head, tail = list(A.shape[:ind]), list(A.shape[ind:])
+    n_head, n_tail = _prod(head), _prod(tail)
+    if n_head != n_tail:
+        raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {n_tail} != {n_head}")
+    return inv(A.reshape(n_head, n_tail)).reshape(*tail, *head)
+
+
+def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
+    """The ``X`` with ``tensordot(A, X, X.ndim) == B``: ``A``'s dims ``dims`` (moved last)
+    and those after ``B.ndim`` are ``X``'s."""
+    _tensor_arg("linalg_tensorsolve", "A", 1, A)
+    _tensor_arg("linalg_tensorsolve", "B", 2, B)
+    if dims is not None:
+        dims = [dims] if isinstance(dims, int) else list(dims)
+        n = A.dim()
+        A = A.movedim(dims, list(range(n - len(dims), n)))
+    result_shape = list(A.shape[B.dim():])
+    n_result, n_other = _prod(result_shape), _prod(A.shape[:B.dim()])
+    if n_result != n_other:
+        raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {n_result} != {n_other}")
+    return solve(A.reshape(n_other, n_result), B.reshape(n_other)).reshape(*result_shape)
+
+
+def _vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:  # noqa: N803
+    """``torch.vander``: columns ``x**(N-1) ... x**0`` of a 1-D ``x`` (``increasing``: the other
+    way), in ``x``'s dtype promoted with int64, as torch builds it."""
+    _tensor_arg("vander", "x", 1, x)
+    if x.dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else _int_arg("vander", "N", N)
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    dtype = x.dtype if x.dtype in (_C.float32, _C.float64) else _C.int64
+    result = _C.ones((x.shape[0], n), dtype=dtype)
+    if n > 1:
+        result[:, 1:].copy_(x.unsqueeze(1))
+        result[:, 1:].copy_(result[:, 1:].cumprod(1))
+    return result if increasing else result.flip(1)
+
+
+_lu_solve_warned = False
+
+
+def _lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:  # noqa: A002,N803
+    """Deprecated: ``linalg.lu_solve(LU_data, LU_pivots, input)``, warning once."""
+    import warnings
+
+    global _lu_solve_warned
+    if not _lu_solve_warned:
+        _lu_solve_warned = True
+        warnings.warn(
+            "torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be removed in a future PyTorch "
+            "release.\nNote that torch.linalg.lu_solve has its arguments reversed.\nX = torch.lu_solve(B, LU, "
+            "pivots)\nshould be replaced with\nX = torch.linalg.lu_solve(LU, pivots, B)",
+            UserWarning,
+            stacklevel=2,
+        )
+    return lu_solve(LU_data, LU_pivots, input)
+
+
 # torch.* functions (rgrad.__init__ exports them) and the Tensor methods of the same names
 FUNCTIONS = {
     "det": _det, "logdet": _logdet, "slogdet": _slogdet, "inverse": _inverse,
     "cholesky_solve": _cholesky_solve, "cholesky_inverse": _cholesky_inverse, "cholesky": _cholesky,
     "solve": _solve, "matrix_power": _matrix_power, "matrix_exp": _matrix_exp, "lu": _lu,
-    "svd": _svd_fn, "qr": _qr_removed, "pinverse": _pinverse,
+    "svd": _svd_fn, "qr": _qr_removed, "pinverse": _pinverse, "lu_solve": _lu_solve,
 }
 # torch.* functions without a Tensor method
-TORCH_ONLY = {"chain_matmul": _chain_matmul, "lu_unpack": _lu_unpack, "nuclear_norm": _nuclear_norm}
+TORCH_ONLY = {"chain_matmul": _chain_matmul, "lu_unpack": _lu_unpack, "nuclear_norm": _nuclear_norm,
+              "vander": _vander}
 
 
 def install() -> None:

@@ -21,6 +21,8 @@ sort = _structseq("sort")
 topk = _structseq("topk")
 kthvalue = _structseq("kthvalue")
 median = _structseq("median")
+nanmedian = _structseq("nanmedian")
+mode = _structseq("mode")
 cummax = _structseq("cummax")
 cummin = _structseq("cummin")
 

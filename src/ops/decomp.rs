@@ -120,22 +120,6 @@ fn mt(x: &Tensor) -> Result<Tensor> {
     transpose(x, -2, -1)
 }
 
-/// `x` summed down to `shape` (undoing a broadcast of the batch dims).
-fn sum_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    if x.shape().as_slice() == shape {
-        return Ok(x.clone());
-    }
-    let lead = x.ndim() - shape.len();
-    let mut dims: Vec<i64> = (0..lead as i64).collect();
-    for (i, &s) in shape.iter().enumerate() {
-        if s == 1 && x.shape()[lead + i] != 1 {
-            dims.push((lead + i) as i64);
-        }
-    }
-    let r = sum(x, Some(&dims), true)?;
-    reshape(&r, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
-}
-
 /// `a - b`, or `-b` without `a` (a right-hand side's tangent less the matrix's term).
 fn minus(a: Option<Tensor>, b: &Tensor) -> Result<Tensor> {
     match a {
@@ -146,7 +130,7 @@ fn minus(a: Option<Tensor>, b: &Tensor) -> Result<Tensor> {
 
 /// `g` summed to `shape` when the input needs a gradient.
 fn summed_if(needed: bool, g: &Tensor, shape: &[usize]) -> Result<Option<Tensor>> {
-    needed.then(|| sum_to(g, shape)).transpose()
+    needed.then(|| super::sum_to(g, shape)).transpose()
 }
 
 fn add_opt(a: Option<Tensor>, b: Tensor) -> Result<Tensor> {
@@ -978,7 +962,7 @@ impl Backward for LinalgSolveExBackward0 {
             } else {
                 matmul(&mt(&x)?, &gb)?
             };
-            Some(sum_to(&neg(&ga)?, &self.shapes[0])?)
+            Some(super::sum_to(&neg(&ga)?, &self.shapes[0])?)
         } else {
             None
         };
@@ -988,7 +972,7 @@ impl Backward for LinalgSolveExBackward0 {
             } else {
                 gb
             };
-            Some(sum_to(&gb, &self.shapes[1])?)
+            Some(super::sum_to(&gb, &self.shapes[1])?)
         } else {
             None
         };
@@ -1129,7 +1113,7 @@ impl Backward for LinalgLuSolveBackward0 {
                 &tril(&matmul(&m, &mt(&u)?)?, -1)?,
                 &triu(&matmul(&mt(&l)?, &m)?, 0)?,
             )?;
-            Some(sum_to(&neg(&glu)?, &self.shapes[0])?)
+            Some(super::sum_to(&neg(&glu)?, &self.shapes[0])?)
         } else {
             None
         };
@@ -1272,7 +1256,7 @@ impl Backward for LinalgSolveTriangularBackward0 {
                 matmul(&mt(&x)?, &gb)?
             };
             let ga = triangle_of(&neg(&ga)?, self.upper, self.unitriangular)?;
-            Some(sum_to(&ga, &self.shapes[0])?)
+            Some(super::sum_to(&ga, &self.shapes[0])?)
         } else {
             None
         };
@@ -1506,7 +1490,7 @@ impl Backward for CholeskySolveBackward0 {
             } else {
                 matmul(&c, &l)?
             };
-            Some(sum_to(&neg(&gl)?, &self.shapes[1])?)
+            Some(super::sum_to(&neg(&gl)?, &self.shapes[1])?)
         } else {
             None
         };

@@ -556,9 +556,10 @@ impl Backward for IndexAddBackward0 {
     }
 }
 
-/// `x.masked_fill(mask, value)`.
+/// `x.masked_fill(mask, value)`: out of place, `x` and `mask` broadcast (as torch's
+/// `expand_outplace`), the gradient summed back to `x`'s shape.
 pub fn masked_fill(x: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
-    check_fill_mask(x, mask)?;
+    let broadcast = check_fill_mask(x, mask, false)?;
     value.check_fits(x.dtype())?;
     let v = scalar_tensor(value, x.dtype());
     apply(
@@ -568,7 +569,7 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
         |_| {
             let mut sv = Saver::default();
             sv.input_if(true, mask);
-            (MaskedFillBackward0, sv.list)
+            (MaskedFillBackward0 { broadcast }, sv.list)
         },
     )
 }
@@ -576,7 +577,7 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
 /// `x.masked_fill(mask, value)` with a 0-d tensor `value` (torch's MaskedFillBackward1):
 /// the filled positions' gradient goes to `value`, summed.
 pub fn masked_fill_tensor(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
-    check_fill_mask(x, mask)?;
+    let broadcast = check_fill_mask(x, mask, false)?;
     check_fill_value(value)?;
     apply(
         "aten::masked_fill",
@@ -592,11 +593,18 @@ pub fn masked_fill_tensor(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<T
             (
                 MaskedFillBackward1 {
                     value_dtype: value.dtype(),
+                    broadcast,
                 },
                 sv.list,
             )
         },
     )
+}
+
+/// `x.masked_fill_(mask, ...)`'s check: the mask must broadcast to `x`'s own shape (the
+/// result is written into `x`).
+pub fn check_inplace_fill_mask(x: &Tensor, mask: &Tensor) -> Result<()> {
+    check_fill_mask(x, mask, true).map(|_| ())
 }
 
 /// masked_fill's `value` given as a tensor that needs no gradient: its one element, which
@@ -617,7 +625,9 @@ fn check_fill_value(value: &Tensor) -> Result<()> {
     Ok(())
 }
 
-fn check_fill_mask(x: &Tensor, mask: &Tensor) -> Result<()> {
+/// The mask's dtype and shape checks; `Some(x's shape)` where the result is broadcast
+/// beyond `x` (out of place only: `inplace` refuses it, with torch's message).
+fn check_fill_mask(x: &Tensor, mask: &Tensor, inplace: bool) -> Result<Option<Box<Shape>>> {
     if mask.dtype() != DType::Bool {
         return Err(Error::runtime(format!(
             "masked_fill_ only supports boolean masks, but got mask with dtype {}",
@@ -627,18 +637,41 @@ fn check_fill_mask(x: &Tensor, mask: &Tensor) -> Result<()> {
     let xs = x.shape();
     let ms = mask.shape();
     let out_shape = broadcast_shapes(&xs, &ms)?;
-    if out_shape != xs {
+    if out_shape == xs {
+        return Ok(None);
+    }
+    if inplace {
         return Err(Error::runtime(format!(
             "The size of tensor a ({}) must match the size of tensor b ({}) at non-singleton dimension 0",
             xs.first().copied().unwrap_or(1),
             ms.first().copied().unwrap_or(1)
         )));
     }
-    Ok(())
+    Ok(Some(Box::new(xs)))
+}
+
+/// The input's gradient: `g` where not filled, summed to the input's shape when the
+/// result was broadcast beyond it (`batched`: `g` has a leading batch dim).
+fn unfilled_grad(
+    g: &Tensor,
+    mask: &Tensor,
+    broadcast: &Option<Box<Shape>>,
+    batched: bool,
+) -> Result<Tensor> {
+    let z = zeros_like(g)?;
+    let gx = where_(mask, &z, g)?;
+    match broadcast {
+        None => Ok(gx),
+        Some(s) if batched => super::sum_to_batched(&gx, s),
+        Some(s) => super::sum_to(&gx, s),
+    }
 }
 
 #[derive(Clone)]
-pub struct MaskedFillBackward0;
+pub struct MaskedFillBackward0 {
+    /// the input's shape where the result was broadcast beyond it
+    broadcast: Option<Box<Shape>>,
+}
 impl Backward for MaskedFillBackward0 {
     fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
         use crate::autograd::function::SavedField as F;
@@ -650,8 +683,12 @@ impl Backward for MaskedFillBackward0 {
     // filled positions get no gradient
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
-        let z = zeros_like(&g)?;
-        Ok(smallvec::smallvec![Some(where_(&ctx.saved(0)?, &z, &g)?)])
+        Ok(smallvec::smallvec![Some(unfilled_grad(
+            &g,
+            &ctx.saved(0)?,
+            &self.broadcast,
+            false
+        )?)])
     }
     // (the mask broadcasts against each sample)
     fn apply_batched(
@@ -660,13 +697,22 @@ impl Backward for MaskedFillBackward0 {
         g: &[Option<Tensor>],
         _batch: usize,
     ) -> Option<Result<Grads>> {
-        Some(self.apply(ctx, g))
+        Some(grad0(g).and_then(|g| {
+            Ok(smallvec::smallvec![Some(unfilled_grad(
+                &g,
+                &ctx.saved(0)?,
+                &self.broadcast,
+                true
+            )?)])
+        }))
     }
 }
 
 #[derive(Clone)]
 pub struct MaskedFillBackward1 {
     value_dtype: DType,
+    /// the input's shape where the result was broadcast beyond it
+    broadcast: Option<Box<Shape>>,
 }
 impl Backward for MaskedFillBackward1 {
     fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
@@ -697,7 +743,7 @@ impl MaskedFillBackward1 {
         let mask = ctx.saved(0)?;
         let z = zeros_like(&g)?;
         let gx = if ctx.needs_input_grad(0) {
-            Some(where_(&mask, &z, &g)?)
+            Some(unfilled_grad(&g, &mask, &self.broadcast, batched)?)
         } else {
             None
         };

@@ -114,12 +114,12 @@ impl Backward for LinalgCrossBackward0 {
             out.push(if ctx.needs_input_grad(i) {
                 let r = if i == 0 {
                     let other = elementwise::get(ctx, self.saved[1])?;
-                    cross_recorded(&other, &g, d)?
+                    cross(&other, &g, d)?
                 } else {
                     let x = elementwise::get(ctx, self.saved[0])?;
-                    cross_recorded(&g, &x, d)?
+                    cross(&g, &x, d)?
                 };
-                Some(sum_to_shape(&r, &self.shapes[i])?)
+                Some(super::sum_to(&r, &self.shapes[i])?)
             } else {
                 None
             });
@@ -133,11 +133,11 @@ impl Backward for LinalgCrossBackward0 {
             let mut total: Option<Tensor> = None;
             if let Some(ta) = t.first().and_then(Option::as_ref) {
                 let other = elementwise::get(ctx, self.saved[1])?;
-                total = Some(cross_recorded(ta, &other, d)?);
+                total = Some(cross(ta, &other, d)?);
             }
             if let Some(tb) = t.get(1).and_then(Option::as_ref) {
                 let x = elementwise::get(ctx, self.saved[0])?;
-                let c = cross_recorded(&x, tb, d)?;
+                let c = cross(&x, tb, d)?;
                 total = Some(match total {
                     Some(s) => add(&s, &c)?,
                     None => c,
@@ -146,19 +146,6 @@ impl Backward for LinalgCrossBackward0 {
             Ok(smallvec::smallvec![total])
         })())
     }
-}
-
-/// `cross` of a gradient (of the broadcast shape) and a saved operand (of the same rank).
-fn cross_recorded(a: &Tensor, b: &Tensor, d: i64) -> Result<Tensor> {
-    cross(a, b, d)
-}
-
-/// `x` summed down to `shape` (undoing a broadcast).
-fn sum_to_shape(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    if x.shape().as_slice() == shape {
-        return Ok(x.clone());
-    }
-    super::sum_to(x, shape)
 }
 
 /// `dist(a, b, p)`: the p-norm of `a - b` (broadcast), one node (DistBackward0).
@@ -236,12 +223,12 @@ impl Backward for DistBackward0 {
         let d = self.d_norm(ctx, &g)?;
         let mut out = Grads::new();
         out.push(if ctx.needs_input_grad(0) {
-            Some(sum_to_shape(&d, &self.shapes[0])?)
+            Some(super::sum_to(&d, &self.shapes[0])?)
         } else {
             None
         });
         out.push(if ctx.needs_input_grad(1) {
-            Some(sum_to_shape(&neg(&d)?, &self.shapes[1])?)
+            Some(super::sum_to(&neg(&d)?, &self.shapes[1])?)
         } else {
             None
         });

@@ -567,9 +567,26 @@ pub struct TransposeBackward0 {
     d1: i64,
     name: &'static str,
 }
+impl TransposeBackward0 {
+    /// The out-of-place node of the gradient's transpose (an in-place transpose's
+    /// gradient is transposed out of place, as torch's).
+    fn grad_name(&self) -> &'static str {
+        match self.name {
+            "TBackward0" | "TBackward1" => "TBackward0",
+            _ => "TransposeBackward0",
+        }
+    }
+}
 impl Backward for TransposeBackward0 {
     fn name(&self) -> Cow<'static, str> {
         self.name.into()
+    }
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        match self.name {
+            "TBackward0" | "TBackward1" => vec![],
+            _ => vec![("dim0", F::Int(self.d0)), ("dim1", F::Int(self.d1))],
+        }
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let g = grad0(g)?;
@@ -577,7 +594,10 @@ impl Backward for TransposeBackward0 {
             return Ok(smallvec::smallvec![Some(g)]);
         }
         Ok(smallvec::smallvec![Some(transpose_named(
-            &g, self.d0, self.d1, self.name
+            &g,
+            self.d0,
+            self.d1,
+            self.grad_name()
         )?)])
     }
     fn apply_batched(
@@ -592,7 +612,10 @@ impl Backward for TransposeBackward0 {
             }
             let (d0, d1) = (batched_dim(self.d0, &g)?, batched_dim(self.d1, &g)?);
             Ok(smallvec::smallvec![Some(transpose_named(
-                &g, d0, d1, self.name
+                &g,
+                d0,
+                d1,
+                self.grad_name()
             )?)])
         }))
     }
@@ -887,6 +910,50 @@ impl Backward for AsStridedScatterBackward0 {
 
 /// `x.squeeze()` (all size-1 dims) or `x.squeeze(dims)`.
 pub fn squeeze(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
+    squeeze_as(x, dims, SqueezeForm::from_dims(dims, false))
+}
+
+/// How a squeeze was called, which names torch's node: `squeeze()` SqueezeBackward0,
+/// `squeeze(dim)` 1, `squeeze((dims,))` 2, and their in-place forms 3, 4 and 5.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum SqueezeForm {
+    All,
+    Dim,
+    Dims,
+}
+
+impl SqueezeForm {
+    /// The form of a call with `dims` (`None`: all; one dim: `Dim`, as an int argument
+    /// gives; the bindings pass `Dims` for a tuple).
+    fn from_dims(dims: Option<&[i64]>, tuple: bool) -> SqueezeForm {
+        match dims {
+            None => SqueezeForm::All,
+            Some(_) if tuple => SqueezeForm::Dims,
+            Some(_) => SqueezeForm::Dim,
+        }
+    }
+    fn node(self, inplace: bool) -> &'static str {
+        match (self, inplace) {
+            (SqueezeForm::All, false) => "SqueezeBackward0",
+            (SqueezeForm::Dim, false) => "SqueezeBackward1",
+            (SqueezeForm::Dims, false) => "SqueezeBackward2",
+            (SqueezeForm::All, true) => "SqueezeBackward3",
+            (SqueezeForm::Dim, true) => "SqueezeBackward4",
+            (SqueezeForm::Dims, true) => "SqueezeBackward5",
+        }
+    }
+}
+
+/// `x.squeeze(dims)` given as a tuple (SqueezeBackward2).
+pub fn squeeze_tuple(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    squeeze_as(x, Some(dims), SqueezeForm::Dims)
+}
+
+fn squeeze_as(x: &Tensor, dims: Option<&[i64]>, form: SqueezeForm) -> Result<Tensor> {
+    squeeze_named(x, dims, form.node(false))
+}
+
+fn squeeze_named(x: &Tensor, dims: Option<&[i64]>, name: &'static str) -> Result<Tensor> {
     let l = x.layout();
     let d: Vec<usize> = match dims {
         None => (0..l.ndim()).collect(),
@@ -897,11 +964,7 @@ pub fn squeeze(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
     };
     let nl = l.squeeze(&d);
     let in_shape = l.shape.clone();
-    let name = if dims.is_none() {
-        "SqueezeBackward0"
-    } else {
-        "SqueezeBackward1"
-    };
+    let dims = dims.map(|d| d.to_vec());
     apply(
         "aten::squeeze",
         &[x],
@@ -910,7 +973,7 @@ pub fn squeeze(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
             (
                 SqueezeBackward {
                     shape: in_shape,
-                    name,
+                    call: Box::new((dims, name)),
                 },
                 saved![],
             )
@@ -925,11 +988,26 @@ pub fn squeeze_dims(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
 #[derive(Clone)]
 pub struct SqueezeBackward {
     shape: Shape,
-    name: &'static str,
+    /// the dims as given (torch's `_saved_dim`; `None` for `squeeze()`) and the node's
+    /// name (boxed: the node stays within the graph's size bound)
+    call: Box<(Option<Vec<i64>>, &'static str)>,
 }
 impl Backward for SqueezeBackward {
     fn name(&self) -> Cow<'static, str> {
-        self.name.into()
+        self.call.1.into()
+    }
+    fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
+        use crate::autograd::function::SavedField as F;
+        let mut v = Vec::with_capacity(2);
+        match &*self.call {
+            (None, _) => {}
+            (Some(d), "SqueezeBackward1" | "SqueezeBackward4") if d.len() == 1 => {
+                v.push(("dim", F::Int(d[0])))
+            }
+            (Some(d), _) => v.push(("dim", F::Ints(d.clone()))),
+        }
+        v.push(("self_sym_sizes", F::ints(&self.shape)));
+        v
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         let dims: Vec<i64> = self.shape.iter().map(|&d| d as i64).collect();
@@ -946,6 +1024,10 @@ impl Backward for SqueezeBackward {
 }
 
 pub fn unsqueeze(x: &Tensor, dim: i64) -> Result<Tensor> {
+    unsqueeze_named(x, dim, "UnsqueezeBackward0")
+}
+
+fn unsqueeze_named(x: &Tensor, dim: i64, name: &'static str) -> Result<Tensor> {
     let l = x.layout();
     let d = wrap_dim(dim, l.ndim() + 1)?;
     let nl = l.unsqueeze(d);
@@ -953,13 +1035,23 @@ pub fn unsqueeze(x: &Tensor, dim: i64) -> Result<Tensor> {
         "aten::unsqueeze",
         &[x],
         || Ok(view_of(x, nl)),
-        |_| (UnsqueezeBackward0 { dim: d as i64 }, saved![]),
+        |_| {
+            (
+                UnsqueezeBackward0 {
+                    dim: d as i64,
+                    name,
+                },
+                saved![],
+            )
+        },
     )
 }
 
 #[derive(Clone)]
 pub struct UnsqueezeBackward0 {
     dim: i64,
+    /// UnsqueezeBackward0, or UnsqueezeBackward1 for `unsqueeze_`
+    name: &'static str,
 }
 impl Backward for UnsqueezeBackward0 {
     fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
@@ -967,7 +1059,7 @@ impl Backward for UnsqueezeBackward0 {
         vec![("dim", F::Int(self.dim))]
     }
     fn name(&self) -> Cow<'static, str> {
-        "UnsqueezeBackward0".into()
+        self.name.into()
     }
     fn apply(&self, _ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
         Ok(smallvec::smallvec![Some(squeeze(
@@ -988,6 +1080,63 @@ impl Backward for UnsqueezeBackward0 {
             )?)])
         }))
     }
+}
+
+// ---- in-place view ops: squeeze_, unsqueeze_, transpose_, t_ ------------------------------
+
+/// An in-place view op (torch's `inplace_view` ops): `x` takes the geometry of `view(x)`,
+/// an out-of-place view of it computed with the in-place op's node, and, when autograd
+/// records, that node as its history; its data are untouched, its version is bumped (as
+/// torch's are). A view keeps its base: later in-place writes through it reach the base
+/// with its new geometry, and the base's history is unchanged, as in torch.
+fn inplace_view(x: &Tensor, view: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    super::inplace::check_writable(x)?;
+    super::rebase::refresh_view(x)?;
+    let r = view(x)?;
+    x.set_layout(r.layout());
+    x.bump_version();
+    if let Some(f) = r.grad_fn() {
+        x.set_history(f, 0);
+    }
+    if x.base().is_some() {
+        // the view's history was just set: not re-derived from its base for this bump
+        let now = x.version();
+        x.lock().cold_mut().view_version = now;
+    }
+    if let Some(t) = r.tangent() {
+        crate::autograd::forward_ad::set_tangent(x, Some(t));
+    }
+    Ok(x.clone())
+}
+
+/// `x.squeeze_(dims)` (`tuple`: the dims were given as a tuple).
+pub fn squeeze_(x: &Tensor, dims: Option<&[i64]>, tuple: bool) -> Result<Tensor> {
+    let name = SqueezeForm::from_dims(dims, tuple).node(true);
+    inplace_view(x, |x| squeeze_named(x, dims, name))
+}
+
+/// `x.unsqueeze_(dim)` (UnsqueezeBackward1).
+pub fn unsqueeze_(x: &Tensor, dim: i64) -> Result<Tensor> {
+    inplace_view(x, |x| unsqueeze_named(x, dim, "UnsqueezeBackward1"))
+}
+
+/// `x.transpose_(dim0, dim1)`, also `swapdims_` and `swapaxes_` (TransposeBackward1).
+pub fn transpose_(x: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
+    inplace_view(x, |x| transpose_named(x, d0, d1, "TransposeBackward1"))
+}
+
+/// `x.t_()` (TBackward1).
+pub fn t_(x: &Tensor) -> Result<Tensor> {
+    let n = x.ndim();
+    if n > 2 {
+        return Err(Error::runtime(format!(
+            "t_() expects a tensor with <= 2 dimensions, but self is {n}D"
+        )));
+    }
+    inplace_view(x, |x| {
+        let (d0, d1) = if n < 2 { (0, 0) } else { (0, 1) };
+        transpose_named(x, d0, d1, "TBackward1")
+    })
 }
 
 /// `split(split_size_or_sections, dim)`: views along `dim`, with one node for all of

@@ -30,6 +30,10 @@ pub enum SelectNode {
     Kthvalue,
     /// `median(x, dim, keepdim)`.
     Median1,
+    /// `nanmedian(x, dim, keepdim)`.
+    Nanmedian1,
+    /// `mode(x, dim, keepdim)`.
+    Mode,
 }
 
 impl SelectNode {
@@ -40,6 +44,8 @@ impl SelectNode {
             SelectNode::Topk => "TopkBackward0",
             SelectNode::Kthvalue => "KthvalueBackward0",
             SelectNode::Median1 => "MedianBackward1",
+            SelectNode::Nanmedian1 => "NanmedianBackward1",
+            SelectNode::Mode => "ModeBackward0",
         }
     }
     fn op(self) -> &'static str {
@@ -48,11 +54,16 @@ impl SelectNode {
             SelectNode::Topk => "aten::topk",
             SelectNode::Kthvalue => "aten::kthvalue",
             SelectNode::Median1 => "aten::median",
+            SelectNode::Nanmedian1 => "aten::nanmedian",
+            SelectNode::Mode => "aten::mode",
         }
     }
     /// Whether the node keeps (and torch shows) `keepdim`: the reductions.
     fn reduces(self) -> bool {
-        matches!(self, SelectNode::Kthvalue | SelectNode::Median1)
+        matches!(
+            self,
+            SelectNode::Kthvalue | SelectNode::Median1 | SelectNode::Nanmedian1 | SelectNode::Mode
+        )
     }
 }
 
@@ -198,6 +209,16 @@ pub fn kthvalue(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, 
 /// `median(x, dim, keepdim)`: the lower median of each slice and its index (the first
 /// NaN's where a slice has one).
 pub fn median_dim(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    median_along(x, dim, keepdim, false)
+}
+
+/// `nanmedian(x, dim, keepdim)`: the lower median of each slice's non-NaN elements and
+/// its index (NaN where a slice has nothing else).
+pub fn nanmedian_dim(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    median_along(x, dim, keepdim, true)
+}
+
+fn median_along(x: &Tensor, dim: i64, keepdim: bool, ignore_nan: bool) -> Result<(Tensor, Tensor)> {
     let d = wrap_dim(dim, x.ndim())?;
     if x.ndim() > 0 && x.shape()[d] == 0 {
         return Err(Error::index(format!(
@@ -209,12 +230,39 @@ pub fn median_dim(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor
             "\"median_out\" not implemented for 'Bool'",
         ));
     }
-    select_along(x, dim, Select::Median, SelectNode::Median1, keepdim)
+    let (sel, node) = if ignore_nan {
+        (Select::NanMedian, SelectNode::Nanmedian1)
+    } else {
+        (Select::Median, SelectNode::Median1)
+    };
+    select_along(x, dim, sel, node, keepdim)
+}
+
+/// `mode(x, dim, keepdim)`: the most frequent value of each slice (the smallest of equally
+/// frequent ones) and an index of it, the one ATen's CPU kernel reports.
+pub fn mode(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let d = wrap_dim(dim, x.ndim())?;
+    if x.ndim() > 0 && x.shape()[d] == 0 {
+        return Err(Error::index(format!(
+            "mode(): Expected reduction dim {d} to have non-zero size."
+        )));
+    }
+    select_along(x, dim, Select::Mode, SelectNode::Mode, keepdim)
 }
 
 /// `median(x)`: the lower median of all elements (NaN if there is one; NaN for an empty
 /// tensor), as a 0-d tensor.
 pub fn median(x: &Tensor) -> Result<Tensor> {
+    median_all(x, false)
+}
+
+/// `nanmedian(x)`: the lower median of the non-NaN elements (NaN if there are none), as a
+/// 0-d tensor.
+pub fn nanmedian(x: &Tensor) -> Result<Tensor> {
+    median_all(x, true)
+}
+
+fn median_all(x: &Tensor, ignore_nan: bool) -> Result<Tensor> {
     if x.dtype() == DType::Bool {
         return Err(Error::not_implemented(
             "\"median_cpu\" not implemented for 'Bool'",
@@ -231,18 +279,27 @@ pub fn median(x: &Tensor) -> Result<Tensor> {
         }
         k::on(s.storage.device())?.full(x.dtype(), 1, crate::dtype::Scalar::Float(f64::NAN))?
     } else {
-        let idx = host::select_indices(&s.storage.read(), &s.layout, 0, Select::Median)?;
+        let sel = if ignore_nan {
+            Select::NanMedian
+        } else {
+            Select::Median
+        };
+        let idx = host::select_indices(&s.storage.read(), &s.layout, 0, sel)?;
         k::gather(&s.storage.read(), &s.layout, 0, &idx, &[1])?
     };
     apply(
-        "aten::median",
+        if ignore_nan {
+            "aten::nanmedian"
+        } else {
+            "aten::median"
+        },
         &[x],
         || Ok(new_tensor(vals, &[])),
         |y| {
             let mut sv = Saver::default();
             sv.input_if(true, x);
             sv.output(y);
-            (MedianBackward0, sv.list)
+            (MedianBackward0 { nan: ignore_nan }, sv.list)
         },
     )
 }
@@ -323,8 +380,11 @@ impl Backward for SelectAlongBackward {
     }
 }
 
+/// `median()`'s node, or `nanmedian()`'s (NanmedianBackward0: the same formula).
 #[derive(Clone)]
-pub struct MedianBackward0;
+pub struct MedianBackward0 {
+    nan: bool,
+}
 impl Backward for MedianBackward0 {
     fn saved_fields(&self) -> Vec<(&'static str, SavedField)> {
         vec![
@@ -333,7 +393,11 @@ impl Backward for MedianBackward0 {
         ]
     }
     fn name(&self) -> Cow<'static, str> {
-        "MedianBackward0".into()
+        if self.nan {
+            "NanmedianBackward0".into()
+        } else {
+            "MedianBackward0".into()
+        }
     }
     // the gradient split evenly among the elements equal to the median (NaN: the NaNs)
     fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {

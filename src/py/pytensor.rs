@@ -60,6 +60,25 @@ pub fn run<R: Send>(
     run_if(py, x.numel() >= RELEASE_GIL_AT, f)
 }
 
+/// `run` for a matrix factorization or decomposition: its cost grows as the cube of the
+/// matrix size, not with the element count, so the GIL is released by an estimate of the
+/// flops (`numel` times the larger of the last two dims) rather than by `numel` alone. A
+/// 100 x 100 LU has only 10K elements but a millisecond of work; other Python threads run
+/// meanwhile.
+pub fn run_matrix<R: Send>(
+    py: Python<'_>,
+    x: &Tensor,
+    f: impl FnOnce() -> crate::Result<R> + Send,
+) -> PyResult<R> {
+    let shape = x.shape();
+    let n = shape.iter().rev().take(2).copied().max().unwrap_or(1);
+    run_if(py, x.numel().saturating_mul(n) >= RELEASE_MATRIX_GIL_AT, f)
+}
+
+/// The flop estimate above which [`run_matrix`] releases the GIL (a 40 x 40 matrix: tens of
+/// microseconds of work against the release's one).
+const RELEASE_MATRIX_GIL_AT: usize = 1 << 16;
+
 /// `run` for a binary op: the GIL is released when either operand is large (a small
 /// tensor broadcast against a big one computes a big result).
 pub fn run2<R: Send>(

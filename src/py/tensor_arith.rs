@@ -612,6 +612,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyTensor>> {
         let m = convert::tensor_arg(mask, "masked_fill_", "mask", 1)?;
         let x = &slf.get().t;
+        ops::check_inplace_fill_mask(x, &m)?;
         match grad_value(value) {
             Some(v) => {
                 crate::ops::inplace::commit_checked(x, |x| ops::masked_fill_tensor(x, &m, &v))?

@@ -16,15 +16,18 @@ fn pair(py: Python<'_>, (a, b): (crate::Tensor, crate::Tensor)) -> PyResult<Pair
 #[pymethods]
 impl PyTensor {
     fn _linalg_det(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        wrap(py, run(py, &self.t, || ops::linalg_det(&self.t))?)
+        wrap(py, run_matrix(py, &self.t, || ops::linalg_det(&self.t))?)
     }
     fn _linalg_slogdet(&self, py: Python<'_>) -> PyResult<Pair> {
-        pair(py, run(py, &self.t, || ops::linalg_slogdet(&self.t))?)
+        pair(
+            py,
+            run_matrix(py, &self.t, || ops::linalg_slogdet(&self.t))?,
+        )
     }
     fn _linalg_inv_ex(&self, py: Python<'_>, check_errors: bool, name: &str) -> PyResult<Pair> {
         pair(
             py,
-            run(py, &self.t, || {
+            run_matrix(py, &self.t, || {
                 ops::linalg_inv_ex(&self.t, check_errors, name)
             })?,
         )
@@ -40,7 +43,7 @@ impl PyTensor {
         let b = tensor_ref(b, "linalg_solve", "B", 2)?;
         pair(
             py,
-            run(py, &self.t, || {
+            run_matrix(py, &self.t, || {
                 ops::linalg_solve_ex(&self.t, b, left, check_errors, name)
             })?,
         )
@@ -52,7 +55,7 @@ impl PyTensor {
         check_errors: bool,
         name: &str,
     ) -> PyResult<Triple> {
-        let (lu, p, i) = run(py, &self.t, || {
+        let (lu, p, i) = run_matrix(py, &self.t, || {
             ops::linalg_lu_factor_ex(&self.t, pivot, check_errors, name)
         })?;
         Ok((wrap(py, lu)?, wrap(py, p)?, wrap(py, i)?))
@@ -69,7 +72,7 @@ impl PyTensor {
         let b = tensor_ref(b, "linalg_lu_solve", "B", 3)?;
         wrap(
             py,
-            run(py, &self.t, || {
+            run_matrix(py, &self.t, || {
                 ops::linalg_lu_solve(&self.t, p, b, left, adjoint)
             })?,
         )
@@ -85,7 +88,7 @@ impl PyTensor {
         let b = tensor_ref(b, "linalg_solve_triangular", "B", 2)?;
         wrap(
             py,
-            run(py, &self.t, || {
+            run_matrix(py, &self.t, || {
                 ops::linalg_solve_triangular(&self.t, b, upper, left, unitriangular)
             })?,
         )
@@ -99,7 +102,7 @@ impl PyTensor {
     ) -> PyResult<Pair> {
         pair(
             py,
-            run(py, &self.t, || {
+            run_matrix(py, &self.t, || {
                 ops::linalg_cholesky_ex(&self.t, upper, check_errors, name)
             })?,
         )
@@ -113,20 +116,23 @@ impl PyTensor {
         let l = tensor_ref(input2, "cholesky_solve", "input2", 2)?;
         wrap(
             py,
-            run(py, &self.t, || ops::cholesky_solve(&self.t, l, upper))?,
+            run_matrix(py, &self.t, || ops::cholesky_solve(&self.t, l, upper))?,
         )
     }
     fn _cholesky_inverse(&self, py: Python<'_>, upper: bool) -> PyResult<Py<PyTensor>> {
         wrap(
             py,
-            run(py, &self.t, || ops::cholesky_inverse(&self.t, upper))?,
+            run_matrix(py, &self.t, || ops::cholesky_inverse(&self.t, upper))?,
         )
     }
     fn _linalg_matrix_exp(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
-        wrap(py, run(py, &self.t, || ops::linalg_matrix_exp(&self.t))?)
+        wrap(
+            py,
+            run_matrix(py, &self.t, || ops::linalg_matrix_exp(&self.t))?,
+        )
     }
     fn _linalg_lu(&self, py: Python<'_>, pivot: bool) -> PyResult<Triple> {
-        let (p, l, u) = run(py, &self.t, || ops::linalg_lu(&self.t, pivot))?;
+        let (p, l, u) = run_matrix(py, &self.t, || ops::linalg_lu(&self.t, pivot))?;
         Ok((wrap(py, p)?, wrap(py, l)?, wrap(py, u)?))
     }
     fn _lu_unpack(
@@ -137,7 +143,7 @@ impl PyTensor {
         unpack_pivots: bool,
     ) -> PyResult<Triple> {
         let p = tensor_ref(pivots, "lu_unpack", "LU_pivots", 2)?;
-        let (p, l, u) = run(py, &self.t, || {
+        let (p, l, u) = run_matrix(py, &self.t, || {
             ops::lu_unpack(&self.t, p, unpack_data, unpack_pivots)
         })?;
         Ok((wrap(py, p)?, wrap(py, l)?, wrap(py, u)?))

@@ -134,6 +134,22 @@ impl PyTensor {
             Some(d) => Ok(pair(py, run(py, x, || ops::median_dim(x, d, keepdim))?)?.into_any()),
         }
     }
+    /// nanmedian's native half: the median of the non-NaN elements, or (values, indices)
+    /// along `dim`.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn _nanmedian(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        let x = &self.t;
+        match dim {
+            None => Ok(wrap(py, run(py, x, || ops::nanmedian(x))?)?.into_any()),
+            Some(d) => Ok(pair(py, run(py, x, || ops::nanmedian_dim(x, d, keepdim))?)?.into_any()),
+        }
+    }
+    /// mode's native half: (values, indices) of the most frequent value along `dim`.
+    #[pyo3(signature = (dim=-1, keepdim=false))]
+    fn _mode(&self, py: Python<'_>, dim: i64, keepdim: bool) -> PyResult<Py<PyTuple>> {
+        let x = &self.t;
+        pair(py, run(py, x, || ops::mode(x, dim, keepdim))?)
+    }
 
     /// Writes `src` (or `value`) into a copy of this tensor at the positions `index`
     /// gives along `dim`.

@@ -97,7 +97,59 @@ impl PyTensor {
     ///     dim: A dim or tuple of dims; all dims of size 1 when None.
     #[pyo3(signature = (dim=None))]
     fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
-        wrap(py, ops::squeeze(&self.t, opt_dims(dim)?.as_deref())?)
+        match opt_dims(dim)? {
+            Some(d) if is_sequence(dim) => wrap(py, ops::squeeze_tuple(&self.t, &d)?),
+            d => wrap(py, ops::squeeze(&self.t, d.as_deref())?),
+        }
+    }
+    /// In-place version of `squeeze`: this tensor's size-1 dims are removed (its data
+    /// untouched); returns this tensor.
+    ///
+    /// Args:
+    ///     dim: A dim or tuple of dims; all dims of size 1 when None.
+    #[pyo3(signature = (dim=None))]
+    fn squeeze_(slf: &Bound<'_, Self>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+        let d = opt_dims(dim)?;
+        ops::squeeze_(&slf.get().t, d.as_deref(), is_sequence(dim))?;
+        Ok(slf.clone().unbind())
+    }
+    /// In-place version of `unsqueeze`; returns this tensor.
+    ///
+    /// Args:
+    ///     dim: The index at which to insert the dimension.
+    fn unsqueeze_(slf: &Bound<'_, Self>, dim: i64) -> PyResult<Py<PyTensor>> {
+        ops::unsqueeze_(&slf.get().t, dim)?;
+        Ok(slf.clone().unbind())
+    }
+    /// In-place version of `transpose`; returns this tensor.
+    ///
+    /// Args:
+    ///     dim0: The first dimension.
+    ///     dim1: The second dimension.
+    fn transpose_(slf: &Bound<'_, Self>, dim0: i64, dim1: i64) -> PyResult<Py<PyTensor>> {
+        ops::transpose_(&slf.get().t, dim0, dim1)?;
+        Ok(slf.clone().unbind())
+    }
+    /// In-place version of `swapdims` (`transpose_`); returns this tensor.
+    ///
+    /// Args:
+    ///     dim0: The first dimension.
+    ///     dim1: The second dimension.
+    fn swapdims_(slf: &Bound<'_, Self>, dim0: i64, dim1: i64) -> PyResult<Py<PyTensor>> {
+        Self::transpose_(slf, dim0, dim1)
+    }
+    /// In-place version of `swapaxes` (`transpose_`); returns this tensor.
+    ///
+    /// Args:
+    ///     axis0: The first dimension.
+    ///     axis1: The second dimension.
+    fn swapaxes_(slf: &Bound<'_, Self>, axis0: i64, axis1: i64) -> PyResult<Py<PyTensor>> {
+        Self::transpose_(slf, axis0, axis1)
+    }
+    /// In-place version of `t`; returns this tensor.
+    fn t_(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        ops::t_(&slf.get().t)?;
+        Ok(slf.clone().unbind())
     }
     /// Returns a new tensor with a dimension of size one inserted at the specified position.
     ///
@@ -212,4 +264,9 @@ impl PyTensor {
     fn select(&self, py: Python<'_>, dim: i64, index: i64) -> PyResult<Py<PyTensor>> {
         wrap(py, ops::select(&self.t, dim, index)?)
     }
+}
+
+/// A dims argument given as a tuple or list (not one int): squeeze's node differs.
+fn is_sequence(dim: Option<&Bound<'_, PyAny>>) -> bool {
+    dim.is_some_and(|d| d.cast::<PyTuple>().is_ok() || d.cast::<pyo3::types::PyList>().is_ok())
 }

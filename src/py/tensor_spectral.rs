@@ -16,7 +16,7 @@ impl PyTensor {
         uplo: &str,
         compute_v: bool,
     ) -> PyResult<(Py<PyTensor>, Py<PyTensor>)> {
-        let (l, v) = run(py, &self.t, || ops::linalg_eigh(&self.t, uplo, compute_v))?;
+        let (l, v) = run_matrix(py, &self.t, || ops::linalg_eigh(&self.t, uplo, compute_v))?;
         Ok((wrap(py, l)?, wrap(py, v)?))
     }
     /// `linalg.svd(self, full_matrices)`: (U, S, Vh); U and Vh are empty when
@@ -28,7 +28,7 @@ impl PyTensor {
         full_matrices: bool,
         compute_uv: bool,
     ) -> PyResult<(Py<PyTensor>, Py<PyTensor>, Py<PyTensor>)> {
-        let (u, s, vh) = run(py, &self.t, || {
+        let (u, s, vh) = run_matrix(py, &self.t, || {
             ops::linalg_svd(&self.t, full_matrices, compute_uv)
         })?;
         Ok((wrap(py, u)?, wrap(py, s)?, wrap(py, vh)?))
@@ -44,7 +44,7 @@ impl PyTensor {
         hermitian: bool,
     ) -> PyResult<Py<PyTensor>> {
         let (atol, rtol) = (atol.map(|t| t.t.clone()), rtol.map(|t| t.t.clone()));
-        let p = run(py, &self.t, || {
+        let p = run_matrix(py, &self.t, || {
             ops::linalg_pinv(&self.t, atol.as_ref(), rtol.as_ref(), hermitian)
         })?;
         wrap(py, p)
@@ -52,7 +52,7 @@ impl PyTensor {
     /// `linalg.qr(self, mode)`: (Q, R); Q is empty with mode 'r'.
     #[pyo3(signature = (mode="reduced"))]
     fn _linalg_qr(&self, py: Python<'_>, mode: &str) -> PyResult<(Py<PyTensor>, Py<PyTensor>)> {
-        let (q, r) = run(py, &self.t, || ops::linalg_qr(&self.t, mode))?;
+        let (q, r) = run_matrix(py, &self.t, || ops::linalg_qr(&self.t, mode))?;
         Ok((wrap(py, q)?, wrap(py, r)?))
     }
 }

@@ -1,5 +1,5 @@
-"""Batching rules of the ordering ops (sort, argsort, msort, topk, kthvalue, median along
-a dim): the op runs once on the physical value with its dim moved past the batch dim."""
+"""Batching rules of the ordering ops (sort, argsort, msort, topk, kthvalue, median,
+nanmedian and mode along a dim): the op runs once on the physical value with its dim moved past the batch dim."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from rgrad.func._batched_tensor import dispatch, fallback, inplace_error, wrap_d
 from rgrad.func._batching_common import BT, _at, _final, _other_batched
 
 # op -> (position of dim among the arguments after self, its default; None: required)
-_DIM = {"sort": (0, -1), "argsort": (0, -1), "topk": (1, -1), "kthvalue": (1, -1), "median": (0, None)}
+_DIM = {"sort": (0, -1), "argsort": (0, -1), "topk": (1, -1), "kthvalue": (1, -1), "median": (0, None),
+        "nanmedian": (0, None), "mode": (0, -1)}
 
 
 def _ordering(name: str, level: int, args: tuple, kwargs: dict) -> Any:
@@ -42,7 +43,7 @@ def _ordering(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     return BT(out, level)
 
 
-RULES_B = {n: _ordering for n in ("sort", "argsort", "msort", "topk", "kthvalue", "median")}
+RULES_B = {n: _ordering for n in ("sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode")}
 
 
 # ---- the scatter family: every tensor operand given the batch dim (an unbatched one

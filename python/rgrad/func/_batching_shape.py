@@ -155,6 +155,42 @@ def _squeeze(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     return BT(v.view(v.shape[0], *new), level)
 
 
+def _inplace_view(name: str, level: int, args: tuple, kwargs: dict) -> Any:
+    """``squeeze_``, ``unsqueeze_``, ``transpose_``, ``swapdims_``, ``swapaxes_``, ``t_`` on
+    a batched self: the same op in place on the physical value, its dims shifted past the
+    batch dim (which stays first); the BatchedTensor, whose shape is its value's, is
+    returned as the op's ``self``."""
+    if not _self_only(name, level, args, kwargs):
+        return fallback(name, level, args, kwargs)
+    self = args[0]
+    v = self._value
+    shape = tuple(v.shape[1:])
+    r = len(shape)
+    if name == "squeeze_":
+        dim = args[1] if len(args) > 1 else kwargs.get("dim")
+        if dim is None:
+            dims = [i for i, s in enumerate(shape) if s == 1]
+        else:
+            dims = [wrap_dim(d, r) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))]
+        v.squeeze_(tuple(d + 1 for d in dims if r and shape[d] == 1))
+    elif name == "unsqueeze_":
+        v.unsqueeze_(wrap_dim(args[1] if len(args) > 1 else kwargs["dim"], r + 1) + 1)
+    elif name == "t_":
+        if r > 2:
+            raise _final(RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {r}D"))
+        v.transpose_(1, 2) if r == 2 else v.transpose_(0, 0)
+    else:  # transpose_, swapdims_, swapaxes_
+        names = ("axis0", "axis1") if name == "swapaxes_" else ("dim0", "dim1")
+        d0 = args[1] if len(args) > 1 else kwargs[names[0]]
+        d1 = args[2] if len(args) > 2 else kwargs[names[1]]
+        if r == 0:
+            wrap_dim(d0, 0), wrap_dim(d1, 0)
+            v.transpose_(0, 0)
+        else:
+            v.transpose_(wrap_dim(d0, r) + 1, wrap_dim(d1, r) + 1)
+    return self
+
+
 def _expand_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
     if not _self_only(name, level, args, kwargs):
         return fallback(name, level, args, kwargs)

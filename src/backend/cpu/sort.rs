@@ -3,8 +3,10 @@
 //! not stable) unless asked to be stable (or a 1-D integer sort large enough for ATen's
 //! radix sort, which is stable); topk is `partial_sort` or `nth_element` + `sort`
 //! (`topk.rs`); kthvalue is ATen's `quick_select_template`; median along a dim is
-//! `nth_element` under (value, index) order, the first NaN if there is one. NaN sorts as
-//! the largest value. The op layer gathers the values with these indices.
+//! `nth_element` under (value, index) order, the first NaN if there is one (nanmedian: of
+//! the non-NaN elements); mode is `std::sort` on the values and a scan for the longest
+//! run. NaN sorts as the largest value. The op layer gathers the values with these
+//! indices.
 
 use super::scatter::Disjoint;
 use super::strided::offsets;
@@ -27,6 +29,11 @@ pub enum Select {
     Kth { k: usize },
     /// The index of the lower median (the first NaN if any).
     Median,
+    /// The index of the lower median of the non-NaN elements (nanmedian).
+    NanMedian,
+    /// The index of the most frequent value (the smallest of equally frequent ones), as
+    /// ATen's CPU `mode` kernel picks it.
+    Mode,
 }
 
 impl Select {
@@ -35,7 +42,7 @@ impl Select {
         match self {
             Select::Sort { .. } => n,
             Select::Topk { k, .. } => k,
-            Select::Kth { .. } | Select::Median => 1,
+            Select::Kth { .. } | Select::Median | Select::NanMedian | Select::Mode => 1,
         }
     }
 }
@@ -402,7 +409,40 @@ fn slice<T: SortKey, I: Idx>(
             }
             out.push(keys[k - 1].1.get());
         }
-        Select::Median => {
+        Select::NanMedian if has_nan => {
+            // ATen's median_with_indices_impl with ignore_nan: nth_element under (value,
+            // index) order with NaN above everything, at rank (n - nans - 1) / 2 (C++'s
+            // division: 0 when every element is NaN, which nth_element's moves decide)
+            let nans = vals.iter().filter(|&&x| nan(x)).count();
+            let r = (n - nans).saturating_sub(1) / 2;
+            fill_keys(keys);
+            let comp = |a: &(T, I), b: &(T, I)| {
+                a.0 < b.0 || (a.0 == b.0 && a.1.get() < b.1.get()) || (nan(b.0) && !nan(a.0))
+            };
+            stl::nth_element(keys, 0, r, n, &comp);
+            out.push(keys[r].1.get());
+        }
+        Select::Mode => {
+            // ATen's mode kernel: std::sort of (value, index) pairs on the values alone
+            // (`<`, NaN comparing false both ways, as in ATen), then the first longest run
+            // of equal values; its last pair's index
+            fill_keys(keys);
+            stl::sort(keys, 0, n, &|a: &(T, I), b: &(T, I)| a.0 < b.0);
+            let (mut best, mut freq, mut max) = (0, 0usize, 0usize);
+            for i in 0..n {
+                freq += 1;
+                #[allow(clippy::float_cmp)]
+                if i == n - 1 || keys[i].0 != keys[i + 1].0 {
+                    if freq > max {
+                        best = keys[i].1.get();
+                        max = freq;
+                    }
+                    freq = 0;
+                }
+            }
+            out.push(best);
+        }
+        Select::Median | Select::NanMedian => {
             if has_nan {
                 out.extend(vals.iter().position(|&x| nan(x)));
                 return;
