@@ -71,13 +71,14 @@ fn eigh_body(mut s: Vec<f64>, n: usize, vectors: bool) -> Option<(Vec<f64>, Vec<
     Some((w, vs))
 }
 
-/// `dsytd2` on the full symmetric `s`: Hₙ₋₂·…·H₀·S·H₀·…·Hₙ₋₂ = T, tridiagonal with
-/// diagonal `d` (n) and off-diagonal `e` (n, e[i] coupling i and i+1, e[n−1] = 0 as the
-/// QL loop's sentinel). Reflector k acts on indices k+1.. and comes back (when `keep`)
-/// as (k+1, v, τ) for [`product_t`]. Each step is a symmetric rank-2 update of the
-/// trailing block, S₂₂ ← S₂₂ − v·wᵀ − w·vᵀ with p = τ·S₂₂·v and w = p − (τ/2)(pᵀv)·v,
-/// done on the whole block (not one triangle) so that every loop runs over contiguous
-/// rows: twice the flops of LAPACK's, at full vector speed.
+/// `dsytd2` on the symmetric `s` (only its lower triangle read and kept up to date):
+/// Hₙ₋₂·…·H₀·S·H₀·…·Hₙ₋₂ = T, tridiagonal with diagonal `d` (n) and off-diagonal `e`
+/// (n, e[i] coupling i and i+1, e[n−1] = 0 as the QL loop's sentinel). Reflector k acts
+/// on indices k+1.. and comes back (when `keep`) as (k+1, v, τ) for [`product_t`]. Each
+/// step is a symmetric rank-2 update of the trailing block, S₂₂ ← S₂₂ − v·wᵀ − w·vᵀ with
+/// p = τ·S₂₂·v and w = p − (τ/2)(pᵀv)·v, on the lower triangle only: row i's part left
+/// of the diagonal gives p_i a dot product and p₀..pᵢ₋₁ an update (S₂₂'s column i above
+/// the diagonal is that same row), so every loop runs over a contiguous piece of a row.
 #[inline(always)]
 #[allow(clippy::type_complexity)]
 fn tridiagonalize(
@@ -92,28 +93,31 @@ fn tridiagonalize(
     for k in 0..n.saturating_sub(1) {
         let m = n - k - 1;
         d[k] = s[k * n + k];
-        // the column below the diagonal is row k right of it (symmetry)
-        let mut v = s[k * n + k + 1..(k + 1) * n].to_vec();
+        // column k below the diagonal
+        let mut v: Vec<f64> = (k + 1..n).map(|i| s[i * n + k]).collect();
         let alpha = v[0];
         let (beta, tau) = reflector(alpha, &mut v[1..]);
         v[0] = 1.0;
         e[k] = beta;
         if tau != 0.0 {
             let base = (k + 1) * n + k + 1;
-            // p = τ·S₂₂·v, as a combination of S₂₂'s rows (= its columns)
+            // p = τ·S₂₂·v from the lower triangle, row by row
             let p = &mut p[..m];
             p.fill(0.0);
-            for (j, vj) in v.iter().enumerate() {
-                let row = &s[base + j * n..base + j * n + m];
-                axpy(tau * vj, row, p);
+            for i in 0..m {
+                let row = &s[base + i * n..base + i * n + i + 1];
+                let (left, diag) = row.split_at(i);
+                let (before, pi) = p.split_at_mut(i);
+                pi[0] += tau * (dot(left, &v[..i]) + diag[0] * v[i]);
+                axpy(tau * v[i], left, before);
             }
             let half = -0.5 * tau * dot(p, &v);
             axpy(half, &v, p);
-            // S₂₂ ← S₂₂ − v·pᵀ − p·vᵀ (p now w)
+            // S₂₂ ← S₂₂ − v·pᵀ − p·vᵀ (p now w), lower triangle
             for i in 0..m {
-                let row = &mut s[base + i * n..base + i * n + m];
-                axpy(-v[i], p, row);
-                axpy(-p[i], &v, row);
+                let row = &mut s[base + i * n..base + i * n + i + 1];
+                axpy(-v[i], &p[..=i], row);
+                axpy(-p[i], &v[..=i], row);
             }
         }
         if keep {
