@@ -113,6 +113,10 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "svd 64x64": lambda: T.svd(a[:64, :64]),
         "nuclear_norm 64x64": lambda: T.linalg.matrix_norm(a[:64, :64], "nuc"),
         "pinverse 64x64": lambda: T.pinverse(a[:64, :64]),
+        "linalg.eigvalsh 64x64": lambda: T.linalg.eigvalsh(a[:64, :64] + a[:64, :64].mT),
+        "linalg.svdvals 64x64": lambda: T.linalg.svdvals(a[:64, :64]),
+        "matrix_rank 64x64": lambda: T.linalg.matrix_rank(a[:64, :64]),
+        "cond 64x64": lambda: T.linalg.cond(a[:64, :64]),
         # reductions
         "sum": lambda: a.sum(), "sum(0)": lambda: a.sum(0), "sum(1)": lambda: a.sum(1),
         "mean": lambda: a.mean(), "mean(0)": lambda: a.mean(0), "prod(0)": lambda: unit.prod(0),

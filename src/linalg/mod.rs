@@ -14,6 +14,7 @@ pub mod eigh;
 pub mod expm;
 pub mod lu;
 pub mod qr;
+pub(crate) mod reflect;
 pub mod svd;
 pub mod triangular;
 

@@ -3,6 +3,8 @@
 //! diagonal is already zero), so R's signs are those LAPACK's geqrf gives in the common
 //! case; torch's values come from LAPACK, ours from this loop, so the bits differ.
 
+use super::reflect::{axpy, best_level, product_t, reflector, transpose};
+
 /// The factors: `q` (m×qcols, row-major; None when not asked for) and `r` (rrows×n
 /// upper triangular). `complete`: qcols = rrows = m; else qcols = rrows = min(m, n).
 pub struct Qr {
@@ -30,72 +32,56 @@ pub(crate) fn norm2(v: impl Iterator<Item = f64>) -> f64 {
 
 /// The QR decomposition of the row-major m×n matrix `a`.
 pub fn qr(a: &[f64], m: usize, n: usize, complete: bool, want_q: bool) -> Qr {
+    qr_at_level(a[..m * n].to_vec(), m, n, complete, want_q)
+}
+
+best_level!(fn qr_at_level(w: Vec<f64>, m: usize, n: usize, complete: bool, want_q: bool) -> Qr = qr_body);
+
+/// [`qr`] on `w` (a copy of `a`, overwritten by R and the reflectors), built for each
+/// vector width. Reflector j (from column j, acting on rows j..) is applied to the
+/// trailing columns as w ← w − τ·v·(vᵀw), with the row vector vᵀw a combination of
+/// rows, so that every loop runs over contiguous rows (a column-by-column application
+/// strides through the row-major matrix and cannot be vectorised). Q is the product of
+/// the reflectors, built by [`product_t`] as its transpose's rows.
+#[inline(always)]
+fn qr_body(mut w: Vec<f64>, m: usize, n: usize, complete: bool, want_q: bool) -> Qr {
     let k = m.min(n);
-    let mut w = a.to_vec();
-    // each reflector H = I - tau·v·vᵀ acting on rows j.. (v[0] = 1)
-    let mut reflectors: Vec<(Vec<f64>, f64)> = Vec::with_capacity(k);
+    let mut reflectors = Vec::with_capacity(if want_q { k } else { 0 });
+    let mut t = vec![0.0; n];
     for j in 0..k {
-        let alpha = w[j * n + j];
-        let xnorm = norm2((j + 1..m).map(|i| w[i * n + j]));
-        if xnorm == 0.0 {
-            reflectors.push((Vec::new(), 0.0));
-            continue;
-        }
-        let beta = -norm2([alpha, xnorm].into_iter()).copysign(alpha);
-        let tau = (beta - alpha) / beta;
-        let scal = 1.0 / (alpha - beta);
-        let mut v = Vec::with_capacity(m - j);
-        v.push(1.0);
-        v.extend((j + 1..m).map(|i| w[i * n + j] * scal));
+        let mut v: Vec<f64> = (j..m).map(|i| w[i * n + j]).collect();
+        let (beta, tau) = reflector(v[0], &mut v[1..]);
+        v[0] = 1.0;
         // column j becomes beta·e₁; the others get H applied
         w[j * n + j] = beta;
         for i in j + 1..m {
             w[i * n + j] = 0.0;
         }
-        for c in j + 1..n {
-            let s: f64 = v
-                .iter()
-                .enumerate()
-                .map(|(i, vi)| vi * w[(j + i) * n + c])
-                .sum();
-            let ts = tau * s;
+        if tau != 0.0 && j + 1 < n {
+            let t = &mut t[..n - j - 1];
+            t.fill(0.0);
             for (i, vi) in v.iter().enumerate() {
-                w[(j + i) * n + c] -= ts * vi;
+                let row = (j + i) * n;
+                axpy(*vi, &w[row + j + 1..row + n], t);
+            }
+            for (i, vi) in v.iter().enumerate() {
+                let row = (j + i) * n;
+                axpy(-tau * vi, t, &mut w[row + j + 1..row + n]);
             }
         }
-        reflectors.push((v, tau));
+        if want_q {
+            reflectors.push((j, v, tau));
+        }
     }
     let rrows = if complete { m } else { k };
     let mut r = vec![0.0; rrows * n];
     for i in 0..rrows.min(m) {
-        for c in i..n {
-            r[i * n + c] = w[i * n + c];
-        }
+        r[i * n + i.min(n)..(i + 1) * n].copy_from_slice(&w[i * n + i.min(n)..(i + 1) * n]);
     }
     let q = want_q.then(|| {
         let qc = if complete { m } else { k };
-        let mut q = vec![0.0; m * qc];
-        for i in 0..qc.min(m) {
-            q[i * qc + i] = 1.0;
-        }
-        // Q = H₀·H₁·…·H_{k-1}·I: apply the reflectors last to first
-        for (j, (v, tau)) in reflectors.iter().enumerate().rev() {
-            if *tau == 0.0 {
-                continue;
-            }
-            for c in 0..qc {
-                let s: f64 = v
-                    .iter()
-                    .enumerate()
-                    .map(|(i, vi)| vi * q[(j + i) * qc + c])
-                    .sum();
-                let ts = tau * s;
-                for (i, vi) in v.iter().enumerate() {
-                    q[(j + i) * qc + c] -= ts * vi;
-                }
-            }
-        }
-        q
+        // Q's first qc columns, as the rows of Qᵀ
+        transpose(&product_t(qc, m, &reflectors), qc, m)
     });
     Qr { q, r }
 }
@@ -192,5 +178,32 @@ mod tests {
         assert!((f.r[0] + 5.0).abs() < 1e-14);
         let g = qr(&[-3.0, 1.0, 4.0, 2.0], 2, 2, false, false);
         assert!((g.r[0] - 5.0).abs() < 1e-14);
+    }
+
+    #[test]
+    fn qr_of_larger_tall_and_wide_matrices() {
+        for &(m, n) in &[(64, 64), (70, 33), (33, 70), (130, 130), (129, 5), (5, 129)] {
+            let a = lcg(m * n, (m * 3 + n) as u64);
+            for complete in [false, true] {
+                let f = qr(&a, m, n, complete, true);
+                let q = f.q.unwrap_or_default();
+                let qc = if complete { m } else { m.min(n) };
+                let back = matmul(&q, &f.r, m, qc, n);
+                let err = back
+                    .iter()
+                    .zip(&a)
+                    .fold(0.0f64, |e, (x, y)| e.max((x - y).abs()));
+                assert!(err < 1e-13, "{m}x{n}: {err:e}");
+                let qtq = matmul(&transpose(&q, m, qc), &q, qc, m, qc);
+                for i in 0..qc {
+                    for j in 0..qc {
+                        let e = if i == j { 1.0 } else { 0.0 };
+                        assert!((qtq[i * qc + j] - e).abs() < 1e-13);
+                    }
+                }
+                // R alone is the same with or without Q
+                assert_eq!(qr(&a, m, n, complete, false).r, f.r);
+            }
+        }
     }
 }
