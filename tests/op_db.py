@@ -446,6 +446,9 @@ def _squeeze_ref(a, dim=None):
         return np.squeeze(a)
     if a.ndim == 0:
         return a
+    if isinstance(dim, (tuple, list)):
+        dims = tuple(d % a.ndim for d in dim if a.shape[d % a.ndim] == 1)
+        return np.squeeze(a, axis=dims) if dims else a
     d = dim % a.ndim
     return np.squeeze(a, axis=d) if a.shape[d] == 1 else a
 

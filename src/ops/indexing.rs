@@ -642,9 +642,9 @@ fn check_fill_mask(x: &Tensor, mask: &Tensor, inplace: bool) -> Result<Option<Bo
     }
     if inplace {
         return Err(Error::runtime(format!(
-            "The size of tensor a ({}) must match the size of tensor b ({}) at non-singleton dimension 0",
-            xs.first().copied().unwrap_or(1),
-            ms.first().copied().unwrap_or(1)
+            "output with shape {:?} doesn't match the broadcast shape {:?}",
+            xs.as_slice(),
+            out_shape.as_slice()
         )));
     }
     Ok(Some(Box::new(xs)))
