@@ -2,7 +2,9 @@
 
 use crate::backend::cpu::matmul::{MatView, gemm_start, splits};
 
-/// Columns per block of the blocked factorization.
+/// Columns per block of the blocked factorization: the GEMM's updates have k = j0 and
+/// 32 columns, and the column loop's dot products stay under 32 elements. Not tuned by
+/// measurement yet (see `lu::PANEL`).
 const NB: usize = 32;
 
 /// Overwrites the lower triangle of the `n × n` row-major `a` with `L`, `A = L Lᵀ`,
@@ -14,14 +16,14 @@ const NB: usize = 32;
 ///
 /// Blocked, left-looking by block columns of [`NB`]: block column J (rows `j0..n`) is
 /// brought up to date with every earlier column in one product on the project's GEMM,
-/// `W = A[j0.., J] − L[j0.., ..j0] · L[J, ..j0]ᵀ`, into a scratch block, and W is then
-/// factored by the plain column loop (its diagonal block, and the rows below divided by
-/// it). Only a finished block column is written back, so a failure leaves the columns
-/// from the failing one on exactly as the plain loop leaves them. In exact arithmetic
+/// `W = A[j0.., J] − L[j0.., ..j0] · L[J, ..j0]ᵀ`, into a scratch block; W's diagonal
+/// block is then factored by the plain column loop and the rows below it solved with
+/// that block's L ([`solve_below`]). Only the finished columns are written back, so a
+/// failure leaves the columns from the failing one on exactly as the plain loop leaves
+/// them. In exact arithmetic
 /// the same factor and `info` as the loop (rounding differs in the last places).
 pub fn factor_lower(a: &mut [f64], n: usize) -> i64 {
-    let mut w = Vec::new();
-    let mut neg = Vec::new();
+    let (mut w, mut neg, mut l11, mut t) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for j0 in (0..n).step_by(NB) {
         let jb = NB.min(n - j0);
         let rows = n - j0;
@@ -58,9 +60,12 @@ pub fn factor_lower(a: &mut [f64], n: usize) -> i64 {
             as_uninit(&mut w),
             parallel,
         );
-        let done = factor_block_column(&mut w, rows, jb);
-        // write back the finished columns (rows at or below the diagonal)
+        let done = factor_block_column(&mut w, jb, jb);
         let cols = done.unwrap_or(jb);
+        if rows > jb && cols > 0 {
+            solve_below(&mut w, rows, jb, cols, &mut l11, &mut t);
+        }
+        // write back the finished columns (rows at or below the diagonal)
         for r in 0..rows {
             let c_end = cols.min(r + 1);
             a[(j0 + r) * n + j0..(j0 + r) * n + j0 + c_end]
@@ -100,6 +105,37 @@ fn factor_block_column(w: &mut [f64], rows: usize, jb: usize) -> Option<usize> {
         }
     }
     None
+}
+
+/// The rows of a block column `w` (`rows × jb`) below its factored diagonal block, for
+/// the first `cols` columns: `X L11ᵀ = W21`, solved as `L11 Xᵀ = W21ᵀ` by
+/// [`super::triangular::solve_in_place`] on transposed copies (`l11`, `t`: scratch),
+/// whose updates are axpys along the `rows − jb` rows instead of the column loop's short
+/// dot products. The same arithmetic as the loop's, summed in another order.
+fn solve_below(
+    w: &mut [f64],
+    rows: usize,
+    jb: usize,
+    cols: usize,
+    l11: &mut Vec<f64>,
+    t: &mut Vec<f64>,
+) {
+    let r = rows - jb;
+    l11.clear();
+    l11.extend((0..cols).flat_map(|i| w[i * jb..i * jb + cols].iter().copied()));
+    t.clear();
+    t.resize(cols * r, 0.0);
+    for i in 0..r {
+        for c in 0..cols {
+            t[c * r + i] = w[(jb + i) * jb + c];
+        }
+    }
+    super::triangular::solve_in_place(l11, cols, t, r, false, false, false);
+    for i in 0..r {
+        for c in 0..cols {
+            w[(jb + i) * jb + c] = t[c * r + i];
+        }
+    }
 }
 
 /// `out` as possibly uninitialised memory for [`gemm_start`] (every element is

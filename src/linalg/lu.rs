@@ -40,8 +40,10 @@ pub fn factor(a: &mut [f64], m: usize, n: usize, piv: &mut [i64], pivot: bool) -
     lu.info
 }
 
-/// Panels of at most this many columns are factored by the plain loop. Measured at 256 ×
-/// 256 (docs/benchmarks.md, the blocked LU's check run): 16 to 32 are within noise.
+/// Panels of at most this many columns are factored by the plain loop: two AVX-512
+/// vectors of a row, and a recursion that reaches the GEMM with k ≥ 16. Not tuned by
+/// measurement yet (the machine of the check run was too loaded to separate 16 from
+/// 32; docs/benchmarks.md, the blocked LU's check run).
 const PANEL: usize = 16;
 
 /// Triangular solves with L11 of at most this many rows run as row axpys.
