@@ -2,19 +2,25 @@
 //! "The scaling and squaring method for the matrix exponential revisited": the degree
 //! 3, 5, 7, 9 or 13 the 1-norm allows, then as many squarings as the norm needs).
 
-/// `C = A B` of row-major `n × n` matrices.
+/// `C = A B` of row-major `n × n` matrices, on the project's GEMM (split across the
+/// pool when the product is large enough and kernels may split).
 fn matmul(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
+    use crate::backend::cpu::matmul::{MatView, gemm};
+    let view = |data| MatView {
+        data,
+        offset: 0,
+        rows: n,
+        cols: n,
+        row_stride: n,
+        col_stride: 1,
+    };
     let mut c = vec![0.0; n * n];
-    for i in 0..n {
-        let ci = &mut c[i * n..(i + 1) * n];
-        for (k, &aik) in a[i * n..(i + 1) * n].iter().enumerate() {
-            if aik != 0.0 {
-                for (x, &y) in ci.iter_mut().zip(&b[k * n..(k + 1) * n]) {
-                    *x += aik * y;
-                }
-            }
-        }
-    }
+    gemm(
+        view(a),
+        view(b),
+        &mut c,
+        crate::runtime::intra_op_parallel(),
+    );
     c
 }
 
@@ -174,5 +180,46 @@ mod tests {
                 .all(|x| x.is_nan())
         );
         assert!(expm(&[], 0).is_empty());
+    }
+
+    #[test]
+    fn larger_matrices_on_the_gemm() {
+        // exp(A) exp(-A) = I for a dense 70 × 70 A at each scale (degrees and squarings)
+        let n = 70;
+        let mut s = 5u64;
+        let base: Vec<f64> = (0..n * n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+            })
+            .collect();
+        for scale in [1e-4, 0.01, 0.2] {
+            let a: Vec<f64> = base.iter().map(|x| x * scale).collect();
+            let neg: Vec<f64> = a.iter().map(|x| -x).collect();
+            let p = matmul(&expm(&a, n), &expm(&neg, n), n);
+            for i in 0..n {
+                for j in 0..n {
+                    let want = if i == j { 1.0 } else { 0.0 };
+                    assert!((p[i * n + j] - want).abs() < 1e-11, "scale {scale}");
+                }
+            }
+        }
+        // a block diagonal of 2 × 2 rotations: exp is the rotations by each angle
+        let mut a = vec![0.0; n * n];
+        for b in 0..n / 2 {
+            let t = 0.1 * b as f64;
+            a[(2 * b) * n + 2 * b + 1] = -t;
+            a[(2 * b + 1) * n + 2 * b] = t;
+        }
+        let e = expm(&a, n);
+        for b in 0..n / 2 {
+            let t = 0.1 * b as f64;
+            let (i, j) = (2 * b, 2 * b + 1);
+            assert!((e[i * n + i] - t.cos()).abs() < 1e-12);
+            assert!((e[j * n + i] - t.sin()).abs() < 1e-12);
+            assert!((e[i * n + j] + t.sin()).abs() < 1e-12);
+        }
     }
 }
