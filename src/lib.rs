@@ -16,7 +16,6 @@ pub mod dispatch;
 pub mod dtype;
 pub mod error;
 pub mod layout;
-pub mod linalg;
 pub mod ops;
 pub mod profiler;
 pub mod random;

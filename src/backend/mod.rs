@@ -15,6 +15,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod host;
 pub mod host_misc;
+pub mod linalg;
 
 use crate::Result;
 use crate::device::Device;
@@ -369,7 +370,7 @@ backend_kernels! {
     /// `c + A·B` (`c` laid out over the result); `None` for bool.
     fn addmm(c: &Buffer, lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Option<Buffer> => cpu::matmul::addmm, on c, a, b;
 
-    // ---- factorizations and solves (crate::linalg, in float64; torch.linalg)
+    // ---- factorizations and solves (backend::linalg, in float64; torch.linalg)
     /// `getrf` of every matrix of `x` `(*, m, n)`: the packed factors (x's dtype), the
     /// 1-based pivots (int64 `(*, min(m, n))`) and `info` (int64 `(*)`).
     fn lu_factor(x: &Buffer, lx: &Layout, pivot: bool) -> (Buffer, Buffer, Buffer) => cpu::linalg::lu_factor, on x;

@@ -1,7 +1,7 @@
 //! The spectral decompositions as ops with nodes of their own, as torch's:
 //! `linalg.eigh` / `eigvalsh` (LinalgEighBackward0), `linalg.svd` / `svdvals` /
 //! `torch.svd` (LinalgSvdBackward0) and `linalg.qr` (LinalgQrBackward0). The forwards
-//! run `crate::linalg`'s float64 kernels on the host, matrix by matrix (a CUDA input is
+//! run `crate::backend::linalg`'s float64 kernels on the host, matrix by matrix (a CUDA input is
 //! copied to the host and its results back); the backward and forward-AD formulas are
 //! torch's (FunctionsManual.cpp's `linalg_eig_backward` / `linalg_eig_jvp` for a
 //! Hermitian input, `svd_backward` / `linalg_svd_jvp`, `linalg_qr_backward` /
@@ -171,8 +171,13 @@ pub fn linalg_eigh(a: &Tensor, uplo: &str, compute_v: bool) -> Result<(Tensor, T
                 let data = host_f64(a)?;
                 let count: usize = batch.iter().product();
                 let per = n * n;
-                let results = crate::linalg::map_batch(count, per * n * 8, |b| {
-                    crate::linalg::eigh::eigh(&data[b * per..(b + 1) * per], n, lower, compute_v)
+                let results = crate::backend::linalg::map_batch(count, per * n * 8, |b| {
+                    crate::backend::linalg::eigh::eigh(
+                        &data[b * per..(b + 1) * per],
+                        n,
+                        lower,
+                        compute_v,
+                    )
                 });
                 let mut w = Vec::with_capacity(count * n);
                 let mut v = Vec::with_capacity(if compute_v { count * per } else { 0 });
@@ -315,8 +320,8 @@ pub fn linalg_svd(
                 let data = host_f64(a)?;
                 let count: usize = batch.iter().product();
                 let per = m * n;
-                let results = crate::linalg::map_batch(count, per * k * 8, |b| {
-                    crate::linalg::svd::svd(
+                let results = crate::backend::linalg::map_batch(count, per * k * 8, |b| {
+                    crate::backend::linalg::svd::svd(
                         &data[b * per..(b + 1) * per],
                         m,
                         n,
@@ -614,8 +619,14 @@ pub fn linalg_qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
                 let data = host_f64(a)?;
                 let count: usize = batch.iter().product();
                 let per = m * n;
-                let results = crate::linalg::map_batch(count, per * k * 4, |b| {
-                    crate::linalg::qr::qr(&data[b * per..(b + 1) * per], m, n, complete, want_q)
+                let results = crate::backend::linalg::map_batch(count, per * k * 4, |b| {
+                    crate::backend::linalg::qr::qr(
+                        &data[b * per..(b + 1) * per],
+                        m,
+                        n,
+                        complete,
+                        want_q,
+                    )
                 });
                 let (mut q, mut r) = (Vec::new(), Vec::new());
                 for f in results {

@@ -1,14 +1,14 @@
 //! Batched matrix factorizations and solves (torch.linalg's LU, Cholesky and triangular
 //! solves) over buffers: each matrix of the batch (the leading dims) is read row-major
-//! into float64, factored or solved by `crate::linalg`, and written back in the
+//! into float64, factored or solved by `crate::backend::linalg`, and written back in the
 //! operand's dtype. Computing in float64 makes the float32 results at least as accurate
 //! as LAPACK's single precision (they are not its bits). Batches run on the pool when
 //! there is enough work; each matrix is computed alone, so the split changes no bit.
 
 use super::reduce::par;
 use super::strided;
+use crate::backend::linalg::{cholesky, expm, lu, triangular};
 use crate::layout::Layout;
-use crate::linalg::{cholesky, expm, lu, triangular};
 use crate::storage::Buffer;
 
 /// The elements of `layout` over `buf`, row-major, as float64 (floats only: the op layer

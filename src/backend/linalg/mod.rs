@@ -8,6 +8,10 @@
 //! LAPACK's conventions where torch exposes them (1-based pivots, `info` the first
 //! failing index, geqrf's reflector signs) and never panics or hangs on NaN or infinite
 //! input: the loops run a bounded number of steps.
+//!
+//! They live under `backend/` because they are host kernels: they run on the pool and
+//! the CPU GEMM (`backend::cpu::gemm`), and every backend reaches them through the host
+//! (the CUDA and replay backends copy the operands there).
 
 pub mod cholesky;
 pub mod eigh;

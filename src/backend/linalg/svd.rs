@@ -395,7 +395,7 @@ mod tests {
         // what the sweeps reached: orthogonal columns to nearly working precision)
         let _ = converged;
         let norms: Vec<f64> = (0..k)
-            .map(|j| crate::linalg::qr::norm2(g[j * r..(j + 1) * r].iter().copied()))
+            .map(|j| crate::backend::linalg::qr::norm2(g[j * r..(j + 1) * r].iter().copied()))
             .collect();
         let mut order: Vec<usize> = (0..k).collect();
         order.sort_by(|&x, &y| norms[y].total_cmp(&norms[x]));
@@ -489,7 +489,7 @@ mod tests {
                 b[i * kv + c] = col[i];
             }
         }
-        let q = crate::linalg::qr::qr(&b, len, kv, true, true)
+        let q = crate::backend::linalg::qr::qr(&b, len, kv, true, true)
             .q
             .unwrap_or_default();
         let mut spare = kv..len;
