@@ -230,6 +230,12 @@ from rgrad._composite3 import *  # noqa: E402,F401,F403  (distances and searches
 _composite3.install()
 __all__ += _composite3.__all__
 
+from rgrad import _composite4  # noqa: E402
+from rgrad._composite4 import *  # noqa: E402,F401,F403  (views, scatters, copies: select_scatter, put, ...)
+
+_composite4.install()
+__all__ += _composite4.__all__
+
 # torch.det, logdet, slogdet, inverse, cholesky_solve, ... (rgrad.linalg's ops) and their Tensor methods
 globals().update(linalg.FUNCTIONS)
 globals().update(linalg.TORCH_ONLY)
