@@ -212,26 +212,47 @@ def _same_size(src: Tensor, slot: Tensor) -> None:
                            f"slice size = {list(slot.shape)}")
 
 
+def _map_like(input: Tensor) -> Tensor:
+    """An int64 tensor of -1s of `input`'s shape, its dims in the order of `input`'s strides
+    (as the clone torch writes into: an ``as_strided`` region of it is the same elements)."""
+    from rgrad.func._batched_tensor import BatchedTensor
+
+    shape = list(input.shape)
+    device = input.device
+    if type(input) is BatchedTensor or input.is_contiguous():
+        return _C.full(shape, -1, dtype=_C.int64, device=device)
+    order = sorted(range(len(shape)), key=lambda d: -input.stride(d))
+    inverse = [order.index(d) for d in range(len(shape))]
+    return _C.full([shape[d] for d in order], -1, dtype=_C.int64, device=device).permute(inverse)
+
+
 def _scatter_into(fn: str, input: Tensor, src: Tensor, view) -> Tensor:  # noqa: A002
-    """A clone of `input` with the region ``view(clone)`` set to `src` (torch's
-    ``*_scatter``: the region's size must be src's)."""
+    """A copy of `input` with the region ``view(copy)`` set to `src` (torch's ``*_scatter``:
+    the region's size must be src's), out of place: each element of the region takes the
+    element of `src` a map of positions names (``index_select``), the others `input`'s
+    (``where``), so that vmap batches it whichever operand is batched."""
     _check_tensor(fn, input, "input", 1)
     _check_tensor(fn, src, "src", 2)
-    _same_size(src, view(input))
-    out = input.clone()
-    view(out).copy_(src)
-    return out
+    positions = _map_like(input)
+    region = view(positions)
+    _same_size(src, region)
+    if src.numel() == 0:
+        return input.clone()
+    region.copy_(_C.arange(src.numel(), device=positions.device).view(list(src.shape)))
+    placed = src.to(input.dtype).reshape(-1).index_select(0, positions.clamp(min=0).reshape(-1))
+    return placed.view(list(input.shape)).where(positions >= 0, input)
 
 
 def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:  # noqa: A002
-    """A clone of `input` with the region ``as_strided(size, stride, storage_offset)`` of
-    the clone's storage set to `src` (the clone keeps `input`'s strides, as torch's)."""
+    """A copy of `input` with the region ``as_strided(size, stride, storage_offset)`` of
+    the copy's storage set to `src` (the copy keeps `input`'s stride order, as torch's
+    clone does)."""
     _check_tensor("as_strided_scatter", input, "input", 1)
     _check_tensor("as_strided_scatter", src, "src", 2)
-    out = input.clone()
-    region = out.as_strided(size, stride, 0 if storage_offset is None else storage_offset)
-    _same_size(src, region)
-    region.copy_(src)
+    offset = 0 if storage_offset is None else storage_offset
+    # (torch's bounds error names the input's itemsize)
+    _C.empty([input.numel()], dtype=input.dtype).as_strided(size, stride, offset)
+    out = _scatter_into("as_strided_scatter", input, src, lambda t: t.as_strided(size, stride, offset))
     return _named("AsStridedScatterBackward0", {"size": tuple(size), "stride": tuple(stride),
                                                  "storage_offset": storage_offset}, out, input, src)
 
@@ -297,9 +318,8 @@ def _masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     n = int(mask.sum())
     if source.numel() < n:
         raise RuntimeError("Number of elements of source < number of ones in mask")
-    out = _dense_copy(x)
-    out[mask] = source.reshape(-1)[:n]  # (also when n = 0: source's gradient is then zeros)
-    return out
+    # (out of place, so that vmap batches it; also when n = 0: source's gradient is zeros)
+    return _dense_copy(x).index_put((mask,), source.reshape(-1)[:n])
 
 
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # noqa: A002
@@ -438,9 +458,15 @@ def _put(self: Tensor, index: Tensor, source: Tensor, accumulate: bool) -> Tenso
             if not -n <= v < n:
                 raise IndexError(f"out of range: tried to access index {v} on a tensor of {n} elements.")
         flat = flat.remainder(n)
-    out = _dense_copy(self)
-    out.view(-1).index_put_((flat,), source.reshape(-1), accumulate)  # (an empty index too: zeros for source)
-    return out
+    if self.dim() == 0:
+        return self.reshape(1).index_put((flat,), source.reshape(-1), accumulate).reshape(())
+    # the flat positions as one index per dim (out of place, so that vmap batches it; an
+    # empty index too: source's gradient is then zeros)
+    indices, step = [], 1
+    for size in reversed(list(self.shape)):
+        indices.insert(0, flat.div(step, rounding_mode="floor").remainder(size))
+        step *= size
+    return self.index_put(tuple(indices), source.reshape(-1), accumulate)
 
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:  # noqa: A002
