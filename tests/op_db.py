@@ -3186,6 +3186,8 @@ def build_op_db(T) -> list[OpInfo]:
         add(name, fn, ref, (lambda sm: lambda m, rng: sm(m))(samples))
     add("unbind_copy", lambda a, *args: T.unbind_copy(a, *args), _unbind_ref,
         lambda m, rng: [S(m(3, 4)), S(m(3, 4), 1), S(NC(m(4, 3), "t"), -1)])
+    add("index_put", lambda a, idx, v, **kw: T.index_put(a, idx, v, **kw), _index_put_ref,
+        lambda m, rng: index_put_samples(m, rng)[:3])
     add("detach_copy", lambda a: T.detach_copy(a), lambda a: a.copy(), lambda m, rng: [S(m(3, 4))],
         grad_not_implemented="aten::detach_copy", not_implemented_node="torch::autograd::NotImplemented",
         supports_grad=False, supports_gradgrad=False)

@@ -27,7 +27,7 @@ __all__ = [
     "masked_scatter", "index_reduce", "put", "renorm", "split_with_sizes", "unsafe_chunk", "unsafe_split",
     "unsafe_split_with_sizes", "alias_copy", "detach_copy", "diagonal_copy", "expand_copy", "permute_copy",
     "select_copy", "slice_copy", "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy", "unfold_copy",
-    "unsqueeze_copy", "view_copy", "narrow_copy", "split_copy", "split_with_sizes_copy",
+    "unsqueeze_copy", "view_copy", "narrow_copy", "split_copy", "split_with_sizes_copy", "index_put", "index_put_",
 ]
 
 
@@ -474,14 +474,17 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     to `source`'s (added to them when `accumulate`)."""
     _check_tensor("put", input, "input", 1)
     out = _put(input, index, source, accumulate)
-    fields = {"accumulate": builtins.bool(accumulate), "index": index, "source": source}
+    # (torch saves source for its own gradient only)
+    fields = {"accumulate": builtins.bool(accumulate), "index": index,
+              "source": source if source.requires_grad else None}
     return _named("PutBackward0", fields, out, input, source)
 
 
 def _put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """In-place `put`."""
     _put(self, index, source, accumulate)  # (the checks, before the write)
-    fields = {"accumulate": builtins.bool(accumulate), "index": index, "source": source}
+    fields = {"accumulate": builtins.bool(accumulate), "index": index,
+              "source": source if source.requires_grad else None}
     return _write(self, "PutBackward0", fields, lambda x: _put(x, index, source, accumulate), source)
 
 
@@ -732,6 +735,22 @@ def split_with_sizes_copy(input: Tensor, split_sizes, dim: int = 0) -> tuple:  #
     outs = tuple(_dense_copy(t) for t in input.split(sizes, dim))
     return _named_multi("SplitWithSizesBackward0_copy", {"dim": dim, "self_sym_sizes": tuple(input.shape),
                                                          "split_sizes": tuple(sizes)}, outs, input)
+
+
+# ---- index_put's function forms -------------------------------------------------------------
+
+
+def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:  # noqa: A002
+    """``input.index_put(indices, values, accumulate)``: a copy of `input` with the
+    elements `indices` names set to (added, when `accumulate`) `values`."""
+    _check_tensor("index_put", input, "input", 1)
+    return input.index_put(indices, values, accumulate)
+
+
+def index_put_(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:  # noqa: A002
+    """``input.index_put_(indices, values, accumulate)``: the in-place form."""
+    _check_tensor("index_put_", input, "input", 1)
+    return input.index_put_(indices, values, accumulate)
 
 
 # ---- Tensor methods ------------------------------------------------------------------------

@@ -13,7 +13,7 @@
 
 use super::elementwise::grad0;
 use super::shape::{as_strided as as_strided_rel, contiguous, reshape, view_of};
-use super::{apply, div, index_add_zeros, new_tensor_on, zeros_on};
+use super::{apply, div, index_add_zeros, new_tensor_on, to_dtype, zeros_on};
 use crate::autograd::function::{Backward, BackwardCtx, Grads, SavedField};
 use crate::layout::Layout;
 use crate::shape::{Shape, wrap_dim};
@@ -107,8 +107,8 @@ pub(crate) fn strided_grad(g: &Tensor, input: &Layout, output: &Layout) -> Resul
         for c in &mut counts {
             *c = (*c).max(1);
         }
-        let counts = crate::backend::cpu::random::from_i64(dtype, counts);
-        div(&buf, &new_tensor_on(counts, &[size], device)?)?
+        let counts = new_tensor_on(Buffer::I64(counts.into()), &[size], device)?;
+        div(&buf, &to_dtype(&counts, dtype)?)?
     } else {
         buf
     };
