@@ -238,6 +238,36 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "isin": lambda: T.isin(ai, ai[0]), "isposinf": lambda: T.isposinf(a), "isneginf": lambda: T.isneginf(a),
         "isreal": lambda: T.isreal(a), "gcd": lambda: T.gcd(ai, ai.flip(0)), "lcm": lambda: T.lcm(ai, ai.flip(0)),
     })
+    # (helper-44) views, scatters and copies: the views are timed with a copy (contiguous)
+    # so that their reads count; the scatters write rows, diagonals, masks, flat indices
+    half = builtins_max(n // 2, 1)
+    flat_idx = T.randint(0, n * m, (n,))
+    out.update({
+        "as_strided": lambda: a.as_strided((n - 1, m), (m, 1), 1).contiguous(),
+        "unfold": lambda: a.unfold(1, 4, 2).contiguous(),
+        "as_strided_copy": lambda: T.as_strided_copy(a, (half, m), (2 * m, 1)),
+        "select_scatter": lambda: T.select_scatter(a, v, 0, 1),
+        "slice_scatter": lambda: T.slice_scatter(a, b[:half], 0, 0, half),
+        "diagonal_scatter": lambda: T.diagonal_scatter(a, a.diagonal()),
+        "as_strided_scatter": lambda: T.as_strided_scatter(a, b[:half], (half, m), (2 * m, 1)),
+        "masked_scatter": lambda: T.masked_scatter(a, mask, b),
+        "index_reduce": lambda: a.index_reduce(0, idx_rows, b, "amax"),
+        "put": lambda: a.put(flat_idx, v.repeat(n // m + 1)[:n]),
+        "renorm": lambda: T.renorm(a, 2, 0, 1.0),
+        "split_with_sizes": lambda: T.split_with_sizes(a, [half, n - half]),
+        "unsafe_split": lambda: T.unsafe_split(a, half), "unsafe_chunk": lambda: T.unsafe_chunk(a, 2),
+        "unsafe_split_with_sizes": lambda: T.unsafe_split_with_sizes(a, [half, n - half]),
+        "split_copy": lambda: T.split_copy(a, half), "split_with_sizes_copy": lambda: T.split_with_sizes_copy(
+            a, [half, n - half]),
+        "alias_copy": lambda: T.alias_copy(a), "detach_copy": lambda: T.detach_copy(a),
+        "diagonal_copy": lambda: T.diagonal_copy(a), "expand_copy": lambda: T.expand_copy(v, (n, m)),
+        "permute_copy": lambda: T.permute_copy(a, (1, 0)), "select_copy": lambda: T.select_copy(a, 1, 0),
+        "slice_copy": lambda: T.slice_copy(a, 0, 0, half), "squeeze_copy": lambda: T.squeeze_copy(col),
+        "t_copy": lambda: T.t_copy(a), "transpose_copy": lambda: T.transpose_copy(a, 0, 1),
+        "unbind_copy": lambda: T.unbind_copy(a3), "unfold_copy": lambda: T.unfold_copy(a, 1, 4, 2),
+        "unsqueeze_copy": lambda: T.unsqueeze_copy(a, 0), "view_copy": lambda: T.view_copy(a, (-1,)),
+        "narrow_copy": lambda: T.narrow_copy(a, 0, 0, half),
+    })
     return out
 
 

@@ -46,6 +46,7 @@ EXCLUDED: dict[str, str] = {
     "nan_to_num_": "function form of Tensor.nan_to_num_ (the nan_to_num entry's inplace=)",
     "addmv_": "function form of Tensor.addmv_ (the addmv entry's inplace=)",
     "logit_": "function form of Tensor.logit_ (the logit entry's inplace=)",
+    "index_put_": "function form of Tensor.index_put_ (the Tensor.index_put entry's inplace=)",
     "qr": "removed in torch 2.15 (use linalg.qr, which has its rows): raises torch's RuntimeError, "
           "tests/test_linalg_spectral.py",
     "Tensor.qr": "removed in torch 2.15 (use linalg.qr, which has its rows): raises torch's RuntimeError, "

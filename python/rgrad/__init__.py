@@ -245,6 +245,12 @@ from rgrad._statistics import *  # noqa: E402,F401,F403  (quantile, nanquantile)
 _statistics.install()
 __all__ += _statistics.__all__
 
+from rgrad import _composite4  # noqa: E402
+from rgrad._composite4 import *  # noqa: E402,F401,F403  (views, scatters, copies: select_scatter, put, ...)
+
+_composite4.install()
+__all__ += _composite4.__all__
+
 # torch.det, logdet, slogdet, inverse, cholesky_solve, ... (rgrad.linalg's ops) and their Tensor methods
 globals().update(linalg.FUNCTIONS)
 globals().update(linalg.TORCH_ONLY)

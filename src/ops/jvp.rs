@@ -104,6 +104,12 @@ fn view_tangents(
     if il.strides != tl.strides || il.offset != tl.offset || tangent.dtype() != input.dtype() {
         return None;
     }
+    // (an as_strided view may read storage outside its input's region: the tangent's
+    // storage must hold it too)
+    let len = tangent.storage().len();
+    if outputs.iter().any(|o| o.layout().storage_span().1 > len) {
+        return None;
+    }
     Some(
         outputs
             .iter()

@@ -61,6 +61,7 @@ pub mod blockdiag;
 pub mod counting;
 pub mod distance;
 pub mod search;
+pub mod strided;
 
 pub use advanced_indexing::*;
 pub use arith::{ArithBackward, ArithOp};
@@ -91,6 +92,7 @@ pub use softmax::*;
 pub use sort::*;
 pub use special::*;
 pub use spectral::*;
+pub use strided::{AsStridedViewBackward, UnfoldBackward0, as_strided_view, unfold};
 pub use subscript::*;
 pub use triangle::*;
 pub use unary::*;
@@ -171,6 +173,8 @@ crate::backward_ops! {
     UniqueBackward, BincountBackward,
     // blockdiag.rs
     BlockDiagBackward0,
+    // strided.rs
+    AsStridedViewBackward, UnfoldBackward0,
 }
 
 /// Who needs to record: grad mode is on and some input requires grad.

@@ -844,12 +844,20 @@ pub(crate) fn view_grad_in_base(g: &Tensor, shape: &[usize], rel: &Layout) -> Re
         .map(|d| d as i64)
         .collect();
     if repeated.is_empty() {
+        if super::strided::maybe_overlapping(rel) {
+            return super::strided::strided_grad(g, &Layout::contiguous(shape), rel);
+        }
         return as_strided_scatter(g, shape, rel);
     }
     let g = super::sum_dims(g, &repeated, true)?;
     let mut once = rel.clone();
     for &d in &repeated {
         once.shape[d as usize] = 1;
+    }
+    if super::strided::maybe_overlapping(&once) {
+        // (a view repeating elements otherwise, as an unfold's overlapping windows
+        // re-derived from its base: the copies' gradients added up in the base)
+        return super::strided::strided_grad(&g, &Layout::contiguous(shape), &once);
     }
     as_strided_scatter(&g, shape, &once)
 }

@@ -27,6 +27,7 @@ mod tensor_ops_b;
 mod tensor_reduce;
 mod tensor_shape;
 mod tensor_spectral;
+mod tensor_strided;
 mod unary;
 
 use crate::autograd::{engine, grad_mode};
