@@ -61,7 +61,10 @@ pub mod blockdiag;
 pub mod counting;
 pub mod distance;
 pub mod search;
+// (helper-45) parameterized activations, mvlgamma, angle, prelu
+pub mod activation;
 
+pub use activation::{Act, activation, activation_, prelu_kernel};
 pub use advanced_indexing::*;
 pub use arith::{ArithBackward, ArithOp};
 pub use binary::*;
