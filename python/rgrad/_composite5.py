@@ -227,20 +227,52 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     return _native("_prelu_kernel", "prelu", input, w)
 
 
+def _rrelu_noise(input: Tensor, lower, upper, generator) -> Tensor:
+    """rrelu's slopes in training mode, drawn as torch's kernel draws them: for each
+    element <= 0 in row-major order one ``uniform_real_distribution<double>(lower, upper)``
+    sample (the bounds first rounded to the input's dtype), cast to the dtype; 1 elsewhere."""
+    import struct
+
+    import rgrad
+
+    lo, hi = float(lower), float(upper)
+    if input.dtype == rgrad.float32:
+        lo, hi = (struct.unpack("f", struct.pack("f", v))[0] for v in (lo, hi))
+    with rgrad.no_grad():
+        x = input.detach()
+        mask = x <= 0
+        k = int(mask.sum())
+        noise = rgrad.ones_like(x)
+        if k:
+            r = rgrad.empty(k, dtype=rgrad.float64).uniform_(lo, hi, generator=generator)
+            noise[mask] = r.to(x.dtype)
+    return noise
+
+
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,  # noqa: A002
-          inplace: bool = False) -> Tensor:
-    """Randomized leaky ReLU. Eval mode (``training=False``, the default) is deterministic:
-    ``leaky_relu`` with the slope ``(lower + upper) / 2`` (RreluWithNoiseBackward0). The
-    random slopes of training mode are not implemented (rgrad does not draw torch's
-    ``uniform_real_distribution`` stream for them): NotImplementedError."""
+          inplace: bool = False, generator=None) -> Tensor:
+    """Randomized leaky ReLU (RreluWithNoiseBackward0). Eval mode (``training=False``, the
+    default): ``leaky_relu`` with the slope ``(lower + upper) / 2``. Training mode: each
+    element <= 0 times a slope drawn uniformly from ``[lower, upper)`` from torch's stream
+    of the (default) generator, the gradient ``g·slope``."""
     if training:
-        raise NotImplementedError("rgrad: rrelu with training=True (random slopes) is not implemented")
+        if _batched(input):
+            raise NotImplementedError("rgrad: rrelu with training=True under vmap (random slopes per sample)")
+        _tensor("rrelu", input)
+        if not input.is_floating_point():
+            from rgrad._tensor import _scalar_type_name
+
+            raise NotImplementedError(f"\"rrelu_with_noise_out_cpu\" not implemented for "
+                                      f"'{_scalar_type_name(input.dtype)}'")
+        noise = _rrelu_noise(input, lower, upper, generator)
+        return _C._rrelu_with_noise(input, noise, [lower, upper], inplace)
     return _act("rrelu", input, "rrelu_eval", [lower, upper], inplace)
 
 
-def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:  # noqa: A002
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,  # noqa: A002
+           generator=None) -> Tensor:
     """In-place :func:`rrelu` (RreluWithNoiseBackward1)."""
-    return rrelu(input, lower, upper, training, inplace=True)
+    return rrelu(input, lower, upper, training, inplace=True, generator=generator)
 
 
 # ---- special functions -----------------------------------------------------------------
@@ -601,6 +633,12 @@ def _aten_linspace(start: float, end: float, steps: int, dtype) -> Tensor:
         return rgrad.tensor([lo], dtype=dtype)
     step = to_dtype(to_dtype(hi - lo) / (steps - 1))
     half = steps // 2
+    if steps > 65537:
+        # (many edges: float64 tensor arithmetic, the product and sum each rounded, so an
+        # edge may differ from the fused one by an ulp)
+        i = rgrad.arange(steps, dtype=rgrad.float64)
+        e = rgrad.where(i < half, i * step + lo, hi - (steps - 1 - i) * step)
+        return e.to(dtype)
     vals = [to_dtype(Fraction(lo) + Fraction(step) * i) if i < half
             else to_dtype(Fraction(hi) - Fraction(step) * (steps - 1 - i)) for i in range(steps)]
     return rgrad.tensor(vals, dtype=dtype)
@@ -651,6 +689,9 @@ def histogram(input: Tensor, bins, *, range=None, weight: Tensor | None = None, 
                 raise TypeError(f"histogram(): argument 'bins' must be int or Tensor, not {type(bins).__name__}")
             if bins <= 0:
                 raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+            if bins >= 2**63:
+                raise ValueError("Overflow when unpacking long long")
+            rgrad.zeros(bins + 1, dtype=input.dtype)  # (torch's allocation errors, before any work)
             if range is not None:
                 lo, hi = float(range[0]), float(range[1])
             elif x.numel() > 0:

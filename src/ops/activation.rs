@@ -57,9 +57,14 @@ pub enum Act {
     Hardswish,
     /// `min(x, 0) - log1p(exp(-|x|))` (LogSigmoidBackward0)
     LogSigmoid,
-    /// rrelu with `training=False`: leaky_relu with the slope `(lower + upper) / 2`
-    /// (RreluWithNoiseBackward0)
-    RreluEval { lower: f64, upper: f64 },
+    /// rrelu (RreluWithNoiseBackward0): with `training=False` leaky_relu with the slope
+    /// `(lower + upper) / 2`; with `training=True` `x·noise`, the noise (the slopes drawn
+    /// for the elements <= 0, 1 elsewhere) given by the caller ([`rrelu_with_noise`])
+    Rrelu {
+        lower: f64,
+        upper: f64,
+        training: bool,
+    },
     /// the multivariate log-gamma function of order p (MvlgammaBackward0)
     Mvlgamma { p: i64 },
     /// the angle of a real number: π for x < 0, else 0 (NaN kept) (AngleBackward0)
@@ -84,7 +89,7 @@ fn float_kernel(act: Act) -> Option<&'static str> {
         Act::Hardshrink { .. } => "hardshrink_cpu",
         Act::Softshrink { .. } => "softshrink_check",
         Act::Elu { .. } | Act::Celu { .. } => "elu_cpu",
-        Act::LeakyRelu { .. } | Act::RreluEval { .. } => "leaky_relu_cpu",
+        Act::LeakyRelu { .. } | Act::Rrelu { .. } => "leaky_relu_cpu",
         Act::Gelu { .. } => "GeluKernelImpl",
         Act::Silu => "silu_cpu",
         Act::Mish => "mish_cpu",
@@ -100,7 +105,7 @@ fn float_kernel(act: Act) -> Option<&'static str> {
 fn inplace_saves_result(act: Act) -> bool {
     matches!(
         act,
-        Act::Elu { .. } | Act::Celu { .. } | Act::LeakyRelu { .. } | Act::RreluEval { .. }
+        Act::Elu { .. } | Act::Celu { .. } | Act::LeakyRelu { .. } | Act::Rrelu { .. }
     )
 }
 
@@ -127,8 +132,9 @@ fn mvlgamma_args(x: &Tensor, p: i64) -> Result<Tensor> {
     super::add(&super::unsqueeze(x, -1)?, &offsets)
 }
 
-/// The value of `act` at `x` (a float tensor, or an integer one where the op takes it).
-fn value(act: Act, x: &Tensor) -> Result<Tensor> {
+/// The value of `act` at `x` (a float tensor, or an integer one where the op takes it);
+/// `noise`: rrelu's in training mode.
+fn value(act: Act, x: &Tensor, noise: Option<&Tensor>) -> Result<Tensor> {
     use Operand::{S, T};
     let int = !x.dtype().is_float();
     match act {
@@ -172,7 +178,13 @@ fn value(act: Act, x: &Tensor) -> Result<Tensor> {
             super::clamp(x, Some(lo), Some(hi))
         }
         Act::LeakyRelu { slope } => leaky(x, slope),
-        Act::RreluEval { lower, upper } => leaky(x, (lower + upper) / 2.0),
+        Act::Rrelu { training: true, .. } => match noise {
+            Some(n) => super::mul(x, n),
+            None => Err(Error::Internal(
+                "rrelu in training mode without its noise".into(),
+            )),
+        },
+        Act::Rrelu { lower, upper, .. } => leaky(x, (lower + upper) / 2.0),
         Act::Gelu { tanh: false } => {
             // x · 0.5 · (1 + erf(x / √2))
             let e = super::erf(&super::mul_scalar(x, f(std::f64::consts::FRAC_1_SQRT_2))?)?;
@@ -347,7 +359,13 @@ fn fmt_g(v: f64) -> String {
 
 /// `act(x)`, recorded as torch records it (`node` names the node: the in-place forms
 /// have names of their own).
-fn act_as(act: Act, shown: &[Scalar], x: &Tensor, inplace: bool) -> Result<Tensor> {
+fn act_as(
+    act: Act,
+    shown: &[Scalar],
+    x: &Tensor,
+    inplace: bool,
+    noise: Option<&Tensor>,
+) -> Result<Tensor> {
     check(act, x)?;
     let promoted;
     let x = if matches!(act, Act::Mvlgamma { .. } | Act::Angle | Act::Bessel(_))
@@ -362,7 +380,7 @@ fn act_as(act: Act, shown: &[Scalar], x: &Tensor, inplace: bool) -> Result<Tenso
     apply(
         aten_name(act),
         &[x],
-        || quietly(|| value(act, x)),
+        || quietly(|| value(act, x, noise)),
         |y| {
             let mut sv = Saver::default();
             let saved = if saves_result {
@@ -377,9 +395,12 @@ fn act_as(act: Act, shown: &[Scalar], x: &Tensor, inplace: bool) -> Result<Tenso
                 Act::LogSigmoid => quietly(|| log_sigmoid_buffer(x))
                     .ok()
                     .and_then(|b| sv.input_if(true, &b)),
-                Act::RreluEval { .. } => super::zeros_like(x)
-                    .ok()
-                    .and_then(|b| sv.input_if(true, &b)),
+                Act::Rrelu { .. } => match noise {
+                    Some(n) => sv.input_if(true, n),
+                    None => super::zeros_like(x)
+                        .ok()
+                        .and_then(|b| sv.input_if(true, &b)),
+                },
                 _ => None,
             };
             (
@@ -413,7 +434,7 @@ fn aten_name(act: Act) -> &'static str {
         Act::Hardsigmoid => "aten::hardsigmoid",
         Act::Hardswish => "aten::hardswish",
         Act::LogSigmoid => "aten::log_sigmoid_forward",
-        Act::RreluEval { .. } => "aten::rrelu_with_noise",
+        Act::Rrelu { .. } => "aten::rrelu_with_noise",
         Act::Mvlgamma { .. } => "aten::mvlgamma",
         Act::Angle => "aten::angle",
         Act::Bessel(Bessel::I0) => "aten::i0",
@@ -425,13 +446,44 @@ fn aten_name(act: Act) -> &'static str {
 
 /// The Bessel function `op` of `x` (torch.i0, torch.special.i0e / i1 / i1e), recorded.
 pub fn bessel(op: Bessel, x: &Tensor) -> Result<Tensor> {
-    act_as(Act::Bessel(op), &[], x, false)
+    act_as(Act::Bessel(op), &[], x, false, None)
 }
 
 /// `act(x)` (see [`Act`]); `shown`: its parameters as the caller gave them (a Python int
 /// or float), as the node's `_saved_*` fields show them.
 pub fn activation(act: Act, shown: &[Scalar], x: &Tensor) -> Result<Tensor> {
-    act_as(act, shown, x, false)
+    act_as(act, shown, x, false, None)
+}
+
+/// torch's `rrelu_with_noise(x, noise, lower, upper, training=True)`: `x·noise`, the
+/// noise drawn by the caller from the generator (python/rgrad/_composite5.py: torch's
+/// uniform stream, one double per element <= 0, in order), saved for the backward
+/// (`g·noise`); written into `x` where `inplace` (RreluWithNoiseBackward1).
+pub fn rrelu_with_noise(
+    x: &Tensor,
+    noise: &Tensor,
+    shown: &[Scalar],
+    inplace: bool,
+) -> Result<Tensor> {
+    let (lower, upper) = match shown {
+        [l, u, ..] => (l.as_f64(), u.as_f64()),
+        _ => return Err(Error::Internal("rrelu_with_noise: lower and upper".into())),
+    };
+    let act = Act::Rrelu {
+        lower,
+        upper,
+        training: true,
+    };
+    if x.shape() != noise.shape() || x.dtype() != noise.dtype() {
+        return Err(Error::runtime(
+            "rrelu_with_noise: the noise must have the input's shape and dtype",
+        ));
+    }
+    if inplace {
+        super::inplace::inplace_no_overlap(x, |x| act_as(act, shown, x, true, Some(noise)))
+    } else {
+        act_as(act, shown, x, false, Some(noise))
+    }
 }
 
 /// `act(x)` written into `x` (torch's in-place form: `elu_`, `threshold_`, ...).
@@ -448,7 +500,7 @@ pub fn activation_(act: Act, shown: &[Scalar], x: &Tensor) -> Result<Tensor> {
             format!("result type Float can't be cast to the desired output type {name}")
         }));
     }
-    super::inplace::inplace_no_overlap(x, |x| act_as(act, shown, x, true))
+    super::inplace::inplace_no_overlap(x, |x| act_as(act, shown, x, true, None))
 }
 
 /// The node of an [`Act`].
@@ -488,9 +540,9 @@ impl Backward for ActBackward {
             Act::Hardsigmoid => "HardsigmoidBackward0",
             Act::Hardswish => "HardswishBackward0",
             Act::LogSigmoid => "LogSigmoidBackward0",
-            Act::RreluEval { .. } if one => "RreluWithNoiseBackward1",
-            Act::RreluEval { .. } => "RreluWithNoiseBackward0",
-            Act::Mvlgamma { .. } if one => "MvlgammaBackward1",
+            Act::Rrelu { .. } if one => "RreluWithNoiseBackward1",
+            Act::Rrelu { .. } => "RreluWithNoiseBackward0",
+            // (mvlgamma_ too: torch's in-place mvlgamma records MvlgammaBackward0)
             Act::Mvlgamma { .. } => "MvlgammaBackward0",
             Act::Angle => "AngleBackward0",
             Act::Bessel(Bessel::I0) => "I0Backward0",
@@ -547,11 +599,15 @@ impl Backward for ActBackward {
                 ("threshold", shown(1, threshold)),
             ],
             Act::LogSigmoid => vec![("buffer", SavedField::Tensor(self.extra)), ("self", s)],
-            Act::RreluEval { lower, upper } => vec![
+            Act::Rrelu {
+                lower,
+                upper,
+                training,
+            } => vec![
                 ("lower", shown(0, lower)),
                 ("noise", SavedField::Tensor(self.extra)),
                 (me, s),
-                ("training", SavedField::Bool(false)),
+                ("training", SavedField::Bool(training)),
                 ("upper", shown(1, upper)),
             ],
             Act::Mvlgamma { p } => vec![("p", SavedField::Int(p)), ("self", s)],
@@ -569,7 +625,8 @@ impl Backward for ActBackward {
         let g = grad0(g)?;
         let s = get(ctx, self.saved)?;
         let y = match self.act {
-            Act::Bessel(Bessel::I0e | Bessel::I1 | Bessel::I1e) => Some(get(ctx, self.extra)?),
+            Act::Bessel(Bessel::I0e | Bessel::I1 | Bessel::I1e)
+            | Act::Rrelu { training: true, .. } => Some(get(ctx, self.extra)?),
             _ => None,
         };
         Ok(smallvec::smallvec![Some(self.derivative(
@@ -594,7 +651,7 @@ impl Backward for ActBackward {
 impl ActBackward {
     /// `g·f'(x)`, from the saved input (or result, where the node saves that instead),
     /// with recorded ops; `y`: the result where the node saves it besides the input
-    /// (special.i0e, i1, i1e).
+    /// (special.i0e, i1, i1e), rrelu's noise in training mode.
     fn derivative(&self, g: &Tensor, s: &Tensor, y: Option<&Tensor>) -> Result<Tensor> {
         use Operand::{S, T};
         let zero = S(f(0.0));
@@ -621,7 +678,18 @@ impl ActBackward {
                 pick(&super::le_scalar(s, min)?, zero, T(&inner))
             }
             Act::LeakyRelu { slope } => self.leaky_backward(g, s, slope),
-            Act::RreluEval { lower, upper } => self.leaky_backward(g, s, (lower + upper) / 2.0),
+            Act::Rrelu {
+                lower,
+                upper,
+                training: true,
+            } if upper - lower > 1e-6 => {
+                // rrelu_with_noise_backward: g·noise
+                let noise = y.ok_or_else(|| {
+                    Error::Internal(format!("{}: the noise was not saved", self.name()))
+                })?;
+                super::mul(g, noise)
+            }
+            Act::Rrelu { lower, upper, .. } => self.leaky_backward(g, s, (lower + upper) / 2.0),
             Act::Gelu { tanh: false } => {
                 // g·(Φ(x) + x·φ(x))
                 let cdf = super::mul_scalar(
@@ -1060,9 +1128,10 @@ mod tests {
             Act::Hardsigmoid,
             Act::Hardswish,
             Act::LogSigmoid,
-            Act::RreluEval {
+            Act::Rrelu {
                 lower: 0.1,
                 upper: 0.3,
+                training: false,
             },
             Act::Angle,
             Act::Bessel(Bessel::I0),

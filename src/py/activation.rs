@@ -48,9 +48,10 @@ fn act(kind: &str, p: &[f64]) -> PyResult<Act> {
         "hardsigmoid" => Act::Hardsigmoid,
         "hardswish" => Act::Hardswish,
         "log_sigmoid" => Act::LogSigmoid,
-        "rrelu_eval" => Act::RreluEval {
+        "rrelu_eval" => Act::Rrelu {
             lower: at(0)?,
             upper: at(1)?,
+            training: false,
         },
         "mvlgamma" => Act::Mvlgamma { p: at(0)? as i64 },
         "angle" => Act::Angle,
@@ -174,4 +175,26 @@ pub fn _igamma_(
 ) -> PyResult<Py<PyTensor>> {
     ops::activation::igamma_(&a.get().t, &x.t, upper)?;
     Ok(a.clone().unbind())
+}
+
+/// `_C._rrelu_with_noise(x, noise, params, inplace)`: rrelu in training mode, `x·noise`
+/// (params: lower, upper); returns `x` where `inplace`.
+#[pyfunction]
+pub fn _rrelu_with_noise(
+    py: Python<'_>,
+    x: &Bound<'_, PyTensor>,
+    noise: PyRef<'_, PyTensor>,
+    params: Vec<Bound<'_, PyAny>>,
+    inplace: bool,
+) -> PyResult<Py<PyTensor>> {
+    let (shown, _) = numbers("rrelu", &params)?;
+    let (t, n) = (x.get().t.clone(), noise.t.clone());
+    let r = run(py, &t, || {
+        ops::activation::rrelu_with_noise(&t, &n, &shown, inplace)
+    })?;
+    if inplace {
+        Ok(x.clone().unbind())
+    } else {
+        wrap(py, r)
+    }
 }

@@ -748,6 +748,7 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(activation::rsub, m)?)?;
     m.add_function(wrap_pyfunction!(activation::_igamma, m)?)?;
     m.add_function(wrap_pyfunction!(activation::_igamma_, m)?)?;
+    m.add_function(wrap_pyfunction!(activation::_rrelu_with_noise, m)?)?;
     Ok(())
 }
 

@@ -43,6 +43,8 @@ pub trait SpecialFloat:
     fn lgamma(self) -> Self;
     fn powf(self, e: Self) -> Self;
     fn is_infinite(self) -> bool;
+    /// `self·a + b`, rounded once.
+    fn mul_add(self, a: Self, b: Self) -> Self;
 }
 
 macro_rules! special_float {
@@ -85,6 +87,9 @@ macro_rules! special_float {
             fn is_infinite(self) -> bool {
                 <$t>::is_infinite(self)
             }
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                <$t>::mul_add(self, a, b)
+            }
         }
     };
 }
@@ -92,7 +97,8 @@ special_float!(f32, false, libm::erfcf, libm::lgammaf);
 special_float!(f64, true, libm::erfc, libm::lgamma);
 
 /// Cephes' `chbevl`: the Chebyshev series with coefficients `a` (highest order first) at
-/// `x / 2`, the coefficients rounded to the dtype.
+/// `x / 2`, the coefficients rounded to the dtype. `x·b1 - b2` is one fused multiply-add,
+/// as the compiler contracts ATen's (torch's bits).
 fn chbevl<T: SpecialFloat>(x: T, a: &[f64]) -> T {
     let mut b0 = T::c(a[0]);
     let mut b1 = T::c(0.0);
@@ -100,7 +106,7 @@ fn chbevl<T: SpecialFloat>(x: T, a: &[f64]) -> T {
     for &c in &a[1..] {
         b2 = b1;
         b1 = b0;
-        b0 = x * b1 - b2 + T::c(c);
+        b0 = x.mul_add(b1, -b2) + T::c(c);
     }
     T::c(0.5) * (b0 - b2)
 }
@@ -337,7 +343,7 @@ fn igam_fac<T: SpecialFloat>(a: T, x: T) -> T {
     } else {
         88.72283905206835
     });
-    let exp1 = T::c(2.718281828459045);
+    let exp1 = T::c(std::f64::consts::E); // (ATen writes its digits: the same double)
     let g = T::c(6.024680040776729583740234375);
     if (a - x).abs().f64() > 0.4 * a.abs().f64() {
         let ax = a * x.ln() - x - a.lgamma();
