@@ -268,6 +268,25 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "unsqueeze_copy": lambda: T.unsqueeze_copy(a, 0), "view_copy": lambda: T.view_copy(a, (-1,)),
         "narrow_copy": lambda: T.narrow_copy(a, 0, 0, half),
     })
+    # (helper-45) activations, special functions, kl_div (python/rgrad/_composite5.py)
+    w1 = a[:1, 0].contiguous()
+    out.update({f"nn.functional.{k}": (lambda k: lambda: getattr(F, k)(a))(k) for k in (
+        "threshold", "hardshrink", "softshrink", "elu", "celu", "selu", "hardtanh", "relu6", "leaky_relu", "gelu",
+        "silu", "mish", "softplus", "hardsigmoid", "hardswish", "logsigmoid", "softsign", "tanhshrink", "rrelu")
+        if k != "threshold"})
+    out.update({
+        "nn.functional.threshold": lambda: F.threshold(a, 0.1, 2.0),
+        "nn.functional.gelu tanh": lambda: F.gelu(a, approximate="tanh"),
+        "threshold": lambda: T.threshold(a, 0.1, 2.0), "hardshrink": lambda: T.hardshrink(a),
+        "celu": lambda: T.celu(a), "selu": lambda: T.selu(a), "rrelu": lambda: T.rrelu(a),
+        "prelu": lambda: T.prelu(a, w1), "nn.functional.prelu": lambda: F.prelu(a, w1),
+        "mvlgamma": lambda: T.mvlgamma(pos + 1, 2), "angle": lambda: T.angle(a),
+        "rsub": lambda: T.rsub(a, b), "rsub number": lambda: T.rsub(a, 2.0, alpha=3),
+        "kl_div": lambda: T.kl_div(a, pos), "nn.functional.kl_div": lambda: F.kl_div(a, pos, reduction="batchmean"),
+        "i0": lambda: T.i0(a), "special.i0e": lambda: T.special.i0e(a), "special.i1": lambda: T.special.i1(a),
+        "special.i1e": lambda: T.special.i1e(a), "igamma": lambda: T.igamma(pos, ge1),
+        "igammac": lambda: T.igammac(pos, ge1),
+    })
     return out
 
 

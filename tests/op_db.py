@@ -3269,6 +3269,164 @@ def build_op_db(T) -> list[OpInfo]:
         grad_not_implemented="aten::detach_copy", not_implemented_node="torch::autograd::NotImplemented",
         supports_grad=False, supports_gradgrad=False)
 
+    # ---- helper-45: activations, special functions, kl_div (python/rgrad/_composite5.py,
+    # src/ops/activation.rs) ----------------------------------------------------------
+
+    _erf = np.vectorize(math.erf, otypes=[float])
+    _lgamma = np.vectorize(_lgamma_ref, otypes=[float])
+
+    def _elu_ref(a, alpha=1.0, scale=1.0, input_scale=1.0):
+        return np.where(a <= 0, np.expm1(a * input_scale) * alpha * scale, a * scale)
+
+    def _gelu_ref(a, approximate="none"):
+        if approximate == "tanh":
+            return 0.5 * a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)))
+        return a * 0.5 * (1 + _erf(a / math.sqrt(2)))
+
+    def _softplus_ref(a, beta=1, threshold=20):
+        return np.where(a * beta > threshold, a, np.log1p(np.exp(a * beta)) / beta)
+
+    def _logsigmoid_ref(a):
+        return np.minimum(a, 0) - np.log1p(np.exp(-np.abs(a)))
+
+    def _prelu_ref(a, w):
+        if a.ndim != w.ndim:
+            w = w.reshape([1, w.size] + [1] * (a.ndim - 2) if a.ndim > 1 else [1] * a.ndim)
+        return np.where(a > 0, a, w * a)
+
+    def _mvlgamma_ref(a, p):
+        return sum(_lgamma(a - j / 2) for j in range(p)) + p * (p - 1) / 4 * math.log(math.pi)
+
+    def _kl_ref(a, t, reduction="mean", log_target=False):
+        out = np.exp(t) * (t - a) if log_target else np.where(t > 0, t * np.log(np.where(t > 0, t, 1)), 0) - t * a
+        if reduction == "mean":
+            return out.mean()
+        if reduction == "sum":
+            return out.sum()
+        if reduction == "batchmean":
+            return out.sum() / (a.shape[0] if a.ndim else 1)
+        return out
+
+    act1 = unary_samples(SPECIAL)
+    acts = [
+        # (name, call, reference, domain, samples)
+        ("threshold", lambda a: F().threshold(a, 0.3, -1.5), lambda a: np.where(a <= 0.3, -1.5, a)),
+        ("hardshrink", lambda a: F().hardshrink(a), lambda a: np.where(np.abs(a) <= 0.5, 0, a)),
+        ("softshrink", lambda a: F().softshrink(a, 0.25),
+         lambda a: np.where(a > 0.25, a - 0.25, np.where(a < -0.25, a + 0.25, a * 0))),
+        ("elu", lambda a: F().elu(a, 0.7), lambda a: _elu_ref(a, 0.7)),
+        ("celu", lambda a: F().celu(a, 1.5), lambda a: _elu_ref(a, 1.5, 1.0, 1 / 1.5)),
+        ("selu", lambda a: F().selu(a), lambda a: _elu_ref(a, 1.6732632423543772848170429916717,
+                                                           1.0507009873554804934193349852946)),
+        ("hardtanh", lambda a: F().hardtanh(a, -0.8, 1.2), lambda a: np.clip(a, -0.8, 1.2)),
+        ("relu6", lambda a: F().relu6(a * 4), lambda a: np.clip(a * 4, 0, 6)),
+        ("leaky_relu", lambda a: F().leaky_relu(a, 0.2), lambda a: np.where(a > 0, a, 0.2 * a)),
+        ("gelu", lambda a: F().gelu(a), _gelu_ref),
+        ("silu", lambda a: F().silu(a), lambda a: a * _sigmoid(a)),
+        ("mish", lambda a: F().mish(a), lambda a: a * np.tanh(np.log1p(np.exp(a)))),
+        ("softplus", lambda a: F().softplus(a), _softplus_ref),
+        ("hardsigmoid", lambda a: F().hardsigmoid(a * 2), lambda a: np.clip(a * 2 + 3, 0, 6) / 6),
+        ("hardswish", lambda a: F().hardswish(a * 2), lambda a: a * 2 * np.clip(a * 2 + 3, 0, 6) / 6),
+        ("logsigmoid", lambda a: F().logsigmoid(a), _logsigmoid_ref),
+        ("softsign", lambda a: F().softsign(a), lambda a: a / (1 + np.abs(a))),
+        ("tanhshrink", lambda a: F().tanhshrink(a), lambda a: a - np.tanh(a)),
+        ("rrelu", lambda a: F().rrelu(a), lambda a: np.where(a >= 0, a, a * (1 / 8 + 1 / 3) / 2)),
+    ]
+    for name, call, ref in acts:
+        # (gelu's +inf: NaN in torch's float32 kernel, inf in float64: tests/test_activation_special_ops.py)
+        add(f"nn.functional.{name}", call, ref, act1 if name != "gelu" else unary_samples([0.0, -INF, NAN, 1.5, -2.5]))
+    add("nn.functional.gelu.tanh", lambda a: F().gelu(a, approximate="tanh"),
+        lambda a: _gelu_ref(a, "tanh"), act1)
+    add("nn.functional.softplus.beta", lambda a: F().softplus(a, beta=2, threshold=1.5),
+        lambda a: _softplus_ref(a, 2, 1.5), act1)
+    add("threshold", lambda a: T.threshold(a, 0.3, -1.5), lambda a: np.where(a <= 0.3, -1.5, a), act1)
+    add("hardshrink", lambda a: T.hardshrink(a, 0.25), lambda a: np.where(np.abs(a) <= 0.25, 0, a), act1)
+    add("Tensor.hardshrink", lambda a: a.hardshrink(), lambda a: np.where(np.abs(a) <= 0.5, 0, a),
+        variant_unary_samples)
+    add("celu", lambda a: T.celu(a), _elu_ref, act1)
+    add("selu", lambda a: T.selu(a), lambda a: _elu_ref(a, 1.6732632423543772848170429916717,
+                                                         1.0507009873554804934193349852946), act1)
+    add("rrelu", lambda a: T.rrelu(a, 0.1, 0.3), lambda a: np.where(a >= 0, a, a * 0.2), act1)
+    prelu_samples = lambda m, rng: [  # noqa: E731
+        S(m(3, 4), m(1)), S(m(2, 3, 4), m(3)), S(m(5), m(1)), S(m(), m(1)), S(NC(m(4, 3), "t"), m(4)),
+        S(m(2, 3), m(3))]
+    add("nn.functional.prelu", lambda a, w: F().prelu(a, w), _prelu_ref, prelu_samples)
+    add("prelu", lambda a, w: T.prelu(a, w), _prelu_ref, prelu_samples)
+    add("Tensor.prelu", lambda a, w: a.prelu(w), _prelu_ref, lambda m, rng: prelu_samples(m, rng)[:2])
+    mvl_samples = lambda m, rng: [  # noqa: E731
+        S(m(3, 4), 1), S(m(2, 3), 2), S(m(), 3), S(NC(m(4, 3), "t"), 2), S(m(0), 1)]
+    add("mvlgamma", lambda a, p: T.mvlgamma(a, p), _mvlgamma_ref, mvl_samples, domain=(1.6, 4.0), rtol=1e-6)
+    add("Tensor.mvlgamma", lambda a, p: a.mvlgamma(p), _mvlgamma_ref, lambda m, rng: mvl_samples(m, rng)[:2],
+        domain=(1.6, 4.0), rtol=1e-6, inplace="mvlgamma_")
+    angle_ref = lambda a: np.where(np.isnan(a), a, np.where(a < 0, np.pi, 0.0))  # noqa: E731
+    add("angle", lambda a: T.angle(a), angle_ref, act1)
+    add("Tensor.angle", lambda a: a.angle(), angle_ref, variant_unary_samples)
+    add("rsub", lambda a, b, **kw: T.rsub(a, b, **kw), lambda a, b, alpha=1: b - alpha * a,
+        binary_samples(special=arith_special, extra=add_extra))
+    kl_samples = lambda m, rng: [  # noqa: E731
+        S(m(3, 4), m(3, 4, low=0.1, high=1.0), reduction="sum"),
+        S(m(3, 4), m(3, 4, low=0.1, high=1.0), reduction="batchmean"),
+        S(m(2, 3), m(2, 3, low=0.1, high=1.0), reduction="none"),
+        S(m(2, 3), m(2, 3), reduction="sum", log_target=True),
+        S(m(3), m(3, low=0.1, high=1.0), reduction="batchmean"),
+        S(m(), m(low=0.1, high=1.0), reduction="batchmean")]
+    add("nn.functional.kl_div", lambda a, t, **kw: F().kl_div(a, t, **kw), _kl_ref, kl_samples)
+    add("kl_div", lambda a, t, reduction="mean", log_target=False: T.kl_div(
+        a, t, {"none": 0, "mean": 1, "sum": 2}[reduction], log_target=log_target), _kl_ref,
+        lambda m, rng: [S(m(3, 4), m(3, 4, low=0.1, high=1.0), reduction="none"),
+                        S(m(3, 4), m(3, 4, low=0.1, high=1.0)),
+                        S(m(2, 3), m(2, 3), reduction="sum", log_target=True)])
+
+    # (helper-45) the Bessel functions and the incomplete gamma functions
+    def _i1_ref(a):
+        a = np.asarray(a, dtype=np.float64)
+        h = a / 2
+        out = np.zeros_like(a)
+        term = h.copy()
+        for k in range(80):
+            out = out + term
+            term = term * h * h / ((k + 1) * (k + 2))
+        return np.where(np.isinf(a), a, out)
+
+    def _i0_ref(a):
+        a = np.asarray(a, dtype=np.float64)
+        # (±inf: exp(inf)·c / sqrt(inf), NaN in ATen's formula, as torch gives)
+        return np.where(np.isfinite(a), np.i0(np.where(np.isfinite(a), a, 0)), NAN)
+
+    def _igamma_ref(x, a, upper=False):
+        a = np.asarray(a, dtype=np.float64)
+        x = np.asarray(x, dtype=np.float64)
+        lg = np.vectorize(lambda v: math.lgamma(v), otypes=[float])
+        term = np.exp(a * np.log(x) - x - lg(a + 1))
+        s = np.zeros(np.broadcast(a, x).shape)
+        for k in range(200):
+            s = s + term
+            term = term * x / (a + k + 1)
+        return 1 - s if upper else s
+
+    bessel_special = [0.0, -0.0, INF, -INF, NAN, 1e-30, 7.9, 8.1, -12.0, 25.0]
+    add("i0", lambda a: T.i0(a), _i0_ref, unary_samples(bessel_special), inplace="i0_")
+    add("Tensor.i0", lambda a: a.i0(), _i0_ref, variant_unary_samples)
+    add("special.i0", lambda a: T.special.i0(a), _i0_ref, variant_unary_samples)
+    add("special.i0e", lambda a: T.special.i0e(a), lambda a: _i0_ref(a) * np.exp(-np.abs(a)),
+        unary_samples(None))
+    add("special.i1", lambda a: T.special.i1(a), _i1_ref, unary_samples(None))
+    add("special.i1e", lambda a: T.special.i1e(a), lambda a: _i1_ref(a) * np.exp(-np.abs(a)), unary_samples(None))
+    igamma_a = [[0.5, 1.5, 2.5], [3.0, 0.8, 1.2]]
+    igamma_samples = lambda m, rng: [  # noqa: E731
+        S(m(2, 3), igamma_a), S(m(3), igamma_a[0]), S(m(2, 1), igamma_a).bc(), S(m(), 2.5)]
+    for name, upper in (("igamma", False), ("igammac", True)):
+        for prefix in ("", "special."):
+            fname = {"igamma": "gammainc", "igammac": "gammaincc"}[name] if prefix else name
+            add(f"{prefix}{fname}", (lambda f, p: lambda x, a: (getattr(T.special, f) if p else getattr(T, f))(
+                T.tensor(a, dtype=x.dtype), x))(fname, prefix), (lambda u: lambda x, a: _igamma_ref(x, a, u))(upper),
+                igamma_samples, domain=(0.2, 3.0), rtol=1e-6, atol=1e-9, supports_forward_ad=False,
+                forward_ad_error=f"Trying to use forward AD with {name} that does not support it")
+        add(f"Tensor.{name}", (lambda f: lambda x, a: getattr(T.tensor(a, dtype=x.dtype), f)(x))(name),
+            (lambda u: lambda x, a: _igamma_ref(x, a, u))(upper), lambda m, rng: igamma_samples(m, rng)[:1],
+            domain=(0.2, 3.0), rtol=1e-6, atol=1e-9, supports_forward_ad=False,
+            forward_ad_error=f"Trying to use forward AD with {name} that does not support it")
+
     _linalg_decomp_rows(T, add)
 
     db += [inplace_variant(op) for op in db if op.inplace]

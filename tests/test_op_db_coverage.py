@@ -157,6 +157,19 @@ EXCLUDED: dict[str, str] = {
     "logspace": _FACTORY + " (tests/test_misc_ops.py against torch, bit for bit)",
     "gcd_": "function form of Tensor.gcd_ (its entry; tests/test_misc_ops.py against torch)",
     "lcm_": "function form of Tensor.lcm_ (its entry; tests/test_misc_ops.py against torch)",
+    # (helper-45)
+    **{n: _FACTORY + " (tests/test_activation_special_ops.py against torch, bit for bit)"
+       for n in ("bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window")},
+    "histogram": "no gradient (torch's is not differentiable): tests/test_activation_special_ops.py against torch",
+    "Tensor.histogram": "method form of histogram (tests/test_activation_special_ops.py against torch)",
+    "gradient": "returns a tuple of composites of slices, sub, div and cat (each op has its entry): "
+                "tests/test_activation_special_ops.py against torch, values and gradients",
+    **{n: "in-place form of the entry without the underscore (tests/test_activation_special_ops.py: values, "
+          "nodes and gradients against torch)"
+       for n in ("threshold_", "celu_", "selu_", "rrelu_", "i0_", "Tensor.igamma_", "Tensor.igammac_",
+                 "nn.functional.threshold_", "nn.functional.elu_",
+                 "nn.functional.celu_", "nn.functional.selu_", "nn.functional.hardtanh_",
+                 "nn.functional.leaky_relu_", "nn.functional.rrelu_")},
 }
 
 # torch's aliases, function forms of in-place methods, queries and composites of

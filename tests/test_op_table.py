@@ -141,7 +141,7 @@ def _arith_rows() -> list[tuple[str, str, str, tuple[str, str]]]:
 # rows that are not a method of their own name: how they are called (a rounding mode,
 # a number on the left)
 _ARITH_CALLS = {
-    "rsub": lambda a, b: 2 - a,
+    "rsub": lambda a, b: rgrad.rsub(a, b),
     "div_floor": lambda a, b: a.div(b, rounding_mode="floor"),
     "div_trunc": lambda a, b: a.div(b, rounding_mode="trunc"),
 }

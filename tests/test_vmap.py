@@ -1858,3 +1858,34 @@ def test_searchsorted_rule(case):
     else:
         check(lambda s, x: rgrad.searchsorted(s, x, side="right"), b1, v)
         check(lambda x, s: rgrad.bucketize(x, s, right=True), v, b1)
+
+
+# ---------------------------------------------------------------------------------------
+# (helper-45) the activations' natives: "_activation", "_activation_" (elementwise, the
+# parameters unbatched) and "_prelu_kernel" (input and weight broadcast)
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["gelu", "elu", "hardtanh", "softplus", "mvlgamma", "angle", "leaky_relu_",
+                                "prelu", "prelu batched weight"])
+def test_activation_rules(op):
+    F = rgrad.nn.functional
+    rs = np.random.RandomState(11)
+    x = rgrad.tensor(rs.standard_normal((B, 2, 3)))
+    if op == "gelu":
+        check(lambda v: F.gelu(v, approximate="tanh"), x)  # _C._activation
+    elif op == "elu":
+        check(lambda v: F.elu(v, 0.5), x)
+    elif op == "hardtanh":
+        check(lambda v: F.hardtanh(v, -0.5, 0.5), x)
+    elif op == "softplus":
+        check(lambda v: F.softplus(v, 2, 1.0), x)
+    elif op == "mvlgamma":
+        check(lambda v: rgrad.mvlgamma(v.abs() + 2, 3), x)
+    elif op == "angle":
+        check(lambda v: rgrad.angle(v), x)
+    elif op == "leaky_relu_":
+        check(lambda v: F.leaky_relu_(v.clone(), 0.3), x)  # _C._activation_
+    elif op == "prelu":
+        check(lambda v: F.prelu(v, rgrad.tensor([0.1, 0.2])), x)  # _C._prelu_kernel
+    else:
+        check(lambda v, w: F.prelu(v, w), x, rgrad.tensor(rs.uniform(0, 1, (B, 2))))

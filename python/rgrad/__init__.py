@@ -251,6 +251,15 @@ from rgrad._composite4 import *  # noqa: E402,F401,F403  (views, scatters, copie
 _composite4.install()
 __all__ += _composite4.__all__
 
+# (helper-45) activations, special functions, kl_div, gradient, windows, histogram
+from rgrad import _composite5  # noqa: E402
+from rgrad._composite5 import *  # noqa: E402,F401,F403
+
+_composite5.install()
+__all__ += _composite5.__all__
+kl_div = _composite5._TORCH_ONLY["kl_div"]  # (torch.kl_div takes the reduction as an enum)
+from rgrad import special  # noqa: E402,F401  (rgrad.special, as torch.special: its Bessel and gamma functions)
+
 # torch.det, logdet, slogdet, inverse, cholesky_solve, ... (rgrad.linalg's ops) and their Tensor methods
 globals().update(linalg.FUNCTIONS)
 globals().update(linalg.TORCH_ONLY)

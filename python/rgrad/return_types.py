@@ -56,3 +56,5 @@ linalg_eigh = _structseq_of("linalg_eigh", ("eigenvalues", "eigenvectors"))
 linalg_svd = _structseq_of("linalg_svd", ("U", "S", "Vh"))
 svd = _structseq_of("svd", ("U", "S", "V"))
 linalg_qr = _structseq_of("linalg_qr", ("Q", "R"))
+# (helper-45) torch.histogram
+histogram = _structseq_of("histogram", ("hist", "bin_edges"))

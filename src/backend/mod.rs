@@ -22,6 +22,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::storage::Buffer;
+pub use cpu::bessel::Bessel;
 pub use cpu::fused::Fused3;
 
 macro_rules! unary_op_ids {
@@ -247,6 +248,11 @@ backend_kernels! {
     /// `g·f'(s)` of a table op in one pass (`s`: what its node saved), where it applies.
     fn unary_backward(op: UnaryOp, g: &Buffer, lg: &Layout, s: &Buffer, ls: &Layout) -> Option<Buffer> => cpu::unary::unary_backward, on g, s;
     fn polygamma(n: u32, x: &Buffer, lx: &Layout) -> Buffer => cpu::unary::polygamma, on x;
+    /// The Bessel function `op` (i0, i0e, i1, i1e) of a float buffer.
+    fn bessel(op: Bessel, x: &Buffer, lx: &Layout) -> Buffer => cpu::unary::bessel, on x;
+    /// igamma(a, x) (igammac where `upper`) of two float buffers of one dtype, laid out
+    /// over the output's shape (broadcast).
+    fn igamma(upper: bool, a: &Buffer, la: &Layout, x: &Buffer, lx: &Layout) -> Buffer => cpu::unary::igamma, on a, x;
     fn logical_not(x: &Buffer, lx: &Layout) -> Buffer => cpu::unary::logical_not, on x;
     fn clamp(x: &Buffer, lx: &Layout, lo: Option<f64>, hi: Option<f64>) -> Buffer => cpu::elementwise::clamp, on x;
     /// `a op b`, both laid out over the output's shape (broadcast), of one dtype.

@@ -562,6 +562,19 @@ pub(crate) fn record_with_number(
     number_at: usize,
     forward: impl FnOnce() -> Result<Tensor>,
 ) -> Result<Tensor> {
+    record_with_number_alpha(op, x, s, number_at, 1.0, forward)
+}
+
+/// [`record_with_number`] with add's, sub's and rsub's multiplier `alpha`
+/// (`torch.rsub(x, 2, alpha=3)`).
+pub(crate) fn record_with_number_alpha(
+    op: ArithOp,
+    x: &Tensor,
+    s: Scalar,
+    number_at: usize,
+    alpha: f64,
+    forward: impl FnOnce() -> Result<Tensor>,
+) -> Result<Tensor> {
     apply(op.aten(), &[x], forward, |y| {
         let mut r = op.row();
         if number_at == 0 {
@@ -572,6 +585,7 @@ pub(crate) fn record_with_number(
             Number::Scalar(_) | Number::NotImplemented
         ));
         let mut node = ArithBackward::with_number(op, s, number_at, false);
+        node.alpha = alpha;
         // (a node without a derivative reads nothing)
         let mut needs = [!node.underived(); 2];
         needs[number_at] = false;
@@ -721,9 +735,9 @@ mod tests {
         match op {
             ArithOp::Add => add_op(a, b, alpha),
             ArithOp::Sub => sub_op(a, b, alpha),
-            ArithOp::Rsub => match (a, b) {
-                (Operand::T(x), Operand::S(s)) => rsub_scalar(x, s),
-                _ => sub_op(b, a, Scalar::Int(1)),
+            ArithOp::Rsub => match a {
+                Operand::T(x) => super::super::rsub_op(x, b, alpha),
+                Operand::S(_) => sub_op(b, a, Scalar::Int(1)),
             },
             ArithOp::Mul => mul_op(a, b),
             ArithOp::Div => div_op(a, b),

@@ -380,6 +380,40 @@ pub fn rsub_scalar(x: &Tensor, s: Scalar) -> Result<Tensor> {
     arith::record_with_number(op, &xt, s, 1, || binary_kernel(op.kernel(), &sv, &xt))
 }
 
+/// `torch.rsub(x, other, alpha=α)`: `other - α·x` (RsubBackward0; a Python number
+/// `other` is torch's Scalar overload, RsubBackward1, with no edge). torch's refusals of
+/// bool operands and its alpha checks, as sub's.
+pub fn rsub_op(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> {
+    check_sub_operands(other, Operand::T(x))?;
+    if let Operand::S(s) = other
+        && alpha == Scalar::Int(1)
+    {
+        return rsub_scalar(x, s);
+    }
+    let (a, b, dtype) = promote(Operand::T(x), other, false)?;
+    if matches!(alpha, Scalar::Bool(_)) && dtype != DType::Bool {
+        return Err(Error::runtime(
+            "Boolean alpha only supported for Boolean results.",
+        ));
+    }
+    if matches!(alpha, Scalar::Float(_)) && !dtype.is_float() {
+        return Err(Error::runtime(
+            "For integral input tensors, argument alpha must not be a floating point number.",
+        ));
+    }
+    let a_scaled = if alpha.as_f64() == 1.0 {
+        a.clone()
+    } else {
+        binary_kernel(BinaryOp::Mul, &a, &scalar_tensor(alpha, dtype))?
+    };
+    let op = ArithOp::Rsub;
+    let forward = || binary_kernel(BinaryOp::Sub, &b, &a_scaled);
+    match other {
+        Operand::T(_) => arith::record(op, &a, &b, alpha.as_f64(), forward),
+        Operand::S(s) => arith::record_with_number_alpha(op, &a, s, 1, alpha.as_f64(), forward),
+    }
+}
+
 /// `a * b`.
 pub fn mul_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     let op = ArithOp::Mul;

@@ -62,7 +62,10 @@ pub mod counting;
 pub mod distance;
 pub mod search;
 pub mod strided;
+// (helper-45) parameterized activations, mvlgamma, angle, prelu
+pub mod activation;
 
+pub use activation::{Act, activation, activation_, prelu_kernel};
 pub use advanced_indexing::*;
 pub use arith::{ArithBackward, ArithOp};
 pub use binary::*;

@@ -596,14 +596,14 @@ macro_rules! arith_op_table {
                 da: |g| g.unchanged(),
                 db: |g, alpha| g.scale(&alpha.neg()?),
             }
-            rsub Rsub "RsubBackward1" {
+            rsub Rsub "RsubBackward0" {
                 kernel: Sub,
                 aten: "aten::rsub",
                 inplace: none,
                 numbers: (none, "RsubBackward1"),
-                // rsub(a, b) = b - a, with a Python number b (`2 - x`, torch's Scalar
-                // overload: the number has no edge)
-                da: |g| g.neg(),
+                // rsub(a, b, alpha) = b - α·a (`torch.rsub`); a Python number b (`2 - x`,
+                // torch's Scalar overload) has no edge and names the node RsubBackward1
+                da: |g, alpha| g.scale(&alpha.neg()?),
                 db: |g| g.unchanged(),
             }
             mul Mul "MulBackward0" {

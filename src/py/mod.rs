@@ -1,6 +1,8 @@
 //! The `rgrad._C` extension module: the only code that uses PyO3. It converts
 //! arguments, calls the core, and converts results and errors back.
 
+// (helper-45)
+mod activation;
 mod binary;
 mod convert;
 mod cuda;
@@ -740,6 +742,14 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(linear, m)?)?;
     // (helper-41)
     m.add_function(wrap_pyfunction!(tensor_misc::_block_diag, m)?)?;
+    // (helper-45)
+    m.add_function(wrap_pyfunction!(activation::_activation, m)?)?;
+    m.add_function(wrap_pyfunction!(activation::_activation_, m)?)?;
+    m.add_function(wrap_pyfunction!(activation::_prelu_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(activation::rsub, m)?)?;
+    m.add_function(wrap_pyfunction!(activation::_igamma, m)?)?;
+    m.add_function(wrap_pyfunction!(activation::_igamma_, m)?)?;
+    m.add_function(wrap_pyfunction!(activation::_rrelu_with_noise, m)?)?;
     Ok(())
 }
 

@@ -127,6 +127,27 @@ impl Backend for Rec {
         })?;
         Ok(out)
     }
+    fn bessel(&self, op: crate::backend::Bessel, x: &Buffer, lx: &Layout) -> Result<Buffer> {
+        let out = Cpu.bessel(op, x, lx)?;
+        let lx = lx.clone();
+        one("bessel", &[x], &out, move |i| Cpu.bessel(op, i[0], &lx))?;
+        Ok(out)
+    }
+    fn igamma(
+        &self,
+        upper: bool,
+        a: &Buffer,
+        la: &Layout,
+        x: &Buffer,
+        lx: &Layout,
+    ) -> Result<Buffer> {
+        let out = Cpu.igamma(upper, a, la, x, lx)?;
+        let (la, lx) = (la.clone(), lx.clone());
+        one("igamma", &[a, x], &out, move |i| {
+            Cpu.igamma(upper, i[0], &la, i[1], &lx)
+        })?;
+        Ok(out)
+    }
     fn logical_not(&self, x: &Buffer, lx: &Layout) -> Result<Buffer> {
         let out = Cpu.logical_not(x, lx)?;
         let lx = lx.clone();

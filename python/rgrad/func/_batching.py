@@ -621,3 +621,13 @@ def _searchsorted_rule(name: str, level: int, args: tuple, kwargs: dict) -> Any:
 
 TABLE["_searchsorted"] = _searchsorted_rule
 RULES["_searchsorted"] = _searchsorted_rule
+
+
+# (helper-45) the natives behind the activations, mvlgamma and angle (``_C._activation``,
+# ``_C._activation_``: elementwise, the parameters unbatched) and prelu (``_C._prelu_kernel``:
+# the input and the weight broadcast); python/rgrad/_composite5.py dispatches a
+# BatchedTensor to them
+TABLE.update({"_activation": _unary, "_activation_": _unary, "_prelu_kernel": _broadcast})
+INPLACE.add("_activation_")
+PLAIN.update({"_activation": _C._activation, "_activation_": _C._activation_, "_prelu_kernel": _C._prelu_kernel})
+RULES.update({n: TABLE[n] for n in ("_activation", "_activation_", "_prelu_kernel")})

@@ -82,4 +82,15 @@ from rgrad._composite3 import pairwise_distance, pdist  # noqa: E402,F401
 
 __all__ += ["pdist", "pairwise_distance"]
 
+# (helper-45) the activations torch.nn.functional has, and kl_div (python/rgrad/_composite5.py)
+from rgrad._composite5 import (  # noqa: E402,F401
+    celu, celu_, elu, elu_, gelu, hardshrink, hardsigmoid, hardswish, hardtanh, hardtanh_, kl_div, leaky_relu,
+    leaky_relu_, logsigmoid, mish, prelu, relu6, rrelu, rrelu_, selu, selu_, silu, softplus, softshrink, softsign,
+    tanhshrink, threshold, threshold_,
+)
+
+__all__ += ["celu", "celu_", "elu", "elu_", "gelu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "hardtanh_",
+            "kl_div", "leaky_relu", "leaky_relu_", "logsigmoid", "mish", "prelu", "relu6", "rrelu", "rrelu_", "selu",
+            "selu_", "silu", "softplus", "softshrink", "softsign", "tanhshrink", "threshold", "threshold_"]
+
 del _C

@@ -10,6 +10,8 @@
 /// The CPU backend (see `backend::Backend`).
 pub struct Cpu;
 
+// (helper-45) i0, i0e, i1, i1e, igamma, igammac
+pub mod bessel;
 pub mod binary;
 pub mod compact;
 pub mod creation;

@@ -928,6 +928,36 @@ pub fn polygamma(n: u32, buf: &Buffer, layout: &Layout) -> Buffer {
     }
 }
 
+/// The Bessel function `op` of a float buffer (other dtypes: unchanged; the op layer
+/// promotes first).
+pub fn bessel(op: super::bessel::Bessel, buf: &Buffer, layout: &Layout) -> Buffer {
+    use super::bessel::bessel as f;
+    match buf {
+        Buffer::F32(v) => Buffer::F32(map(&contiguous(v, layout), |x: f32| f(op, x)).into()),
+        Buffer::F64(v) => Buffer::F64(map(&contiguous(v, layout), |x: f64| f(op, x)).into()),
+        other => other.clone(),
+    }
+}
+
+/// igamma(a, x), or igammac where `upper`, of two float buffers of one dtype laid out
+/// over the output's shape (other dtypes: `a` unchanged; the op layer checks first).
+pub fn igamma(upper: bool, a: &Buffer, la: &Layout, x: &Buffer, lx: &Layout) -> Buffer {
+    use super::bessel::{igamma as p, igammac as q};
+    fn both<T: super::bessel::SpecialFloat + Send + Sync>(upper: bool, a: &[T], x: &[T]) -> Vec<T> {
+        let pairs: Vec<(T, T)> = a.iter().copied().zip(x.iter().copied()).collect();
+        map(&pairs, |(a, x)| if upper { q(a, x) } else { p(a, x) })
+    }
+    match (a, x) {
+        (Buffer::F32(va), Buffer::F32(vx)) => {
+            Buffer::F32(both(upper, &contiguous(va, la), &contiguous(vx, lx)).into())
+        }
+        (Buffer::F64(va), Buffer::F64(vx)) => {
+            Buffer::F64(both(upper, &contiguous(va, la), &contiguous(vx, lx)).into())
+        }
+        (other, _) => other.clone(),
+    }
+}
+
 /// `!x` of a bool buffer (the op layer converts other dtypes first).
 pub fn logical_not(buf: &Buffer, layout: &Layout) -> Buffer {
     match buf {

@@ -317,6 +317,24 @@ impl Backend for Cuda {
         self.fallback();
         self.up(cpu::unary::polygamma(n, &host(x)?, lx))
     }
+    // (helper-45) the Bessel functions and igamma have no device kernel yet: the host's,
+    // through a round trip
+    fn bessel(&self, op: crate::backend::Bessel, x: &Buffer, lx: &Layout) -> Result<Buffer> {
+        self.fallback();
+        self.up(cpu::unary::bessel(op, &host(x)?, lx))
+    }
+    fn igamma(
+        &self,
+        upper: bool,
+        a: &Buffer,
+        la: &Layout,
+        x: &Buffer,
+        lx: &Layout,
+    ) -> Result<Buffer> {
+        crate::backend::check_same_device(&[a, x])?;
+        self.fallback();
+        self.up(cpu::unary::igamma(upper, &host(a)?, la, &host(x)?, lx))
+    }
     fn logical_not(&self, x: &Buffer, lx: &Layout) -> Result<Buffer> {
         // (bool only: the op layer converts other dtypes first, as for the CPU's kernel)
         if let Some(k) = memo((15, x.dtype() as u32, 0, 0), || {
