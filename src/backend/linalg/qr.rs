@@ -3,7 +3,7 @@
 //! diagonal is already zero), so R's signs are those LAPACK's geqrf gives in the common
 //! case; torch's values come from LAPACK, ours from this loop, so the bits differ.
 
-use super::reflect::{axpy, best_level, product_t, reflector, transpose};
+use super::reflect::{best_level, product_t, reflect_trailing_rows, reflector, transpose};
 
 /// The factors: `q` (m×qcols, row-major; None when not asked for) and `r` (rrows×n
 /// upper triangular). `complete`: qcols = rrows = m; else qcols = rrows = min(m, n).
@@ -57,18 +57,7 @@ fn qr_body(mut w: Vec<f64>, m: usize, n: usize, complete: bool, want_q: bool) ->
         for i in j + 1..m {
             w[i * n + j] = 0.0;
         }
-        if tau != 0.0 && j + 1 < n {
-            let t = &mut t[..n - j - 1];
-            t.fill(0.0);
-            for (i, vi) in v.iter().enumerate() {
-                let row = (j + i) * n;
-                axpy(*vi, &w[row + j + 1..row + n], t);
-            }
-            for (i, vi) in v.iter().enumerate() {
-                let row = (j + i) * n;
-                axpy(-tau * vi, t, &mut w[row + j + 1..row + n]);
-            }
-        }
+        reflect_trailing_rows(&mut w, n, j, &v, tau, &mut t);
         if want_q {
             reflectors.push((j, v, tau));
         }

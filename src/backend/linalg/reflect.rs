@@ -63,6 +63,35 @@ pub(crate) fn dot(x: &[f64], y: &[f64]) -> f64 {
     ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]))
 }
 
+/// Applies the reflector `H = I - tau·v·vᵀ` from the left to the block of the row-major
+/// `w` (`ld` columns) at rows `j..j + v.len()`, columns `j + 1..ld` (the trailing columns
+/// of a Householder step of QR or of the bidiagonalisation): `t = vᵀ·block`, as a
+/// combination of rows, then `block -= tau·v·t`, a rank-1 update row by row. `t` is
+/// scratch of at least `ld - j - 1` elements.
+#[inline(always)]
+pub(crate) fn reflect_trailing_rows(
+    w: &mut [f64],
+    ld: usize,
+    j: usize,
+    v: &[f64],
+    tau: f64,
+    t: &mut [f64],
+) {
+    if tau == 0.0 || j + 1 >= ld {
+        return;
+    }
+    let t = &mut t[..ld - j - 1];
+    t.fill(0.0);
+    for (i, vi) in v.iter().enumerate() {
+        let row = (j + i) * ld;
+        axpy(*vi, &w[row + j + 1..row + ld], t);
+    }
+    for (i, vi) in v.iter().enumerate() {
+        let row = (j + i) * ld;
+        axpy(-tau * vi, t, &mut w[row + j + 1..row + ld]);
+    }
+}
+
 /// `y += alpha · x` over the common length.
 #[inline(always)]
 pub(crate) fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {

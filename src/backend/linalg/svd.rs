@@ -9,7 +9,8 @@
 //! LAPACK's bits.
 
 use super::reflect::{
-    axpy, best_level, dot, givens, product_t, reflector, rotate_rows, transpose, unit_scale,
+    axpy, best_level, dot, givens, product_t, reflect_trailing_rows, reflector, rotate_rows,
+    transpose, unit_scale,
 };
 
 /// The factors: `u` (m×ucols), `s` (min(m, n), descending), `vh` (vrows×n), row-major.
@@ -152,18 +153,7 @@ fn bidiagonalize(
         let (beta, tau) = reflector(v[0], &mut v[1..]);
         v[0] = 1.0;
         d[j] = beta;
-        if tau != 0.0 && j + 1 < k {
-            let t = &mut t[..k - j - 1];
-            t.fill(0.0);
-            for (i, vi) in v.iter().enumerate() {
-                let row = (j + i) * k;
-                axpy(*vi, &w[row + j + 1..row + k], t);
-            }
-            for (i, vi) in v.iter().enumerate() {
-                let row = (j + i) * k;
-                axpy(-tau * vi, t, &mut w[row + j + 1..row + k]);
-            }
-        }
+        reflect_trailing_rows(w, k, j, &v, tau, &mut t);
         if keep {
             left.push((j, v, tau));
         }
