@@ -1271,7 +1271,8 @@ mod tests {
                 "{x}"
             );
         }
-        assert!((igamma(50.0_f64, 48.0) - 0.3949327905409549).abs() < 1e-12);
+        // (torch.special.gammainc(50., 48.) in float64; the large-a asymptotic branch)
+        assert!((igamma(50.0_f64, 48.0) - 0.4054043947510426).abs() < 1e-12);
         assert!(igamma(-1.0_f64, 1.0).is_nan());
         assert_eq!(igamma(0.0_f64, 1.0), 1.0);
         assert_eq!(igammac(2.0_f64, 0.0), 1.0);
