@@ -42,6 +42,15 @@ DTYPE = "float32"
 NOT_AT_4M = {"mm", "matmul", "bmm", "addmm", "nn.functional.linear", "outer"}
 
 
+def _quiet(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` without its deprecation warning (triangular_solve's)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return fn(*args)
+
+
 def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
     """name -> a call of the op on inputs of `shape` (made once, outside the timing)."""
     F = T.nn.functional
@@ -117,6 +126,13 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "linalg.svdvals 64x64": lambda: T.linalg.svdvals(a[:64, :64]),
         "matrix_rank 64x64": lambda: T.linalg.matrix_rank(a[:64, :64]),
         "cond 64x64": lambda: T.linalg.cond(a[:64, :64]),
+        # (helper-46) compositions over the ops above, on a 32x32 block (Python-level reflector loops)
+        "linalg.lstsq 64x32": lambda: T.linalg.lstsq(a[:64, :32], a[:64, :4]),
+        "triangular_solve 32x32": lambda: _quiet(T.triangular_solve, a[:32, :4], sq[:32, :32].triu()),
+        "geqrf 32x32": lambda: T.geqrf(a[:32, :32]),
+        "orgqr 32x32": lambda: T.orgqr(a[:32, :32], a[0, :32]),
+        "ormqr 32x32": lambda: T.ormqr(a[:32, :32], a[0, :32], a[:32, :4]),
+        "fill_diagonal_": lambda: a[:32, :32].clone().fill_diagonal_(1.0),
         # reductions
         "sum": lambda: a.sum(), "sum(0)": lambda: a.sum(0), "sum(1)": lambda: a.sum(1),
         "mean": lambda: a.mean(), "mean(0)": lambda: a.mean(0), "prod(0)": lambda: unit.prod(0),

@@ -2800,6 +2800,131 @@ def build_op_db(T) -> list[OpInfo]:
     add("Tensor.pinverse", lambda a, *args: a.pinverse(*args), lambda a, rcond=1e-15: np.linalg.pinv(a, rcond),
         lambda m, rng: [S(_fullrank(rng, 3, 4)), S(_fullrank(rng, 4, 3), 1e-3)], atol_f32=1e-4, rtol_f32=1e-4)
 
+    # (helper-46) triangular_solve, lstsq, geqrf, householder_product / orgqr, ormqr: compositions
+    # recorded under torch's nodes (python/rgrad/_linalg_more.py); fill_diagonal_
+    def _quiet(fn):
+        def op(*args, **kw):
+            import warnings
+
+            with warnings.catch_warnings():  # (triangular_solve's deprecation: test_linalg_more.py)
+                warnings.simplefilter("ignore", UserWarning)
+                return fn(*args, **kw)
+        return op
+
+    def triangular_solve_ref(b, a, upper=True, transpose=False, unitriangular=False):
+        t = np.triu(a) if upper else np.tril(a)
+        if unitriangular:
+            t = t - t * np.eye(a.shape[-1]) + np.eye(a.shape[-1])
+        if transpose:
+            t = np.swapaxes(t, -1, -2)
+        batch = np.broadcast_shapes(b.shape[:-2], a.shape[:-2])
+        return (np.linalg.solve(np.broadcast_to(t, batch + t.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:])),
+                np.broadcast_to(a, batch + a.shape[-2:]).copy())
+
+    def _triangle(rng, n, batch=(), upper=True):
+        a = rng.uniform(-1.0, 1.0, size=(*batch, n, n)) + 3.0 * np.eye(n)
+        return np.triu(a) if upper else np.tril(a)
+
+    triangular_solve_samples = lambda m, rng: [  # noqa: E731
+        S(m(3, 2), _triangle(rng, 3)), S(m(3, 2), _triangle(rng, 3, upper=False), upper=False),
+        S(m(3, 4), _triangle(rng, 3), transpose=True),
+        S(m(3, 2), _triangle(rng, 3, upper=False), False, True, True),
+        S(m(2, 1, 3, 2), _triangle(rng, 3, (3,))).bc(), S(NC(m(2, 3), "t"), _triangle(rng, 3, (2,)))]
+    add("triangular_solve", _quiet(lambda b, a, *args, **kw: tuple(T.triangular_solve(b, a, *args, **kw))),
+        triangular_solve_ref, triangular_solve_samples, atol_f32=1e-4, rtol_f32=1e-4)
+    add("Tensor.triangular_solve", _quiet(lambda b, a, *args, **kw: tuple(b.triangular_solve(a, *args, **kw))),
+        triangular_solve_ref, lambda m, rng: triangular_solve_samples(m, rng)[:3], atol_f32=1e-4, rtol_f32=1e-4)
+
+    def lstsq_ref(a, b):
+        x = np.linalg.pinv(a) @ (b[..., None] if b.ndim == a.ndim - 1 else b)
+        return x[..., 0] if b.ndim == a.ndim - 1 else x
+
+    lstsq_samples = lambda m, rng: [  # noqa: E731
+        S(_fullrank(rng, 5, 3), m(5, 2)), S(_fullrank(rng, 3, 3), m(3, 2)), S(_fullrank(rng, 3, 5), m(3, 2)),
+        S(_fullrank(rng, 4, 3), m(4)), S(_fullrank(rng, 4, 3, (2,)), m(2, 4, 2)),
+        S(_fullrank(rng, 4, 2, (2, 1)), m(1, 3, 4, 1)).bc(), S(NC(_fullrank(rng, 3, 4), "t"), m(4, 2))]
+    add("linalg.lstsq", lambda a, b, **kw: T.linalg.lstsq(a, b, **kw).solution, lstsq_ref, lstsq_samples,
+        atol_f32=1e-4, rtol_f32=1e-4)
+
+    def lstsq_residuals_ref(a, b, driver=None):
+        x = np.linalg.pinv(a) @ b
+        return x, ((a @ x - b) ** 2).sum(-2)
+
+    add("linalg.lstsq.residuals", lambda a, b, **kw: tuple(T.linalg.lstsq(a, b, **kw)[:2]), lstsq_residuals_ref,
+        lambda m, rng: [S(_fullrank(rng, 5, 3), m(5, 2), driver="gelsd"),
+                        S(_fullrank(rng, 4, 2), m(4, 3), driver="gels"),
+                        S(_fullrank(rng, 5, 2, (2,)), m(2, 5, 2), driver="gelss")],
+        atol_f32=1e-4, rtol_f32=1e-4)
+
+    def geqrf_ref(a):
+        a = np.array(a, dtype=np.float64)
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        flat = a.reshape(int(np.prod(a.shape[:-2])), m, n)
+        taus = np.zeros((flat.shape[0], k))
+        for b, x in enumerate(flat):
+            for j in range(k):
+                alpha, xnorm = x[j, j], np.linalg.norm(x[j + 1:, j])
+                if xnorm == 0.0:
+                    continue
+                beta = -np.copysign(np.hypot(alpha, xnorm), alpha)
+                taus[b, j] = (beta - alpha) / beta
+                x[j + 1:, j] /= alpha - beta
+                x[j, j] = beta
+                v = np.concatenate([[1.0], x[j + 1:, j]])
+                x[j:, j + 1:] -= taus[b, j] * np.outer(v, v @ x[j:, j + 1:])
+        return flat.reshape(a.shape), taus.reshape(*a.shape[:-2], k)
+
+    geqrf_samples = lambda m, rng: [S(m(4, 3)), S(m(3, 5)), S(m(2, 3, 3)), S(NC(m(3, 4), "t")), S(np.zeros((0, 2)))]
+    not_diff = dict(supports_grad=False, supports_gradgrad=False, supports_forward_ad=False,
+                    grad_not_implemented="'geqrf'", not_implemented_node="GeqrfBackward0")
+    add("geqrf", lambda a: tuple(T.geqrf(a)), geqrf_ref, geqrf_samples, atol_f32=1e-4, rtol_f32=1e-4, **not_diff)
+    add("Tensor.geqrf", lambda a: tuple(a.geqrf()), geqrf_ref, lambda m, rng: geqrf_samples(m, rng)[:2],
+        atol_f32=1e-4, rtol_f32=1e-4, **not_diff)
+
+    def _hh_apply(a, tau, c, left=True, transpose=False):
+        m, k = a.shape[-2], tau.shape[-1]
+        q = np.broadcast_to(np.eye(m), (*a.shape[:-2], m, m)).copy()
+        for i in range(k):
+            v = np.tril(a, -1)[..., :, i] + np.eye(m, a.shape[-1])[:, i]
+            h = np.eye(m) - tau[..., i, None, None] * v[..., :, None] * v[..., None, :]
+            q = q @ h
+        if transpose:
+            q = np.swapaxes(q, -1, -2)
+        return q @ c if left else c @ q
+
+    def householder_product_ref(a, tau):
+        m, n = a.shape[-2:]
+        return _hh_apply(a, tau, np.eye(m, n))
+
+    hh_samples = lambda m, rng: [  # noqa: E731
+        S(m(4, 3), m(3)), S(m(4, 3), m(2)), S(m(3, 3), m(3)), S(m(2, 4, 2), m(2, 2)), S(NC(m(3, 4), "t"), m(3)),
+        S(m(3, 1), m(1)), S(m(3, 2), np.zeros((0,))).fwd("no reflectors")]
+    add("linalg.householder_product", lambda a, tau: T.linalg.householder_product(a, tau),
+        householder_product_ref, hh_samples, atol_f32=1e-4, rtol_f32=1e-4)
+    add("orgqr", lambda a, tau: T.orgqr(a, tau), householder_product_ref,
+        lambda m, rng: hh_samples(m, rng)[:4], atol_f32=1e-4, rtol_f32=1e-4)
+    add("Tensor.orgqr", lambda a, tau: a.orgqr(tau), householder_product_ref,
+        lambda m, rng: hh_samples(m, rng)[:2], atol_f32=1e-4, rtol_f32=1e-4)
+
+    ormqr_samples = lambda m, rng: [  # noqa: E731
+        S(m(4, 3), m(3), m(4, 2)), S(m(4, 3), m(3), m(4, 2), transpose=True), S(m(4, 3), m(3), m(2, 4), left=False),
+        S(m(4, 3), m(3), m(5, 4), False, True), S(m(5, 2), m(2), m(5, 3)), S(m(2, 3, 3), m(2, 3), m(2, 3, 2)),
+        S(NC(m(3, 4), "t"), m(3), NC(m(2, 4), "t"))]
+    add("ormqr", lambda a, tau, c, *args, **kw: T.ormqr(a, tau, c, *args, **kw), _hh_apply, ormqr_samples,
+        atol_f32=1e-4, rtol_f32=1e-4)
+    add("Tensor.ormqr", lambda a, tau, c, *args, **kw: a.ormqr(tau, c, *args, **kw), _hh_apply,
+        lambda m, rng: ormqr_samples(m, rng)[:3], atol_f32=1e-4, rtol_f32=1e-4)
+
+    def fill_diagonal_ref(a, value, wrap=False):
+        a = np.array(a)
+        np.fill_diagonal(a, value, wrap=wrap)
+        return a
+
+    add("Tensor.fill_diagonal_", _inplace_op("fill_diagonal_"), fill_diagonal_ref,
+        lambda m, rng: [S(m(3, 3), 2.0), S(m(7, 3), 1.5, True), S(m(7, 3), -1.0, False), S(m(3, 5), 0.5, wrap=True),
+                        S(m(3, 3, 3), 4.0), S(m.ints(5, 4, 4), 2).fwd("int64")])
+
     def rank_ref(a, hermitian=False, atol=None, rtol=None):
         if atol is None and rtol is None:
             return np.asarray(np.linalg.matrix_rank(a, hermitian=hermitian))

@@ -265,3 +265,10 @@ globals().update(linalg.FUNCTIONS)
 globals().update(linalg.TORCH_ONLY)
 linalg.install()
 __all__ += [*linalg.FUNCTIONS, *linalg.TORCH_ONLY]
+
+# (helper-46) triangular_solve, geqrf, orgqr, ormqr (and the removed lstsq), Tensor.fill_diagonal_
+from rgrad import _linalg_more  # noqa: E402
+
+globals().update(_linalg_more.FUNCTIONS)
+_linalg_more.install()
+__all__ += list(_linalg_more.FUNCTIONS)

@@ -19,13 +19,14 @@ import math
 
 from rgrad import _C
 from rgrad._C import Tensor
+from rgrad._linalg_more import householder_product, lstsq  # noqa: F401  (helper-46: compositions)
 
 __all__ = [
     "cross", "vector_norm", "matrix_norm", "norm", "vecdot",
     "det", "slogdet", "inv", "inv_ex", "solve", "solve_ex", "cholesky", "cholesky_ex", "solve_triangular",
     "lu_factor", "lu_factor_ex", "lu_solve", "matrix_power", "multi_dot", "matrix_exp", "lu", "LinAlgError",
     "eigh", "eigvalsh", "svd", "svdvals", "qr", "matrix_rank", "cond", "pinv",
-    "diagonal", "matmul", "vander", "tensorinv", "tensorsolve",
+    "diagonal", "matmul", "vander", "tensorinv", "tensorsolve", "lstsq", "householder_product",
 ]
 
 # (torch's is torch._C._LinAlgError, a RuntimeError, under this name)

@@ -56,5 +56,8 @@ linalg_eigh = _structseq_of("linalg_eigh", ("eigenvalues", "eigenvectors"))
 linalg_svd = _structseq_of("linalg_svd", ("U", "S", "Vh"))
 svd = _structseq_of("svd", ("U", "S", "V"))
 linalg_qr = _structseq_of("linalg_qr", ("Q", "R"))
+linalg_lstsq = _structseq_of("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+triangular_solve = _structseq_of("triangular_solve", ("solution", "cloned_coefficient"))
+geqrf = _structseq_of("geqrf", ("a", "tau"))
 # (helper-45) torch.histogram
 histogram = _structseq_of("histogram", ("hist", "bin_edges"))
