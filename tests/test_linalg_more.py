@@ -458,6 +458,30 @@ def test_fill_diagonal_grad_and_errors():
         _same_error(lambda: r.fill_diagonal_(1.0), lambda: t.fill_diagonal_(1.0))
 
 
+def _saved(fn):
+    return sorted(f for f in dir(fn) if f.startswith("_saved"))
+
+
+def test_saved_fields_as_torch():
+    a, ta = _pair(_np((4, 3), 71), grad=True)
+    b, tb = _pair(_np((4, 2), 72), grad=True)
+    tri, ttri = _pair(_tri((4, 4), 73), grad=True)
+    tau, ttau = _pair(_np(3, 74), grad=True)
+    pairs = [
+        (rgrad.linalg.lstsq(a, b).solution, torch.linalg.lstsq(ta, tb).solution),
+        (rgrad.triangular_solve(b, tri).solution, torch.triangular_solve(tb, ttri).solution),
+        (rgrad.linalg.householder_product(a, tau), torch.linalg.householder_product(ta, ttau)),
+        (rgrad.ormqr(a, tau, b, True, True), torch.ormqr(ta, ttau, tb, True, True)),
+        (rgrad.geqrf(a).a, torch.geqrf(ta).a),
+    ]
+    for r, t in pairs:
+        assert _saved(r.grad_fn) == _saved(t.grad_fn)
+    r, t = pairs[3]
+    assert r.grad_fn._saved_left is t.grad_fn._saved_left and r.grad_fn._saved_transpose is t.grad_fn._saved_transpose
+    _close(r.grad_fn._saved_result, t.grad_fn._saved_result)
+    _close(pairs[2][0].grad_fn._saved_result, pairs[2][1].grad_fn._saved_result)
+
+
 # ---- vmap ----------------------------------------------------------------------------------------
 
 

@@ -153,7 +153,8 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
     else:
         sol = linalg.solve_triangular(a, b, upper=upper, unitriangular=unitriangular)
     clone = a.clone()
-    fields = {"A": A, "self": input, "transpose": transpose, "unitriangular": unitriangular, "upper": upper}
+    fields = {"A": A, "self": input, "solution": sol, "transpose": transpose, "unitriangular": unitriangular,
+              "upper": upper}
     sol, clone = _named_multi("TriangularSolveBackward0", fields, (sol, clone), input, A)
     return return_types.triangular_solve(sol, clone)
 
