@@ -133,6 +133,7 @@ def cases(T: Any, shape: tuple[int, int]) -> dict[str, Callable[[], Any]]:
         "orgqr 32x32": lambda: T.orgqr(a[:32, :32], a[0, :32]),
         "ormqr 32x32": lambda: T.ormqr(a[:32, :32], a[0, :32], a[:32, :4]),
         "fill_diagonal_": lambda: a[:32, :32].clone().fill_diagonal_(1.0),
+        "linalg.ldl_factor 16x16": lambda: T.linalg.ldl_factor(spd[:16, :16]),
         # reductions
         "sum": lambda: a.sum(), "sum(0)": lambda: a.sum(0), "sum(1)": lambda: a.sum(1),
         "mean": lambda: a.mean(), "mean(0)": lambda: a.mean(0), "prod(0)": lambda: unit.prod(0),

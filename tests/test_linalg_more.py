@@ -458,6 +458,89 @@ def test_fill_diagonal_grad_and_errors():
         _same_error(lambda: r.fill_diagonal_(1.0), lambda: t.fill_diagonal_(1.0))
 
 
+# ---- ldl_factor / ldl_factor_ex / ldl_solve ---------------------------------------------------
+
+
+def _sym_ldl(shape, seed, diag_scale):
+    a = _np(shape, seed)
+    a = a + np.swapaxes(a, -1, -2)
+    n = shape[-1]
+    return a * np.where(np.eye(n) > 0, diag_scale, 1.0)
+
+
+def _close_int(r, t):
+    # (pivots and info: int64 here, int32 in torch)
+    assert tuple(r.shape) == tuple(t.shape) and r.dtype == rgrad.int64 and t.dtype == torch.int32
+    assert r.tolist() == t.tolist()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape,diag_scale", [((4, 4), 1.0), ((5, 5), 0.01), ((6, 6), 0.0), ((8, 8), 0.001),
+                                              ((2, 5, 5), 0.05), ((2, 2, 3, 3), 1.0), ((1, 1), 1.0), ((0, 0), 1.0),
+                                              ((2, 0, 0), 1.0)])
+def test_ldl_factor_and_solve(shape, diag_scale, dtype):
+    a, ta = _pair(_sym_ldl(shape, 81, diag_scale), dtype)
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for hermitian in (False, True):
+        r, t = rgrad.linalg.ldl_factor_ex(a, hermitian=hermitian), torch.linalg.ldl_factor_ex(ta, hermitian=hermitian)
+        assert type(r).__name__ == type(t).__name__ and type(r).__match_args__ == type(t).__match_args__
+        _close(r.LD, t.LD, tol)
+        _close_int(r.pivots, t.pivots)
+        _close_int(r.info, t.info)
+        r2, t2 = rgrad.linalg.ldl_factor(a, hermitian=hermitian), torch.linalg.ldl_factor(ta, hermitian=hermitian)
+        assert type(r2).__name__ == type(t2).__name__ == "linalg_ldl_factor"
+        _close(r2.LD, t2.LD, tol)
+        # (torch's ldl_solve crashes when B's batch broadcasts LD's batch of more than one)
+        for bshape in ((shape[-1], 3), (*shape[:-1], 2)) + (((3, shape[-1], 1),) if len(shape) == 2 else ()):
+            b, tb = _pair(_np(bshape, 82), dtype)
+            _close(rgrad.linalg.ldl_solve(r.LD, r.pivots, b, hermitian=hermitian),
+                   torch.linalg.ldl_solve(t.LD, t.pivots, tb, hermitian=hermitian), 10 * tol)
+    assert repr(rgrad.linalg.ldl_factor(a)).startswith("rgrad.return_types.linalg_ldl_factor(\nLD=")
+
+
+def test_ldl_errors_and_no_derivative():
+    z, tz = _pair(np.zeros((3, 3)))
+    _same_error(lambda: rgrad.linalg.ldl_factor(z), lambda: torch.linalg.ldl_factor(tz))
+    _same_error(lambda: rgrad.linalg.ldl_factor_ex(z, check_errors=True),
+                lambda: torch.linalg.ldl_factor_ex(tz, check_errors=True))
+    zb, tzb = _pair(np.zeros((2, 3, 3)))
+    _same_error(lambda: rgrad.linalg.ldl_factor(zb), lambda: torch.linalg.ldl_factor(tzb))
+    for x in (_np(3, 0), _np((3, 4), 0)):
+        a, ta = _pair(x)
+        _same_error(lambda: rgrad.linalg.ldl_factor(a), lambda: torch.linalg.ldl_factor(ta))
+        _same_error(lambda: rgrad.linalg.ldl_factor(a.long()), lambda: torch.linalg.ldl_factor(ta.long()))
+    a, ta = _pair(_sym_ldl((4, 4), 83, 1.0))
+    r, t = rgrad.linalg.ldl_factor(a), torch.linalg.ldl_factor(ta)
+    ld, piv, tld, tpiv = r.LD, r.pivots, t.LD, t.pivots.long()
+    b, tb = _pair(_np((4, 2), 84))
+    cases = [
+        lambda m, l, p, y: m.linalg.ldl_solve(l, p, y.float()),
+        lambda m, l, p, y: m.linalg.ldl_solve(l, p.double(), y),
+        lambda m, l, p, y: m.linalg.ldl_solve(l, p[:3], y),
+        lambda m, l, p, y: m.linalg.ldl_solve(l[:3], p, y),
+        lambda m, l, p, y: m.linalg.ldl_solve(l[0], p, y),
+        lambda m, l, p, y: m.linalg.ldl_solve(l, p, y[:3]),
+        lambda m, l, p, y: m.linalg.ldl_solve(l.expand(2, 4, 4), p, y.expand(2, 4, 2)),
+        lambda m, l, p, y: m.linalg.ldl_solve(l.long(), p, y.long()),
+    ]
+    for fn in cases:
+        _same_error(lambda: fn(rgrad, ld, piv, b), lambda: fn(torch, tld, tpiv, tb))
+    # batches broadcast
+    _close(rgrad.linalg.ldl_solve(ld.expand(2, 4, 4), piv.expand(2, 4), b),
+           torch.linalg.ldl_solve(tld.expand(2, 4, 4), tpiv.expand(2, 4), tb))
+    # no derivative: a NotImplemented node whose backward raises
+    a, ta = _pair(_sym_ldl((4, 4), 85, 1.0), grad=True)
+    r, t = rgrad.linalg.ldl_factor_ex(a), torch.linalg.ldl_factor_ex(ta)
+    assert r.LD.grad_fn.name() == t.LD.grad_fn.name() == "torch::autograd::NotImplemented"
+    assert r.pivots.requires_grad is t.pivots.requires_grad is False
+    _same_error(lambda: r.LD.sum().backward(), lambda: t.LD.sum().backward())
+    b, tb = _pair(_np((4, 2), 86), grad=True)
+    x = rgrad.linalg.ldl_solve(r.LD.detach(), r.pivots, b)
+    tx = torch.linalg.ldl_solve(t.LD.detach(), t.pivots, tb)
+    assert x.grad_fn.name() == tx.grad_fn.name()
+    _same_error(lambda: x.sum().backward(), lambda: tx.sum().backward())
+
+
 def _saved(fn):
     return sorted(f for f in dir(fn) if f.startswith("_saved"))
 
@@ -502,8 +585,26 @@ def test_vmap_matches_a_loop():
         (lambda y, x: rgrad.triangular_solve(y, x).solution, (c, tri)),
         (lambda y, x: rgrad.triangular_solve(y, x, upper=False, transpose=True).cloned_coefficient, (c, tri)),
         (lambda x, y: rgrad.linalg.lstsq(x, y).solution, (a, c)),
+        (lambda x, y: rgrad.linalg.lstsq(x, y, driver="gelsd").residuals, (a, c)),
+        (lambda x: rgrad.geqrf(x).a, (a,)),
+        (lambda x: rgrad.geqrf(x).tau, (a,)),
     ]
     for fn, xs in cases:
         got, want = vmap(fn)(*xs), _loop(fn, *xs)
         assert tuple(got.shape) == tuple(want.shape)
         np.testing.assert_allclose(np.asarray(got.tolist()), np.asarray(want.tolist()), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("shape,wrap", [((5, 4), False), ((7, 2), True), ((6, 3), True), ((2, 5), True),
+                                        ((3, 3, 3), False)])
+def test_vmap_fill_diagonal(shape, wrap):
+    x = rgrad.from_numpy(_np((3, *shape), 65))
+
+    def fn(y):
+        return y.clone().fill_diagonal_(2.0, wrap=wrap)
+
+    got = rgrad.func.vmap(fn)(x)
+    want = torch.from_numpy(_np((3, *shape), 65))
+    for t in want:
+        t.fill_diagonal_(2.0, wrap=wrap)
+    assert got.tolist() == want.tolist()

@@ -29,6 +29,7 @@ composite's, not torch's.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from rgrad import _C
@@ -191,7 +192,7 @@ def _householder_qr(x: Tensor) -> tuple[Tensor, Tensor]:
     m, n = x.shape[-2], x.shape[-1]
     k = min(m, n)
     a = x.clone()
-    tau = x.new_zeros((*x.shape[:-2], k))
+    taus = []
     for j in range(k):
         alpha = a[..., j, j].clone()
         tail = a[..., j + 1:, j]
@@ -204,7 +205,7 @@ def _householder_qr(x: Tensor) -> tuple[Tensor, Tensor]:
         if m - j > 1:
             a[..., j + 1:, j] = tail * scale.unsqueeze(-1)
         a[..., j, j] = beta
-        tau[..., j] = t
+        taus.append(t)
         if j + 1 < n:
             # H = I - tau v vᵀ on the trailing columns (v = [1, a[j+1:, j]])
             v = a[..., j:, j].clone()
@@ -212,6 +213,7 @@ def _householder_qr(x: Tensor) -> tuple[Tensor, Tensor]:
             c = a[..., j:, j + 1:]
             w = (v.unsqueeze(-1) * c).sum(-2)  # vᵀ C
             a[..., j:, j + 1:] = c - (t.unsqueeze(-1) * w).unsqueeze(-2) * v.unsqueeze(-1)
+    tau = rgrad.stack(taus, -1) if taus else x.new_zeros((*x.shape[:-2], 0))
     return a, tau
 
 
@@ -522,8 +524,14 @@ def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
     height, width = self.shape[0], self.shape[1]
     if nd > 2 and any(self.shape[i] != height for i in range(1, nd)):
         raise RuntimeError("all dimensions of input must be of equal length")
-    offset = self.storage_offset()
     size = min(height, width)
+    from rgrad.func._batched_tensor import BatchedTensor
+
+    if isinstance(self, BatchedTensor):
+        # (vmap: the same elements by a mask, masked_fill_'s batching rule; as_strided's
+        # loop fallback would write to copies)
+        return self.masked_fill_(_diagonal_mask(tuple(self.shape), wrap), fill_value)
+    offset = self.storage_offset()
     stride = sum(self.stride())
     self.as_strided((size,), (stride,), offset).fill_(fill_value)
     if wrap and nd == 2 and height > width + 1:
@@ -531,6 +539,281 @@ def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
         wrap_size = (self.numel() + step - 1) // step - size
         self.as_strided((wrap_size,), (stride,), offset + self.stride(0) * (width + 1)).fill_(fill_value)
     return self
+
+
+# ---- ldl_factor / ldl_factor_ex / ldl_solve ---------------------------------------------------
+
+_BK_ALPHA = (1.0 + 17.0 ** 0.5) / 8.0
+
+
+def _iamax(xs) -> int:
+    """BLAS's i?amax: the first index of the largest absolute value."""
+    best, at = -1.0, 0
+    for i, x in enumerate(xs):
+        if abs(x) > best:
+            best, at = abs(x), i
+    return at
+
+
+def _sytf2_lower(a: list) -> tuple[list, list, int]:
+    """LAPACK's ``dsytf2`` (lower): the Bunch-Kaufman factorization ``P A Pᵀ = L D Lᵀ`` of
+    a symmetric matrix given as rows (its lower triangle read), in place; 1-based pivots,
+    negative for the 2x2 blocks, and info (the first zero pivot, 1-based, or 0)."""
+    n = len(a)
+    piv = [0] * n
+    info = 0
+    k = 0
+    while k < n:
+        kstep = 1
+        absakk = abs(a[k][k])
+        if k < n - 1:
+            imax = k + 1 + _iamax([a[i][k] for i in range(k + 1, n)])
+            colmax = abs(a[imax][k])
+        else:
+            imax, colmax = k, 0.0
+        if max(absakk, colmax) == 0.0 or absakk != absakk:
+            if info == 0:
+                info = k + 1
+            kp = k
+        else:
+            if absakk >= _BK_ALPHA * colmax:
+                kp = k
+            else:
+                jmax = k + _iamax([a[imax][j] for j in range(k, imax)])
+                rowmax = abs(a[imax][jmax])
+                if imax < n - 1:
+                    jmax = imax + 1 + _iamax([a[i][imax] for i in range(imax + 1, n)])
+                    rowmax = max(rowmax, abs(a[jmax][imax]))
+                if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
+                    kp = k
+                elif abs(a[imax][imax]) >= _BK_ALPHA * rowmax:
+                    kp = imax
+                else:
+                    kp, kstep = imax, 2
+            kk = k + kstep - 1
+            if kp != kk:
+                # interchange rows and columns kk and kp of the trailing lower triangle
+                for i in range(kp + 1, n):
+                    a[i][kk], a[i][kp] = a[i][kp], a[i][kk]
+                for j in range(kk + 1, kp):
+                    a[j][kk], a[kp][j] = a[kp][j], a[j][kk]
+                a[kk][kk], a[kp][kp] = a[kp][kp], a[kk][kk]
+                if kstep == 2:
+                    a[k + 1][k], a[kp][k] = a[kp][k], a[k + 1][k]
+            if kstep == 1:
+                if k < n - 1:
+                    d11 = 1.0 / a[k][k]
+                    for j in range(k + 1, n):  # dsyr: A22 -= d11 x xᵀ (lower), then x *= d11
+                        xj = a[j][k]
+                        if xj != 0.0:
+                            t = -d11 * xj
+                            for i in range(j, n):
+                                a[i][j] += a[i][k] * t
+                    for i in range(k + 1, n):
+                        a[i][k] *= d11
+            elif k < n - 2:
+                d21 = a[k + 1][k]
+                d11 = a[k + 1][k + 1] / d21
+                d22 = a[k][k] / d21
+                t = 1.0 / (d11 * d22 - 1.0)
+                d21 = t / d21
+                for j in range(k + 2, n):
+                    wk = d21 * (d11 * a[j][k] - a[j][k + 1])
+                    wkp1 = d21 * (d22 * a[j][k + 1] - a[j][k])
+                    for i in range(j, n):
+                        a[i][j] = a[i][j] - a[i][k] * wk - a[i][k + 1] * wkp1
+                    a[j][k] = wk
+                    a[j][k + 1] = wkp1
+        if kstep == 1:
+            piv[k] = kp + 1
+        else:
+            piv[k] = piv[k + 1] = -(kp + 1)
+        k += kstep
+    return a, piv, info
+
+
+def _sytrs_lower(a: list, piv: list, b: list) -> list:
+    """LAPACK's ``dsytrs`` (lower): ``A X = B`` from ``_sytf2_lower``'s factors; B as rows."""
+    n = len(a)
+    k = 0
+    while k < n:  # L D Y = P B
+        if piv[k] > 0:
+            kp = piv[k] - 1
+            if kp != k:
+                b[k], b[kp] = b[kp], b[k]
+            for i in range(k + 1, n):
+                b[i] = [x - a[i][k] * y for x, y in zip(b[i], b[k])]
+            b[k] = [x / a[k][k] for x in b[k]]
+            k += 1
+        else:
+            kp = -piv[k] - 1
+            if kp != k + 1:
+                b[k + 1], b[kp] = b[kp], b[k + 1]
+            for i in range(k + 2, n):
+                b[i] = [x - a[i][k] * y for x, y in zip(b[i], b[k])]
+                b[i] = [x - a[i][k + 1] * y for x, y in zip(b[i], b[k + 1])]
+            akm1k = a[k + 1][k]
+            akm1 = a[k][k] / akm1k
+            ak = a[k + 1][k + 1] / akm1k
+            denom = akm1 * ak - 1.0
+            rk, rk1 = [], []
+            for bkm1, bk in zip(b[k], b[k + 1]):
+                bkm1, bk = bkm1 / akm1k, bk / akm1k
+                rk.append((ak * bkm1 - bk) / denom)
+                rk1.append((akm1 * bk - bkm1) / denom)
+            b[k], b[k + 1] = rk, rk1
+            k += 2
+    k = n - 1
+    while k >= 0:  # Lᵀ Pᵀ X = Y
+        if piv[k] > 0:
+            for i in range(k + 1, n):
+                b[k] = [x - a[i][k] * y for x, y in zip(b[k], b[i])]
+            kp = piv[k] - 1
+            if kp != k:
+                b[k], b[kp] = b[kp], b[k]
+            k -= 1
+        else:
+            for i in range(k + 1, n):
+                b[k] = [x - a[i][k] * y for x, y in zip(b[k], b[i])]
+                b[k - 1] = [x - a[i][k - 1] * y for x, y in zip(b[k - 1], b[i])]
+            kp = -piv[k] - 1
+            if kp != k:
+                b[k], b[kp] = b[kp], b[k]
+            k -= 2
+    return b
+
+
+def _ldl_factor_ex(A: Tensor, hermitian: bool, check_errors: bool, api: str):
+    import rgrad
+
+    p = "torch.linalg.ldl_factor_ex: "
+    if A.dim() < 2:
+        raise RuntimeError(p + "The input tensor A must have at least 2 dimensions.")
+    n = A.shape[-1]
+    if A.shape[-2] != n:
+        raise RuntimeError(p + f"A must be batches of square matrices, but they are {A.shape[-2]} by {n} matrices")
+    if not _is_float(A):
+        raise NotImplementedError(p + f"Expected a floating point or complex tensor as input. Got {_dname(A.dtype)}")
+    batch = tuple(A.shape[:-2])
+    count = math.prod(batch)
+    mats = A.detach().to(_C.float64).reshape(count, n, n).tolist() if count and n else [[] for _ in range(count)]
+    lds, pivs, infos = [], [], []
+    for mat in mats:
+        ld, piv, info = _sytf2_lower(mat) if n else ([], [], 0)
+        lds.append([[ld[i][j] if j <= i else 0.0 for j in range(n)] for i in range(n)])
+        pivs.append(piv)
+        infos.append(info)
+    with rgrad.no_grad():
+        LD = rgrad.tensor(lds, dtype=_C.float64).reshape(*batch, n, n).to(A.dtype) if count and n else \
+            A.new_zeros((*batch, n, n))
+        piv_t = rgrad.tensor(pivs, dtype=_C.int64).reshape(*batch, n) if count and n else \
+            _C.zeros((*batch, n), dtype=_C.int64)
+        info_t = rgrad.tensor(infos, dtype=_C.int64).reshape(batch) if count else _C.zeros(batch, dtype=_C.int64)
+    if check_errors and any(infos):
+        first = next(i for i in infos if i)
+        raise RuntimeError(
+            'false INTERNAL ASSERT FAILED at "/__w/pytorch/pytorch/aten/src/ATen/native/BatchLinearAlgebra.cpp":1677, '
+            f"please report a bug to PyTorch. {api}: Unknown error code: {first}."
+        )
+    if rgrad.is_grad_enabled() and A.requires_grad:
+        from rgrad._composite4 import _not_implemented
+
+        LD = _not_implemented("linalg_ldl_factor_ex").apply(A, LD)
+    return LD, piv_t, info_t
+
+
+def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False):  # noqa: N803
+    """``(LD, pivots, info)``: the Bunch-Kaufman factorization ``P A Pᵀ = L D Lᵀ`` of
+    symmetric matrices (the lower triangle read; LAPACK's ``sytrf``), L (unit diagonal) and
+    the 1x1 / 2x2 blocks of D packed in LD, 1-based pivots (negative for a 2x2 block; int64
+    here where torch's are int32) and info (the first zero pivot). No derivative, as torch
+    (a NotImplemented node)."""
+    from rgrad import return_types
+
+    _tensor_arg("linalg_ldl_factor_ex", "A", 1, A)
+    return return_types.linalg_ldl_factor_ex(*_ldl_factor_ex(A, hermitian, check_errors, "torch.linalg.ldl_factor_ex"))
+
+
+def ldl_factor(A: Tensor, *, hermitian: bool = False):  # noqa: N803
+    """``(LD, pivots)``: ``ldl_factor_ex``'s, raising (torch's words) for a singular D."""
+    from rgrad import return_types
+
+    _tensor_arg("linalg_ldl_factor", "A", 1, A)
+    LD, piv, _ = _ldl_factor_ex(A, hermitian, True, "torch.linalg.ldl_factor")  # noqa: N806
+    return return_types.linalg_ldl_factor(LD, piv)
+
+
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Tensor:  # noqa: N803
+    """The solution of ``A X = B`` from ``ldl_factor``'s ``(LD, pivots)`` (LAPACK's
+    ``sytrs``); B's batch broadcasts with LD's. No derivative, as torch."""
+    import rgrad
+
+    _tensor_arg("linalg_ldl_solve", "LD", 1, LD)
+    _tensor_arg("linalg_ldl_solve", "pivots", 2, pivots)
+    _tensor_arg("linalg_ldl_solve", "B", 3, B)
+    p = "torch.linalg.ldl_solve: "
+    if LD.dim() < 2:
+        raise RuntimeError(p + "The input tensor A must have at least 2 dimensions.")
+    n = LD.shape[-1]
+    if LD.shape[-2] != n:
+        raise RuntimeError(p + f"A must be batches of square matrices, but they are {LD.shape[-2]} by {n} matrices")
+    if tuple(LD.shape[:-1]) != tuple(pivots.shape):
+        raise RuntimeError(
+            p + "Expected LD.shape[:-1] and pivots.shape to be the same, but got pivots with shape "
+            f"[{', '.join(map(str, pivots.shape))}] instead"
+        )
+    if pivots.dtype.is_floating_point or pivots.dtype == _C.bool:
+        raise RuntimeError(p + f"Expected pivots to be integers. Got {_dname(pivots.dtype)}")
+    if not _is_float(LD):
+        raise NotImplementedError(p + f"Expected a floating point or complex tensor as input. Got {_dname(LD.dtype)}")
+    if B.dtype != LD.dtype:
+        raise RuntimeError(
+            f"Expected b and A to have the same dtype, but found b of type {_dname(B.dtype)} and A of type "
+            f"{_dname(LD.dtype)} instead."
+        )
+    if B.dim() < 2:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got -2)")
+    if B.shape[-2] != n:
+        raise RuntimeError(
+            f"Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is {n} by {n} but each b matrix is "
+            f"{B.shape[-2]} by {B.shape[-1]}"
+        )
+    batch = _batch_broadcast(LD.shape[:-2], B.shape[:-2])
+    k = B.shape[-1]
+    count = math.prod(batch)
+    if count == 0 or n == 0 or k == 0:
+        out = B.new_zeros((*batch, n, k))
+    else:
+        lds = LD.detach().to(_C.float64).expand(*batch, n, n).reshape(count, n, n).tolist()
+        pivs = pivots.expand(*batch, n).reshape(count, n).tolist()
+        bs = B.detach().to(_C.float64).expand(*batch, n, k).reshape(count, n, k).tolist()
+        sols = [_sytrs_lower(a, pv, b) for a, pv, b in zip(lds, pivs, bs)]
+        with rgrad.no_grad():
+            out = rgrad.tensor(sols, dtype=_C.float64).reshape(*batch, n, k).to(LD.dtype)
+    if rgrad.is_grad_enabled() and (LD.requires_grad or B.requires_grad):
+        from rgrad._composite4 import _not_implemented
+
+        out = _not_implemented("linalg_ldl_solve").apply(B if B.requires_grad else LD, out)
+    return out
+
+
+def _diagonal_mask(shape: tuple, wrap: bool) -> Tensor:
+    """True at the elements ``fill_diagonal_`` writes: ``[i, i, ...]`` for i < min(h, w),
+    and with ``wrap`` (a 2-D h > w + 1) ``[w + 1 + i, i]`` below them."""
+    import rgrad
+
+    numel = math.prod(shape)
+    contiguous = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    step = sum(contiguous)
+    flat = [False] * numel
+    height, width = shape[0], shape[1]
+    for i in range(min(height, width)):
+        flat[i * step] = True
+    if wrap and len(shape) == 2 and height > width + 1:
+        wrap_size = (numel + width) // (width + 1) - min(height, width)
+        for i in range(wrap_size):
+            flat[(width + 1 + i) * width + i] = True
+    return rgrad.tensor(flat, dtype=_C.bool).reshape(shape)
 
 
 # torch.* functions with a Tensor method of the same name

@@ -19,7 +19,7 @@ import math
 
 from rgrad import _C
 from rgrad._C import Tensor
-from rgrad._linalg_more import householder_product, lstsq  # noqa: F401  (helper-46: compositions)
+from rgrad._linalg_more import householder_product, ldl_factor, ldl_factor_ex, ldl_solve, lstsq  # noqa: F401
 
 __all__ = [
     "cross", "vector_norm", "matrix_norm", "norm", "vecdot",
@@ -27,6 +27,7 @@ __all__ = [
     "lu_factor", "lu_factor_ex", "lu_solve", "matrix_power", "multi_dot", "matrix_exp", "lu", "LinAlgError",
     "eigh", "eigvalsh", "svd", "svdvals", "qr", "matrix_rank", "cond", "pinv",
     "diagonal", "matmul", "vander", "tensorinv", "tensorsolve", "lstsq", "householder_product",
+    "ldl_factor", "ldl_factor_ex", "ldl_solve",
 ]
 
 # (torch's is torch._C._LinAlgError, a RuntimeError, under this name)

@@ -59,5 +59,7 @@ linalg_qr = _structseq_of("linalg_qr", ("Q", "R"))
 linalg_lstsq = _structseq_of("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 triangular_solve = _structseq_of("triangular_solve", ("solution", "cloned_coefficient"))
 geqrf = _structseq_of("geqrf", ("a", "tau"))
+linalg_ldl_factor = _structseq_of("linalg_ldl_factor", ("LD", "pivots"))
+linalg_ldl_factor_ex = _structseq_of("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
 # (helper-45) torch.histogram
 histogram = _structseq_of("histogram", ("hist", "bin_edges"))
