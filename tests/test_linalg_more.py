@@ -572,6 +572,28 @@ def _loop(fn, *xs):
     return rgrad.stack([fn(*(x[i] for x in xs)) for i in range(xs[0].shape[0])])
 
 
+def test_vmap_ldl_mixed_and_nested():
+    vmap = rgrad.func.vmap
+    a = rgrad.from_numpy(_sym_ldl((2, 3, 4, 4), 66, 0.01))
+    b = rgrad.from_numpy(_np((4, 2), 67))
+    ld, piv = rgrad.linalg.ldl_factor(a)
+    # LD batched, B not; two levels
+    got = vmap(vmap(lambda x, p: rgrad.linalg.ldl_solve(x, p, b)))(ld, piv)
+    want = torch.linalg.ldl_solve(torch.from_numpy(np.asarray(ld.tolist())), torch.tensor(piv.tolist()),
+                                  torch.from_numpy(_np((4, 2), 67)))
+    _close(got, want, 1e-10)
+    got = vmap(vmap(rgrad.linalg.ldl_factor))(a)
+    assert type(got).__name__ == "linalg_ldl_factor"
+    assert got.LD.tolist() == ld.tolist() and got.pivots.tolist() == piv.tolist() and got.pivots.dtype == rgrad.int64
+    # an empty batch
+    pairs = ((rgrad.linalg.ldl_factor, torch.linalg.ldl_factor),
+             (rgrad.linalg.ldl_factor_ex, torch.linalg.ldl_factor_ex))
+    for f, tf in pairs:
+        r = vmap(f)(rgrad.zeros(0, 3, 3, dtype=rgrad.float64))
+        t = torch.vmap(tf)(torch.zeros(0, 3, 3, dtype=torch.float64))
+        assert [tuple(x.shape) for x in r] == [tuple(x.shape) for x in t]
+
+
 def test_vmap_matches_a_loop():
     vmap = rgrad.func.vmap
     a = rgrad.from_numpy(_np((3, 4, 3), 61))
@@ -588,10 +610,13 @@ def test_vmap_matches_a_loop():
         (lambda x, y: rgrad.linalg.lstsq(x, y, driver="gelsd").residuals, (a, c)),
         (lambda x: rgrad.geqrf(x).a, (a,)),
         (lambda x: rgrad.geqrf(x).tau, (a,)),
+        (lambda x: rgrad.linalg.ldl_factor(x + x.mT).LD, (tri,)),
+        (lambda x: rgrad.linalg.ldl_factor_ex(x + x.mT).pivots, (tri,)),
+        (lambda x, y: rgrad.linalg.ldl_solve(*rgrad.linalg.ldl_factor(x + x.mT), y), (tri, c)),
     ]
     for fn, xs in cases:
         got, want = vmap(fn)(*xs), _loop(fn, *xs)
-        assert tuple(got.shape) == tuple(want.shape)
+        assert tuple(got.shape) == tuple(want.shape) and got.dtype == want.dtype
         np.testing.assert_allclose(np.asarray(got.tolist()), np.asarray(want.tolist()), rtol=1e-10, atol=1e-10)
 
 

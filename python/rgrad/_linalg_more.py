@@ -683,6 +683,24 @@ def _sytrs_lower(a: list, piv: list, b: list) -> list:
     return b
 
 
+def _vmap_loop(fn, name: str, *args, empty_fn=None, **kwargs):
+    """``fn`` sample by sample over the innermost vmap level, the results stacked (the LDL
+    functions read the values on the host); None outside vmap. An empty batch: the shapes
+    of ``empty_fn`` (default ``fn``) on a zero sample."""
+    from rgrad.func import _batched_tensor as bt
+
+    level = bt.max_level(args, kwargs)
+    if level < 0:
+        return None
+    n = bt.batch_size(level)
+    if n == 0:
+        sample = (empty_fn or fn)(*(bt._zero_sample(a, level) for a in args), **kwargs)
+        return bt._empty_batch(sample, level)
+    results = [fn(*(bt._select(a, level, b) for a in args), **{k: bt._select(v, level, b) for k, v in kwargs.items()})
+               for b in range(n)]
+    return bt.stack_results(results, level, name)
+
+
 def _ldl_factor_ex(A: Tensor, hermitian: bool, check_errors: bool, api: str):
     import rgrad
 
@@ -731,6 +749,9 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     from rgrad import return_types
 
     _tensor_arg("linalg_ldl_factor_ex", "A", 1, A)
+    batched = _vmap_loop(ldl_factor_ex, "linalg_ldl_factor_ex", A, hermitian=hermitian, check_errors=check_errors)
+    if batched is not None:
+        return batched
     return return_types.linalg_ldl_factor_ex(*_ldl_factor_ex(A, hermitian, check_errors, "torch.linalg.ldl_factor_ex"))
 
 
@@ -739,6 +760,10 @@ def ldl_factor(A: Tensor, *, hermitian: bool = False):  # noqa: N803
     from rgrad import return_types
 
     _tensor_arg("linalg_ldl_factor", "A", 1, A)
+    batched = _vmap_loop(ldl_factor, "linalg_ldl_factor", A, hermitian=hermitian,
+                         empty_fn=lambda x, **kw: return_types.linalg_ldl_factor(*ldl_factor_ex(x, **kw)[:2]))
+    if batched is not None:
+        return batched
     LD, piv, _ = _ldl_factor_ex(A, hermitian, True, "torch.linalg.ldl_factor")  # noqa: N806
     return return_types.linalg_ldl_factor(LD, piv)
 
@@ -751,6 +776,9 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False)
     _tensor_arg("linalg_ldl_solve", "LD", 1, LD)
     _tensor_arg("linalg_ldl_solve", "pivots", 2, pivots)
     _tensor_arg("linalg_ldl_solve", "B", 3, B)
+    batched = _vmap_loop(ldl_solve, "linalg_ldl_solve", LD, pivots, B, hermitian=hermitian)
+    if batched is not None:
+        return batched
     p = "torch.linalg.ldl_solve: "
     if LD.dim() < 2:
         raise RuntimeError(p + "The input tensor A must have at least 2 dimensions.")
