@@ -64,6 +64,16 @@ pub trait GemmElem: Copy + Send + Sync + 'static {
     /// rounding either way, and -0 becomes +0 as the chain makes it), a wrapping
     /// multiply for integers.
     fn outer(a: Self, b: Self) -> Self;
+    /// `dst[j] = outer(a, b[j])` for a row of an outer product; with non-temporal stores
+    /// when `stream` (floats on x86-64, see `super::stream`; integers store plainly).
+    /// Follow a run of streamed rows with `stream::fence()`.
+    #[inline(always)]
+    fn outer_row(dst: &mut [MaybeUninit<Self>], a: Self, b: &[Self], stream: bool) {
+        let _ = stream;
+        for (o, &bj) in dst.iter_mut().zip(b) {
+            o.write(Self::outer(a, bj));
+        }
+    }
     /// Kernel for non-degenerate shapes; views are bounds-checked and `out.len() == m*n`.
     /// Writes every element of `out`; reads none, unless `start` is `Out` (then `out`
     /// is initialised and the product is added to it).
@@ -84,6 +94,16 @@ macro_rules! float_elem {
             #[inline(always)]
             fn outer(a: Self, b: Self) -> Self {
                 a * b + 0.0
+            }
+            #[inline(always)]
+            fn outer_row(dst: &mut [MaybeUninit<Self>], a: Self, b: &[Self], stream: bool) {
+                if stream {
+                    <$t as super::stream::StreamElem>::scale_row(dst, a, b, super::vmath::level());
+                } else {
+                    for (o, &bj) in dst.iter_mut().zip(b) {
+                        o.write(Self::outer(a, bj));
+                    }
+                }
             }
             fn gemm_kernel(
                 a: MatView<'_, $t>,
@@ -429,7 +449,10 @@ fn batched<T: Element + GemmElem>(ra: &Buffer, la: &Layout, rb: &Buffer, lb: &La
     let offsets = |i: usize| batch_offsets(la, lb, i);
     let len = batch * m * n;
     if k == 1 {
-        return T::into_buffer(outer_products(da, la, db, lb, batch, len));
+        // Outputs larger than the last-level cache (per-sample gradients: 51 MB for 128
+        // examples of a 784 x 128 layer) bypass it: no read for ownership of each line.
+        let stream = super::stream::worth_streaming(len.saturating_mul(std::mem::size_of::<T>()));
+        return T::into_buffer(outer_products(da, la, db, lb, batch, len, stream));
     }
     // Not zeroed first: the GEMM writes every element (zeroing was 2.6% of a linear
     // layer's backward).
@@ -472,8 +495,8 @@ fn batched<T: Element + GemmElem>(ra: &Buffer, la: &Layout, rb: &Buffer, lb: &La
 /// `C[b] = A[b]·B[b]` with an inner dimension of 1 (the outer products of per-sample
 /// weight gradients, `grad_out[b]ᵀ · x[b]`): element (b, i, j) is `A[b][i] · B[b][j]`, one
 /// multiply, streamed into the output as an elementwise kernel is (parallel chunks, the
-/// AVX2 build) rather than through GEMM tiles whose k loop has one step. The bits are
-/// the GEMM's (see [`GemmElem::outer`]).
+/// AVX2 build) rather than through GEMM tiles whose k loop has one step; with
+/// non-temporal stores when `stream`. The bits are the GEMM's (see [`GemmElem::outer`]).
 fn outer_products<T: Element + GemmElem>(
     da: &[T],
     la: &Layout,
@@ -481,6 +504,7 @@ fn outer_products<T: Element + GemmElem>(
     lb: &Layout,
     batch: usize,
     len: usize,
+    stream: bool,
 ) -> Vec<T> {
     let nd = la.ndim();
     let (m, n) = (la.shape[nd - 2], lb.shape[nd - 1]);
@@ -512,15 +536,18 @@ fn outer_products<T: Element + GemmElem>(
             let ai = da[aoff + at(b).0 + i * ars];
             let row = bbase + b * bstep;
             let take = (n - j).min(chunk.len() - done);
-            for (o, &bj) in chunk[done..done + take]
-                .iter_mut()
-                .zip(&brows[row + j..row + j + take])
-            {
-                o.write(T::outer(ai, bj));
-            }
+            T::outer_row(
+                &mut chunk[done..done + take],
+                ai,
+                &brows[row + j..row + j + take],
+                stream,
+            );
             done += take;
             r += 1;
             j = 0;
+        }
+        if stream {
+            super::stream::fence();
         }
     })
 }
@@ -1012,6 +1039,15 @@ mod tests {
                 let got = bmm(&ab, &la, &bb, &lb);
                 let got = T::slice(&got);
                 assert_eq!(got.len(), nb * m * n);
+                // both ways of storing (plain, and non-temporal as for outputs larger
+                // than the last-level cache) give the same bits
+                for stream in [false, true] {
+                    let direct = outer_products(&ad, &la, &bd, &lb, nb, nb * m * n, stream);
+                    assert!(
+                        direct.iter().zip(got).all(|(x, y)| x.raw() == y.raw()),
+                        "stream {stream}: {batch:?} x {m} x {n}"
+                    );
+                }
                 for p in 0..nb {
                     let (oa, ob) = if batch.is_some() {
                         (p * la.strides[0], p * lb.strides[0])

@@ -29,6 +29,7 @@ pub mod scan;
 pub mod scatter;
 pub mod sort;
 pub mod special;
+pub mod stream;
 pub mod strided;
 pub mod topk;
 pub mod unary;
