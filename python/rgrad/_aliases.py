@@ -114,9 +114,16 @@ for _name in _INPLACE_FUNCTIONS:
 
 
 def fill(input=_MISSING, value=_MISSING) -> Tensor:  # noqa: A002
-    """A new tensor of `input`'s shape and dtype filled with `value` (a number or a 0-d tensor)."""
+    """A new tensor of `input`'s shape and dtype filled with `value` (a number or a 0-d tensor):
+    FillBackward0 / FillBackward1, as torch records them."""
     _check_tensor("fill", input)
-    return input.clone().fill_(value) if value is not _MISSING else input.clone().fill_()
+    from rgrad.func._batched_tensor import BatchedTensor
+
+    if value is _MISSING:
+        return input.clone().fill_()  # (fill_'s missing-argument error)
+    if type(input) is BatchedTensor or type(value) is BatchedTensor:
+        return input.clone().fill_(value)  # (vmap's fill_ rule)
+    return _C._fill(input, value)
 
 
 __all__.append("fill")

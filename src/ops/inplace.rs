@@ -577,8 +577,17 @@ pub fn unary_(x: &Tensor, op: crate::backend::UnaryOp) -> Result<Tensor> {
     inplace_no_overlap(x, |x| super::unary::unary_for_inplace(op, x))
 }
 
-/// `x.fill_(v)`: the old value gets a zero gradient (masked_fill over everything).
+/// `x.fill_(v)`: the old value gets a zero gradient (FillBackward2).
 pub fn fill_(x: &Tensor, v: Scalar) -> Result<Tensor> {
+    fill_recorded_as(x, v, "FillBackward2")
+}
+
+/// `x.zero_()` (ZeroBackward0).
+pub fn zero_(x: &Tensor) -> Result<Tensor> {
+    fill_recorded_as(x, Scalar::Int(0), "ZeroBackward0")
+}
+
+fn fill_recorded_as(x: &Tensor, v: Scalar, node: &'static str) -> Result<Tensor> {
     let records = is_grad_enabled() && x.requires_grad();
     if !records && !crate::autograd::forward_ad::any_dual(&[x]) {
         // Nothing to record: written straight into x's storage, one pass and no
@@ -598,33 +607,140 @@ pub fn fill_(x: &Tensor, v: Scalar) -> Result<Tensor> {
         x.bump_version();
         return Ok(x.clone());
     }
-    inplace(x, |x| {
-        v.check_fits(x.dtype())?;
-        if any_requires_grad(&[x]) {
-            let all =
-                super::creation::host_tensor(crate::storage::Buffer::Bool(vec![true].into()), &[]);
-            masked_fill(x, &all, v)
-        } else {
-            crate::device::with_default_device(x.device(), || full(&x.shape(), v, x.dtype()))
-        }
-    })
+    inplace(x, |x| filled(x, v, node))
 }
 
-/// `x.fill_(value)` with a 0-d tensor `value` that requires grad: the value gets the
-/// sum of the gradient (torch's FillBackward3; recorded here as MaskedFillBackward1).
+/// `x.fill_(value)` with a 0-d tensor `value` (FillBackward3): cast to x's dtype (no
+/// overflow check, as a tensor is cast), the value gets the gradient's sum.
 pub fn fill_tensor_(x: &Tensor, value: &Tensor) -> Result<Tensor> {
+    check_fill_tensor_value(value)?;
     if is_grad_enabled() && value.requires_grad() {
         check_multi_output_view(x)?;
     }
-    inplace_no_overlap(x, |x| {
-        let all =
-            super::creation::host_tensor(crate::storage::Buffer::Bool(vec![true].into()), &[]);
-        crate::ops::masked_fill_tensor(x, &all, value)
-    })
+    inplace_no_overlap(x, |x| filled_tensor(x, value, "FillBackward3"))
 }
 
-pub fn zero_(x: &Tensor) -> Result<Tensor> {
-    fill_(x, Scalar::Int(0))
+/// `torch.fill(x, v)`: a new tensor of x's shape, dtype and device, filled with `v`
+/// (FillBackward0: x gets a zero gradient).
+pub fn fill(x: &Tensor, v: Scalar) -> Result<Tensor> {
+    filled(x, v, "FillBackward0")
+}
+
+/// `torch.fill(x, value)` with a 0-d tensor `value` (FillBackward1).
+pub fn fill_tensor(x: &Tensor, value: &Tensor) -> Result<Tensor> {
+    check_fill_tensor_value(value)?;
+    filled_tensor(x, value, "FillBackward1")
+}
+
+/// `fill_`'s check of a tensor value: 0-d (torch's message).
+pub fn check_fill_tensor_value(value: &Tensor) -> Result<()> {
+    if value.ndim() != 0 {
+        return Err(Error::runtime(format!(
+            "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.",
+            value.ndim()
+        )));
+    }
+    Ok(())
+}
+
+/// x's shape filled with `v`, recorded as the node `name`.
+fn filled(x: &Tensor, v: Scalar, name: &'static str) -> Result<Tensor> {
+    v.check_fits(x.dtype())?;
+    apply(
+        "aten::fill",
+        &[x],
+        || crate::device::with_default_device(x.device(), || full(&x.shape(), v, x.dtype())),
+        |_| {
+            (
+                FillBackward {
+                    name,
+                    value_dtype: None,
+                },
+                saved![],
+            )
+        },
+    )
+}
+
+/// x's shape filled with the 0-d `value` cast to x's dtype (on x's device), recorded as
+/// the node `name` with `value` as its second input.
+fn filled_tensor(x: &Tensor, value: &Tensor, name: &'static str) -> Result<Tensor> {
+    apply(
+        "aten::fill",
+        &[x, value],
+        || {
+            with_grad_mode(false, || {
+                let mut v = to_dtype(&value.detach(), x.dtype())?;
+                if v.device() != x.device() {
+                    v = to_device(&v, x.device())?;
+                }
+                contiguous(&expand(&v, &x.shape())?)
+            })
+        },
+        |_| {
+            (
+                FillBackward {
+                    name,
+                    value_dtype: Some(value.dtype()),
+                },
+                saved![],
+            )
+        },
+    )
+}
+
+/// torch's fill nodes: FillBackward0 (`fill(x, number)`), 1 (`fill(x, tensor)`), 2
+/// (`x.fill_(number)`), 3 (`x.fill_(tensor)`) and ZeroBackward0 (`x.zero_()`). The
+/// filled tensor's old values get a zero gradient, a tensor value the gradient's sum
+/// (in the value's dtype).
+#[derive(Clone)]
+pub struct FillBackward {
+    name: &'static str,
+    value_dtype: Option<DType>,
+}
+impl FillBackward {
+    /// (`batched`: `g` has a leading batch dim; the value's gradient is summed per sample)
+    fn grads(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>], batched: bool) -> Result<Grads> {
+        let g = grad0(g)?;
+        let gx = if ctx.needs_input_grad(0) {
+            Some(zeros_like(&g)?)
+        } else {
+            None
+        };
+        let mut out: Grads = smallvec::smallvec![gx];
+        if let Some(d) = self.value_dtype {
+            out.push(if ctx.needs_input_grad(1) {
+                let total = if batched && g.ndim() > 1 {
+                    let dims: Vec<i64> = (1..g.ndim() as i64).collect();
+                    sum(&g, Some(&dims), false)?
+                } else if batched {
+                    g
+                } else {
+                    sum(&g, None, false)?
+                };
+                Some(to_dtype(&total, d)?)
+            } else {
+                None
+            });
+        }
+        Ok(out)
+    }
+}
+impl Backward for FillBackward {
+    fn name(&self) -> Cow<'static, str> {
+        self.name.into()
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>, g: &[Option<Tensor>]) -> Result<Grads> {
+        self.grads(ctx, g, false)
+    }
+    fn apply_batched(
+        &self,
+        ctx: &BackwardCtx<'_>,
+        g: &[Option<Tensor>],
+        _batch: usize,
+    ) -> Option<Result<Grads>> {
+        Some(self.grads(ctx, g, true))
+    }
 }
 
 /// An in-place op's operand of shape `other` broadcasts to its destination's shape `xs`

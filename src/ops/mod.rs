@@ -155,7 +155,7 @@ crate::backward_ops! {
     // advanced_indexing.rs
     IndexBackward0, IndexPutBackward0,
     // inplace.rs
-    CopyBackwards,
+    CopyBackwards, FillBackward,
     // rebase.rs
     CopySlices,
     // nn.rs

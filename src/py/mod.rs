@@ -554,6 +554,30 @@ fn mse_loss(
     )
 }
 
+/// `torch.fill(input, value)`: a new tensor of `input`'s shape, dtype and device filled
+/// with `value`, a number (FillBackward0) or a 0-d tensor cast to `input`'s dtype
+/// (FillBackward1: the value gets the gradient's sum).
+#[pyfunction]
+fn _fill(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyTensor>> {
+    let x = convert::tensor_arg(input, "fill", "input", 0)?;
+    match value.cast::<PyTensor>() {
+        Ok(v) => wrap(py, ops::fill_tensor(&x, &v.get().t)?),
+        Err(_) => {
+            let v = scalar(value).ok_or_else(|| {
+                PyTypeError::new_err(format!(
+                    "fill(): argument 'value' must be Number, not {}",
+                    convert::type_name(value)
+                ))
+            })?;
+            wrap(py, ops::fill(&x, v)?)
+        }
+    }
+}
+
 /// Computes the negative log likelihood loss.
 ///
 /// Args:
@@ -737,6 +761,7 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_live_nodes, m)?)?;
     m.add_function(wrap_pyfunction!(_vmath_level, m)?)?;
     m.add_function(wrap_pyfunction!(mse_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_fill, m)?)?;
     m.add_function(wrap_pyfunction!(nll_loss, m)?)?;
     m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;
     m.add_function(wrap_pyfunction!(linear, m)?)?;

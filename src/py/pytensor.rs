@@ -556,14 +556,15 @@ pub(super) fn same_or_cast(slf: &Bound<'_, PyTensor>, d: DType) -> PyResult<Py<P
     wrap(slf.py(), ops::to_dtype(t, d)?)
 }
 
-/// masked_fill's `value` when it is a tensor that requires grad or has a tangent (it then
-/// gets a gradient, or passes its tangent on).
-pub(super) fn grad_value(value: &Bound<'_, PyAny>) -> Option<Tensor> {
+/// masked_fill's `value` when it is a tensor and `x` or the value requires grad or has a
+/// tangent: torch then records MaskedFillBackward1 (the value gets a gradient when it
+/// requires one, or passes its tangent on).
+pub(super) fn grad_value(x: &Tensor, value: &Bound<'_, PyAny>) -> Option<Tensor> {
     value
         .cast::<PyTensor>()
         .ok()
         .map(|t| t.get().t.clone())
-        .filter(crate::ops::wants_grad)
+        .filter(|v| crate::ops::wants_grad(x) || crate::ops::wants_grad(v))
 }
 
 pub(super) fn scalar_or_item(value: &Bound<'_, PyAny>) -> PyResult<Scalar> {

@@ -544,17 +544,23 @@ impl PyTensor {
     /// Returns:
     ///     This tensor.
     fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let x = &slf.get().t;
         let v = match value.cast::<PyTensor>() {
-            // a 0-d value that requires grad gets the gradient (summed)
-            Ok(t) if t.get().t.ndim() == 0 && crate::ops::wants_grad(&t.get().t) => {
-                ops::fill_tensor_(&slf.get().t, &t.get().t)?;
-                return Ok(slf.clone().unbind());
+            // a 0-d tensor value is cast to x's dtype; recorded as FillBackward3 (the
+            // value gets the gradient, summed, when it requires grad)
+            Ok(t) => {
+                let t = &t.get().t;
+                ops::check_fill_tensor_value(t)?;
+                if crate::ops::wants_grad(x) || crate::ops::wants_grad(t) {
+                    ops::fill_tensor_(x, t)?;
+                    return Ok(slf.clone().unbind());
+                }
+                ops::to_dtype(&t.detach(), x.dtype())?.item()?
             }
-            Ok(t) => t.get().t.item()?,
             Err(_) => scalar(value)
                 .ok_or_else(|| PyTypeError::new_err("fill_(): argument 'value' must be Number"))?,
         };
-        ops::fill_(&slf.get().t, v)?;
+        ops::fill_(x, v)?;
         Ok(slf.clone().unbind())
     }
     /// In-place version of `clamp()`.
@@ -613,7 +619,7 @@ impl PyTensor {
         let m = convert::tensor_arg(mask, "masked_fill_", "mask", 1)?;
         let x = &slf.get().t;
         ops::check_inplace_fill_mask(x, &m)?;
-        match grad_value(value) {
+        match grad_value(x, value) {
             Some(v) => {
                 crate::ops::inplace::commit_checked(x, |x| ops::masked_fill_tensor(x, &m, &v))?
             }

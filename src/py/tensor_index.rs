@@ -171,7 +171,7 @@ impl PyTensor {
         value: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyTensor>> {
         let m = convert::tensor_arg(mask, "masked_fill", "mask", 1)?;
-        match grad_value(value) {
+        match grad_value(&self.t, value) {
             Some(v) => wrap(py, ops::masked_fill_tensor(&self.t, &m, &v)?),
             None => wrap(py, ops::masked_fill(&self.t, &m, scalar_or_item(value)?)?),
         }
