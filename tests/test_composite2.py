@@ -180,8 +180,7 @@ def test_unravel_index(indices, shape):
 @pytest.mark.parametrize("N", [None, 0, 1, 2, 4, -1])
 @pytest.mark.parametrize("increasing", [False, True])
 def test_vander(data, N, increasing):
-    # the result's node (FlipBackward0, or CopySlices when increasing) is torch's; rgrad's
-    # graph below CopySlices has the CopyBackwards node torch keeps inside it
+    # the result's node (FlipBackward0, or CopySlices when increasing) is torch's
     _compare(lambda lib, x: lib.vander(x, N=N, increasing=increasing), data)
 
 

@@ -14,12 +14,10 @@ pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated
 
 
 def _edges(t):
-    """The node's name and its next functions' names (None for an input that gets no gradient).
-    For CopySlices only the base's edge: rgrad's keeps the op's node as its second edge, where
-    torch's lists that node's own further edges."""
+    """The node's name and its next functions' names (None for an input that gets no gradient)."""
     fn = t.grad_fn
     edges = [None if f is None else type(f).__name__ for f, _ in fn.next_functions]
-    return type(fn).__name__, edges[:1] if type(fn).__name__ == "CopySlices" else edges
+    return type(fn).__name__, edges
 
 
 # (lib, x: a leaf that requires grad, v: a 0-d value that does / does not) -> result

@@ -144,6 +144,21 @@ pub fn bind_node_object(node: &NodeRef, obj: &Bound<'_, PyAny>) -> PyResult<()> 
 /// A weak reference from a node to its Python object (no cycle: the object owns the node).
 struct NodeBinding(Py<pyo3::types::PyWeakrefReference>);
 
+/// A node's edges as torch lists them. rgrad's CopySlices takes the in-place op's node as
+/// its second input, where torch keeps that node inside CopySlices and lists, after the
+/// base's edge, the op node's edges but its first (the view's old history).
+fn shown_edges(n: &NodeRef) -> Vec<Option<Edge>> {
+    let next = n.lock().next.clone();
+    if n.name() == "torch::autograd::CopySlices"
+        && let [base, Some(Edge::Node { node: op, .. })] = next.as_slice()
+    {
+        let mut shown = vec![base.clone()];
+        shown.extend(op.lock().next.iter().skip(1).cloned());
+        return shown;
+    }
+    next.to_vec()
+}
+
 fn edge_tuple(py: Python<'_>, e: &Option<Edge>) -> PyResult<Py<PyAny>> {
     let (obj, nr): (Py<PyAny>, u32) = match e {
         None => (py.None(), 0),
@@ -176,7 +191,7 @@ impl PyNode {
     #[getter]
     fn next_functions(&self, py: Python<'_>) -> PyResult<Py<PyTuple>> {
         let next = match self.node() {
-            Some(n) => n.lock().next.clone(),
+            Some(n) => shown_edges(&n),
             None => Default::default(),
         };
         let items: Vec<Py<PyAny>> = next
