@@ -87,6 +87,21 @@ fn plan(l: &Layout, flip: &[usize], roll: &[(usize, usize)], len: usize) -> Opti
 
 /// Writes `out[k] = src[first + k * stride]`: a memcpy, a reversed copy, a broadcast, or
 /// a strided gather (the plan keeps every offset in `src`).
+/// `out[k] = src[len - 1 - k]`: a reversed run (flip's innermost dim).
+struct Reversed<'a, T> {
+    out: &'a mut [MaybeUninit<T>],
+    src: &'a [T],
+}
+impl<T: Copy> super::wide::Kernel for Reversed<'_, T> {
+    type Out = ();
+    #[inline(always)]
+    fn run(self) {
+        for (d, &v) in self.out.iter_mut().zip(self.src.iter().rev()) {
+            d.write(v);
+        }
+    }
+}
+
 #[inline(always)]
 fn run<T: Copy>(out: &mut [MaybeUninit<T>], src: &[T], first: isize, stride: isize) {
     let m = out.len();
@@ -102,9 +117,12 @@ fn run<T: Copy>(out: &mut [MaybeUninit<T>], src: &[T], first: isize, stride: isi
         }
         -1 => {
             let l = first as usize;
-            for (d, &v) in out.iter_mut().zip(src[l + 1 - m..=l].iter().rev()) {
-                d.write(v);
-            }
+            // (a kernel, so that the reversal is built for AVX2 too: 8 lanes a permute
+            // instead of SSE2's 4; LLVM left it out of `fill_chunks`' AVX2 build)
+            super::wide::wide_kernel(Reversed {
+                out,
+                src: &src[l + 1 - m..=l],
+            });
         }
         0 => {
             let v = src[first as usize];
@@ -478,6 +496,29 @@ mod tests {
                 "{l:?} {flip:?} {roll:?}"
             );
         }
+    }
+
+    /// Reversed rows (the innermost dim flipped) at every vector level the CPU runs, rows
+    /// of lengths around the vector widths, starting at every alignment.
+    #[test]
+    fn reversed_rows_at_every_level() {
+        use super::super::vmath;
+        let src: Vec<f32> = (0..2000).map(|v| v as f32).collect();
+        let buf = Buffer::F32(src.clone().into());
+        let restore = vmath::level();
+        for level in vmath::supported() {
+            vmath::set_level(level);
+            for cols in [1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100] {
+                for offset in 0..4 {
+                    let l = layout(&[5, cols], &[cols + 1, 1], offset);
+                    let Some(Buffer::F32(got)) = reorder(&buf, &l, &[1], &[]) else {
+                        panic!("no result");
+                    };
+                    assert_eq!(&got[..], &naive(&src, &l, &[1], &[])[..], "{level:?} {l:?}");
+                }
+            }
+        }
+        vmath::set_level(restore);
     }
 
     #[test]
