@@ -115,3 +115,23 @@ def test_fill_under_vmap():
     # per-sample gradients of the value through fill
     g = rgrad.func.vmap(rgrad.func.grad(lambda v, x: (rgrad.fill(x, v) * x).sum()))(vs, xs)
     np.testing.assert_allclose(g.numpy(), xs.sum(1).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+def test_trace_has_torchs_bits(dtype):
+    """torch's CPU trace adds the diagonal in order in float64 (float32 rounded once at the
+    end): the same bits, over strided and offset matrices, tall and wide."""
+    rng = np.random.RandomState(7)
+    for shape in [(300, 300), (40, 90), (90, 40), (0, 3)]:
+        a = rng.randn(*shape) * 100
+        a = a > 0 if dtype == "bool" else a.astype(dtype)
+        for view in (lambda t: t, lambda t: t.t(), lambda t: t[1:, ::2]):
+            r, t = view(rgrad.tensor(a)), view(torch.tensor(a))
+            if dtype == "bool":
+                for lib, x in ((rgrad, r), (torch, t)):
+                    with pytest.raises(RuntimeError, match="\"trace\" not implemented for 'Bool'"):
+                        x.trace()
+                continue
+            got, want = r.trace(), t.trace()
+            assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1]
+            assert got.numpy().tobytes() == want.numpy().tobytes()

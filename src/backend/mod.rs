@@ -376,6 +376,11 @@ backend_kernels! {
     /// `c + A·B` (`c` laid out over the result); `None` for bool.
     fn addmm(c: &Buffer, lc: &Layout, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) -> Option<Buffer> => cpu::matmul::addmm, on c, a, b;
 
+    /// The sum of the diagonal of a matrix `(n, m)` as torch's CPU kernel adds it: in
+    /// order, in float64 for floats (then rounded to x's dtype), wrapping int64 for
+    /// integers; one element.
+    fn trace(x: &Buffer, lx: &Layout) -> Buffer => cpu::linalg::trace, on x;
+
     // ---- factorizations and solves (backend::linalg, in float64; torch.linalg)
     /// `getrf` of every matrix of `x` `(*, m, n)`: the packed factors (x's dtype), the
     /// 1-based pivots (int64 `(*, min(m, n))`) and `info` (int64 `(*)`).

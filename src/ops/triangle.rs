@@ -431,10 +431,17 @@ pub fn trace(x: &Tensor) -> Result<Tensor> {
         "aten::trace",
         &[x],
         || {
-            with_grad_mode(false, || {
-                let d = diagonal(&x.detach(), 0, 0, 1)?;
-                super::sum(&d, None, false)
-            })
+            if x.device() != crate::device::Device::Cpu {
+                // (a device reduction, as torch's CUDA trace)
+                return with_grad_mode(false, || {
+                    let d = diagonal(&x.detach(), 0, 0, 1)?;
+                    super::sum(&d, None, false)
+                });
+            }
+            // torch's CPU kernel: in order, in float64 for floats (its bits)
+            let s = x.snapshot();
+            let out = crate::backend::trace(&s.storage.read(), &s.layout)?;
+            Ok(super::new_tensor(out, &[]))
         },
         |_| (TraceBackward0 { shape }, saved![]),
     )

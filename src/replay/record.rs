@@ -784,6 +784,18 @@ impl Backend for Rec {
         )?;
         Ok((f, p, i))
     }
+    fn trace(&self, x: &Buffer, lx: &Layout) -> Result<Buffer> {
+        let out = Cpu.trace(x, lx)?;
+        let lx = lx.clone();
+        record(
+            "trace",
+            &[x],
+            None,
+            &[&out],
+            Box::new(move |ins, _| Ok(Outs::from_iter([Cpu.trace(ins[0], &lx)?]))),
+        )?;
+        Ok(out)
+    }
     fn lu_det(
         &self,
         lu: &Buffer,

@@ -11,6 +11,31 @@ use crate::backend::linalg::{cholesky, expm, lu, triangular};
 use crate::layout::Layout;
 use crate::storage::Buffer;
 
+/// The sum of the diagonal of the matrix `lx` over `x`, in order, in float64 for floats
+/// (rounded to x's dtype at the end) and wrapping int64 otherwise: torch's CPU `trace`
+/// (its accumulate type, one element at a time), so the bits are its. A bool matrix is
+/// refused by the op layer.
+pub fn trace(x: &Buffer, lx: &Layout) -> Buffer {
+    let n = lx.shape[0].min(lx.shape[1]);
+    let step = lx.strides[0] + lx.strides[1];
+    let at = |i: usize| lx.offset + i * step;
+    match x {
+        Buffer::F32(v) => {
+            let s: f64 = (0..n).map(|i| f64::from(v[at(i)])).fold(0.0, |a, b| a + b);
+            Buffer::F32(vec![s as f32].into())
+        }
+        Buffer::F64(v) => {
+            Buffer::F64(vec![(0..n).map(|i| v[at(i)]).fold(0.0, |a, b| a + b)].into())
+        }
+        Buffer::I64(v) => {
+            Buffer::I64(vec![(0..n).map(|i| v[at(i)]).fold(0i64, i64::wrapping_add)].into())
+        }
+        Buffer::Bool(v) => Buffer::I64(vec![(0..n).filter(|&i| v[at(i)]).count() as i64].into()),
+        // (the CPU's kernels see host buffers only)
+        Buffer::Cuda(_) => Buffer::I64(vec![0].into()),
+    }
+}
+
 /// The elements of `layout` over `buf`, row-major, as float64 (floats only: the op layer
 /// refuses other dtypes before a kernel runs).
 fn read_f64(buf: &Buffer, layout: &Layout) -> Vec<f64> {
@@ -207,4 +232,50 @@ pub fn matrix_exp(x: &Buffer, lx: &Layout) -> Buffer {
         out[0].copy_from_slice(&expm::expm(&a[b * n * n..(b + 1) * n * n], n));
     });
     write_like(x, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// trace adds the diagonal in order in float64 (rounded once for float32), over any
+    /// strides and offset, of tall and wide matrices; integers wrap, bools count.
+    #[test]
+    fn trace_adds_the_diagonal_in_order_in_float64() {
+        let vals: Vec<f32> = (0..400u32)
+            .map(|i| ((i.wrapping_mul(2_654_435_761) >> 8) as f32 / 1e5) - 80.0)
+            .collect();
+        for (shape, strides, offset) in [
+            ([12, 7], [7, 1], 0),
+            ([7, 12], [1, 7], 3),
+            ([10, 10], [20, 2], 5),
+            ([0, 4], [4, 1], 0),
+        ] {
+            let l = Layout {
+                shape: crate::shape::copy(&shape),
+                strides: crate::shape::copy(&strides),
+                offset,
+            };
+            let n = shape[0].min(shape[1]);
+            let diag = |i: usize| offset + i * (strides[0] + strides[1]);
+            let want: f64 = (0..n)
+                .map(|i| f64::from(vals[diag(i)]))
+                .fold(0.0, |a, b| a + b);
+            let Buffer::F32(got) = trace(&Buffer::F32(vals.clone().into()), &l) else {
+                panic!("float32 in, float32 out");
+            };
+            assert_eq!(got[0].to_bits(), (want as f32).to_bits());
+            let v64: Vec<f64> = vals.iter().map(|&v| f64::from(v) * 1.1).collect();
+            let want: f64 = (0..n).map(|i| v64[diag(i)]).fold(0.0, |a, b| a + b);
+            let Buffer::F64(got) = trace(&Buffer::F64(v64.clone().into()), &l) else {
+                panic!("float64 in, float64 out");
+            };
+            assert_eq!(got[0].to_bits(), want.to_bits());
+        }
+        let l = Layout::contiguous(&[2, 2]);
+        let ints = Buffer::I64(vec![i64::MAX, 0, 0, 1].into());
+        assert!(matches!(trace(&ints, &l), Buffer::I64(v) if v[0] == i64::MIN));
+        let bools = Buffer::Bool(vec![true, false, false, true].into());
+        assert!(matches!(trace(&bools, &l), Buffer::I64(v) if v[0] == 2));
+    }
 }

@@ -559,6 +559,12 @@ impl Backend for Cuda {
         let (f, p, i) = cpu::linalg::lu_factor(&host(x)?, lx, pivot);
         Ok((self.up(f)?, self.up(p)?, self.up(i)?))
     }
+    fn trace(&self, x: &Buffer, lx: &Layout) -> Result<Buffer> {
+        // (the op layer sums a device matrix's diagonal on the device; this is for a
+        // direct call)
+        self.fallback();
+        self.up(cpu::linalg::trace(&host(x)?, lx))
+    }
     fn lu_det(
         &self,
         lu: &Buffer,
