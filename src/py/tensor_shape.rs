@@ -216,6 +216,45 @@ impl PyTensor {
             .collect::<PyResult<_>>()?;
         Ok(PyTuple::new(py, objs)?.unbind())
     }
+    /// torch's `unsafe_split` (an int) / `unsafe_split_with_sizes` (a list): the pieces of
+    /// `split`, sharing this tensor's storage but not views of it (UnsafeSplitBackward0,
+    /// UnsafeSplitWithSizesBackward0).
+    #[pyo3(signature = (split_size_or_sections, dim=0))]
+    fn _unsafe_split(
+        &self,
+        py: Python<'_>,
+        split_size_or_sections: &Bound<'_, PyAny>,
+        dim: i64,
+    ) -> PyResult<Py<PyTuple>> {
+        let (sizes, op) = match split_size_or_sections.extract::<i64>() {
+            Ok(s) => {
+                let len = ops::split_dim_size(&self.t, dim, "split")?;
+                if s < 0 {
+                    return Err(crate::Error::runtime(format!(
+                        "split expects split_size be non-negative, but got split_size={s}"
+                    ))
+                    .into());
+                }
+                (ops::split_sizes(len, s as usize)?, "UnsafeSplit")
+            }
+            Err(_) => (
+                split_size_or_sections.extract::<Vec<usize>>()?,
+                "UnsafeSplitWithSizes",
+            ),
+        };
+        let parts = ops::split(&self.t, &sizes, dim, op)?;
+        let objs: Vec<Py<PyTensor>> = parts
+            .into_iter()
+            .map(|p| wrap(py, p))
+            .collect::<PyResult<_>>()?;
+        Ok(PyTuple::new(py, objs)?.unbind())
+    }
+    /// torch's `clone_preserve_strides` (what its `*_scatter` ops write into): a copy of
+    /// this tensor's whole storage with its sizes, strides and offset, not a view; a
+    /// row-major copy when its elements overlap. No autograd.
+    fn _clone_preserve_strides(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::clone_preserve_strides(&self.t)?)
+    }
     /// Attempts to split a tensor into the specified number of chunks.
     ///
     /// Args:
