@@ -751,3 +751,27 @@ def test_masked_scatter_values_only(i):
         return y.numpy().tolist(), tuple(y.stride()), y._is_view(), y.requires_grad
 
     assert run(rgrad) == run(torch)
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_put_values_only(i):
+    """Nothing recorded (torch's kernel: a clone in the input's memory format, written in
+    place): values, strides and errors as torch."""
+    cases = [
+        lambda lib, x, s: x.put(lib.tensor([0, 5, -1]), s[0, :3]),
+        lambda lib, x, s: x.t().put(lib.tensor([[1, 4], [7, 10]]), s[:2, :2]),
+        lambda lib, x, s: x.t().put(lib.tensor([1, 1, 2]), s[0, :3], accumulate=True),
+        lambda lib, x, s: x[0, 0].put(lib.tensor([0]), s[0, :1]),
+        lambda lib, x, s: (x * 1).put_(lib.tensor([2, 2, 3]), s[1, :3], True),
+        lambda lib, x, s: x.put(lib.tensor([12]), s[0, :1]),
+    ]
+    x0, s0 = a(3, 4), a(3, 4)
+
+    def run(lib):
+        out = _outcome(lambda: cases[i](lib, lib.tensor(x0), lib.tensor(s0)))
+        if out[0] == "raises":
+            return out
+        y = out[1]
+        return y.numpy().tolist(), tuple(y.stride()), y._is_view()
+
+    assert run(rgrad) == run(torch)

@@ -194,12 +194,16 @@ def _check_tensor(fn: str, x: Any, name: str, pos: int) -> None:
 
 
 def _int(fn: str, v: Any, name: str, pos: int) -> int:
+    if type(v) is int:  # (the common case, before the checks of bool and Integral)
+        return v
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be int, not {type(v).__name__}")
     return int(v)
 
 
 def _ints(fn: str, v: Any, name: str, pos: int) -> list[int]:
+    if (type(v) is list or type(v) is tuple) and all(type(i) is int for i in v):  # (the common case)
+        return list(v)
     if isinstance(v, numbers.Integral) and not isinstance(v, bool):
         return [int(v)]
     if not isinstance(v, (tuple, list)) or not all(isinstance(i, numbers.Integral) and not isinstance(i, bool)
@@ -648,19 +652,34 @@ def _put(self: Tensor, index: Tensor, source: Tensor, accumulate: bool) -> Tenso
         raise IndexError("put_(): Tried to put elements into an empty tensor")
     flat = index.reshape(-1)
     if flat.numel():
-        for v in (int(flat.min()), int(flat.max())):
+        lo, hi = flat.aminmax()
+        for v in (int(lo), int(hi)):
             if not -n <= v < n:
                 raise IndexError(f"out of range: tried to access index {v} on a tensor of {n} elements.")
         flat = flat.remainder(n)
+    bt = _batched_cls()
+    if bt not in (type(self), type(index), type(source)) and _autograd_off(self, source):
+        # values only: torch's kernel, a clone (in self's memory format) written in place
+        out = self.clone()
+        if out.is_contiguous():
+            out.view(-1).index_put_((flat,), source.reshape(-1), accumulate)
+            return out
+        out.index_put_(_unravel(flat, list(self.shape)), source.reshape(-1), accumulate)
+        return out
     if self.dim() == 0:
         return self.reshape(1).index_put((flat,), source.reshape(-1), accumulate).reshape(())
     # the flat positions as one index per dim (out of place, so that vmap batches it; an
     # empty index too: source's gradient is then zeros)
+    return self.index_put(_unravel(flat, list(self.shape)), source.reshape(-1), accumulate)
+
+
+def _unravel(flat: Tensor, shape: list) -> tuple:
+    """Row-major flat positions (in range) as one index tensor per dim of `shape`."""
     indices, step = [], 1
-    for size in reversed(list(self.shape)):
+    for size in reversed(shape):
         indices.insert(0, flat.div(step, rounding_mode="floor").remainder(size))
         step *= size
-    return self.index_put(tuple(indices), source.reshape(-1), accumulate)
+    return tuple(indices)
 
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:  # noqa: A002
@@ -690,7 +709,7 @@ def _renorm(self: Tensor, p, dim: int, maxnorm) -> Tensor:
     ``maxnorm / (norm + 1e-7)``; the factor's own derivative is part of the gradient, as
     in torch's renorm_backward."""
     for name, v, pos in (("p", p, 1), ("maxnorm", maxnorm, 3)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        if type(v) is not float and type(v) is not int and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
             raise TypeError(f"renorm(): argument '{name}' (position {pos}) must be Number, not {type(v).__name__}")
     d = _wrap_dim(_int("renorm", dim, "dim", 2), self.dim())
     if p <= 0:
@@ -704,7 +723,7 @@ def _renorm(self: Tensor, p, dim: int, maxnorm) -> Tensor:
                                   f"Got {_dtype_name(self.dtype)}")
     others = [i for i in range(self.dim()) if i != d]
     norm = self.norm(p, others, True)
-    factor = (maxnorm / (norm + 1e-7)).where(norm > maxnorm, norm.new_ones(()))
+    factor = (maxnorm / (norm + 1e-7)).where(norm > maxnorm, 1.0)
     return self * factor
 
 
