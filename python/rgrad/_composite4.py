@@ -794,7 +794,10 @@ def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:  # noqa: A0
 
 def _copy_of(name: str, fields, view: Tensor, input: Tensor) -> Tensor:  # noqa: A002
     """A contiguous copy of `view` (of `input`) recorded as torch's ``name`` node."""
-    return _named(name, fields, _dense_copy(view), input)
+    out = view.clone() if view.is_contiguous() else view.contiguous()
+    if not input.requires_grad:  # (nothing to record: the common case, checked first)
+        return out
+    return _named(name, fields, out, input)
 
 
 def alias_copy(input: Tensor) -> Tensor:  # noqa: A002

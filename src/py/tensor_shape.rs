@@ -4,7 +4,7 @@ use super::convert::{self};
 use super::pytensor::*;
 use crate::ops;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyInt, PyTuple};
 
 #[pymethods]
 impl PyTensor {
@@ -202,9 +202,15 @@ impl PyTensor {
         dim: i64,
     ) -> PyResult<Py<PyTuple>> {
         let len = ops::split_dim_size(&self.t, dim, "split")?;
-        let (sizes, op) = match split_size_or_sections.extract::<usize>() {
-            Ok(s) => (ops::split_sizes(len, s)?, "Split"),
-            Err(_) => (
+        // (an int is told from a list by its type: a failed extraction makes an exception)
+        let size = if split_size_or_sections.is_instance_of::<PyInt>() {
+            split_size_or_sections.extract::<usize>().ok()
+        } else {
+            None
+        };
+        let (sizes, op) = match size {
+            Some(s) => (ops::split_sizes(len, s)?, "Split"),
+            None => (
                 split_size_or_sections.extract::<Vec<usize>>()?,
                 "SplitWithSizes",
             ),
@@ -226,8 +232,13 @@ impl PyTensor {
         split_size_or_sections: &Bound<'_, PyAny>,
         dim: i64,
     ) -> PyResult<Py<PyTuple>> {
-        let (sizes, op) = match split_size_or_sections.extract::<i64>() {
-            Ok(s) => {
+        let size = if split_size_or_sections.is_instance_of::<PyInt>() {
+            split_size_or_sections.extract::<i64>().ok()
+        } else {
+            None
+        };
+        let (sizes, op) = match size {
+            Some(s) => {
                 let len = ops::split_dim_size(&self.t, dim, "split")?;
                 if s < 0 {
                     return Err(crate::Error::runtime(format!(
@@ -237,7 +248,7 @@ impl PyTensor {
                 }
                 (ops::split_sizes(len, s as usize)?, "UnsafeSplit")
             }
-            Err(_) => (
+            None => (
                 split_size_or_sections.extract::<Vec<usize>>()?,
                 "UnsafeSplitWithSizes",
             ),
