@@ -11,6 +11,14 @@ forward-mode tangents and vmap batching. Where torch records a node of its own
 custom Function carrying torch's node name and ``_saved_*`` fields, whose derivative is
 the identity (backward and forward mode): the node's ``next_functions`` are the last op
 of the composite, not torch's.
+
+Some are torch's kernels instead (helper-48): the ``unsafe_*`` splits are native
+(``Tensor._unsafe_split``: pieces sharing the input's storage that are not views); the
+four region scatters copy the input's storage with its geometry
+(``Tensor._clone_preserve_strides``) and ``copy_`` src into the region, recorded by a
+custom Function with torch's derivatives and edges (the map of positions stays for
+vmap); ``masked_scatter`` and ``put`` write in place into their copy when nothing is
+recorded.
 """
 
 from __future__ import annotations
