@@ -518,13 +518,14 @@ def _masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         # (out of place, so that vmap batches it; also when n = 0: source's gradient is zeros)
         return _dense_copy(x).index_put((mask,), source.reshape(-1)[:n])
     # values only: the masked positions of the flattened tensor found once (a boolean
-    # index would find them again), written in place into the copy
+    # index would find them again), written in place into the copy by scatter_
     positions = mask.reshape(-1).nonzero().reshape(-1)
     n = positions.numel()
     if source.numel() < n:
         raise RuntimeError("Number of elements of source < number of ones in mask")
     out = _dense_copy(x)
-    out.view(-1).index_put_((positions,), source.reshape(-1)[:n])
+    # (distinct positions: scatter_'s one pass, 3x index_put_'s here)
+    out.view(-1).scatter_(0, positions, source.reshape(-1)[:n])
     return out
 
 
