@@ -329,6 +329,16 @@ impl Tensor {
         };
         Tensor::from_parts(storage, layout, dtype, version)
     }
+    /// A tensor sharing `self`'s storage with another layout and a version counter of its
+    /// own, which is not a view (torch's `unsafe_split` pieces: a write to one is not seen
+    /// by autograd as a write to `self`). No autograd.
+    pub(crate) fn alias_unsafe(&self, layout: Layout) -> Tensor {
+        let (storage, dtype) = {
+            let g = self.lock();
+            (g.storage.clone(), g.dtype)
+        };
+        Tensor::from_parts(storage, layout, dtype, Version::Own(Arc::default()))
+    }
     /// Records an in-place modification (torch's `_version` += 1).
     pub fn bump_version(&self) {
         self.lock().version_counter().fetch_add(1, Ordering::AcqRel);

@@ -574,3 +574,204 @@ def test_index_put_functions():
         _compare(lambda lib, x, v: lib.index_put_(x * 1, (lib.tensor([1]), lib.tensor([3])), v[0, 0], acc),
                  a(3, 4), a(3, 4), saved=False)
     _compare(lambda lib, x, v: lib.index_put(x, (lib.tensor([5]),), v[0, 0]), a(3, 4), a(3, 4))
+
+
+# ---- (helper-48) the unsafe splits' storage, version counters and history; the scatters'
+# output geometry (torch's clone_preserve_strides) -----------------------------------------------
+
+def _unsafe_split_facts(lib, fn):
+    """What torch shows of unsafe split pieces: storage shared (offsets in bytes from the
+    input's data), not views, each its own version counter, writes seen in the input."""
+    x = lib.arange(24.0).view(6, 4)
+    outs = fn(lib, x)
+    # (torch's data_ptr of an empty tensor is 0: not compared)
+    facts = [(o.data_ptr() - x.data_ptr() if o.numel() else None, o._is_view(), o._base is None, tuple(o.stride()), o.storage_offset(),
+              o._version) for o in outs]
+    outs[0].add_(100)
+    facts.append((x._version, [o._version for o in outs], x.flatten().tolist()))
+    return facts
+
+
+_UNSAFE = [
+    lambda lib, x: lib.unsafe_split(x, 4),
+    lambda lib, x: lib.unsafe_split(x, 3, 1),
+    lambda lib, x: x.unsafe_split(2, -1),
+    lambda lib, x: lib.unsafe_split_with_sizes(x, [1, 5]),
+    lambda lib, x: x.unsafe_split_with_sizes([3, 0, 1], 1),
+    lambda lib, x: lib.unsafe_chunk(x, 4),
+    lambda lib, x: x.unsafe_chunk(3, -1),
+    lambda lib, x: lib.unsafe_split(x.t()[1:], 2, 1),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_UNSAFE)))
+def test_unsafe_splits_share_storage_but_are_not_views(i):
+    assert _unsafe_split_facts(rgrad, _UNSAFE[i]) == _unsafe_split_facts(torch, _UNSAFE[i])
+
+
+@pytest.mark.parametrize("i", range(len(_UNSAFE)))
+def test_unsafe_splits_history_and_inplace_writes(i):
+    """The node (name, saved fields, next_functions), and an in-place write to a piece of
+    a tensor that requires grad: allowed (a piece is no view), its history is the write's,
+    and the input's gradient is torch's."""
+    def run(lib):
+        x = lib.tensor(rng_w((6, 4)), requires_grad=True)
+        y = x * 2
+        outs = _UNSAFE[i](lib, y)
+        node = outs[0].grad_fn
+        facts = [node.name(), _saved(node), [type(f).__name__ if f is not None else None
+                                             for f, _ in node.next_functions],
+                 [o.output_nr for o in outs], [o.is_leaf for o in outs]]
+        outs[0].mul_(3)
+        facts += [_name(outs[0]), y._version, y.grad_fn.name()]
+        total = sum((o * lib.tensor(rng_w(o.shape), dtype=o.dtype)).sum() for o in outs)
+        (g,) = lib.autograd.grad(total, [x])
+        return facts, g.detach().numpy().tolist()
+
+    r, t = run(rgrad), run(torch)
+    assert r == t, (r, t)
+
+
+def test_unsafe_split_errors_as_torch():
+    for fn in (lambda lib, x: lib.unsafe_split(x, 0), lambda lib, x: lib.unsafe_split(x, -1),
+               lambda lib, x: lib.unsafe_split(x[0, 0], 1), lambda lib, x: lib.unsafe_split(x, 2, 5),
+               lambda lib, x: lib.unsafe_split_with_sizes(x, [1, 2]), lambda lib, x: lib.unsafe_chunk(x, 0),
+               lambda lib, x: lib.unsafe_split(x, 2.0)):
+        _compare(fn, a(3, 4))
+
+
+def test_unsafe_split_forward_ad_tangents_share_the_tangents_storage():
+    from rgrad.autograd import forward_ad as fw
+
+    p, t = rgrad.randn(4, 3), rgrad.randn(4, 3)
+    with fw.dual_level():
+        outs = rgrad.unsafe_split(fw.make_dual(p, t), 3)
+        tangents = [fw.unpack_dual(o).tangent for o in outs]
+    assert [tt.data_ptr() - t.data_ptr() for tt in tangents] == [0, 36]
+    np.testing.assert_array_equal(np.concatenate([tt.numpy() for tt in tangents]), t.numpy())
+    x = rgrad.tensor(a(6, 4), requires_grad=True)
+    for fn in _UNSAFE:
+        assert rgrad.autograd.gradcheck(lambda x: fn(rgrad, x)[-1] * 1, (x,), check_forward_ad=True)
+
+
+_GEOMETRIES = [
+    lambda lib, x: x.t(),
+    lambda lib, x: x[:, ::2],
+    lambda lib, x: x[:1].expand(3, 6),
+    lambda lib, x: x[1:],
+    lambda lib, x: x[1:, 1:].t(),
+]
+
+_SCATTERS = [
+    lambda lib, x: lib.select_scatter(x, x.select(0, 0) * 0 - 1, 0, 1),
+    lambda lib, x: lib.slice_scatter(x, x[:1] * 0 - 1, 0, 0, 1),
+    lambda lib, x: lib.diagonal_scatter(x, x.diagonal() * 0 - 1),
+    lambda lib, x: lib.as_strided_scatter(x, -lib.ones(2, dtype=x.dtype), (2,), (1,)),
+    lambda lib, x: lib.as_strided_scatter(x, -lib.ones(2, 2, dtype=x.dtype), (2, 2), (3, 1), 1),
+]
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("g", range(len(_GEOMETRIES)))
+@pytest.mark.parametrize("s", range(len(_SCATTERS)))
+def test_scatter_output_geometry_as_torch(s, g, grad):
+    """torch writes into a copy of the input's whole storage with its strides and offset
+    (a row-major one when its elements overlap): the strides, offset, values and storage
+    as torch's, recorded or not, for inputs that are transposed, strided, expanded,
+    offset. (torch refuses to record as_strided_scatter of an input not row-major;
+    rgrad records the composite over a map of positions in the input's stride order,
+    as it does for a region reaching storage outside the elements, e.g. before an offset
+    input's first: there its values are not torch's, whose region is in the storage.)"""
+    def run(lib):
+        x = lib.arange(24.0).view(4, 6).requires_grad_(grad)
+        out = _SCATTERS[s](lib, _GEOMETRIES[g](lib, x))
+        full = out.detach().as_strided((out.numel(),), (1,), out.storage_offset())
+        return (tuple(out.stride()), out.storage_offset(), out._is_view(), out.detach().numpy().tolist(),
+                _name(out), full.tolist() if out.is_contiguous() or out.stride() == (1, 6) else None)
+
+    if grad and s >= 3 and g != 3:
+        with pytest.raises(RuntimeError, match="as_strided_scatter is currently only supported for contiguous"):
+            run(torch)
+        assert run(rgrad)[4] == "AsStridedScatterBackward0"
+        return
+    if grad and (s, g) == (4, 3):
+        assert run(rgrad)[4] == run(torch)[4] == "AsStridedScatterBackward0"
+        return
+    assert run(rgrad) == run(torch)
+
+
+def test_scatter_nodes_link_to_their_inputs():
+    for lib in (rgrad, torch):
+        x = lib.ones(3, 4, requires_grad=True)
+        y = lib.select_scatter(x, lib.zeros(4), 0, 1)
+        assert [type(f).__name__ if f is not None else None for f, _ in y.grad_fn.next_functions] == [
+            "AccumulateGrad", None]
+        z = lib.slice_scatter(lib.zeros(3, 4), x[:1] * 2, 0, 0, 1)
+        assert [type(f).__name__ if f is not None else None for f, _ in z.grad_fn.next_functions] == [
+            None, "MulBackward0"]
+
+
+def test_scatter_gradients_of_strided_gradients():
+    """Gradients arriving transposed or expanded (not row-major) read the right elements,
+    double backward and tangents included."""
+    x = rgrad.tensor(a(4, 4), requires_grad=True)
+    s = rgrad.tensor(a(4), requires_grad=True)
+    fns = [lambda x, s: rgrad.select_scatter(x, s, 1, 2).t(),
+           lambda x, s: rgrad.diagonal_scatter(x, s).t() * 1,
+           lambda x, s: rgrad.slice_scatter(x, s[None], 0, 3).t().sum(0, keepdim=True).expand(4, 4),
+           lambda x, s: rgrad.as_strided_scatter(x, s, (4,), (5,)).t(),
+           lambda x, s: rgrad.as_strided_scatter(x.t(), s.view(2, 2), (2, 2), (1, 4), 2).t()]
+    for fn in fns:
+        assert rgrad.autograd.gradcheck(fn, (x, s), check_forward_ad=True)
+        assert rgrad.autograd.gradgradcheck(lambda x, s: fn(x, s) ** 2, (x, s))
+    for lib in (rgrad, torch):
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            lib.as_strided_scatter(lib.ones(4, 4, requires_grad=True), lib.ones(3), (3,), (0,))
+
+
+@pytest.mark.parametrize("i", range(5))
+def test_masked_scatter_values_only(i):
+    """Nothing recorded (rgrad's path by the flat positions, written in place into the
+    copy): values, layout and errors as torch, for broadcast masks and strided inputs."""
+    m = np.array([[True, False, True, True], [False, False, True, False], [True, True, False, True]])
+    cases = [
+        lambda lib, x, s: lib.masked_scatter(x, lib.tensor(m), s),
+        lambda lib, x, s: x.t().masked_scatter(lib.tensor(m).t(), s),
+        lambda lib, x, s: x[:1].masked_scatter(lib.tensor(m), s[:, ::2]),
+        lambda lib, x, s: x.masked_scatter(lib.tensor(m[0]), s[0, :1]),
+        lambda lib, x, s: (x * 1).masked_scatter_(lib.tensor(m[1]), s),
+    ]
+    x0, s0 = a(3, 4), a(3, 4)
+
+    def run(lib):
+        out = _outcome(lambda: cases[i](lib, lib.tensor(x0), lib.tensor(s0)))
+        if out[0] == "raises":
+            return out
+        y = out[1]
+        return y.numpy().tolist(), tuple(y.stride()), y._is_view(), y.requires_grad
+
+    assert run(rgrad) == run(torch)
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_put_values_only(i):
+    """Nothing recorded (torch's kernel: a clone in the input's memory format, written in
+    place): values, strides and errors as torch."""
+    cases = [
+        lambda lib, x, s: x.put(lib.tensor([0, 5, -1]), s[0, :3]),
+        lambda lib, x, s: x.t().put(lib.tensor([[1, 4], [7, 10]]), s[:2, :2]),
+        lambda lib, x, s: x.t().put(lib.tensor([1, 1, 2]), s[0, :3], accumulate=True),
+        lambda lib, x, s: x[0, 0].put(lib.tensor([0]), s[0, :1]),
+        lambda lib, x, s: (x * 1).put_(lib.tensor([2, 2, 3]), s[1, :3], True),
+        lambda lib, x, s: x.put(lib.tensor([12]), s[0, :1]),
+    ]
+    x0, s0 = a(3, 4), a(3, 4)
+
+    def run(lib):
+        out = _outcome(lambda: cases[i](lib, lib.tensor(x0), lib.tensor(s0)))
+        if out[0] == "raises":
+            return out
+        y = out[1]
+        return y.numpy().tolist(), tuple(y.stride()), y._is_view()
+
+    assert run(rgrad) == run(torch)

@@ -11,12 +11,21 @@ forward-mode tangents and vmap batching. Where torch records a node of its own
 custom Function carrying torch's node name and ``_saved_*`` fields, whose derivative is
 the identity (backward and forward mode): the node's ``next_functions`` are the last op
 of the composite, not torch's.
+
+Some are torch's kernels instead (helper-48): the ``unsafe_*`` splits are native
+(``Tensor._unsafe_split``: pieces sharing the input's storage that are not views); the
+four region scatters copy the input's storage with its geometry
+(``Tensor._clone_preserve_strides``) and ``copy_`` src into the region, recorded by a
+custom Function with torch's derivatives and edges (the map of positions stays for
+vmap); ``masked_scatter`` and ``put`` write in place into their copy when nothing is
+recorded.
 """
 
 from __future__ import annotations
 
 import builtins
 import numbers
+import threading
 from typing import Any
 
 from rgrad import _C
@@ -73,29 +82,62 @@ def _node(name: str, multi: bool) -> Any:
     return cls
 
 
+_LAZY: dict[str, Any] = {}
+
+
+def _batched_cls() -> Any:
+    """vmap's BatchedTensor class (imported on first use: rgrad.func imports this module)."""
+    cls = _LAZY.get("batched")
+    if cls is None:
+        from rgrad.func._batched_tensor import BatchedTensor
+
+        cls = _LAZY["batched"] = BatchedTensor
+    return cls
+
+
+def _autograd_off(*tensors: Tensor) -> bool:
+    """Whether an op on `tensors` needs neither a node (no input requires grad, or grad
+    mode is off) nor tangents (no forward-AD level is open): then its values are all."""
+    fwad = _LAZY.get("fwad")
+    if fwad is None:
+        from rgrad.autograd import forward_ad as fwad
+
+        _LAZY["fwad"] = fwad
+    if fwad._current_level >= 0:
+        return False
+    return not (_C.is_grad_enabled() and any(t.requires_grad for t in tensors))
+
+
 def _records(*tensors: Any) -> bool:
     """Whether autograd records an op on ``tensors``: grad mode on, one requires grad
     (vmap's BatchedTensors decompose into their batched ops, recorded there)."""
-    import rgrad
-    from rgrad.func._batched_tensor import BatchedTensor
-
-    ts = [t for t in tensors if isinstance(t, Tensor)]
-    if any(type(t) is BatchedTensor for t in ts):
+    if not _C.is_grad_enabled():
         return False
-    return rgrad.is_grad_enabled() and any(t.requires_grad for t in ts)
+    batched, wanted = _batched_cls(), False
+    for t in tensors:
+        if isinstance(t, Tensor):
+            if type(t) is batched:
+                return False
+            wanted = wanted or t.requires_grad
+    return wanted
 
 
-def _named(name: str, fields: dict, out: Tensor, *inputs: Any) -> Tensor:
-    """``out`` (computed from ``inputs``) recorded under torch's node ``name``."""
+def _named(name: str, fields, out: Tensor, *inputs: Any) -> Tensor:
+    """``out`` (computed from ``inputs``) recorded under torch's node ``name``; `fields`
+    is a dict, or a function making it (called only when recording)."""
     if not _records(*inputs):
         return out
+    if callable(fields):
+        fields = fields()
     return _node(name, False).apply({k: _shown(v) for k, v in fields.items()}, out)
 
 
-def _named_multi(name: str, fields: dict, outs: tuple, *inputs: Any) -> tuple:
+def _named_multi(name: str, fields, outs: tuple, *inputs: Any) -> tuple:
     """A tuple of results recorded under one node ``name`` (torch's split family)."""
     if not _records(*inputs) or not outs:
         return tuple(outs)
+    if callable(fields):
+        fields = fields()
     return tuple(_node(name, True).apply({k: _shown(v) for k, v in fields.items()}, *outs))
 
 
@@ -160,12 +202,16 @@ def _check_tensor(fn: str, x: Any, name: str, pos: int) -> None:
 
 
 def _int(fn: str, v: Any, name: str, pos: int) -> int:
+    if type(v) is int:  # (the common case, before the checks of bool and Integral)
+        return v
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be int, not {type(v).__name__}")
     return int(v)
 
 
 def _ints(fn: str, v: Any, name: str, pos: int) -> list[int]:
+    if (type(v) is list or type(v) is tuple) and all(type(i) is int for i in v):  # (the common case)
+        return list(v)
     if isinstance(v, numbers.Integral) and not isinstance(v, bool):
         return [int(v)]
     if not isinstance(v, (tuple, list)) or not all(isinstance(i, numbers.Integral) and not isinstance(i, bool)
@@ -243,18 +289,152 @@ def _scatter_into(fn: str, input: Tensor, src: Tensor, view) -> Tensor:  # noqa:
     return placed.view(list(input.shape)).where(positions >= 0, input)
 
 
+def _scatter_kernel(input: Tensor, src: Tensor, view) -> Tensor:  # noqa: A002
+    """torch's ``*_scatter`` kernel: a copy of `input`'s storage with `input`'s geometry
+    (its ``clone_preserve_strides``), its region ``view(copy)`` overwritten by `src`."""
+    out = input._clone_preserve_strides()
+    region = view(out)
+    _same_size(src, region)
+    region.copy_(src)
+    return out
+
+
+_SCATTER_NODES: dict[str, Any] = {}
+# a scatter's fields and arguments, handed to its Function's forward on this thread (as
+# arguments of apply, they would be edges of the node, where torch's has two)
+_SCATTER_CALL = threading.local()
+
+
+def _scatter_node(name: str, fn) -> Any:
+    """The custom Function recording the scatter ``fn(input, src, *args)`` (whose region
+    of a tensor is ``_REGIONS[name](t, *args)``) as torch's node `name`, with torch's
+    derivatives: the input's gradient is the same scatter of zeros into the gradient, the
+    source's the gradient's region; tangents scatter as the values do."""
+    cls = _SCATTER_NODES.get(name)
+    if cls is not None:
+        return cls
+    from rgrad.autograd import Function
+
+    region = _REGIONS[name]
+
+    def forward(ctx, input, src):  # noqa: A002
+        fields, args, ctx.args = _SCATTER_CALL.pending
+        for k, v in fields.items():
+            setattr(ctx, "_saved_" + k, v)
+        ctx.src_shape, ctx.src_dtype, ctx.out_shape = tuple(src.shape), src.dtype, tuple(input.shape)
+        return _scatter_kernel(input.detach(), src.detach(), lambda t: region(t, *args))
+
+    def backward(ctx, g):
+        gi = gs = None
+        if name == _AS_STRIDED:
+            g = _own_row_major(g)
+        if ctx.needs_input_grad[0]:
+            gi = fn(g, g.new_zeros(ctx.src_shape), *ctx.args)
+        if ctx.needs_input_grad[1]:
+            if name == _AS_STRIDED and type(g) is _batched_cls():
+                # (vmap over the backward: the region's elements picked by position, as a
+                # batched as_strided would read the batch's storage)
+                size, stride, offset = ctx.args
+                numel = 1
+                for n in ctx.out_shape:
+                    numel *= n
+                at = _C.arange(numel, device=g.device).as_strided(size, stride, offset or 0)
+                gs = g.reshape(-1).index_select(0, at.reshape(-1)).view(list(ctx.src_shape))
+            else:
+                gs = region(g, *ctx.args)
+            gs = gs.to(ctx.src_dtype)
+        return gi, gs
+
+    def jvp(ctx, ti, ts):
+        if name == _AS_STRIDED and ti is not None:
+            ti = _own_row_major(ti)
+        if ti is None:
+            return None if ts is None else fn(ts.new_zeros(ctx.out_shape), ts, *ctx.args)
+        return fn(ti, ti.new_zeros(ctx.src_shape) if ts is None else ts, *ctx.args)
+
+    cls = type(f"_{name}", (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward),
+                                        "jvp": staticmethod(jvp)})
+    cls._backward_cls.__name__ = cls._backward_cls.__qualname__ = name
+    _SCATTER_NODES[name] = cls
+    return cls
+
+
+def _own_row_major(t: Tensor) -> Tensor:
+    """`t` copied row-major into a storage of its own, at offset 0: the geometry of
+    as_strided_scatter's output when it is recorded, so that a region of its storage is
+    the same elements of `t`."""
+    return t.clone() if t.is_contiguous() else t.contiguous()
+
+
+def _scatter(name: str, fn, input: Tensor, src: Tensor, args: tuple, fields: dict,  # noqa: A002
+             grad_args: tuple | None = None) -> Tensor:
+    """``fn(input, src, *args)``: torch's kernel, recorded as its node `name` when autograd
+    asks for one (under vmap, the composite over a map of positions, which batches); the
+    node's derivatives are the scatter with `grad_args` (default: `args`)."""
+    bt = _batched_cls()
+    if type(input) is bt or type(src) is bt:
+        out = _scatter_into(fn.__name__, input, src, lambda t: _REGIONS[name](t, *args))
+        return _named(name, fields, out, input, src)
+    if _autograd_off(input, src):
+        return _scatter_kernel(input, src, lambda t: _REGIONS[name](t, *args))
+    node = _scatter_node(name, fn)
+    _SCATTER_CALL.pending = ({k: _shown(v) for k, v in fields.items()}, args, args if grad_args is None else grad_args)
+    return node.apply(input, src)
+
+
+def _strided_region(t: Tensor, size, stride, storage_offset) -> Tensor:
+    return t.as_strided(size, stride, storage_offset)
+
+
+def _row_major_region(input: Tensor, size, stride, storage_offset) -> tuple | None:  # noqa: A002
+    """For a recorded as_strided_scatter: the same region's arguments over a row-major
+    copy of `input`'s elements at offset 0 (what its derivatives read the gradient and
+    tangents as), or None where there is none: `input` is not row-major, the region
+    names an element twice (only the last write counts) or storage outside the
+    elements. (rgrad then records the composite over a map of positions; torch refuses
+    an input not row-major.)"""
+    if not isinstance(size, (tuple, list)) or not isinstance(stride, (tuple, list)) or len(size) != len(stride) \
+            or not input.is_contiguous():
+        return None
+    base = input.storage_offset()
+    start = base if storage_offset is None else storage_offset
+    reach, end = 0, start
+    for n, st in sorted(zip(size, stride), key=lambda p: p[1]):
+        if n == 0:
+            return size, stride, 0  # (an empty region)
+        if n > 1:
+            if st <= reach:
+                return None
+            reach += st * (n - 1)
+    end = start + reach
+    if start < base or end >= base + input.numel():
+        return None
+    return size, stride, start - base
+
+
 def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:  # noqa: A002
     """A copy of `input` with the region ``as_strided(size, stride, storage_offset)`` of
-    the copy's storage set to `src` (the copy keeps `input`'s stride order, as torch's
-    clone does)."""
+    the copy's storage set to `src` (the copy is of `input`'s whole storage, with its
+    sizes, strides and offset, as torch's ``clone_preserve_strides``)."""
     _check_tensor("as_strided_scatter", input, "input", 1)
     _check_tensor("as_strided_scatter", src, "src", 2)
+    fields = {"size": tuple(size), "stride": tuple(stride), "storage_offset": storage_offset}
+    bt = _batched_cls()
+    args = (size, stride, storage_offset)
+    if type(input) is not bt and type(src) is not bt:
+        if _autograd_off(input, src):
+            return _scatter(_AS_STRIDED, as_strided_scatter, input, src, args, fields)
+        shifted = _row_major_region(input, size, stride, storage_offset)
+        if shifted is not None:
+            return _scatter(_AS_STRIDED, as_strided_scatter, input, src, args, fields, shifted)
     offset = 0 if storage_offset is None else storage_offset
     # (torch's bounds error names the input's itemsize)
     _C.empty([input.numel()], dtype=input.dtype).as_strided(size, stride, offset)
     out = _scatter_into("as_strided_scatter", input, src, lambda t: t.as_strided(size, stride, offset))
-    return _named("AsStridedScatterBackward0", {"size": tuple(size), "stride": tuple(stride),
-                                                 "storage_offset": storage_offset}, out, input, src)
+    return _named(_AS_STRIDED, fields, out, input, src)
+
+
+_AS_STRIDED = "AsStridedScatterBackward0"
 
 
 # ---- select / slice / diagonal scatter -------------------------------------------------
@@ -274,8 +454,10 @@ def _select(t: Tensor, dim: int, index: int) -> Tensor:
 
 def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:  # noqa: A002
     """A copy of `input` with ``input.select(dim, index)`` set to `src`."""
-    out = _scatter_into("select_scatter", input, src, lambda t: _select(t, dim, index))
-    return _named("SelectScatterBackward0", {"dim": dim, "index": index}, out, input, src)
+    _check_tensor("select_scatter", input, "input", 1)
+    _check_tensor("select_scatter", src, "src", 2)
+    return _scatter("SelectScatterBackward0", select_scatter, input, src, (dim, index),
+                    {"dim": dim, "index": index})
 
 
 def _slice_view(t: Tensor, dim: int, start, end, step: int) -> Tensor:
@@ -288,14 +470,27 @@ def _slice_view(t: Tensor, dim: int, start, end, step: int) -> Tensor:
 def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,  # noqa: A002
                   end: int | None = None, step: int = 1) -> Tensor:
     """A copy of `input` with the slice ``start:end:step`` along `dim` set to `src`."""
-    out = _scatter_into("slice_scatter", input, src, lambda t: _slice_view(t, dim, start, end, step))
-    return _named("SliceScatterBackward0", {"dim": dim, "start": start, "end": end, "step": step}, out, input, src)
+    _check_tensor("slice_scatter", input, "input", 1)
+    _check_tensor("slice_scatter", src, "src", 2)
+    return _scatter("SliceScatterBackward0", slice_scatter, input, src, (dim, start, end, step),
+                    {"dim": dim, "start": start, "end": end, "step": step})
 
 
 def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
     """A copy of `input` with ``input.diagonal(offset, dim1, dim2)`` set to `src`."""
-    out = _scatter_into("diagonal_scatter", input, src, lambda t: t.diagonal(offset, dim1, dim2))
-    return _named("DiagonalScatterBackward0", {"dim1": dim1, "dim2": dim2, "offset": offset}, out, input, src)
+    _check_tensor("diagonal_scatter", input, "input", 1)
+    _check_tensor("diagonal_scatter", src, "src", 2)
+    return _scatter("DiagonalScatterBackward0", diagonal_scatter, input, src, (offset, dim1, dim2),
+                    {"dim1": dim1, "dim2": dim2, "offset": offset})
+
+
+def _diagonal_region(t: Tensor, offset: int, dim1: int, dim2: int) -> Tensor:
+    return t.diagonal(offset, dim1, dim2)
+
+
+# each scatter's region of a tensor, from the scatter's arguments after `src`
+_REGIONS = {"SelectScatterBackward0": _select, "SliceScatterBackward0": _slice_view,
+            "DiagonalScatterBackward0": _diagonal_region, _AS_STRIDED: _strided_region}
 
 
 # ---- masked_scatter ----------------------------------------------------------------------
@@ -315,11 +510,23 @@ def _masked_scatter_checks(self: Tensor, mask: Tensor, source: Tensor, fn: str) 
 def _masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """A copy of `x` (of the mask's shape) with its masked positions, in row-major order,
     set to `source`'s first elements."""
-    n = int(mask.sum())
+    bt = _batched_cls()
+    if bt in (type(x), type(mask), type(source)) or not _autograd_off(x, source):
+        n = int(mask.sum())
+        if source.numel() < n:
+            raise RuntimeError("Number of elements of source < number of ones in mask")
+        # (out of place, so that vmap batches it; also when n = 0: source's gradient is zeros)
+        return _dense_copy(x).index_put((mask,), source.reshape(-1)[:n])
+    # values only: the masked positions of the flattened tensor found once (a boolean
+    # index would find them again), written in place into the copy by scatter_
+    positions = mask.reshape(-1).nonzero().reshape(-1)
+    n = positions.numel()
     if source.numel() < n:
         raise RuntimeError("Number of elements of source < number of ones in mask")
-    # (out of place, so that vmap batches it; also when n = 0: source's gradient is zeros)
-    return _dense_copy(x).index_put((mask,), source.reshape(-1)[:n])
+    out = _dense_copy(x)
+    # (distinct positions: scatter_'s one pass, 3x index_put_'s here)
+    out.view(-1).scatter_(0, positions, source.reshape(-1)[:n])
+    return out
 
 
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # noqa: A002
@@ -454,19 +661,34 @@ def _put(self: Tensor, index: Tensor, source: Tensor, accumulate: bool) -> Tenso
         raise IndexError("put_(): Tried to put elements into an empty tensor")
     flat = index.reshape(-1)
     if flat.numel():
-        for v in (int(flat.min()), int(flat.max())):
+        lo, hi = flat.aminmax()
+        for v in (int(lo), int(hi)):
             if not -n <= v < n:
                 raise IndexError(f"out of range: tried to access index {v} on a tensor of {n} elements.")
         flat = flat.remainder(n)
+    bt = _batched_cls()
+    if bt not in (type(self), type(index), type(source)) and _autograd_off(self, source):
+        # values only: torch's kernel, a clone (in self's memory format) written in place
+        out = self.clone()
+        if out.is_contiguous():
+            out.view(-1).index_put_((flat,), source.reshape(-1), accumulate)
+            return out
+        out.index_put_(_unravel(flat, list(self.shape)), source.reshape(-1), accumulate)
+        return out
     if self.dim() == 0:
         return self.reshape(1).index_put((flat,), source.reshape(-1), accumulate).reshape(())
     # the flat positions as one index per dim (out of place, so that vmap batches it; an
     # empty index too: source's gradient is then zeros)
+    return self.index_put(_unravel(flat, list(self.shape)), source.reshape(-1), accumulate)
+
+
+def _unravel(flat: Tensor, shape: list) -> tuple:
+    """Row-major flat positions (in range) as one index tensor per dim of `shape`."""
     indices, step = [], 1
-    for size in reversed(list(self.shape)):
+    for size in reversed(shape):
         indices.insert(0, flat.div(step, rounding_mode="floor").remainder(size))
         step *= size
-    return self.index_put(tuple(indices), source.reshape(-1), accumulate)
+    return tuple(indices)
 
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:  # noqa: A002
@@ -496,7 +718,7 @@ def _renorm(self: Tensor, p, dim: int, maxnorm) -> Tensor:
     ``maxnorm / (norm + 1e-7)``; the factor's own derivative is part of the gradient, as
     in torch's renorm_backward."""
     for name, v, pos in (("p", p, 1), ("maxnorm", maxnorm, 3)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        if type(v) is not float and type(v) is not int and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
             raise TypeError(f"renorm(): argument '{name}' (position {pos}) must be Number, not {type(v).__name__}")
     d = _wrap_dim(_int("renorm", dim, "dim", 2), self.dim())
     if p <= 0:
@@ -510,7 +732,7 @@ def _renorm(self: Tensor, p, dim: int, maxnorm) -> Tensor:
                                   f"Got {_dtype_name(self.dtype)}")
     others = [i for i in range(self.dim()) if i != d]
     norm = self.norm(p, others, True)
-    factor = (maxnorm / (norm + 1e-7)).where(norm > maxnorm, norm.new_ones(()))
+    factor = (maxnorm / (norm + 1e-7)).where(norm > maxnorm, 1.0)
     return self * factor
 
 
@@ -539,25 +761,28 @@ def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:  # noqa
 
 
 def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple:  # noqa: A002
-    """`split`, as copies (UnsafeSplitBackward0)."""
+    """The pieces of `split`, sharing `input`'s storage but not views of it (each with a
+    version counter of its own, as torch's; UnsafeSplitBackward0)."""
     _check_tensor("unsafe_split", input, "input", 1)
     size = _int("unsafe_split", split_size, "split_size", 2)
-    outs = tuple(t.clone() for t in input.split(size, dim))
-    return _named_multi("UnsafeSplitBackward0", {"dim": dim, "self_sym_sizes": tuple(input.shape),
-                                                  "split_size": size}, outs, input)
+    if type(input) is _batched_cls():  # (vmap: copies of the batched split's views)
+        return tuple(t.clone() for t in input.split(size, dim))
+    return input._unsafe_split(size, dim)
 
 
 def unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:  # noqa: A002
-    """`split_with_sizes`, as copies (UnsafeSplitWithSizesBackward0)."""
+    """The pieces of `split_with_sizes`, sharing `input`'s storage but not views of it
+    (UnsafeSplitWithSizesBackward0)."""
     _check_tensor("unsafe_split_with_sizes", input, "input", 1)
     sizes = _ints("unsafe_split_with_sizes", split_sizes, "split_sizes", 2)
-    outs = tuple(t.clone() for t in input.split(sizes, dim))
-    return _named_multi("UnsafeSplitWithSizesBackward0", {"dim": dim, "self_sym_sizes": tuple(input.shape),
-                                                          "split_sizes": tuple(sizes)}, outs, input)
+    if type(input) is _batched_cls():
+        return tuple(t.clone() for t in input.split(sizes, dim))
+    return input._unsafe_split(sizes, dim)
 
 
 def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
-    """`chunk`, as copies: torch's unsafe_split with the chunk size (UnsafeSplitBackward0)."""
+    """`chunk`'s pieces, not views: torch's unsafe_split with the chunk size
+    (UnsafeSplitBackward0)."""
     _check_tensor("unsafe_chunk", input, "input", 1)
     chunks = _int("unsafe_chunk", chunks, "chunks", 2)
     if chunks <= 0:
@@ -576,15 +801,18 @@ def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:  # noqa: A0
 # ---- the *_copy functions --------------------------------------------------------------------
 
 
-def _copy_of(name: str, fields: dict, view: Tensor, input: Tensor) -> Tensor:  # noqa: A002
+def _copy_of(name: str, fields, view: Tensor, input: Tensor) -> Tensor:  # noqa: A002
     """A contiguous copy of `view` (of `input`) recorded as torch's ``name`` node."""
-    return _named(name, fields, _dense_copy(view), input)
+    out = view.clone() if view.is_contiguous() else view.contiguous()
+    if not input.requires_grad:  # (nothing to record: the common case, checked first)
+        return out
+    return _named(name, fields, out, input)
 
 
 def alias_copy(input: Tensor) -> Tensor:  # noqa: A002
     """A copy of `input` (AliasBackward0_copy)."""
     _check_tensor("alias_copy", input, "input", 1)
-    return _copy_of("AliasBackward0_copy", {}, input, input)
+    return _copy_of("AliasBackward0_copy", lambda: {}, input, input)
 
 
 def detach_copy(input: Tensor) -> Tensor:  # noqa: A002
@@ -621,7 +849,7 @@ def _not_implemented(op: str) -> Any:
 def diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
     """A copy of ``input.diagonal(offset, dim1, dim2)``."""
     _check_tensor("diagonal_copy", input, "input", 1)
-    return _copy_of("DiagonalBackward0_copy", {"dim1": dim1, "dim2": dim2, "offset": offset,
+    return _copy_of("DiagonalBackward0_copy", lambda: {"dim1": dim1, "dim2": dim2, "offset": offset,
                                                "self_sym_sizes": tuple(input.shape)},
                     input.diagonal(offset, dim1, dim2), input)
 
@@ -629,7 +857,7 @@ def diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) 
 def expand_copy(input: Tensor, size, *, implicit: bool = False) -> Tensor:  # noqa: A002
     """A copy of ``input.expand(size)``."""
     _check_tensor("expand_copy", input, "input", 1)
-    return _copy_of("ExpandBackward0_copy", {"self_sym_sizes": tuple(input.shape)},
+    return _copy_of("ExpandBackward0_copy", lambda: {"self_sym_sizes": tuple(input.shape)},
                     input.expand(_ints("expand_copy", size, "size", 2)), input)
 
 
@@ -637,13 +865,13 @@ def permute_copy(input: Tensor, dims) -> Tensor:  # noqa: A002
     """A copy of ``input.permute(dims)``."""
     _check_tensor("permute_copy", input, "input", 1)
     dims = _ints("permute_copy", dims, "dims", 2)
-    return _copy_of("PermuteBackward0_copy", {"dims": tuple(dims)}, input.permute(dims), input)
+    return _copy_of("PermuteBackward0_copy", lambda: {"dims": tuple(dims)}, input.permute(dims), input)
 
 
 def select_copy(input: Tensor, dim: int, index: int) -> Tensor:  # noqa: A002
     """A copy of ``input.select(dim, index)``."""
     _check_tensor("select_copy", input, "input", 1)
-    return _copy_of("SelectBackward0_copy", {"dim": dim, "index": index, "self_sym_sizes": tuple(input.shape)},
+    return _copy_of("SelectBackward0_copy", lambda: {"dim": dim, "index": index, "self_sym_sizes": tuple(input.shape)},
                     _select(input, dim, index), input)
 
 
@@ -651,7 +879,7 @@ def slice_copy(input: Tensor, dim: int = 0, start: int | None = None, end: int |
                step: int = 1) -> Tensor:
     """A copy of the slice ``start:end:step`` of `input` along `dim`."""
     _check_tensor("slice_copy", input, "input", 1)
-    return _copy_of("SliceBackward0_copy", {"dim": dim, "end": end, "self_sym_sizes": tuple(input.shape),
+    return _copy_of("SliceBackward0_copy", lambda: {"dim": dim, "end": end, "self_sym_sizes": tuple(input.shape),
                                             "start": start, "step": step},
                     _slice_view(input, dim, start, end, step), input)
 
@@ -662,36 +890,36 @@ def squeeze_copy(input: Tensor, dim=None) -> Tensor:  # noqa: A002
     _check_tensor("squeeze_copy", input, "input", 1)
     sizes = tuple(input.shape)
     if dim is None:
-        return _copy_of("SqueezeBackward0_copy", {"self_sym_sizes": sizes}, input.squeeze(), input)
+        return _copy_of("SqueezeBackward0_copy", lambda: {"self_sym_sizes": sizes}, input.squeeze(), input)
     if isinstance(dim, (tuple, list)):
         dims = _ints("squeeze_copy", dim, "dim", 2)
-        return _copy_of("SqueezeBackward2_copy", {"dim": tuple(dims), "self_sym_sizes": sizes},
+        return _copy_of("SqueezeBackward2_copy", lambda: {"dim": tuple(dims), "self_sym_sizes": sizes},
                         input.squeeze(tuple(dims)), input)
-    return _copy_of("SqueezeBackward1_copy", {"dim": dim, "self_sym_sizes": sizes}, input.squeeze(dim), input)
+    return _copy_of("SqueezeBackward1_copy", lambda: {"dim": dim, "self_sym_sizes": sizes}, input.squeeze(dim), input)
 
 
 def t_copy(input: Tensor) -> Tensor:  # noqa: A002
     """A copy of ``input.t()``."""
     _check_tensor("t_copy", input, "input", 1)
-    return _copy_of("TBackward0_copy", {}, input.t(), input)
+    return _copy_of("TBackward0_copy", lambda: {}, input.t(), input)
 
 
 def transpose_copy(input: Tensor, dim0: int, dim1: int) -> Tensor:  # noqa: A002
     """A copy of ``input.transpose(dim0, dim1)``."""
     _check_tensor("transpose_copy", input, "input", 1)
-    return _copy_of("TransposeBackward0_copy", {"dim0": dim0, "dim1": dim1}, input.transpose(dim0, dim1), input)
+    return _copy_of("TransposeBackward0_copy", lambda: {"dim0": dim0, "dim1": dim1}, input.transpose(dim0, dim1), input)
 
 
 def unsqueeze_copy(input: Tensor, dim: int) -> Tensor:  # noqa: A002
     """A copy of ``input.unsqueeze(dim)``."""
     _check_tensor("unsqueeze_copy", input, "input", 1)
-    return _copy_of("UnsqueezeBackward0_copy", {"dim": dim}, input.unsqueeze(dim), input)
+    return _copy_of("UnsqueezeBackward0_copy", lambda: {"dim": dim}, input.unsqueeze(dim), input)
 
 
 def unfold_copy(input: Tensor, dimension: int, size: int, step: int) -> Tensor:  # noqa: A002
     """A copy of ``input.unfold(dimension, size, step)``."""
     _check_tensor("unfold_copy", input, "input", 1)
-    return _copy_of("UnfoldBackward0_copy", {"dimension": dimension, "self_sym_sizes": tuple(input.shape),
+    return _copy_of("UnfoldBackward0_copy", lambda: {"dimension": dimension, "self_sym_sizes": tuple(input.shape),
                                              "size": size, "step": step},
                     input.unfold(dimension, size, step), input)
 
@@ -701,14 +929,14 @@ def view_copy(input: Tensor, size) -> Tensor:  # noqa: A002
     _check_tensor("view_copy", input, "input", 1)
     if isinstance(size, _C.dtype):
         return _dense_copy(input.view(size))
-    return _copy_of("ViewBackward0_copy", {"self_sym_sizes": tuple(input.shape)},
+    return _copy_of("ViewBackward0_copy", lambda: {"self_sym_sizes": tuple(input.shape)},
                     input.view(_ints("view_copy", size, "size", 2)), input)
 
 
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:  # noqa: A002
     """A copy of ``input.narrow(dim, start, length)`` (NarrowCopyBackward0)."""
     _check_tensor("narrow_copy", input, "input", 1)
-    return _copy_of("NarrowCopyBackward0", {"dim": dim, "length": length, "self_sym_sizes": tuple(input.shape),
+    return _copy_of("NarrowCopyBackward0", lambda: {"dim": dim, "length": length, "self_sym_sizes": tuple(input.shape),
                                             "start": start}, input.narrow(dim, start, length), input)
 
 
@@ -716,7 +944,7 @@ def unbind_copy(input: Tensor, dim: int = 0) -> tuple:  # noqa: A002
     """Copies of ``input.unbind(dim)`` (UnbindBackward0_copy)."""
     _check_tensor("unbind_copy", input, "input", 1)
     outs = tuple(_dense_copy(t) for t in input.unbind(dim))
-    return _named_multi("UnbindBackward0_copy", {"dim": dim}, outs, input)
+    return _named_multi("UnbindBackward0_copy", lambda: {"dim": dim}, outs, input)
 
 
 def split_copy(input: Tensor, split_size: int, dim: int = 0) -> tuple:  # noqa: A002
@@ -724,7 +952,7 @@ def split_copy(input: Tensor, split_size: int, dim: int = 0) -> tuple:  # noqa: 
     _check_tensor("split_copy", input, "input", 1)
     size = _int("split_copy", split_size, "split_size", 2)
     outs = tuple(_dense_copy(t) for t in input.split(size, dim))
-    return _named_multi("SplitBackward0_copy", {"dim": dim, "self_sym_sizes": tuple(input.shape),
+    return _named_multi("SplitBackward0_copy", lambda: {"dim": dim, "self_sym_sizes": tuple(input.shape),
                                                 "split_size": size}, outs, input)
 
 
@@ -733,7 +961,7 @@ def split_with_sizes_copy(input: Tensor, split_sizes, dim: int = 0) -> tuple:  #
     _check_tensor("split_with_sizes_copy", input, "input", 1)
     sizes = _ints("split_with_sizes_copy", split_sizes, "split_sizes", 2)
     outs = tuple(_dense_copy(t) for t in input.split(sizes, dim))
-    return _named_multi("SplitWithSizesBackward0_copy", {"dim": dim, "self_sym_sizes": tuple(input.shape),
+    return _named_multi("SplitWithSizesBackward0_copy", lambda: {"dim": dim, "self_sym_sizes": tuple(input.shape),
                                                          "split_sizes": tuple(sizes)}, outs, input)
 
 

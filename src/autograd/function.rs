@@ -56,6 +56,9 @@ pub enum SavedField {
     /// a number argument (`alpha`, `exponent`)
     Scalar(crate::dtype::Scalar),
     Int(i64),
+    /// an int64 argument as torch's getter shows it, its uint64 bits (a dim of -1 shows
+    /// as 2**64 - 1)
+    Int64Bits(i64),
     /// a tuple of ints (sizes, dims)
     Ints(Vec<i64>),
     Bool(bool),

@@ -132,6 +132,31 @@ fn clone_as(x: &Tensor, keep_format: bool) -> Result<Tensor> {
     )
 }
 
+/// torch's `clone_preserve_strides`, what its `*_scatter` ops write into: a copy of x's
+/// whole storage seen with x's sizes, strides and offset (a tensor of its own, not a
+/// view); a row-major copy when x's elements overlap (a zero stride over two or more).
+/// No autograd: the callers record their own node.
+pub fn clone_preserve_strides(x: &Tensor) -> Result<Tensor> {
+    let s = x.snapshot();
+    let l = &s.layout;
+    let overlaps = l
+        .shape
+        .iter()
+        .zip(&l.strides)
+        .any(|(&n, &st)| st == 0 && n > 1);
+    let storage = s.storage.read();
+    if overlaps {
+        crate::storage::alloc_guard_strided(&l.shape, s.dtype)?;
+        return Ok(new_tensor(k::cast(&storage, l, s.dtype)?, &l.shape));
+    }
+    let whole = Layout::contiguous(&[storage.len()]);
+    crate::storage::alloc_guard_strided(&whole.shape, s.dtype)?;
+    let buf = k::cast(&storage, &whole, s.dtype)?;
+    drop(storage);
+    let copy = new_tensor(buf, &whole.shape);
+    Ok(copy.alias_unsafe(l.clone()))
+}
+
 /// Whether `g` is the only way to its memory: nothing else holds `g`, and its storage's
 /// other holders are only the bases `g` keeps as a view (a view of a view: each in turn),
 /// which nothing else holds. (Storage alone was not enough: the linear layer's weight

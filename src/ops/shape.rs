@@ -69,6 +69,11 @@ pub enum SplitKind {
     SplitWithSizes,
     /// `unbind`: UnbindBackward0 (its views drop `dim`)
     Unbind,
+    /// `unsafe_split(int)`, `unsafe_chunk`: UnsafeSplitBackward0 (pieces that share the
+    /// storage but are not views)
+    UnsafeSplit,
+    /// `unsafe_split_with_sizes`: UnsafeSplitWithSizesBackward0
+    UnsafeSplitWithSizes,
 }
 
 /// The one node of the views split, chunk and unbind return together (torch's
@@ -86,6 +91,8 @@ struct SplitInfo {
     /// the input's shape
     shape: Shape,
     dim: usize,
+    /// `dim` as given (what the unsafe splits show, as torch)
+    dim_arg: i64,
     /// each view's size along `dim` (1 for unbind's)
     sizes: Vec<usize>,
 }
@@ -96,6 +103,7 @@ impl SplitBackward {
             kind,
             shape: shape.clone(),
             dim,
+            dim_arg: dim as i64,
             sizes,
         }))
     }
@@ -138,15 +146,24 @@ impl Backward for SplitBackward {
     fn saved_fields(&self) -> Vec<(&'static str, crate::autograd::function::SavedField)> {
         use crate::autograd::function::SavedField as F;
         let s = &self.0;
-        let dim = ("dim", F::Int(s.dim as i64));
+        let dim = if matches!(
+            s.kind,
+            SplitKind::Split | SplitKind::SplitWithSizes | SplitKind::Unbind
+        ) {
+            ("dim", F::Int(s.dim as i64))
+        } else {
+            ("dim", F::Int64Bits(s.dim_arg))
+        };
         let sizes = ("self_sym_sizes", F::ints(&s.shape));
         match s.kind {
             SplitKind::Unbind => vec![dim],
-            SplitKind::Split => {
+            SplitKind::Split | SplitKind::UnsafeSplit => {
                 let size = s.sizes.first().copied().unwrap_or(0);
                 vec![dim, sizes, ("split_size", F::Int(size as i64))]
             }
-            SplitKind::SplitWithSizes => vec![dim, sizes, ("split_sizes", F::ints(&s.sizes))],
+            SplitKind::SplitWithSizes | SplitKind::UnsafeSplitWithSizes => {
+                vec![dim, sizes, ("split_sizes", F::ints(&s.sizes))]
+            }
         }
     }
     fn name(&self) -> Cow<'static, str> {
@@ -154,6 +171,8 @@ impl Backward for SplitBackward {
             SplitKind::Split => "SplitBackward0",
             SplitKind::SplitWithSizes => "SplitWithSizesBackward0",
             SplitKind::Unbind => "UnbindBackward0",
+            SplitKind::UnsafeSplit => "UnsafeSplitBackward0",
+            SplitKind::UnsafeSplitWithSizes => "UnsafeSplitWithSizesBackward0",
         }
         .into()
     }
@@ -163,10 +182,13 @@ impl Backward for SplitBackward {
     fn jvp(&self, _ctx: &BackwardCtx<'_>, t: &[Option<Tensor>]) -> Option<Result<Grads>> {
         let s = &self.0;
         let t = t.first()?.as_ref()?;
-        let views = if s.kind == SplitKind::Unbind {
-            unbind(t, s.dim as i64)
-        } else {
-            split(t, &s.sizes, s.dim as i64, "SplitWithSizes")
+        let views = match s.kind {
+            SplitKind::Unbind => unbind(t, s.dim as i64),
+            // (torch's tangents of the unsafe pieces are unsafe pieces of the tangent)
+            SplitKind::UnsafeSplit | SplitKind::UnsafeSplitWithSizes => {
+                split(t, &s.sizes, s.dim as i64, "UnsafeSplitWithSizes")
+            }
+            _ => split(t, &s.sizes, s.dim as i64, "SplitWithSizes"),
         };
         Some(views.map(|v| v.into_iter().map(Some).collect()))
     }
@@ -1149,7 +1171,9 @@ pub fn t_(x: &Tensor) -> Result<Tensor> {
 
 /// `split(split_size_or_sections, dim)`: views along `dim`, with one node for all of
 /// them. `op` names the op in messages and the node: `Split` (equal sizes: split, chunk)
-/// or `SplitWithSizes`.
+/// or `SplitWithSizes`; `UnsafeSplit` / `UnsafeSplitWithSizes` (torch's `unsafe_split`)
+/// give pieces that share `x`'s storage but are not views, each with a version counter
+/// of its own (so an in-place write to one is neither refused nor rebased, as in torch).
 pub fn split(x: &Tensor, sizes: &[usize], dim: i64, op: &'static str) -> Result<Vec<Tensor>> {
     let l = x.layout();
     if l.shape.is_empty() {
@@ -1165,25 +1189,34 @@ pub fn split(x: &Tensor, sizes: &[usize], dim: i64, op: &'static str) -> Result<
             l.shape[d], sizes
         )));
     }
+    let (name, kind) = match op {
+        "Split" => ("aten::split", SplitKind::Split),
+        "UnsafeSplit" => ("aten::unsafe_split", SplitKind::UnsafeSplit),
+        "UnsafeSplitWithSizes" => (
+            "aten::unsafe_split_with_sizes",
+            SplitKind::UnsafeSplitWithSizes,
+        ),
+        _ => ("aten::split_with_sizes", SplitKind::SplitWithSizes),
+    };
+    let safe = matches!(kind, SplitKind::Split | SplitKind::SplitWithSizes);
     let views = || {
         let mut out = Vec::with_capacity(sizes.len());
         let mut at = 0;
         for &s in sizes {
-            out.push(view_of(x, l.narrow(d, at, s)?));
+            let piece = l.narrow(d, at, s)?;
+            out.push(if safe {
+                view_of(x, piece)
+            } else {
+                x.alias_unsafe(piece)
+            });
             at += s;
         }
-        Ok(multi_output(out, op))
-    };
-    let (name, kind) = if op == "Split" {
-        ("aten::split", SplitKind::Split)
-    } else {
-        ("aten::split_with_sizes", SplitKind::SplitWithSizes)
+        Ok(if safe { multi_output(out, op) } else { out })
     };
     super::apply_multi(name, &[x], views, |_| {
-        (
-            SplitBackward::new(kind, &l.shape, d, sizes.to_vec()),
-            saved![],
-        )
+        let mut node = SplitBackward::new(kind, &l.shape, d, sizes.to_vec());
+        node.0.dim_arg = dim;
+        (node, saved![])
     })
 }
 

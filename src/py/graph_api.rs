@@ -501,6 +501,7 @@ pub fn _node_saved_field(
         }
         SavedField::Scalar(s) => number(s),
         SavedField::Int(i) => Ok(i.into_pyobject(py)?.into_any().unbind()),
+        SavedField::Int64Bits(i) => Ok((i as u64).into_pyobject(py)?.into_any().unbind()),
         SavedField::Bool(b) => Ok(b.into_pyobject(py)?.to_owned().into_any().unbind()),
         SavedField::Str(s) => Ok(s.into_pyobject(py)?.into_any().unbind()),
         SavedField::Ints(v) => Ok(PyTuple::new(py, v)?.into_any().unbind()),

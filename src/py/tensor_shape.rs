@@ -4,7 +4,7 @@ use super::convert::{self};
 use super::pytensor::*;
 use crate::ops;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyInt, PyTuple};
 
 #[pymethods]
 impl PyTensor {
@@ -202,9 +202,15 @@ impl PyTensor {
         dim: i64,
     ) -> PyResult<Py<PyTuple>> {
         let len = ops::split_dim_size(&self.t, dim, "split")?;
-        let (sizes, op) = match split_size_or_sections.extract::<usize>() {
-            Ok(s) => (ops::split_sizes(len, s)?, "Split"),
-            Err(_) => (
+        // (an int is told from a list by its type: a failed extraction makes an exception)
+        let size = if split_size_or_sections.is_instance_of::<PyInt>() {
+            split_size_or_sections.extract::<usize>().ok()
+        } else {
+            None
+        };
+        let (sizes, op) = match size {
+            Some(s) => (ops::split_sizes(len, s)?, "Split"),
+            None => (
                 split_size_or_sections.extract::<Vec<usize>>()?,
                 "SplitWithSizes",
             ),
@@ -215,6 +221,50 @@ impl PyTensor {
             .map(|p| wrap(py, p))
             .collect::<PyResult<_>>()?;
         Ok(PyTuple::new(py, objs)?.unbind())
+    }
+    /// torch's `unsafe_split` (an int) / `unsafe_split_with_sizes` (a list): the pieces of
+    /// `split`, sharing this tensor's storage but not views of it (UnsafeSplitBackward0,
+    /// UnsafeSplitWithSizesBackward0).
+    #[pyo3(signature = (split_size_or_sections, dim=0))]
+    fn _unsafe_split(
+        &self,
+        py: Python<'_>,
+        split_size_or_sections: &Bound<'_, PyAny>,
+        dim: i64,
+    ) -> PyResult<Py<PyTuple>> {
+        let size = if split_size_or_sections.is_instance_of::<PyInt>() {
+            split_size_or_sections.extract::<i64>().ok()
+        } else {
+            None
+        };
+        let (sizes, op) = match size {
+            Some(s) => {
+                let len = ops::split_dim_size(&self.t, dim, "split")?;
+                if s < 0 {
+                    return Err(crate::Error::runtime(format!(
+                        "split expects split_size be non-negative, but got split_size={s}"
+                    ))
+                    .into());
+                }
+                (ops::split_sizes(len, s as usize)?, "UnsafeSplit")
+            }
+            None => (
+                split_size_or_sections.extract::<Vec<usize>>()?,
+                "UnsafeSplitWithSizes",
+            ),
+        };
+        let parts = ops::split(&self.t, &sizes, dim, op)?;
+        let objs: Vec<Py<PyTensor>> = parts
+            .into_iter()
+            .map(|p| wrap(py, p))
+            .collect::<PyResult<_>>()?;
+        Ok(PyTuple::new(py, objs)?.unbind())
+    }
+    /// torch's `clone_preserve_strides` (what its `*_scatter` ops write into): a copy of
+    /// this tensor's whole storage with its sizes, strides and offset, not a view; a
+    /// row-major copy when its elements overlap. No autograd.
+    fn _clone_preserve_strides(&self, py: Python<'_>) -> PyResult<Py<PyTensor>> {
+        wrap(py, ops::clone_preserve_strides(&self.t)?)
     }
     /// Attempts to split a tensor into the specified number of chunks.
     ///
