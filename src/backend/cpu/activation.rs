@@ -360,37 +360,43 @@ fn backward<T: F>(op: ActFn, result: bool, g: &[T], s: &[T]) -> Option<Vec<T>> {
             plain2(g, s, move |g, s| if s > zero { g } else { g.mul(k) })
         }
         ActFn::Gelu { tanh: false } => {
-            // g·(cdf + x·pdf), cdf = (erf(x/√2) + 1)·0.5, pdf = exp(x²·-0.5)·k: the exp
-            // pass first (kept in the output), then the erf pass
+            // g·(cdf + x·pdf), cdf = (erf(x/√2) + 1)·0.5, pdf = exp(x²·-0.5)·k: both
+            // slice functions on each block
             let k = c(std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5);
             let (r, m) = (c(std::f64::consts::FRAC_1_SQRT_2), c(-0.5));
-            let pdf = staged2(
-                s,
-                s,
+            let (exp, erf) = (
                 slice_fn::<T>(UnaryOp::Exp)?,
-                move |s| s.mul(s).mul(m),
-                move |_, _, e| e.mul(k),
+                slice_fn::<T>(UnaryOp::Erf)?,
             );
-            let erf = slice_fn::<T>(UnaryOp::Erf)?;
             fill_chunks_from(PAR_MIN_VMATH, s.len(), |start, out| {
                 let end = start + out.len();
-                let (gs, ss, ps) = (&g[start..end], &s[start..end], &pdf[start..end]);
+                let (gs, ss) = (&g[start..end], &s[start..end]);
                 let mut a = [const { MaybeUninit::<T>::uninit() }; BLOCK];
                 let mut b = [const { MaybeUninit::<T>::uninit() }; BLOCK];
-                for (i, o) in out.chunks_mut(BLOCK).enumerate() {
-                    let n = o.len();
-                    let r0 = i * BLOCK..i * BLOCK + n;
-                    let (gc, sc, pc) = (&gs[r0.clone()], &ss[r0.clone()], &ps[r0]);
+                let mut p = [const { MaybeUninit::<T>::uninit() }; BLOCK];
+                for ((gc, sc), o) in gs
+                    .chunks(BLOCK)
+                    .zip(ss.chunks(BLOCK))
+                    .zip(out.chunks_mut(BLOCK))
+                {
+                    let n = sc.len();
+                    for (d, &v) in a[..n].iter_mut().zip(sc) {
+                        d.write(v.mul(v).mul(m));
+                    }
+                    // SAFETY: a[..n] was written just above.
+                    exp(unsafe { init(&a, n) }, &mut p[..n]);
                     for (d, &v) in a[..n].iter_mut().zip(sc) {
                         d.write(v.mul(r));
                     }
-                    // SAFETY: a[..n] was written just above.
+                    // SAFETY: as above.
                     erf(unsafe { init(&a, n) }, &mut b[..n]);
-                    // SAFETY: the slice function initialises all of b[..n].
-                    let e = unsafe { init(&b, n) };
-                    for ((((d, &gv), &sv), &p), &e) in o.iter_mut().zip(gc).zip(sc).zip(pc).zip(e) {
+                    // SAFETY: the slice functions initialise all of b[..n] and p[..n].
+                    let (e, pe) = unsafe { (init(&b, n), init(&p, n)) };
+                    for ((((d, &gv), &sv), &pv), &e) in
+                        o.iter_mut().zip(gc).zip(sc).zip(pe).zip(e)
+                    {
                         let cdf = e.add(one).mul(half);
-                        d.write(gv.mul(cdf.add(sv.mul(p))));
+                        d.write(gv.mul(cdf.add(sv.mul(pv.mul(k)))));
                     }
                 }
             })
@@ -477,3 +483,111 @@ pub fn activation_backward(
     })
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::vmath::float32 as v32;
+
+    /// Values around every boundary the maps test, the special values and a sweep.
+    fn inputs() -> Vec<f32> {
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+            1e-45,
+            -1e-45,
+            f32::MAX,
+            f32::MIN,
+        ];
+        for b in [0.1f32, 0.5, 3.0, 6.0, 1.0, 20.0, 88.0] {
+            for v in [b, -b] {
+                xs.extend([v, v.next_up(), v.next_down()]);
+            }
+        }
+        xs.extend((0..5000).map(|i| (i as f32 - 2500.0) * 0.0049));
+        xs
+    }
+
+    fn same(a: &[f32], b: &[f32], what: &str) {
+        assert_eq!(a.len(), b.len());
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            assert!(
+                x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+                "{what}: element {i}: {x} against {y}"
+            );
+        }
+    }
+
+    #[test]
+    fn forward_maps_are_the_composites_steps() {
+        let xs = inputs();
+        let check = |op: ActFn, f: &dyn Fn(f32) -> f32| {
+            let want: Vec<f32> = xs.iter().map(|&x| f(x)).collect();
+            same(&forward(op, &xs).unwrap_or_default(), &want, &format!("{op:?}"));
+        };
+        check(ActFn::Softshrink { lambd: 0.5 }, &|x| {
+            let lo = if x < -0.5 { x + 0.5 } else { x * 0.0 };
+            if x > 0.5 { x - 0.5 } else { lo }
+        });
+        check(
+            ActFn::Threshold {
+                threshold: 0.1,
+                value: 2.0,
+            },
+            &|x| if x <= 0.1f32 { 2.0 } else { x },
+        );
+        check(ActFn::Hardswish, &|x| x * (x + 3.0).clamp(0.0, 6.0) / 6.0);
+        check(ActFn::Silu, &|x| x / (v32::exp1(-x) + 1.0));
+        check(ActFn::Gelu { tanh: false }, &|x| {
+            let y = x * 0.5 * (v32::erf1(x * std::f32::consts::FRAC_1_SQRT_2) + 1.0);
+            if x == f32::INFINITY { f32::NAN } else { y }
+        });
+        check(
+            ActFn::Elu {
+                alpha: 1.0,
+                scale: 1.0,
+                input_scale: 1.0,
+            },
+            &|x| if x <= 0.0 { v32::expm11(x) } else { x },
+        );
+        check(ActFn::RoundDecimals { decimals: 2 }, &|x| {
+            (x * 100.0).round_ties_even() / 100.0
+        });
+        check(
+            ActFn::Rsub {
+                s: 2.0,
+                alpha: 3.0,
+            },
+            &|x| 2.0 - x * 3.0,
+        );
+    }
+
+    #[test]
+    fn backward_maps_are_the_composites_steps() {
+        let xs = inputs();
+        let gs: Vec<f32> = (0..xs.len()).map(|i| (i % 7) as f32 - 3.25).collect();
+        let check = |op: ActFn, f: &dyn Fn(f32, f32) -> f32| {
+            let want: Vec<f32> = gs.iter().zip(&xs).map(|(&g, &s)| f(g, s)).collect();
+            same(&backward(op, false, &gs, &xs).unwrap_or_default(), &want, &format!("{op:?}"));
+        };
+        check(ActFn::Silu, &|g, s| {
+            let sig = v32::sigmoid1(s);
+            g * (sig * (s * (1.0 - sig) + 1.0))
+        });
+        check(ActFn::Gelu { tanh: false }, &|g, s| {
+            let cdf = (v32::erf1(s * std::f32::consts::FRAC_1_SQRT_2) + 1.0) * 0.5;
+            let k = (std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5) as f32;
+            let pdf = v32::exp1(s * s * -0.5) * k;
+            g * (cdf + s * pdf)
+        });
+        check(ActFn::Hardswish, &|g, s| {
+            let mid = g * (s / 3.0 + 0.5);
+            let upper = if s <= 3.0 { mid } else { g };
+            if s < -3.0 { 0.0 } else { upper }
+        });
+    }
+}

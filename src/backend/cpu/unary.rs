@@ -957,18 +957,21 @@ where
         type Out = ();
         #[inline(always)]
         fn run(self) {
-            #[inline(always)]
-            fn each<T: Copy>(x: &[T], out: &mut [MaybeUninit<T>], g: impl Fn(T) -> T) {
-                for (o, &v) in out.iter_mut().zip(x) {
-                    o.write(g(v));
-                }
-            }
+            // (no closures: one not inlined stays in the baseline build, its mul_add
+            // a call to libm's fmaf)
             let Loop { op, x, out } = self;
+            macro_rules! each {
+                ($op:expr) => {
+                    for (o, &v) in out.iter_mut().zip(x) {
+                        o.write(f($op, v));
+                    }
+                };
+            }
             match op {
-                Bessel::I0 => each(x, out, |v| f(Bessel::I0, v)),
-                Bessel::I0e => each(x, out, |v| f(Bessel::I0e, v)),
-                Bessel::I1 => each(x, out, |v| f(Bessel::I1, v)),
-                Bessel::I1e => each(x, out, |v| f(Bessel::I1e, v)),
+                Bessel::I0 => each!(Bessel::I0),
+                Bessel::I0e => each!(Bessel::I0e),
+                Bessel::I1 => each!(Bessel::I1),
+                Bessel::I1e => each!(Bessel::I1e),
             }
         }
     }
