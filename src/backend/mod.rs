@@ -22,6 +22,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::storage::Buffer;
+pub use cpu::activation::ActFn;
 pub use cpu::bessel::Bessel;
 pub use cpu::fused::Fused3;
 
@@ -250,6 +251,10 @@ backend_kernels! {
     fn polygamma(n: u32, x: &Buffer, lx: &Layout) -> Buffer => cpu::unary::polygamma, on x;
     /// The Bessel function `op` (i0, i0e, i1, i1e) of a float buffer.
     fn bessel(op: Bessel, x: &Buffer, lx: &Layout) -> Buffer => cpu::unary::bessel, on x;
+    /// An activation of a float buffer in one pass (`None`: other dtypes).
+    fn activation(op: ActFn, x: &Buffer, lx: &Layout) -> Option<Buffer> => cpu::activation::activation, on x;
+    /// `g·op'(s)` in one pass (`s` the saved input, or the result where `result`).
+    fn activation_backward(op: ActFn, result: bool, g: &Buffer, lg: &Layout, s: &Buffer, ls: &Layout) -> Option<Buffer> => cpu::activation::activation_backward, on g, s;
     /// igamma(a, x) (igammac where `upper`) of two float buffers of one dtype, laid out
     /// over the output's shape (broadcast).
     fn igamma(upper: bool, a: &Buffer, la: &Layout, x: &Buffer, lx: &Layout) -> Buffer => cpu::unary::igamma, on a, x;

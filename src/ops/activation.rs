@@ -15,7 +15,7 @@ use super::apply;
 use super::elementwise::{Saver, get, grad0};
 use super::{Operand, where_op};
 use crate::autograd::function::{Backward, BackwardCtx, Grads, SavedField};
-use crate::backend::Bessel;
+use crate::backend::{ActFn, Bessel};
 use crate::dtype::{DType, Scalar};
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -137,6 +137,22 @@ fn mvlgamma_args(x: &Tensor, p: i64) -> Result<Tensor> {
 fn value(act: Act, x: &Tensor, noise: Option<&Tensor>) -> Result<Tensor> {
     use Operand::{S, T};
     let int = !x.dtype().is_float();
+    if !int && let Some(op) = fused_fn(act) {
+        let s = x.snapshot();
+        let mut none = false;
+        let y = super::elementwise::unary_out(&s.layout, |l| {
+            match crate::backend::activation(op, &s.storage.read(), l)? {
+                Some(b) => Ok(b),
+                None => {
+                    none = true;
+                    Err(Error::Internal("no fused activation kernel".into()))
+                }
+            }
+        });
+        if !none {
+            return y;
+        }
+    }
     match act {
         Act::Threshold { threshold, value } => {
             let v = if int {
@@ -254,6 +270,44 @@ fn value(act: Act, x: &Tensor, noise: Option<&Tensor>) -> Result<Tensor> {
         }
         Act::Bessel(op) => bessel_kernel(op, x),
     }
+}
+
+/// The backend's one-pass kernel for `act` (the same bits as the composite below), where
+/// it has one.
+fn fused_fn(act: Act) -> Option<ActFn> {
+    Some(match act {
+        Act::Threshold { threshold, value } => ActFn::Threshold { threshold, value },
+        Act::Hardshrink { lambd } => ActFn::Hardshrink { lambd },
+        Act::Softshrink { lambd } => ActFn::Softshrink { lambd },
+        Act::Elu {
+            alpha,
+            scale,
+            input_scale,
+        } => ActFn::Elu {
+            alpha,
+            scale,
+            input_scale,
+        },
+        Act::Celu { alpha } => ActFn::Elu {
+            alpha,
+            scale: 1.0,
+            input_scale: 1.0 / alpha,
+        },
+        Act::LeakyRelu { slope } => ActFn::LeakyRelu { slope },
+        Act::Rrelu {
+            lower,
+            upper,
+            training: false,
+        } => ActFn::LeakyRelu {
+            slope: (lower + upper) / 2.0,
+        },
+        Act::Gelu { tanh } => ActFn::Gelu { tanh },
+        Act::Silu => ActFn::Silu,
+        Act::Hardsigmoid => ActFn::Hardsigmoid,
+        Act::Hardswish => ActFn::Hardswish,
+        Act::Angle => ActFn::Angle,
+        _ => return None,
+    })
 }
 
 /// The backend's Bessel kernel over a float tensor (recording nothing).
@@ -654,6 +708,9 @@ impl ActBackward {
     /// (special.i0e, i1, i1e), rrelu's noise in training mode.
     fn derivative(&self, g: &Tensor, s: &Tensor, y: Option<&Tensor>) -> Result<Tensor> {
         use Operand::{S, T};
+        if let Some(d) = self.fused_derivative(g, s) {
+            return Ok(d);
+        }
         let zero = S(f(0.0));
         match self.act {
             // threshold_backward: 0 where x <= threshold
@@ -800,6 +857,39 @@ impl ActBackward {
         }
     }
 
+    /// The derivative by the backend's one-pass kernel when nothing is to be recorded
+    /// (the usual backward, without `create_graph`): the composite's values bit for bit.
+    fn fused_derivative(&self, g: &Tensor, s: &Tensor) -> Option<Tensor> {
+        let op = match self.act {
+            Act::Rrelu { training: true, .. } | Act::Angle => return None,
+            // (the in-place elu with a negative alpha raises on the composed path)
+            Act::Elu { alpha, .. } | Act::Celu { alpha } if self.saves_result && alpha < 0.0 => {
+                return None;
+            }
+            Act::LeakyRelu { slope } if self.saves_result && slope < 0.0 => return None,
+            Act::Rrelu { lower, upper, .. }
+                if self.saves_result && (lower + upper) / 2.0 < 0.0 =>
+            {
+                return None;
+            }
+            act => fused_fn(act)?,
+        };
+        if g.dtype() != s.dtype() || !g.dtype().is_float() || crate::ops::records(&[g, s]) {
+            return None;
+        }
+        let (sg, ss) = (g.snapshot(), s.snapshot());
+        let buf = crate::backend::activation_backward(
+            op,
+            self.saves_result,
+            &sg.storage.read(),
+            &sg.layout,
+            &ss.storage.read(),
+            &ss.layout,
+        )
+        .ok()??;
+        Some(super::new_tensor(buf, &sg.layout.shape))
+    }
+
     /// torch's formulas for special.i0e, i1 (`i1_backward`) and i1e (`i1e_backward`),
     /// `y` the saved result: away from 0 (|x| > the dtype's epsilon), and 0.5 at it.
     fn bessel_backward(&self, op: Bessel, g: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
@@ -907,6 +997,23 @@ pub fn prelu_kernel(x: &Tensor, w: &Tensor) -> Result<Tensor> {
         "aten::_prelu_kernel",
         &[x, w],
         || {
+            // one weight on the CPU: leaky_relu's one-pass kernel with the weight as the
+            // slope (`x·w`, the same bits)
+            if w.numel() == 1
+                && !crate::replay::active()
+                && x.device() == crate::device::Device::Cpu
+                && w.device() == crate::device::Device::Cpu
+                && let Ok(Scalar::Float(slope)) = w.item()
+            {
+                let s = x.snapshot();
+                let op = ActFn::LeakyRelu { slope };
+                if let Ok(y) = super::elementwise::unary_out(&s.layout, |l| {
+                    crate::backend::activation(op, &s.storage.read(), l)?
+                        .ok_or_else(|| Error::Internal("no fused prelu kernel".into()))
+                }) {
+                    return Ok(y);
+                }
+            }
             quietly(|| {
                 pick(
                     &super::gt_scalar(x, 0.0)?,

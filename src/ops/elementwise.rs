@@ -401,13 +401,37 @@ pub fn rsub_op(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> 
             "For integral input tensors, argument alpha must not be a floating point number.",
         ));
     }
-    let a_scaled = if alpha.as_f64() == 1.0 {
-        a.clone()
-    } else {
-        binary_kernel(BinaryOp::Mul, &a, &scalar_tensor(alpha, dtype))?
+    let a_scaled = || {
+        if alpha.as_f64() == 1.0 {
+            Ok(a.clone())
+        } else {
+            binary_kernel(BinaryOp::Mul, &a, &scalar_tensor(alpha, dtype))
+        }
     };
     let op = ArithOp::Rsub;
-    let forward = || binary_kernel(BinaryOp::Sub, &b, &a_scaled);
+    let forward = || {
+        // a float tensor and a number: `s - x·alpha` in one pass (the same two roundings)
+        if let Operand::S(s) = other
+            && dtype.is_float()
+            && a.dtype() == dtype
+            && (matches!(s, Scalar::Float(_)) || s.as_f64().abs() < 9007199254740992.0)
+        {
+            let snap = a.snapshot();
+            let fused = crate::backend::ActFn::Rsub {
+                s: s.as_f64(),
+                alpha: alpha.as_f64(),
+            };
+            if let Some(y) = unary_out(&snap.layout, |l| {
+                crate::backend::activation(fused, &snap.storage.read(), l)?
+                    .ok_or_else(|| Error::Internal("no fused rsub kernel".into()))
+            })
+            .ok()
+            {
+                return Ok(y);
+            }
+        }
+        binary_kernel(BinaryOp::Sub, &b, &a_scaled()?)
+    };
     match other {
         Operand::T(_) => arith::record(op, &a, &b, alpha.as_f64(), forward),
         Operand::S(s) => arith::record_with_number_alpha(op, &a, s, 1, alpha.as_f64(), forward),

@@ -127,6 +127,33 @@ impl Backend for Rec {
         })?;
         Ok(out)
     }
+    fn activation(
+        &self,
+        op: crate::backend::ActFn,
+        x: &Buffer,
+        lx: &Layout,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.activation(op, x, lx)?;
+        let lx = lx.clone();
+        maybe("activation", &[x], &out, move |i| Cpu.activation(op, i[0], &lx))?;
+        Ok(out)
+    }
+    fn activation_backward(
+        &self,
+        op: crate::backend::ActFn,
+        result: bool,
+        g: &Buffer,
+        lg: &Layout,
+        s: &Buffer,
+        ls: &Layout,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.activation_backward(op, result, g, lg, s, ls)?;
+        let (lg, ls) = (lg.clone(), ls.clone());
+        maybe("activation_backward", &[g, s], &out, move |i| {
+            Cpu.activation_backward(op, result, i[0], &lg, i[1], &ls)
+        })?;
+        Ok(out)
+    }
     fn bessel(&self, op: crate::backend::Bessel, x: &Buffer, lx: &Layout) -> Result<Buffer> {
         let out = Cpu.bessel(op, x, lx)?;
         let lx = lx.clone();

@@ -51,42 +51,55 @@ macro_rules! special_float {
     ($t:ty, $is64:expr, $erfc:path, $lgamma:path) => {
         impl SpecialFloat for $t {
             const IS_F64: bool = $is64;
+            #[inline(always)]
             fn c(v: f64) -> Self {
                 v as $t
             }
+            #[inline(always)]
             fn f64(self) -> f64 {
                 f64::from(self)
             }
+            #[inline(always)]
             fn abs(self) -> Self {
                 <$t>::abs(self)
             }
+            #[inline(always)]
             fn exp(self) -> Self {
                 <$t>::exp(self)
             }
+            #[inline(always)]
             fn ln(self) -> Self {
                 <$t>::ln(self)
             }
+            #[inline(always)]
             fn sqrt(self) -> Self {
                 <$t>::sqrt(self)
             }
+            #[inline(always)]
             fn ln_1p(self) -> Self {
                 <$t>::ln_1p(self)
             }
+            #[inline(always)]
             fn exp_m1(self) -> Self {
                 <$t>::exp_m1(self)
             }
+            #[inline(always)]
             fn erfc(self) -> Self {
                 $erfc(self)
             }
+            #[inline(always)]
             fn lgamma(self) -> Self {
                 $lgamma(self)
             }
+            #[inline(always)]
             fn powf(self, e: Self) -> Self {
                 <$t>::powf(self, e)
             }
+            #[inline(always)]
             fn is_infinite(self) -> bool {
                 <$t>::is_infinite(self)
             }
+            #[inline(always)]
             fn mul_add(self, a: Self, b: Self) -> Self {
                 <$t>::mul_add(self, a, b)
             }
@@ -99,6 +112,7 @@ special_float!(f64, true, libm::erfc, libm::lgamma);
 /// Cephes' `chbevl`: the Chebyshev series with coefficients `a` (highest order first) at
 /// `x / 2`, the coefficients rounded to the dtype. `x·b1 - b2` is one fused multiply-add,
 /// as the compiler contracts ATen's (torch's bits).
+#[inline(always)]
 fn chbevl<T: SpecialFloat>(x: T, a: &[f64]) -> T {
     let mut b0 = T::c(a[0]);
     let mut b1 = T::c(0.0);
@@ -233,6 +247,7 @@ const I1E_B: [f64; 25] = [
     7.78576235018280120474E-1,
 ];
 
+#[inline(always)]
 fn i1e_tables<T: SpecialFloat>() -> (&'static [f64], &'static [f64]) {
     if T::IS_F64 {
         (&I1E_A, &I1E_B)
@@ -241,7 +256,10 @@ fn i1e_tables<T: SpecialFloat>() -> (&'static [f64], &'static [f64]) {
     }
 }
 
-/// The Bessel kernel `op` at `x` (ATen's calc_i0, calc_i0e, calc_i1, calc_i1e).
+/// The Bessel kernel `op` at `x` (ATen's calc_i0, calc_i0e, calc_i1, calc_i1e). Inlined
+/// into its callers' loops (`unary::bessel` builds them with FMA: a software `mul_add`,
+/// libm's, made the float32 i1e 19x slower than torch's).
+#[inline(always)]
 pub fn bessel<T: SpecialFloat>(op: Bessel, x0: T) -> T {
     let x = x0.abs();
     let (zero, two, eight) = (T::c(0.0), T::c(2.0), T::c(8.0));

@@ -11,6 +11,7 @@
 pub struct Cpu;
 
 // (helper-45) i0, i0e, i1, i1e, igamma, igammac
+pub mod activation;
 pub mod bessel;
 pub mod binary;
 pub mod compact;

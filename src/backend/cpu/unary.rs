@@ -757,7 +757,7 @@ fn fused_elements<T: Float>(
 }
 
 /// The element types with `vmath` slice functions.
-trait VmathSlices: Sized + 'static {
+pub(super) trait VmathSlices: Sized + 'static {
     fn slice_fn(op: UnaryOp) -> Option<vmath::SliceFn<Self>>;
 }
 
@@ -931,12 +931,58 @@ pub fn polygamma(n: u32, buf: &Buffer, layout: &Layout) -> Buffer {
 /// The Bessel function `op` of a float buffer (other dtypes: unchanged; the op layer
 /// promotes first).
 pub fn bessel(op: super::bessel::Bessel, buf: &Buffer, layout: &Layout) -> Buffer {
-    use super::bessel::bessel as f;
     match buf {
-        Buffer::F32(v) => Buffer::F32(map(&contiguous(v, layout), |x: f32| f(op, x)).into()),
-        Buffer::F64(v) => Buffer::F64(map(&contiguous(v, layout), |x: f64| f(op, x)).into()),
+        Buffer::F32(v) => Buffer::F32(bessel_map(op, &contiguous(v, layout)).into()),
+        Buffer::F64(v) => Buffer::F64(bessel_map(op, &contiguous(v, layout)).into()),
         other => other.clone(),
     }
+}
+
+/// [`bessel`]'s loop, one per function, built with AVX2 and FMA where the CPU has them
+/// (`wide::Kernel`: the Chebyshev series' fused multiply-adds are instructions there, the
+/// same bits as the software `mul_add` of the baseline build).
+fn bessel_map<T>(op: super::bessel::Bessel, x: &[T]) -> Vec<T>
+where
+    T: super::bessel::SpecialFloat + Send + Sync,
+{
+    use super::bessel::{Bessel, bessel as f};
+    use super::wide::{Kernel, wide_kernel};
+    use std::mem::MaybeUninit;
+    struct Loop<'a, T> {
+        op: Bessel,
+        x: &'a [T],
+        out: &'a mut [MaybeUninit<T>],
+    }
+    impl<T: super::bessel::SpecialFloat> Kernel for Loop<'_, T> {
+        type Out = ();
+        #[inline(always)]
+        fn run(self) {
+            // (no closures: one not inlined stays in the baseline build, its mul_add
+            // a call to libm's fmaf)
+            let Loop { op, x, out } = self;
+            macro_rules! each {
+                ($op:expr) => {
+                    for (o, &v) in out.iter_mut().zip(x) {
+                        o.write(f($op, v));
+                    }
+                };
+            }
+            match op {
+                Bessel::I0 => each!(Bessel::I0),
+                Bessel::I0e => each!(Bessel::I0e),
+                Bessel::I1 => each!(Bessel::I1),
+                Bessel::I1e => each!(Bessel::I1e),
+            }
+        }
+    }
+    fill_chunks_from(PAR_MIN_VMATH, x.len(), |start, out| {
+        let end = start + out.len();
+        wide_kernel(Loop {
+            op,
+            x: &x[start..end],
+            out,
+        })
+    })
 }
 
 /// igamma(a, x), or igammac where `upper`, of two float buffers of one dtype laid out

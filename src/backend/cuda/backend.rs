@@ -319,6 +319,36 @@ impl Backend for Cuda {
     }
     // (helper-45) the Bessel functions and igamma have no device kernel yet: the host's,
     // through a round trip
+    fn activation(
+        &self,
+        op: crate::backend::ActFn,
+        x: &Buffer,
+        lx: &Layout,
+    ) -> Result<Option<Buffer>> {
+        // (no device kernel yet: computed on the host)
+        self.host_opt(|| Ok(cpu::activation::activation(op, &host(x)?, lx)))
+    }
+    fn activation_backward(
+        &self,
+        op: crate::backend::ActFn,
+        result: bool,
+        g: &Buffer,
+        lg: &Layout,
+        s: &Buffer,
+        ls: &Layout,
+    ) -> Result<Option<Buffer>> {
+        crate::backend::check_same_device(&[g, s])?;
+        self.host_opt(|| {
+            Ok(cpu::activation::activation_backward(
+                op,
+                result,
+                &host(g)?,
+                lg,
+                &host(s)?,
+                ls,
+            ))
+        })
+    }
     fn bessel(&self, op: crate::backend::Bessel, x: &Buffer, lx: &Layout) -> Result<Buffer> {
         self.fallback();
         self.up(cpu::unary::bessel(op, &host(x)?, lx))
