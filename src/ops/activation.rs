@@ -867,9 +867,7 @@ impl ActBackward {
                 return None;
             }
             Act::LeakyRelu { slope } if self.saves_result && slope < 0.0 => return None,
-            Act::Rrelu { lower, upper, .. }
-                if self.saves_result && (lower + upper) / 2.0 < 0.0 =>
-            {
+            Act::Rrelu { lower, upper, .. } if self.saves_result && (lower + upper) / 2.0 < 0.0 => {
                 return None;
             }
             act => fused_fn(act)?,

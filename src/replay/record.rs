@@ -135,7 +135,9 @@ impl Backend for Rec {
     ) -> Result<Option<Buffer>> {
         let out = Cpu.activation(op, x, lx)?;
         let lx = lx.clone();
-        maybe("activation", &[x], &out, move |i| Cpu.activation(op, i[0], &lx))?;
+        maybe("activation", &[x], &out, move |i| {
+            Cpu.activation(op, i[0], &lx)
+        })?;
         Ok(out)
     }
     fn activation_backward(

@@ -107,7 +107,11 @@ macro_rules! f_impl {
             fn round_even(self) -> Self {
                 const BIG: $t = (1u64 << (<$t>::MANTISSA_DIGITS - 1)) as $t;
                 let a = self.abs();
-                if a < BIG { ((a + BIG) - BIG).copysign(self) } else { self }
+                if a < BIG {
+                    ((a + BIG) - BIG).copysign(self)
+                } else {
+                    self
+                }
             }
         }
     };
@@ -352,7 +356,13 @@ fn backward<T: F>(op: ActFn, result: bool, g: &[T], s: &[T]) -> Option<Vec<T>> {
                 s,
                 slice_fn::<T>(UnaryOp::Exp)?,
                 move |s| s.mul(is),
-                move |g, s, e| if s <= zero { g.mul(e.mul(k)) } else { g.mul(sc) },
+                move |g, s, e| {
+                    if s <= zero {
+                        g.mul(e.mul(k))
+                    } else {
+                        g.mul(sc)
+                    }
+                },
             )
         }
         ActFn::LeakyRelu { slope } => {
@@ -364,10 +374,7 @@ fn backward<T: F>(op: ActFn, result: bool, g: &[T], s: &[T]) -> Option<Vec<T>> {
             // slice functions on each block
             let k = c(std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5);
             let (r, m) = (c(std::f64::consts::FRAC_1_SQRT_2), c(-0.5));
-            let (exp, erf) = (
-                slice_fn::<T>(UnaryOp::Exp)?,
-                slice_fn::<T>(UnaryOp::Erf)?,
-            );
+            let (exp, erf) = (slice_fn::<T>(UnaryOp::Exp)?, slice_fn::<T>(UnaryOp::Erf)?);
             fill_chunks_from(PAR_MIN_VMATH, s.len(), |start, out| {
                 let end = start + out.len();
                 let (gs, ss) = (&g[start..end], &s[start..end]);
@@ -392,8 +399,7 @@ fn backward<T: F>(op: ActFn, result: bool, g: &[T], s: &[T]) -> Option<Vec<T>> {
                     erf(unsafe { init(&a, n) }, &mut b[..n]);
                     // SAFETY: the slice functions initialise all of b[..n] and p[..n].
                     let (e, pe) = unsafe { (init(&b, n), init(&p, n)) };
-                    for ((((d, &gv), &sv), &pv), &e) in
-                        o.iter_mut().zip(gc).zip(sc).zip(pe).zip(e)
+                    for ((((d, &gv), &sv), &pv), &e) in o.iter_mut().zip(gc).zip(sc).zip(pe).zip(e)
                     {
                         let cdf = e.add(one).mul(half);
                         d.write(gv.mul(cdf.add(sv.mul(pv.mul(k)))));
@@ -434,9 +440,13 @@ fn backward<T: F>(op: ActFn, result: bool, g: &[T], s: &[T]) -> Option<Vec<T>> {
         ActFn::Hardsigmoid => {
             // (torch multiplies by 1/6 rounded to float32, in float64 too)
             let (lo, hi, sixth) = (c(-3.0), c(3.0), c(f64::from(1.0f32 / 6.0f32)));
-            plain2(g, s, move |g, s| {
-                if s > lo && s < hi { g.mul(sixth) } else { zero }
-            })
+            plain2(
+                g,
+                s,
+                move |g, s| {
+                    if s > lo && s < hi { g.mul(sixth) } else { zero }
+                },
+            )
         }
         ActFn::Hardswish => {
             let (lo, hi) = (c(-3.0), c(3.0));
@@ -473,12 +483,12 @@ pub fn activation_backward(
         return None;
     }
     Some(match (g, s) {
-        (Buffer::F32(gv), Buffer::F32(sv)) => Buffer::F32(
-            backward(op, result, &contiguous(gv, lg), &contiguous(sv, ls))?.into(),
-        ),
-        (Buffer::F64(gv), Buffer::F64(sv)) => Buffer::F64(
-            backward(op, result, &contiguous(gv, lg), &contiguous(sv, ls))?.into(),
-        ),
+        (Buffer::F32(gv), Buffer::F32(sv)) => {
+            Buffer::F32(backward(op, result, &contiguous(gv, lg), &contiguous(sv, ls))?.into())
+        }
+        (Buffer::F64(gv), Buffer::F64(sv)) => {
+            Buffer::F64(backward(op, result, &contiguous(gv, lg), &contiguous(sv, ls))?.into())
+        }
         _ => return None,
     })
 }
@@ -527,7 +537,11 @@ mod tests {
         let xs = inputs();
         let check = |op: ActFn, f: &dyn Fn(f32) -> f32| {
             let want: Vec<f32> = xs.iter().map(|&x| f(x)).collect();
-            same(&forward(op, &xs).unwrap_or_default(), &want, &format!("{op:?}"));
+            same(
+                &forward(op, &xs).unwrap_or_default(),
+                &want,
+                &format!("{op:?}"),
+            );
         };
         check(ActFn::Softshrink { lambd: 0.5 }, &|x| {
             let lo = if x < -0.5 { x + 0.5 } else { x * 0.0 };
@@ -557,13 +571,7 @@ mod tests {
         check(ActFn::RoundDecimals { decimals: 2 }, &|x| {
             (x * 100.0).round_ties_even() / 100.0
         });
-        check(
-            ActFn::Rsub {
-                s: 2.0,
-                alpha: 3.0,
-            },
-            &|x| 2.0 - x * 3.0,
-        );
+        check(ActFn::Rsub { s: 2.0, alpha: 3.0 }, &|x| 2.0 - x * 3.0);
     }
 
     #[test]
@@ -572,7 +580,11 @@ mod tests {
         let gs: Vec<f32> = (0..xs.len()).map(|i| (i % 7) as f32 - 3.25).collect();
         let check = |op: ActFn, f: &dyn Fn(f32, f32) -> f32| {
             let want: Vec<f32> = gs.iter().zip(&xs).map(|(&g, &s)| f(g, s)).collect();
-            same(&backward(op, false, &gs, &xs).unwrap_or_default(), &want, &format!("{op:?}"));
+            same(
+                &backward(op, false, &gs, &xs).unwrap_or_default(),
+                &want,
+                &format!("{op:?}"),
+            );
         };
         check(ActFn::Silu, &|g, s| {
             let sig = v32::sigmoid1(s);
@@ -580,7 +592,8 @@ mod tests {
         });
         check(ActFn::Gelu { tanh: false }, &|g, s| {
             let cdf = (v32::erf1(s * std::f32::consts::FRAC_1_SQRT_2) + 1.0) * 0.5;
-            let k = (std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5) as f32;
+            let k =
+                (std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5) as f32;
             let pdf = v32::exp1(s * s * -0.5) * k;
             g * (cdf + s * pdf)
         });
