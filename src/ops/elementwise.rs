@@ -421,12 +421,10 @@ pub fn rsub_op(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> 
                 s: s.as_f64(),
                 alpha: alpha.as_f64(),
             };
-            if let Some(y) = unary_out(&snap.layout, |l| {
+            if let Ok(y) = unary_out(&snap.layout, |l| {
                 crate::backend::activation(fused, &snap.storage.read(), l)?
                     .ok_or_else(|| Error::Internal("no fused rsub kernel".into()))
-            })
-            .ok()
-            {
+            }) {
                 return Ok(y);
             }
         }
