@@ -201,26 +201,8 @@ impl PyTensor {
         split_size_or_sections: &Bound<'_, PyAny>,
         dim: i64,
     ) -> PyResult<Py<PyTuple>> {
-        let len = ops::split_dim_size(&self.t, dim, "split")?;
-        // (an int is told from a list by its type: a failed extraction makes an exception)
-        let size = if split_size_or_sections.is_instance_of::<PyInt>() {
-            split_size_or_sections.extract::<usize>().ok()
-        } else {
-            None
-        };
-        let (sizes, op) = match size {
-            Some(s) => (ops::split_sizes(len, s)?, "Split"),
-            None => (
-                split_size_or_sections.extract::<Vec<usize>>()?,
-                "SplitWithSizes",
-            ),
-        };
-        let parts = ops::split(&self.t, &sizes, dim, op)?;
-        let objs: Vec<Py<PyTensor>> = parts
-            .into_iter()
-            .map(|p| wrap(py, p))
-            .collect::<PyResult<_>>()?;
-        Ok(PyTuple::new(py, objs)?.unbind())
+        ops::split_dim_size(&self.t, dim, "split")?;
+        self.split_pieces(py, split_size_or_sections, dim, ["Split", "SplitWithSizes"])
     }
     /// torch's `unsafe_split` (an int) / `unsafe_split_with_sizes` (a list): the pieces of
     /// `split`, sharing this tensor's storage but not views of it (UnsafeSplitBackward0,
@@ -232,33 +214,12 @@ impl PyTensor {
         split_size_or_sections: &Bound<'_, PyAny>,
         dim: i64,
     ) -> PyResult<Py<PyTuple>> {
-        let size = if split_size_or_sections.is_instance_of::<PyInt>() {
-            split_size_or_sections.extract::<i64>().ok()
-        } else {
-            None
-        };
-        let (sizes, op) = match size {
-            Some(s) => {
-                let len = ops::split_dim_size(&self.t, dim, "split")?;
-                if s < 0 {
-                    return Err(crate::Error::runtime(format!(
-                        "split expects split_size be non-negative, but got split_size={s}"
-                    ))
-                    .into());
-                }
-                (ops::split_sizes(len, s as usize)?, "UnsafeSplit")
-            }
-            None => (
-                split_size_or_sections.extract::<Vec<usize>>()?,
-                "UnsafeSplitWithSizes",
-            ),
-        };
-        let parts = ops::split(&self.t, &sizes, dim, op)?;
-        let objs: Vec<Py<PyTensor>> = parts
-            .into_iter()
-            .map(|p| wrap(py, p))
-            .collect::<PyResult<_>>()?;
-        Ok(PyTuple::new(py, objs)?.unbind())
+        self.split_pieces(
+            py,
+            split_size_or_sections,
+            dim,
+            ["UnsafeSplit", "UnsafeSplitWithSizes"],
+        )
     }
     /// torch's `clone_preserve_strides` (what its `*_scatter` ops write into): a copy of
     /// this tensor's whole storage with its sizes, strides and offset, not a view; a
@@ -319,4 +280,38 @@ impl PyTensor {
 /// A dims argument given as a tuple or list (not one int): squeeze's node differs.
 fn is_sequence(dim: Option<&Bound<'_, PyAny>>) -> bool {
     dim.is_some_and(|d| d.cast::<PyTuple>().is_ok() || d.cast::<pyo3::types::PyList>().is_ok())
+}
+
+impl PyTensor {
+    /// `split`'s and `unsafe_split`'s pieces along `dim`: `arg` an int (each piece's size,
+    /// the last smaller; negative refused with torch's message) or a list of sizes; `kinds`
+    /// the two forms' node kinds (`ops::split`).
+    fn split_pieces(
+        &self,
+        py: Python<'_>,
+        arg: &Bound<'_, PyAny>,
+        dim: i64,
+        kinds: [&'static str; 2],
+    ) -> PyResult<Py<PyTuple>> {
+        // (an int is told from a list by its type: a failed extraction makes an exception)
+        let (sizes, kind) = if arg.is_instance_of::<PyInt>() {
+            let s = arg.extract::<i64>()?;
+            let len = ops::split_dim_size(&self.t, dim, "split")?;
+            if s < 0 {
+                return Err(crate::Error::runtime(format!(
+                    "split expects split_size be non-negative, but got split_size={s}"
+                ))
+                .into());
+            }
+            (ops::split_sizes(len, s as usize)?, kinds[0])
+        } else {
+            (arg.extract::<Vec<usize>>()?, kinds[1])
+        };
+        let parts = ops::split(&self.t, &sizes, dim, kind)?;
+        let objs: Vec<Py<PyTensor>> = parts
+            .into_iter()
+            .map(|p| wrap(py, p))
+            .collect::<PyResult<_>>()?;
+        Ok(PyTuple::new(py, objs)?.unbind())
+    }
 }
