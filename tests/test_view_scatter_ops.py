@@ -640,7 +640,12 @@ def test_unsafe_split_errors_as_torch():
         _compare(fn, a(3, 4))
     # (split's own errors: a negative size, a bad dim, a 0-d tensor, a float)
     for fn in (lambda lib, x: x.split(-1), lambda lib, x: lib.split(x, -2), lambda lib, x: x.split(-1, 5),
-               lambda lib, x: x[0, 0].split(1), lambda lib, x: x.split([1, 2]), lambda lib, x: x.split(2.0)):
+               lambda lib, x: x[0, 0].split(1), lambda lib, x: x[0, 0].split(-1), lambda lib, x: x[0, 0].split([1]),
+               lambda lib, x: x.split([1, 2], 5), lambda lib, x: lib.unsafe_split_with_sizes(x[0, 0], [1]),
+               lambda lib, x: lib.unsafe_split_with_sizes(x, [1, 2], 5), lambda lib, x: lib.unsafe_split(x[0, 0], -1),
+               lambda lib, x: x.split([1, 2]), lambda lib, x: x.split(2.0), lambda lib, x: x.split([1.0, 2.0]),
+               lambda lib, x: x.split([-1, 4]), lambda lib, x: x.split((1, "a")), lambda lib, x: x.split(None),
+               lambda lib, x: x.split([1, 1]), lambda lib, x: lib.split(x, [1, 2.0])):
         _compare(fn, a(3, 4))
 
 

@@ -201,7 +201,6 @@ impl PyTensor {
         split_size_or_sections: &Bound<'_, PyAny>,
         dim: i64,
     ) -> PyResult<Py<PyTuple>> {
-        ops::split_dim_size(&self.t, dim, "split")?;
         self.split_pieces(py, split_size_or_sections, dim, ["Split", "SplitWithSizes"])
     }
     /// torch's `unsafe_split` (an int) / `unsafe_split_with_sizes` (a list): the pieces of
@@ -293,19 +292,26 @@ impl PyTensor {
         dim: i64,
         kinds: [&'static str; 2],
     ) -> PyResult<Py<PyTuple>> {
+        // (torch's order of checks: a 0-d tensor, a negative size, the dim's range)
+        if self.t.ndim() == 0 {
+            return Err(
+                crate::Error::runtime("split expects at least a 1-dimensional tensor").into(),
+            );
+        }
         // (an int is told from a list by its type: a failed extraction makes an exception)
         let (sizes, kind) = if arg.is_instance_of::<PyInt>() {
             let s = arg.extract::<i64>()?;
-            let len = ops::split_dim_size(&self.t, dim, "split")?;
             if s < 0 {
                 return Err(crate::Error::runtime(format!(
                     "split expects split_size be non-negative, but got split_size={s}"
                 ))
                 .into());
             }
+            let len = ops::split_dim_size(&self.t, dim, "split")?;
             (ops::split_sizes(len, s as usize)?, kinds[0])
         } else {
-            (arg.extract::<Vec<usize>>()?, kinds[1])
+            ops::split_dim_size(&self.t, dim, "split")?;
+            (split_sizes_arg(arg, kinds[1])?, kinds[1])
         };
         let parts = ops::split(&self.t, &sizes, dim, kind)?;
         let objs: Vec<Py<PyTensor>> = parts
@@ -314,4 +320,48 @@ impl PyTensor {
             .collect::<PyResult<_>>()?;
         Ok(PyTuple::new(py, objs)?.unbind())
     }
+}
+
+/// A list or tuple of split sizes, with torch's errors (its argument parser's for what is
+/// not a sequence of ints, split_with_sizes' for a negative size).
+fn split_sizes_arg(arg: &Bound<'_, PyAny>, kind: &str) -> PyResult<Vec<usize>> {
+    let f = if kind == "SplitWithSizes" {
+        "split_with_sizes"
+    } else {
+        "unsafe_split_with_sizes"
+    };
+    let items: Vec<Bound<'_, PyAny>> =
+        if arg.is_instance_of::<pyo3::types::PyList>() || arg.is_instance_of::<PyTuple>() {
+            arg.try_iter()?.collect::<PyResult<_>>()?
+        } else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "{f}(): argument 'split_sizes' (position 2) must be tuple of ints, not {}",
+                convert::type_name(arg)
+            )));
+        };
+    let mut sizes = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        if !item.is_instance_of::<PyInt>() {
+            let t = convert::type_name(item);
+            return Err(pyo3::exceptions::PyTypeError::new_err(if i == 0 {
+                format!(
+                    "{f}(): argument 'split_sizes' (position 2) must be tuple of ints, but found element of type {t} at pos 0"
+                )
+            } else {
+                format!(
+                    "{f}(): argument 'split_sizes' failed to unpack the object at pos 2 with error \"type must be tuple of ints,but got {t}\""
+                )
+            }));
+        }
+        sizes.push(item.extract::<i64>()?);
+    }
+    if sizes.iter().any(|&s| s < 0) {
+        let shown: Vec<String> = sizes.iter().map(i64::to_string).collect();
+        return Err(crate::Error::runtime(format!(
+            "{f} expects split_sizes have only non-negative entries, but got split_sizes=[{}]",
+            shown.join(", ")
+        ))
+        .into());
+    }
+    Ok(sizes.into_iter().map(|s| s as usize).collect())
 }
