@@ -7,8 +7,8 @@
   ``vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)``, against torch.func's, and against
   a Python loop of ``loss.backward()``, one example at a time (rgrad's and torch's); rgrad's
   loop / vmap ratio is printed twice: from the alternating run, and from rgrad's two ways
-  timed alone first (no torch call between them: torch's idle OpenMP workers spin after each
-  call and slow whatever runs next);
+  timed alone first, each in its own run of back-to-back calls (no torch call between them:
+  torch's idle OpenMP workers spin after each call and slow whatever runs next);
 - jac: ``autograd.functional.jacobian(f, x, vectorize=True)`` of f: R^256 -> R^256, an MLP
   with one hidden layer of 256 (tanh), float32, against torch's (reverse mode; forward mode
   and rgrad's loop of backward passes printed for reference);
@@ -133,12 +133,15 @@ def main() -> None:
           f"torch {torch.get_num_threads()}")
     alone: dict = {}
     if "psg" in only:
-        # rgrad's two ways alone, back to back: torch's spinning OpenMP workers (after
-        # each of its calls) share the cores with whatever rgrad runs next, which slows
-        # a 2 ms call more than a 25 ms one and skews the ratio below
+        # rgrad's two ways alone, each in its own run of calls (as a training loop
+        # repeats one of them): torch's spinning OpenMP workers (after each of its calls)
+        # share the cores with whatever rgrad runs next, which slows a 2 ms call more than
+        # a 25 ms one and skews the alternating ratio below; and right after the loop
+        # (its 51 MB stack and thousands of small tensors) a vmap call starts with the
+        # caches and pages the loop left
         psg = {k: v for k, v in cases["rgrad"].items() if k.startswith("psg")}
-        for rep in range(args.reps + 2):
-            for name, fn in psg.items():
+        for name, fn in psg.items():
+            for rep in range(args.reps + 2):
                 t0 = time.perf_counter()
                 fn()
                 if rep >= 2:
@@ -169,7 +172,7 @@ def main() -> None:
         print(f"rgrad per-sample grads: the loop of backward() / vmap(grad) = {loop / ours:.1f}x")
         ours = statistics.median(alone["psg vmap(grad)"])
         loop = statistics.median(alone["psg loop of backward()"])
-        print(f"  the same with no torch call in between: vmap(grad) {ours * 1e3:.2f} ms, loop "
+        print(f"  each way alone, calls back to back: vmap(grad) {ours * 1e3:.2f} ms, loop "
               f"{loop * 1e3:.2f} ms, loop / vmap = {loop / ours:.1f}x")
 
 

@@ -296,9 +296,11 @@ fn forward<T: F>(op: ActFn, x: &[T]) -> Option<Vec<T>> {
             })
         }
         ActFn::Angle => {
+            // π times 0 or 1 (exact either way): as a select of two constants LLVM made a
+            // two-entry lookup table, gathered lane by lane (4x torch's time at 256x256)
             let pi = c(std::f64::consts::PI);
             plain(x, move |x| {
-                let a = if x < zero { pi } else { zero };
+                let a = pi.mul(c(f64::from(u8::from(x < zero))));
                 if x.is_nan() { x } else { a }
             })
         }
