@@ -654,6 +654,80 @@ def test_results_drop_the_transforms_own_graph():
     assert xr.is_leaf and xr.grad is None
 
 
+def _create_graph_flags(monkeypatch):
+    """The ``create_graph`` of every gradient ``grad`` and ``grad_and_value`` compute."""
+    from rgrad.func import _transforms
+
+    flags = []
+    real = _transforms._autograd_grad
+
+    def spy(*args, **kwargs):
+        flags.append(kwargs["create_graph"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_transforms, "_autograd_grad", spy)
+    return flags
+
+
+def test_grad_records_its_backward_only_when_a_result_can_keep_it(monkeypatch):
+    flags = _create_graph_flags(monkeypatch)
+    x = _t(rgrad, [0.5, -1.0, 2.0])
+    xr = _t(rgrad, [0.5, -1.0, 2.0], True)
+    w = _t(rgrad, [1.0, 2.0, 3.0], True)
+
+    def cube(a):
+        return (a ** 3).sum()
+
+    def cases():
+        yield "own leaves only", lambda: RF.grad(cube)(x), [False]
+        yield "an input that requires grad", lambda: RF.grad(cube)(xr), [True]
+        yield "a closed-over tensor that does", lambda: RF.grad(lambda a: (a * w).sum())(x), [True]
+        yield "grad mode off outside", lambda: _no_grad(lambda: RF.grad(lambda a: (a * w).sum())(xr)), [False]
+        # the inner grad's output reaches the outer grad's leaf; the outer's only its own
+        yield "grad(grad(f))", lambda: RF.grad(lambda a: RF.grad(cube)(a).sum())(x), [True, False]
+        yield "vmap(grad(f))", lambda: RF.vmap(RF.grad(cube))(x.view(3, 1)), [False]
+        # forward-over-reverse: the backward must be recorded for the tangents
+        yield "jacfwd(grad(f))", lambda: RF.jacfwd(RF.grad(cube))(x), [True]
+
+    for name, run, expected in cases():
+        flags.clear()
+        run()
+        assert flags == expected, name
+
+
+def _no_grad(f):
+    with rgrad.no_grad():
+        return f()
+
+
+def test_grad_keeps_a_user_functions_backward_recorded(monkeypatch, torch):
+    # a custom Function's backward may use tensors outside the graph (here a closed-over
+    # tensor that requires grad): the gradient depends on it differentiably, as torch's
+    flags = _create_graph_flags(monkeypatch)
+    results = []
+    for lib in (rgrad, torch):
+        w = lib.tensor([2.0, 3.0], dtype=lib.float64, requires_grad=True)
+
+        class Scale(lib.autograd.Function):
+            @staticmethod
+            def forward(a):
+                return a * 2
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                pass
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * w
+
+        gx = lib.func.grad(lambda a: Scale.apply(a).sum())(lib.tensor([1.0, 4.0], dtype=lib.float64))
+        assert gx.requires_grad
+        results.append((gx.tolist(), lib.autograd.grad((gx * gx).sum(), w)[0].tolist()))
+    assert results[0] == results[1]
+    assert flags == [True]  # (rgrad's call; torch's transforms are not spied on)
+
+
 def test_wraps_the_function():
     def my_loss(a):
         """Doc."""

@@ -565,7 +565,10 @@ fn _fill(
 ) -> PyResult<Py<PyTensor>> {
     let x = convert::tensor_arg(input, "fill", "input", 0)?;
     match value.cast::<PyTensor>() {
-        Ok(v) => wrap(py, ops::fill_tensor(&x, &v.get().t)?),
+        Ok(v) => {
+            let v = v.get().t.clone();
+            wrap(py, pytensor::run(py, &x, || ops::fill_tensor(&x, &v))?)
+        }
         Err(_) => {
             let v = scalar(value).ok_or_else(|| {
                 PyTypeError::new_err(format!(
@@ -573,7 +576,7 @@ fn _fill(
                     convert::type_name(value)
                 ))
             })?;
-            wrap(py, ops::fill(&x, v)?)
+            wrap(py, pytensor::run(py, &x, || ops::fill(&x, v))?)
         }
     }
 }
@@ -732,6 +735,7 @@ fn rgrad_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph_api::_current_graph_task_id, m)?)?;
     m.add_function(wrap_pyfunction!(graph_api::_node_saved_names, m)?)?;
     m.add_function(wrap_pyfunction!(graph_api::_node_saved_field, m)?)?;
+    m.add_function(wrap_pyfunction!(node::_reaches_other_leaves, m)?)?;
     m.add_class::<graph_api::PyNodeSavedTensor>()?;
     m.add_function(wrap_pyfunction!(graph_api::_push_node_creation_hook, m)?)?;
     m.add_function(wrap_pyfunction!(graph_api::_pop_node_creation_hook, m)?)?;

@@ -255,3 +255,85 @@ impl PyAccumulateGrad {
         format!("<AccumulateGrad object at {:#x}>", slf.as_ptr() as usize)
     }
 }
+
+/// Whether `node` is the backward of an `autograd.Function` defined outside rgrad (its
+/// class's module does not start with `rgrad.`).
+fn user_function(py: Python<'_>, node: &NodeRef) -> PyResult<bool> {
+    let crate::ops::BackwardOp::Custom(op) = node.op() else {
+        return Ok(false);
+    };
+    let Some(f) = op
+        .as_any()
+        .and_then(|a| a.downcast_ref::<super::function::PyFunctionBackward>())
+    else {
+        return Ok(false);
+    };
+    let ctx = f.ctx.bind(py);
+    let Ok(cls) = ctx.getattr("_forward_cls") else {
+        return Ok(false);
+    };
+    let module: String = cls.getattr("__module__")?.extract()?;
+    Ok(!module.starts_with("rgrad."))
+}
+
+/// `_C._reaches_other_leaves(t, own, clean, user_functions)`: whether the graph of `t`
+/// reaches a leaf that is not among `own`'s values (tensors), walking the edges that
+/// `next_functions` lists (rgrad.func's test of whether a transform's result depends on
+/// anything outside the transform). With `user_functions`, a user-defined
+/// `autograd.Function` in the graph counts as such a leaf. `clean` (a set of node ids, as
+/// `Node._id()`) holds nodes known to reach only `own` leaves: they are not walked again,
+/// and a walk that finds no other leaf adds its nodes to it. A tensor without a graph
+/// "reaches" itself.
+#[pyfunction]
+pub fn _reaches_other_leaves(
+    py: Python<'_>,
+    t: PyRef<'_, super::pytensor::PyTensor>,
+    own: &Bound<'_, pyo3::types::PyDict>,
+    clean: &Bound<'_, pyo3::types::PySet>,
+    user_functions: bool,
+) -> PyResult<bool> {
+    let mut leaves: Vec<Tensor> = Vec::with_capacity(own.len());
+    for v in own.values().iter() {
+        leaves.push(v.cast::<super::pytensor::PyTensor>()?.get().t.clone());
+    }
+    let is_own = |leaf: &Tensor| leaves.iter().any(|o| o.same(leaf));
+    crate::ops::refresh_view(&t.t)?;
+    crate::autograd::node_hooks::fire_pending()?;
+    let Some(root) = t.t.grad_fn() else {
+        return Ok(!is_own(&t.t));
+    };
+    if clean.contains(root.id())? {
+        return Ok(false);
+    }
+    if user_functions && user_function(py, &root)? {
+        return Ok(true);
+    }
+    let mut seen: std::collections::HashSet<u64> = std::collections::HashSet::from([root.id()]);
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        for edge in shown_edges(&node).into_iter().flatten() {
+            match edge {
+                Edge::Leaf(leaf) => {
+                    if !is_own(&leaf) {
+                        return Ok(true);
+                    }
+                }
+                Edge::Node { node: next, .. } => {
+                    let id = next.id();
+                    if seen.contains(&id) || clean.contains(id)? {
+                        continue;
+                    }
+                    if user_functions && user_function(py, &next)? {
+                        return Ok(true);
+                    }
+                    seen.insert(id);
+                    stack.push(next);
+                }
+            }
+        }
+    }
+    for id in seen {
+        clean.add(id)?;
+    }
+    Ok(false)
+}

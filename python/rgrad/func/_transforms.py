@@ -18,7 +18,11 @@ results with two rules:
   detached. Inside a forward-AD level the primal and the tangent of a result are unwrapped
   separately, so that ``jacfwd(jacrev(f))`` (forward-over-reverse) keeps its tangents.
 
-Deciding which leaves a result reaches walks its graph once per result.
+Deciding which leaves a result reaches walks its graph once per result. ``grad`` walks the
+graph of ``f``'s output first: when it reaches only the transform's own leaves (and holds no
+user-defined ``autograd.Function``, whose backward may use tensors outside the graph), every
+gradient would be detached, so the backward pass records nothing (``create_graph=False``:
+the same values; in ``vmap(grad(f))``, per-sample gradients, a fifth of the call).
 
 ``jacrev`` and ``jacfwd`` are torch.func's: ``jacrev`` runs ``func`` once and computes the rows
 as ``vmap(vjp_fn)`` over the standard basis of the outputs (one batched backward pass,
@@ -45,6 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 import rgrad
+from rgrad import _C
 from rgrad._C import Tensor
 from rgrad.autograd import forward_ad as fwAD
 from rgrad.func._batched_tensor import current_layers, movedim
@@ -115,6 +120,22 @@ class _Level:
         clean: set = set()
         return tree_map(lambda t: self.unwrap(t, keep_tangent=keep_tangent, outer_grad=outer_grad, clean=clean), tree)
 
+    def gradients_keep_graph(self, output: Tensor, clean: set) -> bool:
+        """Whether gradients of ``output`` w.r.t. this transform's leaves may keep a graph
+        after ``unwrap``, i.e. must be computed with ``create_graph=True``.
+
+        Not when grad mode was off outside, nor when ``output``'s graph reaches only this
+        transform's leaves and holds no user-defined Function: every tensor its backward
+        uses then depends on nothing outside the transform, and each gradient would be
+        detached. Always inside a forward-AD level (forward-over-reverse needs the backward
+        recorded). ``clean``: as for ``_reaches_other_leaves``, kept for ``unwrap``.
+        """
+        if fwAD._current_level >= 0:
+            return True
+        if not self.outer_grad or not output.requires_grad:
+            return False
+        return not self.own or _reaches_other_leaves(output, self.own, clean, user_functions=True)
+
     def _prune(self, t: Tensor, outer_grad: bool | None = None, clean: set | None = None) -> Tensor:
         """``t``, or ``t.detach()`` when it depends on nothing outside the transform."""
         if not t.requires_grad:
@@ -135,43 +156,22 @@ def _detach_keep_tangent(x: Tensor) -> Tensor:
     return x.detach()
 
 
-def _node_key(node: Any) -> int:
-    return node._id() if hasattr(node, "_id") else id(node)
-
-
-def _reaches_other_leaves(t: Tensor, own: dict[int, Tensor], clean: set | None = None) -> bool:
+def _reaches_other_leaves(t: Tensor, own: dict[int, Tensor], clean: set | None = None,
+                          user_functions: bool = False) -> bool:
     """Whether the graph of ``t`` (which requires grad) reaches a leaf that is not in ``own``.
 
-    ``clean`` holds the nodes already found to reach only ``own`` leaves; a walk that finds
-    none adds its nodes to it, so the results of one transform (whose graphs share most
-    nodes) are walked in about the time of one. It must not outlive the graphs it names
-    (node ids are reused once a graph is freed): one set per batch of results held at once.
+    With ``user_functions``, a user-defined ``autograd.Function`` in the graph counts as such
+    a leaf (its backward may use tensors that are not its inputs).
+
+    ``clean`` holds the nodes already found to reach only ``own`` leaves (and, when they
+    were walked with ``user_functions``, no user Function); a walk that finds none adds its
+    nodes to it, so the results of one transform (whose graphs share most nodes) are walked
+    in about the time of one. It must not outlive the graphs it names: one set per batch of
+    results held at once, and one walk kind before the other (``user_functions`` first: its
+    clean nodes are clean for both). The walk is native (``_C._reaches_other_leaves``): it
+    follows the edges ``next_functions`` lists without making their Python objects.
     """
-    fn = t.grad_fn
-    if fn is None:
-        return id(physical(t)) not in own
-    if clean is None:
-        clean = set()
-    key = _node_key(fn)
-    if key in clean:
-        return False
-    stack = [fn]
-    seen = {key}
-    while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
-            if nxt is None:
-                continue
-            if hasattr(nxt, "variable"):  # AccumulateGrad: a leaf
-                if id(nxt.variable) not in own:
-                    return True
-                continue
-            key = _node_key(nxt)
-            if key not in seen and key not in clean:
-                seen.add(key)
-                stack.append(nxt)
-    clean |= seen
-    return False
+    return _C._reaches_other_leaves(physical(t), own, set() if clean is None else clean, user_functions)
 
 
 def _autograd_grad(outputs, inputs, grad_outputs=None, retain_graph=True, create_graph=True) -> tuple:
@@ -398,9 +398,10 @@ def _grad_and_value_impl(func, argnums, has_aux: bool, args: tuple, kwargs: dict
                 "grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor with "
                 f"{output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?"
             )
-        flat_grad = _autograd_grad((output,), flat_diff, create_graph=True)
+        clean: set = set()
+        flat_grad = _autograd_grad((output,), flat_diff, create_graph=level.gradients_keep_graph(output, clean))
         grad_input = level.unwrap_tree(tree_unflatten(list(flat_grad), spec))
-        output = level.unwrap(output)
+        output = level.unwrap(output, clean=clean)
         if has_aux:
             aux = level.unwrap_tree(aux)
     if has_aux:
