@@ -227,3 +227,30 @@ def test_todays_ops_from_many_threads_give_the_bits_they_give_alone(pool, trial)
 
     run_threads(work)
     assert not wrong, wrong[:5]
+
+
+@pytest.mark.parametrize("trial", range(TRIALS))
+def test_fills_from_many_threads_release_the_gil_and_keep_their_values(pool, trial):
+    # Tensor.fill_ (a number, and a 0-d tensor that requires grad: FillBackward3),
+    # rgrad.fill and fill_ into a shared tensor's disjoint rows, on 64K+ elements: they run
+    # with the GIL released; each thread's results hold its own value
+    n = 1 << 17
+    shared = rgrad.zeros(THREADS, n)
+    wrong = []
+
+    def work(i):
+        for k in range(4):
+            v = float(i * 10 + k + trial)
+            a = rgrad.empty(n).fill_(v)
+            b = rgrad.fill(rgrad.empty(n), v)
+            value = rgrad.tensor(v, requires_grad=True)
+            c = rgrad.zeros(n).fill_(value)
+            (g,) = rgrad.autograd.grad(c.sum(), value)
+            shared[i].fill_(v)
+            if not (a.eq(v).all() and b.eq(v).all() and c.eq(v).all() and g.item() == n):
+                wrong.append((i, k))
+            if not shared[i].eq(v).all():
+                wrong.append((i, k, "row"))
+
+    run_threads(work)
+    assert not wrong, wrong[:5]

@@ -137,21 +137,11 @@ fn mvlgamma_args(x: &Tensor, p: i64) -> Result<Tensor> {
 fn value(act: Act, x: &Tensor, noise: Option<&Tensor>) -> Result<Tensor> {
     use Operand::{S, T};
     let int = !x.dtype().is_float();
-    if !int && let Some(op) = fused_fn(act) {
-        let s = x.snapshot();
-        let mut none = false;
-        let y = super::elementwise::unary_out(&s.layout, |l| {
-            match crate::backend::activation(op, &s.storage.read(), l)? {
-                Some(b) => Ok(b),
-                None => {
-                    none = true;
-                    Err(Error::Internal("no fused activation kernel".into()))
-                }
-            }
-        });
-        if !none {
-            return y;
-        }
+    if !int
+        && let Some(op) = fused_fn(act)
+        && let Some(y) = super::elementwise::fused_unary(x, op)?
+    {
+        return Ok(y);
     }
     match act {
         Act::Threshold { threshold, value } => {
@@ -208,8 +198,8 @@ fn value(act: Act, x: &Tensor, noise: Option<&Tensor>) -> Result<Tensor> {
                 &super::mul_scalar(x, f(0.5))?,
                 &super::add_scalar(&e, f(1.0))?,
             )?;
-            if x.dtype() == DType::F32 {
-                // torch's float32 kernel gives NaN at +∞ (its vectorized erf's)
+            if x.dtype() == DType::F32 && crate::backend::torch_cpu_avx512() {
+                // torch's AVX-512 float32 kernel gives NaN at +∞ (its AVX2 one +∞)
                 pick(&super::eq_scalar(x, f64::INFINITY)?, S(f(f64::NAN)), T(&y))
             } else {
                 Ok(y)
@@ -1002,15 +992,9 @@ pub fn prelu_kernel(x: &Tensor, w: &Tensor) -> Result<Tensor> {
                 && x.device() == crate::device::Device::Cpu
                 && w.device() == crate::device::Device::Cpu
                 && let Ok(Scalar::Float(slope)) = w.item()
+                && let Some(y) = super::elementwise::fused_unary(x, ActFn::LeakyRelu { slope })?
             {
-                let s = x.snapshot();
-                let op = ActFn::LeakyRelu { slope };
-                if let Ok(y) = super::elementwise::unary_out(&s.layout, |l| {
-                    crate::backend::activation(op, &s.storage.read(), l)?
-                        .ok_or_else(|| Error::Internal("no fused prelu kernel".into()))
-                }) {
-                    return Ok(y);
-                }
+                return Ok(y);
             }
             quietly(|| {
                 pick(

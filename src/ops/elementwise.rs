@@ -93,6 +93,21 @@ pub(super) fn unary_out(
     )
 }
 
+/// `op` at each element of `x` as one backend pass (a fused activation kernel), or `None`
+/// where the backend has no such kernel (the caller then composes the op from others).
+/// A kernel's own error is returned, not taken for a missing kernel.
+pub(super) fn fused_unary(x: &Tensor, op: crate::backend::ActFn) -> Result<Option<Tensor>> {
+    let s = x.snapshot();
+    let mut missing = false;
+    let y = unary_out(&s.layout, |l| {
+        crate::backend::activation(op, &s.storage.read(), l)?.ok_or_else(|| {
+            missing = true;
+            Error::Internal("no fused kernel".into())
+        })
+    });
+    if missing { Ok(None) } else { y.map(Some) }
+}
+
 /// A copy of `layout`'s elements (`clone`, `to`) in torch's `preserve_format`: the input's
 /// strides if it is dense, else dense strides in the input's memory order (torch's
 /// `infer_dense_strides`, the one-operand case of `iter_output_order`). `kernel` as for
@@ -416,15 +431,11 @@ pub fn rsub_op(x: &Tensor, other: Operand<'_>, alpha: Scalar) -> Result<Tensor> 
             && a.dtype() == dtype
             && (matches!(s, Scalar::Float(_)) || s.as_f64().abs() < 9007199254740992.0)
         {
-            let snap = a.snapshot();
             let fused = crate::backend::ActFn::Rsub {
                 s: s.as_f64(),
                 alpha: alpha.as_f64(),
             };
-            if let Ok(y) = unary_out(&snap.layout, |l| {
-                crate::backend::activation(fused, &snap.storage.read(), l)?
-                    .ok_or_else(|| Error::Internal("no fused rsub kernel".into()))
-            }) {
+            if let Some(y) = fused_unary(&a, fused)? {
                 return Ok(y);
             }
         }

@@ -749,14 +749,7 @@ impl MaskedFillBackward1 {
         };
         let gv = if ctx.needs_input_grad(1) {
             let filled = where_(&mask, &g, &z)?;
-            let total = if batched && filled.ndim() > 1 {
-                let dims: Vec<i64> = (1..filled.ndim() as i64).collect();
-                sum(&filled, Some(&dims), false)?
-            } else if batched {
-                filled
-            } else {
-                sum(&filled, None, false)?
-            };
+            let total = super::reduce::sum_per_sample(&filled, batched)?;
             Some(to_dtype(&total, self.value_dtype)?)
         } else {
             None

@@ -710,15 +710,7 @@ impl FillBackward {
         let mut out: Grads = smallvec::smallvec![gx];
         if let Some(d) = self.value_dtype {
             out.push(if ctx.needs_input_grad(1) {
-                let total = if batched && g.ndim() > 1 {
-                    let dims: Vec<i64> = (1..g.ndim() as i64).collect();
-                    sum(&g, Some(&dims), false)?
-                } else if batched {
-                    g
-                } else {
-                    sum(&g, None, false)?
-                };
-                Some(to_dtype(&total, d)?)
+                Some(to_dtype(&super::reduce::sum_per_sample(&g, batched)?, d)?)
             } else {
                 None
             });

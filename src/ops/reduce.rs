@@ -133,6 +133,20 @@ fn expand_all_batched(g: &Tensor, shape: &[usize], batch: usize) -> Result<Tenso
     expand(&reshape(g, &dims)?, &super::batched_shape(batch, shape))
 }
 
+/// The gradient of one number that went into every element of `g`'s forward (a fill
+/// value, a masked fill's value): the sum of `g`, per sample in a batched backward (over
+/// every dim but the batch dim, which stays).
+pub(crate) fn sum_per_sample(g: &Tensor, batched: bool) -> Result<Tensor> {
+    if !batched {
+        return sum(g, None, false);
+    }
+    if g.ndim() <= 1 {
+        return Ok(g.clone());
+    }
+    let dims: Vec<i64> = (1..g.ndim() as i64).collect();
+    sum(g, Some(&dims), false)
+}
+
 /// `x.sum()` / `x.sum(dims, keepdim)`; integer and bool inputs sum to int64.
 pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     let d = resolve_dims(x, dims)?;

@@ -490,17 +490,9 @@ fn round_decimals_as(x: &Tensor, decimals: i64) -> Result<Tensor> {
         &[x],
         || {
             // one pass where the backend has it (the same bits as the steps below)
-            let s = x.snapshot();
             let op = crate::backend::ActFn::RoundDecimals { decimals };
-            let mut none = false;
-            let y = super::elementwise::unary_out(&s.layout, |l| {
-                crate::backend::activation(op, &s.storage.read(), l)?.ok_or_else(|| {
-                    none = true;
-                    Error::Internal("no fused round kernel".into())
-                })
-            });
-            if !none {
-                return y;
+            if let Some(y) = super::elementwise::fused_unary(x, op)? {
+                return Ok(y);
             }
             // the steps as ops of their own, recording nothing and no tangents
             crate::autograd::grad_mode::with_grad_mode(false, || {

@@ -552,7 +552,7 @@ impl PyTensor {
                 let t = &t.get().t;
                 ops::check_fill_tensor_value(t)?;
                 if crate::ops::wants_grad(x) || crate::ops::wants_grad(t) {
-                    ops::fill_tensor_(x, t)?;
+                    run(slf.py(), x, || ops::fill_tensor_(x, t))?;
                     return Ok(slf.clone().unbind());
                 }
                 ops::to_dtype(&t.detach(), x.dtype())?.item()?
@@ -560,7 +560,7 @@ impl PyTensor {
             Err(_) => scalar(value)
                 .ok_or_else(|| PyTypeError::new_err("fill_(): argument 'value' must be Number"))?,
         };
-        ops::fill_(x, v)?;
+        run(slf.py(), x, || ops::fill_(x, v))?;
         Ok(slf.clone().unbind())
     }
     /// In-place version of `clamp()`.
