@@ -521,3 +521,25 @@ pub trait Calc: Sized {
 pub fn vmath_level() -> &'static str {
     cpu::vmath::level().name()
 }
+
+/// Whether torch would run its AVX-512 CPU kernels on this machine (ATen's CPU capability
+/// "AVX512": AVX-512 F, BW, VL and DQ, and FMA). A few of torch's float32 results at
+/// special values differ between its AVX-512 and AVX2 builds of one kernel (gelu of +∞ is
+/// NaN in the first, +∞ in the second); rgrad gives the ones torch gives on the machine.
+pub fn torch_cpu_avx512() -> bool {
+    static AVX512: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVX512.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512vl")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+                && std::arch::is_x86_feature_detected!("fma")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
