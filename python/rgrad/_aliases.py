@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from rgrad import _C
 from rgrad._C import Tensor
+from rgrad._vmap_check import is_batched
 
 __all__: list[str] = []  # filled below, as the functions are made
 
@@ -117,11 +118,9 @@ def fill(input=_MISSING, value=_MISSING) -> Tensor:  # noqa: A002
     """A new tensor of `input`'s shape and dtype filled with `value` (a number or a 0-d tensor):
     FillBackward0 / FillBackward1, as torch records them."""
     _check_tensor("fill", input)
-    from rgrad.func._batched_tensor import BatchedTensor
-
     if value is _MISSING:
         return input.clone().fill_()  # (fill_'s missing-argument error)
-    if type(input) is BatchedTensor or type(value) is BatchedTensor:
+    if is_batched(input, value):
         return input.clone().fill_(value)  # (vmap's fill_ rule)
     return _C._fill(input, value)
 

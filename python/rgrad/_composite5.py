@@ -22,6 +22,7 @@ import warnings
 
 from rgrad import _C
 from rgrad._C import Tensor
+from rgrad._vmap_check import is_batched
 
 __all__ = ["rsub", "threshold", "threshold_", "hardshrink", "celu", "celu_", "selu", "selu_", "prelu", "rrelu",
            "rrelu_", "mvlgamma", "angle", "kl_div", "gradient", "bartlett_window", "blackman_window",
@@ -39,15 +40,14 @@ def _tensor(fn: str, x, name: str = "input", pos: int = 1) -> Tensor:
 
 
 def _number(fn: str, v, name: str, pos: int):
+    if type(v) is float or type(v) is int:
+        return v
     if not isinstance(v, numbers.Number) or isinstance(v, complex):
         raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Number, not {type(v).__name__}")
     return v
 
 
-def _batched(*args) -> bool:
-    from rgrad.func._batched_tensor import BatchedTensor
-
-    return any(isinstance(a, BatchedTensor) for a in args)
+_batched = is_batched
 
 
 def _native(name: str, fn: str, x, *args) -> Tensor:

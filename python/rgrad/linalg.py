@@ -19,6 +19,7 @@ import math
 
 from rgrad import _C
 from rgrad._C import Tensor
+from rgrad._vmap_check import batched_tensor_class, is_batched
 from rgrad._linalg_more import householder_product, ldl_factor, ldl_factor_ex, ldl_solve, lstsq  # noqa: F401
 
 __all__ = [
@@ -445,10 +446,8 @@ _nuclear_warned = False
 def _method(name: str, x, *args):
     """``x.name(*args)``, or vmap's batched method when only a later operand is batched
     (the native method of a plain tensor takes no BatchedTensor)."""
-    from rgrad.func._batched_tensor import BatchedTensor
-
-    if not isinstance(x, BatchedTensor) and any(isinstance(a, BatchedTensor) for a in args):
-        return getattr(BatchedTensor, name)(x, *args)
+    if not is_batched(x) and is_batched(*args):
+        return getattr(batched_tensor_class(), name)(x, *args)
     return getattr(x, name)(*args)
 
 
