@@ -88,6 +88,28 @@ def test_exp_forward_backward_and_node_identity():
     assert close(x.grad, [2.7183, 7.3891])
 
 
+def test_next_functions_list_the_tensor_inputs_only_as_torchs():
+    torch = pytest.importorskip("torch")
+    shown = []
+    for lib in (rgrad, torch):
+
+        class Affine(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k, y, name="affine", w=None):
+                return x * k + y
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, None, g, None, None
+
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        out = Affine.apply(x, 3, lib.tensor([0.5, 0.5]), "a", lib.tensor([1.0], requires_grad=True))
+        edges = out.grad_fn.next_functions
+        shown.append([(None if f is None else type(f).__name__, nr) for f, nr in edges])
+        assert edges[0][0].variable is x
+    assert shown[0] == shown[1] == [("AccumulateGrad", 0), (None, 0), ("AccumulateGrad", 0)]
+
+
 def test_custom_node_appears_in_next_functions_chains():
     x = leaf(1.0, 2.0)
     a = x * 2

@@ -493,6 +493,11 @@ impl Backward for PyFunctionBackward {
 }
 
 impl PyFunctionBackward {
+    /// Whether forward's positional input `i` was a tensor (torch's node has an edge for
+    /// each tensor input only; rgrad's has one for every input, `None` for the others).
+    pub(crate) fn tensor_input(&self, i: usize) -> bool {
+        self.inputs.get(i).is_some_and(Option::is_some)
+    }
     /// Calls the user's backward under the GIL; what it returned, as core values (a
     /// tuple's items, or the one value).
     fn call_backward(

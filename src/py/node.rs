@@ -101,15 +101,8 @@ static NODE_CLASS: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::n
 /// == "MulBackward0"`, as in torch): a per-name subclass of Node, made once in Python.
 pub fn node_object(py: Python<'_>, node: NodeRef) -> PyResult<Py<PyAny>> {
     // A custom Function's node: its Python object is the ctx, which the node owns.
-    let custom_ctx = match node.op() {
-        crate::ops::BackwardOp::Custom(op) => op
-            .as_any()
-            .and_then(|a| a.downcast_ref::<super::function::PyFunctionBackward>())
-            .map(|f| f.ctx.clone_ref(py).into_any()),
-        _ => None,
-    };
-    if let Some(ctx) = custom_ctx {
-        return Ok(ctx);
+    if let Some(f) = custom_function(&node) {
+        return Ok(f.ctx.clone_ref(py).into_any());
     }
     // One Python object per live node: reuse it while it is alive.
     let cached = node.lock().binding();
@@ -149,6 +142,15 @@ struct NodeBinding(Py<pyo3::types::PyWeakrefReference>);
 /// base's edge, the op node's edges but its first (the view's old history).
 fn shown_edges(n: &NodeRef) -> Vec<Option<Edge>> {
     let next = n.lock().next.clone();
+    if let Some(f) = custom_function(n) {
+        // a custom Function's node: torch lists its tensor inputs' edges only
+        return next
+            .into_iter()
+            .enumerate()
+            .filter(|&(i, _)| f.tensor_input(i))
+            .map(|(_, e)| e)
+            .collect();
+    }
     if n.name() == "torch::autograd::CopySlices"
         && let [base, Some(Edge::Node { node: op, .. })] = next.as_slice()
     {
@@ -256,16 +258,19 @@ impl PyAccumulateGrad {
     }
 }
 
+/// The custom Function behind `node`, if it is one's node.
+fn custom_function(node: &NodeRef) -> Option<&super::function::PyFunctionBackward> {
+    let crate::ops::BackwardOp::Custom(op) = node.op() else {
+        return None;
+    };
+    op.as_any()
+        .and_then(|a| a.downcast_ref::<super::function::PyFunctionBackward>())
+}
+
 /// Whether `node` is the backward of an `autograd.Function` defined outside rgrad (its
 /// class's module does not start with `rgrad.`).
 fn user_function(py: Python<'_>, node: &NodeRef) -> PyResult<bool> {
-    let crate::ops::BackwardOp::Custom(op) = node.op() else {
-        return Ok(false);
-    };
-    let Some(f) = op
-        .as_any()
-        .and_then(|a| a.downcast_ref::<super::function::PyFunctionBackward>())
-    else {
+    let Some(f) = custom_function(node) else {
         return Ok(false);
     };
     let ctx = f.ctx.bind(py);
