@@ -12,6 +12,7 @@ import numbers
 
 from rgrad import _C
 from rgrad._C import Tensor
+from rgrad._vmap_check import is_batched
 
 __all__ = ["cdist", "pdist", "pairwise_distance", "searchsorted", "bucketize", "unique", "unique_consecutive",
            "bincount", "histc", "block_diag", "isin", "isposinf", "isneginf", "isreal", "is_signed",
@@ -303,9 +304,7 @@ def histc(input: Tensor, bins: int = 100, min: numbers.Real = 0, max: numbers.Re
 def block_diag(*tensors: Tensor) -> Tensor:
     """The tensors (0-d as 1x1, 1-d as one row, 2-d) placed along the diagonal of a zero
     matrix of their promoted dtype; one node (BlockDiagBackward0)."""
-    from rgrad.func._batched_tensor import BatchedTensor
-
-    if any(isinstance(t, BatchedTensor) for t in tensors):
+    if is_batched(*tensors):
         return _block_diag_composite(tensors)
     return _C._block_diag(tensors)
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from rgrad import _C
 from rgrad._C import Tensor
+from rgrad._vmap_check import batched_tensor_class
 
 __all__ = [
     "as_strided", "as_strided_copy", "as_strided_scatter", "select_scatter", "slice_scatter", "diagonal_scatter",
@@ -85,16 +86,6 @@ def _node(name: str, multi: bool) -> Any:
 _LAZY: dict[str, Any] = {}
 
 
-def _batched_cls() -> Any:
-    """vmap's BatchedTensor class (imported on first use: rgrad.func imports this module)."""
-    cls = _LAZY.get("batched")
-    if cls is None:
-        from rgrad.func._batched_tensor import BatchedTensor
-
-        cls = _LAZY["batched"] = BatchedTensor
-    return cls
-
-
 def _autograd_off(*tensors: Tensor) -> bool:
     """Whether an op on `tensors` needs neither a node (no input requires grad, or grad
     mode is off) nor tangents (no forward-AD level is open): then its values are all."""
@@ -113,7 +104,7 @@ def _records(*tensors: Any) -> bool:
     (vmap's BatchedTensors decompose into their batched ops, recorded there)."""
     if not _C.is_grad_enabled():
         return False
-    batched, wanted = _batched_cls(), False
+    batched, wanted = batched_tensor_class(), False
     for t in tensors:
         if isinstance(t, Tensor):
             if type(t) is batched:
@@ -261,11 +252,9 @@ def _same_size(src: Tensor, slot: Tensor) -> None:
 def _map_like(input: Tensor) -> Tensor:
     """An int64 tensor of -1s of `input`'s shape, its dims in the order of `input`'s strides
     (as the clone torch writes into: an ``as_strided`` region of it is the same elements)."""
-    from rgrad.func._batched_tensor import BatchedTensor
-
     shape = list(input.shape)
     device = input.device
-    if type(input) is BatchedTensor or input.is_contiguous():
+    if type(input) is batched_tensor_class() or input.is_contiguous():
         return _C.full(shape, -1, dtype=_C.int64, device=device)
     order = sorted(range(len(shape)), key=lambda d: -input.stride(d))
     inverse = [order.index(d) for d in range(len(shape))]
@@ -331,7 +320,7 @@ def _scatter_node(name: str, fn) -> Any:
         if ctx.needs_input_grad[0]:
             gi = fn(g, g.new_zeros(ctx.src_shape), *ctx.args)
         if ctx.needs_input_grad[1]:
-            if name == _AS_STRIDED and type(g) is _batched_cls():
+            if name == _AS_STRIDED and type(g) is batched_tensor_class():
                 # (vmap over the backward: the region's elements picked by position, as a
                 # batched as_strided would read the batch's storage)
                 size, stride, offset = ctx.args
@@ -371,7 +360,7 @@ def _scatter(name: str, fn, input: Tensor, src: Tensor, args: tuple, fields: dic
     """``fn(input, src, *args)``: torch's kernel, recorded as its node `name` when autograd
     asks for one (under vmap, the composite over a map of positions, which batches); the
     node's derivatives are the scatter with `grad_args` (default: `args`)."""
-    bt = _batched_cls()
+    bt = batched_tensor_class()
     if type(input) is bt or type(src) is bt:
         out = _scatter_into(fn.__name__, input, src, lambda t: _REGIONS[name](t, *args))
         return _named(name, fields, out, input, src)
@@ -419,7 +408,7 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset:
     _check_tensor("as_strided_scatter", input, "input", 1)
     _check_tensor("as_strided_scatter", src, "src", 2)
     fields = {"size": tuple(size), "stride": tuple(stride), "storage_offset": storage_offset}
-    bt = _batched_cls()
+    bt = batched_tensor_class()
     args = (size, stride, storage_offset)
     if type(input) is not bt and type(src) is not bt:
         if _autograd_off(input, src):
@@ -510,7 +499,7 @@ def _masked_scatter_checks(self: Tensor, mask: Tensor, source: Tensor, fn: str) 
 def _masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """A copy of `x` (of the mask's shape) with its masked positions, in row-major order,
     set to `source`'s first elements."""
-    bt = _batched_cls()
+    bt = batched_tensor_class()
     if bt in (type(x), type(mask), type(source)) or not _autograd_off(x, source):
         n = int(mask.sum())
         if source.numel() < n:
@@ -666,7 +655,7 @@ def _put(self: Tensor, index: Tensor, source: Tensor, accumulate: bool) -> Tenso
             if not -n <= v < n:
                 raise IndexError(f"out of range: tried to access index {v} on a tensor of {n} elements.")
         flat = flat.remainder(n)
-    bt = _batched_cls()
+    bt = batched_tensor_class()
     if bt not in (type(self), type(index), type(source)) and _autograd_off(self, source):
         # values only: torch's kernel, a clone (in self's memory format) written in place
         out = self.clone()
@@ -765,7 +754,7 @@ def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple:  # noqa
     version counter of its own, as torch's; UnsafeSplitBackward0)."""
     _check_tensor("unsafe_split", input, "input", 1)
     size = _int("unsafe_split", split_size, "split_size", 2)
-    if type(input) is _batched_cls():  # (vmap: copies of the batched split's views)
+    if type(input) is batched_tensor_class():  # (vmap: copies of the batched split's views)
         return tuple(t.clone() for t in input.split(size, dim))
     return input._unsafe_split(size, dim)
 
@@ -775,7 +764,7 @@ def unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple: 
     (UnsafeSplitWithSizesBackward0)."""
     _check_tensor("unsafe_split_with_sizes", input, "input", 1)
     sizes = _ints("unsafe_split_with_sizes", split_sizes, "split_sizes", 2)
-    if type(input) is _batched_cls():
+    if type(input) is batched_tensor_class():
         return tuple(t.clone() for t in input.split(sizes, dim))
     return input._unsafe_split(sizes, dim)
 
