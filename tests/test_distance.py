@@ -186,3 +186,31 @@ def test_large_batched_cdist_matches_torch():
         r = rgrad.cdist(rgrad.tensor(a), rgrad.tensor(b), p=p).numpy()
         t = torch.cdist(torch.tensor(a), torch.tensor(b), p=p).numpy()
         np.testing.assert_allclose(r, t, rtol=1e-12, atol=1e-12)
+
+
+def test_pdist_cdist_row_blocks_threads_and_special_values():
+    """The kernels that run across rows, a block at a time: rows longer than a block,
+    pieces that start inside a row, NaN and infinite elements, as torch; the same bits on
+    one thread and two."""
+    a = rng.standard_normal((150, 5))
+    a[3, 1], a[7, 2], a[9, 0] = np.nan, np.inf, -np.inf
+    b = rng.standard_normal((2, 130, 5))
+    b[1, 5, 4] = np.inf
+    threads = rgrad.get_num_threads()
+    try:
+        for p in P:
+            runs = []
+            for n in (1, 2):
+                rgrad.set_num_threads(n)
+                runs.append((rgrad.pdist(rgrad.tensor(a), p).numpy(),
+                             rgrad.cdist(rgrad.tensor(a[:40]), rgrad.tensor(b), p=p,
+                                         compute_mode="donot_use_mm_for_euclid_dist").numpy()))
+            np.testing.assert_array_equal(runs[0][0], runs[1][0])
+            np.testing.assert_array_equal(runs[0][1], runs[1][1])
+            want_p = torch.pdist(torch.tensor(a), p).numpy()
+            want_c = torch.cdist(torch.tensor(a[:40]), torch.tensor(b), p=p,
+                                 compute_mode="donot_use_mm_for_euclid_dist").numpy()
+            np.testing.assert_allclose(runs[0][0], want_p, rtol=1e-12, atol=1e-12, equal_nan=True)
+            np.testing.assert_allclose(runs[0][1], want_c, rtol=1e-12, atol=1e-12, equal_nan=True)
+    finally:
+        rgrad.set_num_threads(threads)

@@ -152,6 +152,23 @@ def test_gcd_lcm(name, case):
     _compare(lambda lib, a, b: getattr(lib, name + "_")(a.clone(), b) if isinstance(a, lib.Tensor) else None, *case)
 
 
+def test_gcd_lcm_int64_edges():
+    """int64's extremes as torch's kernel computes them in two's complement (|MIN| is
+    MIN; lcm wraps), strided and broadcast operands, and a size that splits across the
+    pool. (Not lcm(MIN, 7): gcd is -1 there, and torch's MIN / -1 traps the process.)"""
+    lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    a = np.array([lo, lo, lo, lo, hi, hi, -1, 0, lo, 6, 2**62, -(2**62)])
+    b = np.array([0, 6, 9, lo, hi, -1, lo, lo, 1, lo, 3 * 2**40, 2**61])
+    for name in ("gcd", "lcm"):
+        for x, y in ((a, b), (b, a)):
+            np.testing.assert_array_equal(getattr(rgrad, name)(rgrad.tensor(x), rgrad.tensor(y)).numpy(),
+                                          getattr(torch, name)(torch.tensor(x), torch.tensor(y)).numpy())
+        m = rng.randint(-10**6, 10**6, (300, 700))
+        got = getattr(rgrad, name)(rgrad.tensor(m).t(), rgrad.tensor(m[:1].T))
+        want = getattr(torch, name)(torch.tensor(m).t(), torch.tensor(m[:1].T))
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_gcd_large():
     a, b = rng.randint(-10**12, 10**12, 5000), rng.randint(-10**6, 10**6, 5000)
     for name in ("gcd", "lcm"):

@@ -327,7 +327,51 @@ def test_index_reduce(reduce, include_self):
              a(2, 3), a(2, 3))
 
 
-@pytest.mark.parametrize("i", range(9))
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+def test_index_reduce_values_kernel(reduce, include_self, dtype):
+    """Without autograd the values come from the native slice kernel: every dim, strided
+    and broadcast operands, repeated and unused positions, NaNs, a 0-d tensor, an empty
+    index, and sizes that split across the pool, bit for bit as torch."""
+    r = np.random.RandomState(3)
+
+    def arr(*shape):
+        v = np.asarray(r.randn(*shape) * 3)
+        if dtype == "int64":
+            return np.round(v).astype(np.int64)
+        if v.size > 4:
+            v.flat[[1, 4]] = np.nan
+        return v.astype(dtype)
+
+    def both(fn, *arrays):
+        got = fn(rgrad, *[rgrad.tensor(v) for v in arrays])
+        want = fn(torch, *[torch.tensor(v) for v in arrays])
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+    kw = {"include_self": include_self}
+    idx = r.randint(0, 6, 9)
+    for d in range(3):
+        xs, ss = [4, 5, 3], [4, 5, 3]
+        xs[d], ss[d] = 6, 9
+        both(lambda lib, x, s: x.index_reduce(d, lib.tensor(idx), s, reduce, **kw), arr(*xs), arr(*ss))
+        # x and source as transposed views
+        both(lambda lib, x, s: x.mT.index_reduce(d, lib.tensor(idx), s.mT, reduce, **kw),
+             arr(*xs[:1], *xs[:0:-1]), arr(*ss[:1], *ss[:0:-1]))
+    # a source expanded along a dim, a 0-d tensor, an empty index
+    both(lambda lib, x, s: x.index_reduce(1, lib.tensor(idx), s.expand(4, 9, 3), reduce, **kw),
+         arr(4, 6, 3), arr(1, 9, 3))
+    both(lambda lib, x, s: x.index_reduce(0, lib.tensor([0]), s, reduce, **kw), arr(), arr())
+    both(lambda lib, x, s: x.index_reduce(0, lib.tensor([], dtype=lib.int64), s, reduce, **kw),
+         arr(3, 4), arr(0, 4))
+    # large enough for the pool, along dim 0 (column blocks) and dim 1 (row pieces)
+    big = r.randint(0, 300, 700)
+    both(lambda lib, x, s: x.index_reduce(0, lib.tensor(big), s, reduce, **kw), arr(300, 257), arr(700, 257))
+    both(lambda lib, x, s: x.index_reduce(1, lib.tensor(big), s, reduce, **kw), arr(129, 300), arr(129, 700))
+
+
+@pytest.mark.parametrize("i", range(10))
 def test_index_reduce_errors(i):
     cases = [
         lambda lib, x, s: x.index_reduce(0, lib.tensor([0, 2]), s[:2], "sum"),
@@ -339,6 +383,7 @@ def test_index_reduce_errors(i):
         lambda lib, x, s: x.index_reduce(0, lib.tensor([[0, 1]]), s[:2], "prod"),
         lambda lib, x, s: x.index_reduce(1, lib.tensor([0, 2]), s[:2, :2], "amax"),
         lambda lib, x, s: x.index_reduce(2, lib.tensor([0, 2]), s[:2], "amax"),
+        lambda lib, x, s: x[0, 0].index_reduce(0, lib.tensor([0, 0]), s[0, :2], "prod"),
     ]
     _compare(cases[i], a(3, 4), a(3, 4))
 

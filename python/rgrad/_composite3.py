@@ -441,38 +441,21 @@ def _int_pair(fn: str, input, other) -> tuple:
         from rgrad._tensor import _scalar_type_name
 
         raise NotImplementedError(f"\"{fn}_cpu\" not implemented for '{_scalar_type_name(probe.dtype)}'")
-    from rgrad import broadcast_tensors
-
-    a, b = broadcast_tensors(input.to(_C.int64), other.to(_C.int64))
-    return a, b
+    return input.to(_C.int64), other.to(_C.int64)
 
 
 def gcd(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """The greatest common divisor of each pair of (broadcast) integer elements (never
-    negative; gcd(0, 0) = 0): ATen's Euclid loop, run on all elements at once."""
+    negative but for int64's minimum; gcd(0, 0) = 0): ATen's Euclid loop, natively."""
     a, b = _int_pair("gcd", input, other)
-    a, b = a.abs(), b.abs()
-    zero = _C.zeros((), dtype=_C.int64).to(a.device)
-    one = _C.ones((), dtype=_C.int64).to(a.device)
-    while True:
-        nz = a != 0
-        if not bool(nz.any()):
-            break
-        c = a
-        a = _C.where(nz, b % _C.where(nz, a, one), zero)
-        b = _C.where(nz, c, b)
-    return _finish(b.contiguous(), out)
+    return _finish(a._gcd(b), out)
 
 
 def lcm(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """The least common multiple of each pair of (broadcast) integer elements: ATen's
-    ``|a / gcd(a, b) * b|`` (0 where the gcd is 0)."""
+    ``|a / gcd(a, b) * b|`` (0 where the gcd is 0), natively."""
     a, b = _int_pair("lcm", input, other)
-    g = gcd(a, b)
-    zero = g == 0
-    r = _C.where(zero, _C.zeros((), dtype=_C.int64).to(g.device),
-                 (a // _C.where(zero, _C.ones((), dtype=_C.int64).to(g.device), g) * b).abs())
-    return _finish(r, out)
+    return _finish(a._lcm(b), out)
 
 
 def _inplace_int(fn, name: str, pos: int):

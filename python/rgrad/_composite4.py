@@ -580,7 +580,7 @@ def _index_reduce(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         raise RuntimeError(f"index_reduce_(): Number of indices ({n}) should be equal to source.size(dim): "
                            f"({ssize[d]}), for dim: {d}")
     own = list(self.shape) or [1]
-    if len(own) != sdim or any(own[i] != ssize[i] for i in range(sdim) if i != d):
+    if self.dim() != source.dim() or any(own[i] != ssize[i] for i in range(sdim) if i != d):
         raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
                            f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
     if n:
@@ -589,8 +589,14 @@ def _index_reduce(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
             raise IndexError("index out of range in self")
     x = self.reshape(own) if self.dim() == 0 else self
     src = source.reshape(ssize) if source.dim() == 0 else source
-    idx = index.reshape([1] * d + [n] + [1] * (sdim - d - 1)).expand(ssize)
-    out = x.scatter_reduce(d, idx, src, reduce, include_self=include_self)
+    bt = batched_tensor_class()
+    if bt not in (type(x), type(index), type(src)) and _autograd_off(x, src):
+        # values only: torch's kernel, whole slices at a time
+        out = x._index_reduce_values(d, index.reshape(-1), src, reduce, include_self)
+    else:
+        # (recorded: as scatter_reduce of every element, whose graph gives the gradient)
+        idx = index.reshape([1] * d + [n] + [1] * (sdim - d - 1)).expand(ssize)
+        out = x.scatter_reduce(d, idx, src, reduce, include_self=include_self)
     return out.reshape(list(self.shape)) if self.dim() == 0 else out
 
 

@@ -121,6 +121,11 @@ pub enum BinaryOp {
     BitAnd,
     BitOr,
     BitXor,
+    /// The greatest common divisor of int64s (ATen's Euclid loop, wrapping as C's
+    /// two's complement does: gcd(MIN, 0) = MIN); other dtypes are refused first.
+    Gcd,
+    /// The least common multiple of int64s: `|a / gcd(a, b) * b|`, 0 where the gcd is 0.
+    Lcm,
 }
 
 impl BinaryOp {
@@ -148,6 +153,8 @@ impl BinaryOp {
             BinaryOp::BitAnd => "aten::bitwise_and",
             BinaryOp::BitOr => "aten::bitwise_or",
             BinaryOp::BitXor => "aten::bitwise_xor",
+            BinaryOp::Gcd => "aten::gcd",
+            BinaryOp::Lcm => "aten::lcm",
         }
     }
     pub fn is_comparison(self) -> bool {
@@ -354,6 +361,11 @@ backend_kernels! {
     /// index_fill / index_add).
     fn index_write(x: &Buffer, lx: &Layout, dim: usize, index: &[i64], src: &Buffer, ls: &Layout,
         add: bool) -> Buffer => cpu::scatter::index_write, on x, src;
+    /// `x` copied row-major with slice `m` along `dim` of `src` (over `ls`) joined by
+    /// `reduce` into slice `index[m]` (checked), in index order (torch.index_reduce's
+    /// kernel; "mean" sums, the op layer divides).
+    fn index_reduce(x: &Buffer, lx: &Layout, dim: usize, index: &[i64], src: &Buffer, ls: &Layout,
+        reduce: ScatterReduce) -> Buffer => cpu::scatter::index_reduce, on x, src;
     /// `x[before[i] + base[b] + after[j]] = values[i, b, j]` (`+=` with accumulate) in place,
     /// `values` read in the row-major order of `lv`; the offsets into x's buffer are the
     /// op layer's, checked. `false` where the backend has no such kernel (the op computes

@@ -300,18 +300,7 @@ fn scatter_reduce_values(
     let base = if include_self {
         x.clone()
     } else {
-        let float = x.dtype().is_float();
-        let identity = match reduce {
-            R::Sum | R::Mean => Scalar::Int(0),
-            R::Prod => Scalar::Int(1),
-            R::Amax if float => Scalar::Float(f64::NEG_INFINITY),
-            R::Amin if float => Scalar::Float(f64::INFINITY),
-            R::Amax if x.dtype() == DType::Bool => Scalar::Bool(false),
-            R::Amin if x.dtype() == DType::Bool => Scalar::Bool(true),
-            R::Amax => Scalar::Int(i64::MIN),
-            R::Amin => Scalar::Int(i64::MAX),
-        };
-        scatter_value(x, d as i64, index, identity)?
+        scatter_value(x, d as i64, index, identity(reduce, x.dtype()))?
     };
     let bs = base.snapshot();
     let lx = at_least_1d(&bs.layout);
@@ -334,6 +323,89 @@ fn scatter_reduce_values(
     } else {
         floor_divide(Operand::T(&out), Operand::T(&counts))
     }
+}
+
+/// The reduction's identity in `dtype`: what the positions written start from without
+/// `include_self` (ATen's init values: infinities for float extrema, the integer limits).
+fn identity(reduce: k::ScatterReduce, dtype: DType) -> Scalar {
+    use k::ScatterReduce as R;
+    let float = dtype.is_float();
+    match reduce {
+        R::Sum | R::Mean => Scalar::Int(0),
+        R::Prod => Scalar::Int(1),
+        R::Amax if float => Scalar::Float(f64::NEG_INFINITY),
+        R::Amin if float => Scalar::Float(f64::INFINITY),
+        R::Amax if dtype == DType::Bool => Scalar::Bool(false),
+        R::Amin if dtype == DType::Bool => Scalar::Bool(true),
+        R::Amax => Scalar::Int(i64::MIN),
+        R::Amin => Scalar::Int(i64::MAX),
+    }
+}
+
+/// `x.index_reduce(dim, index, source, reduce, include_self=)`'s values, nothing recorded
+/// (torch's index_reduce_func_impl; the caller has made the checks and records the node):
+/// `source`'s slices along `dim` joined into the slices `index` names, whole slices at a
+/// time, in index order; without `include_self` those slices start from the reduction's
+/// identity; "mean" divides by the count of what went in (x's own slice counted with
+/// `include_self`; 1 where nothing did), floor division for integers.
+pub fn index_reduce_values(
+    x: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    reduce: k::ScatterReduce,
+    include_self: bool,
+) -> Result<Tensor> {
+    crate::autograd::grad_mode::with_grad_mode(false, || {
+        let d = wrap_dim(dim, dims1(x))?;
+        if source.dtype() != x.dtype() || dims1(source) != dims1(x) {
+            return Err(Error::runtime(
+                "index_reduce_(): source must have self's dtype and number of dims",
+            ));
+        }
+        let base = if include_self {
+            x.clone()
+        } else {
+            index_fill(x, d as i64, index, identity(reduce, x.dtype()))?
+        };
+        let bs = base.snapshot();
+        let lx = at_least_1d(&bs.layout);
+        let size = lx.shape[d];
+        let out = with_index(index, size, d, Bounds::Runtime, |idx| {
+            let vs = source.snapshot();
+            let lv = at_least_1d(&vs.layout);
+            if lv.shape[d] != idx.len()
+                || (0..lv.ndim()).any(|j| j != d && lv.shape[j] != lx.shape[j])
+            {
+                return Err(Error::runtime(
+                    "index_reduce_(): source's shape must be self's with the index's length along dim",
+                ));
+            }
+            let (xb, vb) = (bs.storage.read(), vs.storage.read());
+            let out = k::index_reduce(&xb, &lx, d, idx, &vb, &lv, reduce)?;
+            Ok(new_tensor(out, &bs.layout.shape))
+        })?;
+        if reduce != k::ScatterReduce::Mean {
+            return Ok(out);
+        }
+        // the count along `dim` of what went in, 1 where nothing did, broadcast over the
+        // other dims (recorded ops, so a replayed step recounts a new index)
+        let (dtype, n) = (out.dtype(), index.numel());
+        let (start, ones) = crate::device::with_default_device(out.device(), || {
+            let start = full(&[size], Scalar::Int(i64::from(include_self)), dtype)?;
+            Ok::<_, Error>((start, full(&[n], Scalar::Int(1), dtype)?))
+        })?;
+        let counts = index_add(&start, 0, &reshape(index, &[-1])?, &ones, Scalar::Int(1))?;
+        let counts = masked_fill(&counts, &eq_scalar(&counts, 0.0)?, Scalar::Int(1))?;
+        let mut shape = vec![1i64; out.ndim().max(1)];
+        shape[d] = size as i64;
+        let counts = reshape(&counts, &shape[..out.ndim()])?;
+        if out.dtype().is_float() {
+            div(&out, &counts)
+        } else {
+            floor_divide(Operand::T(&out), Operand::T(&counts))
+        }
+    })
 }
 
 /// How many values each position of "mean" averages (x's own when `include_self`), 1

@@ -66,6 +66,28 @@ fn bitwise(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, kernel: &str) -> Result
     super::apply_nondiff(op.aten_name(), || binary_kernel(op, &a, &b))
 }
 
+/// `torch.gcd`: the greatest common divisor of (broadcast) integer elements.
+pub fn gcd(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    integer_only(BinaryOp::Gcd, a, b, "gcd_cpu")
+}
+/// `torch.lcm`: the least common multiple of (broadcast) integer elements.
+pub fn lcm(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
+    integer_only(BinaryOp::Lcm, a, b, "lcm_cpu")
+}
+
+/// A no-grad binary op of integers (int64, the one integer dtype): torch's
+/// NotImplementedError for bool and float operands.
+fn integer_only(op: BinaryOp, a: Operand<'_>, b: Operand<'_>, kernel: &str) -> Result<Tensor> {
+    let (a, b, dtype) = with_grad_mode(false, || promote(a, b, false))?;
+    if dtype != DType::I64 {
+        return Err(Error::not_implemented(format!(
+            "\"{kernel}\" not implemented for '{}'",
+            dtype.scalar_type_name()
+        )));
+    }
+    super::apply_nondiff(op.aten_name(), || binary_kernel(op, &a, &b))
+}
+
 /// `where(cond, a, b)`.
 pub fn where_op(cond: &Tensor, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
     where_as(cond, a, b, true)

@@ -34,6 +34,20 @@ impl PyTensor {
         let large = self.t.numel().max(o.numel()) >= RELEASE_GIL_AT;
         wrap(py, run_if(py, large, || ops::euclidean_dist(&self.t, o))?)
     }
+    /// `_gcd(self, other)`: torch.gcd of two tensors (the checks and `out=` in Python).
+    fn _gcd(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let o = tensor_ref(other, "_gcd", "other", 2)?;
+        let large = self.t.numel().max(o.numel()) >= RELEASE_GIL_AT;
+        let (a, b) = (ops::Operand::T(&self.t), ops::Operand::T(o));
+        wrap(py, run_if(py, large, || ops::gcd(a, b))?)
+    }
+    /// `_lcm(self, other)`: torch.lcm of two tensors.
+    fn _lcm(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+        let o = tensor_ref(other, "_lcm", "other", 2)?;
+        let large = self.t.numel().max(o.numel()) >= RELEASE_GIL_AT;
+        let (a, b) = (ops::Operand::T(&self.t), ops::Operand::T(o));
+        wrap(py, run_if(py, large, || ops::lcm(a, b))?)
+    }
     /// `_pdist_forward(self, p)`: the distances between the rows of a contiguous 2-D
     /// tensor, pairs i < j in row-major order (PdistBackward0).
     fn _pdist_forward(&self, py: Python<'_>, p: f64) -> PyResult<Py<PyTensor>> {

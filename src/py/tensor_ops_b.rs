@@ -248,6 +248,28 @@ impl PyTensor {
             })?,
         )
     }
+    /// index_reduce's values (nothing recorded; `rgrad.index_reduce` makes the checks
+    /// and records IndexReduceBackward0): `reduce` one of "prod", "mean", "amax", "amin".
+    fn _index_reduce_values(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyAny>,
+        source: &Bound<'_, PyAny>,
+        reduce: &str,
+        include_self: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let i = convert::tensor_arg(index, "index_reduce", "index", 2)?;
+        let s = convert::tensor_arg(source, "index_reduce", "source", 3)?;
+        let r = scatter_reduction(reduce)?;
+        let large = self.t.numel().max(s.numel()) >= RELEASE_GIL_AT;
+        wrap(
+            py,
+            run_if(py, large, || {
+                ops::index_reduce_values(&self.t, dim, &i, &s, r, include_self)
+            })?,
+        )
+    }
     /// In-place version of `scatter_reduce()`.
     #[pyo3(signature = (dim, index, src, reduce, *, include_self=true))]
     fn scatter_reduce_(

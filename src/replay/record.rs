@@ -727,6 +727,24 @@ impl Backend for Rec {
         })?;
         Ok(out)
     }
+    fn index_reduce(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        index: &[i64],
+        src: &Buffer,
+        ls: &Layout,
+        reduce: crate::backend::ScatterReduce,
+    ) -> Result<Buffer> {
+        let out = Cpu.index_reduce(x, lx, dim, index, src, ls, reduce)?;
+        let (lx, ls, idx) = (lx.clone(), ls.clone(), index_arg(index));
+        let extra = idx.extra();
+        record_one("index_reduce", &[x, src], &extra, &out, move |i| {
+            Cpu.index_reduce(i[0], &lx, dim, idx.get(i)?, i[1], &ls, reduce)
+        })?;
+        Ok(out)
+    }
     fn index_put(
         &self,
         x: &Buffer,

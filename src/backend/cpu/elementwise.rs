@@ -708,6 +708,15 @@ pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) ->
             if and { x && y } else { x || y }
         }).into()));
     }
+    if matches!(op, BinaryOp::Gcd | BinaryOp::Lcm) {
+        // (the op layer refuses every dtype but int64)
+        let f = if op == BinaryOp::Gcd {
+            gcd_i64
+        } else {
+            lcm_i64
+        };
+        return Buffer::I64(zip(i64::slice(a), la, i64::slice(b), lb, f).into());
+    }
     if op.is_bitwise() {
         fn bits<
             T: std::ops::BitAnd<Output = T>
@@ -764,6 +773,32 @@ pub fn binary(op: BinaryOp, a: &Buffer, la: &Layout, b: &Buffer, lb: &Layout) ->
             })
             .into(),
         ),
+    }
+}
+
+/// ATen's `calc_gcd` for int64: Euclid's loop on the absolute values, in two's
+/// complement (|MIN| is MIN, so gcd(MIN, 0) = MIN and gcd(MIN, 6) = -2, as torch gives).
+/// The remainders never divide MIN by -1; wrapping keeps that a value, not a panic.
+#[inline]
+pub(crate) fn gcd_i64(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.wrapping_abs(), b.wrapping_abs());
+    while a != 0 {
+        let c = a;
+        a = b.wrapping_rem(a);
+        b = c;
+    }
+    b
+}
+
+/// ATen's `calc_lcm` for int64: `|a / gcd(a, b) * b|`, 0 where the gcd is 0 (wrapping
+/// on overflow, as C's arithmetic does in torch's kernel).
+#[inline]
+pub(crate) fn lcm_i64(a: i64, b: i64) -> i64 {
+    let g = gcd_i64(a, b);
+    if g == 0 {
+        0
+    } else {
+        a.wrapping_div(g).wrapping_mul(b).wrapping_abs()
     }
 }
 

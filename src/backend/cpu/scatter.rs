@@ -323,8 +323,8 @@ fn scatter_elems<T: Acc>(
     );
 }
 
-/// `out` (row-major, shape `xshape`) with slice `m` of `src` along `dim` written (added
-/// with `add`) at slice `index[m]`, in index order (`src` over `ls`, x's shape with
+/// `out` (row-major, shape `xshape`) with slice `m` of `src` along `dim` joined by `how`
+/// (written, added, ...) into slice `index[m]`, in index order (`src` over `ls`, x's shape with
 /// `index.len()` along `dim`; values checked). With `init`, `out` is first x (`init`,
 /// row-major), copied piece by piece.
 #[allow(clippy::too_many_arguments)]
@@ -335,7 +335,7 @@ fn write_slices<T: Acc>(
     index: &[i64],
     src: &[T],
     ls: &Layout,
-    add: bool,
+    how: Join,
     init: Option<&[T]>,
 ) {
     let size = xshape[dim];
@@ -350,14 +350,14 @@ fn write_slices<T: Acc>(
         let threads = crate::runtime::num_threads().max(1);
         let per = inner.div_ceil(threads).next_multiple_of(16).min(inner);
         let o = Disjoint::new(out);
-        let body = slices_body(&o, size, inner, index, src, ls, add, None, dim);
+        let body = slices_body(&o, size, inner, index, src, ls, how, None, dim);
         par::tasks(inner.div_ceil(per), true, &|t| {
             super::wide::wide(|| body(0..1, t * per..((t + 1) * per).min(inner)))
         });
         return;
     }
     let o = Disjoint::new(out);
-    let body = slices_body(&o, size, inner, index, src, ls, add, init, dim);
+    let body = slices_body(&o, size, inner, index, src, ls, how, init, dim);
     split(outer, size, inner, work, &body);
 }
 
@@ -371,7 +371,7 @@ fn slices_body<'a, T: Acc>(
     index: &'a [i64],
     src: &'a [T],
     ls: &'a Layout,
-    add: bool,
+    how: Join,
     init: Option<&'a [T]>,
     dim: usize,
 ) -> impl Fn(Range<usize>, Range<usize>) + Sync + 'a {
@@ -392,26 +392,38 @@ fn slices_body<'a, T: Acc>(
                 let s0 = bs + m * sstep;
                 // SAFETY: the run lies in this piece's other-dim positions.
                 let row = unsafe { o.row((a * size + i as usize) * inner + ri.start, ri.len()) };
-                match (dense, constant, add) {
-                    (true, _, false) => row.copy_from_slice(&src[s0 + ri.start..s0 + ri.end]),
-                    (true, _, true) => row
-                        .iter_mut()
-                        .zip(&src[s0 + ri.start..s0 + ri.end])
-                        .for_each(|(d, &v)| *d = T::acc(*d, v)),
-                    (false, true, false) => row.fill(src[s0]),
-                    (false, true, true) => {
-                        let v = src[s0];
-                        row.iter_mut().for_each(|d| *d = T::acc(*d, v));
+                if dense {
+                    join_row(row, &src[s0 + ri.start..s0 + ri.end], how);
+                } else if constant {
+                    let v = src[s0];
+                    match how {
+                        Join::Write => row.fill(v),
+                        _ => row.iter_mut().for_each(|d| *d = how.apply(*d, v)),
                     }
-                    (false, false, _) => {
-                        for (d, j) in row.iter_mut().zip(ri.clone()) {
-                            let v = src[s0 + inner_src[j]];
-                            *d = if add { T::acc(*d, v) } else { v };
-                        }
+                } else {
+                    for (d, j) in row.iter_mut().zip(ri.clone()) {
+                        *d = how.apply(*d, src[s0 + inner_src[j]]);
                     }
                 }
             }
         }
+    }
+}
+
+/// `row[j] = how(row[j], src[j])`, the join chosen outside the loop (so each loop
+/// vectorises).
+#[inline(always)]
+fn join_row<T: Acc>(row: &mut [T], src: &[T], how: Join) {
+    #[inline(always)]
+    fn each<T: Copy>(row: &mut [T], src: &[T], f: impl Fn(T, T) -> T) {
+        row.iter_mut().zip(src).for_each(|(d, &v)| *d = f(*d, v));
+    }
+    match how {
+        Join::Write => row.copy_from_slice(src),
+        Join::Add => each(row, src, T::acc),
+        Join::Prod => each(row, src, T::prod),
+        Join::Amax => each(row, src, T::amax),
+        Join::Amin => each(row, src, T::amin),
     }
 }
 
@@ -520,7 +532,36 @@ pub fn index_write(
     // in contiguous chunks, rather than by the pieces)
     let by_pieces = lx.shape[..dim].iter().product::<usize>() != 1;
     crate::with_dtype!(x.dtype(), T => with_copy_of::<T>(x, lx, by_pieces, |out, init| {
-        write_slices(out, &lx.shape, dim, index, T::slice(src), ls, add, init)
+        write_slices(out, &lx.shape, dim, index, T::slice(src), ls, Join::of(add), init)
+    }))
+}
+
+/// torch.index_reduce's kernel: `x` copied row-major with slice `m` along `dim` of `src`
+/// (over `ls`, x's shape with `index.len()` along `dim`) joined by `reduce` into slice
+/// `index[m]` (checked), in index order as ATen's CPU loop ("mean" sums: the op layer
+/// divides, and puts the reduction's identity where `include_self=False`).
+pub fn index_reduce(
+    x: &Buffer,
+    lx: &Layout,
+    dim: usize,
+    index: &[i64],
+    src: &Buffer,
+    ls: &Layout,
+    reduce: crate::backend::ScatterReduce,
+) -> Buffer {
+    use crate::backend::ScatterReduce as R;
+    if index.is_empty() || lx.numel() == 0 {
+        return super::elementwise::cast(x, lx, x.dtype());
+    }
+    let how = match reduce {
+        R::Sum | R::Mean => Join::Add,
+        R::Prod => Join::Prod,
+        R::Amax => Join::Amax,
+        R::Amin => Join::Amin,
+    };
+    let by_pieces = lx.shape[..dim].iter().product::<usize>() != 1;
+    crate::with_dtype!(x.dtype(), T => with_copy_of::<T>(x, lx, by_pieces, |out, init| {
+        write_slices(out, &lx.shape, dim, index, T::slice(src), ls, how, init)
     }))
 }
 
@@ -557,7 +598,7 @@ pub(super) fn index_add_zeros(
     crate::with_dtype!(src.dtype(), T => {
         let mut out = vec![T::default(); n];
         if !index.is_empty() && n > 0 {
-            write_slices(&mut out, shape, dim, index, T::slice(src), ls, true, None);
+            write_slices(&mut out, shape, dim, index, T::slice(src), ls, Join::Add, None);
         }
         T::into_buffer(out)
     })

@@ -1091,6 +1091,27 @@ impl Backend for Cuda {
             add,
         ))
     }
+    fn index_reduce(
+        &self,
+        x: &Buffer,
+        lx: &Layout,
+        dim: usize,
+        index: &[i64],
+        src: &Buffer,
+        ls: &Layout,
+        reduce: crate::backend::ScatterReduce,
+    ) -> Result<Buffer> {
+        self.fallback();
+        self.up(cpu::scatter::index_reduce(
+            &host(x)?,
+            lx,
+            dim,
+            index,
+            &host(src)?,
+            ls,
+            reduce,
+        ))
+    }
     fn index_put(
         &self,
         x: &Buffer,

@@ -53,6 +53,19 @@ __device__ __forceinline__ i64 rg_remainder(i64 a, i64 b) {
   const i64 m = rg_wrem(a, b);
   return (m != 0 && ((b < 0) != (m < 0))) ? m + b : m;
 }
+// ATen's calc_gcd / calc_lcm on int64, in two's complement (|MIN| is MIN)
+__device__ __forceinline__ i64 rg_gcd(i64 a, i64 b) {
+  a = a < 0 ? rg_wneg(a) : a;
+  b = b < 0 ? rg_wneg(b) : b;
+  while (a != 0) { const i64 c = a; a = rg_wrem(b, a); b = c; }
+  return b;
+}
+__device__ __forceinline__ i64 rg_lcm(i64 a, i64 b) {
+  const i64 g = rg_gcd(a, b);
+  if (g == 0) return 0;
+  const i64 m = (i64)((u64)rg_wdiv(a, g) * (u64)b);
+  return m < 0 ? rg_wneg(m) : m;
+}
 __device__ __forceinline__ i64 rg_floor_div(i64 a, i64 b) {
   if (b == 0) return 0;
   const i64 q = rg_wdiv(a, b);
@@ -164,6 +177,12 @@ fn binary_form(op: BinaryOp) -> BinForm {
         boolean: Some(boolean),
         to_bool: false,
     };
+    let ints = |int| BinForm {
+        float: None, // int64 only: the op layer refuses the rest first
+        int: Some(int),
+        boolean: None,
+        to_bool: false,
+    };
     // Bool arithmetic as the CPU's: add and maximum are `or`, mul and minimum `and`, pow
     // `p || !q` (x^0 = 1, x^1 = x); the others (sub, divisions) are refused or promoted
     // by the op layer.
@@ -194,6 +213,8 @@ fn binary_form(op: BinaryOp) -> BinForm {
         BinaryOp::BitAnd => bits("p & q", "(p & q) != 0"),
         BinaryOp::BitOr => bits("p | q", "(p | q) != 0"),
         BinaryOp::BitXor => bits("p ^ q", "(p ^ q) != 0"),
+        BinaryOp::Gcd => ints("rg_gcd(p, q)"),
+        BinaryOp::Lcm => ints("rg_lcm(p, q)"),
     }
 }
 

@@ -315,7 +315,9 @@ fn binary_ops() -> Vec<BinaryOp> {
         LogicalOr => Some(BitAnd),
         BitAnd => Some(BitOr),
         BitOr => Some(BitXor),
-        BitXor => None,
+        BitXor => Some(Gcd),
+        Gcd => Some(Lcm),
+        Lcm => None,
     };
     std::iter::successors(Some(Add), next).collect()
 }
