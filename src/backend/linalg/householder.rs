@@ -49,11 +49,11 @@ fn reflect_columns(a: &mut [f64], ld: usize, at: usize, len: usize, cols: usize,
 /// R and the reflectors in place, their τ in `tau` (`min(rows, cols)`).
 #[inline(always)]
 fn geqr2_body(a: &mut [f64], ld: usize, off: usize, rows: usize, cols: usize, tau: &mut [f64]) {
-    for i in 0..rows.min(cols) {
+    for (i, ti) in tau.iter_mut().enumerate().take(rows.min(cols)) {
         let at = off + i * ld + i;
         let len = rows - i;
         let (beta, t) = reflector(a[at], &mut a[at + 1..at + len]);
-        tau[i] = t;
+        *ti = t;
         a[at] = 1.0;
         reflect_columns(a, ld, at, len, cols - i - 1, t);
         a[at] = beta;

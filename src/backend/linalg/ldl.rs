@@ -178,18 +178,11 @@ fn swap_rows(b: &mut [f64], w: usize, i: usize, j: usize) {
     }
 }
 
-/// Row `dst` −= `s`·row `src` of the row-major `b` (`w` columns; `dst ≠ src`).
+/// `x −= s·y` elementwise (`dsytrs`'s row updates, one expression an element).
 #[inline(always)]
-fn sub_row(b: &mut [f64], w: usize, dst: usize, src: usize, s: f64) {
-    let (d, r) = if dst < src {
-        let (x, y) = b.split_at_mut(src * w);
-        (&mut x[dst * w..(dst + 1) * w], &y[..w])
-    } else {
-        let (x, y) = b.split_at_mut(dst * w);
-        (&mut y[..w], &x[src * w..(src + 1) * w])
-    };
-    for (x, y) in d.iter_mut().zip(r) {
-        *x = *x - s * y;
+fn sub_scaled(x: &mut [f64], y: &[f64], s: f64) {
+    for (x, y) in x.iter_mut().zip(y) {
+        *x -= s * y;
     }
 }
 
@@ -211,14 +204,19 @@ super::reflect::best_level!(fn sytrs_at_level(a: &[f64], n: usize, piv: &[i64], 
 #[inline(always)]
 fn sytrs_body(a: &[f64], n: usize, piv: &[i64], b: &mut [f64], w: usize) -> Result<(), BadPivot> {
     let at = |i: usize, j: usize| i * n + j;
+    if w == 0 {
+        return Ok(()); // (no right-hand side: nothing is read)
+    }
     // L·D·Y = P·B
     let mut k = 0;
     while k < n {
         if piv[k] > 0 {
             let kp = row_of(piv[k], n).ok_or(BadPivot)?;
             swap_rows(b, w, k, kp);
-            for i in k + 1..n {
-                sub_row(b, w, i, k, a[at(i, k)]);
+            let (head, tail) = b.split_at_mut((k + 1) * w);
+            let rk = &head[k * w..];
+            for (i, ri) in (k + 1..n).zip(tail.chunks_exact_mut(w)) {
+                sub_scaled(ri, rk, a[at(i, k)]);
             }
             let d = a[at(k, k)];
             b[k * w..(k + 1) * w].iter_mut().for_each(|x| *x /= d);
@@ -229,9 +227,11 @@ fn sytrs_body(a: &[f64], n: usize, piv: &[i64], b: &mut [f64], w: usize) -> Resu
             }
             let kp = row_of(-piv[k], n).ok_or(BadPivot)?;
             swap_rows(b, w, k + 1, kp);
-            for i in k + 2..n {
-                sub_row(b, w, i, k, a[at(i, k)]);
-                sub_row(b, w, i, k + 1, a[at(i, k + 1)]);
+            let (head, tail) = b.split_at_mut((k + 2) * w);
+            let (rk, rk1) = head[k * w..].split_at(w);
+            for (i, ri) in (k + 2..n).zip(tail.chunks_exact_mut(w)) {
+                sub_scaled(ri, rk, a[at(i, k)]);
+                sub_scaled(ri, rk1, a[at(i, k + 1)]);
             }
             let akm1k = a[at(k + 1, k)];
             let akm1 = a[at(k, k)] / akm1k;
@@ -251,8 +251,10 @@ fn sytrs_body(a: &[f64], n: usize, piv: &[i64], b: &mut [f64], w: usize) -> Resu
     while k > 0 {
         let kk = k - 1;
         if piv[kk] > 0 {
-            for i in kk + 1..n {
-                sub_row(b, w, kk, i, a[at(i, kk)]);
+            let (head, tail) = b.split_at_mut((kk + 1) * w);
+            let rk = &mut head[kk * w..];
+            for (i, ri) in (kk + 1..n).zip(tail.chunks_exact(w)) {
+                sub_scaled(rk, ri, a[at(i, kk)]);
             }
             let kp = row_of(piv[kk], n).ok_or(BadPivot)?;
             swap_rows(b, w, kk, kp);
@@ -261,9 +263,11 @@ fn sytrs_body(a: &[f64], n: usize, piv: &[i64], b: &mut [f64], w: usize) -> Resu
             if kk == 0 {
                 return Err(BadPivot);
             }
-            for i in kk + 1..n {
-                sub_row(b, w, kk, i, a[at(i, kk)]);
-                sub_row(b, w, kk - 1, i, a[at(i, kk - 1)]);
+            let (head, tail) = b.split_at_mut((kk + 1) * w);
+            let (rk1, rk) = head[(kk - 1) * w..].split_at_mut(w);
+            for (i, ri) in (kk + 1..n).zip(tail.chunks_exact(w)) {
+                sub_scaled(rk, ri, a[at(i, kk)]);
+                sub_scaled(rk1, ri, a[at(i, kk - 1)]);
             }
             let kp = row_of(-piv[kk], n).ok_or(BadPivot)?;
             swap_rows(b, w, kk, kp);
