@@ -1,7 +1,10 @@
 """torch.linalg.lstsq, torch.triangular_solve, torch.geqrf, torch.linalg.householder_product
 (torch.orgqr), torch.ormqr and Tensor.fill_diagonal_ (helper-46).
 
-Each is a composition of existing rgrad ops, recorded under torch's node:
+Each is recorded under torch's node. The values of geqrf, householder_product, ormqr and
+the LDL functions come from native kernels (``Tensor._geqrf`` and the like:
+``src/backend/linalg/householder.rs`` and ``ldl.rs``) whenever no gradient, tangent or
+vmap batch needs the composition; the compositions below are kept for those:
 
 * ``linalg.lstsq``: the solution is ``pinv(A) @ B`` (truncated at ``rcond``; torch's
   ``linalg_lstsq_backward`` is the derivative of exactly this, with the default ``pinv``),
@@ -34,6 +37,8 @@ import warnings
 
 from rgrad import _C
 from rgrad._C import Tensor
+from rgrad._composite4 import _autograd_off
+from rgrad._vmap_check import is_batched
 
 __all__ = ["triangular_solve", "geqrf", "orgqr", "ormqr", "lstsq"]
 
@@ -184,9 +189,16 @@ def _geqrf_node():
     return cls
 
 
+def _native(*tensors) -> bool:
+    """Whether an op on ``tensors`` may run its native kernel: no vmap batch, no node to
+    record and no forward-AD level open (the compositions give those)."""
+    return not is_batched(*tensors) and _autograd_off(*tensors)
+
+
 def _householder_qr(x: Tensor) -> tuple[Tensor, Tensor]:
     """LAPACK's ``dgeqr2`` on (*, m, n) values (no autograd): the reflectors below the
-    diagonal (v with an implicit leading 1), R on and above it, and tau."""
+    diagonal (v with an implicit leading 1), R on and above it, and tau. (vmap's
+    composition; otherwise ``Tensor._geqrf``, the native kernel, gives them.)"""
     import rgrad
 
     m, n = x.shape[-2], x.shape[-1]
@@ -230,8 +242,11 @@ def geqrf(input: Tensor):  # noqa: A002
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     if not _is_float(input):
         raise NotImplementedError(f"\"geqrf_cpu\" not implemented for '{_dname(input.dtype)}'")
-    with rgrad.no_grad():
-        a, tau = _householder_qr(input.detach())
+    if is_batched(input):
+        with rgrad.no_grad():
+            a, tau = _householder_qr(input.detach())
+    else:
+        a, tau = input._geqrf()  # (values only: no graph)
     if rgrad.is_grad_enabled() and input.requires_grad:
         a, tau = _geqrf_node().apply(input, a, tau)
     return return_types.geqrf(a, tau)
@@ -291,6 +306,8 @@ def _householder_product(A: Tensor, tau: Tensor) -> Tensor:  # noqa: N803
         raise RuntimeError(p + f"tau dtype {_dname(tau.dtype)} does not match input dtype {_dname(A.dtype)}")
     if not _is_float(A):
         raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{_dname(A.dtype)}'")
+    if _native(A, tau):
+        return A._householder_product(tau)
     k = tau.shape[-1]
     eye = rgrad.eye(m, n, dtype=A.dtype, device=A.device)
     q = eye.expand(*A.shape[:-2], m, n)
@@ -364,6 +381,8 @@ def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,  # n
         )
     if not _is_float(A):
         raise NotImplementedError(f"\"ormqr_cpu\" not implemented for '{_dname(A.dtype)}'")
+    if _native(A, tau, other):
+        return A._ormqr(tau, other, left, transpose)
     k = tau.shape[-1]
     out = other
     if k:
@@ -543,150 +562,13 @@ def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
 
 # ---- ldl_factor / ldl_factor_ex / ldl_solve ---------------------------------------------------
 
-_BK_ALPHA = (1.0 + 17.0 ** 0.5) / 8.0
-
-
-def _iamax(xs) -> int:
-    """BLAS's i?amax: the first index of the largest absolute value."""
-    best, at = -1.0, 0
-    for i, x in enumerate(xs):
-        if abs(x) > best:
-            best, at = abs(x), i
-    return at
-
-
-def _sytf2_lower(a: list) -> tuple[list, list, int]:
-    """LAPACK's ``dsytf2`` (lower): the Bunch-Kaufman factorization ``P A Pᵀ = L D Lᵀ`` of
-    a symmetric matrix given as rows (its lower triangle read), in place; 1-based pivots,
-    negative for the 2x2 blocks, and info (the first zero pivot, 1-based, or 0)."""
-    n = len(a)
-    piv = [0] * n
-    info = 0
-    k = 0
-    while k < n:
-        kstep = 1
-        absakk = abs(a[k][k])
-        if k < n - 1:
-            imax = k + 1 + _iamax([a[i][k] for i in range(k + 1, n)])
-            colmax = abs(a[imax][k])
-        else:
-            imax, colmax = k, 0.0
-        if max(absakk, colmax) == 0.0 or absakk != absakk:
-            if info == 0:
-                info = k + 1
-            kp = k
-        else:
-            if absakk >= _BK_ALPHA * colmax:
-                kp = k
-            else:
-                jmax = k + _iamax([a[imax][j] for j in range(k, imax)])
-                rowmax = abs(a[imax][jmax])
-                if imax < n - 1:
-                    jmax = imax + 1 + _iamax([a[i][imax] for i in range(imax + 1, n)])
-                    rowmax = max(rowmax, abs(a[jmax][imax]))
-                if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
-                    kp = k
-                elif abs(a[imax][imax]) >= _BK_ALPHA * rowmax:
-                    kp = imax
-                else:
-                    kp, kstep = imax, 2
-            kk = k + kstep - 1
-            if kp != kk:
-                # interchange rows and columns kk and kp of the trailing lower triangle
-                for i in range(kp + 1, n):
-                    a[i][kk], a[i][kp] = a[i][kp], a[i][kk]
-                for j in range(kk + 1, kp):
-                    a[j][kk], a[kp][j] = a[kp][j], a[j][kk]
-                a[kk][kk], a[kp][kp] = a[kp][kp], a[kk][kk]
-                if kstep == 2:
-                    a[k + 1][k], a[kp][k] = a[kp][k], a[k + 1][k]
-            if kstep == 1:
-                if k < n - 1:
-                    d11 = 1.0 / a[k][k]
-                    for j in range(k + 1, n):  # dsyr: A22 -= d11 x xᵀ (lower), then x *= d11
-                        xj = a[j][k]
-                        if xj != 0.0:
-                            t = -d11 * xj
-                            for i in range(j, n):
-                                a[i][j] += a[i][k] * t
-                    for i in range(k + 1, n):
-                        a[i][k] *= d11
-            elif k < n - 2:
-                d21 = a[k + 1][k]
-                d11 = a[k + 1][k + 1] / d21
-                d22 = a[k][k] / d21
-                t = 1.0 / (d11 * d22 - 1.0)
-                d21 = t / d21
-                for j in range(k + 2, n):
-                    wk = d21 * (d11 * a[j][k] - a[j][k + 1])
-                    wkp1 = d21 * (d22 * a[j][k + 1] - a[j][k])
-                    for i in range(j, n):
-                        a[i][j] = a[i][j] - a[i][k] * wk - a[i][k + 1] * wkp1
-                    a[j][k] = wk
-                    a[j][k + 1] = wkp1
-        if kstep == 1:
-            piv[k] = kp + 1
-        else:
-            piv[k] = piv[k + 1] = -(kp + 1)
-        k += kstep
-    return a, piv, info
-
-
-def _sytrs_lower(a: list, piv: list, b: list) -> list:
-    """LAPACK's ``dsytrs`` (lower): ``A X = B`` from ``_sytf2_lower``'s factors; B as rows."""
-    n = len(a)
-    k = 0
-    while k < n:  # L D Y = P B
-        if piv[k] > 0:
-            kp = piv[k] - 1
-            if kp != k:
-                b[k], b[kp] = b[kp], b[k]
-            for i in range(k + 1, n):
-                b[i] = [x - a[i][k] * y for x, y in zip(b[i], b[k])]
-            b[k] = [x / a[k][k] for x in b[k]]
-            k += 1
-        else:
-            kp = -piv[k] - 1
-            if kp != k + 1:
-                b[k + 1], b[kp] = b[kp], b[k + 1]
-            for i in range(k + 2, n):
-                b[i] = [x - a[i][k] * y for x, y in zip(b[i], b[k])]
-                b[i] = [x - a[i][k + 1] * y for x, y in zip(b[i], b[k + 1])]
-            akm1k = a[k + 1][k]
-            akm1 = a[k][k] / akm1k
-            ak = a[k + 1][k + 1] / akm1k
-            denom = akm1 * ak - 1.0
-            rk, rk1 = [], []
-            for bkm1, bk in zip(b[k], b[k + 1]):
-                bkm1, bk = bkm1 / akm1k, bk / akm1k
-                rk.append((ak * bkm1 - bk) / denom)
-                rk1.append((akm1 * bk - bkm1) / denom)
-            b[k], b[k + 1] = rk, rk1
-            k += 2
-    k = n - 1
-    while k >= 0:  # Lᵀ Pᵀ X = Y
-        if piv[k] > 0:
-            for i in range(k + 1, n):
-                b[k] = [x - a[i][k] * y for x, y in zip(b[k], b[i])]
-            kp = piv[k] - 1
-            if kp != k:
-                b[k], b[kp] = b[kp], b[k]
-            k -= 1
-        else:
-            for i in range(k + 1, n):
-                b[k] = [x - a[i][k] * y for x, y in zip(b[k], b[i])]
-                b[k - 1] = [x - a[i][k - 1] * y for x, y in zip(b[k - 1], b[i])]
-            kp = -piv[k] - 1
-            if kp != k:
-                b[k], b[kp] = b[kp], b[k]
-            k -= 2
-    return b
-
 
 def _vmap_loop(fn, name: str, *args, empty_fn=None, **kwargs):
     """``fn`` sample by sample over the innermost vmap level, the results stacked (the LDL
     functions read the values on the host); None outside vmap. An empty batch: the shapes
     of ``empty_fn`` (default ``fn``) on a zero sample."""
+    if not is_batched(*args, *kwargs.values()):
+        return None
     from rgrad.func import _batched_tensor as bt
 
     level = bt.max_level(args, kwargs)
@@ -712,22 +594,9 @@ def _ldl_factor_ex(A: Tensor, hermitian: bool, check_errors: bool, api: str):
         raise RuntimeError(p + f"A must be batches of square matrices, but they are {A.shape[-2]} by {n} matrices")
     if not _is_float(A):
         raise NotImplementedError(p + f"Expected a floating point or complex tensor as input. Got {_dname(A.dtype)}")
-    batch = tuple(A.shape[:-2])
-    count = math.prod(batch)
-    mats = A.detach().to(_C.float64).reshape(count, n, n).tolist() if count and n else [[] for _ in range(count)]
-    lds, pivs, infos = [], [], []
-    for mat in mats:
-        ld, piv, info = _sytf2_lower(mat) if n else ([], [], 0)
-        lds.append([[ld[i][j] if j <= i else 0.0 for j in range(n)] for i in range(n)])
-        pivs.append(piv)
-        infos.append(info)
-    with rgrad.no_grad():
-        LD = rgrad.tensor(lds, dtype=_C.float64).reshape(*batch, n, n).to(A.dtype) if count and n else \
-            A.new_zeros((*batch, n, n))
-        piv_t = rgrad.tensor(pivs, dtype=_C.int64).reshape(*batch, n) if count and n else \
-            _C.zeros((*batch, n), dtype=_C.int64)
-        info_t = rgrad.tensor(infos, dtype=_C.int64).reshape(batch) if count else _C.zeros(batch, dtype=_C.int64)
-    if check_errors and any(infos):
+    LD, piv_t, info_t = A._ldl_factor_ex()  # noqa: N806  (the native dsytf2; values only)
+    infos = info_t.reshape(-1).tolist() if check_errors else ()
+    if any(infos):
         first = next(i for i in infos if i)
         raise RuntimeError(
             'false INTERNAL ASSERT FAILED at "/__w/pytorch/pytorch/aten/src/ATen/native/BatchLinearAlgebra.cpp":1677, '
@@ -806,18 +675,8 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False)
             f"Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is {n} by {n} but each b matrix is "
             f"{B.shape[-2]} by {B.shape[-1]}"
         )
-    batch = _batch_broadcast(LD.shape[:-2], B.shape[:-2])
-    k = B.shape[-1]
-    count = math.prod(batch)
-    if count == 0 or n == 0 or k == 0:
-        out = B.new_zeros((*batch, n, k))
-    else:
-        lds = LD.detach().to(_C.float64).expand(*batch, n, n).reshape(count, n, n).tolist()
-        pivs = pivots.expand(*batch, n).reshape(count, n).tolist()
-        bs = B.detach().to(_C.float64).expand(*batch, n, k).reshape(count, n, k).tolist()
-        sols = [_sytrs_lower(a, pv, b) for a, pv, b in zip(lds, pivs, bs)]
-        with rgrad.no_grad():
-            out = rgrad.tensor(sols, dtype=_C.float64).reshape(*batch, n, k).to(LD.dtype)
+    _batch_broadcast(LD.shape[:-2], B.shape[:-2])  # (torch's error for batches that do not broadcast)
+    out = LD._ldl_solve(pivots, B)  # (the native dsytrs, broadcasting; values only)
     if rgrad.is_grad_enabled() and (LD.requires_grad or B.requires_grad):
         from rgrad._composite4 import _not_implemented
 

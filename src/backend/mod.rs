@@ -418,6 +418,23 @@ backend_kernels! {
     fn cholesky(x: &Buffer, lx: &Layout) -> (Buffer, Buffer) => cpu::linalg::cholesky, on x;
     /// The matrix exponential of every matrix `(*, n, n)`, x's dtype.
     fn matrix_exp(x: &Buffer, lx: &Layout) -> Buffer => cpu::linalg::matrix_exp, on x;
+    /// `geqrf` of every matrix `(*, m, n)`: the packed factors (R and the Householder
+    /// vectors, x's dtype) and `tau` (`(*, min(m, n))`), LAPACK's conventions.
+    fn geqrf(x: &Buffer, lx: &Layout) -> (Buffer, Buffer) => cpu::linalg::geqrf, on x;
+    /// `orgqr`: the first n columns of the product of the reflectors packed in every
+    /// `a` `(*, m, n)` (m ≥ n) with the factors `tau` `(*, k)` (k ≤ n), a's dtype.
+    fn householder_product(a: &Buffer, la: &Layout, tau: &Buffer, lt: &Layout) -> Buffer => cpu::linalg::householder_product, on a, tau;
+    /// `ormqr`: Q·C (Qᵀ·C with `transpose`; C·Q, C·Qᵀ when not `left`), Q the product
+    /// of the k reflectors packed in `a` `(*, mq, ·)` with `tau` `(*, k)`, C `c` of
+    /// their batch shape; c's shape and dtype.
+    fn ormqr(a: &Buffer, la: &Layout, tau: &Buffer, lt: &Layout, c: &Buffer, lc: &Layout, left: bool,
+        transpose: bool) -> Buffer => cpu::linalg::ormqr, on a, tau, c;
+    /// The Bunch-Kaufman `L·D·Lᵀ` (`sytrf`, lower) of every matrix `(*, n, n)`: LD (x's
+    /// dtype), the 1-based pivots (int64 `(*, n)`) and `info` (int64 `(*)`).
+    fn ldl_factor(x: &Buffer, lx: &Layout) -> (Buffer, Buffer, Buffer) => cpu::linalg::ldl_factor, on x;
+    /// `A X = B` from LD `(*, n, n)` and its pivots `(*, n)` for B `(*, n, k)`, of one
+    /// batch shape (`sytrs`); None for pivots out of range.
+    fn ldl_solve(ld: &Buffer, lld: &Layout, piv: &Buffer, lp: &Layout, b: &Buffer, lb: &Layout) -> Option<Buffer> => cpu::linalg::ldl_solve, on ld, piv, b;
 
     // ---- factories
     fn arange(start: f64, step: f64, n: usize, dtype: DType) -> Option<Buffer> => cpu::creation::arange;

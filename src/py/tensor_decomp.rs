@@ -131,6 +131,55 @@ impl PyTensor {
             run_matrix(py, &self.t, || ops::linalg_matrix_exp(&self.t))?,
         )
     }
+    // (values only, no graph: rgrad._linalg_more checks the arguments and records the nodes)
+    fn _geqrf(&self, py: Python<'_>) -> PyResult<Pair> {
+        pair(py, run_matrix(py, &self.t, || ops::geqrf(&self.t))?)
+    }
+    fn _householder_product(
+        &self,
+        py: Python<'_>,
+        tau: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let tau = tensor_ref(tau, "linalg_householder_product", "tau", 2)?;
+        wrap(
+            py,
+            run_matrix(py, &self.t, || ops::householder_product(&self.t, tau))?,
+        )
+    }
+    fn _ormqr(
+        &self,
+        py: Python<'_>,
+        tau: &Bound<'_, PyAny>,
+        other: &Bound<'_, PyAny>,
+        left: bool,
+        transpose: bool,
+    ) -> PyResult<Py<PyTensor>> {
+        let tau = tensor_ref(tau, "ormqr", "input2", 2)?;
+        let other = tensor_ref(other, "ormqr", "input3", 3)?;
+        wrap(
+            py,
+            run_matrix(py, &self.t, || {
+                ops::ormqr(&self.t, tau, other, left, transpose)
+            })?,
+        )
+    }
+    fn _ldl_factor_ex(&self, py: Python<'_>) -> PyResult<Triple> {
+        let (f, p, i) = run_matrix(py, &self.t, || ops::ldl_factor_ex(&self.t))?;
+        Ok((wrap(py, f)?, wrap(py, p)?, wrap(py, i)?))
+    }
+    fn _ldl_solve(
+        &self,
+        py: Python<'_>,
+        pivots: &Bound<'_, PyAny>,
+        b: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyTensor>> {
+        let p = tensor_ref(pivots, "linalg_ldl_solve", "pivots", 2)?;
+        let b = tensor_ref(b, "linalg_ldl_solve", "B", 3)?;
+        wrap(
+            py,
+            run_matrix(py, &self.t, || ops::ldl_solve(&self.t, p, b))?,
+        )
+    }
     fn _linalg_lu(&self, py: Python<'_>, pivot: bool) -> PyResult<Triple> {
         let (p, l, u) = run_matrix(py, &self.t, || ops::linalg_lu(&self.t, pivot))?;
         Ok((wrap(py, p)?, wrap(py, l)?, wrap(py, u)?))

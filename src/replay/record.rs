@@ -919,6 +919,84 @@ impl Backend for Rec {
         one("matrix_exp", &[x], &out, move |i| Cpu.matrix_exp(i[0], &lx))?;
         Ok(out)
     }
+    fn geqrf(&self, x: &Buffer, lx: &Layout) -> Result<(Buffer, Buffer)> {
+        let (f, t) = Cpu.geqrf(x, lx)?;
+        let lx = lx.clone();
+        record(
+            "geqrf",
+            &[x],
+            None,
+            &[&f, &t],
+            Box::new(move |ins, _| {
+                let (f, t) = Cpu.geqrf(ins[0], &lx)?;
+                Ok(Outs::from_iter([f, t]))
+            }),
+        )?;
+        Ok((f, t))
+    }
+    fn householder_product(
+        &self,
+        a: &Buffer,
+        la: &Layout,
+        tau: &Buffer,
+        lt: &Layout,
+    ) -> Result<Buffer> {
+        let out = Cpu.householder_product(a, la, tau, lt)?;
+        let (la, lt) = (la.clone(), lt.clone());
+        one("householder_product", &[a, tau], &out, move |i| {
+            Cpu.householder_product(i[0], &la, i[1], &lt)
+        })?;
+        Ok(out)
+    }
+    fn ormqr(
+        &self,
+        a: &Buffer,
+        la: &Layout,
+        tau: &Buffer,
+        lt: &Layout,
+        c: &Buffer,
+        lc: &Layout,
+        left: bool,
+        transpose: bool,
+    ) -> Result<Buffer> {
+        let out = Cpu.ormqr(a, la, tau, lt, c, lc, left, transpose)?;
+        let (la, lt, lc) = (la.clone(), lt.clone(), lc.clone());
+        one("ormqr", &[a, tau, c], &out, move |i| {
+            Cpu.ormqr(i[0], &la, i[1], &lt, i[2], &lc, left, transpose)
+        })?;
+        Ok(out)
+    }
+    fn ldl_factor(&self, x: &Buffer, lx: &Layout) -> Result<(Buffer, Buffer, Buffer)> {
+        let (f, p, i) = Cpu.ldl_factor(x, lx)?;
+        let lx = lx.clone();
+        record(
+            "ldl_factor",
+            &[x],
+            None,
+            &[&f, &p, &i],
+            Box::new(move |ins, _| {
+                let (f, p, i) = Cpu.ldl_factor(ins[0], &lx)?;
+                Ok(Outs::from_iter([f, p, i]))
+            }),
+        )?;
+        Ok((f, p, i))
+    }
+    fn ldl_solve(
+        &self,
+        ld: &Buffer,
+        lld: &Layout,
+        piv: &Buffer,
+        lp: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Option<Buffer>> {
+        let out = Cpu.ldl_solve(ld, lld, piv, lp, b, lb)?;
+        let (lld, lp, lb) = (lld.clone(), lp.clone(), lb.clone());
+        maybe("ldl_solve", &[ld, piv, b], &out, move |i| {
+            Cpu.ldl_solve(i[0], &lld, i[1], &lp, i[2], &lb)
+        })?;
+        Ok(out)
+    }
     fn masked_select(
         &self,
         _x: &Buffer,

@@ -1,13 +1,14 @@
 //! Batched matrix factorizations and solves (torch.linalg's LU, Cholesky and triangular
 //! solves) over buffers: each matrix of the batch (the leading dims) is read row-major
 //! into float64, factored or solved by `crate::backend::linalg`, and written back in the
-//! operand's dtype. Computing in float64 makes the float32 results at least as accurate
+//! operand's dtype (the Householder family reads and writes each matrix column by column,
+//! as its kernels store them). Computing in float64 makes the float32 results at least as accurate
 //! as LAPACK's single precision (they are not its bits). Batches run on the pool when
 //! there is enough work; each matrix is computed alone, so the split changes no bit.
 
 use super::reduce::par;
 use super::strided;
-use crate::backend::linalg::{cholesky, expm, lu, triangular};
+use crate::backend::linalg::{cholesky, expm, householder, ldl, lu, triangular};
 use crate::layout::Layout;
 use crate::storage::Buffer;
 
@@ -232,6 +233,166 @@ pub fn matrix_exp(x: &Buffer, lx: &Layout) -> Buffer {
         out[0].copy_from_slice(&expm::expm(&a[b * n * n..(b + 1) * n * n], n));
     });
     write_like(x, e)
+}
+
+/// The layout of the matrices of `layout` transposed: read row-major, each matrix comes
+/// out column-major.
+fn transposed(layout: &Layout) -> Layout {
+    let mut t = layout.clone();
+    let r = t.ndim();
+    t.shape.swap(r - 2, r - 1);
+    t.strides.swap(r - 2, r - 1);
+    t
+}
+
+/// The first `cols` columns of every matrix of `layout`.
+fn first_cols(layout: &Layout, cols: usize) -> Layout {
+    let mut t = layout.clone();
+    let r = t.ndim();
+    t.shape[r - 1] = cols;
+    t
+}
+
+/// The column-major `m × n` matrix `src` written row-major into `dst`.
+fn to_row_major(src: &[f64], m: usize, n: usize, dst: &mut [f64]) {
+    for i in 0..m {
+        for j in 0..n {
+            dst[i * n + j] = src[j * m + i];
+        }
+    }
+}
+
+/// `geqrf` of every matrix of `x` (`(*, m, n)`): the packed factors (R on and above the
+/// diagonal, the Householder vectors below it; x's dtype, `(*, m, n)`) and `tau`
+/// (`(*, min(m, n))`), LAPACK's conventions.
+pub fn geqrf(x: &Buffer, lx: &Layout) -> (Buffer, Buffer) {
+    let (batch, m, n) = dims(lx);
+    let k = m.min(n);
+    let a = read_f64(x, &transposed(lx));
+    let flops = batch * m * n * k * 2;
+    let [f, t] = per_matrix(batch, [m * n, k], flops, |b, out| {
+        let [f, t] = out;
+        let mut w = a[b * m * n..(b + 1) * m * n].to_vec();
+        householder::geqrf(&mut w, m, n, t, true);
+        to_row_major(&w, m, n, f);
+    });
+    (write_like(x, f), write_like(x, t))
+}
+
+/// `orgqr` (torch's `householder_product`) of every matrix of `a` (`(*, m, n)`, m ≥ n)
+/// with the factors `tau` (`(*, k)`, k ≤ n, of a's batch shape): the first n columns of
+/// the product of the k reflectors, `(*, m, n)` in a's dtype.
+pub fn householder_product(a: &Buffer, la: &Layout, tau: &Buffer, lt: &Layout) -> Buffer {
+    let (batch, m, n) = dims(la);
+    let k = lt.shape[lt.ndim() - 1];
+    let v = read_f64(a, &transposed(la));
+    let ts = read_f64(tau, lt);
+    let [q] = per_matrix(batch, [m * n], batch * m * n * k * 2, |b, out| {
+        let mut w = v[b * m * n..(b + 1) * m * n].to_vec();
+        householder::orgqr(&mut w, m, n, &ts[b * k..(b + 1) * k], true);
+        to_row_major(&w, m, n, out[0]);
+    });
+    write_like(a, q)
+}
+
+/// `ormqr` of every matrix: Q·C, Qᵀ·C (`transpose`), or with `left == false` C·Q, C·Qᵀ,
+/// where Q (`mq × mq`, mq = a's rows) is the product of the `k` reflectors packed in
+/// the first k columns of `a` (`(*, mq, ·)`) with the factors `tau` (`(*, k)`), and C is
+/// `c` (`(*, mq, nc)`, or `(*, mc, mq)` from the right), all of one batch shape; the
+/// result has c's shape and dtype.
+#[allow(clippy::too_many_arguments)]
+pub fn ormqr(
+    a: &Buffer,
+    la: &Layout,
+    tau: &Buffer,
+    lt: &Layout,
+    c: &Buffer,
+    lc: &Layout,
+    left: bool,
+    transpose: bool,
+) -> Buffer {
+    let (batch, mq, _) = dims(la);
+    let k = lt.shape[lt.ndim() - 1];
+    let (_, cm, cn) = dims(lc);
+    let v = read_f64(a, &transposed(&first_cols(la, k)));
+    let ts = read_f64(tau, lt);
+    // C·Q = (Qᵀ·Cᵀ)ᵀ: from the right, the kernel works on Cᵀ column-major, which is C
+    // row-major
+    let (x, trans) = if left {
+        (read_f64(c, &transposed(lc)), transpose)
+    } else {
+        (read_f64(c, lc), !transpose)
+    };
+    let nc = if left { cn } else { cm };
+    let size = cm * cn;
+    let [out] = per_matrix(batch, [size], batch * mq * nc * k * 4, |b, out| {
+        let mut vb = v[b * mq * k..(b + 1) * mq * k].to_vec();
+        let tb = &ts[b * k..(b + 1) * k];
+        if left {
+            let mut w = x[b * size..(b + 1) * size].to_vec();
+            householder::ormqr_left(&mut vb, mq, tb, &mut w, nc, trans, true);
+            to_row_major(&w, cm, cn, out[0]);
+        } else {
+            out[0].copy_from_slice(&x[b * size..(b + 1) * size]);
+            householder::ormqr_left(&mut vb, mq, tb, out[0], nc, trans, true);
+        }
+    });
+    write_like(c, out)
+}
+
+/// The Bunch–Kaufman factorization (`sytrf`, lower) of every matrix of `x` (`(*, n, n)`,
+/// its lower triangle read): LD (x's dtype, the strict upper triangle zero), the 1-based
+/// pivots (int64 `(*, n)`, negative for a 2×2 block) and `info` (int64 `(*)`).
+pub fn ldl_factor(x: &Buffer, lx: &Layout) -> (Buffer, Buffer, Buffer) {
+    let (batch, n, _) = dims(lx);
+    let a = read_f64(x, lx);
+    let [f, p, i] = per_matrix(batch, [n * n, n, 1], batch * n * n * n / 3, |b, out| {
+        let [f, p, i] = out;
+        f.copy_from_slice(&a[b * n * n..(b + 1) * n * n]);
+        let mut piv = vec![0i64; n];
+        i[0] = ldl::sytf2_lower(f, n, &mut piv) as f64;
+        for r in 0..n {
+            f[r * n + r + 1..(r + 1) * n].fill(0.0);
+        }
+        p.iter_mut().zip(&piv).for_each(|(d, &s)| *d = s as f64);
+    });
+    (write_like(x, f), ints(p), ints(i))
+}
+
+/// `A·X = B` from `ldl_factor`'s LD (`(*, n, n)`) and pivots (`(*, n)`, int64) for B
+/// (`(*, n, k)`), all of one batch shape (`sytrs`, lower): X in B's dtype, or None when
+/// the pivots of a matrix are out of range.
+pub fn ldl_solve(
+    ld: &Buffer,
+    lld: &Layout,
+    piv: &Buffer,
+    lp: &Layout,
+    b: &Buffer,
+    lb: &Layout,
+) -> Option<Buffer> {
+    let (batch, n, _) = dims(lld);
+    let (_, _, k) = dims(lb);
+    let f = read_f64(ld, lld);
+    let p: Vec<i64> = match piv {
+        Buffer::I64(v) => strided::to_vec(v, lp),
+        _ => read_f64(piv, lp).into_iter().map(|x| x as i64).collect(),
+    };
+    let rhs = read_f64(b, lb);
+    let bad = std::sync::atomic::AtomicBool::new(false);
+    let [x] = per_matrix(batch, [n * k], batch * n * n * k * 2, |bi, out| {
+        out[0].copy_from_slice(&rhs[bi * n * k..(bi + 1) * n * k]);
+        let solved = ldl::sytrs_lower(
+            &f[bi * n * n..(bi + 1) * n * n],
+            n,
+            &p[bi * n..(bi + 1) * n],
+            out[0],
+            k,
+        );
+        if solved.is_err() {
+            bad.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    (!bad.into_inner()).then(|| write_like(b, x))
 }
 
 #[cfg(test)]

@@ -643,6 +643,69 @@ impl Backend for Cuda {
         self.fallback();
         self.up(cpu::linalg::matrix_exp(&host(x)?, lx))
     }
+    fn geqrf(&self, x: &Buffer, lx: &Layout) -> Result<(Buffer, Buffer)> {
+        self.fallback();
+        let (f, t) = cpu::linalg::geqrf(&host(x)?, lx);
+        Ok((self.up(f)?, self.up(t)?))
+    }
+    fn householder_product(
+        &self,
+        a: &Buffer,
+        la: &Layout,
+        tau: &Buffer,
+        lt: &Layout,
+    ) -> Result<Buffer> {
+        self.fallback();
+        self.up(cpu::linalg::householder_product(
+            &host(a)?,
+            la,
+            &host(tau)?,
+            lt,
+        ))
+    }
+    fn ormqr(
+        &self,
+        a: &Buffer,
+        la: &Layout,
+        tau: &Buffer,
+        lt: &Layout,
+        c: &Buffer,
+        lc: &Layout,
+        left: bool,
+        transpose: bool,
+    ) -> Result<Buffer> {
+        self.fallback();
+        let out = cpu::linalg::ormqr(
+            &host(a)?,
+            la,
+            &host(tau)?,
+            lt,
+            &host(c)?,
+            lc,
+            left,
+            transpose,
+        );
+        self.up(out)
+    }
+    fn ldl_factor(&self, x: &Buffer, lx: &Layout) -> Result<(Buffer, Buffer, Buffer)> {
+        self.fallback();
+        let (f, p, i) = cpu::linalg::ldl_factor(&host(x)?, lx);
+        Ok((self.up(f)?, self.up(p)?, self.up(i)?))
+    }
+    fn ldl_solve(
+        &self,
+        ld: &Buffer,
+        lld: &Layout,
+        piv: &Buffer,
+        lp: &Layout,
+        b: &Buffer,
+        lb: &Layout,
+    ) -> Result<Option<Buffer>> {
+        self.fallback();
+        cpu::linalg::ldl_solve(&host(ld)?, lld, &host(piv)?, lp, &host(b)?, lb)
+            .map(|x| self.up(x))
+            .transpose()
+    }
     fn masked_select(
         &self,
         _x: &Buffer,

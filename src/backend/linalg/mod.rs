@@ -16,6 +16,8 @@
 pub mod cholesky;
 pub mod eigh;
 pub mod expm;
+pub mod householder;
+pub mod ldl;
 pub mod lu;
 pub mod qr;
 pub(crate) mod reflect;
