@@ -518,8 +518,8 @@ fn float32_logaddexp_where_the_max_and_the_log_cancel() {
     // logaddexp2 likewise, b near log2(1 - 2^a), and equal operands (a = b = -1 is
     // exactly 0 in base 2, -ln 2 rounded is within 1 ulp of its tiny result)
     for (name, base) in [("logaddexp", std::f64::consts::E), ("logaddexp2", 2.0)] {
-        let mut a = vec![-1.319_563_5f32, -1.0, -0.693_147_2, 3.5, -2.0];
-        let mut b = vec![-0.310_774_56f32, -1.0, -0.693_147_2, 3.5, -2.0];
+        let mut a = vec![-1.319_563_5f32, -1.0, -std::f32::consts::LN_2, 3.5, -2.0];
+        let mut b = vec![-0.310_774_56f32, -1.0, -std::f32::consts::LN_2, 3.5, -2.0];
         for i in 1..400 {
             let x = i as f64 * 0.01;
             for delta in [1e-2, 1e-3, -1e-3, 1e-4] {

@@ -27,7 +27,9 @@ use super::{Func, Func2, scalar_fns, scalar_fns2, slice_fns, slice_fns2};
 use binary::*;
 use exp_log::*;
 use gamma::{digamma_f32, digamma_fast, lgamma_f32, lgamma_fast};
-use special::{ERFC_FAST, ERFINV_FAST, erf_f32, erfc_f32, erfc_fast, erfinv_f32, erfinv_fast, pow_f32};
+use special::{
+    ERFC_FAST, ERFINV_FAST, erf_f32, erfc_f32, erfc_fast, erfinv_f32, erfinv_fast, pow_f32,
+};
 pub use special::{pow1, powb, powf};
 use trig::*;
 
