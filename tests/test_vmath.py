@@ -74,6 +74,10 @@ for dt in ("float32", "float64"):
     # xlogy (a kernel of two slices): zeros of x, negative, NaN and infinite y included
     for name, y in (("tensor", t.xlogy(u)), ("number", t.xlogy(2.5))):
         out[f"{dt} xlogy {name}"] = hashlib.sha256(y.numpy().tobytes()).hexdigest()
+    # logaddexp, logaddexp2 (kernels of two slices) and the fused gelu (one pass in float32)
+    for name, y in (("logaddexp", rgrad.logaddexp(t, u)), ("logaddexp2", rgrad.logaddexp2(t, u)),
+                    ("logaddexp2 equal", rgrad.logaddexp2(t, t)), ("gelu", rgrad.nn.functional.gelu(t))):
+        out[f"{dt} {name}"] = hashlib.sha256(y.numpy().tobytes()).hexdigest()
 print(json.dumps(out))
 """
 

@@ -111,6 +111,23 @@ def erfinv_ratio(w):
     return mp.erfinv(y) / y
 
 
+HALF = mp.mpf(1) / 2 * (1 + mp.mpf(2) ** -20)
+
+
+def erfc_g(v):
+    """ln(erfc(x) e^(x^2) / t) at t = 1 - v, x = 2/t - 2."""
+    if v == 0:
+        return mp.mpf(0)
+    t = 1 - v
+    x = 2 / t - 2
+    return mp.log(mp.erfc(x) * mp.exp(x**2) / t)
+
+
+def atanh_ratio(scale):
+    """z -> scale * 2 atanh(s)/s at s = sqrt(z)."""
+    return safe(lambda z: scale * 2 * mp.atanh(mp.sqrt(z)) / mp.sqrt(z), scale * 2)
+
+
 def polys():
     T8 = mp.tan(mp.pi / 8) * (1 + mp.mpf(2) ** -20)
     expu = safe(lambda r: (mp.exp(r) - 1 - r) / r**2, mp.mpf(1) / 2)
@@ -144,11 +161,12 @@ def polys():
                      mp.mpf(0), mp.mpf("0.2500001"), 6, rel_odd(mp.asin), "f32"),
         "atanh_f32": ("atanh x = x + x^3 P(x^2), |x| <= 1/4", odd(mp.atanh, mp.mpf(1) / 3),
                       mp.mpf(0), mp.mpf("0.0625001"), 3, rel_odd(mp.atanh), "f32"),
-        # erfc x = t exp(-x^2 + G(t)), t = 1/(1 + x/2), x in [0, 10.06]: G's absolute
-        # error is erfc's relative error (evaluated in float64 for float32 results)
-        "erfc_f32": ("erfc x = t exp(-x^2 + G(t)), t = 1/(1 + x/2), 0 <= x <= 10.06",
-                     lambda t: mp.log(mp.erfc(2 / t - 2) * mp.exp((2 / t - 2) ** 2) / t),
-                     1 / (1 + mp.mpf("10.06") / 2), mp.mpf(1), 12, lambda t: mp.mpf(1), "f64"),
+        # erfc x = t exp(-x^2 + G), t = 1/(1 + x/2), x in [0, 10.06], G fitted in v = 1 - t
+        # (G(0) = 0, so the Horner sum is well conditioned near x = 0 too): G's absolute
+        # error is erfc's relative error (evaluated in float32, the low parts carried)
+        "erfc_f32": ("erfc x = t exp(-x^2 + G(v)), t = 1/(1 + x/2), v = 1 - t, 0 <= x <= 10.06",
+                     erfc_g, mp.mpf(0), 1 - 1 / (1 + mp.mpf("10.06") / 2), 12, lambda v: mp.mpf(1),
+                     "f32", 1),
         # erf in float32: x + x P(x^2) for |x| < 1, 1 - e^L(|x|) beyond (L's absolute error
         # is erfc's relative error, weighted by erfc |x| / erfc 1: what it adds to erf)
         "erf_f32": ("erf x = x + x P(x^2), |x| <= 1 (P(0) = 2/sqrt(pi) - 1)",
@@ -167,6 +185,19 @@ def polys():
                          lambda v: erfinv_ratio((v + 3) ** 2), mp.sqrt(5) - 3, mp.mpf(1), 10,
                          lambda v: mp.mpf(1) / abs(erfinv_ratio((v + 3) ** 2)), "f64"),
         # float64 ---------------------------------------------------------------
+        # float32 logaddexp / logaddexp2 in float64 (`via64`): e^r - 1 and 2^r - 1 with
+        # e^0 = 2^0 = 1 exactly, relative to e^r; 2 atanh(s)/s (and over ln 2) in z = s^2,
+        # s = e/(2 + e) <= 1/3
+        "exp_lite_f64": ("e^r = 1 + r (c1 + c2 r + ...), |r| <= ln2/2", lambda r: mp.expm1(r),
+                         -H_LN2, H_LN2, 8, lambda r: 1 / mp.exp(r), "f64", 1),
+        "exp2_lite_f64": ("2^r = 1 + r (c1 + c2 r + ...), |r| <= 1/2", lambda r: mp.power(2, r) - 1,
+                          -HALF, HALF, 8, lambda r: 1 / mp.power(2, r), "f64", 1),
+        "log1p_lite_f64": ("ln(1 + e) = s P(z), s = e/(2 + e), z = s^2 <= 1/9", atanh_ratio(1),
+                           mp.mpf(0), mp.mpf(1) / 9 * (1 + mp.mpf(2) ** -20), 7,
+                           lambda z: mp.mpf(1) / 2, "f64"),
+        "log2_1p_lite_f64": ("log2(1 + e) = s P(z), as log1p_lite_f64", atanh_ratio(1 / mp.log(2)),
+                             mp.mpf(0), mp.mpf(1) / 9 * (1 + mp.mpf(2) ** -20), 7,
+                             lambda z: mp.log(2) / 2, "f64"),
         "exp_f64": ("e^r = 1 + r + r^2 u(r), |r| <= ln2/2", expu, -H_LN2, H_LN2, 10,
                     lambda r: r * r / mp.exp(r), "f64"),
         "expv_f64": ("e^r = 1 + r + r^2/2 + r^3 v(r), |r| <= ln2/2", expv, -H_LN2, H_LN2, 9,

@@ -70,11 +70,17 @@ trait F: Element + VmathSlices + PartialOrd + Default + Send + Sync + std::fmt::
     fn round_even(self) -> Self;
     /// float32 (gelu's +∞ is NaN there on AVX-512 machines, as torch's AVX-512 kernel gives)
     const F32: bool;
+    /// gelu's erf form as one vmath slice function (the composite's bits), where the
+    /// dtype has one (float32: `vmath::float32::gelu`).
+    fn gelu_slice() -> Option<SliceFn<Self>>;
 }
 macro_rules! f_impl {
-    ($t:ty, $f32:expr) => {
+    ($t:ty, $f32:expr, $gelu:expr) => {
         impl F for $t {
             const F32: bool = $f32;
+            fn gelu_slice() -> Option<SliceFn<Self>> {
+                $gelu
+            }
             #[inline(always)]
             fn c(v: f64) -> Self {
                 v as $t
@@ -116,8 +122,8 @@ macro_rules! f_impl {
         }
     };
 }
-f_impl!(f32, true);
-f_impl!(f64, false);
+f_impl!(f32, true, Some(super::vmath::float32::gelu));
+f_impl!(f64, false, None);
 
 /// `out[i] = f(x[i])`, one plain loop.
 fn plain<T: F>(x: &[T], f: impl Fn(T) -> T + Sync + Send) -> Vec<T> {
@@ -253,6 +259,20 @@ fn forward<T: F>(op: ActFn, x: &[T]) -> Option<Vec<T>> {
             let k = c(std::f64::consts::FRAC_1_SQRT_2);
             let (inf, nan) = (c(f64::INFINITY), c(f64::NAN));
             let inf_is_nan = T::F32 && crate::backend::torch_cpu_avx512();
+            if let Some(g) = T::gelu_slice() {
+                // one pass (float32), then torch's AVX-512 NaN at +∞ where it applies
+                let mut y = fill_chunks_from(PAR_MIN_VMATH, x.len(), |start, out| {
+                    g(&x[start..start + out.len()], out)
+                });
+                if inf_is_nan {
+                    for (y, &v) in y.iter_mut().zip(x) {
+                        if v == inf {
+                            *y = nan;
+                        }
+                    }
+                }
+                return Some(y);
+            }
             staged(
                 x,
                 slice_fn::<T>(UnaryOp::Erf)?,

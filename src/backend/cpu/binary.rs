@@ -52,9 +52,10 @@ pub(super) trait Slices2: Sized {
     fn arith_fn(op: BinaryOp) -> Option<SliceFn2<Self>>;
 }
 
-/// logaddexp2 over slices in blocks: each step of `Float::logaddexp2` (float64) as one
-/// vmath slice kernel over the block (exp2, then log1p), so vectorised and the same bits
-/// as the per-element form.
+/// float64 logaddexp2 over slices in blocks: each step of `Float::logaddexp2`
+/// (`vmath::float64::logaddexp21`) as one vmath slice kernel over the block (exp2, then
+/// log1p), so vectorised and the same bits as the per-element form. (float32 has its
+/// own fused kernel, `vmath::float32::logaddexp2`.)
 macro_rules! logaddexp2_slices {
     ($name:ident, $t:ty) => {
         fn $name(a: &[$t], b: &[$t], out: &mut [std::mem::MaybeUninit<$t>]) {
@@ -89,11 +90,10 @@ macro_rules! logaddexp2_slices {
         }
     };
 }
-logaddexp2_slices!(logaddexp2_f32, f32);
 logaddexp2_slices!(logaddexp2_f64, f64);
 
 macro_rules! slices2 {
-    ($t:ty, $m:ident, $la2:ident, $($extra:ident => $f:ident),*) => {
+    ($t:ty, $m:ident, $la2:path, $($extra:ident => $f:ident),*) => {
         impl Slices2 for $t {
             fn table_fn(op: BinaryFn) -> Option<SliceFn2<$t>> {
                 Some(match op {
@@ -118,7 +118,7 @@ macro_rules! slices2 {
     };
 }
 // (float64 pow stays libm's: a vector form within 1 ulp needs ln x to about 2^-70)
-slices2!(f32, v32, logaddexp2_f32, Pow => pow);
+slices2!(f32, v32, v32::logaddexp2, Pow => pow);
 slices2!(f64, v64, logaddexp2_f64,);
 
 /// `op(a, b)` with a `vmath` kernel for float buffers, where there is one.
@@ -388,7 +388,7 @@ mod logaddexp2_tests {
             w.iter().map(|&x| x as f32).collect(),
         );
         let mut out = vec![MaybeUninit::<f32>::uninit(); v.len()];
-        logaddexp2_f32(&v, &w, &mut out);
+        v32::logaddexp2(&v, &w, &mut out);
         for ((o, &a), &b) in out.iter().zip(&v).zip(&w) {
             // SAFETY: as above.
             let o = unsafe { o.assume_init() };

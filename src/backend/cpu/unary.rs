@@ -95,8 +95,9 @@ pub trait Float: super::elementwise::Num + std::ops::Neg<Output = Self> {
     /// `self`'s magnitude with `o`'s sign bit.
     fn copysign(self, o: Self) -> Self;
     /// log2(2ˢᵉˡᶠ + 2ᵒ) as torch computes it: the larger plus log1p(2^-|difference|) / ln 2,
-    /// an infinity of both signs' own value; in float64 (vmath's exp2 and log1p: the bits
-    /// of the slice kernel `binary::logaddexp2_slices`), rounded once.
+    /// an infinity of both signs' own value: vmath's per-element form (`logaddexp21`,
+    /// the bits of the slice kernels: float32 one fused pass in float64, float64
+    /// `binary::logaddexp2_f64`).
     fn logaddexp2(self, o: Self) -> Self;
     /// `o` where `self` is 0, else 1 where `self > 0` and 0 where not (NaN too).
     fn heaviside(self, o: Self) -> Self;
@@ -147,15 +148,9 @@ macro_rules! float_impl {
             fn copysign(self, o: Self) -> Self {
                 <$t>::copysign(self, o)
             }
+            #[inline(always)]
             fn logaddexp2(self, o: Self) -> Self {
-                if self.is_infinite() && self == o {
-                    return self;
-                }
-                let (a, b) = (f64::from(self), f64::from(o));
-                let m = if a < b { b } else { a };
-                // (vmath's float64 forms: the bits of the slice kernel, binary.rs)
-                let l = v64::log1p1(v64::exp21(-(a - b).abs()));
-                (m + l * std::f64::consts::LOG2_E) as $t
+                $m::logaddexp21(self, o)
             }
             #[inline(always)]
             fn heaviside(self, o: Self) -> Self {

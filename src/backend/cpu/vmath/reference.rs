@@ -830,6 +830,33 @@ pub fn exact2_f64(name: &str) -> Exact2 {
             };
             Dd::f(m).add(l).v()
         },
+        "logaddexp2" => |a, b| {
+            // max + ln(1 + e^(-|a - b| ln 2)) / ln 2, in double-double
+            if a.is_nan() || b.is_nan() {
+                return (f64::NAN, 0.0, 0);
+            }
+            let m = a.max(b);
+            if a.is_infinite() || b.is_infinite() {
+                return (m + 0.0, 0.0, 0);
+            }
+            let (d, de) = two_sum(a, -b);
+            let nd = Dd(-d.abs(), if d < 0.0 { de } else { -de });
+            if nd.0 < -1070.0 {
+                return (m + 0.0, 0.0, 0);
+            }
+            let e = exp_dd(nd.mul(LN2));
+            let l = if e.0 < 1e-5 {
+                let mut s = Dd::f(0.0);
+                for n in (1..=12).rev() {
+                    let c = Dd::f(if n % 2 == 1 { 1.0 } else { -1.0 }).div(Dd::f(n as f64));
+                    s = c.add(e.mul(s));
+                }
+                e.mul(s)
+            } else {
+                log_dd(Dd::f(1.0).add(e))
+            };
+            Dd::f(m).add(l.div(LN2)).v()
+        },
         _ => panic!("no reference for {name}"),
     }
 }

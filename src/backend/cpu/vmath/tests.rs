@@ -447,3 +447,42 @@ fn float32_erf_and_erfc_dense_near_their_switches_tails_and_specials() {
         }
     }
 }
+
+#[test]
+fn float32_gelu_is_its_composites_steps_at_every_level() {
+    // one pass with the bits of x * 0.5 * (erf(x * (1/sqrt 2)) + 1) as three tensor ops
+    // round it, at every level, in the per-element form and the scalar tails
+    let mut xs: Vec<f32> = (0..(1u64 << 32) / (STRIDE * 8))
+        .map(|i| f32::from_bits((i * STRIDE * 8) as u32))
+        .collect();
+    xs.extend((0..20_000).map(|i| (i as f32 - 10_000.0) * 0.0013));
+    xs.extend(specials32());
+    let want: Vec<f32> = xs
+        .iter()
+        .map(|&x| x * 0.5 * (float32::erf1(x * std::f32::consts::FRAC_1_SQRT_2) + 1.0))
+        .collect();
+    let run_at = |l: Level, xs: &[f32]| {
+        let mut out = vec![MaybeUninit::<f32>::uninit(); xs.len()];
+        float32::gelu::at(l, xs, &mut out);
+        // SAFETY: slice functions initialise every element
+        out.into_iter()
+            .map(|v| unsafe { v.assume_init() })
+            .collect::<Vec<f32>>()
+    };
+    for l in supported() {
+        for ((&x, &w), &y) in xs.iter().zip(&want).zip(&run_at(l, &xs)) {
+            assert!(same32(w, y), "gelu({x:e}) at {l:?}: {y:e}, not {w:e}");
+            assert!(same32(float32::gelu1(x), y), "gelu1({x:e})");
+        }
+        for n in [1, 3, 15, 17, 33] {
+            let s = xs.len() / 3;
+            for (j, &y) in run_at(l, &xs[s..s + n]).iter().enumerate() {
+                assert!(same32(y, want[s + j]), "gelu tail at {l:?}");
+            }
+        }
+    }
+    // torch's AVX2 kernel's special values (+inf; -inf: -inf * 0 is NaN; NaN)
+    let g = float32::gelu1;
+    assert_eq!(g(f32::INFINITY), f32::INFINITY);
+    assert!(g(f32::NEG_INFINITY).is_nan() && g(f32::NAN).is_nan());
+}

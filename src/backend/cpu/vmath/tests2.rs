@@ -119,6 +119,7 @@ fn reference32(name: &str, a: f32, b: f32) -> f64 {
         "atan2" => x.atan2(y),
         "hypot" => x.hypot(y),
         "logaddexp" => exact2_f64("logaddexp")(x, y).0,
+        "logaddexp2" => exact2_f64("logaddexp2")(x, y).0,
         "pow" => x.powf(y),
         _ => unreachable!(),
     }
@@ -513,28 +514,38 @@ fn float32_number_base_pow_gives_pow1s_bits() {
 #[test]
 fn float32_logaddexp_where_the_max_and_the_log_cancel() {
     // ln(e^a + e^b) near 0 with a, b < 0: the max and log1p(e^-|a - b|) cancel by a
-    // factor of up to about 10^4 (torch's float32 kernel is off by ~10^3 ulp there)
-    let mut a = vec![-1.319_563_5f32];
-    let mut b = vec![-0.310_774_56f32];
-    for i in 1..400 {
-        let x = i as f64 * 0.01;
-        for delta in [1e-2, 1e-3, -1e-3, 1e-4] {
-            a.push(-x as f32);
-            b.push(((1.0 - (-x).exp()).ln() + delta) as f32);
+    // factor of up to about 10^4 (torch's float32 kernel is off by ~10^3 ulp there);
+    // logaddexp2 likewise, b near log2(1 - 2^a), and equal operands (a = b = -1 is
+    // exactly 0 in base 2, -ln 2 rounded is within 1 ulp of its tiny result)
+    for (name, base) in [("logaddexp", std::f64::consts::E), ("logaddexp2", 2.0)] {
+        let mut a = vec![-1.319_563_5f32, -1.0, -std::f32::consts::LN_2, 3.5, -2.0];
+        let mut b = vec![-0.310_774_56f32, -1.0, -std::f32::consts::LN_2, 3.5, -2.0];
+        for i in 1..400 {
+            let x = i as f64 * 0.01;
+            for delta in [1e-2, 1e-3, -1e-3, 1e-4] {
+                a.push(-x as f32);
+                b.push(((1.0 - base.powf(-x)).log(base) + delta) as f32);
+            }
         }
-    }
-    let f = float32::FUNCS2
-        .iter()
-        .find(|f| f.name == "logaddexp")
-        .unwrap();
-    let exact = exact2_f64("logaddexp");
-    for l in supported() {
-        for ((&x, &y), &got) in a.iter().zip(&b).zip(&run2(f, l, &a, &b)) {
-            let u = ulps_f32(got, exact(f64::from(x), f64::from(y)).0);
-            assert!(
-                u <= 1.0,
-                "logaddexp({x:e}, {y:e}) = {got:e}: {u} ulp at {l:?}"
-            );
+        let f = float32::FUNCS2.iter().find(|f| f.name == name).unwrap();
+        let exact = exact2_f64(name);
+        let mut worst = (0.0, 0.0, 0.0);
+        for l in supported() {
+            for ((&x, &y), &got) in a.iter().zip(&b).zip(&run2(f, l, &a, &b)) {
+                let u = ulps_f32(got, exact(f64::from(x), f64::from(y)).0);
+                if u > worst.0 {
+                    worst = (u, x, y);
+                }
+                assert!(u <= 1.0, "{name}({x:e}, {y:e}) = {got:e}: {u} ulp at {l:?}");
+            }
+        }
+        eprintln!(
+            "float32 {name}, cancellation up to ~10^4: max {:.3} ulp at ({:e}, {:e})",
+            worst.0, worst.1, worst.2
+        );
+        let one = run2(f, supported()[0], &[-1.0], &[-1.0])[0];
+        if name == "logaddexp2" {
+            assert_eq!(one.to_bits(), 0.0f32.to_bits());
         }
     }
 }

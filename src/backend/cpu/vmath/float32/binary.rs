@@ -1,5 +1,5 @@
 //! float32 functions of two tensors: atan2 (in float32, atan's reduction with both
-//! operands), hypot and logaddexp (in float64, rounded once), and fmod, remainder and
+//! operands), hypot, logaddexp and logaddexp2 (in float64, rounded once), and fmod, remainder and
 //! floor division (`vmath::fmod`, exact). x^y is `special::pow_f32`.
 
 #![allow(clippy::excessive_precision)]
@@ -91,8 +91,11 @@ pub(super) fn hypot_f32(x: f32, y: f32) -> f32 {
     }
 }
 
-/// ln(e^a + e^b) = max + log1p(e^-|a - b|) (torch's formula) in float64 (`via64`, a - b
-/// exact), rounded once; equal infinities give themselves.
+/// ln(e^a + e^b) = max + log1p(e^-|a - b|) (torch's formula) in float64 (`via64`'s
+/// lite forms, a - b exact), rounded once; a = b gives max + ln 2 (so that the max and
+/// the log cancel exactly where they should: logaddexp(x, x) has only ln 2's rounding).
+/// Equal infinities give themselves (a - b is NaN there, and for a NaN: a + b is the
+/// result in both cases).
 #[inline(always)]
 pub(super) fn logaddexp_f32(a: f32, b: f32) -> f32 {
     let (ad, bd) = (f64::from(a), f64::from(b));
@@ -100,14 +103,26 @@ pub(super) fn logaddexp_f32(a: f32, b: f32) -> f32 {
     let d = -(ad - bd).abs();
     // (e^-700 is already below float32's resolution next to any m; NaN stays)
     let d = if d < -700.0 { -700.0 } else { d };
-    let r = (m + via64::log1p_unit(via64::exp_lite10(d))) as f32;
-    if a == b && a.is_infinite() {
-        a
-    } else if a.is_nan() || b.is_nan() {
-        a + b
-    } else {
-        r
-    }
+    let l = via64::log1p_lite(via64::exp_lite(d));
+    let l = if d == 0.0 { std::f64::consts::LN_2 } else { l };
+    let r = (m + l) as f32;
+    if (a - b).is_nan() { a + b } else { r }
+}
+
+/// log2(2^a + 2^b) = max + log2(1 + 2^-|a - b|) (torch's formula), as
+/// [`logaddexp_f32`]: in float64, one fused pass (`via64::exp2_lite`, `log2_1p_lite`),
+/// rounded once; a = b gives max + 1 exactly.
+#[inline(always)]
+pub(super) fn logaddexp2_f32(a: f32, b: f32) -> f32 {
+    let (ad, bd) = (f64::from(a), f64::from(b));
+    let m = if ad < bd { bd } else { ad };
+    let d = -(ad - bd).abs();
+    // (2^-1000 is below float32's resolution next to any m; NaN stays)
+    let d = if d < -1000.0 { -1000.0 } else { d };
+    let l = via64::log2_1p_lite(via64::exp2_lite(d));
+    let l = if d == 0.0 { 1.0 } else { l };
+    let r = (m + l) as f32;
+    if (a - b).is_nan() { a + b } else { r }
 }
 
 crate::backend::cpu::vmath::fmod::fmod_fns!(f32);

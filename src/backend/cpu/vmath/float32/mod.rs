@@ -7,8 +7,8 @@
 //! rsqrt are IEEE operations (correctly rounded, and `1 / sqrt` rounded twice, as
 //! torch's rsqrt).
 //!
-//! Functions of two slices (`binary`, `FUNCS2`): atan2 in float32, hypot, logaddexp and
-//! pow through float64 (`via64`), fmod, remainder and floor division exact.
+//! Functions of two slices (`binary`, `FUNCS2`): atan2 in float32, hypot, logaddexp,
+//! logaddexp2 and pow through float64 (`via64`), fmod, remainder and floor division exact.
 //!
 //! Each function's per-element form (`exp1`, ...) gives the slice function's bits; see
 //! the parent module for the guarantees and docs/kernels.md for the designs.
@@ -27,7 +27,9 @@ use super::{Func, Func2, scalar_fns, scalar_fns2, slice_fns, slice_fns2};
 use binary::*;
 use exp_log::*;
 use gamma::{digamma_f32, digamma_fast, lgamma_f32, lgamma_fast};
-use special::{ERFINV_FAST, erf_f32, erfc_f32, erfinv_f32, erfinv_fast, pow_f32};
+use special::{
+    ERFC_FAST, ERFINV_FAST, erf_f32, erfc_f32, erfc_fast, erfinv_f32, erfinv_fast, pow_f32,
+};
 pub use special::{pow1, powb, powf};
 use trig::*;
 
@@ -111,6 +113,14 @@ via_f64! {
     acosh_f32 = f64k::acosh_f64;
 }
 
+/// gelu's erf form x 0.5 (erf(x / sqrt 2) + 1) with the steps and roundings of its
+/// composite (x times float32's 1/sqrt 2, `erf_f32`, then (x 0.5)(e + 1)), in one pass:
+/// the same bits as the composite's three tensor ops.
+#[inline(always)]
+fn gelu_f32(x: f32) -> f32 {
+    x * 0.5 * (erf_f32(x * std::f32::consts::FRAC_1_SQRT_2) + 1.0)
+}
+
 #[inline(always)]
 fn sqrt_f32(x: f32) -> f32 {
     x.sqrt()
@@ -142,7 +152,8 @@ slice_fns! { f32;
     sqrt: |x| sqrt_f32(x);
     rsqrt: |x| rsqrt_f32(x);
     erf: |x| erf_f32(x);
-    erfc: |x| erfc_f32(x);
+    gelu: |x| gelu_f32(x);
+    erfc: |x| erfc_f32(x), fast(|x| x.abs() <= ERFC_FAST => erfc_fast(x));
     erfinv: |x| erfinv_f32(x), fast(|x| x.abs() <= ERFINV_FAST => erfinv_fast(x));
     lgamma: |x| lgamma_f32(x), fast(|x| x > 0.0 && x < 8.0 => lgamma_fast(x));
     digamma: |x| digamma_f32(x), fast(|x| x > 0.0 && x < 8.0 => digamma_fast(x));
@@ -188,6 +199,8 @@ scalar_fns! { f32;
     erf1 = erf_f32;
     /// erfc x of one element.
     erfc1 = erfc_f32;
+    /// gelu x (the erf form) of one element.
+    gelu1 = gelu_f32;
     /// erfinv x of one element.
     erfinv1 = erfinv_f32;
     /// atanh x of one element.
@@ -348,6 +361,7 @@ slice_fns2! { f32;
     atan2: |y, x| atan2_f32(y, x);
     hypot: |x, y| hypot_f32(x, y);
     logaddexp: |a, b| logaddexp_f32(a, b);
+    logaddexp2: |a, b| logaddexp2_f32(a, b);
     pow: |x, y| pow_f32(x, y);
     xlogy: |a, b| xlogy_f32(a, b);
     fmod: |a, b| fmod_v(a, b), fixup(|a, b| !fmod_ok(a, b), fmod_s(a, b));
@@ -362,6 +376,8 @@ scalar_fns2! { f32;
     hypot1 = hypot_f32;
     /// ln(e^a + e^b) of one element.
     logaddexp1 = logaddexp_f32;
+    /// log2(2^a + 2^b) of one element.
+    logaddexp21 = logaddexp2_f32;
     /// x ln y of one element (torch's xlogy).
     xlogy1 = xlogy_f32;
 }
@@ -405,6 +421,11 @@ pub const FUNCS2: &[Func2<f32>] = &[
         name: "logaddexp",
         at: logaddexp::at,
         one: logaddexp1,
+    },
+    Func2 {
+        name: "logaddexp2",
+        at: logaddexp2::at,
+        one: logaddexp21,
     },
     Func2 {
         name: "pow",

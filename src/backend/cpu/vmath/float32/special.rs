@@ -1,11 +1,11 @@
-//! float32 erf (in float32), erfc (evaluated in float64, rounded once) and x^y with a
-//! number exponent (float64 ln and exp).
+//! float32 erf and erfc (in float32, with two-float steps where they need them) and x^y
+//! with a number exponent (float64 ln and exp).
 
 #![allow(clippy::excessive_precision)]
 
-use super::exp_log::exp_sum;
+use super::exp_log::{EXP_U, exp_sum};
 use super::via64;
-use super::{fast_two_sum, magic_int, pow2i};
+use super::{MAGIC, fast_two_sum, magic_int, pow2i, two_sum};
 use crate::backend::cpu::vmath;
 
 /// A polynomial in float64 by Estrin's scheme, lowest coefficient first: pairs
@@ -30,49 +30,91 @@ fn poly64<const N: usize>(x: f64, c: [f64; N]) -> f64 {
     v[0]
 }
 
-/// erfc a for a float64 a >= 0 (a float32's value), to about 2^-32 relative: erfc a =
-/// t e^(-a^2 + G(t)) with t = 1/(1 + a/2) (Numerical Recipes' form; G refitted by
-/// `tools/fit_vmath.py erfc_f32`). a^2 is exact (a has 24 bits).
+// ln 2 = LN2_HI + LN2_LO (exp_log's split: k LN2_HI is exact inside an fma)
+const LN2_HI: f32 = 0.693_147_182_464_599_609_375;
+const LN2_LO: f32 = -1.904_654_212_125_933_6e-9;
+
+/// G(v) = ln(erfc(a) e^(a^2) / t) with t = 1/(1 + a/2), v = 1 - t = a/(2 + a), for a
+/// in [0, 10.06] (v in [0, 0.8342]): G = C1 v + v^2 H(v) (`tools/fit_vmath.py
+/// erfc_f32`, 2^-30.1).
+const ERFC_C1: f32 = -1.256_758_332_252_502_4;
+const ERFC_H: [f32; 11] = [
+    -0.303_236_097_097_396_85,
+    0.161_370_128_393_173_22,
+    0.194_564_208_388_328_55,
+    0.042_607_437_819_242_48,
+    0.017_517_549_917_101_86,
+    -0.378_652_006_387_710_57,
+    0.737_766_087_055_206_3,
+    -1.290_839_314_460_754_4,
+    1.437_661_528_587_341_3,
+    -0.802_374_124_526_977_5,
+    0.174_865_290_522_575_38,
+];
+/// G'(v), to 0.0125 (a quadratic least-squares fit): the first-order correction for
+/// the rounding of v.
+const ERFC_DG: [f32; 3] = [-1.254_503, -0.697_875_9, 1.034_702_9];
+
+/// erfc x for |x| <= 10.1 with the result a normal float32 where `normal` (|x| below
+/// 9.1; the fast path), else clamped and scaled into the subnormals; in float32.
+///
+/// erfc a = t e^(-a^2 + G(v)) for a = |x| (Numerical Recipes' form, G refitted in
+/// v = 1 - t, where its Horner sum is well conditioned at both ends): t = 1/d with
+/// d = 1 + a/2 as an exact sum d + dl, one division and its fma residual giving
+/// t = tt (1 + eta); v = (a/2) t = (vh + vl)(1 + eta); the exponent -a^2 + C1 v +
+/// v^2 H(v) + eta + G'(v)(vl + vh eta) as a two-float sum (a^2 and C1 v exact in fmas);
+/// e^ of it as exp's `exp_sum` with the low part added to its reduced argument; the
+/// product with tt rounded once (then once more into the subnormals). erfc(-a) =
+/// 2 - erfc a. Max error over every float32: see docs/kernels.md (within 1 ulp).
 #[inline(always)]
-fn erfc_core(a: f64) -> f64 {
-    // beyond 10.1 the float32 result is 0 (NaN stays)
-    let a = if a > 10.1 { 10.1 } else { a };
-    // t = 1/d, d in [1, 6.05]: from d's bits, then Newton steps (each doubles the
-    // correct bits: 2^-4, 2^-8, 2^-16, 2^-32, enough for a float32 result; cheaper
-    // than a float64 division)
-    let d = 0.5f64.mul_add(a, 1.0);
-    let mut t = f64::from_bits(0x7FDE_6238_DA3C_2118_u64.wrapping_sub(d.to_bits()));
-    for _ in 0..3 {
-        t *= (-d).mul_add(t, 2.0);
-    }
-    let g = poly64(
-        t,
-        [
-            -1.265_506_037_807_145_4,
-            0.999_778_742_669_712_1,
-            0.378_567_864_715_525_1,
-            0.049_574_505_329_342_55,
-            0.122_868_622_046_015_04,
-            -1.032_764_982_695_046_2,
-            2.574_000_480_614_872,
-            -5.610_154_779_484_890_5,
-            8.376_014_532_639_07,
-            -7.753_693_776_206_427,
-            4.332_034_513_576_693,
-            -1.353_970_223_725_509_4,
-            0.183_250_538_489_397_35,
-        ],
-    );
-    // (the exponent lies in [-103, 0]: e^ is a normal float64; 2^-32 relative; a NaN
-    // a gives a number here, and the caller selects)
-    t * via64::exp_lite8((-a).mul_add(a, g))
+fn erfc_core(x: f32, normal: bool) -> f32 {
+    let a = x.abs();
+    let a = if !normal && a > 10.1 { 10.1 } else { a };
+    let ha = 0.5 * a;
+    let d = ha + 1.0;
+    let dl = ha - (d - 1.0);
+    let tt = 1.0 / d;
+    let eta = (-dl).mul_add(tt, (-d).mul_add(tt, 1.0));
+    let vh = ha * tt;
+    let vl = ha.mul_add(tt, -vh);
+    let (g1, g1l) = (vh * ERFC_C1, vh.mul_add(ERFC_C1, -(vh * ERFC_C1)));
+    let (gs, gse) = fast_two_sum(g1, (vh * vh) * super::poly(vh, ERFC_H));
+    let corr = super::poly(vh, ERFC_DG).mul_add(vh.mul_add(eta, vl), eta);
+    let ah = a * a;
+    let (wh, we) = two_sum(-ah, gs);
+    let wl = we + (gse + (g1l + (corr - a.mul_add(a, -ah))));
+    // e^(wh + wl) = 2^k e^rh (1 + rl): exp_sum's reduction of wh, wl beside rl
+    let t = wh.mul_add(std::f32::consts::LOG2_E, MAGIC);
+    let kf = t - MAGIC;
+    let rh = kf.mul_add(-LN2_HI, wh);
+    let rl = kf.mul_add(-LN2_LO, wl);
+    let q = (rh * rh) * super::poly(rh, EXP_U);
+    let (w, e) = fast_two_sum(1.0, rh);
+    let m = tt.mul_add(w, tt * (e + rl.mul_add(w + q, q)));
+    let v = if normal {
+        f32::from_bits(m.to_bits().wrapping_add(t.to_bits() << 23))
+    } else {
+        let k = magic_int(t);
+        let k1 = k >> 1;
+        m * pow2i(k1) * pow2i(k - k1)
+    };
+    if x < 0.0 { 2.0 - v } else { v }
 }
+
+/// Below this |x| erfc's result is a normal float32 (erfc 9.1 = 2^-123.6): the fast
+/// path.
+pub(super) const ERFC_FAST: f32 = 9.1;
 
 #[inline(always)]
 pub(super) fn erfc_f32(x: f32) -> f32 {
-    let e = erfc_core(f64::from(x.abs()));
-    let r = (if x < 0.0 { 2.0 - e } else { e }) as f32;
+    let r = erfc_core(x, false);
     if x.is_nan() { x } else { r }
+}
+
+/// [`erfc_f32`] for |x| <= [`ERFC_FAST`] (the same bits there).
+#[inline(always)]
+pub(super) fn erfc_fast(x: f32) -> f32 {
+    erfc_core(x, true)
 }
 
 /// erf in float32 (within 1 ulp): for |x| < 1, x + x P(x^2) in one fma

@@ -422,6 +422,18 @@ fn xlogy_f64(a: f64, b: f64) -> f64 {
     if b.is_nan() { b } else { y }
 }
 
+/// log2(2^a + 2^b) of one element: torch's formula max + log1p(2^-|a - b|) / ln 2 with
+/// this module's exp2 and log1p (the bits of `cpu::binary`'s float64 slice kernel, which
+/// runs those two as slice functions); equal infinities give themselves.
+pub fn logaddexp21(a: f64, b: f64) -> f64 {
+    if a.is_infinite() && a == b {
+        return a;
+    }
+    let m = if a < b { b } else { a };
+    let l = log1p1(exp21(-(a - b).abs()));
+    m + l * std::f64::consts::LOG2_E
+}
+
 /// fmod of one element (exact: `%`).
 pub fn fmod1(a: f64, b: f64) -> f64 {
     fmod_s(a, b)
