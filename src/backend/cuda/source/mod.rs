@@ -411,7 +411,7 @@ mod tests {
         let mut names: Vec<String> = binary_ops().into_iter().map(snake).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 22);
+        assert_eq!(names.len(), 24);
         let mut names: Vec<String> = reduce_ops().into_iter().map(snake).collect();
         names.sort();
         names.dedup();
