@@ -439,6 +439,8 @@ fn binary_ops(g: &mut Gpu) {
         BinaryOp::BitAnd,
         BinaryOp::BitOr,
         BinaryOp::BitXor,
+        BinaryOp::Gcd,
+        BinaryOp::Lcm,
     ];
     for op in ops {
         for dt in DTYPES {
