@@ -176,6 +176,12 @@ def polys():
         "erf_f32_tail": ("erf x = 1 - e^L(x), L(x) ~ ln erfc x, 1 <= x <= 4",
                          lambda x: mp.log(mp.erfc(x)), mp.mpf(1) - mp.mpf(2) ** -20, mp.mpf(4), 7,
                          lambda x: mp.erfc(x) / mp.erfc(1), "f32"),
+        # gelu's tail in float32: erfc(t/sqrt 2) for sqrt 2 <= t <= 3.92 sqrt 2 in u = t - 3.48,
+        # absolute (gelu = t - (t/2) e or (t/2) e needs e to 2^-26 absolute, not relative)
+        "gelu_f32_erfc": ("erfc(t/sqrt2) = Q(t - 3.48), sqrt2 <= t <= 3.92 sqrt2",
+                          lambda u: mp.erfc((u + mp.mpf("3.48")) / SQ),
+                          SQ * (1 - mp.mpf(2) ** -20) - mp.mpf("3.48"), mp.mpf("3.92") * SQ - mp.mpf("3.48"),
+                          14, lambda u: mp.mpf(1), "f32"),
         # erfinv y = y P(w), w = -ln(1 - y^2): on w < 5 in w - 2.5, on 5 <= w <= 16 (float32's
         # |y| <= 1 - 2^-24) in sqrt(w) - 3 (Giles' variables; refitted to 2^-32 relative)
         "erfinv_f32_a": ("erfinv y = y P(w - 2.5), w = -ln(1 - y^2) < 5",

@@ -591,6 +591,13 @@ def einsum(*args) -> Tensor:
     num_ops = len(operands)
     if num_ops == 0:
         raise RuntimeError("einsum(): must provide at least one operand")
+    if num_ops == 1 and isinstance(operands[0], Tensor):
+        # a permutation ("bij->bji"): the general path's result, a permute, without its
+        # parse (which costs more than the op)
+        lhs, arrow_, rhs = equation.replace(" ", "").partition("->")
+        if (arrow_ and lhs.isascii() and lhs.isalpha() and len(set(lhs)) == len(lhs) == operands[0].dim()
+                and len(rhs) == len(lhs) and set(rhs) == set(lhs)):
+            return operands[0].permute([lhs.index(c) for c in rhs])
     arrow = equation.find("->")
     lhs = equation if arrow < 0 else equation[:arrow]
 

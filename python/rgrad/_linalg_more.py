@@ -449,8 +449,16 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     rtol = _eps(A.dtype) * max(m, n) if rcond is None or rcond < 0 else float(rcond)
     k = b2.shape[-1]
     empty = A.new_zeros((0,))
+    # without a graph to record, one SVD gives the singular values and the solution
+    # (pinv's values: V diag(1/σ, σ above the cutoff) Uᵀ B), where the graph's path below
+    # runs svdvals and pinv, two
+    one_svd = (A.numel() and b2.numel() and type(A) is Tensor and type(B) is Tensor
+               and not (rgrad.is_grad_enabled() and (A.requires_grad or B.requires_grad)))
     with rgrad.no_grad():
-        S = rgrad.linalg.svdvals(A) if A.numel() else A.new_zeros((*A.shape[:-2], min(m, n)))
+        if one_svd:
+            U, S, Vh = A._linalg_svd(False, True)
+        else:
+            S = rgrad.linalg.svdvals(A) if A.numel() else A.new_zeros((*A.shape[:-2], min(m, n)))
         if drv == "gels":
             rank = _C.zeros((0,), dtype=_C.int64)
         elif S.shape[-1] == 0:
@@ -459,6 +467,11 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
             rank = (S > S.amax(-1, True) * rtol).sum(-1)
     if A.numel() == 0 or b2.numel() == 0:
         x = A.new_zeros((*batch, n, k))  # (an empty A: a zero solution)
+    elif one_svd:
+        # pinv's cutoff: rtol σ_max (gels: every nonzero σ; another rcond: its rtol)
+        cut = S.amax(-1, True) * (0.0 if drv == "gels" else rtol)
+        inv = S.reciprocal().where(S > cut, 0.0)
+        x = Vh.mT.matmul(inv.unsqueeze(-1) * U.mT.matmul(b2)).expand(*batch, n, k)
     else:
         # torch's backward is the derivative of pinv(A) @ B with pinv's default tolerance
         # (the lstsq default rcond): the same tolerance gives the value; another rcond

@@ -418,6 +418,8 @@ backend_kernels! {
     fn cholesky(x: &Buffer, lx: &Layout) -> (Buffer, Buffer) => cpu::linalg::cholesky, on x;
     /// The matrix exponential of every matrix `(*, n, n)`, x's dtype.
     fn matrix_exp(x: &Buffer, lx: &Layout) -> Buffer => cpu::linalg::matrix_exp, on x;
+    /// `(L Lᵀ)⁻¹` from Cholesky factors (`upper`: of `Uᵀ U`) and LAPACK's info per matrix.
+    fn cholesky_inverse(x: &Buffer, lx: &Layout, upper: bool) -> (Buffer, Buffer) => cpu::linalg::cholesky_inverse, on x;
     /// `geqrf` of every matrix `(*, m, n)`: the packed factors (R and the Householder
     /// vectors, x's dtype) and `tau` (`(*, min(m, n))`), LAPACK's conventions.
     fn geqrf(x: &Buffer, lx: &Layout) -> (Buffer, Buffer) => cpu::linalg::geqrf, on x;

@@ -919,6 +919,21 @@ impl Backend for Rec {
         one("matrix_exp", &[x], &out, move |i| Cpu.matrix_exp(i[0], &lx))?;
         Ok(out)
     }
+    fn cholesky_inverse(&self, x: &Buffer, lx: &Layout, upper: bool) -> Result<(Buffer, Buffer)> {
+        let (inv, info) = Cpu.cholesky_inverse(x, lx, upper)?;
+        let lx = lx.clone();
+        record(
+            "cholesky_inverse",
+            &[x],
+            None,
+            &[&inv, &info],
+            Box::new(move |ins, _| {
+                let (inv, info) = Cpu.cholesky_inverse(ins[0], &lx, upper)?;
+                Ok(Outs::from_iter([inv, info]))
+            }),
+        )?;
+        Ok((inv, info))
+    }
     fn geqrf(&self, x: &Buffer, lx: &Layout) -> Result<(Buffer, Buffer)> {
         let (f, t) = Cpu.geqrf(x, lx)?;
         let lx = lx.clone();

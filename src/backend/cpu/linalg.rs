@@ -8,7 +8,7 @@
 
 use super::reduce::par;
 use super::strided;
-use crate::backend::linalg::{cholesky, expm, householder, ldl, lu, triangular};
+use crate::backend::linalg::{cholesky, expm, householder, ldl, lu, map_batch, potri, triangular};
 use crate::layout::Layout;
 use crate::storage::Buffer;
 
@@ -223,6 +223,37 @@ pub fn cholesky(x: &Buffer, lx: &Layout) -> (Buffer, Buffer) {
         i[0] = cholesky::factor_lower(l, n) as f64;
     });
     (write_like(x, l), ints(i))
+}
+
+/// `(L Lᵀ)⁻¹` of every Cholesky factor of `x` (`(*, n, n)`; its lower triangle, or with
+/// `upper` its upper one as `Lᵀ`) in x's dtype, and LAPACK's `info` per matrix (int64:
+/// the 1-based index of the first zero on the diagonal, where the inverse is zeros).
+pub fn cholesky_inverse(x: &Buffer, lx: &Layout, upper: bool) -> (Buffer, Buffer) {
+    /// Every matrix's inverse (in `a`'s precision: float32 as LAPACK's spotri) and info.
+    fn run<T: potri::Real>(a: &[T], batch: usize, n: usize) -> (Vec<T>, Vec<f64>) {
+        let per = map_batch(batch, n * n * n * 2 / 3, |b| {
+            potri::inverse_lower(&a[b * n * n..(b + 1) * n * n], n, true)
+        });
+        let mut inv = Vec::with_capacity(batch * n * n);
+        let mut info = Vec::with_capacity(batch);
+        for (m, i) in per {
+            inv.extend_from_slice(&m);
+            info.push(i as f64);
+        }
+        (inv, info)
+    }
+    let (batch, n, _) = dims(lx);
+    let l = if upper { transposed(lx) } else { lx.clone() };
+    match x {
+        Buffer::F32(v) => {
+            let (inv, info) = run(&strided::to_vec(v, &l), batch, n);
+            (Buffer::F32(inv.into()), ints(info))
+        }
+        _ => {
+            let (inv, info) = run(&read_f64(x, &l), batch, n);
+            (Buffer::F64(inv.into()), ints(info))
+        }
+    }
 }
 
 /// The matrix exponential of every matrix of `x` (`(*, n, n)`) in x's dtype.

@@ -643,6 +643,11 @@ impl Backend for Cuda {
         self.fallback();
         self.up(cpu::linalg::matrix_exp(&host(x)?, lx))
     }
+    fn cholesky_inverse(&self, x: &Buffer, lx: &Layout, upper: bool) -> Result<(Buffer, Buffer)> {
+        self.fallback();
+        let (inv, info) = cpu::linalg::cholesky_inverse(&host(x)?, lx, upper);
+        Ok((self.up(inv)?, self.up(info)?))
+    }
     fn geqrf(&self, x: &Buffer, lx: &Layout) -> Result<(Buffer, Buffer)> {
         self.fallback();
         let (f, t) = cpu::linalg::geqrf(&host(x)?, lx);

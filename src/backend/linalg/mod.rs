@@ -19,6 +19,7 @@ pub mod expm;
 pub mod householder;
 pub mod ldl;
 pub mod lu;
+pub mod potri;
 pub mod qr;
 pub(crate) mod reflect;
 pub mod svd;
@@ -169,11 +170,11 @@ pub(crate) fn gemm_sub_within(
 /// stride `rsc` (column stride 1), and `A`, `B` are views of other slices (any strides:
 /// a transposed triangle reads with a column stride). Panics (caller bug) on shapes that
 /// do not match or a block outside its slice.
-pub(crate) fn gemm_add_to(
-    c: &mut [f64],
+pub(crate) fn gemm_add_to<T: gemm::GemmFloat>(
+    c: &mut [T],
     rsc: usize,
-    a: MatView<'_, f64>,
-    b: MatView<'_, f64>,
+    a: MatView<'_, T>,
+    b: MatView<'_, T>,
     parallel: bool,
 ) {
     let (m, n, k) = (a.rows, b.cols, a.cols);
@@ -200,7 +201,7 @@ pub(crate) fn gemm_add_to(
 }
 
 /// Whether every element of a non-empty view lies in its slice.
-fn view_fits(v: &MatView<'_, f64>) -> bool {
+fn view_fits<T>(v: &MatView<'_, T>) -> bool {
     (v.rows - 1)
         .checked_mul(v.row_stride)
         .zip((v.cols - 1).checked_mul(v.col_stride))
@@ -216,11 +217,11 @@ fn view_fits(v: &MatView<'_, f64>) -> bool {
 /// `gemm::Problem`'s invariant: every element described lies in one live allocation,
 /// C's elements are distinct and overlap neither operand, and nothing else accesses C
 /// during the call.
-unsafe fn accumulate(
+unsafe fn accumulate<T: gemm::GemmFloat>(
     (m, n, k): (usize, usize, usize),
-    (a, rsa, csa): (*const f64, usize, usize),
-    (b, rsb, csb): (*const f64, usize, usize),
-    (c, rsc): (*mut f64, usize),
+    (a, rsa, csa): (*const T, usize, usize),
+    (b, rsb, csb): (*const T, usize, usize),
+    (c, rsc): (*mut T, usize),
     parallel: bool,
 ) {
     let pr = gemm::Problem {

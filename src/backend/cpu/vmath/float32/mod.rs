@@ -28,7 +28,8 @@ use binary::*;
 use exp_log::*;
 use gamma::{digamma_f32, digamma_fast, lgamma_f32, lgamma_fast};
 use special::{
-    ERFC_FAST, ERFINV_FAST, erf_f32, erfc_f32, erfc_fast, erfinv_f32, erfinv_fast, pow_f32,
+    ERFC_FAST, ERFINV_FAST, erf_f32, erfc_f32, erfc_fast, erfinv_f32, erfinv_fast, gelu_f32,
+    pow_f32,
 };
 pub use special::{pow1, powb, powf};
 use trig::*;
@@ -76,6 +77,29 @@ fn poly<const N: usize>(x: f32, c: [f32; N]) -> f32 {
     p
 }
 
+/// A polynomial by Estrin's scheme, lowest coefficient first: pairs `c[2i] + c[2i+1] x`,
+/// then pairs of those with x^2, and so on: log2(N) dependent steps where Horner's rule
+/// takes N - 1 (a loop whose body is one long Horner chain runs at the chain's latency,
+/// not at the FMA units' throughput: gelu's degree-14 tail).
+#[inline(always)]
+fn poly_estrin<const N: usize>(x: f32, c: [f32; N]) -> f32 {
+    let mut v = c;
+    let mut n = N;
+    let mut p = x;
+    while n > 1 {
+        let half = n / 2;
+        for i in 0..half {
+            v[i] = v[2 * i + 1].mul_add(p, v[2 * i]);
+        }
+        if n % 2 == 1 {
+            v[half] = v[n - 1];
+        }
+        n = half + n % 2;
+        p *= p;
+    }
+    v[0]
+}
+
 /// (nh + nl)/(dh + dl) for two-float sums with |nl| <= ulp(nh), |dl| <= ulp(dh): one
 /// division, then one correction step (`q0 + (n - q0 d)/d`, the residual exact in an
 /// fma), so the result rounds about once.
@@ -111,14 +135,6 @@ via_f64! {
     cosh_f32 = f64k::cosh_f64;
     asinh_f32 = f64k::asinh_f64;
     acosh_f32 = f64k::acosh_f64;
-}
-
-/// gelu's erf form x 0.5 (erf(x / sqrt 2) + 1) with the steps and roundings of its
-/// composite (x times float32's 1/sqrt 2, `erf_f32`, then (x 0.5)(e + 1)), in one pass:
-/// the same bits as the composite's three tensor ops.
-#[inline(always)]
-fn gelu_f32(x: f32) -> f32 {
-    x * 0.5 * (erf_f32(x * std::f32::consts::FRAC_1_SQRT_2) + 1.0)
 }
 
 #[inline(always)]

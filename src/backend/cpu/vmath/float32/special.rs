@@ -117,6 +117,83 @@ pub(super) fn erfc_fast(x: f32) -> f32 {
     erfc_core(x, true)
 }
 
+/// erf x = x + x P(x^2) for |x| <= 1 (`tools/fit_vmath.py erf_f32`, 2^-29.4 relative).
+const ERF_P: [f32; 7] = [
+    0.128_379_166_126_251_22,
+    -0.376_126_259_565_353_4,
+    0.112_835_802_137_851_72,
+    -0.026_853_466_406_464_577,
+    0.005_187_484_901_398_42,
+    -0.000_800_145_324_319_601_1,
+    7.821_113_831_596_449e-5,
+];
+
+/// erfc(t/sqrt 2) = Q(t - GELU_MID) for sqrt 2 <= t <= GELU_HI (`tools/fit_vmath.py
+/// gelu_f32_erfc`, 2^-27.1 absolute).
+const GELU_Q: [f32; 15] = [
+    0.000_501_413_771_416_992,
+    -0.001_871_495_856_903_493_4,
+    0.003_256_486_961_618_066,
+    -0.003_466_038_499_027_490_6,
+    0.002_472_329_186_275_601_4,
+    -0.001_199_751_859_530_806_5,
+    0.000_366_859_341_738_745_57,
+    -4.075_972_901_773_639e-5,
+    -2.212_626_895_925_495_8e-5,
+    1.320_757_382_927_695_3e-5,
+    -2.373_593_815_718_777_5e-6,
+    -5.408_427_909_969_76e-7,
+    2.703_889_947_497_373e-7,
+    -1.296_852_958_354_577_4e-9,
+    -8.521_138_461_503_597e-9,
+];
+const GELU_MID: f32 = 3.48;
+/// 3.92 sqrt 2: from here on erfc(t/sqrt 2) < 2^-25.9 (float32's erf(t/sqrt 2) is 1),
+/// taken as 0.
+const GELU_HI: f32 = 5.543_717;
+
+/// gelu's erf form x/2 (1 + erf(x/sqrt 2)) in float32, held to what that product needs
+/// rather than erf's 1 ulp: (x/2)(1 + erf z) for |x| < sqrt 2 (z = x/sqrt 2, erf z by
+/// [`ERF_P`], the sum in one fma); beyond, e = erfc(|x|/sqrt 2) by one polynomial in |x|
+/// ([`GELU_Q`], no exponential; both polynomials by Estrin's scheme, see
+/// [`super::poly_estrin`]), x - (x/2) e for x > 0 and (x/2) e for x < 0 (the
+/// negative side keeps e's relative precision, which 1 + erf loses). Both forms are
+/// evaluated and selected (branch-free, vectorised). Special values as torch's float32
+/// kernel: gelu(-0) = +0 and gelu(x) = +0 where erf(x/sqrt 2) rounds to -1 (its x/2 +
+/// (x/2) erf), +inf at +inf, NaN at -inf and NaN. Error: see docs/kernels.md.
+#[inline(always)]
+pub(super) fn gelu_f32(x: f32) -> f32 {
+    let hx = 0.5 * x;
+    let z = x * std::f32::consts::FRAC_1_SQRT_2;
+    // (ERF_P in two Horner halves, P = P_lo(w) + w^3 P_hi(w): a shorter chain than
+    // Horner's whole, as accurate; Estrin's pairs, or w^4 P_hi, lost 0.1 ulp here)
+    let w = z * z;
+    let w3 = (w * w) * w;
+    let [c0, c1, c2, c3, c4, c5, c6] = ERF_P;
+    let p = w3.mul_add(
+        super::poly(w, [c3, c4, c5, c6]),
+        super::poly(w, [c0, c1, c2]),
+    );
+    let erf_small = z.mul_add(p, z);
+    let a = x.abs();
+    let ac = if a < GELU_HI { a } else { GELU_HI };
+    let e = super::poly_estrin(ac - GELU_MID, GELU_Q);
+    let e = if a > GELU_HI { 0.0 } else { e };
+    let m = if a < std::f32::consts::SQRT_2 {
+        erf_small
+    } else {
+        1.0 - e
+    };
+    let pos = hx.mul_add(m, hx);
+    // (NaN fails `>=`: `pos` keeps it; -inf: -inf x 0 is NaN)
+    let neg = hx.mul_add(e, 0.0);
+    if a >= std::f32::consts::SQRT_2 && x < 0.0 {
+        neg
+    } else {
+        pos
+    }
+}
+
 /// erf in float32 (within 1 ulp): for |x| < 1, x + x P(x^2) in one fma
 /// (`tools/fit_vmath.py erf_f32`, 2^-29.4 relative); beyond, 1 - e^L(|x|) with L a
 /// polynomial in |x| near ln erfc |x| (`erf_f32_tail`, its error weighted by erfc |x|,
@@ -127,19 +204,7 @@ pub(super) fn erfc_fast(x: f32) -> f32 {
 #[inline(always)]
 pub(super) fn erf_f32(x: f32) -> f32 {
     let a = x.abs();
-    let p = super::poly(
-        x * x,
-        [
-            0.128_379_166_126_251_22,
-            -0.376_126_259_565_353_4,
-            0.112_835_802_137_851_72,
-            -0.026_853_466_406_464_577,
-            0.005_187_484_901_398_42,
-            -0.000_800_145_324_319_601_1,
-            7.821_113_831_596_449e-5,
-        ],
-    );
-    let small = x.mul_add(p, x);
+    let small = x.mul_add(super::poly(x * x, ERF_P), x);
     let ac = if a > 4.0 { 4.0 } else { a };
     let l = super::poly(
         ac,
