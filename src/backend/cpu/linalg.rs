@@ -8,7 +8,9 @@
 
 use super::reduce::par;
 use super::strided;
-use crate::backend::linalg::{cholesky, expm, householder, ldl, lu, map_batch, potri, triangular};
+use crate::backend::linalg::{
+    Real, cholesky, expm, householder, ldl, lu, map_batch, potri, triangular,
+};
 use crate::layout::Layout;
 use crate::storage::Buffer;
 
@@ -216,6 +218,22 @@ pub fn solve_triangular(
 /// read) in x's dtype, and LAPACK's `info` (int64, `(*)`).
 pub fn cholesky(x: &Buffer, lx: &Layout) -> (Buffer, Buffer) {
     let (batch, n, _) = dims(lx);
+    if let Buffer::F32(v) = x {
+        // float32 in float32, as LAPACK's spotrf (torch's): twice the GEMM's lanes
+        let a = strided::to_vec(v, lx);
+        let per = map_batch(batch, n * n * n / 3, |b| {
+            let mut l = a[b * n * n..(b + 1) * n * n].to_vec();
+            let info = cholesky::factor_lower(&mut l, n);
+            (l, info as f64)
+        });
+        let mut l = Vec::with_capacity(batch * n * n);
+        let mut info = Vec::with_capacity(batch);
+        for (m, i) in per {
+            l.extend_from_slice(&m);
+            info.push(i);
+        }
+        return (Buffer::F32(l.into()), ints(info));
+    }
     let a = read_f64(x, lx);
     let [l, i] = per_matrix(batch, [n * n, 1], batch * n * n * n / 3, |b, out| {
         let [l, i] = out;
@@ -230,7 +248,7 @@ pub fn cholesky(x: &Buffer, lx: &Layout) -> (Buffer, Buffer) {
 /// the 1-based index of the first zero on the diagonal, where the inverse is zeros).
 pub fn cholesky_inverse(x: &Buffer, lx: &Layout, upper: bool) -> (Buffer, Buffer) {
     /// Every matrix's inverse (in `a`'s precision: float32 as LAPACK's spotri) and info.
-    fn run<T: potri::Real>(a: &[T], batch: usize, n: usize) -> (Vec<T>, Vec<f64>) {
+    fn run<T: Real>(a: &[T], batch: usize, n: usize) -> (Vec<T>, Vec<f64>) {
         let per = map_batch(batch, n * n * n * 2 / 3, |b| {
             potri::inverse_lower(&a[b * n * n..(b + 1) * n * n], n, true)
         });

@@ -1,6 +1,7 @@
 //! Cholesky factorization (LAPACK's `potrf`, lower) on row-major matrices.
 
-use crate::backend::cpu::matmul::{MatView, gemm_start, splits};
+use super::Real;
+use crate::backend::cpu::matmul::{MatView, splits};
 
 /// Columns per block of the blocked factorization: the GEMM's updates have k = j0 and
 /// 32 columns, and the column loop's dot products stay under 32 elements. Not tuned by
@@ -22,7 +23,7 @@ const NB: usize = 32;
 /// failure leaves the columns from the failing one on exactly as the plain loop leaves
 /// them. In exact arithmetic
 /// the same factor and `info` as the loop (rounding differs in the last places).
-pub fn factor_lower(a: &mut [f64], n: usize) -> i64 {
+pub(crate) fn factor_lower<T: Real>(a: &mut [T], n: usize) -> i64 {
     let (mut w, mut neg, mut l11, mut t) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for j0 in (0..n).step_by(NB) {
         let jb = NB.min(n - j0);
@@ -35,7 +36,7 @@ pub fn factor_lower(a: &mut [f64], n: usize) -> i64 {
                 .map(|(p, c)| -a[(j0 + c) * n + p]),
         );
         w.clear();
-        w.resize(rows * jb, 0.0);
+        w.resize(rows * jb, T::ZERO);
         let view = |offset: usize, rows: usize, cols: usize| MatView {
             data: &*a,
             offset,
@@ -53,7 +54,7 @@ pub fn factor_lower(a: &mut [f64], n: usize) -> i64 {
             col_stride: 1,
         };
         let parallel = splits(rows, jb, j0) && crate::runtime::intra_op_parallel();
-        gemm_start(
+        T::gemm_start(
             view(j0 * n + j0, rows, jb),
             view(j0 * n, rows, j0),
             b,
@@ -87,13 +88,13 @@ pub fn factor_lower(a: &mut [f64], n: usize) -> i64 {
 /// subtracted: for each column the pivot `w_cc − Σ L_ck²` over the block's columns,
 /// then the entries below it. Returns the failing column (its pivot left in `w_cc`),
 /// or `None`.
-fn factor_block_column(w: &mut [f64], rows: usize, jb: usize) -> Option<usize> {
+fn factor_block_column<T: Real>(w: &mut [T], rows: usize, jb: usize) -> Option<usize> {
     for c in 0..jb {
         let (head, tail) = w.split_at_mut((c + 1) * jb);
         let row_c = &mut head[c * jb..];
         let d = row_c[c] - dot(&row_c[..c], &row_c[..c]);
         // (`!(d > 0)` also catches NaN)
-        if d.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+        if d.partial_cmp(&T::ZERO) != Some(std::cmp::Ordering::Greater) {
             row_c[c] = d;
             return Some(c);
         }
@@ -112,19 +113,19 @@ fn factor_block_column(w: &mut [f64], rows: usize, jb: usize) -> Option<usize> {
 /// [`super::triangular::solve_in_place`] on transposed copies (`l11`, `t`: scratch),
 /// whose updates are axpys along the `rows − jb` rows instead of the column loop's short
 /// dot products. The same arithmetic as the loop's, summed in another order.
-fn solve_below(
-    w: &mut [f64],
+fn solve_below<T: Real>(
+    w: &mut [T],
     rows: usize,
     jb: usize,
     cols: usize,
-    l11: &mut Vec<f64>,
-    t: &mut Vec<f64>,
+    l11: &mut Vec<T>,
+    t: &mut Vec<T>,
 ) {
     let r = rows - jb;
     l11.clear();
     l11.extend((0..cols).flat_map(|i| w[i * jb..i * jb + cols].iter().copied()));
     t.clear();
-    t.resize(cols * r, 0.0);
+    t.resize(cols * r, T::ZERO);
     for i in 0..r {
         for c in 0..cols {
             t[c * r + i] = w[(jb + i) * jb + c];
@@ -138,39 +139,39 @@ fn solve_below(
     }
 }
 
-/// `out` as possibly uninitialised memory for [`gemm_start`] (every element is
+/// `out` as possibly uninitialised memory for [`Real::gemm_start`] (every element is
 /// written, none read).
-fn as_uninit(out: &mut [f64]) -> &mut [std::mem::MaybeUninit<f64>] {
-    // SAFETY: MaybeUninit<f64> has f64's layout, and every f64 is a valid
-    // MaybeUninit<f64>; the GEMM only writes valid values.
-    unsafe { &mut *(std::ptr::from_mut(out) as *mut [std::mem::MaybeUninit<f64>]) }
+fn as_uninit<T>(out: &mut [T]) -> &mut [std::mem::MaybeUninit<T>] {
+    // SAFETY: MaybeUninit<T> has T's layout, and every T is a valid MaybeUninit<T>; the
+    // GEMM only writes valid values.
+    unsafe { &mut *(std::ptr::from_mut(out) as *mut [std::mem::MaybeUninit<T>]) }
 }
 
 /// `Σ x_k y_k` in eight interleaved partial sums (one chain would wait on the adder's
 /// latency at every element: the factorization's inner loop is these dot products).
-fn dot(x: &[f64], y: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 8];
+fn dot<T: Real>(x: &[T], y: &[T]) -> T {
+    let mut acc = [T::ZERO; 8];
     let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
     let (xr, yr) = (xc.remainder(), yc.remainder());
     for (a, b) in xc.zip(yc) {
         for l in 0..8 {
-            acc[l] += a[l] * b[l];
+            acc[l] = acc[l] + a[l] * b[l];
         }
     }
-    let mut tail = 0.0;
-    for (a, b) in xr.iter().zip(yr) {
-        tail += a * b;
+    let mut tail = T::ZERO;
+    for (&a, &b) in xr.iter().zip(yr) {
+        tail = tail + a * b;
     }
     ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
 }
 
 /// Zeroes the strict upper triangle (what torch returns there, whether or not the
 /// factorization completed).
-fn zero_upper(a: &mut [f64], n: usize) {
+fn zero_upper<T: Real>(a: &mut [T], n: usize) {
     for i in 0..n {
         a[i * n + i + 1..(i + 1) * n]
             .iter_mut()
-            .for_each(|x| *x = 0.0);
+            .for_each(|x| *x = T::ZERO);
     }
 }
 
@@ -217,6 +218,30 @@ mod tests {
             }
         }
         a
+    }
+
+    #[test]
+    fn float32_factors_in_float32_close_to_float64_with_the_same_info() {
+        for n in [1, 5, 31, 32, 33, 100, 130] {
+            let a = spd(n, 40 + n as u64);
+            let a32: Vec<f32> = a.iter().map(|&v| v as f32).collect();
+            let mut l32 = a32.clone();
+            let info = factor_lower(&mut l32, n);
+            let mut l64: Vec<f64> = a32.iter().map(|&v| f64::from(v)).collect();
+            assert_eq!(info, factor_lower(&mut l64, n));
+            let scale = l64.iter().fold(1.0f64, |s, x| s.max(x.abs()));
+            for (x, y) in l32.iter().zip(&l64) {
+                assert!(
+                    (f64::from(*x) - y).abs() <= 1e-5 * scale,
+                    "n {n}: {x} vs {y}"
+                );
+            }
+            // not positive definite at the same minor
+            let mut bad = a32.clone();
+            bad[(n / 2) * n + n / 2] = -1.0;
+            let mut bad64: Vec<f64> = bad.iter().map(|&v| f64::from(v)).collect();
+            assert_eq!(factor_lower(&mut bad, n), factor_lower(&mut bad64, n));
+        }
     }
 
     /// Factors `a` both ways, asserts the same info and entries within `tol` relative to

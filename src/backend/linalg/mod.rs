@@ -25,6 +25,62 @@ pub(crate) mod reflect;
 pub mod svd;
 pub mod triangular;
 
+/// The element types of the routines that run in the input's own precision (float32
+/// as LAPACK's s-routines, as torch's; the rest of this module works in float64):
+/// potri, potrf and the triangular solves under them.
+pub(crate) trait Real:
+    gemm::GemmFloat
+    + PartialEq
+    + PartialOrd
+    + std::fmt::Debug
+    + std::ops::Neg<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::SubAssign
+    + std::ops::DivAssign
+{
+    /// 1
+    const ONE: Self;
+    /// `self * a + b`, rounded once.
+    fn fma(self, a: Self, b: Self) -> Self;
+    /// The square root.
+    fn sqrt(self) -> Self;
+    /// `out = D + A·B` on the GEMM (`matmul::gemm_start` for this type).
+    fn gemm_start(
+        d: crate::backend::cpu::matmul::MatView<'_, Self>,
+        a: crate::backend::cpu::matmul::MatView<'_, Self>,
+        b: crate::backend::cpu::matmul::MatView<'_, Self>,
+        out: &mut [std::mem::MaybeUninit<Self>],
+        parallel: bool,
+    );
+}
+macro_rules! real {
+    ($t:ty) => {
+        impl Real for $t {
+            const ONE: Self = 1.0;
+            #[inline(always)]
+            fn fma(self, a: Self, b: Self) -> Self {
+                self.mul_add(a, b)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn gemm_start(
+                d: crate::backend::cpu::matmul::MatView<'_, Self>,
+                a: crate::backend::cpu::matmul::MatView<'_, Self>,
+                b: crate::backend::cpu::matmul::MatView<'_, Self>,
+                out: &mut [std::mem::MaybeUninit<Self>],
+                parallel: bool,
+            ) {
+                crate::backend::cpu::matmul::gemm_start(d, a, b, out, parallel);
+            }
+        }
+    };
+}
+real!(f32);
+real!(f64);
+
 /// Runs `f` over `count` matrices, on the pool when there is enough work, and returns the
 /// results in order. `work` is an estimate of one matrix's flops.
 pub(crate) fn map_batch<T: Send>(

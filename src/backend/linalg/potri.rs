@@ -8,34 +8,8 @@
 //! type: float32 factors are inverted in float32 (as torch's spotri; the rest of this
 //! module family works in float64), at twice the GEMM's lanes.
 
-use super::gemm_add_to;
-use crate::backend::cpu::gemm::GemmFloat;
+use super::{Real, gemm_add_to};
 use crate::backend::cpu::matmul::MatView;
-
-/// The element types: float32 factors are inverted in float32 (LAPACK's spotri, as
-/// torch's), float64 ones in float64.
-pub(crate) trait Real:
-    GemmFloat + PartialEq + std::ops::Neg<Output = Self> + std::ops::Div<Output = Self>
-{
-    /// 1
-    const ONE: Self;
-    /// `self * a + b`, rounded once.
-    fn fma(self, a: Self, b: Self) -> Self;
-}
-impl Real for f32 {
-    const ONE: Self = 1.0;
-    #[inline(always)]
-    fn fma(self, a: Self, b: Self) -> Self {
-        self.mul_add(a, b)
-    }
-}
-impl Real for f64 {
-    const ONE: Self = 1.0;
-    #[inline(always)]
-    fn fma(self, a: Self, b: Self) -> Self {
-        self.mul_add(a, b)
-    }
-}
 
 /// Blocks of at most this many rows run the plain row loops.
 const BASE: usize = 32;

@@ -1,5 +1,6 @@
 //! Triangular solves (LAPACK's `trsm` from the left) on row-major matrices.
 
+use super::Real;
 use crate::backend::cpu::matmul::MatView;
 
 /// Triangles of at most this many rows are solved as row axpys; larger ones split in
@@ -18,10 +19,10 @@ const BASE: usize = 16;
 /// run the plain loop, whose updates are whole-row axpys of `b`. The GEMM multiplies
 /// zeros the loop skips, so an infinite entry can give NaN where the loop gave a
 /// number (`0·∞`), as a BLAS `trsm` that does not test for zeros does.
-pub fn solve_in_place(
-    a: &[f64],
+pub(crate) fn solve_in_place<T: Real>(
+    a: &[T],
     n: usize,
-    b: &mut [f64],
+    b: &mut [T],
     k: usize,
     upper: bool,
     unit: bool,
@@ -41,15 +42,15 @@ pub fn solve_in_place(
 }
 
 /// One triangle and how it is applied.
-struct Triangle<'a> {
-    a: &'a [f64],
+struct Triangle<'a, T> {
+    a: &'a [T],
     n: usize,
     upper: bool,
     unit: bool,
     transpose: bool,
 }
 
-impl Triangle<'_> {
+impl<T: Real> Triangle<'_, T> {
     /// Whether `op(A)` is lower triangular (rows solved first to last).
     fn forward(&self) -> bool {
         self.upper == self.transpose
@@ -57,7 +58,7 @@ impl Triangle<'_> {
 
     /// `op(A)[r0..r0 + rows, c0..c0 + cols]` as a view of `a` (a transposed view reads
     /// with a column stride of `n`).
-    fn view(&self, r0: usize, c0: usize, rows: usize, cols: usize) -> MatView<'_, f64> {
+    fn view(&self, r0: usize, c0: usize, rows: usize, cols: usize) -> MatView<'_, T> {
         let (offset, row_stride, col_stride) = if self.transpose {
             (c0 * self.n + r0, 1, self.n)
         } else {
@@ -75,7 +76,7 @@ impl Triangle<'_> {
 
     /// Solves rows `r0..r1` of the system, `b` holding those rows of B (`k` each) with
     /// every update from the rows solved before them already in.
-    fn solve(&self, r0: usize, r1: usize, b: &mut [f64], k: usize) {
+    fn solve(&self, r0: usize, r1: usize, b: &mut [T], k: usize) {
         let h = r1 - r0;
         if h <= BASE {
             self.solve_plain(r0, r1, b, k);
@@ -96,7 +97,7 @@ impl Triangle<'_> {
 
     /// `target -= block · solved` (`block` a view of `op(A)`, both row blocks `k` wide):
     /// `solved` is negated in place for the GEMM, which only adds, and restored after.
-    fn update(&self, target: &mut [f64], block: MatView<'_, f64>, solved: &mut [f64], k: usize) {
+    fn update(&self, target: &mut [T], block: MatView<'_, T>, solved: &mut [T], k: usize) {
         solved.iter_mut().for_each(|x| *x = -*x);
         let x = MatView {
             data: &*solved,
@@ -111,7 +112,7 @@ impl Triangle<'_> {
     }
 
     /// The plain loop on rows `r0..r1` (`b` those rows of B).
-    fn solve_plain(&self, r0: usize, r1: usize, b: &mut [f64], k: usize) {
+    fn solve_plain(&self, r0: usize, r1: usize, b: &mut [T], k: usize) {
         let (a, n, unit, transpose) = (self.a, self.n, self.unit, self.transpose);
         let forward = self.forward();
         let h = r1 - r0;
@@ -130,7 +131,7 @@ impl Triangle<'_> {
                 let (bi, solved_hi) = rest.split_at_mut(k);
                 for j in js {
                     let c = at(i, j);
-                    if c == 0.0 {
+                    if c == T::ZERO {
                         continue;
                     }
                     let xj = if j < i {
@@ -158,7 +159,7 @@ impl Triangle<'_> {
                 let targets = if forward { i + 1..h } else { 0..i };
                 for j in targets {
                     let c = at(i, j);
-                    if c == 0.0 {
+                    if c == T::ZERO {
                         continue;
                     }
                     let bj = if j < i {

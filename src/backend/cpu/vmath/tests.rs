@@ -296,7 +296,7 @@ fn fixups_reach_only_their_block() {
 fn fast_paths_match_the_full_formulas() {
     // blocks entirely inside a fast path's domain next to blocks that are not: the
     // slice results equal the per-element (full) formula's everywhere
-    let xs32: Vec<f32> = (0..8192)
+    let mut xs32: Vec<f32> = (0..8192)
         .map(|i| {
             if i / 1024 % 2 == 0 {
                 (i as f32 - 4096.0) * 0.02
@@ -305,6 +305,10 @@ fn fast_paths_match_the_full_formulas() {
             }
         })
         .collect();
+    // and whole blocks at the edges of exp2's fast path (2^k from bits down to 2^-125)
+    for s in [1.0f32, -1.0] {
+        xs32.extend((0..2048).map(|i| s * (123.0 + i as f32 / 1024.0)));
+    }
     for f in float32::FUNCS {
         for l in supported() {
             for (&x, &y) in xs32.iter().zip(&run(f, l, &xs32)) {

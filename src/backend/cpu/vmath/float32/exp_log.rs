@@ -136,6 +136,23 @@ pub(super) fn exp2_full(x: f32) -> f32 {
     scale2(w + (e + al.mul_add(w + q, q)), magic_int(t))
 }
 
+/// Below this |x|, 2^x is a normal float32 and k = round(x) within [-125, 125]: the
+/// fast path of exp2 (2^k built from bits in one step, no clamp).
+pub(super) const EXP2_FAST: f32 = 125.0;
+
+/// [`exp2_full`] for |x| <= [`EXP2_FAST`] (the same bits there: `scale1` is `scale2`
+/// where the result is normal).
+#[inline(always)]
+pub(super) fn exp2_fast(x: f32) -> f32 {
+    let t = x + MAGIC;
+    let r = x - (t - MAGIC);
+    let a = r * LN2_F;
+    let al = r.mul_add(LN2_F, -a) + r * LN2_F_LO;
+    let q = (a * a) * poly(a, EXP_U);
+    let (w, e) = fast_two_sum(1.0, a);
+    scale1(w + (e + al.mul_add(w + q, q)), t)
+}
+
 #[inline(always)]
 pub(super) fn exp_fast(x: f32) -> f32 {
     let (t, w, rest) = exp_sum(x);

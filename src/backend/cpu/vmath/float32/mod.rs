@@ -173,7 +173,7 @@ slice_fns! { f32;
     erfinv: |x| erfinv_f32(x), fast(|x| x.abs() <= ERFINV_FAST => erfinv_fast(x));
     lgamma: |x| lgamma_f32(x), fast(|x| x > 0.0 && x < 8.0 => lgamma_fast(x));
     digamma: |x| digamma_f32(x), fast(|x| x > 0.0 && x < 8.0 => digamma_fast(x));
-    exp2: |x| exp2_full(x);
+    exp2: |x| exp2_full(x), fast(|x| x.abs() <= EXP2_FAST => exp2_fast(x));
     log2: |x| log2_full(x);
     log10: |x| log10_full(x);
 }
