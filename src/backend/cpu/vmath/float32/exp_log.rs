@@ -126,14 +126,20 @@ const LN2_F_LO: f32 = -1.904_654_3e-9;
 /// integer; `scale2` takes any).
 #[inline(always)]
 pub(super) fn exp2_full(x: f32) -> f32 {
-    let v = x.clamp(-152.0, 129.0);
+    let (m, t) = exp2_parts(x.clamp(-152.0, 129.0));
+    scale2(m, magic_int(t))
+}
+
+/// (m, t): 2^v = m 2^k (k from `t`, m about 1), as [`exp2_full`] computes it.
+#[inline(always)]
+fn exp2_parts(v: f32) -> (f32, f32) {
     let t = v + MAGIC;
     let r = v - (t - MAGIC);
     let a = r * LN2_F;
     let al = r.mul_add(LN2_F, -a) + r * LN2_F_LO;
     let q = (a * a) * poly(a, EXP_U);
     let (w, e) = fast_two_sum(1.0, a);
-    scale2(w + (e + al.mul_add(w + q, q)), magic_int(t))
+    (w + (e + al.mul_add(w + q, q)), t)
 }
 
 /// Below this |x|, 2^x is a normal float32 and k = round(x) within [-125, 125]: the
@@ -144,13 +150,8 @@ pub(super) const EXP2_FAST: f32 = 125.0;
 /// where the result is normal).
 #[inline(always)]
 pub(super) fn exp2_fast(x: f32) -> f32 {
-    let t = x + MAGIC;
-    let r = x - (t - MAGIC);
-    let a = r * LN2_F;
-    let al = r.mul_add(LN2_F, -a) + r * LN2_F_LO;
-    let q = (a * a) * poly(a, EXP_U);
-    let (w, e) = fast_two_sum(1.0, a);
-    scale1(w + (e + al.mul_add(w + q, q)), t)
+    let (m, t) = exp2_parts(x);
+    scale1(m, t)
 }
 
 #[inline(always)]

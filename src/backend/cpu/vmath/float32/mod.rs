@@ -77,25 +77,42 @@ fn poly<const N: usize>(x: f32, c: [f32; N]) -> f32 {
     p
 }
 
+/// A multiply-add rounded once, in float32 or float64 (the Estrin evaluation's).
+trait Fma: Copy + std::ops::Mul<Output = Self> {
+    fn fma(self, a: Self, b: Self) -> Self;
+}
+impl Fma for f32 {
+    #[inline(always)]
+    fn fma(self, a: Self, b: Self) -> Self {
+        self.mul_add(a, b)
+    }
+}
+impl Fma for f64 {
+    #[inline(always)]
+    fn fma(self, a: Self, b: Self) -> Self {
+        self.mul_add(a, b)
+    }
+}
+
 /// A polynomial by Estrin's scheme, lowest coefficient first: pairs `c[2i] + c[2i+1] x`,
 /// then pairs of those with x^2, and so on: log2(N) dependent steps where Horner's rule
 /// takes N - 1 (a loop whose body is one long Horner chain runs at the chain's latency,
 /// not at the FMA units' throughput: gelu's degree-14 tail).
 #[inline(always)]
-fn poly_estrin<const N: usize>(x: f32, c: [f32; N]) -> f32 {
+fn poly_estrin<T: Fma, const N: usize>(x: T, c: [T; N]) -> T {
     let mut v = c;
     let mut n = N;
     let mut p = x;
     while n > 1 {
         let half = n / 2;
         for i in 0..half {
-            v[i] = v[2 * i + 1].mul_add(p, v[2 * i]);
+            v[i] = v[2 * i + 1].fma(p, v[2 * i]);
         }
         if n % 2 == 1 {
             v[half] = v[n - 1];
         }
         n = half + n % 2;
-        p *= p;
+        p = p * p;
     }
     v[0]
 }

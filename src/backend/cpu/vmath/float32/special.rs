@@ -8,26 +8,10 @@ use super::via64;
 use super::{MAGIC, fast_two_sum, magic_int, pow2i, two_sum};
 use crate::backend::cpu::vmath;
 
-/// A polynomial in float64 by Estrin's scheme, lowest coefficient first: pairs
-/// `c[2i] + c[2i+1] x`, then pairs of those with x^2, and so on (a dependency chain of
-/// log2(N) steps instead of Horner's N: these loops are latency-bound).
+/// A polynomial in float64 by Estrin's scheme (these loops are latency-bound).
 #[inline(always)]
 fn poly64<const N: usize>(x: f64, c: [f64; N]) -> f64 {
-    let mut v = c;
-    let mut n = N;
-    let mut p = x;
-    while n > 1 {
-        let half = n / 2;
-        for i in 0..half {
-            v[i] = v[2 * i + 1].mul_add(p, v[2 * i]);
-        }
-        if n % 2 == 1 {
-            v[half] = v[n - 1];
-        }
-        n = half + n % 2;
-        p *= p;
-    }
-    v[0]
+    super::poly_estrin(x, c)
 }
 
 // ln 2 = LN2_HI + LN2_LO (exp_log's split: k LN2_HI is exact inside an fma)
