@@ -5,7 +5,7 @@
 
 pub(crate) use super::cpu::reduce::par::per_output;
 pub use super::cpu::strided::contiguous;
-pub(crate) use super::cpu::wide::wide;
+pub(crate) use super::cpu::wide::{Kernel, wide_kernel};
 
 /// Sorts `v` by `cmp` (rayon's parallel unstable sort on the shared pool from 32K
 /// elements; a total `cmp` makes the result unique, whatever the split).

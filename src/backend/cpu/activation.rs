@@ -6,7 +6,9 @@
 //! it), so the values are the same bits. The transcendental step (exp, expm1, erf, tanh,
 //! sigmoid) is the `vmath` slice function the composite's tensor op runs, applied to a
 //! block of [`BLOCK`] arguments in an L1-resident buffer between the two plain loops
-//! around it; those loops run in `fill_chunks`' AVX2 build.
+//! around it; those loops run in `fill_chunks`' AVX2 build. One exception: float32 gelu
+//! (erf form) is `vmath::float32::gelu`, a kernel of its own held to what (x/2)(1 + erf)
+//! needs rather than erf's 1 ulp (docs/kernels.md), not the composite's bits.
 
 use super::elementwise::{PAR_MIN, PAR_MIN_VMATH, fill_chunks_from};
 use super::strided::contiguous;
@@ -70,8 +72,8 @@ trait F: Element + VmathSlices + PartialOrd + Default + Send + Sync + std::fmt::
     fn round_even(self) -> Self;
     /// float32 (gelu's +∞ is NaN there on AVX-512 machines, as torch's AVX-512 kernel gives)
     const F32: bool;
-    /// gelu's erf form as one vmath slice function (the composite's bits), where the
-    /// dtype has one (float32: `vmath::float32::gelu`).
+    /// gelu's erf form as one vmath slice function, where the dtype has one (float32:
+    /// `vmath::float32::gelu`, its own kernel).
     fn gelu_slice() -> Option<SliceFn<Self>>;
 }
 macro_rules! f_impl {
@@ -579,8 +581,10 @@ mod tests {
         );
         check(ActFn::Hardswish, &|x| x * (x + 3.0).clamp(0.0, 6.0) / 6.0);
         check(ActFn::Silu, &|x| x / (v32::exp1(-x) + 1.0));
+        // (float32 gelu is its own vmath kernel, held to what (x/2)(1 + erf) needs: its
+        // bits are `gelu1`'s, its error against float64 is vmath's test)
         check(ActFn::Gelu { tanh: false }, &|x| {
-            let y = x * 0.5 * (v32::erf1(x * std::f32::consts::FRAC_1_SQRT_2) + 1.0);
+            let y = v32::gelu1(x);
             let nan_at_inf = crate::backend::torch_cpu_avx512();
             if nan_at_inf && x == f32::INFINITY {
                 f32::NAN
