@@ -449,3 +449,20 @@ def test_huge_section_counts_raise_instead_of_looping():
     with pytest.raises(RuntimeError):
         rgrad.tensor_split(x, 2**40)  # torch: std::bad_alloc
     assert len(rgrad.tensor_split(x, 1000)) == 1000  # many empty parts, as torch's
+
+
+@pytest.mark.parametrize("eq", ["bij->bji", "bij->bij", " b i j -> j b i ", "ab->ba"])
+def test_einsum_of_one_operands_permutation_is_torchs_permute_view(eq):
+    # (the fast path that skips the parse: values, strides, the view, PermuteBackward0, grad)
+    shape = (2, 3) if eq == "ab->ba" else (2, 3, 4)
+    x = np.random.default_rng(0).standard_normal(shape)
+    r = rgrad.tensor(x.tolist(), dtype=rgrad.float64, requires_grad=True)
+    t = torch.tensor(x, requires_grad=True)
+    yr, yt = rgrad.einsum(eq, r), torch.einsum(eq, t)
+    assert tuple(yr.shape) == tuple(yt.shape) and yr.stride() == yt.stride()
+    np.testing.assert_array_equal(np.array(yr.tolist()), yt.detach().numpy())
+    assert yr._base is r and type(yr.grad_fn).__name__ == type(yt.grad_fn).__name__ == "PermuteBackward0"
+    w = np.random.default_rng(1).standard_normal(tuple(yt.shape))
+    (yr * rgrad.tensor(w.tolist(), dtype=rgrad.float64)).sum().backward()
+    (yt * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(np.array(r.grad.tolist()), t.grad.numpy())
