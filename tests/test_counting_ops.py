@@ -34,6 +34,8 @@ def _same(r, t):
     assert tuple(r.shape) == tuple(t.shape)
     assert r.requires_grad == t.requires_grad and _node(r) == _node(t)
     np.testing.assert_array_equal(r.detach().numpy(), t.detach().numpy())
+    if t.is_floating_point():  # (which of 0.0 and -0.0 a group keeps: torch's sort order)
+        np.testing.assert_array_equal(np.signbit(r.detach().numpy()), np.signbit(t.detach().numpy()))
     if t.requires_grad:  # (the node's backward raises torch's error)
         br = _outcome(lambda: r.sum().backward())
         bt = _outcome(lambda: t.sum().backward())
@@ -59,13 +61,21 @@ NAN = np.nan
 X = np.array([3.0, 1.0, 2.0, 3.0, 1.0, 5.0, NAN, NAN, 2.0])
 M = np.array([[1.0, 2.0], [1.0, 2.0], [0.0, 5.0], [1.0, 2.0]])
 I = np.array([[2, 1, 2], [1, 3, 1], [2, 1, 2]])
+_rng = np.random.default_rng(7)
+# (the radix sort's shifted keys: small integers of both signs in one or two passes,
+# spans of several bytes, the int64 extremes; floats with signed zeros, infinities, NaNs)
+SIGNED = _rng.integers(-40, 40, 5000)
+WIDE = np.concatenate([_rng.integers(-2**40, 2**40, 3000), [np.iinfo(np.int64).min, np.iinfo(np.int64).max, 0, -1] * 3,
+                       SIGNED[:500]])
+SPECIAL = _rng.choice(np.array([0.0, -0.0, 1.5, -1.5, np.inf, -np.inf, NAN, 1e-300, -2.0]), 4000)
 FLAGS = [dict(), dict(return_inverse=True), dict(return_counts=True), dict(return_inverse=True, return_counts=True),
          dict(sorted=False, return_inverse=True)]
 
 
 @pytest.mark.parametrize("kw", FLAGS, ids=str)
 @pytest.mark.parametrize("data", [X, M, I, np.array(4.0), np.zeros(0), np.array([True, False, True]),
-                                  X.astype(np.float32)], ids=range(7))
+                                  X.astype(np.float32), SIGNED, WIDE, SPECIAL, SPECIAL.astype(np.float32),
+                                  _rng.random(3000) < 0.3], ids=range(12))
 def test_unique(kw, data):
     _compare(lambda lib, x: lib.unique(x, **kw), data)
     _compare(lambda lib, x: x.unique(**kw), data)

@@ -452,14 +452,30 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     # without a graph to record, one SVD gives the singular values and the solution
     # (pinv's values: V diag(1/σ, σ above the cutoff) Uᵀ B), where the graph's path below
     # runs svdvals and pinv, two
-    one_svd = (A.numel() and b2.numel() and type(A) is Tensor and type(B) is Tensor
-               and not (rgrad.is_grad_enabled() and (A.requires_grad or B.requires_grad)))
+    plain = A.numel() and b2.numel() and type(A) is Tensor and type(B) is Tensor
+    one_svd = plain and not (rgrad.is_grad_enabled() and (A.requires_grad or B.requires_grad))
+    # The default driver runs as torch's, LAPACK's gelsy (a QR with column pivoting and
+    # its incremental rank estimate, a fraction of an SVD's work): its rank always, its
+    # solution when there is no graph to record
+    gelsy = plain and drv == "gelsy"
+    fast = gelsy and one_svd and _native(A, B)  # (no tangents either)
     with rgrad.no_grad():
-        if one_svd:
+        if gelsy:
+            xg, rank = A.detach().expand(*batch, m, n)._lstsq_gelsy(b2.detach().expand(*batch, m, k), rtol)
+            # (the rank has A's batch shape, as torch's: B's broadcast repeats it)
+            abatch = tuple(A.shape[:-2])
+            pick = (0,) * (len(batch) - len(abatch)) + tuple(slice(0, 1) if s == 1 else slice(None) for s in abatch)
+            if pick:
+                rank = rank[pick]
+        if fast:
+            pass
+        elif one_svd:
             U, S, Vh = A._linalg_svd(False, True)
         else:
             S = rgrad.linalg.svdvals(A) if A.numel() else A.new_zeros((*A.shape[:-2], min(m, n)))
-        if drv == "gels":
+        if gelsy:
+            pass
+        elif drv == "gels":
             rank = _C.zeros((0,), dtype=_C.int64)
         elif S.shape[-1] == 0:
             rank = _C.zeros(tuple(A.shape[:-2]), dtype=_C.int64)
@@ -467,6 +483,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
             rank = (S > S.amax(-1, True) * rtol).sum(-1)
     if A.numel() == 0 or b2.numel() == 0:
         x = A.new_zeros((*batch, n, k))  # (an empty A: a zero solution)
+    elif fast:
+        x = xg
     elif one_svd:
         # pinv's cutoff: rtol σ_max (gels: every nonzero σ; another rcond: its rtol)
         cut = S.amax(-1, True) * (0.0 if drv == "gels" else rtol)

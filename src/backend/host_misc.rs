@@ -4,6 +4,7 @@
 //! tensor's buffer is copied down first (`host::read`); their results are uploaded back.
 
 pub(crate) use super::cpu::reduce::par::per_output;
+pub(crate) use super::cpu::sort::{SortKey, aten_order, stable_order};
 pub use super::cpu::strided::contiguous;
 pub(crate) use super::cpu::wide::{Kernel, wide_kernel};
 

@@ -443,6 +443,10 @@ backend_kernels! {
     fn linspace(start: f64, end: f64, n: usize, dtype: DType) -> Buffer => cpu::creation::linspace;
     fn eye(n: usize, m: usize, dtype: DType) -> Buffer => cpu::creation::eye;
     fn zeros(dtype: DType, n: usize) -> Buffer => cpu::creation::zeros;
+    /// `n` elements whose values the caller will overwrite (`torch.empty`): whatever is
+    /// cheapest to allocate (on the host, zeros from calloc, whose fresh pages are zero
+    /// without a write; on a GPU, memory as the allocator hands it out).
+    fn empty(dtype: DType, n: usize) -> Buffer => cpu::creation::empty;
     /// `n` copies of `v` (an integer stays exact beyond 2**53).
     fn full(dtype: DType, n: usize, v: crate::dtype::Scalar) -> Buffer => cpu::creation::full;
 }

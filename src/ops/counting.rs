@@ -9,6 +9,7 @@ use super::*;
 use crate::autograd::function::{Backward, BackwardCtx, Grads};
 use crate::autograd::grad_mode::with_grad_mode;
 use crate::backend::host_misc::contiguous as host_contiguous;
+use crate::backend::host_misc::{SortKey, aten_order, stable_order};
 use crate::dtype::DType;
 use crate::shape::wrap_dim;
 use crate::storage::Buffer;
@@ -83,7 +84,7 @@ fn same_rows<T: Key>(a: &[T], b: &[T]) -> bool {
 /// The groups of `n` rows of length `len` in `v`: (the first row of each group, in
 /// output order; each row's group; each group's size). Sorted (stably) unless
 /// `consecutive`, which groups runs of equal neighbours.
-fn groups<T: Key + Send + Sync>(
+fn groups<T: Key + SortKey + Send + Sync>(
     v: &[T],
     n: usize,
     len: usize,
@@ -118,16 +119,24 @@ fn groups<T: Key + Send + Sync>(
     (firsts, inverse, counts)
 }
 
-/// [`groups`] of single elements, sorted: (value, index) pairs sorted in parallel (the
-/// index breaking ties: the stable order), then one pass.
-fn groups_sorted<T: Key + Send + Sync>(v: &[T]) -> (Vec<usize>, Vec<i64>, Vec<i64>) {
-    let mut pairs: Vec<(T, usize)> = v.iter().copied().zip(0..).collect();
-    crate::backend::host_misc::par_sort_by(&mut pairs, |a, b| order(a.0, b.0).then(a.1.cmp(&b.1)));
+/// [`groups`] of single elements, sorted, then one pass. torch's CPU unique groups
+/// the order of its unstable sort, which matters for floats: every NaN is a group of
+/// its own, numbered in that order, and a group's value is its first element's (0.0 or
+/// -0.0); so floats take that order ([`aten_order`]). Integers and bools take the
+/// stable order of a radix sort on order-preserving keys (the order of equal values
+/// changes nothing there).
+fn groups_sorted<T: Key + SortKey>(v: &[T]) -> (Vec<usize>, Vec<i64>, Vec<i64>) {
+    let sorted: Vec<usize> = if T::DTYPE.is_float() {
+        aten_order(v)
+    } else {
+        stable_order(v).into_iter().map(|e| e.1).collect()
+    };
     let mut firsts = Vec::new();
     let mut inverse = vec![0i64; v.len()];
     let mut counts: Vec<i64> = Vec::new();
-    for (k, &(x, i)) in pairs.iter().enumerate() {
-        if k == 0 || pairs[k - 1].0 != x {
+    for (k, &i) in sorted.iter().enumerate() {
+        #[allow(clippy::float_cmp)] // (NaN != NaN: a group of its own)
+        if k == 0 || v[sorted[k - 1]] != v[i] {
             firsts.push(i);
             counts.push(0);
         }

@@ -47,6 +47,14 @@ fn zeros_impl(shape: &[usize], dtype: DType) -> Result<Tensor> {
     let buf = backend::on(default_device())?.zeros(dtype, crate::shape::numel(shape))?;
     Ok(new_tensor(buf, shape))
 }
+/// `torch.empty`: a tensor whose values the caller will overwrite (zeros on the host).
+pub fn empty(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    super::apply_nondiff("aten::empty", || {
+        guard(shape, dtype)?;
+        let buf = backend::on(default_device())?.empty(dtype, crate::shape::numel(shape))?;
+        Ok(new_tensor(buf, shape))
+    })
+}
 pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
     full_as("aten::ones", shape, Scalar::Int(1), dtype)
 }

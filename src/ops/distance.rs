@@ -68,8 +68,28 @@ impl Norm {
         out: &mut [MaybeUninit<T>],
         nan_max: bool,
     ) {
-        /// Rows at a time: their accumulators stay in L1.
-        const BLOCK: usize = 64;
+        /// Rows at a time: their accumulators stay in registers (four AVX2 vectors of
+        /// float32, eight of float64; a slice of 64 accumulators was loaded and stored
+        /// back every k: 512 x 16 float32 pdist 1.3-1.5x torch's time).
+        const BLOCK: usize = 32;
+        #[inline(always)]
+        fn block_fixed<T: Real>(
+            xi: &[T],
+            cols: &[T],
+            ld: usize,
+            j0: usize,
+            f: impl Fn(T) -> T,
+            comb: impl Fn(T, T) -> T,
+        ) -> [T; BLOCK] {
+            let mut acc = [T::ZERO; BLOCK];
+            for (k, &x) in xi.iter().enumerate() {
+                let col = &cols[k * ld + j0..k * ld + j0 + BLOCK];
+                for (s, &v) in acc.iter_mut().zip(col) {
+                    *s = comb(*s, f(v - x));
+                }
+            }
+            acc
+        }
         #[inline(always)]
         fn block<T: Real>(
             xi: &[T],
@@ -109,16 +129,30 @@ impl Norm {
         };
         let mut acc = [T::ZERO; BLOCK];
         for (j0, chunk) in js.step_by(BLOCK).zip(out.chunks_mut(BLOCK)) {
+            if chunk.len() == BLOCK {
+                acc = match self {
+                    Norm::Zero => block_fixed(xi, cols, ld, j0, differs, add),
+                    Norm::One => block_fixed(xi, cols, ld, j0, T::abs, add),
+                    Norm::Two => block_fixed(xi, cols, ld, j0, |d| d * d, add),
+                    Norm::Inf => block_fixed(xi, cols, ld, j0, T::abs, max),
+                    Norm::P(p) => {
+                        let p = T::from_f64(p);
+                        block_fixed(xi, cols, ld, j0, |d| d.abs().powf(p), add)
+                    }
+                };
+            }
             let acc = &mut acc[..chunk.len()];
-            acc.fill(T::ZERO);
-            match self {
-                Norm::Zero => block(xi, cols, ld, j0, acc, differs, add),
-                Norm::One => block(xi, cols, ld, j0, acc, T::abs, add),
-                Norm::Two => block(xi, cols, ld, j0, acc, |d| d * d, add),
-                Norm::Inf => block(xi, cols, ld, j0, acc, T::abs, max),
-                Norm::P(p) => {
-                    let p = T::from_f64(p);
-                    block(xi, cols, ld, j0, acc, |d| d.abs().powf(p), add)
+            if chunk.len() < BLOCK {
+                acc.fill(T::ZERO);
+                match self {
+                    Norm::Zero => block(xi, cols, ld, j0, acc, differs, add),
+                    Norm::One => block(xi, cols, ld, j0, acc, T::abs, add),
+                    Norm::Two => block(xi, cols, ld, j0, acc, |d| d * d, add),
+                    Norm::Inf => block(xi, cols, ld, j0, acc, T::abs, max),
+                    Norm::P(p) => {
+                        let p = T::from_f64(p);
+                        block(xi, cols, ld, j0, acc, |d| d.abs().powf(p), add)
+                    }
                 }
             }
             for (o, &s) in chunk.iter_mut().zip(acc.iter()) {

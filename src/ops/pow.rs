@@ -56,7 +56,10 @@ pub fn pow_op(a: Operand<'_>, b: Operand<'_>) -> Result<Tensor> {
                         &[&sx.layout, &Layout::contiguous(&[])],
                     )
                     .is_none();
-                    let buf = if sx.dtype.is_float() && row_major {
+                    // (and an int64 base squared or cubed: products, not powi's loop)
+                    let small_int =
+                        sx.dtype == DType::I64 && matches!(e, crate::Scalar::Int(2 | 3));
+                    let buf = if (sx.dtype.is_float() || small_int) && row_major {
                         k::binary_scalar(
                             BinaryOp::Pow,
                             &sx.storage.read(),

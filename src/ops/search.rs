@@ -17,7 +17,10 @@ fn sizes(s: &[usize]) -> String {
 
 /// torch's lower (`right` false: the first position whose boundary is `>= v`) or upper
 /// (the first `> v`) bound in `row`, read through `sorter` when given; written with
-/// negated comparisons, as ATen's, so that NaNs land where torch puts them.
+/// negated comparisons, as ATen's, so that NaNs land where torch puts them. ATen's
+/// probes in ATen's order (boundaries with NaNs in them need the same midpoints), the
+/// step taken by selects, not a branch: which way a search goes is a coin toss the
+/// branch predictor loses half the time (65536 searches in 256 boundaries: 40 ns each).
 #[inline]
 fn bound<T: PartialOrd + Copy>(row: &[T], sorter: Option<&[i64]>, v: T, right: bool) -> i64 {
     let (mut lo, mut hi) = (0usize, row.len());
@@ -28,17 +31,11 @@ fn bound<T: PartialOrd + Copy>(row: &[T], sorter: Option<&[i64]>, v: T, right: b
             None => row[mid],
         };
         // (ATen's `!(at > v)` / `!(at >= v)`: an incomparable NaN goes right)
-        use std::cmp::Ordering::{Greater, Less};
-        let go_right = match at.partial_cmp(&v) {
-            None | Some(Less) => true,
-            Some(Greater) => false,
-            Some(_) => right,
-        };
-        if go_right {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        let go_right = if right { !(at > v) } else { !(at >= v) };
+        let next = mid + 1;
+        lo = std::hint::select_unpredictable(go_right, next, lo);
+        hi = std::hint::select_unpredictable(go_right, hi, mid);
     }
     lo as i64
 }

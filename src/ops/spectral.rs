@@ -657,6 +657,48 @@ pub fn linalg_qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     }
 }
 
+/// `linalg.lstsq(A, B)`'s solution and rank by torch's default CPU driver, LAPACK's
+/// `dgelsy` (`backend::linalg::gelsy`: a QR with column pivoting, its rank estimated
+/// incrementally against `rcond`), matrix by matrix in float64, with no graph: the
+/// Python layer checks and broadcasts the operands (A `(*, m, n)`, B `(*, m, k)` of one
+/// batch shape and dtype) and records the node. (solution `(*, n, k)`, rank `(*)` int64.)
+pub fn lstsq_gelsy(a: &Tensor, b: &Tensor, rcond: f64) -> Result<(Tensor, Tensor)> {
+    let (batch, m, n) = dims(a);
+    let (bbatch, bm, k) = dims(b);
+    if a.ndim() < 2 || b.ndim() != a.ndim() || bbatch != batch || bm != m {
+        return Err(Error::runtime(format!(
+            "_lstsq_gelsy: expected A (*, m, n) and B (*, m, k) of one batch shape, got {:?} and {:?}",
+            a.shape(),
+            b.shape()
+        )));
+    }
+    if !a.dtype().is_float() || b.dtype() != a.dtype() {
+        return Err(not_float(a, "linalg.lstsq"));
+    }
+    let (dtype, device) = (a.dtype(), a.device());
+    with_grad_mode(false, || {
+        let (da, db) = (host_f64(a)?, host_f64(b)?);
+        let count: usize = batch.iter().product();
+        let (pa, pb) = (m * n, m * k);
+        let results = crate::backend::linalg::map_batch(count, pa * m.min(n) * 4, |i| {
+            // (column-major copies: a column is what every reflector reads)
+            let (ar, br) = (&da[i * pa..(i + 1) * pa], &db[i * pb..(i + 1) * pb]);
+            let mut ac: Vec<f64> = (0..pa).map(|e| ar[(e % m) * n + e / m]).collect();
+            let bc: Vec<f64> = (0..pb).map(|e| br[(e % m) * k + e / m]).collect();
+            crate::backend::linalg::gelsy::gelsy(&mut ac, m, n, &bc, k, rcond)
+        });
+        let mut x = Vec::with_capacity(count * n * k);
+        let mut ranks = Vec::with_capacity(count);
+        for r in results {
+            x.extend((0..n * k).map(|e| r.x[(e % k) * n + e / k]));
+            ranks.push(r.rank as i64);
+        }
+        let x = result(x, &shape_of(&batch, &[n, k], dtype)?, dtype, device)?;
+        let rank = new_tensor_on(Buffer::I64(ranks.into()), &batch, device)?;
+        Ok((x, rank))
+    })
+}
+
 /// LinalgQrBackward0: torch's `linalg_qr_backward` (m ≥ n: gA = (gQ +
 /// Q·syminvadj(triu(gR·Rᵀ − QᵀgQ)))·R⁻ᵀ; m < n: Q·trilImInvAdjSkew(−(gR·Rᵀ − QᵀgQ))
 /// through R₁⁻ᵀ, padded with zero columns, plus Q·gR).

@@ -115,7 +115,7 @@ fn _from_bytes(
 macro_rules! factory {
     ($name:ident, $default:expr, |$shape:ident, $dtype:ident| $body:expr) => {
         /// Returns a new tensor of the given size, filled as its name says: zeros, ones,
-        /// or empty (zero-filled here).
+        /// or empty (values to be overwritten; zeros on the CPU).
         ///
         /// Args:
         ///     *size: The shape, as ints or as one list, tuple or Size.
@@ -141,7 +141,7 @@ macro_rules! factory {
 }
 factory!(zeros, DType::default_float(), |s, d| ops::zeros(&s, d));
 factory!(ones, DType::default_float(), |s, d| ops::ones(&s, d));
-factory!(empty, DType::default_float(), |s, d| ops::zeros(&s, d));
+factory!(empty, DType::default_float(), |s, d| ops::empty(&s, d));
 
 /// Creates a tensor of size `size` filled with `fill_value`.
 ///

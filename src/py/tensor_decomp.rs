@@ -119,6 +119,15 @@ impl PyTensor {
             run_matrix(py, &self.t, || ops::cholesky_solve(&self.t, l, upper))?,
         )
     }
+    /// (solution, rank) of `linalg.lstsq(self, b)` by LAPACK's dgelsy, no graph
+    /// (rgrad._linalg_more checks, broadcasts and records).
+    fn _lstsq_gelsy(&self, py: Python<'_>, b: &Bound<'_, PyAny>, rcond: f64) -> PyResult<Pair> {
+        let b = tensor_ref(b, "linalg_lstsq", "b", 2)?;
+        pair(
+            py,
+            run_matrix(py, &self.t, || ops::lstsq_gelsy(&self.t, b, rcond))?,
+        )
+    }
     fn _cholesky_inverse(&self, py: Python<'_>, upper: bool) -> PyResult<Py<PyTensor>> {
         wrap(
             py,

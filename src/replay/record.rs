@@ -1071,6 +1071,11 @@ impl Backend for Rec {
         one("zeros", &[], &out, move |_| Cpu.zeros(dtype, n))?;
         Ok(out)
     }
+    fn empty(&self, dtype: DType, n: usize) -> Result<Buffer> {
+        let out = Cpu.empty(dtype, n)?;
+        one("empty", &[], &out, move |_| Cpu.empty(dtype, n))?;
+        Ok(out)
+    }
     fn full(&self, dtype: DType, n: usize, v: Scalar) -> Result<Buffer> {
         let out = Cpu.full(dtype, n, v)?;
         one("full", &[], &out, move |_| Cpu.full(dtype, n, v))?;

@@ -22,6 +22,13 @@ pub fn zeros(dtype: DType, n: usize) -> Buffer {
     full(dtype, n, Scalar::Int(0))
 }
 
+/// `n` elements for `torch.empty`: zeros from calloc, never written here (Rust has no
+/// uninitialised floats; calloc's fresh pages cost nothing until the caller writes
+/// them, as torch's uninitialised memory does).
+pub fn empty(dtype: DType, n: usize) -> Buffer {
+    Buffer::zeros(dtype, n)
+}
+
 /// `n` copies of `v` in `dtype`, written in parallel chunks for large `n`.
 pub fn full(dtype: DType, n: usize, v: Scalar) -> Buffer {
     crate::with_dtype!(dtype, T => {

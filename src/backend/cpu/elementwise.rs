@@ -513,6 +513,19 @@ pub fn binary_scalar(
                     .into(),
             )
         }
+        // int64 squared and cubed: wrapping products, powi's bits (a product mod 2^64 is
+        // associative), a loop that vectorises instead of square-and-multiply per element
+        Buffer::I64(v) if op == BinaryOp::Pow && !scalar_first && (s == 2.0 || s == 3.0) => {
+            let v = &v[range];
+            Buffer::I64(
+                if s == 2.0 {
+                    map(v, |x: i64| x.wrapping_mul(x))
+                } else {
+                    map(v, |x: i64| x.wrapping_mul(x).wrapping_mul(x))
+                }
+                .into(),
+            )
+        }
         _ => return None,
     })
 }

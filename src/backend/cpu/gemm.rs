@@ -16,7 +16,9 @@
 //! operands are both contiguous along k, such as a small batch times Wᵀ) are the one
 //! exception: they keep 64 bytes of partial chains and then the partial sums
 //! pairwise: a fixed order, the same at both FMA levels and for every thread count,
-//! but not the GEMM's.
+//! but not the GEMM's. Which products those are depends on the level in one band: a
+//! thin side of 13-32 runs as `dot` at AVX-512 and as tiles at AVX2 ([`DOT_MAX_AVX2`]),
+//! so there the two levels' bits differ.
 //!
 //! Forcing a level: `RGRAD_GEMM_LEVEL` (`baseline`, `avx2`, `avx512`), read once, caps
 //! the level (never above what the CPU has); tests call [`gemm_at`] with each level.
@@ -1157,38 +1159,53 @@ unsafe fn dot_rest<S: Simd, const G: usize, const R: usize, const X: usize>(
 
 /// Products along a contiguous k with a thin side of at most this many columns (after
 /// orienting: rows of A, or of Bᵀ, whichever are fewer) run as dot products ([`dot`]).
-/// One threshold for every level, so that AVX-512 and AVX2 take the same path and give
-/// the same bits. Zen 4 (docs/gemm.md): AVX-512's `dot` beats its tiles up to 32
-/// columns (1.2-1.4x torch at 16-32, where the tiles gave 0.75-0.87x) and loses at 64;
-/// AVX2's matches or beats its tiles up to 32 and loses at 64.
+/// The thin side's limit at AVX-512 (and the portable level). Zen 4 (docs/gemm.md):
+/// AVX-512's `dot` beats its tiles up to 32 columns (1.2-1.4x torch at 16-32, where the
+/// tiles gave 0.75-0.87x) and loses at 64.
 const DOT_MAX: usize = 32;
+/// ... and at AVX2. Zen 4's AVX2 `dot` matched its tiles up to 32 columns, but a Zen 3's
+/// (two 256-bit loads a cycle for `dot`'s one load per multiply-add) loses to them from
+/// 16 (128x512x16 1.13x the tiles' time, 128x512x32 1.23x, 64x256x32 1.40x) and wins
+/// at 12 and below (128x512x12 0.74x, 512x512x8 0.58x). So the two levels take
+/// different paths for a thin side of 13-32, and their bits differ there (a dot
+/// product's partial sums against the tiles' chains); at 12 and below they agree.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+const DOT_MAX_AVX2: usize = 12;
 /// ... and at least this deep (shallower, the chains are mostly tail).
 const DOT_MIN_K: usize = 64;
 
 /// The orientation of `pr` that runs as dot products along k ([`dot`]), if it does: a
 /// matrix-vector product (one column, A's rows contiguous along k, or one row, B's
 /// columns), or both operands contiguous along k with a thin side of at most
-/// [`DOT_MAX`] (then C's columns are the thin side). These are the products whose
-/// sums are reassociated (see the module docs).
-fn dot_problem<T: Copy>(pr: &Problem<T>) -> Option<Problem<T>> {
+/// `dot_max` (the level's [`DOT_MAX`]; then C's columns are the thin side). These are
+/// the products whose sums are reassociated (see the module docs).
+fn dot_problem<T: Copy>(pr: &Problem<T>, dot_max: usize) -> Option<Problem<T>> {
     let both = pr.csa == 1 && pr.rsb == 1 && pr.k >= DOT_MIN_K;
     if pr.n == 1 && pr.csa == 1 {
         Some(*pr)
     } else if pr.m == 1 && pr.rsb == 1 {
         Some(pr.transposed())
-    } else if both && pr.n <= DOT_MAX && pr.n <= pr.m {
+    } else if both && pr.n <= dot_max && pr.n <= pr.m {
         Some(*pr)
-    } else if both && pr.m <= DOT_MAX {
+    } else if both && pr.m <= dot_max {
         Some(pr.transposed())
     } else {
         None
     }
 }
 
-/// Whether an `m x k` by `k x n` product with these strides runs as dot products,
-/// whose sums are reassociated (the others are each element's exact chain).
+/// Whether an `m x k` by `k x n` float32 product with these strides runs as dot
+/// products at `level`, whose sums are reassociated (the others are each element's
+/// exact chain).
 #[cfg(test)]
-pub(crate) fn reassociates(m: usize, n: usize, k: usize, csa: usize, rsb: usize) -> bool {
+pub(crate) fn reassociates(
+    level: Level,
+    m: usize,
+    n: usize,
+    k: usize,
+    csa: usize,
+    rsb: usize,
+) -> bool {
     let pr = Problem::<f32> {
         m,
         n,
@@ -1204,7 +1221,7 @@ pub(crate) fn reassociates(m: usize, n: usize, k: usize, csa: usize, rsb: usize)
         csc: 0,
         start: Start::Zero,
     };
-    m > 0 && n > 0 && k > 0 && dot_problem(&pr).is_some()
+    m > 0 && n > 0 && k > 0 && dot_problem(&pr, f32::kernels(level).dot_max).is_some()
 }
 
 // ---- entry points per level ------------------------------------------------------------
@@ -1224,6 +1241,8 @@ pub(crate) struct Kernels<T> {
     dot: unsafe fn(&Problem<T>, Range),
     /// `dot` for a single output (m = n = 1), with [`SINGLE_DOT_CHAINS`] times the chains.
     dot1: unsafe fn(&Problem<T>, Range),
+    /// The thin side up to which products along a contiguous k run as `dot`.
+    dot_max: usize,
 }
 
 /// A single dot product (torch.dot, `a @ b` of two vectors) keeps this many times the
@@ -1292,7 +1311,7 @@ entry!(avx512_f32, x86::Avx512F32, 8, 2, 1, 4, 2, "avx512f,fma");
 entry!(avx512_f64, x86::Avx512F64, 8, 2, 1, 4, 2, "avx512f,fma");
 
 macro_rules! kernels {
-    ($m:ident) => {
+    ($m:ident, $dot_max:expr) => {
         Kernels {
             mr: $m::MR,
             nr: $m::NR,
@@ -1300,6 +1319,7 @@ macro_rules! kernels {
             gemv: $m::gemv,
             dot: $m::dot,
             dot1: $m::dot1,
+            dot_max: $dot_max,
         }
     };
 }
@@ -1314,10 +1334,10 @@ impl GemmFloat for f32 {
     fn kernels(level: Level) -> Kernels<f32> {
         match level {
             #[cfg(target_arch = "x86_64")]
-            Level::Avx512 => kernels!(avx512_f32),
+            Level::Avx512 => kernels!(avx512_f32, DOT_MAX),
             #[cfg(target_arch = "x86_64")]
-            Level::Avx2 => kernels!(avx2_f32),
-            _ => kernels!(portable_f32),
+            Level::Avx2 => kernels!(avx2_f32, DOT_MAX_AVX2),
+            _ => kernels!(portable_f32, DOT_MAX),
         }
     }
 }
@@ -1325,10 +1345,10 @@ impl GemmFloat for f64 {
     fn kernels(level: Level) -> Kernels<f64> {
         match level {
             #[cfg(target_arch = "x86_64")]
-            Level::Avx512 => kernels!(avx512_f64),
+            Level::Avx512 => kernels!(avx512_f64, DOT_MAX),
             #[cfg(target_arch = "x86_64")]
-            Level::Avx2 => kernels!(avx2_f64),
-            _ => kernels!(portable_f64),
+            Level::Avx2 => kernels!(avx2_f64, DOT_MAX_AVX2),
+            _ => kernels!(portable_f64, DOT_MAX),
         }
     }
 }
@@ -1458,7 +1478,7 @@ pub(crate) unsafe fn run<T: GemmFloat>(level: Level, pr: Problem<T>, parallel: b
         1
     };
     // matrix-vector products and thin products along a contiguous k
-    if let Some(g) = dot_problem(&pr) {
+    if let Some(g) = dot_problem(&pr, ks.dot_max) {
         let kernel = match (g.m, g.n) {
             (1, 1) => ks.dot1,
             (_, 1) => ks.gemv,

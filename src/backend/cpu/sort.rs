@@ -221,7 +221,9 @@ impl<I> Default for Radix<I> {
 }
 impl<I: Idx> Radix<I> {
     /// `vals`' keys (inverted for `descending`: ties still in index order) sorted into
-    /// `self.keys`.
+    /// `self.keys`, less the smallest key (an order-preserving shift: the passes over
+    /// bytes every shifted key has zero in are skipped, so small integers of both signs
+    /// take one or two passes, not eight).
     fn sort<T: SortKey>(&mut self, vals: &[T], descending: bool) {
         let n = vals.len();
         let flip = if descending { u64::MAX } else { 0 };
@@ -231,10 +233,13 @@ impl<I: Idx> Radix<I> {
                 .enumerate()
                 .map(|(j, &x)| (x.key() ^ flip, I::new(j))),
         );
+        let low = self.keys.iter().map(|e| e.0).min().unwrap_or(0);
         self.tmp.clear();
         self.tmp.resize(n, (0, I::new(0)));
         let mut counts = [[0u32; 256]; 8];
-        for &(k, _) in &self.keys {
+        for e in &mut self.keys {
+            e.0 -= low;
+            let k = e.0;
             for (b, c) in counts.iter_mut().enumerate().take(T::BYTES) {
                 c[((k >> (8 * b)) & 255) as usize] += 1;
             }
@@ -259,6 +264,31 @@ impl<I: Idx> Radix<I> {
     fn has_ties(&self) -> bool {
         self.keys.windows(2).any(|w| w[0].0 == w[1].0)
     }
+}
+
+/// The positions of `vals` in ascending order under ATen's comparator (NaN after
+/// everything), equal values in position order (a stable sort: the radix sort's), each
+/// with its key: two positions hold equal values (or both NaN) exactly when their keys
+/// are equal.
+pub(crate) fn stable_order<T: SortKey>(vals: &[T]) -> Vec<(u64, usize)> {
+    let mut r = Radix::<usize>::default();
+    r.sort(vals, false);
+    r.keys
+}
+
+/// The positions of `vals` in the order ATen's CPU `sort(stable=False)` leaves them:
+/// equal values and NaNs in the order its introsort (or, for a long int64 slice, its
+/// radix sort) puts them.
+pub(crate) fn aten_order<T: SortKey>(vals: &[T]) -> Vec<usize> {
+    let layout = Layout::contiguous(&[vals.len()]);
+    let sel = Select::Sort {
+        descending: false,
+        stable: false,
+    };
+    run::<T>(vals, &layout, 0, sel)
+        .into_iter()
+        .map(|i| i as usize)
+        .collect()
 }
 
 /// One piece's scratch vectors, reused slice after slice.
@@ -567,5 +597,73 @@ mod tests {
             .len(),
             2
         );
+    }
+
+    /// The radix sort (keys shifted by the smallest, passes skipped) against a stable
+    /// comparison sort, on integers of both signs and spans that need 1, 2, 3 and 8
+    /// bytes, floats with NaNs, signed zeros and infinities, and bools.
+    #[test]
+    fn stable_order_is_the_stable_comparison_order() {
+        fn check<T: SortKey + PartialOrd>(v: &[T]) {
+            let got: Vec<usize> = stable_order(v).iter().map(|e| e.1).collect();
+            let mut want: Vec<usize> = (0..v.len()).collect();
+            want.sort_by(|&a, &b| {
+                let (x, y) = (v[a], v[b]);
+                match (nan(x), nan(y)) {
+                    (true, true) => std::cmp::Ordering::Equal,
+                    (true, false) => std::cmp::Ordering::Greater,
+                    (false, true) => std::cmp::Ordering::Less,
+                    _ => x.partial_cmp(&y).unwrap(),
+                }
+            });
+            assert_eq!(got, want);
+            // equal keys exactly for equal values
+            let keys = stable_order(v);
+            for w in keys.windows(2) {
+                let (x, y) = (v[w[0].1], v[w[1].1]);
+                let same = x == y || (nan(x) && nan(y));
+                assert_eq!(w[0].0 == w[1].0, same);
+            }
+        }
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        for span in [3u64, 200, 60_000, 1 << 20, u64::MAX] {
+            let v: Vec<i64> = (0..2000)
+                .map(|_| {
+                    let r = next();
+                    if span == u64::MAX {
+                        r as i64
+                    } else {
+                        (r % span) as i64 - (span / 2) as i64
+                    }
+                })
+                .collect();
+            check(&v);
+        }
+        check(&[i64::MIN, i64::MAX, 0, -1, i64::MIN, 1, i64::MAX]);
+        let specials = [
+            f64::NAN,
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1.5,
+            -1.5,
+            f64::MIN_POSITIVE,
+        ];
+        let v: Vec<f64> = (0..3000)
+            .map(|i| specials[i % 8] * if i % 3 == 0 { 1.0 } else { (i % 17) as f64 })
+            .collect();
+        check(&v);
+        let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+        check(&v32);
+        let b: Vec<bool> = (0..500).map(|_| next() % 3 == 0).collect();
+        check(&b);
+        check::<f32>(&[]);
     }
 }

@@ -842,10 +842,11 @@ macro_rules! kernels {
             }
         }
 
-        /// The integer kernel of an op whose row keeps int64 inputs.
-        fn int_fn(op: UnaryOp) -> Option<fn(i64) -> i64> {
+        /// The integer map of an op whose row keeps int64 inputs (the row's closure
+        /// inlined into its own loop: a function pointer costs a call per element).
+        fn int_map(op: UnaryOp, x: &[i64]) -> Option<Vec<i64>> {
             match op {
-                $(UnaryOp::$V => int_kernel!($ints $(($($iargs)*))?),)*
+                $(UnaryOp::$V => int_kernel!(x; $ints $(($($iargs)*))?),)*
             }
         }
 
@@ -860,14 +861,14 @@ macro_rules! kernels {
 
 /// The int64 kernel of a row's `ints` column.
 macro_rules! int_kernel {
-    (promote) => {
+    ($x:ident; promote) => {
         None
     };
-    (refuse($k:literal)) => {
+    ($x:ident; refuse($k:literal)) => {
         None
     };
-    (keep(|$a:ident| $e:expr)) => {
-        Some(|$a: i64| $e)
+    ($x:ident; keep(|$a:ident| $e:expr)) => {
+        Some(map($x, |$a: i64| $e))
     };
 }
 
@@ -904,8 +905,8 @@ pub fn unary(op: UnaryOp, buf: &Buffer, layout: &Layout) -> Buffer {
         Buffer::F64(v) => Buffer::F64(f64::unary_slice(op, &contiguous(v, layout)).into()),
         Buffer::I64(v) => {
             let x = contiguous(v, layout);
-            match int_fn(op) {
-                Some(f) => Buffer::I64(map(&x, f).into()),
+            match int_map(op, &x) {
+                Some(y) => Buffer::I64(y.into()),
                 None => Buffer::I64(x.into_owned().into()),
             }
         }

@@ -1264,6 +1264,11 @@ impl Backend for Cuda {
         }
         Ok(Buffer::Cuda(Box::new(out)))
     }
+    fn empty(&self, dtype: DType, n: usize) -> Result<Buffer> {
+        // (device memory as the caching allocator hands it out, as torch's empty)
+        let (dev, stream) = self.ctx()?;
+        Ok(Buffer::Cuda(Box::new(alloc(&dev, &stream, dtype, n)?)))
+    }
     fn full(&self, dtype: DType, n: usize, v: Scalar) -> Result<Buffer> {
         let (dev, stream) = self.ctx()?;
         let mut out = Buffer::Cuda(Box::new(alloc(&dev, &stream, dtype, n)?));

@@ -16,6 +16,7 @@
 pub mod cholesky;
 pub mod eigh;
 pub mod expm;
+pub mod gelsy;
 pub mod householder;
 pub mod ldl;
 pub mod lu;
