@@ -70,20 +70,22 @@ impl Norm {
     ) {
         /// Rows at a time: their accumulators stay in registers (four AVX2 vectors of
         /// float32, eight of float64; a slice of 64 accumulators was loaded and stored
-        /// back every k: 512 x 16 float32 pdist 1.3-1.5x torch's time).
+        /// back every k: 512 x 16 float32 pdist 1.3-1.5x torch's time). Shorter runs
+        /// (a pdist row's last pairs) in blocks of 8, the last few in a slice.
         const BLOCK: usize = 32;
+        const SHORT: usize = 8;
         #[inline(always)]
-        fn block_fixed<T: Real>(
+        fn block_fixed<T: Real, const W: usize>(
             xi: &[T],
             cols: &[T],
             ld: usize,
             j0: usize,
             f: impl Fn(T) -> T,
             comb: impl Fn(T, T) -> T,
-        ) -> [T; BLOCK] {
-            let mut acc = [T::ZERO; BLOCK];
+        ) -> [T; W] {
+            let mut acc = [T::ZERO; W];
             for (k, &x) in xi.iter().enumerate() {
-                let col = &cols[k * ld + j0..k * ld + j0 + BLOCK];
+                let col = &cols[k * ld + j0..k * ld + j0 + W];
                 for (s, &v) in acc.iter_mut().zip(col) {
                     *s = comb(*s, f(v - x));
                 }
@@ -128,40 +130,57 @@ impl Norm {
             }
         };
         let mut acc = [T::ZERO; BLOCK];
-        for (j0, chunk) in js.step_by(BLOCK).zip(out.chunks_mut(BLOCK)) {
-            if chunk.len() == BLOCK {
-                acc = match self {
-                    Norm::Zero => block_fixed(xi, cols, ld, j0, differs, add),
-                    Norm::One => block_fixed(xi, cols, ld, j0, T::abs, add),
-                    Norm::Two => block_fixed(xi, cols, ld, j0, |d| d * d, add),
-                    Norm::Inf => block_fixed(xi, cols, ld, j0, T::abs, max),
-                    Norm::P(p) => {
-                        let p = T::from_f64(p);
-                        block_fixed(xi, cols, ld, j0, |d| d.abs().powf(p), add)
-                    }
-                };
-            }
-            let acc = &mut acc[..chunk.len()];
-            if chunk.len() < BLOCK {
-                acc.fill(T::ZERO);
+        let (mut j0, mut done) = (js.start, 0);
+        macro_rules! each_norm {
+            ($run:ident $(, $arg:expr)?) => {
                 match self {
-                    Norm::Zero => block(xi, cols, ld, j0, acc, differs, add),
-                    Norm::One => block(xi, cols, ld, j0, acc, T::abs, add),
-                    Norm::Two => block(xi, cols, ld, j0, acc, |d| d * d, add),
-                    Norm::Inf => block(xi, cols, ld, j0, acc, T::abs, max),
+                    Norm::Zero => $run(xi, cols, ld, j0, $($arg,)? differs, add),
+                    Norm::One => $run(xi, cols, ld, j0, $($arg,)? T::abs, add),
+                    Norm::Two => $run(xi, cols, ld, j0, $($arg,)? |d| d * d, add),
+                    Norm::Inf => $run(xi, cols, ld, j0, $($arg,)? T::abs, max),
                     Norm::P(p) => {
                         let p = T::from_f64(p);
-                        block(xi, cols, ld, j0, acc, |d| d.abs().powf(p), add)
+                        $run(xi, cols, ld, j0, $($arg,)? |d| d.abs().powf(p), add)
                     }
                 }
+            };
+        }
+        while done < out.len() {
+            let w = match out.len() - done {
+                r if r >= BLOCK => BLOCK,
+                r if r >= SHORT => SHORT,
+                r => r,
+            };
+            if w == BLOCK {
+                acc = each_norm!(block_fixed);
+            } else if w == SHORT || j0 + SHORT <= ld {
+                // (a run of fewer than 8 reads the 8 from j0 where the columns are padded
+                // that far, and keeps its own: each lane's sum is its own)
+                let a: [T; SHORT] = each_norm!(block_fixed);
+                acc[..SHORT].copy_from_slice(&a);
+            } else {
+                acc[..w].fill(T::ZERO);
+                each_norm!(block, &mut acc[..w]);
             }
-            for (o, &s) in chunk.iter_mut().zip(acc.iter()) {
-                o.write(match self {
-                    Norm::Two => s.sqrt(),
-                    Norm::P(p) => s.powf(T::from_f64(1.0 / p)),
-                    _ => s,
-                });
+            // (the norm chosen outside the loop, so that the square roots vectorise: one
+            // scalar square root a pair was 45% of a 512 x 16 float32 pdist)
+            let pairs = out[done..done + w].iter_mut().zip(&acc[..w]);
+            match self {
+                Norm::Two => pairs.for_each(|(o, &s)| {
+                    o.write(s.sqrt());
+                }),
+                Norm::P(p) => {
+                    let e = T::from_f64(1.0 / p);
+                    pairs.for_each(|(o, &s)| {
+                        o.write(s.powf(e));
+                    })
+                }
+                _ => pairs.for_each(|(o, &s)| {
+                    o.write(s);
+                }),
             }
+            j0 += w;
+            done += w;
         }
     }
 }
@@ -240,6 +259,18 @@ fn host_rows<T: Real>(t: &Tensor) -> Result<Vec<T>> {
 
 /// `b` row-major `[rows, m]` matrices, one after another, as their transposes `[m, rows]`
 /// (what [`Norm::dists_to`] reads).
+/// [`columns`] of one matrix with `ld - rows` zeros after each column (`ld >= rows`):
+/// what lets `dists_to` run a short last run of rows as a block of 8.
+fn padded_columns<T: Real>(v: &[T], rows: usize, m: usize, ld: usize) -> Vec<T> {
+    let mut out = vec![T::ZERO; ld * m];
+    for (r, row) in v.chunks_exact(m).take(rows).enumerate() {
+        for (k, &x) in row.iter().enumerate() {
+            out[k * ld + r] = x;
+        }
+    }
+    out
+}
+
 fn columns<T: Copy>(v: &[T], b: usize, rows: usize, m: usize) -> Vec<T> {
     let mut out = v.to_vec();
     for bb in 0..b {
@@ -746,13 +777,16 @@ fn pair_at(mut k: usize, n: usize) -> (usize, usize) {
 /// pdist's values: row i against rows i+1.. for each i, in that order.
 fn pdist_rows<T: Real>(x: &Tensor, norm: Norm, n: usize, m: usize, pairs: usize) -> Result<Buffer> {
     let a = host_rows::<T>(x)?;
-    let cols = columns(&a, 1, n, m);
+    // (padded: the short last runs of rows as blocks of 8)
+    let ld = n + 8;
+    let cols = padded_columns(&a, n, m, ld);
     let out = per_output(pairs, m, |range, out| {
         wide_kernel(PdistPiece {
             a: &a,
             cols: &cols,
             norm,
             n,
+            ld,
             m,
             start: range.start,
             out,
@@ -770,6 +804,8 @@ struct PdistPiece<'a, T> {
     cols: &'a [T],
     norm: Norm,
     n: usize,
+    /// the columns' stride (n and padding)
+    ld: usize,
     m: usize,
     start: usize,
     out: &'a mut [MaybeUninit<T>],
@@ -787,7 +823,7 @@ impl<T: Real> Kernel for PdistPiece<'_, T> {
             self.norm.dists_to(
                 &self.a[i * m..(i + 1) * m],
                 self.cols,
-                n,
+                self.ld,
                 j..j + run,
                 &mut out[done..done + run],
                 true,
