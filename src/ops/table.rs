@@ -54,7 +54,7 @@ macro_rules! unary_op_table {
                 doc: "Computes the absolute value of each element.",
             }
             sign sign_ Sign "SignBackward0" {
-                ints: keep(|a| a.signum()),
+                ints: keep(|a| i64::from(a > 0) - i64::from(a < 0)),
                 bool: None,
                 f: |x| x.sign(),
                 df(none): |g| g.zeros_like(),
@@ -293,7 +293,7 @@ macro_rules! unary_op_table {
                 doc: "Rounds elements of input to the nearest integer, halves to the nearest even integer.",
             }
             sgn sgn_ Sgn "SgnBackward0" {
-                ints: keep(|a| a.signum()),
+                ints: keep(|a| i64::from(a > 0) - i64::from(a < 0)),
                 bool: None,
                 f: |x| x.sign(),
                 // zero for real tensors; torch's node keeps the result (its complex

@@ -211,6 +211,36 @@ pub(super) fn map<T: Copy + Sync, U: Send>(src: &[T], f: impl Fn(T) -> U + Sync 
     })
 }
 
+/// [`map`] with its loop built for AVX2 (a [`Kernel`]): for element functions whose
+/// SSE2 form is slow, such as int64 compares (`signum`: 2.8x torch's time in SSE2).
+pub(super) fn map_wide<T: Copy + Sync, U: Send>(
+    src: &[T],
+    f: impl Fn(T) -> U + Sync + Send,
+) -> Vec<U> {
+    struct Loop<'a, T, U, F> {
+        x: &'a [T],
+        out: &'a mut [MaybeUninit<U>],
+        f: &'a F,
+    }
+    impl<T: Copy, U, F: Fn(T) -> U> Kernel for Loop<'_, T, U, F> {
+        type Out = ();
+        #[inline(always)]
+        fn run(self) {
+            for (o, &x) in self.out.iter_mut().zip(self.x) {
+                o.write((self.f)(x));
+            }
+        }
+    }
+    fill_chunks(src.len(), |start, out| {
+        let end = start + out.len();
+        wide_kernel(Loop {
+            x: &src[start..end],
+            out,
+            f: &f,
+        })
+    })
+}
+
 /// A chunk of `zip`'s rows whose last dim is contiguous or broadcast in each operand
 /// (`sa`, `sb` its strides, 0 or 1): the chunk starts at element `start`, rows of
 /// `inner` elements begin at `rows[r]` in `a` and `b`. A [`Kernel`], so that its loops

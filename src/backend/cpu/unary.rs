@@ -4,7 +4,8 @@
 //! ops that have one (same bits as their per-element forms, which `Float` uses).
 
 use super::elementwise::{
-    BinaryOp, PAR_MIN_VMATH, fill_chunks, fill_chunks_from, float_scalar_map, float_zip, map, zip,
+    BinaryOp, PAR_MIN_VMATH, fill_chunks, fill_chunks_from, float_scalar_map, float_zip, map,
+    map_wide, zip,
 };
 use super::strided::contiguous;
 use super::vmath::{self, float32 as v32, float64 as v64};
@@ -868,7 +869,7 @@ macro_rules! int_kernel {
         None
     };
     ($x:ident; keep(|$a:ident| $e:expr)) => {
-        Some(map($x, |$a: i64| $e))
+        Some(map_wide($x, |$a: i64| $e))
     };
 }
 
