@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import bisect
 import ctypes
-import ctypes.util
 import enum
+import functools
 import math
 import warnings
 from collections import defaultdict, namedtuple
@@ -80,8 +80,14 @@ SCOPE_USER = 7
 # ---------------------------------------------------------------------------------------
 
 
+@functools.cache
 def _load_cxa_demangle() -> tuple[Any, Any] | None:
-    """The C++ runtime's ``__cxa_demangle`` and the C library's ``free``, or None where either is missing."""
+    """The C++ runtime's ``__cxa_demangle`` and the C library's ``free``, or None where either is missing.
+    Looked up on the first demangling, not at import: ``ctypes.util.find_library`` runs
+    ``ldconfig`` in a subprocess (and imports subprocess, tempfile and shutil), about a
+    third of ``import rgrad``."""
+    import ctypes.util
+
     try:
         free = ctypes.CDLL(None).free
     except (OSError, AttributeError, TypeError):
@@ -101,9 +107,6 @@ def _load_cxa_demangle() -> tuple[Any, Any] | None:
     return None
 
 
-_CXA_DEMANGLE = _load_cxa_demangle()
-
-
 def demangle(name: str) -> str:
     """torch._C._demangle: the C++ ABI demangling of ``name``, or ``name`` itself when it is not
     a mangled name (``'aten::mul'`` stays, ``'_Z3foov'`` becomes ``'foo()'``).
@@ -111,9 +114,10 @@ def demangle(name: str) -> str:
     torch calls ``abi::__cxa_demangle``; so does rgrad, through ctypes. Without a
     loadable C++ runtime names are returned unchanged.
     """
-    if _CXA_DEMANGLE is None:
+    found = _load_cxa_demangle()
+    if found is None:
         return name
-    cxa_demangle, free = _CXA_DEMANGLE
+    cxa_demangle, free = found
     status = ctypes.c_int(-1)
     ptr = cxa_demangle(name.encode(), None, None, ctypes.byref(status))
     if status.value != 0 or not ptr:

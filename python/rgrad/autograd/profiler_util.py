@@ -27,7 +27,6 @@ import functools
 import gzip
 import json
 import os
-import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -511,6 +510,8 @@ def load_nvprof(path: str) -> EventList:
     Args:
         path (str): path to nvprof trace
     """
+    import sqlite3  # (on use: it is not needed at import)
+
     conn = sqlite3.connect(path)
     try:
         conn.row_factory = sqlite3.Row
