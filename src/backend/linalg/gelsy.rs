@@ -35,39 +35,32 @@ pub struct Lstsq {
 /// (ld m) with the reciprocal condition threshold `rcond`. `a` is overwritten.
 pub fn gelsy(a: &mut [f64], m: usize, n: usize, b: &[f64], nrhs: usize, rcond: f64) -> Lstsq {
     let mn = m.min(n);
-    let ldb = m.max(n);
-    let mut x = vec![0.0; ldb * nrhs];
-    for j in 0..nrhs {
-        x[j * ldb..j * ldb + m].copy_from_slice(&b[j * m..(j + 1) * m]);
-    }
-    let finish = |x: Vec<f64>, rank| Lstsq {
-        x: x.chunks(ldb).flat_map(|c| c[..n].iter().copied()).collect(),
-        rank,
+    let zero = || Lstsq {
+        x: vec![0.0; n * nrhs],
+        rank: 0,
     };
     // (LAPACK: A of max-norm zero has rank 0 and solution 0; a NaN anywhere compares
     // false there and runs through the factorization)
     if mn == 0 || a.iter().all(|&v| v == 0.0) {
-        return finish(vec![0.0; ldb * nrhs], 0);
+        return zero();
     }
     let mut jpvt: Vec<usize> = (0..n).collect();
     let mut tau = vec![0.0; mn];
     geqp3(a, m, n, &mut jpvt, &mut tau);
     let rank = rank_of(a, m, mn, rcond);
     if rank == 0 {
-        return finish(vec![0.0; ldb * nrhs], 0);
+        return zero();
     }
     let mut tau_z = vec![0.0; rank];
     if rank < n {
         latrz(a, m, rank, n, &mut tau_z);
     }
     // B := Qᵀ·B (the reflectors below R's diagonal; ormqr reads nothing above it)
-    let mut qb: Vec<f64> = (0..nrhs)
-        .flat_map(|j| x[j * ldb..j * ldb + m].iter().copied())
-        .collect();
+    let mut qb = b.to_vec();
     ormqr_left(a, m, &tau, &mut qb, nrhs, true, false);
-    x.fill(0.0);
+    let mut x = vec![0.0; n * nrhs];
     for j in 0..nrhs {
-        let col = &mut x[j * ldb..(j + 1) * ldb];
+        let col = &mut x[j * n..(j + 1) * n];
         col[..rank].copy_from_slice(&qb[j * m..j * m + rank]);
         // T₁₁⁻¹ (back substitution, column by column as dtrsm's "Left, Upper, N")
         for k in (0..rank).rev() {
@@ -83,12 +76,12 @@ pub fn gelsy(a: &mut [f64], m: usize, n: usize, b: &[f64], nrhs: usize, rcond: f
             apply_z_t(a, m, rank, n, &tau_z, col);
         }
         // X(jpvt(i)) = B(i)
-        let perm: Vec<f64> = col[..n].to_vec();
+        let perm = col.to_vec();
         for (i, &p) in jpvt.iter().enumerate() {
             col[p] = perm[i];
         }
     }
-    finish(x, rank)
+    Lstsq { x, rank }
 }
 
 /// `dgeqp3` (its unblocked loop, `dlaqp2`, with no columns fixed in place): `A·P = Q·R`
